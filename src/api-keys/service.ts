@@ -1,0 +1,82 @@
+import { AppError, notFound } from "../core/errors.ts";
+import { constantTimeEqual, sha256Hex } from "../core/crypto.ts";
+import { newId, nowIso, randomBase62 } from "../core/ids.ts";
+import { parseInput } from "../core/validate.ts";
+import type { AccountStore } from "../accounts/store.ts";
+import { PLAN_LIMITS } from "../accounts/schema.ts";
+import type { Principal } from "../auth/schema.ts";
+import type { ApiKeyStore } from "./store.ts";
+import { API_KEY_PATTERN, API_KEY_PREFIX, type ApiKey, createApiKeyInput } from "./schema.ts";
+
+/** `last_used_at` is written at most once a minute per key, so hot keys don't hammer the writer. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+export class ApiKeyService {
+  private readonly lastTouched = new Map<string, number>();
+
+  constructor(
+    private readonly store: ApiKeyStore,
+    private readonly accounts: AccountStore,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  create(accountId: string, input: unknown): ApiKey & { key: string } {
+    const { name, permissions } = parseInput(createApiKeyInput, input);
+    const account = this.accounts.getAccount(accountId);
+    if (!account) throw notFound("NOT_FOUND", `Account ${accountId}`);
+    const limit = PLAN_LIMITS[account.plan].apiKeys;
+    if (limit !== null && this.store.countActive(accountId) >= limit) {
+      throw new AppError(402, "API_KEY_LIMIT_REACHED", `The ${account.plan} plan allows ${limit} active API key(s); revoke one first`);
+    }
+    const key = API_KEY_PREFIX + randomBase62(40);
+    const record: ApiKey = {
+      id: newId("key"),
+      user_id: accountId,
+      name,
+      prefix: key.slice(0, 12),
+      permissions,
+      last_used_at: null,
+      created_at: nowIso(this.now()),
+      revoked_at: null,
+    };
+    this.store.insert({ ...record, key_hash: sha256Hex(key) });
+    return { ...record, key };
+  }
+
+  list(accountId: string): ApiKey[] {
+    return this.store.list(accountId);
+  }
+
+  revoke(accountId: string, keyId: string): ApiKey {
+    const k = this.store.get(keyId);
+    if (!k || k.user_id !== accountId) throw notFound("API_KEY_NOT_FOUND", `API key ${keyId}`);
+    if (!this.store.revoke(keyId, nowIso(this.now()))) {
+      throw new AppError(409, "API_KEY_ALREADY_REVOKED", `API key ${keyId} was already revoked`);
+    }
+    this.lastTouched.delete(keyId);
+    return this.store.get(keyId)!;
+  }
+
+  /** The CLI operator may revoke by key id alone; the account is taken from the key. */
+  revokeAsOperator(keyId: string, accountId?: string): ApiKey {
+    const k = this.store.get(keyId);
+    if (!k) throw notFound("API_KEY_NOT_FOUND", `API key ${keyId}`);
+    return this.revoke(accountId ?? k.user_id, keyId);
+  }
+
+  /** Resolves a presented key; revocation is checked on every request (no cache). */
+  authenticate(key: string): Principal {
+    const invalid = new AppError(401, "INVALID_API_KEY", "The API key is not valid");
+    if (!API_KEY_PATTERN.test(key)) throw invalid;
+    const hash = sha256Hex(key);
+    const row = this.store.findByHash(hash);
+    if (!row || !constantTimeEqual(row.key_hash, hash)) throw invalid;
+    if (row.revoked_at) throw new AppError(401, "INVALID_API_KEY", "The API key has been revoked");
+    const t = this.now();
+    if (t - (this.lastTouched.get(row.id) ?? 0) >= TOUCH_INTERVAL_MS) {
+      this.lastTouched.set(row.id, t);
+      this.store.touch(row.id, nowIso(t));
+    }
+    return { kind: "api_key", accountId: row.user_id, keyId: row.id, permissions: row.permissions };
+  }
+}

@@ -1,0 +1,119 @@
+import type { Database } from "bun:sqlite";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Config } from "./config/config.ts";
+import { createLogger, type Logger } from "./core/logger.ts";
+import { openDatabase } from "./store/database.ts";
+import { AccountStore } from "./accounts/store.ts";
+import { AccountService } from "./accounts/service.ts";
+import { ApiKeyStore } from "./api-keys/store.ts";
+import { ApiKeyService } from "./api-keys/service.ts";
+import { SessionStore } from "./auth/store.ts";
+import { AuthService } from "./auth/service.ts";
+import { CollectionStore } from "./collections/store.ts";
+import { CollectionService } from "./collections/service.ts";
+import { createHttpApp } from "./http/app.ts";
+import { RateLimiter } from "./http/rate-limit.ts";
+import type { AppEnv } from "./http/types.ts";
+import { Metrics } from "./observability/metrics.ts";
+import type { Services } from "./services.ts";
+import { loadOrCreateSecret, UrlSigner } from "./signing/url-signer.ts";
+import { VERSION } from "./version.ts";
+
+/** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
+export interface AppRuntime {
+  vecExtension?: string;
+  ffmpeg: string;
+  ffprobe: string;
+  inferenceWorkerFile: string;
+}
+
+export interface AppOptions {
+  runtime: AppRuntime;
+  logger?: Logger;
+  now?: () => number;
+}
+
+export interface App {
+  config: Config;
+  logger: Logger;
+  db: Database;
+  services: Services;
+  metrics: Metrics;
+  http: OpenAPIHono<AppEnv>;
+  signer: UrlSigner;
+  fetch(req: Request): Response | Promise<Response>;
+  /** The externally visible base URL, used in presigned links; set by `serve` once it listens. */
+  setBaseUrl(url: string): void;
+  /** Starts background work (job workers, webhook delivery). Only `serve` calls it. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root: the one place that wires stores, services and the HTTP app from a
+ * config object. `serve`, every CLI command and the tests all go through here.
+ */
+export async function createApp(config: Config, opts: AppOptions): Promise<App> {
+  const logger = opts.logger ?? createLogger(config.logLevel);
+  const now = opts.now ?? Date.now;
+  mkdirSync(config.dataDir, { recursive: true });
+  const db = openDatabase(join(config.dataDir, "vsearch.db"), { vecExtension: opts.runtime.vecExtension });
+
+  let baseUrl = config.publicBaseUrl ?? `http://${config.host}:${config.port}`;
+  const signer = new UrlSigner(loadOrCreateSecret(join(config.dataDir, "secret.key")), () => baseUrl, config.presignTtlSecs, now);
+
+  const accountStore = new AccountStore(db);
+  const accounts = new AccountService(accountStore);
+  const apiKeys = new ApiKeyService(new ApiKeyStore(db), accountStore, now);
+  const auth = new AuthService(new SessionStore(db), accountStore, apiKeys, config.sessionTtlSecs, now);
+  const collections = new CollectionService(
+    new CollectionStore(db),
+    { purgeVideos: async () => {} },
+    { posterUrl: (videoId) => signer.sign(`/media/videos/${videoId}/poster.jpg`) },
+  );
+  const services: Services = { accounts, auth, apiKeys, collections };
+
+  const metrics = new Metrics();
+  let closing = false;
+  const http = createHttpApp({
+    config,
+    auth,
+    limiter: new RateLimiter(config.rateLimits, now),
+    services,
+    logger,
+    metrics,
+    version: VERSION,
+    ready: () => {
+      const checks: Record<string, string> = {};
+      try {
+        db.query("SELECT 1").get();
+        checks.database = "ok";
+      } catch (e) {
+        checks.database = (e as Error).message;
+      }
+      checks.shutdown = closing ? "in progress" : "no";
+      return { ok: checks.database === "ok" && !closing, checks };
+    },
+  });
+
+  return {
+    config,
+    logger,
+    db,
+    services,
+    metrics,
+    http,
+    signer,
+    fetch: (req) => http.fetch(req),
+    setBaseUrl: (url) => {
+      baseUrl = config.publicBaseUrl ?? url.replace(/\/$/, "");
+    },
+    start: async () => {},
+    close: async () => {
+      closing = true;
+      db.close();
+    },
+  };
+}

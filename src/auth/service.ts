@@ -1,0 +1,66 @@
+import { AppError } from "../core/errors.ts";
+import { constantTimeEqual, sha256Hex } from "../core/crypto.ts";
+import { newId, nowIso, randomBase62 } from "../core/ids.ts";
+import { parseInput } from "../core/validate.ts";
+import type { AccountStore } from "../accounts/store.ts";
+import type { ApiKeyService } from "../api-keys/service.ts";
+import { API_KEY_PREFIX } from "../api-keys/schema.ts";
+import type { SessionStore } from "./store.ts";
+import { type Principal, SESSION_TOKEN_PREFIX, signInSchema } from "./schema.ts";
+
+const unauthorized = (message = "Missing or malformed Authorization header; send `Bearer <API key or session token>`") =>
+  new AppError(401, "UNAUTHORIZED", message, { "WWW-Authenticate": "Bearer" });
+
+// A fixed argon2id hash to verify against when the e-mail is unknown, so a sign-in for an unknown
+// address costs as long as one with a wrong password (no user enumeration by timing).
+const DUMMY_PASSWORD = "vsearch-timing-equaliser";
+
+export class AuthService {
+  private dummyHash: Promise<string> | null = null;
+
+  constructor(
+    private readonly sessions: SessionStore,
+    private readonly accounts: AccountStore,
+    private readonly apiKeys: ApiKeyService,
+    private readonly sessionTtlSecs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async signIn(input: unknown): Promise<{ token: string; expires_at: string }> {
+    const { email, password } = parseInput(signInSchema, input);
+    const user = this.accounts.findUserByEmail(email.trim().toLowerCase());
+    this.dummyHash ??= Bun.password.hash(DUMMY_PASSWORD, { algorithm: "argon2id" });
+    const ok = await Bun.password.verify(password, user?.password_hash ?? (await this.dummyHash));
+    if (!user || !ok) throw new AppError(401, "UNAUTHORIZED", "Wrong e-mail or password");
+    const token = SESSION_TOKEN_PREFIX + randomBase62(40);
+    const expires_at = nowIso(this.now() + this.sessionTtlSecs * 1000);
+    this.sessions.insert({
+      id: newId("ses"),
+      token_hash: sha256Hex(token),
+      user_id: user.id,
+      account_id: user.account_id,
+      created_at: nowIso(this.now()),
+      expires_at,
+    });
+    return { token, expires_at };
+  }
+
+  signOut(principal: Principal): void {
+    if (principal.kind !== "session") throw new AppError(400, "NOT_A_SESSION", "Sign-out needs a session token, not an API key");
+    this.sessions.end(principal.sessionId, nowIso(this.now()));
+  }
+
+  /** Resolves an `Authorization` header value to a principal, or throws 401. */
+  authenticate(header: string | undefined | null): Principal {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+    if (!m) throw unauthorized();
+    const token = m[1];
+    if (token.startsWith(API_KEY_PREFIX)) return this.apiKeys.authenticate(token);
+    if (!token.startsWith(SESSION_TOKEN_PREFIX)) throw new AppError(401, "INVALID_API_KEY", "The API key is not valid");
+    const hash = sha256Hex(token);
+    const row = this.sessions.findByHash(hash);
+    if (!row || !constantTimeEqual(row.token_hash, hash) || row.ended_at) throw unauthorized("The session token is not valid");
+    if (Date.parse(row.expires_at) <= this.now()) throw new AppError(401, "SESSION_EXPIRED", "The session has expired; sign in again");
+    return { kind: "session", accountId: row.account_id, sessionId: row.id, userId: row.user_id, role: row.role };
+  }
+}

@@ -1,0 +1,40 @@
+import type { Database } from "bun:sqlite";
+
+export interface SessionRow {
+  id: string;
+  token_hash: string;
+  user_id: string;
+  account_id: string;
+  created_at: string;
+  expires_at: string;
+  ended_at: string | null;
+  role: "admin" | "member";
+}
+
+export class SessionStore {
+  constructor(private readonly db: Database) {}
+
+  insert(s: Omit<SessionRow, "ended_at" | "role">): void {
+    this.db
+      .query("INSERT INTO sessions (id, token_hash, user_id, account_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)")
+      .run(s.id, s.token_hash, s.user_id, s.account_id, s.created_at, s.expires_at);
+  }
+
+  findByHash(tokenHash: string): SessionRow | null {
+    return this.db
+      .query<SessionRow, [string]>(
+        `SELECT s.id, s.token_hash, s.user_id, s.account_id, s.created_at, s.expires_at, s.ended_at, u.role
+           FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = ?`,
+      )
+      .get(tokenHash);
+  }
+
+  end(id: string, at: string): void {
+    this.db.query("UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL").run(at, id);
+  }
+
+  /** Housekeeping: sessions long past expiry need not be kept. */
+  purgeExpiredBefore(iso: string): void {
+    this.db.query("DELETE FROM sessions WHERE expires_at < ?").run(iso);
+  }
+}

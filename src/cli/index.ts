@@ -1,0 +1,58 @@
+import { Command, CommanderError } from "commander";
+import type { AppRuntime } from "../app.ts";
+import type { Config } from "../config/config.ts";
+import { ConfigError } from "../config/config.ts";
+import { AppError, ValidationError } from "../core/errors.ts";
+import { VERSION } from "../version.ts";
+import { registerAccountCommands } from "../accounts/cli.ts";
+import { registerKeyCommands } from "../api-keys/cli.ts";
+import { createCliContext } from "./context.ts";
+import { registerServeCommand } from "./serve.ts";
+import { registerSystemCommands } from "./system.ts";
+
+export interface CliIo {
+  stdout: (s: string) => void;
+  stderr: (s: string) => void;
+}
+
+const defaultIo: CliIo = { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) };
+
+export function buildProgram(env: Record<string, string | undefined>, runtime: (c: Config) => Promise<AppRuntime>, io: CliIo = defaultIo) {
+  const ctx = createCliContext(env, runtime, io);
+  const program = new Command("vsearch")
+    .description("Self-hosted video search: index what is seen and said, find the moment.")
+    .version(VERSION)
+    .option("--data-dir <dir>", "data directory (env VSEARCH_DATA_DIR, default ./vsearch-data)")
+    .option("--json", "machine-readable output: one JSON document on stdout")
+    .option("--log-level <level>", "debug | info | warn | error | silent")
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
+  registerServeCommand(program, ctx);
+  registerAccountCommands(program, ctx);
+  registerKeyCommands(program, ctx);
+  registerSystemCommands(program, ctx);
+  return program;
+}
+
+/** Runs the CLI; returns the exit code (0 ok, 1 error, 2 usage). Errors are one line on stderr. */
+export async function runCli(argv: string[], env: Record<string, string | undefined>, runtime: (c: Config) => Promise<AppRuntime>, io: CliIo = defaultIo): Promise<number> {
+  const program = buildProgram(env, runtime, io);
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (e.code === "commander.helpDisplayed" || e.code === "commander.version" || e.code === "commander.help") return 0;
+      return 2;
+    }
+    io.stderr(`error: ${describe(e)}\n`);
+    return 1;
+  }
+}
+
+function describe(e: unknown): string {
+  if (e instanceof ValidationError) return e.issues.map((i) => `${i.loc.filter((l) => l !== "body").join(".")}: ${i.msg}`).join("; ");
+  if (e instanceof AppError) return `${e.message} (${e.code})`;
+  if (e instanceof ConfigError) return `configuration: ${e.message}`;
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,86 @@
+import { AppError, notFound } from "../core/errors.ts";
+import { newId, nowIso } from "../core/ids.ts";
+import type { Page } from "../core/paging.ts";
+import { offsetOf } from "../core/paging.ts";
+import { parseInput } from "../core/validate.ts";
+import type { CollectionStore, CollectionRow } from "./store.ts";
+import { type Collection, type CollectionDetail, collectionInputSchema } from "./schema.ts";
+
+/** Removes videos' files and index rows; implemented by the videos domain, wired in app.ts. */
+export interface VideoPurger {
+  purgeVideos(accountId: string, videoIds: string[], reason: "collection_deleted"): Promise<void>;
+}
+
+export interface PosterUrls {
+  posterUrl(videoId: string): string;
+}
+
+const THUMBNAILS_PER_COLLECTION = 4;
+
+export class CollectionService {
+  constructor(
+    private readonly store: CollectionStore,
+    private readonly purger: VideoPurger,
+    private readonly urls: PosterUrls,
+  ) {}
+
+  create(accountId: string, input: unknown): Collection {
+    const { name } = parseInput(collectionInputSchema, input);
+    const row: CollectionRow = { id: newId("col"), user_id: accountId, name, created_at: nowIso() };
+    if (!this.store.insert(row)) throw taken(name);
+    return { ...row, video_count: 0, thumbnail_urls: [] };
+  }
+
+  list(accountId: string, page: Page): { items: Collection[]; total: number } {
+    const rows = this.store.list(accountId, page.perPage, offsetOf(page));
+    return { items: this.decorate(rows), total: this.store.count(accountId) };
+  }
+
+  /** Another account's collection is indistinguishable from a missing one (404, never 403). */
+  require(accountId: string, id: string): CollectionRow {
+    const row = this.store.get(accountId, id);
+    if (!row) throw notFound("COLLECTION_NOT_FOUND", `Collection ${id}`);
+    return row;
+  }
+
+  findByName(accountId: string, name: string): CollectionRow | null {
+    return this.store.findByName(accountId, name.trim());
+  }
+
+  get(accountId: string, id: string): CollectionDetail {
+    const row = this.require(accountId, id);
+    const stats = this.store.stats([id]).get(id);
+    return {
+      ...this.decorate([row])[0],
+      total_duration_secs: stats?.total_duration_secs ?? 0,
+      storage_bytes: stats?.storage_bytes ?? 0,
+    };
+  }
+
+  rename(accountId: string, id: string, input: unknown): Collection {
+    const { name } = parseInput(collectionInputSchema, input);
+    this.require(accountId, id);
+    if (!this.store.rename(accountId, id, name)) throw taken(name);
+    return this.decorate([this.require(accountId, id)])[0];
+  }
+
+  async delete(accountId: string, id: string): Promise<void> {
+    this.require(accountId, id);
+    const videoIds = this.store.videoIds(accountId, id);
+    await this.purger.purgeVideos(accountId, videoIds, "collection_deleted");
+    this.store.delete(accountId, id);
+  }
+
+  private decorate(rows: CollectionRow[]): Collection[] {
+    const ids = rows.map((r) => r.id);
+    const stats = this.store.stats(ids);
+    const posters = this.store.posters(ids, THUMBNAILS_PER_COLLECTION);
+    return rows.map((r) => ({
+      ...r,
+      video_count: stats.get(r.id)?.video_count ?? 0,
+      thumbnail_urls: (posters.get(r.id) ?? []).map((p) => this.urls.posterUrl(p.video_id)),
+    }));
+  }
+}
+
+const taken = (name: string) => new AppError(409, "COLLECTION_NAME_TAKEN", `A collection named "${name}" already exists`);

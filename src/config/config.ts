@@ -1,0 +1,190 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+
+/**
+ * Configuration. This module is the only place that reads `process.env` (see loadConfig's
+ * `env` parameter; callers pass `process.env` once, at the entry point).
+ * Precedence: flag > env (VSEARCH_*) > <data-dir>/config.json > defaults.
+ */
+
+export const RATE_GROUPS = [
+  "search",
+  "upload",
+  "jobs",
+  "moment",
+  "videos",
+  "collections_read",
+  "collections_write",
+  "api_keys",
+  "agent",
+  "webhooks",
+  "auth",
+] as const;
+export type RateGroup = (typeof RATE_GROUPS)[number];
+
+/** Per-minute defaults: the seed's Set A, API keys 10/min (SPEC §8). */
+export const DEFAULT_RATE_LIMITS: Record<RateGroup, number> = {
+  search: 30,
+  upload: 10,
+  jobs: 60,
+  moment: 60,
+  videos: 30,
+  collections_read: 100,
+  collections_write: 30,
+  api_keys: 10,
+  agent: 30,
+  webhooks: 30,
+  auth: 20,
+};
+
+const rateLimitsSchema = z.object(
+  Object.fromEntries(RATE_GROUPS.map((g) => [g, z.number().int().positive().optional()])) as Record<
+    RateGroup,
+    z.ZodOptional<z.ZodNumber>
+  >,
+);
+
+const fileSchema = z
+  .object({
+    host: z.string(),
+    port: z.number().int().min(0).max(65535),
+    log_level: z.enum(["debug", "info", "warn", "error", "silent"]),
+    max_upload_bytes: z.number().int().positive(),
+    models_dir: z.string(),
+    device: z.enum(["auto", "cpu", "cuda", "webgpu"]),
+    worker_threads: z.number().int().positive(),
+    batch_size: z.number().int().positive(),
+    job_concurrency: z.number().int().positive(),
+    ffmpeg_path: z.string(),
+    ffprobe_path: z.string(),
+    session_ttl_secs: z.number().int().positive(),
+    presign_ttl_secs: z.number().int().positive(),
+    public_base_url: z.string(),
+    webhook_retry_delays: z.array(z.number().nonnegative()),
+    webhook_timeout_ms: z.number().int().positive(),
+    allow_networks: z.array(z.string()),
+    rate_limits: rateLimitsSchema,
+    credits_per_minute: z.number().nonnegative(),
+    credits_per_search: z.number().nonnegative(),
+    credits_low_threshold: z.number().nonnegative(),
+  })
+  .partial()
+  .strict();
+
+export type Device = "auto" | "cpu" | "cuda" | "webgpu";
+
+export interface Config {
+  dataDir: string;
+  host: string;
+  port: number;
+  logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  maxUploadBytes: number;
+  /** Largest JSON/form body accepted by non-upload routes. */
+  maxJsonBytes: number;
+  modelsDir: string;
+  device: Device;
+  workerThreads: number;
+  batchSize: number;
+  jobConcurrency: number;
+  ffmpegPath?: string;
+  ffprobePath?: string;
+  sessionTtlSecs: number;
+  presignTtlSecs: number;
+  /** Base of presigned URLs; defaults to the URL the server listens on. */
+  publicBaseUrl?: string;
+  webhookRetryDelaysSecs: number[];
+  webhookTimeoutMs: number;
+  allowNetworks: string[];
+  rateLimits: Record<RateGroup, number>;
+  creditsPerMinute: number;
+  creditsPerSearch: number;
+  creditsLowThreshold: number;
+}
+
+export interface ConfigFlags {
+  dataDir?: string;
+  host?: string;
+  port?: number;
+  logLevel?: Config["logLevel"];
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const num = (name: string, v: string | undefined): number | undefined => {
+  if (v === undefined || v === "") return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new ConfigError(`${name} must be a number, got "${v}"`);
+  return n;
+};
+const list = (v: string | undefined): string[] | undefined =>
+  v === undefined ? undefined : v.split(",").map((s) => s.trim()).filter(Boolean);
+
+function readConfigFile(dataDir: string): z.infer<typeof fileSchema> {
+  const file = join(dataDir, "config.json");
+  if (!existsSync(file)) return {};
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8"));
+  } catch (e) {
+    throw new ConfigError(`${file} is not valid JSON: ${(e as Error).message}`);
+  }
+  const parsed = fileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    throw new ConfigError(`${file}: ${first.path.join(".") || "(root)"}: ${first.message}`);
+  }
+  return parsed.data;
+}
+
+export function loadConfig(
+  flags: ConfigFlags = {},
+  env: Record<string, string | undefined> = {},
+): Config {
+  const dataDir = resolve(flags.dataDir ?? env.VSEARCH_DATA_DIR ?? "./vsearch-data");
+  const file = readConfigFile(dataDir);
+  const pick = <T>(...vals: (T | undefined)[]): T | undefined => vals.find((v) => v !== undefined);
+
+  const rateLimits = { ...DEFAULT_RATE_LIMITS };
+  for (const g of RATE_GROUPS) {
+    const v = pick(num(`VSEARCH_RATE_LIMIT_${g.toUpperCase()}`, env[`VSEARCH_RATE_LIMIT_${g.toUpperCase()}`]), file.rate_limits?.[g]);
+    if (v !== undefined) rateLimits[g] = v;
+  }
+  const device = pick(env.VSEARCH_DEVICE, file.device) ?? "auto";
+  if (!["auto", "cpu", "cuda", "webgpu"].includes(device)) {
+    throw new ConfigError(`VSEARCH_DEVICE must be auto, cpu, cuda or webgpu, got "${device}"`);
+  }
+  const logLevel = pick(flags.logLevel, env.VSEARCH_LOG_LEVEL as Config["logLevel"], file.log_level) ?? "info";
+  const port = pick(flags.port, num("VSEARCH_PORT", env.VSEARCH_PORT), file.port) ?? 8080;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`port must be 0-65535, got ${port}`);
+
+  const retry = pick(list(env.VSEARCH_WEBHOOK_RETRY_DELAYS)?.map((s) => num("VSEARCH_WEBHOOK_RETRY_DELAYS", s)!), file.webhook_retry_delays);
+
+  return {
+    dataDir,
+    host: pick(flags.host, env.VSEARCH_HOST, file.host) ?? "127.0.0.1",
+    port,
+    logLevel,
+    maxUploadBytes: pick(num("VSEARCH_MAX_UPLOAD_BYTES", env.VSEARCH_MAX_UPLOAD_BYTES), file.max_upload_bytes) ?? 5 * 1024 ** 3,
+    maxJsonBytes: 1024 * 1024,
+    modelsDir: resolve(dataDir, pick(env.VSEARCH_MODELS_DIR, file.models_dir) ?? "models"),
+    device: device as Device,
+    workerThreads: pick(num("VSEARCH_WORKER_THREADS", env.VSEARCH_WORKER_THREADS), file.worker_threads) ?? 1,
+    batchSize: pick(num("VSEARCH_BATCH_SIZE", env.VSEARCH_BATCH_SIZE), file.batch_size) ?? 8,
+    jobConcurrency: pick(num("VSEARCH_JOB_CONCURRENCY", env.VSEARCH_JOB_CONCURRENCY), file.job_concurrency) ?? 1,
+    ffmpegPath: pick(env.VSEARCH_FFMPEG_PATH, file.ffmpeg_path),
+    ffprobePath: pick(env.VSEARCH_FFPROBE_PATH, file.ffprobe_path),
+    sessionTtlSecs: pick(num("VSEARCH_SESSION_TTL_SECS", env.VSEARCH_SESSION_TTL_SECS), file.session_ttl_secs) ?? 12 * 3600,
+    presignTtlSecs: pick(num("VSEARCH_PRESIGN_TTL_SECS", env.VSEARCH_PRESIGN_TTL_SECS), file.presign_ttl_secs) ?? 3600,
+    publicBaseUrl: pick(env.VSEARCH_PUBLIC_BASE_URL, file.public_base_url),
+    webhookRetryDelaysSecs: retry ?? [30, 60],
+    webhookTimeoutMs: pick(num("VSEARCH_WEBHOOK_TIMEOUT_MS", env.VSEARCH_WEBHOOK_TIMEOUT_MS), file.webhook_timeout_ms) ?? 10_000,
+    allowNetworks: pick(list(env.VSEARCH_WEBHOOK_ALLOW_NETWORKS), file.allow_networks) ?? [],
+    rateLimits,
+    creditsPerMinute: pick(num("VSEARCH_CREDITS_PER_MINUTE", env.VSEARCH_CREDITS_PER_MINUTE), file.credits_per_minute) ?? 1,
+    creditsPerSearch: pick(num("VSEARCH_CREDITS_PER_SEARCH", env.VSEARCH_CREDITS_PER_SEARCH), file.credits_per_search) ?? 0.1,
+    creditsLowThreshold: pick(num("VSEARCH_CREDITS_LOW_THRESHOLD", env.VSEARCH_CREDITS_LOW_THRESHOLD), file.credits_low_threshold) ?? 100,
+  };
+}

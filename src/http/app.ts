@@ -1,0 +1,96 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { newId } from "../core/ids.ts";
+import type { Logger } from "../core/logger.ts";
+import { zodIssuesToValidation } from "../core/validate.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import { registerApiKeyRoutes } from "../api-keys/routes.ts";
+import { registerAuthRoutes } from "../auth/routes.ts";
+import { registerCollectionRoutes } from "../collections/routes.ts";
+import type { HttpDeps } from "./deps.ts";
+import { DOCS_HTML } from "./docs-page.ts";
+import { handleError, notFoundHandler, validationResponse } from "./errors.ts";
+import type { AppEnv } from "./types.ts";
+
+export interface HttpAppOptions extends HttpDeps {
+  logger: Logger;
+  metrics: Metrics;
+  version: string;
+  /** Readiness: the store answers and the server is not shutting down. */
+  ready: () => { ok: boolean; checks: Record<string, string> };
+  /** Extra route modules (domains added later register here). */
+  routeModules?: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)[];
+}
+
+const TARGET_ROOT: Record<string, string> = { json: "body", form: "body", query: "query", param: "path", header: "header" };
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>({
+    // One validation shape for every route: FastAPI's 422 `detail[]`.
+    defaultHook: (result, c) => {
+      if (!result.success) {
+        return validationResponse(c as never, zodIssuesToValidation(result.error.issues, (result as { data?: unknown }).data, TARGET_ROOT[result.target] ?? result.target));
+      }
+    },
+  });
+
+  app.use("*", async (c, next) => {
+    const startedAt = performance.now();
+    const incoming = c.req.header("x-request-id");
+    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : newId("req");
+    c.set("requestId", requestId);
+    c.set("startedAt", startedAt);
+    c.set("log", opts.logger.child({ request_id: requestId }));
+    await next();
+    c.res.headers.set("X-Request-Id", requestId);
+    const seconds = (performance.now() - startedAt) / 1000;
+    const route = c.req.routePath || "unmatched";
+    opts.metrics.observeRequest(route, c.req.method, c.res.status, seconds);
+    c.get("log").info("request", {
+      method: c.req.method,
+      path: new URL(c.req.url).pathname,
+      route,
+      status: c.res.status,
+      took_ms: Math.round(seconds * 1e5) / 100,
+    });
+  });
+
+  app.onError(handleError);
+  app.notFound(notFoundHandler);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", {
+    type: "http",
+    scheme: "bearer",
+    description: "API key `vsk_…` (create one with `vsearch keys create` or POST /v1/api_keys)",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "sessionToken", {
+    type: "http",
+    scheme: "bearer",
+    description: "Session token from POST /v1/auth/sessions",
+  });
+
+  app.get("/healthz", (c) => c.json({ status: "ok", version: opts.version }));
+  app.get("/readyz", (c) => {
+    const r = opts.ready();
+    return c.json({ status: r.ok ? "ready" : "not_ready", checks: r.checks }, r.ok ? 200 : 503);
+  });
+  app.get("/metrics", (c) => c.text(opts.metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4" }));
+  app.get("/docs", (c) => c.html(DOCS_HTML));
+
+  registerAuthRoutes(app, opts);
+  registerApiKeyRoutes(app, opts);
+  registerCollectionRoutes(app, opts);
+  for (const register of opts.routeModules ?? []) register(app, opts);
+
+  app.doc31("/v1/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "vsearch",
+      version: opts.version,
+      description:
+        "Self-hosted video search. Every success is `{data, meta}`; validation errors are 422 `{detail: [...]}`; other errors `{detail: {code, message}}`.",
+    },
+  });
+  return app;
+}

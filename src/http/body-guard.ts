@@ -1,0 +1,57 @@
+import type { MiddlewareHandler } from "hono";
+import { AppError, ValidationError } from "../core/errors.ts";
+import type { AppEnv } from "./types.ts";
+
+/** Reads at most `limit` bytes of a request body; past that, 413 without reading the rest. */
+export async function readBodyCapped(req: Request, limit: number): Promise<Uint8Array> {
+  const declared = Number(req.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+  if (!req.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = req.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let off = 0;
+  for (const ch of chunks) {
+    out.set(ch, off);
+    off += ch.byteLength;
+  }
+  return out;
+}
+
+const tooLarge = (limit: number) => new AppError(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${limit} bytes`);
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Buffers a non-streaming body with a size cap and, for JSON, rejects bytes that are not UTF-8
+ * (a lenient decoder would silently turn them into U+FFFD and store garbage). The validated
+ * bytes are put in Hono's body cache so validators parse them without reading the stream again.
+ */
+export function bodyGuard(limit: number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (c.req.method === "GET" || c.req.method === "HEAD") return next();
+    const bytes = await readBodyCapped(c.req.raw, limit);
+    const ct = (c.req.header("content-type") ?? "").toLowerCase();
+    if (/^application\/([\w.-]+\+)?json/.test(ct) || ct.startsWith("application/x-www-form-urlencoded")) {
+      let text: string;
+      try {
+        text = utf8.decode(bytes);
+      } catch {
+        throw new ValidationError([{ loc: ["body"], msg: "Request body is not valid UTF-8", type: "unicode_decode_error" }]);
+      }
+      (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text);
+    }
+    (c.req.bodyCache as Record<string, unknown>).arrayBuffer = Promise.resolve(bytes.buffer as ArrayBuffer);
+    return next();
+  };
+}

@@ -1,0 +1,16 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Config } from "../config/config.ts";
+import type { AuthService } from "../auth/service.ts";
+import type { Services } from "../services.ts";
+import type { RateLimiter } from "./rate-limit.ts";
+import type { AppEnv } from "./types.ts";
+
+/** What route modules get: the services to call and the shared HTTP machinery. */
+export interface HttpDeps {
+  config: Config;
+  auth: AuthService;
+  limiter: RateLimiter;
+  services: Services;
+}
+
+export type Api = OpenAPIHono<AppEnv>;

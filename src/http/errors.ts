@@ -1,0 +1,42 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { AppError, ValidationError, type ValidationIssue } from "../core/errors.ts";
+import type { AppEnv } from "./types.ts";
+
+export function validationResponse(c: Context<AppEnv>, issues: ValidationIssue[]) {
+  return c.json({ detail: issues }, 422);
+}
+
+export function errorResponse(c: Context<AppEnv>, status: ContentfulStatusCode, code: string, message: string, headers: Record<string, string> = {}) {
+  for (const [k, v] of Object.entries(headers)) c.header(k, v);
+  return c.json({ detail: { code, message } }, status);
+}
+
+/**
+ * Every thrown error ends here. Known errors keep their status and code; anything else is logged
+ * with its stack and answered 500 without one (no internals reach a client).
+ */
+export function handleError(err: Error, c: Context<AppEnv>) {
+  if (err instanceof ValidationError) return validationResponse(c, err.issues);
+  if (err instanceof AppError) return errorResponse(c, err.status as ContentfulStatusCode, err.code, err.message, err.headers);
+  if (err instanceof HTTPException) {
+    // Hono's body validators: malformed JSON / form → 400, undeclared content type → 415.
+    // Clients of this API get the FastAPI 422 shape for every body problem.
+    if (err.status === 400) {
+      return validationResponse(c, [{ loc: ["body"], msg: err.message || "Malformed request body", type: "json_invalid" }]);
+    }
+    if (err.status === 415) {
+      const ct = c.req.header("content-type") ?? "";
+      return validationResponse(c, [
+        { loc: ["body"], msg: `Unsupported Content-Type${ct ? ` "${ct}"` : " (none sent)"}; see /v1/openapi.json for this route's body type`, type: "content_type", input: ct || null },
+      ]);
+    }
+    return errorResponse(c, err.status as ContentfulStatusCode, err.status === 404 ? "NOT_FOUND" : "HTTP_ERROR", err.message || "Request failed");
+  }
+  c.get("log")?.error("unhandled error", { err: err?.message, stack: err?.stack });
+  return errorResponse(c, 500, "INTERNAL_ERROR", `Internal error; quote request id ${c.get("requestId")} when reporting it`);
+}
+
+export const notFoundHandler = (c: Context<AppEnv>) =>
+  errorResponse(c, 404, "NOT_FOUND", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`);

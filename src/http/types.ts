@@ -1,0 +1,11 @@
+import type { Logger } from "../core/logger.ts";
+import type { Principal } from "../auth/schema.ts";
+
+export interface AppEnv {
+  Variables: {
+    requestId: string;
+    startedAt: number;
+    log: Logger;
+    principal: Principal;
+  };
+}

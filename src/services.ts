@@ -1,0 +1,12 @@
+import type { AccountService } from "./accounts/service.ts";
+import type { ApiKeyService } from "./api-keys/service.ts";
+import type { AuthService } from "./auth/service.ts";
+import type { CollectionService } from "./collections/service.ts";
+
+/** Everything routes and CLI commands may call. Built once by createApp. */
+export interface Services {
+  accounts: AccountService;
+  auth: AuthService;
+  apiKeys: ApiKeyService;
+  collections: CollectionService;
+}

@@ -1,0 +1,46 @@
+import { Database } from "bun:sqlite";
+import { MIGRATIONS } from "./migrations/index.ts";
+
+export interface OpenDatabaseOptions {
+  /** Path of the sqlite-vec loadable extension (from src/runtime). Omit to skip loading it. */
+  vecExtension?: string;
+  readonly?: boolean;
+  busyTimeoutMs?: number;
+}
+
+/**
+ * Opens the store with the settings every connection needs: WAL (readers never block the one
+ * writer), busy_timeout (a CLI command beside a running server waits instead of failing),
+ * foreign keys (SQLite leaves them off by default), then runs pending migrations.
+ */
+export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Database {
+  const db = new Database(file, { create: true, strict: true });
+  db.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`);
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec("PRAGMA synchronous = NORMAL");
+  db.exec("PRAGMA foreign_keys = ON");
+  if (opts.vecExtension) db.loadExtension(opts.vecExtension);
+  migrate(db);
+  return db;
+}
+
+export function migrate(db: Database): void {
+  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+  const applied = new Set(
+    db.query<{ version: number }, []>("SELECT version FROM schema_migrations").all().map((r) => r.version),
+  );
+  for (const m of MIGRATIONS) {
+    if (applied.has(m.version)) continue;
+    // BEGIN IMMEDIATE: two processes starting together must not both apply one migration.
+    db.transaction(() => {
+      const again = db.query("SELECT 1 FROM schema_migrations WHERE version = ?").get(m.version);
+      if (again) return;
+      db.exec(m.sql);
+      db.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+        m.version,
+        m.name,
+        new Date().toISOString(),
+      );
+    }).immediate();
+  }
+}

@@ -1,0 +1,15 @@
+// Numbered SQL files, imported as text so they are embedded in the compiled binary.
+// To add one: create NNN_name.sql and list it here; never edit a migration that has shipped.
+import m001 from "./001_core.sql" with { type: "text" };
+import m002 from "./002_media.sql" with { type: "text" };
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: Migration[] = [
+  { version: 1, name: "core", sql: m001 },
+  { version: 2, name: "media", sql: m002 },
+];
