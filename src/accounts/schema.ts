@@ -29,8 +29,9 @@ export interface User {
 /** A display name: 1–255 characters after trimming whitespace. */
 export const nameSchema = z
   .string()
-  .transform((s) => s.trim())
-  .pipe(z.string().min(1, "must not be empty or only whitespace").max(255, "must be at most 255 characters"));
+  .trim()
+  .min(1, "must not be empty or only whitespace")
+  .max(255, "must be at most 255 characters");
 
 export const accountInputSchema = z.object({ name: nameSchema, plan: z.enum(PLANS).default("enterprise") });
 export const userInputSchema = z.object({

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { z } from "zod";
+import { z } from "@hono/zod-openapi";
 
 /**
  * Configuration. This module is the only place that reads `process.env` (see loadConfig's

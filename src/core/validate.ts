@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type { z } from "@hono/zod-openapi";
 import { ValidationError, type ValidationIssue } from "./errors.ts";
 
 type ZodIssue = z.core.$ZodIssue;
