@@ -1,0 +1,64 @@
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+export const BUN = join(ROOT, "node_modules", ".bin", "bun");
+export const MAIN = join(ROOT, "src", "main.ts");
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real CLI (`bun src/main.ts …`) as a subprocess, with a time limit. */
+export async function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<CliResult> {
+  const proc = Bun.spawn([BUN, MAIN, ...args], {
+    env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => proc.kill(), timeoutMs);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+export async function runCliJson<T = any>(args: string[], env: Record<string, string> = {}): Promise<T> {
+  const r = await runCli([...args, "--json"], env);
+  if (r.code !== 0) throw new Error(`vsearch ${args.join(" ")} exited ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+/** Starts `serve` on a free port and waits (bounded) for it to print its URL. */
+export async function startServer(dataDir: string, env: Record<string, string> = {}) {
+  const proc = Bun.spawn([BUN, MAIN, "--data-dir", dataDir, "--json", "serve", "--port", "0"], {
+    env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = proc.stdout.getReader();
+  let text = "";
+  const deadline = Date.now() + 20_000;
+  while (!text.includes("}") && Date.now() < deadline) {
+    const { done, value } = await Promise.race([
+      reader.read(),
+      Bun.sleep(Math.max(0, deadline - Date.now())).then(() => ({ done: true, value: undefined })),
+    ]);
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  if (!text.includes("}")) {
+    proc.kill();
+    throw new Error(`server did not start: ${text} ${await new Response(proc.stderr).text()}`);
+  }
+  const info = JSON.parse(text) as { url: string; pid: number };
+  return {
+    url: info.url,
+    proc,
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      proc.kill(signal);
+      await Promise.race([proc.exited, Bun.sleep(10_000)]);
+    },
+  };
+}
