@@ -20,6 +20,18 @@ import { Metrics } from "./observability/metrics.ts";
 import type { Services } from "./services.ts";
 import { loadOrCreateSecret, UrlSigner } from "./signing/url-signer.ts";
 import { VERSION } from "./version.ts";
+import { EventStore } from "./events/store.ts";
+import { IndexStore } from "./indexing/store.ts";
+import { JobStore } from "./jobs/store.ts";
+import { JobService } from "./jobs/service.ts";
+import { VideoFiles } from "./videos/files.ts";
+import { VideoStore } from "./videos/store.ts";
+import { VideoService } from "./videos/service.ts";
+import { UploadService } from "./upload/service.ts";
+import { ffprobeSniffer } from "./upload/sniffer.ts";
+import { registerUploadRoutes } from "./upload/routes.ts";
+import { registerVideoRoutes } from "./videos/routes.ts";
+import { registerJobRoutes } from "./jobs/routes.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -68,12 +80,25 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const accounts = new AccountService(accountStore);
   const apiKeys = new ApiKeyService(new ApiKeyStore(db), accountStore, now);
   const auth = new AuthService(new SessionStore(db), accountStore, apiKeys, config.sessionTtlSecs, now);
+  const mediaUrls = {
+    posterUrl: (videoId: string) => signer.sign(`/media/videos/${videoId}/poster.jpg`),
+    playbackUrl: (videoId: string) => signer.sign(`/media/videos/${videoId}/source`),
+  };
+  const files = new VideoFiles(config.dataDir);
+  const events = new EventStore(db);
+  const jobStore = new JobStore(db);
+  const indexStore = new IndexStore(db, Boolean(opts.runtime.vecExtension));
+  const videoStore = new VideoStore(db);
+  const videos = new VideoService(db, videoStore, jobStore, events, indexStore, files, mediaUrls);
   const collections = new CollectionService(
     new CollectionStore(db),
-    { purgeVideos: async () => {} },
-    { posterUrl: (videoId) => signer.sign(`/media/videos/${videoId}/poster.jpg`) },
+    { purgeVideos: (accountId, ids) => videos.purgeVideos(accountId, ids) },
+    mediaUrls,
   );
-  const services: Services = { accounts, auth, apiKeys, collections };
+  const bins = { ffmpeg: opts.runtime.ffmpeg, ffprobe: opts.runtime.ffprobe };
+  const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes);
+  const jobs = new JobService(jobStore);
+  const services: Services = { accounts, auth, apiKeys, collections, videos, uploads, jobs };
 
   const metrics = new Metrics();
   let closing = false;
@@ -85,6 +110,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     metrics,
     version: VERSION,
+    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes],
     ready: () => {
       const checks: Record<string, string> = {};
       try {

@@ -2,6 +2,9 @@ import type { AccountService } from "./accounts/service.ts";
 import type { ApiKeyService } from "./api-keys/service.ts";
 import type { AuthService } from "./auth/service.ts";
 import type { CollectionService } from "./collections/service.ts";
+import type { JobService } from "./jobs/service.ts";
+import type { UploadService } from "./upload/service.ts";
+import type { VideoService } from "./videos/service.ts";
 
 /** Everything routes and CLI commands may call. Built once by createApp. */
 export interface Services {
@@ -9,4 +12,7 @@ export interface Services {
   auth: AuthService;
   apiKeys: ApiKeyService;
   collections: CollectionService;
+  videos: VideoService;
+  uploads: UploadService;
+  jobs: JobService;
 }

@@ -1,0 +1,192 @@
+import type { Database } from "bun:sqlite";
+
+export interface VideoScope {
+  videoId: string;
+  accountId: string;
+  collectionId: string;
+}
+
+export interface FrameInput {
+  shotIndex: number;
+  timestamp: number;
+  embedding: Float32Array;
+}
+
+export interface ShotInput {
+  shotIndex: number;
+  start: number;
+  end: number;
+  keyframe: number;
+  thumbnailPath: string | null;
+  labels: { label: string; score: number }[];
+  caption: string | null;
+  embedding: Float32Array | null;
+}
+
+export interface TranscriptInput {
+  start: number;
+  end: number;
+  text: string;
+}
+
+export interface FrameRow {
+  id: number;
+  video_id: string;
+  collection_id: string;
+  shot_index: number;
+  timestamp: number;
+  model_id: string;
+}
+
+/** sqlite-vec reserves a chunk per partition; small chunks keep small accounts cheap. */
+const VEC_CHUNK_SIZE = 256;
+
+const blob = (v: Float32Array) => new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+export const toFloat32 = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+
+/**
+ * Everything the pipeline writes about a video's content: frames, shots, transcript segments
+ * and their vectors. Each `replace*` deletes the video's previous rows of that kind first, so a
+ * re-run stage (after a crash, or `reindex`) never duplicates anything.
+ */
+export class IndexStore {
+  private readonly vecTables = new Set<string>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly vecEnabled: boolean,
+  ) {}
+
+  /** vec0 tables have a fixed dimension, so there is one per embedding size (`vec_frames_512`). */
+  private vecTable(kind: "frames" | "shots", dim: number): string | null {
+    if (!this.vecEnabled) return null;
+    const name = `vec_${kind}_${dim}`;
+    if (!this.vecTables.has(name)) {
+      this.db.exec(
+        `CREATE VIRTUAL TABLE IF NOT EXISTS ${name} USING vec0(
+           id INTEGER PRIMARY KEY, account_id TEXT PARTITION KEY,
+           embedding float[${dim}] distance_metric=cosine, chunk_size=${VEC_CHUNK_SIZE})`,
+      );
+      this.vecTables.add(name);
+    }
+    return name;
+  }
+
+  private existingVecTables(kind: "frames" | "shots"): string[] {
+    return this.db
+      .query<{ name: string }, [string]>("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB ?")
+      .all(`vec_${kind}_[0-9]*`)
+      .map((r) => r.name)
+      .filter((n) => /^vec_(frames|shots)_\d+$/.test(n));
+  }
+
+  private deleteVectors(kind: "frames" | "shots", ids: number[]): void {
+    if (!this.vecEnabled || ids.length === 0) return;
+    for (const table of this.existingVecTables(kind)) {
+      for (let i = 0; i < ids.length; i += 500) {
+        const part = ids.slice(i, i + 500);
+        this.db.query(`DELETE FROM ${table} WHERE id IN (${part.map(() => "?").join(",")})`).run(...part);
+      }
+    }
+  }
+
+  private ids(sql: string, videoId: string): number[] {
+    return this.db.query<{ id: number }, [string]>(sql).all(videoId).map((r) => r.id);
+  }
+
+  replaceFrames(scope: VideoScope, frames: FrameInput[], modelId: string): number[] {
+    return this.db.transaction(() => {
+      this.deleteVectors("frames", this.ids("SELECT id FROM frames WHERE video_id = ?", scope.videoId));
+      this.db.query("DELETE FROM frames WHERE video_id = ?").run(scope.videoId);
+      const insert = this.db.query<{ id: number }, [string, string, string, number, number, string]>(
+        "INSERT INTO frames (video_id, account_id, collection_id, shot_index, timestamp, model_id) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+      );
+      const vec = this.db.query("INSERT INTO frame_vectors (frame_id, embedding) VALUES (?, ?)");
+      const table = frames.length ? this.vecTable("frames", frames[0].embedding.length) : null;
+      const vecIndex = table ? this.db.query(`INSERT INTO ${table} (id, account_id, embedding) VALUES (?, ?, ?)`) : null;
+      const ids: number[] = [];
+      for (const f of frames) {
+        const { id } = insert.get(scope.videoId, scope.accountId, scope.collectionId, f.shotIndex, f.timestamp, modelId)!;
+        vec.run(id, blob(f.embedding));
+        vecIndex?.run(id, scope.accountId, blob(f.embedding));
+        ids.push(id);
+      }
+      return ids;
+    })();
+  }
+
+  replaceShots(scope: VideoScope, shots: ShotInput[], modelId: string | null): number[] {
+    return this.db.transaction(() => {
+      this.deleteVectors("shots", this.ids("SELECT id FROM shots WHERE video_id = ?", scope.videoId));
+      this.db.query("DELETE FROM shots WHERE video_id = ?").run(scope.videoId);
+      const insert = this.db.query<{ id: number }, (string | number | null)[]>(
+        `INSERT INTO shots (video_id, account_id, collection_id, shot_index, start_secs, end_secs, keyframe_secs,
+                            thumbnail_path, labels, caption, model_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+      );
+      const vec = this.db.query("INSERT INTO shot_vectors (shot_id, embedding) VALUES (?, ?)");
+      const withVec = shots.find((s) => s.embedding);
+      const table = withVec ? this.vecTable("shots", withVec.embedding!.length) : null;
+      const vecIndex = table ? this.db.query(`INSERT INTO ${table} (id, account_id, embedding) VALUES (?, ?, ?)`) : null;
+      const ids: number[] = [];
+      for (const s of shots) {
+        const { id } = insert.get(
+          scope.videoId, scope.accountId, scope.collectionId, s.shotIndex, s.start, s.end, s.keyframe,
+          s.thumbnailPath, JSON.stringify(s.labels), s.caption, s.embedding ? modelId : null,
+        )!;
+        if (s.embedding) {
+          vec.run(id, blob(s.embedding));
+          vecIndex?.run(id, scope.accountId, blob(s.embedding));
+        }
+        ids.push(id);
+      }
+      return ids;
+    })();
+  }
+
+  replaceTranscript(scope: VideoScope, segments: TranscriptInput[], modelId: string): void {
+    this.db.transaction(() => {
+      this.db.query("DELETE FROM transcript_segments WHERE video_id = ?").run(scope.videoId);
+      const insert = this.db.query(
+        "INSERT INTO transcript_segments (video_id, account_id, collection_id, start_secs, end_secs, text, model_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      );
+      for (const s of segments) insert.run(scope.videoId, scope.accountId, scope.collectionId, s.start, s.end, s.text, modelId);
+    })();
+  }
+
+  /** Removes the rows SQLite cannot cascade (vec0 virtual tables); call before deleting the video row. */
+  deleteVideoVectors(videoId: string): void {
+    this.deleteVectors("frames", this.ids("SELECT id FROM frames WHERE video_id = ?", videoId));
+    this.deleteVectors("shots", this.ids("SELECT id FROM shots WHERE video_id = ?", videoId));
+  }
+
+  framesOf(videoId: string): FrameRow[] {
+    return this.db
+      .query<FrameRow, [string]>("SELECT id, video_id, collection_id, shot_index, timestamp, model_id FROM frames WHERE video_id = ? ORDER BY timestamp")
+      .all(videoId);
+  }
+
+  frameVectors(ids: number[]): Map<number, Float32Array> {
+    const out = new Map<number, Float32Array>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const part = ids.slice(i, i + 500);
+      const rows = this.db
+        .query<{ frame_id: number; embedding: Uint8Array }, number[]>(
+          `SELECT frame_id, embedding FROM frame_vectors WHERE frame_id IN (${part.map(() => "?").join(",")})`,
+        )
+        .all(...part);
+      for (const r of rows) out.set(r.frame_id, toFloat32(r.embedding));
+    }
+    return out;
+  }
+
+  /** Model ids present in the index, with row counts (for `reindex` and `doctor`). */
+  modelUsage(): { kind: string; model_id: string; n: number }[] {
+    return this.db
+      .query<{ kind: string; model_id: string; n: number }, []>(
+        `SELECT 'frames' AS kind, model_id, count(*) AS n FROM frames GROUP BY model_id
+         UNION ALL SELECT 'shots', model_id, count(*) FROM shots WHERE model_id IS NOT NULL GROUP BY model_id
+         UNION ALL SELECT 'transcript', model_id, count(*) FROM transcript_segments GROUP BY model_id`,
+      )
+      .all();
+  }
+}

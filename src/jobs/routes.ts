@@ -1,0 +1,40 @@
+import { z } from "@hono/zod-openapi";
+import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
+import type { Api, HttpDeps } from "../http/deps.ts";
+import { jobSchema, listJobsQuery } from "./schema.ts";
+
+export function registerJobRoutes(app: Api, deps: HttpDeps) {
+  const svc = deps.services.jobs;
+  const base = { tags: ["Jobs"], access: "read_only" as const, rateGroup: "jobs" as const };
+
+  app.openapi(
+    defineRoute(deps, {
+      ...base,
+      method: "get",
+      path: "/v1/jobs",
+      summary: "List indexing jobs, newest first",
+      request: { query: listJobsQuery },
+      responses: { 200: { description: "Jobs", content: { "application/json": { schema: envelopeOf(z.array(jobSchema)) } } } },
+    }),
+    (c) => {
+      const q = c.req.valid("query");
+      const { items, total } = svc.list(c.get("principal").accountId, { status: q.status, videoId: q.video_id }, { page: q.page, perPage: q.per_page });
+      return ok(c, items, 200, { total, page: q.page, per_page: q.per_page });
+    },
+  );
+
+  app.openapi(
+    defineRoute(deps, {
+      ...base,
+      method: "get",
+      path: "/v1/jobs/{job_id}",
+      summary: "Get a job: status, stage, progress and error",
+      request: { params: idParam("job_id", "job_T4n8Yq2wE6rU0iO3pA5s") },
+      responses: {
+        200: { description: "Job", content: { "application/json": { schema: envelopeOf(jobSchema) } } },
+        404: jsonError("No such job in this account (JOB_NOT_FOUND)"),
+      },
+    }),
+    (c) => ok(c, svc.get(c.get("principal").accountId, c.req.valid("param").job_id)),
+  );
+}

@@ -1,0 +1,56 @@
+import { z } from "@hono/zod-openapi";
+
+export const JOB_STATUSES = ["queued", "pending", "processing", "done", "failed"] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export const jobSchema = z
+  .object({
+    id: z.string().openapi({ example: "job_T4n8Yq2wE6rU0iO3pA5s" }),
+    job_id: z.string().openapi({ description: "Same value as id" }),
+    video_id: z.string(),
+    user_id: z.string(),
+    status: z.enum(JOB_STATUSES),
+    stage: z.string().nullable(),
+    progress_pct: z.number(),
+    error: z.object({ code: z.string(), message: z.string() }).nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .openapi("Job");
+export type Job = z.infer<typeof jobSchema>;
+
+export interface JobRow {
+  id: string;
+  account_id: string;
+  video_id: string;
+  status: JobStatus;
+  stage: string | null;
+  progress_pct: number;
+  error_code: string | null;
+  error_message: string | null;
+  attempts: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export const listJobsQuery = z.object({
+  page: z.coerce.number().int().min(1).default(1),
+  per_page: z.coerce.number().int().min(1).max(100).default(20),
+  status: z.enum(JOB_STATUSES).optional(),
+  video_id: z.string().min(1).max(64).optional(),
+});
+
+export const toJob = (r: JobRow): Job => ({
+  id: r.id,
+  job_id: r.id,
+  video_id: r.video_id,
+  user_id: r.account_id,
+  status: r.status,
+  stage: r.stage,
+  progress_pct: Math.round(r.progress_pct * 10) / 10,
+  error: r.error_code ? { code: r.error_code, message: r.error_message ?? "" } : null,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+});

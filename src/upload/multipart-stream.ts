@@ -1,0 +1,136 @@
+/**
+ * A streaming multipart/form-data reader (RFC 7578): parts are handed over chunk by chunk as
+ * they arrive, so a multi-gigabyte upload never sits in memory. Only the bytes that might be
+ * the start of a boundary are kept between chunks.
+ */
+export interface PartHeaders {
+  name: string;
+  filename: string | null;
+  contentType: string | null;
+}
+
+export interface PartHandlers {
+  onPartStart(part: PartHeaders): void | Promise<void>;
+  /** Awaited before the next chunk is read: slow disks push back on the client. */
+  onPartData(chunk: Uint8Array): void | Promise<void>;
+  onPartEnd(): void | Promise<void>;
+}
+
+export class MultipartError extends Error {
+  override name = "MultipartError";
+}
+
+const MAX_HEADER_BYTES = 16 * 1024;
+const CRLF2 = Buffer.from("\r\n\r\n");
+
+export function boundaryOf(contentType: string | null | undefined): string | null {
+  if (!contentType || !/^multipart\/form-data\s*;/i.test(contentType)) return null;
+  const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(contentType);
+  return m ? (m[1] ?? m[2]) : null;
+}
+
+function parseHeaders(raw: string): PartHeaders {
+  let name: string | null = null;
+  let filename: string | null = null;
+  let contentType: string | null = null;
+  for (const line of raw.split("\r\n")) {
+    const idx = line.indexOf(":");
+    if (idx < 0) continue;
+    const key = line.slice(0, idx).trim().toLowerCase();
+    const value = line.slice(idx + 1).trim();
+    if (key === "content-disposition") {
+      name = /;\s*name="((?:[^"\\]|\\.)*)"/i.exec(value)?.[1] ?? /;\s*name=([^;\s]+)/i.exec(value)?.[1] ?? null;
+      const star = /;\s*filename\*=UTF-8''([^;]+)/i.exec(value)?.[1];
+      filename = star ? decodeURIComponent(star) : (/;\s*filename="((?:[^"\\]|\\.)*)"/i.exec(value)?.[1] ?? null);
+    } else if (key === "content-type") {
+      contentType = value;
+    }
+  }
+  if (name === null) throw new MultipartError("a part has no Content-Disposition name");
+  return { name, filename, contentType };
+}
+
+export async function readMultipart(body: ReadableStream<Uint8Array>, boundary: string, h: PartHandlers): Promise<void> {
+  const delimiter = Buffer.from(`\r\n--${boundary}`);
+  // Pretend the body starts with CRLF so the first boundary looks like every other delimiter.
+  let buf: Buffer = Buffer.from("\r\n");
+  type State = "preamble" | "after-delim" | "headers" | "body" | "done";
+  let state = "preamble" as State;
+  const reader = body.getReader();
+  let ended = false;
+
+  const step = async (): Promise<boolean> => {
+    switch (state) {
+      case "preamble": {
+        const i = buf.indexOf(delimiter);
+        if (i < 0) {
+          if (buf.length > delimiter.length) buf = buf.subarray(buf.length - delimiter.length);
+          return false;
+        }
+        buf = buf.subarray(i + delimiter.length);
+        state = "after-delim";
+        return true;
+      }
+      case "after-delim": {
+        if (buf.length < 2) return false;
+        if (buf[0] === 0x2d && buf[1] === 0x2d) {
+          state = "done";
+          return false;
+        }
+        const eol = buf.indexOf("\r\n");
+        if (eol < 0) {
+          if (buf.length > 256) throw new MultipartError("malformed boundary line");
+          return false;
+        }
+        buf = buf.subarray(eol + 2); // transport padding before CRLF is allowed
+        state = "headers";
+        return true;
+      }
+      case "headers": {
+        const end = buf.indexOf(CRLF2);
+        if (end < 0) {
+          if (buf.length > MAX_HEADER_BYTES) throw new MultipartError("part headers too large");
+          return false;
+        }
+        await h.onPartStart(parseHeaders(buf.subarray(0, end).toString("utf8")));
+        buf = buf.subarray(end + 4);
+        state = "body";
+        return true;
+      }
+      case "body": {
+        const i = buf.indexOf(delimiter);
+        if (i >= 0) {
+          if (i > 0) await h.onPartData(buf.subarray(0, i));
+          await h.onPartEnd();
+          buf = buf.subarray(i + delimiter.length);
+          state = "after-delim";
+          return true;
+        }
+        // Everything except a possible partial delimiter at the end is part data.
+        const safe = buf.length - (delimiter.length - 1);
+        if (safe > 0) {
+          await h.onPartData(buf.subarray(0, safe));
+          buf = buf.subarray(safe);
+        }
+        return false;
+      }
+      default:
+        return false;
+    }
+  };
+
+  try {
+    const finished = () => state === "done";
+    while (!finished()) {
+      while (await step()) {}
+      if (finished()) break;
+      if (ended) throw new MultipartError("the multipart body ended before its closing boundary");
+      const { done, value } = await reader.read();
+      if (done) ended = true;
+      // Copy: the chunk's memory may be reused by the runtime after the next read.
+      else buf = buf.length ? Buffer.concat([buf, value]) : Buffer.from(value);
+    }
+  } finally {
+    if (!ended) await reader.cancel().catch(() => {});
+  }
+}

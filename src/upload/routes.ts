@@ -1,0 +1,53 @@
+import { z } from "@hono/zod-openapi";
+import { defineRoute, envelopeOf, jsonError, ok } from "../http/index.ts";
+import type { Api, HttpDeps } from "../http/deps.ts";
+
+const accepted = z.object({ job_id: z.string(), video_id: z.string(), status: z.literal("queued") }).openapi("UploadAccepted");
+
+export function registerUploadRoutes(app: Api, deps: HttpDeps) {
+  const route = defineRoute(deps, {
+    method: "post",
+    path: "/v1/upload",
+    tags: ["Videos"],
+    summary: "Upload a video (multipart `file` + `collection_id`); indexing runs as a job",
+    description:
+      "The body is streamed to disk and never held in memory. The container is sniffed with ffprobe: MP4, MOV, AVI, WebM, MPEG and MKV are accepted.",
+    access: "all",
+    rateGroup: "upload",
+    maxBody: "stream",
+    request: {
+      body: {
+        required: true,
+        content: {
+          // Documented only: the streaming reader in UploadService parses this body itself.
+          "multipart/form-data": {
+            schema: z.object({
+              file: z.any().openapi({ type: "string", format: "binary" }),
+              collection_id: z.string(),
+            }),
+          },
+        },
+      },
+    },
+    responses: {
+      202: { description: "Accepted; poll the job or wait for `job.completed`", content: { "application/json": { schema: envelopeOf(accepted) } } },
+      402: jsonError("Out of credits (INSUFFICIENT_CREDITS)"),
+      404: jsonError("No such collection (COLLECTION_NOT_FOUND)"),
+      413: jsonError("File over the upload limit (UPLOAD_TOO_LARGE)"),
+      415: jsonError("Not a supported video container (UNSUPPORTED_FORMAT)"),
+    },
+  });
+  // Registered with plain Hono so no validator reads (buffers) the body before the service streams it.
+  const { middleware, ...doc } = route;
+  app.openAPIRegistry.registerPath(doc as never);
+  const [authorize, limit] = middleware;
+  app.post("/v1/upload", authorize, limit, async (c) => {
+    const len = c.req.header("content-length");
+    const result = await deps.services.uploads.upload(c.get("principal").accountId, {
+      contentType: c.req.header("content-type") ?? null,
+      contentLength: len && /^\d+$/.test(len) ? Number(len) : null,
+      body: c.req.raw.body,
+    });
+    return ok(c, result, 202);
+  });
+}

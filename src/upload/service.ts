@@ -1,0 +1,133 @@
+import { randomBytes } from "node:crypto";
+import { open, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { AppError, ValidationError } from "../core/errors.ts";
+import type { CollectionService } from "../collections/service.ts";
+import type { VideoFiles } from "../videos/files.ts";
+import type { VideoService } from "../videos/service.ts";
+import { boundaryOf, MultipartError, readMultipart } from "./multipart-stream.ts";
+
+/** What the upload needs to know about a file: what container it is, and whether it has video. */
+export interface ContainerSniffer {
+  sniff(file: string): Promise<{ ok: true; container: string; ext: string; mimeType: string } | { ok: false; code: string; message: string }>;
+}
+
+export interface UploadRequest {
+  contentType: string | null;
+  contentLength: number | null;
+  body: ReadableStream<Uint8Array> | null;
+}
+
+const MAX_FIELD_BYTES = 64 * 1024;
+
+const missing = (field: string) => ({ loc: ["body", field], msg: "Field required", type: "missing" });
+
+/**
+ * POST /v1/upload: streams the `file` part to a temp file (never the whole body in memory),
+ * enforcing the size limit while streaming; sniffs the container with ffprobe; then hands the
+ * file to the videos domain. Every failure path removes the temp file.
+ */
+export class UploadService {
+  constructor(
+    private readonly files: VideoFiles,
+    private readonly collections: CollectionService,
+    private readonly videos: VideoService,
+    private readonly sniffer: ContainerSniffer,
+    private readonly maxBytes: number,
+    private readonly beforeAccept: (accountId: string) => void = () => {},
+    private readonly onAccepted: () => void = () => {},
+  ) {}
+
+  async upload(accountId: string, req: UploadRequest): Promise<{ job_id: string; video_id: string; status: "queued" }> {
+    const boundary = boundaryOf(req.contentType);
+    if (!boundary || !req.body) {
+      throw new ValidationError([
+        { loc: ["body"], msg: "Expected a multipart/form-data body with a `file` part and a `collection_id` field", type: "content_type", input: req.contentType },
+      ]);
+    }
+    this.beforeAccept(accountId);
+    // Content-Length covers the multipart framing too, so it can only prove "too large", never "fits".
+    if (req.contentLength !== null && req.contentLength > this.maxBytes + 64 * 1024) throw this.tooLarge();
+
+    const tmp = join(this.files.ensureTmp(), `${Date.now()}-${randomBytes(8).toString("hex")}.part`);
+    const fields = new Map<string, string>();
+    let filename: string | null = null;
+    let fileSeen = false;
+    let size = 0;
+    try {
+      const fh = await open(tmp, "w", 0o600);
+      try {
+        let current: { name: string; isFile: boolean; text: Buffer[]; textBytes: number } | null = null;
+        await readMultipart(req.body, boundary, {
+          onPartStart: (p) => {
+            const isFile = p.name === "file" && !fileSeen;
+            if (isFile) {
+              fileSeen = true;
+              filename = p.filename;
+            }
+            current = { name: p.name, isFile, text: [], textBytes: 0 };
+          },
+          onPartData: async (chunk) => {
+            const c = current!;
+            if (c.isFile) {
+              size += chunk.byteLength;
+              if (size > this.maxBytes) throw this.tooLarge();
+              await fh.write(chunk);
+            } else if (c.name === "collection_id" || c.name === "filename") {
+              c.textBytes += chunk.byteLength;
+              if (c.textBytes > MAX_FIELD_BYTES) throw new ValidationError([{ loc: ["body", c.name], msg: "Field too long", type: "string_too_long" }]);
+              c.text.push(Buffer.from(chunk));
+            }
+            // Unknown parts are drained and ignored.
+          },
+          onPartEnd: () => {
+            const c = current!;
+            if (!c.isFile && c.text.length) fields.set(c.name, Buffer.concat(c.text).toString("utf8"));
+            current = null;
+          },
+        });
+      } finally {
+        await fh.close();
+      }
+
+      const issues = [];
+      if (!fileSeen) issues.push(missing("file"));
+      const collectionId = fields.get("collection_id")?.trim();
+      if (!collectionId) issues.push(missing("collection_id"));
+      if (issues.length) throw new ValidationError(issues);
+      if (size === 0) throw new ValidationError([{ loc: ["body", "file"], msg: "The uploaded file is empty", type: "value_error", input: filename }]);
+      this.collections.require(accountId, collectionId!);
+
+      const sniffed = await this.sniffer.sniff(tmp);
+      if (!sniffed.ok) throw new AppError(415, "UNSUPPORTED_FORMAT", sniffed.message);
+      const actual = (await stat(tmp)).size;
+      const accepted = this.videos.createFromUpload({
+        accountId,
+        collectionId: collectionId!,
+        filename: cleanFilename(fields.get("filename") ?? filename ?? `upload.${sniffed.ext}`),
+        tempFile: tmp,
+        ext: sniffed.ext,
+        container: sniffed.container,
+        mimeType: sniffed.mimeType,
+        sizeBytes: actual,
+      });
+      this.onAccepted();
+      return accepted;
+    } catch (e) {
+      await rm(tmp, { force: true });
+      if (e instanceof MultipartError) throw new ValidationError([{ loc: ["body"], msg: `Malformed multipart body: ${e.message}`, type: "value_error" }]);
+      throw e;
+    }
+  }
+
+  private tooLarge() {
+    return new AppError(413, "UPLOAD_TOO_LARGE", `The file exceeds the upload limit of ${this.maxBytes} bytes`);
+  }
+}
+
+/** Keeps the client's name for display, minus any path and control characters. */
+export function cleanFilename(name: string): string {
+  const base = name.split(/[\\/]/).pop() ?? "";
+  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, "").trim().slice(0, 255);
+  return cleaned || "upload";
+}

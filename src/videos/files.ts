@@ -1,0 +1,92 @@
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { join, relative, resolve, sep } from "node:path";
+
+/**
+ * Where a video's files live: `<data-dir>/videos/<video_id>/` holds the source, the poster and
+ * one JPEG per shot. Deleting a video is removing one folder. Paths in the database are
+ * relative to the data dir so the data dir can be moved or restored elsewhere.
+ */
+export class VideoFiles {
+  readonly videosRoot: string;
+  readonly uploadsTmp: string;
+
+  constructor(readonly dataDir: string) {
+    this.videosRoot = join(dataDir, "videos");
+    this.uploadsTmp = join(dataDir, "uploads", "tmp");
+  }
+
+  dir(videoId: string): string {
+    if (!/^vid_[0-9A-Za-z]+$/.test(videoId)) throw new Error(`bad video id ${videoId}`);
+    return join(this.videosRoot, videoId);
+  }
+
+  ensureDir(videoId: string): string {
+    const d = this.dir(videoId);
+    mkdirSync(join(d, "shots"), { recursive: true });
+    return d;
+  }
+
+  ensureTmp(): string {
+    mkdirSync(this.uploadsTmp, { recursive: true });
+    return this.uploadsTmp;
+  }
+
+  sourceFile(videoId: string, ext: string): string {
+    return join(this.dir(videoId), `source.${ext}`);
+  }
+
+  posterFile(videoId: string): string {
+    return join(this.dir(videoId), "poster.jpg");
+  }
+
+  shotThumbFile(videoId: string, shotIndex: number): string {
+    return join(this.dir(videoId), "shots", `${shotIndex}.jpg`);
+  }
+
+  rel(abs: string): string {
+    return relative(this.dataDir, abs);
+  }
+
+  /** Resolves a stored relative path, refusing anything that escapes the data dir. */
+  abs(rel: string): string {
+    const p = resolve(this.dataDir, rel);
+    if (!p.startsWith(resolve(this.dataDir) + sep)) throw new Error("path escapes the data dir");
+    return p;
+  }
+
+  remove(videoId: string): void {
+    rmSync(this.dir(videoId), { recursive: true, force: true });
+  }
+
+  bytesOf(videoId: string): number {
+    const walk = (d: string): number =>
+      !existsSync(d)
+        ? 0
+        : readdirSync(d, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? walk(join(d, e.name)) : statSync(join(d, e.name)).size), 0);
+    return walk(this.dir(videoId));
+  }
+
+  /**
+   * Start-up sweep: temp uploads are never resumable, and a video folder without a database row
+   * is what a crash between "file moved" and "row committed" leaves behind.
+   */
+  sweepOrphans(knownVideoIds: Set<string>): { tmp: number; videos: number } {
+    let tmp = 0;
+    let videos = 0;
+    if (existsSync(this.uploadsTmp)) {
+      for (const f of readdirSync(this.uploadsTmp)) {
+        rmSync(join(this.uploadsTmp, f), { recursive: true, force: true });
+        tmp++;
+      }
+    }
+    if (existsSync(this.videosRoot)) {
+      for (const d of readdirSync(this.videosRoot)) {
+        if (!knownVideoIds.has(d)) {
+          rmSync(join(this.videosRoot, d), { recursive: true, force: true });
+          videos++;
+        }
+      }
+    }
+    return { tmp, videos };
+  }
+}

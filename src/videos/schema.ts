@@ -1,0 +1,92 @@
+import { z } from "@hono/zod-openapi";
+
+export const VIDEO_STATUSES = ["queued", "processing", "ready", "failed"] as const;
+export type VideoStatus = (typeof VIDEO_STATUSES)[number];
+
+export const STAGE_NAMES = ["probe", "shots", "frames", "embeddings", "scenes", "audio", "transcript", "thumbnails"] as const;
+export type StageName = (typeof STAGE_NAMES)[number];
+
+export const stageOutcomeSchema = z
+  .object({
+    status: z.enum(["ran", "skipped", "failed"]),
+    reason: z.string().optional(),
+    took_ms: z.number().optional(),
+    count: z.number().optional(),
+    model_id: z.string().optional(),
+  })
+  .openapi("StageOutcome");
+export type StageOutcome = z.infer<typeof stageOutcomeSchema>;
+
+export const videoSchema = z
+  .object({
+    id: z.string().openapi({ example: "vid_Qm3x9T0bL2vK7cP5sN1a" }),
+    filename: z.string(),
+    collection_id: z.string(),
+    user_id: z.string(),
+    status: z.enum(VIDEO_STATUSES),
+    progress_pct: z.number().nullable(),
+    duration_secs: z.number().nullable(),
+    width: z.number().int().nullable(),
+    height: z.number().int().nullable(),
+    fps: z.number().nullable(),
+    codec: z.string().nullable(),
+    mime_type: z.string().nullable(),
+    file_size_bytes: z.number().int(),
+    storage_bytes: z.number().int(),
+    has_audio: z.boolean(),
+    thumbnail_url: z.string().nullable(),
+    created_at: z.string(),
+  })
+  .openapi("Video");
+
+export const videoDetailSchema = videoSchema
+  .extend({
+    playback_url: z.string(),
+    segments_count: z.number().int().openapi({ description: "Searchable segments: frames + shots + transcript segments" }),
+    stages: z.record(z.string(), stageOutcomeSchema),
+    error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  })
+  .openapi("VideoDetail");
+
+export type Video = z.infer<typeof videoSchema>;
+export type VideoDetail = z.infer<typeof videoDetailSchema>;
+
+export interface VideoRow {
+  id: string;
+  account_id: string;
+  collection_id: string;
+  filename: string;
+  status: VideoStatus;
+  progress_pct: number;
+  container: string | null;
+  mime_type: string | null;
+  duration_secs: number | null;
+  width: number | null;
+  height: number | null;
+  fps: number | null;
+  codec: string | null;
+  audio_codec: string | null;
+  has_audio: number;
+  file_size_bytes: number;
+  storage_bytes: number;
+  source_path: string;
+  poster_path: string | null;
+  stages: string;
+  error_code: string | null;
+  error_message: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export const listVideosQuery = z.object({
+  page: z.coerce.number().int().min(1).default(1),
+  per_page: z.coerce.number().int().min(1).max(100).default(20),
+  collection_id: z.string().min(1).max(64).optional(),
+  status: z
+    .string()
+    .optional()
+    .openapi({ description: "Comma-separated statuses, e.g. `ready,failed`" })
+    .refine((s) => !s || s.split(",").every((v) => (VIDEO_STATUSES as readonly string[]).includes(v.trim())), {
+      message: `each status must be one of ${VIDEO_STATUSES.join(", ")}`,
+    }),
+});

@@ -1,0 +1,158 @@
+import type { Database } from "bun:sqlite";
+import { notFound } from "../core/errors.ts";
+import { newId, nowIso } from "../core/ids.ts";
+import type { Page } from "../core/paging.ts";
+import { offsetOf } from "../core/paging.ts";
+import type { EventStore } from "../events/store.ts";
+import type { IndexStore } from "../indexing/store.ts";
+import type { JobStore } from "../jobs/store.ts";
+import type { VideoFiles } from "./files.ts";
+import type { VideoFilter, VideoStore } from "./store.ts";
+import type { StageOutcome, Video, VideoDetail, VideoRow, VideoStatus } from "./schema.ts";
+
+export interface MediaUrls {
+  posterUrl(videoId: string): string;
+  playbackUrl(videoId: string): string;
+}
+
+export interface NewVideo {
+  accountId: string;
+  collectionId: string;
+  filename: string;
+  /** Absolute path of the finished temp upload; moved into the video's folder. */
+  tempFile: string;
+  ext: string;
+  container: string;
+  mimeType: string;
+  sizeBytes: number;
+}
+
+export class VideoService {
+  constructor(
+    private readonly db: Database,
+    private readonly store: VideoStore,
+    private readonly jobs: JobStore,
+    private readonly events: EventStore,
+    private readonly index: IndexStore,
+    private readonly files: VideoFiles,
+    private readonly urls: MediaUrls,
+    /** Called after a video's rows are gone, so in-memory indexes can forget it. */
+    private readonly onDeleted: (videoIds: string[]) => void = () => {},
+  ) {}
+
+  /**
+   * Turns a finished upload into a video + queued job + `video.created` event in one
+   * transaction. The file is moved in first; if the transaction fails it is removed again, and
+   * a crash in between leaves a folder the start-up sweep deletes.
+   */
+  createFromUpload(v: NewVideo): { video_id: string; job_id: string; status: "queued" } {
+    const videoId = newId("vid");
+    const jobId = newId("job");
+    const at = nowIso();
+    this.files.ensureDir(videoId);
+    const dest = this.files.sourceFile(videoId, v.ext);
+    require("node:fs").renameSync(v.tempFile, dest);
+    try {
+      this.db.transaction(() => {
+        this.store.insert({
+          id: videoId,
+          account_id: v.accountId,
+          collection_id: v.collectionId,
+          filename: v.filename,
+          status: "queued",
+          progress_pct: 0,
+          container: v.container,
+          mime_type: v.mimeType,
+          duration_secs: null,
+          width: null,
+          height: null,
+          fps: null,
+          codec: null,
+          audio_codec: null,
+          has_audio: 0,
+          file_size_bytes: v.sizeBytes,
+          storage_bytes: v.sizeBytes,
+          source_path: this.files.rel(dest),
+          poster_path: null,
+          stages: "{}",
+          error_code: null,
+          error_message: null,
+          created_at: at,
+          updated_at: at,
+        });
+        this.jobs.insert({ id: jobId, account_id: v.accountId, video_id: videoId, created_at: at });
+        this.events.record(v.accountId, "video.created", { video_id: videoId, job_id: jobId, collection_id: v.collectionId, filename: v.filename }, at);
+      })();
+    } catch (e) {
+      this.files.remove(videoId);
+      throw e;
+    }
+    return { video_id: videoId, job_id: jobId, status: "queued" };
+  }
+
+  require(accountId: string, id: string): VideoRow {
+    const row = this.store.get(accountId, id);
+    if (!row) throw notFound("VIDEO_NOT_FOUND", `Video ${id}`);
+    return row;
+  }
+
+  get(accountId: string, id: string): VideoDetail {
+    const row = this.require(accountId, id);
+    return {
+      ...this.toVideo(row),
+      playback_url: this.urls.playbackUrl(row.id),
+      segments_count: this.store.segmentsCount(row.id),
+      stages: JSON.parse(row.stages) as Record<string, StageOutcome>,
+      error: row.error_code ? { code: row.error_code, message: row.error_message ?? "" } : null,
+    };
+  }
+
+  list(accountId: string, filter: VideoFilter, page: Page): { items: Video[]; total: number } {
+    return {
+      items: this.store.list(accountId, filter, page.perPage, offsetOf(page)).map((r) => this.toVideo(r)),
+      total: this.store.count(accountId, filter),
+    };
+  }
+
+  async delete(accountId: string, id: string): Promise<void> {
+    this.require(accountId, id);
+    await this.purgeVideos(accountId, [id]);
+  }
+
+  /** Rows, vectors, files and a `video.deleted` event per video; used by collection and account deletion too. */
+  async purgeVideos(accountId: string, ids: string[]): Promise<void> {
+    for (const id of ids) {
+      const row = this.store.get(accountId, id);
+      if (!row) continue;
+      this.db.transaction(() => {
+        this.index.deleteVideoVectors(id);
+        this.store.delete(id); // frames, shots, transcript and jobs cascade
+        this.events.record(accountId, "video.deleted", { video_id: id, collection_id: row.collection_id });
+      })();
+      this.files.remove(id);
+    }
+    if (ids.length) this.onDeleted(ids);
+  }
+
+  toVideo(r: VideoRow): Video {
+    return {
+      id: r.id,
+      filename: r.filename,
+      collection_id: r.collection_id,
+      user_id: r.account_id,
+      status: r.status as VideoStatus,
+      progress_pct: r.status === "ready" ? 100 : Math.round(r.progress_pct * 10) / 10,
+      duration_secs: r.duration_secs,
+      width: r.width,
+      height: r.height,
+      fps: r.fps,
+      codec: r.codec,
+      mime_type: r.mime_type,
+      file_size_bytes: r.file_size_bytes,
+      storage_bytes: r.storage_bytes,
+      has_audio: r.has_audio === 1,
+      thumbnail_url: r.poster_path ? this.urls.posterUrl(r.id) : null,
+      created_at: r.created_at,
+    };
+  }
+}

@@ -1,0 +1,30 @@
+import { mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import ffmpegInstaller from "@ffmpeg-installer/ffmpeg";
+
+export const FFMPEG = ffmpegInstaller.path;
+
+/** Runs ffmpeg (bounded) and returns the output path; throws with stderr on failure. */
+export async function ffmpeg(args: string[], out: string, timeoutMs = 60_000): Promise<string> {
+  const proc = Bun.spawn([FFMPEG, "-hide_banner", "-loglevel", "error", "-y", ...args, out], { stdout: "ignore", stderr: "pipe" });
+  const timer = setTimeout(() => proc.kill(), timeoutMs);
+  const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  clearTimeout(timer);
+  if (code !== 0) throw new Error(`ffmpeg failed (${code}): ${err}`);
+  return out;
+}
+
+export function scratchDir(name: string): string {
+  const d = join(tmpdir(), `vsearch-media-${process.pid}`, name);
+  mkdirSync(d, { recursive: true });
+  return d;
+}
+
+/** A short H.264/AAC MP4: test pattern + tone. */
+export const smallMp4 = (dir: string, secs = 1) =>
+  ffmpeg(
+    ["-f", "lavfi", "-i", `testsrc=size=160x120:rate=10:duration=${secs}`, "-f", "lavfi", "-i", `sine=frequency=440:duration=${secs}`,
+     "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
+    join(dir, `small-${secs}s.mp4`),
+  );
