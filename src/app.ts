@@ -32,6 +32,10 @@ import { ffprobeSniffer } from "./upload/sniffer.ts";
 import { registerUploadRoutes } from "./upload/routes.ts";
 import { registerVideoRoutes } from "./videos/routes.ts";
 import { registerJobRoutes } from "./jobs/routes.ts";
+import { JobRunner } from "./jobs/runner.ts";
+import type { ModelCatalog } from "./pipeline/deps.ts";
+import { InferenceHost } from "./pipeline/inference-host.ts";
+import { IngestPipeline } from "./pipeline/ingest.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -43,6 +47,8 @@ export interface AppRuntime {
 
 export interface AppOptions {
   runtime: AppRuntime;
+  /** Which models are installed; defaults to the registry in the models folder. */
+  models?: ModelCatalog;
   logger?: Logger;
   now?: () => number;
 }
@@ -55,6 +61,8 @@ export interface App {
   metrics: Metrics;
   http: OpenAPIHono<AppEnv>;
   signer: UrlSigner;
+  runner: JobRunner;
+  inference: InferenceHost;
   fetch(req: Request): Response | Promise<Response>;
   /** The externally visible base URL, used in presigned links; set by `serve` once it listens. */
   setBaseUrl(url: string): void;
@@ -96,7 +104,23 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     mediaUrls,
   );
   const bins = { ffmpeg: opts.runtime.ffmpeg, ffprobe: opts.runtime.ffprobe };
-  const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes);
+  const models: ModelCatalog = opts.models ?? { active: () => null };
+  const inference = new InferenceHost(config, opts.runtime.inferenceWorkerFile, models, logger);
+  const pipeline = new IngestPipeline({
+    db,
+    videos: videoStore,
+    jobs: jobStore,
+    events,
+    index: indexStore,
+    files,
+    bins,
+    models,
+    pool: () => inference.get(),
+    batchSize: config.batchSize,
+    logger,
+  });
+  const runner = new JobRunner(jobStore, pipeline, { concurrency: config.jobConcurrency, logger, now });
+  const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, undefined, () => runner.wake());
   const jobs = new JobService(jobStore);
   const services: Services = { accounts, auth, apiKeys, collections, videos, uploads, jobs };
 
@@ -136,9 +160,19 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     setBaseUrl: (url) => {
       baseUrl = config.publicBaseUrl ?? url.replace(/\/$/, "");
     },
-    start: async () => {},
+    runner,
+    inference,
+    start: async () => {
+      // The instance lock is held: leases of a previous (crashed) server can be released now.
+      const released = jobStore.releaseAllLeases();
+      const swept = files.sweepOrphans(new Set(videoStore.allIds()));
+      if (released || swept.tmp || swept.videos) logger.info("recovered after restart", { jobs_requeued: released, ...swept });
+      runner.start();
+    },
     close: async () => {
       closing = true;
+      await runner.stop();
+      await inference.close();
       db.close();
     },
   };

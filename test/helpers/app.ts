@@ -5,6 +5,7 @@ import { type App, createApp } from "../../src/app.ts";
 import { resolveRuntime } from "../../src/cli/runtime.ts";
 import { type Config, loadConfig } from "../../src/config/config.ts";
 import { createLogger } from "../../src/core/logger.ts";
+import type { ModelCatalog } from "../../src/pipeline/deps.ts";
 
 export interface TestApp {
   app: App;
@@ -17,11 +18,11 @@ export interface TestApp {
 }
 
 /** A real app on a real SQLite file in a fresh temp dir. */
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, opts: { models?: ModelCatalog } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), "vsearch-test-"));
   const config = loadConfig({ dataDir: dir, logLevel: "silent" }, env);
   const clock = { now: Date.now() };
-  const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("silent"), now: () => clock.now });
+  const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("silent"), now: () => clock.now, models: opts.models });
   return {
     app,
     dir,

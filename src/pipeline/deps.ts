@@ -1,0 +1,43 @@
+import type { Database } from "bun:sqlite";
+import type { Logger } from "../core/logger.ts";
+import type { EventStore } from "../events/store.ts";
+import type { InferencePool } from "../inference/pool.ts";
+import type { IndexStore } from "../indexing/store.ts";
+import type { JobStore } from "../jobs/store.ts";
+import type { MediaBins } from "../media/process.ts";
+import type { VideoFiles } from "../videos/files.ts";
+import type { VideoStore } from "../videos/store.ts";
+import type { Dtype } from "../inference/model-files.ts";
+
+export type ModelRole = "image-text" | "speech" | "text";
+
+export interface ActiveModel {
+  name: string;
+  dir: string;
+  dtype: Dtype;
+  modelId: string;
+}
+
+/** Which model is installed for a role (backed by the model registry). */
+export interface ModelCatalog {
+  active(role: ModelRole): ActiveModel | null;
+}
+
+export interface PipelineDeps {
+  db: Database;
+  videos: VideoStore;
+  jobs: JobStore;
+  events: EventStore;
+  index: IndexStore;
+  files: VideoFiles;
+  bins: MediaBins;
+  models: ModelCatalog;
+  /** Created on first use: a server with no models never starts worker threads. */
+  pool: () => Promise<InferencePool>;
+  batchSize: number;
+  logger: Logger;
+  /** After a video's rows are written (search keeps in-memory indexes in step). */
+  onIndexed?: (videoId: string) => void;
+  /** Inside the completion transaction (credits are charged with the change they pay for). */
+  onCompleted?: (accountId: string, durationSecs: number) => void;
+}

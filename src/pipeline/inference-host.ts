@@ -1,0 +1,57 @@
+import type { Config } from "../config/config.ts";
+import type { Logger } from "../core/logger.ts";
+import { chooseDevice, createModelProbe, type DeviceChoice } from "../inference/device.ts";
+import { createInferencePool, type InferencePool } from "../inference/pool.ts";
+import type { ModelCatalog } from "./deps.ts";
+
+/**
+ * Owns the worker pool: created on first use (a server without models never starts ONNX
+ * threads), on the device VSEARCH_DEVICE resolves to, probed with the installed CLIP model.
+ */
+export class InferenceHost {
+  private pool: Promise<InferencePool> | null = null;
+  private choice: DeviceChoice | null = null;
+
+  constructor(
+    private readonly config: Config,
+    private readonly workerFile: string,
+    private readonly models: ModelCatalog,
+    private readonly logger: Logger,
+  ) {}
+
+  async device(): Promise<DeviceChoice> {
+    if (!this.choice) {
+      const probeModel = this.models.active("image-text") ?? this.models.active("speech");
+      this.choice = await chooseDevice(
+        this.config.device,
+        probeModel ? createModelProbe(probeModel.dir) : async () => ({ ok: false, detail: "no model installed to probe a GPU provider with" }),
+      );
+      this.logger.info("inference device", { device: this.choice.device, reason: this.choice.reason });
+    }
+    return this.choice;
+  }
+
+  get(): Promise<InferencePool> {
+    this.pool ??= this.device().then((choice) =>
+      createInferencePool({
+        workerFile: this.workerFile,
+        threads: this.config.workerThreads,
+        device: choice.device,
+        logger: this.logger,
+        cacheDir: `${this.config.dataDir}/runtime/transformers-cache`,
+      }),
+    );
+    this.pool.catch(() => (this.pool = null));
+    return this.pool;
+  }
+
+  get started(): boolean {
+    return this.pool !== null;
+  }
+
+  async close(): Promise<void> {
+    const p = this.pool;
+    this.pool = null;
+    if (p) await (await p.catch(() => null))?.close();
+  }
+}

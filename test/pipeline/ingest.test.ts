@@ -1,0 +1,118 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
+
+const media = scratchDir("ingest");
+let withCuts: string;
+let silentVideo: string;
+
+/** Three 2-second colour segments (two hard cuts) with a tone track. */
+async function makeMedia() {
+  withCuts = await ffmpeg(
+    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "color=c=red:size=320x240:rate=12:duration=2",
+     "-f", "lavfi", "-i", "color=c=blue:size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "sine=frequency=440:duration=6",
+     "-filter_complex", "[0:v][1:v][2:v]concat=n=3:v=1:a=0[v]", "-map", "[v]", "-map", "3:a",
+     "-c:v", "libx264", "-preset", "ultrafast", "-g", "12", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
+    join(media, "cuts.mp4"),
+  );
+  silentVideo = await ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(media, "silent.mp4"));
+}
+
+async function uploadAndWait(t: TestApp, tenant: Tenant, collectionId: string, path: string) {
+  const fd = new FormData();
+  fd.append("collection_id", collectionId);
+  fd.append("file", Bun.file(path), path.split("/").pop());
+  const res = await t.request("POST", "/v1/upload", { token: tenant.key, body: fd });
+  expect(res.status).toBe(202);
+  const { data } = await json(res);
+  const deadline = Date.now() + 90_000;
+  let job: any;
+  while (Date.now() < deadline) {
+    job = (await json(await t.request("GET", `/v1/jobs/${data.job_id}`, { token: tenant.key }))).data;
+    if (job.status === "done" || job.status === "failed") break;
+    await Bun.sleep(100);
+  }
+  return { ...data, job };
+}
+
+describe("ingest pipeline with the tiny models", () => {
+  let t: TestApp;
+  let tenant: Tenant;
+  let col: string;
+  beforeAll(async () => {
+    await makeMedia();
+    t = await startTestApp({ VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }) });
+    await t.app.start();
+    tenant = await createTenant(t);
+    col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
+  });
+  afterAll(() => t.close());
+
+  test("frames, shots, labels, transcript and thumbnails end up in the index", async () => {
+    const { video_id, job_id, job } = await uploadAndWait(t, tenant, col, withCuts);
+    expect(job).toMatchObject({ status: "done", progress_pct: 100, error: null });
+    const video = (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
+    expect(video).toMatchObject({ status: "ready", width: 320, height: 240, has_audio: true, codec: "h264" });
+    expect(video.duration_secs).toBeCloseTo(6, 0);
+    for (const s of ["probe", "shots", "frames", "embeddings", "scenes", "audio", "transcript", "thumbnails"]) {
+      expect(video.stages[s]?.status, s).toBe("ran");
+    }
+    expect(video.stages.shots.count).toBe(3);
+    expect(video.thumbnail_url).toContain(`/media/videos/${video_id}/poster.jpg`);
+    const db = t.app.db;
+    const frames = db.query("SELECT timestamp, shot_index, model_id FROM frames WHERE video_id = ? ORDER BY timestamp").all(video_id) as any[];
+    expect(frames.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(frames.map((f) => f.shot_index))).toEqual(new Set([0, 1, 2]));
+    expect(frames.every((f) => f.model_id === tinyClip.modelId)).toBe(true);
+    const vecRows = db.query("SELECT count(*) AS n FROM frame_vectors fv JOIN frames f ON f.id = fv.frame_id WHERE f.video_id = ?").get(video_id) as any;
+    expect(vecRows.n).toBe(frames.length);
+    const shots = db.query("SELECT shot_index, start_secs, end_secs, labels, thumbnail_path FROM shots WHERE video_id = ? ORDER BY shot_index").all(video_id) as any[];
+    expect(shots.map((s) => Math.round(s.start_secs))).toEqual([0, 2, 4]);
+    for (const s of shots) {
+      expect(JSON.parse(s.labels).length).toBeGreaterThan(0);
+      expect(existsSync(join(t.dir, s.thumbnail_path))).toBe(true);
+    }
+    const ev = db.query("SELECT payload FROM events WHERE type = 'job.completed'").all() as any[];
+    expect(ev.map((e) => JSON.parse(e.payload))).toContainEqual({ job_id, video_id });
+    expect(video.segments_count).toBeGreaterThanOrEqual(frames.length + shots.length);
+    // collection figures are real now
+    const c = (await json(await t.request("GET", `/v1/collections/${col}`, { token: tenant.key }))).data;
+    expect(c.video_count).toBe(1);
+    expect(c.total_duration_secs).toBeCloseTo(6, 0);
+    expect(c.thumbnail_urls).toHaveLength(1);
+    expect(c.storage_bytes).toBeGreaterThan(video.file_size_bytes);
+  });
+
+  test("a video without audio: transcript stage skipped with the reason", async () => {
+    const { video_id, job } = await uploadAndWait(t, tenant, col, silentVideo);
+    expect(job.status).toBe("done");
+    const v = (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
+    expect(v.has_audio).toBe(false);
+    expect(v.stages.transcript).toEqual({ status: "skipped", reason: "no audio stream" });
+    expect(v.stages.embeddings.status).toBe("ran");
+  });
+});
+
+describe("ingest without models", () => {
+  test("stages that need a model are skipped with the reason; the video is still ready", async () => {
+    await makeMedia();
+    const t = await startTestApp();
+    try {
+      await t.app.start();
+      const tenant = await createTenant(t);
+      const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
+      const { video_id, job } = await uploadAndWait(t, tenant, col, withCuts);
+      expect(job.status).toBe("done");
+      const v = (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
+      expect(v.stages.embeddings).toMatchObject({ status: "skipped", reason: expect.stringContaining("no image-text model") });
+      expect(v.stages.transcript).toMatchObject({ status: "skipped", reason: expect.stringContaining("no speech model") });
+      expect(v.stages.thumbnails.status).toBe("ran");
+      expect(t.app.inference.started).toBe(false);
+    } finally {
+      await t.close();
+    }
+  });
+});
