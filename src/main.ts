@@ -2,4 +2,6 @@
 import { runCli } from "./cli/index.ts";
 import { resolveRuntime } from "./cli/runtime.ts";
 
-process.exitCode = await runCli(process.argv.slice(2), process.env, resolveRuntime);
+const code = await runCli(process.argv.slice(2), process.env, resolveRuntime);
+// A command may already have set a non-zero exit code after printing its result (e.g. ingest with failures).
+if (code !== 0) process.exitCode = code;

@@ -6,6 +6,8 @@ import { AppError, ValidationError } from "../core/errors.ts";
 import { VERSION } from "../version.ts";
 import { registerAccountCommands } from "../accounts/cli.ts";
 import { registerKeyCommands } from "../api-keys/cli.ts";
+import { registerJobCommands } from "../jobs/cli.ts";
+import { registerVideoCommands } from "../videos/cli.ts";
 import { createCliContext } from "./context.ts";
 import { registerServeCommand } from "./serve.ts";
 import { registerSystemCommands } from "./system.ts";
@@ -30,6 +32,8 @@ export function buildProgram(env: Record<string, string | undefined>, runtime: (
   registerServeCommand(program, ctx);
   registerAccountCommands(program, ctx);
   registerKeyCommands(program, ctx);
+  registerVideoCommands(program, ctx);
+  registerJobCommands(program, ctx);
   registerSystemCommands(program, ctx);
   return program;
 }

@@ -1,15 +1,9 @@
-import { createRequire } from "node:module";
 import type { AppRuntime } from "../app.ts";
 import type { Config } from "../config/config.ts";
+import { prepareRuntime } from "../runtime/index.ts";
+import { VERSION } from "../version.ts";
 
-/** Development runtime: native pieces straight from node_modules. (The compiled binary swaps this.) */
-export async function resolveRuntime(config: Config): Promise<AppRuntime> {
-  const require = createRequire(import.meta.url);
-  const vec = require("sqlite-vec") as { getLoadablePath(): string };
-  return {
-    vecExtension: vec.getLoadablePath(),
-    ffmpeg: config.ffmpegPath ?? (require("@ffmpeg-installer/ffmpeg") as { path: string }).path,
-    ffprobe: config.ffprobePath ?? (require("@ffprobe-installer/ffprobe") as { path: string }).path,
-    inferenceWorkerFile: new URL("../inference/worker.ts", import.meta.url).pathname,
-  };
+/** Native paths for this process: node_modules in dev, extracted from the binary when compiled. */
+export function resolveRuntime(config: Config): Promise<AppRuntime> {
+  return prepareRuntime({ dataDir: config.dataDir, version: VERSION, overrides: { ffmpeg: config.ffmpegPath, ffprobe: config.ffprobePath } });
 }

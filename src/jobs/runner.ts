@@ -102,11 +102,14 @@ export class JobRunner {
       return;
     }
     let lastBeat = 0;
+    let lastStage = "";
     let lost = false;
     const progress = (stage: string, pct: number) => {
       const t = this.now();
-      if (t - lastBeat < 500 && pct < 100) return;
+      // Throttled within a stage; a new stage is always written so `stage` is never stale.
+      if (t - lastBeat < 500 && stage === lastStage) return;
       lastBeat = t;
+      lastStage = stage;
       if (!this.store.heartbeat(job.id, this.owner, stage, pct, t + this.leaseMs)) lost = true;
     };
     const started = this.now();

@@ -1,6 +1,6 @@
 import type { Config } from "../config/config.ts";
 import type { Logger } from "../core/logger.ts";
-import { chooseDevice, createModelProbe, type DeviceChoice } from "../inference/device.ts";
+import { chooseDevice, createPoolProbe, type DeviceChoice } from "../inference/device.ts";
 import { createInferencePool, type InferencePool } from "../inference/pool.ts";
 import type { ModelCatalog } from "./deps.ts";
 
@@ -24,7 +24,7 @@ export class InferenceHost {
       const probeModel = this.models.active("image-text") ?? this.models.active("speech");
       this.choice = await chooseDevice(
         this.config.device,
-        probeModel ? createModelProbe(probeModel.dir) : async () => ({ ok: false, detail: "no model installed to probe a GPU provider with" }),
+        probeModel ? createPoolProbe({ workerFile: this.workerFile, modelDir: probeModel.dir, logger: this.logger }) : async () => ({ ok: false, detail: "no model installed to probe a GPU provider with" }),
       );
       this.logger.info("inference device", { device: this.choice.device, reason: this.choice.reason });
     }

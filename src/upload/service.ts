@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { open, rm, stat } from "node:fs/promises";
+import { copyFile, open, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { AppError, ValidationError } from "../core/errors.ts";
 import type { CollectionService } from "../collections/service.ts";
@@ -116,6 +116,40 @@ export class UploadService {
     } catch (e) {
       await rm(tmp, { force: true });
       if (e instanceof MultipartError) throw new ValidationError([{ loc: ["body"], msg: `Malformed multipart body: ${e.message}`, type: "value_error" }]);
+      throw e;
+    }
+  }
+
+  /**
+   * Local ingest (`vsearch ingest`): the same checks and bookkeeping as an HTTP upload, with the
+   * file copied in from a path instead of streamed from a request.
+   */
+  async ingestFile(accountId: string, collectionId: string, path: string): Promise<{ job_id: string; video_id: string; status: "queued" }> {
+    const st = await stat(path).catch(() => null);
+    if (!st?.isFile()) throw new AppError(400, "FILE_NOT_FOUND", `${path} is not a readable file`);
+    if (st.size === 0) throw new AppError(415, "UNSUPPORTED_FORMAT", "The file is empty");
+    if (st.size > this.maxBytes) throw this.tooLarge();
+    this.collections.require(accountId, collectionId);
+    this.beforeAccept(accountId);
+    const tmp = join(this.files.ensureTmp(), `${Date.now()}-${randomBytes(8).toString("hex")}.part`);
+    try {
+      await copyFile(path, tmp);
+      const sniffed = await this.sniffer.sniff(tmp);
+      if (!sniffed.ok) throw new AppError(415, "UNSUPPORTED_FORMAT", sniffed.message);
+      const accepted = this.videos.createFromUpload({
+        accountId,
+        collectionId,
+        filename: cleanFilename(path),
+        tempFile: tmp,
+        ext: sniffed.ext,
+        container: sniffed.container,
+        mimeType: sniffed.mimeType,
+        sizeBytes: st.size,
+      });
+      this.onAccepted();
+      return accepted;
+    } catch (e) {
+      await rm(tmp, { force: true });
       throw e;
     }
   }

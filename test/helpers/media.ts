@@ -98,13 +98,20 @@ const FIXTURES = {
       "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]", "-map", "[v]", ...x264, out]);
   }],
   short: ["short.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=320x240:r=25:d=0.5"), ...x264, out])],
-  odd: ["odd.webm", async (out) => ffmpeg([...lavfi("testsrc2=s=333x197:r=25:d=1"), "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "200k", out])],
+  // testsrc (RGB) keeps odd sizes; testsrc2 (4:2:0) rounds them to even. VP9 codes odd 4:2:0 sizes.
+  odd: ["odd.webm", async (out) => ffmpeg([...lavfi("testsrc=s=333x197:r=25:d=1"), "-c:v", "libvpx-vp9", "-pix_fmt", "yuv420p", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "200k", out])],
   uhd: ["uhd.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=3840x2160:r=25:d=1"), "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", out])],
   hdr: ["hdr.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=640x360:r=25:d=1"), "-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "log-level=error",
     "-pix_fmt", "yuv420p10le", "-color_trc", "smpte2084", "-color_primaries", "bt2020", "-colorspace", "bt2020nc", "-tag:v", "hvc1", out])],
   /** 320×160, red top half and blue bottom half, tagged to be shown rotated by 90°. */
-  rotated: ["rotated.mp4", async (out) => ffmpeg([...lavfi("color=c=red:s=320x80:d=1"), ...lavfi("color=c=blue:s=320x80:d=1"),
-    "-filter_complex", "[0:v][1:v]vstack,format=yuv420p[v]", "-map", "[v]", ...x264, "-metadata:s:v:0", "rotate=90", out])],
+  // ffmpeg 4.1 drops the rotate tag when it encodes, so tag in a second, copying pass.
+  rotated: ["rotated.mp4", async (out) => {
+    const plain = `${out}.plain.mp4`;
+    await ffmpeg([...lavfi("color=c=red:s=320x80:d=1"), ...lavfi("color=c=blue:s=320x80:d=1"),
+      "-filter_complex", "[0:v][1:v]vstack,format=yuv420p[v]", "-map", "[v]", ...x264, plain]);
+    await ffmpeg(["-i", plain, "-c", "copy", "-metadata:s:v:0", "rotate=90", out]);
+    await rm(plain, { force: true });
+  }],
   /** 160×240 stored, 2:1 pixels: displayed 320×240. */
   anamorphic: ["anamorphic.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=160x240:r=25:d=0.5"), "-vf", "setsar=2/1", ...x264, out])],
   mov: ["tiny.mov", async (out) => ffmpeg([...lavfi("testsrc2=s=176x144:r=25:d=0.5"), ...x264, "-f", "mov", out])],

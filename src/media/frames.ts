@@ -1,0 +1,223 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MediaError } from "./errors.ts";
+import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
+import { measureKeyframeSpacing, samplingExpression, type KeyframeSpacing } from "./select.ts";
+import { createShowinfoParser, isErrorLine, type ShowinfoFrame } from "./showinfo.ts";
+
+export interface SampleFramesOptions {
+  /** Output side in pixels (CLIP: 224). Frames are size × size RGB. */
+  size?: number;
+  /** One frame per this many seconds of video (the first frame of each bucket). Default 1. */
+  everySecs?: number;
+  /** Also emit the first frame at or after each of these times (shot boundaries). */
+  extraTimestamps?: readonly number[];
+  /**
+   * true: decode keyframes only (`-skip_frame nokey`, ~15× cheaper, one frame per GOP at most);
+   * false: decode everything and pick; "auto" (default): keyframes only when the measured
+   * keyframe spacing is at most `maxKeyframeGapSecs`. Short clips (≤ 15 s) always decode all.
+   */
+  keyframesOnly?: "auto" | boolean;
+  /** From probeMedia; lets "auto" skip the measurement for short clips. */
+  durationSecs?: number | null;
+  /** "auto" accepts keyframe mode when no keyframe gap is longer than this. Default 2 × everySecs. */
+  maxKeyframeGapSecs?: number;
+  /** From probeMedia: PQ/HLG video is tone-mapped to SDR so the model sees normal colours. */
+  hdr?: boolean;
+  /** Decoder threads (ffmpeg picks by default). */
+  threads?: number;
+  /** Kill ffmpeg when it produces nothing for this long while we wait on it. Default 60 s. */
+  stallTimeoutMs?: number;
+  /** Optional wall-clock limit for the whole run, consumer time included. */
+  timeoutMs?: number;
+}
+
+export interface SampledFrame {
+  /** 0-based position in this stream. */
+  index: number;
+  /** True presentation time in seconds (from the decoded frame's pts), relative to the file start. */
+  timestamp: number;
+  /** size × size × 3 bytes, RGB, row-major. Owned by the consumer. */
+  rgb: Uint8Array;
+  keyframe: boolean;
+  /** Emitted because of one of `extraTimestamps` (a shot boundary). */
+  forced: boolean;
+}
+
+export interface FrameStats {
+  /** Which decode was used; null until iteration starts. */
+  mode: "keyframes" | "all" | null;
+  /** The measurement behind an "auto" decision, if one was made. */
+  keyframeSpacing: KeyframeSpacing | null;
+  framesEmitted: number;
+  /** Error-level messages from the demuxer/decoder (corrupt data); decoding carried on past them. */
+  decodeErrors: number;
+  /** The first few of those messages. */
+  errorSamples: string[];
+}
+
+export interface FrameStream extends AsyncIterable<SampledFrame> {
+  /** Filled in as the stream is consumed; final once iteration has finished. */
+  readonly stats: FrameStats;
+}
+
+/** Above this, the filtergraph goes through -filter_script: one argv string may not exceed 128 KiB. */
+const MAX_INLINE_FILTER = 32 * 1024;
+
+/**
+ * Samples frames decoded straight to model input: ffmpeg picks the frames (select), resizes the
+ * shortest *display* side to `size` with bicubic (what CLIP's preprocessing uses; swscale widens
+ * the kernel when shrinking, so it anti-aliases), center-crops size × size and writes raw rgb24 to
+ * a pipe. No temp images. We read exactly one frame at a time, so at most a pipe's worth of data
+ * is in flight: a slow consumer blocks ffmpeg instead of filling memory.
+ *
+ * Rotation: ffmpeg applies the display matrix itself (autorotate), and `dar` (not the coded
+ * width/height) decides the aspect, so portrait phone video and non-square pixels come out right.
+ * Corrupt data mid-stream is logged by the decoder and skipped; we count it in `stats`.
+ * Each iteration runs ffmpeg afresh; leaving the loop early kills it.
+ */
+export function sampleFrames(bins: MediaBins, file: string, opts: SampleFramesOptions = {}): FrameStream {
+  const stats: FrameStats = { mode: null, keyframeSpacing: null, framesEmitted: 0, decodeErrors: 0, errorSamples: [] };
+  return { stats, [Symbol.asyncIterator]: () => run(bins, file, opts, stats) };
+}
+
+async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, stats: FrameStats): AsyncGenerator<SampledFrame> {
+  const size = opts.size ?? 224;
+  const every = opts.everySecs ?? 1;
+  if (!Number.isInteger(size) || size < 8 || size > 4096) throw new RangeError("size must be an integer in 8..4096");
+  if (!(every > 0)) throw new RangeError("everySecs must be > 0");
+  const extras = [...new Set(opts.extraTimestamps ?? [])].filter((t) => Number.isFinite(t) && t >= 0).sort((a, b) => a - b);
+
+  const keyframes = await chooseKeyframeMode(bins, file, opts, every, stats);
+  stats.mode = keyframes ? "keyframes" : "all";
+
+  const graph = filterGraph(samplingExpression(every, extras), size, opts.hdr ?? false);
+  let scriptDir: string | null = null;
+  let filterArgs = ["-vf", graph];
+  if (graph.length > MAX_INLINE_FILTER) {
+    scriptDir = await mkdtemp(join(tmpdir(), "vsearch-frames-"));
+    await writeFile(join(scriptDir, "graph.txt"), graph);
+    filterArgs = ["-filter_script:v", join(scriptDir, "graph.txt")];
+  }
+
+  const parse = createShowinfoParser();
+  const infos: ShowinfoFrame[] = [];
+  let infoHead = 0;
+  let wake: (() => void) | null = null;
+  let stderrClosed = false;
+  const proc = new ToolProcess(
+    bins.ffmpeg,
+    [
+      "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
+      ...(keyframes ? ["-skip_frame", "nokey"] : []),
+      ...(opts.threads ? ["-threads", String(opts.threads)] : []),
+      "-i", file, "-map", "0:v:0", "-an", "-sn", "-dn", ...filterArgs,
+      // passthrough: rawvideo is a constant-frame-rate muxer, so by default ffmpeg would duplicate
+      // or drop frames to fill its grid and stdout would stop matching showinfo one to one.
+      "-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1",
+    ],
+    {
+      timeoutMs: opts.timeoutMs,
+      stallTimeoutMs: opts.stallTimeoutMs ?? 60_000,
+      onStderrLine: (line) => {
+        const f = parse(line);
+        if (f) {
+          infos.push(f);
+          wake?.();
+        } else if (isErrorLine(line)) {
+          stats.decodeErrors++;
+          if (stats.errorSamples.length < 5) stats.errorSamples.push(line.slice(0, 300));
+        }
+      },
+    },
+  );
+  void proc.stderrClosed.then(() => {
+    stderrClosed = true;
+    wake?.();
+  });
+  // showinfo logs a frame before ffmpeg writes it, but the two pipes are read independently:
+  // wait for the line when the pixels win the race.
+  const nextInfo = async (): Promise<ShowinfoFrame | null> => {
+    for (;;) {
+      if (infoHead < infos.length) {
+        const f = infos[infoHead++];
+        if (infoHead > 256) {
+          infos.splice(0, infoHead);
+          infoHead = 0;
+        }
+        return f;
+      }
+      if (stderrClosed) return null;
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = null;
+    }
+  };
+
+  try {
+    const frameBytes = size * size * 3;
+    let extraAt = 0;
+    let prevTime = -Infinity;
+    for (let index = 0; ; index++) {
+      const rgb = new Uint8Array(frameBytes);
+      const got = await proc.readFull(rgb);
+      if (got < frameBytes) break; // end of stream (a partial frame means ffmpeg died; exit status says why)
+      const info = await nextInfo();
+      if (!info) throw new MediaError("TOOL_FAILED", "ffmpeg wrote a frame without its showinfo line", proc.stderrTail.join("\n"));
+      const t = Number.isNaN(info.time) ? Math.max(0, prevTime) : Math.max(0, info.time);
+      let forced = false;
+      while (extraAt < extras.length && extras[extraAt] - 1e-4 <= t) {
+        if (extras[extraAt] - 1e-4 > prevTime) forced = true;
+        extraAt++;
+      }
+      prevTime = t;
+      stats.framesEmitted++;
+      yield { index, timestamp: t, rgb, keyframe: info.keyframe, forced };
+    }
+    const exit = await proc.exited();
+    if (exit.code !== 0) {
+      if (exit.tail.some((l) => l.includes("matches no streams"))) throw new MediaError("NO_VIDEO_STREAM", "the file has no video stream");
+      throw failureFromExit("frame sampling failed", exit);
+    }
+  } finally {
+    proc.dispose();
+    if (scriptDir) await rm(scriptDir, { recursive: true, force: true });
+  }
+}
+
+async function chooseKeyframeMode(bins: MediaBins, file: string, opts: SampleFramesOptions, every: number, stats: FrameStats): Promise<boolean> {
+  const mode = opts.keyframesOnly ?? "auto";
+  if (typeof mode === "boolean") return mode;
+  // Short clips: a full decode costs little and gives the best frames; skip the measurement.
+  if (opts.durationSecs != null && opts.durationSecs <= 15) return false;
+  const spacing = await measureKeyframeSpacing(bins, file, { durationSecs: opts.durationSecs ?? null });
+  stats.keyframeSpacing = spacing;
+  return spacing.maxGapSecs <= (opts.maxKeyframeGapSecs ?? 2 * every);
+}
+
+/**
+ * select → resize (shortest display side to `size`) → center crop → [tone-map] → showinfo.
+ * Selecting first means only the kept frames are scaled; showinfo last means it sees exactly the
+ * frames written to stdout, in order.
+ */
+export function filterGraph(selectExpr: string, size: number, hdr: boolean): string {
+  const s = size;
+  const parts = [
+    `select='${selectExpr}'`,
+    `scale=w='max(${s},ceil(${s}*dar))':h='max(${s},ceil(${s}/dar))':flags=bicubic+accurate_rnd+full_chroma_int`,
+    `crop=${s}:${s}`,
+    // After the crop: zimg refuses odd sizes in 4:2:0, and the resize may give an odd width.
+    ...(hdr ? [HDR_TO_SDR] : []),
+    "setsar=1",
+    "showinfo",
+  ];
+  return parts.join(",");
+}
+
+/**
+ * PQ/HLG → SDR BT.709: linearize, convert primaries, Hable tone curve, back to BT.709 gamma
+ * (zimg is in the 2018 build). Runs after resize and crop, so it costs little at 224 × 224. Without it
+ * HDR10 frames come out grey and washed out.
+ */
+export const HDR_TO_SDR =
+  "zscale=t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv";

@@ -1,0 +1,112 @@
+import { MediaError } from "./errors.ts";
+import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
+import { createShowinfoParser } from "./showinfo.ts";
+
+export interface ShotDetectionOptions {
+  /** Scene-change score (0..1, ffmpeg's `scene`) above which a frame starts a new shot. Default 0.3. */
+  threshold?: number;
+  /** Boundaries closer than this to the previous one (or to the start) are dropped. Default 0.5 s. */
+  minShotSecs?: number;
+  /**
+   * Width the frames are shrunk to before scoring. Default 160. The score is a mean absolute
+   * difference of RGB, so it hardly depends on resolution, while the RGB conversion the scene
+   * filter needs is 80× cheaper at 160×90 than at 1080p. Decoding is what remains.
+   */
+  analysisWidth?: number;
+  /**
+   * Decode keyframes only. Much faster, but cuts are found only where the encoder put a keyframe
+   * (x264 usually does at a hard cut, but not within `min-keyint` of the last one), their time is
+   * that keyframe's, and consecutive keyframes are compared (seconds apart, so motion can read as
+   * a cut). Default false; see bench/media-decode.ts for the numbers.
+   */
+  keyframesOnly?: boolean;
+  threads?: number;
+  /** Wall-clock limit. Default: 10 minutes plus 2 × the duration, if given, else 6 hours. */
+  timeoutMs?: number;
+  durationSecs?: number | null;
+  /** Kill when ffmpeg prints nothing (not even progress) for this long. Default 60 s. */
+  stallTimeoutMs?: number;
+}
+
+/**
+ * Shot boundaries (seconds, ascending, relative to the file start): the presentation times of the
+ * frames whose scene score exceeds the threshold. ffmpeg decodes, shrinks, scores and prints only
+ * the selected frames (`select='gt(scene,T)',showinfo`); we parse stderr line by line as it
+ * streams, so memory is the list of boundaries. `-progress` lines keep the stall watchdog fed
+ * through long shots that select nothing.
+ */
+export async function detectShotBoundaries(bins: MediaBins, file: string, opts: ShotDetectionOptions = {}): Promise<number[]> {
+  const threshold = opts.threshold ?? 0.3;
+  const minShot = opts.minShotSecs ?? 0.5;
+  const width = opts.analysisWidth ?? 160;
+  if (!(threshold > 0 && threshold < 1)) throw new RangeError("threshold must be in (0, 1)");
+  if (!Number.isInteger(width) || width < 16) throw new RangeError("analysisWidth must be an integer ≥ 16");
+
+  const parse = createShowinfoParser();
+  const found: number[] = [];
+  const proc = new ToolProcess(
+    bins.ffmpeg,
+    [
+      "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
+      ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : []),
+      ...(opts.threads ? ["-threads", String(opts.threads)] : []),
+      "-i", file, "-map", "0:v:0", "-an", "-sn", "-dn",
+      // fast_bilinear is plenty for a difference score; min() avoids upscaling tiny videos.
+      "-vf", `scale=w='min(${width},iw)':h=-2:flags=fast_bilinear,select='gt(scene,${threshold})',showinfo`,
+      "-vsync", "passthrough", "-f", "null", "-",
+    ],
+    {
+      timeoutMs: opts.timeoutMs ?? defaultTimeout(opts.durationSecs),
+      stallTimeoutMs: opts.stallTimeoutMs ?? 60_000,
+      onStderrLine: (line) => {
+        const f = parse(line);
+        if (f && Number.isFinite(f.time)) found.push(f.time);
+      },
+    },
+  );
+  try {
+    const exit = await proc.exited();
+    if (exit.code !== 0) {
+      if (exit.tail.some((l) => l.includes("matches no streams"))) throw new MediaError("NO_VIDEO_STREAM", "the file has no video stream");
+      throw failureFromExit("shot detection failed", exit);
+    }
+  } finally {
+    proc.dispose();
+  }
+  return filterBoundaries(found, minShot);
+}
+
+function defaultTimeout(durationSecs: number | null | undefined): number {
+  return durationSecs ? 600_000 + durationSecs * 2_000 : 6 * 3600_000;
+}
+
+/** Sorted, positive, and at least `minShotSecs` after the previous kept boundary (or the start). */
+export function filterBoundaries(times: readonly number[], minShotSecs: number): number[] {
+  const out: number[] = [];
+  let last = 0;
+  for (const t of [...times].sort((a, b) => a - b)) {
+    if (!(t > 0) || t - last < minShotSecs) continue;
+    out.push(t);
+    last = t;
+  }
+  return out;
+}
+
+export interface Shot {
+  index: number;
+  start: number;
+  end: number;
+}
+
+/**
+ * Boundaries → contiguous shots covering [0, duration]. Boundaries outside (0, duration) and
+ * duplicates are ignored; a video with no boundary is one shot.
+ */
+export function shotsFromBoundaries(boundaries: readonly number[], durationSecs: number): Shot[] {
+  if (!(durationSecs > 0)) return [];
+  const cuts = [...new Set(boundaries)].filter((b) => b > 0 && b < durationSecs).sort((a, b) => a - b);
+  const edges = [0, ...cuts, durationSecs];
+  const shots: Shot[] = [];
+  for (let i = 0; i + 1 < edges.length; i++) shots.push({ index: i, start: edges[i], end: edges[i + 1] });
+  return shots;
+}

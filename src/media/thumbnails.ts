@@ -1,0 +1,145 @@
+import { rename, rm, stat } from "node:fs/promises";
+import { threadId } from "node:worker_threads";
+import { MediaError } from "./errors.ts";
+import { HDR_TO_SDR } from "./frames.ts";
+import { failureFromExit, runTool, type MediaBins } from "./process.ts";
+
+export interface ThumbnailOptions {
+  /** Output width in pixels; height follows the display aspect (rounded to even). Default 320. */
+  width?: number;
+  /** JPEG quality 1–100, higher is better (mapped onto ffmpeg's mjpeg q 31..2). Default 85. */
+  quality?: number;
+  /** From probeMedia: tone-map PQ/HLG video so thumbnails are not washed out. */
+  hdr?: boolean;
+  /** Per ffmpeg run. Default 60 s. */
+  timeoutMs?: number;
+}
+
+export interface ThumbnailRequest {
+  timestampSecs: number;
+  outPath: string;
+}
+
+/**
+ * One JPEG of the frame shown at `timestampSecs`. Input seeking (`-ss` before `-i`) is exact in
+ * ffmpeg ≥ 2.1: it jumps to the keyframe before and decodes forward, so this costs one GOP, not the
+ * video up to there. Written to a temp name in the same directory and renamed, so readers never see
+ * half a file. A time past the last frame yields the last frame.
+ */
+export async function writeThumbnail(
+  bins: MediaBins,
+  file: string,
+  timestampSecs: number,
+  outPath: string,
+  opts: ThumbnailOptions = {},
+): Promise<void> {
+  await writeThumbnails(bins, file, [{ timestampSecs, outPath }], { ...opts, batchSize: 1 });
+}
+
+/**
+ * Many thumbnails (one per shot) with few processes: each ffmpeg run opens the file once per
+ * requested time (`-ss T -i file` repeated, each seeking on its own) and writes one JPEG per
+ * input. That keeps the per-thumbnail cost at one GOP decode, like separate runs, without paying
+ * a process start and file open per shot; `batchSize` bounds the decoders alive at once (memory:
+ * a 4K H.264 decoder holds ~200 MB of reference frames). A single run with `select` over the
+ * whole file would decode everything — slower for sparse shots in long videos.
+ */
+export async function writeThumbnails(
+  bins: MediaBins,
+  file: string,
+  requests: readonly ThumbnailRequest[],
+  opts: ThumbnailOptions & { batchSize?: number } = {},
+): Promise<void> {
+  const batch = Math.max(1, Math.min(32, opts.batchSize ?? 8));
+  for (let i = 0; i < requests.length; i += batch) {
+    const part = requests.slice(i, i + batch);
+    const temps = part.map((r) => tempNameFor(r.outPath));
+    const args = ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-y"];
+    for (const r of part) {
+      if (!(r.timestampSecs >= 0)) throw new RangeError("timestampSecs must be ≥ 0");
+      args.push("-threads", "1", "-ss", r.timestampSecs.toFixed(6), "-i", file);
+    }
+    part.forEach((_, k) => args.push("-map", `${k}:v:0`, ...jpegOutputArgs(opts), temps[k]));
+    try {
+      const exit = await runTool(bins.ffmpeg, args, { timeoutMs: opts.timeoutMs ?? 60_000 });
+      if (exit.code !== 0) {
+        if (exit.tail.some((l) => l.includes("matches no streams"))) throw new MediaError("NO_VIDEO_STREAM", "the file has no video stream");
+        throw failureFromExit("thumbnail failed", exit);
+      }
+      for (let k = 0; k < part.length; k++) {
+        // Nothing decoded at/after the time (it is past the last frame): take the last frame.
+        if (!(await nonEmpty(temps[k]))) await lastFrameTo(bins, file, temps[k], opts);
+        await rename(temps[k], part[k].outPath);
+      }
+    } finally {
+      await Promise.all(temps.map((t) => rm(t, { force: true })));
+    }
+  }
+}
+
+/**
+ * A poster for the video: ffmpeg's `thumbnail` filter picks the most representative of 60 frames
+ * (the one closest to their average histogram — not a fade or a black frame) starting at 10% of
+ * the duration, capped at 30 s in, since openings are often black or titles. Default width 640.
+ */
+export async function writePoster(
+  bins: MediaBins,
+  file: string,
+  outPath: string,
+  opts: ThumbnailOptions & { durationSecs?: number | null } = {},
+): Promise<void> {
+  const start = opts.durationSecs ? Math.min(opts.durationSecs * 0.1, 30) : 0;
+  const tmp = tempNameFor(outPath);
+  try {
+    const exit = await runTool(
+      bins.ffmpeg,
+      ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-y", "-ss", start.toFixed(6), "-i", file, "-map", "0:v:0",
+       ...jpegOutputArgs({ ...opts, width: opts.width ?? 640 }, "thumbnail=60"), tmp],
+      { timeoutMs: opts.timeoutMs ?? 60_000 },
+    );
+    if (exit.code !== 0) throw failureFromExit("poster failed", exit);
+    if (!(await nonEmpty(tmp))) await lastFrameTo(bins, file, tmp, opts);
+    await rename(tmp, outPath);
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+/** The last frame: seek to 3 s before the end and let `-update 1` overwrite one file per frame. */
+async function lastFrameTo(bins: MediaBins, file: string, tmp: string, opts: ThumbnailOptions): Promise<void> {
+  const args = jpegOutputArgs(opts).filter((a, i, all) => !(a === "-frames:v" || all[i - 1] === "-frames:v"));
+  const exit = await runTool(
+    bins.ffmpeg,
+    ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-y", "-sseof", "-3", "-i", file, "-map", "0:v:0", ...args, tmp],
+    { timeoutMs: opts.timeoutMs ?? 60_000 },
+  );
+  if (exit.code !== 0) throw failureFromExit("thumbnail failed", exit);
+  if (!(await nonEmpty(tmp))) throw new MediaError("DECODE_FAILED", "no frame could be decoded for the thumbnail");
+}
+
+function jpegOutputArgs(opts: ThumbnailOptions, preFilter?: string): string[] {
+  const width = opts.width ?? 320;
+  if (!Number.isInteger(width) || width < 16 || width > 7680) throw new RangeError("width must be an integer in 16..7680");
+  const quality = Math.min(100, Math.max(1, opts.quality ?? 85));
+  const q = Math.round(31 - ((quality - 1) * 29) / 99);
+  // Height from the display aspect (dar), so anamorphic and rotated video keep their shape.
+  const filters = [
+    ...(preFilter ? [preFilter] : []),
+    `scale=w=${width}:h='max(2,trunc(${width}/dar/2)*2)':flags=bicubic`,
+    ...(opts.hdr ? [HDR_TO_SDR] : []),
+    "setsar=1",
+  ];
+  return ["-vf", filters.join(","), "-frames:v", "1", "-c:v", "mjpeg", "-q:v", String(q), "-update", "1", "-f", "image2"];
+}
+
+function tempNameFor(outPath: string): string {
+  return `${outPath}.tmp-${process.pid}-${threadId}-${Math.random().toString(36).slice(2)}`;
+}
+
+async function nonEmpty(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).size > 0;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,112 @@
+import type { Command } from "commander";
+import { readdirSync, statSync } from "node:fs";
+import { extname, join, resolve } from "node:path";
+import type { App } from "../app.ts";
+import { AppError } from "../core/errors.ts";
+import { type CliContext, table } from "../cli/context.ts";
+import { InstanceLock } from "../cli/instance-lock.ts";
+import { ProgressBar } from "../cli/progress.ts";
+
+const VIDEO_EXTENSIONS = new Set([".mp4", ".m4v", ".mov", ".avi", ".webm", ".mkv", ".mpg", ".mpeg", ".ts", ".m2ts", ".3gp"]);
+
+/** Files given, plus video files found by walking folders (sorted, so runs are reproducible). */
+export function collectVideoFiles(paths: string[]): { files: string[]; missing: string[] } {
+  const files: string[] = [];
+  const missing: string[] = [];
+  const walk = (p: string) => {
+    let st;
+    try {
+      st = statSync(p);
+    } catch {
+      missing.push(p);
+      return;
+    }
+    if (st.isDirectory()) {
+      for (const name of readdirSync(p).sort()) {
+        const child = join(p, name);
+        const cst = statSync(child, { throwIfNoEntry: false });
+        if (cst?.isDirectory()) walk(child);
+        else if (cst?.isFile() && VIDEO_EXTENSIONS.has(extname(name).toLowerCase())) files.push(child);
+      }
+    } else files.push(p);
+  };
+  paths.forEach((p) => walk(resolve(p)));
+  return { files, missing };
+}
+
+interface IngestRow {
+  path: string;
+  video_id: string | null;
+  job_id: string | null;
+  status: string;
+  error: string | null;
+}
+
+export function registerVideoCommands(program: Command, ctx: CliContext) {
+  program
+    .command("ingest <paths...>")
+    .description("Index local video files or folders into a collection (created if missing)")
+    .requiredOption("--account <id>", "account id (usr_…)")
+    .requiredOption("--collection <name>", "collection name")
+    .option("--no-wait", "queue the jobs and return without waiting for indexing")
+    .option("--timeout <secs>", "give up waiting after this many seconds", (v) => Number(v), 24 * 3600)
+    .action(async (paths: string[], opts: { account: string; collection: string; wait: boolean; timeout: number }, cmd: Command) => {
+      const config = ctx.config(cmd);
+      const json = ctx.globals(cmd).json;
+      const { files, missing } = collectVideoFiles(paths);
+      if (files.length === 0) throw new AppError(400, "NO_FILES", `no video files found in ${paths.join(", ")}${missing.length ? ` (missing: ${missing.join(", ")})` : ""}`);
+      // Without a running server this process must do the indexing itself, so it takes the lock.
+      const lock = new InstanceLock(config.dataDir);
+      const rows: IngestRow[] = missing.map((p) => ({ path: p, video_id: null, job_id: null, status: "skipped", error: "not found" }));
+      const result = await ctx.withApp(cmd, async (app) => {
+        app.services.accounts.getAccount(opts.account);
+        const col =
+          app.services.collections.findByName(opts.account, opts.collection) ?? app.services.collections.create(opts.account, { name: opts.collection });
+        const bar = new ProgressBar(ctx.stderr, !json && process.stderr.isTTY);
+        for (const [i, path] of files.entries()) {
+          bar.update(i, files.length, `queueing ${path}`);
+          try {
+            const r = await app.services.uploads.ingestFile(opts.account, col.id, path);
+            rows.push({ path, video_id: r.video_id, job_id: r.job_id, status: "queued", error: null });
+          } catch (e) {
+            rows.push({ path, video_id: null, job_id: null, status: "skipped", error: e instanceof AppError ? `${e.code}: ${e.message}` : String(e) });
+          }
+        }
+        bar.done();
+        if (opts.wait) await waitForJobs(app, opts.account, rows, lock, opts.timeout, bar);
+        return { collection_id: col.id, files: rows };
+      });
+      const counts = rows.reduce<Record<string, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {});
+      ctx.print(cmd, { ...result, summary: counts }, () =>
+        [table(rows as never, ["path", "status", "video_id", "error"]), "", Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ")].join("\n"),
+      );
+      if (rows.some((r) => r.status === "failed" || r.status === "skipped")) process.exitCode = 1;
+    });
+}
+
+async function waitForJobs(app: App, accountId: string, rows: IngestRow[], lock: InstanceLock, timeoutSecs: number, bar: ProgressBar) {
+  const pending = rows.filter((r) => r.job_id);
+  if (!pending.length) return;
+  const own = lock.acquire({});
+  if (own.ok) await app.start(); // no server: index here
+  try {
+    const deadline = Date.now() + timeoutSecs * 1000;
+    while (Date.now() < deadline) {
+      let done = 0;
+      let pct = 0;
+      for (const r of pending) {
+        const job = app.services.jobs.get(accountId, r.job_id!);
+        r.status = job.status === "done" ? "indexed" : job.status;
+        r.error = job.error ? `${job.error.code}: ${job.error.message}` : null;
+        if (job.status === "done" || job.status === "failed") done++;
+        pct += job.status === "done" || job.status === "failed" ? 100 : job.progress_pct;
+      }
+      bar.update(pct / 100, pending.length, `${done}/${pending.length} indexed${own.ok ? "" : " (by the running server)"}`);
+      if (done === pending.length) break;
+      await Bun.sleep(500);
+    }
+    bar.done();
+  } finally {
+    if (own.ok) lock.release();
+  }
+}
