@@ -63,6 +63,8 @@ export interface App {
   signer: UrlSigner;
   runner: JobRunner;
   inference: InferenceHost;
+  models: ModelCatalog;
+  runtime: AppRuntime;
   fetch(req: Request): Response | Promise<Response>;
   /** The externally visible base URL, used in presigned links; set by `serve` once it listens. */
   setBaseUrl(url: string): void;
@@ -162,6 +164,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     },
     runner,
     inference,
+    models,
+    runtime: opts.runtime,
     start: async () => {
       // The instance lock is held: leases of a previous (crashed) server can be released now.
       const released = jobStore.releaseAllLeases();

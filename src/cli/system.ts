@@ -1,4 +1,6 @@
 import type { Command } from "commander";
+import { runSelfTest, type RuntimePaths } from "../runtime/index.ts";
+import { VERSION } from "../version.ts";
 import type { CliContext } from "./context.ts";
 
 export function registerSystemCommands(program: Command, ctx: CliContext) {
@@ -8,5 +10,58 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
     .action(async (_o: unknown, cmd: Command) => {
       const doc = await ctx.withApp(cmd, async (app) => (await app.fetch(new Request("http://local/v1/openapi.json"))).json());
       ctx.stdout(JSON.stringify(doc, null, 2) + "\n");
+    });
+
+  program
+    .command("doctor")
+    .description("Check the native runtime, the store, the models and which accelerator is used (and why)")
+    .option("--model-dir <dir>", "also run this model folder once in a worker (default: the installed image-text model)")
+    .action(async (opts: { modelDir?: string }, cmd: Command) => {
+      const report = await ctx.withApp(cmd, async (app) => {
+        const clip = app.models.active("image-text");
+        const speech = app.models.active("speech");
+        const modelDir = opts.modelDir ?? clip?.dir ?? speech?.dir;
+        const device = await app.inference.device().catch((e: Error) => ({ device: "unavailable", reason: e.message }));
+        const runtime = await runSelfTest(app.runtime as RuntimePaths, {
+          modelDir,
+          device: device.device === "unavailable" ? "cpu" : (device.device as "cpu"),
+        });
+        const count = (sql: string) => (app.db.query(sql).get() as { n: number }).n;
+        return {
+          ok: runtime.ok && device.device !== "unavailable",
+          version: VERSION,
+          data_dir: app.config.dataDir,
+          device: { requested: app.config.device, in_use: device.device, reason: device.reason },
+          models: {
+            "image-text": clip ? { name: clip.name, model_id: clip.modelId, dtype: clip.dtype } : null,
+            speech: speech ? { name: speech.name, model_id: speech.modelId, dtype: speech.dtype } : null,
+            text: app.models.active("text")?.modelId ?? null,
+          },
+          runtime,
+          store: {
+            accounts: count("SELECT count(*) AS n FROM accounts"),
+            videos: count("SELECT count(*) AS n FROM videos"),
+            frames: count("SELECT count(*) AS n FROM frames"),
+            jobs_waiting: count("SELECT count(*) AS n FROM jobs WHERE status IN ('queued','pending','processing')"),
+            jobs_failed: count("SELECT count(*) AS n FROM jobs WHERE status = 'failed'"),
+          },
+        };
+      });
+      ctx.print(cmd, report, () =>
+        [
+          `vsearch ${report.version} — ${report.ok ? "all checks passed" : "PROBLEMS FOUND"}`,
+          `data dir      ${report.data_dir}`,
+          `device        ${report.device.in_use} (requested ${report.device.requested}): ${report.device.reason}`,
+          `sqlite        ${report.runtime.sqlite_version}, sqlite-vec ${report.runtime.vec_version}, vec0 query ${report.runtime.vec_query_ok ? "ok" : "FAILED"}`,
+          `ffmpeg        ${report.runtime.ffmpeg_version ?? "MISSING"}`,
+          `ffprobe       ${report.runtime.ffprobe_version ?? "MISSING"}`,
+          `onnx          ${report.runtime.onnx_ok === undefined ? "not checked (no model installed)" : report.runtime.onnx_ok ? `ok (${report.runtime.onnx?.model_id} in worker thread)` : "FAILED"}`,
+          `image-text    ${report.models["image-text"]?.model_id ?? "not installed (vsearch models import … --role image-text)"}`,
+          `speech        ${report.models.speech?.model_id ?? "not installed (vsearch models import … --role speech)"}`,
+          `store         ${report.store.accounts} accounts, ${report.store.videos} videos, ${report.store.frames} frames, ${report.store.jobs_waiting} jobs waiting, ${report.store.jobs_failed} failed`,
+          ...report.runtime.errors.map((e) => `error         ${e}`),
+        ].join("\n"),
+      );
+      if (!report.ok) process.exitCode = 1;
     });
 }

@@ -73,7 +73,6 @@ export class JobStore {
       this.db
         .query(
           `UPDATE jobs SET status = ?, progress_pct = CASE WHEN ? = 'done' THEN 100 ELSE progress_pct END,
-                  stage = CASE WHEN status = 'queued' OR stage IS NULL THEN NULL ELSE stage END,
                   error_code = ?, error_message = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
             WHERE id = ? AND lease_owner = ?`,
         )

@@ -100,9 +100,19 @@ export class IngestPipeline implements JobHandler {
 
     // scenes
     const finalShots: Shot[] = shots.length ? shots : syntheticShot(info, frames);
-    const [scenes, scenesMs] = await timed(() => buildScenes(this.labels, finalShots, frames, clip));
+    let labelNote: string | undefined = clip ? undefined : "no image-text model: shots stored without labels";
+    const [scenes, scenesMs] = await timed(async () => {
+      // A model without a text tower still indexes frames; only zero-shot labels need text.
+      const labelVectors = clip
+        ? await this.labels.get(clip).catch((e) => {
+            labelNote = `no zero-shot labels: ${e instanceof Error ? e.message : e}`;
+            return null;
+          })
+        : null;
+      return buildScenes(labelVectors, finalShots, frames);
+    });
     d.index.replaceShots(scope, scenes, clip?.modelId ?? null);
-    record("scenes", { status: "ran", took_ms: scenesMs, count: scenes.length, ...(clip ? { model_id: clip.modelId } : { reason: "no image-text model: shots stored without labels" }) });
+    record("scenes", { status: "ran", took_ms: scenesMs, count: scenes.length, ...(clip ? { model_id: clip.modelId } : {}), ...(labelNote ? { reason: labelNote } : {}) });
     check();
 
     // audio + transcript

@@ -9,8 +9,7 @@ import type { EmbeddedFrame } from "./stage-frames.ts";
  * its frames, and zero-shot labels from the shipped vocabulary. Label embeddings are computed
  * once per model and reused.
  */
-export async function buildScenes(labels: LabelEmbeddings, shots: Shot[], frames: EmbeddedFrame[], model: ActiveModel | null): Promise<ShotInput[]> {
-  const labelVectors = model ? await labels.get(model) : null;
+export function buildScenes(labelVectors: Float32Array[] | null, shots: Shot[], frames: EmbeddedFrame[]): ShotInput[] {
   return shots.map((s) => {
     const own = frames.filter((f) => f.shotIndex === s.index);
     const mid = (s.start + s.end) / 2;
