@@ -59,7 +59,7 @@ function currentCopy(path: string, executable: boolean): { size: number } | null
 }
 
 function tempName(dest: string): string {
-  return join(dirname(dest), `.${basename(dest)}.tmp-${process.pid}`);
+  return join(dirname(dest), `.${basename(dest)}.tmp-${process.pid}-${threadId}-${randomBytes(6).toString("hex")}`);
 }
 
 function removeStaleTemps(dest: string, now: number): void {

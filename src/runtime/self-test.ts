@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { execFile } from "node:child_process";
-import type { ExecDevice } from "../inference/model-files.ts";
+import type { ExecDevice } from "../inference/dtype.ts";
 import type { RuntimePaths } from "./types.ts";
 
 /** `vsearch doctor`'s view of the native runtime. JSON-able; snake_case like the API. */

@@ -1,0 +1,248 @@
+/**
+ * `npm run build` (= `bun build.ts`): compiles vsearch into one executable, ./vsearch.
+ *
+ *   bun build.ts [--entry src/main.ts] [--outfile ./vsearch]
+ *
+ * What goes in besides the code:
+ * - the native files (sqlite-vec, ffmpeg, ffprobe, ONNX Runtime, sharp + libvips), imported
+ *   `with { type: "file" }` from a module generated here; src/runtime/ extracts them to
+ *   `<data-dir>/runtime/<version>/` on first start;
+ * - extra entry points for worker threads: the Piscina task module and the worker bootstrap;
+ * - the version (`define VSEARCH_VERSION`).
+ *
+ * And four string patches of dependencies, each of which fails the build if its text is not found
+ * exactly once (so an upgrade that changes the code stops the build instead of shipping a binary
+ * that breaks at run time) or if the file it patches was never bundled:
+ * 1. piscina: the worker script is `resolve(__dirname, 'worker.js')`, a path baked in at build time
+ *    that does not exist inside the binary → the embedded path of src/runtime/piscina-worker.ts.
+ * 2. @huggingface/transformers: loads onnxruntime-node through `createRequire`, which the bundler does
+ *    not follow → a plain `require`, so onnxruntime-node is bundled.
+ * 3. onnxruntime-node: `require("../bin/napi-v6/<platform>/<arch>/onnxruntime_binding.node")` → load
+ *    the addon extracted to the data dir (beside libonnxruntime.so.1, found through its RUNPATH).
+ * 4. sharp (imported by transformers at load time): its createRequire of `@img/sharp-<platform>/sharp.node`
+ *    → the extracted addon (libvips found through its RPATH).
+ * Patches 3 and 4 read the paths from worker_threads environment data that prepareRuntime() sets in
+ * the main thread and every worker thread inherits.
+ */
+import type { BunPlugin } from "bun";
+import { rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { type NativeFiles, type NativeKey, resolveNativeFiles, runtimeLayout } from "./src/runtime/native-files.ts";
+import { NATIVE_PATHS_KEY } from "./src/runtime/types.ts";
+
+const ROOT = dirname(fileURLToPath(import.meta.url));
+const SRC = join(ROOT, "src");
+
+export interface Patch {
+  name: string;
+  /** The package and the file inside it, e.g. "piscina" + "dist/index.js". */
+  pkg: string;
+  file: string;
+  find: string;
+  replace: string;
+  applied: number;
+}
+
+/** Matches the absolute path of a patch's file (in whichever node_modules it was installed). */
+export function patchFileRegExp(p: Pick<Patch, "pkg" | "file">): RegExp {
+  const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/\//g, "[\\\\/]");
+  return new RegExp(`[\\\\/]node_modules[\\\\/]${esc(p.pkg)}[\\\\/]${esc(p.file)}$`);
+}
+
+/** `/$bunfs/root/<path>.js`: where `bun build --compile` puts an entry point under the build root. */
+export function bunfsPath(entry: string): string {
+  return `/$bunfs/root/${relative(SRC, entry).replace(/\.[cm]?[jt]sx?$/, ".js")}`;
+}
+
+/** An expression that loads the addon `key` from the path prepareRuntime() published (see src/runtime/worker-thread.ts). */
+function addonLoader(key: "ortBinding" | "sharpBinding", what: string): string {
+  return `((key) => {
+    const paths = require("node:worker_threads").getEnvironmentData(${JSON.stringify(NATIVE_PATHS_KEY)});
+    if (!paths || typeof paths[key] !== "string") {
+      throw new Error("vsearch: ${what} was loaded before prepareRuntime() ran; in the compiled binary load @huggingface/transformers and onnxruntime-node only after prepareRuntime() (dynamic import) or inside inference pool workers");
+    }
+    const mod = { exports: {} };
+    process.dlopen(mod, paths[key]);
+    return mod.exports;
+  })(${JSON.stringify(key)})`;
+}
+
+/** The four dependency patches (see the header). `file` is matched against absolute paths. */
+export function dependencyPatches(piscinaWorkerPath: string, platformArch: string): Patch[] {
+  return [
+    {
+      name: "piscina worker path",
+      pkg: "piscina",
+      file: "dist/index.js",
+      find: "(0, node_path_1.resolve)(__dirname, 'worker.js')",
+      replace: JSON.stringify(piscinaWorkerPath),
+      applied: 0,
+    },
+    {
+      name: "transformers loads onnxruntime-node",
+      pkg: "@huggingface/transformers",
+      file: "dist/transformers.node.mjs",
+      find: 'requireFromHere("onnxruntime-node")',
+      replace: 'require("onnxruntime-node")',
+      applied: 0,
+    },
+    {
+      name: "onnxruntime-node addon",
+      pkg: "onnxruntime-node",
+      file: "dist/binding.js",
+      find: "require(`../bin/napi-v6/${process.platform}/${process.arch}/onnxruntime_binding.node`)",
+      replace: addonLoader("ortBinding", "onnxruntime-node"),
+      applied: 0,
+    },
+    {
+      name: "sharp addon",
+      pkg: "sharp",
+      file: "dist/sharp.mjs",
+      find: `sharp = require("@img/sharp-${platformArch}/sharp.node");`,
+      replace: `sharp = ${addonLoader("sharpBinding", "sharp")};`,
+      applied: 0,
+    },
+  ];
+}
+
+/** Source of the module that replaces src/runtime/embedded.ts in the binary. */
+export function embeddedAssetsModule(files: NativeFiles, entries: { inferenceWorker: string; piscinaWorker: string }): string {
+  const layout = runtimeLayout(files);
+  const keys = Object.keys(files) as NativeKey[];
+  const imports = keys.map((k, i) => `import f${i} from ${JSON.stringify(files[k])} with { type: "file" };`);
+  const table = keys.map((k, i) => `    ${k}: { path: f${i}, target: ${JSON.stringify(layout[k].target)}, executable: ${layout[k].executable} },`);
+  return [
+    "// Generated by build.ts for the compiled binary; replaces src/runtime/embedded.ts.",
+    ...imports,
+    "export function embeddedAssets() {",
+    "  return {",
+    `    platform: ${JSON.stringify(`${process.platform}-${process.arch}`)},`,
+    "    files: {",
+    ...table,
+    "    },",
+    `    entries: ${JSON.stringify(entries)},`,
+    "  };",
+    "}",
+    "",
+  ].join("\n");
+}
+
+/** Applies one patch; throws unless its text occurs exactly once. */
+export function applyPatch(p: Patch, text: string, path: string): string {
+  const at = text.indexOf(p.find);
+  if (at < 0 || text.indexOf(p.find, at + 1) >= 0) {
+    throw new Error(
+      `build.ts patch "${p.name}": expected exactly one occurrence of ${JSON.stringify(p.find)} in ${path}, found ${at < 0 ? "none" : "several"}. ` +
+        "The dependency changed: check that the compiled binary still needs this patch and update it.",
+    );
+  }
+  return text.slice(0, at) + p.replace + text.slice(at + p.find.length);
+}
+
+function compilePlugin(patches: Patch[], embeddedSource: string, piscinaWorkerLoop: string): BunPlugin {
+  const embeddedTs = join(SRC, "runtime", "embedded.ts");
+  let embeddedSwapped = 0;
+  return {
+    name: "vsearch-compile",
+    setup(build) {
+      build.onResolve({ filter: /^\.\/embedded\.ts$/ }, (args) => {
+        if (resolve(dirname(args.importer), args.path) !== embeddedTs) return undefined;
+        embeddedSwapped++;
+        return { path: "embedded-assets", namespace: "vsearch-generated" };
+      });
+      build.onLoad({ filter: /^embedded-assets$/, namespace: "vsearch-generated" }, () => ({ contents: embeddedSource, loader: "js" }));
+      // Piscina's worker loop is not in its package's exports map; piscina-worker.ts imports it by file.
+      build.onResolve({ filter: /^piscina\/dist\/worker\.js$/ }, () => ({ path: piscinaWorkerLoop }));
+
+      const filter = new RegExp(patches.map((p) => patchFileRegExp(p).source).join("|"));
+      build.onLoad({ filter }, async (args) => {
+        let text = await Bun.file(args.path).text();
+        for (const p of patches) {
+          if (!patchFileRegExp(p).test(args.path)) continue;
+          text = applyPatch(p, text, args.path);
+          p.applied++;
+        }
+        return { contents: text, loader: "js" };
+      });
+      build.onEnd(() => {
+        if (embeddedSwapped !== 1) throw new Error(`build.ts: src/runtime/embedded.ts was swapped ${embeddedSwapped} times, expected once`);
+      });
+    },
+  };
+}
+
+export interface BuildOptions {
+  /** The CLI entry point (relative paths: from the current folder). */
+  entry: string;
+  outfile: string;
+}
+
+export async function buildBinary(opts: BuildOptions): Promise<{ outfile: string; bytes: number; ms: number; version: string }> {
+  const t0 = performance.now();
+  const pkg = (await Bun.file(join(ROOT, "package.json")).json()) as { version: string };
+  const version = pkg.version;
+  const require = createRequire(join(ROOT, "package.json"));
+  const platformArch = `${process.platform}-${process.arch}`;
+
+  const entry = resolve(opts.entry);
+  const outfile = resolve(opts.outfile);
+  const piscinaWorker = join(SRC, "runtime", "piscina-worker.ts");
+  const inferenceWorker = join(SRC, "inference", "worker.ts");
+  for (const e of [entry, piscinaWorker, inferenceWorker]) {
+    if (relative(SRC, e).startsWith("..")) throw new Error(`entry point ${e} must be under ${SRC}`);
+    if (!(await Bun.file(e).exists())) throw new Error(`entry point ${e} does not exist`);
+  }
+  const entries = { inferenceWorker: bunfsPath(inferenceWorker), piscinaWorker: bunfsPath(piscinaWorker) };
+  const files = resolveNativeFiles(join(ROOT, "package.json"));
+
+  const patches = dependencyPatches(entries.piscinaWorker, platformArch);
+
+  const plugin = compilePlugin(patches, embeddedAssetsModule(files, entries), join(dirname(require.resolve("piscina")), "worker.js"));
+  const result = await Bun.build({
+    entrypoints: [entry, piscinaWorker, inferenceWorker],
+    root: SRC,
+    target: "bun",
+    // An appliance reads its settings from flags, VSEARCH_* and <data-dir>/config.json only: no
+    // .env or bunfig.toml picked up from whatever folder it is started in.
+    compile: { outfile, autoloadDotenv: false, autoloadBunfig: false },
+    define: { VSEARCH_VERSION: JSON.stringify(version) },
+    plugins: [plugin],
+    // One copy of each shared module (piscina above all) per thread: without splitting, every entry point
+    // bundles its own piscina, and a worker thread would run two (its `Piscina.move()` marker is a
+    // per-copy Symbol, so the task module's transfers would not be recognised by the worker loop).
+    splitting: true,
+    sourcemap: "linked",
+    minify: { whitespace: true, syntax: true, identifiers: false },
+    throw: false,
+  });
+  // The binary embeds its source maps; Bun also writes them beside the outfile: remove those.
+  for (const o of result.outputs) if (o.kind === "sourcemap") rmSync(o.path, { force: true });
+  if (!result.success) {
+    throw new Error(`bun build failed:\n${result.logs.map((l) => String(l)).join("\n")}`);
+  }
+  const missing = patches.filter((p) => p.applied !== 1);
+  if (missing.length > 0) {
+    rmSync(outfile, { force: true }); // never leave a binary that would fail at run time
+    throw new Error(
+      `build.ts: ${missing.map((p) => `patch "${p.name}" applied ${p.applied} times`).join("; ")}, expected once each (did a dependency stop loading that file?)`,
+    );
+  }
+  return { outfile, bytes: Bun.file(outfile).size, ms: performance.now() - t0, version };
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Bun.argv.slice(2),
+    options: { entry: { type: "string", default: join(SRC, "main.ts") }, outfile: { type: "string", default: join(ROOT, "vsearch") } },
+  });
+  try {
+    const r = await buildBinary({ entry: values.entry!, outfile: values.outfile! });
+    console.log(`built ${relative(process.cwd(), r.outfile) || r.outfile}: vsearch ${r.version}, ${(r.bytes / 1024 / 1024).toFixed(1)} MiB, ${(r.ms / 1000).toFixed(1)} s`);
+  } catch (e) {
+    console.error(e instanceof Error ? e.message : e);
+    process.exit(1);
+  }
+}

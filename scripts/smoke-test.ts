@@ -1,0 +1,214 @@
+/**
+ * Smoke test of the compiled binary, as an operator would run it: copies only ./vsearch into an
+ * empty folder and, from there, with a minimal environment (no node_modules, no source tree, a
+ * fresh HOME and TMPDIR):
+ *   1. `doctor --json --model-dir …` on a fresh data dir: the vec0 query and an ONNX session in a
+ *      worker thread pass (this start extracts the native runtime);
+ *   2. `doctor --json` again: the runtime files are not rewritten (same inode and mtime);
+ *   3. `accounts create --name smoke --json` returns an id;
+ *   4. `serve --port 0`: /healthz answers 200; a second `serve` on the same data dir exits non-zero
+ *      with a clear message; SIGTERM stops the server (exit 0);
+ *   5. two `doctor` processes started at once on another fresh data dir both pass.
+ * Every wait is bounded. Prints each check; exits 1 if any failed.
+ *
+ *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip]
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+
+const REPO = resolve(import.meta.dirname, "..");
+const { values: args } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: {
+    binary: { type: "string", default: join(REPO, "vsearch") },
+    "model-dir": { type: "string", default: join(REPO, "test", "fixtures", "models", "tiny-random-clip") },
+    keep: { type: "boolean", default: false },
+  },
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+const checks: { name: string; ok: boolean; detail: string }[] = [];
+function check(name: string, ok: boolean, detail = ""): boolean {
+  checks.push({ name, ok, detail });
+  console.log(`${ok ? "ok  " : "FAIL"} ${name}${detail ? ` — ${detail}` : ""}`);
+  return ok;
+}
+
+const work = mkdtempSync(join(tmpdir(), "vsearch-smoke-"));
+const bin = join(work, "vsearch");
+const env = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: join(work, "home"), TMPDIR: join(work, "tmp"), LANG: "C.UTF-8" };
+
+/** Runs `./vsearch …` in the work folder; kills it after `timeoutMs`. */
+async function vsearch(argv: string[], timeoutMs = 120_000): Promise<Run> {
+  const t0 = performance.now();
+  const proc = Bun.spawn([bin, ...argv], { cwd: work, env, stdout: "pipe", stderr: "pipe" });
+  const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(timer);
+  return { code: proc.signalCode ? null : code, stdout, stderr, ms: performance.now() - t0 };
+}
+
+function json(r: Run): any {
+  try {
+    return JSON.parse(r.stdout);
+  } catch {
+    return null;
+  }
+}
+
+const brief = (r: Run) => `exit ${r.code}, ${Math.round(r.ms)} ms${r.stderr.trim() ? `, stderr: ${r.stderr.trim().split("\n").slice(-3).join(" | ").slice(0, 400)}` : ""}`;
+
+/** inode + mtime of every file under a folder: equal snapshots mean nothing was rewritten. */
+function snapshot(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!existsSync(dir)) return out;
+  for (const rel of readdirSync(dir, { recursive: true }).map(String)) {
+    const st = statSync(join(dir, rel));
+    if (st.isFile()) out.set(rel, `${st.ino}:${st.mtimeMs}:${st.size}`);
+  }
+  return out;
+}
+
+/** `doctor --json` prints {ok, device, models, runtime: runSelfTest's report, store, …}. */
+function doctorOk(name: string, r: Run, withModel: boolean): boolean {
+  const rep = json(r);
+  const rt = rep?.runtime;
+  const ok =
+    r.code === 0 &&
+    rep?.ok === true &&
+    rt?.ok === true &&
+    rt.vec_query_ok === true &&
+    typeof rt.ffmpeg_version === "string" &&
+    typeof rt.ffprobe_version === "string" &&
+    (!withModel || (rt.onnx_ok === true && rt.onnx?.worker_thread_id > 0));
+  return check(
+    name,
+    ok,
+    rt
+      ? `vec_query_ok=${rt.vec_query_ok} onnx_ok=${rt.onnx_ok} (${rt.onnx?.model_id} on ${rt.device}, worker thread ${rt.onnx?.worker_thread_id}) ffmpeg=${rt.ffmpeg_version} sqlite=${rt.sqlite_version} vec=${rt.vec_version}${rt.errors?.length ? ` errors: ${rt.errors.join("; ")}` : ""}, ${brief(r)}`
+      : `no JSON report: ${brief(r)}; stdout: ${r.stdout.slice(0, 300)}`,
+  );
+}
+
+async function waitForUrl(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, timeoutMs: number): Promise<string | null> {
+  const reader = proc.stdout.getReader();
+  const deadline = Date.now() + timeoutMs;
+  let text = "";
+  while (Date.now() < deadline) {
+    const next = await Promise.race([reader.read(), Bun.sleep(deadline - Date.now()).then(() => null)]);
+    if (next === null || next.done) break;
+    text += new TextDecoder().decode(next.value);
+    const m = /"url":\s*"([^"]+)"/.exec(text) ?? /(http:\/\/[\d.]+:\d+)/.exec(text);
+    if (m) {
+      reader.releaseLock();
+      return m[1];
+    }
+  }
+  reader.releaseLock();
+  return null;
+}
+
+async function healthz(url: string, timeoutMs: number): Promise<number | string> {
+  const deadline = Date.now() + timeoutMs;
+  let last: number | string = "no answer";
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) });
+      last = res.status;
+      if (res.status === 200) return 200;
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    await Bun.sleep(100);
+  }
+  return last;
+}
+
+async function main(): Promise<number> {
+  const modelDir = resolve(args["model-dir"]!);
+  if (!check("binary exists", existsSync(args.binary!), args.binary)) return 1;
+  if (!check("model fixture exists", existsSync(join(modelDir, "config.json")), modelDir)) return 1;
+  mkdirSync(env.HOME);
+  mkdirSync(env.TMPDIR);
+  copyFileSync(args.binary!, bin);
+  console.log(`work folder ${work} holds only ${readdirSync(work).filter((f) => f === "vsearch").join(", ")} (+ empty home/, tmp/); binary ${(statSync(bin).size / 2 ** 20).toFixed(1)} MiB`);
+
+  const version = await vsearch(["--version"], 30_000);
+  check("--version", version.code === 0 && /\d+\.\d+\.\d+/.test(version.stdout), `${version.stdout.trim()}, ${brief(version)}`);
+
+  // 1 + 2: doctor twice on one data dir.
+  const data = join(work, "data");
+  const runtimeDir = join(data, "runtime");
+  const first = await vsearch(["--data-dir", data, "doctor", "--json", "--model-dir", modelDir]);
+  doctorOk("doctor on a fresh data dir (extracts the runtime; ONNX in a worker thread)", first, true);
+  const before = snapshot(runtimeDir);
+  check("runtime extracted under <data-dir>/runtime/<version>/", before.size >= 5, `${before.size} files: ${[...before.keys()].join(", ")}`);
+  const second = await vsearch(["--data-dir", data, "doctor", "--json", "--model-dir", modelDir]);
+  doctorOk("doctor again", second, true);
+  const after = snapshot(runtimeDir);
+  const rewritten = [...before].filter(([k, v]) => after.get(k) !== v).map(([k]) => k);
+  check("second start did not re-extract (same inode/mtime for every runtime file)", rewritten.length === 0 && after.size === before.size, rewritten.length ? `rewritten: ${rewritten.join(", ")}` : `first ${Math.round(first.ms)} ms, second ${Math.round(second.ms)} ms`);
+
+  // 3: a CLI command.
+  const acct = await vsearch(["--data-dir", data, "accounts", "create", "--name", "smoke", "--json"], 60_000);
+  const id = json(acct)?.id;
+  check("accounts create --name smoke --json returns an id", acct.code === 0 && typeof id === "string" && id.length > 0, `id=${id}, ${brief(acct)}`);
+
+  // 4: serve, healthz, a second serve refused, SIGTERM.
+  const t0 = performance.now();
+  const server = Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], { cwd: work, env, stdout: "pipe", stderr: "pipe" });
+  try {
+    const url = await waitForUrl(server, 60_000);
+    if (check("serve prints its URL", url !== null, url ?? `exit ${server.exitCode}`)) {
+      const status = await healthz(url!, 30_000);
+      check("GET /healthz answers 200", status === 200, `${status} after ${Math.round(performance.now() - t0)} ms`);
+      const dup = await vsearch(["--data-dir", data, "serve", "--host", "127.0.0.1", "--port", "0"], 60_000);
+      check(
+        "a second serve on the same data dir exits non-zero with a clear message",
+        dup.code !== null && dup.code !== 0 && /already|another/i.test(dup.stderr),
+        `exit ${dup.code}: ${dup.stderr.trim().split("\n")[0]}`,
+      );
+    }
+  } finally {
+    server.kill("SIGTERM");
+    const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
+    if (code === "timeout") server.kill("SIGKILL");
+    check("SIGTERM stops the server cleanly", code === 0, `exit ${code}`);
+  }
+
+  // 5: two processes extracting into one fresh data dir at once.
+  const raceDir = join(work, "race");
+  const [a, b] = await Promise.all([
+    vsearch(["--data-dir", raceDir, "doctor", "--json", "--model-dir", modelDir]),
+    vsearch(["--data-dir", raceDir, "doctor", "--json", "--model-dir", modelDir]),
+  ]);
+  doctorOk("race: first of two doctors started at once on a fresh data dir", a, true);
+  doctorOk("race: second of two doctors started at once on a fresh data dir", b, true);
+  const leftovers = [...snapshot(join(raceDir, "runtime")).keys()].filter((k) => k.includes(".tmp-"));
+  check("race: no temp files left behind", leftovers.length === 0, leftovers.join(", "));
+
+  // Not failures: where else the binary wrote (ONNX Runtime keeps a device id under $HOME/.cache).
+  const strays = [...snapshot(env.HOME).keys()].map((k) => `$HOME/${k}`).concat([...snapshot(env.TMPDIR).keys()].map((k) => `$TMPDIR/${k}`));
+  if (strays.length) console.log(`note: files written outside the data dir: ${strays.join(", ")}`);
+  return checks.every((c) => c.ok) ? 0 : 1;
+}
+
+let code = 1;
+try {
+  code = await main();
+} catch (e) {
+  check("smoke test ran to the end", false, e instanceof Error ? (e.stack ?? e.message) : String(e));
+} finally {
+  if (!args.keep) rmSync(work, { recursive: true, force: true });
+}
+const failed = checks.filter((c) => !c.ok).length;
+console.log(`smoke test: ${checks.length - failed}/${checks.length} checks passed${failed ? `; FAILED: ${checks.filter((c) => !c.ok).map((c) => c.name).join("; ")}` : ""}`);
+process.exit(code);
