@@ -1,6 +1,7 @@
 import { isMediaError } from "../media/errors.ts";
 import { probeMedia, type MediaInfo } from "../media/probe.ts";
 import { detectShotBoundaries, shotsFromBoundaries, type Shot } from "../media/shots.ts";
+import { measureKeyframeSpacing } from "../media/select.ts";
 import { isInferenceError } from "../inference/errors.ts";
 import { JobFailure, type JobError, type JobHandler } from "../jobs/runner.ts";
 import type { JobRow } from "../jobs/schema.ts";
@@ -73,11 +74,14 @@ export class IngestPipeline implements JobHandler {
 
     // shot boundaries
     report("shots", 0);
+    // Keyframe-only decoding is an order of magnitude cheaper than decoding every frame; it is used
+    // when keyframes are at most ~2 s apart (encoders also put one at most hard cuts).
+    const keyframesOnly = await useKeyframes(d, source, info);
     const [shots, shotsMs] = await timed(async () => {
-      const boundaries = await detectShotBoundaries(d.bins, source, { durationSecs: info.durationSecs ?? undefined }).catch(toFailure);
+      const boundaries = await detectShotBoundaries(d.bins, source, { durationSecs: info.durationSecs ?? undefined, keyframesOnly }).catch(toFailure);
       return shotsFromBoundaries(boundaries, info.durationSecs ?? 0);
     });
-    record("shots", { status: "ran", took_ms: shotsMs, count: shots.length });
+    record("shots", { status: "ran", took_ms: shotsMs, count: shots.length, reason: keyframesOnly ? "keyframe decode" : "full decode" });
     check();
 
     // frames + image embeddings
@@ -89,7 +93,7 @@ export class IngestPipeline implements JobHandler {
       record("embeddings", { status: "skipped", reason });
     } else {
       const [result, ms] = await timed(() =>
-        embedFrames(d, source, info, shots, clip, signal, (f) => report("embeddings", f)).catch(toFailure),
+        embedFrames(d, source, info, shots, clip, keyframesOnly, signal, (f) => report("embeddings", f)).catch(toFailure),
       );
       frames = result.frames;
       d.index.replaceFrames(scope, frames.map((f) => ({ shotIndex: f.shotIndex, timestamp: f.timestamp, embedding: f.vector })), clip.modelId);
@@ -172,6 +176,13 @@ function toFailure(e: unknown): never {
   if (isMediaError(e)) throw new JobFailure(e.code, e.message);
   if (isInferenceError(e)) throw new JobFailure(e.code, e.message);
   throw e;
+}
+
+/** Short clips always decode every frame; longer ones use keyframes when they are close enough. */
+async function useKeyframes(d: PipelineDeps, source: string, info: MediaInfo): Promise<boolean> {
+  if (!info.durationSecs || info.durationSecs <= 15) return false;
+  const spacing = await measureKeyframeSpacing(d.bins, source, { durationSecs: info.durationSecs }).catch(() => null);
+  return spacing !== null && spacing.maxGapSecs <= 2.5;
 }
 
 /** A container without a duration still gets one shot spanning what was decoded. */

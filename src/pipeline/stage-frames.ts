@@ -29,6 +29,7 @@ export async function embedFrames(
   info: MediaInfo,
   shots: Shot[],
   model: ActiveModel,
+  keyframesOnly: boolean,
   signal: AbortSignal,
   onProgress: (fraction: number) => void,
 ): Promise<{ frames: EmbeddedFrame[]; sampled: number; note?: string }> {
@@ -37,6 +38,7 @@ export async function embedFrames(
     everySecs: 1,
     extraTimestamps: shots.slice(1).map((s) => s.start),
     durationSecs: info.durationSecs,
+    keyframesOnly,
     hdr: info.hdr,
   });
   const deduped = dropNearDuplicates(stream, { maxGapSecs: 4 });
