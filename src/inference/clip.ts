@@ -6,6 +6,7 @@
  * `pixel_values` are built here from `preprocessor_config.json` — bit-identical to what the
  * transformers.js image processor produces for a frame of that size, without sharp.
  */
+import { join } from "node:path";
 import {
   AutoTokenizer,
   CLIPTextModelWithProjection,
@@ -33,7 +34,6 @@ import {
   resolveModelDir,
   sessionOptions,
 } from "./model-files.ts";
-import { join } from "node:path";
 
 export type ClipTower = "text" | "vision";
 

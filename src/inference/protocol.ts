@@ -76,9 +76,3 @@ export interface WorkerMeta {
 export type TaskReply<T> =
   | { ok: true; value: T; meta: WorkerMeta }
   | { ok: false; error: { code: InferenceErrorCode; message: string }; meta: WorkerMeta };
-
-export type ReplyFor<T extends InferenceTask> = T extends EmbedImagesTask | EmbedTextsTask
-  ? TaskReply<EmbedValue>
-  : T extends TranscribeTask
-    ? TaskReply<TranscribeValue>
-    : TaskReply<SelfTestResult>;

@@ -53,10 +53,17 @@ export async function selfTestModel(modelDir: string, opts: SelfTestOptions = {}
   const config = await readModelConfig(dir);
   const t0 = performance.now();
   if (config.model_type === "clip") {
-    // The text tower is the smaller one; a vision-only folder runs the vision tower.
-    const textDtype = await pickDtype(dir, ["text_model"], opts.dtype).catch(() => null);
-    const tower = textDtype ? "text" : "vision";
-    const dtype = textDtype ?? (await pickDtype(dir, ["vision_model"], opts.dtype));
+    // The text tower is the smaller one; a vision-only install runs the vision tower.
+    let pick: { tower: "text" | "vision"; dtype: WeightDtype } | null = null;
+    for (const tower of ["text", "vision"] as const) {
+      for (const d of opts.dtype ? [opts.dtype] : (["q8", "fp32"] as const)) {
+        if (!pick && (await fileExists(join(dir, onnxFile(`${tower}_model`, d))))) pick = { tower, dtype: d };
+      }
+    }
+    if (!pick) {
+      throw new InferenceError("MODEL_NOT_INSTALLED", `${dir}: no CLIP ONNX files${opts.dtype ? ` for ${opts.dtype}` : ""}`);
+    }
+    const { tower, dtype } = pick;
     const model = await ClipModel.load(dir, { ...opts, device, dtype, towers: [tower] });
     try {
       const t1 = performance.now();

@@ -8,6 +8,7 @@
  * pass is capped at `maxNewTokens`, and segments that are one token repeated (random weights, or a
  * real model stuck in a loop) are dropped. Nothing beyond 30 s is ever silently cut off.
  */
+import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import {
   AutoTokenizer,
@@ -35,7 +36,6 @@ import {
   resolveModelDir,
   sessionOptions,
 } from "./model-files.ts";
-import { join } from "node:path";
 
 export const WHISPER_SAMPLE_RATE = 16_000;
 
@@ -214,8 +214,9 @@ export interface SeekDeps {
  * Whisper's seek loop over audio of any length. Each pass decodes the next ≤ 30 s; if the pass was
  * cut off (no end-of-text) in the middle of a segment after complete ones, the next pass resumes at
  * the last complete segment's end so the unfinished words get decoded again with the audio that
- * follows — provided that moves at least 1 s; otherwise the tail is kept and the whole window
- * consumed. Degenerate and empty segments are dropped; times are shifted by `offsetSecs`.
+ * follows — provided that moves at least 1 s and leaves at least 1 s; otherwise the tail is kept and
+ * the whole window consumed. Degenerate and empty segments are dropped, and so is a whole pass
+ * whose text is one loop; times are shifted by `offsetSecs`.
  */
 export async function seekTranscribe(samples: Float32Array, offsetSecs: number, deps: SeekDeps): Promise<TranscriptSegment[]> {
   if (!Number.isFinite(offsetSecs) || offsetSecs < 0) throw new InferenceError("INVALID_INPUT", `offsetSecs must be ≥ 0, got ${offsetSecs}`);
@@ -230,17 +231,20 @@ export async function seekTranscribe(samples: Float32Array, offsetSecs: number, 
 
     let advanceSecs = chunkSecs;
     const keep = [...segments];
-    if (tail && !endedWithEos && segments.length > 0 && lastEnd >= 1) {
+    if (tail && !endedWithEos && segments.length > 0 && lastEnd >= 1 && chunkSecs - lastEnd >= 1) {
       advanceSecs = lastEnd;
     } else if (tail) {
       keep.push(tail);
     }
     const base = offsetSecs + seek / WHISPER_SAMPLE_RATE;
+    const pass: TranscriptSegment[] = [];
     for (const s of keep) {
       const text = deps.decodeText(s.tokens);
       if (text.length === 0 || isDegenerate(s.tokens, text)) continue;
-      out.push({ start: round3(base + s.start), end: round3(base + Math.max(s.end, s.start)), text });
+      pass.push({ start: round3(base + s.start), end: round3(base + Math.max(s.end, s.start)), text });
     }
+    // A loop can also be spread over many short segments ("Thank you." × 20): judge the pass as a whole.
+    if (!isDegenerate(keep.flatMap((s) => s.tokens), pass.map((s) => s.text).join(" "))) out.push(...pass);
     seek += Math.max(1, Math.round(advanceSecs * WHISPER_SAMPLE_RATE));
   }
   return out;

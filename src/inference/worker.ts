@@ -35,8 +35,8 @@ interface CacheEntry {
 const cache = new Map<string, CacheEntry>();
 const loadCounts = new Map<string, number>();
 
-function cacheKey(kind: Kind, modelDir: string, dtype: Dtype, rt: TaskRuntime, extra = ""): string {
-  return [kind, modelDir, dtypeKey(dtype), rt.device, rt.intraOpThreads, rt.allowSpinning ? "spin" : "nospin", extra].join("|");
+function cacheKey(kind: Kind, modelDir: string, dtype: Dtype, rt: TaskRuntime): string {
+  return [kind, modelDir, dtypeKey(dtype), rt.device, rt.intraOpThreads, rt.allowSpinning ? "spin" : "nospin"].join("|");
 }
 
 async function getModel<K extends Kind>(
