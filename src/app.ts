@@ -36,6 +36,14 @@ import { JobRunner } from "./jobs/runner.ts";
 import type { ModelCatalog } from "./pipeline/deps.ts";
 import { InferenceHost } from "./pipeline/inference-host.ts";
 import { IngestPipeline } from "./pipeline/ingest.ts";
+import { CatalogQueryEmbedder, type QueryEmbedder } from "./search/embedder.ts";
+import { createSearchDomain, type SearchDomain } from "./search/domain.ts";
+import type { SearchCredits } from "./search/service.ts";
+import { registerSearchRoutes } from "./search/routes.ts";
+import { MediaService } from "./media-serving/service.ts";
+import { MediaStore } from "./media-serving/store.ts";
+import { mediaPaths } from "./media-serving/paths.ts";
+import { registerMediaRoutes } from "./media-serving/routes.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -43,12 +51,16 @@ export interface AppRuntime {
   ffmpeg: string;
   ffprobe: string;
   inferenceWorkerFile: string;
+  /** Where the compiled binary extracted its native files; null in dev. */
+  runtimeDir?: string | null;
 }
 
 export interface AppOptions {
   runtime: AppRuntime;
   /** Which models are installed; defaults to the registry in the models folder. */
   models?: ModelCatalog;
+  /** Encodes search queries; defaults to the active image-text model run in the worker pool. */
+  queryEmbedder?: QueryEmbedder;
   logger?: Logger;
   now?: () => number;
 }
@@ -65,6 +77,8 @@ export interface App {
   inference: InferenceHost;
   models: ModelCatalog;
   runtime: AppRuntime;
+  /** Search internals (index hooks, query encoder) for the CLI, tests and benches. */
+  search: SearchDomain;
   fetch(req: Request): Response | Promise<Response>;
   /** The externally visible base URL, used in presigned links; set by `serve` once it listens. */
   setBaseUrl(url: string): void;
@@ -99,7 +113,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const jobStore = new JobStore(db);
   const indexStore = new IndexStore(db, Boolean(opts.runtime.vecExtension));
   const videoStore = new VideoStore(db);
-  const videos = new VideoService(db, videoStore, jobStore, events, indexStore, files, mediaUrls);
+  // Deleted videos leave the search indexes (the search domain is built below; called only later).
+  const videos = new VideoService(db, videoStore, jobStore, events, indexStore, files, mediaUrls, (ids) => search.indexes.onVideosDeleted(ids));
   const collections = new CollectionService(
     new CollectionStore(db),
     { purgeVideos: (accountId, ids) => videos.purgeVideos(accountId, ids) },
@@ -107,7 +122,21 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   );
   const bins = { ffmpeg: opts.runtime.ffmpeg, ffprobe: opts.runtime.ffprobe };
   const models: ModelCatalog = opts.models ?? { active: () => null };
-  const inference = new InferenceHost(config, opts.runtime.inferenceWorkerFile, models, logger);
+  const inference = new InferenceHost(config, opts.runtime.inferenceWorkerFile, models, logger, opts.runtime.runtimeDir ?? null);
+  const search = createSearchDomain({
+    db,
+    files,
+    videos,
+    collections,
+    links: { ...mediaUrls, shotThumbnailUrl: (videoId, n) => signer.sign(mediaPaths.shot(videoId, n)) },
+    ffmpeg: opts.runtime.ffmpeg,
+    allowNetworks: config.allowNetworks,
+    embedder: opts.queryEmbedder ?? new CatalogQueryEmbedder(models, () => inference.get()),
+    // HOOK (credits): used as soon as Services has a `credits` service with these two methods.
+    credits: () => (services as Partial<{ credits: SearchCredits }>).credits,
+    logger,
+    now,
+  });
   const pipeline = new IngestPipeline({
     db,
     videos: videoStore,
@@ -120,11 +149,16 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     pool: () => inference.get(),
     batchSize: config.batchSize,
     logger,
+    onIndexed: (videoId) => search.indexes.onVideoIndexed(videoId),
   });
   const runner = new JobRunner(jobStore, pipeline, { concurrency: config.jobConcurrency, logger, now });
   const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, undefined, () => runner.wake());
   const jobs = new JobService(jobStore);
-  const services: Services = { accounts, auth, apiKeys, collections, videos, uploads, jobs };
+  const media = new MediaService(new MediaStore(db), files, signer);
+  const services: Services = {
+    accounts, auth, apiKeys, collections, videos, uploads, jobs,
+    search: search.search, searchFeedback: search.feedback, moments: search.moments, media,
+  };
 
   const metrics = new Metrics();
   let closing = false;
@@ -136,7 +170,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     metrics,
     version: VERSION,
-    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes],
+    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes, registerSearchRoutes, registerMediaRoutes],
     ready: () => {
       const checks: Record<string, string> = {};
       try {
@@ -166,6 +200,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     inference,
     models,
     runtime: opts.runtime,
+    search,
     start: async () => {
       // The instance lock is held: leases of a previous (crashed) server can be released now.
       const released = jobStore.releaseAllLeases();

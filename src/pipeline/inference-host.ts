@@ -2,7 +2,24 @@ import type { Config } from "../config/config.ts";
 import type { Logger } from "../core/logger.ts";
 import { chooseDevice, createPoolProbe, type DeviceChoice } from "../inference/device.ts";
 import { createInferencePool, type InferencePool } from "../inference/pool.ts";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { resolveNativeFiles } from "../runtime/native-files.ts";
 import type { ModelCatalog } from "./deps.ts";
+
+/**
+ * The CUDA provider is a separate library next to libonnxruntime; the npm build ships without
+ * it (its download is skipped). Without the file a probe can only fail — noisily, from native
+ * code — so `auto` does not try.
+ */
+function cudaProviderPresent(runtimeDir: string | null | undefined): boolean {
+  try {
+    const ortDir = runtimeDir ? join(runtimeDir, "onnxruntime") : dirname(resolveNativeFiles().ortLibrary);
+    return existsSync(join(ortDir, "libonnxruntime_providers_cuda.so"));
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Owns the worker pool: created on first use (a server without models never starts ONNX
@@ -17,15 +34,19 @@ export class InferenceHost {
     private readonly workerFile: string,
     private readonly models: ModelCatalog,
     private readonly logger: Logger,
+    private readonly runtimeDir: string | null = null,
   ) {}
 
   async device(): Promise<DeviceChoice> {
     if (!this.choice) {
       const probeModel = this.models.active("image-text") ?? this.models.active("speech");
-      this.choice = await chooseDevice(
-        this.config.device,
-        probeModel ? createPoolProbe({ workerFile: this.workerFile, modelDir: probeModel.dir, logger: this.logger }) : async () => ({ ok: false, detail: "no model installed to probe a GPU provider with" }),
-      );
+      const poolProbe = probeModel ? createPoolProbe({ workerFile: this.workerFile, modelDir: probeModel.dir, logger: this.logger }) : null;
+      this.choice = await chooseDevice(this.config.device, async (device) => {
+        if (device === "cuda" && !cudaProviderPresent(this.runtimeDir)) {
+          return { ok: false, detail: "this ONNX Runtime build has no CUDA execution provider (libonnxruntime_providers_cuda.so not found)" };
+        }
+        return poolProbe ? poolProbe(device) : { ok: false, detail: "no model installed to probe a GPU provider with" };
+      });
       this.logger.info("inference device", { device: this.choice.device, reason: this.choice.reason });
     }
     return this.choice;
