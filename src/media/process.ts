@@ -102,8 +102,11 @@ export class ToolProcess {
       if (this.tail.length > keep) this.tail.shift();
       this.opts.onStderrLine?.(line);
     };
+    const reader = stream.getReader();
     try {
-      for await (const bytes of stream) {
+      for (;;) {
+        const { done, value: bytes } = await reader.read();
+        if (done) break;
         this.lastActivity = Date.now();
         partial += decoder.decode(bytes, { stream: true });
         const lines = partial.split(/\r\n|\n|\r/);
@@ -184,7 +187,8 @@ export class ToolProcess {
       this.clearTimers();
     }
     this.throwIfKilled();
-    return { code: this.proc.exitCode, signal: this.proc.signalCode ?? null, tail: [...this.tail] };
+    const signal = this.proc.signalCode;
+    return { code: this.proc.exitCode, signal: signal === null || signal === undefined ? null : String(signal), tail: [...this.tail] };
   }
 
   get stderrTail(): string[] {
@@ -196,7 +200,7 @@ export class ToolProcess {
     return this.stderrDone;
   }
 
-  /** Kills the tool (if still running) and releases the pipes. Safe to call more than once. */
+  /** Kills the tool (if still running) and stops its timers. Safe to call more than once. */
   kill(reason = "stopped by caller"): void {
     if (this.proc.exitCode === null && this.proc.signalCode === null && this.killedBecause === null) {
       this.killedBecause = reason;
@@ -209,6 +213,7 @@ export class ToolProcess {
   dispose(): void {
     const running = this.proc.exitCode === null && this.proc.signalCode === null;
     if (running) this.kill();
+    this.clearTimers(); // the stall interval would otherwise outlive a run that ended on its own
     this.reader.cancel().catch(() => {});
   }
 

@@ -10,14 +10,18 @@ export interface ShotDetectionOptions {
   /**
    * Width the frames are shrunk to before scoring. Default 160. The score is a mean absolute
    * difference of RGB, so it hardly depends on resolution, while the RGB conversion the scene
-   * filter needs is 80× cheaper at 160×90 than at 1080p. Decoding is what remains.
+   * filter needs is 80× cheaper at 160×90 than at 1080p. Measured (bench/media-decode.ts, 60 s
+   * 1080p H.264): 5.6 CPU-s at 160 px vs 8.0 at native size; the rest is decoding.
    */
   analysisWidth?: number;
   /**
    * Decode keyframes only. Much faster, but cuts are found only where the encoder put a keyframe
    * (x264 usually does at a hard cut, but not within `min-keyint` of the last one), their time is
    * that keyframe's, and consecutive keyframes are compared (seconds apart, so motion can read as
-   * a cut). Default false; see bench/media-decode.ts for the numbers.
+   * a cut). Measured: 0.22 vs 5.6 CPU-s per minute of 1080p (~25× less). Default false: on the
+   * generated 23.976 fps test clip with 2.5 s GOPs it reports 3 of 7 cuts, stamped at the next
+   * keyframe (up to 0.5 s late). (`-skip_loop_filter all` would save another ~10% of a full
+   * decode, but its drift artefacts are not worth it.)
    */
   keyframesOnly?: boolean;
   threads?: number;

@@ -58,7 +58,8 @@ export const STATIC = { cutSecs: 9, durationSecs: 12 } as const;
 const lavfi = (spec: string) => ["-f", "lavfi", "-i", spec];
 const x264 = ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p"];
 
-type Gen = (out: string, get: (name: FixtureName) => Promise<string>) => Promise<void>;
+/** A generator writes `out`; `get` fetches a fixture it derives from (by name). */
+type Gen = (out: string, get: (name: string) => Promise<string>) => Promise<void>;
 
 /** name → [file name (the extension is what the file *claims* to be), generator]. */
 const FIXTURES = {
@@ -100,7 +101,9 @@ const FIXTURES = {
   short: ["short.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=320x240:r=25:d=0.5"), ...x264, out])],
   // testsrc (RGB) keeps odd sizes; testsrc2 (4:2:0) rounds them to even. VP9 codes odd 4:2:0 sizes.
   odd: ["odd.webm", async (out) => ffmpeg([...lavfi("testsrc=s=333x197:r=25:d=1"), "-c:v", "libvpx-vp9", "-pix_fmt", "yuv420p", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "200k", out])],
-  uhd: ["uhd.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=3840x2160:r=25:d=1"), "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", out])],
+  // Drawn at 960×540 and blown up: rendering testsrc2 at 4K costs 4× more than encoding it.
+  uhd: ["uhd.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=960x540:r=25:d=1"), "-vf", "scale=3840:2160:flags=neighbor",
+    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", out])],
   hdr: ["hdr.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=640x360:r=25:d=1"), "-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "log-level=error",
     "-pix_fmt", "yuv420p10le", "-color_trc", "smpte2084", "-color_primaries", "bt2020", "-colorspace", "bt2020nc", "-tag:v", "hvc1", out])],
   /** 320×160, red top half and blue bottom half, tagged to be shown rotated by 90°. */
@@ -120,6 +123,9 @@ const FIXTURES = {
   webm: ["tiny.webm", async (out) => ffmpeg([...lavfi("testsrc2=s=176x144:r=25:d=0.5"), ...lavfi("sine=d=0.5"), "-c:v", "libvpx", "-deadline", "realtime", "-c:a", "libvorbis", "-shortest", out])],
   mpg: ["tiny.mpg", async (out) => ffmpeg([...lavfi("testsrc2=s=176x144:r=25:d=0.5"), ...lavfi("sine=d=0.5"), "-c:v", "mpeg1video", "-c:a", "mp2", "-shortest", "-f", "mpeg", out])],
   threeGp: ["tiny.3gp", async (out) => ffmpeg([...lavfi("testsrc2=s=176x144:r=25:d=0.5"), ...lavfi("sine=d=0.5:sample_rate=8000"), "-c:v", "h263", "-c:a", "aac", "-ar", "8000", "-ac", "1", "-shortest", "-f", "3gp", out])],
+  /** 3 s of red; the 440 Hz tone's timestamps start at 1 s (audio begins after the video). */
+  lateAudio: ["late-audio.mkv", async (out) => ffmpeg([...lavfi("color=c=red:s=64x64:r=25:d=3"), "-itsoffset", "1", ...lavfi("sine=f=440:d=2"),
+    "-map", "0:v", "-map", "1:a", ...x264, "-c:a", "aac", out])],
   audioM4a: ["tone.m4a", async (out) => ffmpeg([...lavfi("sine=f=440:d=3"), "-c:a", "aac", out])],
   audioMp3: ["tone.mp3", async (out) => ffmpeg([...lavfi("sine=f=440:d=3"), "-c:a", "libmp3lame", out])],
   empty: ["empty.mp4", async (out) => writeFile(out, new Uint8Array(0))],
@@ -157,7 +163,7 @@ export async function mediaFixture(name: FixtureName): Promise<string> {
     }
     try {
       const tmp = join(dir, `tmp-${process.pid}-${fileName}`);
-      await gen(tmp, mediaFixture);
+      await gen(tmp, (n) => mediaFixture(n as FixtureName));
       await rename(tmp, path);
       return path;
     } finally {
