@@ -179,6 +179,31 @@ export class IndexStore {
     return out;
   }
 
+  /**
+   * Ready videos indexed with a model other than the active one — or not indexed for a role at
+   * all while a model for it is installed now (its stage was skipped for lack of one).
+   */
+  staleVideos(active: { imageText: string | null; speech: string | null }, accountId?: string): string[] {
+    const rows = this.db
+      .query<{ id: string; stages: string; has_audio: number; frame_models: string | null; transcript_models: string | null }, string[]>(
+        `SELECT v.id, v.stages, v.has_audio,
+                (SELECT group_concat(DISTINCT model_id) FROM frames f WHERE f.video_id = v.id) AS frame_models,
+                (SELECT group_concat(DISTINCT model_id) FROM transcript_segments t WHERE t.video_id = v.id) AS transcript_models
+           FROM videos v WHERE v.status IN ('ready', 'failed') ${accountId ? "AND v.account_id = ?" : ""}`,
+      )
+      .all(...(accountId ? [accountId] : []));
+    return rows
+      .filter((r) => {
+        const stages = JSON.parse(r.stages) as Record<string, { status: string; model_id?: string }>;
+        const imageModel = stages.embeddings?.model_id ?? r.frame_models;
+        const speechModel = stages.transcript?.model_id ?? r.transcript_models;
+        const imageStale = active.imageText !== null && imageModel !== active.imageText;
+        const speechStale = active.speech !== null && r.has_audio === 1 && speechModel !== active.speech;
+        return imageStale || speechStale;
+      })
+      .map((r) => r.id);
+  }
+
   /** Model ids present in the index, with row counts (for `reindex` and `doctor`). */
   modelUsage(): { kind: string; model_id: string; n: number }[] {
     return this.db

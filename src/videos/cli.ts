@@ -36,6 +36,7 @@ export function collectVideoFiles(paths: string[]): { files: string[]; missing: 
 
 interface IngestRow {
   path: string;
+  account_id?: string;
   video_id: string | null;
   job_id: string | null;
   status: string;
@@ -82,9 +83,32 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
       );
       if (rows.some((r) => r.status === "failed" || r.status === "skipped")) process.exitCode = 1;
     });
+
+  program
+    .command("reindex")
+    .description("Re-run indexing for videos built with other models than the active ones (after `models import`/`pull`)")
+    .option("--account <id>", "only this account")
+    .option("--all", "re-index every video, not only the stale ones")
+    .option("--no-wait", "queue the jobs and return")
+    .action(async (opts: { account?: string; all?: boolean; wait: boolean }, cmd: Command) => {
+      const config = ctx.config(cmd);
+      const json = ctx.globals(cmd).json;
+      const lock = new InstanceLock(config.dataDir);
+      const rows: IngestRow[] = [];
+      await ctx.withApp(cmd, async (app) => {
+        const active = { imageText: app.models.active("image-text")?.modelId ?? null, speech: app.models.active("speech")?.modelId ?? null };
+        const ids = opts.all ? app.services.videos.allIds(opts.account) : app.services.videos.staleForModels(active, opts.account);
+        for (const q of app.services.videos.requeue(ids)) rows.push({ path: q.video_id, account_id: q.account_id, video_id: q.video_id, job_id: q.job_id, status: "queued", error: null });
+        if (opts.wait && rows.length) await waitForJobs(app, opts.account ?? "", rows, lock, 24 * 3600, new ProgressBar(ctx.stderr, !json && process.stderr.isTTY));
+      });
+      ctx.print(cmd, { requeued: rows.length, videos: rows }, () =>
+        rows.length ? table(rows as never, ["video_id", "job_id", "status", "error"]) : "Every video is indexed with the active models; nothing to do.",
+      );
+      if (rows.some((r) => r.status === "failed")) process.exitCode = 1;
+    });
 }
 
-async function waitForJobs(app: App, accountId: string, rows: IngestRow[], lock: InstanceLock, timeoutSecs: number, bar: ProgressBar) {
+export async function waitForJobs(app: App, accountId: string, rows: IngestRow[], lock: InstanceLock, timeoutSecs: number, bar: ProgressBar) {
   const pending = rows.filter((r) => r.job_id);
   if (!pending.length) return;
   const own = lock.acquire({});
@@ -95,7 +119,7 @@ async function waitForJobs(app: App, accountId: string, rows: IngestRow[], lock:
       let done = 0;
       let pct = 0;
       for (const r of pending) {
-        const job = app.services.jobs.get(accountId, r.job_id!);
+        const job = app.services.jobs.get(r.account_id ?? accountId, r.job_id!);
         r.status = job.status === "done" ? "indexed" : job.status;
         r.error = job.error ? `${job.error.code}: ${job.error.message}` : null;
         if (job.status === "done" || job.status === "failed") done++;

@@ -90,6 +90,31 @@ export class VideoService {
     return { video_id: videoId, job_id: jobId, status: "queued" };
   }
 
+  /** Videos whose index was built with other models than the active ones (see IndexStore.staleVideos). */
+  staleForModels(active: { imageText: string | null; speech: string | null }, accountId?: string): string[] {
+    return this.index.staleVideos(active, accountId);
+  }
+
+  allIds(accountId?: string): string[] {
+    return this.store.allIds(accountId);
+  }
+
+  /** Queues a fresh ingest job for existing videos (`vsearch reindex`); returns the new job ids. */
+  requeue(ids: string[]): { video_id: string; job_id: string; account_id: string }[] {
+    const out: { video_id: string; job_id: string; account_id: string }[] = [];
+    this.db.transaction(() => {
+      for (const id of ids) {
+        const v = this.store.getById(id);
+        if (!v) continue;
+        const jobId = newId("job");
+        this.jobs.insert({ id: jobId, account_id: v.account_id, video_id: id, created_at: nowIso() });
+        this.store.update(id, { status: "queued", progress_pct: 0 });
+        out.push({ video_id: id, job_id: jobId, account_id: v.account_id });
+      }
+    })();
+    return out;
+  }
+
   require(accountId: string, id: string): VideoRow {
     const row = this.store.get(accountId, id);
     if (!row) throw notFound("VIDEO_NOT_FOUND", `Video ${id}`);

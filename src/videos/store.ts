@@ -69,7 +69,8 @@ export class VideoStore {
       .get(id, id, id)!.n;
   }
 
-  allIds(): string[] {
-    return this.db.query<{ id: string }, []>("SELECT id FROM videos").all().map((r) => r.id);
+  allIds(accountId?: string): string[] {
+    const where = accountId ? " WHERE account_id = ?" : "";
+    return this.db.query<{ id: string }, string[]>(`SELECT id FROM videos${where}`).all(...(accountId ? [accountId] : [])).map((r) => r.id);
   }
 }
