@@ -126,9 +126,24 @@ export async function readMultipart(body: ReadableStream<Uint8Array>, boundary: 
       if (finished()) break;
       if (ended) throw new MultipartError("the multipart body ended before its closing boundary");
       const { done, value } = await reader.read();
-      if (done) ended = true;
-      // Copy: the chunk's memory may be reused by the runtime after the next read.
-      else buf = buf.length ? Buffer.concat([buf, value]) : Buffer.from(value);
+      if (done) {
+        ended = true;
+        continue;
+      }
+      // A view, not a copy: a stream hands each chunk over to its reader.
+      const chunk = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+      if (buf.length === 0) buf = chunk;
+      else if (state === "body" && buf.length < delimiter.length && chunk.length >= delimiter.length) {
+        // The leftover is only a possible delimiter prefix. Check the junction alone instead of
+        // concatenating: copying every chunk of a multi-gigabyte file is what makes memory grow.
+        const junction = Buffer.concat([buf, chunk.subarray(0, delimiter.length)]);
+        const at = junction.indexOf(delimiter);
+        if (at >= 0 && at < buf.length) buf = Buffer.concat([buf, chunk]);
+        else {
+          await h.onPartData(buf);
+          buf = chunk;
+        }
+      } else buf = Buffer.concat([buf, chunk]);
     }
   } finally {
     if (!ended) await reader.cancel().catch(() => {});

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { writeSync } from "node:fs";
 import { copyFile, open, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { AppError, ValidationError } from "../core/errors.ts";
@@ -72,7 +73,10 @@ export class UploadService {
             if (c.isFile) {
               size += chunk.byteLength;
               if (size > this.maxBytes) throw this.tooLarge();
-              await fh.write(chunk);
+              // Synchronous on purpose: a chunk goes to the page cache in microseconds, and the
+              // promise-based write kept every chunk alive until its callback ran — 3× slower and
+              // ~100 MB more RSS for a 2 GB upload (bench/upload-rss.ts).
+              for (let off = 0; off < chunk.byteLength; ) off += writeSync(fh.fd, chunk, off);
             } else if (c.name === "collection_id" || c.name === "filename") {
               c.textBytes += chunk.byteLength;
               if (c.textBytes > MAX_FIELD_BYTES) throw new ValidationError([{ loc: ["body", c.name], msg: "Field too long", type: "string_too_long" }]);
