@@ -11,6 +11,11 @@ export interface ThumbnailOptions {
   quality?: number;
   /** From probeMedia: tone-map PQ/HLG video so thumbnails are not washed out. */
   hdr?: boolean;
+  /**
+   * The requested times are keyframe times (from keyframe-only sampling): decode keyframes only,
+   * so each thumbnail costs one frame instead of everything since the previous keyframe.
+   */
+  keyframesOnly?: boolean;
   /** Per ffmpeg run. Default 60 s. */
   timeoutMs?: number;
 }
@@ -59,6 +64,7 @@ export async function writeThumbnails(
     const args = ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-y"];
     for (const r of part) {
       if (!(r.timestampSecs >= 0)) throw new RangeError("timestampSecs must be ≥ 0");
+      if (opts.keyframesOnly) args.push("-skip_frame", "nokey");
       args.push("-threads", "1", "-ss", r.timestampSecs.toFixed(6), "-i", file);
     }
     part.forEach((_, k) => args.push("-map", `${k}:v:0`, ...jpegOutputArgs(opts), temps[k]));

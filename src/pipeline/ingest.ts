@@ -8,7 +8,7 @@ import type { JobRow } from "../jobs/schema.ts";
 import type { StageName, StageOutcome, VideoRow } from "../videos/schema.ts";
 import type { VideoScope } from "../indexing/store.ts";
 import type { PipelineDeps } from "./deps.ts";
-import { embedFrames, type EmbeddedFrame } from "./stage-frames.ts";
+import { embedFrames, shotIndexAt, type EmbeddedFrame } from "./stage-frames.ts";
 import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
 import { transcribeAudio } from "./stage-transcript.ts";
 import { writeVideoThumbnails } from "./stage-thumbnails.ts";
@@ -72,30 +72,36 @@ export class IngestPipeline implements JobHandler {
     record("probe", { status: "ran", took_ms: probeMs });
     check();
 
-    // shot boundaries
+    // shot boundaries + frames + image embeddings
     report("shots", 0);
     // Keyframe-only decoding is an order of magnitude cheaper than decoding every frame; it is used
-    // when keyframes are at most ~2 s apart (encoders also put one at most hard cuts).
+    // when keyframes are at most ~2 s apart (encoders also put one at most hard cuts). Then every
+    // boundary is a keyframe the sampler emits anyway, so the two decodes need not wait for each
+    // other and run side by side; with full decoding the sampler needs the boundaries first.
     const keyframesOnly = await useKeyframes(d, source, info);
-    const [shots, shotsMs] = await timed(async () => {
-      const boundaries = await detectShotBoundaries(d.bins, source, { durationSecs: info.durationSecs ?? undefined, keyframesOnly }).catch(toFailure);
-      return shotsFromBoundaries(boundaries, info.durationSecs ?? 0);
-    });
-    record("shots", { status: "ran", took_ms: shotsMs, count: shots.length, reason: keyframesOnly ? "keyframe decode" : "full decode" });
-    check();
-
-    // frames + image embeddings
+    const detectShots = () =>
+      timed(async () => {
+        const boundaries = await detectShotBoundaries(d.bins, source, { durationSecs: info.durationSecs ?? undefined, keyframesOnly }).catch(toFailure);
+        return shotsFromBoundaries(boundaries, info.durationSecs ?? 0);
+      });
+    const shotsRun = detectShots();
+    if (!keyframesOnly) await shotsRun;
     const clip = d.models.active("image-text");
+    const framesRun = clip
+      ? timed(async () =>
+          embedFrames(d, source, info, keyframesOnly ? [] : (await shotsRun)[0], clip, keyframesOnly, signal, (f) => report("embeddings", f)).catch(toFailure),
+        )
+      : null;
+    const [[shots, shotsMs], framesResult] = await Promise.all([shotsRun, framesRun]);
+    record("shots", { status: "ran", took_ms: shotsMs, count: shots.length, reason: keyframesOnly ? "keyframe decode" : "full decode" });
     let frames: EmbeddedFrame[] = [];
-    if (!clip) {
+    if (!clip || !framesResult) {
       const reason = "no image-text model installed (vsearch models import … --role image-text)";
       record("frames", { status: "skipped", reason });
       record("embeddings", { status: "skipped", reason });
     } else {
-      const [result, ms] = await timed(() =>
-        embedFrames(d, source, info, shots, clip, keyframesOnly, signal, (f) => report("embeddings", f)).catch(toFailure),
-      );
-      frames = result.frames;
+      const [result, ms] = framesResult;
+      frames = result.frames.map((f) => ({ ...f, shotIndex: shotIndexAt(shots, f.timestamp) }));
       d.index.replaceFrames(scope, frames.map((f) => ({ shotIndex: f.shotIndex, timestamp: f.timestamp, embedding: f.vector })), clip.modelId);
       record("frames", { status: "ran", count: result.sampled, reason: result.note });
       record("embeddings", { status: "ran", took_ms: ms, count: frames.length, model_id: clip.modelId });
@@ -140,7 +146,7 @@ export class IngestPipeline implements JobHandler {
 
     // thumbnails
     const [thumbs, thumbsMs] = await timed(() =>
-      writeVideoThumbnails(d, { ...video, duration_secs: info.durationSecs }, source, scenes, info.hdr).catch(toFailure),
+      writeVideoThumbnails(d, { ...video, duration_secs: info.durationSecs }, source, scenes, info.hdr, keyframesOnly && frames.length > 0).catch(toFailure),
     );
     d.index.replaceShots(scope, scenes.map((s, i) => ({ ...s, thumbnailPath: thumbs.shots[i] })), clip?.modelId ?? null);
     d.videos.update(video.id, { poster_path: thumbs.poster });

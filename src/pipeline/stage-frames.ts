@@ -13,7 +13,7 @@ export interface EmbeddedFrame {
 /** CLIP's input side; frames are decoded by ffmpeg straight to it. */
 const CLIP_SIZE = 224;
 
-const shotIndexAt = (shots: Shot[], t: number): number => {
+export const shotIndexAt = (shots: Shot[], t: number): number => {
   for (let i = shots.length - 1; i >= 0; i--) if (t >= shots[i].start - 1e-3) return shots[i].index;
   return 0;
 };
@@ -48,7 +48,7 @@ export async function embedFrames(
   let inFlight: Promise<void> = Promise.resolve();
 
   const flush = (frames: SampledFrame[]) => {
-    const meta = frames.map((f) => ({ timestamp: f.timestamp, shotIndex: shotIndexAt(shots, f.timestamp) }));
+    const meta = frames.map((f) => ({ timestamp: f.timestamp, shotIndex: shots.length ? shotIndexAt(shots, f.timestamp) : 0 }));
     const run = pool.embedImages(
       { modelDir: model.dir, dtype: model.dtype, batchSize: d.batchSize },
       frames.map((f) => ({ rgb: f.rgb, width: CLIP_SIZE, height: CLIP_SIZE })),
