@@ -36,6 +36,7 @@ import { JobRunner } from "./jobs/runner.ts";
 import type { ModelCatalog } from "./pipeline/deps.ts";
 import { InferenceHost } from "./pipeline/inference-host.ts";
 import { IngestPipeline } from "./pipeline/ingest.ts";
+import { ModelRegistry } from "./models/registry.ts";
 import { CatalogQueryEmbedder, type QueryEmbedder } from "./search/embedder.ts";
 import { createSearchDomain, type SearchDomain } from "./search/domain.ts";
 import type { SearchCredits } from "./search/service.ts";
@@ -121,7 +122,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     mediaUrls,
   );
   const bins = { ffmpeg: opts.runtime.ffmpeg, ffprobe: opts.runtime.ffprobe };
-  const models: ModelCatalog = opts.models ?? { active: () => null };
+  const models: ModelCatalog = opts.models ?? new ModelRegistry(config.modelsDir);
   const inference = new InferenceHost(config, opts.runtime.inferenceWorkerFile, models, logger, opts.runtime.runtimeDir ?? null);
   const search = createSearchDomain({
     db,

@@ -6,7 +6,9 @@ import { AppError, ValidationError } from "../core/errors.ts";
 import { VERSION } from "../version.ts";
 import { registerAccountCommands } from "../accounts/cli.ts";
 import { registerKeyCommands } from "../api-keys/cli.ts";
+import { registerSearchCommands } from "../search/cli.ts";
 import { registerJobCommands } from "../jobs/cli.ts";
+import { registerModelCommands } from "../models/cli.ts";
 import { registerVideoCommands } from "../videos/cli.ts";
 import { createCliContext } from "./context.ts";
 import { registerServeCommand } from "./serve.ts";
@@ -34,7 +36,9 @@ export function buildProgram(env: Record<string, string | undefined>, runtime: (
   registerKeyCommands(program, ctx);
   registerVideoCommands(program, ctx);
   registerJobCommands(program, ctx);
+  registerModelCommands(program, ctx);
   registerSystemCommands(program, ctx);
+  registerSearchCommands(program, ctx);
   return program;
 }
 

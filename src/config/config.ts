@@ -52,6 +52,7 @@ const fileSchema = z
     log_level: z.enum(["debug", "info", "warn", "error", "silent"]),
     max_upload_bytes: z.number().int().positive(),
     models_dir: z.string(),
+    models_base_url: z.string(),
     device: z.enum(["auto", "cpu", "cuda", "webgpu"]),
     worker_threads: z.number().int().positive(),
     batch_size: z.number().int().positive(),
@@ -83,6 +84,8 @@ export interface Config {
   /** Largest JSON/form body accepted by non-upload routes. */
   maxJsonBytes: number;
   modelsDir: string;
+  /** Where `vsearch models pull` downloads from (a mirror made with `models export`, or a hub). */
+  modelsBaseUrl?: string;
   device: Device;
   workerThreads: number;
   batchSize: number;
@@ -170,6 +173,7 @@ export function loadConfig(
     maxUploadBytes: pick(num("VSEARCH_MAX_UPLOAD_BYTES", env.VSEARCH_MAX_UPLOAD_BYTES), file.max_upload_bytes) ?? 5 * 1024 ** 3,
     maxJsonBytes: 1024 * 1024,
     modelsDir: resolve(dataDir, pick(env.VSEARCH_MODELS_DIR, file.models_dir) ?? "models"),
+    modelsBaseUrl: pick(env.VSEARCH_MODELS_BASE_URL, file.models_base_url),
     device: device as Device,
     workerThreads: pick(num("VSEARCH_WORKER_THREADS", env.VSEARCH_WORKER_THREADS), file.worker_threads) ?? 1,
     batchSize: pick(num("VSEARCH_BATCH_SIZE", env.VSEARCH_BATCH_SIZE), file.batch_size) ?? 8,
