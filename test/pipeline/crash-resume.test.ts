@@ -1,0 +1,75 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, expect, test } from "vitest";
+import { Database } from "bun:sqlite";
+import { runCliJson, startServer } from "../helpers/cli.ts";
+import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { FIXTURE_MODELS } from "../helpers/models.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "vsearch-crash-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+test("kill -9 mid-ingest, restart: the job resumes by itself and nothing is duplicated", async () => {
+  const media = scratchDir("crash");
+  const clip = await ffmpeg(
+    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=10:duration=60", "-f", "lavfi", "-i", "sine=frequency=300:duration=60",
+     "-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
+    join(media, "long.mp4"),
+  );
+  const env = { VSEARCH_BATCH_SIZE: "1" }; // many small pool round trips: a wide window to kill in
+  await runCliJson(["--data-dir", dir, "models", "import", join(FIXTURE_MODELS, "tiny-random-clip"), "--role", "image-text", "--no-load-check"], env);
+  await runCliJson(["--data-dir", dir, "models", "import", join(FIXTURE_MODELS, "tiny-random-whisper"), "--role", "speech", "--no-load-check"], env);
+  const acct = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "crash"]);
+  const key = (await runCliJson(["--data-dir", dir, "keys", "create", "--account", acct.id, "--name", "k"])).key;
+  const auth = { authorization: `Bearer ${key}` };
+
+  let server = await startServer(dir, env);
+  const col = (await (await fetch(`${server.url}/v1/collections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: '{"name":"c"}' })).json()).data.id;
+  const fd = new FormData();
+  fd.append("collection_id", col);
+  fd.append("file", Bun.file(clip), "long.mp4");
+  const { job_id, video_id } = (await (await fetch(`${server.url}/v1/upload`, { method: "POST", headers: auth, body: fd })).json()).data;
+
+  // Wait (bounded) until indexing is under way and some frames are written, then kill -9.
+  let killedAt: any = null;
+  for (let i = 0; i < 600 && !killedAt; i++) {
+    const job = (await (await fetch(`${server.url}/v1/jobs/${job_id}`, { headers: auth })).json()).data;
+    if (job.status === "done") break;
+    if (job.status === "processing" && job.progress_pct >= 12) killedAt = job;
+    else await Bun.sleep(25);
+  }
+  await server.stop("SIGKILL");
+  expect(killedAt, "the job finished before it could be interrupted").not.toBeNull();
+
+  server = await startServer(dir, env);
+  let job: any;
+  try {
+    for (let i = 0; i < 1200; i++) {
+      job = (await (await fetch(`${server.url}/v1/jobs/${job_id}`, { headers: auth })).json()).data;
+      if (job.status === "done" || job.status === "failed") break;
+      await Bun.sleep(50);
+    }
+  } finally {
+    await server.stop();
+  }
+  expect(job.status, JSON.stringify(job.error)).toBe("done");
+
+  const db = new Database(join(dir, "vsearch.db"), { readonly: true });
+  try {
+    const frames = db.query("SELECT timestamp FROM frames WHERE video_id = ?").all(video_id) as { timestamp: number }[];
+    expect(frames.length).toBeGreaterThan(10);
+    expect(new Set(frames.map((f) => f.timestamp)).size).toBe(frames.length);
+    const vectors = (db.query("SELECT count(*) AS n FROM frame_vectors").get() as any).n;
+    expect(vectors).toBe(frames.length);
+    const shots = db.query("SELECT shot_index FROM shots WHERE video_id = ?").all(video_id) as any[];
+    expect(new Set(shots.map((s) => s.shot_index)).size).toBe(shots.length);
+    const completed = db.query("SELECT count(*) AS n FROM events WHERE type = 'job.completed'").get() as any;
+    expect(completed.n).toBe(1);
+    const jobs = db.query("SELECT attempts FROM jobs WHERE video_id = ?").all(video_id) as any[];
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0].attempts).toBe(2);
+  } finally {
+    db.close();
+  }
+}, 120_000);
