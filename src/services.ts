@@ -5,6 +5,10 @@ import type { CollectionService } from "./collections/service.ts";
 import type { JobService } from "./jobs/service.ts";
 import type { UploadService } from "./upload/service.ts";
 import type { VideoService } from "./videos/service.ts";
+import type { SearchService } from "./search/service.ts";
+import type { FeedbackService } from "./search/feedback-service.ts";
+import type { MomentService } from "./search/moment-service.ts";
+import type { MediaService } from "./media-serving/service.ts";
 
 /** Everything routes and CLI commands may call. Built once by createApp. */
 export interface Services {
@@ -15,4 +19,8 @@ export interface Services {
   videos: VideoService;
   uploads: UploadService;
   jobs: JobService;
+  search: SearchService;
+  searchFeedback: FeedbackService;
+  moments: MomentService;
+  media: MediaService;
 }

@@ -25,7 +25,7 @@ afterAll(() => t.close());
 function form(fields: Record<string, string>, file?: { path?: string; bytes?: Uint8Array; name: string }) {
   const fd = new FormData();
   for (const [k, v] of Object.entries(fields)) fd.append(k, v);
-  if (file) fd.append("file", file.path ? Bun.file(file.path) : new Blob([file.bytes ?? new Uint8Array()]), file.name);
+  if (file) fd.append("file", file.path ? Bun.file(file.path) : new Blob([(file.bytes ?? new Uint8Array()) as Uint8Array<ArrayBuffer>]), file.name);
   return fd;
 }
 

@@ -1,0 +1,253 @@
+/**
+ * Synthetic embedding sets for the vector index tests and bench.
+ *
+ * Two kinds:
+ *  - "clustered" imitates CLIP frame embeddings of a video library: every vector shares a large
+ *    common direction (random images have cosine ~0.45 in CLIP), videos belong to topics, frames
+ *    of a video share the video's direction, frames of a shot share the shot's direction, and
+ *    each frame adds its own noise. Per-dimension variances are uneven (log-normal scales), as in
+ *    real CLIP outputs, so dimensions do not carry equal information.
+ *      cos(random frames) ≈ 0.40, same topic ≈ 0.50, same video ≈ 0.70, same shot ≈ 0.88.
+ *  - "random" is i.i.d. gaussian: no neighbourhood structure at all (worst case for any coarse
+ *    pass; reported so nobody mistakes the clustered numbers for a general guarantee).
+ *
+ * Queries for the clustered set come in two flavours:
+ *  - "image": a frame perturbed to cosine ~0.9 with its source (query-by-image / similar frame);
+ *  - "text": far from the image manifold, like a CLIP text embedding (modality gap): cosine ~0.32
+ *    with frames of the target shot, ~0.18 with unrelated frames.
+ *
+ * Everything is deterministic in `seed` and written into flat typed arrays (row-major), so a
+ * million rows cost one 2 GB Float32Array and no per-row objects.
+ */
+
+/** sfc32: small, fast, seedable; good enough for test data. */
+export function prng(seed: number): () => number {
+  let a = 0x9e3779b9 ^ seed,
+    b = 0x243f6a88 + seed,
+    c = 0xb7e15162 ^ (seed * 31),
+    d = 1;
+  const next = () => {
+    const t = (((a + b) | 0) + d) | 0;
+    d = (d + 1) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    c = (c + t) | 0;
+    return t >>> 0;
+  };
+  for (let i = 0; i < 12; i++) next();
+  return next;
+}
+
+/**
+ * Gaussian sampler: a table of 65 536 Box–Muller samples indexed by 16-bit halves of the PRNG,
+ * two samples per PRNG call. Generating half a billion samples exactly would dominate the bench.
+ */
+export function gaussianSource(seed: number): (out: Float32Array, from?: number, to?: number) => void {
+  const r = prng(seed);
+  const table = new Float32Array(65536);
+  for (let i = 0; i < 65536; i += 2) {
+    const u1 = (r() + 1) / 4294967297;
+    const u2 = r() / 4294967296;
+    const m = Math.sqrt(-2 * Math.log(u1));
+    table[i] = m * Math.cos(2 * Math.PI * u2);
+    table[i + 1] = m * Math.sin(2 * Math.PI * u2);
+  }
+  return (out, from = 0, to = out.length) => {
+    let i = from;
+    for (; i + 1 < to; i += 2) {
+      const x = r();
+      out[i] = table[x & 0xffff];
+      out[i + 1] = table[x >>> 16];
+    }
+    if (i < to) out[i] = table[r() & 0xffff];
+  };
+}
+
+export function normalizeRows(data: Float32Array, dim: number): void {
+  for (let o = 0; o < data.length; o += dim) {
+    let s = 0;
+    for (let j = 0; j < dim; j++) s += data[o + j] * data[o + j];
+    const inv = s > 0 ? 1 / Math.sqrt(s) : 0;
+    for (let j = 0; j < dim; j++) data[o + j] *= inv;
+  }
+}
+
+export interface Dataset {
+  kind: "clustered" | "random";
+  n: number;
+  dim: number;
+  /** n × dim, row-major, every row unit length. */
+  vectors: Float32Array;
+  /** Per row: video number (clustered: the generating video; random: row / framesPerVideo). */
+  video: Int32Array;
+  /** Per row: collection number (videos are spread over `collections`). */
+  collection: Int32Array;
+  /** Per row: shot number, global (clustered set only; random: same as video). */
+  shot: Int32Array;
+  /** Internal directions the queries are built from (clustered only). */
+  basis?: { global: Float32Array; videoDir: Float32Array; shotDir: Float32Array; scale: Float32Array; videoTopic: Int32Array; topicDir: Float32Array };
+}
+
+export interface DatasetOptions {
+  n: number;
+  dim: number;
+  kind: "clustered" | "random";
+  seed?: number;
+  /** Mean frames per video (each video gets 0.5×–1.5× this). */
+  framesPerVideo?: number;
+  /** Mean frames per shot. */
+  framesPerShot?: number;
+  collections?: number;
+  topics?: number;
+  /** Where to write the n × dim vectors (e.g. a view on WebAssembly memory); allocated if absent. */
+  out?: Float32Array;
+}
+
+// Squared weights of the components of a clustered frame (they sum to 1, and the random unit
+// directions are nearly orthogonal in 512-d, so these are the expected cosines quoted above).
+const W_GLOBAL = 0.4;
+const W_TOPIC = 0.1;
+const W_VIDEO = 0.2;
+const W_SHOT = 0.18;
+const W_FRAME = 0.12;
+
+/** Random unit directions with the dataset's uneven per-dimension scales. */
+function directions(count: number, dim: number, scale: Float32Array, gauss: ReturnType<typeof gaussianSource>): Float32Array {
+  const out = new Float32Array(count * dim);
+  gauss(out);
+  for (let o = 0; o < out.length; o += dim) for (let j = 0; j < dim; j++) out[o + j] *= scale[j];
+  normalizeRows(out, dim);
+  return out;
+}
+
+export function generateDataset(opts: DatasetOptions): Dataset {
+  const { n, dim, kind } = opts;
+  const seed = opts.seed ?? 1;
+  const fpv = opts.framesPerVideo ?? 200;
+  const fps = opts.framesPerShot ?? 10;
+  const collections = opts.collections ?? 20;
+  const gauss = gaussianSource(seed);
+  const r = prng(seed ^ 0x5bd1e995);
+  const vectors = opts.out ?? new Float32Array(n * dim);
+  if (vectors.length !== n * dim) throw new Error("out must hold n × dim floats");
+  const video = new Int32Array(n);
+  const collection = new Int32Array(n);
+  const shot = new Int32Array(n);
+
+  if (kind === "random") {
+    gauss(vectors);
+    normalizeRows(vectors, dim);
+    for (let i = 0; i < n; i++) {
+      video[i] = Math.floor(i / fpv);
+      shot[i] = video[i];
+      collection[i] = video[i] % collections;
+    }
+    return { kind, n, dim, vectors, video, collection, shot };
+  }
+
+  // Uneven dimensions: log-normal scales, plus a few dominant dimensions as CLIP has.
+  const scale = new Float32Array(dim);
+  const tmp = new Float32Array(dim);
+  gauss(tmp);
+  for (let j = 0; j < dim; j++) scale[j] = Math.exp(0.5 * tmp[j]);
+  for (let j = 0; j < Math.min(4, dim); j++) scale[(j * 97) % dim] *= 4;
+
+  // Frame → shot → video assignment, videos 0.5×–1.5× fpv frames, shots 0.5×–1.5× fps frames.
+  const videoLen: number[] = [];
+  const shotLen: number[] = [];
+  const shotVideo: number[] = [];
+  for (let left = n; left > 0; ) {
+    const len = Math.min(left, Math.max(1, Math.round(fpv * (0.5 + r() / 4294967296))));
+    videoLen.push(len);
+    left -= len;
+  }
+  let row = 0;
+  for (let v = 0; v < videoLen.length; v++) {
+    for (let left = videoLen[v]; left > 0; ) {
+      const len = Math.min(left, Math.max(1, Math.round(fps * (0.5 + r() / 4294967296))));
+      for (let k = 0; k < len; k++, row++) {
+        video[row] = v;
+        shot[row] = shotLen.length;
+        collection[row] = v % collections;
+      }
+      shotLen.push(len);
+      shotVideo.push(v);
+      left -= len;
+    }
+  }
+
+  const topics = opts.topics ?? 50;
+  const global = directions(1, dim, scale, gauss);
+  const topicDir = directions(topics, dim, scale, gauss);
+  const videoDir = directions(videoLen.length, dim, scale, gauss);
+  const shotDir = directions(shotLen.length, dim, scale, gauss);
+  const videoTopic = new Int32Array(videoLen.length);
+  for (let v = 0; v < videoTopic.length; v++) videoTopic[v] = r() % topics;
+
+  const a = Math.sqrt(W_GLOBAL), t = Math.sqrt(W_TOPIC), b = Math.sqrt(W_VIDEO), c = Math.sqrt(W_SHOT), d = Math.sqrt(W_FRAME);
+  // Frame noise is written straight into the output rows, then the shared parts are added.
+  gauss(vectors);
+  for (let i = 0; i < n; i++) {
+    const o = i * dim;
+    let s = 0;
+    for (let j = 0; j < dim; j++) {
+      const x = vectors[o + j] * scale[j];
+      vectors[o + j] = x;
+      s += x * x;
+    }
+    const inv = d / Math.sqrt(s);
+    const vo = video[i] * dim, so = shot[i] * dim, to = videoTopic[video[i]] * dim;
+    for (let j = 0; j < dim; j++) {
+      vectors[o + j] = vectors[o + j] * inv + a * global[j] + t * topicDir[to + j] + b * videoDir[vo + j] + c * shotDir[so + j];
+    }
+  }
+  normalizeRows(vectors, dim);
+  return { kind, n, dim, vectors, video, collection, shot, basis: { global, videoDir, shotDir, scale, videoTopic, topicDir } };
+}
+
+export type QueryKind = "image" | "text" | "random";
+
+/**
+ * Queries for a dataset. "image": a random row perturbed to cosine ≈ 0.9 with it. "text": built
+ * from a random row's shot/video/topic directions, a "text" direction shared by all text queries
+ * and noise, so it sits ~0.32 from its target shot and ~0.18 from unrelated frames. "random": a
+ * gaussian vector (the only kind that makes sense on the random set).
+ */
+export function generateQueries(ds: Dataset, count: number, kind: QueryKind, seed = 7): Float32Array {
+  const { dim } = ds;
+  const out = new Float32Array(count * dim);
+  const gauss = gaussianSource(seed * 7919 + 13);
+  const r = prng(seed);
+  const noise = new Float32Array(dim);
+  if (kind === "random" || !ds.basis) {
+    gauss(out);
+    normalizeRows(out, dim);
+    return out;
+  }
+  const { global, videoDir, shotDir, scale, videoTopic, topicDir } = ds.basis;
+  // One "text tower" direction for all text queries: the modality gap.
+  const textDir = new Float32Array(dim);
+  gaussianSource(seed + 1)(textDir);
+  normalizeRows(textDir, dim);
+  for (let q = 0; q < count; q++) {
+    const row = r() % ds.n;
+    const o = q * dim;
+    gauss(noise);
+    for (let j = 0; j < dim; j++) noise[j] *= scale[j];
+    normalizeRows(noise, dim);
+    if (kind === "image") {
+      // |x + 0.45·n| with x ⟂ n: cosine to the source frame ≈ 1/sqrt(1 + 0.2) ≈ 0.91.
+      for (let j = 0; j < dim; j++) out[o + j] = ds.vectors[row * dim + j] + 0.45 * noise[j];
+    } else {
+      const v = ds.video[row], s = ds.shot[row], t = videoTopic[v];
+      for (let j = 0; j < dim; j++) {
+        out[o + j] =
+          0.29 * global[j] + 0.06 * topicDir[t * dim + j] + 0.15 * videoDir[v * dim + j] + 0.17 * shotDir[s * dim + j] +
+          0.7 * textDir[j] + 0.6 * noise[j];
+      }
+    }
+  }
+  normalizeRows(out, dim);
+  return out;
+}

@@ -1,0 +1,86 @@
+import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { defineRoute, jsonError } from "../http/index.ts";
+import type { Api, HttpDeps } from "../http/deps.ts";
+import type { AppEnv } from "../http/types.ts";
+import { parseRange } from "./range.ts";
+import type { MediaItem } from "./service.ts";
+
+const signed = z.object({
+  expires: z.string().optional().openapi({ param: { name: "expires", in: "query" }, description: "Unix time the link stops working" }),
+  signature: z.string().optional().openapi({ param: { name: "signature", in: "query" }, description: "HMAC-SHA256 over path and expiry" }),
+});
+const videoParam = z.string().openapi({ param: { name: "video_id", in: "path" }, example: "vid_Qm3x9T0bL2vK7cP5sN1a" });
+
+const binary = (type: string) => ({ content: { [type]: { schema: z.string().openapi({ format: "binary" }) } } });
+const responses = (type: string) => ({
+  200: { description: "The whole file", ...binary(type) },
+  206: { description: "The requested byte range (Content-Range)", ...binary(type) },
+  403: jsonError("Missing, wrong or expired signature (FORBIDDEN)"),
+  404: jsonError("Unknown video or missing file (VIDEO_NOT_FOUND, NOT_FOUND)"),
+  416: { description: "Range not satisfiable (Content-Range: bytes */size)" },
+});
+
+/**
+ * Presigned media (SPEC §6): playback source, poster and shot thumbnails. Public routes — the
+ * signature in the query string is the credential — with byte ranges so players can seek. Files
+ * are streamed from disk (Bun.file slices), never read into memory.
+ */
+export function registerMediaRoutes(app: Api, deps: HttpDeps) {
+  const svc = deps.services.media;
+  const entries: { path: string; doc: string; summary: string; type: string; item: (c: Context<AppEnv>) => MediaItem | null }[] = [
+    { path: "/media/videos/:video_id/source", doc: "/media/videos/{video_id}/source", summary: "Play a video (presigned, Range)", type: "video/mp4", item: () => ({ kind: "source" }) },
+    { path: "/media/videos/:video_id/poster.jpg", doc: "/media/videos/{video_id}/poster.jpg", summary: "A video's poster (presigned)", type: "image/jpeg", item: () => ({ kind: "poster" }) },
+    {
+      path: "/media/videos/:video_id/shots/:file",
+      doc: "/media/videos/{video_id}/shots/{file}",
+      summary: "A shot's thumbnail, `{n}.jpg` (presigned)",
+      type: "image/jpeg",
+      item: (c) => {
+        const m = /^(\d{1,6})\.jpg$/.exec(c.req.param("file") ?? "");
+        return m ? { kind: "shot", index: Number(m[1]) } : null;
+      },
+    },
+  ];
+  for (const e of entries) {
+    const params = e.doc.includes("{file}")
+      ? z.object({ video_id: videoParam, file: z.string().openapi({ param: { name: "file", in: "path" }, example: "3.jpg" }) })
+      : z.object({ video_id: videoParam });
+    const route = defineRoute(deps, {
+      method: "get",
+      path: e.doc,
+      tags: ["Media"],
+      summary: e.summary,
+      access: "public",
+      request: { params, query: signed },
+      responses: responses(e.type),
+    });
+    const { middleware, ...doc } = route;
+    app.openAPIRegistry.registerPath(doc as never);
+    app.get(e.path, ...(middleware as []), (c) => {
+      const item = e.item(c);
+      if (!item) return c.json({ detail: { code: "NOT_FOUND", message: "No such thumbnail" } }, 404);
+      const file = svc.open(c.req.param("video_id") ?? "", item, c.req.query("expires"), c.req.query("signature"));
+      const headers = new Headers({
+        "Accept-Ranges": "bytes",
+        "Content-Type": file.contentType,
+        "Cache-Control": "private, max-age=300",
+        ETag: `"${file.size.toString(16)}-${Math.floor(file.mtimeMs).toString(16)}"`,
+        "Last-Modified": new Date(file.mtimeMs).toUTCString(),
+      });
+      const range = parseRange(c.req.header("range"), file.size);
+      if (range.kind === "unsatisfiable") {
+        headers.set("Content-Range", `bytes */${file.size}`);
+        headers.delete("Content-Type");
+        return new Response(null, { status: 416, headers });
+      }
+      if (range.kind === "partial") {
+        headers.set("Content-Range", `bytes ${range.start}-${range.end}/${file.size}`);
+        headers.set("Content-Length", String(range.end - range.start + 1));
+        return new Response(Bun.file(file.path).slice(range.start, range.end + 1), { status: 206, headers });
+      }
+      headers.set("Content-Length", String(file.size));
+      return new Response(Bun.file(file.path), { status: 200, headers });
+    });
+  }
+}

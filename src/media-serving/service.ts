@@ -1,0 +1,65 @@
+import { existsSync, statSync } from "node:fs";
+import { AppError, notFound } from "../core/errors.ts";
+import type { VideoFiles } from "../videos/files.ts";
+import { mediaPaths } from "./paths.ts";
+import type { MediaStore } from "./store.ts";
+
+export type MediaItem = { kind: "source" } | { kind: "poster" } | { kind: "shot"; index: number };
+
+export interface MediaFile {
+  path: string;
+  size: number;
+  contentType: string;
+  mtimeMs: number;
+}
+
+export interface SignatureVerifier {
+  verify(path: string, expires: string | undefined, signature: string | undefined): "ok" | "bad" | "expired";
+}
+
+const VIDEO_ID = /^vid_[0-9A-Za-z]{1,60}$/;
+
+/**
+ * Presigned media (SPEC §6): a request carries `expires` + `signature` instead of credentials.
+ * The signature is checked first (a bad or expired one is 403 whatever the id), then the video
+ * and the file are looked up (404). The route streams the file; nothing here reads it.
+ */
+export class MediaService {
+  constructor(
+    private readonly store: MediaStore,
+    private readonly files: VideoFiles,
+    private readonly signer: SignatureVerifier,
+  ) {}
+
+  open(videoId: string, item: MediaItem, expires: string | undefined, signature: string | undefined): MediaFile {
+    const path = item.kind === "source" ? mediaPaths.source(videoId) : item.kind === "poster" ? mediaPaths.poster(videoId) : mediaPaths.shot(videoId, item.index);
+    const check = this.signer.verify(path, expires, signature);
+    if (check === "expired") throw new AppError(403, "FORBIDDEN", "This media link has expired; ask the API for a fresh one");
+    if (check !== "ok") throw new AppError(403, "FORBIDDEN", "Missing or invalid media signature");
+    const video = VIDEO_ID.test(videoId) ? this.store.video(videoId) : null;
+    if (!video) throw notFound("VIDEO_NOT_FOUND", `Video ${videoId}`);
+    let rel: string | null;
+    let contentType = "image/jpeg";
+    if (item.kind === "source") {
+      rel = video.source_path;
+      contentType = video.mime_type ?? "application/octet-stream";
+    } else if (item.kind === "poster") {
+      rel = video.poster_path;
+    } else {
+      rel = this.store.shotThumbnail(videoId, item.index);
+    }
+    const file = rel ? this.resolve(rel) : null;
+    if (!file) throw notFound("NOT_FOUND", item.kind === "source" ? "Video file" : "Thumbnail");
+    const st = statSync(file);
+    return { path: file, size: st.size, contentType, mtimeMs: st.mtimeMs };
+  }
+
+  private resolve(rel: string): string | null {
+    try {
+      const abs = this.files.abs(rel);
+      return existsSync(abs) && statSync(abs).isFile() ? abs : null;
+    } catch {
+      return null;
+    }
+  }
+}

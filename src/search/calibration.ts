@@ -1,0 +1,92 @@
+/**
+ * Score calibration for the vector modes (docs/SEARCH.md). A raw cosine means different things
+ * for different queries (some texts sit closer to every image than others), so each query's raw
+ * scores are read against a null distribution: the same query vector against a fixed sample of
+ * the account's own vectors of that kind (median / MAD, blended with a weak prior). The z-score against that null is mapped to 0–1 with a
+ * logistic centred at Z_CENTER, so `score = 0.5` always means "Z_CENTER standard deviations above
+ * what this query typically scores on this account's content".
+ */
+
+export interface NullStats {
+  mean: number;
+  std: number;
+  /** Sample size the statistics came from (before the prior). */
+  n: number;
+}
+
+/** z at which the calibrated score is 0.5. */
+export const Z_CENTER = 3;
+/** Logistic slope: z = 4 → 0.82, z = 5 → 0.95, z = 2 → 0.18. */
+export const Z_SLOPE = 1.5;
+/**
+ * Pseudo-count of the prior null (random directions: mean 0, variance 1/dim). It only matters for
+ * accounts with a handful of vectors, where a sample mean/std alone would be noise.
+ */
+export const PRIOR_WEIGHT = 16;
+
+export function dot(a: Float32Array, b: Float32Array, bOffset = 0): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[bOffset + i];
+  return s;
+}
+
+/**
+ * Null statistics of query `q` against `sample` (n vectors of q.length packed row after row).
+ * Robust on purpose — median and MAD (scaled to a normal σ) — so the few sample vectors that
+ * really match the query do not drag the null towards them; then blended with the prior.
+ */
+export function nullStats(q: Float32Array, sample: Float32Array): NullStats {
+  const d = q.length;
+  const n = d === 0 ? 0 : Math.floor(sample.length / d);
+  const sims = new Float64Array(n);
+  for (let i = 0; i < n; i++) sims[i] = dot(q, sample, i * d);
+  let center = 0;
+  let spread2 = 0;
+  if (n > 0) {
+    center = median(sims);
+    let mad = 1.4826 * median(sims.map((s) => Math.abs(s - center)));
+    if (!(mad > 0)) {
+      // Degenerate (over half the sample identical): fall back to the standard deviation.
+      let ss = 0;
+      for (const s of sims) ss += (s - center) ** 2;
+      mad = Math.sqrt(ss / n);
+    }
+    spread2 = mad * mad;
+  }
+  const priorVar = d > 0 ? 1 / d : 1;
+  const w = PRIOR_WEIGHT;
+  const mean = (n * center) / (n + w); // prior mean 0
+  const variance = Math.max((n * spread2 + w * priorVar) / (n + w), 1e-8);
+  return { mean, std: Math.sqrt(variance), n };
+}
+
+function median(xs: Float64Array): number {
+  const s = Float64Array.from(xs).sort();
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export const zScore = (raw: number, s: NullStats): number => (raw - s.mean) / s.std;
+
+/** z → (0, 1). Monotonic, so ranking by score or by z is the same within one query. */
+export const zToScore = (z: number): number => 1 / (1 + Math.exp(-Z_SLOPE * (z - Z_CENTER)));
+
+/** Inverse of zToScore (for documentation and the CLI: which z a threshold stands for). */
+export const scoreToZ = (score: number): number => Z_CENTER + Math.log(score / (1 - score)) / Z_SLOPE;
+
+export const calibrate = (raw: number, s: NullStats): number => zToScore(zScore(raw, s));
+
+/**
+ * Up to `max` evenly spaced rows of a packed matrix (deterministic: the same account content
+ * always gives the same sample, so scores do not jitter between identical searches).
+ */
+export function strideSample(vectors: Float32Array, dim: number, max: number): Float32Array {
+  const n = Math.floor(vectors.length / dim);
+  if (n <= max) return vectors.slice(0, n * dim);
+  const out = new Float32Array(max * dim);
+  for (let i = 0; i < max; i++) {
+    const row = Math.floor((i * n) / max);
+    out.set(vectors.subarray(row * dim, (row + 1) * dim), i * dim);
+  }
+  return out;
+}

@@ -1,0 +1,71 @@
+import type { Command } from "commander";
+import { type CliContext, table } from "../cli/context.ts";
+import { AppError } from "../core/errors.ts";
+import type { SearchRequest, SearchResult } from "./schema.ts";
+import type { Mode } from "./thresholds.ts";
+
+const list = (v: string, prev: string[] = []) => [...prev, ...v.split(",").map((s) => s.trim()).filter(Boolean)];
+
+/** `vsearch search "…" --account ID`: the same SearchService as POST /v1/search, printed as a table of moments. */
+export function registerSearchCommands(program: Command, ctx: CliContext) {
+  program
+    .command("search <query>")
+    .description("Search an account's videos for a moment (text query)")
+    .requiredOption("--account <id>", "account id (usr_…)")
+    .option("--collection <name>", "only this collection (by name)")
+    .option("--video <id>", "only this video (vid_…)")
+    .option("--modes <modes>", "video, scene, transcript (comma-separated or repeated; default all)", list)
+    .option("--labels <labels>", "only shots with any of these scene labels (comma-separated or repeated)", list)
+    .option("--page <n>", "page of videos", "1")
+    .option("--per-page <n>", "videos per page (1-50)", "10")
+    .option("--include-hidden", "also show segments hidden by feedback")
+    .action(
+      async (
+        query: string,
+        opts: { account: string; collection?: string; video?: string; modes?: string[]; labels?: string[]; page: string; perPage: string; includeHidden?: boolean },
+        cmd: Command,
+      ) => {
+        const result = await ctx.withApp(cmd, (app) => {
+          app.services.accounts.getAccount(opts.account);
+          let collectionId: string | undefined;
+          if (opts.collection !== undefined) {
+            const c = app.services.collections.findByName(opts.account, opts.collection);
+            if (!c) throw new AppError(404, "COLLECTION_NOT_FOUND", `No collection named "${opts.collection}" in ${opts.account}`);
+            collectionId = c.id;
+          }
+          const req: SearchRequest = {
+            query,
+            collectionId,
+            videoId: opts.video,
+            modes: opts.modes as Mode[] | undefined,
+            labels: opts.labels,
+            page: Number(opts.page),
+            perPage: Number(opts.perPage),
+            includeHidden: Boolean(opts.includeHidden),
+            includeThumbnailBase64: false,
+          };
+          return app.services.search.search(opts.account, req);
+        });
+        ctx.print(cmd, { data: result.videos, meta: { total: result.total, page: result.page, per_page: result.perPage, facets: result.facets, modes: result.modes, skipped_modes: result.skippedModes } }, () => human(result));
+      },
+    );
+}
+
+function human(r: SearchResult): string {
+  const rows = r.videos.flatMap((v) =>
+    v.segments.map((s) => ({
+      rank: s.rank,
+      video: v.filename.length > 28 ? `${v.filename.slice(0, 27)}…` : v.filename,
+      type: s.type,
+      start: s.timestamp_start.toFixed(2),
+      end: s.timestamp_end.toFixed(2),
+      score: s.score.toFixed(3),
+      threshold: s.threshold_key,
+      text: s.text_content ? (s.text_content.length > 48 ? `${s.text_content.slice(0, 47)}…` : s.text_content) : null,
+      hidden: s.hidden ? "yes" : null,
+    })),
+  );
+  const skipped = Object.entries(r.skippedModes).map(([m, why]) => `skipped ${m}: ${why}`);
+  const head = `${r.total} matching video${r.total === 1 ? "" : "s"} (page ${r.page}, modes ${r.modes.join(", ")})`;
+  return [head, ...skipped, rows.length ? table(rows, ["rank", "video", "type", "start", "end", "score", "threshold", "text", "hidden"]) : "No moment matched."].join("\n");
+}

@@ -1,0 +1,62 @@
+import type { Database } from "bun:sqlite";
+import type { Logger } from "../core/logger.ts";
+import type { VideoFiles } from "../videos/files.ts";
+import { QueryEncoder, type QueryEmbedder, type TranscriptSemanticSearch } from "./embedder.ts";
+import { FeedbackService } from "./feedback-service.ts";
+import { SearchIndexes } from "./indexes.ts";
+import { MemoryVectorBackend } from "./memory-backend.ts";
+import type { MediaLinks } from "./links.ts";
+import { MomentService } from "./moment-service.ts";
+import { type SearchCredits, SearchService } from "./service.ts";
+import { SearchStore } from "./store.ts";
+
+export interface SearchDomainOptions {
+  db: Database;
+  files: VideoFiles;
+  videos: { require(accountId: string, id: string): { id: string; collection_id: string; duration_secs: number | null; poster_path: string | null } };
+  collections: { require(accountId: string, id: string): unknown };
+  links: MediaLinks;
+  ffmpeg: string;
+  allowNetworks: readonly string[];
+  embedder: QueryEmbedder;
+  semantic?: TranscriptSemanticSearch;
+  credits: () => SearchCredits | undefined;
+  logger?: Logger;
+  now?: () => number;
+}
+
+export interface SearchDomain {
+  indexes: SearchIndexes;
+  search: SearchService;
+  feedback: FeedbackService;
+  moments: MomentService;
+  encoder: QueryEncoder;
+}
+
+/** Builds the search domain for the composition root. */
+export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
+  const store = new SearchStore(o.db);
+  const indexes = new SearchIndexes(store, new MemoryVectorBackend(store));
+  const encoder = new QueryEncoder(o.embedder);
+  const search = new SearchService({
+    store,
+    indexes,
+    encoder,
+    semantic: o.semantic,
+    collections: o.collections,
+    videos: o.videos,
+    links: o.links,
+    files: o.files,
+    ffmpeg: o.ffmpeg,
+    allowNetworks: o.allowNetworks,
+    credits: o.credits,
+    logger: o.logger,
+  });
+  return {
+    indexes,
+    search,
+    encoder,
+    feedback: new FeedbackService(store, o.videos, o.now),
+    moments: new MomentService(store, o.videos, o.links),
+  };
+}

@@ -1,0 +1,196 @@
+import { toFloat32 } from "../indexing/store.ts";
+import { dot, strideSample } from "./calibration.ts";
+import type { SearchScope, SearchStore, VectorKind } from "./store.ts";
+
+export interface NearestRequest {
+  kind: VectorKind;
+  scope: SearchScope;
+  modelId: string;
+  query: Float32Array;
+  k: number;
+  /** Label filter: only these shots (`video_id` → shot indexes); frames count by their shot. */
+  allowShots?: Map<string, Set<number>>;
+}
+
+export interface VectorHit {
+  id: number;
+  /** Cosine similarity. */
+  raw: number;
+}
+
+/** Where nearest neighbours come from. Filters (scope, model, shots) apply before ranking. */
+export interface VectorBackend {
+  readonly name: string;
+  nearest(req: NearestRequest): VectorHit[];
+  /** Rows held in memory (0 for backends that hold none). */
+  rows(): number;
+  onVideoIndexed(videoId: string, accountId: string | null): void;
+  onVideosDeleted(videoIds: string[]): void;
+}
+
+/** Largest k sqlite-vec answers. */
+const VEC0_MAX_K = 4096;
+/** Scopes up to this many vectors are scanned exactly (no vec0 over-fetch needed for the filter). */
+const EXACT_SCAN_MAX = 20_000;
+const MEMO_MAX = 4096;
+/** Vectors in the per-account calibration sample. */
+export const NULL_SAMPLE_SIZE = 1024;
+
+function topK(hits: VectorHit[], k: number): VectorHit[] {
+  return hits.sort((a, b) => b.raw - a.raw || a.id - b.id).slice(0, k);
+}
+
+const norm = (v: Float32Array) => Math.sqrt(dot(v, v)) || 1;
+
+/**
+ * Nearest neighbours from the store: an exact scan of `frame_vectors`/`shot_vectors` when the
+ * filtered scope is small (one video, a small collection, a label filter), else the account's
+ * partition of the sqlite-vec table (`vec_<kind>_<dim>`), over-fetched and then filtered by
+ * scope, model and shots. Used until the in-memory index of src/vector is wired in behind the
+ * same interface.
+ */
+export class StoreVectorBackend implements VectorBackend {
+  readonly name = "sqlite-vec";
+
+  constructor(
+    private readonly store: SearchStore,
+    /** Scopes up to this many vectors are scanned exactly instead of asking vec0. */
+    private readonly exactScanMax = EXACT_SCAN_MAX,
+  ) {}
+
+  nearest(req: NearestRequest): VectorHit[] {
+    const { kind, scope, modelId, query, k } = req;
+    const qn = norm(query);
+    const small = scope.videoId !== undefined || this.store.countInScope(kind, scope, modelId) <= this.exactScanMax;
+    if (small || !this.store.hasVecTable(kind, query.length)) {
+      const hits: VectorHit[] = [];
+      const allowed = req.allowShots ? this.allowedIds(kind, req.allowShots) : null;
+      for (const row of this.store.vectorsInScope(kind, scope, modelId)) {
+        if (allowed && !allowed.has(row.id)) continue;
+        const v = toFloat32(row.embedding);
+        if (v.length !== query.length) continue;
+        hits.push({ id: row.id, raw: dot(query, v) / (qn * norm(v)) });
+      }
+      return topK(hits, k);
+    }
+    const filtered = scope.collectionId !== undefined || req.allowShots !== undefined;
+    const fetchK = Math.min(VEC0_MAX_K, filtered ? k * 4 : k + Math.ceil(k / 4));
+    const near = this.store.vecNearest(kind, query.length, scope.accountId, query, fetchK);
+    const inScope = this.store.filterIds(kind, near.map((n) => n.id), scope, modelId);
+    const allowed = req.allowShots ? this.allowedIds(kind, req.allowShots) : null;
+    const hits = near.filter((n) => inScope.has(n.id) && (!allowed || allowed.has(n.id))).map((n) => ({ id: n.id, raw: 1 - n.distance }));
+    return topK(hits, k);
+  }
+
+  /** Ids of the allowed shots (or of the frames in them). */
+  private allowedIds(kind: VectorKind, allow: Map<string, Set<number>>): Set<number> {
+    return this.store.idsInShots(kind, allow);
+  }
+
+  rows(): number {
+    return 0;
+  }
+
+  onVideoIndexed(): void {}
+  onVideosDeleted(): void {}
+}
+
+interface CachedSample {
+  dim: number;
+  vectors: Float32Array;
+}
+
+/**
+ * The search side of the index: nearest-neighbour look-ups through a backend, plus the
+ * per-account calibration samples, cached until the account's content changes. The pipeline
+ * calls `onVideoIndexed` after writing a video's rows; video deletion calls `onVideosDeleted`.
+ */
+export class SearchIndexes {
+  private readonly samples = new Map<string, CachedSample>();
+  private readonly memos = new Map<string, Map<string, unknown>>();
+
+  constructor(
+    private readonly store: SearchStore,
+    private backend: VectorBackend,
+  ) {}
+
+  get backendName(): string {
+    return this.backend.name;
+  }
+
+  /** Rows the backend holds in memory (diagnostics, tests). */
+  get memoryRows(): number {
+    return this.backend.rows();
+  }
+
+  /** Swaps the nearest-neighbour backend (e.g. to the in-memory index once it is built). */
+  useBackend(b: VectorBackend): void {
+    this.backend = b;
+  }
+
+  nearest(req: NearestRequest): VectorHit[] {
+    if (req.k <= 0) return [];
+    return this.backend.nearest(req);
+  }
+
+  /**
+   * A fixed, evenly spaced sample (≤ NULL_SAMPLE_SIZE) of the account's vectors of one kind and
+   * model, packed row after row. Empty when the account has none.
+   */
+  sample(kind: VectorKind, accountId: string, modelId: string): CachedSample {
+    const key = `${accountId}\u0000${modelId}\u0000${kind}`;
+    let s = this.samples.get(key);
+    if (!s) {
+      const ids = this.store.vectorIds(kind, accountId, modelId);
+      const picked: number[] = [];
+      if (ids.length <= NULL_SAMPLE_SIZE) picked.push(...ids);
+      else for (let i = 0; i < NULL_SAMPLE_SIZE; i++) picked.push(ids[Math.floor((i * ids.length) / NULL_SAMPLE_SIZE)]);
+      const blobs = this.store.vectors(kind, picked);
+      const rows = picked.map((id) => blobs.get(id)).filter((b): b is Uint8Array => !!b).map(toFloat32);
+      const dim = rows[0]?.length ?? 0;
+      const packed = new Float32Array(rows.filter((r) => r.length === dim).length * dim);
+      let at = 0;
+      for (const r of rows) {
+        if (r.length !== dim) continue;
+        const n = norm(r);
+        for (let i = 0; i < dim; i++) packed[at + i] = r[i] / n;
+        at += dim;
+      }
+      s = { dim, vectors: strideSample(packed, dim || 1, NULL_SAMPLE_SIZE) };
+      this.samples.set(key, s);
+    }
+    return s;
+  }
+
+  /**
+   * Per-account values derived from its index content (transcript document frequencies, its label
+   * words, …), kept until the account's content changes. At most MEMO_MAX per account.
+   */
+  memo<T>(accountId: string, key: string, compute: () => T): T {
+    let m = this.memos.get(accountId);
+    if (!m) this.memos.set(accountId, (m = new Map()));
+    if (m.has(key)) return m.get(key) as T;
+    const v = compute();
+    if (m.size >= MEMO_MAX) m.clear();
+    m.set(key, v);
+    return v;
+  }
+
+  onVideoIndexed(videoId: string): void {
+    const accountId = this.store.accountOfVideo(videoId);
+    if (accountId) this.forgetAccount(accountId);
+    this.backend.onVideoIndexed(videoId, accountId);
+  }
+
+  onVideosDeleted(videoIds: string[]): void {
+    // The rows are gone, so the account is unknown here: drop every cached sample (cheap to redo).
+    this.samples.clear();
+    this.memos.clear();
+    this.backend.onVideosDeleted(videoIds);
+  }
+
+  private forgetAccount(accountId: string): void {
+    for (const k of [...this.samples.keys()]) if (k.startsWith(`${accountId}\u0000`)) this.samples.delete(k);
+    this.memos.delete(accountId);
+  }
+}

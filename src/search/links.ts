@@ -1,0 +1,30 @@
+import { existsSync, readFileSync, statSync } from "node:fs";
+import type { VideoFiles } from "../videos/files.ts";
+
+/** Presigned media URLs (built by the composition root from the UrlSigner). */
+export interface MediaLinks {
+  playbackUrl(videoId: string): string;
+  posterUrl(videoId: string): string;
+  shotThumbnailUrl(videoId: string, shotIndex: number): string;
+}
+
+/** Seconds as they appear in responses and `#t=` fragments: at most 3 decimals. */
+export const secs = (t: number): number => Math.round(t * 1000) / 1000;
+
+export const withFragment = (url: string, start: number, end: number): string => `${url}#t=${secs(start)},${secs(end)}`;
+
+/** Thumbnails are a few KB; anything over this is not inlined. */
+const MAX_INLINE_BYTES = 512 * 1024;
+
+/** A stored thumbnail (path relative to the data dir) as base64, or null when missing/too big. */
+export function thumbnailBase64(files: VideoFiles, relPath: string | null): string | null {
+  if (!relPath) return null;
+  let abs: string;
+  try {
+    abs = files.abs(relPath);
+  } catch {
+    return null;
+  }
+  if (!existsSync(abs) || statSync(abs).size > MAX_INLINE_BYTES) return null;
+  return readFileSync(abs).toString("base64");
+}

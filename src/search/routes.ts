@@ -1,0 +1,139 @@
+import { z } from "@hono/zod-openapi";
+import { ValidationError } from "../core/errors.ts";
+import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
+import type { MetaExtra } from "../http/envelope.ts";
+import type { Api, HttpDeps } from "../http/deps.ts";
+import { MAX_IMAGE_BYTES } from "./image-input.ts";
+import {
+  feedbackDeleteQuery,
+  feedbackFormSchema,
+  momentQuery,
+  momentSchema,
+  type SearchForm,
+  searchFormSchema,
+  searchMetaSchema,
+  type SearchRequest,
+  searchVideoSchema,
+} from "./schema.ts";
+
+/** The image (≤ 10 MB) plus the other fields and multipart framing. */
+const SEARCH_MAX_BODY = MAX_IMAGE_BYTES + 1024 * 1024;
+
+const form = <S extends z.ZodType>(schema: S) => ({
+  required: true as const,
+  content: { "multipart/form-data": { schema }, "application/x-www-form-urlencoded": { schema } },
+});
+
+async function toRequest(f: SearchForm): Promise<SearchRequest> {
+  let image: Uint8Array | undefined;
+  if (f.image !== undefined) {
+    const file = f.image as unknown;
+    if (!(file instanceof Blob)) {
+      throw new ValidationError([{ loc: ["body", "image"], msg: "image must be one uploaded file (multipart/form-data)", type: "value_error" }]);
+    }
+    if (file.size > MAX_IMAGE_BYTES) {
+      throw new ValidationError([{ loc: ["body", "image"], msg: `The image is larger than ${MAX_IMAGE_BYTES} bytes`, type: "too_long", ctx: { max: MAX_IMAGE_BYTES } }]);
+    }
+    image = new Uint8Array(await file.arrayBuffer());
+  }
+  return {
+    query: f.query,
+    image,
+    imageUrl: f.image_url,
+    collectionId: f.collection_id,
+    videoId: f.video_id,
+    modes: f.modes,
+    labels: f.labels,
+    page: f.page,
+    perPage: f.per_page,
+    includeHidden: f.include_hidden,
+    includeThumbnailBase64: f.include_thumbnail_base64,
+  };
+}
+
+export function registerSearchRoutes(app: Api, deps: HttpDeps) {
+  const s = deps.services;
+
+  app.openapi(
+    defineRoute(deps, {
+      method: "post",
+      path: "/v1/search",
+      tags: ["Search"],
+      summary: "Find moments by text, image or both",
+      description:
+        "Form body (multipart or urlencoded). Modes `video` (frames), `scene` (shots: embedding, labels, caption) and `transcript` (what was said, BM25 with \"phrases\" and prefix*), fused with Reciprocal Rank Fusion (k = 60). Results are videos, best first, each with its matching clips. See docs/SEARCH.md for scores and thresholds.",
+      access: "read_only",
+      rateGroup: "search",
+      maxBody: SEARCH_MAX_BODY,
+      request: { body: form(searchFormSchema) },
+      responses: {
+        200: { description: "Matching videos and their clips", content: { "application/json": { schema: z.object({ data: z.array(searchVideoSchema), meta: searchMetaSchema }) } } },
+        402: jsonError("Out of credits (INSUFFICIENT_CREDITS)"),
+        404: jsonError("collection_id / video_id not in this account (COLLECTION_NOT_FOUND, VIDEO_NOT_FOUND)"),
+        503: jsonError("A requested mode's model is not installed (MODEL_NOT_INSTALLED), or the model failed (SEARCH_UNAVAILABLE)"),
+      },
+    }),
+    async (c) => {
+      const r = await s.search.search(c.get("principal").accountId, await toRequest(c.req.valid("form")));
+      const meta = { total: r.total, page: r.page, per_page: r.perPage, facets: r.facets, modes: r.modes, skipped_modes: r.skippedModes };
+      return ok(c, r.videos, 200, meta as MetaExtra);
+    },
+  );
+
+  app.openapi(
+    defineRoute(deps, {
+      method: "post",
+      path: "/v1/search/feedback",
+      tags: ["Search"],
+      summary: "Thumbs up/down on a search result",
+      description:
+        "`down` hides the segment (video + timestamp_start within 0.01 s) from later searches unless include_hidden=true; both signals move the threshold named by threshold_key one small bounded step.",
+      access: "read_only",
+      rateGroup: "search",
+      request: { body: form(feedbackFormSchema) },
+      responses: {
+        200: { description: "Recorded", content: { "application/json": { schema: envelopeOf(z.null()) } } },
+        404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
+      },
+    }),
+    (c) => {
+      s.searchFeedback.submit(c.get("principal").accountId, c.req.valid("form"));
+      return ok(c, null);
+    },
+  );
+
+  app.openapi(
+    defineRoute(deps, {
+      method: "delete",
+      path: "/v1/search/feedback",
+      tags: ["Search"],
+      summary: "Clear feedback on a segment (unhides it, takes its threshold step back)",
+      access: "read_only",
+      rateGroup: "search",
+      request: { query: feedbackDeleteQuery },
+      responses: { 204: { description: "Cleared (also when there was none)" }, 404: jsonError("No such video in this account (VIDEO_NOT_FOUND)") },
+    }),
+    (c) => {
+      const q = c.req.valid("query");
+      s.searchFeedback.clear(c.get("principal").accountId, q.video_id, q.timestamp_start);
+      return c.body(null, 204);
+    },
+  );
+
+  app.openapi(
+    defineRoute(deps, {
+      method: "get",
+      path: "/v1/videos/{video_id}/moment",
+      tags: ["Search"],
+      summary: "The shot covering a time: caption, labels, transcript, span, thumbnail",
+      access: "read_only",
+      rateGroup: "moment",
+      request: { params: idParam("video_id", "vid_Qm3x9T0bL2vK7cP5sN1a"), query: momentQuery },
+      responses: {
+        200: { description: "Moment (empty fields are normal)", content: { "application/json": { schema: envelopeOf(momentSchema) } } },
+        404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
+      },
+    }),
+    (c) => ok(c, s.moments.moment(c.get("principal").accountId, c.req.valid("param").video_id, c.req.valid("query").timestamp)),
+  );
+}

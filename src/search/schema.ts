@@ -1,0 +1,158 @@
+import { z } from "@hono/zod-openapi";
+import { metaSchema } from "../http/envelope.ts";
+import { MODES, type Mode } from "./thresholds.ts";
+
+/** A form field that may be sent once or repeated (`modes=video&modes=scene`). */
+const repeated = <T extends z.ZodType>(item: T, max: number) =>
+  z.preprocess((v) => (v === undefined || Array.isArray(v) ? v : [v]), z.array(item).max(max)).optional();
+
+const formBool = z
+  .enum(["true", "false", "1", "0", "yes", "no", "on", "off"])
+  .transform((v) => ["true", "1", "yes", "on"].includes(v))
+  .openapi({ type: "boolean" });
+
+/** Seconds as a form/query field: a number ≥ 0; an empty value is missing, not 0. */
+const secs = () => z.preprocess((v) => (v === "" ? undefined : v), z.coerce.number().finite().min(0));
+
+const id = (example: string) => z.string().min(1).max(64).openapi({ example });
+
+export const searchFormSchema = z
+  .object({
+    query: z.string().trim().min(1).max(1000).optional().openapi({ description: "Natural-language text", example: "a dog catching a frisbee" }),
+    image: z.any().optional().openapi({ type: "string", format: "binary", description: "Reference image: JPEG or PNG, ≤ 10 MB, ≥ 64×64 (multipart only)" }),
+    image_url: z.string().min(1).max(2048).optional().openapi({ description: "Public http(s) URL of a JPEG/PNG reference image" }),
+    collection_id: id("col_8Hq2mZ0aP4xR7tY1uW3e").optional().openapi({ description: "Search one collection (default: the whole account)" }),
+    video_id: id("vid_Qm3x9T0bL2vK7cP5sN1a").optional().openapi({ description: "Search one video" }),
+    modes: repeated(z.enum(MODES as [Mode, ...Mode[]]), 3).openapi({ description: "Repeatable; default all three", type: "array", items: { type: "string", enum: [...MODES] } }),
+    labels: repeated(z.string().trim().min(1).max(100), 20).openapi({ description: "Repeatable scene-label filter (any of)", type: "array", items: { type: "string" } }),
+    page: z.coerce.number().int().min(1).max(10_000).default(1),
+    per_page: z.coerce.number().int().min(1).max(50).default(10),
+    include_hidden: formBool.default(false).openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
+    include_thumbnail_base64: formBool.default(false).openapi({ description: "Add each segment's thumbnail as base64 JPEG" }),
+  })
+  .strict();
+
+export type SearchForm = z.output<typeof searchFormSchema>;
+
+/** What SearchService takes (HTTP form and CLI both map onto it). */
+export interface SearchRequest {
+  query?: string;
+  /** Raw bytes of an uploaded image (JPEG/PNG). */
+  image?: Uint8Array;
+  imageUrl?: string;
+  collectionId?: string;
+  videoId?: string;
+  /** Explicitly requested modes; undefined = the default (all three). */
+  modes?: Mode[];
+  labels?: string[];
+  page: number;
+  perPage: number;
+  includeHidden: boolean;
+  includeThumbnailBase64: boolean;
+}
+
+export const SEGMENT_TYPES = ["frame", "transcript", "scene"] as const;
+
+export const segmentSchema = z
+  .object({
+    timestamp_start: z.number().openapi({ description: "Seconds" }),
+    timestamp_end: z.number(),
+    score: z.number().min(0).max(1).openapi({ description: "Calibrated per mode: one cut means the same across queries" }),
+    type: z.enum(SEGMENT_TYPES),
+    text_content: z.string().nullable().openapi({ description: "Transcript text, or the shot's caption / labels" }),
+    video_url: z.string().openapi({ description: "Presigned playback URL ending in #t=start,end" }),
+    thumbnail_url: z.string().nullable(),
+    thumbnail_base64: z.string().optional().openapi({ description: "JPEG, base64; only with include_thumbnail_base64" }),
+    hidden: z.boolean(),
+    rank: z.number().int().openapi({ description: "Position in the fused ranking of all matching segments (1 = best)" }),
+    raw_score: z.number().openapi({ description: "The mode's own similarity (cosine, BM25, label/caption word coverage)" }),
+    threshold_key: z.string().openapi({ example: "video:default" }),
+  })
+  .openapi("SearchSegment");
+
+export const searchVideoSchema = z
+  .object({
+    video_id: z.string(),
+    filename: z.string(),
+    collection_id: z.string(),
+    status: z.string(),
+    segments: z.array(segmentSchema),
+  })
+  .openapi("SearchResultVideo");
+
+export const searchMetaSchema = metaSchema
+  .extend({
+    modes: z.array(z.enum(MODES as [Mode, ...Mode[]])).optional().openapi({ description: "Modes that ran" }),
+    skipped_modes: z.record(z.string(), z.string()).optional().openapi({ description: "Defaulted modes that could not run, with the reason" }),
+  })
+  .openapi("SearchMeta");
+
+export type SearchSegment = z.infer<typeof segmentSchema>;
+export type SearchVideo = z.infer<typeof searchVideoSchema>;
+
+export interface SearchResult {
+  videos: SearchVideo[];
+  total: number;
+  page: number;
+  perPage: number;
+  facets: { scene_labels: Record<string, number>; types: Record<string, number> };
+  modes: Mode[];
+  skippedModes: Record<string, string>;
+}
+
+const thresholdKey = z
+  .string()
+  .max(64)
+  .regex(/^(video|scene|transcript):[a-z0-9_-]{1,32}$/, "threshold_key looks like mode:name, e.g. video:default");
+
+const optionalText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === "" ? null : v));
+
+export const feedbackFormSchema = z
+  .object({
+    video_id: id("vid_Qm3x9T0bL2vK7cP5sN1a"),
+    timestamp_start: secs().openapi({ type: "number", description: "Seconds, as returned by search" }),
+    signal: z.enum(["up", "down"]),
+    query: optionalText(1000).openapi({ type: "string" }),
+    raw_score: z
+      .union([z.literal(""), z.coerce.number().finite()])
+      .optional()
+      .transform((v) => (v === "" || v === undefined ? null : v))
+      .openapi({ type: "number" }),
+    threshold_key: z
+      .union([z.literal(""), thresholdKey])
+      .optional()
+      .transform((v) => (v ? v : null))
+      .openapi({ type: "string", example: "video:default" }),
+  })
+  .strict();
+
+export type FeedbackInput = z.output<typeof feedbackFormSchema>;
+
+export const feedbackDeleteQuery = z.object({
+  video_id: id("vid_Qm3x9T0bL2vK7cP5sN1a"),
+  timestamp_start: secs().openapi({ type: "number", param: { name: "timestamp_start", in: "query" } }),
+});
+
+export const momentQuery = z.object({
+  timestamp: secs().openapi({ type: "number", description: "Seconds into the video", example: 12.5, param: { name: "timestamp", in: "query" } }),
+});
+
+export const momentSchema = z
+  .object({
+    video_id: z.string(),
+    timestamp: z.number(),
+    caption: z.string().nullable(),
+    labels: z.array(z.string()),
+    transcript: z.string().nullable().openapi({ description: "What is said during the shot" }),
+    scene_start: z.number().nullable(),
+    scene_end: z.number().nullable(),
+    thumbnail_url: z.string().nullable(),
+  })
+  .openapi("Moment");
+
+export type Moment = z.infer<typeof momentSchema>;

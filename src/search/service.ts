@@ -1,0 +1,422 @@
+import { AppError, ValidationError, type ValidationIssue } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
+import { isInferenceError } from "../inference/errors.ts";
+import type { VideoFiles } from "../videos/files.ts";
+import { calibrate, nullStats, type NullStats } from "./calibration.ts";
+import { meanNormalized, type QueryEncoder, type TranscriptSemanticSearch } from "./embedder.ts";
+import { buildFtsQuery } from "./fts.ts";
+import { fuseModes, suppressDuplicates, type Fused } from "./fusion.ts";
+import { checkImage, decodeImageRgb, fetchImageUrl } from "./image-input.ts";
+import type { NearestRequest, SearchIndexes, VectorHit } from "./indexes.ts";
+import { type MediaLinks, secs, thumbnailBase64, withFragment } from "./links.ts";
+import { type Candidate, type FrameHit, framesToMoments, sameStart } from "./moments.ts";
+import type { SearchRequest, SearchResult, SearchSegment, SearchVideo } from "./schema.ts";
+import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type VideoInfoRow } from "./store.ts";
+import { contentWords, coverage, likeWords } from "./text-match.ts";
+import { MODES, type Mode, THRESHOLDS } from "./thresholds.ts";
+
+/**
+ * Credits hook (SPEC §3): when the account has a balance, a search must be affordable before it
+ * runs and is charged after it succeeded. Provided by the credits domain when it is wired.
+ */
+export interface SearchCredits {
+  assertCanSpend(accountId: string): void | Promise<void>;
+  chargeSearch(accountId: string): void | Promise<void>;
+}
+
+export interface SearchServiceDeps {
+  store: SearchStore;
+  indexes: SearchIndexes;
+  encoder: QueryEncoder;
+  /** Semantic transcript matching; absent until a `text` model and transcript vectors exist. */
+  semantic?: TranscriptSemanticSearch;
+  collections: { require(accountId: string, id: string): unknown };
+  videos: { require(accountId: string, id: string): { collection_id: string } };
+  links: MediaLinks;
+  files: VideoFiles;
+  ffmpeg: string;
+  allowNetworks: readonly string[];
+  /** Looked up per search, so a credits service wired later is picked up. */
+  credits: () => SearchCredits | undefined;
+  logger?: Logger;
+  /** The pipeline's frame sampling interval (about one frame a second). */
+  frameIntervalSecs?: number;
+}
+
+/** Nearest frames / shots fetched per search, and transcript segments. */
+const FRAME_K = 1000;
+const SHOT_K = 300;
+const TRANSCRIPT_K = 300;
+const SCENE_TEXT_K = 500;
+/** k asked of the vector index first (see `admitted`). */
+const FIRST_K = 128;
+/** Segments returned per video (the best ones, in fused order). */
+export const MAX_SEGMENTS_PER_VIDEO = 20;
+
+type ListName = Mode | "transcript-semantic";
+
+interface Prepared {
+  scope: SearchScope;
+  modes: Mode[];
+  skipped: Record<string, string>;
+  text: string | null;
+}
+
+export class SearchService {
+  private readonly interval: number;
+
+  constructor(private readonly d: SearchServiceDeps) {
+    this.interval = d.frameIntervalSecs ?? 1;
+  }
+
+  /** Effective thresholds of an account (the documented defaults where feedback never moved one). */
+  thresholds(accountId: string): Record<string, number> {
+    const rows = this.d.store.thresholds(accountId);
+    return Object.fromEntries(THRESHOLDS.map((t) => [t.key, rows.get(t.key)?.value ?? t.defaultValue]));
+  }
+
+  async search(accountId: string, req: SearchRequest): Promise<SearchResult> {
+    const p = this.prepare(accountId, req);
+    const credits = this.d.credits();
+    await credits?.assertCanSpend(accountId);
+
+    const thresholds = this.thresholds(accountId);
+    const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
+    const vector = p.modes.some((m) => m !== "transcript") ? await this.queryVector(req, p.text) : null;
+    const modelId = this.d.encoder.embedder.modelId();
+
+    const lists = new Map<ListName, Candidate[]>();
+    for (const mode of p.modes) {
+      if (mode === "video") lists.set("video", this.videoMode(p.scope, modelId!, vector!, thresholds, allowShots));
+      if (mode === "scene") lists.set("scene", this.sceneMode(p.scope, modelId!, vector!, p.text, thresholds, allowShots));
+      if (mode === "transcript") {
+        lists.set("transcript", this.transcriptMode(p.scope, p.text!, thresholds["transcript:default"], allowShots));
+        if (this.d.semantic?.available()) lists.set("transcript-semantic", await this.semanticTranscript(p.scope, p.text!, thresholds, allowShots));
+      }
+    }
+
+    // Fuse, drop near-duplicates (hidden segments still suppress theirs), then hide.
+    const fused = suppressDuplicates(fuseModes(lists));
+    const hiddenStarts = this.d.store.hiddenStarts(accountId, [...new Set(fused.map((f) => f.videoId))]);
+    const isHidden = (c: Fused) => (hiddenStarts.get(c.videoId) ?? []).some((t) => sameStart(t, c.start));
+    const visible = fused.map((c) => ({ c, hidden: isHidden(c) })).filter((x) => req.includeHidden || !x.hidden);
+
+    // Group by video, best first; rank is the position in the fused list.
+    const groups = new Map<string, { c: Fused; hidden: boolean; rank: number }[]>();
+    visible.forEach((x, i) => {
+      let g = groups.get(x.c.videoId);
+      if (!g) groups.set(x.c.videoId, (g = []));
+      if (g.length < MAX_SEGMENTS_PER_VIDEO) g.push({ ...x, rank: i + 1 });
+    });
+    const videoIds = [...groups.keys()];
+    const infos = this.d.store.videos(accountId, videoIds);
+    const shots = this.d.store.shotsOfVideos(videoIds);
+
+    // Facets count every matching clip (all pages, past the per-video cap too).
+    const facets = { scene_labels: {} as Record<string, number>, types: {} as Record<string, number> };
+    for (const { c } of visible) {
+      facets.types[c.type] = (facets.types[c.type] ?? 0) + 1;
+      for (const label of labelsOf(shotOf(shots.get(c.videoId) ?? [], c))) facets.scene_labels[label] = (facets.scene_labels[label] ?? 0) + 1;
+    }
+
+    const pageIds = videoIds.slice((req.page - 1) * req.perPage, req.page * req.perPage);
+    const videos: SearchVideo[] = [];
+    for (const videoId of pageIds) {
+      const info = infos.get(videoId);
+      if (!info) continue;
+      videos.push({
+        video_id: videoId,
+        filename: info.filename,
+        collection_id: info.collection_id,
+        status: info.status,
+        segments: groups.get(videoId)!.map((x) => this.segment(info, shots.get(videoId) ?? [], x.c, x.hidden, x.rank, req.includeThumbnailBase64)),
+      });
+    }
+
+    await credits?.chargeSearch(accountId);
+    return { videos, total: videoIds.length, page: req.page, perPage: req.perPage, facets, modes: p.modes, skippedModes: p.skipped };
+  }
+
+  // ---- request checks ------------------------------------------------------------------------
+
+  private prepare(accountId: string, req: SearchRequest): Prepared {
+    const issues: ValidationIssue[] = [];
+    const text = req.query?.trim() ? req.query.trim() : null;
+    if (req.query !== undefined && !text) issues.push({ loc: ["body", "query"], msg: "query must not be empty", type: "string_too_short", input: req.query, ctx: { min: 1 } });
+    if (req.image && req.imageUrl) issues.push({ loc: ["body", "image_url"], msg: "Send either image or image_url, not both", type: "value_error" });
+    if (req.query === undefined && !req.image && req.imageUrl === undefined) {
+      issues.push({ loc: ["body", "query"], msg: "One of query, image or image_url is required", type: "missing" });
+    }
+    if (req.perPage < 1 || req.perPage > 50) issues.push({ loc: ["body", "per_page"], msg: "per_page is 1 to 50", type: "less_than_equal", input: req.perPage, ctx: { max: 50 } });
+    if (req.page < 1) issues.push({ loc: ["body", "page"], msg: "page starts at 1", type: "greater_than_equal", input: req.page, ctx: { min: 1 } });
+    const requested = req.modes ? [...new Set(req.modes)] : null;
+    for (const m of requested ?? []) {
+      if (!MODES.includes(m)) issues.push({ loc: ["body", "modes"], msg: `Unknown mode "${m}"; use video, scene or transcript`, type: "enum", input: m });
+    }
+    if (requested?.includes("transcript") && !text && !issues.length) {
+      issues.push({ loc: ["body", "modes"], msg: "transcript mode searches what was said: it needs a text query", type: "value_error", input: "transcript" });
+    }
+    if (issues.length) throw new ValidationError(issues);
+
+    const scope: SearchScope = { accountId };
+    if (req.collectionId) {
+      this.d.collections.require(accountId, req.collectionId);
+      scope.collectionId = req.collectionId;
+    }
+    if (req.videoId) {
+      this.d.videos.require(accountId, req.videoId);
+      scope.videoId = req.videoId;
+    }
+
+    const embedder = this.d.encoder.embedder;
+    const modelReason = "MODEL_NOT_INSTALLED: no image-text model installed (vsearch models import … --role image-text)";
+    const modes: Mode[] = [];
+    const skipped: Record<string, string> = {};
+    for (const mode of requested ?? MODES) {
+      if (mode === "transcript") {
+        if (text) modes.push(mode);
+        else skipped[mode] = "needs a text query";
+      } else if (embedder.available()) {
+        modes.push(mode);
+      } else if (requested) {
+        throw new AppError(503, "MODEL_NOT_INSTALLED", `The ${mode} mode needs an image-text model; none is installed (vsearch models import … --role image-text)`);
+      } else {
+        skipped[mode] = modelReason;
+      }
+    }
+    if (!modes.length) {
+      throw new AppError(503, "MODEL_NOT_INSTALLED", "An image query needs an image-text model; none is installed (vsearch models import … --role image-text)");
+    }
+    return { scope, modes, skipped, text };
+  }
+
+  /** Text and/or image → one unit vector (both: their normalised mean). */
+  private async queryVector(req: SearchRequest, text: string | null): Promise<Float32Array> {
+    try {
+      const parts: Float32Array[] = [];
+      if (req.image || req.imageUrl !== undefined) {
+        const loc = req.image ? "image" : "image_url";
+        const bytes = req.image ?? (await fetchImageUrl(req.imageUrl!, this.d.allowNetworks));
+        checkImage(bytes, loc);
+        const rgb = await decodeImageRgb(this.d.ffmpeg, this.d.files.ensureTmp(), bytes, loc);
+        parts.push(await this.d.encoder.image(rgb));
+      }
+      if (text) parts.push(await this.d.encoder.text(text));
+      return parts.length === 1 ? parts[0] : meanNormalized(parts);
+    } catch (e) {
+      if (isInferenceError(e)) {
+        if (e.code === "MODEL_NOT_INSTALLED") throw new AppError(503, "MODEL_NOT_INSTALLED", e.message);
+        this.d.logger?.error("query embedding failed", { code: e.code, err: e.message });
+        throw new AppError(503, "SEARCH_UNAVAILABLE", "The model could not encode the query; try again");
+      }
+      throw e;
+    }
+  }
+
+  // ---- modes ---------------------------------------------------------------------------------
+
+  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>): Candidate[] {
+    const sample = this.d.indexes.sample("frames", scope.accountId, modelId);
+    if (!sample.dim || sample.dim !== q.length) return [];
+    const stats = nullStats(q, sample.vectors);
+    const cut = th["video:default"];
+    const admitted = this.admitted({ kind: "frames", scope, modelId, query: q, k: FRAME_K, allowShots }, stats, cut);
+    if (!admitted.length) return [];
+    const meta = new Map(this.d.store.frames(admitted.map((h) => h.id)).map((f) => [f.id, f]));
+    const durations = this.d.store.videos(scope.accountId, [...new Set([...meta.values()].map((f) => f.video_id))]);
+    const hits: FrameHit[] = [];
+    for (const h of admitted) {
+      const f = meta.get(h.id);
+      if (f) hits.push({ videoId: f.video_id, timestamp: f.timestamp, nextTimestamp: f.next_timestamp, shotIndex: f.shot_index, raw: h.raw, score: h.score });
+    }
+    return framesToMoments(hits, {
+      intervalSecs: this.interval,
+      durationOf: (v) => durations.get(v)?.duration_secs ?? null,
+      thresholdKey: "video:default",
+    });
+  }
+
+  private sceneMode(
+    scope: SearchScope,
+    modelId: string,
+    q: Float32Array,
+    text: string | null,
+    th: Record<string, number>,
+    allowShots?: Map<string, Set<number>>,
+  ): Candidate[] {
+    const best = new Map<number, { shot: ShotRow | null; score: number; raw: number; key: string }>();
+    const sample = this.d.indexes.sample("shots", scope.accountId, modelId);
+    if (sample.dim && sample.dim === q.length) {
+      const stats = nullStats(q, sample.vectors);
+      for (const h of this.admitted({ kind: "shots", scope, modelId, query: q, k: SHOT_K, allowShots }, stats, th["scene:default"])) {
+        best.set(h.id, { shot: null, score: h.score, raw: h.raw, key: "scene:default" });
+      }
+    }
+    const words = text ? contentWords(text) : [];
+    const textShots = new Map<number, ShotRow>();
+    if (words.length && this.mayMentionScene(scope.accountId, words)) {
+      for (const s of this.d.store.shotsMentioning(scope, likeWords(text!), SCENE_TEXT_K)) {
+        if (allowShots && !allowShots.get(s.video_id)?.has(s.shot_index)) continue;
+        const cov = coverage(words, [...labelsOf(s), s.caption ?? ""]);
+        if (cov < th["scene:text"]) continue;
+        textShots.set(s.id, s);
+        const cur = best.get(s.id);
+        if (!cur || cov > cur.score) best.set(s.id, { shot: s, score: cov, raw: cov, key: "scene:text" });
+      }
+    }
+    const missing = [...best.keys()].filter((id) => !textShots.has(id));
+    const rows = new Map([...textShots, ...this.d.store.shotsById(missing).map((s) => [s.id, s] as const)]);
+    const out: Candidate[] = [];
+    for (const [id, b] of best) {
+      const s = rows.get(id);
+      if (!s) continue;
+      const labels = labelsOf(s);
+      out.push({
+        videoId: s.video_id,
+        type: "scene",
+        mode: "scene",
+        start: s.start_secs,
+        end: s.end_secs,
+        score: b.score,
+        raw: b.raw,
+        thresholdKey: b.key,
+        text: s.caption ?? (labels.length ? labels.join(", ") : null),
+        shotIndex: s.shot_index,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Nearest neighbours over the threshold. Most queries admit a few dozen rows, and the cost of a
+   * look-up grows with k (the index rescores ~4k exact vectors), so k starts small and grows ×4 up
+   * to `req.k` while at least half of the answers pass the cut (the index is approximate: its k-th
+   * answer may sit a little below the true k-th, so "all of them passed" would stop too early).
+   */
+  private admitted(req: NearestRequest, stats: NullStats, cut: number): (VectorHit & { score: number })[] {
+    let k = Math.min(req.k, FIRST_K);
+    for (;;) {
+      const hits = this.d.indexes.nearest({ ...req, k });
+      const kept = hits.map((h) => ({ ...h, score: calibrate(h.raw, stats) })).filter((h) => h.score >= cut);
+      if (k >= req.k || hits.length < k || kept.length < k / 2) return kept;
+      k = Math.min(req.k, k * 4);
+    }
+  }
+
+  /**
+   * Whether scene text matching can find anything: some query word is one of the account's label
+   * words, or the account has captions at all (both remembered until its content changes).
+   */
+  private mayMentionScene(accountId: string, words: string[]): boolean {
+    const vocab = this.d.indexes.memo(accountId, "scene-words", () => {
+      const { labels, captions } = this.d.store.sceneVocabulary(accountId);
+      return { words: new Set(labels.flatMap((l) => contentWords(l))), captions };
+    });
+    return vocab.captions > 0 || words.some((w) => vocab.words.has(w));
+  }
+
+  /**
+   * BM25 orders the hits (raw_score = −bm25, higher is better); the calibrated score is the share
+   * of the query's IDF weight (its terms, phrases and prefixes, weighted by rarity in this
+   * account's transcripts) that the segment contains, so 1.0 = everything asked for was said.
+   */
+  private transcriptMode(scope: SearchScope, text: string, cut: number, allowShots?: Map<string, Set<number>>): Candidate[] {
+    const fts = buildFtsQuery(text);
+    if (!fts) return [];
+    let hits = this.d.store.transcriptSearch(scope, fts.match, TRANSCRIPT_K);
+    if (allowShots) hits = this.insideShots(hits, allowShots);
+    if (!hits.length) return [];
+    const account = scope.accountId;
+    const n = this.d.indexes.memo(account, "transcript-n", () => this.d.store.transcriptCount(account));
+    const ids = hits.map((h) => h.id);
+    // A unit never said in this account weighs like the rarest word that was (df = 1): a missing
+    // rare word sinks a segment, a misspelt extra word next to a rare one does not sink it alone.
+    const idf = (df: number) => Math.log(1 + (n - Math.max(df, 1) + 0.5) / (Math.max(df, 1) + 0.5));
+    const all = new Set(ids);
+    const units = fts.units.map((u) => ({
+      idf: idf(this.d.indexes.memo(account, `df\u0000${u}`, () => this.d.store.transcriptDocFreq(account, u))),
+      // One unit: every hit matched it.
+      matching: fts.units.length === 1 ? all : this.d.store.transcriptMatching(u, ids),
+    }));
+    const total = units.reduce((s, u) => s + u.idf, 0);
+    const out: Candidate[] = [];
+    for (const h of hits) {
+      const score = total > 0 ? units.reduce((s, u) => s + (u.matching.has(h.id) ? u.idf : 0), 0) / total : 0;
+      if (score < cut) continue;
+      out.push({
+        videoId: h.video_id,
+        type: "transcript",
+        mode: "transcript",
+        start: h.start_secs,
+        end: h.end_secs,
+        score,
+        raw: -h.bm25,
+        thresholdKey: "transcript:default",
+        text: h.text,
+        shotIndex: null,
+      });
+    }
+    return out;
+  }
+
+  private async semanticTranscript(scope: SearchScope, text: string, th: Record<string, number>, allowShots?: Map<string, Set<number>>): Promise<Candidate[]> {
+    const hits = await this.d.semantic!.search(scope, text, TRANSCRIPT_K);
+    const kept = allowShots ? this.insideShots(hits.map((h) => ({ ...h, video_id: h.videoId, start_secs: h.start, end_secs: h.end })), allowShots) : hits;
+    return kept
+      .filter((h) => h.score >= th["transcript:default"])
+      .map((h) => ({
+        videoId: h.videoId,
+        type: "transcript" as const,
+        mode: "transcript" as const,
+        start: h.start,
+        end: h.end,
+        score: h.score,
+        raw: h.similarity,
+        thresholdKey: "transcript:default",
+        text: h.text,
+        shotIndex: null,
+      }));
+  }
+
+  /** Transcript hits overlapping an allowed shot (label filter). */
+  private insideShots<T extends { video_id: string; start_secs: number; end_secs: number }>(hits: T[], allow: Map<string, Set<number>>): T[] {
+    const shots = this.d.store.shotsOfVideos([...allow.keys()]);
+    return hits.filter((h) =>
+      (shots.get(h.video_id) ?? []).some((s) => allow.get(h.video_id)!.has(s.shot_index) && s.start_secs < h.end_secs && s.end_secs > h.start_secs),
+    );
+  }
+
+  // ---- output --------------------------------------------------------------------------------
+
+  private segment(info: VideoInfoRow, shots: ShotRow[], c: Fused, hidden: boolean, rank: number, withBase64: boolean): SearchSegment {
+    const shot = c.shotIndex !== null ? (shots.find((s) => s.shot_index === c.shotIndex) ?? null) : shotOf(shots, c);
+    const thumbPath = shot?.thumbnail_path ?? info.poster_path;
+    const thumbnailUrl = shot?.thumbnail_path ? this.d.links.shotThumbnailUrl(info.id, shot.shot_index) : info.poster_path ? this.d.links.posterUrl(info.id) : null;
+    const seg: SearchSegment = {
+      timestamp_start: secs(c.start),
+      timestamp_end: secs(c.end),
+      score: Math.round(c.score * 1e4) / 1e4,
+      type: c.type,
+      text_content: c.text,
+      video_url: withFragment(this.d.links.playbackUrl(info.id), c.start, c.end),
+      thumbnail_url: thumbnailUrl,
+      hidden,
+      rank,
+      raw_score: Math.round(c.raw * 1e6) / 1e6,
+      threshold_key: c.thresholdKey,
+    };
+    if (withBase64) {
+      const b64 = thumbnailBase64(this.d.files, thumbPath);
+      if (b64) seg.thumbnail_base64 = b64;
+    }
+    return seg;
+  }
+}
+
+/** The shot covering a clip's start (time order; a start in a gap belongs to the shot before). */
+function shotOf(shots: ShotRow[], c: { start: number; shotIndex: number | null }): ShotRow | null {
+  if (c.shotIndex !== null) return shots.find((s) => s.shot_index === c.shotIndex) ?? null;
+  let found: ShotRow | null = null;
+  for (const s of shots) if (s.start_secs <= c.start + 1e-6) found = s;
+  return found;
+}

@@ -1,0 +1,494 @@
+import type { Database } from "bun:sqlite";
+
+/** Which part of an account a search covers. */
+export interface SearchScope {
+  accountId: string;
+  collectionId?: string;
+  videoId?: string;
+}
+
+export type VectorKind = "frames" | "shots";
+
+export interface VideoInfoRow {
+  id: string;
+  filename: string;
+  collection_id: string;
+  status: string;
+  duration_secs: number | null;
+  poster_path: string | null;
+}
+
+export interface FrameMetaRow {
+  id: number;
+  video_id: string;
+  timestamp: number;
+  shot_index: number;
+  next_timestamp: number | null;
+}
+
+export interface ShotRow {
+  id: number;
+  video_id: string;
+  shot_index: number;
+  start_secs: number;
+  end_secs: number;
+  labels: string;
+  caption: string | null;
+  thumbnail_path: string | null;
+}
+
+export interface TranscriptHitRow {
+  id: number;
+  video_id: string;
+  start_secs: number;
+  end_secs: number;
+  text: string;
+  /** FTS5 bm25(): lower is better (negative). */
+  bm25: number;
+}
+
+export interface FeedbackRow {
+  id: number;
+  account_id: string;
+  video_id: string;
+  timestamp_start: number;
+  signal: "up" | "down";
+  query: string | null;
+  raw_score: number | null;
+  threshold_key: string | null;
+  threshold_delta: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ThresholdRow {
+  key: string;
+  value: number;
+  ups: number;
+  downs: number;
+}
+
+/** The label strings of a shot row (`labels` is JSON `[{label, score}]`, best first). */
+export function labelsOf(s: Pick<ShotRow, "labels"> | null): string[] {
+  if (!s) return [];
+  try {
+    const parsed = JSON.parse(s.labels) as { label?: unknown }[];
+    return Array.isArray(parsed) ? parsed.map((l) => l?.label).filter((l): l is string => typeof l === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+const TOLERANCE = 0.0100001;
+const CHUNK = 500;
+
+const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(",");
+
+/** The vec0 table of a kind and dimension, as IndexStore names them; null for anything else. */
+export const vecTableName = (kind: VectorKind, dim: number): string | null =>
+  Number.isInteger(dim) && dim > 0 && dim <= 65536 ? `vec_${kind}_${dim}` : null;
+
+/** All SQL of the search domain: the index tables (read), feedback and thresholds (read/write). */
+export class SearchStore {
+  constructor(private readonly db: Database) {}
+
+  private scopeSql(alias: string, scope: SearchScope): { sql: string; args: string[] } {
+    const parts = [`${alias}.account_id = ?`];
+    const args = [scope.accountId];
+    if (scope.collectionId) {
+      parts.push(`${alias}.collection_id = ?`);
+      args.push(scope.collectionId);
+    }
+    if (scope.videoId) {
+      parts.push(`${alias}.video_id = ?`);
+      args.push(scope.videoId);
+    }
+    return { sql: parts.join(" AND "), args };
+  }
+
+  // ---- videos --------------------------------------------------------------------------------
+
+  videos(accountId: string, ids: string[]): Map<string, VideoInfoRow> {
+    const out = new Map<string, VideoInfoRow>();
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const part = ids.slice(i, i + CHUNK);
+      const rows = this.db
+        .query<VideoInfoRow, string[]>(
+          `SELECT id, filename, collection_id, status, duration_secs, poster_path FROM videos WHERE account_id = ? AND id IN (${placeholders(part.length)})`,
+        )
+        .all(accountId, ...part);
+      for (const r of rows) out.set(r.id, r);
+    }
+    return out;
+  }
+
+  accountOfVideo(videoId: string): string | null {
+    return this.db.query<{ account_id: string }, [string]>("SELECT account_id FROM videos WHERE id = ?").get(videoId)?.account_id ?? null;
+  }
+
+  // ---- vectors -------------------------------------------------------------------------------
+
+  /** Ids of an account's vectors of one model, in id order (for the calibration sample). */
+  vectorIds(kind: VectorKind, accountId: string, modelId: string): number[] {
+    const sql =
+      kind === "frames"
+        ? "SELECT f.id FROM frames f WHERE f.account_id = ? AND f.model_id = ? ORDER BY f.id"
+        : "SELECT s.id FROM shots s JOIN shot_vectors v ON v.shot_id = s.id WHERE s.account_id = ? AND s.model_id = ? ORDER BY s.id";
+    return this.db.query<{ id: number }, [string, string]>(sql).all(accountId, modelId).map((r) => r.id);
+  }
+
+  /** Exact vectors by id (frame_vectors / shot_vectors). */
+  vectors(kind: VectorKind, ids: number[]): Map<number, Uint8Array> {
+    const [table, col] = kind === "frames" ? ["frame_vectors", "frame_id"] : ["shot_vectors", "shot_id"];
+    const out = new Map<number, Uint8Array>();
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const part = ids.slice(i, i + CHUNK);
+      const rows = this.db
+        .query<{ id: number; embedding: Uint8Array }, number[]>(`SELECT ${col} AS id, embedding FROM ${table} WHERE ${col} IN (${placeholders(part.length)})`)
+        .all(...part);
+      for (const r of rows) out.set(r.id, r.embedding);
+    }
+    return out;
+  }
+
+  /** Every vector of one model inside a scope, with the id (exact scan of a small scope). */
+  vectorsInScope(kind: VectorKind, scope: SearchScope, modelId: string): { id: number; embedding: Uint8Array }[] {
+    const w = this.scopeSql("x", scope);
+    const sql =
+      kind === "frames"
+        ? `SELECT x.id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE ${w.sql} AND x.model_id = ?`
+        : `SELECT x.id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ?`;
+    return this.db.query<{ id: number; embedding: Uint8Array }, string[]>(sql).all(...w.args, modelId);
+  }
+
+  /**
+   * Rows for the in-memory index (id, video, collection, vector) of one model inside a scope,
+   * streamed from SQLite so a large account is never held as one array.
+   */
+  *rowsForIndex(kind: VectorKind, scope: SearchScope, modelId: string): Generator<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }> {
+    const w = this.scopeSql("x", scope);
+    const sql =
+      kind === "frames"
+        ? `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE ${w.sql} AND x.model_id = ?`
+        : `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ?`;
+    yield* this.db.query<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }, string[]>(sql).iterate(...w.args, modelId);
+  }
+
+  /** Number of an account's vectors of one model inside a scope. */
+  countInScope(kind: VectorKind, scope: SearchScope, modelId: string): number {
+    const w = this.scopeSql("x", scope);
+    const sql =
+      kind === "frames"
+        ? `SELECT count(*) AS n FROM frames x WHERE ${w.sql} AND x.model_id = ?`
+        : `SELECT count(*) AS n FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ?`;
+    return this.db.query<{ n: number }, string[]>(sql).get(...w.args, modelId)!.n;
+  }
+
+  hasVecTable(kind: VectorKind, dim: number): boolean {
+    const name = vecTableName(kind, dim);
+    return !!name && !!this.db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name);
+  }
+
+  /** k nearest by cosine in the account's vec0 partition: `[{id, distance}]`, nearest first. */
+  vecNearest(kind: VectorKind, dim: number, accountId: string, query: Float32Array, k: number): { id: number; distance: number }[] {
+    const table = vecTableName(kind, dim);
+    if (!table) return [];
+    return this.db
+      .query<{ id: number; distance: number }, [Uint8Array, number, string]>(
+        `SELECT id, distance FROM ${table} WHERE embedding MATCH ? AND k = ? AND account_id = ? ORDER BY distance`,
+      )
+      .all(new Uint8Array(query.buffer, query.byteOffset, query.byteLength), k, accountId);
+  }
+
+  /** Which of `ids` are in the scope and of the model (vec0 partitions hold every model of a size). */
+  filterIds(kind: VectorKind, ids: number[], scope: SearchScope, modelId: string): Set<number> {
+    const table = kind === "frames" ? "frames" : "shots";
+    const w = this.scopeSql("x", scope);
+    const out = new Set<number>();
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const part = ids.slice(i, i + CHUNK);
+      const rows = this.db
+        .query<{ id: number }, (string | number)[]>(`SELECT x.id FROM ${table} x WHERE x.id IN (${placeholders(part.length)}) AND ${w.sql} AND x.model_id = ?`)
+        .all(...part, ...w.args, modelId);
+      for (const r of rows) out.add(r.id);
+    }
+    return out;
+  }
+
+  /** Ids of the frames inside (or of) the given shots: `video_id` → shot indexes. */
+  idsInShots(kind: VectorKind, shots: Map<string, Set<number>>): Set<number> {
+    const table = kind === "frames" ? "frames" : "shots";
+    const out = new Set<number>();
+    for (const [videoId, idx] of shots) {
+      const list = [...idx];
+      for (let i = 0; i < list.length; i += CHUNK) {
+        const part = list.slice(i, i + CHUNK);
+        const rows = this.db
+          .query<{ id: number }, (string | number)[]>(`SELECT id FROM ${table} WHERE video_id = ? AND shot_index IN (${placeholders(part.length)})`)
+          .all(videoId, ...part);
+        for (const r of rows) out.add(r.id);
+      }
+    }
+    return out;
+  }
+
+  // ---- frames and shots ----------------------------------------------------------------------
+
+  /** Frames by id, each with the time of its video's next sampled frame (same model), if any. */
+  frames(ids: number[]): FrameMetaRow[] {
+    const out: FrameMetaRow[] = [];
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const part = ids.slice(i, i + CHUNK);
+      out.push(
+        ...this.db
+          .query<FrameMetaRow, number[]>(
+            `SELECT f.id, f.video_id, f.timestamp, f.shot_index,
+                    (SELECT g.timestamp FROM frames g WHERE g.video_id = f.video_id AND g.timestamp > f.timestamp AND g.model_id = f.model_id
+                     ORDER BY g.timestamp LIMIT 1) AS next_timestamp
+             FROM frames f WHERE f.id IN (${placeholders(part.length)})`,
+          )
+          .all(...part),
+      );
+    }
+    return out;
+  }
+
+  shotsById(ids: number[]): ShotRow[] {
+    const out: ShotRow[] = [];
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const part = ids.slice(i, i + CHUNK);
+      out.push(
+        ...this.db
+          .query<ShotRow, number[]>(
+            `SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots WHERE id IN (${placeholders(part.length)})`,
+          )
+          .all(...part),
+      );
+    }
+    return out;
+  }
+
+  /** Shots of the given videos, in time order. */
+  shotsOfVideos(videoIds: string[]): Map<string, ShotRow[]> {
+    const out = new Map<string, ShotRow[]>();
+    for (let i = 0; i < videoIds.length; i += CHUNK) {
+      const part = videoIds.slice(i, i + CHUNK);
+      const rows = this.db
+        .query<ShotRow, string[]>(
+          `SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots
+           WHERE video_id IN (${placeholders(part.length)}) ORDER BY video_id, start_secs`,
+        )
+        .all(...part);
+      for (const r of rows) {
+        let l = out.get(r.video_id);
+        if (!l) out.set(r.video_id, (l = []));
+        l.push(r);
+      }
+    }
+    return out;
+  }
+
+  /** Shots in scope carrying any of `labels` (case-insensitive): `video_id` → shot indexes. */
+  shotsWithLabels(scope: SearchScope, labels: string[]): Map<string, Set<number>> {
+    const w = this.scopeSql("s", scope);
+    const wanted = labels.map((l) => l.toLowerCase());
+    const rows = this.db
+      .query<{ video_id: string; shot_index: number }, string[]>(
+        `SELECT s.video_id, s.shot_index FROM shots s WHERE ${w.sql} AND EXISTS (
+           SELECT 1 FROM json_each(s.labels) j WHERE lower(json_extract(j.value, '$.label')) IN (${placeholders(wanted.length)}))`,
+      )
+      .all(...w.args, ...wanted);
+    const out = new Map<string, Set<number>>();
+    for (const r of rows) {
+      let s = out.get(r.video_id);
+      if (!s) out.set(r.video_id, (s = new Set()));
+      s.add(r.shot_index);
+    }
+    return out;
+  }
+
+  /** Shots in scope whose labels or caption contain any of the words (LIKE, escaped). */
+  shotsMentioning(scope: SearchScope, words: string[], limit: number): ShotRow[] {
+    if (!words.length) return [];
+    const w = this.scopeSql("s", scope);
+    const like = words.map((x) => `%${x.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    const cond = like.map(() => "(s.labels LIKE ? ESCAPE '\\' OR coalesce(s.caption, '') LIKE ? ESCAPE '\\')").join(" OR ");
+    return this.db
+      .query<ShotRow, (string | number)[]>(
+        `SELECT s.id, s.video_id, s.shot_index, s.start_secs, s.end_secs, s.labels, s.caption, s.thumbnail_path
+         FROM shots s WHERE ${w.sql} AND (${cond}) ORDER BY s.id LIMIT ?`,
+      )
+      .all(...w.args, ...like.flatMap((l) => [l, l]), limit);
+  }
+
+  /** The account's distinct shot labels and how many of its shots have a caption. */
+  sceneVocabulary(accountId: string): { labels: string[]; captions: number } {
+    const labels = this.db
+      .query<{ label: string }, [string]>(
+        `SELECT DISTINCT lower(json_extract(j.value, '$.label')) AS label FROM shots s, json_each(s.labels) j
+         WHERE s.account_id = ? AND json_extract(j.value, '$.label') IS NOT NULL`,
+      )
+      .all(accountId)
+      .map((r) => r.label);
+    const captions = this.db.query<{ n: number }, [string]>("SELECT count(*) AS n FROM shots WHERE account_id = ? AND caption IS NOT NULL AND caption != ''").get(accountId)!.n;
+    return { labels, captions };
+  }
+
+  shotAt(videoId: string, t: number): ShotRow | null {
+    const cols = "id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path";
+    return (
+      this.db
+        .query<ShotRow, [string, number, number]>(
+          `SELECT ${cols} FROM shots WHERE video_id = ? AND start_secs <= ? AND ? < end_secs ORDER BY start_secs DESC LIMIT 1`,
+        )
+        .get(videoId, t + 1e-6, t) ??
+      // The last shot's end is inclusive; a time in a gap belongs to the shot before it.
+      this.db
+        .query<ShotRow, [string, number]>(`SELECT ${cols} FROM shots WHERE video_id = ? AND start_secs <= ? ORDER BY start_secs DESC LIMIT 1`)
+        .get(videoId, t + 1e-6)
+    );
+  }
+
+  shotByIndex(videoId: string, shotIndex: number): ShotRow | null {
+    return this.db
+      .query<ShotRow, [string, number]>(
+        "SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots WHERE video_id = ? AND shot_index = ?",
+      )
+      .get(videoId, shotIndex);
+  }
+
+  // ---- transcript ----------------------------------------------------------------------------
+
+  /** BM25-ranked transcript segments in scope matching an (already sanitized) FTS5 expression. */
+  transcriptSearch(scope: SearchScope, match: string, limit: number): TranscriptHitRow[] {
+    const w = this.scopeSql("t", scope);
+    return this.db
+      .query<TranscriptHitRow, (string | number)[]>(
+        `SELECT t.id, t.video_id, t.start_secs, t.end_secs, t.text, bm25(transcript_fts) AS bm25
+         FROM transcript_fts JOIN transcript_segments t ON t.id = transcript_fts.rowid
+         WHERE transcript_fts MATCH ? AND ${w.sql} ORDER BY bm25 LIMIT ?`,
+      )
+      .all(match, ...w.args, limit);
+  }
+
+  /**
+   * Which of `ids` match `match`: the expression's posting list inside the ids' rowid range,
+   * intersected here (FTS5 answers `rowid IN (…)` by scanning the whole list once per id).
+   */
+  transcriptMatching(match: string, ids: number[]): Set<number> {
+    const out = new Set<number>();
+    if (!ids.length) return out;
+    const wanted = new Set(ids);
+    let lo = ids[0];
+    let hi = ids[0];
+    for (const id of ids) {
+      if (id < lo) lo = id;
+      if (id > hi) hi = id;
+    }
+    const rows = this.db
+      .query<{ id: number }, [string, number, number]>("SELECT rowid AS id FROM transcript_fts WHERE transcript_fts MATCH ? AND rowid BETWEEN ? AND ?")
+      .all(match, lo, hi);
+    for (const r of rows) if (wanted.has(r.id)) out.add(r.id);
+    return out;
+  }
+
+  /** Document frequency of `match` among the account's transcript segments. */
+  transcriptDocFreq(accountId: string, match: string): number {
+    return this.db
+      .query<{ n: number }, [string, string]>(
+        `SELECT count(*) AS n FROM transcript_fts JOIN transcript_segments t ON t.id = transcript_fts.rowid
+         WHERE transcript_fts MATCH ? AND t.account_id = ?`,
+      )
+      .get(match, accountId)!.n;
+  }
+
+  transcriptCount(accountId: string): number {
+    return this.db.query<{ n: number }, [string]>("SELECT count(*) AS n FROM transcript_segments WHERE account_id = ?").get(accountId)!.n;
+  }
+
+  transcriptOverlapping(videoId: string, start: number, end: number): { start_secs: number; end_secs: number; text: string }[] {
+    return this.db
+      .query<{ start_secs: number; end_secs: number; text: string }, [string, number, number]>(
+        "SELECT start_secs, end_secs, text FROM transcript_segments WHERE video_id = ? AND start_secs < ? AND end_secs > ? ORDER BY start_secs",
+      )
+      .all(videoId, end, start);
+  }
+
+  /** Whether any segment of the video (frame, shot or transcript) starts within 0.01 s of `t`. */
+  segmentStartsAt(videoId: string, t: number): boolean {
+    return !!this.db
+      .query<{ one: number }, [string, number, string, number, string, number]>(
+        `SELECT 1 AS one WHERE EXISTS (SELECT 1 FROM frames WHERE video_id = ? AND abs(timestamp - ?) <= ${TOLERANCE})
+            OR EXISTS (SELECT 1 FROM shots WHERE video_id = ? AND abs(start_secs - ?) <= ${TOLERANCE})
+            OR EXISTS (SELECT 1 FROM transcript_segments WHERE video_id = ? AND abs(start_secs - ?) <= ${TOLERANCE})`,
+      )
+      .get(videoId, t, videoId, t, videoId, t);
+  }
+
+  // ---- feedback and thresholds ---------------------------------------------------------------
+
+  findFeedback(accountId: string, videoId: string, t: number): FeedbackRow | null {
+    return this.db
+      .query<FeedbackRow, [string, string, number, number]>(
+        `SELECT * FROM search_feedback WHERE account_id = ? AND video_id = ? AND abs(timestamp_start - ?) <= ${TOLERANCE}
+         ORDER BY abs(timestamp_start - ?) LIMIT 1`,
+      )
+      .get(accountId, videoId, t, t);
+  }
+
+  insertFeedback(r: Omit<FeedbackRow, "id">): void {
+    this.db
+      .query(
+        `INSERT INTO search_feedback (account_id, video_id, timestamp_start, signal, query, raw_score, threshold_key, threshold_delta, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(r.account_id, r.video_id, r.timestamp_start, r.signal, r.query, r.raw_score, r.threshold_key, r.threshold_delta, r.created_at, r.updated_at);
+  }
+
+  updateFeedback(id: number, r: Pick<FeedbackRow, "signal" | "query" | "raw_score" | "threshold_key" | "threshold_delta" | "updated_at">): void {
+    this.db
+      .query("UPDATE search_feedback SET signal = ?, query = ?, raw_score = ?, threshold_key = ?, threshold_delta = ?, updated_at = ? WHERE id = ?")
+      .run(r.signal, r.query, r.raw_score, r.threshold_key, r.threshold_delta, r.updated_at, id);
+  }
+
+  deleteFeedback(id: number): void {
+    this.db.query("DELETE FROM search_feedback WHERE id = ?").run(id);
+  }
+
+  /** Starts of the account's hidden (`down`) segments per video. */
+  hiddenStarts(accountId: string, videoIds: string[]): Map<string, number[]> {
+    const out = new Map<string, number[]>();
+    for (let i = 0; i < videoIds.length; i += CHUNK) {
+      const part = videoIds.slice(i, i + CHUNK);
+      const rows = this.db
+        .query<{ video_id: string; timestamp_start: number }, string[]>(
+          `SELECT video_id, timestamp_start FROM search_feedback WHERE account_id = ? AND signal = 'down' AND video_id IN (${placeholders(part.length)})`,
+        )
+        .all(accountId, ...part);
+      for (const r of rows) {
+        let l = out.get(r.video_id);
+        if (!l) out.set(r.video_id, (l = []));
+        l.push(r.timestamp_start);
+      }
+    }
+    return out;
+  }
+
+  thresholds(accountId: string): Map<string, ThresholdRow> {
+    const rows = this.db.query<ThresholdRow, [string]>("SELECT key, value, ups, downs FROM search_thresholds WHERE account_id = ?").all(accountId);
+    return new Map(rows.map((r) => [r.key, r]));
+  }
+
+  upsertThreshold(accountId: string, key: string, value: number, ups: number, downs: number, at: string): void {
+    this.db
+      .query(
+        `INSERT INTO search_thresholds (account_id, key, value, ups, downs, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (account_id, key) DO UPDATE SET value = excluded.value, ups = excluded.ups, downs = excluded.downs, updated_at = excluded.updated_at`,
+      )
+      .run(accountId, key, value, ups, downs, at);
+  }
+
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Word matching for scene labels and captions (scene mode's text side): query words without
+ * stop words, compared after a light English stemmer, so "dogs" finds the label "dog" and
+ * "running" the caption "a man runs".
+ */
+
+const STOP = new Set(
+  (
+    "a an the of in on at to and or with without for from by is are was were be been this that these those it its as into onto " +
+    "over under near some any my your his her their our me we you he she they them there here what which who whom where when how " +
+    "photo picture image video frame showing shows show scene clip footage"
+  ).split(" "),
+);
+
+export function stem(word: string): string {
+  let w = word.toLowerCase().replace(/['’]s$/, "");
+  if (w.length > 4 && w.endsWith("ies")) return `${w.slice(0, -3)}y`;
+  if (w.length > 4 && /(ss|x|z|ch|sh)es$/.test(w)) return w.slice(0, -2);
+  if (w.length > 5 && w.endsWith("ing")) {
+    w = w.slice(0, -3);
+    return /(.)\1$/.test(w) ? w.slice(0, -1) : w;
+  }
+  if (w.length > 4 && w.endsWith("ed")) {
+    w = w.slice(0, -2);
+    return /(.)\1$/.test(w) ? w.slice(0, -1) : w;
+  }
+  if (w.length > 3 && w.endsWith("s") && !w.endsWith("ss")) return w.slice(0, -1);
+  return w;
+}
+
+const words = (text: string): string[] => (text.normalize("NFC").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+
+/** The query's content words (stemmed, distinct, at most 12). */
+export function contentWords(query: string): string[] {
+  const out: string[] = [];
+  for (const w of words(query)) {
+    if (w.length < 2 || STOP.has(w)) continue;
+    const s = stem(w);
+    if (!out.includes(s)) out.push(s);
+    if (out.length === 12) break;
+  }
+  return out;
+}
+
+/**
+ * Substrings for the store's LIKE pre-filter: each content word's stem, one letter shorter when
+ * it has four or more (so "city" also finds "cities"). `coverage` then decides exactly.
+ */
+export function likeWords(query: string): string[] {
+  return contentWords(query).map((s) => (s.length >= 4 ? s.slice(0, -1) : s));
+}
+
+/** Share of `queryStems` found among the words of `texts`. */
+export function coverage(queryStems: string[], texts: string[]): number {
+  if (!queryStems.length) return 0;
+  const have = new Set(texts.flatMap((t) => words(t).map(stem)));
+  return queryStems.filter((q) => have.has(q)).length / queryStems.length;
+}

@@ -1,0 +1,116 @@
+/**
+ * The index's one WebAssembly memory, carved into fixed-size blocks (two sizes: the scan and
+ * side blocks of a chunk) plus one contiguous scratch run for per-query buffers.
+ *
+ * Fixed sizes keep allocation trivial (a free list per size) and mean growth never moves data:
+ * a new chunk is a free block or memory.grow. A WebAssembly memory cannot shrink, so freed blocks are
+ * reused, not returned to the OS. Typed-array views are re-created whenever the buffer changes
+ * (memory.grow detaches the old ArrayBuffer).
+ */
+
+const PAGE = 65536;
+/** Offset 0 is left unused so that no live pointer is 0. */
+const FIRST = 64;
+
+export class Arena {
+  readonly memory: WebAssembly.Memory;
+  private top = FIRST;
+  /** Free blocks by block size. */
+  private readonly free = new Map<number, number[]>();
+  private buffer: ArrayBuffer;
+  u8!: Uint8Array;
+  u16!: Uint16Array;
+  i16!: Int16Array;
+  i32!: Int32Array;
+  u32!: Uint32Array;
+  f32!: Float32Array;
+
+  /** `blockSizes`: the block sizes in use (each a multiple of 64), largest first. */
+  constructor(readonly blockSizes: readonly number[]) {
+    for (const b of blockSizes) {
+      if (b % 64 || b <= 0) throw new RangeError("block sizes must be positive multiples of 64");
+      this.free.set(b, []);
+    }
+    this.memory = new WebAssembly.Memory({ initial: 4 });
+    this.buffer = this.memory.buffer;
+    this.refresh();
+  }
+
+  /** Views on the current buffer; call before touching memory after anything that may grow it. */
+  views(): this {
+    if (this.memory.buffer !== this.buffer) {
+      this.buffer = this.memory.buffer;
+      this.refresh();
+    }
+    return this;
+  }
+
+  private refresh(): void {
+    const b = this.buffer;
+    this.u8 = new Uint8Array(b);
+    this.u16 = new Uint16Array(b);
+    this.i16 = new Int16Array(b);
+    this.i32 = new Int32Array(b);
+    this.u32 = new Uint32Array(b);
+    this.f32 = new Float32Array(b);
+  }
+
+  /** Grows the memory so that [0, end) is addressable; grows by ≥ 1/8 to amortise. */
+  private ensure(end: number): void {
+    const have = this.memory.buffer.byteLength;
+    if (end <= have) return;
+    const want = Math.max(end, have + (have >>> 3));
+    this.memory.grow(Math.ceil((want - have) / PAGE));
+    this.views();
+  }
+
+  allocBlock(bytes: number): number {
+    const list = this.free.get(bytes);
+    if (!list) throw new RangeError(`no block size ${bytes}`);
+    const reused = list.pop();
+    if (reused !== undefined) return reused;
+    const off = this.top;
+    this.ensure(off + bytes);
+    this.top += bytes;
+    return off;
+  }
+
+  /** A free block of this size, if any (no growth). */
+  takeFree(bytes: number): number | undefined {
+    return this.free.get(bytes)!.pop();
+  }
+
+  /** `count` adjacent blocks of `bytes` from the top (never from the free lists); returns the first. */
+  allocContiguous(bytes: number, count: number): number {
+    const off = this.top;
+    this.ensure(off + bytes * count);
+    this.top += bytes * count;
+    return off;
+  }
+
+  freeBlock(off: number, bytes: number): void {
+    this.free.get(bytes)!.push(off);
+  }
+
+  /** A contiguous run at the top (scratch), rounded up to 64 KiB; returns its offset. */
+  allocRun(bytes: number): { off: number; bytes: number } {
+    const size = Math.ceil(bytes / PAGE) * PAGE;
+    const off = this.top;
+    this.ensure(off + size);
+    this.top += size;
+    return { off, bytes: size };
+  }
+
+  /** Cuts a run that is no longer needed into blocks for reuse (a remainder below the smallest is lost). */
+  freeRun(run: { off: number; bytes: number }): void {
+    let off = run.off;
+    const end = run.off + run.bytes;
+    for (const size of this.blockSizes) {
+      for (; off + size <= end; off += size) this.free.get(size)!.push(off);
+    }
+  }
+
+  get byteLength(): number {
+    return this.memory.buffer.byteLength;
+  }
+}

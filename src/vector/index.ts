@@ -1,0 +1,32 @@
+/**
+ * In-memory vector index for search: per-account partitions, filters applied before ranking,
+ * a WebAssembly SIMD coarse scan over sign bits, 1-bit and 4-bit estimates, exact rescoring from
+ * the caller's source vectors. See vector-index.ts for the stages and docs/ (bench numbers) for
+ * why this design.
+ */
+import type { VectorIndex, VectorIndexOptions, VectorSource } from "./types.ts";
+import { VectorIndexImpl } from "./vector-index.ts";
+
+export type {
+  AllowFilter, SearchOptions, SearchResult, SearchStats, VectorIndex, VectorIndexOptions, VectorRow, VectorSource,
+} from "./types.ts";
+
+export function createVectorIndex(options: VectorIndexOptions): VectorIndex {
+  return new VectorIndexImpl(options);
+}
+
+/**
+ * A VectorSource over vectors held in memory (tests, tools). The app's source reads the store's
+ * `frame_vectors` table instead.
+ */
+export function createMemoryVectorSource(): VectorSource & {
+  set(rowId: number, vector: Float32Array): void;
+  delete(rowId: number): void;
+} {
+  const vectors = new Map<number, Float32Array>();
+  return {
+    set: (rowId, vector) => void vectors.set(rowId, vector),
+    delete: (rowId) => void vectors.delete(rowId),
+    getVectors: (rowIds) => rowIds.map((id) => vectors.get(id)),
+  };
+}

@@ -1,0 +1,99 @@
+/** Public types of the vector index (see ./index.ts for the factory). */
+
+export interface VectorRow {
+  /** The store's id of the vector (frames.id); a safe integer, unique across the index. */
+  rowId: number;
+  /** dim floats; need not be normalised (the index ranks by cosine). */
+  vector: Float32Array;
+  /** Account: searches never cross partitions. */
+  partition: string;
+  /** Collection number (filter `allow.collections`). */
+  groupA: number;
+  /** Video number (filter `allow.videos`). */
+  groupB: number;
+}
+
+/**
+ * Full-precision vectors for exact rescoring, provided by the caller so SQL stays in the store
+ * layer (e.g. `SELECT frame_id, embedding FROM frame_vectors WHERE frame_id IN (…)`).
+ * Returns one entry per requested id, in order; `undefined` for an id it no longer has (such a
+ * row is skipped).
+ */
+export interface VectorSource {
+  getVectors(rowIds: readonly number[]): (Float32Array | undefined)[];
+}
+
+export interface AllowFilter {
+  /** Only rows whose groupA is listed (an empty list allows nothing). */
+  collections?: readonly number[];
+  /** Only rows whose groupB is listed (an empty list allows nothing). */
+  videos?: readonly number[];
+  /** Rows never to return (hidden segments). */
+  excludeRowIds?: ReadonlySet<number> | readonly number[];
+}
+
+export interface SearchOptions {
+  partition: string;
+  /** How many results (≥ 1). Fewer come back when fewer rows are allowed. */
+  k: number;
+  /** Filters, applied to the rows before anything is ranked. */
+  allow?: AllowFilter;
+  /**
+   * Rows the coarse (Hamming) pass hands on; the main recall/latency knob. Default: 5 % of the
+   * allowed rows, at least 8 192 and at most 65 536.
+   */
+  candidates?: number;
+  /** Filled with what the search did (for benchmarks and diagnostics). */
+  stats?: SearchStats;
+}
+
+export interface SearchResult {
+  rowId: number;
+  /** Exact cosine similarity between the query and the row's source vector. */
+  score: number;
+}
+
+export interface SearchStats {
+  path: "empty" | "exact" | "approx";
+  allowed: number;
+  coarse: number;
+  middle: number;
+  rescored: number;
+  ms: { filter: number; scan: number; estimate: number; rescore: number; total: number };
+}
+
+export interface VectorIndexOptions {
+  dim: number;
+  source: VectorSource;
+  /**
+   * Mean of the data in the original space, if the caller knows it (e.g. persisted). Otherwise
+   * the index learns it from the first `centerSample` rows added, re-encoding those once.
+   */
+  center?: Float32Array;
+  /** Rows used to learn the centre. Default 1 024. */
+  centerSample?: number;
+  /**
+   * When a query's allowed rows are at most this many, it is answered by an exact scan of their
+   * source vectors (100 % recall). Default 1 024.
+   */
+  exactBelow?: number;
+  /** Seed of the random rotation (codes are only comparable under the same seed). */
+  seed?: number;
+}
+
+export interface VectorIndex {
+  readonly dim: number;
+  /** Adds rows (a row whose rowId is already present is replaced). O(rows), no index-wide work. */
+  add(rows: readonly VectorRow[]): void;
+  /** Removes rows by id; unknown ids are ignored. O(ids). Returns how many were removed. */
+  remove(rowIds: Iterable<number>): number;
+  search(query: Float32Array, options: SearchOptions): SearchResult[];
+  has(rowId: number): boolean;
+  partitionSize(partition: string): number;
+  /** The centre in use (null until learned). */
+  readonly center: Float32Array | null;
+  /** Live rows in all partitions. */
+  readonly size: number;
+  /** Bytes held: the WebAssembly memory plus the JS-side tables. */
+  readonly memoryBytes: number;
+}

@@ -1,0 +1,242 @@
+/** Search test helpers: an app with an injected query embedder, hand-made index rows, form requests. */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type App, createApp } from "../../src/app.ts";
+import { resolveRuntime } from "../../src/cli/runtime.ts";
+import { type Config, loadConfig } from "../../src/config/config.ts";
+import { createLogger } from "../../src/core/logger.ts";
+import { IndexStore, type ShotInput, type TranscriptInput } from "../../src/indexing/store.ts";
+import type { QueryEmbedder } from "../../src/search/embedder.ts";
+import { VideoStore } from "../../src/videos/store.ts";
+
+export interface SearchTestApp {
+  app: App;
+  dir: string;
+  config: Config;
+  clock: { now: number };
+  index: IndexStore;
+  request(method: string, path: string, opts?: { token?: string; body?: BodyInit; headers?: Record<string, string> }): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export async function startSearchApp(opts: { env?: Record<string, string>; embedder?: QueryEmbedder } = {}): Promise<SearchTestApp> {
+  const dir = mkdtempSync(join(tmpdir(), "vsearch-search-"));
+  const config = loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_RATE_LIMIT_SEARCH: "100000", VSEARCH_RATE_LIMIT_MOMENT: "100000", ...opts.env });
+  const clock = { now: Date.now() };
+  const app = await createApp(config, {
+    runtime: await resolveRuntime(config),
+    logger: createLogger("silent"),
+    now: () => clock.now,
+    queryEmbedder: opts.embedder,
+  });
+  return {
+    app,
+    dir,
+    config,
+    clock,
+    index: new IndexStore(app.db, true),
+    async request(method, path, o = {}) {
+      const headers: Record<string, string> = { ...o.headers };
+      if (o.token) headers.authorization = `Bearer ${o.token}`;
+      return app.fetch(new Request(`http://localhost${path}`, { method, headers, body: o.body }));
+    },
+    async close() {
+      await app.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Tenant {
+  accountId: string;
+  key: string;
+  readOnlyKey: string;
+}
+
+/** An account with an `all` and a `read_only` API key (no users: no slow password hashing). */
+export function createTenant(t: SearchTestApp, name = "Acme"): Tenant {
+  const s = t.app.services;
+  const account = s.accounts.createAccount({ name, plan: "enterprise" });
+  return {
+    accountId: account.id,
+    key: s.apiKeys.create(account.id, { name: "all", permissions: "all" }).key,
+    readOnlyKey: s.apiKeys.create(account.id, { name: "ro", permissions: "read_only" }).key,
+  };
+}
+
+export function createCollection(t: SearchTestApp, accountId: string, name: string): string {
+  return t.app.services.collections.create(accountId, { name }).id;
+}
+
+/** A ready video whose source file holds `bytes` (default: 1 KiB of a byte pattern). */
+export function addVideo(
+  t: SearchTestApp,
+  accountId: string,
+  collectionId: string,
+  o: { filename?: string; duration?: number; bytes?: Uint8Array; mime?: string; ext?: string } = {},
+): string {
+  const bytes = o.bytes ?? Uint8Array.from({ length: 1024 }, (_, i) => i % 251);
+  const tmp = join(t.dir, `upload-${Math.random().toString(36).slice(2)}.bin`);
+  writeFileSync(tmp, bytes);
+  const { video_id } = t.app.services.videos.createFromUpload({
+    accountId,
+    collectionId,
+    filename: o.filename ?? "clip.mp4",
+    tempFile: tmp,
+    ext: o.ext ?? "mp4",
+    container: "mp4",
+    mimeType: o.mime ?? "video/mp4",
+    sizeBytes: bytes.byteLength,
+  });
+  new VideoStore(t.app.db).update(video_id, { status: "ready", progress_pct: 100, duration_secs: o.duration ?? 30 });
+  return video_id;
+}
+
+export function scopeOf(t: SearchTestApp, videoId: string) {
+  const v = new VideoStore(t.app.db).getById(videoId)!;
+  return { videoId, accountId: v.account_id, collectionId: v.collection_id };
+}
+
+/** Writes a video's frames / shots / transcript the way the pipeline does, then tells search. */
+export function indexVideo(
+  t: SearchTestApp,
+  videoId: string,
+  data: { modelId?: string; frames?: { timestamp: number; shotIndex?: number; embedding: Float32Array }[]; shots?: Partial<ShotInput>[]; transcript?: TranscriptInput[] },
+): void {
+  const scope = scopeOf(t, videoId);
+  const modelId = data.modelId ?? HAND_MODEL;
+  if (data.frames) t.index.replaceFrames(scope, data.frames.map((f) => ({ shotIndex: f.shotIndex ?? 0, timestamp: f.timestamp, embedding: f.embedding })), modelId);
+  if (data.shots) {
+    t.index.replaceShots(
+      scope,
+      data.shots.map((s, i) => ({
+        shotIndex: s.shotIndex ?? i,
+        start: s.start ?? 0,
+        end: s.end ?? 0,
+        keyframe: s.keyframe ?? s.start ?? 0,
+        thumbnailPath: s.thumbnailPath ?? null,
+        labels: s.labels ?? [],
+        caption: s.caption ?? null,
+        embedding: s.embedding ?? null,
+      })),
+      modelId,
+    );
+  }
+  if (data.transcript) t.index.replaceTranscript(scope, data.transcript, "whisper@test");
+  t.app.search.indexes.onVideoIndexed(videoId);
+}
+
+// ---- hand-made vectors ---------------------------------------------------------------------------
+
+export const DIM = 64;
+export const HAND_MODEL = "hand-clip@test";
+
+/** Deterministic PRNG (mulberry32). */
+export function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function unit(v: Float32Array): Float32Array {
+  let s = 0;
+  for (const x of v) s += x * x;
+  const n = Math.sqrt(s);
+  return v.map((x) => x / n);
+}
+
+/** Concept directions live in the first 16 dimensions; backgrounds in the other 48. */
+export const concept = (i: number) => {
+  const v = new Float32Array(DIM);
+  v[i] = 1;
+  return v;
+};
+
+/** A background vector: random in dims 16..63, small noise on the concept dims. */
+export function background(r: () => number): Float32Array {
+  const v = new Float32Array(DIM);
+  for (let i = 0; i < DIM; i++) v[i] = i < 16 ? (r() - 0.5) * 0.1 : r() - 0.5;
+  return unit(v);
+}
+
+/** Close to concept `i`: cos ≈ strength. */
+export function near(i: number, strength: number, r: () => number): Float32Array {
+  const b = background(r);
+  const c = concept(i);
+  const w = Math.sqrt(1 - strength * strength);
+  return unit(c.map((x, k) => x * strength + b[k] * w));
+}
+
+/**
+ * A QueryEmbedder over hand-made vectors: a text maps to the vector of the longest known word it
+ * contains (so the caption templates all land on the same vector); unknown text → an unused direction.
+ */
+export class HandEmbedder implements QueryEmbedder {
+  textCalls = 0;
+  imageCalls = 0;
+
+  constructor(
+    private readonly words: Record<string, Float32Array>,
+    private readonly installed = true,
+  ) {}
+
+  available(): boolean {
+    return this.installed;
+  }
+
+  modelId(): string | null {
+    return this.installed ? HAND_MODEL : null;
+  }
+
+  async embedText(texts: string[]): Promise<Float32Array[]> {
+    this.textCalls++;
+    return texts.map((t) => {
+      const key = Object.keys(this.words)
+        .filter((w) => t.includes(w))
+        .sort((a, b) => b.length - a.length)[0];
+      return key ? this.words[key] : concept(15);
+    });
+  }
+
+  async embedImageRgb(): Promise<Float32Array> {
+    this.imageCalls++;
+    return concept(14);
+  }
+}
+
+// ---- requests ---------------------------------------------------------------------------------------
+
+export type FormFields = Record<string, string | string[] | Blob | undefined>;
+
+export function urlencoded(fields: FormFields): { body: string; headers: Record<string, string> } {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(fields)) {
+    if (v === undefined) continue;
+    for (const x of Array.isArray(v) ? v : [v]) p.append(k, x as string);
+  }
+  return { body: p.toString(), headers: { "content-type": "application/x-www-form-urlencoded" } };
+}
+
+export function multipart(fields: FormFields): { body: FormData; headers: Record<string, string> } {
+  const f = new FormData();
+  for (const [k, v] of Object.entries(fields)) {
+    if (v === undefined) continue;
+    for (const x of Array.isArray(v) ? v : [v]) f.append(k, x as string | Blob);
+  }
+  return { body: f, headers: {} };
+}
+
+export async function search(t: SearchTestApp, token: string, fields: FormFields, encoding: "urlencoded" | "multipart" = "urlencoded") {
+  const b = encoding === "urlencoded" ? urlencoded(fields) : multipart(fields);
+  const res = await t.request("POST", "/v1/search", { token, body: b.body, headers: b.headers });
+  return { res, body: (await res.json()) as any };
+}
+
+/** Every segment of a search response, flattened, with its video id. */
+export const segmentsOf = (body: any): any[] => (body.data ?? []).flatMap((v: any) => v.segments.map((s: any) => ({ ...s, video_id: v.video_id })));

@@ -1,0 +1,192 @@
+import { Database } from "bun:sqlite";
+import { describe, expect, it } from "vitest";
+import { parseRange } from "../../src/media-serving/range.ts";
+import { calibrate, nullStats, scoreToZ, Z_CENTER, zToScore } from "../../src/search/calibration.ts";
+import { meanNormalized, QueryEncoder } from "../../src/search/embedder.ts";
+import { buildFtsQuery } from "../../src/search/fts.ts";
+import { fuseModes, suppressDuplicates } from "../../src/search/fusion.ts";
+import { readImageHeader } from "../../src/search/image-input.ts";
+import { Lru } from "../../src/search/lru.ts";
+import { type Candidate, framesToMoments, temporalIou } from "../../src/search/moments.ts";
+import { contentWords, coverage, stem } from "../../src/search/text-match.ts";
+import { rng, unit } from "./helpers.ts";
+
+describe("FTS5 query sanitising", () => {
+  it("re-emits every word as a quoted literal, keeps phrases and prefixes, ORs the units", () => {
+    expect(buildFtsQuery("red car")).toEqual({ match: '"red" OR "car"', units: ['"red"', '"car"'] });
+    expect(buildFtsQuery('say "budget review" now')?.units).toEqual(['"say"', '"budget review"', '"now"']);
+    expect(buildFtsQuery("deploy* ru* a*")?.units).toEqual(['("deploy"* OR "deplo"*)', '"ru"*', '"a"']);
+    expect(buildFtsQuery('"unbalanced quote')?.units).toEqual(['"unbalanced"', '"quote"']);
+    expect(buildFtsQuery("NEAR(a b, 2) AND col:x ^y -z")?.units).toEqual(['"NEAR"', '"a"', '"b"', '"2"', '"AND"', '"col"', '"x"', '"y"', '"z"']);
+    expect(buildFtsQuery("Café naïve 東京")?.units).toEqual(['"Café"', '"naïve"', '"東京"']);
+    expect(buildFtsQuery("!!! *** \"\"")).toBeNull();
+    expect(buildFtsQuery("a ".repeat(40) + "b")?.units.length).toBeLessThanOrEqual(16);
+  });
+
+  it("no input, however hostile, makes FTS5 throw", () => {
+    const db = new Database(":memory:");
+    db.exec("CREATE VIRTUAL TABLE f USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2')");
+    db.query("INSERT INTO f (text) VALUES (?)").run("the quick brown fox deployed the budget");
+    const r = rng(11);
+    const alphabet = ['"', "*", "(", ")", ":", "^", "-", "+", "NEAR", "AND", "OR", "NOT", " ", "a", "fox", ",", "'", "{", "}", "\\", "\u0000", "é"];
+    for (let i = 0; i < 500; i++) {
+      const q = Array.from({ length: 1 + Math.floor(r() * 12) }, () => alphabet[Math.floor(r() * alphabet.length)]).join("");
+      const fts = buildFtsQuery(q);
+      if (!fts) continue;
+      expect(() => db.query("SELECT rowid FROM f WHERE f MATCH ?").all(fts.match), q).not.toThrow();
+      for (const u of fts.units) expect(() => db.query("SELECT rowid FROM f WHERE f MATCH ?").all(u), q).not.toThrow();
+    }
+    expect(db.query("SELECT rowid FROM f WHERE f MATCH ?").all(buildFtsQuery("deploying")!.match)).toHaveLength(1);
+    db.close();
+  });
+});
+
+describe("HTTP Range", () => {
+  it("parses single ranges and refuses what cannot be satisfied", () => {
+    expect(parseRange(undefined, 100)).toEqual({ kind: "full" });
+    expect(parseRange("bytes=0-9", 100)).toEqual({ kind: "partial", start: 0, end: 9 });
+    expect(parseRange("bytes=90-", 100)).toEqual({ kind: "partial", start: 90, end: 99 });
+    expect(parseRange("bytes=-10", 100)).toEqual({ kind: "partial", start: 90, end: 99 });
+    expect(parseRange("bytes=-1000", 100)).toEqual({ kind: "partial", start: 0, end: 99 });
+    expect(parseRange("bytes=50-1000", 100)).toEqual({ kind: "partial", start: 50, end: 99 });
+    expect(parseRange("BYTES = 1-2", 100)).toEqual({ kind: "partial", start: 1, end: 2 });
+    expect(parseRange("bytes=100-", 100)).toEqual({ kind: "unsatisfiable" });
+    expect(parseRange("bytes=-0", 100)).toEqual({ kind: "unsatisfiable" });
+    expect(parseRange("bytes=0-", 0)).toEqual({ kind: "unsatisfiable" });
+    for (const h of ["bytes=0-1,3-4", "bytes=5-1", "bytes=-", "bytes=x-1", "pages=1-2", "bytes=99999999999999999999-"]) expect(parseRange(h, 100), h).toEqual({ kind: "full" });
+  });
+});
+
+describe("image headers", () => {
+  it("reads PNG and JPEG sizes; anything else is null", () => {
+    const png = new Uint8Array(33);
+    png.set([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]);
+    new DataView(png.buffer).setUint32(16, 640);
+    new DataView(png.buffer).setUint32(20, 480);
+    expect(readImageHeader(png)).toEqual({ format: "png", width: 640, height: 480 });
+    // SOI, APP0 (len 16), SOF2 progressive: len 17, precision 8, height 0x0100, width 0x0200
+    const jpg = Uint8Array.from([0xff, 0xd8, 0xff, 0xe0, 0, 16, ...new Array(14).fill(0), 0xff, 0xc2, 0, 17, 8, 1, 0, 2, 0, 3]);
+    expect(readImageHeader(jpg)).toEqual({ format: "jpeg", width: 512, height: 256 });
+    expect(readImageHeader(Uint8Array.from([0xff, 0xd8, 0xff, 0xda, 0, 2]))).toBeNull();
+    expect(readImageHeader(new TextEncoder().encode("GIF89a......"))).toBeNull();
+    expect(readImageHeader(new Uint8Array(0))).toBeNull();
+  });
+});
+
+describe("calibration", () => {
+  /** n vectors whose cosine with q is drawn around `mean` with spread `sd`. */
+  function sampleAround(q: Float32Array, n: number, mean: number, sd: number, seed: number): Float32Array {
+    const r = rng(seed);
+    const d = q.length;
+    const out = new Float32Array(n * d);
+    for (let i = 0; i < n; i++) {
+      const c = Math.max(-0.99, Math.min(0.99, mean + sd * (r() + r() + r() - 1.5) * 2));
+      const noise = unit(Float32Array.from({ length: d }, (_, k) => (k === 0 ? 0 : r() - 0.5)));
+      for (let k = 0; k < d; k++) out[i * d + k] = q[k] * c + noise[k] * Math.sqrt(1 - c * c);
+    }
+    return out;
+  }
+  const q = unit(Float32Array.from({ length: 128 }, (_, k) => (k === 0 ? 1 : 0)));
+
+  it("the same cut means the same across queries with different raw scales", () => {
+    // Query A: unrelated content sits at cos 0.20; query B (a text close to everything) at 0.50.
+    const a = nullStats(q, sampleAround(q, 1024, 0.2, 0.02, 1));
+    const b = nullStats(q, sampleAround(q, 1024, 0.5, 0.05, 2));
+    // A clear match for A (0.32) passes; B's typical content (0.55) does not, despite the larger raw score.
+    expect(calibrate(0.32, a)).toBeGreaterThan(0.9);
+    expect(calibrate(0.55, b)).toBeLessThan(0.2);
+    // Equal z, equal score.
+    expect(calibrate(a.mean + 4 * a.std, a)).toBeCloseTo(calibrate(b.mean + 4 * b.std, b), 10);
+  });
+
+  it("is robust to the matches inside the sample and falls back to the prior when there is none", () => {
+    const clean = nullStats(q, sampleAround(q, 1000, 0.2, 0.02, 3));
+    const mixed = new Float32Array(1000 * 128);
+    mixed.set(sampleAround(q, 950, 0.2, 0.02, 3).subarray(0, 950 * 128));
+    mixed.set(sampleAround(q, 50, 0.9, 0.01, 4), 950 * 128);
+    const contaminated = nullStats(q, mixed);
+    expect(Math.abs(contaminated.mean - clean.mean)).toBeLessThan(0.01);
+    expect(contaminated.std).toBeLessThan(clean.std * 1.5);
+    const empty = nullStats(q, new Float32Array(0));
+    expect(empty).toMatchObject({ mean: 0, n: 0 });
+    expect(empty.std).toBeCloseTo(Math.sqrt(1 / 128), 6);
+  });
+
+  it("maps z to (0, 1) monotonically with 0.5 at Z_CENTER", () => {
+    expect(zToScore(Z_CENTER)).toBeCloseTo(0.5, 12);
+    expect(zToScore(0)).toBeLessThan(0.02);
+    expect(zToScore(6)).toBeGreaterThan(0.98);
+    expect(scoreToZ(zToScore(4.2))).toBeCloseTo(4.2, 9);
+  });
+});
+
+describe("moments and fusion", () => {
+  const c = (o: Partial<Candidate>): Candidate => ({ videoId: "v", type: "frame", mode: "video", start: 0, end: 1, score: 0.6, raw: 0.3, thresholdKey: "video:default", text: null, shotIndex: 0, ...o });
+
+  it("clip ends stop at the next sampled frame and at the end of the video", () => {
+    const hits = [
+      { videoId: "v", timestamp: 0, nextTimestamp: 0.4, shotIndex: 0, raw: 0.3, score: 0.7 },
+      { videoId: "v", timestamp: 9.5, nextTimestamp: null, shotIndex: 1, raw: 0.4, score: 0.9 },
+    ];
+    const m = framesToMoments(hits, { intervalSecs: 1, durationOf: () => 9.8, thresholdKey: "video:default" });
+    expect(m.map((x) => [x.start, x.end, x.score, x.shotIndex])).toEqual([
+      [0, 0.4, 0.7, 0],
+      [9.5, 9.8, 0.9, 1],
+    ]);
+  });
+
+  it("RRF: k = 60; overlap across lists counts as the same moment", () => {
+    const lists = new Map<string, Candidate[]>([
+      ["video", [c({ start: 10, end: 12, score: 0.9 }), c({ start: 30, end: 31, score: 0.8 })]],
+      ["transcript", [c({ mode: "transcript", type: "transcript", start: 11, end: 14, score: 0.7 })]],
+    ]);
+    const fused = fuseModes(lists);
+    const f = (start: number) => fused.find((x) => x.start === start)!.fused;
+    expect(f(10)).toBeCloseTo(1 / 61 + 1 / 61, 12);
+    expect(f(11)).toBeCloseTo(1 / 61 + 1 / 61, 12);
+    expect(f(30)).toBeCloseTo(1 / 62, 12);
+    expect(fused[fused.length - 1].start).toBe(30);
+  });
+
+  it("near-duplicates (same start, or IoU ≥ 0.7) of a better clip are dropped", () => {
+    const kept = suppressDuplicates([
+      { ...c({ start: 10, end: 20 }), fused: 3 },
+      { ...c({ start: 10.005, end: 12, type: "transcript" }), fused: 2 },
+      { ...c({ start: 11, end: 20 }), fused: 1.5 },
+      { ...c({ start: 15, end: 25 }), fused: 1 },
+      { ...c({ videoId: "w", start: 10, end: 20 }), fused: 0.5 },
+    ]);
+    expect(kept.map((k) => [k.videoId, k.start])).toEqual([
+      ["v", 10],
+      ["v", 15],
+      ["w", 10],
+    ]);
+    expect(temporalIou({ start: 0, end: 10 }, { start: 5, end: 15 })).toBeCloseTo(1 / 3, 12);
+  });
+});
+
+describe("query text", () => {
+  it("stems and covers words for label/caption matching", () => {
+    expect(["dogs", "running", "cities", "boxes", "walked"].map(stem)).toEqual(["dog", "run", "city", "box", "walk"]);
+    expect(contentWords("A photo of the dogs running on a beach")).toEqual(["dog", "run", "beach"]);
+    expect(coverage(["dog", "beach"], ["dog", "a dog on the sand"])).toBe(0.5);
+    expect(coverage(["dog", "beach"], ["beach", "two dogs"])).toBe(1);
+  });
+
+  it("short queries go through the caption templates; vectors are averaged and normalised", () => {
+    expect(QueryEncoder.prompts("red car")).toEqual(["red car", "a photo of red car.", "a video frame showing red car."]);
+    expect(QueryEncoder.prompts("one two three four five six seven")).toEqual(["one two three four five six seven"]);
+    const m = meanNormalized([Float32Array.from([1, 0]), Float32Array.from([0, 2])]);
+    expect(m[0]).toBeCloseTo(Math.SQRT1_2, 6);
+    expect(m[1]).toBeCloseTo(Math.SQRT1_2, 6);
+  });
+
+  it("LRU evicts the least recently used", () => {
+    const l = new Lru<string, number>(2);
+    l.set("a", 1);
+    l.set("b", 2);
+    l.get("a");
+    l.set("c", 3);
+    expect([l.get("a"), l.get("b"), l.get("c")]).toEqual([1, undefined, 3]);
+  });
+});

@@ -1,0 +1,197 @@
+/**
+ * The hand-assembled WebAssembly kernels against plain-JS references on random inputs: if an
+ * opcode number, lane order or memory offset were wrong, these disagree.
+ */
+import { describe, expect, it } from "vitest";
+import { prng } from "../../bench/lib/synthetic.ts";
+import { Arena } from "../../src/vector/arena.ts";
+import { CHUNK_ROWS, makeLayout, MASKED, type Layout } from "../../src/vector/layout.ts";
+import { sleb, uleb } from "../../src/vector/wasm/asm.ts";
+import { instantiateKernels, kernelModuleBytes, type Kernels } from "../../src/vector/wasm/kernels.ts";
+
+const popcount8 = (x: number) => {
+  let c = 0;
+  for (; x; x &= x - 1) c++;
+  return c;
+};
+
+interface Rig {
+  L: Layout;
+  a: Arena;
+  K: Kernels;
+  rand: () => number;
+  /** Scan blocks in shuffled address order, so the chunk table indirection is exercised. */
+  scanBlocks: number[];
+  sideBlocks: number[];
+  scratch: number;
+}
+
+function rig(dim: number, nChunks: number, seed: number): Rig {
+  const L = makeLayout(dim);
+  const a = new Arena([L.sideBlockBytes, L.scanBlockBytes]);
+  const K = instantiateKernels(L, a.memory);
+  const r = prng(seed);
+  const scanBlocks = Array.from({ length: nChunks }, () => a.allocBlock(L.scanBlockBytes));
+  const sideBlocks = Array.from({ length: nChunks }, () => a.allocBlock(L.sideBlockBytes));
+  for (let i = nChunks - 1; i > 0; i--) {
+    const j = r() % (i + 1);
+    [scanBlocks[i], scanBlocks[j]] = [scanBlocks[j], scanBlocks[i]];
+  }
+  const scratch = a.allocRun(4 << 20).off;
+  a.views();
+  for (const b of scanBlocks) for (let i = 0; i < L.scanBlockBytes; i++) a.u8[b + i] = r() & 0xff;
+  return { L, a, K, rand: () => r() / 4294967296, scanBlocks, sideBlocks, scratch };
+}
+
+describe("assembler encodings", () => {
+  it("writes LEB128 like the spec examples", () => {
+    const u: number[] = [];
+    uleb(u, 624485);
+    expect(u).toEqual([0xe5, 0x8e, 0x26]);
+    const s: number[] = [];
+    sleb(s, -123456);
+    expect(s).toEqual([0xc0, 0xbb, 0x78]);
+    const z: number[] = [];
+    sleb(z, 64);
+    expect(z).toEqual([0xc0, 0x00]);
+  });
+
+  it.each([128, 200, 512, 768, 2048])("produces a module the engine validates (dim %i)", (dim) => {
+    expect(WebAssembly.validate(kernelModuleBytes(makeLayout(dim)))).toBe(true);
+  });
+});
+
+describe.each([512, 200])("scan kernel, dim %i", (dim) => {
+  const nChunks = 5;
+  const { L, a, K, rand, scanBlocks, scratch } = rig(dim, nChunks, dim);
+  const rows = nChunks * CHUNK_ROWS;
+  const codeTable = scratch, qcode = codeTable + 64, planes = qcode + 256, mask = planes + 1024;
+  const dist = mask + rows * 2, outSlots = dist + rows * 2, outW = outSlots + rows * 4;
+  a.i32.set(scanBlocks, codeTable / 4);
+  for (let i = 0; i < L.codeBytes; i++) a.u8[qcode + i] = (rand() * 256) | 0;
+  for (let i = 0; i < 4 * L.codeBytes; i++) a.u8[planes + i] = (rand() * 256) | 0;
+  for (let s = 0; s < rows; s++) a.u16[mask / 2 + s] = rand() < 0.2 ? MASKED : 0;
+
+  const codeByte = (slot: number, b: number) => a.u8[scanBlocks[slot >> 7] + (slot & 127) * L.codeBytes + b];
+  const refDist = (slot: number) => {
+    let d = 0;
+    for (let b = 0; b < L.codeBytes; b++) d += popcount8(codeByte(slot, b) ^ a.u8[qcode + b]);
+    return d | a.u16[mask / 2 + slot];
+  };
+  const refW = (slot: number) => {
+    let w = 0;
+    for (let k = 0; k < 4; k++) {
+      for (let b = 0; b < L.codeBytes; b++) {
+        w += (1 << k) * popcount8((codeByte(slot, b) ^ a.u8[qcode + b]) & a.u8[planes + k * L.codeBytes + b]);
+      }
+    }
+    return w;
+  };
+
+  it("computes every row's masked Hamming distance and no candidates when T < 0", () => {
+    const n = K.scan(codeTable, 0, nChunks, qcode, planes, mask, dist, -1, outSlots, outW, rows);
+    expect(n).toBe(0);
+    for (let s = 0; s < rows; s++) expect(a.u16[dist / 2 + s], `slot ${s}`).toBe(refDist(s));
+  });
+
+  it("returns exactly the rows within T, in slot order, with their weighted disagreement sums", () => {
+    const ds = Array.from({ length: rows }, (_, s) => refDist(s)).filter((d) => d !== MASKED).sort((x, y) => x - y);
+    const T = ds[Math.floor(ds.length / 3)];
+    const want = Array.from({ length: rows }, (_, s) => s).filter((s) => refDist(s) <= T);
+    const n = K.scan(codeTable, 0, nChunks, qcode, planes, mask, dist, T, outSlots, outW, rows);
+    expect(n).toBe(want.length);
+    expect(Array.from(a.i32.subarray(outSlots / 4, outSlots / 4 + n))).toEqual(want);
+    expect(Array.from(a.i32.subarray(outW / 4, outW / 4 + n))).toEqual(want.map(refW));
+  });
+
+  it("scans a sub-range of chunks and counts past `cap` without writing past it", () => {
+    const n = K.scan(codeTable, 2, 2, qcode, planes, mask, dist, L.padDim, outSlots, outW, 10);
+    const want = Array.from({ length: 2 * CHUNK_ROWS }, (_, i) => 2 * CHUNK_ROWS + i).filter((s) => refDist(s) !== MASKED);
+    expect(n).toBe(want.length);
+    expect(Array.from(a.i32.subarray(outSlots / 4, outSlots / 4 + 10))).toEqual(want.slice(0, 10));
+  });
+});
+
+describe("the other kernels", () => {
+  const dim = 512, nChunks = 3;
+  const { L, a, K, rand, sideBlocks, scratch } = rig(dim, nChunks, 99);
+  const rows = nChunks * CHUNK_ROWS;
+  const sideTable = scratch, arr = sideTable + 64, out = arr + rows * 2, hist = out + rows * 4;
+  const q16 = hist + 65536 * 4, slots = q16 + L.padDim * 2, w = slots + rows * 4, est = w + rows * 4, tabs = est + rows * 4;
+  a.i32.set(sideBlocks, sideTable / 4);
+  const side = (slot: number) => sideBlocks[slot >> 7];
+
+  it("histogram counts u16 values", () => {
+    const vals = Array.from({ length: 64 }, () => (rand() * 20) | 0);
+    a.u16.set(vals, arr / 2);
+    a.u32.fill(0, hist / 4, hist / 4 + 32);
+    K.histogram(arr, vals.length, hist);
+    for (let v = 0; v < 20; v++) expect(a.u32[hist / 4 + v]).toBe(vals.filter((x) => x === v).length);
+  });
+
+  it("collect returns indices with lo ≤ v ≤ lo + span, counting past cap", () => {
+    const vals = Array.from({ length: rows }, () => (rand() < 0.1 ? MASKED : (rand() * 300) | 0));
+    a.u16.set(vals, arr / 2);
+    const want = vals.flatMap((v, i) => (v >= 100 && v <= 140 ? [i] : []));
+    expect(K.collect(arr, rows, 100, 40, out, rows)).toBe(want.length);
+    expect(Array.from(a.i32.subarray(out / 4, out / 4 + want.length))).toEqual(want);
+    expect(K.collect(arr, rows, 100, 40, out, 3)).toBe(want.length);
+    const zeros = vals.flatMap((v, i) => (v === 0 ? [i] : []));
+    expect(K.collect(arr, rows, 0, 0, out, rows)).toBe(zeros.length);
+  });
+
+  it("refine equals the 4-bit dot product computed in JS", () => {
+    const picks = Array.from({ length: 40 }, () => (rand() * rows) | 0);
+    for (const s of picks) {
+      for (let i = 0; i < L.refineBytes; i++) a.u8[side(s) + L.offRefine + (s & 127) * L.refineBytes + i] = (rand() * 256) | 0;
+      a.f32[(side(s) + L.offScale) / 4 + (s & 127)] = 0.001 + rand() * 0.01;
+    }
+    for (let j = 0; j < L.padDim; j++) a.i16[q16 / 2 + j] = Math.round((rand() * 2 - 1) * 32767);
+    a.i32.set(picks, slots / 4);
+    const invScale = 1 / 12345, offset = 0.75;
+    K.refine(slots, picks.length, sideTable, q16, invScale, offset, est);
+    picks.forEach((s, i) => {
+      const base = side(s) + L.offRefine + (s & 127) * L.refineBytes;
+      let S = 0;
+      for (let j = 0; j < L.padDim; j++) {
+        const g = j >> 5, r = j & 31;
+        const byte = a.u8[base + g * 16 + (r & 15)];
+        const u = r < 16 ? byte & 15 : byte >> 4;
+        S += a.i16[q16 / 2 + j] * u;
+      }
+      const want = a.f32[(side(s) + L.offScale) / 4 + (s & 127)] * (S * invScale - offset);
+      expect(a.f32[est / 4 + i]).toBeCloseTo(want, 4);
+    });
+  });
+
+  it("applyFactor scales by each row's factor", () => {
+    const picks = Array.from({ length: 30 }, () => (rand() * rows) | 0);
+    const ws = picks.map(() => (rand() * 4000) | 0);
+    for (const s of picks) a.f32[(side(s) + L.offFactor) / 4 + (s & 127)] = 0.5 + rand();
+    a.i32.set(picks, slots / 4);
+    a.i32.set(ws, w / 4);
+    K.applyFactor(slots, w, picks.length, sideTable, 100.5, 0.25, est);
+    picks.forEach((s, i) => {
+      expect(a.f32[est / 4 + i]).toBeCloseTo(a.f32[(side(s) + L.offFactor) / 4 + (s & 127)] * (100.5 - 0.25 * ws[i]), 3);
+    });
+  });
+
+  it("buildMask ORs the group tables per row", () => {
+    const tA = tabs, tB = tabs + 64;
+    for (let s = 0; s < rows; s++) {
+      a.i32[(side(s) + L.offGroupA) / 4 + (s & 127)] = (rand() * 5) | 0;
+      a.i32[(side(s) + L.offGroupB) / 4 + (s & 127)] = (rand() * 9) | 0;
+    }
+    a.u16.set([0, MASKED, 0, MASKED, 0], tA / 2);
+    a.u16.set([0, 0, MASKED, 0, MASKED, 0, 0, MASKED, 0], tB / 2);
+    const ga = (s: number) => a.i32[(side(s) + L.offGroupA) / 4 + (s & 127)];
+    const gb = (s: number) => a.i32[(side(s) + L.offGroupB) / 4 + (s & 127)];
+    for (const flags of [0, 1, 2, 3]) {
+      K.buildMask(sideTable, nChunks, tA, tB, flags, arr);
+      for (let s = 0; s < rows; s++) {
+        const want = (flags & 1 ? a.u16[tA / 2 + ga(s)] : 0) | (flags & 2 ? a.u16[tB / 2 + gb(s)] : 0);
+        expect(a.u16[arr / 2 + s]).toBe(want);
+      }
+    }
+  });
+});
