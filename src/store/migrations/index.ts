@@ -2,6 +2,8 @@
 // To add one: create NNN_name.sql and list it here; never edit a migration that has shipped.
 import m001 from "./001_core.sql" with { type: "text" };
 import m002 from "./002_media.sql" with { type: "text" };
+import m003 from "./003_webhooks.sql" with { type: "text" };
+import m004 from "./004_search.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -12,4 +14,6 @@ export interface Migration {
 export const MIGRATIONS: Migration[] = [
   { version: 1, name: "core", sql: m001 },
   { version: 2, name: "media", sql: m002 },
+  { version: 3, name: "webhooks", sql: m003 },
+  { version: 4, name: "search", sql: m004 },
 ];
