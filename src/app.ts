@@ -37,9 +37,17 @@ import type { ModelCatalog } from "./pipeline/deps.ts";
 import { InferenceHost } from "./pipeline/inference-host.ts";
 import { IngestPipeline } from "./pipeline/ingest.ts";
 import { ModelRegistry } from "./models/registry.ts";
+import { CidrAllowList, type Resolver } from "./net/address-rules.ts";
+import { WebhookStore } from "./webhooks/store.ts";
+import { SecretBox } from "./webhooks/secret-box.ts";
+import { WebhookDispatcher } from "./webhooks/dispatcher.ts";
+import { WebhookService } from "./webhooks/service.ts";
+import { registerWebhookRoutes } from "./webhooks/routes.ts";
+import { CreditStore } from "./credits/store.ts";
+import { CreditService } from "./credits/service.ts";
+import { AccountDeletion } from "./accounts/deletion.ts";
 import { CatalogQueryEmbedder, type QueryEmbedder } from "./search/embedder.ts";
 import { createSearchDomain, type SearchDomain } from "./search/domain.ts";
-import type { SearchCredits } from "./search/service.ts";
 import { registerSearchRoutes } from "./search/routes.ts";
 import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
@@ -57,6 +65,8 @@ export interface AppRuntime {
 }
 
 export interface AppOptions {
+  /** DNS resolver for webhook and image_url targets (tests inject one; default: the system's). */
+  resolve?: Resolver;
   runtime: AppRuntime;
   /** Which models are installed; defaults to the registry in the models folder. */
   models?: ModelCatalog;
@@ -75,6 +85,7 @@ export interface App {
   http: OpenAPIHono<AppEnv>;
   signer: UrlSigner;
   runner: JobRunner;
+  dispatcher: WebhookDispatcher;
   inference: InferenceHost;
   models: ModelCatalog;
   runtime: AppRuntime;
@@ -99,7 +110,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const db = openDatabase(join(config.dataDir, "vsearch.db"), { vecExtension: opts.runtime.vecExtension });
 
   let baseUrl = config.publicBaseUrl ?? `http://${config.host}:${config.port}`;
-  const signer = new UrlSigner(loadOrCreateSecret(join(config.dataDir, "secret.key")), () => baseUrl, config.presignTtlSecs, now);
+  const masterSecret = loadOrCreateSecret(join(config.dataDir, "secret.key"));
+  const signer = new UrlSigner(masterSecret, () => baseUrl, config.presignTtlSecs, now);
+  // Parsed once here, so a typo in VSEARCH_WEBHOOK_ALLOW_NETWORKS stops the start, not a delivery.
+  const allowNetworks = CidrAllowList.from(config.allowNetworks);
 
   const accountStore = new AccountStore(db);
   const accounts = new AccountService(accountStore);
@@ -112,6 +126,22 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const files = new VideoFiles(config.dataDir);
   const events = new EventStore(db);
   const jobStore = new JobStore(db);
+  const webhookStore = new WebhookStore(db);
+  const secretBox = new SecretBox(masterSecret);
+  const dispatcher = new WebhookDispatcher(db, webhookStore, events, secretBox, {
+    retryDelaysSecs: config.webhookRetryDelaysSecs,
+    timeoutMs: config.webhookTimeoutMs,
+    allowNetworks,
+    resolve: opts.resolve,
+    logger,
+    version: VERSION,
+    now,
+  });
+  const credits = new CreditService(db, new CreditStore(db), events, {
+    perMinute: config.creditsPerMinute,
+    perSearch: config.creditsPerSearch,
+    lowThreshold: config.creditsLowThreshold,
+  }, () => dispatcher.wake());
   const indexStore = new IndexStore(db, Boolean(opts.runtime.vecExtension));
   const videoStore = new VideoStore(db);
   // Deleted videos leave the search indexes (the search domain is built below; called only later).
@@ -133,8 +163,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     ffmpeg: opts.runtime.ffmpeg,
     allowNetworks: config.allowNetworks,
     embedder: opts.queryEmbedder ?? new CatalogQueryEmbedder(models, () => inference.get()),
-    // HOOK (credits): used as soon as Services has a `credits` service with these two methods.
-    credits: () => (services as Partial<{ credits: SearchCredits }>).credits,
+    credits: () => credits,
     logger,
     now,
   });
@@ -151,14 +180,21 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     batchSize: config.batchSize,
     logger,
     onIndexed: (videoId) => search.indexes.onVideoIndexed(videoId),
+    onCompleted: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
   });
   const runner = new JobRunner(jobStore, pipeline, { concurrency: config.jobConcurrency, logger, now });
-  const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, undefined, () => runner.wake());
+  const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, (accountId) => credits.assertCanSpend(accountId), () => {
+    runner.wake();
+    dispatcher.wake();
+  });
+  const webhooks = new WebhookService(db, webhookStore, events, accountStore, secretBox, { allowNetworks, resolve: opts.resolve }, () => dispatcher.wake(), now);
+  const accountDeletion = new AccountDeletion(db, accountStore, events, dispatcher, videos);
   const jobs = new JobService(jobStore);
   const media = new MediaService(new MediaStore(db), files, signer);
   const services: Services = {
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
     search: search.search, searchFeedback: search.feedback, moments: search.moments, media,
+    webhooks, credits, accountDeletion,
   };
 
   const metrics = new Metrics();
@@ -171,7 +207,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     metrics,
     version: VERSION,
-    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes, registerSearchRoutes, registerMediaRoutes],
+    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes, registerSearchRoutes, registerMediaRoutes, registerWebhookRoutes],
     ready: () => {
       const checks: Record<string, string> = {};
       try {
@@ -198,6 +234,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       baseUrl = config.publicBaseUrl ?? url.replace(/\/$/, "");
     },
     runner,
+    dispatcher,
     inference,
     models,
     runtime: opts.runtime,
@@ -208,10 +245,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       const swept = files.sweepOrphans(new Set(videoStore.allIds()));
       if (released || swept.tmp || swept.videos) logger.info("recovered after restart", { jobs_requeued: released, ...swept });
       runner.start();
+      dispatcher.start();
     },
     close: async () => {
       closing = true;
       await runner.stop();
+      await dispatcher.stop();
       await inference.close();
       db.close();
     },

@@ -9,6 +9,9 @@ import type { SearchService } from "./search/service.ts";
 import type { FeedbackService } from "./search/feedback-service.ts";
 import type { MomentService } from "./search/moment-service.ts";
 import type { MediaService } from "./media-serving/service.ts";
+import type { WebhookService } from "./webhooks/service.ts";
+import type { CreditService } from "./credits/service.ts";
+import type { AccountDeletion } from "./accounts/deletion.ts";
 
 /** Everything routes and CLI commands may call. Built once by createApp. */
 export interface Services {
@@ -23,4 +26,7 @@ export interface Services {
   searchFeedback: FeedbackService;
   moments: MomentService;
   media: MediaService;
+  webhooks: WebhookService;
+  credits: CreditService;
+  accountDeletion: AccountDeletion;
 }

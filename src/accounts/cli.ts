@@ -23,6 +23,14 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     });
 
   accounts
+    .command("delete <id>")
+    .description("Delete an account: fires account.deleted to its webhooks, then purges all its data and files")
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const r = await ctx.withApp(cmd, (app) => app.services.accountDeletion.delete(id));
+      ctx.print(cmd, r, `Deleted account ${r.user_id}: ${r.videos_deleted} video(s) purged; account.deleted sent to ${r.deliveries.length} endpoint(s) (${r.deliveries.map((d) => d.status).join(", ") || "none"})`);
+    });
+
+  accounts
     .command("set-plan <id> <plan>")
     .description("Change an account's plan (free | payg | enterprise)")
     .action(async (id: string, plan: string, _o: unknown, cmd: Command) => {

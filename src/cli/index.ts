@@ -9,6 +9,7 @@ import { registerKeyCommands } from "../api-keys/cli.ts";
 import { registerSearchCommands } from "../search/cli.ts";
 import { registerJobCommands } from "../jobs/cli.ts";
 import { registerModelCommands } from "../models/cli.ts";
+import { registerCreditCommands } from "../credits/cli.ts";
 import { registerVideoCommands } from "../videos/cli.ts";
 import { createCliContext } from "./context.ts";
 import { registerServeCommand } from "./serve.ts";
@@ -37,6 +38,7 @@ export function buildProgram(env: Record<string, string | undefined>, runtime: (
   registerVideoCommands(program, ctx);
   registerJobCommands(program, ctx);
   registerModelCommands(program, ctx);
+  registerCreditCommands(program, ctx);
   registerSystemCommands(program, ctx);
   registerSearchCommands(program, ctx);
   return program;

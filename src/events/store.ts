@@ -27,6 +27,10 @@ export class EventStore {
     this.db.query("UPDATE events SET dispatched_at = ? WHERE seq = ?").run(at, seq);
   }
 
+  deleteForAccount(accountId: string): void {
+    this.db.query("DELETE FROM events WHERE account_id = ?").run(accountId);
+  }
+
   listForAccount(accountId: string, limit = 100): EventRecord[] {
     return this.db
       .query<EventRecord, [string, number]>("SELECT * FROM events WHERE account_id = ? ORDER BY seq DESC LIMIT ?")

@@ -6,6 +6,7 @@ import { resolveRuntime } from "../../src/cli/runtime.ts";
 import { type Config, loadConfig } from "../../src/config/config.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import type { ModelCatalog } from "../../src/pipeline/deps.ts";
+import type { Resolver } from "../../src/net/address-rules.ts";
 
 export interface TestApp {
   app: App;
@@ -18,11 +19,20 @@ export interface TestApp {
 }
 
 /** A real app on a real SQLite file in a fresh temp dir. */
-export async function startTestApp(env: Record<string, string> = {}, opts: { models?: ModelCatalog } = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, opts: { models?: ModelCatalog; resolve?: Resolver } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), "vsearch-test-"));
   const config = loadConfig({ dataDir: dir, logLevel: "silent" }, env);
-  const clock = { now: Date.now() };
-  const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("silent"), now: () => clock.now, models: opts.models });
+  // Runs with real time (timers and retries move on) but can be pushed forward: `clock.now += ms`.
+  let offset = 0;
+  const clock = {
+    get now() {
+      return Date.now() + offset;
+    },
+    set now(v: number) {
+      offset = v - Date.now();
+    },
+  };
+  const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("silent"), now: () => clock.now, models: opts.models, resolve: opts.resolve });
   return {
     app,
     dir,

@@ -1,0 +1,195 @@
+import type { Database } from "bun:sqlite";
+import { createHmac } from "node:crypto";
+import { newId, nowIso } from "../core/ids.ts";
+import type { Logger } from "../core/logger.ts";
+import type { EventStore } from "../events/store.ts";
+import type { CidrAllowList, Resolver } from "../net/address-rules.ts";
+import { NetError } from "../net/errors.ts";
+import { safeFetch } from "../net/safe-fetch.ts";
+import type { SecretBox } from "./secret-box.ts";
+import type { DeliveryRow, WebhookRow, WebhookStore } from "./store.ts";
+
+export interface DispatcherOptions {
+  retryDelaysSecs: number[];
+  timeoutMs: number;
+  allowNetworks: CidrAllowList;
+  resolve?: Resolver;
+  logger: Logger;
+  version: string;
+  pollMs?: number;
+  perEndpoint?: number;
+  maxInFlight?: number;
+  now?: () => number;
+}
+
+const EXCERPT_BYTES = 1024;
+
+export const signBody = (secret: string, body: string) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+
+/**
+ * Delivers the outbox. Fan-out (event → one delivery row per subscribed active endpoint) happens
+ * in the same transaction that marks the event dispatched, so an event is fanned out exactly
+ * once. Attempts: at once, then after each configured delay (30 s, 60 s), then `failed`. Before
+ * an attempt the due time is pushed out and the attempt counted, so a crash mid-attempt leads to a
+ * retry, never to a lost or doubly-counted delivery; a restart resumes from the table.
+ */
+export class WebhookDispatcher {
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private running = false;
+  private readonly inFlight = new Map<string, number>();
+  private readonly attempts = new Set<Promise<void>>();
+  private readonly now: () => number;
+
+  constructor(
+    private readonly db: Database,
+    private readonly store: WebhookStore,
+    private readonly events: EventStore,
+    private readonly box: SecretBox,
+    private readonly opts: DispatcherOptions,
+  ) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  start(): void {
+    this.running = true;
+    this.wake();
+  }
+
+  wake(): void {
+    if (!this.running) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), 0);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await Promise.allSettled([...this.attempts]);
+  }
+
+  private async tick(): Promise<void> {
+    this.timer = null;
+    try {
+      this.fanOut();
+      this.attemptDue();
+    } catch (e) {
+      this.opts.logger.error("webhook dispatcher tick failed", { err: (e as Error).message, stack: (e as Error).stack });
+    }
+    if (this.running) this.timer = setTimeout(() => void this.tick(), this.opts.pollMs ?? 250);
+  }
+
+  /** Turns undispatched events into delivery rows. Returns how many events were handled. */
+  fanOut(limit = 200): number {
+    const pending = this.events.undispatched(limit);
+    for (const ev of pending) {
+      this.db.transaction(() => {
+        const data = JSON.parse(ev.payload) as Record<string, unknown>;
+        // A test ping goes to the endpoint it was sent from, whatever that endpoint subscribed to.
+        const targets: WebhookRow[] =
+          ev.type === "webhook.ping"
+            ? [this.store.getById(String(data.webhook_id))].filter((w): w is WebhookRow => !!w && w.is_active === 1)
+            : this.store.subscribers(ev.account_id, ev.type);
+        const body = JSON.stringify({ id: ev.id, event: ev.type, created_at: ev.created_at, data });
+        for (const w of targets) {
+          this.store.insertDelivery({
+            id: newId("del"),
+            webhook_id: w.id,
+            account_id: ev.account_id,
+            event_id: ev.id,
+            event: ev.type,
+            payload: body,
+            status: "pending",
+            attempts: 0,
+            next_attempt_at: this.now(),
+            created_at: nowIso(this.now()),
+          });
+        }
+        this.events.markDispatched(ev.seq, nowIso(this.now()));
+      })();
+    }
+    return pending.length;
+  }
+
+  private attemptDue(): void {
+    const max = this.opts.maxInFlight ?? 8;
+    if (this.attempts.size >= max) return;
+    for (const d of this.store.due(this.now(), 100)) {
+      if (this.attempts.size >= max) break;
+      if ((this.inFlight.get(d.webhook_id) ?? 0) >= (this.opts.perEndpoint ?? 2)) continue;
+      this.track(d);
+    }
+  }
+
+  private track(d: DeliveryRow): Promise<void> {
+    this.inFlight.set(d.webhook_id, (this.inFlight.get(d.webhook_id) ?? 0) + 1);
+    const p = this.attempt(d).finally(() => {
+      this.attempts.delete(p);
+      const n = (this.inFlight.get(d.webhook_id) ?? 1) - 1;
+      if (n <= 0) this.inFlight.delete(d.webhook_id);
+      else this.inFlight.set(d.webhook_id, n);
+    });
+    this.attempts.add(p);
+    return p;
+  }
+
+  /** One attempt for each pending delivery of an event, now (account deletion cannot wait for the schedule). */
+  async deliverEventNow(eventId: string): Promise<{ webhook_id: string; status: string }[]> {
+    const rows = this.store.due(Number.MAX_SAFE_INTEGER, 1000).filter((d) => d.event_id === eventId);
+    await Promise.allSettled(rows.map((d) => this.track(d)));
+    return rows.map((d) => ({ webhook_id: d.webhook_id, status: this.store.getDelivery(d.webhook_id, d.id)?.status ?? "unknown" }));
+  }
+
+  private async attempt(d: DeliveryRow): Promise<void> {
+    const webhook = this.store.getById(d.webhook_id);
+    if (!webhook || webhook.is_active !== 1) return;
+    const delays = this.opts.retryDelaysSecs;
+    const attemptNo = d.attempts + 1;
+    // Claim: if this process dies during the request, the delivery is due again after the hold.
+    if (!this.store.beginAttempt(d.id, d.attempts, this.now() + this.opts.timeoutMs + 5_000)) return;
+    const log = this.opts.logger.child({ delivery_id: d.id, webhook_id: d.webhook_id, event: d.event, attempt: attemptNo });
+    let status: number | null = null;
+    let excerpt: string | null = null;
+    let error: string | null = null;
+    try {
+      const secret = this.box.open(webhook.secret_sealed);
+      const res = await safeFetch(webhook.url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "user-agent": `vsearch-webhooks/${this.opts.version}`,
+          "x-service-event": d.event,
+          "x-service-delivery": d.id,
+          "x-service-signature": signBody(secret, d.payload),
+        },
+        body: d.payload,
+        allowNetworks: this.opts.allowNetworks,
+        resolve: this.opts.resolve,
+        timeoutMs: this.opts.timeoutMs,
+        maxResponseBytes: EXCERPT_BYTES,
+        onOversize: "truncate",
+      });
+      status = res.status;
+      excerpt = new TextDecoder().decode(res.body).slice(0, EXCERPT_BYTES);
+      if (status < 200 || status >= 300) error = status >= 300 && status < 400 ? `redirect ${status} not followed` : `HTTP ${status}`;
+    } catch (e) {
+      error = e instanceof NetError ? `${e.code}: ${e.message}` : `delivery error: ${(e as Error).message}`;
+    }
+    const t = this.now();
+    if (error === null) {
+      this.store.recordOutcome(d.id, { status: "succeeded", nextAttemptAt: null, responseStatus: status, excerpt, error: null, deliveredAt: nowIso(t) });
+      log.info("webhook delivered", { status });
+      return;
+    }
+    const final = d.manual_retry === 1 || attemptNo > delays.length;
+    this.store.recordOutcome(d.id, {
+      status: final ? "failed" : "pending",
+      nextAttemptAt: final ? null : t + delays[attemptNo - 1] * 1000,
+      responseStatus: status,
+      excerpt,
+      error,
+      deliveredAt: null,
+    });
+    log.warn(final ? "webhook delivery failed" : "webhook attempt failed; will retry", { status, error });
+  }
+}

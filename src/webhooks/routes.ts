@@ -1,0 +1,144 @@
+import { z } from "@hono/zod-openapi";
+import { defineRoute, envelopeOf, idParam, jsonError, ok, pageQuery } from "../http/index.ts";
+import type { Api, HttpDeps } from "../http/deps.ts";
+import { createdWebhookSchema, createWebhookInput, deliverySchema, updateWebhookInput, webhookSchema } from "./schema.ts";
+
+const webhookId = idParam("webhook_id", "wh_9sKq2LmN4pR6tV8xZ0bC");
+const notFound = { 404: jsonError("No such webhook in this account (WEBHOOK_NOT_FOUND)") };
+const json = <T extends z.ZodType>(schema: T) => ({ required: true as const, content: { "application/json": { schema } } });
+
+/** Webhook management: writes need an `all` credential; listing is a read (SPEC §3). */
+export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
+  const svc = deps.services.webhooks;
+  const read = { tags: ["Webhooks"], access: "read_only" as const, rateGroup: "webhooks" as const };
+  const write = { tags: ["Webhooks"], access: "all" as const, rateGroup: "webhooks" as const };
+  const account = (c: { get(k: "principal"): { accountId: string } }) => c.get("principal").accountId;
+
+  app.openapi(
+    defineRoute(deps, {
+      ...write,
+      method: "post",
+      path: "/v1/webhooks",
+      summary: "Register an endpoint (the signing secret is in this response only)",
+      request: { body: json(createWebhookInput) },
+      responses: {
+        201: { description: "Created", content: { "application/json": { schema: envelopeOf(createdWebhookSchema) } } },
+        402: jsonError("Plan's active-endpoint limit reached (WEBHOOK_LIMIT_REACHED)"),
+      },
+    }),
+    async (c) => ok(c, await svc.create(account(c), c.req.valid("json")), 201),
+  );
+
+  app.openapi(
+    defineRoute(deps, {
+      ...read,
+      method: "get",
+      path: "/v1/webhooks",
+      summary: "List the account's endpoints (never with secrets)",
+      responses: { 200: { description: "Endpoints", content: { "application/json": { schema: envelopeOf(z.array(webhookSchema)) } } } },
+    }),
+    (c) => {
+      const items = svc.list(account(c));
+      return ok(c, items, 200, { total: items.length });
+    },
+  );
+
+  app.openapi(
+    defineRoute(deps, {
+      ...read,
+      method: "get",
+      path: "/v1/webhooks/{webhook_id}",
+      summary: "Get an endpoint",
+      request: { params: webhookId },
+      responses: { 200: { description: "Endpoint", content: { "application/json": { schema: envelopeOf(webhookSchema) } } }, ...notFound },
+    }),
+    (c) => ok(c, svc.get(account(c), c.req.valid("param").webhook_id)),
+  );
+
+  app.openapi(
+    defineRoute(deps, {
+      ...write,
+      method: "patch",
+      path: "/v1/webhooks/{webhook_id}",
+      summary: "Update url, events or is_active",
+      request: { params: webhookId, body: json(updateWebhookInput) },
+      responses: {
+        200: { description: "Updated", content: { "application/json": { schema: envelopeOf(webhookSchema) } } },
+        402: jsonError("Re-activation would exceed the plan's limit (WEBHOOK_LIMIT_REACHED)"),
+        ...notFound,
+      },
+    }),
+    async (c) => ok(c, await svc.update(account(c), c.req.valid("param").webhook_id, c.req.valid("json"))),
+  );
+
+  app.openapi(
+    defineRoute(deps, {
+      ...write,
+      method: "delete",
+      path: "/v1/webhooks/{webhook_id}",
+      summary: "Delete an endpoint and its delivery history",
+      request: { params: webhookId },
+      responses: { 204: { description: "Deleted" }, ...notFound },
+    }),
+    (c) => {
+      svc.delete(account(c), c.req.valid("param").webhook_id);
+      return c.body(null, 204);
+    },
+  );
+
+  app.openapi(
+    defineRoute(deps, {
+      ...write,
+      method: "post",
+      path: "/v1/webhooks/{webhook_id}/test",
+      summary: "Send a `webhook.ping` through the normal signing and delivery path",
+      request: { params: webhookId },
+      responses: {
+        202: { description: "Queued", content: { "application/json": { schema: envelopeOf(z.object({ event_id: z.string(), webhook_id: z.string() })) } } },
+        409: jsonError("The endpoint is inactive (WEBHOOK_INACTIVE)"),
+        ...notFound,
+      },
+    }),
+    (c) => ok(c, svc.ping(account(c), c.req.valid("param").webhook_id), 202),
+  );
+
+  app.openapi(
+    defineRoute(deps, {
+      ...read,
+      method: "get",
+      path: "/v1/webhooks/{webhook_id}/deliveries",
+      summary: "Delivery history, newest first",
+      request: { params: webhookId, query: pageQuery(100, 20) },
+      responses: { 200: { description: "Deliveries", content: { "application/json": { schema: envelopeOf(z.array(deliverySchema)) } } }, ...notFound },
+    }),
+    (c) => {
+      const { page, per_page } = c.req.valid("query");
+      const { items, total } = svc.deliveries(account(c), c.req.valid("param").webhook_id, { page, perPage: per_page });
+      return ok(c, items, 200, { total, page, per_page });
+    },
+  );
+
+  app.openapi(
+    defineRoute(deps, {
+      ...write,
+      method: "post",
+      path: "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry",
+      summary: "Redeliver a failed delivery now (one attempt)",
+      request: {
+        params: z.object({
+          webhook_id: z.string().min(1).max(64).openapi({ param: { name: "webhook_id", in: "path" } }),
+          delivery_id: z.string().min(1).max(64).openapi({ param: { name: "delivery_id", in: "path" } }),
+        }),
+      },
+      responses: {
+        202: { description: "Queued", content: { "application/json": { schema: envelopeOf(deliverySchema) } } },
+        404: jsonError("No such webhook or delivery (WEBHOOK_NOT_FOUND, DELIVERY_NOT_FOUND)"),
+        409: jsonError("Only failed deliveries can be retried (DELIVERY_NOT_FAILED)"),
+      },
+    }),
+    (c) => {
+      const p = c.req.valid("param");
+      return ok(c, svc.retry(account(c), p.webhook_id, p.delivery_id), 202);
+    },
+  );
+}

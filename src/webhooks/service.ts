@@ -1,0 +1,156 @@
+import type { Database } from "bun:sqlite";
+import { PLAN_LIMITS } from "../accounts/schema.ts";
+import type { AccountStore } from "../accounts/store.ts";
+import { AppError, notFound, ValidationError } from "../core/errors.ts";
+import { newId, nowIso, randomBase62 } from "../core/ids.ts";
+import type { Page } from "../core/paging.ts";
+import { offsetOf } from "../core/paging.ts";
+import { parseInput } from "../core/validate.ts";
+import type { EventStore } from "../events/store.ts";
+import { checkTarget, type CidrAllowList, type Resolver } from "../net/address-rules.ts";
+import { NetError } from "../net/errors.ts";
+import type { SecretBox } from "./secret-box.ts";
+import type { DeliveryRow, WebhookRow, WebhookStore } from "./store.ts";
+import { createWebhookInput, type Delivery, updateWebhookInput, type Webhook } from "./schema.ts";
+
+export interface TargetRules {
+  allowNetworks: CidrAllowList;
+  resolve?: Resolver;
+}
+
+export class WebhookService {
+  constructor(
+    private readonly db: Database,
+    private readonly store: WebhookStore,
+    private readonly events: EventStore,
+    private readonly accounts: AccountStore,
+    private readonly box: SecretBox,
+    private readonly rules: TargetRules,
+    private readonly onQueued: () => void = () => {},
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async create(accountId: string, input: unknown): Promise<Webhook & { secret: string }> {
+    const { url, events } = parseInput(createWebhookInput, input);
+    const normalized = await this.checkUrl(url);
+    this.assertUnderLimit(accountId);
+    const secret = `whsec_${randomBase62(32)}`;
+    const at = nowIso(this.now());
+    const row: WebhookRow = {
+      id: newId("wh"),
+      account_id: accountId,
+      url: normalized,
+      events: JSON.stringify(events),
+      secret_sealed: this.box.seal(secret),
+      is_active: 1,
+      created_at: at,
+      updated_at: at,
+    };
+    this.store.insert(row);
+    return { ...toWebhook(row), secret };
+  }
+
+  list(accountId: string): Webhook[] {
+    return this.store.list(accountId).map(toWebhook);
+  }
+
+  require(accountId: string, id: string): WebhookRow {
+    const row = this.store.get(accountId, id);
+    if (!row) throw notFound("WEBHOOK_NOT_FOUND", `Webhook ${id}`);
+    return row;
+  }
+
+  get(accountId: string, id: string): Webhook {
+    return toWebhook(this.require(accountId, id));
+  }
+
+  async update(accountId: string, id: string, input: unknown): Promise<Webhook> {
+    const patch = parseInput(updateWebhookInput, input);
+    const row = this.require(accountId, id);
+    const url = patch.url !== undefined ? await this.checkUrl(patch.url) : undefined;
+    if (patch.is_active === true && row.is_active === 0) this.assertUnderLimit(accountId);
+    this.store.update(id, {
+      url,
+      events: patch.events ? JSON.stringify(patch.events) : undefined,
+      is_active: patch.is_active === undefined ? undefined : patch.is_active ? 1 : 0,
+    });
+    return this.get(accountId, id);
+  }
+
+  delete(accountId: string, id: string): void {
+    this.require(accountId, id);
+    this.store.delete(id); // deliveries cascade
+  }
+
+  /** `webhook.ping` through the outbox, like any event; it goes to this endpoint only. */
+  ping(accountId: string, id: string): { event_id: string; webhook_id: string } {
+    const row = this.require(accountId, id);
+    if (!row.is_active) throw new AppError(409, "WEBHOOK_INACTIVE", "The webhook is inactive; activate it before testing");
+    const eventId = this.events.record(accountId, "webhook.ping", { webhook_id: id }, nowIso(this.now()));
+    this.onQueued();
+    return { event_id: eventId, webhook_id: id };
+  }
+
+  deliveries(accountId: string, id: string, page: Page): { items: Delivery[]; total: number } {
+    this.require(accountId, id);
+    return { items: this.store.listDeliveries(id, page.perPage, offsetOf(page)).map(toDelivery), total: this.store.countDeliveries(id) };
+  }
+
+  retry(accountId: string, webhookId: string, deliveryId: string): Delivery {
+    this.require(accountId, webhookId);
+    const d = this.store.getDelivery(webhookId, deliveryId);
+    if (!d) throw notFound("DELIVERY_NOT_FOUND", `Delivery ${deliveryId}`);
+    if (!this.store.requeueFailed(deliveryId, this.now())) {
+      throw new AppError(409, "DELIVERY_NOT_FAILED", `Only failed deliveries can be retried; this one is ${d.status}`);
+    }
+    this.onQueued();
+    return toDelivery(this.store.getDelivery(webhookId, deliveryId)!);
+  }
+
+  private assertUnderLimit(accountId: string): void {
+    const account = this.accounts.getAccount(accountId);
+    const limit = account ? PLAN_LIMITS[account.plan].webhooks : null;
+    if (limit !== null && this.store.countActive(accountId) >= limit) {
+      throw new AppError(402, "WEBHOOK_LIMIT_REACHED", `The ${account!.plan} plan allows ${limit} active webhook endpoints`);
+    }
+  }
+
+  /** The registration-time half of the target rules (delivery checks again, see dispatcher). */
+  private async checkUrl(url: string): Promise<string> {
+    try {
+      const t = await checkTarget(url, { allowNetworks: this.rules.allowNetworks, resolve: this.rules.resolve });
+      return t.url.toString();
+    } catch (e) {
+      if (!(e instanceof NetError)) throw e;
+      const why = e.code === "TARGET_FORBIDDEN" && e.details.reason ? ` (${e.details.reason})` : "";
+      throw new ValidationError([
+        { loc: ["body", "url"], msg: `The webhook target is not allowed: ${e.message}${why}`, type: "value_error", input: url, ctx: { code: e.code, reason: e.details.reason } },
+      ]);
+    }
+  }
+}
+
+export const toWebhook = (r: WebhookRow): Webhook => ({
+  id: r.id,
+  user_id: r.account_id,
+  url: r.url,
+  events: JSON.parse(r.events),
+  is_active: r.is_active === 1,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+});
+
+export const toDelivery = (d: DeliveryRow): Delivery => ({
+  id: d.id,
+  webhook_id: d.webhook_id,
+  event_id: d.event_id,
+  event: d.event,
+  status: d.status,
+  attempts: d.attempts,
+  response_status: d.response_status,
+  response_excerpt: d.response_excerpt,
+  error: d.error,
+  next_attempt_at: d.status === "pending" && d.next_attempt_at !== null ? nowIso(d.next_attempt_at) : null,
+  created_at: d.created_at,
+  delivered_at: d.delivered_at,
+});

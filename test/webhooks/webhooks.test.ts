@@ -1,0 +1,180 @@
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { startReceiver, until } from "./receiver.ts";
+
+const ENV = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "0.2,0.4", VSEARCH_WEBHOOK_TIMEOUT_MS: "2000", VSEARCH_RATE_LIMIT_WEBHOOKS: "10000" };
+let t: TestApp;
+let a: Tenant;
+let b: Tenant;
+beforeAll(async () => {
+  t = await startTestApp(ENV);
+  await t.app.start();
+  a = await createTenant(t, "A");
+  b = await createTenant(t, "B");
+});
+afterAll(() => t.close());
+
+const register = async (token: string, url: string, events: string[] = ["webhook.ping"]) =>
+  t.request("POST", "/v1/webhooks", { token, json: { url, events } });
+const deliveries = async (id: string) => (await json(await t.request("GET", `/v1/webhooks/${id}/deliveries`, { token: a.key }))).data;
+
+describe("webhook endpoints", () => {
+  test("create shows the secret once; list/get never; patch; delete; tenant isolation; read_only", async () => {
+    const rx = startReceiver();
+    try {
+      const res = await register(a.key, rx.url, ["job.completed", "video.created"]);
+      expect(res.status).toBe(201);
+      const { data } = await json(res);
+      expect(data).toMatchObject({ id: expect.stringMatching(/^wh_/), user_id: a.accountId, url: rx.url, events: ["job.completed", "video.created"], is_active: true });
+      expect(data.secret).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
+      const stored = JSON.stringify(t.app.db.query("SELECT * FROM webhooks").all());
+      expect(stored).not.toContain(data.secret);
+      const listed = (await json(await t.request("GET", "/v1/webhooks", { token: a.readOnlyKey }))).data;
+      expect(listed.find((w: any) => w.id === data.id).secret).toBeUndefined();
+      const patched = await t.request("PATCH", `/v1/webhooks/${data.id}`, { token: a.key, json: { is_active: false, events: ["video.deleted"] } });
+      expect((await json(patched)).data).toMatchObject({ is_active: false, events: ["video.deleted"] });
+      expect((await t.request("GET", `/v1/webhooks/${data.id}`, { token: b.key })).status).toBe(404);
+      expect((await t.request("DELETE", `/v1/webhooks/${data.id}`, { token: b.key })).status).toBe(404);
+      expect((await t.request("POST", "/v1/webhooks", { token: a.readOnlyKey, json: { url: rx.url, events: ["job.completed"] } })).status).toBe(403);
+      expect((await t.request("PATCH", `/v1/webhooks/${data.id}`, { token: a.readOnlyKey, json: { is_active: true } })).status).toBe(403);
+      expect((await t.request("DELETE", `/v1/webhooks/${data.id}`, { token: a.key })).status).toBe(204);
+      const gone = await t.request("GET", `/v1/webhooks/${data.id}`, { token: a.key });
+      expect((await json(gone)).detail.code).toBe("WEBHOOK_NOT_FOUND");
+    } finally {
+      rx.stop();
+    }
+  });
+
+  test("bad input is 422 and stores nothing", async () => {
+    const before = (t.app.db.query("SELECT count(*) AS n FROM webhooks").get() as any).n;
+    for (const body of [{ url: "http://127.0.0.1:9/x", events: [] }, { url: "http://127.0.0.1:9/x", events: ["nope"] }, { url: "http://127.0.0.1:9/x" }, { url: "not a url", events: ["job.completed"] }, { url: "http://127.0.0.1:9/x", events: ["job.completed"], extra: 1 }, { url: "ftp://127.0.0.1/x", events: ["job.completed"] }]) {
+      const res = await t.request("POST", "/v1/webhooks", { token: a.key, json: body });
+      expect(res.status, JSON.stringify(body)).toBe(422);
+    }
+    expect((t.app.db.query("SELECT count(*) AS n FROM webhooks").get() as any).n).toBe(before);
+  });
+
+  test("plan limit: free allows 3 active endpoints → 402 WEBHOOK_LIMIT_REACHED, also on re-activation", async () => {
+    const free = await createTenant(t, "Free", "free");
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await json(await register(free.adminToken, `http://127.0.0.1:9/${i}`))).data.id);
+    const fourth = await register(free.adminToken, "http://127.0.0.1:9/4");
+    expect(fourth.status).toBe(402);
+    expect((await json(fourth)).detail.code).toBe("WEBHOOK_LIMIT_REACHED");
+    await t.request("PATCH", `/v1/webhooks/${ids[0]}`, { token: free.adminToken, json: { is_active: false } });
+    const fifth = (await json(await register(free.adminToken, "http://127.0.0.1:9/5"))).data.id;
+    expect(fifth).toBeDefined();
+    const back = await t.request("PATCH", `/v1/webhooks/${ids[0]}`, { token: free.adminToken, json: { is_active: true } });
+    expect(back.status).toBe(402);
+  });
+});
+
+describe("delivery", () => {
+  test("ping is signed over the exact raw body, with event and delivery headers", async () => {
+    const rx = startReceiver();
+    try {
+      const { data } = await json(await register(a.key, rx.url));
+      rx.setSecret(data.secret);
+      const res = await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
+      expect(res.status).toBe(202);
+      expect(await until(() => rx.hits.length === 1)).toBe(true);
+      const hit = rx.hits[0];
+      expect(hit.signatureOk).toBe(true);
+      expect(hit.headers["x-service-event"]).toBe("webhook.ping");
+      expect(hit.headers["x-service-delivery"]).toMatch(/^del_/);
+      expect(hit.body).toEqual({ id: expect.stringMatching(/^evt_/), event: "webhook.ping", created_at: expect.any(String), data: { webhook_id: data.id } });
+      expect(await until(async () => (await deliveries(data.id))[0]?.status === "succeeded")).toBe(true);
+      const [d] = await deliveries(data.id);
+      expect(d).toMatchObject({ id: hit.headers["x-service-delivery"], event: "webhook.ping", attempts: 1, response_status: 200, error: null });
+      // a wrong secret does not verify
+      rx.setSecret("whsec_wrong");
+      await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
+      expect(await until(() => rx.hits.length === 2)).toBe(true);
+      expect(rx.hits[1].signatureOk).toBe(false);
+    } finally {
+      rx.stop();
+    }
+  });
+
+  test("fails twice then succeeds: three attempts on the schedule, one success", async () => {
+    const rx = startReceiver((n) => (n <= 2 ? 500 : 204));
+    try {
+      const { data } = await json(await register(a.key, rx.url));
+      await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
+      expect(await until(async () => (await deliveries(data.id))[0]?.status === "succeeded", 10_000)).toBe(true);
+      const [d] = await deliveries(data.id);
+      expect(d.attempts).toBe(3);
+      expect(rx.hits).toHaveLength(3);
+      expect(new Set(rx.hits.map((h) => h.raw)).size).toBe(1); // identical bytes every time
+    } finally {
+      rx.stop();
+    }
+  });
+
+  test("always fails → failed after 3 attempts; a manual retry succeeds once the receiver is fixed", async () => {
+    let broken = true;
+    const rx = startReceiver(() => (broken ? 503 : 200));
+    try {
+      const { data } = await json(await register(a.key, rx.url));
+      await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
+      expect(await until(async () => (await deliveries(data.id))[0]?.status === "failed", 10_000)).toBe(true);
+      const [d] = await deliveries(data.id);
+      expect(d).toMatchObject({ attempts: 3, response_status: 503, error: "HTTP 503", next_attempt_at: null });
+      await Bun.sleep(700);
+      expect(rx.hits).toHaveLength(3); // no fourth attempt on its own
+      const notFailed = await t.request("POST", `/v1/webhooks/${data.id}/deliveries/del_nope/retry`, { token: a.key });
+      expect((await json(notFailed)).detail.code).toBe("DELIVERY_NOT_FOUND");
+      broken = false;
+      const retry = await t.request("POST", `/v1/webhooks/${data.id}/deliveries/${d.id}/retry`, { token: a.key });
+      expect(retry.status).toBe(202);
+      expect(await until(async () => (await deliveries(data.id))[0]?.status === "succeeded")).toBe(true);
+      expect((await deliveries(data.id))[0].attempts).toBe(4);
+      const again = await t.request("POST", `/v1/webhooks/${data.id}/deliveries/${d.id}/retry`, { token: a.key });
+      expect(again.status).toBe(409);
+    } finally {
+      rx.stop();
+    }
+  });
+
+  test("inactive endpoints and unsubscribed events get nothing", async () => {
+    const subscribed = startReceiver();
+    const inactive = startReceiver();
+    try {
+      const s = (await json(await register(a.key, subscribed.url, ["video.deleted"]))).data;
+      const i = (await json(await register(a.key, inactive.url, ["video.created", "video.deleted"]))).data;
+      await t.request("PATCH", `/v1/webhooks/${i.id}`, { token: a.key, json: { is_active: false } });
+      // Events enter the outbox exactly as the services write them.
+      const { EventStore } = await import("../../src/events/store.ts");
+      const outbox = new EventStore(t.app.db);
+      outbox.record(a.accountId, "video.created", { video_id: "vid_x", job_id: "job_x", collection_id: "col_x", filename: "x.mp4" });
+      outbox.record(a.accountId, "video.deleted", { video_id: "vid_x", collection_id: "col_x" });
+      t.app.dispatcher.wake();
+      expect(await until(() => subscribed.hits.length >= 1)).toBe(true);
+      await Bun.sleep(500);
+      expect(subscribed.hits.map((h) => h.body.event)).toEqual(["video.deleted"]);
+      expect(inactive.hits).toHaveLength(0);
+      expect(await deliveries(i.id)).toEqual([]);
+      expect((await deliveries(s.id)).map((d: any) => d.event)).toEqual(["video.deleted"]);
+    } finally {
+      subscribed.stop();
+      inactive.stop();
+    }
+  });
+
+  test("a redirect is not followed: the delivery fails and the redirect target gets nothing", async () => {
+    const target = startReceiver();
+    const redirector = startReceiver(() => new Response(null, { status: 302, headers: { location: target.url } }));
+    try {
+      const { data } = await json(await register(a.key, redirector.url));
+      await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
+      expect(await until(async () => (await deliveries(data.id))[0]?.status === "failed", 10_000)).toBe(true);
+      const [d] = await deliveries(data.id);
+      expect(d.response_status).toBe(302);
+      expect(d.error).toContain("redirect");
+      expect(target.hits).toHaveLength(0);
+    } finally {
+      target.stop();
+      redirector.stop();
+    }
+  });
+});
