@@ -80,3 +80,19 @@ describe("CLI as a subprocess", () => {
     }
   });
 });
+
+describe("credits and account deletion from the CLI", () => {
+  test("credits grant/show; accounts delete purges the account", async () => {
+    const d = tempDir();
+    const acct = await runCliJson(["--data-dir", d, "accounts", "create", "--name", "Meter"]);
+    const shown = await runCliJson(["--data-dir", d, "credits", "show", "--account", acct.id]);
+    expect(shown).toMatchObject({ balance: null, metered: false });
+    expect(await runCliJson(["--data-dir", d, "credits", "grant", "--account", acct.id, "--amount", "50"])).toMatchObject({ balance: 50 });
+    const bad = await runCli(["--data-dir", d, "credits", "grant", "--account", acct.id, "--amount", "-3"]);
+    expect(bad.code).toBe(1);
+    const deleted = await runCliJson(["--data-dir", d, "accounts", "delete", acct.id]);
+    expect(deleted).toMatchObject({ user_id: acct.id, videos_deleted: 0, deliveries: [] });
+    expect(await runCliJson(["--data-dir", d, "accounts", "list"])).toEqual([]);
+    expect((await runCli(["--data-dir", d, "accounts", "delete", acct.id])).code).toBe(1);
+  });
+});

@@ -1,0 +1,42 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, expect, test } from "vitest";
+import { runCliJson, startServer } from "../helpers/cli.ts";
+import { startReceiver, until } from "./receiver.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "vsearch-wh-crash-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+test("kill -9 between attempts → restart → the schedule continues; exactly one success", async () => {
+  const env = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "2,2", VSEARCH_RATE_LIMIT_WEBHOOKS: "100000" };
+  const rx = startReceiver((n) => (n === 1 ? 500 : 200));
+  try {
+    const acct = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "wh"]);
+    const key = (await runCliJson(["--data-dir", dir, "keys", "create", "--account", acct.id, "--name", "k"])).key;
+    const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    let server = await startServer(dir, env);
+    const wh = (await (await fetch(`${server.url}/v1/webhooks`, { method: "POST", headers: auth, body: JSON.stringify({ url: rx.url, events: ["webhook.ping"] }) })).json()).data;
+    rx.setSecret(wh.secret);
+    await fetch(`${server.url}/v1/webhooks/${wh.id}/test`, { method: "POST", headers: auth });
+    expect(await until(() => rx.hits.length === 1)).toBe(true);
+    const first = async (url: string) => (await (await fetch(`${url}/v1/webhooks/${wh.id}/deliveries`, { headers: auth })).json()).data[0];
+    expect(await until(async () => (await first(server.url))?.attempts === 1 && (await first(server.url)).status === "pending")).toBe(true);
+    await server.stop("SIGKILL"); // while the retry is waiting for its due time
+
+    server = await startServer(dir, env);
+    try {
+      expect(await until(async () => (await first(server.url))?.status === "succeeded", 15_000)).toBe(true);
+      const d = await first(server.url);
+      expect(d.attempts).toBe(2);
+      await Bun.sleep(500);
+      expect(rx.hits).toHaveLength(2);
+      expect(rx.hits.every((h) => h.signatureOk)).toBe(true);
+      expect(rx.hits[0].raw).toBe(rx.hits[1].raw);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    rx.stop();
+  }
+}, 60_000);
