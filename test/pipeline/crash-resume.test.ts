@@ -17,7 +17,8 @@ test("kill -9 mid-ingest, restart: the job resumes by itself and nothing is dupl
      "-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
     join(media, "long.mp4"),
   );
-  const env = { VSEARCH_BATCH_SIZE: "1" }; // many small pool round trips: a wide window to kill in
+  // Batch size 1: many small pool round trips, a wide window to kill in. Polling needs a high jobs rate limit.
+  const env = { VSEARCH_BATCH_SIZE: "1", VSEARCH_RATE_LIMIT_JOBS: "100000" };
   await runCliJson(["--data-dir", dir, "models", "import", join(FIXTURE_MODELS, "tiny-random-clip"), "--role", "image-text", "--no-load-check"], env);
   await runCliJson(["--data-dir", dir, "models", "import", join(FIXTURE_MODELS, "tiny-random-whisper"), "--role", "speech", "--no-load-check"], env);
   const acct = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "crash"]);
