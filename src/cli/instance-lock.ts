@@ -1,5 +1,6 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { isProcessAlive as alive } from "../core/process.ts";
 
 export interface LockInfo {
   pid: number;
@@ -7,14 +8,6 @@ export interface LockInfo {
   started_at: string;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 /**
  * One `serve` per data dir: SQLite allows one writer and the job loop assumes it owns the

@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { AppError } from "../core/errors.ts";
 import type { InstalledFile } from "./types.ts";
 import { isHiddenPath } from "./types.ts";
+import { isProcessAlive as alive } from "../core/process.ts";
 
 const CHUNK = 1 << 20;
 
@@ -112,14 +113,6 @@ export async function sizeOf(path: string): Promise<number | null> {
   );
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 /**
  * One changing `models` command per models folder (import, pull, activate): two concurrent pulls

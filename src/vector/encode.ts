@@ -11,7 +11,7 @@
  *    q·(x − c) ≈ factor · Σ_j q_r,j·sign(r_j), factor = |r|² / Σ|r_j|);
  *  - 4-bit uniform codes of r with a per-row step (the middle pass: q·(x − c) ≈ step·Σ q_r,j·(u_j − 7.5)).
  */
-import type { Layout } from "./layout.ts";
+import { FACTOR_SCALE, type Layout } from "./layout.ts";
 import type { Rotation } from "./rotation.ts";
 
 /** Clip range of the 4-bit codes in units of the row's coordinate RMS (≈ Lloyd–Max for 16 levels). */
@@ -19,6 +19,7 @@ const REFINE_CLIP = 2.7;
 
 export interface RowViews {
   u8: Uint8Array;
+  u16: Uint16Array;
   f32: Float32Array;
 }
 
@@ -32,6 +33,7 @@ export interface PreparedQuery {
    * each: the 1-bit estimate is step · (Σ m_j − 2 · Σ_{j: bits differ} m_j).
    */
   planes: Uint8Array;
+  /** step · Σ m_j and 2 · step, both divided by FACTOR_SCALE (the kernel multiplies by the raw u16 factor). */
   sumAbs: number;
   twoStep: number;
   /** Query quantised to i16 for the 4-bit pass, with its inverse scale and offset (7.5·Σq). */
@@ -89,7 +91,7 @@ export class Encoder {
         u8[out + i] = nibble(r[g + i] * inv) | (nibble(r[g + 16 + i] * inv) << 4);
       }
     }
-    views.f32[(sideBase + L.offFactor) / 4 + row] = l1 > 0 ? nrm2 / l1 : 0;
+    views.u16[(scanBase + L.offFactor) / 2 + row] = l1 > 0 ? Math.min(65535, Math.round((nrm2 / l1) * FACTOR_SCALE)) : 0;
     views.f32[(sideBase + L.offScale) / 4 + row] = step;
   }
 
@@ -113,8 +115,8 @@ export class Encoder {
       sumM += m;
       for (let k = 0; k < 4; k++) if (m & (1 << k)) planes[k * L.codeBytes + byte] |= bit;
     }
-    out.sumAbs = step * sumM;
-    out.twoStep = 2 * step;
+    out.sumAbs = (step * sumM) / FACTOR_SCALE;
+    out.twoStep = (2 * step) / FACTOR_SCALE;
     const scale = max > 0 ? 32767 / max : 0;
     let qsum = 0;
     for (let j = 0; j < n; j++) {

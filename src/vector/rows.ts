@@ -188,8 +188,8 @@ export class RowStore {
         u8.copyWithin(blocks[c] + off + r * bytes, from, from + bytes);
       };
       col(p.scanBlocks, L.offCodes, L.codeBytes);
+      col(p.scanBlocks, L.offFactor, 2);
       col(p.sideBlocks, L.offRefine, L.refineBytes);
-      col(p.sideBlocks, L.offFactor, 4);
       col(p.sideBlocks, L.offScale, 4);
       col(p.sideBlocks, L.offGroupA, 4);
       col(p.sideBlocks, L.offGroupB, 4);

@@ -40,6 +40,8 @@ const SAMPLE_RUN = 8;
 const SAMPLE_EVERY = 16;
 const SAMPLE_MIN_CHUNKS = 256;
 
+const round16 = (n: number) => (n + 15) & ~15;
+
 export class Searcher {
   private run: { off: number; bytes: number } | null = null;
   private work = new Float32Array(0);
@@ -75,6 +77,7 @@ export class Searcher {
       if (opts.stats) Object.assign(opts.stats, stats);
       return out;
     };
+    const L = this.rows.layout, K = this.kernels;
 
     if (!(query instanceof Float32Array) || query.length !== L.dim) {
       throw new RangeError(`query must be a Float32Array of ${L.dim}`);
@@ -90,7 +93,6 @@ export class Searcher {
 
     const p = this.rows.partition(opts.partition);
     if (!p || p.n === 0) return done([]);
-    const L = this.rows.layout, K = this.kernels;
 
     // Filters → dense group ids / slots of this partition.
     const allow = opts.allow ?? {};
@@ -131,7 +133,6 @@ export class Searcher {
       tA: flags & 1 ? p.groupA.span * 2 : 0,
       tB: flags & 2 ? p.groupB.span * 2 : 0,
       candSlots: bufferCap * 4,
-      candW: bufferCap * 4,
       candEst: bufferCap * 4,
       slots2: caps.middle * 4,
       est2: caps.middle * 4,
@@ -185,7 +186,10 @@ export class Searcher {
     a.i16.set(q.q16, at("q16") / 2);
     const hist = at("hist") / 4;
     const scan = (first: number, chunks: number, T: number) =>
-      K.scan(at("codeTable"), first, chunks, at("code"), at("planes"), at("mask"), at("dist"), T, at("candSlots"), at("candW"), cap);
+      K.scan(
+        at("codeTable"), first, chunks, at("code"), at("planes"), q.sumAbs, q.twoStep,
+        at("mask"), at("dist"), T, at("candSlots"), at("candEst"), cap,
+      );
     const histogram = (first: number, chunks: number) =>
       K.histogram(at("dist") + first * CHUNK_ROWS * 2, chunks * CHUNK_ROWS, at("hist"));
     a.u32.fill(0, hist, hist + L.padDim + 1);
@@ -216,7 +220,6 @@ export class Searcher {
     // Stage 3: best `middle` by the 1-bit estimate → 4-bit estimate → best `rescore`.
     t = performance.now();
     const { work, idx } = this.jsScratch(n1);
-    K.applyFactor(at("candSlots"), at("candW"), n1, at("sideTable"), q.sumAbs, q.twoStep, at("candEst"));
     const n2 = topIndices(a.f32.subarray(at("candEst") / 4), n1, middle, idx, work);
     const slots1 = a.i32.subarray(at("candSlots") / 4);
     const slots2 = a.i32.subarray(at("slots2") / 4);

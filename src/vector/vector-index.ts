@@ -1,531 +1,62 @@
 /**
- * The index: partitions of rows in WebAssembly memory, searched in four stages.
- *
- *   1. filter   allowed-row mask from the query's collections / videos / excluded rows (before
- *               anything is ranked, so a filtered query still gets the true top-k of its rows);
- *   2. scan     SIMD Hamming distance of every allowed row's sign bits to the query's; rows
- *               within a threshold (estimated from a 1/8 sample of chunks so that about
- *               `coarse` rows pass) get their 1-bit asymmetric estimate of q·x on the spot;
- *   3. estimate best `middle` by the 1-bit estimate → 4-bit estimate → best `rescored`;
- *   4. rescore  exact cosine from the caller's source vectors → top k.
- *
- * When few rows are allowed, 2–3 are skipped and every allowed row is rescored (exact).
- * Everything is synchronous; one search or add runs to completion before the next.
+ * The VectorIndex: one WebAssembly memory (arena) and kernel instance per index, rows in
+ * per-partition chunks (rows.ts), searches in stages (search.ts).
  */
 import { Arena } from "./arena.ts";
-import { Encoder, type PreparedQuery } from "./encode.ts";
-import { IdMap } from "./id-map.ts";
-import { CHUNK_ROWS, CHUNK_SHIFT, makeLayout, MASKED, type Layout } from "./layout.ts";
-import { Partition } from "./partition.ts";
+import { Encoder } from "./encode.ts";
+import { makeLayout } from "./layout.ts";
 import { Rotation } from "./rotation.ts";
-import { bestK, topIndices, type Scored } from "./select.ts";
-import type { SearchOptions, SearchResult, SearchStats, VectorIndex, VectorIndexOptions, VectorRow, VectorSource } from "./types.ts";
-import { instantiateKernels, type Kernels } from "./wasm/kernels.ts";
-
-const HIST_BINS = 65536;
-const COARSE_FRACTION = 0.05;
-const COARSE_MIN = 8192;
-const COARSE_MAX = 65536;
-const MIDDLE_FRACTION = 0.1;
-const MIDDLE_MIN = 1024;
-const RESCORE_MIN = 64;
-const RESCORE_PER_K = 4;
-/** The threshold aims at this many times `coarse` rows (the sample is an estimate). */
-const THRESHOLD_MARGIN = 1.1;
-/** Candidate buffer: this many times `coarse`; beyond it, or below MIN_FILL, the scan is redone with the exact threshold. */
-const CANDIDATE_BUFFER = 4;
-const MIN_FILL = 0.6;
-/** The threshold comes from a sample of runs of SAMPLE_RUN chunks, one in SAMPLE_EVERY, once a partition has SAMPLE_MIN_CHUNKS. */
-const SAMPLE_RUN = 8;
-const SAMPLE_EVERY = 16;
-const SAMPLE_MIN_CHUNKS = 256;
-/** Largest scan-block extent (64 × 8 KiB for 512 dims). */
-const MAX_EXTENT = 64;
-
-const round16 = (n: number) => (n + 15) & ~15;
-
-interface Scratch {
-  run: { off: number; bytes: number } | null;
-  work: Float32Array;
-  idx: Int32Array;
-  query: PreparedQuery;
-  unit: Float32Array;
-}
+import { RowStore } from "./rows.ts";
+import { Searcher } from "./search.ts";
+import type { SearchOptions, SearchResult, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
+import { instantiateKernels } from "./wasm/kernels.ts";
 
 export class VectorIndexImpl implements VectorIndex {
   readonly dim: number;
-  private readonly layout: Layout;
   private readonly arena: Arena;
-  private readonly kernels: Kernels;
-  private readonly encoder: Encoder;
-  private readonly source: VectorSource;
-  private readonly exactBelow: number;
-  private readonly ids = new IdMap();
-  private readonly partitions = new Map<string, Partition>();
-  private readonly partById: (Partition | undefined)[] = [];
-  private readonly freePartIds: number[] = [];
-  private readonly scratch: Scratch;
-  private centerValue: Float32Array | null = null;
-  /** Rows kept (normalised) until the centre is learned, then re-encoded and dropped. */
-  private centerSample: Map<number, Float32Array> | null = null;
-  private readonly centerTarget: number;
+  private readonly rows: RowStore;
+  private readonly searcher: Searcher;
 
   constructor(opts: VectorIndexOptions) {
-    this.layout = makeLayout(opts.dim);
+    const layout = makeLayout(opts.dim);
     this.dim = opts.dim;
-    this.source = opts.source;
-    this.exactBelow = Math.max(0, Math.floor(opts.exactBelow ?? 1024));
-    this.arena = new Arena([this.layout.sideBlockBytes, this.layout.scanBlockBytes]);
-    this.kernels = instantiateKernels(this.layout, this.arena.memory);
-    this.encoder = new Encoder(this.layout, new Rotation(this.layout.dim, this.layout.padDim, opts.seed));
-    this.centerTarget = Math.max(1, Math.floor(opts.centerSample ?? 1024));
-    if (opts.center) {
-      if (opts.center.length !== opts.dim) throw new RangeError(`center has ${opts.center.length} dims, expected ${opts.dim}`);
-      this.centerValue = Float32Array.from(opts.center);
-      this.encoder.setCenter(this.centerValue);
-    } else {
-      this.centerSample = new Map();
-    }
-    this.scratch = {
-      run: null,
-      work: new Float32Array(0),
-      idx: new Int32Array(0),
-      query: this.encoder.newPreparedQuery(),
-      unit: new Float32Array(opts.dim),
-    };
+    this.arena = new Arena([layout.sideBlockBytes, layout.scanBlockBytes]);
+    const kernels = instantiateKernels(layout, this.arena.memory);
+    const encoder = new Encoder(layout, new Rotation(layout.dim, layout.padDim, opts.seed));
+    this.rows = new RowStore(layout, this.arena, encoder, opts.center, Math.max(1, Math.floor(opts.centerSample ?? 1024)));
+    const exactBelow = Math.max(0, Math.floor(opts.exactBelow ?? 1024));
+    this.searcher = new Searcher(this.rows, this.arena, kernels, encoder, opts.source, exactBelow);
   }
 
   get size(): number {
-    return this.ids.size;
+    return this.rows.size;
   }
 
   get center(): Float32Array | null {
-    return this.centerValue;
+    return this.rows.center;
   }
 
   get memoryBytes(): number {
-    let js = this.ids.byteLength + this.scratch.work.byteLength + this.scratch.idx.byteLength;
-    for (const p of this.partitions.values()) js += p.rowIds.byteLength;
-    if (this.centerSample) js += this.centerSample.size * this.dim * 4;
-    return this.arena.byteLength + js;
+    return this.arena.byteLength + this.rows.jsBytes + this.searcher.jsBytes;
   }
 
   has(rowId: number): boolean {
-    return this.ids.find(rowId) >= 0;
+    return this.rows.has(rowId);
   }
 
   partitionSize(partition: string): number {
-    return this.partitions.get(partition)?.n ?? 0;
+    return this.rows.partition(partition)?.n ?? 0;
   }
-
-  // ---- writes ------------------------------------------------------------------------------
 
   add(rows: readonly VectorRow[]): void {
-    for (const row of rows) this.checkRow(row);
-    for (const row of rows) {
-      if (this.ids.find(row.rowId) >= 0) this.removeOne(row.rowId);
-      this.addOne(row);
-      // Learned as soon as the sample is full, so a huge first batch is not held as floats.
-      if (this.centerSample && this.centerSample.size >= this.centerTarget) this.learnCenter();
-    }
-  }
-
-  private checkRow(row: VectorRow): void {
-    if (!Number.isSafeInteger(row.rowId)) throw new RangeError(`rowId must be a safe integer, got ${row.rowId}`);
-    if (!(row.vector instanceof Float32Array) || row.vector.length !== this.dim) {
-      throw new RangeError(`row ${row.rowId}: vector must be a Float32Array of ${this.dim}`);
-    }
-    let s = 0;
-    for (let j = 0; j < this.dim; j++) s += row.vector[j] * row.vector[j];
-    if (!Number.isFinite(s)) throw new RangeError(`row ${row.rowId}: vector has non-finite values`);
-    if (typeof row.partition !== "string") throw new RangeError(`row ${row.rowId}: partition must be a string`);
-    if (!Number.isFinite(row.groupA) || !Number.isFinite(row.groupB)) throw new RangeError(`row ${row.rowId}: groups must be numbers`);
-  }
-
-  private partitionFor(name: string): Partition {
-    let p = this.partitions.get(name);
-    if (!p) {
-      const id = this.freePartIds.pop() ?? this.partById.length;
-      p = new Partition(id, name);
-      this.partitions.set(name, p);
-      this.partById[id] = p;
-    }
-    return p;
-  }
-
-  private addOne(row: VectorRow): void {
-    const L = this.layout;
-    const p = this.partitionFor(row.partition);
-    const slot = p.n;
-    if (slot === p.capacity) {
-      p.scanBlocks.push(this.takeScanBlock(p));
-      p.sideBlocks.push(this.arena.allocBlock(L.sideBlockBytes));
-    }
-    const a = this.arena;
-    const c = slot >> CHUNK_SHIFT, r = slot & (CHUNK_ROWS - 1);
-    const side = p.sideBlocks[c];
-    this.encoder.encodeRow(row.vector, a, p.scanBlocks[c], side, r);
-    a.i32[(side + L.offGroupA) / 4 + r] = p.groupA.acquire(row.groupA);
-    a.i32[(side + L.offGroupB) / 4 + r] = p.groupB.acquire(row.groupB);
-    p.setRowId(slot, row.rowId);
-    p.n++;
-    this.ids.set(row.rowId, p.id, slot);
-    if (this.centerSample) {
-      const v = Float32Array.from(row.vector);
-      let s = 0;
-      for (let j = 0; j < this.dim; j++) s += v[j] * v[j];
-      const inv = s > 0 ? 1 / Math.sqrt(s) : 0;
-      for (let j = 0; j < this.dim; j++) v[j] *= inv;
-      this.centerSample.set(row.rowId, v);
-    }
-  }
-
-  /**
-   * The next scan block for a partition: its stash, else a free block (memory reuse wins over
-   * contiguity), else a new extent of ~1/4 of its current chunk count (1..MAX_EXTENT) whose
-   * rest goes to the stash.
-   */
-  private takeScanBlock(p: Partition): number {
-    const bytes = this.layout.scanBlockBytes;
-    const stashed = p.scanStash.pop() ?? this.arena.takeFree(bytes);
-    if (stashed !== undefined) return stashed;
-    const count = clamp(p.scanBlocks.length >> 2, 1, MAX_EXTENT);
-    const first = this.arena.allocContiguous(bytes, count);
-    for (let i = count - 1; i >= 1; i--) p.scanStash.push(first + i * bytes);
-    return first;
-  }
-
-  /** Mean of the sampled rows becomes the centre; those rows (the only ones so far) are re-encoded. */
-  private learnCenter(): void {
-    const sample = this.centerSample!;
-    const c = new Float32Array(this.dim);
-    for (const v of sample.values()) for (let j = 0; j < this.dim; j++) c[j] += v[j];
-    for (let j = 0; j < this.dim; j++) c[j] /= sample.size;
-    this.centerValue = c;
-    this.centerSample = null;
-    this.encoder.setCenter(c);
-    for (const [rowId, v] of sample) {
-      const b = this.ids.find(rowId);
-      const p = this.partById[this.ids.partAt(b)]!;
-      const slot = this.ids.slotAt(b);
-      const c = slot >> CHUNK_SHIFT;
-      this.encoder.encodeRow(v, this.arena, p.scanBlocks[c], p.sideBlocks[c], slot & (CHUNK_ROWS - 1));
-    }
+    this.rows.add(rows);
   }
 
   remove(rowIds: Iterable<number>): number {
-    let removed = 0;
-    for (const rowId of rowIds) if (this.removeOne(rowId)) removed++;
-    return removed;
+    return this.rows.remove(rowIds);
   }
-
-  private removeOne(rowId: number): boolean {
-    const b = this.ids.find(rowId);
-    if (b < 0) return false;
-    const L = this.layout, a = this.arena;
-    const p = this.partById[this.ids.partAt(b)]!;
-    const slot = this.ids.slotAt(b);
-    this.ids.delete(rowId);
-    this.centerSample?.delete(rowId);
-    const c = slot >> CHUNK_SHIFT, r = slot & (CHUNK_ROWS - 1);
-    p.groupA.release(a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r]);
-    p.groupB.release(a.i32[(p.sideBlocks[c] + L.offGroupB) / 4 + r]);
-    const last = p.n - 1;
-    const lc = last >> CHUNK_SHIFT, lr = last & (CHUNK_ROWS - 1);
-    if (slot !== last) {
-      // Keep the partition dense: the last row moves into the hole.
-      const u8 = a.u8;
-      const col = (blocks: number[], off: number, bytes: number) => {
-        const from = blocks[lc] + off + lr * bytes;
-        u8.copyWithin(blocks[c] + off + r * bytes, from, from + bytes);
-      };
-      col(p.scanBlocks, L.offCodes, L.codeBytes);
-      col(p.sideBlocks, L.offRefine, L.refineBytes);
-      col(p.sideBlocks, L.offFactor, 4);
-      col(p.sideBlocks, L.offScale, 4);
-      col(p.sideBlocks, L.offGroupA, 4);
-      col(p.sideBlocks, L.offGroupB, 4);
-      const movedId = p.rowIds[last];
-      p.rowIds[slot] = movedId;
-      this.ids.setSlotAt(this.ids.find(movedId), slot);
-    }
-    p.n = last;
-    if (p.n <= p.capacity - CHUNK_ROWS) {
-      p.scanStash.push(p.scanBlocks.pop()!);
-      this.arena.freeBlock(p.sideBlocks.pop()!, L.sideBlockBytes);
-    }
-    if (p.n === 0) {
-      for (const b of p.scanStash) this.arena.freeBlock(b, L.scanBlockBytes);
-      this.partitions.delete(p.name);
-      this.partById[p.id] = undefined;
-      this.freePartIds.push(p.id);
-    } else {
-      p.shrinkRowIds();
-    }
-    return true;
-  }
-
-  // ---- search ------------------------------------------------------------------------------
 
   search(query: Float32Array, opts: SearchOptions): SearchResult[] {
-    const t0 = performance.now();
-    const stats: SearchStats = {
-      path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0,
-      ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 },
-    };
-    const done = (out: SearchResult[]) => {
-      stats.ms.total = performance.now() - t0;
-      if (opts.stats) Object.assign(opts.stats, stats);
-      return out;
-    };
-
-    if (!(query instanceof Float32Array) || query.length !== this.dim) {
-      throw new RangeError(`query must be a Float32Array of ${this.dim}`);
-    }
-    const k = opts.k;
-    if (!Number.isInteger(k) || k < 1) throw new RangeError(`k must be a positive integer, got ${k}`);
-    const unit = this.scratch.unit;
-    let qs = 0;
-    for (let j = 0; j < this.dim; j++) qs += query[j] * query[j];
-    if (!Number.isFinite(qs)) throw new RangeError("query has non-finite values");
-    const qinv = qs > 0 ? 1 / Math.sqrt(qs) : 0;
-    for (let j = 0; j < this.dim; j++) unit[j] = query[j] * qinv;
-
-    const p = this.partitions.get(opts.partition);
-    if (!p || p.n === 0) return done([]);
-    const L = this.layout, K = this.kernels;
-
-    // Filters → dense group ids / slots of this partition.
-    const allow = opts.allow ?? {};
-    let flags = 0;
-    let idsA: number[] = [], idsB: number[] = [];
-    if (allow.collections) {
-      idsA = denseIds(allow.collections, (v) => p.groupA.lookup(v));
-      if (idsA.length === 0) return done([]);
-      flags |= 1;
-    }
-    if (allow.videos) {
-      idsB = denseIds(allow.videos, (v) => p.groupB.lookup(v));
-      if (idsB.length === 0) return done([]);
-      flags |= 2;
-    }
-    const excluded: number[] = [];
-    if (allow.excludeRowIds) {
-      for (const id of allow.excludeRowIds) {
-        const b = this.ids.find(id);
-        if (b >= 0 && this.ids.partAt(b) === p.id) excluded.push(this.ids.slotAt(b));
-      }
-    }
-    const filtered = flags !== 0 || excluded.length > 0;
-
-    // Scratch for this query (sizes are upper bounds; the allowed count is known only later).
-    const caps = stageSizes(p.n, k, opts.candidates);
-    const bufferCap = Math.max(Math.min(p.n, CANDIDATE_BUFFER * caps.coarse), this.exactBelow + 1);
-    const nChunks = p.scanBlocks.length, rows = nChunks * CHUNK_ROWS;
-    const lay = carve({
-      codeTable: nChunks * 4,
-      sideTable: nChunks * 4,
-      mask: rows * 2,
-      dist: rows * 2,
-      code: L.codeBytes,
-      planes: L.codeBytes * 4,
-      q16: L.padDim * 2,
-      hist: HIST_BINS * 4,
-      tA: flags & 1 ? p.groupA.span * 2 : 0,
-      tB: flags & 2 ? p.groupB.span * 2 : 0,
-      candSlots: bufferCap * 4,
-      candW: bufferCap * 4,
-      candEst: bufferCap * 4,
-      slots2: caps.middle * 4,
-      est2: caps.middle * 4,
-    });
-    const base = this.ensureScratch(lay.total);
-    const at = (name: keyof typeof lay) => base + lay[name];
-    const a = this.arena.views();
-    a.i32.set(p.scanBlocks, at("codeTable") / 4);
-    a.i32.set(p.sideBlocks, at("sideTable") / 4);
-
-    // Stage 1: the mask (0 allowed, 0xFFFF not) per slot.
-    const mask = at("mask") / 2;
-    if (flags) {
-      if (flags & 1) fillTable(a.u16, at("tA") / 2, p.groupA.span, idsA);
-      if (flags & 2) fillTable(a.u16, at("tB") / 2, p.groupB.span, idsB);
-      K.buildMask(at("sideTable"), nChunks, at("tA"), at("tB"), flags, at("mask"));
-    } else {
-      a.u16.fill(0, mask, mask + p.n);
-    }
-    a.u16.fill(MASKED, mask + p.n, mask + rows);
-    for (const s of excluded) a.u16[mask + s] = MASKED;
-
-    // Allowed rows: counted (and collected, when few enough for the exact path) from the mask.
-    let allowed = p.n;
-    if (filtered || p.n <= this.exactBelow) {
-      allowed = K.collect(at("mask"), rows, 0, 0, at("candSlots"), this.exactBelow);
-    }
-    stats.allowed = allowed;
-    stats.ms.filter = performance.now() - t0;
-    if (allowed === 0) return done([]);
-    if (allowed <= this.exactBelow) {
-      stats.path = "exact";
-      stats.rescored = allowed;
-      const t = performance.now();
-      const out = this.rescore(p, a.i32.slice(at("candSlots") / 4, at("candSlots") / 4 + allowed), unit, k);
-      stats.ms.rescore = performance.now() - t;
-      return done(out);
-    }
-
-    stats.path = "approx";
-    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates);
-    const cap = Math.min(bufferCap, allowed);
-
-    // Stage 2: Hamming threshold from a sample of chunks, then the full scan, which also
-    // computes the candidates' 1-bit estimates (without the row factor).
-    let t = performance.now();
-    const q = this.scratch.query;
-    this.encoder.prepareQuery(query, q);
-    a.u8.set(q.code, at("code"));
-    a.u8.set(q.planes, at("planes"));
-    a.i16.set(q.q16, at("q16") / 2);
-    const hist = at("hist") / 4;
-    const scan = (first: number, chunks: number, T: number) =>
-      K.scan(at("codeTable"), first, chunks, at("code"), at("planes"), at("mask"), at("dist"), T, at("candSlots"), at("candW"), cap);
-    const histogram = (first: number, chunks: number) =>
-      K.histogram(at("dist") + first * CHUNK_ROWS * 2, chunks * CHUNK_ROWS, at("hist"));
-    a.u32.fill(0, hist, hist + L.padDim + 1);
-    let T = L.padDim;
-    if (nChunks >= SAMPLE_MIN_CHUNKS) {
-      // Runs of SAMPLE_RUN adjacent chunks (prefetch-friendly), one run in every SAMPLE_EVERY.
-      for (let c = 0; c < nChunks; c += SAMPLE_EVERY * SAMPLE_RUN) {
-        const run = Math.min(SAMPLE_RUN, nChunks - c);
-        scan(c, run, -1);
-        histogram(c, run);
-      }
-      let sampleRows = 0;
-      for (let d = 0; d <= L.padDim; d++) sampleRows += a.u32[hist + d];
-      T = thresholdFor(a.u32, hist, L.padDim, (THRESHOLD_MARGIN * coarse * sampleRows) / allowed);
-    }
-    let count = scan(0, nChunks, T);
-    if (count > cap || count < MIN_FILL * coarse) {
-      // The sample misjudged: the histogram of all distances gives the exact threshold.
-      a.u32.fill(0, hist, hist + L.padDim + 1);
-      histogram(0, nChunks);
-      T = thresholdFor(a.u32, hist, L.padDim, coarse);
-      count = scan(0, nChunks, T);
-    }
-    const n1 = Math.min(count, cap);
-    stats.coarse = n1;
-    stats.ms.scan = performance.now() - t;
-
-    // Stage 3: best `middle` by the 1-bit estimate → 4-bit estimate → best `rescore`.
-    t = performance.now();
-    const { work, idx } = this.jsScratch(n1);
-    K.applyFactor(at("candSlots"), at("candW"), n1, at("sideTable"), q.sumAbs, q.twoStep, at("candEst"));
-    const n2 = topIndices(a.f32.subarray(at("candEst") / 4), n1, middle, idx, work);
-    const slots1 = a.i32.subarray(at("candSlots") / 4);
-    const slots2 = a.i32.subarray(at("slots2") / 4);
-    for (let i = 0; i < n2; i++) slots2[i] = slots1[idx[i]];
-    K.refine(at("slots2"), n2, at("sideTable"), at("q16"), q.invScale, q.offset, at("est2"));
-    const n3 = topIndices(a.f32.subarray(at("est2") / 4), n2, rescore, idx, work);
-    const finalSlots = new Int32Array(n3);
-    for (let i = 0; i < n3; i++) finalSlots[i] = slots2[idx[i]];
-    stats.middle = n2;
-    stats.rescored = n3;
-    stats.ms.estimate = performance.now() - t;
-
-    // Stage 4: exact cosine.
-    t = performance.now();
-    const out = this.rescore(p, finalSlots, unit, k);
-    stats.ms.rescore = performance.now() - t;
-    return done(out);
+    return this.searcher.search(query, opts);
   }
-
-  /** Exact cosine of the rows at `slots` (via the source) → best k. */
-  private rescore(p: Partition, slots: Int32Array, unit: Float32Array, k: number): SearchResult[] {
-    const rowIds = Array.from(slots, (s) => p.rowIds[s]);
-    const vectors = this.source.getVectors(rowIds);
-    const scored: Scored[] = [];
-    for (let i = 0; i < rowIds.length; i++) {
-      const v = vectors[i];
-      if (!v || v.length !== this.dim) continue;
-      let dot = 0, nn = 0;
-      for (let j = 0; j < this.dim; j++) {
-        dot += unit[j] * v[j];
-        nn += v[j] * v[j];
-      }
-      scored.push({ rowId: rowIds[i], score: nn > 0 ? dot / Math.sqrt(nn) : 0 });
-    }
-    return bestK(scored, k);
-  }
-
-  private ensureScratch(bytes: number): number {
-    const s = this.scratch;
-    if (!s.run || s.run.bytes < bytes) {
-      if (s.run) this.arena.freeRun(s.run);
-      s.run = this.arena.allocRun(Math.max(bytes, (s.run?.bytes ?? 0) * 2));
-    }
-    return s.run.off;
-  }
-
-  private jsScratch(n: number): { work: Float32Array; idx: Int32Array } {
-    const s = this.scratch;
-    if (s.work.length < n) {
-      s.work = new Float32Array(n);
-      s.idx = new Int32Array(n);
-    }
-    return s;
-  }
-}
-
-/** Smallest distance T whose cumulative histogram count reaches `want` (padDim if never). */
-function thresholdFor(u32: Uint32Array, hist: number, padDim: number, want: number): number {
-  let cum = 0;
-  for (let d = 0; d <= padDim; d++) {
-    cum += u32[hist + d];
-    if (cum >= want) return d;
-  }
-  return padDim;
-}
-
-/**
- * Rows kept after each stage for `allowed` rows: coarse = 5 % (8 192..65 536, or the caller's
- * `candidates`), middle = 10 % of coarse (≥ 1 024), rescored = max(64, 4k). Chosen on the 1 M
- * clustered set with text-like queries: recall@10 0.955 at coarse 30 000, 0.98 at 50 000;
- * middle at 4 % / 6 % / 10 % of coarse gave 0.94 / 0.96 / 0.98 (see bench/vector-bench.ts).
- */
-function stageSizes(allowed: number, k: number, candidates?: number): { coarse: number; middle: number; rescore: number } {
-  const coarse = Math.min(allowed, Math.max(1, Math.floor(candidates ?? clamp(Math.ceil(allowed * COARSE_FRACTION), COARSE_MIN, COARSE_MAX))));
-  const rescoreWanted = Math.max(RESCORE_MIN, RESCORE_PER_K * k);
-  const middle = Math.min(coarse, Math.max(rescoreWanted, MIDDLE_MIN, Math.ceil(coarse * MIDDLE_FRACTION)));
-  return { coarse, middle, rescore: Math.min(middle, rescoreWanted) };
-}
-
-function clamp(x: number, lo: number, hi: number): number {
-  return x < lo ? lo : x > hi ? hi : x;
-}
-
-function denseIds(values: readonly number[], lookup: (v: number) => number | undefined): number[] {
-  const out: number[] = [];
-  for (const v of values) {
-    const id = lookup(v);
-    if (id !== undefined) out.push(id);
-  }
-  return out;
-}
-
-/** u16 table of `span` entries: 0 for allowed ids, MASKED for the rest. */
-function fillTable(u16: Uint16Array, at: number, span: number, allowed: number[]): void {
-  u16.fill(MASKED, at, at + span);
-  for (const id of allowed) u16[at + id] = 0;
-}
-
-/** Byte offsets (16-aligned) of named regions laid out back to back, plus the total. */
-function carve<T extends Record<string, number>>(sizes: T): { [K in keyof T]: number } & { total: number } {
-  const out: Record<string, number> = {};
-  let off = 0;
-  for (const [name, bytes] of Object.entries(sizes)) {
-    out[name] = off;
-    off += round16(bytes);
-  }
-  out.total = off;
-  return out as { [K in keyof T]: number } & { total: number };
 }

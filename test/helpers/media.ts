@@ -15,6 +15,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { MediaBins } from "../../src/media/process.ts";
+import { isProcessAlive as alive } from "../../src/core/process.ts";
 
 const require = createRequire(import.meta.url);
 
@@ -193,14 +194,6 @@ async function runDir(): Promise<string> {
   return dir;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 /** Runs the test ffmpeg (time-limited) and throws with its stderr on failure. */
 export async function ffmpeg(args: string[], timeoutMs = 60_000): Promise<void> {

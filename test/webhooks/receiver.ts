@@ -26,7 +26,9 @@ export function startReceiver(respond: (n: number) => number | Response = () => 
       try {
         body = JSON.parse(raw);
       } catch {}
-      hits.push({ headers: Object.fromEntries(req.headers), raw, body, signatureOk });
+      const headers: Record<string, string> = {};
+      req.headers.forEach((v, k) => (headers[k] = v));
+      hits.push({ headers, raw, body, signatureOk });
       const r = respond(hits.length);
       return typeof r === "number" ? new Response(`status ${r}`, { status: r }) : r;
     },

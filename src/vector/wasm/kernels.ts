@@ -10,27 +10,30 @@ import { CHUNK_ROWS, CHUNK_SHIFT, type Layout } from "../layout.ts";
 import { assemble, Fn, Op, Simd } from "./asm.ts";
 
 /**
- * scan(codeTable, first, nChunks, qcode, planes, mask, dist, T, outSlots, outW, cap) → count.
+ * scan(codeTable, first, nChunks, qcode, planes, sumAbs, twoStep, mask, dist, T, outSlots, outEst, cap)
+ *   → count.
  * Walks chunks first … first+nChunks−1. For every row: dist = popcount(code ^ qcode) OR-ed with
  * mask[slot] (0 or 0xFFFF; mask and dist are slot-indexed u16 arrays). (A histogram here cost
  * ~25 % of the scan; the threshold comes from a sample instead, see `histogram`.)
  * When T ≥ 0, every row with dist ≤ T is a candidate and gets, while its code is in
  * cache, W = Σ_k 2^k · popcount((code ^ qcode) & planes[k]): the query's |coordinates| quantised
- * to 4 bits (bit-planes k = 0..3) summed over the bits where row and query disagree. Then
- * Σ|q| − 2·step·W is the 1-bit estimate of q·(x − c) up to the row's factor (applyFactor).
- * (slot, W) pairs are appended to outSlots/outW; at most `cap` written, all counted.
+ * to 4 bits (bit-planes k = 0..3) summed over the bits where row and query disagree, and its
+ * 1-bit estimate of q·(x − c): factor · (sumAbs − twoStep · W) (factor: the row's u16 after the
+ * codes). (slot, estimate) pairs are appended to outSlots/outEst; at most `cap` written, all
+ * counted.
  * Four rows per step: per-row byte counts are widened and the four sums transposed into one
  * vector, so there is one narrow, one compare and one 64-bit store per four rows.
  */
 function scan(L: Layout): Fn {
-  const f = new Fn("scan", ["i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], ["i32"]);
-  const [codeTable, first, nChunks, qcode, planes, mask, dist, T, outSlots, outW, cap] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+  const f = new Fn("scan", ["i32", "i32", "i32", "i32", "i32", "f32", "f32", "i32", "i32", "i32", "i32", "i32", "i32"], ["i32"]);
+  const [codeTable, first, nChunks, qcode, planes, sumAbs, twoStep, mask, dist, T, outSlots, outEst, cap] =
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
   const W = L.codeBytes / 16;
   const qw = Array.from({ length: W }, () => f.local("v128"));
   const acc = [0, 1, 2, 3].map(() => f.local("v128"));
   const mm = Array.from({ length: W }, () => f.local("v128"));
   const s01 = f.local("v128"), s23 = f.local("v128"), dv = f.local("v128"), tv = f.local("v128");
-  const c = f.local("i32"), codes = f.local("i32"), mp = f.local("i32"), dp = f.local("i32");
+  const c = f.local("i32"), base = f.local("i32"), codes = f.local("i32"), mp = f.local("i32"), dp = f.local("i32");
   const row = f.local("i32"), tmp = f.local("i32"), bits = f.local("i32"), rc = f.local("i32"), count = f.local("i32");
   for (let w = 0; w < W; w++) f.get(qcode).vmem(Simd.v128_load, 16 * w).set(qw[w]);
   f.get(T).simd(Simd.i16x8_splat).set(tv);
@@ -38,7 +41,7 @@ function scan(L: Layout): Fn {
 
   f.block().loop();
   f.get(nChunks).op(Op.i32_eqz).brIf(1);
-  f.get(codeTable).get(c).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).i32(L.offCodes).op(Op.i32_add).set(codes);
+  f.get(codeTable).get(c).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).tee(base).i32(L.offCodes).op(Op.i32_add).set(codes);
   f.get(mask).get(c).i32(CHUNK_SHIFT + 1).op(Op.i32_shl).op(Op.i32_add).set(mp);
   f.get(dist).get(c).i32(CHUNK_SHIFT + 1).op(Op.i32_shl).op(Op.i32_add).set(dp);
   f.i32(0).set(row);
@@ -77,13 +80,18 @@ function scan(L: Layout): Fn {
   }
   f.simd(Simd.i32x4_extadd_pairwise_i16x8_u).set(s01);
   f.get(count).get(cap).op(Op.i32_lt_u).if();
-  // outSlots[count] = c * ROWS + row + rc; outW[count] = Σ lanes
+  // outSlots[count] = c * ROWS + row + rc
   f.get(outSlots).get(count).i32(2).op(Op.i32_shl).op(Op.i32_add);
   f.get(c).i32(CHUNK_SHIFT).op(Op.i32_shl).get(row).op(Op.i32_add).get(rc).op(Op.i32_add).mem(Op.i32_store, 0, 2);
-  f.get(outW).get(count).i32(2).op(Op.i32_shl).op(Op.i32_add);
+  // outEst[count] = factor · (sumAbs − twoStep · W), W = Σ lanes
+  f.get(outEst).get(count).i32(2).op(Op.i32_shl).op(Op.i32_add);
+  f.get(base).get(row).get(rc).op(Op.i32_add).i32(1).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load16_u, L.offFactor, 1);
+  f.op(Op.f32_convert_i32_s);
+  f.get(sumAbs).get(twoStep);
   f.get(s01).lane(Simd.i32x4_extract_lane, 0).get(s01).lane(Simd.i32x4_extract_lane, 1).op(Op.i32_add);
   f.get(s01).lane(Simd.i32x4_extract_lane, 2).get(s01).lane(Simd.i32x4_extract_lane, 3).op(Op.i32_add).op(Op.i32_add);
-  f.mem(Op.i32_store, 0, 2);
+  f.op(Op.f32_convert_i32_s).op(Op.f32_mul).op(Op.f32_sub).op(Op.f32_mul);
+  f.mem(Op.f32_store, 0, 2);
   f.end();
   f.get(count).i32(1).op(Op.i32_add).set(count);
   f.get(bits).get(bits).i32(1).op(Op.i32_sub).op(Op.i32_and).set(bits);
@@ -100,31 +108,6 @@ function scan(L: Layout): Fn {
   f.get(nChunks).i32(1).op(Op.i32_sub).set(nChunks);
   f.br(0).end().end();
   f.get(count);
-  return f;
-}
-
-/**
- * applyFactor(slots, w, n, sideTable, sumAbs, twoStep, out): out[i] = factor[slots[i]] ·
- * (sumAbs − twoStep · w[i]), the 1-bit estimate of q·(x − c). A separate pass because the
- * factors live in the side blocks: independent loads here overlap their cache misses.
- */
-function applyFactor(L: Layout): Fn {
-  const f = new Fn("applyFactor", ["i32", "i32", "i32", "i32", "f32", "f32", "i32"], []);
-  const [slots, w, n, sideTable, sumAbs, twoStep, out] = [0, 1, 2, 3, 4, 5, 6];
-  const slot = f.local("i32");
-  f.block().loop();
-  f.get(n).op(Op.i32_eqz).brIf(1);
-  f.get(slots).mem(Op.i32_load, 0, 2).set(slot);
-  f.get(out);
-  f.get(sideTable).get(slot).i32(CHUNK_SHIFT).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2);
-  f.get(slot).i32(CHUNK_ROWS - 1).op(Op.i32_and).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.f32_load, L.offFactor, 2);
-  f.get(sumAbs).get(twoStep).get(w).mem(Op.i32_load, 0, 2).op(Op.f32_convert_i32_s).op(Op.f32_mul).op(Op.f32_sub);
-  f.op(Op.f32_mul).mem(Op.f32_store, 0, 2);
-  f.get(slots).i32(4).op(Op.i32_add).set(slots);
-  f.get(w).i32(4).op(Op.i32_add).set(w);
-  f.get(out).i32(4).op(Op.i32_add).set(out);
-  f.get(n).i32(1).op(Op.i32_sub).set(n);
-  f.br(0).end().end();
   return f;
 }
 
@@ -255,11 +238,10 @@ function buildMask(L: Layout): Fn {
 
 export interface Kernels {
   scan(
-    codeTable: number, first: number, nChunks: number, qcode: number, planes: number, mask: number, dist: number,
-    T: number, outSlots: number, outW: number, cap: number,
+    codeTable: number, first: number, nChunks: number, qcode: number, planes: number, sumAbs: number, twoStep: number,
+    mask: number, dist: number, T: number, outSlots: number, outEst: number, cap: number,
   ): number;
   histogram(arr: number, nRows: number, hist: number): void;
-  applyFactor(slots: number, w: number, n: number, sideTable: number, sumAbs: number, twoStep: number, out: number): void;
   collect(arr: number, nRows: number, lo: number, span: number, out: number, cap: number): number;
   refine(slots: number, n: number, sideTable: number, q16: number, invScale: number, offset: number, out: number): void;
   buildMask(sideTable: number, nChunks: number, tableA: number, tableB: number, flags: number, mask: number): void;
@@ -267,7 +249,7 @@ export interface Kernels {
 
 /** The module bytes for a layout (exported for tests that inspect/validate them). */
 export function kernelModuleBytes(L: Layout): Uint8Array<ArrayBuffer> {
-  return assemble([scan(L), applyFactor(L), histogram(), collect(), refine(L), buildMask(L)]);
+  return assemble([scan(L), histogram(), collect(), refine(L), buildMask(L)]);
 }
 
 /** Compiles and instantiates the kernels against `memory`. Throws if the engine lacks SIMD. */
