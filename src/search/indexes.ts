@@ -10,6 +10,12 @@ export interface NearestRequest {
   k: number;
   /** Label filter: only these shots (`video_id` → shot indexes); frames count by their shot. */
   allowShots?: Map<string, Set<number>>;
+  /**
+   * One look-up that asks again with a larger k (`SearchService.admitted`): the same object on
+   * each call, so a backend may reuse what it read for the smaller k (exact vectors). Never kept
+   * past the calls that pass it.
+   */
+  session?: object;
 }
 
 export interface VectorHit {

@@ -24,6 +24,9 @@ export class MemoryVectorBackend implements VectorBackend {
   /** Collection / video id → the index's group number (never reused: a counter, not the map size). */
   private readonly groupIds = new Map<string, number>();
   private nextGroup = 0;
+  /** Exact vectors read during the current `nearest` call's session (see NearestRequest.session). */
+  private session: { kind: VectorKind; vectors: Map<number, Float32Array> } | null = null;
+  private readonly sessions = new WeakMap<object, Map<string, Map<number, Float32Array>>>();
 
   constructor(private readonly store: SearchStore) {}
 
@@ -44,11 +47,23 @@ export class MemoryVectorBackend implements VectorBackend {
     return ki;
   }
 
+  /**
+   * Exact vectors for rescoring. Blobs come back from SQLite in their own 4-byte-aligned buffers,
+   * so they are viewed, not copied. Within one look-up session (the same query asked again with a
+   * larger k) vectors read for the smaller k are reused instead of read again.
+   */
   private exact(kind: VectorKind, ids: readonly number[]): (Float32Array | undefined)[] {
-    const blobs = this.store.vectors(kind, [...ids]);
+    const reuse = this.session?.kind === kind ? this.session.vectors : null;
+    const missing = reuse ? ids.filter((id) => !reuse.has(id)) : (ids as number[]);
+    const blobs = missing.length ? this.store.vectors(kind, missing) : new Map<number, Uint8Array>();
     return ids.map((id) => {
+      const have = reuse?.get(id);
+      if (have) return have;
       const b = blobs.get(id);
-      return b ? toFloat32(b) : undefined;
+      if (!b) return undefined;
+      const v = b.byteOffset % 4 === 0 && b.byteLength % 4 === 0 ? new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2) : toFloat32(b);
+      reuse?.set(id, v);
+      return v;
     });
   }
 
@@ -94,7 +109,20 @@ export class MemoryVectorBackend implements VectorBackend {
     }
     if (videos) allow.videos = videos.map((v) => this.group(v));
     if (ki.index.partitionSize(scope.accountId) === 0 || allow.videos?.length === 0) return [];
-    return ki.index.search(query, { partition: scope.accountId, k: req.k, allow }).map((r) => ({ id: r.rowId, raw: r.score }));
+    this.session = req.session ? { kind, vectors: this.sessionVectors(req.session, `${modelId}\u0000${kind}`) } : null;
+    try {
+      return ki.index.search(query, { partition: scope.accountId, k: req.k, allow }).map((r) => ({ id: r.rowId, raw: r.score }));
+    } finally {
+      this.session = null;
+    }
+  }
+
+  private sessionVectors(session: object, key: string): Map<number, Float32Array> {
+    let byKind = this.sessions.get(session);
+    if (!byKind) this.sessions.set(session, (byKind = new Map()));
+    let m = byKind.get(key);
+    if (!m) byKind.set(key, (m = new Map()));
+    return m;
   }
 
   onVideoIndexed(videoId: string, accountId: string | null): void {

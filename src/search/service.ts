@@ -295,8 +295,9 @@ export class SearchService {
    */
   private admitted(req: NearestRequest, stats: NullStats, cut: number): (VectorHit & { score: number })[] {
     let k = Math.min(req.k, FIRST_K);
+    const session = {};
     for (;;) {
-      const hits = this.d.indexes.nearest({ ...req, k });
+      const hits = this.d.indexes.nearest({ ...req, k, session });
       const kept = hits.map((h) => ({ ...h, score: calibrate(h.raw, stats) })).filter((h) => h.score >= cut);
       if (k >= req.k || hits.length < k || kept.length < k / 2) return kept;
       k = Math.min(req.k, k * 4);

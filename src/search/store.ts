@@ -137,12 +137,13 @@ export class SearchStore {
     return this.db.query<{ id: number }, [string, string]>(sql).all(accountId, modelId).map((r) => r.id);
   }
 
-  /** Exact vectors by id (frame_vectors / shot_vectors). */
+  /** Exact vectors by id (frame_vectors / shot_vectors). Read in rowid order (B-tree locality). */
   vectors(kind: VectorKind, ids: number[]): Map<number, Uint8Array> {
     const [table, col] = kind === "frames" ? ["frame_vectors", "frame_id"] : ["shot_vectors", "shot_id"];
     const out = new Map<number, Uint8Array>();
-    for (let i = 0; i < ids.length; i += CHUNK) {
-      const part = ids.slice(i, i + CHUNK);
+    const sorted = Float64Array.from(ids).sort();
+    for (let i = 0; i < sorted.length; i += CHUNK) {
+      const part = Array.from(sorted.subarray(i, i + CHUNK));
       const rows = this.db
         .query<{ id: number; embedding: Uint8Array }, number[]>(`SELECT ${col} AS id, embedding FROM ${table} WHERE ${col} IN (${placeholders(part.length)})`)
         .all(...part);

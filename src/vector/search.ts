@@ -5,9 +5,9 @@
  *               excluded rows — before anything is ranked, so a filtered query gets the true
  *               top-k of its allowed rows, never a post-filtered global top-k;
  *   2. scan     WebAssembly SIMD Hamming distance of every row's sign bits to the query's. The
- *               threshold that lets ~`coarse` rows through is estimated from a 1/16 sample of
- *               the partition first; rows under it get their 1-bit asymmetric estimate on the
- *               spot (while the code is in cache);
+ *               threshold that lets ~`coarse` rows through is estimated first from a sample of
+ *               ~32 k rows (exact histogram for small partitions); rows under it get their
+ *               1-bit asymmetric estimate while their codes are in cache;
  *   3. estimate best `middle` by the 1-bit estimate → 4-bit estimate → best `rescored`;
  *   4. rescore  exact cosine from the caller's source vectors → top k.
  *
@@ -20,10 +20,10 @@ import type { Partition } from "./partition.ts";
 import type { RowStore } from "./rows.ts";
 import { bestK, topIndices, type Scored } from "./select.ts";
 import type { SearchOptions, SearchResult, SearchStats, VectorSource } from "./types.ts";
-import type { Kernels } from "./wasm/kernels.ts";
+import { compactionTable, type Kernels } from "./wasm/kernels.ts";
 
 const HIST_BINS = 65536;
-const COARSE_FRACTION = 0.05;
+const COARSE_FRACTION = 0.04;
 const COARSE_MIN = 8192;
 const COARSE_MAX = 65536;
 const MIDDLE_FRACTION = 0.1;
@@ -35,10 +35,12 @@ const THRESHOLD_MARGIN = 1.1;
 /** Candidate buffer: this many times `coarse`; beyond it, or below MIN_FILL, the scan is redone with the exact threshold. */
 const CANDIDATE_BUFFER = 4;
 const MIN_FILL = 0.6;
-/** The threshold comes from a sample of runs of SAMPLE_RUN chunks, one in SAMPLE_EVERY, once a partition has SAMPLE_MIN_CHUNKS. */
+/** Partitions of ≥ SAMPLE_MIN_CHUNKS chunks take the threshold from ~that many sampled chunks, in runs of SAMPLE_RUN. */
 const SAMPLE_RUN = 8;
-const SAMPLE_EVERY = 16;
 const SAMPLE_MIN_CHUNKS = 256;
+
+/** Up to this many ids per group filter, the mask compares ids with SIMD; above, it looks rows up in a table. */
+const MAX_EQ_IDS = 8;
 
 const round16 = (n: number) => (n + 15) & ~15;
 
@@ -48,6 +50,7 @@ export class Searcher {
   private idx = new Int32Array(0);
   private readonly query: PreparedQuery;
   private readonly unit: Float32Array;
+  private readonly compact = compactionTable();
 
   constructor(
     private readonly rows: RowStore,
@@ -132,8 +135,11 @@ export class Searcher {
       hist: HIST_BINS * 4,
       tA: flags & 1 ? p.groupA.span * 2 : 0,
       tB: flags & 2 ? p.groupB.span * 2 : 0,
-      candSlots: bufferCap * 4,
-      candEst: bufferCap * 4,
+      idsA: idsA.length * 4,
+      idsB: idsB.length * 4,
+      compact: 256,
+      candSlots: (rows + 4) * 4,
+      candEst: (bufferCap + CHUNK_ROWS) * 4,
       slots2: caps.middle * 4,
       est2: caps.middle * 4,
     });
@@ -145,7 +151,11 @@ export class Searcher {
 
     // Stage 1: the mask (0 allowed, 0xFFFF not) per slot.
     const mask = at("mask") / 2;
-    if (flags) {
+    if (flags && idsA.length <= MAX_EQ_IDS && idsB.length <= MAX_EQ_IDS) {
+      a.i32.set(idsA, at("idsA") / 4);
+      a.i32.set(idsB, at("idsB") / 4);
+      K.buildMaskIds(at("sideTable"), nChunks, at("idsA"), idsA.length, at("idsB"), idsB.length, at("mask"));
+    } else if (flags) {
       if (flags & 1) fillTable(a.u16, at("tA") / 2, p.groupA.span, idsA);
       if (flags & 2) fillTable(a.u16, at("tB") / 2, p.groupB.span, idsB);
       K.buildMask(at("sideTable"), nChunks, at("tA"), at("tB"), flags, at("mask"));
@@ -174,44 +184,56 @@ export class Searcher {
 
     stats.path = "approx";
     const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates);
-    const cap = Math.min(bufferCap, allowed);
+    // Unfiltered queries skip the mask; rows past the partition's end (tail of the last chunk)
+    // may then pass too, and are dropped after the scan (they come last: it is in slot order).
+    const cap = Math.min(bufferCap, allowed) + (filtered ? 0 : CHUNK_ROWS);
 
-    // Stage 2: Hamming threshold from a sample of chunks, then the full scan, which also
-    // computes the candidates' 1-bit estimates (without the row factor).
+    // Stage 2: Hamming threshold (sampled), then the full scan, which also computes the
+    // candidates' 1-bit estimates.
     let t = performance.now();
     const q = this.query;
     this.encoder.prepareQuery(query, q);
     a.u8.set(q.code, at("code"));
     a.u8.set(q.planes, at("planes"));
     a.i16.set(q.q16, at("q16") / 2);
+    a.u8.set(this.compact, at("compact"));
     const hist = at("hist") / 4;
-    const scan = (first: number, chunks: number, T: number) =>
-      K.scan(
-        at("codeTable"), first, chunks, at("code"), at("planes"), q.sumAbs, q.twoStep,
-        at("mask"), at("dist"), T, at("candSlots"), at("candEst"), cap,
+    const scanCandidates = filtered ? K.scanMasked : K.scanAll;
+    const scan = (T: number) =>
+      scanCandidates(
+        at("codeTable"), 0, nChunks, at("code"), at("planes"), q.sumAbs, q.twoStep, at("mask"), T,
+        at("compact"), at("candSlots"), at("candEst"), cap,
       );
-    const histogram = (first: number, chunks: number) =>
+    const distances = (first: number, chunks: number) => {
+      K.scanDist(at("codeTable"), first, chunks, at("code"), at("mask"), at("dist"));
       K.histogram(at("dist") + first * CHUNK_ROWS * 2, chunks * CHUNK_ROWS, at("hist"));
+    };
     a.u32.fill(0, hist, hist + L.padDim + 1);
-    let T = L.padDim;
+    let T: number;
     if (nChunks >= SAMPLE_MIN_CHUNKS) {
-      // Runs of SAMPLE_RUN adjacent chunks (prefetch-friendly), one run in every SAMPLE_EVERY.
-      for (let c = 0; c < nChunks; c += SAMPLE_EVERY * SAMPLE_RUN) {
-        const run = Math.min(SAMPLE_RUN, nChunks - c);
-        scan(c, run, -1);
-        histogram(c, run);
-      }
+      // Runs of SAMPLE_RUN adjacent chunks (prefetch-friendly), spread so that ~SAMPLE_MIN_CHUNKS
+      // chunks are sampled; the threshold is scaled from the sample's histogram.
+      const every = Math.max(1, Math.floor(nChunks / SAMPLE_MIN_CHUNKS)) * SAMPLE_RUN;
+      for (let c = 0; c < nChunks; c += every) distances(c, Math.min(SAMPLE_RUN, nChunks - c));
       let sampleRows = 0;
       for (let d = 0; d <= L.padDim; d++) sampleRows += a.u32[hist + d];
       T = thresholdFor(a.u32, hist, L.padDim, (THRESHOLD_MARGIN * coarse * sampleRows) / allowed);
+    } else {
+      // Small partition: the exact histogram costs less than estimating extra candidates.
+      distances(0, nChunks);
+      T = thresholdFor(a.u32, hist, L.padDim, coarse);
     }
-    let count = scan(0, nChunks, T);
+    let count = scan(T);
     if (count > cap || count < MIN_FILL * coarse) {
       // The sample misjudged: the histogram of all distances gives the exact threshold.
       a.u32.fill(0, hist, hist + L.padDim + 1);
-      histogram(0, nChunks);
+      distances(0, nChunks);
       T = thresholdFor(a.u32, hist, L.padDim, coarse);
-      count = scan(0, nChunks, T);
+      count = scan(T);
+    }
+    if (!filtered) {
+      const slots = a.i32, s0 = at("candSlots") / 4;
+      while (count > 0 && count <= cap && slots[s0 + count - 1] >= p.n) count--;
     }
     const n1 = Math.min(count, cap);
     stats.coarse = n1;
@@ -288,10 +310,11 @@ function thresholdFor(u32: Uint32Array, hist: number, padDim: number, want: numb
 }
 
 /**
- * Rows kept after each stage for `allowed` rows: coarse = 5 % (8 192..65 536, or the caller's
+ * Rows kept after each stage for `allowed` rows: coarse = 4 % (8 192..65 536, or the caller's
  * `candidates`), middle = 10 % of coarse (≥ 1 024), rescored = max(64, 4k). Chosen on the 1 M
- * clustered set with text-like queries: recall@10 0.955 at coarse 30 000, 0.98 at 50 000;
- * middle at 4 % / 6 % / 10 % of coarse gave 0.94 / 0.96 / 0.98 (see bench/vector-bench.ts).
+ * clustered set with text-like queries (40 queries): recall@10 0.955 / 0.975 / 0.98 at coarse
+ * 30 000 / 40 000 / 50 000, and with coarse 50 000, middle at 4 % / 6 % / 10 % of it gave
+ * 0.94 / 0.96 / 0.98. bench/vector-bench.ts reproduces the sweep.
  */
 function stageSizes(allowed: number, k: number, candidates?: number): { coarse: number; middle: number; rescore: number } {
   const coarse = Math.min(allowed, Math.max(1, Math.floor(candidates ?? clamp(Math.ceil(allowed * COARSE_FRACTION), COARSE_MIN, COARSE_MAX))));

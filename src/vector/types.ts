@@ -39,7 +39,7 @@ export interface SearchOptions {
   /** Filters, applied to the rows before anything is ranked. */
   allow?: AllowFilter;
   /**
-   * Rows the coarse (Hamming) pass hands on; the main recall/latency knob. Default: 5 % of the
+   * Rows the coarse (Hamming) pass hands on; the main recall/latency knob. Default: 4 % of the
    * allowed rows, at least 8 192 and at most 65 536.
    */
   candidates?: number;

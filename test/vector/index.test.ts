@@ -87,6 +87,16 @@ describe("filters are applied before ranking", () => {
     expect(bigIndex.search(q, { partition: "acct", k: 10, allow: { videos: [] } })).toEqual([]);
   });
 
+  it("long id lists (the lookup-table mask) filter the same way", () => {
+    const q = Q.subarray(3 * dim, 4 * dim);
+    const videos = Array.from({ length: 40 }, (_, i) => big.video[i * 997]);
+    const truth = exactTopK(big, q, 10, (r) => videos.includes(big.video[r]));
+    const stats = newStats();
+    const got = bigIndex.search(q, { partition: "acct", k: 10, allow: { videos }, stats });
+    expect(stats.allowed).toBe(big.video.filter((v) => videos.includes(v)).length);
+    expect(got.map((g) => g.rowId)).toEqual(truth.map((t) => t.rowId));
+  });
+
   it("excluded rows (hidden segments) never come back and their places are filled from the rest", () => {
     const q = Q.subarray(2 * dim, 3 * dim);
     const top = exactTopK(big, q, 10);
@@ -155,6 +165,25 @@ describe("small partitions, edge cases", () => {
     const before = index.memoryBytes;
     index.add([{ rowId: 1, vector: row(small, 7), partition: "acct", groupA: 0, groupB: 0 }]);
     expect(index.memoryBytes).toBeLessThanOrEqual(before + 64 * 1024);
+  });
+
+  it("stale codes left past the end of a partition (removed rows) never come back", () => {
+    const source = createMemoryVectorSource();
+    const index = createVectorIndex({ dim, source, exactBelow: 0 });
+    const q = row(small, 1234);
+    // Rows 250..299 are near-copies of the query; removing them leaves their codes in the
+    // unused tail of the last chunk, where the unmasked scan still sees them.
+    const rows = Array.from({ length: 300 }, (_, i) => {
+      const v = i >= 250 ? Float32Array.from(q, (x, j) => x + (j === i % dim ? 0.01 : 0)) : row(small, i);
+      source.set(i + 1, v);
+      return { rowId: i + 1, vector: v, partition: "acct", groupA: 0, groupB: 0 };
+    });
+    index.add(rows);
+    expect(index.search(q, { partition: "acct", k: 1 })[0].rowId).toBeGreaterThan(250);
+    index.remove(rows.slice(250).map((r) => r.rowId));
+    const got = index.search(q, { partition: "acct", k: 10 });
+    for (const g of got) expect(g.rowId).toBeLessThanOrEqual(250);
+    expect(got.map((g) => g.rowId)).toEqual(exactTopK(small, q, 10, (i) => i < 250).map((t) => t.rowId - 999));
   });
 
   it("empty index and k larger than the partition", () => {

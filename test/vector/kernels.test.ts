@@ -7,7 +7,7 @@ import { prng } from "../../bench/lib/synthetic.ts";
 import { Arena } from "../../src/vector/arena.ts";
 import { CHUNK_ROWS, makeLayout, MASKED, type Layout } from "../../src/vector/layout.ts";
 import { sleb, uleb } from "../../src/vector/wasm/asm.ts";
-import { instantiateKernels, kernelModuleBytes, type Kernels } from "../../src/vector/wasm/kernels.ts";
+import { compactionTable, instantiateKernels, kernelModuleBytes, type Kernels } from "../../src/vector/wasm/kernels.ts";
 
 const popcount8 = (x: number) => {
   let c = 0;
@@ -65,19 +65,23 @@ describe.each([512, 200])("scan kernel, dim %i", (dim) => {
   const nChunks = 5;
   const { L, a, K, rand, scanBlocks, scratch } = rig(dim, nChunks, dim);
   const rows = nChunks * CHUNK_ROWS;
-  const codeTable = scratch, qcode = codeTable + 64, planes = qcode + 256, mask = planes + 1024;
-  const dist = mask + rows * 2, outSlots = dist + rows * 2, outW = outSlots + rows * 4;
+  const codeTable = scratch, qcode = codeTable + 64, planes = qcode + 256, compact = planes + 1024, mask = compact + 256;
+  const dist = mask + rows * 2, outSlots = dist + rows * 2, outEst = outSlots + (rows + 4) * 4;
+  const sumAbs = 3.25, twoStep = 0.0075;
   a.i32.set(scanBlocks, codeTable / 4);
+  a.u8.set(compactionTable(), compact);
   for (let i = 0; i < L.codeBytes; i++) a.u8[qcode + i] = (rand() * 256) | 0;
   for (let i = 0; i < 4 * L.codeBytes; i++) a.u8[planes + i] = (rand() * 256) | 0;
   for (let s = 0; s < rows; s++) a.u16[mask / 2 + s] = rand() < 0.2 ? MASKED : 0;
 
-  const codeByte = (slot: number, b: number) => a.u8[scanBlocks[slot >> 7] + (slot & 127) * L.codeBytes + b];
-  const refDist = (slot: number) => {
+  const codeByte = (slot: number, b: number) => a.u8[scanBlocks[slot >> 7] + L.offCodes + (slot & 127) * L.codeBytes + b];
+  const factor = (slot: number) => a.u16[(scanBlocks[slot >> 7] + L.offFactor) / 2 + (slot & 127)];
+  const refHam = (slot: number) => {
     let d = 0;
     for (let b = 0; b < L.codeBytes; b++) d += popcount8(codeByte(slot, b) ^ a.u8[qcode + b]);
-    return d | a.u16[mask / 2 + slot];
+    return d;
   };
+  const refDist = (slot: number) => refHam(slot) | a.u16[mask / 2 + slot];
   const refW = (slot: number) => {
     let w = 0;
     for (let k = 0; k < 4; k++) {
@@ -88,27 +92,36 @@ describe.each([512, 200])("scan kernel, dim %i", (dim) => {
     return w;
   };
 
-  it("computes every row's masked Hamming distance and no candidates when T < 0", () => {
-    const n = K.scan(codeTable, 0, nChunks, qcode, planes, mask, dist, -1, outSlots, outW, rows);
-    expect(n).toBe(0);
+  it("scanDist writes every row's masked Hamming distance", () => {
+    K.scanDist(codeTable, 0, nChunks, qcode, mask, dist);
     for (let s = 0; s < rows; s++) expect(a.u16[dist / 2 + s], `slot ${s}`).toBe(refDist(s));
   });
 
-  it("returns exactly the rows within T, in slot order, with their weighted disagreement sums", () => {
-    const ds = Array.from({ length: rows }, (_, s) => refDist(s)).filter((d) => d !== MASKED).sort((x, y) => x - y);
+  it.each(["scanMasked", "scanAll"] as const)("%s returns exactly the rows within T, in slot order, with their 1-bit estimates", (variant) => {
+    const d = variant === "scanAll" ? refHam : refDist;
+    const ds = Array.from({ length: rows }, (_, s) => d(s)).filter((x) => x !== MASKED).sort((x, y) => x - y);
     const T = ds[Math.floor(ds.length / 3)];
-    const want = Array.from({ length: rows }, (_, s) => s).filter((s) => refDist(s) <= T);
-    const n = K.scan(codeTable, 0, nChunks, qcode, planes, mask, dist, T, outSlots, outW, rows);
+    const want = Array.from({ length: rows }, (_, s) => s).filter((s) => d(s) <= T);
+    const n = K[variant](codeTable, 0, nChunks, qcode, planes, sumAbs, twoStep, mask, T, compact, outSlots, outEst, rows);
     expect(n).toBe(want.length);
     expect(Array.from(a.i32.subarray(outSlots / 4, outSlots / 4 + n))).toEqual(want);
-    expect(Array.from(a.i32.subarray(outW / 4, outW / 4 + n))).toEqual(want.map(refW));
+    want.forEach((s, i) => {
+      const ref = factor(s) * (sumAbs - twoStep * refW(s));
+      expect(Math.abs(a.f32[outEst / 4 + i] - ref), `slot ${s}`).toBeLessThanOrEqual(Math.abs(ref) * 1e-5 + 1e-3);
+    });
   });
 
-  it("scans a sub-range of chunks and counts past `cap` without writing past it", () => {
-    const n = K.scan(codeTable, 2, 2, qcode, planes, mask, dist, L.padDim, outSlots, outW, 10);
+  it("scans a sub-range of chunks; past `cap` it still lists and counts slots but computes no estimates", () => {
+    a.f32.fill(-12345, outEst / 4, outEst / 4 + rows);
+    const n = K.scanMasked(codeTable, 2, 2, qcode, planes, sumAbs, twoStep, mask, L.padDim, compact, outSlots, outEst, 10);
     const want = Array.from({ length: 2 * CHUNK_ROWS }, (_, i) => 2 * CHUNK_ROWS + i).filter((s) => refDist(s) !== MASKED);
     expect(n).toBe(want.length);
-    expect(Array.from(a.i32.subarray(outSlots / 4, outSlots / 4 + 10))).toEqual(want.slice(0, 10));
+    expect(Array.from(a.i32.subarray(outSlots / 4, outSlots / 4 + n))).toEqual(want);
+    for (let i = 0; i < 10; i++) {
+      const ref = factor(want[i]) * (sumAbs - twoStep * refW(want[i]));
+      expect(Math.abs(a.f32[outEst / 4 + i] - ref)).toBeLessThanOrEqual(Math.abs(ref) * 1e-5 + 1e-3);
+    }
+    for (let i = 10; i < n; i++) expect(a.f32[outEst / 4 + i]).toBe(-12345);
   });
 });
 
@@ -117,7 +130,7 @@ describe("the other kernels", () => {
   const { L, a, K, rand, sideBlocks, scratch } = rig(dim, nChunks, 99);
   const rows = nChunks * CHUNK_ROWS;
   const sideTable = scratch, arr = sideTable + 64, out = arr + rows * 2, hist = out + rows * 4;
-  const q16 = hist + 65536 * 4, slots = q16 + L.padDim * 2, w = slots + rows * 4, est = w + rows * 4, tabs = est + rows * 4;
+  const q16 = hist + 65536 * 4, slots = q16 + L.padDim * 2, est = slots + rows * 4, tabs = est + rows * 4;
   a.i32.set(sideBlocks, sideTable / 4);
   const side = (slot: number) => sideBlocks[slot >> 7];
 
@@ -164,16 +177,23 @@ describe("the other kernels", () => {
     });
   });
 
-  it("applyFactor scales by each row's factor", () => {
-    const picks = Array.from({ length: 30 }, () => (rand() * rows) | 0);
-    const ws = picks.map(() => (rand() * 4000) | 0);
-    for (const s of picks) a.f32[(side(s) + L.offFactor) / 4 + (s & 127)] = 0.5 + rand();
-    a.i32.set(picks, slots / 4);
-    a.i32.set(ws, w / 4);
-    K.applyFactor(slots, w, picks.length, sideTable, 100.5, 0.25, est);
-    picks.forEach((s, i) => {
-      expect(a.f32[est / 4 + i]).toBeCloseTo(a.f32[(side(s) + L.offFactor) / 4 + (s & 127)] * (100.5 - 0.25 * ws[i]), 3);
-    });
+  it("buildMaskIds matches rows against short id lists (empty list = no filter)", () => {
+    const idsA = tabs + 256, idsB = idsA + 64;
+    for (let s = 0; s < rows; s++) {
+      a.i32[(side(s) + L.offGroupA) / 4 + (s & 127)] = (rand() * 6) | 0;
+      a.i32[(side(s) + L.offGroupB) / 4 + (s & 127)] = (rand() * 11) | 0;
+    }
+    const ga = (s: number) => a.i32[(side(s) + L.offGroupA) / 4 + (s & 127)];
+    const gb = (s: number) => a.i32[(side(s) + L.offGroupB) / 4 + (s & 127)];
+    for (const [la, lb] of [[[2], []], [[], [3, 7]], [[0, 5, 1], [10]], [[4], [4, 9, 2, 0, 1, 6, 8, 3]]]) {
+      a.i32.set(la, idsA / 4);
+      a.i32.set(lb, idsB / 4);
+      K.buildMaskIds(sideTable, nChunks, idsA, la.length, idsB, lb.length, arr);
+      for (let s = 0; s < rows; s++) {
+        const ok = (la.length === 0 || la.includes(ga(s))) && (lb.length === 0 || lb.includes(gb(s)));
+        expect(a.u16[arr / 2 + s], `slot ${s} ${la}/${lb}`).toBe(ok ? 0 : MASKED);
+      }
+    }
   });
 
   it("buildMask ORs the group tables per row", () => {

@@ -190,6 +190,9 @@ export class Fn {
   if(type: BlockType = "void"): this {
     return this.op(Op.if, type === "void" ? 0x40 : VALTYPE[type]);
   }
+  else(): this {
+    return this.op(Op.else);
+  }
   end(): this {
     return this.op(Op.end);
   }
