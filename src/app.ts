@@ -188,7 +188,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     dispatcher.wake();
   });
   const webhooks = new WebhookService(db, webhookStore, events, accountStore, secretBox, { allowNetworks, resolve: opts.resolve }, () => dispatcher.wake(), now);
-  const accountDeletion = new AccountDeletion(db, accountStore, events, dispatcher, videos);
+  const accountDeletion = new AccountDeletion(db, accountStore, events, webhookStore, dispatcher, videos);
   const jobs = new JobService(jobStore);
   const media = new MediaService(new MediaStore(db), files, signer);
   const services: Services = {

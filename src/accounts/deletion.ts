@@ -3,36 +3,62 @@ import { notFound } from "../core/errors.ts";
 import type { EventStore } from "../events/store.ts";
 import type { VideoService } from "../videos/service.ts";
 import type { WebhookDispatcher } from "../webhooks/dispatcher.ts";
+import type { WebhookStore } from "../webhooks/store.ts";
 import type { AccountStore } from "./store.ts";
 
+export interface AccountDeletionResult {
+  user_id: string;
+  videos_deleted: number;
+  /** The outcome of the one immediate `account.deleted` attempt per endpoint. */
+  deliveries: { webhook_id: string; status: string }[];
+}
+
 /**
- * `vsearch accounts delete`: announce, deliver, then purge. `account.deleted` goes through the
- * outbox like every event and gets one immediate attempt per subscribed endpoint (bounded by the
- * webhook timeout) — the endpoints are part of what is purged, so there is no retry schedule to
- * wait for. Then every video (files and vectors), and the account row, whose foreign keys
- * cascade to users, sessions, keys, collections, jobs, webhooks, deliveries, credits and search
- * feedback; finally the account's outbox rows.
+ * `vsearch accounts delete`: close, announce, deliver, purge.
+ *
+ * 1. In one transaction: record `account.deleted` and remove the account's keys, users and
+ *    sessions, so from the announcement on no request of the account is accepted.
+ * 2. Fan the outbox out and make one immediate attempt per subscribed endpoint. The wait is
+ *    bounded by the attempt timeout: the endpoints are purged next, so there is no retry schedule
+ *    to wait for (a receiver that is down misses the event).
+ * 3. Switch the account's endpoints off, so the `video.deleted` events the purge records (and any
+ *    retry still pending) are never sent — not even by a server running beside this CLI.
+ * 4. Purge every video through `VideoService.purgeVideos` (rows, vectors, files, search index),
+ *    repeated while videos remain (an upload that was already past authentication), then delete
+ *    the account row — its foreign keys cascade to collections, jobs, webhooks, deliveries, the
+ *    credit ledger and search feedback — and the account's outbox rows.
  */
 export class AccountDeletion {
   constructor(
     private readonly db: Database,
     private readonly accounts: AccountStore,
     private readonly events: EventStore,
+    private readonly webhooks: WebhookStore,
     private readonly dispatcher: WebhookDispatcher,
     private readonly videos: VideoService,
   ) {}
 
-  async delete(accountId: string): Promise<{ user_id: string; videos_deleted: number; deliveries: { webhook_id: string; status: string }[] }> {
+  async delete(accountId: string): Promise<AccountDeletionResult> {
     if (!this.accounts.getAccount(accountId)) throw notFound("NOT_FOUND", `Account ${accountId}`);
-    const eventId = this.events.record(accountId, "account.deleted", { user_id: accountId });
-    this.dispatcher.fanOut();
-    const deliveries = await this.dispatcher.deliverEventNow(eventId);
-    const videoIds = this.videos.allIds(accountId);
-    await this.videos.purgeVideos(accountId, videoIds);
+    const eventId = this.db.transaction(() => {
+      this.accounts.closeAccess(accountId);
+      return this.events.record(accountId, "account.deleted", { user_id: accountId });
+    })();
+    this.dispatcher.drainOutbox();
+    const deliveries = await this.dispatcher.deliverEventNow(accountId, eventId);
+    this.webhooks.deactivateAll(accountId);
+
+    let videosDeleted = 0;
+    for (let pass = 0; pass < 5; pass++) {
+      const ids = this.videos.allIds(accountId);
+      if (!ids.length) break;
+      await this.videos.purgeVideos(accountId, ids);
+      videosDeleted += ids.length;
+    }
     this.db.transaction(() => {
       this.accounts.deleteAccount(accountId);
       this.events.deleteForAccount(accountId);
     })();
-    return { user_id: accountId, videos_deleted: videoIds.length, deliveries };
+    return { user_id: accountId, videos_deleted: videosDeleted, deliveries };
   }
 }

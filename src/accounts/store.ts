@@ -30,6 +30,13 @@ export class AccountStore {
     this.db.query("DELETE FROM accounts WHERE id = ?").run(id);
   }
 
+  /** Account deletion's first step: no key or sign-in (users cascade their sessions) works any more. */
+  closeAccess(id: string): void {
+    this.db.query("DELETE FROM api_keys WHERE account_id = ?").run(id);
+    this.db.query("DELETE FROM sessions WHERE account_id = ?").run(id);
+    this.db.query("DELETE FROM users WHERE account_id = ?").run(id);
+  }
+
   insertUser(u: UserWithHash): void {
     this.db
       .query("INSERT INTO users (id, account_id, email, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)")

@@ -45,9 +45,12 @@ export class CreditService {
     }
   }
 
-  /** Must run inside the transaction that completes the job (it is called from there). */
+  /**
+   * Called inside the transaction that completes the job, so the charge commits with it. Its own
+   * transaction becomes a savepoint there, and keeps charge + events atomic when called alone.
+   */
   chargeIndexing(accountId: string, durationSecs: number): void {
-    this.charge(accountId, (Math.max(durationSecs, 0) / 60) * this.settings.perMinute, "indexing");
+    this.db.transaction(() => this.charge(accountId, (Math.max(durationSecs, 0) / 60) * this.settings.perMinute, "indexing"))();
   }
 
   chargeSearch(accountId: string): void {
@@ -59,7 +62,9 @@ export class CreditService {
     const { before, after } = this.store.apply(accountId, -cost, reason);
     const threshold = this.settings.lowThreshold;
     let fired = false;
-    if (before > threshold && after <= threshold && after > 0) {
+    // Once per downward crossing (a grant back above the threshold re-arms it). Also when one
+    // charge jumps straight to zero: a subscriber to `credits.low` alone must still hear of it.
+    if (before > threshold && after <= threshold) {
       this.events.record(accountId, "credits.low", { balance: after, threshold });
       fired = true;
     }

@@ -88,7 +88,7 @@ export class WebhookDispatcher {
         // A test ping goes to the endpoint it was sent from, whatever that endpoint subscribed to.
         const targets: WebhookRow[] =
           ev.type === "webhook.ping"
-            ? [this.store.getById(String(data.webhook_id))].filter((w): w is WebhookRow => !!w && w.is_active === 1)
+            ? [this.store.getById(String(data.webhook_id))].filter((w): w is WebhookRow => !!w && w.is_active === 1 && w.account_id === ev.account_id)
             : this.store.subscribers(ev.account_id, ev.type);
         const body = JSON.stringify({ id: ev.id, event: ev.type, created_at: ev.created_at, data });
         for (const w of targets) {
@@ -111,12 +111,26 @@ export class WebhookDispatcher {
     return pending.length;
   }
 
+  /**
+   * Fans out everything in the outbox now (bounded by `maxEvents`). A batch smaller than asked for
+   * means every event committed before the call has been handled — how account deletion makes
+   * sure its `account.deleted` has delivery rows before it attempts them.
+   */
+  drainOutbox(maxEvents = 100_000): void {
+    const batch = 500;
+    for (let done = 0; done < maxEvents; done += batch) if (this.fanOut(batch) < batch) return;
+  }
+
   private attemptDue(): void {
     const max = this.opts.maxInFlight ?? 8;
+    const perEndpoint = this.opts.perEndpoint ?? 2;
     if (this.attempts.size >= max) return;
-    for (const d of this.store.due(this.now(), 100)) {
+    // Endpoints already at their limit are left out of the query, so their backlog cannot crowd
+    // the others out of the batch; rows in flight are not due (claiming pushed their due time out).
+    const full = [...this.inFlight].filter(([, n]) => n >= perEndpoint).map(([id]) => id);
+    for (const d of this.store.due(this.now(), 100, full)) {
       if (this.attempts.size >= max) break;
-      if ((this.inFlight.get(d.webhook_id) ?? 0) >= (this.opts.perEndpoint ?? 2)) continue;
+      if ((this.inFlight.get(d.webhook_id) ?? 0) >= perEndpoint) continue;
       this.track(d);
     }
   }
@@ -128,14 +142,20 @@ export class WebhookDispatcher {
       const n = (this.inFlight.get(d.webhook_id) ?? 1) - 1;
       if (n <= 0) this.inFlight.delete(d.webhook_id);
       else this.inFlight.set(d.webhook_id, n);
+      this.wake(); // a slot is free: take the next due delivery now rather than at the next poll
     });
     this.attempts.add(p);
     return p;
   }
 
-  /** One attempt for each pending delivery of an event, now (account deletion cannot wait for the schedule). */
-  async deliverEventNow(eventId: string): Promise<{ webhook_id: string; status: string }[]> {
-    const rows = this.store.due(Number.MAX_SAFE_INTEGER, 1000).filter((d) => d.event_id === eventId);
+  /**
+   * One attempt for each pending delivery of an event, now, outside the concurrency limits (account
+   * deletion cannot wait for the schedule; the wait is bounded by the attempt timeout). A delivery
+   * another process is attempting at this moment is skipped here (the claim fails) and reported
+   * as still pending.
+   */
+  async deliverEventNow(accountId: string, eventId: string): Promise<{ webhook_id: string; status: string }[]> {
+    const rows = this.store.pendingForEvent(accountId, eventId);
     await Promise.allSettled(rows.map((d) => this.track(d)));
     return rows.map((d) => ({ webhook_id: d.webhook_id, status: this.store.getDelivery(d.webhook_id, d.id)?.status ?? "unknown" }));
   }

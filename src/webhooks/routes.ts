@@ -133,7 +133,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       responses: {
         202: { description: "Queued", content: { "application/json": { schema: envelopeOf(deliverySchema) } } },
         404: jsonError("No such webhook or delivery (WEBHOOK_NOT_FOUND, DELIVERY_NOT_FOUND)"),
-        409: jsonError("Only failed deliveries can be retried (DELIVERY_NOT_FAILED)"),
+        409: jsonError("Only failed deliveries can be retried (DELIVERY_NOT_FAILED); the endpoint is inactive (WEBHOOK_INACTIVE)"),
       },
     }),
     (c) => {

@@ -66,8 +66,11 @@ export class WebhookService {
 
   async update(accountId: string, id: string, input: unknown): Promise<Webhook> {
     const patch = parseInput(updateWebhookInput, input);
-    const row = this.require(accountId, id);
+    this.require(accountId, id);
     const url = patch.url !== undefined ? await this.checkUrl(patch.url) : undefined;
+    // Re-read after the (awaited) address check; from here to the write nothing awaits, so the
+    // limit check and the update cannot interleave with another request's.
+    const row = this.require(accountId, id);
     if (patch.is_active === true && row.is_active === 0) this.assertUnderLimit(accountId);
     this.store.update(id, {
       url,
@@ -96,10 +99,16 @@ export class WebhookService {
     return { items: this.store.listDeliveries(id, page.perPage, offsetOf(page)).map(toDelivery), total: this.store.countDeliveries(id) };
   }
 
+  /**
+   * Manual redelivery: a `failed` delivery goes back to `pending`, due now, for one attempt (if
+   * that fails too it is `failed` again; no new schedule). Pending or succeeded ones: 409. An
+   * inactive endpoint: 409 as for the test ping, since nothing is sent to inactive endpoints.
+   */
   retry(accountId: string, webhookId: string, deliveryId: string): Delivery {
-    this.require(accountId, webhookId);
+    const webhook = this.require(accountId, webhookId);
     const d = this.store.getDelivery(webhookId, deliveryId);
     if (!d) throw notFound("DELIVERY_NOT_FOUND", `Delivery ${deliveryId}`);
+    if (!webhook.is_active) throw new AppError(409, "WEBHOOK_INACTIVE", "The webhook is inactive; activate it before retrying");
     if (!this.store.requeueFailed(deliveryId, this.now())) {
       throw new AppError(409, "DELIVERY_NOT_FAILED", `Only failed deliveries can be retried; this one is ${d.status}`);
     }

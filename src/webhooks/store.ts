@@ -99,15 +99,37 @@ export class WebhookStore {
     return this.db.query<{ n: number }, [string]>("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?").get(webhookId)!.n;
   }
 
-  /** Pending deliveries due now whose endpoint is still active. */
-  due(nowMs: number, limit: number): DeliveryRow[] {
+  /**
+   * Pending deliveries due now whose endpoint is still active, oldest due first, leaving out the
+   * endpoints in `skip` (those already at their concurrency limit): one endpoint's backlog must not
+   * fill every batch and keep the others waiting. Walks the partial index on `next_attempt_at`
+   * (a window function per endpoint would sort every due row on every poll).
+   */
+  due(nowMs: number, limit: number, skip: readonly string[] = []): DeliveryRow[] {
     return this.db
-      .query<DeliveryRow, [number, number]>(
+      .query<DeliveryRow, [number, string, number]>(
         `SELECT d.* FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
           WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.is_active = 1
+            AND d.webhook_id NOT IN (SELECT value FROM json_each(?))
           ORDER BY d.next_attempt_at LIMIT ?`,
       )
-      .all(nowMs, limit);
+      .all(nowMs, JSON.stringify(skip), limit);
+  }
+
+  /** Pending deliveries of one event to the account's active endpoints, whatever their due time. */
+  pendingForEvent(accountId: string, eventId: string): DeliveryRow[] {
+    // Through the account's endpoints, so the lookup uses the (webhook_id, event_id) unique index.
+    return this.db
+      .query<DeliveryRow, [string, string]>(
+        `SELECT d.* FROM webhooks w JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.event_id = ?
+          WHERE w.account_id = ? AND w.is_active = 1 AND d.status = 'pending'`,
+      )
+      .all(eventId, accountId);
+  }
+
+  /** Switches every endpoint of an account off (account deletion: nothing more may be sent). */
+  deactivateAll(accountId: string): void {
+    this.db.query("UPDATE webhooks SET is_active = 0, updated_at = ? WHERE account_id = ?").run(nowIso(), accountId);
   }
 
   /** Claims an attempt: bumps `attempts` and pushes the due time out first, so a crash mid-attempt means a retry, never a loss. */

@@ -1,5 +1,3 @@
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
 import { scratchDir, smallMp4 } from "../helpers/ffmpeg.ts";
@@ -11,8 +9,11 @@ beforeAll(async () => {
   t = await startTestApp({
     VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8",
     VSEARCH_CREDITS_PER_MINUTE: "10",
+    VSEARCH_CREDITS_PER_SEARCH: "0.5",
     VSEARCH_CREDITS_LOW_THRESHOLD: "5",
     VSEARCH_RATE_LIMIT_UPLOAD: "1000",
+    VSEARCH_RATE_LIMIT_JOBS: "100000",
+    VSEARCH_RATE_LIMIT_SEARCH: "1000",
   });
   await t.app.start();
   mp4 = await smallMp4(scratchDir("credits"));
@@ -22,13 +23,29 @@ afterAll(() => t.close());
 const eventsOf = (accountId: string, type: string) =>
   (t.app.db.query("SELECT payload FROM events WHERE account_id = ? AND type = ? ORDER BY seq").all(accountId, type) as { payload: string }[]).map((e) => JSON.parse(e.payload));
 
+const upload = async (ten: Tenant) => {
+  const col = (await json(await t.request("POST", "/v1/collections", { token: ten.key, json: { name: `c${Date.now()}${Math.random()}` } }))).data.id;
+  const fd = new FormData();
+  fd.append("collection_id", col);
+  fd.append("file", Bun.file(mp4), "x.mp4");
+  return t.request("POST", "/v1/upload", { token: ten.key, body: fd });
+};
+
+const search = async (ten: Tenant) => {
+  const fd = new FormData();
+  fd.append("query", "anything");
+  fd.append("modes", "transcript");
+  return t.request("POST", "/v1/search", { token: ten.key, body: fd });
+};
+
 describe("credits", () => {
   test("unlimited by default; grant makes it metered; charges fire credits.low once and credits.exhausted; 402 after", async () => {
     const ten = await createTenant(t, "Metered");
     const credits = t.app.services.credits;
     expect(credits.show(ten.accountId).balance).toBeNull();
     credits.chargeIndexing(ten.accountId, 600); // unlimited: nothing happens
-    expect(credits.show(ten.accountId).balance).toBeNull();
+    credits.chargeSearch(ten.accountId);
+    expect(credits.show(ten.accountId)).toMatchObject({ balance: null, metered: false, ledger: [] });
     expect(credits.grant(ten.accountId, 12).balance).toBe(12);
     const charge = (secs: number) => t.app.db.transaction(() => credits.chargeIndexing(ten.accountId, secs))();
     charge(30); // 12 → 7
@@ -37,53 +54,69 @@ describe("credits", () => {
     expect(eventsOf(ten.accountId, "credits.low")).toEqual([{ balance: 3, threshold: 5 }]);
     charge(6); // 3 → 2: no second low event
     expect(eventsOf(ten.accountId, "credits.low")).toHaveLength(1);
+    expect(eventsOf(ten.accountId, "credits.exhausted")).toEqual([]);
     charge(12); // 2 → 0
     expect(eventsOf(ten.accountId, "credits.exhausted")).toEqual([{ balance: 0 }]);
-    const col = (await json(await t.request("POST", "/v1/collections", { token: ten.key, json: { name: "c" } }))).data.id;
-    const fd = new FormData();
-    fd.append("collection_id", col);
-    fd.append("file", Bun.file(mp4), "x.mp4");
-    const res = await t.request("POST", "/v1/upload", { token: ten.key, body: fd });
+    const res = await upload(ten);
     expect(res.status).toBe(402);
     expect((await json(res)).detail.code).toBe("INSUFFICIENT_CREDITS");
+    const s = await search(ten);
+    expect(s.status).toBe(402);
+    expect((await json(s)).detail.code).toBe("INSUFFICIENT_CREDITS");
     expect(credits.show(ten.accountId).ledger.map((l) => l.reason)).toEqual(["indexing", "indexing", "indexing", "indexing", "grant"]);
     expect(() => credits.grant(ten.accountId, -1)).toThrow(/positive/);
+    expect(() => credits.grant(ten.accountId, Number.NaN)).toThrow(/positive/);
+    expect(() => credits.grant("usr_nobody", 5)).toThrow(/usr_nobody/);
   });
-});
 
-describe("account deletion", () => {
-  test("account.deleted reaches the receiver, then nothing of the account remains", async () => {
-    const ten: Tenant = await createTenant(t, "Doomed");
+  test("a grant back above the threshold re-arms credits.low; one charge straight to zero fires both events", async () => {
+    const credits = t.app.services.credits;
+    const ten = await createTenant(t, "Jumps");
+    credits.grant(ten.accountId, 20);
+    credits.chargeIndexing(ten.accountId, 120); // 20 → 0 in one charge: passes the threshold and zero
+    expect(eventsOf(ten.accountId, "credits.low")).toEqual([{ balance: 0, threshold: 5 }]);
+    expect(eventsOf(ten.accountId, "credits.exhausted")).toEqual([{ balance: 0 }]);
+    credits.grant(ten.accountId, 8); // 0 → 8: above the threshold again
+    credits.chargeIndexing(ten.accountId, 30); // 8 → 3
+    expect(eventsOf(ten.accountId, "credits.low")).toHaveLength(2);
+    expect(eventsOf(ten.accountId, "credits.exhausted")).toHaveLength(1);
+    // credits.exhausted fires once each time the balance reaches zero from above.
+    credits.chargeIndexing(ten.accountId, 60); // 3 → -7 (indexing work was done; the balance may go negative)
+    expect(credits.show(ten.accountId).balance).toBe(-7);
+    expect(eventsOf(ten.accountId, "credits.exhausted")).toHaveLength(2);
+    credits.chargeIndexing(ten.accountId, 60); // -7 → -17: no new events
+    expect(eventsOf(ten.accountId, "credits.exhausted")).toHaveLength(2);
+    expect(eventsOf(ten.accountId, "credits.low")).toHaveLength(2);
+  });
+
+  test("a completed indexing job charges per minute; a search charges per request; low/exhausted reach a subscriber", async () => {
+    const ten = await createTenant(t, "Billed");
+    const credits = t.app.services.credits;
     const rx = startReceiver();
     try {
-      const wh = (await json(await t.request("POST", "/v1/webhooks", { token: ten.key, json: { url: rx.url, events: ["account.deleted"] } }))).data;
+      const wh = (await json(await t.request("POST", "/v1/webhooks", { token: ten.key, json: { url: rx.url, events: ["credits.low", "credits.exhausted"] } }))).data;
       rx.setSecret(wh.secret);
-      const col = (await json(await t.request("POST", "/v1/collections", { token: ten.key, json: { name: "c" } }))).data.id;
-      const fd = new FormData();
-      fd.append("collection_id", col);
-      fd.append("file", Bun.file(mp4), "x.mp4");
-      const up = (await json(await t.request("POST", "/v1/upload", { token: ten.key, body: fd }))).data;
+      credits.grant(ten.accountId, 6);
+      const up = (await json(await upload(ten))).data;
       expect(await until(() => t.app.services.jobs.get(ten.accountId, up.job_id).status === "done", 30_000)).toBe(true);
-      t.app.services.credits.grant(ten.accountId, 5);
+      const duration = (await json(await t.request("GET", `/v1/videos/${up.video_id}`, { token: ten.key }))).data.duration_secs;
+      expect(duration).toBeGreaterThan(0.5);
+      const [charge] = credits.show(ten.accountId).ledger;
+      expect(charge.reason).toBe("indexing");
+      expect(charge.delta).toBeCloseTo(-(duration / 60) * 10, 5);
+      expect(charge.balance_after).toBeCloseTo(6 - (duration / 60) * 10, 5);
+      // The charge commits with the completion: the job is done and charged, or neither.
+      expect(eventsOf(ten.accountId, "job.completed")).toEqual([{ job_id: up.job_id, video_id: up.video_id }]);
 
-      const r = await t.app.services.accountDeletion.delete(ten.accountId);
-      expect(r).toMatchObject({ user_id: ten.accountId, videos_deleted: 1, deliveries: [{ webhook_id: wh.id, status: "succeeded" }] });
-      expect(rx.hits).toHaveLength(1);
-      expect(rx.hits[0].signatureOk).toBe(true);
-      expect(rx.hits[0].body).toMatchObject({ event: "account.deleted", data: { user_id: ten.accountId } });
-
-      const tables = (t.app.db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%account_id%'").all() as { name: string }[]).map((x) => x.name);
-      expect(tables.length).toBeGreaterThan(8);
-      for (const table of tables) {
-        const n = (t.app.db.query(`SELECT count(*) AS n FROM "${table}" WHERE account_id = ?`).get(ten.accountId) as { n: number }).n;
-        expect(n, table).toBe(0);
-      }
-      expect(t.app.db.query("SELECT 1 FROM accounts WHERE id = ?").get(ten.accountId)).toBeNull();
-      expect(existsSync(join(t.dir, "videos", up.video_id))).toBe(false);
-      const stillThere = readdirSync(join(t.dir, "videos"));
-      expect(stillThere).not.toContain(up.video_id);
-      // its key no longer works
-      expect((await t.request("GET", "/v1/collections", { token: ten.key })).status).toBe(401);
+      // 6 - ~0.17 = ~5.83: at 0.5 a search, the second crosses 5 (credits.low) on the second one, then reaches zero.
+      expect((await search(ten)).status).toBe(200);
+      expect(credits.show(ten.accountId).ledger[0]).toMatchObject({ reason: "search", delta: -0.5 });
+      for (let i = 0; i < 20 && (credits.show(ten.accountId).balance ?? 0) > 0; i++) expect((await search(ten)).status).toBe(200);
+      expect(credits.show(ten.accountId).balance).toBeLessThanOrEqual(0);
+      expect((await search(ten)).status).toBe(402);
+      expect(await until(() => rx.hits.length === 2)).toBe(true);
+      expect(rx.hits.map((h) => h.body.event).sort()).toEqual(["credits.exhausted", "credits.low"]);
+      expect(rx.hits.every((h) => h.signatureOk)).toBe(true);
     } finally {
       rx.stop();
     }

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, onTestFinished, test } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
 import type { Resolver } from "../../src/net/address-rules.ts";
-import { until } from "./receiver.ts";
+import { startReceiver, until } from "./receiver.ts";
 
 // Names are answered by this resolver; no real DNS query is made. `rebind.test` answers a public
 // address the first time (registration) and loopback afterwards (delivery).
@@ -48,7 +48,11 @@ describe("target rules by default", () => {
   });
 
   test("checked again at delivery: a name that rebinds to loopback is refused without connecting", async () => {
-    const res = await t.request("POST", "/v1/webhooks", { token: a.key, json: { url: "http://rebind.test:9/hook", events: ["webhook.ping"] } });
+    // A live receiver on the loopback port the name rebinds to: it must never see a connection.
+    const rx = startReceiver();
+    onTestFinished(() => rx.stop());
+    const port = new URL(rx.url).port;
+    const res = await t.request("POST", "/v1/webhooks", { token: a.key, json: { url: `http://rebind.test:${port}/hook`, events: ["webhook.ping"] } });
     expect(res.status).toBe(201);
     const id = (await json(res)).data.id;
     await t.request("POST", `/v1/webhooks/${id}/test`, { token: a.key });
@@ -57,5 +61,7 @@ describe("target rules by default", () => {
     const d = await get();
     expect(d.error).toContain("TARGET_FORBIDDEN");
     expect(d.response_status).toBeNull();
+    expect(d.attempts).toBe(3);
+    expect(rx.hits).toHaveLength(0);
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
 import { startReceiver, until } from "./receiver.ts";
+import { VERSION } from "../../src/version.ts";
 
 const ENV = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "0.2,0.4", VSEARCH_WEBHOOK_TIMEOUT_MS: "2000", VSEARCH_RATE_LIMIT_WEBHOOKS: "10000" };
 let t: TestApp;
@@ -82,6 +83,9 @@ describe("delivery", () => {
       expect(hit.signatureOk).toBe(true);
       expect(hit.headers["x-service-event"]).toBe("webhook.ping");
       expect(hit.headers["x-service-delivery"]).toMatch(/^del_/);
+      expect(hit.headers["content-type"]).toBe("application/json");
+      expect(hit.headers["user-agent"]).toBe(`vsearch-webhooks/${VERSION}`);
+      expect(hit.headers["x-service-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/);
       expect(hit.body).toEqual({ id: expect.stringMatching(/^evt_/), event: "webhook.ping", created_at: expect.any(String), data: { webhook_id: data.id } });
       expect(await until(async () => (await deliveries(data.id))[0]?.status === "succeeded")).toBe(true);
       const [d] = await deliveries(data.id);

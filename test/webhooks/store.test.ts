@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { createTenant, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { WebhookStore } from "../../src/webhooks/store.ts";
+
+// The dispatcher is not started here: these tests look at which rows the store hands out.
+let t: TestApp;
+let a: Tenant;
+let store: WebhookStore;
+beforeAll(async () => {
+  t = await startTestApp();
+  a = await createTenant(t);
+  store = new WebhookStore(t.app.db);
+});
+afterAll(() => t.close());
+
+const endpoint = (id: string, isActive = 1) =>
+  store.insert({ id, account_id: a.accountId, url: "https://hooks.example.com/x", events: '["webhook.ping"]', secret_sealed: "v1.x.y.z", is_active: isActive, created_at: "2026-01-01T00:00:00.000Z", updated_at: "2026-01-01T00:00:00.000Z" });
+const delivery = (webhookId: string, n: number, dueAt: number) =>
+  store.insertDelivery({ id: `del_${webhookId}_${n}`, webhook_id: webhookId, account_id: a.accountId, event_id: `evt_${n}`, event: "webhook.ping", payload: "{}", status: "pending", attempts: 0, next_attempt_at: dueAt, created_at: "2026-01-01T00:00:00.000Z" });
+
+test("due rows: oldest first, active endpoints only, endpoints at their limit left out", () => {
+  endpoint("wh_busy");
+  endpoint("wh_quiet");
+  endpoint("wh_off", 0);
+  for (let i = 0; i < 150; i++) delivery("wh_busy", i, 1_000 + i);
+  delivery("wh_quiet", 0, 1_500);
+  delivery("wh_off", 0, 1_000);
+  delivery("wh_quiet", 1, 9_000); // not due yet
+
+  // Oldest due first: the busy endpoint fills the batch …
+  expect(store.due(5_000, 100).map((d) => d.webhook_id)).toEqual(Array(100).fill("wh_busy"));
+  // … unless it is left out because it is at its limit; then the quiet endpoint is next.
+  expect(store.due(5_000, 100, ["wh_busy"]).map((d) => d.id)).toEqual(["del_wh_quiet_0"]);
+  expect(store.due(1_200, 100, ["wh_busy"])).toEqual([]); // not due yet at 1.2 s
+
+  // Fan-out is idempotent per (endpoint, event): a second row for the same pair is ignored.
+  delivery("wh_quiet", 0, 1_500);
+  store.insertDelivery({ id: "del_dup", webhook_id: "wh_quiet", account_id: a.accountId, event_id: "evt_0", event: "webhook.ping", payload: "{}", status: "pending", attempts: 0, next_attempt_at: 1, created_at: "x" });
+  expect(store.countDeliveries("wh_quiet")).toBe(2);
+
+  // Account deletion's immediate attempt looks up one event's pending rows on active endpoints.
+  expect(store.pendingForEvent(a.accountId, "evt_0").map((d) => d.webhook_id).sort()).toEqual(["wh_busy", "wh_quiet"]);
+  store.deactivateAll(a.accountId);
+  expect(store.pendingForEvent(a.accountId, "evt_0")).toEqual([]);
+  expect(store.due(5_000, 100)).toEqual([]);
+});
+
+test("claiming an attempt is a compare-and-set on the attempt count", () => {
+  endpoint("wh_claim");
+  delivery("wh_claim", 0, 1_000);
+  expect(store.beginAttempt("del_wh_claim_0", 0, 50_000)).toBe(true);
+  expect(store.beginAttempt("del_wh_claim_0", 0, 50_000)).toBe(false); // a second claimant loses
+  const row = store.getDelivery("wh_claim", "del_wh_claim_0")!;
+  expect(row).toMatchObject({ attempts: 1, next_attempt_at: 50_000, status: "pending" });
+  expect(store.requeueFailed(row.id, 1)).toBe(false); // only failed rows can be requeued
+});
