@@ -163,7 +163,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     ffmpeg: opts.runtime.ffmpeg,
     allowNetworks: config.allowNetworks,
     embedder: opts.queryEmbedder ?? new CatalogQueryEmbedder(models, () => inference.get()),
-    credits: () => credits,
+    credits,
     logger,
     now,
   });
@@ -198,6 +198,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   };
 
   const metrics = new Metrics();
+  metrics.gauge("vsearch_jobs", "Indexing jobs by status", () =>
+    jobStore.countsByStatus().map((r) => ({ labels: { status: r.status }, value: r.n })),
+  );
   let closing = false;
   const http = createHttpApp({
     config,

@@ -32,9 +32,4 @@ export class SessionStore {
   end(id: string, at: string): void {
     this.db.query("UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL").run(at, id);
   }
-
-  /** Housekeeping: sessions long past expiry need not be kept. */
-  purgeExpiredBefore(iso: string): void {
-    this.db.query("DELETE FROM sessions WHERE expires_at < ?").run(iso);
-  }
 }

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { isProcessAlive as alive } from "../core/process.ts";
 
@@ -47,7 +47,7 @@ export class InstanceLock {
     const fd = openSync(tmp, "w", 0o644);
     writeSync(fd, JSON.stringify({ ...cur, ...info, pid: process.pid }));
     closeSync(fd);
-    require("node:fs").renameSync(tmp, this.file);
+    renameSync(tmp, this.file);
   }
 
   read(): LockInfo | null {

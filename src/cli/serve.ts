@@ -1,3 +1,4 @@
+import { mkdirSync } from "node:fs";
 import type { Command } from "commander";
 import { createApp } from "../app.ts";
 import { createLogger } from "../core/logger.ts";
@@ -15,7 +16,7 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
     .option("--port <port>", "port (default 8080; 0 picks a free one)", (v) => Number.parseInt(v, 10))
     .action(async (opts: { host?: string; port?: number }, cmd: Command) => {
       const config = ctx.config(cmd, { host: opts.host, port: opts.port });
-      require("node:fs").mkdirSync(config.dataDir, { recursive: true });
+      mkdirSync(config.dataDir, { recursive: true });
       const lock = new InstanceLock(config.dataDir);
       const got = lock.acquire({});
       if (!got.ok) {

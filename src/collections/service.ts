@@ -3,7 +3,7 @@ import { newId, nowIso } from "../core/ids.ts";
 import type { Page } from "../core/paging.ts";
 import { offsetOf } from "../core/paging.ts";
 import { parseInput } from "../core/validate.ts";
-import type { CollectionStore, CollectionRow } from "./store.ts";
+import type { CollectionRow, CollectionStats, CollectionStore } from "./store.ts";
 import { type Collection, type CollectionDetail, collectionInputSchema } from "./schema.ts";
 
 /** Removes videos' files and index rows; implemented by the videos domain, wired in app.ts. */
@@ -49,9 +49,10 @@ export class CollectionService {
 
   get(accountId: string, id: string): CollectionDetail {
     const row = this.require(accountId, id);
-    const stats = this.store.stats([id]).get(id);
+    const all = this.store.stats([id]);
+    const stats = all.get(id);
     return {
-      ...this.decorate([row])[0],
+      ...this.decorate([row], all)[0],
       total_duration_secs: stats?.total_duration_secs ?? 0,
       storage_bytes: stats?.storage_bytes ?? 0,
     };
@@ -71,9 +72,9 @@ export class CollectionService {
     this.store.delete(accountId, id);
   }
 
-  private decorate(rows: CollectionRow[]): Collection[] {
+  private decorate(rows: CollectionRow[], known?: Map<string, CollectionStats>): Collection[] {
     const ids = rows.map((r) => r.id);
-    const stats = this.store.stats(ids);
+    const stats = known ?? this.store.stats(ids);
     const posters = this.store.posters(ids, THUMBNAILS_PER_COLLECTION);
     return rows.map((r) => ({
       ...r,

@@ -30,10 +30,4 @@ export class EventStore {
   deleteForAccount(accountId: string): void {
     this.db.query("DELETE FROM events WHERE account_id = ?").run(accountId);
   }
-
-  listForAccount(accountId: string, limit = 100): EventRecord[] {
-    return this.db
-      .query<EventRecord, [string, number]>("SELECT * FROM events WHERE account_id = ? ORDER BY seq DESC LIMIT ?")
-      .all(accountId, limit);
-  }
 }

@@ -29,15 +29,6 @@ export interface TranscriptInput {
   text: string;
 }
 
-export interface FrameRow {
-  id: number;
-  video_id: string;
-  collection_id: string;
-  shot_index: number;
-  timestamp: number;
-  model_id: string;
-}
-
 /** sqlite-vec reserves a chunk per partition; small chunks keep small accounts cheap. */
 const VEC_CHUNK_SIZE = 256;
 
@@ -159,25 +150,7 @@ export class IndexStore {
     this.deleteVectors("shots", this.ids("SELECT id FROM shots WHERE video_id = ?", videoId));
   }
 
-  framesOf(videoId: string): FrameRow[] {
-    return this.db
-      .query<FrameRow, [string]>("SELECT id, video_id, collection_id, shot_index, timestamp, model_id FROM frames WHERE video_id = ? ORDER BY timestamp")
-      .all(videoId);
-  }
 
-  frameVectors(ids: number[]): Map<number, Float32Array> {
-    const out = new Map<number, Float32Array>();
-    for (let i = 0; i < ids.length; i += 500) {
-      const part = ids.slice(i, i + 500);
-      const rows = this.db
-        .query<{ frame_id: number; embedding: Uint8Array }, number[]>(
-          `SELECT frame_id, embedding FROM frame_vectors WHERE frame_id IN (${part.map(() => "?").join(",")})`,
-        )
-        .all(...part);
-      for (const r of rows) out.set(r.frame_id, toFloat32(r.embedding));
-    }
-    return out;
-  }
 
   /**
    * Ready videos indexed with a model other than the active one — or not indexed for a role at
@@ -202,16 +175,5 @@ export class IndexStore {
         return imageStale || speechStale;
       })
       .map((r) => r.id);
-  }
-
-  /** Model ids present in the index, with row counts (for `reindex` and `doctor`). */
-  modelUsage(): { kind: string; model_id: string; n: number }[] {
-    return this.db
-      .query<{ kind: string; model_id: string; n: number }, []>(
-        `SELECT 'frames' AS kind, model_id, count(*) AS n FROM frames GROUP BY model_id
-         UNION ALL SELECT 'shots', model_id, count(*) FROM shots WHERE model_id IS NOT NULL GROUP BY model_id
-         UNION ALL SELECT 'transcript', model_id, count(*) FROM transcript_segments GROUP BY model_id`,
-      )
-      .all();
   }
 }

@@ -89,7 +89,7 @@ export class IngestPipeline implements JobHandler {
     const clip = d.models.active("image-text");
     const framesRun = clip
       ? timed(async () =>
-          embedFrames(d, source, info, keyframesOnly ? [] : (await shotsRun)[0], clip, keyframesOnly, signal, (f) => report("embeddings", f)).catch(toFailure),
+          embedFrames(d, source, info, keyframesOnly ? [] : (await shotsRun)[0].slice(1).map((s) => s.start), clip, keyframesOnly, signal, (f) => report("embeddings", f)).catch(toFailure),
         )
       : null;
     const [[shots, shotsMs], framesResult] = await Promise.all([shotsRun, framesRun]);

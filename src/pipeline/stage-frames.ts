@@ -4,10 +4,14 @@ import type { MediaInfo } from "../media/probe.ts";
 import type { Shot } from "../media/shots.ts";
 import type { ActiveModel, PipelineDeps } from "./deps.ts";
 
-export interface EmbeddedFrame {
+export interface FrameEmbedding {
   timestamp: number;
-  shotIndex: number;
   vector: Float32Array;
+}
+
+/** A frame embedding placed in its shot (shots may be known only after sampling). */
+export interface EmbeddedFrame extends FrameEmbedding {
+  shotIndex: number;
 }
 
 /** CLIP's input side; frames are decoded by ffmpeg straight to it. */
@@ -27,28 +31,29 @@ export async function embedFrames(
   d: PipelineDeps,
   source: string,
   info: MediaInfo,
-  shots: Shot[],
+  /** Shot boundaries to sample in addition to the 1 fps grid. */
+  boundaries: number[],
   model: ActiveModel,
   keyframesOnly: boolean,
   signal: AbortSignal,
   onProgress: (fraction: number) => void,
-): Promise<{ frames: EmbeddedFrame[]; sampled: number; note?: string }> {
+): Promise<{ frames: FrameEmbedding[]; sampled: number; note?: string }> {
   const stream = sampleFrames(d.bins, source, {
     size: CLIP_SIZE,
     everySecs: 1,
-    extraTimestamps: shots.slice(1).map((s) => s.start),
+    extraTimestamps: boundaries,
     durationSecs: info.durationSecs,
     keyframesOnly,
     hdr: info.hdr,
   });
   const deduped = dropNearDuplicates(stream, { maxGapSecs: 4 });
   const pool = await d.pool();
-  const out: EmbeddedFrame[] = [];
+  const out: FrameEmbedding[] = [];
   let batch: SampledFrame[] = [];
   let inFlight: Promise<void> = Promise.resolve();
 
   const flush = (frames: SampledFrame[]) => {
-    const meta = frames.map((f) => ({ timestamp: f.timestamp, shotIndex: shots.length ? shotIndexAt(shots, f.timestamp) : 0 }));
+    const times = frames.map((f) => f.timestamp);
     const run = pool.embedImages(
       { modelDir: model.dir, dtype: model.dtype, batchSize: d.batchSize },
       frames.map((f) => ({ rgb: f.rgb, width: CLIP_SIZE, height: CLIP_SIZE })),
@@ -57,8 +62,8 @@ export async function embedFrames(
     inFlight = (async () => {
       const emb = await run;
       await prev;
-      emb.vectors.forEach((v, i) => out.push({ ...meta[i], vector: v }));
-      if (info.durationSecs) onProgress(Math.min(1, meta[meta.length - 1].timestamp / info.durationSecs));
+      emb.vectors.forEach((v, i) => out.push({ timestamp: times[i], vector: v }));
+      if (info.durationSecs) onProgress(Math.min(1, times[times.length - 1] / info.durationSecs));
     })();
     // At most one batch waits while another is embedded: memory stays bounded for any length.
     return prev;

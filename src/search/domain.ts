@@ -20,7 +20,7 @@ export interface SearchDomainOptions {
   allowNetworks: readonly string[];
   embedder: QueryEmbedder;
   semantic?: TranscriptSemanticSearch;
-  credits: () => SearchCredits | undefined;
+  credits: SearchCredits;
   logger?: Logger;
   now?: () => number;
 }

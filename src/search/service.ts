@@ -17,7 +17,7 @@ import { MODES, type Mode, THRESHOLDS } from "./thresholds.ts";
 
 /**
  * Credits hook (SPEC §3): when the account has a balance, a search must be affordable before it
- * runs and is charged after it succeeded. Provided by the credits domain when it is wired.
+ * runs and is charged after it succeeded. Provided by the credits domain.
  */
 export interface SearchCredits {
   assertCanSpend(accountId: string): void | Promise<void>;
@@ -36,8 +36,7 @@ export interface SearchServiceDeps {
   files: VideoFiles;
   ffmpeg: string;
   allowNetworks: readonly string[];
-  /** Looked up per search, so a credits service wired later is picked up. */
-  credits: () => SearchCredits | undefined;
+  credits: SearchCredits;
   logger?: Logger;
   /** The pipeline's frame sampling interval (about one frame a second). */
   frameIntervalSecs?: number;
@@ -77,8 +76,8 @@ export class SearchService {
 
   async search(accountId: string, req: SearchRequest): Promise<SearchResult> {
     const p = this.prepare(accountId, req);
-    const credits = this.d.credits();
-    await credits?.assertCanSpend(accountId);
+    const credits = this.d.credits;
+    await credits.assertCanSpend(accountId);
 
     const thresholds = this.thresholds(accountId);
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
@@ -133,7 +132,7 @@ export class SearchService {
       });
     }
 
-    await credits?.chargeSearch(accountId);
+    await credits.chargeSearch(accountId);
     return { videos, total: videoIds.length, page: req.page, perPage: req.perPage, facets, modes: p.modes, skippedModes: p.skipped };
   }
 

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { constantTimeEqual } from "../core/crypto.ts";
 
@@ -44,7 +44,7 @@ export function loadOrCreateSecret(file: string): Buffer {
     // link-then-rename would be stricter; a racing second writer just loses and we re-read.
     if (!existsSync(file)) renameSync(tmp, file);
   } finally {
-    if (existsSync(tmp)) require("node:fs").rmSync(tmp, { force: true });
+    if (existsSync(tmp)) rmSync(tmp, { force: true });
   }
   return Buffer.from(readFileSync(file, "utf8").trim(), "hex");
 }

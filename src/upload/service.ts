@@ -50,7 +50,7 @@ export class UploadService {
     // Content-Length covers the multipart framing too, so it can only prove "too large", never "fits".
     if (req.contentLength !== null && req.contentLength > this.maxBytes + 64 * 1024) throw this.tooLarge();
 
-    const tmp = join(this.files.ensureTmp(), `${Date.now()}-${randomBytes(8).toString("hex")}.part`);
+    const tmp = this.tempPath();
     const fields = new Map<string, string>();
     let filename: string | null = null;
     let fileSeen = false;
@@ -102,21 +102,8 @@ export class UploadService {
       if (size === 0) throw new ValidationError([{ loc: ["body", "file"], msg: "The uploaded file is empty", type: "value_error", input: filename }]);
       this.collections.require(accountId, collectionId!);
 
-      const sniffed = await this.sniffer.sniff(tmp);
-      if (!sniffed.ok) throw new AppError(415, "UNSUPPORTED_FORMAT", sniffed.message);
-      const actual = (await stat(tmp)).size;
-      const accepted = this.videos.createFromUpload({
-        accountId,
-        collectionId: collectionId!,
-        filename: cleanFilename(fields.get("filename") ?? filename ?? `upload.${sniffed.ext}`),
-        tempFile: tmp,
-        ext: sniffed.ext,
-        container: sniffed.container,
-        mimeType: sniffed.mimeType,
-        sizeBytes: actual,
-      });
-      this.onAccepted();
-      return accepted;
+      const name = fields.get("filename") ?? filename;
+      return await this.accept(accountId, collectionId!, tmp, (ext) => name ?? `upload.${ext}`, (await stat(tmp)).size);
     } catch (e) {
       await rm(tmp, { force: true });
       if (e instanceof MultipartError) throw new ValidationError([{ loc: ["body"], msg: `Malformed multipart body: ${e.message}`, type: "value_error" }]);
@@ -135,27 +122,36 @@ export class UploadService {
     if (st.size > this.maxBytes) throw this.tooLarge();
     this.collections.require(accountId, collectionId);
     this.beforeAccept(accountId);
-    const tmp = join(this.files.ensureTmp(), `${Date.now()}-${randomBytes(8).toString("hex")}.part`);
+    const tmp = this.tempPath();
     try {
       await copyFile(path, tmp);
-      const sniffed = await this.sniffer.sniff(tmp);
-      if (!sniffed.ok) throw new AppError(415, "UNSUPPORTED_FORMAT", sniffed.message);
-      const accepted = this.videos.createFromUpload({
-        accountId,
-        collectionId,
-        filename: cleanFilename(path),
-        tempFile: tmp,
-        ext: sniffed.ext,
-        container: sniffed.container,
-        mimeType: sniffed.mimeType,
-        sizeBytes: st.size,
-      });
-      this.onAccepted();
-      return accepted;
+      return await this.accept(accountId, collectionId, tmp, () => path, st.size);
     } catch (e) {
       await rm(tmp, { force: true });
       throw e;
     }
+  }
+
+  /** The common end of both paths: sniff the finished temp file, then hand it to the videos domain. */
+  private async accept(accountId: string, collectionId: string, tmp: string, name: (ext: string) => string, sizeBytes: number) {
+    const sniffed = await this.sniffer.sniff(tmp);
+    if (!sniffed.ok) throw new AppError(415, "UNSUPPORTED_FORMAT", sniffed.message);
+    const accepted = this.videos.createFromUpload({
+      accountId,
+      collectionId,
+      filename: cleanFilename(name(sniffed.ext)),
+      tempFile: tmp,
+      ext: sniffed.ext,
+      container: sniffed.container,
+      mimeType: sniffed.mimeType,
+      sizeBytes,
+    });
+    this.onAccepted();
+    return accepted;
+  }
+
+  private tempPath(): string {
+    return join(this.files.ensureTmp(), `${Date.now()}-${randomBytes(8).toString("hex")}.part`);
   }
 
   private tooLarge() {

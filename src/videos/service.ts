@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { renameSync } from "node:fs";
 import { notFound } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import type { Page } from "../core/paging.ts";
@@ -51,7 +52,7 @@ export class VideoService {
     const at = nowIso();
     this.files.ensureDir(videoId);
     const dest = this.files.sourceFile(videoId, v.ext);
-    require("node:fs").renameSync(v.tempFile, dest);
+    renameSync(v.tempFile, dest);
     try {
       this.db.transaction(() => {
         this.store.insert({

@@ -122,5 +122,6 @@ describe("HTTP conventions (SPEC §2)", () => {
     const metrics = await (await t.request("GET", "/metrics")).text();
     expect(metrics).toMatch(/vsearch_http_requests_total\{route="\/v1\/collections",method="GET",status="200"\} \d+/);
     expect(metrics).toContain("# TYPE vsearch_http_request_duration_seconds histogram");
+    expect(metrics).toContain("# TYPE vsearch_jobs gauge");
   });
 });

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
@@ -37,7 +37,7 @@ async function waitJob(jobId: string) {
 const orphanCheck = () => {
   // every video folder on disk has a row, every row has its source
   const rows = t.app.db.query("SELECT id FROM videos").all() as { id: string }[];
-  const dirs = require("node:fs").readdirSync(join(t.dir, "videos")) as string[];
+  const dirs = readdirSync(join(t.dir, "videos"));
   expect(new Set(dirs)).toEqual(new Set(rows.map((r) => r.id)));
 };
 

@@ -53,6 +53,8 @@ describe("POST /v1/upload", () => {
     expect(job).toMatchObject({ id: data.job_id, job_id: data.job_id, video_id: data.video_id, user_id: a.accountId, status: "queued", error: null });
     const ev = t.app.db.query("SELECT type, payload FROM events WHERE account_id = ? AND type = 'video.created'").all(a.accountId) as any[];
     expect(ev.map((e) => JSON.parse(e.payload))).toContainEqual({ video_id: data.video_id, job_id: data.job_id, collection_id: colA, filename: "My Clip.mp4" });
+    const metrics = await (await t.request("GET", "/metrics")).text();
+    expect(metrics).toMatch(/vsearch_jobs\{status="queued"\} [1-9]/);
     const stored = readdirSync(join(t.dir, "videos", data.video_id));
     expect(stored).toContain("source.mp4");
     expect(tmpFiles()).toEqual([]);
@@ -65,6 +67,32 @@ describe("POST /v1/upload", () => {
     const res = await upload(a.key, form({ collection_id: colA }, { bytes: big, name: "big.mp4" }));
     expect(res.status).toBe(413);
     expect((await json(res)).detail.code).toBe("UPLOAD_TOO_LARGE");
+    expectNothingChanged(before);
+    // Without Content-Length (chunked), only the per-chunk check can stop it.
+    const boundary = "cap-test";
+    const head = new TextEncoder().encode(
+      `--${boundary}\r\nContent-Disposition: form-data; name="collection_id"\r\n\r\n${colA}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.mp4"\r\n\r\n`,
+    );
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent === 0) c.enqueue(head);
+        if (sent >= 3 * 1024 * 1024) return c.close();
+        c.enqueue(new Uint8Array(64 * 1024));
+        sent += 64 * 1024;
+      },
+    });
+    const chunked = await t.app.fetch(
+      new Request("http://localhost/v1/upload", {
+        method: "POST",
+        headers: { authorization: `Bearer ${a.key}`, "content-type": `multipart/form-data; boundary=${boundary}` },
+        body: stream,
+        duplex: "half",
+      } as RequestInit),
+    );
+    expect(chunked.status).toBe(413);
+    expect((await json(chunked)).detail.code).toBe("UPLOAD_TOO_LARGE");
+    expect(sent).toBeLessThan(3 * 1024 * 1024); // stopped reading part-way
     expectNothingChanged(before);
   });
 
