@@ -10,8 +10,9 @@
  *
  * Prints a table and writes bench/results/inference.json. Not a test.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { availableParallelism, cpus, loadavg } from "node:os";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInferencePool, type InferencePool } from "../src/inference/pool.ts";
 import type { RgbFrame } from "../src/inference/clip.ts";
@@ -32,6 +33,15 @@ const WINDOWS = arg("windows", 3);
 const PLANS = [
   { threads: 1, intraOpThreads: 2 },
   { threads: 2, intraOpThreads: 1 },
+];
+/**
+ * Weights as installed, and with uint8 MatMulInteger weights made int8 (what the app does on
+ * CPUs with VNNI, src/inference/signed-weights.ts); the derived copies live in a temp folder.
+ */
+const SIGNED_DIR = mkdtempSync(join(tmpdir(), "vsearch-bench-signed-"));
+const WEIGHTS = [
+  { weights: "as installed", signedWeightsDir: undefined },
+  { weights: "signed int8", signedWeightsDir: SIGNED_DIR },
 ];
 
 function median(xs: number[]): number {
@@ -76,6 +86,7 @@ function readWav16Mono(path: string): Float32Array {
 }
 
 interface ClipRow {
+  weights: string;
   threads: number;
   intraOpThreads: number;
   batch: number;
@@ -91,8 +102,8 @@ async function benchClip(): Promise<{ loadMs: number[]; rows: ClipRow[] } | { sk
   if (!existsSync(`${CLIP_DIR}/onnx/vision_model_quantized.onnx`)) return { skipped: `${CLIP_DIR} not found` };
   const rows: ClipRow[] = [];
   const loadMs: number[] = [];
-  for (const plan of PLANS) {
-    const pool = createInferencePool({ workerFile: WORKER, ...plan, device: "cpu" });
+  for (const { weights, signedWeightsDir } of WEIGHTS) for (const plan of PLANS) {
+    const pool = createInferencePool({ workerFile: WORKER, ...plan, device: "cpu", signedWeightsDir });
     try {
       // Warm every worker: load the model and run it once at each batch size.
       const warm = await Promise.all(
@@ -109,8 +120,8 @@ async function benchClip(): Promise<{ loadMs: number[]; rows: ClipRow[] } | { sk
         const seconds = (performance.now() - t0) / 1000;
         const cpuSeconds = cpuSince(c0);
         const images = tasks * batch;
-        rows.push({ ...plan, batch, images, seconds, imagesPerSec: images / seconds, cpuSeconds, imagesPerCpuSec: images / cpuSeconds });
-        console.error(`clip q8 ${plan.threads}x${plan.intraOpThreads} batch ${batch}: ${(images / seconds).toFixed(1)} img/s, ${(images / cpuSeconds).toFixed(1)} img/CPU-s`);
+        rows.push({ weights, ...plan, batch, images, seconds, imagesPerSec: images / seconds, cpuSeconds, imagesPerCpuSec: images / cpuSeconds });
+        console.error(`clip q8 ${weights} ${plan.threads}x${plan.intraOpThreads} batch ${batch}: ${(images / seconds).toFixed(1)} img/s, ${(images / cpuSeconds).toFixed(1)} img/CPU-s`);
       }
     } finally {
       await pool.close();
@@ -120,6 +131,7 @@ async function benchClip(): Promise<{ loadMs: number[]; rows: ClipRow[] } | { sk
 }
 
 interface WhisperRow {
+  weights: string;
   threads: number;
   intraOpThreads: number;
   maxNewTokens: number;
@@ -138,8 +150,8 @@ async function benchWhisper(): Promise<{ loadMs: number[]; rows: WhisperRow[] } 
   const speech = readWav16Mono(SPEECH).subarray(0, 30 * 16000);
   const rows: WhisperRow[] = [];
   const loadMs: number[] = [];
-  for (const plan of PLANS) {
-    const pool = createInferencePool({ workerFile: WORKER, ...plan, device: "cpu" });
+  for (const { weights, signedWeightsDir } of WEIGHTS) for (const plan of PLANS) {
+    const pool = createInferencePool({ workerFile: WORKER, ...plan, device: "cpu", signedWeightsDir });
     try {
       for (const maxNewTokens of [100, 224]) {
         const model = { modelDir: WHISPER_DIR, dtype: "q8" as const, maxNewTokens };
@@ -157,8 +169,8 @@ async function benchWhisper(): Promise<{ loadMs: number[]; rows: WhisperRow[] } 
         const t0 = performance.now();
         await Promise.all(Array.from({ length: n }, (_, i) => pool.transcribe(model, speech, i * 30)));
         const parallel = (performance.now() - t0) / 1000 / n;
-        rows.push({ ...plan, maxNewTokens, windows: WINDOWS, secondsPerWindowSerial: median(serial), secondsPerWindowParallel: parallel, cpuSecondsPerWindow });
-        console.error(`whisper q8 ${plan.threads}x${plan.intraOpThreads} cap ${maxNewTokens}: ${median(serial).toFixed(2)} s/window serial, ${parallel.toFixed(2)} parallel`);
+        rows.push({ weights, ...plan, maxNewTokens, windows: WINDOWS, secondsPerWindowSerial: median(serial), secondsPerWindowParallel: parallel, cpuSecondsPerWindow });
+        console.error(`whisper q8 ${weights} ${plan.threads}x${plan.intraOpThreads} cap ${maxNewTokens}: ${median(serial).toFixed(2)} s/window serial, ${parallel.toFixed(2)} parallel`);
       }
     } finally {
       await pool.close();
@@ -176,20 +188,20 @@ console.log(`\nInference bench — ${cpus()[0]?.model ?? "cpu"}, ${availablePara
 if ("skipped" in clip) console.log(`CLIP: skipped (${clip.skipped})`);
 else {
   console.log(`\nCLIP ViT-B/32 vision, q8 (model load per worker: ${clip.loadMs.map((x) => x.toFixed(0)).join(", ")} ms)`);
-  console.log("workers × ORT threads | batch | images | img/s | img per CPU-s");
+  console.log("weights      | workers × ORT threads | batch | images | img/s | img per CPU-s");
   for (const r of clip.rows) {
     console.log(
-      `${`${r.threads} × ${r.intraOpThreads}`.padEnd(21)} | ${String(r.batch).padStart(5)} | ${String(r.images).padStart(6)} | ${r.imagesPerSec.toFixed(1).padStart(5)} | ${r.imagesPerCpuSec.toFixed(1).padStart(14)}`,
+      `${r.weights.padEnd(12)} | ${`${r.threads} × ${r.intraOpThreads}`.padEnd(21)} | ${String(r.batch).padStart(5)} | ${String(r.images).padStart(6)} | ${r.imagesPerSec.toFixed(1).padStart(5)} | ${r.imagesPerCpuSec.toFixed(1).padStart(14)}`,
     );
   }
 }
 if ("skipped" in whisper) console.log(`Whisper: skipped (${whisper.skipped})`);
 else {
   console.log(`\nWhisper tiny.en, q8, 30 s window of speech (model load per worker: ${whisper.loadMs.map((x) => x.toFixed(0)).join(", ")} ms)`);
-  console.log("workers × ORT threads | tokens/pass | s/window (one at a time) | s/window (all workers busy) | CPU-s/window");
+  console.log("weights      | workers × ORT threads | tokens/pass | s/window (one at a time) | s/window (all workers busy) | CPU-s/window");
   for (const r of whisper.rows) {
     console.log(
-      `${`${r.threads} × ${r.intraOpThreads}`.padEnd(21)} | ${String(r.maxNewTokens).padStart(11)} | ${r.secondsPerWindowSerial.toFixed(2).padStart(24)} | ${r.secondsPerWindowParallel.toFixed(2).padStart(27)} | ${r.cpuSecondsPerWindow.toFixed(2).padStart(12)}`,
+      `${r.weights.padEnd(12)} | ${`${r.threads} × ${r.intraOpThreads}`.padEnd(21)} | ${String(r.maxNewTokens).padStart(11)} | ${r.secondsPerWindowSerial.toFixed(2).padStart(24)} | ${r.secondsPerWindowParallel.toFixed(2).padStart(27)} | ${r.cpuSecondsPerWindow.toFixed(2).padStart(12)}`,
     );
   }
 }
@@ -214,4 +226,5 @@ writeFileSync(
     2,
   ) + "\n",
 );
+rmSync(SIGNED_DIR, { recursive: true, force: true });
 console.log(`\nwrote ${OUT}`);

@@ -32,6 +32,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
           version: VERSION,
           data_dir: app.config.dataDir,
           device: { requested: app.config.device, in_use: device.device, reason: device.reason },
+          int8_weights: app.inference.signedWeights(),
           models: {
             "image-text": clip ? { name: clip.name, model_id: clip.modelId, dtype: clip.dtype } : null,
             speech: speech ? { name: speech.name, model_id: speech.modelId, dtype: speech.dtype } : null,
@@ -52,6 +53,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
           `vsearch ${report.version} — ${report.ok ? "all checks passed" : "PROBLEMS FOUND"}`,
           `data dir      ${report.data_dir}`,
           `device        ${report.device.in_use} (requested ${report.device.requested}): ${report.device.reason}`,
+          `int8 weights  ${report.int8_weights.reason}`,
           `sqlite        ${report.runtime.sqlite_version}, sqlite-vec ${report.runtime.vec_version}, vec0 query ${report.runtime.vec_query_ok ? "ok" : "FAILED"}`,
           `ffmpeg        ${report.runtime.ffmpeg_version ?? "MISSING"}`,
           `ffprobe       ${report.runtime.ffprobe_version ?? "MISSING"}`,

@@ -55,6 +55,7 @@ const fileSchema = z
     models_base_url: z.string(),
     device: z.enum(["auto", "cpu", "cuda", "webgpu"]),
     worker_threads: z.number().int().positive(),
+    signed_int8_weights: z.enum(["auto", "off"]),
     batch_size: z.number().int().positive(),
     job_concurrency: z.number().int().positive(),
     ffmpeg_path: z.string(),
@@ -88,6 +89,11 @@ export interface Config {
   modelsBaseUrl?: string;
   device: Device;
   workerThreads: number;
+  /**
+   * `auto`: on CPUs with VNNI, load int8 models with their uint8 weights made signed (same outputs,
+   * ~2× faster CLIP; see src/inference/signed-weights.ts). `off`: always load models as installed.
+   */
+  signedInt8Weights: "auto" | "off";
   batchSize: number;
   jobConcurrency: number;
   ffmpegPath?: string;
@@ -159,6 +165,10 @@ export function loadConfig(
   if (!["auto", "cpu", "cuda", "webgpu"].includes(device)) {
     throw new ConfigError(`VSEARCH_DEVICE must be auto, cpu, cuda or webgpu, got "${device}"`);
   }
+  const signedInt8Weights = pick(env.VSEARCH_SIGNED_INT8_WEIGHTS, file.signed_int8_weights) ?? "auto";
+  if (signedInt8Weights !== "auto" && signedInt8Weights !== "off") {
+    throw new ConfigError(`VSEARCH_SIGNED_INT8_WEIGHTS must be auto or off, got "${signedInt8Weights}"`);
+  }
   const logLevel = pick(flags.logLevel, env.VSEARCH_LOG_LEVEL as Config["logLevel"], file.log_level) ?? "info";
   const port = pick(flags.port, num("VSEARCH_PORT", env.VSEARCH_PORT), file.port) ?? 8080;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`port must be 0-65535, got ${port}`);
@@ -176,6 +186,7 @@ export function loadConfig(
     modelsBaseUrl: pick(env.VSEARCH_MODELS_BASE_URL, file.models_base_url),
     device: device as Device,
     workerThreads: pick(num("VSEARCH_WORKER_THREADS", env.VSEARCH_WORKER_THREADS), file.worker_threads) ?? 1,
+    signedInt8Weights,
     batchSize: pick(num("VSEARCH_BATCH_SIZE", env.VSEARCH_BATCH_SIZE), file.batch_size) ?? 8,
     jobConcurrency: pick(num("VSEARCH_JOB_CONCURRENCY", env.VSEARCH_JOB_CONCURRENCY), file.job_concurrency) ?? 1,
     ffmpegPath: pick(env.VSEARCH_FFMPEG_PATH, file.ffmpeg_path),

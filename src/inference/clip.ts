@@ -26,6 +26,7 @@ import {
   fileExists,
   fingerprint,
   l2normalize,
+  loadableModelDir,
   loadFailed,
   onnxFile,
   readJson,
@@ -183,7 +184,11 @@ export class ClipModel {
     if (towers.includes("vision")) need.push("preprocessor_config.json", onnxFile("vision_model", opts.dtype));
     await requireFiles(dir, need, `CLIP (${dtypeKey(opts.dtype)})`);
 
-    configureTransformersEnv(dir, opts.cacheDir);
+    // The vision tower's weights are uint8 (transformers.js picks u8 when a Conv is present): on
+    // VNNI CPUs it loads from a derived folder with signed weights, ~2× faster, same outputs.
+    const onnxFiles = towers.map((t) => onnxFile(TOWER_FILE[t], opts.dtype));
+    const loadDir = await loadableModelDir(dir, onnxFiles, opts);
+    configureTransformersEnv(loadDir, opts.cacheDir);
     const common = {
       device,
       local_files_only: true,
@@ -196,13 +201,13 @@ export class ClipModel {
     try {
       if (towers.includes("text")) {
         tokenizer = await AutoTokenizer.from_pretrained(dir, { local_files_only: true });
-        textModel = await CLIPTextModelWithProjection.from_pretrained(dir, {
+        textModel = await CLIPTextModelWithProjection.from_pretrained(loadDir, {
           ...common,
           dtype: dtypeFor(opts.dtype, "text_model"),
         });
       }
       if (towers.includes("vision")) {
-        visionModel = await CLIPVisionModelWithProjection.from_pretrained(dir, {
+        visionModel = await CLIPVisionModelWithProjection.from_pretrained(loadDir, {
           ...common,
           dtype: dtypeFor(opts.dtype, "vision_model"),
         });

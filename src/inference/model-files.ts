@@ -10,6 +10,7 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { env } from "@huggingface/transformers";
 import { InferenceError, describeError } from "./errors.ts";
 import type { ExecDevice } from "./dtype.ts";
+import { signedWeightsModelDir } from "./derived-model.ts";
 
 export * from "./dtype.ts";
 
@@ -108,6 +109,26 @@ export interface RuntimeOptions {
   allowSpinning?: boolean;
   /** Where transformers.js may keep a cache (a data-dir path). Default: next to the model. */
   cacheDir?: string;
+  /**
+   * Where to keep models whose uint8 MatMulInteger weights were made int8 for ONNX Runtime's VNNI
+   * kernels (derived-model.ts). Absent: models load exactly as installed. The caller sets it only
+   * on CPUs with VNNI (see `signedWeightsPolicy`).
+   */
+  signedWeightsDir?: string;
+}
+
+/**
+ * The folder to load a model's ONNX files from: the installed one, or (when `signedWeightsDir` is
+ * set) a derived copy with signed int8 weights. A failed conversion is not fatal: the model then
+ * loads as installed, only slower.
+ */
+export async function loadableModelDir(modelDir: string, onnxFiles: string[], rt: RuntimeOptions): Promise<string> {
+  if (!rt.signedWeightsDir || (rt.device ?? "cpu") !== "cpu") return modelDir;
+  try {
+    return (await signedWeightsModelDir(modelDir, onnxFiles, rt.signedWeightsDir)).dir;
+  } catch {
+    return modelDir;
+  }
 }
 
 export function sessionOptions(rt: RuntimeOptions): Record<string, unknown> {

@@ -35,6 +35,8 @@ export interface InferencePoolOptions {
   logger?: Logger;
   /** transformers.js cache directory (a data-dir path). */
   cacheDir?: string;
+  /** Derived models with signed int8 weights go here (VNNI CPUs); absent: load models as installed. */
+  signedWeightsDir?: string;
   /** Let ORT threads spin between ops (off by default, see model-files.ts). */
   allowSpinning?: boolean;
   /** Cores to plan for. Default `os.availableParallelism()`. */
@@ -122,6 +124,7 @@ export function createInferencePool(opts: InferencePoolOptions): InferencePool {
     intraOpThreads: plan.intraOpThreads,
     allowSpinning: opts.allowSpinning ?? false,
     cacheDir: opts.cacheDir,
+    signedWeightsDir: opts.signedWeightsDir,
   };
   const piscina = new Piscina({
     filename,

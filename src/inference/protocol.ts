@@ -11,6 +11,7 @@ export interface TaskRuntime {
   intraOpThreads: number;
   allowSpinning?: boolean;
   cacheDir?: string;
+  signedWeightsDir?: string;
 }
 
 export interface EmbedImagesTask extends TaskRuntime {

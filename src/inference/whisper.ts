@@ -28,6 +28,7 @@ import {
   dtypeFor,
   dtypeKey,
   fingerprint,
+  loadableModelDir,
   loadFailed,
   onnxFile,
   readJson,
@@ -299,7 +300,9 @@ export class WhisperModel {
     const maxTarget = config.max_target_positions ?? 448;
     const maxNewTokens = Math.max(1, Math.min(Math.floor(opts.maxNewTokens ?? 224), maxTarget - 4));
 
-    configureTransformersEnv(dir, opts.cacheDir);
+    // The encoder's weights are uint8 (it has Conv layers): see loadableModelDir.
+    const loadDir = await loadableModelDir(dir, onnx, opts);
+    configureTransformersEnv(loadDir, opts.cacheDir);
     const what = `loading Whisper ${dir} (${dtypeKey(opts.dtype)}, ${device})`;
     let model: WhisperForConditionalGeneration;
     let tokenizer: PreTrainedTokenizer;
@@ -307,7 +310,7 @@ export class WhisperModel {
     try {
       tokenizer = await AutoTokenizer.from_pretrained(dir, { local_files_only: true });
       featureExtractor = (await WhisperFeatureExtractor.from_pretrained(dir, { local_files_only: true })) as WhisperFeatureExtractor;
-      model = (await WhisperForConditionalGeneration.from_pretrained(dir, {
+      model = (await WhisperForConditionalGeneration.from_pretrained(loadDir, {
         device,
         local_files_only: true,
         session_options: sessionOptions(opts),

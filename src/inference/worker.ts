@@ -36,7 +36,7 @@ const cache = new Map<string, CacheEntry>();
 const loadCounts = new Map<string, number>();
 
 function cacheKey(kind: Kind, modelDir: string, dtype: Dtype, rt: TaskRuntime): string {
-  return [kind, modelDir, dtypeKey(dtype), rt.device, rt.intraOpThreads, rt.allowSpinning ? "spin" : "nospin"].join("|");
+  return [kind, modelDir, dtypeKey(dtype), rt.device, rt.intraOpThreads, rt.allowSpinning ? "spin" : "nospin", rt.signedWeightsDir ?? ""].join("|");
 }
 
 async function getModel<K extends Kind>(
@@ -49,7 +49,13 @@ async function getModel<K extends Kind>(
   let loadMs = 0;
   if (!entry) {
     const t0 = performance.now();
-    const rt = { device: task.device, intraOpThreads: task.intraOpThreads, allowSpinning: task.allowSpinning, cacheDir: task.cacheDir };
+    const rt = {
+      device: task.device,
+      intraOpThreads: task.intraOpThreads,
+      allowSpinning: task.allowSpinning,
+      cacheDir: task.cacheDir,
+      signedWeightsDir: task.signedWeightsDir,
+    };
     const model =
       kind === "clip" ? ClipModel.load(modelDir, { ...rt, dtype: task.dtype }) : WhisperModel.load(modelDir, { ...rt, dtype: task.dtype });
     entry = { model };

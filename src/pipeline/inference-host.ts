@@ -2,7 +2,8 @@ import type { Config } from "../config/config.ts";
 import type { Logger } from "../core/logger.ts";
 import { chooseDevice, createPoolProbe, type DeviceChoice } from "../inference/device.ts";
 import { createInferencePool, type InferencePool } from "../inference/pool.ts";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { signedWeightsDecision, type SignedWeightsDecision } from "../inference/signed-weights.ts";
 import { dirname, join } from "node:path";
 import { resolveNativeFiles } from "../runtime/native-files.ts";
 import type { ModelCatalog } from "./deps.ts";
@@ -21,6 +22,14 @@ function cudaProviderPresent(runtimeDir: string | null | undefined): boolean {
   }
 }
 
+function readCpuinfo(): string | null {
+  try {
+    return readFileSync("/proc/cpuinfo", "utf8");
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Owns the worker pool: created on first use (a server without models never starts ONNX
  * threads), on the device VSEARCH_DEVICE resolves to, probed with the installed CLIP model.
@@ -28,6 +37,7 @@ function cudaProviderPresent(runtimeDir: string | null | undefined): boolean {
 export class InferenceHost {
   private pool: Promise<InferencePool> | null = null;
   private choice: DeviceChoice | null = null;
+  private signed: SignedWeightsDecision | null = null;
 
   constructor(
     private readonly config: Config,
@@ -52,6 +62,12 @@ export class InferenceHost {
     return this.choice;
   }
 
+  /** Whether int8 models load with signed weights here, and why. */
+  signedWeights(): SignedWeightsDecision {
+    this.signed ??= signedWeightsDecision(this.config.signedInt8Weights, readCpuinfo());
+    return this.signed;
+  }
+
   get(): Promise<InferencePool> {
     this.pool ??= this.device().then((choice) =>
       createInferencePool({
@@ -60,6 +76,7 @@ export class InferenceHost {
         device: choice.device,
         logger: this.logger,
         cacheDir: `${this.config.dataDir}/runtime/transformers-cache`,
+        signedWeightsDir: this.signedWeights().enabled ? `${this.config.dataDir}/runtime/signed-models` : undefined,
       }),
     );
     this.pool.catch(() => (this.pool = null));
