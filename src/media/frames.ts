@@ -2,8 +2,9 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MediaError } from "./errors.ts";
+import { HDR_TO_SDR, jpegCodecArgs, thumbnailFilters } from "./filters.ts";
 import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
-import { measureKeyframeSpacing, samplingExpression, type KeyframeSpacing } from "./select.ts";
+import { keyframesCloseEnough, samplingExpression, type KeyframeSpacing } from "./select.ts";
 import { createShowinfoParser, isErrorLine, type ShowinfoFrame } from "./showinfo.ts";
 
 export interface SampleFramesOptions {
@@ -26,6 +27,12 @@ export interface SampleFramesOptions {
   maxKeyframeGapSecs?: number;
   /** From probeMedia: PQ/HLG video is tone-mapped to SDR so the model sees normal colours. */
   hdr?: boolean;
+  /**
+   * Also write a JPEG of every emitted frame to `dir/<index>.jpg` (8 digits, the frame's `index`),
+   * scaled to `width` with the display aspect — thumbnails from the decode that happens anyway,
+   * instead of seeking and decoding again per shot. The caller owns (and removes) the folder.
+   */
+  jpegs?: { dir: string; width: number; quality?: number };
   /** Decoder threads (ffmpeg picks by default). */
   threads?: number;
   /** Kill ffmpeg when it produces nothing for this long while we wait on it. Default 60 s. */
@@ -93,14 +100,22 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
   const keyframes = await chooseKeyframeMode(bins, file, opts, every, stats);
   stats.mode = keyframes ? "keyframes" : "all";
 
-  const graph = filterGraph(samplingExpression(every, extras), size, opts.hdr ?? false);
+  const expr = samplingExpression(every, extras);
+  const hdr = opts.hdr ?? false;
+  const graph = opts.jpegs ? filterGraphWithJpegs(expr, size, hdr, opts.jpegs.width) : filterGraph(expr, size, hdr);
   let scriptDir: string | null = null;
-  let filterArgs = ["-vf", graph];
+  let filterArgs = [opts.jpegs ? "-filter_complex" : "-vf", graph];
   if (graph.length > MAX_INLINE_FILTER) {
     scriptDir = await mkdtemp(join(tmpdir(), "vsearch-frames-"));
     await writeFile(join(scriptDir, "graph.txt"), graph);
-    filterArgs = ["-filter_script:v", join(scriptDir, "graph.txt")];
+    filterArgs = [opts.jpegs ? "-filter_complex_script" : "-filter_script:v", join(scriptDir, "graph.txt")];
   }
+  // passthrough: rawvideo is a constant-frame-rate muxer, so by default ffmpeg would duplicate or
+  // drop frames to fill its grid and stdout would stop matching showinfo one to one.
+  const rgbOut = ["-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"];
+  const outputs = opts.jpegs
+    ? ["-map", "[rgb]", ...rgbOut, "-map", "[jpg]", ...jpegCodecArgs(opts.jpegs.quality), "-f", "image2", "-start_number", "0", join(opts.jpegs.dir, "%08d.jpg")]
+    : ["-map", "0:v:0", "-an", "-sn", "-dn", ...rgbOut];
 
   const parse = createShowinfoParser();
   const infos: ShowinfoFrame[] = [];
@@ -113,10 +128,7 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
       "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
       ...(keyframes ? ["-skip_frame", "nokey"] : []),
       ...(opts.threads ? ["-threads", String(opts.threads)] : []),
-      "-i", file, "-map", "0:v:0", "-an", "-sn", "-dn", ...filterArgs,
-      // passthrough: rawvideo is a constant-frame-rate muxer, so by default ffmpeg would duplicate
-      // or drop frames to fill its grid and stdout would stop matching showinfo one to one.
-      "-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1",
+      "-i", file, ...filterArgs, ...outputs,
     ],
     {
       timeoutMs: opts.timeoutMs,
@@ -191,9 +203,9 @@ async function chooseKeyframeMode(bins: MediaBins, file: string, opts: SampleFra
   if (typeof mode === "boolean") return mode;
   // Short clips: a full decode costs little and gives the best frames; skip the measurement.
   if (opts.durationSecs != null && opts.durationSecs <= 15) return false;
-  const spacing = await measureKeyframeSpacing(bins, file, { durationSecs: opts.durationSecs ?? null });
+  const { ok, spacing } = await keyframesCloseEnough(bins, file, { durationSecs: opts.durationSecs ?? null, maxGapSecs: opts.maxKeyframeGapSecs ?? 2 * every });
   stats.keyframeSpacing = spacing;
-  return spacing.maxGapSecs <= (opts.maxKeyframeGapSecs ?? 2 * every);
+  return ok;
 }
 
 /**
@@ -202,23 +214,30 @@ async function chooseKeyframeMode(bins: MediaBins, file: string, opts: SampleFra
  * frames written to stdout, in order.
  */
 export function filterGraph(selectExpr: string, size: number, hdr: boolean): string {
+  return [`select='${selectExpr}'`, ...modelInputFilters(size, hdr), "showinfo"].join(",");
+}
+
+/**
+ * The same selection, split after showinfo into the model input (`[rgb]`) and a thumbnail of
+ * every selected frame (`[jpg]`): one decode feeds both. Scale and crop never drop frames, so
+ * showinfo before the split still describes each output frame, in order.
+ */
+export function filterGraphWithJpegs(selectExpr: string, size: number, hdr: boolean, jpegWidth: number): string {
+  return (
+    `[0:v:0]select='${selectExpr}',showinfo,split=2[model][thumb];` +
+    `[model]${modelInputFilters(size, hdr).join(",")}[rgb];` +
+    `[thumb]${thumbnailFilters(jpegWidth, hdr).join(",")}[jpg]`
+  );
+}
+
+/** Shortest display side to `size` (bicubic, as CLIP's preprocessing), centre crop, [tone-map]. */
+function modelInputFilters(size: number, hdr: boolean): string[] {
   const s = size;
-  const parts = [
-    `select='${selectExpr}'`,
+  return [
     `scale=w='max(${s},ceil(${s}*dar))':h='max(${s},ceil(${s}/dar))':flags=bicubic+accurate_rnd+full_chroma_int`,
     `crop=${s}:${s}`,
     // After the crop: zimg refuses odd sizes in 4:2:0, and the resize may give an odd width.
     ...(hdr ? [HDR_TO_SDR] : []),
     "setsar=1",
-    "showinfo",
   ];
-  return parts.join(",");
 }
-
-/**
- * PQ/HLG → SDR BT.709: linearize, convert primaries, Hable tone curve, back to BT.709 gamma
- * (zimg is in the 2018 build). Runs after resize and crop, so it costs little at 224 × 224. Without it
- * HDR10 frames come out grey and washed out.
- */
-export const HDR_TO_SDR =
-  "zscale=t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv";

@@ -56,38 +56,81 @@ export interface KeyframeSpacing {
 }
 
 /**
- * Measures keyframe spacing over the first `scanSecs`: ffprobe decodes keyframes only
- * (`-skip_frame nokey`), which is exactly the set ffmpeg will hand us in keyframe mode (packet
- * key flags would miss open-GOP I-frames that the decoder still emits). Costs one keyframe decode
- * per GOP in the window: tens of ms for 1080p H.264.
+ * Keyframe times over the first `scanSecs`, two ways:
+ * - `decode`: ffprobe decodes keyframes only (`-skip_frame nokey`), exactly the set ffmpeg hands
+ *   us in keyframe mode, open-GOP I-frames included. One keyframe decode per GOP: ~0.3 CPU-s for
+ *   30 s of 1080p H.264.
+ * - `packets`: the demuxer's key flags, no decoding (~0.03 CPU-s). They can miss open-GOP
+ *   I-frames (an MP4 sync-sample table lists IDR frames only) but never invent one, so gaps come
+ *   out the same or longer: a "close enough" answer from packets is safe.
  */
-export async function measureKeyframeSpacing(
+export async function readKeyframeTimes(
   bins: MediaBins,
   file: string,
-  opts: { scanSecs?: number; durationSecs?: number | null; timeoutMs?: number } = {},
-): Promise<KeyframeSpacing> {
+  opts: { scanSecs?: number; method?: "decode" | "packets"; timeoutMs?: number } = {},
+): Promise<number[]> {
   const scanSecs = opts.scanSecs ?? 30;
+  const what =
+    opts.method === "packets"
+      ? ["-show_entries", "packet=pts_time,dts_time,flags"]
+      : ["-skip_frame", "nokey", "-show_entries", "frame=best_effort_timestamp_time,pts_time"];
   const run = await runTool(
     bins.ffprobe,
-    ["-v", "error", "-select_streams", "v:0", "-skip_frame", "nokey", "-read_intervals", `%+${scanSecs}`,
-     "-show_entries", "frame=best_effort_timestamp_time,pts_time", "-of", "csv=p=0", file],
+    ["-v", "error", "-select_streams", "v:0", "-read_intervals", `%+${scanSecs}`, ...what, "-of", "csv=p=0", file],
     { timeoutMs: opts.timeoutMs ?? 60_000 },
   );
   if (run.code !== 0) throw new MediaError("DECODE_FAILED", "cannot read keyframes", run.tail.join("\n"));
   const times: number[] = [];
   for (const line of new TextDecoder().decode(run.stdout).split("\n")) {
-    const t = line.split(",").map(Number).find((v) => Number.isFinite(v));
-    if (t !== undefined && line.trim() !== "") times.push(t);
+    if (line.trim() === "") continue;
+    const cols = line.split(",");
+    if (opts.method === "packets" && !cols.some((c) => /^K/.test(c.trim()))) continue;
+    const t = cols.map(Number).find((v, i) => Number.isFinite(v) && cols[i].trim() !== "");
+    if (t !== undefined) times.push(t);
   }
-  times.sort((a, b) => a - b);
+  return times.sort((a, b) => a - b);
+}
+
+/** Gaps between keyframe times, the gap from the last one to the end of the scanned window included. */
+export function keyframeSpacing(times: readonly number[], scanSecs: number, durationSecs: number | null): KeyframeSpacing {
   // ffprobe's times are not shifted to the file start (a TS may start at 1.4 s); gaps do not care.
   const start = times[0] ?? 0;
-  const duration = opts.durationSecs ?? null;
-  const scanned = duration === null ? scanSecs : Math.min(scanSecs, duration);
-  let maxGap = times.length < 2 && duration === null ? Infinity : 0;
+  const scanned = durationSecs === null ? scanSecs : Math.min(scanSecs, durationSecs);
+  let maxGap = times.length < 2 && durationSecs === null ? Infinity : 0;
   for (let i = 1; i < times.length; i++) maxGap = Math.max(maxGap, times[i] - times[i - 1]);
   // The tail counts: one keyframe then nothing for 25 s of the window is a 25 s GOP.
-  if (times.length > 0 && duration !== null) maxGap = Math.max(maxGap, start + scanned - times[times.length - 1]);
+  if (times.length > 0 && durationSecs !== null) maxGap = Math.max(maxGap, start + scanned - times[times.length - 1]);
   if (times.length === 0) maxGap = Infinity;
-  return { keyframeTimes: times, maxGapSecs: maxGap, scannedSecs: scanned };
+  return { keyframeTimes: [...times], maxGapSecs: maxGap, scannedSecs: scanned };
+}
+
+/** Keyframe spacing over the first `scanSecs` (decode-based unless `method` says otherwise). */
+export async function measureKeyframeSpacing(
+  bins: MediaBins,
+  file: string,
+  opts: { scanSecs?: number; durationSecs?: number | null; timeoutMs?: number; method?: "decode" | "packets" } = {},
+): Promise<KeyframeSpacing> {
+  const scanSecs = opts.scanSecs ?? 30;
+  const times = await readKeyframeTimes(bins, file, { scanSecs, method: opts.method, timeoutMs: opts.timeoutMs });
+  return keyframeSpacing(times, scanSecs, opts.durationSecs ?? null);
+}
+
+/**
+ * Whether keyframe-only decoding samples densely enough: no keyframe gap in the first 30 s longer
+ * than `maxGapSecs`. Packet flags answer most files at almost no cost (`packetTimes`, if the caller
+ * already read them, e.g. beside the probe); only when they show a long gap is the decode-based
+ * scan asked, since open-GOP streams have I-frames their packets do not flag.
+ */
+export async function keyframesCloseEnough(
+  bins: MediaBins,
+  file: string,
+  opts: { durationSecs: number | null; maxGapSecs: number; packetTimes?: number[] | null },
+): Promise<{ ok: boolean; spacing: KeyframeSpacing; method: "packets" | "decode" }> {
+  const packets = opts.packetTimes ?? (await readKeyframeTimes(bins, file, { method: "packets" }).catch(() => null));
+  if (packets) {
+    const spacing = keyframeSpacing(packets, 30, opts.durationSecs);
+    if (spacing.maxGapSecs <= opts.maxGapSecs) return { ok: true, spacing, method: "packets" };
+  }
+  const spacing = await measureKeyframeSpacing(bins, file, { durationSecs: opts.durationSecs });
+  return { ok: spacing.maxGapSecs <= opts.maxGapSecs, spacing, method: "decode" };
 }

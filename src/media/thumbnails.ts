@@ -1,7 +1,7 @@
 import { rename, rm, stat } from "node:fs/promises";
 import { threadId } from "node:worker_threads";
 import { MediaError } from "./errors.ts";
-import { HDR_TO_SDR } from "./frames.ts";
+import { jpegCodecArgs, thumbnailFilters } from "./filters.ts";
 import { failureFromExit, runTool, type MediaBins } from "./process.ts";
 
 export interface ThumbnailOptions {
@@ -126,20 +126,8 @@ async function lastFrameTo(bins: MediaBins, file: string, tmp: string, opts: Thu
 }
 
 function jpegOutputArgs(opts: ThumbnailOptions, preFilter?: string): string[] {
-  const asked = opts.width ?? 320;
-  if (!Number.isInteger(asked) || asked < 16 || asked > 7680) throw new RangeError("width must be an integer in 16..7680");
-  // zimg (the HDR chain) refuses odd sizes in 4:2:0, so HDR thumbnails round the width down to even.
-  const width = opts.hdr ? asked - (asked % 2) : asked;
-  const quality = Math.min(100, Math.max(1, opts.quality ?? 85));
-  const q = Math.round(31 - ((quality - 1) * 29) / 99);
-  // Height from the display aspect (dar), so anamorphic and rotated video keep their shape.
-  const filters = [
-    ...(preFilter ? [preFilter] : []),
-    `scale=w=${width}:h='max(2,trunc(${width}/dar/2)*2)':flags=bicubic`,
-    ...(opts.hdr ? [HDR_TO_SDR] : []),
-    "setsar=1",
-  ];
-  return ["-vf", filters.join(","), "-frames:v", "1", "-c:v", "mjpeg", "-q:v", String(q), "-update", "1", "-f", "image2"];
+  const filters = [...(preFilter ? [preFilter] : []), ...thumbnailFilters(opts.width ?? 320, opts.hdr ?? false)];
+  return ["-vf", filters.join(","), "-frames:v", "1", ...jpegCodecArgs(opts.quality), "-update", "1", "-f", "image2"];
 }
 
 function tempNameFor(outPath: string): string {

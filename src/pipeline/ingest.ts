@@ -1,20 +1,33 @@
+import { mkdirSync, rmSync } from "node:fs";
 import { isMediaError } from "../media/errors.ts";
 import { probeMedia, type MediaInfo } from "../media/probe.ts";
 import { detectShotBoundaries, shotsFromBoundaries, type Shot } from "../media/shots.ts";
-import { measureKeyframeSpacing } from "../media/select.ts";
+import { keyframesCloseEnough, readKeyframeTimes } from "../media/select.ts";
 import { isInferenceError } from "../inference/errors.ts";
 import { JobFailure, type JobError, type JobHandler } from "../jobs/runner.ts";
 import type { JobRow } from "../jobs/schema.ts";
-import type { StageName, StageOutcome, VideoRow } from "../videos/schema.ts";
+import type { VideoRow } from "../videos/schema.ts";
 import type { VideoScope } from "../indexing/store.ts";
-import type { PipelineDeps } from "./deps.ts";
+import type { ActiveModel, PipelineDeps } from "./deps.ts";
 import { embedFrames, shotIndexAt, type EmbeddedFrame } from "./stage-frames.ts";
+import { StageRun } from "./stage-run.ts";
 import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
 import { transcribeAudio } from "./stage-transcript.ts";
 import { writeVideoThumbnails } from "./stage-thumbnails.ts";
 
-/** Share of progress_pct each stage accounts for (they add up to 100). */
-const WEIGHT: Record<StageName, number> = { probe: 2, shots: 8, frames: 5, embeddings: 45, scenes: 5, audio: 2, transcript: 28, thumbnails: 5 };
+/** Keyframe-only decoding is used when no keyframe gap (first 30 s) is longer than this. */
+const MAX_KEYFRAME_GAP_SECS = 2.5;
+const NO_IMAGE_MODEL = "no image-text model installed (vsearch models import … --role image-text)";
+
+/** What one video's run carries from stage to stage. */
+interface Run {
+  stages: StageRun;
+  video: VideoRow;
+  source: string;
+  info: MediaInfo;
+  scope: VideoScope;
+  signal: AbortSignal;
+}
 
 /**
  * The ingest pipeline for one video. Every stage is idempotent: it replaces the rows it owns, so a
@@ -33,33 +46,13 @@ export class IngestPipeline implements JobHandler {
     const video = d.videos.getById(job.video_id);
     if (!video) throw new JobFailure("VIDEO_NOT_FOUND", "The video was deleted before it was indexed");
     const source = d.files.abs(video.source_path);
-    const scope: VideoScope = { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id };
-    const stages: Partial<Record<StageName, StageOutcome>> = {};
-    let done = 0;
-    const report = (stage: StageName, within = 1) => {
-      const pct = Math.min(99, done + WEIGHT[stage] * within);
-      progress(stage, pct);
-      d.videos.update(video.id, { progress_pct: pct });
-    };
-    const record = (stage: StageName, outcome: StageOutcome) => {
-      stages[stage] = outcome;
-      done += WEIGHT[stage];
-      d.videos.update(video.id, { stages: JSON.stringify(stages), progress_pct: Math.min(99, done) });
-      progress(stage, Math.min(99, done));
-    };
-    const timed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
-      const t0 = performance.now();
-      const v = await fn();
-      return [v, Math.round(performance.now() - t0)];
-    };
-    const check = () => {
-      if (signal.aborted) throw new JobFailure("ABORTED", "Indexing was interrupted");
-    };
+    const stages = new StageRun(d.videos, video.id, progress, signal);
     d.videos.update(video.id, { status: "processing", stages: "{}", error_code: null, error_message: null });
 
-    // probe
-    report("probe", 0);
-    const [info, probeMs] = await timed(() => probeMedia(d.bins, source).catch(toFailure));
+    // probe (the keyframe packet scan runs beside it: it decides the decode mode below)
+    stages.report("probe", 0);
+    const packets = readKeyframeTimes(d.bins, source, { method: "packets" }).catch(() => null);
+    const [info, probeMs] = await stages.timed(() => probeMedia(d.bins, source).catch(toFailure));
     d.videos.update(video.id, {
       duration_secs: info.durationSecs,
       width: info.width,
@@ -69,49 +62,100 @@ export class IngestPipeline implements JobHandler {
       audio_codec: info.audioCodec,
       has_audio: info.hasAudio ? 1 : 0,
     });
-    record("probe", { status: "ran", took_ms: probeMs });
-    check();
+    stages.record("probe", { status: "ran", took_ms: probeMs });
+    stages.check();
 
-    // shot boundaries + frames + image embeddings
-    report("shots", 0);
-    // Keyframe-only decoding is an order of magnitude cheaper than decoding every frame; it is used
-    // when keyframes are at most ~2 s apart (encoders also put one at most hard cuts). Then every
-    // boundary is a keyframe the sampler emits anyway, so the two decodes need not wait for each
-    // other and run side by side; with full decoding the sampler needs the boundaries first.
-    const keyframesOnly = await useKeyframes(d, source, info);
-    const detectShots = () =>
-      timed(async () => {
-        const boundaries = await detectShotBoundaries(d.bins, source, { durationSecs: info.durationSecs ?? undefined, keyframesOnly }).catch(toFailure);
-        return shotsFromBoundaries(boundaries, info.durationSecs ?? 0);
-      });
-    const shotsRun = detectShots();
-    if (!keyframesOnly) await shotsRun;
+    const run: Run = { stages, video, source, info, signal, scope: { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id } };
+    const keyframesOnly = await useKeyframes(d, source, info, await packets);
     const clip = d.models.active("image-text");
-    const framesRun = clip
-      ? timed(async () =>
-          embedFrames(d, source, info, keyframesOnly ? [] : (await shotsRun)[0].slice(1).map((s) => s.start), clip, keyframesOnly, signal, (f) => report("embeddings", f)).catch(toFailure),
-        )
-      : null;
-    const [[shots, shotsMs], framesResult] = await Promise.all([shotsRun, framesRun]);
-    record("shots", { status: "ran", took_ms: shotsMs, count: shots.length, reason: keyframesOnly ? "keyframe decode" : "full decode" });
-    let frames: EmbeddedFrame[] = [];
-    if (!clip || !framesResult) {
-      const reason = "no image-text model installed (vsearch models import … --role image-text)";
-      record("frames", { status: "skipped", reason });
-      record("embeddings", { status: "skipped", reason });
-    } else {
-      const [result, ms] = framesResult;
-      frames = result.frames.map((f) => ({ ...f, shotIndex: shotIndexAt(shots, f.timestamp) }));
-      d.index.replaceFrames(scope, frames.map((f) => ({ shotIndex: f.shotIndex, timestamp: f.timestamp, embedding: f.vector })), clip.modelId);
-      record("frames", { status: "ran", count: result.sampled, reason: result.note });
-      record("embeddings", { status: "ran", took_ms: ms, count: frames.length, model_id: clip.modelId });
+    // Thumbnails of the sampled frames, written by the same decode; the shots' are moved out.
+    const jpegDir = clip ? d.files.passJpegsDir(video.id) : null;
+    if (jpegDir) {
+      d.files.ensureDir(video.id);
+      rmSync(jpegDir, { recursive: true, force: true }); // a resumed job starts clean
+      mkdirSync(jpegDir);
     }
-    check();
+    try {
+      const { shots, frames } = await this.visual(run, clip, keyframesOnly, jpegDir);
+      const scenes = await this.scenes(run, clip, shots, frames);
+      await this.transcript(run);
+      const [thumbs, thumbsMs] = await stages.timed(() =>
+        writeVideoThumbnails(
+          d,
+          { ...video, duration_secs: info.durationSecs },
+          source,
+          scenes,
+          info.hdr,
+          keyframesOnly && frames.length > 0,
+          jpegDir ? { dir: jpegDir, frames } : null,
+        ).catch(toFailure),
+      );
+      d.index.replaceShots(run.scope, scenes.map((s, i) => ({ ...s, thumbnailPath: thumbs.shots[i] })), clip?.modelId ?? null);
+      d.videos.update(video.id, { poster_path: thumbs.poster });
+      stages.record("thumbnails", {
+        status: "ran",
+        took_ms: thumbsMs,
+        count: thumbs.shots.filter(Boolean).length,
+        ...(thumbs.fromPass ? { reason: `${thumbs.fromPass} from the frame decode` } : {}),
+      });
+      d.onIndexed?.(video.id);
+    } finally {
+      if (jpegDir) rmSync(jpegDir, { recursive: true, force: true });
+    }
+  }
 
-    // scenes
-    const finalShots: Shot[] = shots.length ? shots : syntheticShot(info, frames);
+  /**
+   * Shot boundaries, frames and image embeddings. With keyframes close enough (and an image
+   * model), one decode does it all: the sampled keyframes are embedded, scored for shot changes
+   * and written as thumbnails. With full decoding, shots come first and their boundaries are
+   * sampled too; without an image model only shots are found.
+   */
+  private async visual(r: Run, clip: ActiveModel | null, keyframesOnly: boolean, jpegDir: string | null): Promise<{ shots: Shot[]; frames: EmbeddedFrame[] }> {
+    const { stages, info } = r;
+    const d = this.d;
+    stages.report("shots", 0);
+    const detectShots = async (): Promise<Shot[]> => {
+      const boundaries = await detectShotBoundaries(d.bins, r.source, { durationSecs: info.durationSecs ?? undefined, keyframesOnly }).catch(toFailure);
+      return shotsFromBoundaries(boundaries, info.durationSecs ?? 0);
+    };
+    const decodeNote = keyframesOnly ? "keyframe decode" : "full decode";
+    if (!clip) {
+      const [shots, ms] = await stages.timed(detectShots);
+      stages.record("shots", { status: "ran", took_ms: ms, count: shots.length, reason: decodeNote });
+      stages.record("frames", { status: "skipped", reason: NO_IMAGE_MODEL });
+      stages.record("embeddings", { status: "skipped", reason: NO_IMAGE_MODEL });
+      stages.check();
+      return { shots, frames: [] };
+    }
+    let shots: Shot[] = [];
+    let shotsMs = 0;
+    if (!keyframesOnly) [shots, shotsMs] = await stages.timed(detectShots);
+    const boundaries = shots.slice(1).map((s) => s.start);
+    const [result, ms] = await stages.timed(() =>
+      embedFrames(d, r.source, info, clip, { boundaries, keyframesOnly, trackShots: keyframesOnly, jpegDir: jpegDir ?? undefined }, r.signal, (f) =>
+        stages.report("embeddings", f),
+      ).catch(toFailure),
+    );
+    if (keyframesOnly) shots = shotsFromBoundaries(result.boundaries ?? [], info.durationSecs ?? 0);
+    stages.record("shots", {
+      status: "ran",
+      took_ms: shotsMs,
+      count: shots.length,
+      reason: keyframesOnly ? `${decodeNote}, scored on the sampled frames` : decodeNote,
+    });
+    const frames = result.frames.map((f) => ({ ...f, shotIndex: shotIndexAt(shots, f.timestamp) }));
+    d.index.replaceFrames(r.scope, frames.map((f) => ({ shotIndex: f.shotIndex, timestamp: f.timestamp, embedding: f.vector })), clip.modelId);
+    stages.record("frames", { status: "ran", count: result.sampled, reason: result.note });
+    stages.record("embeddings", { status: "ran", took_ms: ms, count: frames.length, model_id: clip.modelId });
+    stages.check();
+    return { shots, frames };
+  }
+
+  /** One row per shot: keyframe, mean embedding, zero-shot labels. */
+  private async scenes(r: Run, clip: ActiveModel | null, shots: Shot[], frames: EmbeddedFrame[]) {
+    const finalShots: Shot[] = shots.length ? shots : syntheticShot(r.info, frames);
     let labelNote: string | undefined = clip ? undefined : "no image-text model: shots stored without labels";
-    const [scenes, scenesMs] = await timed(async () => {
+    const [scenes, ms] = await r.stages.timed(async () => {
       // A model without a text tower still indexes frames; only zero-shot labels need text.
       const labelVectors = clip
         ? await this.labels.get(clip).catch((e) => {
@@ -121,37 +165,32 @@ export class IngestPipeline implements JobHandler {
         : null;
       return buildScenes(labelVectors, finalShots, frames);
     });
-    d.index.replaceShots(scope, scenes, clip?.modelId ?? null);
-    record("scenes", { status: "ran", took_ms: scenesMs, count: scenes.length, ...(clip ? { model_id: clip.modelId } : {}), ...(labelNote ? { reason: labelNote } : {}) });
-    check();
+    this.d.index.replaceShots(r.scope, scenes, clip?.modelId ?? null);
+    r.stages.record("scenes", { status: "ran", took_ms: ms, count: scenes.length, ...(clip ? { model_id: clip.modelId } : {}), ...(labelNote ? { reason: labelNote } : {}) });
+    r.stages.check();
+    return scenes;
+  }
 
-    // audio + transcript
+  /** Audio to 16 kHz mono and Whisper segments, or the reason there are none. */
+  private async transcript(r: Run): Promise<void> {
+    const d = this.d;
     const whisper = d.models.active("speech");
-    if (!info.hasAudio) {
-      record("audio", { status: "skipped", reason: "no audio stream" });
-      record("transcript", { status: "skipped", reason: "no audio stream" });
-      d.index.replaceTranscript(scope, [], "none");
+    if (!r.info.hasAudio) {
+      r.stages.record("audio", { status: "skipped", reason: "no audio stream" });
+      r.stages.record("transcript", { status: "skipped", reason: "no audio stream" });
+      d.index.replaceTranscript(r.scope, [], "none");
     } else if (!whisper) {
-      record("audio", { status: "skipped", reason: "no speech model installed (vsearch models import … --role speech)" });
-      record("transcript", { status: "skipped", reason: "no speech model installed" });
+      r.stages.record("audio", { status: "skipped", reason: "no speech model installed (vsearch models import … --role speech)" });
+      r.stages.record("transcript", { status: "skipped", reason: "no speech model installed" });
     } else {
-      const [segments, ms] = await timed(() =>
-        transcribeAudio(d, source, info, whisper, signal, (f) => report("transcript", f)).catch(toFailure),
+      const [segments, ms] = await r.stages.timed(() =>
+        transcribeAudio(d, r.source, r.info, whisper, r.signal, (f) => r.stages.report("transcript", f)).catch(toFailure),
       );
-      d.index.replaceTranscript(scope, segments, whisper.modelId);
-      record("audio", { status: "ran" });
-      record("transcript", { status: "ran", took_ms: ms, count: segments.length, model_id: whisper.modelId });
+      d.index.replaceTranscript(r.scope, segments, whisper.modelId);
+      r.stages.record("audio", { status: "ran" });
+      r.stages.record("transcript", { status: "ran", took_ms: ms, count: segments.length, model_id: whisper.modelId });
     }
-    check();
-
-    // thumbnails
-    const [thumbs, thumbsMs] = await timed(() =>
-      writeVideoThumbnails(d, { ...video, duration_secs: info.durationSecs }, source, scenes, info.hdr, keyframesOnly && frames.length > 0).catch(toFailure),
-    );
-    d.index.replaceShots(scope, scenes.map((s, i) => ({ ...s, thumbnailPath: thumbs.shots[i] })), clip?.modelId ?? null);
-    d.videos.update(video.id, { poster_path: thumbs.poster });
-    record("thumbnails", { status: "ran", took_ms: thumbsMs, count: thumbs.shots.filter(Boolean).length });
-    d.onIndexed?.(video.id);
+    r.stages.check();
   }
 
   complete(job: JobRow, owner: string): void {
@@ -185,10 +224,10 @@ function toFailure(e: unknown): never {
 }
 
 /** Short clips always decode every frame; longer ones use keyframes when they are close enough. */
-async function useKeyframes(d: PipelineDeps, source: string, info: MediaInfo): Promise<boolean> {
-  if (!info.durationSecs || info.durationSecs <= 15) return false;
-  const spacing = await measureKeyframeSpacing(d.bins, source, { durationSecs: info.durationSecs }).catch(() => null);
-  return spacing !== null && spacing.maxGapSecs <= 2.5;
+async function useKeyframes(d: PipelineDeps, source: string, info: MediaInfo, packetTimes: number[] | null): Promise<boolean> {
+  if (!info.durationSecs || info.durationSecs <= 15 || !info.width) return false;
+  const r = await keyframesCloseEnough(d.bins, source, { durationSecs: info.durationSecs, maxGapSecs: MAX_KEYFRAME_GAP_SECS, packetTimes }).catch(() => null);
+  return r?.ok ?? false;
 }
 
 /** A container without a duration still gets one shot spanning what was decoded. */

@@ -1,5 +1,8 @@
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import { sampleFrames, type SampledFrame } from "../media/frames.ts";
 import { dropNearDuplicates } from "../media/dedupe.ts";
+import { ShotTracker } from "../media/scene-score.ts";
 import type { MediaInfo } from "../media/probe.ts";
 import type { Shot } from "../media/shots.ts";
 import type { ActiveModel, PipelineDeps } from "./deps.ts";
@@ -7,7 +10,23 @@ import type { ActiveModel, PipelineDeps } from "./deps.ts";
 export interface FrameEmbedding {
   timestamp: number;
   vector: Float32Array;
+  /** Position in the decoded stream: names its JPEG when the pass wrote thumbnails. */
+  frameIndex: number;
 }
+
+export interface VisualPassOptions {
+  /** Shot boundaries to sample in addition to the 1 fps grid. */
+  boundaries: number[];
+  keyframesOnly: boolean;
+  /** Score shot changes on the decoded frames (keyframe mode: no second decode for shots). */
+  trackShots: boolean;
+  /** Write a thumbnail of every decoded frame here (`frameJpegPath`); those of dropped frames are removed. */
+  jpegDir?: string;
+}
+
+/** Thumbnail width, and where the visual pass leaves the JPEG of frame `index`. */
+export const SHOT_THUMB_WIDTH = 320;
+export const frameJpegPath = (dir: string, index: number) => join(dir, `${String(index).padStart(8, "0")}.jpg`);
 
 /** A frame embedding placed in its shot (shots may be known only after sampling). */
 export interface EmbeddedFrame extends FrameEmbedding {
@@ -25,35 +44,50 @@ export const shotIndexAt = (shots: Shot[], t: number): number => {
 /**
  * About one frame a second plus every shot boundary, decoded to 224×224 RGB and piped (no temp
  * images), near-duplicates dropped (at least one kept every 4 s), embedded in batches in the
- * worker pool. While the pool embeds one batch, ffmpeg keeps decoding the next.
+ * worker pool. While the pool embeds one batch, ffmpeg keeps decoding the next. The same decode
+ * can also score shot changes and write thumbnails (see VisualPassOptions).
  */
 export async function embedFrames(
   d: PipelineDeps,
   source: string,
   info: MediaInfo,
-  /** Shot boundaries to sample in addition to the 1 fps grid. */
-  boundaries: number[],
   model: ActiveModel,
-  keyframesOnly: boolean,
+  opts: VisualPassOptions,
   signal: AbortSignal,
   onProgress: (fraction: number) => void,
-): Promise<{ frames: FrameEmbedding[]; sampled: number; note?: string }> {
+): Promise<{ frames: FrameEmbedding[]; sampled: number; boundaries: number[] | null; note?: string }> {
   const stream = sampleFrames(d.bins, source, {
     size: CLIP_SIZE,
     everySecs: 1,
-    extraTimestamps: boundaries,
+    extraTimestamps: opts.boundaries,
     durationSecs: info.durationSecs,
-    keyframesOnly,
+    keyframesOnly: opts.keyframesOnly,
     hdr: info.hdr,
+    jpegs: opts.jpegDir ? { dir: opts.jpegDir, width: SHOT_THUMB_WIDTH } : undefined,
   });
-  const deduped = dropNearDuplicates(stream, { maxGapSecs: 4 });
+  const tracker = opts.trackShots ? new ShotTracker() : null;
+  const dropped: Promise<void>[] = [];
+  // Every decoded frame goes past the shot tracker (a cut is a difference to the frame before);
+  // frames the dedupe step drops lose their thumbnail right away, so a long video's temp folder
+  // holds only frames that were embedded.
+  // (The consumer below sets keptIndex before it asks for the next frame; so when this generator
+  // resumes after `yield f`, f was kept exactly when keptIndex is f's index.)
+  let keptIndex = -1;
+  async function* decoded(): AsyncGenerator<SampledFrame> {
+    for await (const f of stream) {
+      tracker?.push(f.timestamp, f.rgb);
+      yield f;
+      if (opts.jpegDir && keptIndex !== f.index) dropped.push(rm(frameJpegPath(opts.jpegDir, f.index), { force: true }));
+    }
+  }
+  const deduped = dropNearDuplicates(decoded(), { maxGapSecs: 4 });
   const pool = await d.pool();
   const out: FrameEmbedding[] = [];
   let batch: SampledFrame[] = [];
   let inFlight: Promise<void> = Promise.resolve();
 
   const flush = (frames: SampledFrame[]) => {
-    const times = frames.map((f) => f.timestamp);
+    const meta = frames.map((f) => ({ timestamp: f.timestamp, frameIndex: f.index }));
     const run = pool.embedImages(
       { modelDir: model.dir, dtype: model.dtype, batchSize: d.batchSize },
       frames.map((f) => ({ rgb: f.rgb, width: CLIP_SIZE, height: CLIP_SIZE })),
@@ -62,14 +96,15 @@ export async function embedFrames(
     inFlight = (async () => {
       const emb = await run;
       await prev;
-      emb.vectors.forEach((v, i) => out.push({ timestamp: times[i], vector: v }));
-      if (info.durationSecs) onProgress(Math.min(1, times[times.length - 1] / info.durationSecs));
+      emb.vectors.forEach((v, i) => out.push({ ...meta[i], vector: v }));
+      if (info.durationSecs) onProgress(Math.min(1, meta[meta.length - 1].timestamp / info.durationSecs));
     })();
     // At most one batch waits while another is embedded: memory stays bounded for any length.
     return prev;
   };
 
   for await (const f of deduped) {
+    keptIndex = f.index;
     if (signal.aborted) break;
     batch.push(f);
     if (batch.length >= d.batchSize) {
@@ -79,10 +114,11 @@ export async function embedFrames(
   }
   if (batch.length) await flush(batch);
   await inFlight;
+  await Promise.all(dropped);
   out.sort((a, b) => a.timestamp - b.timestamp);
   const st = stream.stats;
   const note =
     `${st.mode === "keyframes" ? "keyframe" : "full"} decode; ${deduped.stats.dropped} near-duplicates dropped` +
     (st.decodeErrors ? `; ${st.decodeErrors} corrupt frame(s) skipped` : "");
-  return { frames: out, sampled: st.framesEmitted, note };
+  return { frames: out, sampled: st.framesEmitted, boundaries: tracker ? tracker.boundaries() : null, note };
 }

@@ -39,6 +39,14 @@ export class VideoFiles {
     return join(this.dir(videoId), "poster.jpg");
   }
 
+  /**
+   * Thumbnails of every sampled frame while a video is being indexed; the shots' ones are moved
+   * out, the folder is removed when the job ends (and cleared when a resumed job starts again).
+   */
+  passJpegsDir(videoId: string): string {
+    return join(this.dir(videoId), "frames.tmp");
+  }
+
   shotThumbFile(videoId: string, shotIndex: number): string {
     return join(this.dir(videoId), "shots", `${shotIndex}.jpg`);
   }

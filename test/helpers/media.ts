@@ -53,6 +53,12 @@ export const COLORS = {
   },
 };
 
+/**
+ * `longCuts`: 20 s at 25 fps, 320×240, keyframes every 2 s (so ingest decodes keyframes only),
+ * five different segments with hard cuts on keyframes, and a tone.
+ */
+export const LONG_CUTS = { durationSecs: 20, boundaries: [4, 8, 12, 16], gopSecs: 2, width: 320, height: 240 } as const;
+
 /** `static`: 9 s of one grey, then a hard cut to 3 s of green; 64×64 at 5 fps. */
 export const STATIC = { cutSecs: 9, durationSecs: 12 } as const;
 
@@ -71,6 +77,15 @@ const FIXTURES = {
       ...seg("testsrc2", 1.2, ",negate"), ...lavfi("sine=f=440:d=8:sample_rate=44100"),
       "-filter_complex", "[0:v][1:v][2:v][3:v][4:v]concat=n=5:v=1:a=0,format=yuv420p[v]",
       "-map", "[v]", "-map", "5:a", ...x264, "-g", "50", "-c:a", "aac", "-b:a", "64k", "-ac", "1", out,
+    ]);
+  }],
+  longCuts: ["long-cuts.mp4", async (out) => {
+    const seg = (src: string, extra = "") => lavfi(`${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=4${extra}`);
+    await ffmpeg([
+      ...seg("testsrc2"), ...seg("color=c=red"), ...seg("smptebars"), ...seg("color=c=blue"), ...seg("testsrc2", ",negate"),
+      ...lavfi("sine=f=440:d=20:sample_rate=16000"),
+      "-filter_complex", "[0:v][1:v][2:v][3:v][4:v]concat=n=5:v=1:a=0,format=yuv420p[v]",
+      "-map", "[v]", "-map", "5:a", ...x264, "-g", "50", "-keyint_min", "50", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "32k", "-ac", "1", out,
     ]);
   }],
   cutsFaststart: ["cuts-faststart.mp4", async (out, get) => ffmpeg(["-i", await get("cuts"), "-c", "copy", "-movflags", "+faststart", out])],
@@ -255,3 +270,15 @@ export function nearestColour(c: readonly number[], palette: readonly (readonly 
 
 /** The real clips in the shared media folder (absent on CI). */
 export const SHARED_CLIPS = "/work/shared/media/video/clips";
+
+/** A whole JPEG: starts with SOI, ends with EOI. */
+export function isJpeg(b: Uint8Array): boolean {
+  return b.length > 4 && b[0] === 0xff && b[1] === 0xd8 && b[b.length - 2] === 0xff && b[b.length - 1] === 0xd9;
+}
+
+/** Width and height of an image (or a video's first stream), as ffprobe reads them. */
+export async function imageDimensions(path: string): Promise<[number, number]> {
+  const p = Bun.spawn([mediaBins().ffprobe, "-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", path], { stdout: "pipe" });
+  const [w, h] = (await new Response(p.stdout).text()).trim().split(",").map(Number);
+  return [w, h];
+}

@@ -1,9 +1,16 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { LONG_CUTS, imageDimensions, isJpeg, mediaBins, mediaFixture, meanRgb } from "../helpers/media.ts";
 import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
+
+/** An image's pixels as RGB24, scaled down to 16×16. */
+async function decodeRgb(path: string): Promise<Uint8Array> {
+  const p = Bun.spawn([mediaBins().ffmpeg, "-v", "error", "-i", path, "-vf", "scale=16:16", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], { stdout: "pipe" });
+  return new Uint8Array(await new Response(p.stdout).arrayBuffer());
+}
 
 const media = scratchDir("ingest");
 let withCuts: string;
@@ -84,6 +91,28 @@ describe("ingest pipeline with the tiny models", () => {
     expect(c.total_duration_secs).toBeCloseTo(6, 0);
     expect(c.thumbnail_urls).toHaveLength(1);
     expect(c.storage_bytes).toBeGreaterThan(video.file_size_bytes);
+  });
+
+  test("2 s keyframes: one decode gives frames, shots and the shots' thumbnails; nothing temporary is left", async () => {
+    const file = await mediaFixture("longCuts");
+    const { video_id, job } = await uploadAndWait(t, tenant, col, file);
+    expect(job.status).toBe("done");
+    const v = (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
+    expect(v.stages.shots).toMatchObject({ status: "ran", count: 5, reason: "keyframe decode, scored on the sampled frames" });
+    expect(v.stages.frames.reason).toMatch(/^keyframe decode/);
+    expect(v.stages.thumbnails).toMatchObject({ status: "ran", count: 5, reason: "5 from the frame decode" });
+    const shots = t.app.db.query("SELECT start_secs, keyframe_secs, thumbnail_path FROM shots WHERE video_id = ? ORDER BY shot_index").all(video_id) as any[];
+    expect(shots.map((s) => s.start_secs)).toEqual([0, ...LONG_CUTS.boundaries]);
+    for (const s of shots) {
+      const path = join(t.dir, s.thumbnail_path);
+      expect(isJpeg(readFileSync(path))).toBe(true);
+      expect(await imageDimensions(path)).toEqual([320, 240]);
+    }
+    // The shot's thumbnail is its keyframe: the red shot's is red.
+    expect(meanRgb(await decodeRgb(join(t.dir, shots[1].thumbnail_path)))[0]).toBeGreaterThan(200);
+    const videoDir = join(t.dir, "videos", video_id);
+    expect(readdirSync(videoDir).sort()).toEqual(["poster.jpg", "shots", "source.mp4"]);
+    expect(readdirSync(join(videoDir, "shots")).length).toBe(5);
   });
 
   test("a video without audio: transcript stage skipped with the reason", async () => {

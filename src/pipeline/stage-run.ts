@@ -1,0 +1,47 @@
+import { JobFailure } from "../jobs/runner.ts";
+import type { StageName, StageOutcome } from "../videos/schema.ts";
+import type { VideoStore } from "../videos/store.ts";
+
+/** Share of progress_pct each stage accounts for (they add up to 100). */
+const WEIGHT: Record<StageName, number> = { probe: 2, shots: 8, frames: 5, embeddings: 45, scenes: 5, audio: 2, transcript: 28, thumbnails: 5 };
+
+/**
+ * Bookkeeping for one run of the pipeline over one video: each stage's outcome (ran / skipped with
+ * the reason) recorded on the video as it happens, progress_pct as stages advance, timing, and the
+ * abort check between stages.
+ */
+export class StageRun {
+  private readonly stages: Partial<Record<StageName, StageOutcome>> = {};
+  private done = 0;
+
+  constructor(
+    private readonly videos: VideoStore,
+    private readonly videoId: string,
+    private readonly progress: (stage: string, pct: number) => void,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  /** Progress inside a stage (`within` 0..1 of its share). */
+  report(stage: StageName, within = 1): void {
+    const pct = Math.min(99, this.done + WEIGHT[stage] * within);
+    this.progress(stage, pct);
+    this.videos.update(this.videoId, { progress_pct: pct });
+  }
+
+  record(stage: StageName, outcome: StageOutcome): void {
+    this.stages[stage] = outcome;
+    this.done += WEIGHT[stage];
+    this.videos.update(this.videoId, { stages: JSON.stringify(this.stages), progress_pct: Math.min(99, this.done) });
+    this.progress(stage, Math.min(99, this.done));
+  }
+
+  async timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
+    const t0 = performance.now();
+    const v = await fn();
+    return [v, Math.round(performance.now() - t0)];
+  }
+
+  check(): void {
+    if (this.signal.aborted) throw new JobFailure("ABORTED", "Indexing was interrupted");
+  }
+}
