@@ -85,6 +85,16 @@ export interface InferencePool {
     offsetSecs?: number,
     opts?: { language?: string; task?: "transcribe" | "translate" },
   ): Promise<Transcript>;
+  /**
+   * Transcripts of independent ≤ 30 s windows (consecutive pieces of one soundtrack), decoded
+   * `maxBatch` at a time in one worker (batched decoding costs far less per window). The windows'
+   * buffers are copied; segments of all windows come back in window order.
+   */
+  transcribeWindows(
+    model: ModelRef & { maxNewTokens?: number },
+    windows: { samples: Float32Array; offsetSecs: number }[],
+    opts?: { language?: string; task?: "transcribe" | "translate"; maxBatch?: number },
+  ): Promise<Transcript>;
   /** Loads a model in a worker, runs it once, releases it (smoke test of ORT inside a worker). */
   selfTest(modelDir: string, opts?: { dtype?: WeightDtype }): Promise<PoolSelfTest>;
   close(): Promise<void>;
@@ -219,6 +229,28 @@ export function createInferencePool(opts: InferencePoolOptions): InferencePool {
           ...runtime,
         },
         [copy.buffer],
+      );
+      return { modelId: value.modelId, segments: value.segments, worker: meta };
+    },
+
+    async transcribeWindows(model, windows, o = {}) {
+      if (!Array.isArray(windows) || windows.some((w) => !(w?.samples instanceof Float32Array))) {
+        throw new InferenceError("INVALID_INPUT", "transcribeWindows: windows must be [{samples: Float32Array, offsetSecs}]");
+      }
+      const copies = windows.map((w) => ({ samples: w.samples.slice(), offsetSecs: w.offsetSecs }));
+      const { value, meta } = await submit<TranscribeValue>(
+        {
+          kind: "transcribeWindows",
+          modelDir: model.modelDir,
+          dtype: model.dtype,
+          maxNewTokens: model.maxNewTokens,
+          windows: copies,
+          maxBatch: o.maxBatch,
+          language: o.language,
+          task: o.task,
+          ...runtime,
+        },
+        copies.map((c) => c.samples.buffer as ArrayBuffer),
       );
       return { modelId: value.modelId, segments: value.segments, worker: meta };
     },

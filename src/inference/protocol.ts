@@ -43,13 +43,26 @@ export interface TranscribeTask extends TaskRuntime {
   maxNewTokens?: number;
 }
 
+/** Independent ≤ 30 s windows decoded `maxBatch` at a time (WhisperModel.transcribeWindows). */
+export interface TranscribeWindowsTask extends TaskRuntime {
+  kind: "transcribeWindows";
+  modelDir: string;
+  dtype: Dtype;
+  /** 16 kHz mono each; transferred. */
+  windows: { samples: Float32Array; offsetSecs: number }[];
+  maxBatch?: number;
+  language?: string;
+  task?: "transcribe" | "translate";
+  maxNewTokens?: number;
+}
+
 export interface SelfTestTask extends TaskRuntime {
   kind: "selfTest";
   modelDir: string;
   dtype?: WeightDtype;
 }
 
-export type InferenceTask = EmbedImagesTask | EmbedTextsTask | TranscribeTask | SelfTestTask;
+export type InferenceTask = EmbedImagesTask | EmbedTextsTask | TranscribeTask | TranscribeWindowsTask | SelfTestTask;
 
 export interface EmbedValue {
   modelId: string;

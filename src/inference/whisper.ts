@@ -9,12 +9,13 @@
  * real model stuck in a loop) are dropped. Nothing beyond 30 s is ever silently cut off.
  */
 import { join } from "node:path";
-import { deflateSync } from "node:zlib";
 import {
   AutoTokenizer,
-  LogitsProcessor,
   LogitsProcessorList,
+  PreTrainedModel,
+  SuppressTokensAtBeginLogitsProcessor,
   Tensor,
+  WhisperTimeStampLogitsProcessor,
   WhisperFeatureExtractor,
   WhisperForConditionalGeneration,
   type PreTrainedTokenizer,
@@ -37,15 +38,17 @@ import {
   resolveModelDir,
   sessionOptions,
 } from "./model-files.ts";
+import {
+  WHISPER_SAMPLE_RATE,
+  WhisperTimestampRules,
+  seekTranscribe,
+  seekTranscribeWindows,
+  type AudioWindow,
+  type TranscriptSegment,
+  type WhisperTokenSpec,
+} from "./whisper-decode.ts";
 
-export const WHISPER_SAMPLE_RATE = 16_000;
-
-export interface TranscriptSegment {
-  /** Seconds from the start of the media (offsetSecs already added). */
-  start: number;
-  end: number;
-  text: string;
-}
+export * from "./whisper-decode.ts";
 
 export interface WhisperLoadOptions extends RuntimeOptions {
   /** `fp32` or `q8`, or per file: `{encoder_model: "fp32", decoder_model_merged: "q8"}`. Always explicit. */
@@ -57,6 +60,14 @@ export interface WhisperLoadOptions extends RuntimeOptions {
   maxNewTokens?: number;
 }
 
+/** What a decoding pass takes besides the features. */
+export interface GenerateOptions {
+  timestamps: boolean;
+  maxNewTokens?: number;
+  language?: string;
+  task?: "transcribe" | "translate";
+}
+
 export interface TranscribeOptions {
   /** Multilingual models only (`en`, `english`, `de`…); English-only (`.en`) models accept nothing but English. */
   language?: string;
@@ -64,191 +75,6 @@ export interface TranscribeOptions {
   task?: "transcribe" | "translate";
   /** Override the model's per-pass token cap. */
   maxNewTokens?: number;
-}
-
-/** Token layout facts read from generation_config.json. */
-export interface WhisperTokenSpec {
-  eos: number;
-  decoderStart: number;
-  noTimestamps: number;
-  /** First timestamp token (`<|0.00|>`); text tokens are `< eos`. */
-  timestampBegin: number;
-  /** Seconds per timestamp step (chunk_length / max_source_positions = 0.02). */
-  timePrecision: number;
-}
-
-/**
- * Timestamp rules transformers.js 4.3.1 leaves out (its WhisperTimeStampLogitsProcessor only pairs
- * timestamps): the first timestamp is at most `max_initial_timestamp_index` (its check sits after
- * an early `continue` and never runs), timestamps never go backwards (as in HF Python), and none
- * lies past the end of the real audio in a short window — once that point is reached, decoding ends.
- * Runs before the transformers.js processor.
- */
-export class WhisperTimestampRules extends LogitsProcessor {
-  constructor(
-    private readonly spec: WhisperTokenSpec,
-    /** Prompt length: generated tokens start at this index. */
-    private readonly beginIndex: number,
-    private readonly maxInitialIndex: number,
-    /** Last allowed timestamp index (audio length / time precision, rounded up). */
-    private readonly maxIndex: number,
-  ) {
-    super();
-  }
-
-  _call(inputIds: bigint[][], logits: Tensor): Tensor {
-    const tb = this.spec.timestampBegin;
-    const vocab = logits.dims.at(-1)!;
-    const all = logits.data as Float32Array;
-    for (let i = 0; i < inputIds.length; i++) {
-      const row = all.subarray(i * vocab, (i + 1) * vocab);
-      const seq = inputIds[i].slice(this.beginIndex).map(Number);
-      const lastAllowed = tb + (seq.length === 0 ? Math.min(this.maxInitialIndex, this.maxIndex) : this.maxIndex);
-      let lowest = tb;
-      let lastTs = -1;
-      for (let k = seq.length - 1; k >= 0; k--) {
-        if (seq[k] >= tb) {
-          lastTs = seq[k];
-          break;
-        }
-      }
-      if (lastTs >= 0) {
-        const closing = seq.at(-1)! >= tb && seq.length >= 2 && seq.at(-2)! < tb;
-        lowest = closing ? lastTs : lastTs + 1;
-      }
-      if (lowest > lastAllowed) {
-        // The audio is used up: nothing but end-of-text.
-        const eos = row[this.spec.eos];
-        row.fill(-Infinity);
-        row[this.spec.eos] = Number.isFinite(eos) ? eos : 0;
-        continue;
-      }
-      if (lowest > tb) row.subarray(tb, lowest).fill(-Infinity);
-      if (lastAllowed + 1 < row.length) row.subarray(lastAllowed + 1).fill(-Infinity);
-    }
-    return logits;
-  }
-}
-
-interface RawSegment {
-  start: number;
-  end: number;
-  tokens: number[];
-}
-
-/**
- * Splits one pass's generated tokens (prompt removed) into timestamped segments.
- * `<|a|> text <|b|>` is a complete segment; text after the last closing timestamp is the `tail`
- * (it runs to the end of the window when nothing better is known). Segments that start after the
- * audio (`windowSecs`) are dropped, ends are clamped to it.
- */
-export function parseTimestampedTokens(
-  tokens: number[],
-  spec: WhisperTokenSpec,
-  windowSecs: number,
-): { segments: RawSegment[]; tail: RawSegment | null; lastEnd: number; endedWithEos: boolean } {
-  const segments: RawSegment[] = [];
-  let start: number | null = null;
-  let text: number[] = [];
-  let lastEnd = 0;
-  let endedWithEos = false;
-  for (const tok of tokens) {
-    if (tok === spec.eos) {
-      endedWithEos = true;
-      break;
-    }
-    if (tok >= spec.timestampBegin) {
-      const t = (tok - spec.timestampBegin) * spec.timePrecision;
-      if (text.length === 0) {
-        start = t; // opening timestamp (or the second of an end/start pair)
-      } else {
-        segments.push({ start: start ?? lastEnd, end: Math.max(t, start ?? lastEnd), tokens: text });
-        lastEnd = t;
-        start = null;
-        text = [];
-      }
-    } else if (tok < spec.eos) {
-      text.push(tok);
-    } // other special tokens carry no text
-  }
-  const tail = text.length > 0 ? { start: start ?? lastEnd, end: windowSecs, tokens: text } : null;
-  // Nothing can be said after the audio ends; clamp ends to it.
-  const inside = (s: RawSegment) => s.start < windowSecs;
-  const clamp = (s: RawSegment): RawSegment => ({ ...s, end: Math.min(s.end, windowSecs) });
-  return {
-    segments: segments.filter(inside).map(clamp),
-    tail: tail && inside(tail) ? clamp(tail) : null,
-    lastEnd: Math.min(lastEnd, windowSecs),
-    endedWithEos,
-  };
-}
-
-/**
- * True for output that is not speech but a decoding loop: a segment made of very few distinct
- * tokens (random weights repeat one token until the cap), or text that compresses too well —
- * Whisper's own `compression_ratio > 2.4` rule.
- */
-export function isDegenerate(tokens: number[], text: string): boolean {
-  if (tokens.length >= 8 && new Set(tokens).size / tokens.length < 0.3) return true;
-  const bytes = Buffer.from(text, "utf8");
-  if (bytes.length >= 48) {
-    const ratio = bytes.length / deflateSync(bytes).length;
-    if (ratio > 2.4) return true;
-  }
-  return false;
-}
-
-function round3(x: number): number {
-  return Math.round(x * 1000) / 1000;
-}
-
-export interface SeekDeps {
-  /** Samples per window (30 s). */
-  windowSamples: number;
-  spec: WhisperTokenSpec;
-  /** Decodes one window (≤ windowSamples) with timestamps; tokens without the prompt. */
-  decodeWindow: (chunk: Float32Array, audioSecs: number) => Promise<number[]>;
-  decodeText: (tokens: number[]) => string;
-}
-
-/**
- * Whisper's seek loop over audio of any length. Each pass decodes the next ≤ 30 s; if the pass was
- * cut off (no end-of-text) in the middle of a segment after complete ones, the next pass resumes at
- * the last complete segment's end so the unfinished words get decoded again with the audio that
- * follows — provided that moves at least 1 s and leaves at least 1 s; otherwise the tail is kept and
- * the whole window consumed. Degenerate and empty segments are dropped, and so is a whole pass
- * whose text is one loop; times are shifted by `offsetSecs`.
- */
-export async function seekTranscribe(samples: Float32Array, offsetSecs: number, deps: SeekDeps): Promise<TranscriptSegment[]> {
-  if (!Number.isFinite(offsetSecs) || offsetSecs < 0) throw new InferenceError("INVALID_INPUT", `offsetSecs must be ≥ 0, got ${offsetSecs}`);
-  const minSamples = WHISPER_SAMPLE_RATE / 10;
-  const out: TranscriptSegment[] = [];
-  let seek = 0;
-  while (samples.length - seek >= minSamples) {
-    const chunk = samples.subarray(seek, seek + deps.windowSamples);
-    const chunkSecs = chunk.length / WHISPER_SAMPLE_RATE;
-    const tokens = await deps.decodeWindow(chunk, chunkSecs);
-    const { segments, tail, lastEnd, endedWithEos } = parseTimestampedTokens(tokens, deps.spec, chunkSecs);
-
-    let advanceSecs = chunkSecs;
-    const keep = [...segments];
-    if (tail && !endedWithEos && segments.length > 0 && lastEnd >= 1 && chunkSecs - lastEnd >= 1) {
-      advanceSecs = lastEnd;
-    } else if (tail) {
-      keep.push(tail);
-    }
-    const base = offsetSecs + seek / WHISPER_SAMPLE_RATE;
-    const pass: TranscriptSegment[] = [];
-    for (const s of keep) {
-      const text = deps.decodeText(s.tokens);
-      if (text.length === 0 || isDegenerate(s.tokens, text)) continue;
-      pass.push({ start: round3(base + s.start), end: round3(base + Math.max(s.end, s.start)), text });
-    }
-    // A loop can also be spread over many short segments ("Thank you." × 20): judge the pass as a whole.
-    if (!isDegenerate(keep.flatMap((s) => s.tokens), pass.map((s) => s.text).join(" "))) out.push(...pass);
-    seek += Math.max(1, Math.round(advanceSecs * WHISPER_SAMPLE_RATE));
-  }
-  return out;
 }
 
 export class WhisperModel {
@@ -352,54 +178,95 @@ export class WhisperModel {
    * Greedy decoding of one window's features. Returns the generated tokens without the prompt
    * (`<|startoftranscript|>` [lang task] [`<|notimestamps|>`]), eos included when reached.
    */
-  async generateTokens(
-    features: Float32Array,
-    opts: {
-      timestamps: boolean;
-      maxNewTokens?: number;
-      language?: string;
-      task?: "transcribe" | "translate";
-      /** Seconds of real audio in the window (timestamps stop there). Default: the whole window. */
-      audioSecs?: number;
+  async generateTokens(features: Float32Array, opts: GenerateOptions & { audioSecs?: number }): Promise<number[]> {
+    const { audioSecs, ...rest } = opts;
+    return (await this.generateTokensBatch([features], { ...rest, audioSecs: audioSecs === undefined ? undefined : [audioSecs] }))[0];
+  }
+
+  /**
+   * Greedy decoding of several windows as one batch (one encoder run, one decoder run per token
+   * for all rows); tokens per window, as generateTokens returns them. A row that reaches
+   * end-of-text keeps emitting it while the others go on (with timestamps on; see
+   * WhisperTimestampRules), and is cut at its first end-of-text here.
+   */
+  async generateTokensBatch(
+    features: Float32Array[],
+    opts: GenerateOptions & {
+      /** Seconds of real audio in each window (timestamps stop there). Default: the whole window. */
+      audioSecs?: number[];
     },
-  ): Promise<number[]> {
-    const nMels = features.length / 3000;
-    if (!Number.isInteger(nMels)) throw new InferenceError("INVALID_INPUT", `features length ${features.length} is not n_mels × 3000`);
+  ): Promise<number[][]> {
+    if (features.length === 0) return [];
+    const nMels = features[0].length / 3000;
+    if (!Number.isInteger(nMels) || features.some((f) => f.length !== features[0].length)) {
+      throw new InferenceError("INVALID_INPUT", `features must all be n_mels × 3000 (got lengths ${features.map((f) => f.length).join(", ")})`);
+    }
+    if (features.length > 1 && !opts.timestamps) {
+      throw new InferenceError("INVALID_INPUT", "batched decoding needs timestamps on (finished rows are held at end-of-text by the timestamp rules)");
+    }
     const lang = this.languageArgs(opts.language, opts.task);
     // Prompt, as transformers.js builds it (_retrieve_init_tokens): sot, [lang, task], [notimestamps].
     const promptLen = 1 + (this.isMultilingual ? 2 : 0) + (opts.timestamps ? 0 : 1);
-    let logits_processor: LogitsProcessorList | undefined;
+    const logits_processor = new LogitsProcessorList();
     if (opts.timestamps) {
       const windowSecs = this.windowSamples / WHISPER_SAMPLE_RATE;
-      const audioSecs = Math.min(opts.audioSecs ?? windowSecs, windowSecs);
-      logits_processor = new LogitsProcessorList();
-      logits_processor.push(
-        new WhisperTimestampRules(
-          this.tokenSpec,
-          promptLen,
-          this.maxInitialTimestampIndex,
-          Math.ceil(audioSecs / this.tokenSpec.timePrecision - 1e-6),
-        ),
-      );
+      const maxIndex = features.map((_, i) => {
+        const secs = Math.min(opts.audioSecs?.[i] ?? windowSecs, windowSecs);
+        return Math.ceil(secs / this.tokenSpec.timePrecision - 1e-6);
+      });
+      logits_processor.push(new WhisperTimestampRules(this.tokenSpec, promptLen, this.maxInitialTimestampIndex, maxIndex));
     }
+    const input = new Float32Array(features.length * features[0].length);
+    features.forEach((f, i) => input.set(f, i * f.length));
     let out: Tensor;
     try {
-      out = (await this.model.generate({
-        inputs: new Tensor("float32", features, [1, nMels, 3000]),
+      out = await this.generateBatch(new Tensor("float32", input, [features.length, nMels, 3000]), {
         max_new_tokens: Math.max(1, Math.floor(opts.maxNewTokens ?? this.maxNewTokens)),
         return_timestamps: opts.timestamps,
-        logits_processor,
         ...lang,
-      } as any)) as Tensor;
+      }, logits_processor);
     } catch (e) {
       throw asInferenceError(e, "INFERENCE_FAILED", `Whisper generate (${this.id})`);
     }
-    const seq = (out.tolist() as bigint[][])[0].map(Number);
-    const prompt = seq.slice(0, promptLen);
-    if (prompt[0] !== this.tokenSpec.decoderStart || prompt.some((t) => t <= this.tokenSpec.eos || t >= this.tokenSpec.timestampBegin)) {
-      throw new InferenceError("INFERENCE_FAILED", `Whisper (${this.id}): unexpected decoder prompt [${prompt}]`);
+    return (out.tolist() as bigint[][]).map((row) => {
+      const seq = row.map(Number);
+      const prompt = seq.slice(0, promptLen);
+      if (prompt[0] !== this.tokenSpec.decoderStart || prompt.some((t) => t <= this.tokenSpec.eos || t >= this.tokenSpec.timestampBegin)) {
+        throw new InferenceError("INFERENCE_FAILED", `Whisper (${this.id}): unexpected decoder prompt [${prompt}]`);
+      }
+      const gen = seq.slice(promptLen);
+      const end = gen.indexOf(this.tokenSpec.eos);
+      return end >= 0 ? gen.slice(0, end + 1) : gen;
+    });
+  }
+
+  /**
+   * What WhisperForConditionalGeneration.generate does in transformers.js 4.3.1 (the version is
+   * pinned), for any batch size: its own generate builds the decoder prompt as one flat token list,
+   * which the encoder-output check then refuses for a batch of more than one. So: the same
+   * generation config and prompt tokens, the same two processors it adds (timestamp pairing,
+   * suppression at the first step) after ours, and the prompt given once per row to the base
+   * generate. Batch 1 takes this path too, so the parity tests cover it.
+   */
+  private async generateBatch(inputs: Tensor, kwargs: Record<string, unknown>, processors: LogitsProcessorList): Promise<Tensor> {
+    const whisper = this.model as unknown as {
+      _prepare_generation_config(config: unknown, kwargs: Record<string, unknown>): Record<string, any>;
+      _retrieve_init_tokens(config: unknown): number[];
+    };
+    const generation_config = whisper._prepare_generation_config(null, kwargs);
+    const init = whisper._retrieve_init_tokens(generation_config);
+    if (generation_config.return_timestamps) processors.push(new WhisperTimeStampLogitsProcessor(generation_config as any, init));
+    if (generation_config.begin_suppress_tokens) {
+      processors.push(new SuppressTokensAtBeginLogitsProcessor(generation_config.begin_suppress_tokens, init.length));
     }
-    return seq.slice(promptLen);
+    const decoder_input_ids = Array.from({ length: inputs.dims[0] }, () => init);
+    return (await PreTrainedModel.prototype.generate.call(this.model, {
+      inputs,
+      generation_config,
+      logits_processor: processors,
+      decoder_input_ids,
+      ...kwargs,
+    } as any)) as Tensor;
   }
 
   /** Text of text tokens (special tokens skipped), trimmed. */
@@ -421,6 +288,28 @@ export class WhisperModel {
       decodeWindow: async (chunk, audioSecs) =>
         this.generateTokens(await this.extractFeatures(chunk), { ...opts, timestamps: true, audioSecs }),
     });
+  }
+
+  /**
+   * Timestamped transcripts of independent windows (consecutive ≤ 30 s pieces of one soundtrack),
+   * decoded `maxBatch` at a time (default 4); segments of all windows, in window order.
+   */
+  async transcribeWindows(windows: AudioWindow[], opts: TranscribeOptions & { maxBatch?: number } = {}): Promise<TranscriptSegment[]> {
+    if (!Array.isArray(windows) || windows.some((w) => !(w?.samples instanceof Float32Array))) {
+      throw new InferenceError("INVALID_INPUT", "transcribeWindows takes [{samples: Float32Array, offsetSecs}]");
+    }
+    const tooLong = windows.find((w) => w.samples.length > this.windowSamples);
+    if (tooLong) throw new InferenceError("INVALID_INPUT", `a window holds at most ${this.windowSamples} samples (30 s), got ${tooLong.samples.length}`);
+    this.languageArgs(opts.language, opts.task); // validate before spending time
+    const perWindow = await seekTranscribeWindows(windows, {
+      windowSamples: this.windowSamples,
+      spec: this.tokenSpec,
+      maxBatch: opts.maxBatch ?? 4,
+      decodeText: (tokens) => this.decode(tokens),
+      decodeWindows: async (chunks, audioSecs) =>
+        this.generateTokensBatch(await Promise.all(chunks.map((c) => this.extractFeatures(c))), { ...opts, timestamps: true, audioSecs }),
+    });
+    return perWindow.flat();
   }
 
   async dispose(): Promise<void> {

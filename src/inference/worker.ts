@@ -116,6 +116,17 @@ async function run(task: InferenceTask): Promise<{ value: EmbedValue | Transcrib
       });
       return { value: { modelId: model.id, segments }, transfer: [], key, loadMs };
     }
+    case "transcribeWindows": {
+      if (!Array.isArray(task.windows)) throw new InferenceError("INVALID_INPUT", "transcribeWindows: windows must be an array");
+      const { model, key, loadMs } = await getModel("whisper", task);
+      const segments = await model.transcribeWindows(task.windows, {
+        language: task.language,
+        task: task.task,
+        maxNewTokens: task.maxNewTokens,
+        maxBatch: task.maxBatch,
+      });
+      return { value: { modelId: model.id, segments }, transfer: [], key, loadMs };
+    }
     case "selfTest": {
       const t: SelfTestTask = task;
       const value = await selfTestModel(t.modelDir, {

@@ -129,6 +129,21 @@ describe("inference pool (2 workers × 1 ORT thread)", () => {
     }
   });
 
+  it("transcribes independent windows in one batched task like the in-process model, and keeps the caller's buffers", async () => {
+    const local = await WhisperModel.load(WHISPER_DIR, { dtype: "fp32", intraOpThreads: 1 });
+    try {
+      const windows = [0, 30].map((offsetSecs, i) => ({ samples: fox.samples.map((x) => x * (1 - 0.3 * i)), offsetSecs }));
+      const viaPool = await pool.transcribeWindows({ modelDir: WHISPER_DIR, dtype: "fp32", maxNewTokens: 40 }, windows, { maxBatch: 2 });
+      const want = await local.transcribeWindows(windows, { maxNewTokens: 40, maxBatch: 2 });
+      expect(viaPool.modelId).toBe(local.id);
+      expect(viaPool.segments).toEqual(want);
+      expect(want.length).toBeGreaterThan(0);
+      expect(windows.every((w) => w.samples.length === fox.samples.length)).toBe(true); // copied, not detached
+    } finally {
+      await local.dispose();
+    }
+  });
+
   it("turns task errors into rejections with a code and a clear message; the pool keeps working", async () => {
     const missing = pool.embedTexts({ modelDir: "/nonexistent/models/clip", dtype: "q8" }, ["a cat"]);
     await expect(missing).rejects.toBeInstanceOf(InferenceError);

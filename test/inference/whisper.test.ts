@@ -10,6 +10,7 @@ import {
   isDegenerate,
   parseTimestampedTokens,
   seekTranscribe,
+  seekTranscribeWindows,
   type WhisperTokenSpec,
 } from "../../src/inference/whisper.ts";
 import { TESTDATA, WHISPER_DIR, readWav16, reference, syntheticWhisperFeatures } from "./helpers.ts";
@@ -121,6 +122,36 @@ describe("Whisper transcribe", () => {
     }
   });
 
+  it("decodes a batch of windows exactly as it decodes each alone (fp32)", async () => {
+    const quieter = fox.samples.map((x) => x * 0.4);
+    const shifted = new Float32Array(16000 * 5);
+    shifted.set(fox.samples, 16000);
+    const inputs = [fox.samples, quieter, shifted];
+    const features = await Promise.all(inputs.map((x) => fp32.extractFeatures(x)));
+    const audioSecs = inputs.map((x) => x.length / 16000);
+    const batch = await fp32.generateTokensBatch(features, { timestamps: true, maxNewTokens: 40, audioSecs });
+    const alone = [];
+    for (let i = 0; i < inputs.length; i++) alone.push(await fp32.generateTokens(features[i], { timestamps: true, maxNewTokens: 40, audioSecs: audioSecs[i] }));
+    expect(batch).toEqual(alone);
+    expect(batch.every((t) => t.length > 0 && t.length <= 40)).toBe(true);
+  });
+
+  it("transcribeWindows: maxBatch windows per pass, each window's segments in order at its offset", async () => {
+    const windows = [0, 30, 60].map((offsetSecs, i) => ({ samples: fox.samples.map((x) => x * (1 - i * 0.2)), offsetSecs }));
+    const spy = vi.spyOn(fp32, "generateTokensBatch");
+    try {
+      const got = await fp32.transcribeWindows(windows, { maxBatch: 2, maxNewTokens: 30 });
+      expect(spy.mock.calls.map(([f]) => f.length)).toEqual([2, 1]);
+      const want = [];
+      for (const w of windows) want.push(...(await fp32.transcribe(w.samples, w.offsetSecs, { maxNewTokens: 30 })));
+      expect(got).toEqual(want);
+    } finally {
+      spy.mockRestore();
+    }
+    await expect(fp32.transcribeWindows([{ samples: new Float32Array(16000 * 31), offsetSecs: 0 }])).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    await expect(fp32.generateTokensBatch([new Float32Array(80 * 3000), new Float32Array(80 * 3000)], { timestamps: false })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+  });
+
   it("English-only models take no language or task (and say so clearly)", async () => {
     await expect(fp32.transcribe(fox.samples, 0, { language: "de" })).rejects.toMatchObject({
       code: "INVALID_INPUT",
@@ -184,6 +215,15 @@ describe("WhisperTimestampRules", () => {
     for (let t = SPEC.timestampBegin; t < V; t++) if (d[t] > -Infinity) allowedTs.push(t - SPEC.timestampBegin);
     return { d, allowedTs };
   };
+
+  it("holds a row that has ended at end-of-text, and applies each row's own audio limit", () => {
+    const logits = new Tensor("float32", new Float32Array(2 * V).fill(1), [2, V]);
+    new WhisperTimestampRules(SPEC, 1, 1, [1500, 140])._call([[50257n, ...[ts(0), 10, SPEC.eos, 11].map(BigInt)], [50257n, ...[ts(0), 10].map(BigInt)]], logits);
+    const d = logits.data as Float32Array;
+    const finite = (row: number) => [...d.subarray(row * V, (row + 1) * V).keys()].filter((i) => d[row * V + i] > -Infinity);
+    expect(finite(0)).toEqual([SPEC.eos]);
+    expect(finite(1).filter((t) => t >= SPEC.timestampBegin).at(-1)).toBe(SPEC.timestampBegin + 140);
+  });
 
   it("caps the first timestamp at max_initial_timestamp_index", () => {
     expect(run([], 1500).allowedTs).toEqual([0, 1]);
@@ -272,6 +312,40 @@ describe("seek loop", () => {
     expect(await fine.run(new Float32Array(30 * SR))).toEqual([
       { start: 0, end: 1, text: "w1 w2" },
       { start: 1, end: 2, text: "w3 w4" },
+    ]);
+  });
+
+  it("advances independent windows in lockstep, at most maxBatch per pass", async () => {
+    const calls: { startSecs: number; secs: number; offset: number }[][] = [];
+    const lanes = [0, 30, 60].map((offsetSecs) => ({ samples: new Float32Array(30 * SR), offsetSecs }));
+    const replies = new Map<string, number[]>([
+      ["0@0", [ts(0), 1, ts(10), ts(10), 2, 3]], // cut off after a complete segment: resume at 10 s
+      ["30@0", [ts(0), 4, ts(5), SPEC.eos]],
+      ["0@10", [ts(0), 5, ts(20), SPEC.eos]],
+      ["60@0", [ts(1), 6, ts(2), SPEC.eos]],
+    ]);
+    const out = await seekTranscribeWindows(lanes, {
+      windowSamples: 30 * SR,
+      spec: SPEC,
+      maxBatch: 2,
+      decodeText: (t) => t.map((x) => `w${x}`).join(" "),
+      decodeWindows: async (chunks, secs) => {
+        const round = chunks.map((c, i) => {
+          const lane = lanes.find((l) => l.samples.buffer === c.buffer)!;
+          return { startSecs: c.byteOffset / 4 / SR, secs: secs[i], offset: lane.offsetSecs };
+        });
+        calls.push(round);
+        return round.map((r) => replies.get(`${r.offset}@${r.startSecs}`)!);
+      },
+    });
+    expect(calls).toEqual([
+      [{ startSecs: 0, secs: 30, offset: 0 }, { startSecs: 0, secs: 30, offset: 30 }],
+      [{ startSecs: 10, secs: 20, offset: 0 }, { startSecs: 0, secs: 30, offset: 60 }],
+    ]);
+    expect(out).toEqual([
+      [{ start: 0, end: 10, text: "w1" }, { start: 10, end: 30, text: "w5" }],
+      [{ start: 30, end: 35, text: "w4" }],
+      [{ start: 61, end: 62, text: "w6" }],
     ]);
   });
 
