@@ -178,6 +178,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     models,
     pool: () => inference.get(),
     batchSize: config.batchSize,
+    speechMaxTokens: config.speechMaxTokens,
     logger,
     onIndexed: (videoId) => search.indexes.onVideoIndexed(videoId),
     onCompleted: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),

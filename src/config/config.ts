@@ -57,6 +57,7 @@ const fileSchema = z
     worker_threads: z.number().int().positive(),
     signed_int8_weights: z.enum(["auto", "off"]),
     batch_size: z.number().int().positive(),
+    speech_max_tokens: z.number().int().min(16).max(440),
     job_concurrency: z.number().int().positive(),
     ffmpeg_path: z.string(),
     ffprobe_path: z.string(),
@@ -95,6 +96,11 @@ export interface Config {
    */
   signedInt8Weights: "auto" | "off";
   batchSize: number;
+  /**
+   * Most tokens Whisper may generate per 30 s window (a safety cap; speech needs ~100). Lower it
+   * to bound what a hallucination loop on music or noise costs.
+   */
+  speechMaxTokens: number;
   jobConcurrency: number;
   ffmpegPath?: string;
   ffprobePath?: string;
@@ -169,6 +175,10 @@ export function loadConfig(
   if (signedInt8Weights !== "auto" && signedInt8Weights !== "off") {
     throw new ConfigError(`VSEARCH_SIGNED_INT8_WEIGHTS must be auto or off, got "${signedInt8Weights}"`);
   }
+  const speechMaxTokens = pick(num("VSEARCH_SPEECH_MAX_TOKENS", env.VSEARCH_SPEECH_MAX_TOKENS), file.speech_max_tokens) ?? 224;
+  if (!Number.isInteger(speechMaxTokens) || speechMaxTokens < 16 || speechMaxTokens > 440) {
+    throw new ConfigError(`VSEARCH_SPEECH_MAX_TOKENS must be an integer in 16..440, got ${speechMaxTokens}`);
+  }
   const logLevel = pick(flags.logLevel, env.VSEARCH_LOG_LEVEL as Config["logLevel"], file.log_level) ?? "info";
   const port = pick(flags.port, num("VSEARCH_PORT", env.VSEARCH_PORT), file.port) ?? 8080;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`port must be 0-65535, got ${port}`);
@@ -188,6 +198,7 @@ export function loadConfig(
     workerThreads: pick(num("VSEARCH_WORKER_THREADS", env.VSEARCH_WORKER_THREADS), file.worker_threads) ?? 1,
     signedInt8Weights,
     batchSize: pick(num("VSEARCH_BATCH_SIZE", env.VSEARCH_BATCH_SIZE), file.batch_size) ?? 8,
+    speechMaxTokens,
     jobConcurrency: pick(num("VSEARCH_JOB_CONCURRENCY", env.VSEARCH_JOB_CONCURRENCY), file.job_concurrency) ?? 1,
     ffmpegPath: pick(env.VSEARCH_FFMPEG_PATH, file.ffmpeg_path),
     ffprobePath: pick(env.VSEARCH_FFPROBE_PATH, file.ffprobe_path),

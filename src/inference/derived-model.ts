@@ -11,8 +11,8 @@
  * A model with nothing to convert records that too, so its weights are read only once.
  */
 import { createHash } from "node:crypto";
-import { mkdir, readFile, readdir, realpath, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { mkdir, open, readFile, readdir, realpath, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { threadId } from "node:worker_threads";
 import { signMatMulIntegerWeights } from "./signed-weights.ts";
 
@@ -58,11 +58,15 @@ export async function signedWeightsModelDir(modelDir: string, onnxFiles: string[
   try {
     let converted = 0;
     await mkdir(tmp);
-    const rewritten = new Map<string, Uint8Array>();
+    // One file at a time, written as it is converted: memory stays at about one model file.
+    const rewritten = new Set<string>();
     for (const f of onnxFiles) {
       const r = signMatMulIntegerWeights(new Uint8Array(await readFile(join(source, f))));
-      if (r.converted > 0) rewritten.set(f, r.bytes);
+      if (r.converted === 0) continue;
       converted += r.converted;
+      rewritten.add(f);
+      await mkdir(dirname(join(tmp, f)), { recursive: true });
+      await writeParts(join(tmp, f), r.parts);
     }
     if (converted > 0) await mirror(source, tmp, "", rewritten);
     await writeFile(join(tmp, MARKER), JSON.stringify({ version: CONVERTER_VERSION, source, converted } satisfies Marker));
@@ -81,19 +85,26 @@ export async function signedWeightsModelDir(modelDir: string, onnxFiles: string[
   }
 }
 
-/** Symlinks every entry of `from/sub` into `to/sub`, except files in `rewritten`, which are written. */
-async function mirror(from: string, to: string, sub: string, rewritten: Map<string, Uint8Array>): Promise<void> {
+/** Symlinks every entry of `from/sub` into `to/sub`, except the `rewritten` files (already there). */
+async function mirror(from: string, to: string, sub: string, rewritten: Set<string>): Promise<void> {
   for (const entry of await readdir(join(from, sub), { withFileTypes: true })) {
     const rel = sub ? `${sub}/${entry.name}` : entry.name;
-    const bytes = rewritten.get(rel);
-    if (bytes) {
-      await writeFile(join(to, rel), bytes);
-    } else if (entry.isDirectory() && [...rewritten.keys()].some((k) => k.startsWith(`${rel}/`))) {
-      await mkdir(join(to, rel));
+    if (rewritten.has(rel)) continue;
+    if (entry.isDirectory() && [...rewritten].some((k) => k.startsWith(`${rel}/`))) {
+      await mkdir(join(to, rel), { recursive: true });
       await mirror(from, to, rel, rewritten);
     } else {
       await symlink(join(from, rel), join(to, rel));
     }
+  }
+}
+
+async function writeParts(path: string, parts: Uint8Array[]): Promise<void> {
+  const file = await open(path, "w");
+  try {
+    for (const p of parts) await file.write(p);
+  } finally {
+    await file.close();
   }
 }
 

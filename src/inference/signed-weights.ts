@@ -19,11 +19,27 @@
  * else (Gather + DequantizeLinear embeddings, a missing zero point, external data, a name that is
  * also a graph input or has a declared type) is left as it is.
  */
-import { ONNX_DTYPE, ONNX_FIELD as F, type ProtoField, ProtoError, concatBytes, fieldString, fieldVarint, fieldVarints, fields, lengthDelimited, varintField } from "./onnx-proto.ts";
+import {
+  ONNX_DTYPE,
+  ONNX_FIELD as F,
+  type ProtoField,
+  ProtoError,
+  concatBytes,
+  encodeVarint,
+  fieldString,
+  fieldVarint,
+  fieldVarints,
+  fields,
+  lengthDelimited,
+  varintField,
+} from "./onnx-proto.ts";
 
 export interface SignedWeightsResult {
-  /** The rewritten model, or the input itself when nothing was converted. */
-  bytes: Uint8Array;
+  /**
+   * The rewritten model as consecutive pieces (write them in order), mostly views into the input
+   * buffer; `[model]` when nothing was converted. No model-sized copy is made.
+   */
+  parts: Uint8Array[];
   /** Initializers rewritten (weights and zero points). */
   converted: number;
   /** MatMulInteger nodes now reading int8 weights. */
@@ -46,7 +62,11 @@ interface Use {
   bZeroPoint: string;
 }
 
-/** Converts a whole ONNX model (ModelProto bytes). Throws ProtoError on a malformed file. */
+/**
+ * Converts a whole ONNX model (ModelProto bytes). **Rewrites `model` in place** where weights are
+ * stored as raw bytes (same length either way), so pass a buffer you own (e.g. just read from
+ * disk). Throws ProtoError on a malformed file.
+ */
 export function signMatMulIntegerWeights(model: Uint8Array): SignedWeightsResult {
   let graph: ProtoField | null = null;
   for (const f of fields(model)) if (f.field === F.modelGraph && f.wire === 2) graph = f;
@@ -84,25 +104,42 @@ export function signMatMulIntegerWeights(model: Uint8Array): SignedWeightsResult
       }
     }
   }
-  if (candidate.size === 0) return { bytes: model, converted: 0, nodes: 0 };
+  if (candidate.size === 0) return { parts: [model], converted: 0, nodes: 0 };
 
   const nodes = new Set<string>();
   for (const name of candidate) for (const u of uses.get(name)!) nodes.add(`${u.b}\0${u.bZeroPoint}`);
 
-  const parts: Uint8Array[] = [];
+  const graphParts: Uint8Array[] = [];
+  let run = graph.valueStart; // unchanged bytes are passed on as runs of the input
   for (const f of fields(model, graph.valueStart, graph.end)) {
-    if (f.field === F.graphInitializer && f.wire === 2) {
-      const name = readTensorHeader(model, f).name;
-      if (candidate.has(name)) {
-        parts.push(lengthDelimited(F.graphInitializer, toInt8Tensor(model, f)));
-        continue;
-      }
-    }
-    parts.push(model.subarray(f.start, f.end));
+    if (f.field !== F.graphInitializer || f.wire !== 2 || !candidate.has(readTensorHeader(model, f).name)) continue;
+    if (signRawTensorInPlace(model, f)) continue; // same length: stays inside the current run
+    graphParts.push(model.subarray(run, f.start), lengthDelimited(F.graphInitializer, toInt8Tensor(model, f)));
+    run = f.end;
   }
-  const newGraph = lengthDelimited(F.modelGraph, concatBytes(parts));
-  const bytes = concatBytes([model.subarray(0, graph.start), newGraph, model.subarray(graph.end)]);
-  return { bytes, converted: candidate.size, nodes: nodes.size };
+  graphParts.push(model.subarray(run, graph.end));
+  const graphLength = graphParts.reduce((n, p) => n + p.length, 0);
+  const header = concatBytes([encodeVarint(F.modelGraph * 8 + 2), encodeVarint(graphLength)]);
+  const parts = [model.subarray(0, graph.start), header, ...graphParts, model.subarray(graph.end)].filter((p) => p.length > 0);
+  return { parts, converted: candidate.size, nodes: nodes.size };
+}
+
+/**
+ * A tensor whose data is raw bytes and whose data_type is one byte: flip both where they lie
+ * (uint8 → int8 and every value v → v − 128). False when the tensor needs re-encoding instead.
+ */
+function signRawTensorInPlace(buf: Uint8Array, t: ProtoField): boolean {
+  let dataType: ProtoField | null = null;
+  let raw: ProtoField | null = null;
+  for (const f of fields(buf, t.valueStart, t.end)) {
+    if (f.field === F.tensorDataType && f.wire === 0) dataType = f;
+    else if (f.field === F.tensorRawData && f.wire === 2) raw = f;
+    else if (f.field === F.tensorInt32Data) return false;
+  }
+  if (!dataType || !raw || dataType.end - dataType.valueStart !== 1) return false;
+  buf[dataType.valueStart] = ONNX_DTYPE.int8;
+  for (let i = raw.valueStart; i < raw.end; i++) buf[i] ^= 0x80;
+  return true;
 }
 
 function readTensorHeader(buf: Uint8Array, t: ProtoField): Initializer {

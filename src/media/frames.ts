@@ -33,6 +33,11 @@ export interface SampleFramesOptions {
    * instead of seeking and decoding again per shot. The caller owns (and removes) the folder.
    */
   jpegs?: { dir: string; width: number; quality?: number };
+  /**
+   * Also write a poster: the first emitted frame at or after `atSecs`, `width` wide, to `path`
+   * (nothing is written if no frame qualifies). Needs `jpegs` (it is a branch of the same graph).
+   */
+  poster?: { path: string; atSecs: number; width: number; quality?: number };
   /** Decoder threads (ffmpeg picks by default). */
   threads?: number;
   /** Kill ffmpeg when it produces nothing for this long while we wait on it. Default 60 s. */
@@ -102,7 +107,9 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
 
   const expr = samplingExpression(every, extras);
   const hdr = opts.hdr ?? false;
-  const graph = opts.jpegs ? filterGraphWithJpegs(expr, size, hdr, opts.jpegs.width) : filterGraph(expr, size, hdr);
+  if (opts.poster && !opts.jpegs) throw new RangeError("poster needs jpegs");
+  const poster = opts.poster && Number.isFinite(opts.poster.atSecs) ? opts.poster : undefined;
+  const graph = opts.jpegs ? filterGraphWithJpegs(expr, size, hdr, opts.jpegs.width, poster) : filterGraph(expr, size, hdr);
   let scriptDir: string | null = null;
   let filterArgs = [opts.jpegs ? "-filter_complex" : "-vf", graph];
   if (graph.length > MAX_INLINE_FILTER) {
@@ -114,7 +121,11 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
   // drop frames to fill its grid and stdout would stop matching showinfo one to one.
   const rgbOut = ["-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"];
   const outputs = opts.jpegs
-    ? ["-map", "[rgb]", ...rgbOut, "-map", "[jpg]", ...jpegCodecArgs(opts.jpegs.quality), "-f", "image2", "-start_number", "0", join(opts.jpegs.dir, "%08d.jpg")]
+    ? [
+        "-map", "[rgb]", ...rgbOut,
+        "-map", "[jpg]", ...jpegCodecArgs(opts.jpegs.quality), "-f", "image2", "-start_number", "0", join(opts.jpegs.dir, "%08d.jpg"),
+        ...(poster ? ["-map", "[poster]", ...jpegCodecArgs(poster.quality), "-update", "1", "-f", "image2", poster.path] : []),
+      ]
     : ["-map", "0:v:0", "-an", "-sn", "-dn", ...rgbOut];
 
   const parse = createShowinfoParser();
@@ -126,7 +137,10 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
     bins.ffmpeg,
     [
       "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
-      ...(keyframes ? ["-skip_frame", "nokey"] : []),
+      // Keyframes only: nothing is predicted from the decoded pictures, so skipping the deblocking
+      // filter cannot drift; it saves ~10 % of the decode and moves 224 px pixels by < 1/255 on
+      // average (0.2 on 1080p H.264, 0.7 on a 300 kbit/s 360p one).
+      ...(keyframes ? ["-skip_frame", "nokey", "-skip_loop_filter", "all"] : []),
       ...(opts.threads ? ["-threads", String(opts.threads)] : []),
       "-i", file, ...filterArgs, ...outputs,
     ],
@@ -222,11 +236,13 @@ export function filterGraph(selectExpr: string, size: number, hdr: boolean): str
  * every selected frame (`[jpg]`): one decode feeds both. Scale and crop never drop frames, so
  * showinfo before the split still describes each output frame, in order.
  */
-export function filterGraphWithJpegs(selectExpr: string, size: number, hdr: boolean, jpegWidth: number): string {
+export function filterGraphWithJpegs(selectExpr: string, size: number, hdr: boolean, jpegWidth: number, poster?: { atSecs: number; width: number }): string {
   return (
-    `[0:v:0]select='${selectExpr}',showinfo,split=2[model][thumb];` +
+    `[0:v:0]select='${selectExpr}',showinfo,split=${poster ? 3 : 2}[model][thumb]${poster ? "[post]" : ""};` +
     `[model]${modelInputFilters(size, hdr).join(",")}[rgb];` +
-    `[thumb]${thumbnailFilters(jpegWidth, hdr).join(",")}[jpg]`
+    `[thumb]${thumbnailFilters(jpegWidth, hdr).join(",")}[jpg]` +
+    // One frame only: the first one at or after the poster time (select keeps its own state).
+    (poster ? `;[post]select='isnan(prev_selected_t)*gte(t,${Math.max(0, poster.atSecs).toFixed(6)})',${thumbnailFilters(poster.width, hdr).join(",")}[poster]` : "")
   );
 }
 

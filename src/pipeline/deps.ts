@@ -35,6 +35,8 @@ export interface PipelineDeps {
   /** Created on first use: a server with no models never starts worker threads. */
   pool: () => Promise<InferencePool>;
   batchSize: number;
+  /** Whisper's per-window token cap (config speech_max_tokens). */
+  speechMaxTokens: number;
   logger: Logger;
   /** After a video's rows are written (search keeps in-memory indexes in step). */
   onIndexed?: (videoId: string) => void;

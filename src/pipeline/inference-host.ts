@@ -1,7 +1,8 @@
 import type { Config } from "../config/config.ts";
 import type { Logger } from "../core/logger.ts";
 import { chooseDevice, createPoolProbe, type DeviceChoice } from "../inference/device.ts";
-import { createInferencePool, type InferencePool } from "../inference/pool.ts";
+import { availableParallelism } from "node:os";
+import { createInferencePool, planThreads, type InferencePool } from "../inference/pool.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { signedWeightsDecision, type SignedWeightsDecision } from "../inference/signed-weights.ts";
 import { dirname, join } from "node:path";
@@ -31,11 +32,18 @@ function readCpuinfo(): string | null {
 }
 
 /**
- * Owns the worker pool: created on first use (a server without models never starts ONNX
- * threads), on the device VSEARCH_DEVICE resolves to, probed with the installed CLIP model.
+ * Owns the inference workers: one pool for the image-text model (frames, scene labels, search
+ * queries) and one for speech, each started on first use (a server without models never starts
+ * ONNX threads), on the device VSEARCH_DEVICE resolves to, probed with the installed CLIP model.
+ *
+ * Why two: a batch of Whisper windows runs for seconds; in a shared worker every search query's
+ * text embedding and every frame batch would queue behind it. Apart, a video's transcript is
+ * decoded while its frames are embedded (the two use the cores unevenly — Whisper's small decoder
+ * steps leave a lot idle), and search stays responsive during transcription.
  */
 export class InferenceHost {
-  private pool: Promise<InferencePool> | null = null;
+  private vision: Promise<InferencePool> | null = null;
+  private speech: Promise<InferencePool> | null = null;
   private choice: DeviceChoice | null = null;
   private signed: SignedWeightsDecision | null = null;
 
@@ -68,28 +76,79 @@ export class InferenceHost {
     return this.signed;
   }
 
-  get(): Promise<InferencePool> {
-    this.pool ??= this.device().then((choice) =>
+  /** The inference API; tasks go to the pool of their model's role. No thread starts before a task. */
+  async get(): Promise<InferencePool> {
+    const choice = await this.device();
+    const plan = planThreads(availableParallelism(), this.config.workerThreads);
+    return new RoutedPool(() => (this.vision ??= this.start("vision", this.config.workerThreads)), () => (this.speech ??= this.start("speech", 1)), {
+      ...plan,
+      device: choice.device,
+    });
+  }
+
+  private start(role: "vision" | "speech", threads: number): Promise<InferencePool> {
+    const pool = this.device().then((choice) =>
       createInferencePool({
         workerFile: this.workerFile,
-        threads: this.config.workerThreads,
+        threads,
         device: choice.device,
-        logger: this.logger,
+        logger: this.logger.child({ pool: role }),
         cacheDir: `${this.config.dataDir}/runtime/transformers-cache`,
         signedWeightsDir: this.signedWeights().enabled ? `${this.config.dataDir}/runtime/signed-models` : undefined,
       }),
     );
-    this.pool.catch(() => (this.pool = null));
-    return this.pool;
+    pool.catch(() => {
+      if (role === "vision" && this.vision === pool) this.vision = null;
+      if (role === "speech" && this.speech === pool) this.speech = null;
+    });
+    return pool;
   }
 
+  /** Whether any inference worker was started. */
   get started(): boolean {
-    return this.pool !== null;
+    return this.vision !== null || this.speech !== null;
   }
 
   async close(): Promise<void> {
-    const p = this.pool;
-    this.pool = null;
-    if (p) await (await p.catch(() => null))?.close();
+    const pools = [this.vision, this.speech];
+    this.vision = this.speech = null;
+    await Promise.all(pools.map(async (p) => (p ? (await p.catch(() => null))?.close() : undefined)));
   }
+}
+
+/** One InferencePool over two: CLIP tasks (and self tests) to one, Whisper tasks to the other. */
+class RoutedPool implements InferencePool {
+  constructor(
+    private readonly vision: () => Promise<InferencePool>,
+    private readonly speech: () => Promise<InferencePool>,
+    private readonly info: { threads: number; intraOpThreads: number; device: InferencePool["device"] },
+  ) {}
+
+  get threads() {
+    return this.info.threads;
+  }
+  get intraOpThreads() {
+    return this.info.intraOpThreads;
+  }
+  get device() {
+    return this.info.device;
+  }
+
+  async embedImages(...a: Parameters<InferencePool["embedImages"]>) {
+    return (await this.vision()).embedImages(...a);
+  }
+  async embedTexts(...a: Parameters<InferencePool["embedTexts"]>) {
+    return (await this.vision()).embedTexts(...a);
+  }
+  async transcribe(...a: Parameters<InferencePool["transcribe"]>) {
+    return (await this.speech()).transcribe(...a);
+  }
+  async transcribeWindows(...a: Parameters<InferencePool["transcribeWindows"]>) {
+    return (await this.speech()).transcribeWindows(...a);
+  }
+  async selfTest(...a: Parameters<InferencePool["selfTest"]>) {
+    return (await this.vision()).selfTest(...a);
+  }
+  /** The host owns the pools: they close with it. */
+  async close(): Promise<void> {}
 }

@@ -46,7 +46,21 @@ export class IngestPipeline implements JobHandler {
     const video = d.videos.getById(job.video_id);
     if (!video) throw new JobFailure("VIDEO_NOT_FOUND", "The video was deleted before it was indexed");
     const source = d.files.abs(video.source_path);
-    const stages = new StageRun(d.videos, video.id, progress, signal);
+    // Speech runs beside the visual stages (it has its own worker). One stop signal for both: when
+    // either fails, the other stops too, and the job fails with the first real error.
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      await this.index(video, source, progress, signal, stop);
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  private async index(video: VideoRow, source: string, progress: (stage: string, pct: number) => void, jobSignal: AbortSignal, stop: AbortController) {
+    const d = this.d;
+    const stages = new StageRun(d.videos, video.id, progress, stop.signal);
     d.videos.update(video.id, { status: "processing", stages: "{}", error_code: null, error_message: null });
 
     // probe (the keyframe packet scan runs beside it: it decides the decode mode below)
@@ -65,7 +79,8 @@ export class IngestPipeline implements JobHandler {
     stages.record("probe", { status: "ran", took_ms: probeMs });
     stages.check();
 
-    const run: Run = { stages, video, source, info, signal, scope: { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id } };
+    const scope = { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id };
+    const run: Run = { stages, video, source, info, signal: stop.signal, scope };
     const keyframesOnly = await useKeyframes(d, source, info, await packets);
     const clip = d.models.active("image-text");
     // Thumbnails of the sampled frames, written by the same decode; the shots' are moved out.
@@ -76,9 +91,24 @@ export class IngestPipeline implements JobHandler {
       mkdirSync(jpegDir);
     }
     try {
-      const { shots, frames } = await this.visual(run, clip, keyframesOnly, jpegDir);
-      const scenes = await this.scenes(run, clip, shots, frames);
-      await this.transcript(run);
+      const failFast = <T>(p: Promise<T>) =>
+        p.catch((e) => {
+          stop.abort();
+          throw e;
+        });
+      const visual = failFast(
+        (async () => {
+          const { shots, frames } = await this.visual(run, clip, keyframesOnly, jpegDir);
+          return { scenes: await this.scenes(run, clip, shots, frames), frames };
+        })(),
+      );
+      const speech = failFast(this.transcript(run));
+      const [v, t] = await Promise.allSettled([visual, speech]);
+      if (v.status === "rejected" || t.status === "rejected") {
+        if (jobSignal.aborted) throw new JobFailure("ABORTED", "Indexing was interrupted");
+        throw firstCause([v, t]);
+      }
+      const { scenes, frames } = v.value;
       const [thumbs, thumbsMs] = await stages.timed(() =>
         writeVideoThumbnails(
           d,
@@ -96,7 +126,7 @@ export class IngestPipeline implements JobHandler {
         status: "ran",
         took_ms: thumbsMs,
         count: thumbs.shots.filter(Boolean).length,
-        ...(thumbs.fromPass ? { reason: `${thumbs.fromPass} from the frame decode` } : {}),
+        ...(thumbs.shotsFromPass || thumbs.posterFromPass ? { reason: passNote(thumbs.shotsFromPass, thumbs.posterFromPass) } : {}),
       });
       d.onIndexed?.(video.id);
     } finally {
@@ -136,6 +166,7 @@ export class IngestPipeline implements JobHandler {
         stages.report("embeddings", f),
       ).catch(toFailure),
     );
+    stages.check(); // stopped mid-way: write nothing
     if (keyframesOnly) shots = shotsFromBoundaries(result.boundaries ?? [], info.durationSecs ?? 0);
     stages.record("shots", {
       status: "ran",
@@ -186,6 +217,7 @@ export class IngestPipeline implements JobHandler {
       const [segments, ms] = await r.stages.timed(() =>
         transcribeAudio(d, r.source, r.info, whisper, r.signal, (f) => r.stages.report("transcript", f)).catch(toFailure),
       );
+      r.stages.check(); // stopped mid-way: write nothing
       d.index.replaceTranscript(r.scope, segments, whisper.modelId);
       r.stages.record("audio", { status: "ran" });
       r.stages.record("transcript", { status: "ran", took_ms: ms, count: segments.length, model_id: whisper.modelId });
@@ -228,6 +260,17 @@ async function useKeyframes(d: PipelineDeps, source: string, info: MediaInfo, pa
   if (!info.durationSecs || info.durationSecs <= 15 || !info.width) return false;
   const r = await keyframesCloseEnough(d.bins, source, { durationSecs: info.durationSecs, maxGapSecs: MAX_KEYFRAME_GAP_SECS, packetTimes }).catch(() => null);
   return r?.ok ?? false;
+}
+
+/** The error that made a run fail: a stage's own, not the ABORTED of the stage stopped because of it. */
+function firstCause(results: PromiseSettledResult<unknown>[]): unknown {
+  const errors = results.filter((r): r is PromiseRejectedResult => r.status === "rejected").map((r) => r.reason);
+  return errors.find((e) => !(e instanceof JobFailure && e.code === "ABORTED")) ?? errors[0];
+}
+
+function passNote(shots: number, poster: boolean): string {
+  const what = [shots ? `${shots} shot${shots === 1 ? "" : "s"}` : "", poster ? "the poster" : ""].filter(Boolean).join(" and ");
+  return `${what} from the frame decode`;
 }
 
 /** A container without a duration still gets one shot spanning what was decoded. */

@@ -13,6 +13,9 @@ const WEIGHT: Record<StageName, number> = { probe: 2, shots: 8, frames: 5, embed
 export class StageRun {
   private readonly stages: Partial<Record<StageName, StageOutcome>> = {};
   private done = 0;
+  /** Stages under way (some run side by side) and how far each is, 0..1. */
+  private readonly partial = new Map<StageName, number>();
+  private shown = 0;
 
   constructor(
     private readonly videos: VideoStore,
@@ -23,16 +26,27 @@ export class StageRun {
 
   /** Progress inside a stage (`within` 0..1 of its share). */
   report(stage: StageName, within = 1): void {
-    const pct = Math.min(99, this.done + WEIGHT[stage] * within);
+    this.partial.set(stage, Math.min(1, Math.max(0, within)));
+    const pct = this.pct();
     this.progress(stage, pct);
     this.videos.update(this.videoId, { progress_pct: pct });
   }
 
   record(stage: StageName, outcome: StageOutcome): void {
     this.stages[stage] = outcome;
+    this.partial.delete(stage);
     this.done += WEIGHT[stage];
-    this.videos.update(this.videoId, { stages: JSON.stringify(this.stages), progress_pct: Math.min(99, this.done) });
-    this.progress(stage, Math.min(99, this.done));
+    const pct = this.pct();
+    this.videos.update(this.videoId, { stages: JSON.stringify(this.stages), progress_pct: pct });
+    this.progress(stage, pct);
+  }
+
+  /** Finished shares plus the parts of those under way; never goes back, never says 100 early. */
+  private pct(): number {
+    let p = this.done;
+    for (const [stage, within] of this.partial) p += WEIGHT[stage] * within;
+    this.shown = Math.max(this.shown, Math.min(99, Math.round(p * 10) / 10));
+    return this.shown;
   }
 
   async timed<T>(fn: () => Promise<T>): Promise<[T, number]> {

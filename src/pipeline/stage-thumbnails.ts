@@ -3,7 +3,7 @@ import type { ShotInput } from "../indexing/store.ts";
 import { writeThumbnail, writeThumbnails, type ThumbnailRequest } from "../media/thumbnails.ts";
 import type { VideoRow } from "../videos/schema.ts";
 import type { PipelineDeps } from "./deps.ts";
-import { SHOT_THUMB_WIDTH, frameJpegPath, type FrameEmbedding } from "./stage-frames.ts";
+import { POSTER_WIDTH, SHOT_THUMB_WIDTH, frameJpegPath, passPosterPath, posterTimeSecs, type FrameEmbedding } from "./stage-frames.ts";
 
 /** JPEGs the visual pass wrote of the frames it embedded (see embedFrames `jpegDir`). */
 export interface PassJpegs {
@@ -15,7 +15,7 @@ export interface PassJpegs {
  * A small JPEG per shot (at its keyframe) and a poster; paths relative to the data dir. A shot's
  * keyframe is one of the embedded frames, so when the visual pass kept their JPEGs the thumbnail
  * is a rename; only shots without one (no image model, or a frame ffmpeg could not write) seek
- * and decode again.
+ * and decode again. Same for the poster.
  */
 export async function writeVideoThumbnails(
   d: PipelineDeps,
@@ -37,13 +37,14 @@ export async function writeVideoThumbnails(
     else missing.push(r);
   }
   await writeThumbnails(d.bins, source, missing, { width: SHOT_THUMB_WIDTH, hdr, keyframesOnly });
+  // The poster shows the video at 10 % of its length. The visual pass wrote it when it ran;
+  // otherwise one seek and one GOP decode.
   const poster = d.files.posterFile(video.id);
-  // The poster is the keyframe of the shot at 10% of the video (past black openings and titles):
-  // one seek + one GOP decode, instead of scanning dozens of full-size frames for the "best" one.
-  const at = (video.duration_secs ?? 0) * 0.1;
-  const shot = scenes.find((s) => s.start <= at && at < s.end) ?? scenes[0];
-  await writeThumbnail(d.bins, source, shot ? shot.keyframe : 0, poster, { width: 640, hdr, keyframesOnly });
-  return { shots: requests.map((r) => d.files.rel(r.outPath)), poster: d.files.rel(poster), fromPass: requests.length - missing.length };
+  const fromPass = pass ? passPosterPath(pass.dir) : null;
+  const posterFromPass = fromPass !== null && (await nonEmpty(fromPass));
+  if (posterFromPass) await rename(fromPass, poster);
+  else await writeThumbnail(d.bins, source, posterTimeSecs(video.duration_secs), poster, { width: POSTER_WIDTH, hdr, keyframesOnly });
+  return { shots: requests.map((r) => d.files.rel(r.outPath)), poster: d.files.rel(poster), shotsFromPass: requests.length - missing.length, posterFromPass };
 }
 
 async function nonEmpty(path: string): Promise<boolean> {

@@ -3,7 +3,7 @@
  * on those frames (scene-score.ts), a thumbnail of each frame (frames.ts `jpegs`), and the cheap
  * packet-flag check that decides keyframe mode (select.ts).
  */
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -11,7 +11,7 @@ import { sampleFrames, type SampledFrame } from "../../src/media/frames.ts";
 import { ShotTracker, sceneScore } from "../../src/media/scene-score.ts";
 import { keyframesCloseEnough, readKeyframeTimes } from "../../src/media/select.ts";
 import { detectShotBoundaries } from "../../src/media/shots.ts";
-import { COLORS, LONG_CUTS, imageDimensions, isJpeg, mediaBins, mediaFixture } from "../helpers/media.ts";
+import { COLORS, LONG_CUTS, imageDimensions, isJpeg, mediaBins, mediaFixture, meanRgb } from "../helpers/media.ts";
 
 const bins = mediaBins();
 const tmp = mkdtempSync(join(tmpdir(), "vsearch-single-pass-"));
@@ -77,6 +77,36 @@ describe("one keyframe decode: frames, shots and thumbnails", () => {
     for await (const f of stream) frames.push(f);
     expect(frames.some((f) => f.forced && Math.abs(f.timestamp - 5.04) < 0.05)).toBe(true);
     expect(readdirSync(dir).length).toBe(frames.length);
+  });
+});
+
+describe("the poster branch", () => {
+  async function run(atSecs: number, name: string) {
+    const dir = join(tmp, name);
+    mkdirSync(dir);
+    const path = join(dir, "poster.jpg");
+    const stream = sampleFrames(bins, await mediaFixture("longCuts"), { keyframesOnly: true, jpegs: { dir, width: 64 }, poster: { path, atSecs, width: 200 } });
+    let n = 0;
+    for await (const _ of stream) n++;
+    return { path, n, jpegs: readdirSync(dir).filter((f) => f !== "poster.jpg").length };
+  }
+
+  it("writes the first sampled frame at or after the time, at its own width, beside the rest", async () => {
+    const { path, n, jpegs } = await run(4.5, "poster-red");
+    expect(jpegs).toBe(n);
+    expect(isJpeg(readFileSync(path))).toBe(true);
+    expect(await imageDimensions(path)).toEqual([200, 150]);
+    // 4.5 s → the keyframe at 6 s, inside the red shot (4–8 s).
+    const p = Bun.spawn([bins.ffmpeg, "-v", "error", "-i", path, "-vf", "scale=8:8", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], { stdout: "pipe" });
+    const [r, g, b] = meanRgb(new Uint8Array(await new Response(p.stdout).arrayBuffer()));
+    expect(r).toBeGreaterThan(200);
+    expect(g + b).toBeLessThan(80);
+  });
+
+  it("writes nothing when no frame comes at or after the time (the caller falls back to a seek)", async () => {
+    const { path, n } = await run(99, "poster-none");
+    expect(n).toBe(10);
+    expect(existsSync(path)).toBe(false);
   });
 });
 

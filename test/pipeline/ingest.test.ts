@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
@@ -28,7 +28,7 @@ async function makeMedia() {
   silentVideo = await ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(media, "silent.mp4"));
 }
 
-async function uploadAndWait(t: TestApp, tenant: Tenant, collectionId: string, path: string) {
+async function uploadAndWait(t: TestApp, tenant: Tenant, collectionId: string, path: string, onPoll?: (job: any) => void) {
   const fd = new FormData();
   fd.append("collection_id", collectionId);
   fd.append("file", Bun.file(path), path.split("/").pop());
@@ -39,6 +39,7 @@ async function uploadAndWait(t: TestApp, tenant: Tenant, collectionId: string, p
   let job: any;
   while (Date.now() < deadline) {
     job = (await json(await t.request("GET", `/v1/jobs/${data.job_id}`, { token: tenant.key }))).data;
+    onPoll?.(job);
     if (job.status === "done" || job.status === "failed") break;
     await Bun.sleep(100);
   }
@@ -100,7 +101,9 @@ describe("ingest pipeline with the tiny models", () => {
     const v = (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
     expect(v.stages.shots).toMatchObject({ status: "ran", count: 5, reason: "keyframe decode, scored on the sampled frames" });
     expect(v.stages.frames.reason).toMatch(/^keyframe decode/);
-    expect(v.stages.thumbnails).toMatchObject({ status: "ran", count: 5, reason: "5 from the frame decode" });
+    expect(v.stages.thumbnails).toMatchObject({ status: "ran", count: 5, reason: "5 shots and the poster from the frame decode" });
+    // The poster is the first sampled frame at 10 % (2 s): the testsrc2 shot, 640 wide.
+    expect(await imageDimensions(join(t.dir, "videos", video_id, "poster.jpg"))).toEqual([640, 480]);
     const shots = t.app.db.query("SELECT start_secs, keyframe_secs, thumbnail_path FROM shots WHERE video_id = ? ORDER BY shot_index").all(video_id) as any[];
     expect(shots.map((s) => s.start_secs)).toEqual([0, ...LONG_CUTS.boundaries]);
     for (const s of shots) {
@@ -122,6 +125,31 @@ describe("ingest pipeline with the tiny models", () => {
     expect(v.has_audio).toBe(false);
     expect(v.stages.transcript).toEqual({ status: "skipped", reason: "no audio stream" });
     expect(v.stages.embeddings.status).toBe("ran");
+  });
+});
+
+describe("speech beside the visual stages", () => {
+  test("a speech model that cannot load fails the job with its own error; no transcript rows, the progress never went back", async () => {
+    await makeMedia();
+    const broken = join(media, "broken-whisper");
+    cpSync(tinyWhisper.dir, broken, { recursive: true });
+    writeFileSync(join(broken, "onnx", "encoder_model.onnx"), "not an onnx model");
+    const t = await startTestApp({ VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip, speech: { ...tinyWhisper, dir: broken } }) });
+    try {
+      const seen: number[] = [];
+      await t.app.start();
+      const tenant = await createTenant(t);
+      const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
+      const { video_id, job } = await uploadAndWait(t, tenant, col, withCuts, (j) => seen.push(j.progress_pct));
+      expect(job.status).toBe("failed");
+      expect(job.error.code).toBe("MODEL_LOAD_FAILED");
+      expect(job.error.message).toContain("Whisper");
+      const rows = t.app.db.query("SELECT count(*) AS n FROM transcript_segments WHERE video_id = ?").get(video_id) as { n: number };
+      expect(rows.n).toBe(0);
+      expect(seen.every((p, i) => i === 0 || p >= seen[i - 1])).toBe(true);
+    } finally {
+      await t.close();
+    }
   });
 });
 
