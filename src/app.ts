@@ -156,6 +156,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const inference = new InferenceHost(config, opts.runtime.inferenceWorkerFile, models, logger, opts.runtime.runtimeDir ?? null);
   const search = createSearchDomain({
     db,
+    vectorCacheBytes: config.searchCacheMb * 1024 * 1024,
     files,
     videos,
     collections,

@@ -58,6 +58,7 @@ const fileSchema = z
     signed_int8_weights: z.enum(["auto", "off"]),
     batch_size: z.number().int().positive(),
     speech_max_tokens: z.number().int().min(16).max(440),
+    search_cache_mb: z.number().int().min(0),
     job_concurrency: z.number().int().positive(),
     ffmpeg_path: z.string(),
     ffprobe_path: z.string(),
@@ -101,6 +102,8 @@ export interface Config {
    * to bound what a hallucination loop on music or noise costs.
    */
   speechMaxTokens: number;
+  /** Exact vectors kept in memory for search rescoring, MiB (0: read them from the store every time). */
+  searchCacheMb: number;
   jobConcurrency: number;
   ffmpegPath?: string;
   ffprobePath?: string;
@@ -199,6 +202,7 @@ export function loadConfig(
     signedInt8Weights,
     batchSize: pick(num("VSEARCH_BATCH_SIZE", env.VSEARCH_BATCH_SIZE), file.batch_size) ?? 8,
     speechMaxTokens,
+    searchCacheMb: pick(num("VSEARCH_SEARCH_CACHE_MB", env.VSEARCH_SEARCH_CACHE_MB), file.search_cache_mb) ?? 256,
     jobConcurrency: pick(num("VSEARCH_JOB_CONCURRENCY", env.VSEARCH_JOB_CONCURRENCY), file.job_concurrency) ?? 1,
     ffmpegPath: pick(env.VSEARCH_FFMPEG_PATH, file.ffmpeg_path),
     ffprobePath: pick(env.VSEARCH_FFPROBE_PATH, file.ffprobe_path),

@@ -25,9 +25,18 @@ export const Z_SLOPE = 1.5;
 export const PRIOR_WEIGHT = 16;
 
 export function dot(a: Float32Array, b: Float32Array, bOffset = 0): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i] * b[bOffset + i];
-  return s;
+  // Four independent sums: one accumulator makes the loop wait on each addition.
+  let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  const n = a.length;
+  let i = 0;
+  for (; i + 3 < n; i += 4) {
+    s0 += a[i] * b[bOffset + i];
+    s1 += a[i + 1] * b[bOffset + i + 1];
+    s2 += a[i + 2] * b[bOffset + i + 2];
+    s3 += a[i + 3] * b[bOffset + i + 3];
+  }
+  for (; i < n; i++) s0 += a[i] * b[bOffset + i];
+  return s0 + s1 + s2 + s3;
 }
 
 /**

@@ -5,6 +5,7 @@ import { QueryEncoder, type QueryEmbedder, type TranscriptSemanticSearch } from 
 import { FeedbackService } from "./feedback-service.ts";
 import { SearchIndexes } from "./indexes.ts";
 import { MemoryVectorBackend } from "./memory-backend.ts";
+import { ExactVectorCache } from "./vector-cache.ts";
 import type { MediaLinks } from "./links.ts";
 import { MomentService } from "./moment-service.ts";
 import { type SearchCredits, SearchService } from "./service.ts";
@@ -12,6 +13,8 @@ import { SearchStore } from "./store.ts";
 
 export interface SearchDomainOptions {
   db: Database;
+  /** Budget of the exact-vector cache used when rescoring (0 turns it off). */
+  vectorCacheBytes?: number;
   files: VideoFiles;
   videos: { require(accountId: string, id: string): { id: string; collection_id: string; duration_secs: number | null; poster_path: string | null } };
   collections: { require(accountId: string, id: string): unknown };
@@ -36,7 +39,7 @@ export interface SearchDomain {
 /** Builds the search domain for the composition root. */
 export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
   const store = new SearchStore(o.db);
-  const indexes = new SearchIndexes(store, new MemoryVectorBackend(store));
+  const indexes = new SearchIndexes(store, new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0)));
   const encoder = new QueryEncoder(o.embedder);
   const search = new SearchService({
     store,

@@ -1,6 +1,6 @@
 import { toFloat32 } from "../indexing/store.ts";
-import { dot, strideSample } from "./calibration.ts";
-import type { SearchScope, SearchStore, VectorKind } from "./store.ts";
+import { dot, nullStats, strideSample, type NullStats } from "./calibration.ts";
+import type { SearchScope, SearchStore, ShotRow, VectorKind } from "./store.ts";
 
 export interface NearestRequest {
   kind: VectorKind;
@@ -39,8 +39,13 @@ const VEC0_MAX_K = 4096;
 /** Scopes up to this many vectors are scanned exactly (no vec0 over-fetch needed for the filter). */
 const EXACT_SCAN_MAX = 20_000;
 const MEMO_MAX = 4096;
+const RESULT_MEMO_MAX = 512;
+
+
 /** Vectors in the per-account calibration sample. */
 export const NULL_SAMPLE_SIZE = 1024;
+/** Videos whose shot rows search keeps per account (SearchIndexes.shotsOfVideos). */
+const SHOT_VIDEOS_MAX = 5_000;
 
 function topK(hits: VectorHit[], k: number): VectorHit[] {
   return hits.sort((a, b) => b.raw - a.raw || a.id - b.id).slice(0, k);
@@ -101,9 +106,14 @@ export class StoreVectorBackend implements VectorBackend {
   onVideosDeleted(): void {}
 }
 
-interface CachedSample {
+export interface CachedSample {
   dim: number;
   vectors: Float32Array;
+  /**
+   * Null statistics already computed against this sample, per query vector object (the query
+   * embedding cache hands a repeated text the same vector; they go with the sample).
+   */
+  statsByQuery: WeakMap<Float32Array, NullStats>;
 }
 
 /**
@@ -114,6 +124,8 @@ interface CachedSample {
 export class SearchIndexes {
   private readonly samples = new Map<string, CachedSample>();
   private readonly memos = new Map<string, Map<string, unknown>>();
+  private readonly shots = new Map<string, Map<string, ShotRow[]>>();
+  private readonly results = new Map<string, Map<string, unknown>>();
 
   constructor(
     private readonly store: SearchStore,
@@ -162,10 +174,33 @@ export class SearchIndexes {
         for (let i = 0; i < dim; i++) packed[at + i] = r[i] / n;
         at += dim;
       }
-      s = { dim, vectors: strideSample(packed, dim || 1, NULL_SAMPLE_SIZE) };
+      s = { dim, vectors: strideSample(packed, dim || 1, NULL_SAMPLE_SIZE), statsByQuery: new WeakMap() };
       this.samples.set(key, s);
     }
     return s;
+  }
+
+  /**
+   * Shots of these videos, in time order, kept per account until its content changes (the same
+   * videos come back query after query; at most SHOT_VIDEOS_MAX videos per account are kept).
+   */
+  shotsOfVideos(accountId: string, videoIds: string[]): Map<string, ShotRow[]> {
+    let byVideo = this.shots.get(accountId);
+    if (!byVideo) this.shots.set(accountId, (byVideo = new Map()));
+    const missing = videoIds.filter((v) => !byVideo!.has(v));
+    if (missing.length) {
+      const read = this.store.shotsOfVideos(missing);
+      if (byVideo.size + missing.length > SHOT_VIDEOS_MAX) byVideo.clear();
+      for (const v of missing) byVideo.set(v, read.get(v) ?? []);
+    }
+    return new Map(videoIds.map((v) => [v, byVideo!.get(v) ?? []]));
+  }
+
+  /** The query's null statistics against the sample (calibration.ts), computed once per query vector. */
+  nullStatsOf(sample: CachedSample, q: Float32Array): NullStats {
+    let st = sample.statsByQuery.get(q);
+    if (!st) sample.statsByQuery.set(q, (st = nullStats(q, sample.vectors)));
+    return st;
   }
 
   /**
@@ -182,6 +217,28 @@ export class SearchIndexes {
     return v;
   }
 
+  /**
+   * Like memo, for lists a query's text leads to (its transcript matches, the shots its words
+   * name): larger values, so fewer of them (RESULT_MEMO_MAX per account, least recently used out
+   * first; a query adds a handful). A repeated query, or the next page of one, does not redo its
+   * full-text look-ups; the vector search always runs.
+   */
+  memoResult<T>(accountId: string, key: string, compute: () => T): T {
+    let m = this.results.get(accountId);
+    if (!m) this.results.set(accountId, (m = new Map()));
+    if (m.has(key)) {
+      // Least recently used goes first: move a hit to the end.
+      const hit = m.get(key) as T;
+      m.delete(key);
+      m.set(key, hit);
+      return hit;
+    }
+    const v = compute();
+    if (m.size >= RESULT_MEMO_MAX) m.delete(m.keys().next().value!);
+    m.set(key, v);
+    return v;
+  }
+
   onVideoIndexed(videoId: string): void {
     const accountId = this.store.accountOfVideo(videoId);
     if (accountId) this.forgetAccount(accountId);
@@ -192,11 +249,15 @@ export class SearchIndexes {
     // The rows are gone, so the account is unknown here: drop every cached sample (cheap to redo).
     this.samples.clear();
     this.memos.clear();
+    this.shots.clear();
+    this.results.clear();
     this.backend.onVideosDeleted(videoIds);
   }
 
   private forgetAccount(accountId: string): void {
     for (const k of [...this.samples.keys()]) if (k.startsWith(`${accountId}\u0000`)) this.samples.delete(k);
     this.memos.delete(accountId);
+    this.shots.delete(accountId);
+    this.results.delete(accountId);
   }
 }

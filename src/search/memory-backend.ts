@@ -1,7 +1,15 @@
 import { toFloat32 } from "../indexing/store.ts";
-import { createVectorIndex, type VectorIndex } from "../vector/index.ts";
+import { createVectorIndex, type AllowFilter, type ScanReuse, type VectorIndex } from "../vector/index.ts";
 import type { NearestRequest, VectorBackend, VectorHit } from "./indexes.ts";
 import type { SearchStore, VectorKind } from "./store.ts";
+import { ExactVectorCache } from "./vector-cache.ts";
+
+/** What one look-up session (one query, k raised step by step) keeps per index. */
+interface SessionState {
+  vectors: Map<number, Float32Array>;
+  scan: ScanReuse;
+  allow: AllowFilter | null;
+}
 
 interface KindIndex {
   index: VectorIndex;
@@ -16,7 +24,8 @@ interface KindIndex {
  * partition per account, collection and video as the index's filter groups. An account's rows
  * are read from the store on its first search; afterwards `onVideoIndexed` / `onVideosDeleted`
  * keep them in step. Filters (collection, video, label-filtered shots) are applied by the index
- * before it ranks anything; rescoring reads exact vectors from `frame_vectors` / `shot_vectors`.
+ * before it ranks anything; rescoring reads exact vectors from `frame_vectors` / `shot_vectors`,
+ * through a bounded cache of recently rescored rows (vector-cache.ts).
  */
 export class MemoryVectorBackend implements VectorBackend {
   readonly name = "memory";
@@ -26,9 +35,12 @@ export class MemoryVectorBackend implements VectorBackend {
   private nextGroup = 0;
   /** Exact vectors read during the current `nearest` call's session (see NearestRequest.session). */
   private session: { kind: VectorKind; vectors: Map<number, Float32Array> } | null = null;
-  private readonly sessions = new WeakMap<object, Map<string, Map<number, Float32Array>>>();
+  private readonly sessions = new WeakMap<object, Map<string, SessionState>>();
 
-  constructor(private readonly store: SearchStore) {}
+  constructor(
+    private readonly store: SearchStore,
+    private readonly cache: ExactVectorCache = new ExactVectorCache(0),
+  ) {}
 
   private group(id: string): number {
     let n = this.groupIds.get(id);
@@ -40,7 +52,7 @@ export class MemoryVectorBackend implements VectorBackend {
     const key = `${modelId}\u0000${kind}\u0000${dim}`;
     let ki = this.indexes.get(key);
     if (!ki) {
-      const source = { getVectors: (ids: readonly number[]) => this.exact(kind, ids) };
+      const source = { getVectors: (ids: readonly number[]) => this.exact(key, kind, ids) };
       ki = { index: createVectorIndex({ dim, source }), loaded: new Set(), byVideo: new Map() };
       this.indexes.set(key, ki);
     }
@@ -48,23 +60,38 @@ export class MemoryVectorBackend implements VectorBackend {
   }
 
   /**
-   * Exact vectors for rescoring. Blobs come back from SQLite in their own 4-byte-aligned buffers,
-   * so they are viewed, not copied. Within one look-up session (the same query asked again with a
-   * larger k) vectors read for the smaller k are reused instead of read again.
+   * Exact vectors for rescoring: from this query's session (the same query asked again with a
+   * larger k), then the cache, then SQLite. Blobs are copied into one array: asking each blob for
+   * its `.buffer` makes the engine allocate an ArrayBuffer object per blob, which cost more than
+   * the copy.
    */
-  private exact(kind: VectorKind, ids: readonly number[]): (Float32Array | undefined)[] {
+  private exact(index: string, kind: VectorKind, ids: readonly number[]): (Float32Array | undefined)[] {
     const reuse = this.session?.kind === kind ? this.session.vectors : null;
-    const missing = reuse ? ids.filter((id) => !reuse.has(id)) : (ids as number[]);
-    const blobs = missing.length ? this.store.vectors(kind, missing) : new Map<number, Uint8Array>();
-    return ids.map((id) => {
-      const have = reuse?.get(id);
-      if (have) return have;
-      const b = blobs.get(id);
-      if (!b) return undefined;
-      const v = b.byteOffset % 4 === 0 && b.byteLength % 4 === 0 ? new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2) : toFloat32(b);
-      reuse?.set(id, v);
-      return v;
-    });
+    const found = new Map<number, Float32Array>();
+    const missing: number[] = [];
+    for (const id of ids) {
+      const v = reuse?.get(id) ?? this.cache.get(index, id);
+      if (v) found.set(id, v);
+      else missing.push(id);
+    }
+    if (missing.length) {
+      const blobs = this.store.vectors(kind, missing);
+      let bytes = 0;
+      for (const b of blobs.values()) if (b.byteLength % 4 === 0) bytes += b.byteLength;
+      const all = new Float32Array(bytes >> 2);
+      const allBytes = new Uint8Array(all.buffer);
+      let at = 0;
+      for (const [id, b] of blobs) {
+        if (b.byteLength % 4 !== 0) continue;
+        allBytes.set(b, at);
+        const v = all.subarray(at >> 2, (at + b.byteLength) >> 2);
+        at += b.byteLength;
+        found.set(id, v);
+        this.cache.set(index, id, v);
+      }
+    }
+    if (reuse) for (const [id, v] of found) reuse.set(id, v);
+    return ids.map((id) => found.get(id));
   }
 
   private addRows(ki: KindIndex, accountId: string, rows: Iterable<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }>): void {
@@ -98,7 +125,24 @@ export class MemoryVectorBackend implements VectorBackend {
       this.addRows(ki, scope.accountId, this.store.rowsForIndex(kind, { accountId: scope.accountId }, modelId));
       ki.loaded.add(scope.accountId);
     }
-    const allow: { collections?: number[]; videos?: number[]; excludeRowIds?: Set<number> } = {};
+    // Within one look-up session (the same query asked again with a larger k) the filter, the
+    // exact vectors read and the index's coarse pass are all reused.
+    const s = req.session ? this.sessionState(req.session, `${modelId}\u0000${kind}`) : null;
+    const allow = s?.allow ?? this.allowFor(ki, kind, req);
+    if (s) s.allow = allow;
+    if (ki.index.partitionSize(scope.accountId) === 0 || allow.videos?.length === 0) return [];
+    this.session = s ? { kind, vectors: s.vectors } : null;
+    try {
+      return ki.index.search(query, { partition: scope.accountId, k: req.k, allow, reuse: s?.scan }).map((r) => ({ id: r.rowId, raw: r.score }));
+    } finally {
+      this.session = null;
+    }
+  }
+
+  /** The index's filter for a request: collection, video, and the rows of label-filtered shots. */
+  private allowFor(ki: KindIndex, kind: VectorKind, req: NearestRequest): AllowFilter {
+    const { scope } = req;
+    const allow: AllowFilter = {};
     if (scope.collectionId) allow.collections = [this.group(scope.collectionId)];
     let videos = scope.videoId ? [scope.videoId] : null;
     if (req.allowShots) {
@@ -108,21 +152,15 @@ export class MemoryVectorBackend implements VectorBackend {
       allow.excludeRowIds = new Set(videos.flatMap((v) => (ki.byVideo.get(v) ?? []).filter((id) => !allowed.has(id))));
     }
     if (videos) allow.videos = videos.map((v) => this.group(v));
-    if (ki.index.partitionSize(scope.accountId) === 0 || allow.videos?.length === 0) return [];
-    this.session = req.session ? { kind, vectors: this.sessionVectors(req.session, `${modelId}\u0000${kind}`) } : null;
-    try {
-      return ki.index.search(query, { partition: scope.accountId, k: req.k, allow }).map((r) => ({ id: r.rowId, raw: r.score }));
-    } finally {
-      this.session = null;
-    }
+    return allow;
   }
 
-  private sessionVectors(session: object, key: string): Map<number, Float32Array> {
+  private sessionState(session: object, key: string): SessionState {
     let byKind = this.sessions.get(session);
     if (!byKind) this.sessions.set(session, (byKind = new Map()));
-    let m = byKind.get(key);
-    if (!m) byKind.set(key, (m = new Map()));
-    return m;
+    let st = byKind.get(key);
+    if (!st) byKind.set(key, (st = { vectors: new Map(), scan: {}, allow: null }));
+    return st;
   }
 
   onVideoIndexed(videoId: string, accountId: string | null): void {
@@ -130,6 +168,7 @@ export class MemoryVectorBackend implements VectorBackend {
       const old = ki.byVideo.get(videoId);
       if (old) {
         ki.index.remove(old);
+        this.cache.drop(key, old);
         ki.byVideo.delete(videoId);
       }
       if (!accountId || !ki.loaded.has(accountId)) continue;
@@ -139,11 +178,12 @@ export class MemoryVectorBackend implements VectorBackend {
   }
 
   onVideosDeleted(videoIds: string[]): void {
-    for (const ki of this.indexes.values()) {
+    for (const [key, ki] of this.indexes) {
       for (const v of videoIds) {
         const old = ki.byVideo.get(v);
         if (!old) continue;
         ki.index.remove(old);
+        this.cache.drop(key, old);
         ki.byVideo.delete(v);
       }
     }

@@ -2,7 +2,7 @@ import { AppError, ValidationError, type ValidationIssue } from "../core/errors.
 import type { Logger } from "../core/logger.ts";
 import { isInferenceError } from "../inference/errors.ts";
 import type { VideoFiles } from "../videos/files.ts";
-import { calibrate, nullStats, type NullStats } from "./calibration.ts";
+import { calibrate, type NullStats } from "./calibration.ts";
 import { meanNormalized, type QueryEncoder, type TranscriptSemanticSearch } from "./embedder.ts";
 import { buildFtsQuery } from "./fts.ts";
 import { fuseModes, suppressDuplicates, type Fused } from "./fusion.ts";
@@ -12,7 +12,7 @@ import { type MediaLinks, secs, thumbnailBase64, withFragment } from "./links.ts
 import { type Candidate, type FrameHit, framesToMoments, sameStart } from "./moments.ts";
 import type { SearchRequest, SearchResult, SearchSegment, SearchVideo } from "./schema.ts";
 import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type VideoInfoRow } from "./store.ts";
-import { contentWords, coverage, likeWords } from "./text-match.ts";
+import { contentWords, coverage, mentionTerms } from "./text-match.ts";
 import { MODES, type Mode, THRESHOLDS } from "./thresholds.ts";
 
 /**
@@ -109,7 +109,7 @@ export class SearchService {
     });
     const videoIds = [...groups.keys()];
     const infos = this.d.store.videos(accountId, videoIds);
-    const shots = this.d.store.shotsOfVideos(videoIds);
+    const shots = this.d.indexes.shotsOfVideos(accountId, videoIds);
 
     // Facets count every matching clip (all pages, past the per-video cap too).
     const facets = { scene_labels: {} as Record<string, number>, types: {} as Record<string, number> };
@@ -217,7 +217,7 @@ export class SearchService {
   private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>): Candidate[] {
     const sample = this.d.indexes.sample("frames", scope.accountId, modelId);
     if (!sample.dim || sample.dim !== q.length) return [];
-    const stats = nullStats(q, sample.vectors);
+    const stats = this.d.indexes.nullStatsOf(sample, q);
     const cut = th["video:default"];
     const admitted = this.admitted({ kind: "frames", scope, modelId, query: q, k: FRAME_K, allowShots }, stats, cut);
     if (!admitted.length) return [];
@@ -246,7 +246,7 @@ export class SearchService {
     const best = new Map<number, { shot: ShotRow | null; score: number; raw: number; key: string }>();
     const sample = this.d.indexes.sample("shots", scope.accountId, modelId);
     if (sample.dim && sample.dim === q.length) {
-      const stats = nullStats(q, sample.vectors);
+      const stats = this.d.indexes.nullStatsOf(sample, q);
       for (const h of this.admitted({ kind: "shots", scope, modelId, query: q, k: SHOT_K, allowShots }, stats, th["scene:default"])) {
         best.set(h.id, { shot: null, score: h.score, raw: h.raw, key: "scene:default" });
       }
@@ -254,7 +254,11 @@ export class SearchService {
     const words = text ? contentWords(text) : [];
     const textShots = new Map<number, ShotRow>();
     if (words.length && this.mayMentionScene(scope.accountId, words)) {
-      for (const s of this.d.store.shotsMentioning(scope, likeWords(text!), SCENE_TEXT_K)) {
+      const terms = mentionTerms(text!);
+      const mentioned = this.d.indexes.memoResult(scope.accountId, `scene-text\u0000${scopeKey(scope)}\u0000${terms.join(" ")}`, () =>
+        this.d.store.shotsMentioning(scope, terms, SCENE_TEXT_K),
+      );
+      for (const s of mentioned) {
         if (allowShots && !allowShots.get(s.video_id)?.has(s.shot_index)) continue;
         const cov = coverage(words, [...labelsOf(s), s.caption ?? ""]);
         if (cov < th["scene:text"]) continue;
@@ -323,10 +327,11 @@ export class SearchService {
   private transcriptMode(scope: SearchScope, text: string, cut: number, allowShots?: Map<string, Set<number>>): Candidate[] {
     const fts = buildFtsQuery(text);
     if (!fts) return [];
-    let hits = this.d.store.transcriptSearch(scope, fts.match, TRANSCRIPT_K);
+    const account = scope.accountId;
+    const key = `${scopeKey(scope)}\u0000${fts.match}`;
+    let hits = this.d.indexes.memoResult(account, `fts\u0000${key}`, () => this.d.store.transcriptSearch(scope, fts.match, TRANSCRIPT_K));
     if (allowShots) hits = this.insideShots(hits, allowShots);
     if (!hits.length) return [];
-    const account = scope.accountId;
     const n = this.d.indexes.memo(account, "transcript-n", () => this.d.store.transcriptCount(account));
     const ids = hits.map((h) => h.id);
     // A unit never said in this account weighs like the rarest word that was (df = 1): a missing
@@ -336,7 +341,12 @@ export class SearchService {
     const units = fts.units.map((u) => ({
       idf: idf(this.d.indexes.memo(account, `df\u0000${u}`, () => this.d.store.transcriptDocFreq(account, u))),
       // One unit: every hit matched it.
-      matching: fts.units.length === 1 ? all : this.d.store.transcriptMatching(u, ids),
+      matching:
+        fts.units.length === 1
+          ? all
+          : allowShots
+            ? this.d.store.transcriptMatching(u, ids)
+            : this.d.indexes.memoResult(account, `fts-unit\u0000${key}\u0000${u}`, () => this.d.store.transcriptMatching(u, ids)),
     }));
     const total = units.reduce((s, u) => s + u.idf, 0);
     const out: Candidate[] = [];
@@ -419,4 +429,9 @@ function shotOf(shots: ShotRow[], c: { start: number; shotIndex: number | null }
   let found: ShotRow | null = null;
   for (const s of shots) if (s.start_secs <= c.start + 1e-6) found = s;
   return found;
+}
+
+/** A scope as a memo key part. */
+function scopeKey(scope: SearchScope): string {
+  return `${scope.collectionId ?? ""}/${scope.videoId ?? ""}`;
 }

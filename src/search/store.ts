@@ -69,14 +69,22 @@ export interface ThresholdRow {
 }
 
 /** The label strings of a shot row (`labels` is JSON `[{label, score}]`, best first). */
+/** Parsed once per row object (search keeps the rows of recent videos, see SearchIndexes.shotsOfVideos). */
+const parsedLabels = new WeakMap<object, string[]>();
+
 export function labelsOf(s: Pick<ShotRow, "labels"> | null): string[] {
   if (!s) return [];
+  const cached = parsedLabels.get(s);
+  if (cached) return cached;
+  let out: string[] = [];
   try {
     const parsed = JSON.parse(s.labels) as { label?: unknown }[];
-    return Array.isArray(parsed) ? parsed.map((l) => l?.label).filter((l): l is string => typeof l === "string") : [];
+    out = Array.isArray(parsed) ? parsed.map((l) => l?.label).filter((l): l is string => typeof l === "string") : [];
   } catch {
-    return [];
+    out = [];
   }
+  parsedLabels.set(s, out);
+  return out;
 }
 
 const TOLERANCE = 0.0100001;
@@ -309,17 +317,22 @@ export class SearchStore {
   }
 
   /** Shots in scope whose labels or caption contain any of the words (LIKE, escaped). */
-  shotsMentioning(scope: SearchScope, words: string[], limit: number): ShotRow[] {
-    if (!words.length) return [];
+  /**
+   * Shots whose labels or caption mention any of `terms` (FTS prefix match, porter-stemmed on
+   * both sides), in id order. A superset for the caller's exact word check, never a scan.
+   */
+  shotsMentioning(scope: SearchScope, terms: string[], limit: number): ShotRow[] {
+    const clean = [...new Set(terms.map((t) => t.replace(/"/g, "").trim()).filter(Boolean))];
+    if (!clean.length) return [];
     const w = this.scopeSql("s", scope);
-    const like = words.map((x) => `%${x.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-    const cond = like.map(() => "(s.labels LIKE ? ESCAPE '\\' OR coalesce(s.caption, '') LIKE ? ESCAPE '\\')").join(" OR ");
+    const match = clean.map((t) => `"${t}"*`).join(" OR ");
     return this.db
       .query<ShotRow, (string | number)[]>(
         `SELECT s.id, s.video_id, s.shot_index, s.start_secs, s.end_secs, s.labels, s.caption, s.thumbnail_path
-         FROM shots s WHERE ${w.sql} AND (${cond}) ORDER BY s.id LIMIT ?`,
+         FROM shot_text_fts f JOIN shots s ON s.id = f.rowid
+         WHERE shot_text_fts MATCH ? AND ${w.sql} ORDER BY s.id LIMIT ?`,
       )
-      .all(...w.args, ...like.flatMap((l) => [l, l]), limit);
+      .all(match, ...w.args, limit);
   }
 
   /** The account's distinct shot labels and how many of its shots have a caption. */

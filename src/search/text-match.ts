@@ -43,11 +43,18 @@ export function contentWords(query: string): string[] {
 }
 
 /**
- * Substrings for the store's LIKE pre-filter: each content word's stem, one letter shorter when
- * it has four or more (so "city" also finds "cities"). `coverage` then decides exactly.
+ * Terms for the store's full-text pre-filter: each content word as written and as stemmed here
+ * (prefix-matched there), so every shot `coverage` could count is among the candidates.
  */
-export function likeWords(query: string): string[] {
-  return contentWords(query).map((s) => (s.length >= 4 ? s.slice(0, -1) : s));
+export function mentionTerms(query: string): string[] {
+  const out = new Set<string>();
+  for (const w of words(query)) {
+    if (w.length < 2 || STOP.has(w)) continue;
+    out.add(w);
+    out.add(stem(w));
+    if (out.size >= 24) break;
+  }
+  return [...out];
 }
 
 /** Share of `queryStems` found among the words of `texts`. */

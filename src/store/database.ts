@@ -11,7 +11,10 @@ export interface OpenDatabaseOptions {
 /**
  * Opens the store with the settings every connection needs: WAL (readers never block the one
  * writer), busy_timeout (a CLI command beside a running server waits instead of failing),
- * foreign keys (SQLite leaves them off by default), then runs pending migrations.
+ * foreign keys (SQLite leaves them off by default), then runs pending migrations. Reads go
+ * through a memory map and a 64 MiB page cache: search rescoring reads hundreds of 2 KiB vectors
+ * by id per query, and with SQLite's default 2 MiB cache each one was a pread (512 vectors:
+ * 2.5 → 1.4 ms).
  */
 export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Database {
   const db = new Database(file, { create: true, strict: true });
@@ -19,6 +22,8 @@ export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Data
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
   db.exec("PRAGMA foreign_keys = ON");
+  db.exec("PRAGMA mmap_size = 2147418112"); // SQLite's default ceiling (SQLITE_MAX_MMAP_SIZE)
+  db.exec("PRAGMA cache_size = -65536");
   if (opts.vecExtension) db.loadExtension(opts.vecExtension);
   migrate(db);
   return db;

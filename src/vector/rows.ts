@@ -67,7 +67,14 @@ export class RowStore {
     return b >= 0 && this.ids.partAt(b) === p.id ? this.ids.slotAt(b) : undefined;
   }
 
+  /** Changes with every add and remove (a search may reuse work only while it is unchanged). */
+  get version(): number {
+    return this.mutations;
+  }
+  private mutations = 0;
+
   add(rows: readonly VectorRow[]): void {
+    this.mutations++;
     for (const row of rows) this.checkRow(row);
     for (const row of rows) {
       if (this.ids.find(row.rowId) >= 0) this.removeOne(row.rowId);
@@ -78,6 +85,7 @@ export class RowStore {
   }
 
   remove(rowIds: Iterable<number>): number {
+    this.mutations++;
     let removed = 0;
     for (const rowId of rowIds) if (this.removeOne(rowId)) removed++;
     return removed;

@@ -45,6 +45,18 @@ export interface SearchOptions {
   candidates?: number;
   /** Filled with what the search did (for benchmarks and diagnostics). */
   stats?: SearchStats;
+  /**
+   * An object the caller passes to consecutive searches of the same query (same vector object,
+   * same `allow` object, same partition) that only raise `k`: the coarse pass, which does not
+   * depend on k, is then done once (it is ~70 % of a search). Ignored when anything differs or
+   * the index changed in between.
+   */
+  reuse?: ScanReuse;
+}
+
+/** Opaque to callers: `{}` to start. */
+export interface ScanReuse {
+  key?: unknown;
 }
 
 export interface SearchResult {
@@ -59,6 +71,8 @@ export interface SearchStats {
   coarse: number;
   middle: number;
   rescored: number;
+  /** The coarse candidates came from an earlier search of the same query (opts.reuse). */
+  scanReused?: boolean;
   ms: { filter: number; scan: number; estimate: number; rescore: number; total: number };
 }
 

@@ -46,6 +46,60 @@ describe("recall against an exact scan (clustered set)", () => {
   });
 });
 
+describe("raising k for the same query", () => {
+  const Q = generateQueries(big, 4, "text", 21);
+
+  it("takes the coarse pass from the earlier search and answers exactly as a fresh search", () => {
+    for (let i = 0; i < 4; i++) {
+      const q = Q.subarray(i * dim, (i + 1) * dim);
+      const reuse = {};
+      const allow = { collections: [0, 1, 2, 3, 4, 5] };
+      const first = newStats();
+      bigIndex.search(q, { partition: "acct", k: 128, allow, reuse, stats: first });
+      const second = newStats();
+      const again = bigIndex.search(q, { partition: "acct", k: 512, allow, reuse, stats: second });
+      expect(first.scanReused).toBe(false);
+      expect(second.scanReused).toBe(true);
+      expect(second.coarse).toBe(first.coarse);
+      expect(again).toEqual(bigIndex.search(q, { partition: "acct", k: 512, allow }));
+    }
+  });
+
+  it("does not reuse across another query, another filter object, or a changed index", () => {
+    const ds = generateDataset({ n: 36_000, dim, kind: "clustered", seed: 5 });
+    const { index, source } = indexOf(ds);
+    const q = Q.subarray(0, dim);
+    const reuse = {};
+    const allow = {};
+    index.search(q, { partition: "acct", k: 64, allow, reuse });
+    const other = newStats();
+    index.search(Q.subarray(dim, 2 * dim), { partition: "acct", k: 64, allow, reuse, stats: other });
+    expect(other.scanReused).toBe(false);
+    const otherAllow = newStats();
+    index.search(Q.subarray(dim, 2 * dim), { partition: "acct", k: 64, allow: {}, reuse, stats: otherAllow });
+    expect(otherAllow.scanReused).toBe(false);
+    // The index changes between two searches of one query: scanned again, and the new row is found.
+    index.search(q, { partition: "acct", k: 64, allow, reuse });
+    source.set(999_999, q);
+    index.add([{ rowId: 999_999, vector: q, partition: "acct", groupA: 0, groupB: 0 }]);
+    const changed = newStats();
+    const got = index.search(q, { partition: "acct", k: 64, allow, reuse, stats: changed });
+    expect(changed.scanReused).toBe(false);
+    expect(got[0]).toEqual({ rowId: 999_999, score: expect.closeTo(1, 5) });
+  });
+
+  it("rescores 4k rows for small k and k + 256 for large k", () => {
+    const q = Q.subarray(0, dim);
+    const sizes = [10, 128, 512].map((k) => {
+      const st = newStats();
+      bigIndex.search(q, { partition: "acct", k, stats: st });
+      return [st.rescored, st.middle];
+    });
+    expect(sizes.map(([r]) => r)).toEqual([64, 384, 768]);
+    expect(sizes[2][1]).toBeGreaterThanOrEqual(4 * 512); // the 4-bit stage still keeps 4k
+  });
+});
+
 describe("filters are applied before ranking", () => {
   const Q = generateQueries(big, 8, "image", 9);
 

@@ -4,6 +4,7 @@ import m001 from "./001_core.sql" with { type: "text" };
 import m002 from "./002_media.sql" with { type: "text" };
 import m003 from "./003_webhooks.sql" with { type: "text" };
 import m004 from "./004_search.sql" with { type: "text" };
+import m005 from "./005_shot_text.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -16,4 +17,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 2, name: "media", sql: m002 },
   { version: 3, name: "webhooks", sql: m003 },
   { version: 4, name: "search", sql: m004 },
+  { version: 5, name: "shot_text", sql: m005 },
 ];

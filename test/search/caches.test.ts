@@ -1,0 +1,112 @@
+/**
+ * What makes a search cheap without changing its answer: the exact-vector cache (budget, recency,
+ * invalidation when rows change), the shot text index kept by triggers, and the per-account shot
+ * rows — all against a real SQLite store.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MemoryVectorBackend } from "../../src/search/memory-backend.ts";
+import { SearchStore } from "../../src/search/store.ts";
+import { mentionTerms } from "../../src/search/text-match.ts";
+import { ExactVectorCache } from "../../src/search/vector-cache.ts";
+import { HAND_MODEL, addVideo, background, concept, createCollection, createTenant, indexVideo, near, rng, scopeOf, startSearchApp, type SearchTestApp } from "./helpers.ts";
+
+const vec = (x: number) => Float32Array.from({ length: 4 }, () => x);
+
+describe("ExactVectorCache", () => {
+  it("keeps within its budget, dropping the least recently used first", () => {
+    const c = new ExactVectorCache(4 * 16); // four 16-byte vectors
+    for (let id = 1; id <= 4; id++) c.set("i", id, vec(id));
+    expect(c.get("i", 1)).toEqual(vec(1)); // 1 is now the most recent
+    c.set("i", 5, vec(5)); // over budget: down to 3/4 → the two least recent (2, 3) go
+    expect(c.sizeBytes).toBeLessThanOrEqual(4 * 16);
+    expect(c.get("i", 2)).toBeUndefined();
+    expect(c.get("i", 3)).toBeUndefined();
+    expect(c.get("i", 1)).toEqual(vec(1));
+    expect(c.get("i", 5)).toEqual(vec(5));
+  });
+
+  it("keeps indexes apart, forgets dropped rows, and a zero budget keeps nothing", () => {
+    const c = new ExactVectorCache(1024);
+    c.set("frames", 7, vec(1));
+    c.set("shots", 7, vec(2));
+    expect(c.get("frames", 7)).toEqual(vec(1));
+    expect(c.get("shots", 7)).toEqual(vec(2));
+    c.drop("frames", [7]);
+    expect(c.get("frames", 7)).toBeUndefined();
+    expect(c.get("shots", 7)).toEqual(vec(2));
+    expect(c.sizeBytes).toBe(16);
+    const off = new ExactVectorCache(0);
+    off.set("frames", 1, vec(1));
+    expect(off.get("frames", 1)).toBeUndefined();
+  });
+});
+
+describe("against the store", () => {
+  let t: SearchTestApp;
+  let account: string;
+  let col: string;
+  beforeAll(async () => {
+    t = await startSearchApp();
+    account = createTenant(t).accountId;
+    col = createCollection(t, account, "c");
+  });
+  afterAll(() => t?.close());
+
+  it("a cached vector never answers for a row id SQLite gave to new content", () => {
+    const store = new SearchStore(t.app.db);
+    const cache = new ExactVectorCache(1 << 20);
+    const backend = new MemoryVectorBackend(store, cache);
+    const r = rng(3);
+    const v = addVideo(t, account, col, { duration: 3 });
+    const scope = scopeOf(t, v);
+    const query = concept(0);
+    const nearest = () => backend.nearest({ kind: "frames", scope: { accountId: account, videoId: v }, modelId: HAND_MODEL, query, k: 3 });
+    t.index.replaceFrames(scope, [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: near(0, 0.95, r) })), HAND_MODEL);
+    const before = nearest();
+    expect(before.every((h) => h.raw > 0.9)).toBe(true);
+    expect(cache.sizeBytes).toBeGreaterThan(0);
+    // Re-indexed: the old rows go, the new ones take the same ids (they were the highest).
+    t.index.replaceFrames(scope, [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: background(r) })), HAND_MODEL);
+    expect(new Set(store.frames(before.map((h) => h.id)).map((f) => f.video_id))).toEqual(new Set([v]));
+    backend.onVideoIndexed(v, account);
+    const after = nearest();
+    expect(after.map((h) => h.id).sort()).toEqual(before.map((h) => h.id).sort());
+    expect(after.every((h) => h.raw < 0.5)).toBe(true);
+  });
+
+  it("the shot text index follows writes and deletes, and finds stemmed forms", () => {
+    const store = new SearchStore(t.app.db);
+    const v = addVideo(t, account, col, { duration: 20 });
+    indexVideo(t, v, {
+      shots: [
+        { start: 0, end: 10, labels: [{ label: "puppy", score: 0.8 }], caption: null },
+        { start: 10, end: 20, labels: [{ label: "kitchen", score: 0.6 }], caption: "a cook is chopping onions" },
+      ],
+    });
+    const scope = { accountId: account, videoId: v };
+    const find = (q: string) => store.shotsMentioning(scope, mentionTerms(q), 10).map((s) => s.start_secs);
+    expect(find("puppies")).toEqual([0]);
+    expect(find("onion")).toEqual([10]);
+    expect(find("chopped onions in a kitchen")).toEqual([10]);
+    expect(find("an airplane")).toEqual([]);
+    expect(find(`"; DROP TABLE shots; --`)).toEqual([]);
+    // Replaced shots replace their text; a deleted video takes it along.
+    indexVideo(t, v, { shots: [{ start: 0, end: 20, labels: [{ label: "airplane", score: 0.9 }] }] });
+    expect(find("puppies")).toEqual([]);
+    expect(find("airplane")).toEqual([0]);
+    const count = () => (t.app.db.query("SELECT count(*) AS n FROM shot_text_fts").get() as { n: number }).n;
+    const n = count();
+    t.app.services.videos.delete(account, v);
+    expect(count()).toBe(n - 1);
+  });
+
+  it("shot rows are kept per account until its content changes", () => {
+    const v = addVideo(t, account, col, { duration: 10 });
+    indexVideo(t, v, { shots: [{ start: 0, end: 10, labels: [{ label: "dog", score: 0.5 }] }] });
+    const first = t.app.search.indexes.shotsOfVideos(account, [v]).get(v)!;
+    expect(first.map((s) => s.end_secs)).toEqual([10]);
+    expect(t.app.search.indexes.shotsOfVideos(account, [v]).get(v)).toBe(first);
+    indexVideo(t, v, { shots: [{ start: 0, end: 4 }, { start: 4, end: 10 }] });
+    expect(t.app.search.indexes.shotsOfVideos(account, [v]).get(v)!.map((s) => s.end_secs)).toEqual([4, 10]);
+  });
+});
