@@ -1,6 +1,6 @@
 import { toFloat32 } from "../indexing/store.ts";
 import { dot, nullStats, strideSample, type NullStats } from "./calibration.ts";
-import type { SearchScope, SearchStore, ShotRow, VectorKind } from "./store.ts";
+import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type VectorKind } from "./store.ts";
 
 export interface NearestRequest {
   kind: VectorKind;
@@ -126,6 +126,8 @@ export class SearchIndexes {
   private readonly memos = new Map<string, Map<string, unknown>>();
   private readonly shots = new Map<string, Map<string, ShotRow[]>>();
   private readonly results = new Map<string, Map<string, unknown>>();
+  /** Per query vector (a cached text embedding; freed with it): the k its look-ups ended at. */
+  private readonly kHints = new WeakMap<Float32Array, Map<string, number>>();
 
   constructor(
     private readonly store: SearchStore,
@@ -191,9 +193,21 @@ export class SearchIndexes {
     if (missing.length) {
       const read = this.store.shotsOfVideos(missing);
       if (byVideo.size + missing.length > SHOT_VIDEOS_MAX) byVideo.clear();
-      for (const v of missing) byVideo.set(v, read.get(v) ?? []);
+      // Parsed once here: facets and segments read the labels of the same shots query after query.
+      for (const v of missing) byVideo.set(v, (read.get(v) ?? []).map((r) => ({ ...r, parsedLabels: labelsOf(r) })));
     }
     return new Map(videoIds.map((v) => [v, byVideo!.get(v) ?? []]));
+  }
+
+  /** The k a look-up of this query vector ended at last time (see SearchService.admitted). */
+  startK(query: Float32Array, key: string): number | undefined {
+    return this.kHints.get(query)?.get(key);
+  }
+
+  noteK(query: Float32Array, key: string, k: number): void {
+    let m = this.kHints.get(query);
+    if (!m) this.kHints.set(query, (m = new Map()));
+    m.set(key, k);
   }
 
   /** The query's null statistics against the sample (calibration.ts), computed once per query vector. */

@@ -297,12 +297,18 @@ export class SearchService {
    * answer may sit a little below the true k-th, so "all of them passed" would stop too early).
    */
   private admitted(req: NearestRequest, stats: NullStats, cut: number): (VectorHit & { score: number })[] {
-    let k = Math.min(req.k, FIRST_K);
+    // The same query (same cached vector) starts where it ended last time: the walk up would
+    // repeat itself, and starting higher only ever admits more rows above the cut, never fewer.
+    const hintKey = `${req.kind}\u0000${req.modelId}\u0000${scopeKey(req.scope)}\u0000${cut}\u0000${req.allowShots ? "labels" : ""}`;
+    let k = Math.min(req.k, this.d.indexes.startK(req.query, hintKey) ?? FIRST_K);
     const session = {};
     for (;;) {
       const hits = this.d.indexes.nearest({ ...req, k, session });
       const kept = hits.map((h) => ({ ...h, score: calibrate(h.raw, stats) })).filter((h) => h.score >= cut);
-      if (k >= req.k || hits.length < k || kept.length < k / 2) return kept;
+      if (k >= req.k || hits.length < k || kept.length < k / 2) {
+        this.d.indexes.noteK(req.query, hintKey, k);
+        return kept;
+      }
       k = Math.min(req.k, k * 4);
     }
   }

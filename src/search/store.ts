@@ -69,22 +69,16 @@ export interface ThresholdRow {
 }
 
 /** The label strings of a shot row (`labels` is JSON `[{label, score}]`, best first). */
-/** Parsed once per row object (search keeps the rows of recent videos, see SearchIndexes.shotsOfVideos). */
-const parsedLabels = new WeakMap<object, string[]>();
-
-export function labelsOf(s: Pick<ShotRow, "labels"> | null): string[] {
+/** A shot row's label names. Rows kept by SearchIndexes.shotsOfVideos carry them parsed already. */
+export function labelsOf(s: (Pick<ShotRow, "labels"> & { parsedLabels?: string[] }) | null): string[] {
   if (!s) return [];
-  const cached = parsedLabels.get(s);
-  if (cached) return cached;
-  let out: string[] = [];
+  if (s.parsedLabels) return s.parsedLabels;
   try {
     const parsed = JSON.parse(s.labels) as { label?: unknown }[];
-    out = Array.isArray(parsed) ? parsed.map((l) => l?.label).filter((l): l is string => typeof l === "string") : [];
+    return Array.isArray(parsed) ? parsed.map((l) => l?.label).filter((l): l is string => typeof l === "string") : [];
   } catch {
-    out = [];
+    return [];
   }
-  parsedLabels.set(s, out);
-  return out;
 }
 
 const TOLERANCE = 0.0100001;
