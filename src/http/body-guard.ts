@@ -1,3 +1,4 @@
+import { concatBytes } from "../core/bytes.ts";
 import type { MiddlewareHandler } from "hono";
 import { AppError, ValidationError } from "../core/errors.ts";
 import type { AppEnv } from "./types.ts";
@@ -20,13 +21,7 @@ export async function readBodyCapped(req: Request, limit: number): Promise<Uint8
     }
     chunks.push(value);
   }
-  const out = new Uint8Array(size);
-  let off = 0;
-  for (const ch of chunks) {
-    out.set(ch, off);
-    off += ch.byteLength;
-  }
-  return out;
+  return concatBytes(chunks);
 }
 
 const tooLarge = (limit: number) => new AppError(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${limit} bytes`);

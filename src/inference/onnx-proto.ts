@@ -10,6 +10,10 @@
  *   ValueInfoProto.name = 1
  */
 
+import { concatBytes } from "../core/bytes.ts";
+
+export { concatBytes };
+
 export const ONNX_FIELD = {
   modelGraph: 7,
   graphNode: 1,
@@ -143,18 +147,6 @@ export function lengthDelimited(field: number, payload: Uint8Array): Uint8Array 
 /** A varint field: key, value. */
 export function varintField(field: number, value: number): Uint8Array {
   return concatBytes([encodeVarint(field * 8), encodeVarint(value)]);
-}
-
-export function concatBytes(parts: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 /** The first field with this number, or null. */

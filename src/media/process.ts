@@ -1,3 +1,4 @@
+import { concatBytes } from "../core/bytes.ts";
 import { MediaError } from "./errors.ts";
 import { gconvGuardDir } from "./gconv.ts";
 
@@ -167,13 +168,7 @@ export class ToolProcess {
       parts.push(buf.subarray(0, n));
       if (n < buf.length) break;
     }
-    const out = new Uint8Array(total);
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
+    return concatBytes(parts);
   }
 
   /** Waits for exit and for stderr to be fully read. Throws TIMEOUT if we killed it. */
