@@ -8,7 +8,12 @@
  *   3. `accounts create --name smoke --json` returns an id;
  *   4. `serve --port 0`: /healthz answers 200; a second `serve` on the same data dir exits non-zero
  *      with a clear message; SIGTERM stops the server (exit 0);
- *   5. two `doctor` processes started at once on another fresh data dir both pass.
+ *   5. two `doctor` processes started at once on another fresh data dir both pass;
+ *   6. end to end: the tiny CLIP and Whisper models imported (`models import`, load-checked in the
+ *      binary's workers), a 20 s clip with 2 s keyframes and a cut (made by the binary's own
+ *      ffmpeg) indexed by `ingest`, then, through `serve`: the video's stages (one decode for
+ *      frames, shots and thumbnails; the transcript beside it), its thumbnails and poster on disk,
+ *      nothing temporary left, signed int8 weights where the CPU has VNNI, and a search answering.
  * Every wait is bounded. Prints each check; exits 1 if any failed.
  *
  *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip]
@@ -195,10 +200,78 @@ async function main(): Promise<number> {
   const leftovers = [...snapshot(join(raceDir, "runtime")).keys()].filter((k) => k.includes(".tmp-"));
   check("race: no temp files left behind", leftovers.length === 0, leftovers.join(", "));
 
+  // 6: index a video end to end with the compiled binary.
+  await endToEnd(data, id, resolve(modelDir, "..", "tiny-random-whisper"));
+
   // Not failures: where else the binary wrote (ONNX Runtime keeps a device id under $HOME/.cache).
   const strays = [...snapshot(env.HOME).keys()].map((k) => `$HOME/${k}`).concat([...snapshot(env.TMPDIR).keys()].map((k) => `$TMPDIR/${k}`));
   if (strays.length) console.log(`note: files written outside the data dir: ${strays.join(", ")}`);
   return checks.every((c) => c.ok) ? 0 : 1;
+}
+
+async function endToEnd(data: string, accountId: string, whisperDir: string): Promise<void> {
+  const clipDir = resolve(args["model-dir"]!);
+  const imp = async (dir: string, role: string) => {
+    const r = await vsearch(["--data-dir", data, "--json", "models", "import", dir, "--role", role, "--dtype", "q8"], 120_000);
+    return check(`models import ${role} (load-checked in a worker)`, r.code === 0 && !!json(r)?.model?.model_id, `${json(r)?.model?.model_id ?? r.stderr.trim().split("\n")[0]}, ${brief(r)}`);
+  };
+  if (!(await imp(clipDir, "image-text")) || !existsSync(whisperDir) || !(await imp(whisperDir, "speech"))) return;
+
+  const ffmpeg = readdirSync(join(data, "runtime")).map((v) => join(data, "runtime", v, "ffmpeg")).find(existsSync);
+  if (!check("the extracted ffmpeg is there", !!ffmpeg, String(ffmpeg))) return;
+  const clip = join(work, "smoke-clip.mp4");
+  const gen = Bun.spawn(
+    [ffmpeg!, "-hide_banner", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=10", "-f", "lavfi", "-i", "color=c=red:s=320x240:r=25:d=10",
+     "-f", "lavfi", "-i", "sine=f=440:d=20", "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]", "-map", "[v]", "-map", "2:a",
+     "-c:v", "libx264", "-preset", "veryfast", "-g", "50", "-keyint_min", "50", "-sc_threshold", "0", "-c:a", "aac", clip],
+    { env, stdout: "ignore", stderr: "pipe" },
+  );
+  const genCode = await Promise.race([gen.exited, Bun.sleep(60_000).then(() => "timeout" as const)]);
+  if (!check("a 20 s test clip made with the binary's ffmpeg", genCode === 0 && existsSync(clip), `exit ${genCode}`)) return;
+
+  const ingest = await vsearch(["--data-dir", data, "--json", "ingest", clip, "--account", accountId, "--collection", "smoke"], 180_000);
+  const videoId = json(ingest)?.files?.[0]?.video_id as string | undefined;
+  if (!check("ingest indexes the clip in-process", ingest.code === 0 && !!videoId && json(ingest)?.summary?.indexed === 1, `${JSON.stringify(json(ingest)?.summary)}, ${brief(ingest)}`)) return;
+  const key = json(await vsearch(["--data-dir", data, "--json", "keys", "create", "--account", accountId, "--name", "smoke"], 60_000))?.key as string | undefined;
+  if (!check("keys create returns a key", typeof key === "string", "")) return;
+
+  const server = Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], { cwd: work, env, stdout: "pipe", stderr: "pipe" });
+  try {
+    const url = await waitForUrl(server, 60_000);
+    if (!check("serve starts again with the models installed", url !== null, url ?? `exit ${server.exitCode}`)) return;
+    const get = async (path: string, init?: RequestInit) => {
+      const res = await fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, ...(init?.headers ?? {}) }, signal: AbortSignal.timeout(30_000) });
+      return { status: res.status, body: (await res.json().catch(() => null)) as any };
+    };
+    const video = (await get(`/v1/videos/${videoId}`)).body?.data;
+    const st = video?.stages ?? {};
+    check("video is ready", video?.status === "ready", `status ${video?.status}`);
+    check(
+      "one decode for frames and shots (keyframe mode, the cut found)",
+      st.shots?.reason === "keyframe decode, scored on the sampled frames" && st.shots?.count === 2 && st.embeddings?.status === "ran",
+      JSON.stringify({ shots: st.shots, embeddings: st.embeddings?.count }),
+    );
+    check("shot thumbnails and the poster came from that decode", /^2 shots and the poster from the frame decode$/.test(st.thumbnails?.reason ?? ""), JSON.stringify(st.thumbnails));
+    check("the transcript stage ran (speech worker)", st.transcript?.status === "ran", JSON.stringify(st.transcript));
+    const vdir = join(data, "videos", videoId!);
+    const files = existsSync(vdir) ? readdirSync(vdir).sort() : [];
+    const shots = existsSync(join(vdir, "shots")) ? readdirSync(join(vdir, "shots")) : [];
+    check("poster and 2 shot thumbnails on disk, no temp folder left", files.join(",") === "poster.jpg,shots,source.mp4" && shots.length === 2, `${files.join(", ")}; shots: ${shots.join(", ")}`);
+    const vnni = /\bavx(512)?_vnni\b/.test((await Bun.file("/proc/cpuinfo").text().catch(() => "")));
+    const signed = join(data, "runtime", "signed-models");
+    const derived = existsSync(signed) ? readdirSync(signed).filter((d) => !d.startsWith(".")) : [];
+    check(
+      vnni ? "signed int8 weights derived for the models (CPU has VNNI)" : "models load as installed (no VNNI on this CPU)",
+      vnni ? derived.some((d) => d.startsWith("tiny-random-clip")) && derived.some((d) => d.startsWith("tiny-random-whisper")) : derived.length === 0,
+      derived.join(", "),
+    );
+    const search = await get("/v1/search", { method: "POST", body: new URLSearchParams({ query: "a red screen" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
+    check("POST /v1/search answers 200 with the documented shape", search.status === 200 && Array.isArray(search.body?.data) && typeof search.body?.meta?.total === "number", `${search.status}, total ${search.body?.meta?.total}`);
+  } finally {
+    server.kill("SIGTERM");
+    const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
+    if (code === "timeout") server.kill("SIGKILL");
+  }
 }
 
 let code = 1;
