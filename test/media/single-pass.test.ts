@@ -103,6 +103,21 @@ describe("the poster branch", () => {
     expect(g + b).toBeLessThan(80);
   });
 
+  it("HDR, rotated and anamorphic video: thumbnails and poster keep the display shape (HDR tone-mapped)", async () => {
+    for (const [name, hdr, thumb, poster] of [
+      ["hdr", true, [320, 180], [640, 360]],
+      ["rotated", false, [320, 640], [640, 1280]],
+      ["anamorphic", false, [320, 240], [640, 480]],
+    ] as const) {
+      const dir = join(tmp, `shape-${name}`);
+      mkdirSync(dir);
+      const stream = sampleFrames(bins, await mediaFixture(name), { keyframesOnly: false, hdr, jpegs: { dir, width: 320 }, poster: { path: join(dir, "poster.jpg"), atSecs: 0, width: 640 } });
+      for await (const _ of stream);
+      expect(await imageDimensions(join(dir, "00000000.jpg")), name).toEqual([...thumb]);
+      expect(await imageDimensions(join(dir, "poster.jpg")), name).toEqual([...poster]);
+    }
+  });
+
   it("writes nothing when no frame comes at or after the time (the caller falls back to a seek)", async () => {
     const { path, n } = await run(99, "poster-none");
     expect(n).toBe(10);
