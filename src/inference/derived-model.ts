@@ -85,6 +85,23 @@ export async function signedWeightsModelDir(modelDir: string, onnxFiles: string[
   }
 }
 
+/**
+ * Removes derived folders whose installed folder is gone (a model removed or replaced by hand) and
+ * temp folders a crash left behind. Best effort; called when a worker pool starts.
+ */
+export async function pruneDerivedModels(root: string): Promise<number> {
+  let removed = 0;
+  for (const name of await readdir(root).catch(() => [] as string[])) {
+    const dir = join(root, name);
+    const stale = name.startsWith(".tmp-") ? true : await readMarker(dir).then((m) => (m ? stat(m.source).then(() => false, () => true) : true));
+    if (stale) {
+      await rm(dir, { recursive: true, force: true }).catch(() => {});
+      removed++;
+    }
+  }
+  return removed;
+}
+
 /** Symlinks every entry of `from/sub` into `to/sub`, except the `rewritten` files (already there). */
 async function mirror(from: string, to: string, sub: string, rewritten: Set<string>): Promise<void> {
   for (const entry of await readdir(join(from, sub), { withFileTypes: true })) {

@@ -4,6 +4,7 @@ import { chooseDevice, createPoolProbe, type DeviceChoice } from "../inference/d
 import { availableParallelism } from "node:os";
 import { createInferencePool, planThreads, type InferencePool } from "../inference/pool.ts";
 import { existsSync, readFileSync } from "node:fs";
+import { pruneDerivedModels } from "../inference/derived-model.ts";
 import { signedWeightsDecision, type SignedWeightsDecision } from "../inference/signed-weights.ts";
 import { dirname, join } from "node:path";
 import { resolveNativeFiles } from "../runtime/native-files.ts";
@@ -46,6 +47,7 @@ export class InferenceHost {
   private speech: Promise<InferencePool> | null = null;
   private choice: DeviceChoice | null = null;
   private signed: SignedWeightsDecision | null = null;
+  private pruned: Promise<number> | null = null;
 
   constructor(
     private readonly config: Config,
@@ -87,14 +89,17 @@ export class InferenceHost {
   }
 
   private start(role: "vision" | "speech", threads: number): Promise<InferencePool> {
-    const pool = this.device().then((choice) =>
+    const signedDir = this.signedWeights().enabled ? `${this.config.dataDir}/runtime/signed-models` : undefined;
+    // Once per process: derived copies of models that are no longer installed go.
+    this.pruned ??= signedDir ? pruneDerivedModels(signedDir).catch(() => 0) : Promise.resolve(0);
+    const pool = Promise.all([this.device(), this.pruned]).then(([choice]) =>
       createInferencePool({
         workerFile: this.workerFile,
         threads,
         device: choice.device,
         logger: this.logger.child({ pool: role }),
         cacheDir: `${this.config.dataDir}/runtime/transformers-cache`,
-        signedWeightsDir: this.signedWeights().enabled ? `${this.config.dataDir}/runtime/signed-models` : undefined,
+        signedWeightsDir: signedDir,
       }),
     );
     pool.catch(() => {

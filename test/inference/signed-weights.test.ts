@@ -3,12 +3,12 @@
  * rewrite at the byte level, the derived model folder, the CPU policy, and the outputs of the real
  * CLIP and Whisper loaders with and without it.
  */
-import { cpSync, existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync } from "node:fs";
+import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ClipModel } from "../../src/inference/clip.ts";
-import { signedWeightsModelDir } from "../../src/inference/derived-model.ts";
+import { pruneDerivedModels, signedWeightsModelDir } from "../../src/inference/derived-model.ts";
 import { ONNX_DTYPE, ONNX_FIELD as F, ProtoError, concatBytes, fieldString, fieldVarint, fieldVarints, fields } from "../../src/inference/onnx-proto.ts";
 import { cpuHasVnni, signMatMulIntegerWeights, signedWeightsDecision } from "../../src/inference/signed-weights.ts";
 import { WhisperModel } from "../../src/inference/whisper.ts";
@@ -146,6 +146,21 @@ describe("derived model folder", () => {
     const first = await signedWeightsModelDir(WHISPER_DIR, files, root);
     expect(first).toMatchObject({ dir: WHISPER_DIR, converted: 0, reused: false });
     expect(await signedWeightsModelDir(WHISPER_DIR, files, root)).toMatchObject({ dir: WHISPER_DIR, converted: 0, reused: true });
+  });
+
+  it("prune removes derived folders of models no longer installed, and crash leftovers", async () => {
+    const src = join(tmp, "clip-gone");
+    cpSync(CLIP_DIR, src, { recursive: true });
+    const root = join(tmp, "derived-prune");
+    const kept = await signedWeightsModelDir(CLIP_DIR, ["onnx/vision_model_quantized.onnx"], root);
+    const gone = await signedWeightsModelDir(src, ["onnx/vision_model_quantized.onnx"], root);
+    mkdirSync(join(root, ".tmp-123-1-abc"));
+    rmSync(src, { recursive: true, force: true });
+    expect(await pruneDerivedModels(root)).toBe(2);
+    expect(existsSync(kept.dir)).toBe(true);
+    expect(existsSync(gone.dir)).toBe(false);
+    expect(readdirSync(root)).toEqual([kept.dir.split("/").pop()]);
+    expect(await pruneDerivedModels(join(tmp, "no-such-root"))).toBe(0);
   });
 
   it("concurrent first uses agree on one folder", async () => {
