@@ -12,8 +12,6 @@
 
 import { concatBytes } from "../core/bytes.ts";
 
-export { concatBytes };
-
 export const ONNX_FIELD = {
   modelGraph: 7,
   graphNode: 1,
@@ -147,10 +145,4 @@ export function lengthDelimited(field: number, payload: Uint8Array): Uint8Array 
 /** A varint field: key, value. */
 export function varintField(field: number, value: number): Uint8Array {
   return concatBytes([encodeVarint(field * 8), encodeVarint(value)]);
-}
-
-/** The first field with this number, or null. */
-export function findField(buf: Uint8Array, start: number, end: number, field: number): ProtoField | null {
-  for (const f of fields(buf, start, end)) if (f.field === field) return f;
-  return null;
 }

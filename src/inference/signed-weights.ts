@@ -19,12 +19,12 @@
  * else (Gather + DequantizeLinear embeddings, a missing zero point, external data, a name that is
  * also a graph input or has a declared type) is left as it is.
  */
+import { concatBytes } from "../core/bytes.ts";
 import {
   ONNX_DTYPE,
   ONNX_FIELD as F,
   type ProtoField,
   ProtoError,
-  concatBytes,
   encodeVarint,
   fieldString,
   fieldVarint,
@@ -109,10 +109,11 @@ export function signMatMulIntegerWeights(model: Uint8Array): SignedWeightsResult
   const nodes = new Set<string>();
   for (const name of candidate) for (const u of uses.get(name)!) nodes.add(`${u.b}\0${u.bZeroPoint}`);
 
+  const rewrite = new Set([...candidate].map((name) => inits.get(name)!.field.start));
   const graphParts: Uint8Array[] = [];
   let run = graph.valueStart; // unchanged bytes are passed on as runs of the input
   for (const f of fields(model, graph.valueStart, graph.end)) {
-    if (f.field !== F.graphInitializer || f.wire !== 2 || !candidate.has(readTensorHeader(model, f).name)) continue;
+    if (!rewrite.has(f.start)) continue;
     if (signRawTensorInPlace(model, f)) continue; // same length: stays inside the current run
     graphParts.push(model.subarray(run, f.start), lengthDelimited(F.graphInitializer, toInt8Tensor(model, f)));
     run = f.end;

@@ -1,4 +1,4 @@
-import { filterBoundaries } from "./shots.ts";
+import { MIN_SHOT_SECS, SCENE_THRESHOLD, filterBoundaries } from "./shots.ts";
 
 /**
  * Shot boundaries from frames already decoded for the model, so a keyframe-mode ingest decodes
@@ -36,21 +36,20 @@ export interface ShotTrackerOptions {
  */
 export class ShotTracker {
   private prev: Uint8Array | null = null;
-  private hasPrev = false;
   private prevMafd = 0;
   private readonly found: number[] = [];
   private readonly threshold: number;
   private readonly minShotSecs: number;
 
   constructor(opts: ShotTrackerOptions = {}) {
-    this.threshold = opts.threshold ?? 0.3;
-    this.minShotSecs = opts.minShotSecs ?? 0.5;
+    this.threshold = opts.threshold ?? SCENE_THRESHOLD;
+    this.minShotSecs = opts.minShotSecs ?? MIN_SHOT_SECS;
     if (!(this.threshold > 0 && this.threshold < 1)) throw new RangeError("threshold must be in (0, 1)");
   }
 
   /** `rgb` is only read during the call and until the next one: pass it before handing it on. */
   push(timestamp: number, rgb: Uint8Array): void {
-    if (this.hasPrev && this.prev && this.prev.length === rgb.length) {
+    if (this.prev && this.prev.length === rgb.length) {
       const { score, mafd } = sceneScore(this.prev, rgb, this.prevMafd);
       this.prevMafd = mafd;
       if (score > this.threshold && Number.isFinite(timestamp)) this.found.push(timestamp);
@@ -59,7 +58,6 @@ export class ShotTracker {
     // and so detached, once it is embedded.
     if (!this.prev || this.prev.length !== rgb.length) this.prev = new Uint8Array(rgb.length);
     this.prev.set(rgb);
-    this.hasPrev = true;
   }
 
   boundaries(): number[] {

@@ -55,6 +55,9 @@ export interface KeyframeSpacing {
   scannedSecs: number;
 }
 
+/** How much of the start of a file keyframe spacing is judged on. */
+export const KEYFRAME_SCAN_SECS = 30;
+
 /**
  * Keyframe times over the first `scanSecs`, two ways:
  * - `decode`: ffprobe decodes keyframes only (`-skip_frame nokey`), exactly the set ffmpeg hands
@@ -69,7 +72,7 @@ export async function readKeyframeTimes(
   file: string,
   opts: { scanSecs?: number; method?: "decode" | "packets"; timeoutMs?: number } = {},
 ): Promise<number[]> {
-  const scanSecs = opts.scanSecs ?? 30;
+  const scanSecs = opts.scanSecs ?? KEYFRAME_SCAN_SECS;
   const what =
     opts.method === "packets"
       ? ["-show_entries", "packet=pts_time,dts_time,flags"]
@@ -110,7 +113,7 @@ export async function measureKeyframeSpacing(
   file: string,
   opts: { scanSecs?: number; durationSecs?: number | null; timeoutMs?: number; method?: "decode" | "packets" } = {},
 ): Promise<KeyframeSpacing> {
-  const scanSecs = opts.scanSecs ?? 30;
+  const scanSecs = opts.scanSecs ?? KEYFRAME_SCAN_SECS;
   const times = await readKeyframeTimes(bins, file, { scanSecs, method: opts.method, timeoutMs: opts.timeoutMs });
   return keyframeSpacing(times, scanSecs, opts.durationSecs ?? null);
 }
@@ -128,7 +131,7 @@ export async function keyframesCloseEnough(
 ): Promise<{ ok: boolean; spacing: KeyframeSpacing; method: "packets" | "decode" }> {
   const packets = opts.packetTimes ?? (await readKeyframeTimes(bins, file, { method: "packets" }).catch(() => null));
   if (packets) {
-    const spacing = keyframeSpacing(packets, 30, opts.durationSecs);
+    const spacing = keyframeSpacing(packets, KEYFRAME_SCAN_SECS, opts.durationSecs);
     if (spacing.maxGapSecs <= opts.maxGapSecs) return { ok: true, spacing, method: "packets" };
   }
   const spacing = await measureKeyframeSpacing(bins, file, { durationSecs: opts.durationSecs });

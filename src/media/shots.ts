@@ -2,6 +2,11 @@ import { MediaError } from "./errors.ts";
 import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
 import { createShowinfoParser } from "./showinfo.ts";
 
+/** Default scene-change score above which a frame starts a shot (also scene-score.ts). */
+export const SCENE_THRESHOLD = 0.3;
+/** Default: boundaries closer than this to the previous one are dropped. */
+export const MIN_SHOT_SECS = 0.5;
+
 export interface ShotDetectionOptions {
   /** Scene-change score (0..1, ffmpeg's `scene`) above which a frame starts a new shot. Default 0.3. */
   threshold?: number;
@@ -40,8 +45,8 @@ export interface ShotDetectionOptions {
  * through long shots that select nothing.
  */
 export async function detectShotBoundaries(bins: MediaBins, file: string, opts: ShotDetectionOptions = {}): Promise<number[]> {
-  const threshold = opts.threshold ?? 0.3;
-  const minShot = opts.minShotSecs ?? 0.5;
+  const threshold = opts.threshold ?? SCENE_THRESHOLD;
+  const minShot = opts.minShotSecs ?? MIN_SHOT_SECS;
   const width = opts.analysisWidth ?? 160;
   if (!(threshold > 0 && threshold < 1)) throw new RangeError("threshold must be in (0, 1)");
   if (!Number.isInteger(width) || width < 16) throw new RangeError("analysisWidth must be an integer ≥ 16");

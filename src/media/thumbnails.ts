@@ -134,7 +134,8 @@ function tempNameFor(outPath: string): string {
   return `${outPath}.tmp-${process.pid}-${threadId}-${Math.random().toString(36).slice(2)}`;
 }
 
-async function nonEmpty(path: string): Promise<boolean> {
+/** The file exists and has bytes (an ffmpeg output that was really written). */
+export async function nonEmpty(path: string): Promise<boolean> {
   try {
     return (await stat(path)).size > 0;
   } catch {

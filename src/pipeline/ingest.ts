@@ -1,4 +1,3 @@
-import { mkdirSync, rmSync } from "node:fs";
 import { isMediaError } from "../media/errors.ts";
 import { probeMedia, type MediaInfo } from "../media/probe.ts";
 import { detectShotBoundaries, shotsFromBoundaries, type Shot } from "../media/shots.ts";
@@ -22,7 +21,6 @@ const NO_IMAGE_MODEL = "no image-text model installed (vsearch models import …
 /** What one video's run carries from stage to stage. */
 interface Run {
   stages: StageRun;
-  video: VideoRow;
   source: string;
   info: MediaInfo;
   scope: VideoScope;
@@ -80,16 +78,11 @@ export class IngestPipeline implements JobHandler {
     stages.check();
 
     const scope = { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id };
-    const run: Run = { stages, video, source, info, signal: stop.signal, scope };
+    const run: Run = { stages, source, info, signal: stop.signal, scope };
     const keyframesOnly = await useKeyframes(d, source, info, await packets);
     const clip = d.models.active("image-text");
     // Thumbnails of the sampled frames, written by the same decode; the shots' are moved out.
-    const jpegDir = clip ? d.files.passJpegsDir(video.id) : null;
-    if (jpegDir) {
-      d.files.ensureDir(video.id);
-      rmSync(jpegDir, { recursive: true, force: true }); // a resumed job starts clean
-      mkdirSync(jpegDir);
-    }
+    const jpegDir = clip ? d.files.freshPassJpegsDir(video.id) : null;
     try {
       const failFast = <T>(p: Promise<T>) =>
         p.catch((e) => {
@@ -130,7 +123,7 @@ export class IngestPipeline implements JobHandler {
       });
       d.onIndexed?.(video.id);
     } finally {
-      if (jpegDir) rmSync(jpegDir, { recursive: true, force: true });
+      if (jpegDir) d.files.removePassJpegsDir(video.id);
     }
   }
 
@@ -162,7 +155,7 @@ export class IngestPipeline implements JobHandler {
     if (!keyframesOnly) [shots, shotsMs] = await stages.timed(detectShots);
     const boundaries = shots.slice(1).map((s) => s.start);
     const [result, ms] = await stages.timed(() =>
-      embedFrames(d, r.source, info, clip, { boundaries, keyframesOnly, trackShots: keyframesOnly, jpegDir: jpegDir ?? undefined }, r.signal, (f) =>
+      embedFrames(d, r.source, info, clip, { boundaries, keyframesOnly, jpegDir: jpegDir ?? undefined }, r.signal, (f) =>
         stages.report("embeddings", f),
       ).catch(toFailure),
     );

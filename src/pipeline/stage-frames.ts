@@ -17,9 +17,8 @@ export interface FrameEmbedding {
 export interface VisualPassOptions {
   /** Shot boundaries to sample in addition to the 1 fps grid. */
   boundaries: number[];
+  /** Keyframes only; then shot changes are also scored on the decoded frames (no second decode). */
   keyframesOnly: boolean;
-  /** Score shot changes on the decoded frames (keyframe mode: no second decode for shots). */
-  trackShots: boolean;
   /**
    * Write a thumbnail of every decoded frame here (`frameJpegPath`; those of dropped frames are
    * removed), and the poster (`passPosterPath`): the first sampled frame at 10 % of the duration.
@@ -78,7 +77,7 @@ export async function embedFrames(
     // decoder thread spends ~10 % less CPU than ffmpeg's frame threads.
     threads: opts.keyframesOnly ? 1 : undefined,
   });
-  const tracker = opts.trackShots ? new ShotTracker() : null;
+  const tracker = opts.keyframesOnly ? new ShotTracker() : null;
   const dropped: Promise<void>[] = [];
   // Every decoded frame goes past the shot tracker (a cut is a difference to the frame before);
   // frames the dedupe step drops lose their thumbnail right away, so a long video's temp folder

@@ -1,6 +1,6 @@
-import { rename, stat } from "node:fs/promises";
+import { rename } from "node:fs/promises";
 import type { ShotInput } from "../indexing/store.ts";
-import { writeThumbnail, writeThumbnails, type ThumbnailRequest } from "../media/thumbnails.ts";
+import { nonEmpty, writeThumbnail, writeThumbnails, type ThumbnailRequest } from "../media/thumbnails.ts";
 import type { VideoRow } from "../videos/schema.ts";
 import type { PipelineDeps } from "./deps.ts";
 import { POSTER_WIDTH, SHOT_THUMB_WIDTH, frameJpegPath, passPosterPath, posterTimeSecs, type FrameEmbedding } from "./stage-frames.ts";
@@ -45,12 +45,4 @@ export async function writeVideoThumbnails(
   if (posterFromPass) await rename(fromPass, poster);
   else await writeThumbnail(d.bins, source, posterTimeSecs(video.duration_secs), poster, { width: POSTER_WIDTH, hdr, keyframesOnly });
   return { shots: requests.map((r) => d.files.rel(r.outPath)), poster: d.files.rel(poster), shotsFromPass: requests.length - missing.length, posterFromPass };
-}
-
-async function nonEmpty(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).size > 0;
-  } catch {
-    return false;
-  }
 }

@@ -40,12 +40,27 @@ const VEC0_MAX_K = 4096;
 const EXACT_SCAN_MAX = 20_000;
 const MEMO_MAX = 4096;
 const RESULT_MEMO_MAX = 512;
-
-
 /** Vectors in the per-account calibration sample. */
 export const NULL_SAMPLE_SIZE = 1024;
 /** Videos whose shot rows search keeps per account (SearchIndexes.shotsOfVideos). */
 const SHOT_VIDEOS_MAX = 5_000;
+
+/** A per-account cache of computed values, at most `max` per account, least recently used out first. */
+function remember<T>(byAccount: Map<string, Map<string, unknown>>, accountId: string, key: string, max: number, compute: () => T): T {
+  let m = byAccount.get(accountId);
+  if (!m) byAccount.set(accountId, (m = new Map()));
+  if (m.has(key)) {
+    // Map order is recency: move a hit to the end.
+    const hit = m.get(key) as T;
+    m.delete(key);
+    m.set(key, hit);
+    return hit;
+  }
+  const v = compute();
+  if (m.size >= max) m.delete(m.keys().next().value!);
+  m.set(key, v);
+  return v;
+}
 
 function topK(hits: VectorHit[], k: number): VectorHit[] {
   return hits.sort((a, b) => b.raw - a.raw || a.id - b.id).slice(0, k);
@@ -222,13 +237,7 @@ export class SearchIndexes {
    * words, …), kept until the account's content changes. At most MEMO_MAX per account.
    */
   memo<T>(accountId: string, key: string, compute: () => T): T {
-    let m = this.memos.get(accountId);
-    if (!m) this.memos.set(accountId, (m = new Map()));
-    if (m.has(key)) return m.get(key) as T;
-    const v = compute();
-    if (m.size >= MEMO_MAX) m.clear();
-    m.set(key, v);
-    return v;
+    return remember(this.memos, accountId, key, MEMO_MAX, compute);
   }
 
   /**
@@ -238,19 +247,7 @@ export class SearchIndexes {
    * full-text look-ups; the vector search always runs.
    */
   memoResult<T>(accountId: string, key: string, compute: () => T): T {
-    let m = this.results.get(accountId);
-    if (!m) this.results.set(accountId, (m = new Map()));
-    if (m.has(key)) {
-      // Least recently used goes first: move a hit to the end.
-      const hit = m.get(key) as T;
-      m.delete(key);
-      m.set(key, hit);
-      return hit;
-    }
-    const v = compute();
-    if (m.size >= RESULT_MEMO_MAX) m.delete(m.keys().next().value!);
-    m.set(key, v);
-    return v;
+    return remember(this.results, accountId, key, RESULT_MEMO_MAX, compute);
   }
 
   onVideoIndexed(videoId: string): void {

@@ -34,7 +34,7 @@ export class MemoryVectorBackend implements VectorBackend {
   private readonly groupIds = new Map<string, number>();
   private nextGroup = 0;
   /** Exact vectors read during the current `nearest` call's session (see NearestRequest.session). */
-  private session: { kind: VectorKind; vectors: Map<number, Float32Array> } | null = null;
+  private sessionVectors: Map<number, Float32Array> | null = null;
   private readonly sessions = new WeakMap<object, Map<string, SessionState>>();
 
   constructor(
@@ -66,7 +66,8 @@ export class MemoryVectorBackend implements VectorBackend {
    * the copy.
    */
   private exact(index: string, kind: VectorKind, ids: readonly number[]): (Float32Array | undefined)[] {
-    const reuse = this.session?.kind === kind ? this.session.vectors : null;
+    // Set only around the index's search of this very index (exact is its source), so it is ours.
+    const reuse = this.sessionVectors;
     const found = new Map<number, Float32Array>();
     const missing: number[] = [];
     for (const id of ids) {
@@ -131,11 +132,11 @@ export class MemoryVectorBackend implements VectorBackend {
     const allow = s?.allow ?? this.allowFor(ki, kind, req);
     if (s) s.allow = allow;
     if (ki.index.partitionSize(scope.accountId) === 0 || allow.videos?.length === 0) return [];
-    this.session = s ? { kind, vectors: s.vectors } : null;
+    this.sessionVectors = s?.vectors ?? null;
     try {
       return ki.index.search(query, { partition: scope.accountId, k: req.k, allow, reuse: s?.scan }).map((r) => ({ id: r.rowId, raw: r.score }));
     } finally {
-      this.session = null;
+      this.sessionVectors = null;
     }
   }
 

@@ -335,11 +335,12 @@ export class SearchService {
     if (!fts) return [];
     const account = scope.accountId;
     const key = `${scopeKey(scope)}\u0000${fts.match}`;
-    let hits = this.d.indexes.memoResult(account, `fts\u0000${key}`, () => this.d.store.transcriptSearch(scope, fts.match, TRANSCRIPT_K));
-    if (allowShots) hits = this.insideShots(hits, allowShots);
+    const found = this.d.indexes.memoResult(account, `fts\u0000${key}`, () => this.d.store.transcriptSearch(scope, fts.match, TRANSCRIPT_K));
+    const hits = allowShots ? this.insideShots(found, allowShots) : found;
     if (!hits.length) return [];
     const n = this.d.indexes.memo(account, "transcript-n", () => this.d.store.transcriptCount(account));
-    const ids = hits.map((h) => h.id);
+    // Which hits carry each unit, over all the query's matches (a label filter only narrows them).
+    const ids = found.map((h) => h.id);
     // A unit never said in this account weighs like the rarest word that was (df = 1): a missing
     // rare word sinks a segment, a misspelt extra word next to a rare one does not sink it alone.
     const idf = (df: number) => Math.log(1 + (n - Math.max(df, 1) + 0.5) / (Math.max(df, 1) + 0.5));
@@ -347,12 +348,7 @@ export class SearchService {
     const units = fts.units.map((u) => ({
       idf: idf(this.d.indexes.memo(account, `df\u0000${u}`, () => this.d.store.transcriptDocFreq(account, u))),
       // One unit: every hit matched it.
-      matching:
-        fts.units.length === 1
-          ? all
-          : allowShots
-            ? this.d.store.transcriptMatching(u, ids)
-            : this.d.indexes.memoResult(account, `fts-unit\u0000${key}\u0000${u}`, () => this.d.store.transcriptMatching(u, ids)),
+      matching: fts.units.length === 1 ? all : this.d.indexes.memoResult(account, `fts-unit\u0000${key}\u0000${u}`, () => this.d.store.transcriptMatching(u, ids)),
     }));
     const total = units.reduce((s, u) => s + u.idf, 0);
     const out: Candidate[] = [];

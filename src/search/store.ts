@@ -68,8 +68,10 @@ export interface ThresholdRow {
   downs: number;
 }
 
-/** The label strings of a shot row (`labels` is JSON `[{label, score}]`, best first). */
-/** A shot row's label names. Rows kept by SearchIndexes.shotsOfVideos carry them parsed already. */
+/**
+ * The label strings of a shot row (`labels` is JSON `[{label, score}]`, best first). Rows kept by
+ * SearchIndexes.shotsOfVideos carry them parsed already.
+ */
 export function labelsOf(s: (Pick<ShotRow, "labels"> & { parsedLabels?: string[] }) | null): string[] {
   if (!s) return [];
   if (s.parsedLabels) return s.parsedLabels;
@@ -310,7 +312,6 @@ export class SearchStore {
     return out;
   }
 
-  /** Shots in scope whose labels or caption contain any of the words (LIKE, escaped). */
   /**
    * Shots whose labels or caption mention any of `terms` (FTS prefix match, porter-stemmed on
    * both sides), in id order. A superset for the caller's exact word check, never a scan.

@@ -41,9 +41,21 @@ export class VideoFiles {
 
   /**
    * Thumbnails of every sampled frame while a video is being indexed; the shots' ones are moved
-   * out, the folder is removed when the job ends (and cleared when a resumed job starts again).
+   * out, the folder is removed when the job ends. Returned empty: a resumed job starts clean.
    */
-  passJpegsDir(videoId: string): string {
+  freshPassJpegsDir(videoId: string): string {
+    this.ensureDir(videoId);
+    const d = this.passJpegsDir(videoId);
+    rmSync(d, { recursive: true, force: true });
+    mkdirSync(d);
+    return d;
+  }
+
+  removePassJpegsDir(videoId: string): void {
+    rmSync(this.passJpegsDir(videoId), { recursive: true, force: true });
+  }
+
+  private passJpegsDir(videoId: string): string {
     return join(this.dir(videoId), "frames.tmp");
   }
 

@@ -8,7 +8,24 @@ import { MemoryVectorBackend } from "../../src/search/memory-backend.ts";
 import { SearchStore } from "../../src/search/store.ts";
 import { mentionTerms } from "../../src/search/text-match.ts";
 import { ExactVectorCache } from "../../src/search/vector-cache.ts";
-import { HAND_MODEL, addVideo, background, concept, createCollection, createTenant, indexVideo, near, rng, scopeOf, startSearchApp, type SearchTestApp } from "./helpers.ts";
+import { vi } from "vitest";
+import {
+  HAND_MODEL,
+  HandEmbedder,
+  addVideo,
+  background,
+  concept,
+  createCollection,
+  createTenant,
+  indexVideo,
+  near,
+  rng,
+  scopeOf,
+  search,
+  segmentsOf,
+  startSearchApp,
+  type SearchTestApp,
+} from "./helpers.ts";
 
 const vec = (x: number) => Float32Array.from({ length: 4 }, () => x);
 
@@ -108,5 +125,34 @@ describe("against the store", () => {
     expect(t.app.search.indexes.shotsOfVideos(account, [v]).get(v)).toBe(first);
     indexVideo(t, v, { shots: [{ start: 0, end: 4 }, { start: 4, end: 10 }] });
     expect(t.app.search.indexes.shotsOfVideos(account, [v]).get(v)!.map((s) => s.end_secs)).toEqual([4, 10]);
+  });
+});
+
+describe("a repeated query", () => {
+  it("starts its look-up at the k it ended at last time, with the same answer", async () => {
+    const t = await startSearchApp({ embedder: new HandEmbedder({ red: concept(0) }) });
+    try {
+      const tenant = createTenant(t);
+      const col = createCollection(t, tenant.accountId, "c");
+      const r = rng(11);
+      // 400 red frames, and a library of unrelated footage so the account's null sample looks like
+      // real content: well over half of the first 128 answers pass the cut.
+      const library = addVideo(t, tenant.accountId, col, { duration: 3000 });
+      indexVideo(t, library, { frames: Array.from({ length: 3000 }, (_, s) => ({ timestamp: s, embedding: background(r) })) });
+      const v = addVideo(t, tenant.accountId, col, { duration: 400 });
+      indexVideo(t, v, { frames: Array.from({ length: 400 }, (_, s) => ({ timestamp: s, embedding: near(0, 0.9, r) })) });
+      const spy = vi.spyOn(t.app.search.indexes, "nearest");
+      const ks = () => spy.mock.calls.filter(([q]) => q.kind === "frames").map(([q]) => q.k);
+      const first = await search(t, tenant.key, { query: "red", modes: "video" });
+      const walked = ks();
+      expect(walked[0]).toBe(128);
+      expect(walked.length).toBeGreaterThan(1);
+      spy.mockClear();
+      const again = await search(t, tenant.key, { query: "red", modes: "video" });
+      expect(ks()).toEqual([walked.at(-1)]);
+      expect(segmentsOf(again.body)).toEqual(segmentsOf(first.body));
+    } finally {
+      await t.close();
+    }
   });
 });
