@@ -13,7 +13,7 @@ import { SessionStore } from "./auth/store.ts";
 import { AuthService } from "./auth/service.ts";
 import { CollectionStore } from "./collections/store.ts";
 import { CollectionService } from "./collections/service.ts";
-import { createHttpApp } from "./http/app.ts";
+import { createHttpApp } from "./api/app.ts";
 import { RateLimiter } from "./http/rate-limit.ts";
 import type { AppEnv } from "./http/types.ts";
 import { Metrics } from "./observability/metrics.ts";
@@ -29,9 +29,6 @@ import { VideoStore } from "./videos/store.ts";
 import { VideoService } from "./videos/service.ts";
 import { UploadService } from "./upload/service.ts";
 import { ffprobeSniffer } from "./upload/sniffer.ts";
-import { registerUploadRoutes } from "./upload/routes.ts";
-import { registerVideoRoutes } from "./videos/routes.ts";
-import { registerJobRoutes } from "./jobs/routes.ts";
 import { JobRunner } from "./jobs/runner.ts";
 import type { ModelCatalog } from "./pipeline/deps.ts";
 import { InferenceHost } from "./pipeline/inference-host.ts";
@@ -42,17 +39,14 @@ import { WebhookStore } from "./webhooks/store.ts";
 import { SecretBox } from "./webhooks/secret-box.ts";
 import { WebhookDispatcher } from "./webhooks/dispatcher.ts";
 import { WebhookService } from "./webhooks/service.ts";
-import { registerWebhookRoutes } from "./webhooks/routes.ts";
 import { CreditStore } from "./credits/store.ts";
 import { CreditService } from "./credits/service.ts";
 import { AccountDeletion } from "./accounts/deletion.ts";
 import { CatalogQueryEmbedder, type QueryEmbedder } from "./search/embedder.ts";
 import { createSearchDomain, type SearchDomain } from "./search/domain.ts";
-import { registerSearchRoutes } from "./search/routes.ts";
 import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
-import { registerMediaRoutes } from "./media-serving/routes.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -212,7 +206,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     metrics,
     version: VERSION,
-    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes, registerSearchRoutes, registerMediaRoutes, registerWebhookRoutes],
     ready: () => {
       const checks: Record<string, string> = {};
       try {

@@ -1,5 +1,4 @@
 import { z } from "@hono/zod-openapi";
-import { metaSchema } from "../http/envelope.ts";
 import { MODES, type Mode } from "./thresholds.ts";
 
 /** A form field that may be sent once or repeated (`modes=video&modes=scene`). */
@@ -79,13 +78,6 @@ export const searchVideoSchema = z
     segments: z.array(segmentSchema),
   })
   .openapi("SearchResultVideo");
-
-export const searchMetaSchema = metaSchema
-  .extend({
-    modes: z.array(z.enum(MODES as [Mode, ...Mode[]])).optional().openapi({ description: "Modes that ran" }),
-    skipped_modes: z.record(z.string(), z.string()).optional().openapi({ description: "Defaulted modes that could not run, with the reason" }),
-  })
-  .openapi("SearchMeta");
 
 export type SearchSegment = z.infer<typeof segmentSchema>;
 export type SearchVideo = z.infer<typeof searchVideoSchema>;

@@ -3,8 +3,8 @@ import type { Context } from "hono";
 import { defineRoute, jsonError } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import type { AppEnv } from "../http/types.ts";
-import { parseRange } from "./range.ts";
-import type { MediaItem } from "./service.ts";
+import { parseRange } from "../media-serving/range.ts";
+import type { MediaItem } from "../media-serving/service.ts";
 
 const signed = z.object({
   expires: z.string().optional().openapi({ param: { name: "expires", in: "query" }, description: "Unix time the link stops working" }),

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { envelopeOf, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { defineRoute } from "../http/route.ts";
-import { sessionSchema, signInSchema } from "./schema.ts";
+import { sessionSchema, signInSchema } from "../auth/schema.ts";
 
 export function registerAuthRoutes(app: Api, deps: HttpDeps) {
   const signIn = defineRoute(deps, {

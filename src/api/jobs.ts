@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
-import { jobSchema, listJobsQuery } from "./schema.ts";
+import { jobSchema, listJobsQuery } from "../jobs/schema.ts";
 
 export function registerJobRoutes(app: Api, deps: HttpDeps) {
   const svc = deps.services.jobs;

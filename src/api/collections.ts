@@ -1,7 +1,7 @@
 import { defineRoute, envelopeOf, idParam, jsonError, ok, pageQuery } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { z } from "@hono/zod-openapi";
-import { collectionDetailSchema, collectionInputSchema, collectionSchema } from "./schema.ts";
+import { collectionDetailSchema, collectionInputSchema, collectionSchema } from "../collections/schema.ts";
 
 const collectionId = idParam("collection_id", "col_8Hq2mZ0aP4xR7tY1uW3e");
 const notFound = { 404: jsonError("No such collection in this account (COLLECTION_NOT_FOUND)") };

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { defineRoute, envelopeOf, idParam, jsonError, ok, pageQuery } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
-import { createdWebhookSchema, createWebhookInput, deliverySchema, updateWebhookInput, webhookSchema } from "./schema.ts";
+import { createdWebhookSchema, createWebhookInput, deliverySchema, updateWebhookInput, webhookSchema } from "../webhooks/schema.ts";
 
 const webhookId = idParam("webhook_id", "wh_9sKq2LmN4pR6tV8xZ0bC");
 const notFound = { 404: jsonError("No such webhook in this account (WEBHOOK_NOT_FOUND)") };

@@ -3,13 +3,19 @@ import { newId } from "../core/ids.ts";
 import type { Logger } from "../core/logger.ts";
 import { zodIssuesToValidation } from "../core/validate.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { registerApiKeyRoutes } from "../api-keys/routes.ts";
-import { registerAuthRoutes } from "../auth/routes.ts";
-import { registerCollectionRoutes } from "../collections/routes.ts";
-import type { HttpDeps } from "./deps.ts";
-import { DOCS_HTML } from "./docs-page.ts";
-import { handleError, notFoundHandler, validationResponse } from "./errors.ts";
-import type { AppEnv } from "./types.ts";
+import { registerApiKeyRoutes } from "./api-keys.ts";
+import { registerAuthRoutes } from "./auth.ts";
+import { registerCollectionRoutes } from "./collections.ts";
+import { registerUploadRoutes } from "./upload.ts";
+import { registerVideoRoutes } from "./videos.ts";
+import { registerJobRoutes } from "./jobs.ts";
+import { registerSearchRoutes } from "./search.ts";
+import { registerMediaRoutes } from "./media-serving.ts";
+import { registerWebhookRoutes } from "./webhooks.ts";
+import type { HttpDeps } from "../http/deps.ts";
+import { DOCS_HTML } from "../http/docs-page.ts";
+import { handleError, notFoundHandler, validationResponse } from "../http/errors.ts";
+import type { AppEnv } from "../http/types.ts";
 
 export interface HttpAppOptions extends HttpDeps {
   logger: Logger;
@@ -17,9 +23,23 @@ export interface HttpAppOptions extends HttpDeps {
   version: string;
   /** Readiness: the store answers and the server is not shutting down. */
   ready: () => { ok: boolean; checks: Record<string, string> };
-  /** Extra route modules (domains added later register here). */
-  routeModules?: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)[];
 }
+
+/**
+ * Every HTTP route module, in registration order: the one list a new module is added to.
+ * Order matters only where paths overlap (Hono matches in registration order).
+ */
+export const ROUTE_MODULES: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)[] = [
+  registerAuthRoutes,
+  registerApiKeyRoutes,
+  registerCollectionRoutes,
+  registerUploadRoutes,
+  registerVideoRoutes,
+  registerJobRoutes,
+  registerSearchRoutes,
+  registerMediaRoutes,
+  registerWebhookRoutes,
+];
 
 const TARGET_ROOT: Record<string, string> = { json: "body", form: "body", query: "query", param: "path", header: "header" };
 
@@ -78,10 +98,7 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
   app.get("/metrics", (c) => c.text(opts.metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4" }));
   app.get("/docs", (c) => c.html(DOCS_HTML));
 
-  registerAuthRoutes(app, opts);
-  registerApiKeyRoutes(app, opts);
-  registerCollectionRoutes(app, opts);
-  for (const register of opts.routeModules ?? []) register(app, opts);
+  for (const register of ROUTE_MODULES) register(app, opts);
 
   app.doc31("/v1/openapi.json", {
     openapi: "3.1.0",

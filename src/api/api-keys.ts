@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
-import { apiKeySchema, createApiKeyInput, createdApiKeySchema } from "./schema.ts";
+import { apiKeySchema, createApiKeyInput, createdApiKeySchema } from "../api-keys/schema.ts";
 
 /** Key management: admin session tokens only (an API key, even an `all` one, gets 403). */
 export function registerApiKeyRoutes(app: Api, deps: HttpDeps) {

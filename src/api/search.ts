@@ -1,9 +1,10 @@
 import { z } from "@hono/zod-openapi";
 import { ValidationError } from "../core/errors.ts";
 import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
-import type { MetaExtra } from "../http/envelope.ts";
+import { type MetaExtra, metaSchema } from "../http/envelope.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
-import { MAX_IMAGE_BYTES } from "./image-input.ts";
+import { MAX_IMAGE_BYTES } from "../search/image-input.ts";
+import { MODES, type Mode } from "../search/thresholds.ts";
 import {
   feedbackDeleteQuery,
   feedbackFormSchema,
@@ -11,10 +12,17 @@ import {
   momentSchema,
   type SearchForm,
   searchFormSchema,
-  searchMetaSchema,
   type SearchRequest,
   searchVideoSchema,
-} from "./schema.ts";
+} from "../search/schema.ts";
+
+// Lives with the route, not in search/schema.ts: it extends the HTTP envelope's meta (a kit schema).
+export const searchMetaSchema = metaSchema
+  .extend({
+    modes: z.array(z.enum(MODES as [Mode, ...Mode[]])).optional().openapi({ description: "Modes that ran" }),
+    skipped_modes: z.record(z.string(), z.string()).optional().openapi({ description: "Defaulted modes that could not run, with the reason" }),
+  })
+  .openapi("SearchMeta");
 
 /** The image (≤ 10 MB) plus the other fields and multipart framing. */
 const SEARCH_MAX_BODY = MAX_IMAGE_BYTES + 1024 * 1024;

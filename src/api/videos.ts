@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
-import { listVideosQuery, videoDetailSchema, videoSchema, type VideoStatus } from "./schema.ts";
+import { listVideosQuery, videoDetailSchema, videoSchema, type VideoStatus } from "../videos/schema.ts";
 
 const videoId = idParam("video_id", "vid_Qm3x9T0bL2vK7cP5sN1a");
 const notFound = { 404: jsonError("No such video in this account (VIDEO_NOT_FOUND)") };
