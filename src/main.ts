@@ -1,5 +1,5 @@
 // The vsearch executable: `vsearch serve`, `vsearch accounts create`, … (see `vsearch --help`).
-import { runCli } from "./cli/index.ts";
+import { runCli } from "./commands/index.ts";
 import { resolveRuntime } from "./cli/runtime.ts";
 
 const code = await runCli(process.argv.slice(2), process.env, resolveRuntime);

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { createCliContext } from "../../src/cli/context.ts";
 import { resolveRuntime } from "../../src/cli/runtime.ts";
 import { AppError } from "../../src/core/errors.ts";
-import { registerModelCommands } from "../../src/models/cli.ts";
+import { registerModelCommands } from "../../src/commands/models.ts";
 import { CLIP_SRC, sysTar, tempDirs, WHISPER_SRC } from "./helpers.ts";
 import { type Mirror, startMirror } from "./mirror.ts";
 
@@ -18,7 +18,7 @@ afterEach(async () => {
   tmp.cleanup();
 });
 
-/** Same global options and error line as src/cli/index.ts, with only the models commands. */
+/** Same global options and error line as src/commands/index.ts, with only the models commands. */
 async function cli(argv: string[], env: Record<string, string> = {}) {
   let stdout = "";
   let stderr = "";

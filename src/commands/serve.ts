@@ -2,8 +2,8 @@ import { mkdirSync } from "node:fs";
 import type { Command } from "commander";
 import { createApp } from "../app.ts";
 import { createLogger } from "../core/logger.ts";
-import type { CliContext } from "./context.ts";
-import { InstanceLock } from "./instance-lock.ts";
+import type { CliContext } from "../cli/context.ts";
+import { InstanceLock } from "../cli/instance-lock.ts";
 
 /** Multipart framing on top of the largest allowed upload. */
 const BODY_OVERHEAD_BYTES = 1024 * 1024;

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { type CliContext, table } from "../cli/context.ts";
-import type { JobStatus } from "./schema.ts";
+import type { JobStatus } from "../jobs/schema.ts";
 
 export function registerJobCommands(program: Command, ctx: CliContext) {
   program

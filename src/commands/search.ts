@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { type CliContext, table } from "../cli/context.ts";
 import { AppError } from "../core/errors.ts";
-import type { SearchRequest, SearchResult } from "./schema.ts";
-import type { Mode } from "./thresholds.ts";
+import type { SearchRequest, SearchResult } from "../search/schema.ts";
+import type { Mode } from "../search/thresholds.ts";
 
 const list = (v: string, prev: string[] = []) => [...prev, ...v.split(",").map((s) => s.trim()).filter(Boolean)];
 

@@ -5,9 +5,9 @@ import { ProgressBar } from "../cli/progress.ts";
 import type { Config } from "../config/config.ts";
 import { AppError } from "../core/errors.ts";
 import type { WeightDtype } from "../inference/dtype.ts";
-import { builtinManifest } from "./manifest.ts";
-import { type InstallResult, ModelService, type VerifyLoad } from "./service.ts";
-import { MODEL_ROLES, type ModelRole, parseRole } from "./types.ts";
+import { builtinManifest } from "../models/manifest.ts";
+import { type InstallResult, ModelService, type VerifyLoad } from "../models/service.ts";
+import { MODEL_ROLES, type ModelRole, parseRole } from "../models/types.ts";
 
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 

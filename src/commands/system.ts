@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { runSelfTest, type RuntimePaths } from "../runtime/index.ts";
 import { VERSION } from "../version.ts";
-import type { CliContext } from "./context.ts";
+import type { CliContext } from "../cli/context.ts";
 
 export function registerSystemCommands(program: Command, ctx: CliContext) {
   program
