@@ -26,7 +26,7 @@ import { resolveRuntime } from "../src/cli/runtime.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
 import { streamAudio16kMono } from "../src/media/audio.ts";
-import type { ActiveModel, ModelCatalog } from "../src/pipeline/deps.ts";
+import type { ActiveModel, ModelCatalog } from "../src/models/roles.ts";
 import { WINDOWS_PER_BATCH } from "../src/pipeline/stage-transcript.ts";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -103,7 +103,7 @@ async function ingestRuns(clip: string, models: ModelCatalog, label: string, spe
     const acct = app.services.accounts.createAccount({ name: "bench" });
     const col = app.services.collections.create(acct.id, { name: "bench" });
     const t0 = performance.now();
-    const pool = await app.inference.get();
+    const pool = await app.internals.inference.get();
     if (models.active("image-text")) await pool.embedImages({ modelDir: CLIP.dir, dtype: CLIP.dtype }, [{ rgb: new Uint8Array(224 * 224 * 3), width: 224, height: 224 }]);
     if (models.active("speech")) await pool.transcribeWindows({ modelDir: WHISPER.dir, dtype: WHISPER.dtype, maxNewTokens: 4 }, [{ samples: new Float32Array(16000), offsetSecs: 0 }]);
     const loadMs = performance.now() - t0;
@@ -112,7 +112,7 @@ async function ingestRuns(clip: string, models: ModelCatalog, label: string, spe
     for (let i = 0; i < runs; i++) {
       const { job_id, video_id } = await app.services.uploads.ingestFile(acct.id, col.id, clip);
       const start = performance.now();
-      app.runner.start();
+      app.internals.runner.start();
       for (;;) {
         const job = app.services.jobs.get(acct.id, job_id);
         if (job.status === "done" || job.status === "failed") {
@@ -125,7 +125,7 @@ async function ingestRuns(clip: string, models: ModelCatalog, label: string, spe
       const video = app.services.videos.get(acct.id, video_id);
       last = { stages: video.stages, frames: video.stages.embeddings?.count ?? 0, duration: video.duration_secs ?? SECS };
     }
-    return { wallMs: median(walls), walls, loadMs, ...last!, int8: app.inference.signedWeights().reason };
+    return { wallMs: median(walls), walls, loadMs, ...last!, int8: app.internals.inference.signedWeights().reason };
   } finally {
     await app.close();
   }
@@ -140,7 +140,7 @@ async function encoderAlone(batch: number, n: number) {
   const config = loadConfig({ dataDir: join(work, "enc"), logLevel: "warn" }, env);
   const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("warn"), models: catalog({ "image-text": CLIP }) });
   try {
-    const pool = await app.inference.get();
+    const pool = await app.internals.inference.get();
     let seed = 7;
     const frame = () => ({ rgb: new Uint8Array(224 * 224 * 3).map(() => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 24)), width: 224, height: 224 });
     const model = { modelDir: CLIP.dir, dtype: CLIP.dtype, batchSize: batch };
@@ -163,7 +163,7 @@ async function whisperAlone(clip: string, ffmpeg: string, ffprobe: string, maxNe
   const config = loadConfig({ dataDir: join(work, "wh"), logLevel: "warn" }, env);
   const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("warn"), models: catalog({ speech: WHISPER }) });
   try {
-    const pool = await app.inference.get();
+    const pool = await app.internals.inference.get();
     const windows = [];
     for await (const w of streamAudio16kMono({ ffmpeg, ffprobe }, clip)) windows.push({ samples: w.samples, offsetSecs: w.offsetSecs });
     const model = { modelDir: WHISPER.dir, dtype: WHISPER.dtype, maxNewTokens };

@@ -132,8 +132,8 @@ async function main() {
 
     // ---- data ------------------------------------------------------------------------------------
     const t0 = performance.now();
-    const index = new IndexStore(app.db, true);
-    const videoStore = new VideoStore(app.db);
+    const index = new IndexStore(app.internals.db, true);
+    const videoStore = new VideoStore(app.internals.db);
     const r = prng(5);
     const nVideos = ds.video[FRAMES - 1] + 1;
     let transcriptSegments = 0;
@@ -203,7 +203,7 @@ async function main() {
       return t;
     };
 
-    const store = new SearchStore(app.db);
+    const store = new SearchStore(app.internals.db);
     const backends = [
       { name: "memory (src/vector)", backend: new MemoryVectorBackend(store, new ExactVectorCache(config.searchCacheMb * 1024 * 1024)) },
       { name: "sqlite-vec (vec0)", backend: new StoreVectorBackend(store) },
@@ -211,7 +211,7 @@ async function main() {
     const rows: Record<string, unknown>[] = [];
     let firstSearchMs = 0;
     for (const [bi, { name, backend }] of backends.entries()) {
-      app.search.indexes.useBackend(backend);
+      app.internals.search.indexes.useBackend(backend);
       // First search of the account: builds the in-memory index (memory backend) and the null samples.
       const warm = await post({ query: text(`warm${bi}`, 0) });
       if (bi === 0) firstSearchMs = warm.ms;

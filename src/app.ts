@@ -1,7 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Config } from "./config/config.ts";
 import { createLogger, type Logger } from "./core/logger.ts";
 import { openDatabase } from "./store/database.ts";
@@ -15,7 +14,6 @@ import { CollectionStore } from "./collections/store.ts";
 import { CollectionService } from "./collections/service.ts";
 import { createHttpApp } from "./api/app.ts";
 import { RateLimiter } from "./http/rate-limit.ts";
-import type { AppEnv } from "./http/types.ts";
 import { Metrics } from "./observability/metrics.ts";
 import type { Services } from "./services.ts";
 import { loadOrCreateSecret, UrlSigner } from "./signing/url-signer.ts";
@@ -30,10 +28,13 @@ import { VideoService } from "./videos/service.ts";
 import { UploadService } from "./upload/service.ts";
 import { ffprobeSniffer } from "./upload/sniffer.ts";
 import { JobRunner } from "./jobs/runner.ts";
-import type { ModelCatalog } from "./pipeline/deps.ts";
-import { InferenceHost } from "./pipeline/inference-host.ts";
+import type { ModelCatalog } from "./models/roles.ts";
+import { InferenceHost } from "./inference/host.ts";
 import { IngestPipeline } from "./pipeline/ingest.ts";
 import { ModelRegistry } from "./models/registry.ts";
+import { ModelService } from "./models/service.ts";
+import { SystemStore } from "./system/store.ts";
+import { SystemService } from "./system/service.ts";
 import { CidrAllowList, type Resolver } from "./net/address-rules.ts";
 import { WebhookStore } from "./webhooks/store.ts";
 import { SecretBox } from "./webhooks/secret-box.ts";
@@ -70,21 +71,31 @@ export interface AppOptions {
   now?: () => number;
 }
 
-export interface App {
-  config: Config;
-  logger: Logger;
+/**
+ * The parts createApp wires that callers must not drive directly: the database, the job runner,
+ * the webhook dispatcher, the inference host (its worker pools), search internals, the signer.
+ * A test and benchmark seam ONLY (phase 1 of issue 10; phase 2 replaces it with services and a
+ * test harness): nothing in src/ reads `app.internals` — test/architecture checks that.
+ */
+export interface AppInternals {
   db: Database;
-  services: Services;
-  metrics: Metrics;
-  http: OpenAPIHono<AppEnv>;
-  signer: UrlSigner;
   runner: JobRunner;
   dispatcher: WebhookDispatcher;
   inference: InferenceHost;
-  models: ModelCatalog;
-  runtime: AppRuntime;
-  /** Search internals (index hooks, query encoder) for the CLI, tests and benches. */
+  /** Search internals (index hooks, query encoder). */
   search: SearchDomain;
+  signer: UrlSigner;
+}
+
+/** What the CLI, `serve` and the tests get: services, the config and the lifecycle. */
+export interface App {
+  config: Config;
+  logger: Logger;
+  services: Services;
+  metrics: Metrics;
+  runtime: AppRuntime;
+  /** Test and benchmark seam only; see AppInternals. */
+  internals: AppInternals;
   fetch(req: Request): Response | Promise<Response>;
   /** The externally visible base URL, used in presigned links; set by `serve` once it listens. */
   setBaseUrl(url: string): void;
@@ -187,10 +198,22 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const accountDeletion = new AccountDeletion(db, accountStore, events, webhookStore, dispatcher, videos);
   const jobs = new JobService(jobStore);
   const media = new MediaService(new MediaStore(db), files, signer);
+  // Imports and pulls are load-checked for real: the staged model runs once in the worker pool,
+  // the code path the server uses. `text` models have no runtime loader yet (layout check only).
+  const modelService = new ModelService({
+    modelsDir: config.modelsDir,
+    verifyLoad: async (dir, role, dtype) => {
+      if (role === "text") return;
+      const pool = await inference.get();
+      await pool.selfTest(dir, { dtype });
+    },
+  });
+  const systemStore = new SystemStore(db);
+  const system = new SystemService(systemStore, models, inference);
   const services: Services = {
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
     search: search.search, searchFeedback: search.feedback, moments: search.moments, media,
-    webhooks, credits, accountDeletion,
+    webhooks, credits, accountDeletion, models: modelService, system,
   };
 
   const metrics = new Metrics();
@@ -209,7 +232,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     ready: () => {
       const checks: Record<string, string> = {};
       try {
-        db.query("SELECT 1").get();
+        systemStore.ping();
         checks.database = "ok";
       } catch (e) {
         checks.database = (e as Error).message;
@@ -222,21 +245,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   return {
     config,
     logger,
-    db,
     services,
     metrics,
-    http,
-    signer,
+    runtime: opts.runtime,
+    internals: { db, runner, dispatcher, inference, search, signer },
     fetch: (req) => http.fetch(req),
     setBaseUrl: (url) => {
       baseUrl = config.publicBaseUrl ?? url.replace(/\/$/, "");
     },
-    runner,
-    dispatcher,
-    inference,
-    models,
-    runtime: opts.runtime,
-    search,
     start: async () => {
       // The instance lock is held: leases of a previous (crashed) server can be released now.
       const released = jobStore.releaseAllLeases();

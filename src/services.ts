@@ -12,6 +12,8 @@ import type { MediaService } from "./media-serving/service.ts";
 import type { WebhookService } from "./webhooks/service.ts";
 import type { CreditService } from "./credits/service.ts";
 import type { AccountDeletion } from "./accounts/deletion.ts";
+import type { ModelService } from "./models/service.ts";
+import type { SystemService } from "./system/service.ts";
 
 /** Everything routes and CLI commands may call. Built once by createApp. */
 export interface Services {
@@ -29,4 +31,8 @@ export interface Services {
   webhooks: WebhookService;
   credits: CreditService;
   accountDeletion: AccountDeletion;
+  /** Install, verify, export and activate models (load checks run in the app's worker pool). */
+  models: ModelService;
+  /** The models, device and store size this instance runs with (doctor, reindex). */
+  system: SystemService;
 }

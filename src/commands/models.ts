@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import type { App } from "../app.ts";
 import { type CliContext, table } from "../cli/context.ts";
 import { ProgressBar } from "../cli/progress.ts";
 import type { Config } from "../config/config.ts";
@@ -12,22 +11,13 @@ import { MODEL_ROLES, type ModelRole, parseRole } from "../models/types.ts";
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 
 /**
- * The real load check: the staged model is loaded and run once in the inference worker pool, the
- * same code path the server uses. `text` models have no runtime loader yet, so only their layout
- * is checked.
+ * Runs `fn` with the app's model service, whose load check runs the staged model once in the
+ * inference worker pool (the same code path the server uses; wired by createApp), or with a
+ * file-only service and no load check (`--no-load-check`: no app, no worker threads).
  */
-function poolVerifyLoad(app: App): VerifyLoad {
-  return async (dir, role, dtype) => {
-    if (role === "text") return;
-    const pool = await app.inference.get();
-    await pool.selfTest(dir, { dtype });
-  };
-}
-
-/** Runs `fn` with the load check wired to a pool (builds the app), or without one (`--no-load-check`). */
-async function withLoadCheck<T>(ctx: CliContext, cmd: Command, on: boolean, fn: (v: VerifyLoad | false) => Promise<T>): Promise<T> {
-  if (!on) return fn(false);
-  return ctx.withApp(cmd, (app) => fn(poolVerifyLoad(app)));
+async function withLoadCheck<T>(ctx: CliContext, cmd: Command, on: boolean, fn: (svc: ModelService, v: VerifyLoad | false | undefined) => Promise<T>): Promise<T> {
+  if (!on) return fn(new ModelService({ modelsDir: ctx.config(cmd).modelsDir }), false);
+  return ctx.withApp(cmd, (app) => fn(app.services.models, undefined));
 }
 
 function baseUrlFor(ctx: CliContext, config: Config, flag: string | undefined): string {
@@ -93,8 +83,7 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
     .action(async (source: string, o: { role?: string; name?: string; dtype?: string; activate: boolean; loadCheck: boolean }, cmd: Command) => {
       const role = o.role === undefined ? undefined : parseRole(o.role);
       if (o.dtype !== undefined && o.dtype !== "q8" && o.dtype !== "fp32") throw new AppError(400, "INVALID_MODEL", `--dtype must be q8 or fp32, got "${o.dtype}"`);
-      const svc = service(cmd);
-      const r = await withLoadCheck(ctx, cmd, o.loadCheck, (verifyLoad) =>
+      const r = await withLoadCheck(ctx, cmd, o.loadCheck, (svc, verifyLoad) =>
         svc.importModel(source, { role, name: o.name, dtype: o.dtype as WeightDtype | undefined, activate: o.activate, verifyLoad }),
       );
       ctx.print(cmd, r, () => installedLine(r));
@@ -108,13 +97,12 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
     .option("--no-activate", "install without making them the active models")
     .option("--no-load-check", "skip loading each model in the inference pool before installing")
     .action(async (names: string[], o: { baseUrl?: string; retries: string; activate: boolean; loadCheck: boolean }, cmd: Command) => {
-      const svc = service(cmd);
       const baseUrl = baseUrlFor(ctx, ctx.config(cmd), o.baseUrl);
       const retries = Number(o.retries);
       if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new AppError(400, "INVALID_MODEL", `--retries must be 0-100, got "${o.retries}"`);
       const list = names.length > 0 ? names : builtinManifest().default;
       const json = Boolean(ctx.globals(cmd).json);
-      const results = await withLoadCheck(ctx, cmd, o.loadCheck, async (verifyLoad) => {
+      const results = await withLoadCheck(ctx, cmd, o.loadCheck, async (svc, verifyLoad) => {
         const out = [];
         for (const name of list) {
           const bar = json ? null : new ProgressBar(ctx.stderr, process.stderr.isTTY);

@@ -18,34 +18,28 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
     .option("--model-dir <dir>", "also run this model folder once in a worker (default: the installed image-text model)")
     .action(async (opts: { modelDir?: string }, cmd: Command) => {
       const report = await ctx.withApp(cmd, async (app) => {
-        const clip = app.models.active("image-text");
-        const speech = app.models.active("speech");
+        const system = app.services.system;
+        const clip = system.activeModel("image-text");
+        const speech = system.activeModel("speech");
         const modelDir = opts.modelDir ?? clip?.dir ?? speech?.dir;
-        const device = await app.inference.device().catch((e: Error) => ({ device: "unavailable", reason: e.message }));
+        const device = await system.device().catch((e: Error) => ({ device: "unavailable", reason: e.message }));
         const runtime = await runSelfTest(app.runtime as RuntimePaths, {
           modelDir,
           device: device.device === "unavailable" ? "cpu" : (device.device as "cpu"),
         });
-        const count = (sql: string) => (app.db.query(sql).get() as { n: number }).n;
         return {
           ok: runtime.ok && device.device !== "unavailable",
           version: VERSION,
           data_dir: app.config.dataDir,
           device: { requested: app.config.device, in_use: device.device, reason: device.reason },
-          int8_weights: app.inference.signedWeights(),
+          int8_weights: system.signedWeights(),
           models: {
             "image-text": clip ? { name: clip.name, model_id: clip.modelId, dtype: clip.dtype } : null,
             speech: speech ? { name: speech.name, model_id: speech.modelId, dtype: speech.dtype } : null,
-            text: app.models.active("text")?.modelId ?? null,
+            text: system.activeModel("text")?.modelId ?? null,
           },
           runtime,
-          store: {
-            accounts: count("SELECT count(*) AS n FROM accounts"),
-            videos: count("SELECT count(*) AS n FROM videos"),
-            frames: count("SELECT count(*) AS n FROM frames"),
-            jobs_waiting: count("SELECT count(*) AS n FROM jobs WHERE status IN ('queued','pending','processing')"),
-            jobs_failed: count("SELECT count(*) AS n FROM jobs WHERE status = 'failed'"),
-          },
+          store: system.storeCounts(),
         };
       });
       ctx.print(cmd, report, () =>

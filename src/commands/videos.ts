@@ -96,7 +96,7 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
       const lock = new InstanceLock(config.dataDir);
       const rows: IngestRow[] = [];
       await ctx.withApp(cmd, async (app) => {
-        const active = { imageText: app.models.active("image-text")?.modelId ?? null, speech: app.models.active("speech")?.modelId ?? null };
+        const active = { imageText: app.services.system.activeModel("image-text")?.modelId ?? null, speech: app.services.system.activeModel("speech")?.modelId ?? null };
         const ids = opts.all ? app.services.videos.allIds(opts.account) : app.services.videos.staleForModels(active, opts.account);
         for (const q of app.services.videos.requeue(ids)) rows.push({ path: q.video_id, account_id: q.account_id, video_id: q.video_id, job_id: q.job_id, status: "queued", error: null });
         if (opts.wait && rows.length) await waitForJobs(app, opts.account ?? "", rows, lock, 24 * 3600, new ProgressBar(ctx.stderr, !json && process.stderr.isTTY));

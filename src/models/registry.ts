@@ -7,7 +7,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { AppError } from "../core/errors.ts";
-import type { ActiveModel, ModelCatalog } from "../pipeline/deps.ts";
+import type { ActiveModel, ModelCatalog } from "./roles.ts";
 import { writeFileAtomic } from "./fsutil.ts";
 import {
   firstIssue,

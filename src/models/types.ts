@@ -7,7 +7,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { AppError } from "../core/errors.ts";
-import type { ModelRole } from "../pipeline/deps.ts";
+import type { ModelRole } from "./roles.ts";
 
 export type { ModelRole };
 export const MODEL_ROLES = ["image-text", "speech", "text"] as const satisfies readonly ModelRole[];

@@ -7,21 +7,10 @@ import type { JobStore } from "../jobs/store.ts";
 import type { MediaBins } from "../media/process.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import type { VideoStore } from "../videos/store.ts";
-import type { Dtype } from "../inference/model-files.ts";
+import type { ActiveModel, ModelCatalog } from "../models/roles.ts";
 
-export type ModelRole = "image-text" | "speech" | "text";
-
-export interface ActiveModel {
-  name: string;
-  dir: string;
-  dtype: Dtype;
-  modelId: string;
-}
-
-/** Which model is installed for a role (backed by the model registry). */
-export interface ModelCatalog {
-  active(role: ModelRole): ActiveModel | null;
-}
+// The model vocabulary lives in models/roles.ts; re-exported for the stages (and branches in flight).
+export type { ActiveModel, ModelCatalog, ModelRole } from "../models/roles.ts";
 
 export interface PipelineDeps {
   db: Database;

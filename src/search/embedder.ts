@@ -1,7 +1,7 @@
 import type { ClipModel } from "../inference/clip.ts";
 import { InferenceError } from "../inference/errors.ts";
 import type { InferencePool } from "../inference/pool.ts";
-import type { ModelCatalog } from "../pipeline/deps.ts";
+import type { ModelCatalog } from "../models/roles.ts";
 import { Lru } from "./lru.ts";
 
 /** CLIP's input side: query images are decoded by ffmpeg straight to this many pixels square. */

@@ -13,7 +13,7 @@ afterAll(() => t.close());
 
 describe("sessions", () => {
   test("sign in returns a token and expiry; the token works; sign out ends it", async () => {
-    const email = (t.app.db.query("SELECT email FROM users WHERE account_id = ? AND role = 'admin'").get(a.accountId) as { email: string }).email;
+    const email = (t.app.internals.db.query("SELECT email FROM users WHERE account_id = ? AND role = 'admin'").get(a.accountId) as { email: string }).email;
     const res = await t.request("POST", "/v1/auth/sessions", { json: { email, password: "correct horse" } });
     expect(res.status).toBe(201);
     const { data } = await json(res);
@@ -21,7 +21,7 @@ describe("sessions", () => {
     expect(Date.parse(data.expires_at)).toBeGreaterThan(t.clock.now);
     expect((await t.request("GET", "/v1/api_keys", { token: data.token })).status).toBe(200);
     // only the hash is stored
-    const stored = t.app.db.query("SELECT token_hash FROM sessions").all() as { token_hash: string }[];
+    const stored = t.app.internals.db.query("SELECT token_hash FROM sessions").all() as { token_hash: string }[];
     expect(stored.some((r) => r.token_hash.includes(data.token))).toBe(false);
     expect((await t.request("DELETE", "/v1/auth/sessions/current", { token: data.token })).status).toBe(204);
     const after = await t.request("GET", "/v1/api_keys", { token: data.token });
@@ -76,9 +76,9 @@ describe("API keys (seed + SPEC §3)", () => {
     const listed = list.find((k: any) => k.id === data.id);
     expect(listed).toBeDefined();
     expect(listed.key).toBeUndefined();
-    const row = t.app.db.query("SELECT key_hash FROM api_keys WHERE id = ?").get(data.id) as { key_hash: string };
+    const row = t.app.internals.db.query("SELECT key_hash FROM api_keys WHERE id = ?").get(data.id) as { key_hash: string };
     expect(row.key_hash).toBe(new Bun.CryptoHasher("sha256").update(data.key).digest("hex"));
-    expect(JSON.stringify(t.app.db.query("SELECT * FROM api_keys").all())).not.toContain(data.key);
+    expect(JSON.stringify(t.app.internals.db.query("SELECT * FROM api_keys").all())).not.toContain(data.key);
   });
 
   test("only admin sessions manage keys: API key or member session → 403", async () => {

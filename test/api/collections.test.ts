@@ -12,7 +12,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const create = (token: string, name: unknown) => t.request("POST", "/v1/collections", { token, json: { name } });
-const rows = () => (t.app.db.query("SELECT count(*) AS n FROM collections").get() as { n: number }).n;
+const rows = () => (t.app.internals.db.query("SELECT count(*) AS n FROM collections").get() as { n: number }).n;
 
 describe("collections (SPEC §4)", () => {
   test("create → 201 with the collection shape; name trimmed", async () => {

@@ -11,7 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const count = () => (t.app.db.query("SELECT count(*) AS n FROM collections").get() as { n: number }).n;
+const count = () => (t.app.internals.db.query("SELECT count(*) AS n FROM collections").get() as { n: number }).n;
 
 describe("HTTP conventions (SPEC §2)", () => {
   test("success envelope carries request_id and took_ms, mirrored in X-Request-Id", async () => {

@@ -43,8 +43,8 @@ function walk(dir: string, root = dir): string[] {
 
 /** Every row of every table, as text (blobs left out), to search for an id. */
 function databaseText(): string {
-  const tables = (t.app.db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]).map((r) => r.name);
-  return tables.map((name) => JSON.stringify(t.app.db.query(`SELECT * FROM "${name}"`).all(), (_k, v) => (v instanceof Uint8Array ? null : v))).join("\n");
+  const tables = (t.app.internals.db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]).map((r) => r.name);
+  return tables.map((name) => JSON.stringify(t.app.internals.db.query(`SELECT * FROM "${name}"`).all(), (_k, v) => (v instanceof Uint8Array ? null : v))).join("\n");
 }
 
 test("account.deleted reaches the receiver, then nothing of the account remains — and nothing of another account goes", async () => {
@@ -63,7 +63,7 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
     const theirs = await uploadAndIndex(survivor);
     t.app.services.credits.grant(doomed.accountId, 5);
     expect(await until(() => rx.hits.length === 2 && rxSurvivor.hits.length === 2)).toBe(true); // video.created, job.completed
-    const frames = (t.app.db.query("SELECT count(*) AS n FROM frames WHERE video_id = ?").get(mine.video_id) as { n: number }).n;
+    const frames = (t.app.internals.db.query("SELECT count(*) AS n FROM frames WHERE video_id = ?").get(mine.video_id) as { n: number }).n;
     expect(frames).toBeGreaterThan(0);
     // A search loads the in-memory vector index, which the purge must empty of the video too.
     const search = (ten: Tenant) => {
@@ -73,14 +73,14 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
       return t.request("POST", "/v1/search", { token: ten.key, body: fd });
     };
     expect((await search(doomed)).status).toBe(200);
-    const memoryRowsBefore = t.app.search.indexes.memoryRows;
+    const memoryRowsBefore = t.app.internals.search.indexes.memoryRows;
     expect(memoryRowsBefore).toBeGreaterThan(0);
     const doomedIds = [
       doomed.accountId, mine.video_id, mine.job_id, mine.col, wh.id, off.id,
-      ...(t.app.db.query("SELECT id FROM webhook_deliveries WHERE account_id = ?").all(doomed.accountId) as { id: string }[]).map((r) => r.id),
-      ...(t.app.db.query("SELECT id FROM events WHERE account_id = ?").all(doomed.accountId) as { id: string }[]).map((r) => r.id),
-      ...(t.app.db.query("SELECT id FROM users WHERE account_id = ?").all(doomed.accountId) as { id: string }[]).map((r) => r.id),
-      ...(t.app.db.query("SELECT id FROM api_keys WHERE account_id = ?").all(doomed.accountId) as { id: string }[]).map((r) => r.id),
+      ...(t.app.internals.db.query("SELECT id FROM webhook_deliveries WHERE account_id = ?").all(doomed.accountId) as { id: string }[]).map((r) => r.id),
+      ...(t.app.internals.db.query("SELECT id FROM events WHERE account_id = ?").all(doomed.accountId) as { id: string }[]).map((r) => r.id),
+      ...(t.app.internals.db.query("SELECT id FROM users WHERE account_id = ?").all(doomed.accountId) as { id: string }[]).map((r) => r.id),
+      ...(t.app.internals.db.query("SELECT id FROM api_keys WHERE account_id = ?").all(doomed.accountId) as { id: string }[]).map((r) => r.id),
     ];
     expect(doomedIds.length).toBeGreaterThan(10);
 
@@ -97,10 +97,10 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
     const text = databaseText();
     for (const id of doomedIds) expect(text.includes(id), id).toBe(false);
     for (const [vectors, parent, key] of [["frame_vectors", "frames", "frame_id"], ["shot_vectors", "shots", "shot_id"]]) {
-      const orphans = (t.app.db.query(`SELECT count(*) AS n FROM ${vectors} WHERE ${key} NOT IN (SELECT id FROM ${parent})`).get() as { n: number }).n;
+      const orphans = (t.app.internals.db.query(`SELECT count(*) AS n FROM ${vectors} WHERE ${key} NOT IN (SELECT id FROM ${parent})`).get() as { n: number }).n;
       expect(orphans, vectors).toBe(0);
     }
-    expect(t.app.search.indexes.memoryRows).toBeLessThan(memoryRowsBefore);
+    expect(t.app.internals.search.indexes.memoryRows).toBeLessThan(memoryRowsBefore);
     // The disk: nothing under the data dir names the video.
     expect(walk(t.dir).filter((p) => p.includes(mine.video_id))).toEqual([]);
     expect(walk(t.dir).some((p) => p.includes(theirs.video_id))).toBe(true);
@@ -114,7 +114,7 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
     expect((await search(survivor)).status).toBe(200);
     expect((await json(await t.request("GET", "/v1/webhooks", { token: survivor.key }))).data.map((w: any) => w.id)).toEqual([whSurvivor.id]);
     expect(rxSurvivor.hits.map((h) => h.body.event)).not.toContain("account.deleted");
-    expect((t.app.db.query("SELECT count(*) AS n FROM frames WHERE video_id = ?").get(theirs.video_id) as { n: number }).n).toBe(frames);
+    expect((t.app.internals.db.query("SELECT count(*) AS n FROM frames WHERE video_id = ?").get(theirs.video_id) as { n: number }).n).toBe(frames);
   } finally {
     rx.stop();
     rxOff.stop();

@@ -21,7 +21,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const eventsOf = (accountId: string, type: string) =>
-  (t.app.db.query("SELECT payload FROM events WHERE account_id = ? AND type = ? ORDER BY seq").all(accountId, type) as { payload: string }[]).map((e) => JSON.parse(e.payload));
+  (t.app.internals.db.query("SELECT payload FROM events WHERE account_id = ? AND type = ? ORDER BY seq").all(accountId, type) as { payload: string }[]).map((e) => JSON.parse(e.payload));
 
 const upload = async (ten: Tenant) => {
   const col = (await json(await t.request("POST", "/v1/collections", { token: ten.key, json: { name: `c${Date.now()}${Math.random()}` } }))).data.id;
@@ -47,7 +47,7 @@ describe("credits", () => {
     credits.chargeSearch(ten.accountId);
     expect(credits.show(ten.accountId)).toMatchObject({ balance: null, metered: false, ledger: [] });
     expect(credits.grant(ten.accountId, 12).balance).toBe(12);
-    const charge = (secs: number) => t.app.db.transaction(() => credits.chargeIndexing(ten.accountId, secs))();
+    const charge = (secs: number) => t.app.internals.db.transaction(() => credits.chargeIndexing(ten.accountId, secs))();
     charge(30); // 12 → 7
     expect(eventsOf(ten.accountId, "credits.low")).toEqual([]);
     charge(24); // 7 → 3: crosses 5

@@ -5,7 +5,7 @@ import { type App, createApp } from "../../src/app.ts";
 import { resolveRuntime } from "../../src/cli/runtime.ts";
 import { type Config, loadConfig } from "../../src/config/config.ts";
 import { createLogger } from "../../src/core/logger.ts";
-import type { ModelCatalog } from "../../src/pipeline/deps.ts";
+import type { ModelCatalog } from "../../src/models/roles.ts";
 import type { Resolver } from "../../src/net/address-rules.ts";
 
 export interface TestApp {

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { ActiveModel, ModelCatalog, ModelRole } from "../../src/pipeline/deps.ts";
+import type { ActiveModel, ModelCatalog, ModelRole } from "../../src/models/roles.ts";
 
 export const FIXTURE_MODELS = join(import.meta.dirname, "..", "fixtures", "models");
 

@@ -70,7 +70,7 @@ describe("ingest pipeline with the tiny models", () => {
     }
     expect(video.stages.shots.count).toBe(3);
     expect(video.thumbnail_url).toContain(`/media/videos/${video_id}/poster.jpg`);
-    const db = t.app.db;
+    const db = t.app.internals.db;
     const frames = db.query("SELECT timestamp, shot_index, model_id FROM frames WHERE video_id = ? ORDER BY timestamp").all(video_id) as any[];
     expect(frames.length).toBeGreaterThanOrEqual(3);
     expect(new Set(frames.map((f) => f.shot_index))).toEqual(new Set([0, 1, 2]));
@@ -104,7 +104,7 @@ describe("ingest pipeline with the tiny models", () => {
     expect(v.stages.thumbnails).toMatchObject({ status: "ran", count: 5, reason: "5 shots and the poster from the frame decode" });
     // The poster is the first sampled frame at 10 % (2 s): the testsrc2 shot, 640 wide.
     expect(await imageDimensions(join(t.dir, "videos", video_id, "poster.jpg"))).toEqual([640, 480]);
-    const shots = t.app.db.query("SELECT start_secs, keyframe_secs, thumbnail_path FROM shots WHERE video_id = ? ORDER BY shot_index").all(video_id) as any[];
+    const shots = t.app.internals.db.query("SELECT start_secs, keyframe_secs, thumbnail_path FROM shots WHERE video_id = ? ORDER BY shot_index").all(video_id) as any[];
     expect(shots.map((s) => s.start_secs)).toEqual([0, ...LONG_CUTS.boundaries]);
     for (const s of shots) {
       const path = join(t.dir, s.thumbnail_path);
@@ -144,7 +144,7 @@ describe("speech beside the visual stages", () => {
       expect(job.status).toBe("failed");
       expect(job.error.code).toBe("MODEL_LOAD_FAILED");
       expect(job.error.message).toContain("Whisper");
-      const rows = t.app.db.query("SELECT count(*) AS n FROM transcript_segments WHERE video_id = ?").get(video_id) as { n: number };
+      const rows = t.app.internals.db.query("SELECT count(*) AS n FROM transcript_segments WHERE video_id = ?").get(video_id) as { n: number };
       expect(rows.n).toBe(0);
       expect(seen.every((p, i) => i === 0 || p >= seen[i - 1])).toBe(true);
     } finally {
@@ -167,7 +167,7 @@ describe("ingest without models", () => {
       expect(v.stages.embeddings).toMatchObject({ status: "skipped", reason: expect.stringContaining("no image-text model") });
       expect(v.stages.transcript).toMatchObject({ status: "skipped", reason: expect.stringContaining("no speech model") });
       expect(v.stages.thumbnails.status).toBe("ran");
-      expect(t.app.inference.started).toBe(false);
+      expect(t.app.internals.inference.started).toBe(false);
     } finally {
       await t.close();
     }

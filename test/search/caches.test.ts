@@ -70,7 +70,7 @@ describe("against the store", () => {
   afterAll(() => t?.close());
 
   it("a cached vector never answers for a row id SQLite gave to new content", () => {
-    const store = new SearchStore(t.app.db);
+    const store = new SearchStore(t.app.internals.db);
     const cache = new ExactVectorCache(1 << 20);
     const backend = new MemoryVectorBackend(store, cache);
     const r = rng(3);
@@ -92,7 +92,7 @@ describe("against the store", () => {
   });
 
   it("the shot text index follows writes and deletes, and finds stemmed forms", () => {
-    const store = new SearchStore(t.app.db);
+    const store = new SearchStore(t.app.internals.db);
     const v = addVideo(t, account, col, { duration: 20 });
     indexVideo(t, v, {
       shots: [
@@ -111,7 +111,7 @@ describe("against the store", () => {
     indexVideo(t, v, { shots: [{ start: 0, end: 20, labels: [{ label: "airplane", score: 0.9 }] }] });
     expect(find("puppies")).toEqual([]);
     expect(find("airplane")).toEqual([0]);
-    const count = () => (t.app.db.query("SELECT count(*) AS n FROM shot_text_fts").get() as { n: number }).n;
+    const count = () => (t.app.internals.db.query("SELECT count(*) AS n FROM shot_text_fts").get() as { n: number }).n;
     const n = count();
     t.app.services.videos.delete(account, v);
     expect(count()).toBe(n - 1);
@@ -120,11 +120,11 @@ describe("against the store", () => {
   it("shot rows are kept per account until its content changes", () => {
     const v = addVideo(t, account, col, { duration: 10 });
     indexVideo(t, v, { shots: [{ start: 0, end: 10, labels: [{ label: "dog", score: 0.5 }] }] });
-    const first = t.app.search.indexes.shotsOfVideos(account, [v]).get(v)!;
+    const first = t.app.internals.search.indexes.shotsOfVideos(account, [v]).get(v)!;
     expect(first.map((s) => s.end_secs)).toEqual([10]);
-    expect(t.app.search.indexes.shotsOfVideos(account, [v]).get(v)).toBe(first);
+    expect(t.app.internals.search.indexes.shotsOfVideos(account, [v]).get(v)).toBe(first);
     indexVideo(t, v, { shots: [{ start: 0, end: 4 }, { start: 4, end: 10 }] });
-    expect(t.app.search.indexes.shotsOfVideos(account, [v]).get(v)!.map((s) => s.end_secs)).toEqual([4, 10]);
+    expect(t.app.internals.search.indexes.shotsOfVideos(account, [v]).get(v)!.map((s) => s.end_secs)).toEqual([4, 10]);
   });
 });
 
@@ -141,7 +141,7 @@ describe("a repeated query", () => {
       indexVideo(t, library, { frames: Array.from({ length: 3000 }, (_, s) => ({ timestamp: s, embedding: background(r) })) });
       const v = addVideo(t, tenant.accountId, col, { duration: 400 });
       indexVideo(t, v, { frames: Array.from({ length: 400 }, (_, s) => ({ timestamp: s, embedding: near(0, 0.9, r) })) });
-      const spy = vi.spyOn(t.app.search.indexes, "nearest");
+      const spy = vi.spyOn(t.app.internals.search.indexes, "nearest");
       const ks = () => spy.mock.calls.filter(([q]) => q.kind === "frames").map(([q]) => q.k);
       const first = await search(t, tenant.key, { query: "red", modes: "video" });
       const walked = ks();

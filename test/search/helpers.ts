@@ -35,7 +35,7 @@ export async function startSearchApp(opts: { env?: Record<string, string>; embed
     dir,
     config,
     clock,
-    index: new IndexStore(app.db, true),
+    index: new IndexStore(app.internals.db, true),
     async request(method, path, o = {}) {
       const headers: Record<string, string> = { ...o.headers };
       if (o.token) headers.authorization = `Bearer ${o.token}`;
@@ -89,12 +89,12 @@ export function addVideo(
     mimeType: o.mime ?? "video/mp4",
     sizeBytes: bytes.byteLength,
   });
-  new VideoStore(t.app.db).update(video_id, { status: "ready", progress_pct: 100, duration_secs: o.duration ?? 30 });
+  new VideoStore(t.app.internals.db).update(video_id, { status: "ready", progress_pct: 100, duration_secs: o.duration ?? 30 });
   return video_id;
 }
 
 export function scopeOf(t: SearchTestApp, videoId: string) {
-  const v = new VideoStore(t.app.db).getById(videoId)!;
+  const v = new VideoStore(t.app.internals.db).getById(videoId)!;
   return { videoId, accountId: v.account_id, collectionId: v.collection_id };
 }
 
@@ -124,7 +124,7 @@ export function indexVideo(
     );
   }
   if (data.transcript) t.index.replaceTranscript(scope, data.transcript, "whisper@test");
-  t.app.search.indexes.onVideoIndexed(videoId);
+  t.app.internals.search.indexes.onVideoIndexed(videoId);
 }
 
 // ---- hand-made vectors ---------------------------------------------------------------------------

@@ -30,7 +30,7 @@ beforeAll(async () => {
   const dir = join(t.dir, "videos", vid);
   writeFileSync(join(dir, "poster.jpg"), JPEG);
   writeFileSync(join(dir, "shots", "0.jpg"), JPEG);
-  new VideoStore(t.app.db).update(vid, { poster_path: `videos/${vid}/poster.jpg` });
+  new VideoStore(t.app.internals.db).update(vid, { poster_path: `videos/${vid}/poster.jpg` });
   indexVideo(t, vid, {
     frames: [{ timestamp: 1, embedding: concept(0) }],
     shots: [{ shotIndex: 0, start: 0, end: 10, thumbnailPath: `videos/${vid}/shots/0.jpg`, embedding: concept(0) }],
@@ -118,7 +118,7 @@ describe("presigned playback", () => {
   });
 
   it("a validly signed link to an unknown video is 404", async () => {
-    const res = await get(t.app.signer.sign("/media/videos/vid_unknown000000000000/source"));
+    const res = await get(t.app.internals.signer.sign("/media/videos/vid_unknown000000000000/source"));
     expect(res.status).toBe(404);
     expect((await res.json()).detail.code).toBe("VIDEO_NOT_FOUND");
   });
@@ -151,14 +151,14 @@ describe("thumbnails", () => {
   });
 
   it("a shot without a thumbnail file, or a bad file name, is 404", async () => {
-    expect((await get(t.app.signer.sign(`/media/videos/${vid}/shots/7.jpg`))).status).toBe(404);
-    expect((await get(t.app.signer.sign(`/media/videos/${vid}/shots/x.jpg`))).status).toBe(404);
+    expect((await get(t.app.internals.signer.sign(`/media/videos/${vid}/shots/7.jpg`))).status).toBe(404);
+    expect((await get(t.app.internals.signer.sign(`/media/videos/${vid}/shots/x.jpg`))).status).toBe(404);
   });
 
   it("once the video is deleted its links are 404", async () => {
     const col = createCollection(t, a.accountId, "Gone");
     const gone = addVideo(t, a.accountId, col, { bytes: SOURCE });
-    const link = t.app.signer.sign(`/media/videos/${gone}/source`);
+    const link = t.app.internals.signer.sign(`/media/videos/${gone}/source`);
     expect((await get(link)).status).toBe(200);
     expect((await t.request("DELETE", `/v1/videos/${gone}`, { token: a.key })).status).toBe(204);
     expect((await get(link)).status).toBe(404);

@@ -39,7 +39,7 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
   beforeAll(async () => {
     t = await startSearchApp({ embedder: new HandEmbedder({ red: concept(RED), beach: concept(1), nothing: concept(15) }) });
     // The default is the in-memory index; the other backend answers from sqlite-vec (vec0 even for small scopes).
-    if (backend === "sqlite-vec") t.app.search.indexes.useBackend(new StoreVectorBackend(new SearchStore(t.app.db), 0));
+    if (backend === "sqlite-vec") t.app.internals.search.indexes.useBackend(new StoreVectorBackend(new SearchStore(t.app.internals.db), 0));
     a = createTenant(t, "A");
     b = createTenant(t, "B");
     trips = createCollection(t, a.accountId, "Trips");
@@ -343,7 +343,7 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       const r = rng(99);
       const red = () => [0, 1, 2].map((s) => ({ timestamp: s, embedding: near(RED, 0.95, r) }));
       const found = async () => segmentsOf((await search(t, a.key, { query: "red", modes: "video", collection_id: temp })).body).map((s) => s.video_id);
-      const rows = () => t.app.search.indexes.memoryRows;
+      const rows = () => t.app.internals.search.indexes.memoryRows;
       const before = rows();
       indexVideo(t, v4, { frames: red() });
       expect(await found()).toEqual([v4]);

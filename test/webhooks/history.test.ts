@@ -76,7 +76,7 @@ describe("delivery history", () => {
       expect(crossed.status).toBe(404);
       expect((await json(crossed)).detail.code).toBe("DELIVERY_NOT_FOUND");
 
-      const count = () => (t.app.db.query("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?").get(wh.id) as { n: number }).n;
+      const count = () => (t.app.internals.db.query("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?").get(wh.id) as { n: number }).n;
       expect(count()).toBe(1);
       expect((await t.request("DELETE", `/v1/webhooks/${wh.id}`, { token: a.key })).status).toBe(204);
       expect(count()).toBe(0);
@@ -148,9 +148,9 @@ describe("active flag and concurrency", () => {
       const busy = await register(`http://127.0.0.1:${slow.port}/slow`);
       const quiet = await register(rx.url);
       // 150 deliveries already due for the slow endpoint (more than one polling batch), as after an outage.
-      const store = new WebhookStore(t.app.db);
+      const store = new WebhookStore(t.app.internals.db);
       const due = Date.now() - 1_000;
-      t.app.db.transaction(() => {
+      t.app.internals.db.transaction(() => {
         for (let i = 0; i < 150; i++) {
           store.insertDelivery({ id: `del_backlog${i}`, webhook_id: busy.id, account_id: a.accountId, event_id: `evt_backlog${i}`, event: "webhook.ping", payload: "{}", status: "pending", attempts: 0, next_attempt_at: due + i, created_at: new Date(due).toISOString() });
         }

@@ -9,7 +9,7 @@ let store: WebhookStore;
 beforeAll(async () => {
   t = await startTestApp();
   a = await createTenant(t);
-  store = new WebhookStore(t.app.db);
+  store = new WebhookStore(t.app.internals.db);
 });
 afterAll(() => t.close());
 

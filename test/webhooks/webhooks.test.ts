@@ -28,7 +28,7 @@ describe("webhook endpoints", () => {
       const { data } = await json(res);
       expect(data).toMatchObject({ id: expect.stringMatching(/^wh_/), user_id: a.accountId, url: rx.url, events: ["job.completed", "video.created"], is_active: true });
       expect(data.secret).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
-      const stored = JSON.stringify(t.app.db.query("SELECT * FROM webhooks").all());
+      const stored = JSON.stringify(t.app.internals.db.query("SELECT * FROM webhooks").all());
       expect(stored).not.toContain(data.secret);
       const listed = (await json(await t.request("GET", "/v1/webhooks", { token: a.readOnlyKey }))).data;
       expect(listed.find((w: any) => w.id === data.id).secret).toBeUndefined();
@@ -47,12 +47,12 @@ describe("webhook endpoints", () => {
   });
 
   test("bad input is 422 and stores nothing", async () => {
-    const before = (t.app.db.query("SELECT count(*) AS n FROM webhooks").get() as any).n;
+    const before = (t.app.internals.db.query("SELECT count(*) AS n FROM webhooks").get() as any).n;
     for (const body of [{ url: "http://127.0.0.1:9/x", events: [] }, { url: "http://127.0.0.1:9/x", events: ["nope"] }, { url: "http://127.0.0.1:9/x" }, { url: "not a url", events: ["job.completed"] }, { url: "http://127.0.0.1:9/x", events: ["job.completed"], extra: 1 }, { url: "ftp://127.0.0.1/x", events: ["job.completed"] }]) {
       const res = await t.request("POST", "/v1/webhooks", { token: a.key, json: body });
       expect(res.status, JSON.stringify(body)).toBe(422);
     }
-    expect((t.app.db.query("SELECT count(*) AS n FROM webhooks").get() as any).n).toBe(before);
+    expect((t.app.internals.db.query("SELECT count(*) AS n FROM webhooks").get() as any).n).toBe(before);
   });
 
   test("plan limit: free allows 3 active endpoints → 402 WEBHOOK_LIMIT_REACHED, also on re-activation", async () => {
@@ -149,10 +149,10 @@ describe("delivery", () => {
       await t.request("PATCH", `/v1/webhooks/${i.id}`, { token: a.key, json: { is_active: false } });
       // Events enter the outbox exactly as the services write them.
       const { EventStore } = await import("../../src/events/store.ts");
-      const outbox = new EventStore(t.app.db);
+      const outbox = new EventStore(t.app.internals.db);
       outbox.record(a.accountId, "video.created", { video_id: "vid_x", job_id: "job_x", collection_id: "col_x", filename: "x.mp4" });
       outbox.record(a.accountId, "video.deleted", { video_id: "vid_x", collection_id: "col_x" });
-      t.app.dispatcher.wake();
+      t.app.internals.dispatcher.wake();
       expect(await until(() => subscribed.hits.length >= 1)).toBe(true);
       await Bun.sleep(500);
       expect(subscribed.hits.map((h) => h.body.event)).toEqual(["video.deleted"]);

@@ -1,14 +1,14 @@
 import type { Config } from "../config/config.ts";
 import type { Logger } from "../core/logger.ts";
-import { chooseDevice, createPoolProbe, type DeviceChoice } from "../inference/device.ts";
+import { chooseDevice, createPoolProbe, type DeviceChoice } from "./device.ts";
 import { availableParallelism } from "node:os";
-import { createInferencePool, planThreads, type InferencePool } from "../inference/pool.ts";
+import { createInferencePool, planThreads, type InferencePool } from "./pool.ts";
 import { existsSync, readFileSync } from "node:fs";
-import { pruneDerivedModels } from "../inference/derived-model.ts";
-import { signedWeightsDecision, type SignedWeightsDecision } from "../inference/signed-weights.ts";
+import { pruneDerivedModels } from "./derived-model.ts";
+import { signedWeightsDecision, type SignedWeightsDecision } from "./signed-weights.ts";
 import { dirname, join } from "node:path";
 import { resolveNativeFiles } from "../runtime/native-files.ts";
-import type { ModelCatalog } from "./deps.ts";
+import type { ModelCatalog } from "../models/roles.ts";
 
 /**
  * The CUDA provider is a separate library next to libonnxruntime; the npm build ships without
