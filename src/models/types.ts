@@ -5,7 +5,7 @@
  *  - the registry (`<models-dir>/registry.json`): what is installed and which model each role uses.
  * Pure: no I/O here.
  */
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
 import { AppError } from "../core/errors.ts";
 import type { ModelRole } from "./roles.ts";
 
