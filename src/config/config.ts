@@ -59,6 +59,7 @@ const fileSchema = z
     batch_size: z.number().int().positive(),
     speech_max_tokens: z.number().int().min(16).max(440),
     search_cache_mb: z.number().int().min(0),
+    model_idle_unload_secs: z.number().min(0),
     job_concurrency: z.number().int().positive(),
     ffmpeg_path: z.string(),
     ffprobe_path: z.string(),
@@ -104,6 +105,11 @@ export interface Config {
   speechMaxTokens: number;
   /** Exact vectors kept in memory for search rescoring, MiB (0: read them from the store every time). */
   searchCacheMb: number;
+  /**
+   * Seconds an inference pool may sit without a task before its workers (and the models they hold)
+   * are closed; the next task starts them again. 0 keeps models loaded for the life of the process.
+   */
+  modelIdleUnloadSecs: number;
   jobConcurrency: number;
   ffmpegPath?: string;
   ffprobePath?: string;
@@ -182,6 +188,8 @@ export function loadConfig(
   if (!Number.isInteger(speechMaxTokens) || speechMaxTokens < 16 || speechMaxTokens > 440) {
     throw new ConfigError(`VSEARCH_SPEECH_MAX_TOKENS must be an integer in 16..440, got ${speechMaxTokens}`);
   }
+  const modelIdleUnloadSecs = pick(num("VSEARCH_MODEL_IDLE_UNLOAD_SECS", env.VSEARCH_MODEL_IDLE_UNLOAD_SECS), file.model_idle_unload_secs) ?? 300;
+  if (modelIdleUnloadSecs < 0) throw new ConfigError(`VSEARCH_MODEL_IDLE_UNLOAD_SECS must be 0 or more, got ${modelIdleUnloadSecs}`);
   const logLevel = pick(flags.logLevel, env.VSEARCH_LOG_LEVEL as Config["logLevel"], file.log_level) ?? "info";
   const port = pick(flags.port, num("VSEARCH_PORT", env.VSEARCH_PORT), file.port) ?? 8080;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`port must be 0-65535, got ${port}`);
@@ -203,6 +211,7 @@ export function loadConfig(
     batchSize: pick(num("VSEARCH_BATCH_SIZE", env.VSEARCH_BATCH_SIZE), file.batch_size) ?? 8,
     speechMaxTokens,
     searchCacheMb: pick(num("VSEARCH_SEARCH_CACHE_MB", env.VSEARCH_SEARCH_CACHE_MB), file.search_cache_mb) ?? 256,
+    modelIdleUnloadSecs,
     jobConcurrency: pick(num("VSEARCH_JOB_CONCURRENCY", env.VSEARCH_JOB_CONCURRENCY), file.job_concurrency) ?? 1,
     ffmpegPath: pick(env.VSEARCH_FFMPEG_PATH, file.ffmpeg_path),
     ffprobePath: pick(env.VSEARCH_FFPROBE_PATH, file.ffprobe_path),
