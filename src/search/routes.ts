@@ -46,6 +46,7 @@ async function toRequest(f: SearchForm): Promise<SearchRequest> {
     labels: f.labels,
     page: f.page,
     perPage: f.per_page,
+    minScore: f.min_score,
     includeHidden: f.include_hidden,
     includeThumbnailBase64: f.include_thumbnail_base64,
   };

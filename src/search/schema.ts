@@ -27,6 +27,16 @@ export const searchFormSchema = z
     labels: repeated(z.string().trim().min(1).max(100), 20).openapi({ description: "Repeatable scene-label filter (any of)", type: "array", items: { type: "string" } }),
     page: z.coerce.number().int().min(1).max(10_000).default(1),
     per_page: z.coerce.number().int().min(1).max(50).default(10),
+    min_score: z
+      .preprocess((v) => (v === "" ? undefined : v), z.coerce.number().finite().min(0).max(1))
+      .optional()
+      .openapi({
+        type: "number",
+        minimum: 0,
+        maximum: 1,
+        description: "Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked",
+        example: 0.3,
+      }),
     include_hidden: formBool.default(false).openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
     include_thumbnail_base64: formBool.default(false).openapi({ description: "Add each segment's thumbnail as base64 JPEG" }),
   })
@@ -45,6 +55,8 @@ export interface SearchRequest {
   /** Explicitly requested modes; undefined = the default (all three). */
   modes?: Mode[];
   labels?: string[];
+  /** 0–1: replaces the per-mode thresholds for this request (SPEC §6). */
+  minScore?: number;
   page: number;
   perPage: number;
   includeHidden: boolean;
@@ -83,7 +95,14 @@ export const searchVideoSchema = z
 export const searchMetaSchema = metaSchema
   .extend({
     modes: z.array(z.enum(MODES as [Mode, ...Mode[]])).optional().openapi({ description: "Modes that ran" }),
-    skipped_modes: z.record(z.string(), z.string()).optional().openapi({ description: "Defaulted modes that could not run, with the reason" }),
+    skipped_modes: z
+      .record(z.string(), z.string())
+      .optional()
+      .openapi({
+        description:
+          "Defaulted modes that did not run, each with why. A mode skipped for a missing model reads `MODEL_NOT_INSTALLED: no <role> model installed; fix: <command>` — the role it needs and the command that installs one (e.g. `vsearch models pull whisper-tiny.en`); then `vsearch reindex` indexes the videos already there",
+        example: { transcript: "MODEL_NOT_INSTALLED: no speech model installed; fix: vsearch models pull whisper-tiny.en (air-gapped: vsearch models import <dir|tar> --role speech)" },
+      }),
   })
   .openapi("SearchMeta");
 

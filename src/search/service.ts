@@ -1,6 +1,7 @@
 import { AppError, ValidationError, type ValidationIssue } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { isInferenceError } from "../inference/errors.ts";
+import { missingModel } from "../models/hints.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import { calibrate, type NullStats } from "./calibration.ts";
 import { meanNormalized, type QueryEncoder, type TranscriptSemanticSearch } from "./embedder.ts";
@@ -40,6 +41,8 @@ export interface SearchServiceDeps {
   logger?: Logger;
   /** The pipeline's frame sampling interval (about one frame a second). */
   frameIntervalSecs?: number;
+  /** Whether a speech model is installed; absent = assume so (transcripts then come from elsewhere). */
+  speechModel?: () => boolean;
 }
 
 /** Nearest frames / shots fetched per search, and transcript segments. */
@@ -79,7 +82,8 @@ export class SearchService {
     const credits = this.d.credits;
     await credits.assertCanSpend(accountId);
 
-    const thresholds = this.thresholds(accountId);
+    // min_score replaces every per-mode cut for this request (SPEC §6); 0 keeps whatever matched.
+    const thresholds = req.minScore === undefined ? this.thresholds(accountId) : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
     const vector = p.modes.some((m) => m !== "transcript") ? await this.queryVector(req, p.text) : null;
     const modelId = this.d.encoder.embedder.modelId();
@@ -147,6 +151,9 @@ export class SearchService {
       issues.push({ loc: ["body", "query"], msg: "One of query, image or image_url is required", type: "missing" });
     }
     if (req.perPage < 1 || req.perPage > 50) issues.push({ loc: ["body", "per_page"], msg: "per_page is 1 to 50", type: "less_than_equal", input: req.perPage, ctx: { max: 50 } });
+    if (req.minScore !== undefined && !(req.minScore >= 0 && req.minScore <= 1)) {
+      issues.push({ loc: ["body", "min_score"], msg: "min_score is 0 to 1", type: "value_error", input: req.minScore, ctx: { min: 0, max: 1 } });
+    }
     if (req.page < 1) issues.push({ loc: ["body", "page"], msg: "page starts at 1", type: "greater_than_equal", input: req.page, ctx: { min: 1 } });
     const requested = req.modes ? [...new Set(req.modes)] : null;
     for (const m of requested ?? []) {
@@ -168,23 +175,28 @@ export class SearchService {
     }
 
     const embedder = this.d.encoder.embedder;
-    const modelReason = "MODEL_NOT_INSTALLED: no image-text model installed (vsearch models import … --role image-text)";
+    const noImageModel = `MODEL_NOT_INSTALLED: ${missingModel("image-text")}`;
+    // Transcripts are searchable without a speech model when some were made earlier; with neither,
+    // the mode could only answer [] — it says why instead.
+    const noSpeech = this.d.speechModel && !this.d.speechModel() && this.d.indexes.memo(accountId, "transcript-n", () => this.d.store.transcriptCount(accountId)) === 0;
     const modes: Mode[] = [];
     const skipped: Record<string, string> = {};
     for (const mode of requested ?? MODES) {
       if (mode === "transcript") {
-        if (text) modes.push(mode);
-        else skipped[mode] = "needs a text query";
+        if (!text) skipped[mode] = "needs a text query";
+        else if (!noSpeech) modes.push(mode);
+        else if (requested) throw new AppError(503, "MODEL_NOT_INSTALLED", `The transcript mode needs transcripts and there are none: ${missingModel("speech")}; then vsearch reindex`);
+        else skipped[mode] = `MODEL_NOT_INSTALLED: ${missingModel("speech")}`;
       } else if (embedder.available()) {
         modes.push(mode);
       } else if (requested) {
-        throw new AppError(503, "MODEL_NOT_INSTALLED", `The ${mode} mode needs an image-text model; none is installed (vsearch models import … --role image-text)`);
+        throw new AppError(503, "MODEL_NOT_INSTALLED", `The ${mode} mode needs an image-text model: ${missingModel("image-text")}`);
       } else {
-        skipped[mode] = modelReason;
+        skipped[mode] = noImageModel;
       }
     }
-    if (!modes.length) {
-      throw new AppError(503, "MODEL_NOT_INSTALLED", "An image query needs an image-text model; none is installed (vsearch models import … --role image-text)");
+    if (!modes.length && (req.image || req.imageUrl !== undefined)) {
+      throw new AppError(503, "MODEL_NOT_INSTALLED", `An image query needs an image-text model: ${missingModel("image-text")}`);
     }
     return { scope, modes, skipped, text };
   }

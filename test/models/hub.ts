@@ -76,7 +76,7 @@ export function startHub(repos: Record<string, string>): FakeHub {
       });
       return new Response(body, { status, headers });
     }
-    return new Response(data.subarray(start), { status, headers });
+    return new Response(data.subarray(start) as Uint8Array<ArrayBuffer>, { status, headers });
   }
 
   const cdn = Bun.serve({
