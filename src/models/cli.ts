@@ -8,7 +8,7 @@ import type { Config } from "../config/config.ts";
 import { AppError } from "../core/errors.ts";
 import type { WeightDtype } from "../inference/dtype.ts";
 import { builtinManifest } from "./manifest.ts";
-import { DEFAULT_HF_ENDPOINT } from "./hub.ts";
+import { checkEndpoint, DEFAULT_HF_ENDPOINT } from "./hub.ts";
 import type { PullProgress } from "./pull.ts";
 import { type InstallResult, ModelService, type VerifyLoad } from "./service.ts";
 import { MODEL_ROLES, type ModelRole, parseRole } from "./types.ts";
@@ -61,7 +61,9 @@ export function reindexLine(h: ReindexHint): string {
 function pullSource(ctx: CliContext, config: Config, flag: string | undefined): { baseUrl?: string; hubEndpoint: string } {
   const baseUrl = flag ?? config.modelsBaseUrl;
   if (baseUrl !== undefined && baseUrl.trim() === "") throw new AppError(400, "INVALID_BASE_URL", "--base-url is empty");
-  return { baseUrl, hubEndpoint: ctx.env.HF_ENDPOINT?.trim() || DEFAULT_HF_ENDPOINT };
+  const hubEndpoint = ctx.env.HF_ENDPOINT?.trim() || DEFAULT_HF_ENDPOINT;
+  if (baseUrl === undefined) checkEndpoint(hubEndpoint); // before a worker pool is started for nothing
+  return { baseUrl, hubEndpoint };
 }
 
 /**
