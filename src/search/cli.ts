@@ -68,6 +68,6 @@ function human(r: SearchResult): string {
     })),
   );
   const skipped = Object.entries(r.skippedModes).map(([m, why]) => `skipped ${m}: ${why}`);
-  const head = `${r.total} matching video${r.total === 1 ? "" : "s"} (page ${r.page}, modes ${r.modes.join(", ")})`;
+  const head = `${r.total} matching video${r.total === 1 ? "" : "s"} (page ${r.page}, modes ${r.modes.join(", ") || "none"})`;
   return [head, ...skipped, rows.length ? table(rows, ["rank", "video", "type", "start", "end", "score", "threshold", "text", "hidden"]) : "No moment matched."].join("\n");
 }
