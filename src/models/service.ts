@@ -209,11 +209,7 @@ export class ModelService {
         plan = planPull(name, null, builtin, source.label);
       }
       // Check the file list before downloading gigabytes that could never be installed.
-      const lay = checkLayout(
-        plan.files.map((f) => f.path),
-        plan.role,
-        plan.dtype,
-      );
+      const lay = checkLayout(plan.files.map((f) => f.path), plan.role, plan.dtype);
       const partDir = join(this.modelsDir, ".partial", name);
       const got = await fetchFiles({ ...plan, files: plan.files.filter((f) => lay.keep(f.path)) }, source, partDir, {
         fetchImpl,

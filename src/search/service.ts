@@ -151,9 +151,8 @@ export class SearchService {
       issues.push({ loc: ["body", "query"], msg: "One of query, image or image_url is required", type: "missing" });
     }
     if (req.perPage < 1 || req.perPage > 50) issues.push({ loc: ["body", "per_page"], msg: "per_page is 1 to 50", type: "less_than_equal", input: req.perPage, ctx: { max: 50 } });
-    if (req.minScore !== undefined && !(req.minScore >= 0 && req.minScore <= 1)) {
-      issues.push({ loc: ["body", "min_score"], msg: "min_score is 0 to 1", type: "value_error", input: req.minScore, ctx: { min: 0, max: 1 } });
-    }
+    const badMin = req.minScore !== undefined && !(req.minScore >= 0 && req.minScore <= 1);
+    if (badMin) issues.push({ loc: ["body", "min_score"], msg: "min_score is 0 to 1", type: "value_error", input: req.minScore, ctx: { min: 0, max: 1 } });
     if (req.page < 1) issues.push({ loc: ["body", "page"], msg: "page starts at 1", type: "greater_than_equal", input: req.page, ctx: { min: 1 } });
     const requested = req.modes ? [...new Set(req.modes)] : null;
     for (const m of requested ?? []) {
