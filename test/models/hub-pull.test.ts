@@ -148,6 +148,17 @@ describe("pull from the hub", () => {
     expect(svc.registry.list()).toEqual([]);
   });
 
+  test("a renamed repository's relative redirect is followed on the hub before the CDN hop", async () => {
+    hub = startHub({ [`test-org/tiny-clip@${REV}`]: CLIP_SRC }, { "old-org/tiny-clip": "test-org/tiny-clip" });
+    const moved: BuiltinManifest = { ...builtin, models: builtin.models.map((m) => (m.name === "clip" ? { ...m, hub: { repo: "old-org/tiny-clip", revision: REV } } : m)) };
+    const svc = new ModelService({ modelsDir: join(tmp.make(), "models"), builtin: moved });
+    const r = await svc.pull("clip", { hubEndpoint: hub.url, ...fast });
+    expect(r.unverified).toEqual([]);
+    const heads = hub.requests.filter((q) => q.method === "HEAD" && q.path.endsWith("/onnx/vision_model_quantized.onnx")).map((q) => q.path);
+    expect(heads).toEqual([`/old-org/tiny-clip/resolve/${REV}/onnx/vision_model_quantized.onnx`, `/test-org/tiny-clip/resolve/${REV}/onnx/vision_model_quantized.onnx`]);
+    expect((await svc.verify("clip"))[0].ok).toBe(true);
+  });
+
   test("unknown revision or model, and a model with no hub repository, fail with the reason", async () => {
     const { svc, h } = setup();
     const other: BuiltinManifest = { ...builtin, models: builtin.models.map((m) => (m.name === "clip" ? { ...m, hub: { repo: "test-org/tiny-clip", revision: "nope" } } : m)) };

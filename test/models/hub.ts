@@ -40,8 +40,11 @@ export const COMMIT = "0123456789abcdef0123456789abcdef01234567";
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 const gitSha1 = (b: Uint8Array) => createHash("sha1").update(`blob ${b.length}\0`).update(b).digest("hex");
 
-/** Serves `repos` (`"org/name@revision"` → a model folder). */
-export function startHub(repos: Record<string, string>): FakeHub {
+/**
+ * Serves `repos` (`"org/name@revision"` → a model folder). `renamed` maps an old `org/name` to its
+ * new one: the hub answers a relative 307 to the same path under the new name, as the real hub does.
+ */
+export function startHub(repos: Record<string, string>, renamed: Record<string, string> = {}): FakeHub {
   const requests: HubRequest[] = [];
   const cutOnce = new Set<string>();
   const corrupt = new Set<string>();
@@ -102,6 +105,7 @@ export function startHub(repos: Record<string, string>): FakeHub {
       const path = decodeURIComponent(u.pathname);
       requests.push({ origin: "hub", method: req.method, path, range: req.headers.get("range") });
       const m = path.match(/^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/);
+      if (m && renamed[m[1]]) return new Response(null, { status: 307, headers: { location: `/${renamed[m[1]]}/resolve/${m[2]}/${m[3]}` } });
       const root = m ? repos[`${m[1]}@${m[2]}`] : undefined;
       if (!m || !root) return new Response("Repository not found", { status: 404, headers: { "x-error-code": "RepoNotFound" } });
       const file = normalize(join(root, m[3]));
