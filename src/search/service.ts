@@ -10,7 +10,7 @@ import { fuseModes, suppressDuplicates, type Fused } from "./fusion.ts";
 import { checkImage, decodeImageRgb, fetchImageUrl } from "./image-input.ts";
 import type { NearestRequest, SearchIndexes, VectorHit } from "./indexes.ts";
 import { type MediaLinks, secs, thumbnailBase64, withFragment } from "./links.ts";
-import { type Candidate, type FrameHit, framesToMoments, sameStart } from "./moments.ts";
+import { type Candidate, type FrameHit, framesToMoments, MIN_SCORE_BAND, sameStart } from "./moments.ts";
 import type { SearchRequest, SearchResult, SearchSegment, SearchVideo } from "./schema.ts";
 import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type VideoInfoRow } from "./store.ts";
 import { contentWords, coverage, mentionTerms } from "./text-match.ts";
@@ -90,7 +90,7 @@ export class SearchService {
 
     const lists = new Map<ListName, Candidate[]>();
     for (const mode of p.modes) {
-      if (mode === "video") lists.set("video", this.videoMode(p.scope, modelId!, vector!, thresholds, allowShots));
+      if (mode === "video") lists.set("video", this.videoMode(p.scope, modelId!, vector!, thresholds, allowShots, req.minScore === undefined ? undefined : MIN_SCORE_BAND));
       if (mode === "scene") lists.set("scene", this.sceneMode(p.scope, modelId!, vector!, p.text, thresholds, allowShots));
       if (mode === "transcript") {
         lists.set("transcript", this.transcriptMode(p.scope, p.text!, thresholds["transcript:default"], allowShots));
@@ -174,7 +174,6 @@ export class SearchService {
     }
 
     const embedder = this.d.encoder.embedder;
-    const noImageModel = `MODEL_NOT_INSTALLED: ${missingModel("image-text")}`;
     // Transcripts are searchable without a speech model when some were made earlier; with neither,
     // the mode could only answer [] — it says why instead.
     const noSpeech = this.d.speechModel && !this.d.speechModel() && this.d.indexes.memo(accountId, "transcript-n", () => this.d.store.transcriptCount(accountId)) === 0;
@@ -191,7 +190,7 @@ export class SearchService {
       } else if (requested) {
         throw new AppError(503, "MODEL_NOT_INSTALLED", `The ${mode} mode needs an image-text model: ${missingModel("image-text")}`);
       } else {
-        skipped[mode] = noImageModel;
+        skipped[mode] = `MODEL_NOT_INSTALLED: ${missingModel("image-text")}`;
       }
     }
     if (!modes.length && (req.image || req.imageUrl !== undefined)) {
@@ -225,7 +224,7 @@ export class SearchService {
 
   // ---- modes ---------------------------------------------------------------------------------
 
-  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>): Candidate[] {
+  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>, band?: number): Candidate[] {
     const sample = this.d.indexes.sample("frames", scope.accountId, modelId);
     if (!sample.dim || sample.dim !== q.length) return [];
     const stats = this.d.indexes.nullStatsOf(sample, q);
@@ -243,6 +242,7 @@ export class SearchService {
       intervalSecs: this.interval,
       durationOf: (v) => durations.get(v)?.duration_secs ?? null,
       thresholdKey: "video:default",
+      band,
     });
   }
 
