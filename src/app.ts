@@ -169,6 +169,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     ffmpeg: opts.runtime.ffmpeg,
     allowNetworks: config.allowNetworks,
     embedder: opts.queryEmbedder ?? new CatalogQueryEmbedder(models, () => inference.get()),
+    speechModel: () => models.active("speech") !== null,
     credits,
     logger,
     now,

@@ -26,6 +26,16 @@ export const searchFormSchema = z
     labels: repeated(z.string().trim().min(1).max(100), 20).openapi({ description: "Repeatable scene-label filter (any of)", type: "array", items: { type: "string" } }),
     page: z.coerce.number().int().min(1).max(10_000).default(1),
     per_page: z.coerce.number().int().min(1).max(50).default(10),
+    min_score: z
+      .preprocess((v) => (v === "" ? undefined : v), z.coerce.number().finite().min(0).max(1))
+      .optional()
+      .openapi({
+        type: "number",
+        minimum: 0,
+        maximum: 1,
+        description: "Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked",
+        example: 0.3,
+      }),
     include_hidden: formBool.default(false).openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
     include_thumbnail_base64: formBool.default(false).openapi({ description: "Add each segment's thumbnail as base64 JPEG" }),
   })
@@ -44,6 +54,8 @@ export interface SearchRequest {
   /** Explicitly requested modes; undefined = the default (all three). */
   modes?: Mode[];
   labels?: string[];
+  /** 0–1: replaces the per-mode thresholds for this request (SPEC §6). */
+  minScore?: number;
   page: number;
   perPage: number;
   includeHidden: boolean;

@@ -1,6 +1,7 @@
 import { AppError, ValidationError, type ValidationIssue } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { isInferenceError } from "../inference/errors.ts";
+import { missingModel } from "../models/hints.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import { calibrate, type NullStats } from "./calibration.ts";
 import { meanNormalized, type QueryEncoder, type TranscriptSemanticSearch } from "./embedder.ts";
@@ -9,7 +10,7 @@ import { fuseModes, suppressDuplicates, type Fused } from "./fusion.ts";
 import { checkImage, decodeImageRgb, fetchImageUrl } from "./image-input.ts";
 import type { NearestRequest, SearchIndexes, VectorHit } from "./indexes.ts";
 import { type MediaLinks, secs, thumbnailBase64, withFragment } from "./links.ts";
-import { type Candidate, type FrameHit, framesToMoments, sameStart } from "./moments.ts";
+import { type Candidate, type FrameHit, framesToMoments, MIN_SCORE_BAND, sameStart } from "./moments.ts";
 import type { SearchRequest, SearchResult, SearchSegment, SearchVideo } from "./schema.ts";
 import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type VideoInfoRow } from "./store.ts";
 import { contentWords, coverage, mentionTerms } from "./text-match.ts";
@@ -40,6 +41,8 @@ export interface SearchServiceDeps {
   logger?: Logger;
   /** The pipeline's frame sampling interval (about one frame a second). */
   frameIntervalSecs?: number;
+  /** Whether a speech model is installed; absent = assume so (transcripts then come from elsewhere). */
+  speechModel?: () => boolean;
 }
 
 /** Nearest frames / shots fetched per search, and transcript segments. */
@@ -79,14 +82,15 @@ export class SearchService {
     const credits = this.d.credits;
     await credits.assertCanSpend(accountId);
 
-    const thresholds = this.thresholds(accountId);
+    // min_score replaces every per-mode cut for this request (SPEC §6); 0 keeps whatever matched.
+    const thresholds = req.minScore === undefined ? this.thresholds(accountId) : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
     const vector = p.modes.some((m) => m !== "transcript") ? await this.queryVector(req, p.text) : null;
     const modelId = this.d.encoder.embedder.modelId();
 
     const lists = new Map<ListName, Candidate[]>();
     for (const mode of p.modes) {
-      if (mode === "video") lists.set("video", this.videoMode(p.scope, modelId!, vector!, thresholds, allowShots));
+      if (mode === "video") lists.set("video", this.videoMode(p.scope, modelId!, vector!, thresholds, allowShots, req.minScore === undefined ? undefined : MIN_SCORE_BAND));
       if (mode === "scene") lists.set("scene", this.sceneMode(p.scope, modelId!, vector!, p.text, thresholds, allowShots));
       if (mode === "transcript") {
         lists.set("transcript", this.transcriptMode(p.scope, p.text!, thresholds["transcript:default"], allowShots));
@@ -147,6 +151,8 @@ export class SearchService {
       issues.push({ loc: ["body", "query"], msg: "One of query, image or image_url is required", type: "missing" });
     }
     if (req.perPage < 1 || req.perPage > 50) issues.push({ loc: ["body", "per_page"], msg: "per_page is 1 to 50", type: "less_than_equal", input: req.perPage, ctx: { max: 50 } });
+    const badMin = req.minScore !== undefined && !(req.minScore >= 0 && req.minScore <= 1);
+    if (badMin) issues.push({ loc: ["body", "min_score"], msg: "min_score is 0 to 1", type: "value_error", input: req.minScore, ctx: { min: 0, max: 1 } });
     if (req.page < 1) issues.push({ loc: ["body", "page"], msg: "page starts at 1", type: "greater_than_equal", input: req.page, ctx: { min: 1 } });
     const requested = req.modes ? [...new Set(req.modes)] : null;
     for (const m of requested ?? []) {
@@ -168,23 +174,27 @@ export class SearchService {
     }
 
     const embedder = this.d.encoder.embedder;
-    const modelReason = "MODEL_NOT_INSTALLED: no image-text model installed (vsearch models import … --role image-text)";
+    // Transcripts are searchable without a speech model when some were made earlier; with neither,
+    // the mode could only answer [] — it says why instead.
+    const noSpeech = this.d.speechModel && !this.d.speechModel() && this.d.indexes.memo(accountId, "transcript-n", () => this.d.store.transcriptCount(accountId)) === 0;
     const modes: Mode[] = [];
     const skipped: Record<string, string> = {};
     for (const mode of requested ?? MODES) {
       if (mode === "transcript") {
-        if (text) modes.push(mode);
-        else skipped[mode] = "needs a text query";
+        if (!text) skipped[mode] = "needs a text query";
+        else if (!noSpeech) modes.push(mode);
+        else if (requested) throw new AppError(503, "MODEL_NOT_INSTALLED", `The transcript mode needs transcripts and there are none: ${missingModel("speech")}; then vsearch reindex`);
+        else skipped[mode] = `MODEL_NOT_INSTALLED: ${missingModel("speech")}`;
       } else if (embedder.available()) {
         modes.push(mode);
       } else if (requested) {
-        throw new AppError(503, "MODEL_NOT_INSTALLED", `The ${mode} mode needs an image-text model; none is installed (vsearch models import … --role image-text)`);
+        throw new AppError(503, "MODEL_NOT_INSTALLED", `The ${mode} mode needs an image-text model: ${missingModel("image-text")}`);
       } else {
-        skipped[mode] = modelReason;
+        skipped[mode] = `MODEL_NOT_INSTALLED: ${missingModel("image-text")}`;
       }
     }
-    if (!modes.length) {
-      throw new AppError(503, "MODEL_NOT_INSTALLED", "An image query needs an image-text model; none is installed (vsearch models import … --role image-text)");
+    if (!modes.length && (req.image || req.imageUrl !== undefined)) {
+      throw new AppError(503, "MODEL_NOT_INSTALLED", `An image query needs an image-text model: ${missingModel("image-text")}`);
     }
     return { scope, modes, skipped, text };
   }
@@ -214,7 +224,7 @@ export class SearchService {
 
   // ---- modes ---------------------------------------------------------------------------------
 
-  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>): Candidate[] {
+  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>, band?: number): Candidate[] {
     const sample = this.d.indexes.sample("frames", scope.accountId, modelId);
     if (!sample.dim || sample.dim !== q.length) return [];
     const stats = this.d.indexes.nullStatsOf(sample, q);
@@ -232,6 +242,7 @@ export class SearchService {
       intervalSecs: this.interval,
       durationOf: (v) => durations.get(v)?.duration_secs ?? null,
       thresholdKey: "video:default",
+      band,
     });
   }
 

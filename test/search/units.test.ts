@@ -135,6 +135,19 @@ describe("moments and fusion", () => {
     ]);
   });
 
+  it("a band (min_score) keeps each run's frames near its best and splits where the score dips", () => {
+    // Ten adjacent frames, all passing a cut of 0: two peaks (at 2 and 7) with a dip between.
+    const scores = [0.1, 0.35, 0.4, 0.33, 0.12, 0.1, 0.31, 0.38, 0.2, 0.05];
+    const hits = scores.map((score, t) => ({ videoId: "v", timestamp: t, nextTimestamp: t + 1, shotIndex: 0, raw: score, score }));
+    const whole = framesToMoments(hits, { intervalSecs: 1, durationOf: () => 10, thresholdKey: "video:default" });
+    expect(whole.map((x) => [x.start, x.end, x.score])).toEqual([[0, 10, 0.4]]);
+    const banded = framesToMoments(hits, { intervalSecs: 1, durationOf: () => 10, thresholdKey: "video:default", band: 0.1 });
+    expect(banded.map((x) => [x.start, x.end, x.score])).toEqual([
+      [1, 4, 0.4],
+      [6, 8, 0.38],
+    ]);
+  });
+
   it("RRF: k = 60; overlap across lists counts as the same moment", () => {
     const lists = new Map<string, Candidate[]>([
       ["video", [c({ start: 10, end: 12, score: 0.9 }), c({ start: 30, end: 31, score: 0.8 })]],
