@@ -53,6 +53,10 @@ import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
 import { registerMediaRoutes } from "./media-serving/routes.ts";
+import { AgentToolbox } from "./agent/toolbox.ts";
+import { FrameGrabber } from "./agent/frames.ts";
+import { registerAgentRoutes } from "./api/agent.ts";
+import { registerMcpRoutes } from "./api/mcp.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -197,6 +201,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
     search: search.search, searchFeedback: search.feedback, moments: search.moments, media,
     webhooks, credits, accountDeletion,
+    agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, media, files, frames: new FrameGrabber(opts.runtime.ffmpeg) }),
   };
 
   const metrics = new Metrics();
@@ -212,7 +217,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     metrics,
     version: VERSION,
-    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes, registerSearchRoutes, registerMediaRoutes, registerWebhookRoutes],
+    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes, registerSearchRoutes, registerMediaRoutes, registerWebhookRoutes, registerAgentRoutes, registerMcpRoutes],
     ready: () => {
       const checks: Record<string, string> = {};
       try {

@@ -12,6 +12,7 @@ import type { MediaService } from "./media-serving/service.ts";
 import type { WebhookService } from "./webhooks/service.ts";
 import type { CreditService } from "./credits/service.ts";
 import type { AccountDeletion } from "./accounts/deletion.ts";
+import type { AgentToolbox } from "./agent/toolbox.ts";
 
 /** Everything routes and CLI commands may call. Built once by createApp. */
 export interface Services {
@@ -29,4 +30,6 @@ export interface Services {
   webhooks: WebhookService;
   credits: CreditService;
   accountDeletion: AccountDeletion;
+  /** The agent tools (SPEC §9) behind /v1/agent/*, /v1/mcp and `vsearch mcp`. */
+  agent: AgentToolbox;
 }

@@ -11,6 +11,7 @@ import { registerJobCommands } from "../jobs/cli.ts";
 import { registerModelCommands } from "../models/cli.ts";
 import { registerCreditCommands } from "../credits/cli.ts";
 import { registerVideoCommands } from "../videos/cli.ts";
+import { registerMcpCommand } from "../commands/mcp.ts";
 import { createCliContext } from "./context.ts";
 import { registerServeCommand } from "./serve.ts";
 import { registerSystemCommands } from "./system.ts";
@@ -41,6 +42,7 @@ export function buildProgram(env: Record<string, string | undefined>, runtime: (
   registerCreditCommands(program, ctx);
   registerSystemCommands(program, ctx);
   registerSearchCommands(program, ctx);
+  registerMcpCommand(program, ctx);
   return program;
 }
 
