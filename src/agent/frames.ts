@@ -50,7 +50,7 @@ export class FrameGrabber {
     let jpeg = await this.run(["-ss", timestampSecs.toFixed(6), "-i", source, ...out]);
     // A time in the last frame's span can land after the last decodable timestamp: take the last frame.
     if (!jpeg.length) jpeg = await this.run(["-sseof", "-1", "-i", source, ...out.filter((a, k) => a !== "-frames:v" && out[k - 1] !== "-frames:v")], true);
-    if (!jpegSize(jpeg)) throw new AppError(422, "DECODE_FAILED", "No frame could be decoded at that time");
+    if (!jpegSize(jpeg)) throw new AppError(409, "DECODE_FAILED", "No frame could be decoded at that time");
     return jpeg;
   }
 
@@ -70,7 +70,7 @@ export class FrameGrabber {
         timeoutMs: this.timeoutMs,
         maxStdoutBytes: 16 * 1024 * 1024,
       });
-      if (exit.code !== 0) throw new AppError(422, "DECODE_FAILED", "The video could not be decoded at that time");
+      if (exit.code !== 0) throw new AppError(409, "DECODE_FAILED", "The video could not be decoded at that time");
       return lastOnly ? lastJpeg(exit.stdout) : exit.stdout;
     } finally {
       this.release();

@@ -1,5 +1,5 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { AppError, ValidationError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { AgentTool } from "./tools.ts";
@@ -50,8 +50,12 @@ export function toolResult(t: AgentTool, out: Record<string, unknown>): CallTool
 
 /**
  * One MCP server over the agent toolbox. Every tool is registered with its zod input and output
- * schemas (the SDK lists them as JSON Schema and validates both ways) and annotated read-only.
- * Cheap to build: the HTTP transport builds one per request (stateless mode).
+ * schemas (the SDK lists them as JSON Schema; clients validate structuredContent against them)
+ * and annotated read-only. Cheap to build: the HTTP transport builds one per request (stateless).
+ *
+ * tools/call is then answered by the toolbox itself rather than the SDK's handler, so a bad input
+ * or an unknown tool is the same 422 as on /v1/agent/call (`VALIDATION_ERROR (422): input.limit: …`)
+ * instead of the SDK's own wording, and the rate limit counts unknown tools too.
  */
 export function buildMcpServer(toolbox: AgentToolbox, opts: McpServerOptions): McpServer {
   const server = new McpServer({ name: "vsearch", version: opts.version }, { instructions: INSTRUCTIONS });
@@ -65,15 +69,17 @@ export function buildMcpServer(toolbox: AgentToolbox, opts: McpServerOptions): M
         outputSchema: t.output as never,
         annotations: { title: t.title, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
       },
-      (async (args: unknown) => {
-        try {
-          opts.beforeCall?.(t.name);
-          return toolResult(t, await toolbox.run(opts.accountId, t, args));
-        } catch (e) {
-          return toolError(e, opts.logger);
-        }
-      }) as never,
+      (async (args: unknown) => toolResult(t, await toolbox.run(opts.accountId, t, args))) as never,
     );
   }
+  server.server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    try {
+      opts.beforeCall?.(request.params.name);
+      const out = await toolbox.call(opts.accountId, request.params.name, request.params.arguments ?? {});
+      return toolResult(toolbox.tool(request.params.name)!, out);
+    } catch (e) {
+      return toolError(e, opts.logger);
+    }
+  });
   return server;
 }

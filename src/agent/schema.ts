@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { z } from "@hono/zod-openapi";
 import { collectionDetailSchema, collectionSchema } from "../collections/schema.ts";
 import { jobSchema } from "../jobs/schema.ts";
 import { MODES, type Mode } from "../search/thresholds.ts";

@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type { z } from "@hono/zod-openapi";
 import { MODES } from "../search/thresholds.ts";
 import type { searchVideosInput, SearchVideosOutput } from "./schema.ts";
 

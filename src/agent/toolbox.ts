@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { z } from "@hono/zod-openapi";
 import { ValidationError } from "../core/errors.ts";
 import { zodIssuesToValidation } from "../core/validate.ts";
 import { type AgentDeps, type AgentTool, asInputError, TOOLS } from "./tools.ts";

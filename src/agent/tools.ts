@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { z } from "zod";
+import type { z } from "@hono/zod-openapi";
 import { AppError, ValidationError } from "../core/errors.ts";
 import type { CollectionService } from "../collections/service.ts";
 import type { JobService } from "../jobs/service.ts";

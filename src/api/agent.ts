@@ -55,7 +55,7 @@ export function registerAgentRoutes(app: Api, deps: HttpDeps) {
         200: { description: "The tool's output", content: { "application/json": { schema: envelopeOf(z.record(z.string(), z.unknown())) } } },
         402: jsonError("Out of credits (INSUFFICIENT_CREDITS; search_videos)"),
         404: jsonError("A named collection, video or job is not in this account (COLLECTION_NOT_FOUND, VIDEO_NOT_FOUND, JOB_NOT_FOUND)"),
-        409: jsonError("get_frame on a video not yet probed (VIDEO_NOT_READY)"),
+        409: jsonError("get_frame on a video not yet probed (VIDEO_NOT_READY), or whose file cannot be decoded at that time (DECODE_FAILED)"),
         503: jsonError("search_videos: a requested mode's model is not installed (MODEL_NOT_INSTALLED)"),
       },
     }),

@@ -267,15 +267,19 @@ describe("every tool, three transports", () => {
     }
   });
 
-  it("bad input over MCP is a tool error naming the field, not a transport failure", async () => {
+  it("bad input or an unknown tool over MCP is the /call 422 as a tool error naming the field, not a transport failure", async () => {
     for (const c of [callers["mcp-http"], callers["mcp-stdio"]]) {
-      const r = await c("search_videos", { query: "x", limit: 50 });
-      expect(r.ok).toBe(false);
-      expect(r.text).toMatch(/limit/);
-      const u = await c("get_video", {});
-      expect(u.ok).toBe(false);
-      expect(u.text).toMatch(/video_id/);
+      expect((await c("search_videos", { query: "x", limit: 50 })).text).toMatch(/^VALIDATION_ERROR \(422\): input\.limit: /);
+      expect((await c("get_video", {})).text).toMatch(/^VALIDATION_ERROR \(422\): input\.video_id: Field required/);
+      expect((await c("list_videos", { colection_id: "col_x" })).text).toMatch(/^VALIDATION_ERROR \(422\): input\.colection_id: Extra inputs/);
+      expect((await c("search_videos", {})).text).toMatch(/^VALIDATION_ERROR \(422\): input\.query: One of query, image or image_url is required/);
+      const unknown = await c("delete_everything", {});
+      expect(unknown).toMatchObject({ ok: false, status: 422, code: "VALIDATION_ERROR" });
+      expect(unknown.text).toContain("tool: Unknown tool; one of search_videos");
     }
+    const rest = await postCall(f.readOnlyKey, { tool: "delete_everything", input: {} });
+    expect(rest.status).toBe(422);
+    expect((await rest.json()).detail[0]).toMatchObject({ loc: ["body", "tool"], input: "delete_everything" });
   });
 
   it("vsearch mcp logs only to stderr and the server it runs beside keeps serving", async () => {
