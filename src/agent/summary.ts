@@ -2,12 +2,14 @@ import type { z } from "@hono/zod-openapi";
 import { MODES } from "../search/thresholds.ts";
 import type { searchVideosInput, SearchVideosOutput } from "./schema.ts";
 
-const mmss = (t: number): string => {
+/** mm:ss (h:mm:ss past an hour): how clips are cited in summaries. */
+export function clock(t: number): string {
   const s = Math.max(0, Math.floor(t));
   const h = Math.floor(s / 3600);
   const rest = `${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
   return h ? `${h}:${rest}` : rest;
-};
+}
+export const cite = (filename: string, start: number, end: number) => `[${filename} ${clock(start)}–${clock(end)}]`;
 
 /**
  * The text an agent reads first: one line per clip, cited as `[filename mm:ss–mm:ss]` so its
@@ -21,7 +23,7 @@ export function searchSummary(o: SearchVideosOutput, maxImages: number): string 
   const lines = o.clips.map((c, k) => {
     const pic = c.thumbnail_base64 && image < maxImages ? ` (image ${++image})` : "";
     const text = c.text_snippet ? ` — "${c.text_snippet.length > 120 ? `${c.text_snippet.slice(0, 119)}…` : c.text_snippet}"` : "";
-    return `${k + 1}. [${c.filename} ${mmss(c.start_secs)}–${mmss(c.end_secs)}] ${c.type}, score ${c.relevance_score.toFixed(2)}${text}${pic}`;
+    return `${k + 1}. ${cite(c.filename, c.start_secs, c.end_secs)} ${c.type}, score ${c.relevance_score.toFixed(2)}${text}${pic}`;
   });
   const skipped = Object.entries(o.skipped_modes).map(([m, why]) => `(${m} mode skipped: ${why})`);
   return [`${o.clips.length} clip${o.clips.length === 1 ? "" : "s"} from ${o.total_videos} matching video${o.total_videos === 1 ? "" : "s"} (modes: ${o.modes.join(", ")}):`, ...lines, ...skipped].join("\n");

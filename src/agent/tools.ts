@@ -12,7 +12,7 @@ import type { VideoService } from "../videos/service.ts";
 import type { FrameGrabber } from "./frames.ts";
 import { jpegSize } from "./frames.ts";
 import * as S from "./schema.ts";
-import { searchSummary, suggestionsFor } from "./summary.ts";
+import { cite, clock, searchSummary, suggestionsFor } from "./summary.ts";
 
 /** The services the tools call: the same ones the REST routes call (no second implementation). */
 export interface AgentDeps {
@@ -47,15 +47,6 @@ export interface AgentTool<I extends z.ZodType = z.ZodType, O extends z.ZodObjec
 
 const tool = <I extends z.ZodType, O extends z.ZodObject>(t: AgentTool<I, O>) => t as unknown as AgentTool;
 
-/** mm:ss (h:mm:ss past an hour): how clips are cited in summaries. */
-export function clock(t: number): string {
-  const s = Math.max(0, Math.floor(t));
-  const h = Math.floor(s / 3600);
-  const mm = String(Math.floor((s % 3600) / 60)).padStart(2, "0");
-  const ss = String(s % 60).padStart(2, "0");
-  return h ? `${h}:${mm}:${ss}` : `${mm}:${ss}`;
-}
-export const cite = (filename: string, start: number, end: number) => `[${filename} ${clock(start)}–${clock(end)}]`;
 
 const SNIPPET_CHARS = 300;
 const snippet = (t: string | null) => (t && t.length > SNIPPET_CHARS ? `${t.slice(0, SNIPPET_CHARS - 1)}…` : t);

@@ -26,8 +26,8 @@ export function registerMcpCommand(program: Command, ctx: CliContext) {
       try {
         app.services.accounts.getAccount(opts.account);
         // Presigned links should open on the running server, when there is one.
-        const serving = new InstanceLock(config.dataDir).read()?.url;
-        if (serving) app.setBaseUrl(serving);
+        const holder = new InstanceLock(config.dataDir).read();
+        if (holder?.url && alive(holder.pid)) app.setBaseUrl(holder.url);
 
         const server = buildMcpServer(app.services.agent, { accountId: opts.account, version: VERSION, logger });
         const transport = new StdioServerTransport();
@@ -46,4 +46,13 @@ export function registerMcpCommand(program: Command, ctx: CliContext) {
         await app.close();
       }
     });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
