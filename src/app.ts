@@ -201,7 +201,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
     search: search.search, searchFeedback: search.feedback, moments: search.moments, media,
     webhooks, credits, accountDeletion,
-    agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, media, files, frames: new FrameGrabber(opts.runtime.ffmpeg) }),
+    agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, media, files, frames: new FrameGrabber(bins) }),
   };
 
   const metrics = new Metrics();

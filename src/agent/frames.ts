@@ -1,6 +1,7 @@
 import { AppError } from "../core/errors.ts";
-import { jpegCodecArgs } from "../media/filters.ts";
-import { runTool } from "../media/process.ts";
+import { HDR_TO_SDR, jpegCodecArgs } from "../media/filters.ts";
+import { type MediaBins, runTool } from "../media/process.ts";
+import { probeMedia } from "../media/probe.ts";
 
 /** Width and height of a JPEG from its start-of-frame marker (no decoding); null if not a JPEG. */
 export function jpegSize(b: Uint8Array): { width: number; height: number } | null {
@@ -31,22 +32,33 @@ export function jpegSize(b: Uint8Array): { width: number; height: number } | nul
 export class FrameGrabber {
   private running = 0;
   private readonly queue: (() => void)[] = [];
+  /** Whether a source is HDR (PQ/HLG), by path: one ffprobe per video, not per frame. */
+  private readonly hdrOf = new Map<string, boolean>();
 
   constructor(
-    private readonly ffmpeg: string,
+    private readonly bins: MediaBins,
     private readonly concurrency = 2,
     private readonly timeoutMs = 30_000,
   ) {}
 
   /**
    * The frame shown at `timestampSecs`, fitted inside maxSide × maxSide with square pixels
-   * (rotation is applied by ffmpeg's autorotate, anamorphic pixels by the first scale).
+   * (rotation is applied by ffmpeg's autorotate, anamorphic pixels by the first scale) and HDR
+   * tone-mapped to SDR as the thumbnails are (`hdr` undefined: ask ffprobe once per source).
    * Input seeking is exact and costs one GOP. Past the last frame there is nothing to decode;
    * the caller validates the time against the duration, and the last second is retried from the end.
    */
-  async frame(source: string, timestampSecs: number, maxSide: number): Promise<Uint8Array> {
-    const fit = `scale=w='trunc(iw*sar)':h=ih,setsar=1,scale=w='min(${maxSide},iw)':h='min(${maxSide},ih)':force_original_aspect_ratio=decrease,setsar=1`;
-    const out = ["-map", "0:v:0", "-vf", fit, "-frames:v", "1", ...jpegCodecArgs(85), "-f", "image2pipe", "pipe:1"];
+  async frame(source: string, timestampSecs: number, maxSide: number, opts: { hdr?: boolean } = {}): Promise<Uint8Array> {
+    const hdr = opts.hdr ?? (await this.isHdr(source));
+    const filters = [
+      "scale=w='trunc(iw*sar)':h=ih",
+      "setsar=1",
+      `scale=w='min(${maxSide},iw)':h='min(${maxSide},ih)':force_original_aspect_ratio=decrease`,
+      // zimg (the HDR chain) refuses odd sizes in 4:2:0.
+      ...(hdr ? ["scale=w='max(2,trunc(iw/2)*2)':h='max(2,trunc(ih/2)*2)'", HDR_TO_SDR] : []),
+      "setsar=1",
+    ];
+    const out = ["-map", "0:v:0", "-vf", filters.join(","), "-frames:v", "1", ...jpegCodecArgs(85), "-f", "image2pipe", "pipe:1"];
     let jpeg = await this.run(["-ss", timestampSecs.toFixed(6), "-i", source, ...out]);
     // A time in the last frame's span can land after the last decodable timestamp: take the last frame.
     if (!jpeg.length) jpeg = await this.run(["-sseof", "-1", "-i", source, ...out.filter((a, k) => a !== "-frames:v" && out[k - 1] !== "-frames:v")], true);
@@ -63,10 +75,27 @@ export class FrameGrabber {
     return jpegSize(out) ? out : null;
   }
 
+  private async isHdr(source: string): Promise<boolean> {
+    let hdr = this.hdrOf.get(source);
+    if (hdr === undefined) {
+      await this.acquire();
+      try {
+        hdr = (await probeMedia(this.bins, source, { strict: false, timeoutMs: this.timeoutMs })).hdr;
+      } catch {
+        hdr = false; // the decode that follows reports a file it cannot read
+      } finally {
+        this.release();
+      }
+      if (this.hdrOf.size >= 1024) this.hdrOf.clear();
+      this.hdrOf.set(source, hdr);
+    }
+    return hdr;
+  }
+
   private async run(args: string[], lastOnly = false): Promise<Uint8Array> {
     await this.acquire();
     try {
-      const exit = await runTool(this.ffmpeg, ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-threads", "1", ...args], {
+      const exit = await runTool(this.bins.ffmpeg, ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-threads", "1", ...args], {
         timeoutMs: this.timeoutMs,
         maxStdoutBytes: 16 * 1024 * 1024,
       });
