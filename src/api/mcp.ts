@@ -1,8 +1,9 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { buildMcpServer } from "../agent/mcp-server.ts";
 import { AppError } from "../core/errors.ts";
-import { authorize } from "../http/auth.ts";
+import { z } from "@hono/zod-openapi";
 import { readBodyCapped } from "../http/body-guard.ts";
+import { defineRoute } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { VERSION } from "../version.ts";
 
@@ -24,7 +25,29 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
     c.json({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "Method not allowed: this server is stateless; POST JSON-RPC messages" } }, 405, { Allow: "POST" }),
   );
 
-  app.post("/v1/mcp", authorize(deps.auth, "read_only"), async (c) => {
+  const route = defineRoute(deps, {
+    method: "post",
+    path: "/v1/mcp",
+    tags: ["Agent tools"],
+    summary: "Model Context Protocol (streamable HTTP, stateless)",
+    description:
+      "JSON-RPC 2.0 messages of MCP (initialize, tools/list, tools/call) with the agent tools of /v1/agent/schema.json. Stateless: no Mcp-Session-Id; answers are JSON. Tool failures (404, 422, 429 …) are tool results with isError and the text `CODE (status): message`; each tools/call counts against the `agent` rate group shared with /v1/agent/call, and over it the response carries Retry-After. See docs/AGENTS.md.",
+    access: "read_only",
+    maxBody: "stream",
+    request: { body: { required: true, content: { "application/json": { schema: z.object({ jsonrpc: z.literal("2.0"), method: z.string(), id: z.union([z.string(), z.number()]).optional(), params: z.record(z.string(), z.unknown()).optional() }).passthrough() } } } },
+    responses: {
+      200: { description: "The JSON-RPC response (or 202 for a notification)", content: { "application/json": { schema: z.record(z.string(), z.unknown()) } } },
+      400: { description: "Not JSON (JSON-RPC parse error)" },
+    },
+  });
+  // Registered with plain Hono: the SDK's transport validates JSON-RPC itself and answers in its terms.
+  const { middleware, ...doc } = route;
+  delete (doc.responses as Record<string, unknown>)[422]; // bad tool input is a tool result, not an HTTP 422
+  (doc.responses as Record<string, unknown>)[413] = { description: "Body over 1 MiB (PAYLOAD_TOO_LARGE)" };
+  app.openAPIRegistry.registerPath(doc as never);
+
+  const [authorize] = middleware; // maxBody "stream" and no rate group: authentication only (the body is read capped below)
+  app.post("/v1/mcp", authorize, async (c) => {
     const principal = c.get("principal");
     const who = principal.kind === "api_key" ? principal.keyId : principal.sessionId;
     const bytes = await readBodyCapped(c.req.raw, deps.config.maxJsonBytes);
