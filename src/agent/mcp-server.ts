@@ -69,9 +69,11 @@ export function buildMcpServer(toolbox: AgentToolbox, opts: McpServerOptions): M
         outputSchema: t.output as never,
         annotations: { title: t.title, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
       },
+      // Not reached while the handler below answers tools/call; a complete tool all the same.
       (async (args: unknown) => toolResult(t, await toolbox.run(opts.accountId, t, args))) as never,
     );
   }
+  // Replaces the handler registerTool installed (the tests over both transports pin this down).
   server.server.setRequestHandler(CallToolRequestSchema, async (request) => {
     try {
       opts.beforeCall?.(request.params.name);

@@ -47,7 +47,6 @@ export interface AgentTool<I extends z.ZodType = z.ZodType, O extends z.ZodObjec
 
 const tool = <I extends z.ZodType, O extends z.ZodObject>(t: AgentTool<I, O>) => t as unknown as AgentTool;
 
-
 const SNIPPET_CHARS = 300;
 const snippet = (t: string | null) => (t && t.length > SNIPPET_CHARS ? `${t.slice(0, SNIPPET_CHARS - 1)}…` : t);
 const nextPage = (page: number, limit: number, total: number) => (page * limit < total ? page + 1 : null);
@@ -90,7 +89,9 @@ export const TOOLS: AgentTool[] = [
     input: S.searchVideosInput,
     output: S.searchVideosOutput,
     async run(d, accountId, i) {
-      // Every video of the ranking, so min_score can drop clips without losing ones further down.
+      // The largest page (50 videos, ≤ 20 clips each), not just `limit` videos: min_score may drop
+      // the top clips, and the next best then come from further down. The search service has no
+      // min_score of its own on this branch, so the cut is applied here on the calibrated score.
       const r = await d.search.search(accountId, {
         query: i.query,
         imageUrl: i.image_url,
@@ -103,10 +104,10 @@ export const TOOLS: AgentTool[] = [
         includeThumbnailBase64: false,
       });
       const all = r.videos.flatMap((v) => v.segments.map((s) => ({ v, s }))).sort((a, b) => a.s.rank - b.s.rank);
-      const kept = all.filter((x) => i.min_score === undefined || x.s.score >= i.min_score).slice(0, i.limit);
+      const passing = all.filter((x) => i.min_score === undefined || x.s.score >= i.min_score);
       const clips: S.Clip[] = [];
-      for (const { v, s } of kept) clips.push({ ...clipOf(v, s), thumbnail_base64: await clipThumbnail(d, s.thumbnail_url) });
-      const belowMin = all.length - all.filter((x) => i.min_score === undefined || x.s.score >= i.min_score).length;
+      for (const { v, s } of passing.slice(0, i.limit)) clips.push({ ...clipOf(v, s), thumbnail_base64: await clipThumbnail(d, s.thumbnail_url) });
+      const belowMin = all.length - passing.length;
       return {
         clips,
         total_videos: r.total,
