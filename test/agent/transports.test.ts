@@ -322,6 +322,29 @@ describe("permissions", () => {
   });
 });
 
+describe("vsearch mcp alone on a data dir", () => {
+  it("runs no indexing: a queued job stays queued while an agent reads it", async () => {
+    const dir = join(f.dir, "quiet");
+    const env = { VSEARCH_LOG_LEVEL: "silent" };
+    const account = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "Quiet"], env);
+    const ingest = await runCliJson(["--data-dir", dir, "ingest", f.clip, "--account", account.id, "--collection", "Inbox", "--no-wait"], env);
+    const jobId = ingest.files[0].job_id as string;
+    const client = new Client({ name: "test", version: "1" });
+    await client.connect(new StdioClientTransport({ command: BUN, args: [MAIN, "--data-dir", dir, "mcp", "--account", account.id], env: { ...(process.env as Record<string, string>), ...env } }));
+    try {
+      const first: any = await client.callTool({ name: "get_job_status", arguments: { job_id: jobId } });
+      expect(first.structuredContent.job.status).toBe("queued");
+      await Bun.sleep(2_000); // a job runner would have claimed it within its first poll
+      const later: any = await client.callTool({ name: "get_job_status", arguments: { job_id: jobId } });
+      expect(later.structuredContent.job).toMatchObject({ status: "queued", progress_pct: 0 });
+      const videos: any = await client.callTool({ name: "list_videos", arguments: {} });
+      expect(videos.structuredContent.videos[0]).toMatchObject({ filename: "cuts.mp4", status: "queued" });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 const mmss = (t: number) => `${String(Math.floor(t / 60)).padStart(2, "0")}:${String(Math.floor(t % 60)).padStart(2, "0")}`;
 
 /** The frame's average colour, decoded by ffmpeg to one RGB pixel. */
