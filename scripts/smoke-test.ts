@@ -13,7 +13,9 @@
  *      loopback Hugging Face hub (`models pull`, HF_ENDPOINT), both load-checked in the binary's workers, a 20 s clip with 2 s keyframes and a cut (made by the binary's own
  *      ffmpeg) indexed by `ingest`, then, through `serve`: the video's stages (one decode for
  *      frames, shots and thumbnails; the transcript beside it), its thumbnails and poster on disk,
- *      nothing temporary left, signed int8 weights where the CPU has VNNI, and a search answering.
+ *      nothing temporary left, signed int8 weights where the CPU has VNNI, and a search answering;
+ *   7. `vsearch mcp --account …` beside that server: the SDK's stdio client initializes, lists the
+ *      nine agent tools, searches (the query encoder in the binary's workers) and gets a frame.
  * Every wait is bounded. Prints each check; exits 1 if any failed.
  *
  *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip]
@@ -279,10 +281,37 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     );
     const search = await get("/v1/search", { method: "POST", body: new URLSearchParams({ query: "a red screen" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
     check("POST /v1/search answers 200 with the documented shape", search.status === 200 && Array.isArray(search.body?.data) && typeof search.body?.meta?.total === "number", `${search.status}, total ${search.body?.meta?.total}`);
+    await mcpOverStdio(data, accountId, videoId!);
   } finally {
     server.kill("SIGTERM");
     const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
     if (code === "timeout") server.kill("SIGKILL");
+  }
+}
+
+/** 7: MCP over stdio from the compiled binary, beside the running server on the same data dir. */
+async function mcpOverStdio(data: string, accountId: string, videoId: string): Promise<void> {
+  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+  const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+  const transport = new StdioClientTransport({ command: bin, args: ["--data-dir", data, "mcp", "--account", accountId], cwd: work, env, stderr: "pipe" });
+  let stderr = "";
+  transport.stderr?.on("data", (b: Buffer) => (stderr += b.toString()));
+  const client = new Client({ name: "smoke", version: "1" });
+  const bounded = <T>(p: Promise<T>, ms: number) => Promise.race([p, Bun.sleep(ms).then(() => { throw new Error(`no answer in ${ms} ms; stderr: ${stderr.slice(-300)}`); })]);
+  try {
+    await bounded(client.connect(transport), 60_000);
+    check("vsearch mcp (stdio) initializes beside the running server", true, `server ${client.getServerVersion()?.name} ${client.getServerVersion()?.version}`);
+    const tools = (await bounded(client.listTools(), 30_000)).tools.map((t) => t.name);
+    check("tools/list names the nine agent tools", tools.length === 9 && tools.includes("search_videos") && tools.includes("get_frame"), tools.join(", "));
+    const found: any = await bounded(client.callTool({ name: "search_videos", arguments: { query: "a red screen", limit: 3 } }), 120_000);
+    check("search_videos over stdio answers (query encoder in the binary's workers)", !found.isError && Array.isArray(found.structuredContent?.clips), String(found.content?.[0]?.text).split("\n")[0]);
+    const frame: any = await bounded(client.callTool({ name: "get_frame", arguments: { video_id: videoId, timestamp: 15 } }), 60_000);
+    const img = frame.content?.find((c: any) => c.type === "image");
+    check("get_frame over stdio returns a JPEG image", !frame.isError && img?.mimeType === "image/jpeg" && Buffer.from(img.data, "base64")[0] === 0xff, String(frame.content?.[0]?.text));
+  } catch (e) {
+    check("vsearch mcp over stdio", false, e instanceof Error ? e.message : String(e));
+  } finally {
+    await client.close().catch(() => {});
   }
 }
 

@@ -48,6 +48,8 @@ import { createSearchDomain, type SearchDomain } from "./search/domain.ts";
 import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
+import { AgentToolbox } from "./agent/toolbox.ts";
+import { FrameGrabber } from "./agent/frames.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -215,6 +217,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
     search: search.search, searchFeedback: search.feedback, moments: search.moments, media,
     webhooks, credits, accountDeletion, models: modelService, system,
+    agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, media, files, frames: new FrameGrabber(bins) }),
   };
 
   const metrics = new Metrics();

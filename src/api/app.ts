@@ -12,6 +12,8 @@ import { registerJobRoutes } from "./jobs.ts";
 import { registerSearchRoutes } from "./search.ts";
 import { registerMediaRoutes } from "./media-serving.ts";
 import { registerWebhookRoutes } from "./webhooks.ts";
+import { registerAgentRoutes } from "./agent.ts";
+import { registerMcpRoutes } from "./mcp.ts";
 import type { HttpDeps } from "../http/deps.ts";
 import { DOCS_HTML } from "../http/docs-page.ts";
 import { handleError, notFoundHandler, validationResponse } from "../http/errors.ts";
@@ -39,6 +41,8 @@ export const ROUTE_MODULES: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)
   registerSearchRoutes,
   registerMediaRoutes,
   registerWebhookRoutes,
+  registerAgentRoutes,
+  registerMcpRoutes,
 ];
 
 const TARGET_ROOT: Record<string, string> = { json: "body", form: "body", query: "query", param: "path", header: "header" };
