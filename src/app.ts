@@ -53,6 +53,7 @@ import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
 import { registerMediaRoutes } from "./media-serving/routes.ts";
+import { registerDashboardRoutes } from "./api/dashboard.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -212,7 +213,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     metrics,
     version: VERSION,
-    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes, registerSearchRoutes, registerMediaRoutes, registerWebhookRoutes],
+    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes, registerSearchRoutes, registerMediaRoutes, registerWebhookRoutes, registerDashboardRoutes],
     ready: () => {
       const checks: Record<string, string> = {};
       try {

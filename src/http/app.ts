@@ -7,7 +7,6 @@ import { registerApiKeyRoutes } from "../api-keys/routes.ts";
 import { registerAuthRoutes } from "../auth/routes.ts";
 import { registerCollectionRoutes } from "../collections/routes.ts";
 import type { HttpDeps } from "./deps.ts";
-import { DOCS_HTML } from "./docs-page.ts";
 import { handleError, notFoundHandler, validationResponse } from "./errors.ts";
 import type { AppEnv } from "./types.ts";
 
@@ -76,7 +75,6 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     return c.json({ status: r.ok ? "ready" : "not_ready", checks: r.checks }, r.ok ? 200 : 503);
   });
   app.get("/metrics", (c) => c.text(opts.metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4" }));
-  app.get("/docs", (c) => c.html(DOCS_HTML));
 
   registerAuthRoutes(app, opts);
   registerApiKeyRoutes(app, opts);
