@@ -155,7 +155,7 @@ export async function dashboardAssetsModule(dir: string, scalarFile: string): Pr
     "export function dashboardAssets() { return Promise.resolve(assets); }",
     "",
   );
-  return { source: lines.join("\n"), assets: web.map((a) => ({ path: a.path, bytes: a.body.length, gzip: Bun.gzipSync(a.body).length })) };
+  return { source: lines.join("\n"), assets: web.map((a) => ({ path: a.path, bytes: a.body.length, gzip: Bun.gzipSync(a.body as Uint8Array<ArrayBuffer>).length })) };
 }
 
 function dashboardPlugin(source: string): BunPlugin {

@@ -54,6 +54,6 @@ export async function bundleWeb(): Promise<WebAsset[]> {
 /** The JS and CSS sizes, raw and gzipped (for BENCHMARKS.md): `bun web/bundle.ts`. */
 if (import.meta.main) {
   for (const a of await bundleWeb()) {
-    console.log(`${a.path.padEnd(36)} ${String(a.body.length).padStart(8)} B raw ${String(Bun.gzipSync(a.body).length).padStart(7)} B gzipped`);
+    console.log(`${a.path.padEnd(36)} ${String(a.body.length).padStart(8)} B raw ${String(Bun.gzipSync(a.body as Uint8Array<ArrayBuffer>).length).padStart(7)} B gzipped`);
   }
 }

@@ -133,6 +133,7 @@ async function signIn(page: Page, base: string, email: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  rmSync(args.artifacts!, { recursive: true, force: true }); // only this run's screenshots
   mkdirSync(args.artifacts!, { recursive: true });
   mkdirSync(env.HOME);
   mkdirSync(env.TMPDIR);
@@ -158,8 +159,7 @@ async function main(): Promise<void> {
   try {
     const base = await waitForUrl(server, 60_000);
     browser = await chromium.launch({ executablePath: args.chromium, args: CHROMIUM_ARGS, timeout: 60_000 });
-    await laptop(browser, base, receiver);
-    await phoneAndMember(browser, base);
+    await phoneAndMember(browser, base, await laptop(browser, base, receiver));
   } finally {
     await browser?.close().catch(() => {});
     receiver.stop();
@@ -184,7 +184,8 @@ function watchConsole(page: Page, cspErrors: string[]): void {
   });
 }
 
-async function laptop(browser: Browser, base: string, receiver: ReturnType<typeof startReceiver>): Promise<void> {
+/** The laptop-sized path; returns the shot label it searched for ("" if none). */
+async function laptop(browser: Browser, base: string, receiver: ReturnType<typeof startReceiver>): Promise<string> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const outside: string[] = [];
   const cspErrors: string[] = [];
@@ -211,7 +212,7 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     expectThat(nav.includes("API keys") && nav.includes("Webhooks"), `an admin sees the admin pages: ${nav}`);
     return "wrong password refused, then signed in";
   }, page);
-  if (!signedIn) return;
+  if (!signedIn) return "";
 
   await step("create a collection", async () => {
     await page.getByLabel("New collection name").fill("E2E clips");
@@ -397,9 +398,10 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     return `${cspErrors.length} CSP console errors on /docs`;
   });
   await context.close();
+  return label;
 }
 
-async function phoneAndMember(browser: Browser, base: string): Promise<void> {
+async function phoneAndMember(browser: Browser, base: string, label: string): Promise<void> {
   const context = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);
@@ -419,14 +421,17 @@ async function phoneAndMember(browser: Browser, base: string): Promise<void> {
     await noSideScroll("video");
     await shot(page, "phone-03-video");
     await page.getByRole("link", { name: "Search", exact: true }).click();
-    await page.getByLabel("What to find").fill("red");
+    await page.getByLabel("What to find").fill(label || "red");
+    await page.getByLabel("Show hidden").check(); // the laptop run hid that moment
     await page.getByRole("button", { name: "Search", exact: true }).click();
     await page.getByText(/matching video/).waitFor();
+    if (label) await page.locator(".moment").first().waitFor();
     await noSideScroll("search");
     await shot(page, "phone-04-search");
     for (const [name, file] of [["API keys", "phone-05-keys"], ["Webhooks", "phone-06-webhooks"]]) {
       await page.getByRole("link", { name }).click();
       await page.getByRole("heading", { level: 1, name }).waitFor();
+      await page.locator("table tbody tr").first().waitFor(); // the keys, or the webhook's deliveries
       await noSideScroll(name);
       await shot(page, file);
     }

@@ -55,7 +55,7 @@ export function KeysPage() {
       <ErrorLine error={error} />
       {secret ? <SecretOnce label="New API key" value={secret} onDone={() => setSecret(null)} /> : null}
       <div class="scroll">
-        <table>
+        <table class="stack-on-phone">
           <caption class="sr-only">API keys</caption>
           <thead>
             <tr>
@@ -73,10 +73,10 @@ export function KeysPage() {
             {keys.map((k) => (
               <tr key={k.id}>
                 <th scope="row">{k.name}</th>
-                <td class="mono">{k.prefix}…</td>
-                <td>{k.permissions}</td>
-                <td>{fmtDate(k.last_used_at)}</td>
-                <td>{k.revoked_at ? `revoked ${fmtDate(k.revoked_at)}` : "active"}</td>
+                <td data-label="Prefix" class="mono">{k.prefix}…</td>
+                <td data-label="Permissions">{k.permissions}</td>
+                <td data-label="Last used">{fmtDate(k.last_used_at)}</td>
+                <td data-label="Status">{k.revoked_at ? `revoked ${fmtDate(k.revoked_at)}` : "active"}</td>
                 <td>
                   {k.revoked_at ? null : (
                     <button type="button" class="danger small" onClick={() => revoke(k)} aria-label={`Revoke ${k.name}`}>

@@ -174,7 +174,7 @@ export function SearchPage() {
                       {s.text_content ? <q class="text">{s.text_content}</q> : null}
                       <span class="row">
                         <button type="button" class="small secondary" onClick={() => feedback(r, s, "up")} aria-label={`Good match at ${fmtTime(s.timestamp_start)}`}>
-                          👍
+                          ▲ Good
                         </button>
                         {s.hidden ? (
                           <button type="button" class="small secondary" onClick={() => unhide(r, s)}>
@@ -182,7 +182,7 @@ export function SearchPage() {
                           </button>
                         ) : (
                           <button type="button" class="small secondary" onClick={() => feedback(r, s, "down")} aria-label={`Bad match at ${fmtTime(s.timestamp_start)}: hide it`}>
-                            👎 Hide
+                            ▼ Hide
                           </button>
                         )}
                       </span>

@@ -33,7 +33,7 @@ function Deliveries({ webhookId, refresh }: { webhookId: string; refresh: number
       {list && list.length === 0 ? <p class="muted">No deliveries yet.</p> : null}
       {list && list.length ? (
         <div class="scroll">
-          <table class="deliveries">
+          <table class="deliveries stack-on-phone">
             <thead>
               <tr>
                 <th scope="col">Event</th>
@@ -50,10 +50,10 @@ function Deliveries({ webhookId, refresh }: { webhookId: string; refresh: number
               {list.map((d) => (
                 <tr key={d.id}>
                   <th scope="row">{d.event}</th>
-                  <td class={`st-${d.status}`}>{d.status}</td>
-                  <td>{d.attempts}</td>
-                  <td>{d.response_status ?? d.error ?? "–"}</td>
-                  <td>{fmtDate(d.delivered_at ?? d.created_at)}</td>
+                  <td data-label="Status" class={`st-${d.status}`}>{d.status}</td>
+                  <td data-label="Attempts">{d.attempts}</td>
+                  <td data-label="Response">{d.response_status ?? d.error ?? "–"}</td>
+                  <td data-label="When">{fmtDate(d.delivered_at ?? d.created_at)}</td>
                   <td>
                     {d.status === "failed" ? (
                       <button type="button" class="small" onClick={() => retry(d)}>
