@@ -22,20 +22,13 @@ export interface DashboardAssets {
   scalar: StaticAsset;
 }
 
-let dev: Promise<DashboardAssets> | null = null;
-
-export function dashboardAssets(): Promise<DashboardAssets> {
-  dev ??= (async () => {
-    // A variable specifier: the bundler must not follow web/bundle.ts (and Bun.build) into the binary.
-    const bundler = "../../web/bundle.ts";
-    const { bundleWeb } = (await import(bundler)) as typeof import("../../web/bundle.ts");
-    const web = (await bundleWeb()).map((a) => ({ path: a.path, type: a.type, immutable: a.immutable, body: async () => a.body }));
-    const require = createRequire(import.meta.url);
-    const file = join(dirname(require.resolve("@scalar/api-reference")), "browser", "standalone.js");
-    return { web, scalar: { path: "/docs/scalar.js", type: "text/javascript; charset=utf-8", immutable: false, body: async () => Bun.file(file).bytes() } };
-  })();
-  dev.catch(() => {
-    dev = null; // a broken web/ source is fixed and retried without restarting the server
-  });
-  return dev;
+/** Bundles web/ (about 50 ms) and locates Scalar; src/api/dashboard.ts calls it once per app, on first use. */
+export async function dashboardAssets(): Promise<DashboardAssets> {
+  // A variable specifier: the bundler must not follow web/bundle.ts (and Bun.build) into the binary.
+  const bundler = "../../web/bundle.ts";
+  const { bundleWeb } = (await import(bundler)) as typeof import("../../web/bundle.ts");
+  const web = (await bundleWeb()).map((a) => ({ path: a.path, type: a.type, immutable: a.immutable, body: async () => a.body }));
+  const require = createRequire(import.meta.url);
+  const file = join(dirname(require.resolve("@scalar/api-reference")), "browser", "standalone.js");
+  return { web, scalar: { path: "/docs/scalar.js", type: "text/javascript; charset=utf-8", immutable: false, body: async () => Bun.file(file).bytes() } };
 }

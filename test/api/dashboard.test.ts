@@ -61,4 +61,21 @@ describe("dashboard and /docs (SPEC §10)", () => {
     expect(scalar.status).toBe(200);
     expect(Number((await scalar.arrayBuffer()).byteLength)).toBeGreaterThan(1_000_000);
   });
+
+  test("files go out gzipped when the browser accepts it, and revalidate with an ETag (304)", async () => {
+    const plain = await t.request("GET", "/docs/scalar.js");
+    const raw = new Uint8Array(await plain.arrayBuffer());
+    const etag = plain.headers.get("etag")!;
+    expect(etag).toMatch(/^"[0-9a-f]{32}"$/);
+    const gz = await t.request("GET", "/docs/scalar.js", { headers: { "accept-encoding": "gzip, deflate" } });
+    expect(gz.headers.get("content-encoding")).toBe("gzip");
+    const packed = new Uint8Array(await gz.arrayBuffer());
+    expect(packed.length).toBeLessThan(raw.length / 2);
+    expect(Buffer.from(Bun.gunzipSync(packed)).equals(Buffer.from(raw))).toBe(true); // (toEqual on 4 MB arrays takes minutes)
+    const again = await t.request("GET", "/docs/scalar.js", { headers: { "if-none-match": etag } });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe("");
+    const page = await t.request("GET", "/", { headers: { "if-none-match": '"something-else"' } });
+    expect(page.status).toBe(200);
+  });
 });
