@@ -208,6 +208,12 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     expectThat(/UNAUTHORIZED|invalid/i.test(err), `a wrong password shows the error, got "${err}"`);
     await signIn(page, base, EMAIL);
     expectThat((await token())?.length > 10, "the session token is in sessionStorage");
+    // A reload keeps the session (sessionStorage); the first Tab then reaches the skip link.
+    await page.reload();
+    await page.getByRole("heading", { level: 1, name: "Collections" }).waitFor();
+    await page.keyboard.press("Tab");
+    const first = await page.evaluate(() => document.activeElement?.textContent?.trim());
+    expectThat(first === "Skip to content", `the first Tab reaches the skip link, got "${first}"`);
     const nav = await page.getByRole("navigation", { name: "Main" }).innerText();
     expectThat(nav.includes("API keys") && nav.includes("Webhooks"), `an admin sees the admin pages: ${nav}`);
     return "wrong password refused, then signed in";
@@ -283,8 +289,12 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     const at = parseTime(target!);
     await page.locator(".shots li").nth(1).locator("button.shot").click();
     await page.waitForFunction((t) => Math.abs((document.querySelector(".player video") as HTMLVideoElement).currentTime - t) < 0.6, at, { timeout: 15_000 });
+    // Keyboard: the first timeline marker is a focusable button; Enter seeks back to shot 1.
+    await page.locator(".timeline .marker").first().focus();
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => (document.querySelector(".player video") as HTMLVideoElement).currentTime < 0.6, undefined, { timeout: 15_000 });
     await shot(page, "laptop-04-video");
-    return `${stages.length} stages, ${shots} shots, second shot's label "${label}", seeked to ${at}s`;
+    return `${stages.length} stages, ${shots} shots, second shot's label "${label}", seeked to ${at}s by click and back to 0 by keyboard`;
   }, page);
 
   const hits = await step("search by a shot's label shows moments with thumbnails, scores and text", async () => {
@@ -309,7 +319,9 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     expectThat(index >= 0, `a moment after the start to play from: ${times.join(", ")}`);
     const pick = moments.nth(index);
     const at = times[index];
-    await pick.locator("button.thumb").click();
+    // By keyboard: focus the moment's thumbnail button and press Enter.
+    await pick.locator("button.thumb").focus();
+    await page.keyboard.press("Enter");
     await page.locator(".player video").waitFor();
     await page.waitForFunction((t) => {
       const v = document.querySelector(".player video") as HTMLVideoElement;

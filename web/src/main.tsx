@@ -90,9 +90,13 @@ function App() {
     }
     return () => onSignedOut.delete(out);
   }, []);
-  // A new view moves focus to its heading, so screen readers announce the page change.
+  // A new view moves focus to its heading, so screen readers announce the page change; not on
+  // the first render, where focus stays at the top of the page (the skip link comes first).
+  const navigated = useRef(false);
   useEffect(() => {
-    mainRef.current?.querySelector("h1")?.focus();
+    if (!me) return;
+    if (navigated.current) mainRef.current?.querySelector("h1")?.focus();
+    navigated.current = true;
   }, [hash, me]);
 
   if (!checked) return <p class="muted pad">Loading…</p>;
