@@ -149,6 +149,8 @@ async function main(): Promise<void> {
     await run(["models", "import", join(models, "tiny-random-clip"), "--role", "image-text", "--dtype", "q8"], 180_000);
     await run(["models", "import", join(models, "tiny-random-whisper"), "--role", "speech", "--dtype", "q8"], 180_000);
     await makeClip(join(work, "red-cut.mp4"));
+    const png = Bun.spawn([ffmpegInstaller.path, "-hide_banner", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=red:s=128x128", "-frames:v", "1", join(work, "red.png")], { stdout: "ignore", stderr: "ignore" });
+    expectThat((await png.exited) === 0, "a 128×128 PNG made with ffmpeg");
     return `account ${accountId}`;
   });
   if (!ready) return;
@@ -352,6 +354,23 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     const hiddenLabel = await page.locator(".moment.hidden-seg button.thumb").first().getAttribute("aria-label");
     expectThat(hiddenLabel === at, `show hidden brings it back marked hidden: ${hiddenLabel}`);
     await shot(page, "laptop-07-search-hidden");
+  }, page);
+
+  await step("search by a reference image (multipart with the file)", async () => {
+    await page.getByLabel("What to find").fill("");
+    await page.getByLabel("Reference image").setInputFiles(join(work, "red.png"));
+    const sent = page.waitForRequest((r) => r.url().endsWith("/v1/search") && r.method() === "POST");
+    const answered = page.waitForResponse((r) => r.url().endsWith("/v1/search"));
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    const type = (await sent).headers()["content-type"] ?? "";
+    expectThat(type.startsWith("multipart/form-data"), `multipart request: ${type}`);
+    // No query was typed: without the image the API answers 422 ("query, image or image_url"), and
+    // an image it cannot decode is a 422 too, so a 200 means the PNG arrived and was used.
+    const res = await answered;
+    expectThat(res.status() === 200, `search answered ${res.status()}: ${await res.text().catch(() => "")}`);
+    expectThat((await page.getByRole("alert").count()) === 0, "no error shown");
+    await page.getByText(/matching video/).waitFor();
+    return `${(await res.json()).meta.total} matching video(s) (random weights: the count means nothing)`;
   }, page);
 
   await step("create an API key (secret once, copy) and revoke it", async () => {

@@ -1,6 +1,6 @@
 /** Search: text and/or reference image, modes, collection, min score, show hidden; moments as thumbnails with scores and matched text; a player per video that starts at the chosen moment and marks every hit; up/down feedback. */
 import { useEffect, useState } from "preact/hooks";
-import { api, fmtTime } from "./api.ts";
+import { api, ApiError, fmtTime } from "./api.ts";
 import { ErrorLine, Player } from "./ui.tsx";
 
 const MODES = [
@@ -51,7 +51,15 @@ export function SearchPage() {
     if (query) body.append("query", query);
     const image = f.get("image");
     if (image instanceof File && image.size > 0) body.append("image", image);
-    for (const m of f.getAll("modes")) body.append("modes", String(m));
+    // All modes ticked = the server's default (which leaves out speech for an image-only search);
+    // otherwise the ticked ones, minus speech when there are no words to look for.
+    const modes = f.getAll("modes").map(String);
+    if (modes.length === 0) return setError(new ApiError(0, "NO_MODE", "Tick at least one mode"));
+    if (modes.length < MODES.length) {
+      const usable = modes.filter((m) => query || m !== "transcript");
+      if (usable.length === 0) return setError(new ApiError(0, "NEEDS_TEXT", "Speech search needs words to look for"));
+      for (const m of usable) body.append("modes", m);
+    }
     if (f.get("collection_id")) body.append("collection_id", String(f.get("collection_id")));
     if (f.get("include_hidden")) body.append("include_hidden", "true");
     body.append("per_page", "20");
