@@ -42,7 +42,9 @@ const PASSWORD = "correct horse battery staple";
 const results: { name: string; ok: boolean; ms: number; detail: string }[] = [];
 const work = mkdtempSync(join(tmpdir(), "vsearch-e2e-"));
 const data = join(work, "data");
-const env = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: join(work, "home"), TMPDIR: join(work, "tmp"), LANG: "C.UTF-8", VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8" };
+// Webhooks may reach the loopback receiver; retries after 1 s and 1 s, so a failing delivery gives
+// up within seconds and the log's Retry button can be tried.
+const env = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: join(work, "home"), TMPDIR: join(work, "tmp"), LANG: "C.UTF-8", VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "1,1" };
 
 class Skip extends Error {}
 
@@ -110,18 +112,34 @@ async function waitForUrl(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, timeou
   throw new Error(`serve printed no URL in ${timeoutMs} ms: ${text.slice(0, 300)}`);
 }
 
-/** A loopback receiver for webhook deliveries. */
+/** A loopback receiver for webhook deliveries; `/flaky` answers 500 while `state.flaky` is set. */
 function startReceiver() {
-  const got: { event: string | null; signature: string | null; body: string }[] = [];
+  const got: { path: string; event: string | null; signature: string | null; body: string }[] = [];
+  const state = { flaky: true };
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     async fetch(req) {
-      got.push({ event: req.headers.get("x-service-event"), signature: req.headers.get("x-service-signature"), body: await req.text() });
-      return new Response("ok");
+      const path = new URL(req.url).pathname;
+      got.push({ path, event: req.headers.get("x-service-event"), signature: req.headers.get("x-service-signature"), body: await req.text() });
+      return path === "/flaky" && state.flaky ? new Response("down for maintenance", { status: 500 }) : new Response("ok");
     },
   });
-  return { url: `http://127.0.0.1:${server.port}/hook`, got, stop: () => server.stop(true) };
+  const base = `http://127.0.0.1:${server.port}`;
+  return { url: `${base}/hook`, flakyUrl: `${base}/flaky`, state, got, stop: () => server.stop(true) };
+}
+
+/** Clicks the card's Refresh until a delivery row matches (bounded); returns the rows. */
+async function deliveryRows(card: ReturnType<Page["getByRole"]>, want: RegExp, timeoutMs = 30_000): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  let rows: string[] = [];
+  while (Date.now() < deadline) {
+    await card.getByRole("button", { name: "Refresh" }).click();
+    await Bun.sleep(400);
+    rows = (await card.locator("table.deliveries tbody tr").allInnerTexts()).map((r) => r.replace(/\s+/g, " "));
+    if (rows.some((r) => want.test(r))) break;
+  }
+  return rows;
 }
 
 async function signIn(page: Page, base: string, email: string): Promise<void> {
@@ -412,6 +430,31 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     return rows.join(" | ");
   }, page)) && webhookOk;
 
+  await step("webhook: a failed delivery is retried from the log; the active toggle saves", async () => {
+    if (!webhookOk) throw new Skip("no webhook");
+    await page.getByLabel("Endpoint URL").fill(receiver.flakyUrl);
+    await page.getByRole("button", { name: "Add webhook" }).click();
+    await page.getByRole("button", { name: "Done" }).click();
+    const card = page.getByRole("article", { name: `Webhook ${receiver.flakyUrl}` });
+    await card.getByRole("button", { name: "Send test" }).click();
+    let rows = await deliveryRows(card, /webhook\.ping failed 3 500/);
+    expectThat(rows.some((r) => /webhook\.ping failed 3 500/.test(r)), `the ping failed after 3 attempts: ${rows.join(" | ")}`);
+    receiver.state.flaky = false;
+    await card.getByRole("button", { name: "Retry" }).click();
+    rows = await deliveryRows(card, /webhook\.ping succeeded 4 200/);
+    await shot(page, "laptop-11-webhook-retried");
+    expectThat(rows.some((r) => /webhook\.ping succeeded 4 200/.test(r)), `the retry succeeded: ${rows.join(" | ")}`);
+    await card.getByLabel("Active").uncheck();
+    // Read it back through the API until the PATCH has landed (bounded).
+    let active: boolean | undefined;
+    for (const deadline = Date.now() + 10_000; active !== false && Date.now() < deadline; await Bun.sleep(200)) {
+      const list = (await (await apiGet("/v1/webhooks", await token())).json()) as any;
+      active = list.data.find((h: any) => h.url === receiver.flakyUrl)?.is_active;
+    }
+    expectThat(active === false, "unticking Active deactivates the endpoint");
+    return rows.join(" | ");
+  }, page);
+
   await step("/docs renders the API reference with Scalar, offline", async () => {
     await page.goto(`${base}/docs`);
     // Operation summaries from the OpenAPI document, rendered as headings (not raw JSON).
@@ -419,7 +462,7 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     const text = await page.locator("body").innerText();
     expectThat(/Collections/.test(text) && /Webhooks/.test(text), "tags are rendered");
     expectThat(!text.includes('"openapi"'), "no raw OpenAPI JSON on the page");
-    await page.screenshot({ path: join(args.artifacts!, "laptop-11-docs.png") });
+    await page.screenshot({ path: join(args.artifacts!, "laptop-12-docs.png") });
   }, page);
 
   await step("no request left 127.0.0.1 and no CSP violation on the dashboard", async () => {
@@ -478,7 +521,7 @@ async function phoneAndMember(browser: Browser, base: string, label: string): Pr
     expectThat(!nav.includes("API keys") && !nav.includes("Webhooks"), `member nav: ${nav}`);
     await mp.goto(`${base}/#/keys`);
     await mp.getByRole("heading", { level: 1, name: "Not found" }).waitFor();
-    await shot(mp, "laptop-12-member");
+    await shot(mp, "laptop-13-member");
   }, mp);
   await member.close();
 }

@@ -1,5 +1,5 @@
 /** Collections: list with thumbnails and counts, create, rename, delete; upload by drag and drop with live job progress; the videos of the open collection. */
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError, fmtBytes, fmtTime, upload } from "./api.ts";
 import { ErrorLine } from "./ui.tsx";
 
@@ -32,6 +32,9 @@ export function CollectionsPage() {
   const [renaming, setRenaming] = useState<string | null>(null);
   const [uploads, setUploads] = useState<UploadItem[]>([]);
   const [videos, setVideos] = useState<any[]>([]);
+  // The open collection as of now, for job pollers started while another one was open.
+  const openRef = useRef<string | null>(null);
+  openRef.current = openId;
 
   const load = async () => {
     try {
@@ -97,7 +100,7 @@ export function CollectionsPage() {
         patch(key, { phase: job.status, stage: job.stage, pct: job.progress_pct, error: job.error ?? undefined });
         if (job.status === "done" || job.status === "failed") {
           void load();
-          void loadVideos(openId);
+          void loadVideos(openRef.current);
           return;
         }
       } catch (e) {
