@@ -69,29 +69,10 @@ export function VideoPage({ id }: { id: string }) {
       </p>
       {video.error ? <ErrorLine error={video.error} /> : null}
       <div class="video-layout">
-        <div class="stack">
+        <div class="v-player">
           <Player src={video.playback_url} start={seek.t} nonce={seek.n} duration={video.duration_secs} hits={shots.map((s, i) => ({ start: s.scene_start, end: s.scene_end, label: `shot ${i + 1}` }))} onTime={setNow} />
-          <h2>Stages</h2>
-          <table class="stages">
-            <thead>
-              <tr>
-                <th scope="col">Stage</th>
-                <th scope="col">Outcome</th>
-                <th scope="col">Detail</th>
-              </tr>
-            </thead>
-            <tbody>
-              {stages.map(([name, s]) => (
-                <tr key={name}>
-                  <th scope="row">{name}</th>
-                  <td class={`st-${s.status}`}>{s.status}</td>
-                  <td class="muted">{[s.reason, s.count != null ? `${s.count} items` : null, s.took_ms != null ? `${Math.round(s.took_ms)} ms` : null, s.model_id].filter(Boolean).join(" · ")}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
         </div>
-        <div class="stack">
+        <div class="v-shots stack">
           <h2>Shots and transcript</h2>
           {shots.length === 0 ? <p class="muted">{video.status === "ready" ? "Reading shots…" : "Shots appear once the video is indexed."}</p> : null}
           <ol class="shots">
@@ -126,6 +107,27 @@ export function VideoPage({ id }: { id: string }) {
               );
             })}
           </ol>
+        </div>
+        <div class="v-stages stack">
+          <h2>Stages</h2>
+          <table class="stages">
+            <thead>
+              <tr>
+                <th scope="col">Stage</th>
+                <th scope="col">Outcome</th>
+                <th scope="col">Detail</th>
+              </tr>
+            </thead>
+            <tbody>
+              {stages.map(([name, s]) => (
+                <tr key={name}>
+                  <th scope="row">{name}</th>
+                  <td class={`st-${s.status}`}>{s.status}</td>
+                  <td class="muted">{[s.reason, s.count != null ? `${s.count} items` : null, s.took_ms != null ? `${Math.round(s.took_ms)} ms` : null, s.model_id].filter(Boolean).join(" · ")}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
         </div>
       </div>
     </section>
