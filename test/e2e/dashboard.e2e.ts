@@ -18,8 +18,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import ffmpegInstaller from "@ffmpeg-installer/ffmpeg";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { deliveryRows, expectThat, makeClip, makePng, parseTime, Skip, startReceiver, Steps, waitForUrl, watchConsole, watchRequests } from "./harness.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const { values: args } = parseArgs({
@@ -39,39 +39,15 @@ const EMAIL = "admin@example.com";
 const MEMBER = "member@example.com";
 const PASSWORD = "correct horse battery staple";
 
-const results: { name: string; ok: boolean; ms: number; detail: string }[] = [];
+const steps = new Steps(args.artifacts!);
+const { results } = steps;
+const step = steps.step.bind(steps);
+const shot = steps.shot.bind(steps);
 const work = mkdtempSync(join(tmpdir(), "vsearch-e2e-"));
 const data = join(work, "data");
 // Webhooks may reach the loopback receiver; retries after 1 s and 1 s, so a failing delivery gives
 // up within seconds and the log's Retry button can be tried.
 const env = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: join(work, "home"), TMPDIR: join(work, "tmp"), LANG: "C.UTF-8", VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "1,1" };
-
-class Skip extends Error {}
-
-/** Runs one named test; a failure is recorded with its message and the page's screenshot. */
-async function step(name: string, fn: () => Promise<string | void>, page?: Page): Promise<boolean> {
-  const t0 = performance.now();
-  try {
-    const detail = (await fn()) ?? "";
-    results.push({ name, ok: true, ms: performance.now() - t0, detail });
-    console.log(`ok   ${name} (${Math.round(performance.now() - t0)} ms)${detail ? ` — ${detail}` : ""}`);
-    return true;
-  } catch (e) {
-    const msg = e instanceof Skip ? `not run: ${e.message}` : e instanceof Error ? e.message.split("\n").slice(0, 6).join(" | ") : String(e);
-    results.push({ name, ok: false, ms: performance.now() - t0, detail: msg });
-    console.log(`FAIL ${name} — ${msg}`);
-    if (page) await shot(page, `FAILED-${name.replace(/\W+/g, "-")}`).catch(() => {});
-    return false;
-  }
-}
-
-function expectThat(cond: unknown, what: string): asserts cond {
-  if (!cond) throw new Error(what);
-}
-
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(args.artifacts!, `${name}.png`), fullPage: true, timeout: 15_000 });
-}
 
 async function run(argv: string[], timeoutMs = 120_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const proc = Bun.spawn([args.binary!, "--data-dir", data, "--json", ...argv], { cwd: work, env, stdout: "pipe", stderr: "pipe" });
@@ -80,66 +56,6 @@ async function run(argv: string[], timeoutMs = 120_000): Promise<{ code: number 
   clearTimeout(timer);
   if (code !== 0) throw new Error(`vsearch ${argv.join(" ")} exited ${code}: ${stderr.trim().split("\n").slice(-2).join(" | ")}`);
   return { code, stdout, stderr };
-}
-
-async function makeClip(path: string): Promise<void> {
-  // 10 s: 5 s of a moving test pattern, then 5 s of red (a cut), a tone throughout; 2 s GOP.
-  const proc = Bun.spawn(
-    [ffmpegInstaller.path, "-hide_banner", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=5", "-f", "lavfi", "-i", "color=c=red:s=320x240:r=25:d=5",
-     "-f", "lavfi", "-i", "sine=f=440:d=10", "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]", "-map", "[v]", "-map", "2:a",
-     "-c:v", "libx264", "-preset", "veryfast", "-g", "50", "-keyint_min", "50", "-sc_threshold", "0", "-c:a", "aac", "-movflags", "+faststart", path],
-    { stdout: "ignore", stderr: "pipe" },
-  );
-  const code = await Promise.race([proc.exited, Bun.sleep(60_000).then(() => "timeout")]);
-  if (code !== 0) throw new Error(`ffmpeg: ${code} ${await new Response(proc.stderr).text()}`);
-}
-
-async function waitForUrl(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, timeoutMs: number): Promise<string> {
-  const reader = proc.stdout.getReader();
-  const deadline = Date.now() + timeoutMs;
-  let text = "";
-  try {
-    while (Date.now() < deadline) {
-      const next = await Promise.race([reader.read(), Bun.sleep(deadline - Date.now()).then(() => null)]);
-      if (next === null || next.done) break;
-      text += new TextDecoder().decode(next.value);
-      const m = /"url":\s*"([^"]+)"/.exec(text) ?? /(http:\/\/[\d.]+:\d+)/.exec(text);
-      if (m) return m[1].replace(/\/$/, "");
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  throw new Error(`serve printed no URL in ${timeoutMs} ms: ${text.slice(0, 300)}`);
-}
-
-/** A loopback receiver for webhook deliveries; `/flaky` answers 500 while `state.flaky` is set. */
-function startReceiver() {
-  const got: { path: string; event: string | null; signature: string | null; body: string }[] = [];
-  const state = { flaky: true };
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      const path = new URL(req.url).pathname;
-      got.push({ path, event: req.headers.get("x-service-event"), signature: req.headers.get("x-service-signature"), body: await req.text() });
-      return path === "/flaky" && state.flaky ? new Response("down for maintenance", { status: 500 }) : new Response("ok");
-    },
-  });
-  const base = `http://127.0.0.1:${server.port}`;
-  return { url: `${base}/hook`, flakyUrl: `${base}/flaky`, state, got, stop: () => server.stop(true) };
-}
-
-/** Clicks the card's Refresh until a delivery row matches (bounded); returns the rows. */
-async function deliveryRows(card: ReturnType<Page["getByRole"]>, want: RegExp, timeoutMs = 30_000): Promise<string[]> {
-  const deadline = Date.now() + timeoutMs;
-  let rows: string[] = [];
-  while (Date.now() < deadline) {
-    await card.getByRole("button", { name: "Refresh" }).click();
-    await Bun.sleep(400);
-    rows = (await card.locator("table.deliveries tbody tr").allInnerTexts()).map((r) => r.replace(/\s+/g, " "));
-    if (rows.some((r) => want.test(r))) break;
-  }
-  return rows;
 }
 
 async function signIn(page: Page, base: string, email: string): Promise<void> {
@@ -167,8 +83,7 @@ async function main(): Promise<void> {
     await run(["models", "import", join(models, "tiny-random-clip"), "--role", "image-text", "--dtype", "q8"], 180_000);
     await run(["models", "import", join(models, "tiny-random-whisper"), "--role", "speech", "--dtype", "q8"], 180_000);
     await makeClip(join(work, "red-cut.mp4"));
-    const png = Bun.spawn([ffmpegInstaller.path, "-hide_banner", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=red:s=128x128", "-frames:v", "1", join(work, "red.png")], { stdout: "ignore", stderr: "ignore" });
-    expectThat((await png.exited) === 0, "a 128×128 PNG made with ffmpeg");
+    await makePng(join(work, "red.png"));
     return `account ${accountId}`;
   });
   if (!ready) return;
@@ -187,21 +102,6 @@ async function main(): Promise<void> {
     const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
     if (code === "timeout") server.kill("SIGKILL");
   }
-}
-
-/** Every request any page makes, to check that none leaves this server. */
-function watchRequests(context: BrowserContext, base: string, outside: string[], cspErrors: string[]): void {
-  context.on("request", (req) => {
-    const u = req.url();
-    if (!u.startsWith(`${base}/`) && !u.startsWith("data:") && !u.startsWith("blob:")) outside.push(u);
-  });
-  context.on("page", (p) => watchConsole(p, cspErrors));
-}
-
-function watchConsole(page: Page, cspErrors: string[]): void {
-  page.on("console", (m) => {
-    if (m.type() === "error" && /Content Security Policy|Refused to/i.test(m.text())) cspErrors.push(`${page.url()}: ${m.text().slice(0, 200)}`);
-  });
 }
 
 /** The laptop-sized path; returns the shot label it searched for ("" if none). */
@@ -469,7 +369,20 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     expectThat(outside.length === 0, `requests to other origins: ${[...new Set(outside)].slice(0, 5).join(", ")}`);
     const dash = cspErrors.filter((e) => !e.includes("/docs"));
     expectThat(dash.length === 0, `CSP errors: ${dash.slice(0, 3).join(" | ")}`);
-    return `${cspErrors.length} CSP console errors on /docs`;
+    const onDocs = cspErrors.length;
+    // The watcher sees violations, and the policy holds: an injected inline script does not run.
+    await page.goto(`${base}/`);
+    await page.getByRole("heading", { level: 1, name: "Collections" }).waitFor();
+    const ran = await page.evaluate(() => {
+      const el = document.createElement("script");
+      el.textContent = "window.__injected = true";
+      document.head.append(el);
+      return (window as any).__injected === true;
+    });
+    const deadline = Date.now() + 5_000;
+    while (cspErrors.length === onDocs && Date.now() < deadline) await Bun.sleep(100);
+    expectThat(!ran && cspErrors.length > onDocs, `an inline script is refused and reported (ran: ${ran}, reports: ${cspErrors.length - onDocs})`);
+    return `${onDocs} CSP console errors on /docs; an injected inline script was refused`;
   });
   await context.close();
   return label;
@@ -524,13 +437,6 @@ async function phoneAndMember(browser: Browser, base: string, label: string): Pr
     await shot(mp, "laptop-13-member");
   }, mp);
   await member.close();
-}
-
-/** "… from 0:05.0…" → 5 */
-function parseTime(label: string): number {
-  const m = /(\d+):(\d+(?:\.\d+)?)/.exec(label);
-  if (!m) throw new Error(`no time in "${label}"`);
-  return Number(m[1]) * 60 + Number(m[2]);
 }
 
 try {
