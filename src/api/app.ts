@@ -14,8 +14,8 @@ import { registerMediaRoutes } from "./media-serving.ts";
 import { registerWebhookRoutes } from "./webhooks.ts";
 import { registerAgentRoutes } from "./agent.ts";
 import { registerMcpRoutes } from "./mcp.ts";
+import { registerDashboardRoutes } from "./dashboard.ts";
 import type { HttpDeps } from "../http/deps.ts";
-import { DOCS_HTML } from "../http/docs-page.ts";
 import { handleError, notFoundHandler, validationResponse } from "../http/errors.ts";
 import type { AppEnv } from "../http/types.ts";
 
@@ -43,6 +43,7 @@ export const ROUTE_MODULES: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)
   registerWebhookRoutes,
   registerAgentRoutes,
   registerMcpRoutes,
+  registerDashboardRoutes,
 ];
 
 const TARGET_ROOT: Record<string, string> = { json: "body", form: "body", query: "query", param: "path", header: "header" };
@@ -100,7 +101,6 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     return c.json({ status: r.ok ? "ready" : "not_ready", checks: r.checks }, r.ok ? 200 : 503);
   });
   app.get("/metrics", (c) => c.text(opts.metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4" }));
-  app.get("/docs", (c) => c.html(DOCS_HTML));
 
   for (const register of ROUTE_MODULES) register(app, opts);
 
