@@ -91,7 +91,8 @@ export interface App {
   runtime: AppRuntime;
   /** Search internals (index hooks, query encoder) for the CLI, tests and benches. */
   search: SearchDomain;
-  fetch(req: Request): Response | Promise<Response>;
+  /** `server` (Bun.serve's second argument) gives the socket peer address; absent in-process. */
+  fetch(req: Request, server?: unknown): Response | Promise<Response>;
   /** The externally visible base URL, used in presigned links; set by `serve` once it listens. */
   setBaseUrl(url: string): void;
   /** Starts background work (job workers, webhook delivery). Only `serve` calls it. */
@@ -234,7 +235,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     metrics,
     http,
     signer,
-    fetch: (req) => http.fetch(req),
+    fetch: (req, server) => http.fetch(req, server),
     setBaseUrl: (url) => {
       baseUrl = config.publicBaseUrl ?? url.replace(/\/$/, "");
     },

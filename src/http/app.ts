@@ -9,6 +9,7 @@ import { registerCollectionRoutes } from "../collections/routes.ts";
 import type { HttpDeps } from "./deps.ts";
 import { DOCS_HTML } from "./docs-page.ts";
 import { handleError, notFoundHandler, validationResponse } from "./errors.ts";
+import { clientAddress, corsFor, declaredBodyLimit, methodMatcher, methodNotAllowed } from "./guards.ts";
 import type { AppEnv } from "./types.ts";
 
 export interface HttpAppOptions extends HttpDeps {
@@ -56,8 +57,17 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     });
   });
 
+  app.use("*", clientAddress(opts.config.trustedProxies));
+  app.use("*", declaredBodyLimit(opts.config));
+  const corsMw = corsFor(opts.config.corsOrigins);
+  if (corsMw) app.use("*", corsMw);
+
   app.onError(handleError);
-  app.notFound(notFoundHandler);
+  const allowedMethods = methodMatcher(() => app.routes);
+  app.notFound((c) => {
+    const allow = allowedMethods(c.req.method, c.req.path);
+    return allow ? methodNotAllowed(c, allow) : notFoundHandler(c);
+  });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", {
     type: "http",

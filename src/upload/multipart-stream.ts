@@ -29,6 +29,15 @@ export function boundaryOf(contentType: string | null | undefined): string | nul
   return m ? (m[1] ?? m[2]) : null;
 }
 
+/** RFC 8187 `filename*` value; a bad percent-escape is the client's mistake (a 422), never a throw. */
+function decodeExtValue(v: string): string {
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    throw new MultipartError("a part's filename* is not valid percent-encoded UTF-8");
+  }
+}
+
 function parseHeaders(raw: string): PartHeaders {
   let name: string | null = null;
   let filename: string | null = null;
@@ -41,7 +50,7 @@ function parseHeaders(raw: string): PartHeaders {
     if (key === "content-disposition") {
       name = /;\s*name="((?:[^"\\]|\\.)*)"/i.exec(value)?.[1] ?? /;\s*name=([^;\s]+)/i.exec(value)?.[1] ?? null;
       const star = /;\s*filename\*=UTF-8''([^;]+)/i.exec(value)?.[1];
-      filename = star ? decodeURIComponent(star) : (/;\s*filename="((?:[^"\\]|\\.)*)"/i.exec(value)?.[1] ?? null);
+      filename = star ? decodeExtValue(star) : (/;\s*filename="((?:[^"\\]|\\.)*)"/i.exec(value)?.[1] ?? null);
     } else if (key === "content-type") {
       contentType = value;
     }
