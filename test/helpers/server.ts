@@ -44,10 +44,11 @@ export interface RawResponse {
  * Sends bytes over a plain TCP socket and reads until the server closes or `ms` pass: for
  * requests no HTTP client library would send (HTTP/1.0 without Host, lying Content-Length…).
  */
-export function rawRequest(port: number, bytes: string | Uint8Array, opts: { ms?: number; endAfterWrite?: boolean } = {}): Promise<RawResponse> {
+export function rawRequest(port: number, bytes: string | Uint8Array, opts: { ms?: number; endAfterWrite?: boolean; localAddress?: string } = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const sock = connect(port, "127.0.0.1");
+    // Any 127.x.y.z is this machine: a different local address is a different client to the server.
+    const sock = connect({ port, host: "127.0.0.1", localAddress: opts.localAddress });
     const done = () => {
       clearTimeout(timer);
       sock.destroy();
@@ -79,4 +80,17 @@ function parseRaw(raw: string): RawResponse {
     if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
   }
   return { status, headers, body: head < 0 ? "" : raw.slice(head + 4), raw };
+}
+
+/** A JSON POST over a raw socket from `localAddress`, with optional extra headers. */
+export function rawJson(port: number, path: string, body: unknown, opts: { localAddress?: string; headers?: Record<string, string> } = {}): Promise<RawResponse> {
+  const text = JSON.stringify(body);
+  const extra = Object.entries(opts.headers ?? {})
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join("");
+  return rawRequest(
+    port,
+    `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n${extra}\r\n${text}`,
+    { localAddress: opts.localAddress },
+  );
 }
