@@ -51,7 +51,7 @@ describe("deeply nested JSON", () => {
   });
 
   test("a wide body is echoed in bounded form: ≤ 50 issues, ≤ 20 items and 256 chars per input", async () => {
-    const body = JSON.stringify({ email: Array.from({ length: 100_000 }, (_, i) => i), password: "p".repeat(5000) });
+    const body = JSON.stringify({ email: Array.from({ length: 9000 }, (_, i) => i), password: "p".repeat(5000) });
     const res = await s.http("/v1/auth/sessions", { method: "POST", headers: { "content-type": "application/json" }, body });
     expect(res.status).toBe(422);
     const text = await res.text();
@@ -60,7 +60,31 @@ describe("deeply nested JSON", () => {
     expect(detail.length).toBeLessThanOrEqual(50);
     const emailIssue = detail.find((d: { loc: string[]; type: string }) => d.loc[1] === "email" && d.type === "string_type");
     expect(emailIssue.input).toHaveLength(21);
-    expect(emailIssue.input[20]).toBe("… 99980 more");
+    expect(emailIssue.input[20]).toBe("… 8980 more");
+  });
+});
+
+describe("wide bodies", () => {
+  test.each([
+    ["100 000 urlencoded fields", "/v1/search", "application/x-www-form-urlencoded", "query=x&" + "modes=zz&".repeat(100_000), 1000],
+    ["5 000 multipart parts", "/v1/search", "multipart/form-data; boundary=B", `${'--B\r\nContent-Disposition: form-data; name="labels"\r\n\r\nx\r\n'.repeat(5000)}--B--\r\n`, 1000],
+    ["a 50 000-key JSON object", "/v1/collections", "application/json", JSON.stringify(Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, i]))), 10_000],
+  ])("%s: 422 too_many_fields before parsing", async (_n, path, ct, body, max) => {
+    const before = await collectionNames();
+    const res = await s.http(path, { method: "POST", token: a.key, headers: { "content-type": ct }, body });
+    expect(res.status).toBe(422);
+    expect((await json(res)).detail).toEqual([{ loc: ["body"], msg: expect.any(String), type: "too_many_fields", ctx: { max } }]);
+    expect(await collectionNames()).toEqual(before);
+  });
+
+  test("a form at the limit is still parsed and validated field by field", async () => {
+    const res = await s.http("/v1/search", { method: "POST", token: a.key, headers: { "content-type": "application/x-www-form-urlencoded" }, body: "query=x&" + "modes=zz&".repeat(900) });
+    expect(res.status).toBe(422);
+    const detail = (await json(res)).detail;
+    expect(detail.length).toBeLessThanOrEqual(50);
+    expect(detail[0]).toMatchObject({ loc: ["body", "modes"] });
+    expect(detail[0].input).toHaveLength(21); // 20 of the 900 values, then "… 880 more"
+    expect(detail[0].input[20]).toBe("… 880 more");
   });
 });
 
