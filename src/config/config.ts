@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "@hono/zod-openapi";
-import { parseCidr } from "../net/ip.ts";
+import { parseCidr } from "../net/address-rules.ts";
 
 /**
  * Configuration. This module is the only place that reads `process.env` (see loadConfig's

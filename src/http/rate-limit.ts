@@ -21,7 +21,7 @@ export interface RateResult {
  * every new client past 100 k (throughput fell from ~10 k to ~550 req/s). Dropping the least
  * recently used counter can only forget a client that has been quiet longer than every one of
  * `maxClients` others; escaping a limit that way takes that many distinct addresses a minute
- * (IPv6 counts per /64, see net/ip.ts).
+ * (IPv6 counts per /64, see http/client-address.ts).
  */
 export class RateLimiter {
   private readonly windows: LRUCache<string, { start: number; count: number }>;

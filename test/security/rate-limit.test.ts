@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { RateLimiter } from "../../src/http/rate-limit.ts";
+import { ClientAddressResolver } from "../../src/http/client-address.ts";
 import { DEFAULT_RATE_LIMITS } from "../../src/config/config.ts";
 import { json } from "../helpers/app.ts";
 import { rawJson, startTestServer, type TestServer } from "../helpers/server.ts";
@@ -111,5 +112,25 @@ describe("the limiter's table", () => {
     // A client seen recently keeps its count; hits are counted per window.
     for (let i = 0; i < 30; i++) l.hit("search", "ip:49999");
     expect(l.hit("search", "ip:49999").allowed).toBe(false);
+  });
+});
+
+describe("client address", () => {
+  const direct = new ClientAddressResolver([]);
+  const proxied = new ClientAddressResolver(["10.0.0.0/8", "fd00::/8"]);
+
+  test("IPv6 clients count per /64; IPv4-mapped peers as their IPv4 address", () => {
+    expect(direct.resolve("2001:db8:1:2:aaaa::1", null)).toBe(direct.resolve("2001:db8:1:2:ffff::9", null));
+    expect(direct.resolve("2001:db8:1:2::1", null)).not.toBe(direct.resolve("2001:db8:1:3::1", null));
+    expect(direct.resolve("::ffff:198.51.100.7", null)).toBe("198.51.100.7");
+    expect(direct.resolve(null, "1.2.3.4")).toBe("unknown");
+  });
+
+  test("trusted hops are skipped right to left; a malformed or name entry stops the walk", () => {
+    expect(proxied.resolve("10.0.0.1", "6.6.6.6, 198.51.100.7, 10.0.0.2")).toBe("198.51.100.7");
+    expect(proxied.resolve("fd00::1", "198.51.100.8")).toBe("198.51.100.8");
+    expect(proxied.resolve("10.0.0.1", "198.51.100.7, evil.example")).toBe("10.0.0.1");
+    expect(proxied.resolve("10.0.0.1", "198.51.100.7, ")).toBe("10.0.0.1");
+    expect(proxied.resolve("198.51.100.9", "203.0.113.1")).toBe("198.51.100.9");
   });
 });
