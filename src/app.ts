@@ -208,7 +208,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const http = createHttpApp({
     config,
     auth,
-    limiter: new RateLimiter(config.rateLimits, now),
+    limiter: new RateLimiter(config.rateLimits, now, { maxClients: config.rateLimitMaxClients }),
     services,
     logger,
     metrics,

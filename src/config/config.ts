@@ -219,6 +219,11 @@ export function loadConfig(
     if (!/^https?:\/\/[^/\s]+$/.test(o)) throw new ConfigError(`cors_origins: "${o}" is not an origin like https://app.example.com`);
   }
 
+  const rateLimitMaxClients = pick(num("VSEARCH_RATE_LIMIT_MAX_CLIENTS", env.VSEARCH_RATE_LIMIT_MAX_CLIENTS), file.rate_limit_max_clients) ?? 500_000;
+  if (!Number.isInteger(rateLimitMaxClients) || rateLimitMaxClients < 1000) {
+    throw new ConfigError(`rate_limit_max_clients must be an integer ≥ 1000, got ${rateLimitMaxClients}`);
+  }
+
   const retry = pick(list(env.VSEARCH_WEBHOOK_RETRY_DELAYS)?.map((s) => num("VSEARCH_WEBHOOK_RETRY_DELAYS", s)!), file.webhook_retry_delays);
 
   return {
@@ -247,7 +252,7 @@ export function loadConfig(
     allowNetworks: pick(list(env.VSEARCH_WEBHOOK_ALLOW_NETWORKS), file.allow_networks) ?? [],
     trustedProxies,
     corsOrigins,
-    rateLimitMaxClients: pick(num("VSEARCH_RATE_LIMIT_MAX_CLIENTS", env.VSEARCH_RATE_LIMIT_MAX_CLIENTS), file.rate_limit_max_clients) ?? 500_000,
+    rateLimitMaxClients,
     rateLimits,
     creditsPerMinute: pick(num("VSEARCH_CREDITS_PER_MINUTE", env.VSEARCH_CREDITS_PER_MINUTE), file.credits_per_minute) ?? 1,
     creditsPerSearch: pick(num("VSEARCH_CREDITS_PER_SEARCH", env.VSEARCH_CREDITS_PER_SEARCH), file.credits_per_search) ?? 0.1,
