@@ -2,7 +2,8 @@ import { z } from "@hono/zod-openapi";
 import { envelopeOf, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { defineRoute } from "../http/route.ts";
-import { rateExceeded } from "../http/rate-limit.ts";
+import { rateExceeded, rateHeaders } from "../http/rate-limit.ts";
+import { AppError } from "../core/errors.ts";
 import type { RateGroup } from "../config/config.ts";
 import { sessionSchema, signInSchema } from "./schema.ts";
 
@@ -34,12 +35,22 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
       ["auth", `${address}\u0000${email}`],
       ["auth_email", email],
     ];
+    let tightest = perAddress;
     for (const [group, who] of guesses) {
       const r = limiter.hit(group, who);
       if (!r.allowed) throw rateExceeded(r, `Too many failed sign-ins for this e-mail; retry in ${r.resetSecs} s`);
+      if (r.remaining < tightest.remaining) tightest = r;
     }
-    const session = await deps.auth.signIn(body);
+    // X-RateLimit-* on every answer (SPEC §8): the limit closest to running out.
+    let session;
+    try {
+      session = await deps.auth.signIn(body);
+    } catch (e) {
+      if (e instanceof AppError) Object.assign(e.headers, rateHeaders(tightest));
+      throw e;
+    }
     for (const [group, who] of guesses) limiter.refund(group, who);
+    for (const [k, v] of Object.entries(rateHeaders(perAddress))) c.header(k, v);
     return ok(c, session, 201);
   });
 

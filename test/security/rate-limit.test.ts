@@ -43,6 +43,16 @@ describe("sign-in limits without a proxy: the socket peer is the client", () => 
     for (let i = 0; i < 5; i++) expect((await signIn(s, "v2@x.io", PASSWORD, "127.0.0.4")).status).toBe(201);
   });
 
+  test("X-RateLimit-* on success and on a wrong password", async () => {
+    const good = await signIn(s, "v2@x.io", PASSWORD, "127.0.0.5");
+    expect(good.headers["x-ratelimit-limit"]).toBe("8"); // per address: the one a success spends
+    expect(good.headers["x-ratelimit-remaining"]).toBe("7");
+    const bad = await signIn(s, "v2@x.io", "nope", "127.0.0.5");
+    expect(bad.status).toBe(401);
+    expect(bad.headers["x-ratelimit-limit"]).toBe("3"); // per (address, e-mail): closest to running out
+    expect(bad.headers["x-ratelimit-remaining"]).toBe("2");
+  });
+
   test("per e-mail across addresses: distributed guessing stops at the e-mail limit", async () => {
     const statuses = [];
     for (let i = 0; i < 8; i++) statuses.push((await signIn(s, "v3@x.io", "nope", `127.0.1.${i + 1}`)).status);
