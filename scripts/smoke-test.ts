@@ -178,6 +178,12 @@ async function main(): Promise<number> {
     if (check("serve prints its URL", url !== null, url ?? `exit ${server.exitCode}`)) {
       const status = await healthz(url!, 30_000);
       check("GET /healthz answers 200", status === 200, `${status} after ${Math.round(performance.now() - t0)} ms`);
+      // Issue 9's guards are wired in the binary's serve path too (src/http/serve-options.ts).
+      const deep = await fetch(`${url}/v1/auth/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: "[".repeat(50_000) + "]".repeat(50_000) });
+      const deepBody = await deep.json().catch(() => null);
+      check("a 50 000-deep JSON body is a 422 json_too_deep", deep.status === 422 && deepBody?.detail?.[0]?.type === "json_too_deep", `${deep.status} ${JSON.stringify(deepBody)?.slice(0, 120)}`);
+      const put = await fetch(`${url}/v1/collections`, { method: "PUT" });
+      check("a wrong method is 405 with Allow", put.status === 405 && put.headers.get("allow") === "GET, HEAD, POST", `${put.status} Allow: ${put.headers.get("allow")}`);
       const dup = await vsearch(["--data-dir", data, "serve", "--host", "127.0.0.1", "--port", "0"], 60_000);
       check(
         "a second serve on the same data dir exits non-zero with a clear message",

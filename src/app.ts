@@ -98,7 +98,8 @@ export interface App {
   runtime: AppRuntime;
   /** Test and benchmark seam only; see AppInternals. */
   internals: AppInternals;
-  fetch(req: Request): Response | Promise<Response>;
+  /** `server` (Bun.serve's second argument) gives the socket peer address; absent in-process. */
+  fetch(req: Request, server?: unknown): Response | Promise<Response>;
   /** The externally visible base URL, used in presigned links; set by `serve` once it listens. */
   setBaseUrl(url: string): void;
   /** Starts background work (job workers, webhook delivery). Only `serve` calls it. */
@@ -228,7 +229,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const http = createHttpApp({
     config,
     auth,
-    limiter: new RateLimiter(config.rateLimits, now),
+    limiter: new RateLimiter(config.rateLimits, now, { maxClients: config.rateLimitMaxClients }),
     services,
     logger,
     metrics,
@@ -253,7 +254,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     metrics,
     runtime: opts.runtime,
     internals: { db, runner, dispatcher, inference, search, signer },
-    fetch: (req) => http.fetch(req),
+    fetch: (req, server) => http.fetch(req, server),
     setBaseUrl: (url) => {
       baseUrl = config.publicBaseUrl ?? url.replace(/\/$/, "");
     },

@@ -17,6 +17,7 @@ import { registerMcpRoutes } from "./mcp.ts";
 import { registerDashboardRoutes } from "./dashboard.ts";
 import type { HttpDeps } from "../http/deps.ts";
 import { handleError, notFoundHandler, validationResponse } from "../http/errors.ts";
+import { clientAddress, corsFor, declaredBodyLimit, methodMatcher, methodNotAllowed } from "../http/guards.ts";
 import type { AppEnv } from "../http/types.ts";
 
 export interface HttpAppOptions extends HttpDeps {
@@ -81,8 +82,17 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     });
   });
 
+  app.use("*", clientAddress(opts.config.trustedProxies));
+  app.use("*", declaredBodyLimit(opts.config));
+  const corsMw = corsFor(opts.config.corsOrigins);
+  if (corsMw) app.use("*", corsMw);
+
   app.onError(handleError);
-  app.notFound(notFoundHandler);
+  const allowedMethods = methodMatcher(() => app.routes);
+  app.notFound((c) => {
+    const allow = allowedMethods(c.req.method, c.req.path);
+    return allow ? methodNotAllowed(c, allow) : notFoundHandler(c);
+  });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", {
     type: "http",
