@@ -53,6 +53,8 @@ import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
 import { registerMediaRoutes } from "./media-serving/routes.ts";
+import { registerJobRetryRoute } from "./api/job-retry.ts";
+import { isStorageError, StorageHealth } from "./core/storage.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -184,14 +186,23 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     onIndexed: (videoId) => search.indexes.onVideoIndexed(videoId),
     onCompleted: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
   });
-  const runner = new JobRunner(jobStore, pipeline, { concurrency: config.jobConcurrency, logger, now });
+  const storage = new StorageHealth(config.dataDir);
+  const runner = new JobRunner(jobStore, pipeline, {
+    concurrency: config.jobConcurrency,
+    logger,
+    now,
+    onStoreError: (e) => isStorageError(e) && storage.noteFull(),
+  });
   const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, (accountId) => credits.assertCanSpend(accountId), () => {
     runner.wake();
     dispatcher.wake();
   });
   const webhooks = new WebhookService(db, webhookStore, events, accountStore, secretBox, { allowNetworks, resolve: opts.resolve }, () => dispatcher.wake(), now);
   const accountDeletion = new AccountDeletion(db, accountStore, events, webhookStore, dispatcher, videos);
-  const jobs = new JobService(jobStore);
+  const jobs = new JobService(jobStore, db, {
+    resetVideo: (id) => videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
+    wake: () => runner.wake(),
+  });
   const media = new MediaService(new MediaStore(db), files, signer);
   const services: Services = {
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
@@ -212,7 +223,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     metrics,
     version: VERSION,
-    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes, registerSearchRoutes, registerMediaRoutes, registerWebhookRoutes],
+    routeModules: [registerUploadRoutes, registerVideoRoutes, registerJobRoutes, registerSearchRoutes, registerMediaRoutes, registerWebhookRoutes, registerJobRetryRoute],
+    storage,
     ready: () => {
       const checks: Record<string, string> = {};
       try {
@@ -221,8 +233,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       } catch (e) {
         checks.database = (e as Error).message;
       }
+      const disk = storage.check();
+      checks.storage = disk.detail;
       checks.shutdown = closing ? "in progress" : "no";
-      return { ok: checks.database === "ok" && !closing, checks };
+      return { ok: checks.database === "ok" && disk.ok && !closing, checks };
     },
   });
 

@@ -4,6 +4,7 @@ import type { Config } from "../config/config.ts";
 import { ConfigError } from "../config/config.ts";
 import { AppError, ValidationError } from "../core/errors.ts";
 import { VERSION } from "../version.ts";
+import { escapeControls } from "../core/terminal.ts";
 import { registerAccountCommands } from "../accounts/cli.ts";
 import { registerKeyCommands } from "../api-keys/cli.ts";
 import { registerSearchCommands } from "../search/cli.ts";
@@ -55,7 +56,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       if (e.code === "commander.helpDisplayed" || e.code === "commander.version" || e.code === "commander.help") return 0;
       return 2;
     }
-    io.stderr(`error: ${describe(e)}\n`);
+    io.stderr(`error: ${escapeControls(describe(e))}\n`);
     return 1;
   }
 }

@@ -4,6 +4,7 @@ import { createApp } from "../app.ts";
 import { createLogger } from "../core/logger.ts";
 import type { CliContext } from "./context.ts";
 import { InstanceLock } from "./instance-lock.ts";
+import { portInUse } from "./port-check.ts";
 
 /** Multipart framing on top of the largest allowed upload. */
 const BODY_OVERHEAD_BYTES = 1024 * 1024;
@@ -23,6 +24,10 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
         throw new Error(
           `another vsearch serve (pid ${got.holder.pid}${got.holder.url ? `, ${got.holder.url}` : ""}) is already using data dir ${config.dataDir}; stop it first or use another --data-dir (CLI commands work beside it)`,
         );
+      }
+      if (await portInUse(config.host, config.port).catch(() => false)) {
+        lock.release();
+        throw new Error(`port ${config.port} on ${config.host} is already in use (another vsearch serve or another program); stop it or pick another --port`);
       }
       const logger = createLogger(config.logLevel);
       let app;

@@ -3,6 +3,7 @@ import { newId } from "../core/ids.ts";
 import type { Logger } from "../core/logger.ts";
 import { zodIssuesToValidation } from "../core/validate.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import { isStorageError } from "../core/storage.ts";
 import { registerApiKeyRoutes } from "../api-keys/routes.ts";
 import { registerAuthRoutes } from "../auth/routes.ts";
 import { registerCollectionRoutes } from "../collections/routes.ts";
@@ -19,6 +20,8 @@ export interface HttpAppOptions extends HttpDeps {
   ready: () => { ok: boolean; checks: Record<string, string> };
   /** Extra route modules (domains added later register here). */
   routeModules?: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)[];
+  /** Told when a request failed for lack of disk space (so /readyz reports it). */
+  storage?: { noteFull(): void };
 }
 
 const TARGET_ROOT: Record<string, string> = { json: "body", form: "body", query: "query", param: "path", header: "header" };
@@ -56,7 +59,10 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     });
   });
 
-  app.onError(handleError);
+  app.onError((err, c) => {
+    if (isStorageError(err)) opts.storage?.noteFull();
+    return handleError(err, c);
+  });
   app.notFound(notFoundHandler);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", {

@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { AppError, ValidationError, type ValidationIssue } from "../core/errors.ts";
+import { insufficientStorage, isStorageError } from "../core/storage.ts";
 import type { AppEnv } from "./types.ts";
 
 export function validationResponse(c: Context<AppEnv>, issues: ValidationIssue[]) {
@@ -19,6 +20,11 @@ export function errorResponse(c: Context<AppEnv>, status: ContentfulStatusCode, 
  */
 export function handleError(err: Error, c: Context<AppEnv>) {
   if (err instanceof ValidationError) return validationResponse(c, err.issues);
+  if (!(err instanceof AppError) && isStorageError(err)) {
+    // A full disk is the operator's problem, not a bug: 507, and the write was rolled back.
+    c.get("log")?.warn("write refused: disk full", { err: err?.message });
+    err = insufficientStorage();
+  }
   if (err instanceof AppError) return errorResponse(c, err.status as ContentfulStatusCode, err.code, err.message, err.headers);
   if (err instanceof HTTPException) {
     // Hono's body validators: malformed JSON / form → 400, undeclared content type → 415.
