@@ -166,7 +166,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     ffmpeg: opts.runtime.ffmpeg,
     allowNetworks: config.allowNetworks,
     embedder: opts.queryEmbedder ?? new CatalogQueryEmbedder(models, () => inference.get()),
-    credits,
+    // A search is refused unless the whole search can be paid (the balance never goes negative).
+    credits: { assertCanSpend: (a) => credits.assertCanSearch(a), chargeSearch: (a) => credits.chargeSearch(a) },
     logger,
     now,
   });

@@ -14,6 +14,9 @@ const CONTROL_CHARS_G = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2
 // eslint-disable-next-line no-control-regex
 const CONTROL_BUT_LAYOUT_G = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
+// What JSON.stringify leaves raw (C0 inside strings is already escaped; outside them, newlines lay the document out).
+const RAW_IN_JSON_G = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
 const escape = (ch: string) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
 /** Every control character as a visible `\uXXXX` (one table cell, one line). */
@@ -31,5 +34,5 @@ export function escapeForTerminal(s: string): string {
  * terminals) and the bidi controls raw; `\uXXXX` is the same string to a JSON parser.
  */
 export function escapeJsonForTerminal(json: string): string {
-  return json.replace(CONTROL_CHARS_G, escape);
+  return json.replace(RAW_IN_JSON_G, escape);
 }

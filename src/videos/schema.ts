@@ -74,6 +74,8 @@ export interface VideoRow {
   stages: string;
   error_code: string | null;
   error_message: string | null;
+  /** SHA-256 (hex) of the source; unique per collection, NULL for a second copy uploaded over HTTP. */
+  content_hash?: string | null;
   created_at: string;
   updated_at: string;
 }
