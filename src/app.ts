@@ -54,6 +54,7 @@ import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
 import { registerMediaRoutes } from "./media-serving/routes.ts";
 import { registerJobRetryRoute } from "./api/job-retry.ts";
+import { sweepStaleSnapshots } from "./backup/layout.ts";
 import { isStorageError, StorageHealth } from "./core/storage.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
@@ -262,8 +263,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     start: async () => {
       // The instance lock is held: leases of a previous (crashed) server can be released now.
       const released = jobStore.releaseAllLeases();
-      const swept = files.sweepOrphans(new Set(videoStore.allIds()));
-      if (released || swept.tmp || swept.videos) logger.info("recovered after restart", { jobs_requeued: released, ...swept });
+      const swept = { ...files.sweepOrphans(new Set(videoStore.allIds())), backup_snapshots: sweepStaleSnapshots(config.dataDir) };
+      if (released || swept.tmp || swept.videos || swept.backup_snapshots) logger.info("recovered after restart", { jobs_requeued: released, ...swept });
       runner.start();
       dispatcher.start();
     },

@@ -12,6 +12,8 @@ import { registerJobCommands } from "../jobs/cli.ts";
 import { registerModelCommands } from "../models/cli.ts";
 import { registerCreditCommands } from "../credits/cli.ts";
 import { registerVideoCommands } from "../videos/cli.ts";
+import { registerBackupCommands } from "../commands/backup.ts";
+import { registerRestoreCommand } from "../commands/restore.ts";
 import { createCliContext } from "./context.ts";
 import { registerServeCommand } from "./serve.ts";
 import { registerSystemCommands } from "./system.ts";
@@ -42,6 +44,8 @@ export function buildProgram(env: Record<string, string | undefined>, runtime: (
   registerCreditCommands(program, ctx);
   registerSystemCommands(program, ctx);
   registerSearchCommands(program, ctx);
+  registerBackupCommands(program, ctx);
+  registerRestoreCommand(program, ctx);
   return program;
 }
 
