@@ -194,6 +194,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     now,
     onStoreError: (e) => isStorageError(e) && storage.noteFull(),
+    diskFull: () => storage.isFull(),
   });
   const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, (accountId) => credits.assertCanSpend(accountId), () => {
     runner.wake();
@@ -262,7 +263,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     search,
     start: async () => {
       // The instance lock is held: leases of a previous (crashed) server can be released now.
-      const released = jobStore.releaseAllLeases();
+      // On a full disk even this write may fail; the runner then claims the expired leases later.
+      let released = 0;
+      try {
+        released = jobStore.releaseAllLeases();
+      } catch (e) {
+        if (!isStorageError(e)) throw e;
+        storage.noteFull();
+        logger.warn("could not release old job leases: disk full", { err: (e as Error).message });
+      }
       const swept = { ...files.sweepOrphans(new Set(videoStore.allIds())), backup_snapshots: sweepStaleSnapshots(config.dataDir) };
       if (released || swept.tmp || swept.videos || swept.backup_snapshots) logger.info("recovered after restart", { jobs_requeued: released, ...swept });
       runner.start();

@@ -1,6 +1,7 @@
 import { closeSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { isProcessAlive as alive } from "../core/process.ts";
+import { isStorageError } from "../core/storage.ts";
 
 export interface LockInfo {
   pid: number;
@@ -75,8 +76,15 @@ export class InstanceLock {
       try {
         const fd = openSync(this.file, "wx", 0o644);
         const me: LockInfo = { pid: process.pid, started_at: new Date().toISOString(), proc_start: processStartTicks(process.pid), boot_id: bootId(), ...info };
-        writeSync(fd, JSON.stringify(me));
-        closeSync(fd);
+        try {
+          writeSync(fd, JSON.stringify(me));
+        } catch (e) {
+          // A full disk still has an inode for the file but no block for its text. The server
+          // must start anyway (reads work on a full disk); the port check still stops a second one.
+          if (!isStorageError(e)) throw e;
+        } finally {
+          closeSync(fd);
+        }
         this.held = true;
         return { ok: true };
       } catch (e) {
@@ -93,10 +101,19 @@ export class InstanceLock {
     if (!this.held) return;
     const cur = this.read();
     const tmp = `${this.file}.${process.pid}.tmp`;
-    const fd = openSync(tmp, "w", 0o644);
-    writeSync(fd, JSON.stringify({ ...cur, ...info, pid: process.pid }));
-    closeSync(fd);
-    renameSync(tmp, this.file);
+    try {
+      const fd = openSync(tmp, "w", 0o644);
+      try {
+        writeSync(fd, JSON.stringify({ ...cur, ...info, pid: process.pid }));
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(tmp, this.file);
+    } catch (e) {
+      // Informational (the URL for the "already running" message); not worth failing a start on a full disk.
+      rmSync(tmp, { force: true });
+      if (!isStorageError(e)) throw e;
+    }
   }
 
   read(): LockInfo | null {

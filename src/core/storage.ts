@@ -14,13 +14,19 @@ export function isStorageError(e: unknown): boolean {
   return /database or disk is full|no space left on device/i.test(String((e as Error).message ?? ""));
 }
 
+/** SQLite's generic I/O failure (SQLITE_IOERR and its extended codes); a full disk is one cause. */
+export function isIoError(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return typeof code === "string" && (code.startsWith("SQLITE_IOERR") || code === "EIO");
+}
+
 export const insufficientStorage = () =>
   new AppError(507, "INSUFFICIENT_STORAGE", "The server's disk is full; nothing was written. Reads still work; retry once space is freed");
 
 /** Below this much free space the data dir counts as full for `/readyz`. */
 const MIN_FREE_BYTES = 1024 * 1024;
 /** How long a storage error seen by a write keeps `/readyz` at "full" without a successful check. */
-const RECENT_MS = 30_000;
+const RECENT_MS = 10_000;
 
 /**
  * What `/readyz` reports about the data dir's disk: its free bytes, and whether a write recently
@@ -37,6 +43,10 @@ export class StorageHealth {
   /** Record that a write failed for lack of space. */
   noteFull(): void {
     this.lastFullAt = this.now();
+  }
+
+  isFull(): boolean {
+    return !this.check().ok;
   }
 
   check(): { ok: boolean; free_bytes: number | null; detail: string } {

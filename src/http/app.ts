@@ -3,7 +3,7 @@ import { newId } from "../core/ids.ts";
 import type { Logger } from "../core/logger.ts";
 import { zodIssuesToValidation } from "../core/validate.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { isStorageError } from "../core/storage.ts";
+import { insufficientStorage, isIoError, isStorageError } from "../core/storage.ts";
 import { registerApiKeyRoutes } from "../api-keys/routes.ts";
 import { registerAuthRoutes } from "../auth/routes.ts";
 import { registerCollectionRoutes } from "../collections/routes.ts";
@@ -21,7 +21,7 @@ export interface HttpAppOptions extends HttpDeps {
   /** Extra route modules (domains added later register here). */
   routeModules?: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)[];
   /** Told when a request failed for lack of disk space (so /readyz reports it). */
-  storage?: { noteFull(): void };
+  storage?: { noteFull(): void; isFull(): boolean };
 }
 
 const TARGET_ROOT: Record<string, string> = { json: "body", form: "body", query: "query", param: "path", header: "header" };
@@ -61,6 +61,8 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
 
   app.onError((err, c) => {
     if (isStorageError(err)) opts.storage?.noteFull();
+    // SQLite reports some writes on a full disk as a generic I/O error (e.g. growing the WAL index).
+    else if (isIoError(err) && opts.storage?.isFull()) return handleError(insufficientStorage(), c);
     return handleError(err, c);
   });
   app.notFound(notFoundHandler);

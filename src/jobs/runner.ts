@@ -39,6 +39,12 @@ export interface JobRunnerOptions {
   maxBackoffMs?: number;
   /** Told about every store failure the runner rides out (disk-full bookkeeping for /readyz). */
   onStoreError?: (e: unknown) => void;
+  /**
+   * Whether the data dir is out of space now. A stage that fails while it is (ffmpeg cannot write
+   * a thumbnail, a model cache cannot grow) failed for that reason, not because of the video: the
+   * job is given back instead of failed.
+   */
+  diskFull?: () => boolean;
 }
 
 /** What a failed job tells its owner to do; `vsearch jobs retry` / POST /v1/jobs/{id}/retry re-run it. */
@@ -184,7 +190,7 @@ export class JobRunner {
       if (signal.aborted || lost) return; // shutting down, or someone else owns it now
     } catch (e) {
       if (signal.aborted || lost) return; // leave it for the next claim; stages are idempotent
-      if (isStorageError(e)) {
+      if (isStorageError(e) || this.opts.diskFull?.()) {
         // Out of space mid-stage: nothing is wrong with the video. Give the job back (its
         // stages are idempotent) and run it again once writes succeed.
         log.warn("job interrupted: disk full; it will run again", { err: (e as Error)?.message });
