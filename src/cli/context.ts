@@ -52,7 +52,7 @@ export function createCliContext(
       if (ctx.globals(cmd).json) io.stdout(escapeJsonForTerminal(JSON.stringify(data, null, 2)) + "\n");
       else io.stdout(escapeForTerminal(typeof human === "function" ? human() : human) + "\n");
     },
-    stdout: io.stdout,
+    stdout: (text) => io.stdout(escapeForTerminal(text)),
     stderr: io.stderr,
   };
   return ctx;
