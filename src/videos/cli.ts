@@ -71,6 +71,11 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
             const r = await app.services.uploads.ingestFile(opts.account, col.id, path, { force: opts.force });
             rows.push({ path, video_id: r.video_id, job_id: r.job_id, status: r.status, error: null });
           } catch (e) {
+            // Another ingest added the same bytes between our check and our insert.
+            if (e instanceof AppError && e.code === "DUPLICATE_CONTENT") {
+              rows.push({ path, video_id: null, job_id: null, status: "unchanged", error: null });
+              continue;
+            }
             rows.push({ path, video_id: null, job_id: null, status: "skipped", error: e instanceof AppError ? `${e.code}: ${e.message}` : String(e) });
           }
         }

@@ -26,13 +26,11 @@ export interface NewVideo {
   container: string;
   mimeType: string;
   sizeBytes: number;
-  /** SHA-256 of the file, computed while it was streamed or read. */
-  contentHash?: string | null;
   /**
-   * What to do when the collection already holds these bytes: `keep` (HTTP upload: a new video
-   * anyway, without the hash) or `refuse` (local ingest: 409 DUPLICATE_CONTENT, nothing written).
+   * SHA-256 of the file (`vsearch ingest`); a collection that already holds these bytes refuses
+   * it with 409 DUPLICATE_CONTENT and nothing is written. Null: not deduplicated (HTTP uploads).
    */
-  onDuplicate?: "keep" | "refuse";
+  contentHash?: string | null;
 }
 
 export class VideoService {
@@ -62,12 +60,9 @@ export class VideoService {
     renameSync(v.tempFile, dest);
     try {
       this.db.transaction(() => {
-        let contentHash = v.contentHash ?? null;
+        const contentHash = v.contentHash ?? null;
         const existing = contentHash ? this.store.findByContent(v.accountId, v.collectionId, contentHash) : null;
-        if (existing && v.onDuplicate === "refuse") {
-          throw new AppError(409, "DUPLICATE_CONTENT", `This collection already holds this file as video ${existing.id}`);
-        }
-        if (existing) contentHash = null;
+        if (existing) throw new AppError(409, "DUPLICATE_CONTENT", `This collection already holds this file as video ${existing.id}`);
         this.store.insert({
           id: videoId,
           account_id: v.accountId,
