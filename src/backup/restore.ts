@@ -4,7 +4,7 @@ import { dirname, join, resolve, sep } from "node:path";
 import { pipeline } from "node:stream/promises";
 import * as tar from "tar-stream";
 import { AppError } from "../core/errors.ts";
-import { BACKUP_FORMAT, type BackupManifest, DB_NAME, MANIFEST_NAME } from "./layout.ts";
+import { BACKUP_FORMAT, type BackupManifest, DB_NAME, MANIFEST_NAME, TOP_LEVEL_FILES } from "./layout.ts";
 import { checkDataDir, type IntegrityReport } from "./integrity.ts";
 
 export interface RestoreOptions {
@@ -87,14 +87,16 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
   }
 }
 
-/** An archive member's path, refused if it could land outside the staging folder. */
+/** What a backup may hold at its top level (see layout.ts); anything else (e.g. `runtime/` with native libraries) is refused. */
+const ALLOWED_TOP = new Set<string>([MANIFEST_NAME, DB_NAME, ...TOP_LEVEL_FILES, "videos", "models"]);
+
+/** An archive member's path, refused if it could land outside the staging folder or outside what a backup holds. */
 function safeName(name: string): string {
-  const clean = name.replace(/^\.\//, "");
+  const clean = name.replace(/^\.\//, "").replace(/\/+$/, "");
   const parts = clean.split("/");
-  if (!clean || clean.startsWith("/") || clean.includes("\\") || clean.includes("\0") || parts.some((p) => p === ".." || p === "")) {
-    if (!(parts.at(-1) === "" && parts.slice(0, -1).every((p) => p && p !== ".."))) {
-      throw new AppError(422, "BACKUP_INVALID", `unsafe path in the archive: ${JSON.stringify(name)}`);
-    }
+  const unsafe = !clean || name.startsWith("/") || clean.includes("\\") || clean.includes("\0") || parts.some((p) => p === "" || p === "." || p === "..");
+  if (unsafe || !ALLOWED_TOP.has(parts[0]) || (parts.length > 1 && parts[0] !== "videos" && parts[0] !== "models")) {
+    throw new AppError(422, "BACKUP_INVALID", `unexpected path in the archive: ${JSON.stringify(name)}`);
   }
-  return parts.filter(Boolean).join(sep);
+  return parts.join(sep);
 }

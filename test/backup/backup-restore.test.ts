@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import * as tar from "tar-stream";
 import { afterAll, expect, test } from "vitest";
 import { runCli, runCliJson, startServer } from "../helpers/cli.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
@@ -116,6 +117,21 @@ test("backup while serve runs → restore into an empty dir → the same search 
   expect(bad.code).toBe(1);
   expect(bad.stderr).toContain("BACKUP_INVALID");
   expect(readdirSync(join(root, "d")).filter((n) => n !== "runtime")).toEqual([]);
+
+  // Archives that would write outside the data dir, or plant files a backup never has, are refused.
+  for (const evil of ["../escaped.txt", "runtime/0.1.0/vec0.so", "/abs.txt", "videos/../../x"]) {
+    const pack = tar.pack();
+    pack.entry({ name: evil }, "boom");
+    pack.finalize();
+    const file = join(root, "out", "evil.tar");
+    writeFileSync(file, Buffer.concat(await Array.fromAsync(pack)));
+    const target = join(root, `evil-${evil.length}`);
+    const r = await runCli(["--data-dir", target, "restore", file]);
+    expect(r.code, evil).toBe(1);
+    expect(r.stderr).toContain("BACKUP_INVALID");
+    expect(existsSync(join(root, "escaped.txt"))).toBe(false);
+    expect(readdirSync(target).filter((n) => n !== "runtime")).toEqual([]);
+  }
 
   // The restored dir serves the same results (the key, the videos, the vectors and the model came along).
   server = await startServer(b, env);
