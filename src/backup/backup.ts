@@ -69,7 +69,8 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
     }
 
     const pack = tar.pack();
-    const sink = createWriteStream(partial);
+    // 0600: the archive holds secret.key (URL signing, webhook secrets) and every video.
+    const sink = createWriteStream(partial, { mode: 0o600 });
     const written = pipeline(pack, sink);
     // If writing fails (disk full at the destination), stop feeding the pack.
     let writeError: unknown = null;
