@@ -70,6 +70,7 @@ export class JobRunner {
   private backoffMs = 0;
   /** No claims before this time (epoch ms, real clock) after a store failure. */
   private resumeAt = 0;
+  private readonly sleepers = new Set<() => void>();
 
   constructor(
     private readonly store: JobStore,
@@ -156,8 +157,17 @@ export class JobRunner {
     }
   }
 
+  /** A backoff wait that `stop()` cuts short (a shutdown must not wait out a 30 s backoff). */
   private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => setTimeout(resolve, ms));
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.sleepers.add(done);
+    });
   }
 
   private async run(job: JobRow, signal: AbortSignal): Promise<void> {
@@ -229,6 +239,7 @@ export class JobRunner {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     for (const r of this.running.values()) r.abort.abort();
+    for (const wake of [...this.sleepers]) wake();
     await Promise.allSettled([...this.running.values()].map((r) => r.done));
   }
 }
