@@ -124,7 +124,7 @@ test("backup while serve runs → restore into an empty dir → the same search 
     pack.entry({ name: evil }, "boom");
     pack.finalize();
     const file = join(root, "out", "evil.tar");
-    writeFileSync(file, Buffer.concat(await Array.fromAsync(pack)));
+    writeFileSync(file, Buffer.concat((await Array.fromAsync(pack)) as Buffer[]));
     const target = join(root, `evil-${evil.length}`);
     const r = await runCli(["--data-dir", target, "restore", file]);
     expect(r.code, evil).toBe(1);
