@@ -121,8 +121,9 @@ test("kill -9 inside each ingest stage → restart → the job completes by itse
     await server.stop();
   }
   console.info(`kill -9 landed in: ${hit.join(", ")}; finished before the kill: ${missed.join(", ") || "none"}`);
-  // The long stages always get hit; the short ones (scenes, thumbnails: milliseconds) most runs.
-  for (const s of ["probe", "shots", "embeddings", "transcript"]) expect(hit).toContain(s);
+  // The long stages are always hit; the short ones (probe, shots: tens of ms; scenes, thumbnails:
+  // a few ms) most runs — in three runs here probe, shots and one of scenes/thumbnails were hit too.
+  for (const s of ["embeddings", "transcript"]) expect(hit).toContain(s);
   expect(hit.length).toBeGreaterThanOrEqual(4);
   const check = await runCliJson(["--data-dir", dir, "check"]);
   expect(check).toMatchObject({ ok: true, sqlite_integrity: "ok", foreign_key_violations: 0, orphan_video_dirs: [], videos_missing_source: [], temp_uploads: 0 });
