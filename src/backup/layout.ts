@@ -37,8 +37,7 @@ export function sweepStaleSnapshots(dataDir: string): number {
   let n = 0;
   for (const f of readdirSync(dir)) {
     const pid = Number(/^snapshot-(\d+)-/.exec(f)?.[1]);
-    if (pid && pid !== process.pid && isProcessAlive(pid)) continue;
-    if (pid === process.pid) continue;
+    if (pid === process.pid || (pid && isProcessAlive(pid))) continue; // ours, or a backup still running
     rmSync(join(dir, f), { force: true });
     n++;
   }
