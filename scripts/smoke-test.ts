@@ -16,6 +16,7 @@
  *      nothing temporary left, signed int8 weights where the CPU has VNNI, and a search answering;
  *   7. `vsearch mcp --account …` beside that server: the SDK's stdio client initializes, lists the
  *      nine agent tools, searches (the query encoder in the binary's workers) and gets a frame.
+ *   7. `backup --include-models` beside that running server, `restore` into an empty dir, `check`.
  * Every wait is bounded. Prints each check; exits 1 if any failed.
  *
  *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip]
@@ -288,6 +289,16 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     const search = await get("/v1/search", { method: "POST", body: new URLSearchParams({ query: "a red screen" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
     check("POST /v1/search answers 200 with the documented shape", search.status === 200 && Array.isArray(search.body?.data) && typeof search.body?.meta?.total === "number", `${search.status}, total ${search.body?.meta?.total}`);
     await mcpOverStdio(data, accountId, videoId!);
+
+    // 7: backup beside the running server (tar-stream and VACUUM INTO in the binary), restore, check.
+    const archive = join(work, "smoke-backup.tar");
+    const backup = await vsearch(["--data-dir", data, "--json", "backup", archive, "--include-models"], 120_000);
+    check("backup while serve runs", backup.code === 0 && json(backup)?.videos === 1 && existsSync(archive), `${json(backup)?.files} files, ${brief(backup)}`);
+    const restoredDir = join(work, "restored");
+    const restore = await vsearch(["--data-dir", restoredDir, "--json", "restore", archive], 120_000);
+    check("restore into an empty dir", restore.code === 0 && json(restore)?.videos === 1, brief(restore));
+    const verify = await vsearch(["--data-dir", restoredDir, "--json", "check"], 60_000);
+    check("the restored data dir passes vsearch check", verify.code === 0 && json(verify)?.ok === true, brief(verify));
   } finally {
     server.kill("SIGTERM");
     const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);

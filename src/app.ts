@@ -50,6 +50,9 @@ import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
 import { AgentToolbox } from "./agent/toolbox.ts";
 import { FrameGrabber } from "./agent/frames.ts";
+import { sweepStaleSnapshots } from "./backup/layout.ts";
+import { BackupService } from "./backup/service.ts";
+import { isStorageError, StorageHealth } from "./core/storage.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -173,7 +176,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     allowNetworks: config.allowNetworks,
     embedder: opts.queryEmbedder ?? new CatalogQueryEmbedder(models, () => inference.get()),
     speechModel: () => models.active("speech") !== null,
-    credits,
+    // A search is refused unless the whole search can be paid (the balance never goes negative).
+    credits: { assertCanSpend: (a) => credits.assertCanSearch(a), chargeSearch: (a) => credits.chargeSearch(a) },
     logger,
     now,
   });
@@ -193,14 +197,24 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     onIndexed: (videoId) => search.indexes.onVideoIndexed(videoId),
     onCompleted: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
   });
-  const runner = new JobRunner(jobStore, pipeline, { concurrency: config.jobConcurrency, logger, now });
+  const storage = new StorageHealth(config.dataDir);
+  const runner = new JobRunner(jobStore, pipeline, {
+    concurrency: config.jobConcurrency,
+    logger,
+    now,
+    onStoreError: (e) => isStorageError(e) && storage.noteFull(),
+    diskFull: () => storage.isFull(),
+  });
   const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, (accountId) => credits.assertCanSpend(accountId), () => {
     runner.wake();
     dispatcher.wake();
   });
   const webhooks = new WebhookService(db, webhookStore, events, accountStore, secretBox, { allowNetworks, resolve: opts.resolve }, () => dispatcher.wake(), now);
   const accountDeletion = new AccountDeletion(db, accountStore, events, webhookStore, dispatcher, videos);
-  const jobs = new JobService(jobStore);
+  const jobs = new JobService(jobStore, db, {
+    resetVideo: (id) => videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
+    wake: () => runner.wake(),
+  });
   const media = new MediaService(new MediaStore(db), files, signer);
   // Imports and pulls are load-checked for real: the staged model runs once in the worker pool,
   // the code path the server uses. `text` models have no runtime loader yet (layout check only).
@@ -218,6 +232,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
     search: search.search, searchFeedback: search.feedback, moments: search.moments, media,
     webhooks, credits, accountDeletion, models: modelService, system,
+    backup: new BackupService(db, { dataDir: config.dataDir, modelsDir: config.modelsDir, vecExtension: opts.runtime.vecExtension, version: VERSION }),
     agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, media, files, frames: new FrameGrabber(bins) }),
   };
 
@@ -234,6 +249,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     metrics,
     version: VERSION,
+    storage,
     ready: () => {
       const checks: Record<string, string> = {};
       try {
@@ -242,8 +258,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       } catch (e) {
         checks.database = (e as Error).message;
       }
+      const disk = storage.check();
+      checks.storage = disk.detail;
       checks.shutdown = closing ? "in progress" : "no";
-      return { ok: checks.database === "ok" && !closing, checks };
+      return { ok: checks.database === "ok" && disk.ok && !closing, checks };
     },
   });
 
@@ -260,9 +278,17 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     },
     start: async () => {
       // The instance lock is held: leases of a previous (crashed) server can be released now.
-      const released = jobStore.releaseAllLeases();
-      const swept = files.sweepOrphans(new Set(videoStore.allIds()));
-      if (released || swept.tmp || swept.videos) logger.info("recovered after restart", { jobs_requeued: released, ...swept });
+      // On a full disk even this write may fail; the runner then claims the expired leases later.
+      let released = 0;
+      try {
+        released = jobStore.releaseAllLeases();
+      } catch (e) {
+        if (!isStorageError(e)) throw e;
+        storage.noteFull();
+        logger.warn("could not release old job leases: disk full", { err: (e as Error).message });
+      }
+      const swept = { ...files.sweepOrphans(new Set(videoStore.allIds())), backup_snapshots: sweepStaleSnapshots(config.dataDir) };
+      if (released || swept.tmp || swept.videos || swept.backup_snapshots) logger.info("recovered after restart", { jobs_requeued: released, ...swept });
       runner.start();
       dispatcher.start();
     },

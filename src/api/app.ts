@@ -15,10 +15,12 @@ import { registerWebhookRoutes } from "./webhooks.ts";
 import { registerAgentRoutes } from "./agent.ts";
 import { registerMcpRoutes } from "./mcp.ts";
 import { registerDashboardRoutes } from "./dashboard.ts";
+import { registerJobRetryRoute } from "./job-retry.ts";
 import type { HttpDeps } from "../http/deps.ts";
 import { handleError, notFoundHandler, validationResponse } from "../http/errors.ts";
 import { clientAddress, corsFor, declaredBodyLimit, methodMatcher, methodNotAllowed } from "../http/guards.ts";
 import type { AppEnv } from "../http/types.ts";
+import { insufficientStorage, isIoError, isStorageError } from "../core/storage.ts";
 
 export interface HttpAppOptions extends HttpDeps {
   logger: Logger;
@@ -26,6 +28,8 @@ export interface HttpAppOptions extends HttpDeps {
   version: string;
   /** Readiness: the store answers and the server is not shutting down. */
   ready: () => { ok: boolean; checks: Record<string, string> };
+  /** Told when a request failed for lack of disk space (so /readyz reports it). */
+  storage?: { noteFull(): void; isFull(): boolean };
 }
 
 /**
@@ -39,6 +43,7 @@ export const ROUTE_MODULES: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)
   registerUploadRoutes,
   registerVideoRoutes,
   registerJobRoutes,
+  registerJobRetryRoute,
   registerSearchRoutes,
   registerMediaRoutes,
   registerWebhookRoutes,
@@ -87,7 +92,12 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
   const corsMw = corsFor(opts.config.corsOrigins);
   if (corsMw) app.use("*", corsMw);
 
-  app.onError(handleError);
+  app.onError((err, c) => {
+    if (isStorageError(err)) opts.storage?.noteFull();
+    // SQLite reports some writes on a full disk as a generic I/O error (e.g. growing the WAL index).
+    else if (isIoError(err) && opts.storage?.isFull()) return handleError(insufficientStorage(), c);
+    return handleError(err, c);
+  });
   const allowedMethods = methodMatcher(() => app.routes);
   app.notFound((c) => {
     const allow = allowedMethods(c.req.method, c.req.path);

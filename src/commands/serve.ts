@@ -5,6 +5,7 @@ import { createLogger } from "../core/logger.ts";
 import { bunServeOptions } from "../http/serve-options.ts";
 import type { CliContext } from "../cli/context.ts";
 import { InstanceLock } from "../cli/instance-lock.ts";
+import { portInUse } from "../cli/port-check.ts";
 
 export function registerServeCommand(program: Command, ctx: CliContext) {
   program
@@ -21,6 +22,10 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
         throw new Error(
           `another vsearch serve (pid ${got.holder.pid}${got.holder.url ? `, ${got.holder.url}` : ""}) is already using data dir ${config.dataDir}; stop it first or use another --data-dir (CLI commands work beside it)`,
         );
+      }
+      if (await portInUse(config.host, config.port).catch(() => false)) {
+        lock.release();
+        throw new Error(`port ${config.port} on ${config.host} is already in use (another vsearch serve or another program); stop it or pick another --port`);
       }
       const logger = createLogger(config.logLevel);
       let app;

@@ -3,6 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { AppError, ValidationError, type ValidationIssue } from "../core/errors.ts";
 import { boundedEcho, MAX_ISSUES } from "../core/validate.ts";
+import { insufficientStorage, isStorageError } from "../core/storage.ts";
 import type { AppEnv } from "./types.ts";
 
 /** Every 422 is bounded here, whoever built its issues: at most MAX_ISSUES, each `input` cut short. */
@@ -28,6 +29,11 @@ export function handleError(err: Error, c: Context<AppEnv>) {
     return errorResponse(c, 499 as ContentfulStatusCode, "CLIENT_CLOSED_REQUEST", "The client closed the connection before the request was complete");
   }
   if (err instanceof ValidationError) return validationResponse(c, err.issues);
+  if (!(err instanceof AppError) && isStorageError(err)) {
+    // A full disk is the operator's problem, not a bug: 507, and the write was rolled back.
+    c.get("log")?.warn("write refused: disk full", { err: err?.message });
+    err = insufficientStorage();
+  }
   if (err instanceof AppError) return errorResponse(c, err.status as ContentfulStatusCode, err.code, err.message, err.headers);
   if (err instanceof HTTPException) {
     // Hono's body validators: malformed JSON / form → 400, undeclared content type → 415.
