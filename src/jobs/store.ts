@@ -73,11 +73,16 @@ export class JobStore {
       this.db
         .query(
           `UPDATE jobs SET status = ?, progress_pct = CASE WHEN ? = 'done' THEN 100 ELSE progress_pct END,
-                  error_code = ?, error_message = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+                  error_code = ?, error_message = ?, stages_pending = '[]', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
             WHERE id = ? AND lease_owner = ?`,
         )
         .run(status, status, error?.code ?? null, error?.message ?? null, nowIso(), id, owner).changes === 1
     );
+  }
+
+  /** The stages this job still has to run after its video became searchable (progressive indexing). */
+  setPending(id: string, owner: string, stages: readonly string[]): void {
+    this.db.query("UPDATE jobs SET stages_pending = ?, updated_at = ? WHERE id = ? AND lease_owner = ?").run(JSON.stringify(stages), nowIso(), id, owner);
   }
 
   /** At `serve` start (the instance lock is held, so no other worker is alive): release every lease. */

@@ -8,6 +8,7 @@ import type { MediaBins } from "../media/process.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import type { VideoStore } from "../videos/store.ts";
 import type { Dtype } from "../inference/model-files.ts";
+import type { OcrEngine } from "../ocr/engine.ts";
 
 export type ModelRole = "image-text" | "speech" | "text";
 
@@ -34,6 +35,8 @@ export interface PipelineDeps {
   models: ModelCatalog;
   /** Created on first use: a server with no models never starts worker threads. */
   pool: () => Promise<InferencePool>;
+  /** Reads on-screen text (bounded worker threads, started on first use); null turns the stage off. */
+  ocr: OcrEngine | null;
   batchSize: number;
   /** Whisper's per-window token cap (config speech_max_tokens). */
   speechMaxTokens: number;

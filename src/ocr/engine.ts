@@ -1,0 +1,144 @@
+import type { OcrPaths } from "./paths.ts";
+
+/** A decoded grayscale frame, one byte per pixel, row-major. */
+export interface GrayFrame {
+  width: number;
+  height: number;
+  pixels: Uint8Array;
+}
+
+/** One line of text as tesseract read it. The box is in fractions of the frame (0..1). */
+export interface OcrLine {
+  text: string;
+  /** 0..100, tesseract's mean word confidence for the line. */
+  confidence: number;
+  box: { x: number; y: number; w: number; h: number };
+}
+
+export interface OcrEngineOptions {
+  paths: OcrPaths;
+  /** How many tesseract worker threads at most (each is single-threaded wasm). Default 1. */
+  workers?: number;
+}
+
+interface TessWorker {
+  recognize(image: Uint8Array | Buffer, options?: object, output?: object): Promise<{ data: TessPage }>;
+  setParameters(params: Record<string, string>): Promise<unknown>;
+  terminate(): Promise<unknown>;
+}
+interface TessLine {
+  text: string;
+  confidence: number;
+  bbox: { x0: number; y0: number; x1: number; y1: number };
+}
+interface TessPage {
+  blocks: { paragraphs: { lines: TessLine[] }[] }[] | null;
+}
+
+/**
+ * Text in frames with tesseract.js (LSTM only, English, `4.0.0_best_int` data: 3 MB, the fastest
+ * of the packaged models). Worker threads start on first use and stay for the engine's lifetime;
+ * at most `workers` of them, each running one recognition at a time, so OCR never takes more than
+ * that many cores however many frames are queued. Frames go in as binary PGM: Leptonica reads it
+ * natively, so there is no image encoding on our side.
+ */
+export class OcrEngine {
+  private readonly max: number;
+  private readonly idle: TessWorker[] = [];
+  private readonly waiting: ((w: TessWorker) => void)[] = [];
+  private started = 0;
+  private starting: Promise<TessWorker> | null = null;
+  private closed = false;
+
+  constructor(private readonly opts: OcrEngineOptions) {
+    this.max = Math.max(1, Math.floor(opts.workers ?? 1));
+  }
+
+  async recognize(frame: GrayFrame): Promise<OcrLine[]> {
+    const worker = await this.acquire();
+    try {
+      const { data } = await worker.recognize(toPgm(frame), {}, { blocks: true, text: false, hocr: false, tsv: false });
+      const lines: OcrLine[] = [];
+      for (const block of data.blocks ?? []) {
+        for (const para of block.paragraphs) {
+          for (const l of para.lines) {
+            const text = l.text.replace(/\s+/g, " ").trim();
+            if (!text) continue;
+            const { x0, y0, x1, y1 } = l.bbox;
+            lines.push({
+              text,
+              confidence: Math.round(l.confidence * 10) / 10,
+              box: { x: x0 / frame.width, y: y0 / frame.height, w: (x1 - x0) / frame.width, h: (y1 - y0) / frame.height },
+            });
+          }
+        }
+      }
+      return lines;
+    } finally {
+      this.release(worker);
+    }
+  }
+
+  /** Ends every worker thread; later calls fail. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = this.idle.splice(0);
+    await Promise.all(all.map((w) => w.terminate().catch(() => {})));
+  }
+
+  private async acquire(): Promise<TessWorker> {
+    if (this.closed) throw new Error("the OCR engine was closed");
+    const w = this.idle.pop();
+    if (w) return w;
+    if (this.started < this.max) {
+      this.started++;
+      try {
+        return await this.spawn();
+      } catch (e) {
+        this.started--;
+        throw e;
+      }
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(w: TessWorker): void {
+    if (this.closed) {
+      void w.terminate().catch(() => {});
+      return;
+    }
+    const next = this.waiting.shift();
+    if (next) next(w);
+    else this.idle.push(w);
+  }
+
+  private async spawn(): Promise<TessWorker> {
+    // Loaded here, not at import: a process that never reads text never loads tesseract.js.
+    const { createWorker, OEM, PSM } = await import("tesseract.js");
+    const p = this.opts.paths;
+    const worker = (await createWorker("eng", OEM.LSTM_ONLY, {
+      workerPath: p.workerFile,
+      langPath: p.langDir,
+      gzip: true,
+      // Read the bundled data every start (3 MB, a few ms): nothing is written beside it.
+      cacheMethod: "none",
+      errorHandler: () => {},
+    })) as unknown as TessWorker;
+    // Sparse text: captions, signs and slides are scattered lines, not a page of paragraphs.
+    // Tesseract's global Otsu threshold stays: on white-on-navy slides and the real road-trip
+    // clip it read every line, where Sauvola and Leptonica's tiled Otsu lost whole lines of
+    // light-on-dark text. Its weak spot is a see-through caption box whose background changes
+    // brightness mid-word (it can split the word there).
+    await worker.setParameters({ tessedit_pageseg_mode: String(PSM.SPARSE_TEXT) });
+    return worker;
+  }
+}
+
+/** Binary PGM (P5): a 15-byte header in front of the pixels. */
+export function toPgm(frame: GrayFrame): Uint8Array {
+  const header = new TextEncoder().encode(`P5\n${frame.width} ${frame.height}\n255\n`);
+  const out = new Uint8Array(header.length + frame.pixels.length);
+  out.set(header, 0);
+  out.set(frame.pixels, header.length);
+  return out;
+}
