@@ -190,7 +190,7 @@ export class IngestPipeline implements JobHandler {
       status: "ran",
       took_ms: ms,
       count: res.lines.length,
-      reason: `${res.sampled} frames: ${res.read} read, ${res.noText} without text, ${res.carried} unchanged`,
+      reason: `${res.sampled} frames: ${res.read} read (${res.reread} twice), ${res.noText} without text, ${res.carried} unchanged`,
     };
   }
 

@@ -3,6 +3,7 @@ import type { Shot } from "../media/shots.ts";
 import { sampleTextFrames } from "../media/text-frames.ts";
 import type { OcrEngine, OcrLine } from "../ocr/engine.ts";
 import { changed, mayHaveText, signature } from "../ocr/frame-test.ts";
+import { readFrame } from "../ocr/read-frame.ts";
 import { TextTracker, type TextRange } from "../ocr/tracks.ts";
 import type { MediaBins } from "../media/process.ts";
 import { JobFailure } from "../jobs/runner.ts";
@@ -16,6 +17,8 @@ export interface OcrStageResult {
   sampled: number;
   /** Frames that went to tesseract. */
   read: number;
+  /** Of those, frames read a second time for outlined white captions (src/ocr/read-frame.ts). */
+  reread: number;
   /** Frames the cheap test found no text in. */
   noText: number;
   /** Frames unchanged since the last one read (their lines carried over). */
@@ -42,7 +45,7 @@ export async function readOnScreenText(
   const width = info.width!;
   const height = info.displayAspectRatio ? Math.max(2, Math.round(width / info.displayAspectRatio)) : info.height!;
   const tracker = new TextTracker(OCR_INTERVAL_SECS);
-  const r: OcrStageResult = { lines: [], sampled: 0, read: 0, noText: 0, carried: 0 };
+  const r: OcrStageResult = { lines: [], sampled: 0, read: 0, reread: 0, noText: 0, carried: 0 };
   let lastSig: Float32Array | null = null;
   let lastLines: OcrLine[] = [];
   const frames = sampleTextFrames(bins, source, {
@@ -67,8 +70,10 @@ export async function readOnScreenText(
       r.noText++;
       lastLines = [];
     } else {
-      lastLines = await engine.recognize(f);
+      const reading = await readFrame(engine, f);
+      lastLines = reading.lines;
       r.read++;
+      if (reading.passes > 1) r.reread++;
     }
     tracker.push(f.timestamp, lastLines);
     if (info.durationSecs) onProgress(Math.min(1, f.timestamp / info.durationSecs));
