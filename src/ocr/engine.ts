@@ -62,7 +62,7 @@ export class OcrEngine {
       for (const block of data.blocks ?? []) {
         for (const para of block.paragraphs) {
           for (const l of para.lines) {
-            const text = l.text.replace(/\s+/g, " ").trim();
+            const text = tidy(l.text);
             if (!text) continue;
             const { x0, y0, x1, y1 } = l.bbox;
             lines.push({
@@ -141,4 +141,18 @@ export function toPgm(frame: GrayFrame): Uint8Array {
   out.set(header, 0);
   out.set(frame.pixels, header.length);
   return out;
+}
+
+/**
+ * One line's text with single spaces and without the stray marks tesseract reads off box edges
+ * and outlines at either end ("| Harbour tour :" → "Harbour tour"); sentence punctuation stays.
+ */
+export function tidy(text: string): string {
+  return text
+    .replace(/\s+/g, " ")
+    .trim()
+    .replace(/^[^\p{L}\p{N}(“"'¿¡$£€#@]+/u, "")
+    .replace(/(?:\s+[^\p{L}\p{N}\s]{1,2})+$/u, "")
+    .replace(/[^\p{L}\p{N})”"'!?.%]+$/u, "")
+    .trim();
 }

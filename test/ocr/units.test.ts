@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { textFrameSize } from "../../src/media/text-frames.ts";
-import type { GrayFrame, OcrLine } from "../../src/ocr/engine.ts";
+import { tidy, type GrayFrame, type OcrLine } from "../../src/ocr/engine.ts";
 import { changed, mayHaveText, signature } from "../../src/ocr/frame-test.ts";
 import { plausible, similar, textKey, TextTracker } from "../../src/ocr/tracks.ts";
 
@@ -97,5 +97,20 @@ describe("the cheap tests before OCR", () => {
     expect(textFrameSize(426, 240)).toEqual({ width: 426, height: 240 });
     expect(textFrameSize(3840, 1600)).toEqual({ width: 1280, height: 534 });
     expect(textFrameSize(721, 405)).toEqual({ width: 722, height: 406 });
+  });
+});
+
+describe("tidy: stray marks at the ends of a line go, punctuation that belongs stays", () => {
+  test.each([
+    ["Lap time 1 minute:", "Lap time 1 minute"],
+    ["| Harbour tour :", "Harbour tour"],
+    ["Harbour lighthouse tour §", "Harbour lighthouse tour"],
+    ["Stop!", "Stop!"],
+    ["Price 5%", "Price 5%"],
+    ["(Chapter 1)", "(Chapter 1)"],
+    ["  two   spaces  ", "two spaces"],
+    ["===", ""],
+  ])("%j → %j", (input, out) => {
+    expect(tidy(input)).toBe(out);
   });
 });
