@@ -45,7 +45,7 @@ interface TessPage {
 export class OcrEngine {
   private readonly max: number;
   private readonly idle: TessWorker[] = [];
-  private readonly waiting: ((w: TessWorker) => void)[] = [];
+  private readonly waiting: { resolve: (w: TessWorker) => void; reject: (e: unknown) => void }[] = [];
   private started = 0;
   private starting: Promise<TessWorker> | null = null;
   private closed = false;
@@ -56,8 +56,17 @@ export class OcrEngine {
 
   async recognize(frame: GrayFrame): Promise<OcrLine[]> {
     const worker = await this.acquire();
+    let data: TessPage;
     try {
-      const { data } = await worker.recognize(toPgm(frame), {}, { blocks: true, text: false, hocr: false, tsv: false });
+      ({ data } = await worker.recognize(toPgm(frame), {}, { blocks: true, text: false, hocr: false, tsv: false }));
+    } catch (e) {
+      // A worker that failed a frame may be in any state: end it; the next frame starts a new one.
+      this.started--;
+      void worker.terminate().catch(() => {});
+      this.retryWaiter();
+      throw e;
+    }
+    try {
       const lines: OcrLine[] = [];
       for (const block of data.blocks ?? []) {
         for (const para of block.paragraphs) {
@@ -82,6 +91,7 @@ export class OcrEngine {
   /** Ends every worker thread; later calls fail. */
   async close(): Promise<void> {
     this.closed = true;
+    for (const w of this.waiting.splice(0)) w.reject(new Error("the OCR engine was closed"));
     const all = this.idle.splice(0);
     await Promise.all(all.map((w) => w.terminate().catch(() => {})));
   }
@@ -96,10 +106,11 @@ export class OcrEngine {
         return await this.spawn();
       } catch (e) {
         this.started--;
+        this.retryWaiter();
         throw e;
       }
     }
-    return new Promise((resolve) => this.waiting.push(resolve));
+    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
   }
 
   private release(w: TessWorker): void {
@@ -108,8 +119,14 @@ export class OcrEngine {
       return;
     }
     const next = this.waiting.shift();
-    if (next) next(w);
+    if (next) next.resolve(w);
     else this.idle.push(w);
+  }
+
+  /** A worker slot came free without a worker to hand over: the next waiter starts its own. */
+  private retryWaiter(): void {
+    const next = this.waiting.shift();
+    if (next) this.acquire().then(next.resolve, next.reject);
   }
 
   private async spawn(): Promise<TessWorker> {
