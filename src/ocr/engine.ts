@@ -1,4 +1,14 @@
+import { statSync } from "node:fs";
+import { join } from "node:path";
 import type { OcrPaths } from "./paths.ts";
+
+/** The OCR engine could not start or read a frame (missing data, a worker that died). */
+export class OcrError extends Error {
+  readonly code = "OCR_FAILED";
+}
+
+/** A worker loads in ~0.25 s (wasm + 3 MB of data); far longer means it never will. */
+const SPAWN_TIMEOUT_MS = 60_000;
 
 /** A decoded grayscale frame, one byte per pixel, row-major. */
 export interface GrayFrame {
@@ -64,7 +74,7 @@ export class OcrEngine {
       this.started--;
       void worker.terminate().catch(() => {});
       this.retryWaiter();
-      throw e;
+      throw new OcrError(`OCR failed on a frame: ${e instanceof Error ? e.message : String(e)}`);
     }
     try {
       const lines: OcrLine[] = [];
@@ -133,14 +143,28 @@ export class OcrEngine {
     // Loaded here, not at import: a process that never reads text never loads tesseract.js.
     const { createWorker, OEM, PSM } = await import("tesseract.js");
     const p = this.opts.paths;
-    const worker = (await createWorker("eng", OEM.LSTM_ONLY, {
+    // tesseract.js never settles createWorker when its language data cannot be read (the
+    // rejection is swallowed inside), so look first; the time limit covers anything else.
+    const data = join(p.langDir, "eng.traineddata.gz");
+    if (!statSync(data, { throwIfNoEntry: false })?.isFile()) throw new OcrError(`the OCR language data is missing (${data})`);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const starting = createWorker("eng", OEM.LSTM_ONLY, {
       workerPath: p.workerFile,
       langPath: p.langDir,
       gzip: true,
       // Read the bundled data every start (3 MB, a few ms): nothing is written beside it.
       cacheMethod: "none",
       errorHandler: () => {},
-    })) as unknown as TessWorker;
+    });
+    const worker = (await Promise.race([
+      starting,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          void starting.then((w) => w.terminate()).catch(() => {});
+          reject(new OcrError(`the OCR worker did not start within ${SPAWN_TIMEOUT_MS / 1000} s`));
+        }, SPAWN_TIMEOUT_MS);
+      }),
+    ]).finally(() => clearTimeout(timer))) as unknown as TessWorker;
     // Sparse text: captions, signs and slides are scattered lines, not a page of paragraphs.
     // Tesseract's global Otsu threshold stays: on white-on-navy slides and the real road-trip
     // clip it read every line, where Sauvola and Leptonica's tiled Otsu lost whole lines of

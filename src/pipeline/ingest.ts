@@ -14,6 +14,7 @@ import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
 import { transcribeAudio } from "./stage-transcript.ts";
 import { writeVideoThumbnails } from "./stage-thumbnails.ts";
 import { readOnScreenText } from "./stage-ocr.ts";
+import { OcrError } from "../ocr/engine.ts";
 import type { StageName, StageOutcome } from "../videos/schema.ts";
 
 /** Keyframe-only decoding is used when no keyframe gap (first 30 s) is longer than this. */
@@ -163,7 +164,7 @@ export class IngestPipeline implements JobHandler {
         outcome = await e.run(r, visual);
       } catch (err) {
         if (jobSignal.aborted || r.signal.aborted) throw new JobFailure("ABORTED", "Indexing was interrupted");
-        const known = err instanceof JobFailure || isMediaError(err) || isInferenceError(err);
+        const known = err instanceof JobFailure || err instanceof OcrError || isMediaError(err) || isInferenceError(err);
         if (!known) this.d.logger.error("enrichment stage failed", { stage: e.name, video_id: r.scope.videoId, err: err instanceof Error ? err.stack : String(err) });
         const code = known ? (err as { code: string }).code : "INTERNAL_ERROR";
         outcome = { status: "failed", reason: known ? `${code}: ${(err as Error).message}` : `${code}: the stage failed unexpectedly (see the server log)` };
