@@ -163,7 +163,7 @@ export const momentSchema = z
     caption: z.string().nullable(),
     labels: z.array(z.string()),
     transcript: z.string().nullable().openapi({ description: "What is said during the shot" }),
-    on_screen_text: z.array(onScreenLineSchema).openapi({ description: "Text shown during the shot (OCR), top to bottom; empty when none was read" }),
+    on_screen_text: z.array(onScreenLineSchema).openapi({ description: "Text shown during the shot (OCR), in order of appearance, each text once; empty when none was read (or OCR is still pending)" }),
     scene_start: z.number().nullable(),
     scene_end: z.number().nullable(),
     thumbnail_url: z.string().nullable(),

@@ -18,14 +18,16 @@ async function makeClip(): Promise<string> {
     [
       "-f", "lavfi", "-i", "color=c=navy:size=1280x720:rate=10:duration=4",
       // "Footage": a moving test pattern blurred into soft colour fields, with grain.
-      "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=10:duration=5",
+      // (blurred small and scaled up: a 1280×720 blur of every frame is slow on a busy box)
+      "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=10:duration=5",
       "-filter_complex",
       `[0:v]${text("Quarterly revenue forecast", "fontsize=40:x=120:y=320")}[a];` +
-        `[1:v]gblur=sigma=24,noise=alls=14:allf=t,${text("Harbour lighthouse tour", "fontsize=36:x=(w-tw)/2:y=h-120:box=1:boxcolor=black:boxborderw=12")}[b];` +
+        `[1:v]gblur=sigma=6,scale=1280:720:flags=bicubic,noise=alls=14:allf=t,${text("Harbour lighthouse tour", "fontsize=36:x=(w-tw)/2:y=h-120:box=1:boxcolor=black:boxborderw=12")}[b];` +
         "[a][b]concat=n=2:v=1:a=0[v]",
       "-map", "[v]", "-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-pix_fmt", "yuv420p",
     ],
     join(media, "slides.mp4"),
+    180_000,
   );
 }
 
