@@ -9,8 +9,13 @@ export interface TextRange {
   box: OcrLine["box"];
 }
 
-/** Lines below this confidence (0–100) are mostly texture read as letters. */
-export const MIN_CONFIDENCE = 55;
+/**
+ * Lines below this confidence (0–100) are mostly texture read as letters: on real footage
+ * (a skyline, an animation) tesseract returns "INS", "NN", "au", "A Nr" at 55–74, while text
+ * that is really there reads at 85–96. Short lines (under 4 letters or digits) need SHORT_CONFIDENCE.
+ */
+export const MIN_CONFIDENCE = 70;
+export const SHORT_CONFIDENCE = 80;
 
 interface Open extends TextRange {
   key: string;
@@ -31,6 +36,7 @@ export function plausible(line: OcrLine): boolean {
   if (line.confidence < MIN_CONFIDENCE) return false;
   const chars = [...line.text.replace(/\s+/g, "")];
   const alnum = chars.filter((c) => /[\p{L}\p{N}]/u.test(c)).length;
+  if (alnum < 4 && line.confidence < SHORT_CONFIDENCE) return false;
   return alnum >= 2 && alnum / chars.length >= 0.6;
 }
 

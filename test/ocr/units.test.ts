@@ -45,6 +45,11 @@ describe("TextTracker: identical text over consecutive frames is one time range"
     expect(plausible(line("Quarterly revenue", 40))).toBe(false);
     expect(plausible(line("|/_-~ ||", 90))).toBe(false);
     expect(plausible(line("a", 96))).toBe(false);
+    // Footage texture read as short "words" at middling confidence; real short text reads higher.
+    expect(plausible(line("INS", 59))).toBe(false);
+    expect(plausible(line("au", 74))).toBe(false);
+    expect(plausible(line("EXIT", 90))).toBe(true);
+    expect(plausible(line("74", 85))).toBe(true);
     const t = new TextTracker(1);
     t.push(0, [line("= ] |", 80), line("EE", 20)]);
     expect(t.finish(1)).toEqual([]);
