@@ -166,6 +166,15 @@ export class IndexStore {
     })();
   }
 
+  /** The video's shots in order (a resumed run's enrichment stages need them). */
+  shotSpans(videoId: string): { index: number; start: number; end: number }[] {
+    return this.db
+      .query<{ index: number; start: number; end: number }, [string]>(
+        "SELECT shot_index AS [index], start_secs AS start, end_secs AS end FROM shots WHERE video_id = ? ORDER BY shot_index",
+      )
+      .all(videoId);
+  }
+
   /** Removes the rows SQLite cannot cascade (vec0 virtual tables); call before deleting the video row. */
   deleteVideoVectors(videoId: string): void {
     this.deleteVectors("frames", this.ids("SELECT id FROM frames WHERE video_id = ?", videoId));

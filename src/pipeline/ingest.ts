@@ -70,7 +70,7 @@ export class IngestPipeline implements JobHandler {
     const onAbort = () => stop.abort();
     signal.addEventListener("abort", onAbort, { once: true });
     try {
-      const first = await this.index(job, video, source, progress, signal, stop);
+      const first = (await this.resume(job, video, source, progress, stop)) ?? (await this.index(job, video, source, progress, signal, stop));
       await this.enrich(job, first.run, first.visual, signal);
     } finally {
       signal.removeEventListener("abort", onAbort);
@@ -154,10 +154,31 @@ export class IngestPipeline implements JobHandler {
     }
   }
 
+  /**
+   * A job interrupted (restart, crash) after its video became searchable picks up at the
+   * enrichment stages still pending instead of redoing the first stages: same job (a later
+   * attempt), video `ready`, thumbnails recorded, some enrichment `pending`. A new job for the
+   * video (reindex) always starts from the top.
+   */
+  private async resume(job: JobRow, video: VideoRow, source: string, progress: (stage: string, pct: number) => void, stop: AbortController) {
+    const d = this.d;
+    const recorded = JSON.parse(video.stages || "{}") as Partial<Record<StageName, StageOutcome>>;
+    const pending = this.enrichments.filter((e) => recorded[e.name]?.status === "pending");
+    if (job.attempts < 2 || video.status !== "ready" || recorded.thumbnails?.status !== "ran" || pending.length === 0) return null;
+    const stages = new StageRun(d.videos, video.id, progress, stop.signal, recorded);
+    if (job.lease_owner) d.jobs.setPending(job.id, job.lease_owner, pending.map((e) => e.name));
+    const info = await probeMedia(d.bins, source).catch(toFailure);
+    const keyframesOnly = await useKeyframes(d, source, info, null);
+    const scope = { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id };
+    d.logger.info("resuming at the enrichment stages", { job_id: job.id, video_id: video.id, stages: pending.map((e) => e.name) });
+    return { run: { stages, source, info, scope, signal: stop.signal } as Run, visual: { shots: d.index.shotSpans(video.id), keyframesOnly } };
+  }
+
   /** The stages after the video is searchable, in order; each one's rows are searchable as soon as it ends. */
   private async enrich(job: JobRow, r: Run, visual: { shots: Shot[]; keyframesOnly: boolean }, jobSignal: AbortSignal): Promise<void> {
-    const left = this.enrichments.map((e) => e.name);
-    for (const e of this.enrichments) {
+    const todo = this.enrichments.filter((e) => r.stages.isPending(e.name));
+    const left = todo.map((e) => e.name);
+    for (const e of todo) {
       r.stages.report(e.name, 0);
       let outcome: StageOutcome;
       try {

@@ -22,7 +22,19 @@ export class StageRun {
     private readonly videoId: string,
     private readonly progress: (stage: string, pct: number) => void,
     private readonly signal: AbortSignal,
-  ) {}
+    /** Outcomes a resumed run starts from (the first stages of an interrupted job). */
+    resumed?: Partial<Record<StageName, StageOutcome>>,
+  ) {
+    for (const [stage, outcome] of Object.entries(resumed ?? {}) as [StageName, StageOutcome][]) {
+      if (!(stage in WEIGHT)) continue;
+      this.stages[stage] = outcome;
+      if (outcome.status !== "pending") this.done += WEIGHT[stage];
+    }
+  }
+
+  isPending(stage: StageName): boolean {
+    return this.stages[stage]?.status === "pending";
+  }
 
   /** Progress inside a stage (`within` 0..1 of its share). */
   report(stage: StageName, within = 1): void {
