@@ -188,6 +188,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     pool: () => inference.get(),
     batchSize: config.batchSize,
     speechMaxTokens: config.speechMaxTokens,
+    frameIntervalSecs: config.frameIntervalSecs,
     logger,
     onIndexed: (videoId) => search.indexes.onVideoIndexed(videoId),
     onCompleted: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),

@@ -24,6 +24,8 @@ export interface PipelineDeps {
   /** Created on first use: a server with no models never starts worker threads. */
   pool: () => Promise<InferencePool>;
   batchSize: number;
+  /** Seconds between sampled frames (config frame_interval_secs); default 1. */
+  frameIntervalSecs?: number;
   /** Whisper's per-window token cap (config speech_max_tokens). */
   speechMaxTokens: number;
   logger: Logger;
