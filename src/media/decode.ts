@@ -6,13 +6,14 @@
  *   not decoded at all. By definition no kept picture depends on a skipped one, so what is decoded
  *   is bit-identical to a plain decode (test/media/decode-skip.test.ts checks it per codec); the
  *   timestamps are the pictures' own. Honoured by H.264 (nal_ref_idc = 0: x264's non-reference
- *   B-frames, 2 of every 3 with its default b-pyramid), HEVC (the *_N NAL types), MPEG-4 part 2 and
- *   MPEG-1/2 (B-frames); VP8/VP9 frames that refresh no reference slot are also skipped. Codecs
- *   that do not implement it just decode everything.
+ *   B-frames; 28 of 50 pictures decoded with its defaults), HEVC (the *_N NAL types; x265 veryfast
+ *   21 of 50), MPEG-4 part 2 and MPEG-1/2 (B-frames; 18 of 50 with -bf 2). VP8/VP9 (libvpx)
+ *   refresh a reference with every shown frame, so nothing is skipped there; codecs that do not
+ *   implement the option decode everything.
  * - "bidir": every B picture, reference B-pictures included. Faster again (x264 default settings,
- *   60 s 1080p: 3.9 vs 6.1 CPU-s, BENCHMARKS.md), but only exact where no P picture refers to a
- *   B one: true of x264's default `b-pyramid normal` (the test checks it), not guaranteed by the
- *   standard (HEVC encoders use B pictures as references everywhere), so it is opt-in.
+ *   60 s 1080p: 3.9 vs 6.1 CPU-s) but NOT exact: with x264's defaults (b-pyramid normal) 16 of
+ *   the 18 pictures it keeps differ from a plain decode (the P pictures it keeps are predicted from B-refs it dropped),
+ *   with x265 9 of 11. Kept only so benchmarks and tests can show that; the pipeline uses "noref".
  * - `-skip_loop_filter all` is never used for a full decode: P pictures predicted from unfiltered
  *   references drift over a long GOP (on the 250-frame clip every compared frame differed).
  */

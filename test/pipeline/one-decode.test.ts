@@ -1,0 +1,77 @@
+/**
+ * Ingest of video with keyframes far apart decodes it once: every ffmpeg the app starts is logged
+ * by a wrapper binary (config ffmpeg_path), and the visual stages must have started exactly one
+ * decode of the source — the frame sampler with the cut analysis in its graph — and no separate
+ * shot detection or thumbnail seek.
+ */
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { mediaBins } from "../helpers/media.ts";
+import { fixedCatalog, tinyClip } from "../helpers/models.ts";
+
+const dir = scratchDir("one-decode");
+const log = join(dir, "ffmpeg-calls.log");
+let clip: string;
+
+/** Each call of the wrapper: its arguments, one per line, then a blank line. */
+function calls(): string[][] {
+  if (!existsSync(log)) return [];
+  return readFileSync(log, "utf8").split("\n\n").filter(Boolean).map((c) => c.split("\n"));
+}
+
+describe("ingest at a 250-frame keyframe interval", () => {
+  let t: TestApp;
+  let tenant: Tenant;
+  beforeAll(async () => {
+    // 18 s (past the 15 s below which everything is decoded anyway), keyframes 10 s apart, cuts at 4, 8, 12.
+    const seg = (src: string, d: number, extra = "") => ["-f", "lavfi", "-i", `${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`];
+    clip = await ffmpeg(
+      [...seg("testsrc2", 4), ...seg("color=c=red", 4), ...seg("smptebars", 4), ...seg("testsrc2", 6, ",negate"),
+       "-filter_complex", "[0:v][1:v][2:v][3:v]concat=n=4:v=1:a=0,format=yuv420p[v]",
+       "-map", "[v]", "-c:v", "libx264", "-preset", "veryfast", "-g", "250", "-keyint_min", "250", "-sc_threshold", "0"],
+      join(dir, "long-gop.mp4"),
+    );
+    const wrapper = join(dir, "ffmpeg-logged");
+    writeFileSync(wrapper, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> '${log}'; done\nprintf '\\n' >> '${log}'\nexec '${mediaBins().ffmpeg}' "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    t = await startTestApp({ VSEARCH_FFMPEG_PATH: wrapper, VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+    await t.app.start();
+    tenant = await createTenant(t);
+  }, 90_000);
+  afterAll(() => t?.close());
+
+  test("one ffmpeg decode gives the frames, the cuts, the thumbnails and the poster", async () => {
+    const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
+    const fd = new FormData();
+    fd.append("collection_id", col);
+    fd.append("file", Bun.file(clip), "long-gop.mp4");
+    const up = await t.request("POST", "/v1/upload", { token: tenant.key, body: fd });
+    expect(up.status).toBe(202);
+    const { video_id, job_id } = (await json(up)).data;
+    const before = calls().length; // the upload's own ffmpeg calls, if any
+    let job: any;
+    for (const deadline = Date.now() + 90_000; Date.now() < deadline; await Bun.sleep(100)) {
+      job = (await json(await t.request("GET", `/v1/jobs/${job_id}`, { token: tenant.key }))).data;
+      if (job.status === "done" || job.status === "failed") break;
+    }
+    expect(job.status).toBe("done");
+    const video = (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
+    expect(video.duration_secs).toBeCloseTo(18, 1);
+    expect(video.stages.shots).toMatchObject({ status: "ran", count: 4 });
+    expect(video.stages.shots.reason).toMatch(/^full decode \(noref pictures skipped\), cuts found in the same pass/);
+    expect(video.stages.frames).toMatchObject({ status: "ran", count: 18 }); // the 1 s grid, once
+    expect(video.stages.thumbnails.reason).toBe("4 shots and the poster from the frame decode");
+
+    // The calls that decode video pictures (anything with a filter graph, or a frame/thumbnail
+    // output): exactly one, and it carries both the sampler and the cut analysis.
+    const decodes = calls().slice(before).filter((args) => args.includes("-filter_complex") || args.includes("-vf") || args.includes("-filter_complex_script"));
+    expect(decodes).toHaveLength(1);
+    const graph = decodes[0][decodes[0].indexOf("-filter_complex") + 1];
+    expect(graph).toContain("showinfo@cuts");
+    expect(graph).toContain("select='gt(scene,0.3)'");
+    expect(decodes[0].join(" ")).toContain("-skip_frame noref -skip_loop_filter noref");
+  }, 120_000);
+});
