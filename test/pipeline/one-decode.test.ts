@@ -7,6 +7,7 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { loadConfig } from "../../src/config/config.ts";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { mediaBins } from "../helpers/media.ts";
@@ -20,6 +21,24 @@ let clip: string;
 function calls(): string[][] {
   if (!existsSync(log)) return [];
   return readFileSync(log, "utf8").split("\n\n").filter(Boolean).map((c) => c.split("\n"));
+}
+
+/** Uploads the clip, waits for its job, returns the video. */
+async function ingest(t: TestApp, tenant: Tenant): Promise<any> {
+  const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
+  const fd = new FormData();
+  fd.append("collection_id", col);
+  fd.append("file", Bun.file(clip), "long-gop.mp4");
+  const up = await t.request("POST", "/v1/upload", { token: tenant.key, body: fd });
+  expect(up.status).toBe(202);
+  const { video_id, job_id } = (await json(up)).data;
+  let job: any;
+  for (const deadline = Date.now() + 90_000; Date.now() < deadline; await Bun.sleep(100)) {
+    job = (await json(await t.request("GET", `/v1/jobs/${job_id}`, { token: tenant.key }))).data;
+    if (job.status === "done" || job.status === "failed") break;
+  }
+  expect(job.status).toBe("done");
+  return (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
 }
 
 describe("ingest at a 250-frame keyframe interval", () => {
@@ -44,21 +63,8 @@ describe("ingest at a 250-frame keyframe interval", () => {
   afterAll(() => t?.close());
 
   test("one ffmpeg decode gives the frames, the cuts, the thumbnails and the poster", async () => {
-    const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
-    const fd = new FormData();
-    fd.append("collection_id", col);
-    fd.append("file", Bun.file(clip), "long-gop.mp4");
-    const up = await t.request("POST", "/v1/upload", { token: tenant.key, body: fd });
-    expect(up.status).toBe(202);
-    const { video_id, job_id } = (await json(up)).data;
-    const before = calls().length; // the upload's own ffmpeg calls, if any
-    let job: any;
-    for (const deadline = Date.now() + 90_000; Date.now() < deadline; await Bun.sleep(100)) {
-      job = (await json(await t.request("GET", `/v1/jobs/${job_id}`, { token: tenant.key }))).data;
-      if (job.status === "done" || job.status === "failed") break;
-    }
-    expect(job.status).toBe("done");
-    const video = (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
+    const before = calls().length;
+    const video = await ingest(t, tenant);
     expect(video.duration_secs).toBeCloseTo(18, 1);
     expect(video.stages.shots).toMatchObject({ status: "ran", count: 4 });
     expect(video.stages.shots.reason).toMatch(/^full decode \(noref pictures skipped\), cuts found in the same pass/);
@@ -73,5 +79,20 @@ describe("ingest at a 250-frame keyframe interval", () => {
     expect(graph).toContain("showinfo@cuts");
     expect(graph).toContain("select='gt(scene,0.3)'");
     expect(decodes[0].join(" ")).toContain("-skip_frame noref -skip_loop_filter noref");
+  }, 120_000);
+
+  test("frame_interval_secs sets the grid (2 s: 9 frames of 18 s, same cuts); out of range stops the start", async () => {
+    const t2 = await startTestApp({ VSEARCH_FRAME_INTERVAL_SECS: "2", VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+    try {
+      await t2.app.start();
+      const video = await ingest(t2, await createTenant(t2));
+      expect(video.stages.frames).toMatchObject({ status: "ran", count: 9 });
+      expect(video.stages.shots).toMatchObject({ status: "ran", count: 4 });
+    } finally {
+      await t2.close();
+    }
+    for (const bad of ["0", "-1", "61", "soon"]) {
+      expect(() => loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_FRAME_INTERVAL_SECS: bad }), bad).toThrow(/VSEARCH_FRAME_INTERVAL_SECS must be/);
+    }
   }, 120_000);
 });
