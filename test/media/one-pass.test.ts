@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sampleFrames, type SampledFrame } from "../../src/media/frames.ts";
 import { readKeyframeTimes } from "../../src/media/select.ts";
 import { detectShotBoundaries } from "../../src/media/shots.ts";
+import { writeThumbnail } from "../../src/media/thumbnails.ts";
 import { ffmpeg, mediaBins } from "../helpers/media.ts";
 
 const bins = mediaBins();
@@ -94,5 +95,21 @@ describe("one decode for frames and cuts (full decode)", () => {
     await collect(stream);
     expect(stream.stats.cuts).toBeNull();
     await expect(collect(sampleFrames(bins, file, { keyframesOnly: false, cuts: { threshold: 1.5 } }))).rejects.toThrow(/threshold/);
+  }, 60_000);
+
+  it("a noref seek gives the thumbnail of a shot the grid missed, and the same picture as a plain seek", async () => {
+    const avg = async (jpeg: string) => {
+      const p = Bun.spawn([bins.ffmpeg, "-v", "error", "-i", jpeg, "-vf", "scale=1:1:flags=area", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], { stdout: "pipe" });
+      return [...new Uint8Array(await new Response(p.stdout).arrayBuffer())];
+    };
+    const cut = (await detectShotBoundaries(bins, file, { skipFrames: "noref" }))[2]; // the blue shot's start
+    expect(cut).toBeCloseTo(LONG_GOP.shortShot[0], 1);
+    const [a, b] = [join(tmp, "noref.jpg"), join(tmp, "plain.jpg")];
+    await writeThumbnail(bins, file, cut, a, { skipFrames: "noref" });
+    await writeThumbnail(bins, file, cut, b);
+    const [ca, cb] = [await avg(a), await avg(b)];
+    expect(ca[2]).toBeGreaterThan(150); // blue
+    expect(ca[0] + ca[1]).toBeLessThan(80);
+    ca.forEach((v, i) => expect(Math.abs(v - cb[i])).toBeLessThanOrEqual(2));
   }, 60_000);
 });
