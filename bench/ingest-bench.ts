@@ -53,12 +53,6 @@ if (!existsSync(CLIP.dir) || !existsSync(WHISPER.dir)) {
 const work = mkdtempSync(join(tmpdir(), "vsearch-ingest-bench-"));
 const env = { ...process.env, VSEARCH_LOG_LEVEL: "warn" };
 
-async function run(cmd: string[]) {
-  const p = Bun.spawn(cmd, { stdout: "ignore", stderr: "pipe" });
-  const [code, err] = await Promise.all([p.exited, new Response(p.stderr).text()]);
-  if (code !== 0) throw new Error(`${cmd[0]} failed: ${err}`);
-}
-
 /** 1080p30 H.264 with a 2 s GOP (typical of cameras and web video): see bench/lib/bench-clip.ts. */
 async function makeClip(ffmpeg: string): Promise<string> {
   return makeBenchClip(ffmpeg, join(work, `bench-1080p-${SECS}s.mp4`), { secs: SECS, gop: 60 });

@@ -19,8 +19,6 @@
  */
 export type DecodeSkip = "none" | "noref" | "bidir";
 
-export const DECODE_SKIPS: readonly DecodeSkip[] = ["none", "noref", "bidir"];
-
 /** ffmpeg input options (before `-i`) for a decode that may skip pictures as `skip` allows. */
 export function decodeSkipArgs(skip: DecodeSkip | undefined): string[] {
   if (!skip || skip === "none") return [];
