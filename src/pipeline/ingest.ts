@@ -9,7 +9,8 @@ import type { JobRow } from "../jobs/schema.ts";
 import type { VideoRow } from "../videos/schema.ts";
 import type { VideoScope } from "../indexing/store.ts";
 import type { ActiveModel, PipelineDeps } from "./deps.ts";
-import { embedFrames, FULL_DECODE_SKIP, shotIndexAt, type EmbeddedFrame } from "./stage-frames.ts";
+import { fullDecodeSkip } from "../media/decode.ts";
+import { embedFrames, shotIndexAt, type EmbeddedFrame } from "./stage-frames.ts";
 import { StageRun } from "./stage-run.ts";
 import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
 import { transcribeAudio } from "./stage-transcript.ts";
@@ -139,15 +140,17 @@ export class IngestPipeline implements JobHandler {
     const { stages, info } = r;
     const d = this.d;
     stages.report("shots", 0);
+    // Full decode: skip what can be skipped without changing a decoded picture (x264 ref=1: every B).
+    const skipFrames = keyframesOnly ? undefined : await fullDecodeSkip(d.bins, r.source, info.videoCodec);
     const detectShots = async (): Promise<Shot[]> => {
       const boundaries = await detectShotBoundaries(d.bins, r.source, {
         durationSecs: info.durationSecs ?? undefined,
         keyframesOnly,
-        skipFrames: keyframesOnly ? undefined : FULL_DECODE_SKIP,
+        skipFrames,
       }).catch(toFailure);
       return shotsFromBoundaries(boundaries, info.durationSecs ?? 0);
     };
-    const decodeNote = keyframesOnly ? "keyframe decode" : `full decode (${FULL_DECODE_SKIP} pictures skipped)`;
+    const decodeNote = keyframesOnly ? "keyframe decode" : `full decode (${skipFrames} pictures skipped)`;
     if (!clip) {
       const [shots, ms] = await stages.timed(detectShots);
       stages.record("shots", { status: "ran", took_ms: ms, count: shots.length, reason: decodeNote });
@@ -157,7 +160,7 @@ export class IngestPipeline implements JobHandler {
       return { shots, frames: [] };
     }
     const [result, ms] = await stages.timed(() =>
-      embedFrames(d, r.source, info, clip, { keyframesOnly, jpegDir: jpegDir ?? undefined }, r.signal, (f) => stages.report("embeddings", f)).catch(toFailure),
+      embedFrames(d, r.source, info, clip, { keyframesOnly, skipFrames, jpegDir: jpegDir ?? undefined }, r.signal, (f) => stages.report("embeddings", f)).catch(toFailure),
     );
     stages.check(); // stopped mid-way: write nothing
     const shots = shotsFromBoundaries(result.boundaries ?? [], info.durationSecs ?? 0);

@@ -1,5 +1,6 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
+import type { DecodeSkip } from "../media/decode.ts";
 import { sampleFrames, type SampledFrame } from "../media/frames.ts";
 import { dropNearDuplicates } from "../media/dedupe.ts";
 import { ShotTracker } from "../media/scene-score.ts";
@@ -23,6 +24,8 @@ export interface VisualPassOptions {
    * (sampleFrames' `cuts`). Either way the video is decoded once.
    */
   keyframesOnly: boolean;
+  /** Full decode: what it may skip. Default FULL_DECODE_SKIP. */
+  skipFrames?: DecodeSkip;
   /**
    * Write a thumbnail of every decoded frame here (`frameJpegPath`; those of dropped frames are
    * removed), and the poster (`passPosterPath`): the first sampled frame at 10 % of the duration.
@@ -50,8 +53,9 @@ const CLIP_SIZE = 224;
 /** The sampling grid by default (config frame_interval_secs): one frame per second. */
 export const DEFAULT_FRAME_INTERVAL_SECS = 1;
 /**
- * What a full decode may skip. "noref" leaves every decoded picture bit-exact and still decodes
- * a picture at least every few frames (x264: 2 of 4; the grid and the scene score need no more).
+ * What a full decode may always skip: "noref" leaves every decoded picture bit-exact and still
+ * decodes a picture at least every few frames (x264: 2 of 4; the grid and the scene score need no
+ * more). The pipeline uses "bidir" instead where it is exact too (media/decode.ts fullDecodeSkip).
  */
 export const FULL_DECODE_SKIP = "noref" as const;
 
@@ -87,7 +91,7 @@ export async function embedFrames(
     // Keyframes decode fast on one thread; the model has both cores busy anyway, and a single
     // decoder thread spends ~10 % less CPU than ffmpeg's frame threads.
     threads: opts.keyframesOnly ? 1 : undefined,
-    ...(opts.keyframesOnly ? {} : { cuts: {}, skipFrames: FULL_DECODE_SKIP }),
+    ...(opts.keyframesOnly ? {} : { cuts: {}, skipFrames: opts.skipFrames ?? FULL_DECODE_SKIP }),
   });
   const tracker = opts.keyframesOnly ? new ShotTracker() : null;
   const dropped: Promise<void>[] = [];
@@ -146,7 +150,7 @@ export async function embedFrames(
   out.sort((a, b) => a.timestamp - b.timestamp);
   const st = stream.stats;
   const note =
-    `${st.mode === "keyframes" ? "keyframe decode" : `full decode (${FULL_DECODE_SKIP} pictures skipped)`}` +
+    `${st.mode === "keyframes" ? "keyframe decode" : `full decode (${opts.skipFrames ?? FULL_DECODE_SKIP} pictures skipped)`}` +
     `; ${deduped.stats.dropped} near-duplicates dropped` +
     (st.decodeErrors ? `; ${st.decodeErrors} corrupt frame(s) skipped` : "");
   return { frames: out, sampled: st.framesEmitted, boundaries: tracker ? tracker.boundaries() : st.cuts, note };

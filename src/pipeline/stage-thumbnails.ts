@@ -37,7 +37,8 @@ export async function writeVideoThumbnails(
     else missing.push(r);
   }
   // A shot the frame decode has no picture of (shorter than the sampling interval) starts at a cut,
-  // a picture the full decode's noref analysis saw: a noref seek lands on it, with ~half the decoding.
+  // a picture the full decode's analysis saw: a noref seek (exact for every codec) skips ~half the
+  // decoding on its way there and lands on that picture or the next decoded one.
   await writeThumbnails(d.bins, source, missing, { width: SHOT_THUMB_WIDTH, hdr, keyframesOnly, skipFrames: keyframesOnly ? undefined : FULL_DECODE_SKIP });
   // The poster shows the video at 10 % of its length. The visual pass wrote it when it ran;
   // otherwise one seek and one GOP decode.

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DecodeSkip } from "../../src/media/decode.ts";
+import { fullDecodeSkip, parseX264Options, readX264Options, type DecodeSkip } from "../../src/media/decode.ts";
 import { sampleFrames } from "../../src/media/frames.ts";
 import { ffmpeg, mediaBins } from "../helpers/media.ts";
 
@@ -19,6 +19,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 /** 2 s of moving test pattern at 25 fps (50 pictures), each codec with its B-frames on. */
 const CODECS = {
   h264: ["h264.mp4", ["-c:v", "libx264", "-pix_fmt", "yuv420p"]], // x264 defaults: 3 B-frames, b-pyramid
+  h264Ref1: ["h264-ref1.mp4", ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p"]], // ref=1, still 3 B-frames
   hevc: ["hevc.mp4", ["-c:v", "libx265", "-preset", "veryfast", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p"]],
   mpeg4: ["mpeg4.avi", ["-c:v", "mpeg4", "-bf", "2"]],
   mpeg2: ["mpeg2.mpg", ["-c:v", "mpeg2video", "-bf", "2"]],
@@ -51,7 +52,7 @@ function differing(full: Map<number, Uint8Array>, part: Map<number, Uint8Array>)
 
 describe("-skip_frame noref per codec", () => {
   // Pictures decoded with noref (of 50): fewer where the codec marks non-reference pictures.
-  const expected: Record<Codec, "fewer" | "all"> = { h264: "fewer", hevc: "fewer", mpeg4: "fewer", mpeg2: "fewer", vp9: "all" };
+  const expected: Record<Codec, "fewer" | "all"> = { h264: "fewer", h264Ref1: "fewer", hevc: "fewer", mpeg4: "fewer", mpeg2: "fewer", vp9: "all" };
   for (const codec of Object.keys(CODECS) as Codec[]) {
     it(`${codec}: ${expected[codec] === "fewer" ? "skips non-reference pictures" : "skips nothing"}; the rest are bit-exact at their own timestamps`, async () => {
       const full = await decodeAll(files[codec], "none");
@@ -75,4 +76,25 @@ describe("-skip_frame noref per codec", () => {
     expect(bidir.size).toBeLessThan(noref.size);
     expect(differing(full, bidir)).toBeGreaterThan(0);
   }, 60_000);
+
+  it("bidir is exact where x264 says ref=1 (veryfast), and fullDecodeSkip picks it only there", async () => {
+    const full = await decodeAll(files.h264Ref1, "none");
+    const bidir = await decodeAll(files.h264Ref1, "bidir");
+    expect(bidir.size).toBeLessThan((await decodeAll(files.h264Ref1, "noref")).size);
+    expect(differing(full, bidir)).toBe(0);
+    expect((await readX264Options(bins, files.h264Ref1))?.ref).toBe("1");
+    expect((await readX264Options(bins, files.h264))?.ref).toBe("3");
+    expect(await readX264Options(bins, files.hevc)).toBeNull();
+    expect(await fullDecodeSkip(bins, files.h264Ref1, "h264")).toBe("bidir");
+    expect(await fullDecodeSkip(bins, files.h264, "h264")).toBe("noref");
+    expect(await fullDecodeSkip(bins, files.hevc, "hevc")).toBe("noref");
+    expect(await fullDecodeSkip(bins, files.mpeg4, "mpeg4")).toBe("noref");
+    expect(await fullDecodeSkip(bins, join(tmp, "missing.mp4"), "h264")).toBe("noref");
+  }, 60_000);
+
+  it("parses x264's SEI options and ignores anything else", () => {
+    const sei = new TextEncoder().encode("\x00\x00\x01\x06\x05x264 - core 157 - H.264/MPEG-4 AVC codec - options: cabac=1 ref=1 deblock=1:0:0 bframes=3\x00\x80");
+    expect(parseX264Options(sei)).toMatchObject({ cabac: "1", ref: "1", deblock: "1:0:0", bframes: "3" });
+    expect(parseX264Options(new TextEncoder().encode("no encoder string here"))).toBeNull();
+  });
 });
