@@ -97,4 +97,15 @@ describe("-skip_frame noref per codec", () => {
     expect(parseX264Options(sei)).toMatchObject({ cabac: "1", ref: "1", deblock: "1:0:0", bframes: "3" });
     expect(parseX264Options(new TextEncoder().encode("no encoder string here"))).toBeNull();
   });
+
+  it("bidir's complaint about dropping a B-ref it never decoded is not counted as a corrupt frame", async () => {
+    const clip = join(tmp, "vf12.mp4"); // 12 s: long enough for x264 to emit the MMCO that trips it
+    await ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=12", "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", clip]);
+    const p = Bun.spawn([bins.ffmpeg, "-hide_banner", "-loglevel", "repeat+level+error", "-skip_frame", "bidir", "-i", clip, "-f", "null", "-"], { stderr: "pipe" });
+    expect(await new Response(p.stderr).text()).toContain("mmco: unref short failure"); // ffmpeg does complain
+    const stream = sampleFrames(bins, clip, { size: 32, keyframesOnly: false, skipFrames: "bidir" });
+    for await (const _ of stream);
+    expect(stream.stats.framesEmitted).toBe(12);
+    expect(stream.stats.decodeErrors).toBe(0);
+  }, 60_000);
 });
