@@ -131,10 +131,10 @@ export class IngestPipeline implements JobHandler {
 
   /**
    * Shot boundaries, frames and image embeddings. With keyframes close enough (and an image
-   * model), one decode in every mode: the sampled keyframes are embedded, scored for shot changes
-   * in JS and written as thumbnails. Otherwise a full decode that skips what it exactly can
-   * (media/decode.ts) feeds both the sampler and ffmpeg's scene analysis in one filtergraph
-   * (frames.ts `cuts`). Without an image model only shots are found (one decode too).
+   * model), the sampled keyframes are embedded, scored for shot changes in JS and written as
+   * thumbnails. Otherwise a full decode that skips what it exactly can (media/decode.ts) feeds both
+   * the sampler and ffmpeg's scene analysis in one filtergraph (frames.ts `cuts`). Without an image
+   * model only shots are found. Every mode decodes the video once.
    */
   private async visual(r: Run, clip: ActiveModel | null, keyframesOnly: boolean, jpegDir: string | null): Promise<{ shots: Shot[]; frames: EmbeddedFrame[] }> {
     const { stages, info } = r;
