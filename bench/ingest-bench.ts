@@ -28,6 +28,7 @@ import { createLogger } from "../src/core/logger.ts";
 import { streamAudio16kMono } from "../src/media/audio.ts";
 import type { ActiveModel, ModelCatalog } from "../src/models/roles.ts";
 import { WINDOWS_PER_BATCH } from "../src/pipeline/stage-transcript.ts";
+import { makeBenchClip } from "./lib/bench-clip.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const SHARED = join(ROOT, "..", "shared", "fixtures");
@@ -52,39 +53,9 @@ if (!existsSync(CLIP.dir) || !existsSync(WHISPER.dir)) {
 const work = mkdtempSync(join(tmpdir(), "vsearch-ingest-bench-"));
 const env = { ...process.env, VSEARCH_LOG_LEVEL: "warn" };
 
-async function run(cmd: string[]) {
-  const p = Bun.spawn(cmd, { stdout: "ignore", stderr: "pipe" });
-  const [code, err] = await Promise.all([p.exited, new Response(p.stderr).text()]);
-  if (code !== 0) throw new Error(`${cmd[0]} failed: ${err}`);
-}
-
-const CLIPS = join(ROOT, "..", "shared", "media", "video", "clips");
-const REAL = ["mdnla_frog.mp4", "exo_big_buck_bunny_10s.mp4", "exo_london_skyline_360p.mp4", "mdn_flower.webm", "mdnla_rabbit.mp4", "exo_seagull_sample.avi", "mdnla_pig.mp4", "mdn_stream-of-water.mp4"];
-
-/**
- * 1080p30 H.264 with a 2 s GOP (typical of cameras and web video), made of real footage (the
- * shared clips, upscaled and cut together, so there are real shot changes and real motion) with
- * real speech looped under it. Synthetic test patterns are too static: near-duplicate dropping
- * would hide most of the model work.
- */
+/** 1080p30 H.264 with a 2 s GOP (typical of cameras and web video): see bench/lib/bench-clip.ts. */
 async function makeClip(ffmpeg: string): Promise<string> {
-  const out = join(work, `bench-1080p-${SECS}s.mp4`);
-  const speech = join(SHARED, "testdata", "speech30s.wav");
-  const clips = REAL.map((f) => join(CLIPS, f)).filter(existsSync);
-  const args = ["-hide_banner", "-loglevel", "error", "-y"];
-  let filter = "";
-  if (clips.length) {
-    clips.forEach((c) => args.push("-i", c));
-    filter = clips.map((_, i) => `[${i}:v]scale=1920:1080:force_original_aspect_ratio=increase,crop=1920:1080,fps=30,setsar=1,format=yuv420p[v${i}]`).join(";");
-    filter += `;${clips.map((_, i) => `[v${i}]`).join("")}concat=n=${clips.length}:v=1:a=0,loop=loop=-1:size=32767,trim=duration=${SECS}[v]`;
-  } else {
-    args.push("-f", "lavfi", "-i", `testsrc2=size=1920x1080:rate=30:duration=${SECS}`);
-    filter = "[0:v]null[v]";
-  }
-  args.push("-stream_loop", "-1", "-i", speech, "-filter_complex", filter, "-map", "[v]", "-map", `${clips.length || 1}:a`, "-t", String(SECS),
-    "-c:v", "libx264", "-preset", "veryfast", "-g", "60", "-pix_fmt", "yuv420p", "-c:a", "aac", out);
-  await run([ffmpeg, ...args]);
-  return out;
+  return makeBenchClip(ffmpeg, join(work, `bench-1080p-${SECS}s.mp4`), { secs: SECS, gop: 60 });
 }
 
 const catalog = (m: Partial<Record<"image-text" | "speech", ActiveModel>>): ModelCatalog => ({ active: (r) => (m as any)[r] ?? null });

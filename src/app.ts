@@ -200,6 +200,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     ocr,
     batchSize: config.batchSize,
     speechMaxTokens: config.speechMaxTokens,
+    frameIntervalSecs: config.frameIntervalSecs,
     logger,
     onIndexed: (videoId) => search.indexes.onVideoIndexed(videoId),
     onCompleted: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),

@@ -66,6 +66,7 @@ const fileSchema = z
     signed_int8_weights: z.enum(["auto", "off"]),
     batch_size: z.number().int().positive(),
     speech_max_tokens: z.number().int().min(16).max(440),
+    frame_interval_secs: z.number().min(0.1).max(60),
     search_cache_mb: z.number().int().min(0),
     model_idle_unload_secs: z.number().min(0),
     job_concurrency: z.number().int().positive(),
@@ -115,6 +116,8 @@ export interface Config {
    * to bound what a hallucination loop on music or noise costs.
    */
   speechMaxTokens: number;
+  /** Seconds between the frames sampled for image embeddings (docs/INGEST.md). */
+  frameIntervalSecs: number;
   /** Exact vectors kept in memory for search rescoring, MiB (0: read them from the store every time). */
   searchCacheMb: number;
   /**
@@ -215,6 +218,10 @@ export function loadConfig(
   if (!Number.isInteger(speechMaxTokens) || speechMaxTokens < 16 || speechMaxTokens > 440) {
     throw new ConfigError(`VSEARCH_SPEECH_MAX_TOKENS must be an integer in 16..440, got ${speechMaxTokens}`);
   }
+  const frameIntervalSecs = pick(num("VSEARCH_FRAME_INTERVAL_SECS", env.VSEARCH_FRAME_INTERVAL_SECS), file.frame_interval_secs) ?? 1;
+  if (!(frameIntervalSecs >= 0.1 && frameIntervalSecs <= 60)) {
+    throw new ConfigError(`VSEARCH_FRAME_INTERVAL_SECS must be a number of seconds in 0.1..60, got ${frameIntervalSecs}`);
+  }
   const modelIdleUnloadSecs = pick(num("VSEARCH_MODEL_IDLE_UNLOAD_SECS", env.VSEARCH_MODEL_IDLE_UNLOAD_SECS), file.model_idle_unload_secs) ?? 300;
   if (modelIdleUnloadSecs < 0) throw new ConfigError(`VSEARCH_MODEL_IDLE_UNLOAD_SECS must be 0 or more, got ${modelIdleUnloadSecs}`);
   const logLevel = pick(flags.logLevel, env.VSEARCH_LOG_LEVEL as Config["logLevel"], file.log_level) ?? "info";
@@ -255,6 +262,7 @@ export function loadConfig(
     signedInt8Weights,
     batchSize: pick(num("VSEARCH_BATCH_SIZE", env.VSEARCH_BATCH_SIZE), file.batch_size) ?? 8,
     speechMaxTokens,
+    frameIntervalSecs,
     searchCacheMb: pick(num("VSEARCH_SEARCH_CACHE_MB", env.VSEARCH_SEARCH_CACHE_MB), file.search_cache_mb) ?? 256,
     modelIdleUnloadSecs,
     jobConcurrency: pick(num("VSEARCH_JOB_CONCURRENCY", env.VSEARCH_JOB_CONCURRENCY), file.job_concurrency) ?? 1,

@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { MediaError } from "./errors.ts";
 import { HDR_TO_SDR, jpegCodecArgs, thumbnailFilters } from "./filters.ts";
 import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
+import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
+import { cutAnalysisFilters, filterBoundaries, MIN_SHOT_SECS, SCENE_THRESHOLD } from "./shots.ts";
 import { keyframesCloseEnough, samplingExpression, type KeyframeSpacing } from "./select.ts";
 import { createShowinfoParser, isErrorLine, type ShowinfoFrame } from "./showinfo.ts";
 
@@ -38,6 +40,17 @@ export interface SampleFramesOptions {
    * (nothing is written if no frame qualifies). Needs `jpegs` (it is a branch of the same graph).
    */
   poster?: { path: string; atSecs: number; width: number; quality?: number };
+  /**
+   * Full decode only: also find the shot changes, in the same decode. The decoded pictures are
+   * `split` into the sampling chain and detectShotBoundaries' analysis chain (shrink, `scene`
+   * score, showinfo@cuts, nullsink), so the cuts are the ones a separate detectShotBoundaries run
+   * would find, without decoding the video a second time. They land in `stats.cuts` once the
+   * stream has ended. They cannot steer this run's sampling (the grid is fixed before they are
+   * known): see docs/INGEST.md on shots shorter than `everySecs`.
+   */
+  cuts?: { threshold?: number; analysisWidth?: number; minShotSecs?: number };
+  /** Full decode only: pictures the decoder may skip (decode.ts). Default "none". */
+  skipFrames?: DecodeSkip;
   /** Decoder threads (ffmpeg picks by default). */
   threads?: number;
   /** Kill ffmpeg when it produces nothing for this long while we wait on it. Default 60 s. */
@@ -68,6 +81,8 @@ export interface FrameStats {
   decodeErrors: number;
   /** The first few of those messages. */
   errorSamples: string[];
+  /** Shot boundaries found by the `cuts` analysis (seconds, ascending); null when it did not run. */
+  cuts: number[] | null;
 }
 
 export interface FrameStream extends AsyncIterable<SampledFrame> {
@@ -91,7 +106,7 @@ const MAX_INLINE_FILTER = 32 * 1024;
  * Each iteration runs ffmpeg afresh; leaving the loop early kills it.
  */
 export function sampleFrames(bins: MediaBins, file: string, opts: SampleFramesOptions = {}): FrameStream {
-  const stats: FrameStats = { mode: null, keyframeSpacing: null, framesEmitted: 0, decodeErrors: 0, errorSamples: [] };
+  const stats: FrameStats = { mode: null, keyframeSpacing: null, framesEmitted: 0, decodeErrors: 0, errorSamples: [], cuts: null };
   return { stats, [Symbol.asyncIterator]: () => run(bins, file, opts, stats) };
 }
 
@@ -109,13 +124,23 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
   const hdr = opts.hdr ?? false;
   if (opts.poster && !opts.jpegs) throw new RangeError("poster needs jpegs");
   const poster = opts.poster && Number.isFinite(opts.poster.atSecs) ? opts.poster : undefined;
-  const graph = opts.jpegs ? filterGraphWithJpegs(expr, size, hdr, opts.jpegs.width, poster) : filterGraph(expr, size, hdr);
+  const cuts = !keyframes && opts.cuts ? cutOptions(opts.cuts) : null;
+  const complex = Boolean(opts.jpegs || cuts);
+  // With cuts, the decoded pictures are split first: the analysis must see every decoded picture,
+  // the sampler only the ones it selects.
+  const input = cuts ? "[main]" : "[0:v:0]";
+  let graph = opts.jpegs
+    ? filterGraphWithJpegs(expr, size, hdr, opts.jpegs.width, poster, input)
+    : cuts
+      ? `${input}${filterGraph(expr, size, hdr)}[rgb]`
+      : filterGraph(expr, size, hdr);
+  if (cuts) graph = `[0:v:0]split[cutsrc][main];[cutsrc]${cutAnalysisFilters(cuts.width, cuts.threshold, "cuts")},nullsink;${graph}`;
   let scriptDir: string | null = null;
-  let filterArgs = [opts.jpegs ? "-filter_complex" : "-vf", graph];
+  let filterArgs = [complex ? "-filter_complex" : "-vf", graph];
   if (graph.length > MAX_INLINE_FILTER) {
     scriptDir = await mkdtemp(join(tmpdir(), "vsearch-frames-"));
     await writeFile(join(scriptDir, "graph.txt"), graph);
-    filterArgs = [opts.jpegs ? "-filter_complex_script" : "-filter_script:v", join(scriptDir, "graph.txt")];
+    filterArgs = [complex ? "-filter_complex_script" : "-filter_script:v", join(scriptDir, "graph.txt")];
   }
   // passthrough: rawvideo is a constant-frame-rate muxer, so by default ffmpeg would duplicate or
   // drop frames to fill its grid and stdout would stop matching showinfo one to one.
@@ -126,9 +151,13 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
         "-map", "[jpg]", ...jpegCodecArgs(opts.jpegs.quality), "-f", "image2", "-start_number", "0", join(opts.jpegs.dir, "%08d.jpg"),
         ...(poster ? ["-map", "[poster]", ...jpegCodecArgs(poster.quality), "-update", "1", "-f", "image2", poster.path] : []),
       ]
-    : ["-map", "0:v:0", "-an", "-sn", "-dn", ...rgbOut];
+    : cuts
+      ? ["-map", "[rgb]", ...rgbOut]
+      : ["-map", "0:v:0", "-an", "-sn", "-dn", ...rgbOut];
 
   const parse = createShowinfoParser();
+  const parseCut = createShowinfoParser("cuts");
+  const cutTimes: number[] = [];
   const infos: ShowinfoFrame[] = [];
   let infoHead = 0;
   let wake: (() => void) | null = null;
@@ -140,7 +169,7 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
       // Keyframes only: nothing is predicted from the decoded pictures, so skipping the deblocking
       // filter cannot drift; it saves ~10 % of the decode and moves 224 px pixels by < 1/255 on
       // average (0.2 on 1080p H.264, 0.7 on a 300 kbit/s 360p one).
-      ...(keyframes ? ["-skip_frame", "nokey", "-skip_loop_filter", "all"] : []),
+      ...(keyframes ? ["-skip_frame", "nokey", "-skip_loop_filter", "all"] : decodeSkipArgs(opts.skipFrames)),
       ...(opts.threads ? ["-threads", String(opts.threads)] : []),
       "-i", file, ...filterArgs, ...outputs,
     ],
@@ -152,7 +181,14 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
         if (f) {
           infos.push(f);
           wake?.();
-        } else if (isErrorLine(line)) {
+          return;
+        }
+        const cut = cuts ? parseCut(line) : null;
+        if (cut) {
+          if (Number.isFinite(cut.time)) cutTimes.push(cut.time);
+        } else if (isErrorLine(line) && !(opts.skipFrames === "bidir" && line.includes("mmco: unref short failure"))) {
+          // (With bidir, H.264's instruction to drop a B-ref it never decoded is logged as an error;
+          // nothing is missing from any decoded picture: decode.ts.)
           stats.decodeErrors++;
           if (stats.errorSamples.length < 5) stats.errorSamples.push(line.slice(0, 300));
         }
@@ -206,6 +242,8 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
       if (exit.tail.some((l) => l.includes("matches no streams"))) throw new MediaError("NO_VIDEO_STREAM", "the file has no video stream");
       throw failureFromExit("frame sampling failed", exit);
     }
+    await proc.stderrClosed; // every showinfo@cuts line is in
+    if (cuts) stats.cuts = filterBoundaries(cutTimes, cuts.minShotSecs);
   } finally {
     proc.dispose();
     if (scriptDir) await rm(scriptDir, { recursive: true, force: true });
@@ -236,14 +274,23 @@ export function filterGraph(selectExpr: string, size: number, hdr: boolean): str
  * every selected frame (`[jpg]`): one decode feeds both. Scale and crop never drop frames, so
  * showinfo before the split still describes each output frame, in order.
  */
-export function filterGraphWithJpegs(selectExpr: string, size: number, hdr: boolean, jpegWidth: number, poster?: { atSecs: number; width: number }): string {
+export function filterGraphWithJpegs(selectExpr: string, size: number, hdr: boolean, jpegWidth: number, poster?: { atSecs: number; width: number }, input = "[0:v:0]"): string {
   return (
-    `[0:v:0]select='${selectExpr}',showinfo,split=${poster ? 3 : 2}[model][thumb]${poster ? "[post]" : ""};` +
+    `${input}select='${selectExpr}',showinfo,split=${poster ? 3 : 2}[model][thumb]${poster ? "[post]" : ""};` +
     `[model]${modelInputFilters(size, hdr).join(",")}[rgb];` +
     `[thumb]${thumbnailFilters(jpegWidth, hdr).join(",")}[jpg]` +
     // One frame only: the first one at or after the poster time (select keeps its own state).
     (poster ? `;[post]select='isnan(prev_selected_t)*gte(t,${Math.max(0, poster.atSecs).toFixed(6)})',${thumbnailFilters(poster.width, hdr).join(",")}[poster]` : "")
   );
+}
+
+/** Defaults and checks as detectShotBoundaries'. */
+function cutOptions(o: NonNullable<SampleFramesOptions["cuts"]>) {
+  const threshold = o.threshold ?? SCENE_THRESHOLD;
+  const width = o.analysisWidth ?? 160;
+  if (!(threshold > 0 && threshold < 1)) throw new RangeError("cuts.threshold must be in (0, 1)");
+  if (!Number.isInteger(width) || width < 16) throw new RangeError("cuts.analysisWidth must be an integer ≥ 16");
+  return { threshold, width, minShotSecs: o.minShotSecs ?? MIN_SHOT_SECS };
 }
 
 /** Shortest display side to `size` (bicubic, as CLIP's preprocessing), centre crop, [tone-map]. */

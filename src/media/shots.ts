@@ -1,5 +1,6 @@
 import { MediaError } from "./errors.ts";
 import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
+import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
 import { createShowinfoParser } from "./showinfo.ts";
 
 /** Default scene-change score above which a frame starts a shot (also scene-score.ts). */
@@ -29,6 +30,8 @@ export interface ShotDetectionOptions {
    * decode, but its drift artefacts are not worth it.)
    */
   keyframesOnly?: boolean;
+  /** Full decode only: pictures the decoder may skip (decode.ts). Default "none". */
+  skipFrames?: DecodeSkip;
   threads?: number;
   /** Wall-clock limit. Default: 10 minutes plus 2 × the duration, if given, else 6 hours. */
   timeoutMs?: number;
@@ -57,11 +60,10 @@ export async function detectShotBoundaries(bins: MediaBins, file: string, opts: 
     bins.ffmpeg,
     [
       "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
-      ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : []),
+      ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : decodeSkipArgs(opts.skipFrames)),
       ...(opts.threads ? ["-threads", String(opts.threads)] : []),
       "-i", file, "-map", "0:v:0", "-an", "-sn", "-dn",
-      // fast_bilinear is plenty for a difference score; min() avoids upscaling tiny videos.
-      "-vf", `scale=w='min(${width},iw)':h=-2:flags=fast_bilinear,select='gt(scene,${threshold})',showinfo`,
+      "-vf", cutAnalysisFilters(width, threshold),
       "-vsync", "passthrough", "-f", "null", "-",
     ],
     {
@@ -83,6 +85,15 @@ export async function detectShotBoundaries(bins: MediaBins, file: string, opts: 
     proc.dispose();
   }
   return filterBoundaries(found, minShot);
+}
+
+/**
+ * The scene-change analysis chain, shared with the one-pass frame sampler (frames.ts) so both find
+ * the same cuts. fast_bilinear is plenty for a difference score; min() avoids upscaling tiny videos.
+ * `instance` names the showinfo (`showinfo@<instance>`) when the graph has another one.
+ */
+export function cutAnalysisFilters(width: number, threshold: number, instance?: string): string {
+  return `scale=w='min(${width},iw)':h=-2:flags=fast_bilinear,select='gt(scene,${threshold})',showinfo${instance ? `@${instance}` : ""}`;
 }
 
 function defaultTimeout(durationSecs: number | null | undefined): number {

@@ -15,15 +15,22 @@ export interface ShowinfoFrame {
   keyframe: boolean;
 }
 
-const CONFIG_RE = /Parsed_showinfo_\d+ @ [^\]]+\] (?:\[\w+\] )?config in time_base: (\d+)\/(\d+)/;
-const FRAME_RE = /Parsed_showinfo_\d+ @ [^\]]+\] (?:\[\w+\] )?n:\s*(\d+)\s+pts:\s*(-?\d+|NOPTS)\s+pts_time:(\S+)(?:.*?\biskey:(\d))?/;
-
-/** A small stateful parser (one per ffmpeg run): it remembers the time base it was configured with. */
-export function createShowinfoParser(): (line: string) => ShowinfoFrame | null {
+/**
+ * A small stateful parser (one per ffmpeg run): it remembers the time base it was configured with.
+ * `instance`: read only the lines of the filter written `showinfo@<instance>` in the graph (a graph
+ * with two showinfo filters, e.g. the frame sampler's and the cut analysis'); without it, only
+ * unnamed ones (`Parsed_showinfo_N`).
+ */
+export function createShowinfoParser(instance?: string): (line: string) => ShowinfoFrame | null {
+  if (instance !== undefined && !/^\w+$/.test(instance)) throw new RangeError("showinfo instance names are word characters");
+  const tag = instance === undefined ? "Parsed_showinfo_" : `showinfo@${instance} @`;
+  const name = instance === undefined ? String.raw`Parsed_showinfo_\d+ @` : `showinfo@${instance} @`;
+  const CONFIG_RE = new RegExp(String.raw`${name} [^\]]+\] (?:\[\w+\] )?config in time_base: (\d+)\/(\d+)`);
+  const FRAME_RE = new RegExp(String.raw`${name} [^\]]+\] (?:\[\w+\] )?n:\s*(\d+)\s+pts:\s*(-?\d+|NOPTS)\s+pts_time:(\S+)(?:.*?\biskey:(\d))?`);
   let num = 0;
   let den = 0;
   return (line) => {
-    if (!line.includes("Parsed_showinfo_")) return null;
+    if (!line.includes(tag)) return null;
     const c = CONFIG_RE.exec(line);
     if (c) {
       num = Number(c[1]);
@@ -42,5 +49,5 @@ export function createShowinfoParser(): (line: string) => ShowinfoFrame | null {
 
 /** ffmpeg error-level log lines (decoder/demuxer complaints), as opposed to our showinfo output. */
 export function isErrorLine(line: string): boolean {
-  return /\[(error|fatal)\]/.test(line) && !line.includes("Parsed_showinfo_");
+  return /\[(error|fatal)\]/.test(line) && !line.includes("Parsed_showinfo_") && !line.includes("showinfo@");
 }

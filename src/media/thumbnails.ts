@@ -1,5 +1,6 @@
 import { rename, rm, stat } from "node:fs/promises";
 import { threadId } from "node:worker_threads";
+import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
 import { MediaError } from "./errors.ts";
 import { jpegCodecArgs, thumbnailFilters } from "./filters.ts";
 import { failureFromExit, runTool, type MediaBins } from "./process.ts";
@@ -16,6 +17,12 @@ export interface ThumbnailOptions {
    * so each thumbnail costs one frame instead of everything since the previous keyframe.
    */
   keyframesOnly?: boolean;
+  /**
+   * Otherwise, pictures the seek's decode may skip on its way to the time (decode.ts): "noref"
+   * decodes the pictures before it that matter and no others, bit-exact; the shown picture is the
+   * first one decoded at or after the time. Default "none".
+   */
+  skipFrames?: DecodeSkip;
   /** Per ffmpeg run. Default 60 s. */
   timeoutMs?: number;
 }
@@ -65,6 +72,7 @@ export async function writeThumbnails(
     for (const r of part) {
       if (!(r.timestampSecs >= 0)) throw new RangeError("timestampSecs must be ≥ 0");
       if (opts.keyframesOnly) args.push("-skip_frame", "nokey");
+      else args.push(...decodeSkipArgs(opts.skipFrames));
       args.push("-threads", "1", "-ss", r.timestampSecs.toFixed(6), "-i", file);
     }
     part.forEach((_, k) => args.push("-map", `${k}:v:0`, ...jpegOutputArgs(opts), temps[k]));

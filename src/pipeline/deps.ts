@@ -27,6 +27,8 @@ export interface PipelineDeps {
   /** Reads on-screen text (bounded worker threads, started on first use); null turns the stage off. */
   ocr: OcrEngine | null;
   batchSize: number;
+  /** Seconds between sampled frames (config frame_interval_secs); default 1. */
+  frameIntervalSecs?: number;
   /** Whisper's per-window token cap (config speech_max_tokens). */
   speechMaxTokens: number;
   logger: Logger;

@@ -9,6 +9,7 @@ import type { JobRow } from "../jobs/schema.ts";
 import type { VideoRow } from "../videos/schema.ts";
 import type { VideoScope } from "../indexing/store.ts";
 import type { ActiveModel, PipelineDeps } from "./deps.ts";
+import { fullDecodeSkip } from "../media/decode.ts";
 import { embedFrames, shotIndexAt, type EmbeddedFrame } from "./stage-frames.ts";
 import { StageRun } from "./stage-run.ts";
 import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
@@ -219,19 +220,26 @@ export class IngestPipeline implements JobHandler {
 
   /**
    * Shot boundaries, frames and image embeddings. With keyframes close enough (and an image
-   * model), one decode does it all: the sampled keyframes are embedded, scored for shot changes
-   * and written as thumbnails. With full decoding, shots come first and their boundaries are
-   * sampled too; without an image model only shots are found.
+   * model), the sampled keyframes are embedded, scored for shot changes in JS and written as
+   * thumbnails. Otherwise a full decode that skips what it exactly can (media/decode.ts) feeds both
+   * the sampler and ffmpeg's scene analysis in one filtergraph (frames.ts `cuts`). Without an image
+   * model only shots are found. Every mode decodes the video once.
    */
   private async visual(r: Run, clip: ActiveModel | null, keyframesOnly: boolean, jpegDir: string | null): Promise<{ shots: Shot[]; frames: EmbeddedFrame[] }> {
     const { stages, info } = r;
     const d = this.d;
     stages.report("shots", 0);
+    // Full decode: skip what can be skipped without changing a decoded picture (x264 ref=1: every B).
+    const skipFrames = keyframesOnly ? undefined : await fullDecodeSkip(d.bins, r.source, info.videoCodec);
     const detectShots = async (): Promise<Shot[]> => {
-      const boundaries = await detectShotBoundaries(d.bins, r.source, { durationSecs: info.durationSecs ?? undefined, keyframesOnly }).catch(toFailure);
+      const boundaries = await detectShotBoundaries(d.bins, r.source, {
+        durationSecs: info.durationSecs ?? undefined,
+        keyframesOnly,
+        skipFrames,
+      }).catch(toFailure);
       return shotsFromBoundaries(boundaries, info.durationSecs ?? 0);
     };
-    const decodeNote = keyframesOnly ? "keyframe decode" : "full decode";
+    const decodeNote = keyframesOnly ? "keyframe decode" : `full decode (${skipFrames} pictures skipped)`;
     if (!clip) {
       const [shots, ms] = await stages.timed(detectShots);
       stages.record("shots", { status: "ran", took_ms: ms, count: shots.length, reason: decodeNote });
@@ -240,22 +248,17 @@ export class IngestPipeline implements JobHandler {
       stages.check();
       return { shots, frames: [] };
     }
-    let shots: Shot[] = [];
-    let shotsMs = 0;
-    if (!keyframesOnly) [shots, shotsMs] = await stages.timed(detectShots);
-    const boundaries = shots.slice(1).map((s) => s.start);
     const [result, ms] = await stages.timed(() =>
-      embedFrames(d, r.source, info, clip, { boundaries, keyframesOnly, jpegDir: jpegDir ?? undefined }, r.signal, (f) =>
-        stages.report("embeddings", f),
-      ).catch(toFailure),
+      embedFrames(d, r.source, info, clip, { keyframesOnly, skipFrames, jpegDir: jpegDir ?? undefined }, r.signal, (f) => stages.report("embeddings", f)).catch(toFailure),
     );
     stages.check(); // stopped mid-way: write nothing
-    if (keyframesOnly) shots = shotsFromBoundaries(result.boundaries ?? [], info.durationSecs ?? 0);
+    const shots = shotsFromBoundaries(result.boundaries ?? [], info.durationSecs ?? 0);
+    // The cuts come out of the frame decode: its time is the embeddings stage's.
     stages.record("shots", {
       status: "ran",
-      took_ms: shotsMs,
+      took_ms: 0,
       count: shots.length,
-      reason: keyframesOnly ? `${decodeNote}, scored on the sampled frames` : decodeNote,
+      reason: keyframesOnly ? `${decodeNote}, scored on the sampled frames` : `${decodeNote}, cuts found in the same pass as the frames`,
     });
     const frames = result.frames.map((f) => ({ ...f, shotIndex: shotIndexAt(shots, f.timestamp) }));
     d.index.replaceFrames(r.scope, frames.map((f) => ({ shotIndex: f.shotIndex, timestamp: f.timestamp, embedding: f.vector })), clip.modelId);

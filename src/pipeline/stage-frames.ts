@@ -1,5 +1,6 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
+import type { DecodeSkip } from "../media/decode.ts";
 import { sampleFrames, type SampledFrame } from "../media/frames.ts";
 import { dropNearDuplicates } from "../media/dedupe.ts";
 import { ShotTracker } from "../media/scene-score.ts";
@@ -15,10 +16,16 @@ export interface FrameEmbedding {
 }
 
 export interface VisualPassOptions {
-  /** Shot boundaries to sample in addition to the 1 fps grid. */
-  boundaries: number[];
-  /** Keyframes only; then shot changes are also scored on the decoded frames (no second decode). */
+  /** Shot boundaries already known, sampled in addition to the grid (the pipeline passes none). */
+  boundaries?: number[];
+  /**
+   * Keyframes only: shot changes are scored in JS on the decoded keyframes. Otherwise a full decode
+   * that skips non-reference pictures (decode.ts "noref") and finds the cuts in the same run
+   * (sampleFrames' `cuts`). Either way the video is decoded once.
+   */
   keyframesOnly: boolean;
+  /** Full decode: what it may skip. Default FULL_DECODE_SKIP. */
+  skipFrames?: DecodeSkip;
   /**
    * Write a thumbnail of every decoded frame here (`frameJpegPath`; those of dropped frames are
    * removed), and the poster (`passPosterPath`): the first sampled frame at 10 % of the duration.
@@ -43,6 +50,14 @@ export interface EmbeddedFrame extends FrameEmbedding {
 
 /** CLIP's input side; frames are decoded by ffmpeg straight to it. */
 const CLIP_SIZE = 224;
+/** The sampling grid by default (config frame_interval_secs): one frame per second. */
+export const DEFAULT_FRAME_INTERVAL_SECS = 1;
+/**
+ * What a full decode may always skip: "noref" leaves every decoded picture bit-exact and still
+ * decodes a picture at least every few frames (x264: 2 of 4; the grid and the scene score need no
+ * more). The pipeline uses "bidir" instead where it is exact too (media/decode.ts fullDecodeSkip).
+ */
+export const FULL_DECODE_SKIP = "noref" as const;
 
 export const shotIndexAt = (shots: Shot[], t: number): number => {
   for (let i = shots.length - 1; i >= 0; i--) if (t >= shots[i].start - 1e-3) return shots[i].index;
@@ -50,7 +65,7 @@ export const shotIndexAt = (shots: Shot[], t: number): number => {
 };
 
 /**
- * About one frame a second plus every shot boundary, decoded to 224×224 RGB and piped (no temp
+ * About one frame a second (config frame_interval_secs) plus any known shot boundary, decoded to 224×224 RGB and piped (no temp
  * images), near-duplicates dropped (at least one kept every 4 s), embedded in batches in the
  * worker pool. While the pool embeds one batch, ffmpeg keeps decoding the next. The same decode
  * can also score shot changes and write thumbnails (see VisualPassOptions).
@@ -66,8 +81,8 @@ export async function embedFrames(
 ): Promise<{ frames: FrameEmbedding[]; sampled: number; boundaries: number[] | null; note?: string }> {
   const stream = sampleFrames(d.bins, source, {
     size: CLIP_SIZE,
-    everySecs: 1,
-    extraTimestamps: opts.boundaries,
+    everySecs: d.frameIntervalSecs ?? DEFAULT_FRAME_INTERVAL_SECS,
+    extraTimestamps: opts.boundaries ?? [],
     durationSecs: info.durationSecs,
     keyframesOnly: opts.keyframesOnly,
     hdr: info.hdr,
@@ -76,6 +91,7 @@ export async function embedFrames(
     // Keyframes decode fast on one thread; the model has both cores busy anyway, and a single
     // decoder thread spends ~10 % less CPU than ffmpeg's frame threads.
     threads: opts.keyframesOnly ? 1 : undefined,
+    ...(opts.keyframesOnly ? {} : { cuts: {}, skipFrames: opts.skipFrames ?? FULL_DECODE_SKIP }),
   });
   const tracker = opts.keyframesOnly ? new ShotTracker() : null;
   const dropped: Promise<void>[] = [];
@@ -134,7 +150,8 @@ export async function embedFrames(
   out.sort((a, b) => a.timestamp - b.timestamp);
   const st = stream.stats;
   const note =
-    `${st.mode === "keyframes" ? "keyframe" : "full"} decode; ${deduped.stats.dropped} near-duplicates dropped` +
+    `${st.mode === "keyframes" ? "keyframe decode" : `full decode (${opts.skipFrames ?? FULL_DECODE_SKIP} pictures skipped)`}` +
+    `; ${deduped.stats.dropped} near-duplicates dropped` +
     (st.decodeErrors ? `; ${st.decodeErrors} corrupt frame(s) skipped` : "");
-  return { frames: out, sampled: st.framesEmitted, boundaries: tracker ? tracker.boundaries() : null, note };
+  return { frames: out, sampled: st.framesEmitted, boundaries: tracker ? tracker.boundaries() : st.cuts, note };
 }

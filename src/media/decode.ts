@@ -1,0 +1,63 @@
+import { runTool, type MediaBins } from "./process.ts";
+
+/**
+ * Decoder shortcuts for a full decode whose consumers need only *some* pictures (a 1 fps sample and
+ * a scene score between neighbouring pictures), never every one.
+ *
+ * - "noref": `-skip_frame noref -skip_loop_filter noref` — pictures nothing is predicted from are
+ *   not decoded at all. By definition no kept picture depends on a skipped one, so what is decoded
+ *   is bit-identical to a plain decode (test/media/decode-skip.test.ts checks it per codec); the
+ *   timestamps are the pictures' own. Honoured by H.264 (nal_ref_idc = 0: x264's non-reference
+ *   B-frames; 28 of 50 pictures decoded with its defaults), HEVC (the *_N NAL types; x265 veryfast
+ *   21 of 50), MPEG-4 part 2 and MPEG-1/2 (B-frames; 18 of 50 with -bf 2). VP8/VP9 (libvpx)
+ *   refresh a reference with every shown frame, so nothing is skipped there; codecs that do not
+ *   implement the option decode everything.
+ * - "bidir": every B picture, reference B-pictures included. Faster again (60 s 1080p from
+ *   x264 veryfast: 3.9 vs 6.1 CPU-s) but exact only where no kept picture is predicted from a B
+ *   one. x264 with `ref=1` (presets veryfast and faster-still, or -refs 1) predicts each P picture
+ *   from the previous P/I only: bidir is bit-exact there (test/media/decode-skip.test.ts). With
+ *   `ref` ≥ 2 (x264's default preset: 3) 16 of the 18 pictures it keeps differ; with x265, 9 of 11.
+ *   So `fullDecodeSkip` picks it only for H.264 whose x264 settings say ref=1.
+ * - `-skip_loop_filter all` is never used for a full decode: P pictures predicted from unfiltered
+ *   references drift over a long GOP (on the 250-frame clip every compared frame differed).
+ */
+export type DecodeSkip = "none" | "noref" | "bidir";
+
+/** ffmpeg input options (before `-i`) for a decode that may skip pictures as `skip` allows. */
+export function decodeSkipArgs(skip: DecodeSkip | undefined): string[] {
+  if (!skip || skip === "none") return [];
+  return ["-skip_frame", skip, "-skip_loop_filter", skip];
+}
+
+/**
+ * The settings x264 wrote into the stream (an SEI message in the first access unit: "x264 - core
+ * 157 … options: cabac=1 ref=1 … bframes=3 b_pyramid=2 …"), as name → value; null when the first
+ * packet carries none (another encoder, or not H.264). Reads one packet, no decoding (~50 ms).
+ */
+export async function readX264Options(bins: MediaBins, file: string): Promise<Record<string, string> | null> {
+  const exit = await runTool(bins.ffmpeg, ["-hide_banner", "-nostdin", "-v", "error", "-i", file, "-map", "0:v:0", "-c", "copy", "-frames:v", "1", "-f", "h264", "pipe:1"], {
+    timeoutMs: 30_000,
+  }).catch(() => null);
+  if (!exit || exit.code !== 0 || !exit.stdout) return null;
+  return parseX264Options(exit.stdout);
+}
+
+/** The `options:` list of an x264 SEI found in `bytes`, or null. (ASCII never contains the 00 00 03 escapes.) */
+export function parseX264Options(bytes: Uint8Array): Record<string, string> | null {
+  const text = new TextDecoder("latin1").decode(bytes);
+  const m = /x264 - core \d+[^\0]*?options: ([ -~]*)/.exec(text);
+  if (!m) return null;
+  const out: Record<string, string> = {};
+  for (const kv of m[1].split(" ")) {
+    const i = kv.indexOf("=");
+    if (i > 0) out[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  return out;
+}
+
+/** What a full decode of this file may skip: "bidir" where it is exact (x264, ref=1), else "noref". */
+export async function fullDecodeSkip(bins: MediaBins, file: string, codec: string | null): Promise<DecodeSkip> {
+  if (codec !== "h264") return "noref";
+  const o = await readX264Options(bins, file);
+  return o?.ref === "1" ? "bidir" : "noref";
+}

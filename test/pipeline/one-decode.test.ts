@@ -1,0 +1,103 @@
+/**
+ * Ingest of video with keyframes far apart decodes it once: every ffmpeg the app starts is logged
+ * by a wrapper binary (config ffmpeg_path), and the visual stages must have started exactly one
+ * decode of the source — the frame sampler with the cut analysis in its graph — and no separate
+ * shot detection or thumbnail seek.
+ */
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { loadConfig } from "../../src/config/config.ts";
+import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { mediaBins } from "../helpers/media.ts";
+import { fixedCatalog, tinyClip } from "../helpers/models.ts";
+
+const dir = scratchDir("one-decode");
+const log = join(dir, "ffmpeg-calls.log");
+let clip: string;
+
+/** Each call of the wrapper: its arguments, one per line, then a blank line. */
+function calls(): string[][] {
+  if (!existsSync(log)) return [];
+  return readFileSync(log, "utf8").split("\n\n").filter(Boolean).map((c) => c.split("\n"));
+}
+
+/** Uploads the clip, waits for its job, returns the video. */
+async function ingest(t: TestApp, tenant: Tenant): Promise<any> {
+  const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
+  const fd = new FormData();
+  fd.append("collection_id", col);
+  fd.append("file", Bun.file(clip), "long-gop.mp4");
+  const up = await t.request("POST", "/v1/upload", { token: tenant.key, body: fd });
+  expect(up.status).toBe(202);
+  const { video_id, job_id } = (await json(up)).data;
+  let job: any;
+  for (const deadline = Date.now() + 90_000; Date.now() < deadline; await Bun.sleep(100)) {
+    job = (await json(await t.request("GET", `/v1/jobs/${job_id}`, { token: tenant.key }))).data;
+    if (job.status === "done" || job.status === "failed") break;
+  }
+  expect(job.status).toBe("done");
+  return (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
+}
+
+describe("ingest at a 250-frame keyframe interval", () => {
+  let t: TestApp;
+  let tenant: Tenant;
+  beforeAll(async () => {
+    // 18 s (past the 15 s below which everything is decoded anyway), keyframes 10 s apart, cuts at 4, 8, 12.
+    const seg = (src: string, d: number, extra = "") => ["-f", "lavfi", "-i", `${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`];
+    clip = await ffmpeg(
+      [...seg("testsrc2", 4), ...seg("color=c=red", 4), ...seg("smptebars", 4), ...seg("testsrc2", 6, ",negate"),
+       "-filter_complex", "[0:v][1:v][2:v][3:v]concat=n=4:v=1:a=0,format=yuv420p[v]",
+       "-map", "[v]", "-c:v", "libx264", "-preset", "veryfast", "-g", "250", "-keyint_min", "250", "-sc_threshold", "0"],
+      join(dir, "long-gop.mp4"),
+    );
+    const wrapper = join(dir, "ffmpeg-logged");
+    writeFileSync(wrapper, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> '${log}'; done\nprintf '\\n' >> '${log}'\nexec '${mediaBins().ffmpeg}' "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    t = await startTestApp({ VSEARCH_FFMPEG_PATH: wrapper, VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+    await t.app.start();
+    tenant = await createTenant(t);
+  }, 90_000);
+  afterAll(() => t?.close());
+
+  test("one ffmpeg decode gives the frames, the cuts, the thumbnails and the poster", async () => {
+    const before = calls().length;
+    const video = await ingest(t, tenant);
+    expect(video.duration_secs).toBeCloseTo(18, 1);
+    expect(video.stages.shots).toMatchObject({ status: "ran", count: 4 });
+    // x264 veryfast writes ref=1 into the stream: every B picture may be skipped, exactly.
+    expect(video.stages.shots.reason).toMatch(/^full decode \(bidir pictures skipped\), cuts found in the same pass/);
+    expect(video.stages.frames).toMatchObject({ status: "ran", count: 18 }); // the 1 s grid, once
+    expect(video.stages.thumbnails.reason).toBe("4 shots and the poster from the frame decode");
+
+    // The calls that decode video pictures (a filter graph) or seek for a thumbnail. Exactly one
+    // samples the model's frames, and it also carries the cut analysis; no separate shot detection,
+    // no seek. (Later enrichment stages, such as on-screen text, may decode for their own needs.)
+    const after = calls().slice(before);
+    const graphOf = (args: string[]) => args[args.findIndex((a) => a === "-filter_complex" || a === "-vf") + 1] ?? "";
+    const sampling = after.filter((args) => graphOf(args).includes("crop=224:224"));
+    expect(sampling).toHaveLength(1);
+    expect(graphOf(sampling[0])).toContain("showinfo@cuts");
+    expect(graphOf(sampling[0])).toContain("select='gt(scene,0.3)'");
+    expect(sampling[0].join(" ")).toContain("-skip_frame bidir -skip_loop_filter bidir");
+    expect(after.filter((args) => graphOf(args).includes("gt(scene"))).toHaveLength(1);
+    expect(after.filter((args) => args.includes("-ss"))).toHaveLength(0);
+  }, 120_000);
+
+  test("frame_interval_secs sets the grid (2 s: 9 frames of 18 s, same cuts); out of range stops the start", async () => {
+    const t2 = await startTestApp({ VSEARCH_FRAME_INTERVAL_SECS: "2", VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+    try {
+      await t2.app.start();
+      const video = await ingest(t2, await createTenant(t2));
+      expect(video.stages.frames).toMatchObject({ status: "ran", count: 9 });
+      expect(video.stages.shots).toMatchObject({ status: "ran", count: 4 });
+    } finally {
+      await t2.close();
+    }
+    for (const bad of ["0", "-1", "61", "soon"]) {
+      expect(() => loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_FRAME_INTERVAL_SECS: bad }), bad).toThrow(/VSEARCH_FRAME_INTERVAL_SECS must be/);
+    }
+  }, 120_000);
+});
