@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { createTenant, json, startTestApp, type Tenant, type TestApp, uploadAndWait } from "../helpers/app.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
 import { multipart, segmentsOf } from "./helpers.ts";
@@ -30,18 +30,9 @@ beforeAll(async () => {
   await t.app.start();
   tenant = await createTenant(t);
   const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "e2e" } }))).data.id;
-  const fd = new FormData();
-  fd.append("collection_id", col);
-  fd.append("file", Bun.file(clip), "cuts.mp4");
-  const up = (await json(await t.request("POST", "/v1/upload", { token: tenant.key, body: fd }))).data;
+  const up = await uploadAndWait(t, tenant, col, clip, { timeoutMs: 60_000, filename: "cuts.mp4" });
+  if (up.job.status !== "done") throw new Error(`ingest did not finish: ${JSON.stringify(up.job)}`);
   videoId = up.video_id;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const job = (await json(await t.request("GET", `/v1/jobs/${up.job_id}`, { token: tenant.key }))).data;
-    if (job.status === "done") break;
-    if (job.status === "failed" || Date.now() > deadline) throw new Error(`ingest did not finish: ${JSON.stringify(job)}`);
-    await Bun.sleep(100);
-  }
 });
 
 afterAll(async () => t?.close());

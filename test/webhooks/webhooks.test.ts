@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
-import { startReceiver, until } from "./receiver.ts";
+import { until } from "../helpers/wait.ts";
+import { startReceiver } from "./receiver.ts";
 import { VERSION } from "../../src/version.ts";
 
 const ENV = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "0.2,0.4", VSEARCH_WEBHOOK_TIMEOUT_MS: "2000", VSEARCH_RATE_LIMIT_WEBHOOKS: "10000" };
