@@ -127,11 +127,12 @@ export type FeedbackInput = z.output<typeof feedbackFormSchema>;
 
 export const feedbackDeleteQuery = z.object({
   video_id: id("vid_Qm3x9T0bL2vK7cP5sN1a"),
-  timestamp_start: secs().openapi({ type: "number", param: { name: "timestamp_start", in: "query" } }),
+  // `required` by hand: the preprocess step makes the generator think the field may be absent.
+  timestamp_start: secs().openapi({ type: "number", param: { name: "timestamp_start", in: "query", required: true } }),
 });
 
 export const momentQuery = z.object({
-  timestamp: secs().openapi({ type: "number", description: "Seconds into the video", example: 12.5, param: { name: "timestamp", in: "query" } }),
+  timestamp: secs().openapi({ type: "number", description: "Seconds into the video", example: 12.5, param: { name: "timestamp", in: "query", required: true } }),
 });
 
 export const momentSchema = z
