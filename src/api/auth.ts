@@ -8,6 +8,7 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
   const signIn = defineRoute(deps, {
     method: "post",
     path: "/v1/auth/sessions",
+    operationId: "createSession",
     tags: ["Auth"],
     summary: "Sign in with e-mail and password; returns a session token (shown once)",
     access: "public",
@@ -23,10 +24,11 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
   const signOut = defineRoute(deps, {
     method: "delete",
     path: "/v1/auth/sessions/current",
+    operationId: "deleteCurrentSession",
     tags: ["Auth"],
     summary: "End the current session",
     access: "read_only",
-    responses: { 204: { description: "Signed out" } },
+    responses: { 204: { description: "Signed out" }, 400: jsonError("The credential is an API key, not a session (NOT_A_SESSION)") },
   });
   app.openapi(signOut, (c) => {
     deps.auth.signOut(c.get("principal"));
@@ -36,6 +38,7 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
   const whoami = defineRoute(deps, {
     method: "get",
     path: "/v1/auth/whoami",
+    operationId: "whoami",
     tags: ["Auth"],
     summary: "The account and credential of this request",
     access: "read_only",

@@ -27,10 +27,24 @@ export const searchMetaSchema = metaSchema
 /** The image (≤ 10 MB) plus the other fields and multipart framing. */
 const SEARCH_MAX_BODY = MAX_IMAGE_BYTES + 1024 * 1024;
 
-const form = <S extends z.ZodType>(schema: S) => ({
-  required: true as const,
-  content: { "multipart/form-data": { schema }, "application/x-www-form-urlencoded": { schema } },
-});
+/**
+ * A form body in both encodings. `repeated` names the array fields, sent as one field per value
+ * (`modes=video&modes=scene`), which `encoding` tells generated clients.
+ */
+const form = <S extends z.ZodType>(schema: S, repeated: string[] = [], files: Record<string, string> = {}) => {
+  const multipart = Object.fromEntries([
+    ...repeated.map((k) => [k, { contentType: "text/plain", explode: true }]),
+    ...Object.entries(files).map(([k, type]) => [k, { contentType: type }]),
+  ]);
+  const urlencoded = Object.fromEntries(repeated.map((k) => [k, { style: "form", explode: true }]));
+  return {
+    required: true as const,
+    content: {
+      "multipart/form-data": { schema, ...(Object.keys(multipart).length ? { encoding: multipart } : {}) },
+      "application/x-www-form-urlencoded": { schema, ...(repeated.length ? { encoding: urlencoded } : {}) },
+    },
+  };
+};
 
 async function toRequest(f: SearchForm): Promise<SearchRequest> {
   let image: Uint8Array | undefined;
@@ -66,6 +80,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
     defineRoute(deps, {
       method: "post",
       path: "/v1/search",
+      operationId: "search",
       tags: ["Search"],
       summary: "Find moments by text, image or both",
       description:
@@ -73,7 +88,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       access: "read_only",
       rateGroup: "search",
       maxBody: SEARCH_MAX_BODY,
-      request: { body: form(searchFormSchema) },
+      request: { body: form(searchFormSchema, ["modes", "labels"], { image: "image/jpeg, image/png" }) },
       responses: {
         200: { description: "Matching videos and their clips", content: { "application/json": { schema: z.object({ data: z.array(searchVideoSchema), meta: searchMetaSchema }) } } },
         402: jsonError("Out of credits (INSUFFICIENT_CREDITS)"),
@@ -92,6 +107,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
     defineRoute(deps, {
       method: "post",
       path: "/v1/search/feedback",
+      operationId: "submitSearchFeedback",
       tags: ["Search"],
       summary: "Thumbs up/down on a search result",
       description:
@@ -114,6 +130,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
     defineRoute(deps, {
       method: "delete",
       path: "/v1/search/feedback",
+      operationId: "clearSearchFeedback",
       tags: ["Search"],
       summary: "Clear feedback on a segment (unhides it, takes its threshold step back)",
       access: "read_only",
@@ -132,6 +149,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
     defineRoute(deps, {
       method: "get",
       path: "/v1/videos/{video_id}/moment",
+      operationId: "getMoment",
       tags: ["Search"],
       summary: "The shot covering a time: caption, labels, transcript, span, thumbnail",
       access: "read_only",

@@ -8,6 +8,7 @@ export function registerUploadRoutes(app: Api, deps: HttpDeps) {
   const route = defineRoute(deps, {
     method: "post",
     path: "/v1/upload",
+    operationId: "uploadVideo",
     tags: ["Videos"],
     summary: "Upload a video (multipart `file` + `collection_id`); indexing runs as a job",
     description:
