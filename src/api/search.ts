@@ -1,5 +1,4 @@
 import { z } from "@hono/zod-openapi";
-import { ValidationError } from "../core/errors.ts";
 import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
 import { type MetaExtra, metaSchema } from "../http/envelope.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
@@ -14,6 +13,7 @@ import {
   searchFormSchema,
   type SearchRequest,
   searchVideoSchema,
+  toSearchRequest,
 } from "../search/schema.ts";
 
 // Lives with the route, not in search/schema.ts: it extends the HTTP envelope's meta (a kit schema).
@@ -46,31 +46,10 @@ const form = <S extends z.ZodType>(schema: S, repeated: string[] = [], files: Re
   };
 };
 
+/** The validated form (searchFormSchema checked every field and rule) with the image's bytes. */
 async function toRequest(f: SearchForm): Promise<SearchRequest> {
-  let image: Uint8Array | undefined;
-  if (f.image !== undefined) {
-    const file = f.image as unknown;
-    if (!(file instanceof Blob)) {
-      throw new ValidationError([{ loc: ["body", "image"], msg: "image must be one uploaded file (multipart/form-data)", type: "value_error" }]);
-    }
-    if (file.size > MAX_IMAGE_BYTES) {
-      throw new ValidationError([{ loc: ["body", "image"], msg: `The image is larger than ${MAX_IMAGE_BYTES} bytes`, type: "too_long", ctx: { max: MAX_IMAGE_BYTES } }]);
-    }
-    image = new Uint8Array(await file.arrayBuffer());
-  }
-  return {
-    query: f.query,
-    image,
-    imageUrl: f.image_url,
-    collectionId: f.collection_id,
-    videoId: f.video_id,
-    modes: f.modes,
-    labels: f.labels,
-    page: f.page,
-    perPage: f.per_page,
-    includeHidden: f.include_hidden,
-    includeThumbnailBase64: f.include_thumbnail_base64,
-  };
+  // Size, format and pixel checks happen once, in the service (the same ones as for image_url).
+  return toSearchRequest(f, f.image instanceof Blob ? new Uint8Array(await f.image.arrayBuffer()) : undefined);
 }
 
 export function registerSearchRoutes(app: Api, deps: HttpDeps) {

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { parseInput } from "../core/validate.ts";
 import { MODES, type Mode } from "./thresholds.ts";
 
 /** A form field that may be sent once or repeated (`modes=video&modes=scene`). */
@@ -15,6 +16,11 @@ const secs = () => z.preprocess((v) => (v === "" ? undefined : v), z.coerce.numb
 
 const id = (example: string) => z.string().min(1).max(64).openapi({ example });
 
+/**
+ * The search request, checked once: each field, then the rules across fields. The HTTP route
+ * validates its form with it and the CLI its options (`parseSearchRequest`); SearchService takes
+ * the result as valid and checks only what needs the store (ids, models).
+ */
 export const searchFormSchema = z
   .object({
     query: z.string().trim().min(1).max(1000).optional().openapi({ description: "Natural-language text", example: "a dog catching a frisbee" }),
@@ -29,9 +35,46 @@ export const searchFormSchema = z
     include_hidden: formBool.default(false).openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
     include_thumbnail_base64: formBool.default(false).openapi({ description: "Add each segment's thumbnail as base64 JPEG" }),
   })
-  .strict();
+  .strict()
+  .superRefine((f, ctx) => {
+    if (f.image !== undefined && !(f.image instanceof Blob)) {
+      ctx.addIssue({ code: "custom", path: ["image"], message: "image must be one uploaded file (multipart/form-data)" });
+      return;
+    }
+    if (f.image !== undefined && f.image_url !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["image_url"], message: "Send either image or image_url, not both" });
+    }
+    if (f.query === undefined && f.image === undefined && f.image_url === undefined) {
+      ctx.addIssue({ code: "custom", path: ["query"], message: "One of query, image or image_url is required" });
+    }
+    if (f.modes?.includes("transcript") && f.query === undefined) {
+      ctx.addIssue({ code: "custom", path: ["modes"], message: "transcript mode searches what was said: it needs a text query", input: "transcript" });
+    }
+  });
 
 export type SearchForm = z.output<typeof searchFormSchema>;
+
+/** A validated form as the service's request; `image` is the uploaded file's bytes. */
+export function toSearchRequest(f: SearchForm, image?: Uint8Array): SearchRequest {
+  return {
+    query: f.query,
+    image,
+    imageUrl: f.image_url,
+    collectionId: f.collection_id,
+    videoId: f.video_id,
+    modes: f.modes,
+    labels: f.labels,
+    page: f.page,
+    perPage: f.per_page,
+    includeHidden: f.include_hidden,
+    includeThumbnailBase64: f.include_thumbnail_base64,
+  };
+}
+
+/** Form-shaped input (field names as in the HTTP form) → a valid request, or a 422 ValidationError. */
+export function parseSearchRequest(input: Record<string, unknown>): SearchRequest {
+  return toSearchRequest(parseInput(searchFormSchema, input));
+}
 
 /** What SearchService takes (HTTP form and CLI both map onto it). */
 export interface SearchRequest {

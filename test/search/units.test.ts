@@ -9,6 +9,8 @@ import { readImageHeader } from "../../src/search/image-input.ts";
 import { Lru } from "../../src/search/lru.ts";
 import { type Candidate, framesToMoments, temporalIou } from "../../src/search/moments.ts";
 import { contentWords, coverage, stem } from "../../src/search/text-match.ts";
+import { parseSearchRequest } from "../../src/search/schema.ts";
+import { ValidationError } from "../../src/core/errors.ts";
 import { rng, unit } from "./helpers.ts";
 
 describe("FTS5 query sanitising", () => {
@@ -188,5 +190,39 @@ describe("query text", () => {
     l.get("a");
     l.set("c", 3);
     expect([l.get("a"), l.get("b"), l.get("c")]).toEqual([1, undefined, 3]);
+  });
+});
+
+describe("the search request is validated once, by one schema (HTTP form and CLI options)", () => {
+  const issues = (input: Record<string, unknown>) => {
+    try {
+      parseSearchRequest(input);
+      return [];
+    } catch (e) {
+      expect(e).toBeInstanceOf(ValidationError);
+      return (e as ValidationError).issues.map((i) => `${i.loc.join(".")}:${i.type}`);
+    }
+  };
+  it("field rules and cross-field rules come from searchFormSchema", () => {
+    expect(issues({})).toEqual(["body.query:value_error"]);
+    expect(issues({ query: "  " })).toEqual(["body.query:string_too_short"]);
+    expect(issues({ query: "red", per_page: "51" })).toEqual(["body.per_page:less_than_equal"]);
+    expect(issues({ image_url: "http://x/y.png", modes: ["transcript"] })).toEqual(["body.modes:value_error"]);
+    expect(issues({ query: "red", image: "not a file" })).toEqual(["body.image:value_error"]);
+  });
+  it("a valid form becomes the service's request, defaults filled", () => {
+    expect(parseSearchRequest({ query: " red ", modes: "video", page: "2" })).toEqual({
+      query: "red",
+      image: undefined,
+      imageUrl: undefined,
+      collectionId: undefined,
+      videoId: undefined,
+      modes: ["video"],
+      labels: undefined,
+      page: 2,
+      perPage: 10,
+      includeHidden: false,
+      includeThumbnailBase64: false,
+    });
   });
 });
