@@ -6,7 +6,6 @@ import { meanNormalized, QueryEncoder } from "../../src/search/embedder.ts";
 import { buildFtsQuery } from "../../src/search/fts.ts";
 import { fuseModes, suppressDuplicates } from "../../src/search/fusion.ts";
 import { readImageHeader } from "../../src/search/image-input.ts";
-import { Lru } from "../../src/search/lru.ts";
 import { type Candidate, framesToMoments, temporalIou } from "../../src/search/moments.ts";
 import { contentWords, coverage, stem } from "../../src/search/text-match.ts";
 import { parseSearchRequest } from "../../src/search/schema.ts";
@@ -183,13 +182,21 @@ describe("query text", () => {
     expect(m[1]).toBeCloseTo(Math.SQRT1_2, 6);
   });
 
-  it("LRU evicts the least recently used", () => {
-    const l = new Lru<string, number>(2);
-    l.set("a", 1);
-    l.set("b", 2);
-    l.get("a");
-    l.set("c", 3);
-    expect([l.get("a"), l.get("b"), l.get("c")]).toEqual([1, undefined, 3]);
+  it("the query cache (lru-cache) evicts the least recently used text", async () => {
+    const calls: string[] = [];
+    const embedder = {
+      available: () => true,
+      modelId: () => "m",
+      embedText: async (texts: string[]) => (calls.push(texts[0]), texts.map(() => Float32Array.from([1, 0]))),
+      embedImageRgb: async () => Float32Array.from([1, 0]),
+    };
+    const q = new QueryEncoder(embedder, 2);
+    await q.text("alpha beta gamma delta epsilon zeta eta");
+    await q.text("b b b b b b b");
+    await q.text("alpha beta gamma delta epsilon zeta eta");
+    await q.text("c c c c c c c");
+    expect([q.cached("alpha beta gamma delta epsilon zeta eta"), q.cached("b b b b b b b"), q.cached("c c c c c c c")]).toEqual([true, false, true]);
+    expect(calls).toHaveLength(3);
   });
 });
 
