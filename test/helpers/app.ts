@@ -112,6 +112,17 @@ export async function createTenant(t: Pick<TestApp, "app">, name = "Acme", plan 
   return { accountId: account.id, adminToken, memberToken, key, readOnlyKey };
 }
 
+/**
+ * The common setup of a two-account file: an app (started when `start`, so jobs and webhooks
+ * run) with tenants A and B. Use in `beforeAll`: `({ t, a, b } = await startWithTenants(ENV));`.
+ */
+export async function startWithTenants(env: Record<string, string> = {}, opts: TestAppOptions & { start?: boolean } = {}): Promise<{ t: TestApp; a: Tenant; b: Tenant }> {
+  const t = await startTestApp(env, opts);
+  if (opts.start) await t.app.start();
+  const [a, b] = await Promise.all([createTenant(t, "A"), createTenant(t, "B")]);
+  return { t, a, b };
+}
+
 export async function json<T = any>(res: Response): Promise<T> {
   return (await res.json()) as T;
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp, upload } from "../helpers/app.ts";
+import { json, startWithTenants, type Tenant, type TestApp, upload } from "../helpers/app.ts";
 import { scratchDir, smallMp4 } from "../helpers/ffmpeg.ts";
 import { WebhookStore } from "../../src/webhooks/store.ts";
 import { until } from "../helpers/wait.ts";
@@ -17,12 +17,7 @@ const ENV = {
 let t: TestApp;
 let a: Tenant;
 let b: Tenant;
-beforeAll(async () => {
-  t = await startTestApp(ENV);
-  await t.app.start();
-  a = await createTenant(t, "A");
-  b = await createTenant(t, "B");
-});
+beforeAll(async () => void ({ t, a, b } = await startWithTenants(ENV, { start: true })));
 afterAll(() => t.close());
 
 const register = async (url: string, events: string[] = ["webhook.ping"], token = a.key) =>
