@@ -9,11 +9,13 @@
  *   4. `serve --port 0`: /healthz answers 200; a second `serve` on the same data dir exits non-zero
  *      with a clear message; SIGTERM stops the server (exit 0);
  *   5. two `doctor` processes started at once on another fresh data dir both pass;
- *   6. end to end: the tiny CLIP and Whisper models imported (`models import`, load-checked in the
- *      binary's workers), a 20 s clip with 2 s keyframes and a cut (made by the binary's own
+ *   6. end to end: the tiny CLIP model imported (`models import`) and the tiny Whisper pulled from a
+ *      loopback Hugging Face hub (`models pull`, HF_ENDPOINT), both load-checked in the binary's workers, a 20 s clip with 2 s keyframes and a cut (made by the binary's own
  *      ffmpeg) indexed by `ingest`, then, through `serve`: the video's stages (one decode for
  *      frames, shots and thumbnails; the transcript beside it), its thumbnails and poster on disk,
- *      nothing temporary left, signed int8 weights where the CPU has VNNI, and a search answering.
+ *      nothing temporary left, signed int8 weights where the CPU has VNNI, and a search answering;
+ *   7. `vsearch mcp --account …` beside that server: the SDK's stdio client initializes, lists the
+ *      nine agent tools, searches (the query encoder in the binary's workers) and gets a frame.
  * Every wait is bounded. Prints each check; exits 1 if any failed.
  *
  *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip]
@@ -22,6 +24,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { startHub } from "../test/models/hub.ts";
 
 const REPO = resolve(import.meta.dirname, "..");
 const { values: args } = parseArgs({
@@ -52,9 +55,9 @@ const bin = join(work, "vsearch");
 const env = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: join(work, "home"), TMPDIR: join(work, "tmp"), LANG: "C.UTF-8" };
 
 /** Runs `./vsearch …` in the work folder; kills it after `timeoutMs`. */
-async function vsearch(argv: string[], timeoutMs = 120_000): Promise<Run> {
+async function vsearch(argv: string[], timeoutMs = 120_000, extraEnv: Record<string, string> = {}): Promise<Run> {
   const t0 = performance.now();
-  const proc = Bun.spawn([bin, ...argv], { cwd: work, env, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([bin, ...argv], { cwd: work, env: { ...env, ...extraEnv }, stdout: "pipe", stderr: "pipe" });
   const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   clearTimeout(timer);
@@ -175,6 +178,12 @@ async function main(): Promise<number> {
     if (check("serve prints its URL", url !== null, url ?? `exit ${server.exitCode}`)) {
       const status = await healthz(url!, 30_000);
       check("GET /healthz answers 200", status === 200, `${status} after ${Math.round(performance.now() - t0)} ms`);
+      // Issue 9's guards are wired in the binary's serve path too (src/http/serve-options.ts).
+      const deep = await fetch(`${url}/v1/auth/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: "[".repeat(50_000) + "]".repeat(50_000) });
+      const deepBody = await deep.json().catch(() => null);
+      check("a 50 000-deep JSON body is a 422 json_too_deep", deep.status === 422 && deepBody?.detail?.[0]?.type === "json_too_deep", `${deep.status} ${JSON.stringify(deepBody)?.slice(0, 120)}`);
+      const put = await fetch(`${url}/v1/collections`, { method: "PUT" });
+      check("a wrong method is 405 with Allow", put.status === 405 && put.headers.get("allow") === "GET, HEAD, POST", `${put.status} Allow: ${put.headers.get("allow")}`);
       const dup = await vsearch(["--data-dir", data, "serve", "--host", "127.0.0.1", "--port", "0"], 60_000);
       check(
         "a second serve on the same data dir exits non-zero with a clear message",
@@ -215,7 +224,18 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     const r = await vsearch(["--data-dir", data, "--json", "models", "import", dir, "--role", role, "--dtype", "q8"], 120_000);
     return check(`models import ${role} (load-checked in a worker)`, r.code === 0 && !!json(r)?.model?.model_id, `${json(r)?.model?.model_id ?? r.stderr.trim().split("\n")[0]}, ${brief(r)}`);
   };
-  if (!(await imp(clipDir, "image-text")) || !existsSync(whisperDir) || !(await imp(whisperDir, "speech"))) return;
+  if (!(await imp(clipDir, "image-text")) || !existsSync(whisperDir)) return;
+  // Whisper comes from a loopback Hugging Face hub (302 to a second "CDN" origin, X-Linked-Etag):
+  // the binary's default pull path, its hash checks and the load check in its workers.
+  const hub = startHub({ "Xenova/whisper-tiny.en@main": resolve(whisperDir) });
+  try {
+    const pull = await vsearch(["--data-dir", data, "--json", "models", "pull", "whisper-tiny.en"], 120_000, { HF_ENDPOINT: hub.url });
+    const got = json(pull)?.[0];
+    const viaCdn = hub.requests.some((q) => q.origin === "cdn" && q.method === "GET");
+    if (!check("models pull whisper-tiny.en from the hub (HF_ENDPOINT; CDN redirect, hashes checked, load-checked)", pull.code === 0 && got?.source === "hub" && got?.unverified?.length === 0 && viaCdn, `${got?.model?.model_id ?? pull.stderr.trim().split("\n")[0]}, ${brief(pull)}`)) return;
+  } finally {
+    await hub.stop();
+  }
 
   const ffmpeg = readdirSync(join(data, "runtime")).map((v) => join(data, "runtime", v, "ffmpeg")).find(existsSync);
   if (!check("the extracted ffmpeg is there", !!ffmpeg, String(ffmpeg))) return;
@@ -262,15 +282,42 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     const derived = existsSync(signed) ? readdirSync(signed).filter((d) => !d.startsWith(".")) : [];
     check(
       vnni ? "signed int8 weights derived for the models (CPU has VNNI)" : "models load as installed (no VNNI on this CPU)",
-      vnni ? derived.some((d) => d.startsWith("tiny-random-clip")) && derived.some((d) => d.startsWith("tiny-random-whisper")) : derived.length === 0,
+      vnni ? derived.some((d) => d.startsWith("tiny-random-clip")) && derived.some((d) => d.startsWith("whisper-tiny.en")) /* pulled above under its built-in name */ : derived.length === 0,
       derived.join(", "),
     );
     const search = await get("/v1/search", { method: "POST", body: new URLSearchParams({ query: "a red screen" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
     check("POST /v1/search answers 200 with the documented shape", search.status === 200 && Array.isArray(search.body?.data) && typeof search.body?.meta?.total === "number", `${search.status}, total ${search.body?.meta?.total}`);
+    await mcpOverStdio(data, accountId, videoId!);
   } finally {
     server.kill("SIGTERM");
     const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
     if (code === "timeout") server.kill("SIGKILL");
+  }
+}
+
+/** 7: MCP over stdio from the compiled binary, beside the running server on the same data dir. */
+async function mcpOverStdio(data: string, accountId: string, videoId: string): Promise<void> {
+  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+  const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+  const transport = new StdioClientTransport({ command: bin, args: ["--data-dir", data, "mcp", "--account", accountId], cwd: work, env, stderr: "pipe" });
+  let stderr = "";
+  transport.stderr?.on("data", (b: Buffer) => (stderr += b.toString()));
+  const client = new Client({ name: "smoke", version: "1" });
+  const bounded = <T>(p: Promise<T>, ms: number) => Promise.race([p, Bun.sleep(ms).then(() => { throw new Error(`no answer in ${ms} ms; stderr: ${stderr.slice(-300)}`); })]);
+  try {
+    await bounded(client.connect(transport), 60_000);
+    check("vsearch mcp (stdio) initializes beside the running server", true, `server ${client.getServerVersion()?.name} ${client.getServerVersion()?.version}`);
+    const tools = (await bounded(client.listTools(), 30_000)).tools.map((t) => t.name);
+    check("tools/list names the nine agent tools", tools.length === 9 && tools.includes("search_videos") && tools.includes("get_frame"), tools.join(", "));
+    const found: any = await bounded(client.callTool({ name: "search_videos", arguments: { query: "a red screen", limit: 3 } }), 120_000);
+    check("search_videos over stdio answers (query encoder in the binary's workers)", !found.isError && Array.isArray(found.structuredContent?.clips), String(found.content?.[0]?.text).split("\n")[0]);
+    const frame: any = await bounded(client.callTool({ name: "get_frame", arguments: { video_id: videoId, timestamp: 15 } }), 60_000);
+    const img = frame.content?.find((c: any) => c.type === "image");
+    check("get_frame over stdio returns a JPEG image", !frame.isError && img?.mimeType === "image/jpeg" && Buffer.from(img.data, "base64")[0] === 0xff, String(frame.content?.[0]?.text));
+  } catch (e) {
+    check("vsearch mcp over stdio", false, e instanceof Error ? e.message : String(e));
+  } finally {
+    await client.close().catch(() => {});
   }
 }
 

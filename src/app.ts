@@ -48,6 +48,8 @@ import { createSearchDomain, type SearchDomain } from "./search/domain.ts";
 import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
+import { AgentToolbox } from "./agent/toolbox.ts";
+import { FrameGrabber } from "./agent/frames.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -96,7 +98,8 @@ export interface App {
   runtime: AppRuntime;
   /** Test and benchmark seam only; see AppInternals. */
   internals: AppInternals;
-  fetch(req: Request): Response | Promise<Response>;
+  /** `server` (Bun.serve's second argument) gives the socket peer address; absent in-process. */
+  fetch(req: Request, server?: unknown): Response | Promise<Response>;
   /** The externally visible base URL, used in presigned links; set by `serve` once it listens. */
   setBaseUrl(url: string): void;
   /** Starts background work (job workers, webhook delivery). Only `serve` calls it. */
@@ -169,6 +172,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     ffmpeg: opts.runtime.ffmpeg,
     allowNetworks: config.allowNetworks,
     embedder: opts.queryEmbedder ?? new CatalogQueryEmbedder(models, () => inference.get()),
+    speechModel: () => models.active("speech") !== null,
     credits,
     logger,
     now,
@@ -214,6 +218,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
     search: search.search, searchFeedback: search.feedback, moments: search.moments, media,
     webhooks, credits, accountDeletion, models: modelService, system,
+    agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, media, files, frames: new FrameGrabber(bins) }),
   };
 
   const metrics = new Metrics();
@@ -224,7 +229,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const http = createHttpApp({
     config,
     auth,
-    limiter: new RateLimiter(config.rateLimits, now),
+    limiter: new RateLimiter(config.rateLimits, now, { maxClients: config.rateLimitMaxClients }),
     services,
     logger,
     metrics,
@@ -249,7 +254,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     metrics,
     runtime: opts.runtime,
     internals: { db, runner, dispatcher, inference, search, signer },
-    fetch: (req) => http.fetch(req),
+    fetch: (req, server) => http.fetch(req, server),
     setBaseUrl: (url) => {
       baseUrl = config.publicBaseUrl ?? url.replace(/\/$/, "");
     },

@@ -14,6 +14,7 @@ import type { CreditService } from "./credits/service.ts";
 import type { AccountDeletion } from "./accounts/deletion.ts";
 import type { ModelService } from "./models/service.ts";
 import type { SystemService } from "./system/service.ts";
+import type { AgentToolbox } from "./agent/toolbox.ts";
 
 /** Everything routes and CLI commands may call. Built once by createApp. */
 export interface Services {
@@ -35,4 +36,6 @@ export interface Services {
   models: ModelService;
   /** The models, device and store size this instance runs with (doctor, reindex). */
   system: SystemService;
+  /** The agent tools (SPEC §9) behind /v1/agent/*, /v1/mcp and `vsearch mcp`. */
+  agent: AgentToolbox;
 }

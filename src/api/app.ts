@@ -12,9 +12,12 @@ import { registerJobRoutes } from "./jobs.ts";
 import { registerSearchRoutes } from "./search.ts";
 import { registerMediaRoutes } from "./media-serving.ts";
 import { registerWebhookRoutes } from "./webhooks.ts";
+import { registerAgentRoutes } from "./agent.ts";
+import { registerMcpRoutes } from "./mcp.ts";
+import { registerDashboardRoutes } from "./dashboard.ts";
 import type { HttpDeps } from "../http/deps.ts";
-import { DOCS_HTML } from "../http/docs-page.ts";
 import { handleError, notFoundHandler, validationResponse } from "../http/errors.ts";
+import { clientAddress, corsFor, declaredBodyLimit, methodMatcher, methodNotAllowed } from "../http/guards.ts";
 import type { AppEnv } from "../http/types.ts";
 import { RESPONSE_HEADERS } from "../http/route.ts";
 import { registerProbeDocs } from "./probes.ts";
@@ -41,6 +44,9 @@ export const ROUTE_MODULES: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)
   registerSearchRoutes,
   registerMediaRoutes,
   registerWebhookRoutes,
+  registerAgentRoutes,
+  registerMcpRoutes,
+  registerDashboardRoutes,
 ];
 
 const TARGET_ROOT: Record<string, string> = { json: "body", form: "body", query: "query", param: "path", header: "header" };
@@ -78,8 +84,17 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     });
   });
 
+  app.use("*", clientAddress(opts.config.trustedProxies));
+  app.use("*", declaredBodyLimit(opts.config));
+  const corsMw = corsFor(opts.config.corsOrigins);
+  if (corsMw) app.use("*", corsMw);
+
   app.onError(handleError);
-  app.notFound(notFoundHandler);
+  const allowedMethods = methodMatcher(() => app.routes);
+  app.notFound((c) => {
+    const allow = allowedMethods(c.req.method, c.req.path);
+    return allow ? methodNotAllowed(c, allow) : notFoundHandler(c);
+  });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", {
     type: "http",
@@ -100,7 +115,6 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     return c.json({ status: r.ok ? "ready" : "not_ready", checks: r.checks }, r.ok ? 200 : 503);
   });
   app.get("/metrics", (c) => c.text(opts.metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4" }));
-  app.get("/docs", (c) => c.html(DOCS_HTML));
 
   for (const register of ROUTE_MODULES) register(app, opts);
 

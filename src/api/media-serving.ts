@@ -4,6 +4,7 @@ import { defineRoute, jsonError } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import type { AppEnv } from "../http/types.ts";
 import { CONTAINER_MIME } from "../media/container.ts";
+import { notModified, rangeStillValid } from "../media-serving/conditional.ts";
 import { parseRange } from "../media-serving/range.ts";
 import type { MediaItem } from "../media-serving/service.ts";
 
@@ -18,7 +19,8 @@ const SOURCE_TYPES = [...new Set([...Object.values(CONTAINER_MIME), "video/mp2t"
 
 const binary = (types: string[]) => ({ content: Object.fromEntries(types.map((t) => [t, { schema: z.string().openapi({ format: "binary" }) }])) });
 const responses = (types: string[]) => ({
-  200: { description: "The whole file", ...binary(types) },
+  200: { description: "The whole file (also when `If-Range` no longer matches)", ...binary(types) },
+  304: { description: "Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified)" },
   206: { description: "The requested byte range (Content-Range)", ...binary(types) },
   403: jsonError("Missing, wrong or expired signature (FORBIDDEN)"),
   404: jsonError("Unknown video or missing file (VIDEO_NOT_FOUND, NOT_FOUND)"),
@@ -81,14 +83,19 @@ export function registerMediaRoutes(app: Api, deps: HttpDeps) {
       const item = e.item(c);
       if (!item) return c.json({ detail: { code: "NOT_FOUND", message: "No such thumbnail" } }, 404);
       const file = svc.open(c.req.param("video_id") ?? "", item, c.req.query("expires"), c.req.query("signature"));
+      const validators = { etag: `"${file.size.toString(16)}-${Math.floor(file.mtimeMs).toString(16)}"`, lastModifiedMs: file.mtimeMs };
       const headers = new Headers({
         "Accept-Ranges": "bytes",
         "Content-Type": file.contentType,
         "Cache-Control": "private, max-age=300",
-        ETag: `"${file.size.toString(16)}-${Math.floor(file.mtimeMs).toString(16)}"`,
+        ETag: validators.etag,
         "Last-Modified": new Date(file.mtimeMs).toUTCString(),
       });
-      const range = parseRange(c.req.header("range"), file.size);
+      if (notModified({ ifNoneMatch: c.req.header("if-none-match"), ifModifiedSince: c.req.header("if-modified-since") }, validators)) {
+        headers.delete("Content-Type");
+        return new Response(null, { status: 304, headers });
+      }
+      const range = rangeStillValid(c.req.header("if-range"), validators) ? parseRange(c.req.header("range"), file.size) : { kind: "full" as const };
       if (range.kind === "unsatisfiable") {
         headers.set("Content-Range", `bytes */${file.size}`);
         headers.delete("Content-Type");

@@ -20,7 +20,14 @@ import {
 export const searchMetaSchema = metaSchema
   .extend({
     modes: z.array(z.enum(MODES as [Mode, ...Mode[]])).optional().openapi({ description: "Modes that ran" }),
-    skipped_modes: z.record(z.string(), z.string()).optional().openapi({ description: "Defaulted modes that could not run, with the reason" }),
+    skipped_modes: z
+      .record(z.string(), z.string())
+      .optional()
+      .openapi({
+        description:
+          "Defaulted modes that did not run, each with why. A mode skipped for a missing model reads `MODEL_NOT_INSTALLED: no <role> model installed; fix: <command>` — the role it needs and the command that installs one (e.g. `vsearch models pull whisper-tiny.en`); then `vsearch reindex` indexes the videos already there",
+        example: { transcript: "MODEL_NOT_INSTALLED: no speech model installed; fix: vsearch models pull whisper-tiny.en (air-gapped: vsearch models import <dir|tar> --role speech)" },
+      }),
   })
   .openapi("SearchMeta");
 

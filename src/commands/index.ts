@@ -11,6 +11,7 @@ import { registerJobCommands } from "./jobs.ts";
 import { registerModelCommands } from "./models.ts";
 import { registerCreditCommands } from "./credits.ts";
 import { registerVideoCommands } from "./videos.ts";
+import { registerMcpCommand } from "./mcp.ts";
 import { createCliContext } from "../cli/context.ts";
 import { registerServeCommand } from "./serve.ts";
 import { registerSystemCommands } from "./system.ts";
@@ -41,6 +42,7 @@ export function buildProgram(env: Record<string, string | undefined>, runtime: (
   registerCreditCommands(program, ctx);
   registerSystemCommands(program, ctx);
   registerSearchCommands(program, ctx);
+  registerMcpCommand(program, ctx);
   return program;
 }
 

@@ -1,29 +1,105 @@
+import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { App } from "../app.ts";
 import { type CliContext, table } from "../cli/context.ts";
-import { ProgressBar } from "../cli/progress.ts";
 import type { Config } from "../config/config.ts";
 import { AppError } from "../core/errors.ts";
 import type { WeightDtype } from "../inference/dtype.ts";
 import { builtinManifest } from "../models/manifest.ts";
+import { checkEndpoint, DEFAULT_HF_ENDPOINT } from "../models/hub.ts";
+import type { PullProgress } from "../models/pull.ts";
 import { type InstallResult, ModelService, type VerifyLoad } from "../models/service.ts";
 import { MODEL_ROLES, type ModelRole, parseRole } from "../models/types.ts";
 
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 
 /**
- * Runs `fn` with the app's model service, whose load check runs the staged model once in the
- * inference worker pool (the same code path the server uses; wired by createApp), or with a
- * file-only service and no load check (`--no-load-check`: no app, no worker threads).
+ * Runs an install with the app when there is one to use: the app's model service runs the load
+ * check (the staged model loaded and run once in the inference worker pool, wired by createApp),
+ * and an existing database is where the videos that `vsearch reindex` would enrich are counted.
+ * Without either (`--no-load-check` on a fresh data dir) no app is built and no database created.
  */
-async function withLoadCheck<T>(ctx: CliContext, cmd: Command, on: boolean, fn: (svc: ModelService, v: VerifyLoad | false | undefined) => Promise<T>): Promise<T> {
-  if (!on) return fn(new ModelService({ modelsDir: ctx.config(cmd).modelsDir }), false);
-  return ctx.withApp(cmd, (app) => fn(app.services.models, undefined));
+async function withInstallApp<T>(
+  ctx: CliContext,
+  cmd: Command,
+  loadCheck: boolean,
+  fn: (svc: ModelService, v: VerifyLoad | false | undefined, app: App | null) => Promise<T>,
+): Promise<T> {
+  const fileOnly = () => new ModelService({ modelsDir: ctx.config(cmd).modelsDir });
+  const hasDb = existsSync(join(ctx.config(cmd).dataDir, "vsearch.db"));
+  if (!loadCheck && !hasDb) return fn(fileOnly(), false, null);
+  return ctx.withApp(cmd, (app) => (loadCheck ? fn(app.services.models, undefined, app) : fn(fileOnly(), false, app)));
 }
 
-function baseUrlFor(ctx: CliContext, config: Config, flag: string | undefined): string {
-  const url = flag ?? config.modelsBaseUrl;
-  if (!url) throw new AppError(400, "INVALID_BASE_URL", "no model mirror: pass --base-url URL or set VSEARCH_MODELS_BASE_URL (see docs/MODELS.md)");
-  return url;
+/** What `vsearch reindex` would do now: videos indexed without (or with other versions of) the active models. */
+export interface ReindexHint {
+  videos: number;
+  command: "vsearch reindex";
+}
+
+export function reindexHint(app: App | null): ReindexHint {
+  if (!app) return { videos: 0, command: "vsearch reindex" };
+  const system = app.services.system;
+  const active = { imageText: system.activeModel("image-text")?.modelId ?? null, speech: system.activeModel("speech")?.modelId ?? null };
+  return { videos: app.services.videos.staleForModels(active).length, command: "vsearch reindex" };
+}
+
+export function reindexLine(h: ReindexHint): string {
+  return h.videos === 0
+    ? "No indexed video is missing what the active models add; nothing to reindex."
+    : `\`vsearch reindex\` would enrich ${h.videos} video${h.videos === 1 ? "" : "s"} indexed without the active models (or with older ones).`;
+}
+
+/** Where `pull` fetches from: `--base-url` / VSEARCH_MODELS_BASE_URL (a mirror), else the hub (HF_ENDPOINT). */
+function pullSource(ctx: CliContext, config: Config, flag: string | undefined): { baseUrl?: string; hubEndpoint: string } {
+  const baseUrl = flag ?? config.modelsBaseUrl;
+  if (baseUrl !== undefined && baseUrl.trim() === "") throw new AppError(400, "INVALID_BASE_URL", "--base-url is empty");
+  const hubEndpoint = ctx.env.HF_ENDPOINT?.trim() || DEFAULT_HF_ENDPOINT;
+  if (baseUrl === undefined) checkEndpoint(hubEndpoint); // before a worker pool is started for nothing
+  return { baseUrl, hubEndpoint };
+}
+
+/**
+ * A cli-progress bar on stderr, only on a terminal and never with --json. The model's total is
+ * known from a mirror manifest; from the hub each file's size arrives with its HEAD, so the bar
+ * follows the current file. Elsewhere (logs, CI) one line per finished file.
+ */
+function pullBar(ctx: CliContext, json: boolean) {
+  if (json) return { update: (_p: PullProgress) => {}, stop: () => {} };
+  if (!process.stderr.isTTY) {
+    let last = "";
+    return {
+      update: (p: PullProgress) => {
+        const key = `${p.model}/${p.file}`;
+        if (p.fileTotal !== null && p.fileBytes === p.fileTotal && key !== last) {
+          last = key;
+          ctx.stderr(`${p.model}: ${p.file} ${mib(p.fileBytes)}\n`);
+        }
+      },
+      stop: () => {},
+    };
+  }
+  const bar = new SingleBar({ stream: process.stderr, format: "{model} [{bar}] {percentage}% {have} / {size} {file}", barsize: 30, hideCursor: true, clearOnComplete: false });
+  let started = false;
+  return {
+    update: (p: PullProgress) => {
+      const [value, total] = p.total !== null ? [p.bytes, p.total] : [p.fileBytes, p.fileTotal ?? Math.max(p.fileBytes, 1)];
+      const payload = { model: p.model, file: p.file, have: mib(value), size: mib(total) };
+      if (!started) {
+        bar.start(total, value, payload);
+        started = true;
+      } else {
+        bar.setTotal(total);
+        bar.update(value, payload);
+      }
+    },
+    stop: () => {
+      if (started) bar.stop();
+      started = false;
+    },
+  };
 }
 
 function installedLine(r: InstallResult): string {
@@ -83,49 +159,45 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
     .action(async (source: string, o: { role?: string; name?: string; dtype?: string; activate: boolean; loadCheck: boolean }, cmd: Command) => {
       const role = o.role === undefined ? undefined : parseRole(o.role);
       if (o.dtype !== undefined && o.dtype !== "q8" && o.dtype !== "fp32") throw new AppError(400, "INVALID_MODEL", `--dtype must be q8 or fp32, got "${o.dtype}"`);
-      const r = await withLoadCheck(ctx, cmd, o.loadCheck, (svc, verifyLoad) =>
-        svc.importModel(source, { role, name: o.name, dtype: o.dtype as WeightDtype | undefined, activate: o.activate, verifyLoad }),
-      );
-      ctx.print(cmd, r, () => installedLine(r));
+      const r = await withInstallApp(ctx, cmd, o.loadCheck, async (svc, verifyLoad, app) => {
+        const installed = await svc.importModel(source, { role, name: o.name, dtype: o.dtype as WeightDtype | undefined, activate: o.activate, verifyLoad });
+        return { ...installed, reindex: reindexHint(app) };
+      });
+      ctx.print(cmd, r, () => `${installedLine(r)}\n${reindexLine(r.reindex)}`);
     });
 
   models
     .command("pull [names...]")
-    .description("Download models from a mirror (default: the built-in default set), hash-checked and resumable")
-    .option("--base-url <url>", "mirror serving <url>/<name>/<file> (env VSEARCH_MODELS_BASE_URL); {name} is replaced when present")
+    .description("Download models from the Hugging Face hub (or a mirror): the default set unless named; hash-checked and resumable")
+    .option("--base-url <url>", "a mirror serving <url>/<name>/<file> instead of the hub (env VSEARCH_MODELS_BASE_URL); {name} is replaced when present")
     .option("--retries <n>", "extra attempts per file after a dropped connection", "3")
     .option("--no-activate", "install without making them the active models")
     .option("--no-load-check", "skip loading each model in the inference pool before installing")
     .action(async (names: string[], o: { baseUrl?: string; retries: string; activate: boolean; loadCheck: boolean }, cmd: Command) => {
-      const baseUrl = baseUrlFor(ctx, ctx.config(cmd), o.baseUrl);
+      const from = pullSource(ctx, ctx.config(cmd), o.baseUrl);
       const retries = Number(o.retries);
       if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new AppError(400, "INVALID_MODEL", `--retries must be 0-100, got "${o.retries}"`);
       const list = names.length > 0 ? names : builtinManifest().default;
       const json = Boolean(ctx.globals(cmd).json);
-      const results = await withLoadCheck(ctx, cmd, o.loadCheck, async (svc, verifyLoad) => {
+      const { results, reindex } = await withInstallApp(ctx, cmd, o.loadCheck, async (svc, verifyLoad, app) => {
         const out = [];
         for (const name of list) {
-          const bar = json ? null : new ProgressBar(ctx.stderr, process.stderr.isTTY);
+          const bar = pullBar(ctx, json);
           try {
-            const r = await svc.pull(name, {
-              baseUrl,
-              retries,
-              activate: o.activate,
-              verifyLoad,
-              onProgress: (p) => bar?.update(p.bytes, p.total ?? 0, `${p.model} ${mib(p.bytes)}${p.total !== null ? ` / ${mib(p.total)}` : ""} ${p.file}`),
-            });
+            const r = await svc.pull(name, { ...from, retries, activate: o.activate, verifyLoad, onProgress: (p) => bar.update(p) });
             out.push(r);
-            bar?.done();
-            if (!json) ctx.stdout(installedLine(r) + "\n");
+            bar.stop();
+            if (!json) ctx.stdout(installedLine(r) + `\n  from ${r.from}${r.commit ? ` (commit ${r.commit})` : ""}\n`);
             if (!json && r.unverified.length) ctx.stderr(`warning: ${name}: no sha256 published for ${r.unverified.join(", ")}; recorded as downloaded (trust on first use)\n`);
-          } catch (e) {
-            bar?.done();
-            throw e;
+          } finally {
+            bar.stop();
           }
         }
-        return out;
+        return { results: out, reindex: reindexHint(app) };
       });
-      if (json) ctx.print(cmd, results, "");
+      // JSON stays a list of installs (one per model); each carries the reindex count after all of them.
+      if (json) ctx.print(cmd, results.map((r) => ({ ...r, reindex })), "");
+      else ctx.stdout(reindexLine(reindex) + "\n");
     });
 
   models

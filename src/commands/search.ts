@@ -17,11 +17,12 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
     .option("--labels <labels>", "only shots with any of these scene labels (comma-separated or repeated)", list)
     .option("--page <n>", "page of videos", "1")
     .option("--per-page <n>", "videos per page (1-50)", "10")
+    .option("--min-score <n>", "0-1: replaces the per-mode thresholds; 0 lists the best matches whatever their score")
     .option("--include-hidden", "also show segments hidden by feedback")
     .action(
       async (
         query: string,
-        opts: { account: string; collection?: string; video?: string; modes?: string[]; labels?: string[]; page: string; perPage: string; includeHidden?: boolean },
+        opts: { account: string; collection?: string; video?: string; modes?: string[]; labels?: string[]; page: string; perPage: string; minScore?: string; includeHidden?: boolean },
         cmd: Command,
       ) => {
         const result = await ctx.withApp(cmd, (app) => {
@@ -41,6 +42,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
             labels: opts.labels,
             page: opts.page,
             per_page: opts.perPage,
+            min_score: opts.minScore,
             include_hidden: opts.includeHidden ? "true" : undefined,
           });
           return app.services.search.search(opts.account, req);
@@ -65,6 +67,6 @@ function human(r: SearchResult): string {
     })),
   );
   const skipped = Object.entries(r.skippedModes).map(([m, why]) => `skipped ${m}: ${why}`);
-  const head = `${r.total} matching video${r.total === 1 ? "" : "s"} (page ${r.page}, modes ${r.modes.join(", ")})`;
+  const head = `${r.total} matching video${r.total === 1 ? "" : "s"} (page ${r.page}, modes ${r.modes.join(", ") || "none"})`;
   return [head, ...skipped, rows.length ? table(rows, ["rank", "video", "type", "start", "end", "score", "threshold", "text", "hidden"]) : "No moment matched."].join("\n");
 }

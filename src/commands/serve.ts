@@ -2,11 +2,9 @@ import { mkdirSync } from "node:fs";
 import type { Command } from "commander";
 import { createApp } from "../app.ts";
 import { createLogger } from "../core/logger.ts";
+import { bunServeOptions } from "../http/serve-options.ts";
 import type { CliContext } from "../cli/context.ts";
 import { InstanceLock } from "../cli/instance-lock.ts";
-
-/** Multipart framing on top of the largest allowed upload. */
-const BODY_OVERHEAD_BYTES = 1024 * 1024;
 
 export function registerServeCommand(program: Command, ctx: CliContext) {
   program
@@ -29,14 +27,7 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
       let server;
       try {
         app = await createApp(config, { runtime: await ctx.runtime(config), logger });
-        server = Bun.serve({
-          hostname: config.host,
-          port: config.port,
-          fetch: app.fetch,
-          maxRequestBodySize: config.maxUploadBytes + BODY_OVERHEAD_BYTES,
-          idleTimeout: 255,
-          development: false,
-        });
+        server = Bun.serve(bunServeOptions(app, config));
       } catch (e) {
         lock.release();
         await app?.close();

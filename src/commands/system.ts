@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { modelFix } from "../models/hints.ts";
 import { runSelfTest, type RuntimePaths } from "../runtime/index.ts";
 import { VERSION } from "../version.ts";
 import type { CliContext } from "../cli/context.ts";
@@ -27,8 +28,37 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
           modelDir,
           device: device.device === "unavailable" ? "cpu" : (device.device as "cpu"),
         });
+        // Not failures (the service runs without models) but each missing piece, with its fix.
+        const coverage = app.services.videos.modelCoverage({ imageText: clip?.modelId ?? null, speech: speech?.modelId ?? null });
+        const warnings: { role: string; code: string; message: string; videos: number; fix: string }[] = [];
+        for (const [role, m, adds] of [
+          ["image-text", clip, "visual search (video and scene modes) and shot labels"],
+          ["speech", speech, "transcripts (transcript mode)"],
+        ] as const) {
+          const c = coverage[role];
+          if (!m) {
+            const n = c.without.length;
+            warnings.push({
+              role,
+              code: "MODEL_NOT_INSTALLED",
+              message: `no ${role} model installed: no ${adds}; ${n} video${n === 1 ? "" : "s"} indexed without it`,
+              videos: n,
+              fix: `${modelFix(role)}, then vsearch reindex`,
+            });
+          } else if (c.stale.length) {
+            const n = c.stale.length;
+            warnings.push({
+              role,
+              code: "REINDEX_NEEDED",
+              message: `${n} video${n === 1 ? " was" : "s were"} indexed without ${m.modelId} (before it was installed, or with another version)`,
+              videos: n,
+              fix: "vsearch reindex",
+            });
+          }
+        }
         return {
           ok: runtime.ok && device.device !== "unavailable",
+          warnings,
           version: VERSION,
           data_dir: app.config.dataDir,
           device: { requested: app.config.device, in_use: device.device, reason: device.reason },
@@ -44,7 +74,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
       });
       ctx.print(cmd, report, () =>
         [
-          `vsearch ${report.version} — ${report.ok ? "all checks passed" : "PROBLEMS FOUND"}`,
+          `vsearch ${report.version} — ${report.ok ? "all checks passed" : "PROBLEMS FOUND"}${report.warnings.length ? `, ${report.warnings.length} warning${report.warnings.length === 1 ? "" : "s"}` : ""}`,
           `data dir      ${report.data_dir}`,
           `device        ${report.device.in_use} (requested ${report.device.requested}): ${report.device.reason}`,
           `int8 weights  ${report.int8_weights.reason}`,
@@ -52,10 +82,11 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
           `ffmpeg        ${report.runtime.ffmpeg_version ?? "MISSING"}`,
           `ffprobe       ${report.runtime.ffprobe_version ?? "MISSING"}`,
           `onnx          ${report.runtime.onnx_ok === undefined ? "not checked (no model installed)" : report.runtime.onnx_ok ? `ok (${report.runtime.onnx?.model_id} in worker thread)` : "FAILED"}`,
-          `image-text    ${report.models["image-text"]?.model_id ?? "not installed (vsearch models import … --role image-text)"}`,
-          `speech        ${report.models.speech?.model_id ?? "not installed (vsearch models import … --role speech)"}`,
+          `image-text    ${report.models["image-text"]?.model_id ?? "not installed"}`,
+          `speech        ${report.models.speech?.model_id ?? "not installed"}`,
           `store         ${report.store.accounts} accounts, ${report.store.videos} videos, ${report.store.frames} frames, ${report.store.jobs_waiting} jobs waiting, ${report.store.jobs_failed} failed`,
           ...report.runtime.errors.map((e) => `error         ${e}`),
+          ...report.warnings.flatMap((w) => [`warning       ${w.role}: ${w.message}`, `              fix: ${w.fix}`]),
         ].join("\n"),
       );
       if (!report.ok) process.exitCode = 1;

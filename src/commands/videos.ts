@@ -41,6 +41,31 @@ interface IngestRow {
   job_id: string | null;
   status: string;
   error: string | null;
+  /** Stages that did not run for this video, with why (e.g. a missing model and its fix). */
+  skipped_stages?: Record<string, string>;
+}
+
+/** Skipped stages of the indexed rows, read from each video's stage record. */
+function noteSkipped(app: App, accountId: string, rows: IngestRow[]): void {
+  for (const r of rows) {
+    if (r.status !== "indexed" || !r.video_id) continue;
+    const stages = app.services.videos.get(r.account_id ?? accountId, r.video_id).stages;
+    r.skipped_stages = Object.fromEntries(Object.entries(stages).flatMap(([k, v]) => (v.status === "skipped" ? [[k, v.reason ?? "skipped"]] : [])));
+  }
+}
+
+/** One line per reason: "skipped frames, embeddings on 2 videos: no image-text model installed; fix: …". */
+export function skippedLines(rows: IngestRow[]): string[] {
+  const byReason = new Map<string, { stages: Set<string>; videos: Set<string> }>();
+  for (const r of rows) {
+    for (const [stage, reason] of Object.entries(r.skipped_stages ?? {})) {
+      let g = byReason.get(reason);
+      if (!g) byReason.set(reason, (g = { stages: new Set(), videos: new Set() }));
+      g.stages.add(stage);
+      g.videos.add(r.video_id!);
+    }
+  }
+  return [...byReason].map(([reason, g]) => `skipped ${[...g.stages].join(", ")} on ${g.videos.size} video${g.videos.size === 1 ? "" : "s"}: ${reason}`);
 }
 
 export function registerVideoCommands(program: Command, ctx: CliContext) {
@@ -74,12 +99,15 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
           }
         }
         bar.done();
-        if (opts.wait) await waitForJobs(app, opts.account, rows, lock, opts.timeout, bar);
+        if (opts.wait) {
+          await waitForJobs(app, opts.account, rows, lock, opts.timeout, bar);
+          noteSkipped(app, opts.account, rows);
+        }
         return { collection_id: col.id, files: rows };
       });
       const counts = rows.reduce<Record<string, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {});
       ctx.print(cmd, { ...result, summary: counts }, () =>
-        [table(rows as never, ["path", "status", "video_id", "error"]), "", Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ")].join("\n"),
+        [table(rows as never, ["path", "status", "video_id", "error"]), "", Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", "), ...skippedLines(rows)].join("\n"),
       );
       if (rows.some((r) => r.status === "failed" || r.status === "skipped")) process.exitCode = 1;
     });

@@ -31,12 +31,19 @@ export const RESPONSE_HEADERS = {
   RetryAfter: { description: "Seconds to wait before retrying", schema: { type: "integer" } },
 } as const;
 
+/** X-RateLimit-* as header refs, for a route that counts requests itself (sign-in). */
+export const RATE_LIMIT_HEADERS = {
+  "X-RateLimit-Limit": ref("RateLimitLimit"),
+  "X-RateLimit-Remaining": ref("RateLimitRemaining"),
+  "X-RateLimit-Reset": ref("RateLimitReset"),
+};
+
 /** Which headers a response of `status` carries, given the route's limiter. */
 function headersFor(status: string, limited: boolean): Record<string, { $ref: string }> {
   const h: Record<string, { $ref: string }> = { "X-Request-Id": ref("RequestId") };
   // 401/403 are answered before the limiter runs, so they carry no rate headers.
   if (limited && status !== "401" && status !== "403") {
-    Object.assign(h, { "X-RateLimit-Limit": ref("RateLimitLimit"), "X-RateLimit-Remaining": ref("RateLimitRemaining"), "X-RateLimit-Reset": ref("RateLimitReset") });
+    Object.assign(h, RATE_LIMIT_HEADERS);
   }
   if (status === "429") h["Retry-After"] = ref("RetryAfter");
   return h;

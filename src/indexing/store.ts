@@ -157,23 +157,37 @@ export class IndexStore {
    * all while a model for it is installed now (its stage was skipped for lack of one).
    */
   staleVideos(active: { imageText: string | null; speech: string | null }, accountId?: string): string[] {
+    const r = this.modelCoverage(active, accountId);
+    return [...new Set([...r["image-text"].stale, ...r.speech.stale])].sort();
+  }
+
+  /**
+   * Per role, over ready (and failed) videos: `without` = indexed with no model for the role (its
+   * stage skipped; for speech only videos that have audio), `stale` = would change with the active
+   * model (`vsearch reindex`): indexed without one or with another version. One pass, for
+   * `reindex`, `doctor` and the model commands' hints.
+   */
+  modelCoverage(active: { imageText: string | null; speech: string | null }, accountId?: string): Record<"image-text" | "speech", { without: string[]; stale: string[] }> {
     const rows = this.db
       .query<{ id: string; stages: string; has_audio: number; frame_models: string | null; transcript_models: string | null }, string[]>(
         `SELECT v.id, v.stages, v.has_audio,
                 (SELECT group_concat(DISTINCT model_id) FROM frames f WHERE f.video_id = v.id) AS frame_models,
                 (SELECT group_concat(DISTINCT model_id) FROM transcript_segments t WHERE t.video_id = v.id) AS transcript_models
-           FROM videos v WHERE v.status IN ('ready', 'failed') ${accountId ? "AND v.account_id = ?" : ""}`,
+           FROM videos v WHERE v.status IN ('ready', 'failed') ${accountId ? "AND v.account_id = ?" : ""} ORDER BY v.id`,
       )
       .all(...(accountId ? [accountId] : []));
-    return rows
-      .filter((r) => {
-        const stages = JSON.parse(r.stages) as Record<string, { status: string; model_id?: string }>;
-        const imageModel = stages.embeddings?.model_id ?? r.frame_models;
-        const speechModel = stages.transcript?.model_id ?? r.transcript_models;
-        const imageStale = active.imageText !== null && imageModel !== active.imageText;
-        const speechStale = active.speech !== null && r.has_audio === 1 && speechModel !== active.speech;
-        return imageStale || speechStale;
-      })
-      .map((r) => r.id);
+    const out = { "image-text": { without: [] as string[], stale: [] as string[] }, speech: { without: [] as string[], stale: [] as string[] } };
+    for (const r of rows) {
+      const stages = JSON.parse(r.stages) as Record<string, { status: string; model_id?: string }>;
+      const imageModel = stages.embeddings?.model_id ?? r.frame_models;
+      const speechModel = stages.transcript?.model_id ?? r.transcript_models;
+      if (!imageModel) out["image-text"].without.push(r.id);
+      if (active.imageText !== null && imageModel !== active.imageText) out["image-text"].stale.push(r.id);
+      if (r.has_audio === 1) {
+        if (!speechModel || speechModel === "none") out.speech.without.push(r.id);
+        if (active.speech !== null && speechModel !== active.speech) out.speech.stale.push(r.id);
+      }
+    }
+    return out;
   }
 }

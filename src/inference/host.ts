@@ -9,6 +9,17 @@ import { signedWeightsDecision, type SignedWeightsDecision } from "./signed-weig
 import { dirname, join } from "node:path";
 import { resolveNativeFiles } from "../runtime/native-files.ts";
 import type { ModelCatalog } from "../models/roles.ts";
+import { trimNativeHeap } from "./native-heap.ts";
+
+type PoolRole = "vision" | "speech";
+
+/** One pool's life: started on first use, closed after `modelIdleUnloadSecs` without a task. */
+interface PoolSlot {
+  pool: Promise<InferencePool> | null;
+  /** Tasks between "asked for the pool" and "got the answer": a slot with any is never closed. */
+  inflight: number;
+  lastUsedAt: number;
+}
 
 /**
  * The CUDA provider is a separate library next to libonnxruntime; the npm build ships without
@@ -41,10 +52,18 @@ function readCpuinfo(): string | null {
  * text embedding and every frame batch would queue behind it. Apart, a video's transcript is
  * decoded while its frames are embedded (the two use the cores unevenly — Whisper's small decoder
  * steps leave a lot idle), and search stays responsive during transcription.
+ *
+ * Why pools close when idle: the workers hold the models (~1 GB resident with CLIP and Whisper),
+ * and an appliance spends most of its life waiting. After `modelIdleUnloadSecs` without a task a
+ * pool is closed and freed native memory is handed back; the next task starts it again and pays
+ * the model load once (see BENCHMARKS.md, "Idle memory").
  */
 export class InferenceHost {
-  private vision: Promise<InferencePool> | null = null;
-  private speech: Promise<InferencePool> | null = null;
+  private readonly slots: Record<PoolRole, PoolSlot> = {
+    vision: { pool: null, inflight: 0, lastUsedAt: 0 },
+    speech: { pool: null, inflight: 0, lastUsedAt: 0 },
+  };
+  private idleTimer: ReturnType<typeof setInterval> | null = null;
   private choice: DeviceChoice | null = null;
   private signed: SignedWeightsDecision | null = null;
   private pruned: Promise<number> | null = null;
@@ -82,13 +101,74 @@ export class InferenceHost {
   async get(): Promise<InferencePool> {
     const choice = await this.device();
     const plan = planThreads(availableParallelism(), this.config.workerThreads);
-    return new RoutedPool(() => (this.vision ??= this.start("vision", this.config.workerThreads)), () => (this.speech ??= this.start("speech", 1)), {
-      ...plan,
-      device: choice.device,
-    });
+    return new RoutedPool((role, fn) => this.use(role, fn), { ...plan, device: choice.device });
   }
 
-  private start(role: "vision" | "speech", threads: number): Promise<InferencePool> {
+  /** Runs `fn` on the pool of `role`, starting it if needed; the pool cannot close meanwhile. */
+  private async use<T>(role: PoolRole, fn: (pool: InferencePool) => Promise<T>): Promise<T> {
+    const slot = this.slots[role];
+    slot.inflight++;
+    try {
+      slot.pool ??= this.start(role, role === "vision" ? this.config.workerThreads : 1);
+      return await fn(await slot.pool);
+    } finally {
+      slot.inflight--;
+      slot.lastUsedAt = Date.now();
+      this.armIdleTimer();
+    }
+  }
+
+  private armIdleTimer(): void {
+    const idleMs = this.config.modelIdleUnloadSecs * 1000;
+    if (this.idleTimer || idleMs <= 0) return;
+    // A quarter of the idle time (at most 30 s) between checks: a pool closes within 1.25× the setting.
+    this.idleTimer = setInterval(() => void this.unloadIdle(), Math.max(50, Math.min(30_000, idleMs / 4)));
+    this.idleTimer.unref?.();
+  }
+
+  /**
+   * Closes every pool that has had no task for `modelIdleUnloadSecs` and none in flight, then
+   * returns freed native memory to the OS. Returns how many pools were closed.
+   */
+  async unloadIdle(): Promise<number> {
+    const idleMs = this.config.modelIdleUnloadSecs * 1000;
+    if (idleMs <= 0) return 0;
+    const closing: { role: PoolRole; pool: Promise<InferencePool> }[] = [];
+    for (const role of ["vision", "speech"] as const) {
+      const slot = this.slots[role];
+      if (!slot.pool || slot.inflight > 0 || Date.now() - slot.lastUsedAt < idleMs) continue;
+      // Forgotten before it closes: a task arriving now starts a fresh pool instead of a closing one.
+      closing.push({ role, pool: slot.pool });
+      slot.pool = null;
+    }
+    if (!this.slots.vision.pool && !this.slots.speech.pool && this.idleTimer) {
+      clearInterval(this.idleTimer);
+      this.idleTimer = null;
+    }
+    if (closing.length === 0) return 0;
+    const rssBefore = process.memoryUsage().rss;
+    await Promise.all(closing.map(({ pool }) => pool.then((p) => p.close(), () => undefined)));
+    // Worker threads release their heaps shortly after they report closed (measured: trimming at
+    // once left 150–290 MB, a second later ~110 MB). The process is idle: wait, collect, then trim.
+    await new Promise((r) => setTimeout(r, 1000));
+    Bun.gc(true);
+    const trimmed = trimNativeHeap();
+    // On a busy machine thread teardown can lag further: one more pass once things have settled.
+    setTimeout(() => {
+      Bun.gc(true);
+      trimNativeHeap();
+    }, 10_000).unref?.();
+    this.logger.info("models unloaded after idle", {
+      pools: closing.map((c) => c.role),
+      idle_secs: this.config.modelIdleUnloadSecs,
+      rss_mb_before: Math.round(rssBefore / 1e6),
+      rss_mb_after: Math.round(process.memoryUsage().rss / 1e6),
+      native_heap_trimmed: trimmed,
+    });
+    return closing.length;
+  }
+
+  private start(role: PoolRole, threads: number): Promise<InferencePool> {
     const signedDir = this.signedWeights().enabled ? `${this.config.dataDir}/runtime/signed-models` : undefined;
     // Once per process: derived copies of models that are no longer installed go.
     this.pruned ??= signedDir ? pruneDerivedModels(signedDir).catch(() => 0) : Promise.resolve(0);
@@ -103,20 +183,21 @@ export class InferenceHost {
       }),
     );
     pool.catch(() => {
-      if (role === "vision" && this.vision === pool) this.vision = null;
-      if (role === "speech" && this.speech === pool) this.speech = null;
+      if (this.slots[role].pool === pool) this.slots[role].pool = null;
     });
     return pool;
   }
 
-  /** Whether any inference worker was started. */
+  /** Whether an inference pool is running now (started and not closed since, idle or not). */
   get started(): boolean {
-    return this.vision !== null || this.speech !== null;
+    return this.slots.vision.pool !== null || this.slots.speech.pool !== null;
   }
 
   async close(): Promise<void> {
-    const pools = [this.vision, this.speech];
-    this.vision = this.speech = null;
+    if (this.idleTimer) clearInterval(this.idleTimer);
+    this.idleTimer = null;
+    const pools = [this.slots.vision.pool, this.slots.speech.pool];
+    this.slots.vision.pool = this.slots.speech.pool = null;
     await Promise.all(pools.map(async (p) => (p ? (await p.catch(() => null))?.close() : undefined)));
   }
 }
@@ -124,8 +205,7 @@ export class InferenceHost {
 /** One InferencePool over two: CLIP tasks (and self tests) to one, Whisper tasks to the other. */
 class RoutedPool implements InferencePool {
   constructor(
-    private readonly vision: () => Promise<InferencePool>,
-    private readonly speech: () => Promise<InferencePool>,
+    private readonly use: <T>(role: PoolRole, fn: (pool: InferencePool) => Promise<T>) => Promise<T>,
     private readonly info: { threads: number; intraOpThreads: number; device: InferencePool["device"] },
   ) {}
 
@@ -139,20 +219,20 @@ class RoutedPool implements InferencePool {
     return this.info.device;
   }
 
-  async embedImages(...a: Parameters<InferencePool["embedImages"]>) {
-    return (await this.vision()).embedImages(...a);
+  embedImages(...a: Parameters<InferencePool["embedImages"]>) {
+    return this.use("vision", (p) => p.embedImages(...a));
   }
-  async embedTexts(...a: Parameters<InferencePool["embedTexts"]>) {
-    return (await this.vision()).embedTexts(...a);
+  embedTexts(...a: Parameters<InferencePool["embedTexts"]>) {
+    return this.use("vision", (p) => p.embedTexts(...a));
   }
-  async transcribe(...a: Parameters<InferencePool["transcribe"]>) {
-    return (await this.speech()).transcribe(...a);
+  transcribe(...a: Parameters<InferencePool["transcribe"]>) {
+    return this.use("speech", (p) => p.transcribe(...a));
   }
-  async transcribeWindows(...a: Parameters<InferencePool["transcribeWindows"]>) {
-    return (await this.speech()).transcribeWindows(...a);
+  transcribeWindows(...a: Parameters<InferencePool["transcribeWindows"]>) {
+    return this.use("speech", (p) => p.transcribeWindows(...a));
   }
-  async selfTest(...a: Parameters<InferencePool["selfTest"]>) {
-    return (await this.vision()).selfTest(...a);
+  selfTest(...a: Parameters<InferencePool["selfTest"]>) {
+    return this.use("vision", (p) => p.selfTest(...a));
   }
   /** The host owns the pools: they close with it. */
   async close(): Promise<void> {}

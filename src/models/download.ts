@@ -59,7 +59,7 @@ export async function downloadResumable(o: DownloadOptions): Promise<void> {
   try {
     let res: Response;
     try {
-      res = await o.fetchImpl(o.url, { headers: have > 0 ? { range: `bytes=${have}-` } : {}, signal: ac.signal, redirect: "follow" });
+      res = await o.fetchImpl(o.url, { headers: have > 0 ? { range: `bytes=${have}-`, "accept-encoding": "identity" } : { "accept-encoding": "identity" }, signal: ac.signal, redirect: "follow" });
     } catch (e) {
       throw interrupted(`GET ${o.url}: ${(e as Error).message}`);
     }

@@ -15,7 +15,8 @@ import type { FetchImpl } from "./download.ts";
 import { exists, hashFile, sizeOf, syncDir, withModelsLock } from "./fsutil.ts";
 import { checkConfig, checkLayout, computeModelId, type Layout } from "./layout.ts";
 import { builtinManifest, manifestOf, planPull } from "./manifest.ts";
-import { fetchFiles, fetchMirrorManifest, modelBaseUrl, type PullProgress } from "./pull.ts";
+import { DEFAULT_HF_ENDPOINT } from "./hub.ts";
+import { fetchFiles, fetchMirrorManifest, type FileSource, hubSource, mirrorSource, modelBaseUrl, type PullProgress } from "./pull.ts";
 import { ModelRegistry } from "./registry.ts";
 import { type Staged, sourceKind, stageFolder, stageTar } from "./source.ts";
 import { writeTar } from "./tar.ts";
@@ -57,7 +58,10 @@ export interface ImportOptions {
 }
 
 export interface PullOptions {
-  baseUrl: string;
+  /** A mirror (`<base>/<name>/…`, see docs/MODELS.md); without one, the Hugging Face hub. */
+  baseUrl?: string;
+  /** The hub's address when no mirror is given (HF_ENDPOINT; default https://huggingface.co). */
+  hubEndpoint?: string;
   fetchImpl?: FetchImpl;
   activate?: boolean;
   verifyLoad?: VerifyLoad | false;
@@ -80,6 +84,11 @@ export interface InstallResult {
 
 export interface PullResult extends InstallResult {
   manifest: "mirror" | "built-in";
+  /** Where the files came from: a mirror, or the hub (at the built-in list's pinned revision). */
+  source: "mirror" | "hub";
+  from: string;
+  /** The hub's `X-Repo-Commit` for the revision, when it sent one. */
+  commit: string | null;
   downloaded_bytes: number;
   /** Files continued (HTTP Range) from a `.part` left by an earlier run. */
   resumed: string[];
@@ -184,17 +193,25 @@ export class ModelService {
     return this.exclusive(async () => {
       const fetchImpl = o.fetchImpl ?? this.opts.fetchImpl ?? fetch;
       const stallMs = o.stallMs ?? 60_000;
-      const base = modelBaseUrl(o.baseUrl, name);
-      const mirror = await fetchMirrorManifest(base, fetchImpl, stallMs);
-      const plan = planPull(name, mirror, this.builtin().models.find((m) => m.name === name) ?? null, `${base}/${MODEL_MANIFEST_FILE}`);
+      const builtin = this.builtin().models.find((m) => m.name === name) ?? null;
+      let mirror: ModelManifest | null = null;
+      let source: FileSource;
+      let plan;
+      if (o.baseUrl) {
+        const base = modelBaseUrl(o.baseUrl, name);
+        mirror = await fetchMirrorManifest(base, fetchImpl, stallMs);
+        plan = planPull(name, mirror, builtin, `${base}/${MODEL_MANIFEST_FILE}`);
+        source = mirrorSource(base);
+      } else {
+        if (!builtin) throw new AppError(404, "MODEL_NOT_FOUND", `model "${name}" is not in the built-in list (vsearch models list shows what can be pulled); pass --base-url for a mirror`);
+        if (!builtin.hub) throw new AppError(400, "INVALID_BASE_URL", `model "${name}" has no Hugging Face repository in the built-in list; pass --base-url for a mirror`);
+        source = hubSource(o.hubEndpoint ?? DEFAULT_HF_ENDPOINT, builtin.hub, fetchImpl, stallMs);
+        plan = planPull(name, null, builtin, source.label);
+      }
       // Check the file list before downloading gigabytes that could never be installed.
-      const lay = checkLayout(
-        plan.files.map((f) => f.path),
-        plan.role,
-        plan.dtype,
-      );
+      const lay = checkLayout(plan.files.map((f) => f.path), plan.role, plan.dtype);
       const partDir = join(this.modelsDir, ".partial", name);
-      const got = await fetchFiles({ ...plan, files: plan.files.filter((f) => lay.keep(f.path)) }, base, partDir, {
+      const got = await fetchFiles({ ...plan, files: plan.files.filter((f) => lay.keep(f.path)) }, source, partDir, {
         fetchImpl,
         retries: o.retries ?? 3,
         retryDelayMs: o.retryDelayMs ?? 1000,
@@ -216,11 +233,20 @@ export class ModelService {
           activate: o.activate ?? true,
           verifyLoad: o.verifyLoad,
           license: plan.license,
-          source: { kind: "pull", from: base },
+          source: { kind: "pull", from: source.label },
           skipped: plan.files.filter((f) => !lay.keep(f.path)).map((f) => f.path),
         });
         await rm(partDir, { recursive: true, force: true });
-        return { ...result, manifest: plan.fromMirror ? "mirror" : "built-in", downloaded_bytes: got.downloaded, resumed: got.resumed, unverified: got.unverified };
+        return {
+          ...result,
+          manifest: plan.fromMirror ? "mirror" : "built-in",
+          source: o.baseUrl ? "mirror" : "hub",
+          from: source.label,
+          commit: got.commit,
+          downloaded_bytes: got.downloaded,
+          resumed: got.resumed,
+          unverified: got.unverified,
+        };
       } finally {
         await rm(staging, { recursive: true, force: true });
       }

@@ -48,7 +48,17 @@ const entryShape = {
   files: z.array(manifestFileSchema).min(1).max(1000),
 };
 
-export const manifestEntrySchema = z.object(entryShape).strict();
+/** Where `models pull` finds a built-in model on the Hugging Face hub (no `--base-url`). */
+const hubSchema = z
+  .object({
+    /** `org/name` on the hub. */
+    repo: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/, "must be org/name"),
+    /** A commit sha pins the files; a branch name (main) follows the repository. */
+    revision: z.string().min(1).max(100).regex(/^[A-Za-z0-9._-]+$/, "must be a commit sha, tag or branch"),
+  })
+  .strict();
+
+export const manifestEntrySchema = z.object({ ...entryShape, hub: hubSchema.optional() }).strict();
 export const builtinManifestSchema = z
   .object({
     format: z.literal(BUILTIN_MANIFEST_FORMAT),

@@ -3,6 +3,7 @@ import { probeMedia, type MediaInfo } from "../media/probe.ts";
 import { detectShotBoundaries, shotsFromBoundaries, type Shot } from "../media/shots.ts";
 import { keyframesCloseEnough, readKeyframeTimes } from "../media/select.ts";
 import { isInferenceError } from "../inference/errors.ts";
+import { missingModel } from "../models/hints.ts";
 import { JobFailure, type JobError, type JobHandler } from "../jobs/runner.ts";
 import type { JobRow } from "../jobs/schema.ts";
 import type { VideoRow } from "../videos/schema.ts";
@@ -16,7 +17,7 @@ import { writeVideoThumbnails } from "./stage-thumbnails.ts";
 
 /** Keyframe-only decoding is used when no keyframe gap (first 30 s) is longer than this. */
 const MAX_KEYFRAME_GAP_SECS = 2.5;
-const NO_IMAGE_MODEL = "no image-text model installed (vsearch models import … --role image-text)";
+const NO_IMAGE_MODEL = missingModel("image-text");
 
 /** What one video's run carries from stage to stage. */
 interface Run {
@@ -204,8 +205,8 @@ export class IngestPipeline implements JobHandler {
       r.stages.record("transcript", { status: "skipped", reason: "no audio stream" });
       d.index.replaceTranscript(r.scope, [], "none");
     } else if (!whisper) {
-      r.stages.record("audio", { status: "skipped", reason: "no speech model installed (vsearch models import … --role speech)" });
-      r.stages.record("transcript", { status: "skipped", reason: "no speech model installed" });
+      r.stages.record("audio", { status: "skipped", reason: missingModel("speech") });
+      r.stages.record("transcript", { status: "skipped", reason: missingModel("speech") });
     } else {
       const [segments, ms] = await r.stages.timed(() =>
         transcribeAudio(d, r.source, r.info, whisper, r.signal, (f) => r.stages.report("transcript", f)).catch(toFailure),

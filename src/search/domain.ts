@@ -23,6 +23,8 @@ export interface SearchDomainOptions {
   allowNetworks: readonly string[];
   embedder: QueryEmbedder;
   semantic?: TranscriptSemanticSearch;
+  /** Whether a speech model is installed (search says so when transcripts are missing for lack of one). */
+  speechModel?: () => boolean;
   credits: SearchCredits;
   logger?: Logger;
   now?: () => number;
@@ -46,6 +48,7 @@ export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
     indexes,
     encoder,
     semantic: o.semantic,
+    speechModel: o.speechModel,
     collections: o.collections,
     videos: o.videos,
     links: o.links,

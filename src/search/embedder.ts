@@ -1,5 +1,6 @@
 import type { ClipModel } from "../inference/clip.ts";
 import { InferenceError } from "../inference/errors.ts";
+import { missingModel } from "../models/hints.ts";
 import type { InferencePool } from "../inference/pool.ts";
 import type { ModelCatalog } from "../models/roles.ts";
 import { LRUCache } from "lru-cache";
@@ -46,7 +47,7 @@ export class CatalogQueryEmbedder implements QueryEmbedder {
 
   private model() {
     const m = this.models.active("image-text");
-    if (!m) throw new InferenceError("MODEL_NOT_INSTALLED", "no image-text model installed (vsearch models import … --role image-text)");
+    if (!m) throw new InferenceError("MODEL_NOT_INSTALLED", missingModel("image-text"));
     return m;
   }
 

@@ -30,12 +30,21 @@ export interface FrameHit {
   score: number;
 }
 
+/** With `min_score`, a frame moment keeps the frames within this of its best score (`band` below). */
+export const MIN_SCORE_BAND = 0.1;
+
 export interface MomentOptions {
   /** The pipeline's sampling interval (about one frame a second). */
   intervalSecs: number;
   /** Video duration, to keep clip ends inside the video. */
   durationOf: (videoId: string) => number | null;
   thresholdKey: string;
+  /**
+   * With a request's `min_score` under the usual cut, whole stretches of a video pass and would
+   * merge into one long clip; a band keeps, of each run, only the frames within `band` of the run's
+   * best score (split where it dips), so the clips stay around the peaks. Unset: the whole run.
+   */
+  band?: number;
 }
 
 /**
@@ -61,6 +70,19 @@ export function framesToMoments(hits: FrameHit[], opts: MomentOptions): Candidat
     const duration = opts.durationOf(videoId);
     let run: FrameHit[] = [];
     const flush = () => {
+      if (!run.length) return;
+      if (opts.band !== undefined) {
+        const floor = Math.max(...run.map((h) => h.score)) - opts.band;
+        const all = run;
+        run = [];
+        for (const h of all) {
+          if (h.score >= floor) run.push(h);
+          else emit();
+        }
+      }
+      emit();
+    };
+    const emit = () => {
       if (!run.length) return;
       const first = run[0];
       const last = run[run.length - 1];

@@ -17,9 +17,9 @@ const secs = () => z.preprocess((v) => (v === "" ? undefined : v), z.coerce.numb
 const id = (example: string) => z.string().min(1).max(64).openapi({ example });
 
 /**
- * The search request, checked once: each field, then the rules across fields. The HTTP route
- * validates its form with it and the CLI its options (`parseSearchRequest`); SearchService takes
- * the result as valid and checks only what needs the store (ids, models).
+ * The search form's fields, checked once: the HTTP route validates its form with it and the CLI
+ * its options (`parseSearchRequest`); the agent tool has its own input schema. The rules across
+ * fields (one of query/image/image_url, …) are SearchService's, checked once for every caller.
  */
 export const searchFormSchema = z
   .object({
@@ -32,6 +32,16 @@ export const searchFormSchema = z
     labels: repeated(z.string().trim().min(1).max(100), 20).openapi({ description: "Repeatable scene-label filter (any of)", type: "array", items: { type: "string" } }),
     page: z.coerce.number().int().min(1).max(10_000).default(1),
     per_page: z.coerce.number().int().min(1).max(50).default(10),
+    min_score: z
+      .preprocess((v) => (v === "" ? undefined : v), z.coerce.number().finite().min(0).max(1))
+      .optional()
+      .openapi({
+        type: "number",
+        minimum: 0,
+        maximum: 1,
+        description: "Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked",
+        example: 0.3,
+      }),
     include_hidden: formBool.default(false).openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
     include_thumbnail_base64: formBool.default(false).openapi({ description: "Add each segment's thumbnail as base64 JPEG" }),
   })
@@ -39,16 +49,6 @@ export const searchFormSchema = z
   .superRefine((f, ctx) => {
     if (f.image !== undefined && !(f.image instanceof Blob)) {
       ctx.addIssue({ code: "custom", path: ["image"], message: "image must be one uploaded file (multipart/form-data)" });
-      return;
-    }
-    if (f.image !== undefined && f.image_url !== undefined) {
-      ctx.addIssue({ code: "custom", path: ["image_url"], message: "Send either image or image_url, not both" });
-    }
-    if (f.query === undefined && f.image === undefined && f.image_url === undefined) {
-      ctx.addIssue({ code: "custom", path: ["query"], message: "One of query, image or image_url is required" });
-    }
-    if (f.modes?.includes("transcript") && f.query === undefined) {
-      ctx.addIssue({ code: "custom", path: ["modes"], message: "transcript mode searches what was said: it needs a text query", input: "transcript" });
     }
   });
 
@@ -66,6 +66,7 @@ export function toSearchRequest(f: SearchForm, image?: Uint8Array): SearchReques
     labels: f.labels,
     page: f.page,
     perPage: f.per_page,
+    minScore: f.min_score,
     includeHidden: f.include_hidden,
     includeThumbnailBase64: f.include_thumbnail_base64,
   };
@@ -87,6 +88,8 @@ export interface SearchRequest {
   /** Explicitly requested modes; undefined = the default (all three). */
   modes?: Mode[];
   labels?: string[];
+  /** 0–1: replaces the per-mode thresholds for this request (SPEC §6). */
+  minScore?: number;
   page: number;
   perPage: number;
   includeHidden: boolean;

@@ -1,6 +1,7 @@
-import { AppError } from "../core/errors.ts";
+import { AppError, ValidationError, type ValidationIssue } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { isInferenceError } from "../inference/errors.ts";
+import { missingModel } from "../models/hints.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import { calibrate, type NullStats } from "./calibration.ts";
 import { meanNormalized, type QueryEncoder, type TranscriptSemanticSearch } from "./embedder.ts";
@@ -9,7 +10,7 @@ import { fuseModes, suppressDuplicates, type Fused } from "./fusion.ts";
 import { checkImage, decodeImageRgb, fetchImageUrl } from "./image-input.ts";
 import type { NearestRequest, SearchIndexes, VectorHit } from "./indexes.ts";
 import { type MediaLinks, secs, thumbnailBase64, withFragment } from "./links.ts";
-import { type Candidate, type FrameHit, framesToMoments, sameStart } from "./moments.ts";
+import { type Candidate, type FrameHit, framesToMoments, MIN_SCORE_BAND, sameStart } from "./moments.ts";
 import type { SearchRequest, SearchResult, SearchSegment, SearchVideo } from "./schema.ts";
 import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type VideoInfoRow } from "./store.ts";
 import { contentWords, coverage, mentionTerms } from "./text-match.ts";
@@ -40,6 +41,8 @@ export interface SearchServiceDeps {
   logger?: Logger;
   /** The pipeline's frame sampling interval (about one frame a second). */
   frameIntervalSecs?: number;
+  /** Whether a speech model is installed; absent = assume so (transcripts then come from elsewhere). */
+  speechModel?: () => boolean;
 }
 
 /** Nearest frames / shots fetched per search, and transcript segments. */
@@ -79,14 +82,15 @@ export class SearchService {
     const credits = this.d.credits;
     await credits.assertCanSpend(accountId);
 
-    const thresholds = this.thresholds(accountId);
+    // min_score replaces every per-mode cut for this request (SPEC §6); 0 keeps whatever matched.
+    const thresholds = req.minScore === undefined ? this.thresholds(accountId) : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
     const vector = p.modes.some((m) => m !== "transcript") ? await this.queryVector(req, p.text) : null;
     const modelId = this.d.encoder.embedder.modelId();
 
     const lists = new Map<ListName, Candidate[]>();
     for (const mode of p.modes) {
-      if (mode === "video") lists.set("video", this.videoMode(p.scope, modelId!, vector!, thresholds, allowShots));
+      if (mode === "video") lists.set("video", this.videoMode(p.scope, modelId!, vector!, thresholds, allowShots, req.minScore === undefined ? undefined : MIN_SCORE_BAND));
       if (mode === "scene") lists.set("scene", this.sceneMode(p.scope, modelId!, vector!, p.text, thresholds, allowShots));
       if (mode === "transcript") {
         lists.set("transcript", this.transcriptMode(p.scope, p.text!, thresholds["transcript:default"], allowShots));
@@ -139,12 +143,22 @@ export class SearchService {
   // ---- request checks ------------------------------------------------------------------------
 
   /**
-   * `req` was validated once, by searchFormSchema (HTTP form or CLI options through
-   * parseSearchRequest); what is left needs the store or the models.
+   * Each field of `req` was validated once by its caller's schema (searchFormSchema for HTTP and
+   * the CLI, the agent tool's input schema); here, once for every caller, the rules across fields,
+   * then what needs the store or the models.
    */
   private prepare(accountId: string, req: SearchRequest): Prepared {
+    const issues: ValidationIssue[] = [];
     const text = req.query ?? null;
+    if (req.image && req.imageUrl) issues.push({ loc: ["body", "image_url"], msg: "Send either image or image_url, not both", type: "value_error" });
+    if (req.query === undefined && !req.image && req.imageUrl === undefined) {
+      issues.push({ loc: ["body", "query"], msg: "One of query, image or image_url is required", type: "missing" });
+    }
     const requested = req.modes ? [...new Set(req.modes)] : null;
+    if (requested?.includes("transcript") && !text && !issues.length) {
+      issues.push({ loc: ["body", "modes"], msg: "transcript mode searches what was said: it needs a text query", type: "value_error", input: "transcript" });
+    }
+    if (issues.length) throw new ValidationError(issues);
 
     const scope: SearchScope = { accountId };
     if (req.collectionId) {
@@ -157,23 +171,27 @@ export class SearchService {
     }
 
     const embedder = this.d.encoder.embedder;
-    const modelReason = "MODEL_NOT_INSTALLED: no image-text model installed (vsearch models import … --role image-text)";
+    // Transcripts are searchable without a speech model when some were made earlier; with neither,
+    // the mode could only answer [] — it says why instead.
+    const noSpeech = this.d.speechModel && !this.d.speechModel() && this.d.indexes.memo(accountId, "transcript-n", () => this.d.store.transcriptCount(accountId)) === 0;
     const modes: Mode[] = [];
     const skipped: Record<string, string> = {};
     for (const mode of requested ?? MODES) {
       if (mode === "transcript") {
-        if (text) modes.push(mode);
-        else skipped[mode] = "needs a text query";
+        if (!text) skipped[mode] = "needs a text query";
+        else if (!noSpeech) modes.push(mode);
+        else if (requested) throw new AppError(503, "MODEL_NOT_INSTALLED", `The transcript mode needs transcripts and there are none: ${missingModel("speech")}; then vsearch reindex`);
+        else skipped[mode] = `MODEL_NOT_INSTALLED: ${missingModel("speech")}`;
       } else if (embedder.available()) {
         modes.push(mode);
       } else if (requested) {
-        throw new AppError(503, "MODEL_NOT_INSTALLED", `The ${mode} mode needs an image-text model; none is installed (vsearch models import … --role image-text)`);
+        throw new AppError(503, "MODEL_NOT_INSTALLED", `The ${mode} mode needs an image-text model: ${missingModel("image-text")}`);
       } else {
-        skipped[mode] = modelReason;
+        skipped[mode] = `MODEL_NOT_INSTALLED: ${missingModel("image-text")}`;
       }
     }
-    if (!modes.length) {
-      throw new AppError(503, "MODEL_NOT_INSTALLED", "An image query needs an image-text model; none is installed (vsearch models import … --role image-text)");
+    if (!modes.length && (req.image || req.imageUrl !== undefined)) {
+      throw new AppError(503, "MODEL_NOT_INSTALLED", `An image query needs an image-text model: ${missingModel("image-text")}`);
     }
     return { scope, modes, skipped, text };
   }
@@ -203,7 +221,7 @@ export class SearchService {
 
   // ---- modes ---------------------------------------------------------------------------------
 
-  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>): Candidate[] {
+  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>, band?: number): Candidate[] {
     const sample = this.d.indexes.sample("frames", scope.accountId, modelId);
     if (!sample.dim || sample.dim !== q.length) return [];
     const stats = this.d.indexes.nullStatsOf(sample, q);
@@ -221,6 +239,7 @@ export class SearchService {
       intervalSecs: this.interval,
       durationOf: (v) => durations.get(v)?.duration_secs ?? null,
       thresholdKey: "video:default",
+      band,
     });
   }
 

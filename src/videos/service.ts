@@ -96,6 +96,11 @@ export class VideoService {
     return this.index.staleVideos(active, accountId);
   }
 
+  /** Per role: videos indexed without a model for it, and those `reindex` would change (IndexStore.modelCoverage). */
+  modelCoverage(active: { imageText: string | null; speech: string | null }, accountId?: string) {
+    return this.index.modelCoverage(active, accountId);
+  }
+
   allIds(accountId?: string): string[] {
     return this.store.allIds(accountId);
   }

@@ -14,6 +14,7 @@ export const LAYERS: string[][] = [
   ["api-keys/", "collections/", "credits/", "webhooks/"],
   ["auth/", "videos/"],
   ["media-serving/", "upload/", "search/", "pipeline/", "system/"],
+  ["agent/"],
   ["services.ts"],
   ["http/"],
   ["api/"],

@@ -194,6 +194,30 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       expect(red.every((s) => s.score >= 0.5)).toBe(true);
       expect(beach).toEqual([]);
     });
+
+    it("min_score replaces every per-mode cut: 0 returns the best matches ranked, whatever their score", async () => {
+      const beach = segmentsOf((await search(t, a.key, { query: "beach", modes: "video", min_score: "0" })).body);
+      // Nothing passes the default cut for "beach" frames (above); with 0 the nearest come back, ranked.
+      expect(beach.length).toBeGreaterThan(0);
+      expect(beach.some((s) => s.score < 0.5)).toBe(true);
+      expect(beach.map((s) => s.rank)).toEqual([...beach.map((s) => s.rank)].sort((x: number, y: number) => x - y));
+      const byVideo = (await search(t, a.key, { query: "beach", min_score: "0" })).body;
+      expect(byVideo.meta.total).toBeGreaterThanOrEqual(2);
+      const strict = segmentsOf((await search(t, a.key, { query: "red", modes: "video", min_score: "0.9" })).body);
+      const normal = segmentsOf((await search(t, a.key, { query: "red", modes: "video" })).body);
+      expect(strict.every((s) => s.score >= 0.9)).toBe(true);
+      const zero = segmentsOf((await search(t, a.key, { query: "red", modes: "video", min_score: "0" })).body);
+      expect(strict.length).toBeLessThanOrEqual(normal.length);
+      // With no cut every frame passes; a moment keeps the frames near its peak (not the whole 30 s
+      // of v1), and the strongest one the default cut finds (15-17 s in v1) is still ranked first.
+      expect(zero[0]).toMatchObject({ video_id: v1, timestamp_start: normal[0].timestamp_start, rank: 1 });
+      expect(zero[0].timestamp_end - zero[0].timestamp_start).toBeLessThan(5);
+      expect(zero[0].score).toBe(Math.max(...zero.map((z) => z.score)));
+      // A transcript hit with half the query's words is under the default 0.5 only when min_score says so.
+      const half = segmentsOf((await search(t, a.key, { query: "red ball", modes: "transcript", min_score: "0" })).body);
+      expect(half.map((s) => s.text_content).sort()).toEqual(["a dog is running after the ball", "the red car drives away"]);
+      expect(segmentsOf((await search(t, a.key, { query: "red ball", modes: "transcript", min_score: "1" })).body)).toEqual([]);
+    });
   });
 
   describe("feedback", () => {
@@ -291,6 +315,9 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
         [{ query: "red", image: "not-a-file" }, "body.image"],
         [{ query: "red", limit: "5" }, "body.limit"],
         [{ image_url: "http://example.invalid/x.png", modes: "transcript" }, "body.modes"],
+        [{ query: "red", min_score: "1.5" }, "body.min_score"],
+        [{ query: "red", min_score: "-0.1" }, "body.min_score"],
+        [{ query: "red", min_score: "high" }, "body.min_score"],
       ];
       for (const [fields, loc] of cases) {
         const { res, body } = await search(t, a.key, fields);
@@ -385,6 +412,25 @@ describe("without an image-text model", () => {
     expect(Object.keys(body.meta.skipped_modes).sort()).toEqual(["scene", "video"]);
     expect(body.meta.skipped_modes.video).toMatch(/^MODEL_NOT_INSTALLED/);
     expect(segmentsOf(body).map((s) => s.text_content)).toEqual(["the budget meeting starts now"]);
+  });
+
+  it("with no speech model and no transcript, the transcript mode says which model is missing and how to install it", async () => {
+    const empty = createTenant(t2, "Empty");
+    createCollection(t2, empty.accountId, "Nothing yet");
+    const { res, body } = await search(t2, empty.key, { query: "budget" });
+    expect(res.status).toBe(200);
+    expect(body.data).toEqual([]);
+    expect(body.meta.modes).toEqual([]);
+    expect(body.meta.skipped_modes.transcript).toBe(
+      "MODEL_NOT_INSTALLED: no speech model installed; fix: vsearch models pull whisper-tiny.en (air-gapped: vsearch models import <dir|tar> --role speech)",
+    );
+    expect(body.meta.skipped_modes.video).toBe(
+      "MODEL_NOT_INSTALLED: no image-text model installed; fix: vsearch models pull clip-vit-base-patch32 (air-gapped: vsearch models import <dir|tar> --role image-text)",
+    );
+    const asked = await search(t2, empty.key, { query: "budget", modes: "transcript" });
+    expect(asked.res.status).toBe(503);
+    expect(asked.body.detail.code).toBe("MODEL_NOT_INSTALLED");
+    expect(asked.body.detail.message).toContain("vsearch models pull whisper-tiny.en");
   });
 
   it("an explicitly requested mode is a 503 MODEL_NOT_INSTALLED; so is an image query", async () => {
