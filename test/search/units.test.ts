@@ -228,12 +228,12 @@ describe("the search request is validated once, by one schema (HTTP form and CLI
       return (e as ValidationError).issues.map((i) => `${i.loc.join(".")}:${i.type}`);
     }
   };
-  it("field rules and cross-field rules come from searchFormSchema", () => {
-    expect(issues({})).toEqual(["body.query:value_error"]);
+  it("field rules come from searchFormSchema; the rules across fields are the service's (search.test.ts)", () => {
     expect(issues({ query: "  " })).toEqual(["body.query:string_too_short"]);
     expect(issues({ query: "red", per_page: "51" })).toEqual(["body.per_page:less_than_equal"]);
-    expect(issues({ image_url: "http://x/y.png", modes: ["transcript"] })).toEqual(["body.modes:value_error"]);
+    expect(issues({ query: "red", min_score: "2" })).toEqual(["body.min_score:less_than_equal"]);
     expect(issues({ query: "red", image: "not a file" })).toEqual(["body.image:value_error"]);
+    expect(issues({})).toEqual([]); // "one of query, image or image_url" is checked once, by SearchService
   });
   it("a valid form becomes the service's request, defaults filled", () => {
     expect(parseSearchRequest({ query: " red ", modes: "video", page: "2" })).toEqual({
@@ -246,6 +246,7 @@ describe("the search request is validated once, by one schema (HTTP form and CLI
       labels: undefined,
       page: 2,
       perPage: 10,
+      minScore: undefined,
       includeHidden: false,
       includeThumbnailBase64: false,
     });
