@@ -2,7 +2,7 @@ import { cpSync, existsSync, readFileSync, readdirSync, writeFileSync } from "no
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp, uploadAndWait } from "../helpers/app.ts";
-import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { cutsMp4, ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { LONG_CUTS, imageDimensions, isJpeg, mediaBins, mediaFixture, meanRgb } from "../helpers/media.ts";
 import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
 
@@ -18,13 +18,7 @@ let silentVideo: string;
 
 /** Three 2-second colour segments (two hard cuts) with a tone track. */
 async function makeMedia() {
-  withCuts = await ffmpeg(
-    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "color=c=red:size=320x240:rate=12:duration=2",
-     "-f", "lavfi", "-i", "color=c=blue:size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "sine=frequency=440:duration=6",
-     "-filter_complex", "[0:v][1:v][2:v]concat=n=3:v=1:a=0[v]", "-map", "[v]", "-map", "3:a",
-     "-c:v", "libx264", "-preset", "ultrafast", "-g", "12", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
-    join(media, "cuts.mp4"),
-  );
+  withCuts = await cutsMp4(media, "cuts.mp4");
   silentVideo = await ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(media, "silent.mp4"));
 }
 

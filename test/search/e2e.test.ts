@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp, uploadAndWait } from "../helpers/app.ts";
-import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { cutsMp4, ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
 import { multipart, segmentsOf } from "./helpers.ts";
 
@@ -19,13 +19,7 @@ let dir: string;
 beforeAll(async () => {
   dir = scratchDir("search-e2e");
   // 2 s test pattern, 2 s solid red, 2 s solid blue (two hard cuts), with a tone.
-  const clip = await ffmpeg(
-    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "color=c=red:size=320x240:rate=12:duration=2",
-     "-f", "lavfi", "-i", "color=c=blue:size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "sine=frequency=440:duration=6",
-     "-filter_complex", "[0:v][1:v][2:v]concat=n=3:v=1:a=0[v]", "-map", "[v]", "-map", "3:a",
-     "-c:v", "libx264", "-preset", "ultrafast", "-g", "12", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
-    join(dir, "cuts.mp4"),
-  );
+  const clip = await cutsMp4(dir, "cuts.mp4");
   t = await startTestApp({ VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }) });
   await t.app.start();
   tenant = await createTenant(t);
