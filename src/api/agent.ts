@@ -12,6 +12,7 @@ export function registerAgentRoutes(app: Api, deps: HttpDeps) {
     defineRoute(deps, {
       method: "get",
       path: "/v1/agent/schema.json",
+      operationId: "getAgentSchema",
       tags: ["Agent tools"],
       summary: "Function-calling JSON Schemas of the agent tools",
       description:
@@ -31,6 +32,7 @@ export function registerAgentRoutes(app: Api, deps: HttpDeps) {
     defineRoute(deps, {
       method: "post",
       path: "/v1/agent/call",
+      operationId: "callAgentTool",
       tags: ["Agent tools"],
       summary: "Call an agent tool",
       description: `Body \`{tool, input}\`; the answer is the tool's output in the usual envelope. Tools: ${names.join(", ")}. All are reads: read_only keys may call every tool. Rate group \`agent\` (shared with /v1/mcp).`,

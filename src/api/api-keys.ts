@@ -13,6 +13,7 @@ export function registerApiKeyRoutes(app: Api, deps: HttpDeps) {
       ...base,
       method: "post",
       path: "/v1/api_keys",
+      operationId: "createApiKey",
       summary: "Create an API key (the secret is in this response only)",
       request: { body: { required: true, content: { "application/json": { schema: createApiKeyInput } } } },
       responses: {
@@ -28,6 +29,7 @@ export function registerApiKeyRoutes(app: Api, deps: HttpDeps) {
       ...base,
       method: "get",
       path: "/v1/api_keys",
+      operationId: "listApiKeys",
       summary: "List every key of the account, revoked ones included, never with the secret",
       responses: { 200: { description: "Keys", content: { "application/json": { schema: envelopeOf(z.array(apiKeySchema)) } } } },
     }),
@@ -42,6 +44,7 @@ export function registerApiKeyRoutes(app: Api, deps: HttpDeps) {
       ...base,
       method: "delete",
       path: "/v1/api_keys/{key_id}",
+      operationId: "revokeApiKey",
       summary: "Revoke a key: immediate and permanent; it stays listed",
       request: { params: idParam("key_id", "key_4f0c2b7d9a1e3c5b7d9a") },
       responses: {

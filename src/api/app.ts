@@ -21,6 +21,8 @@ import { handleError, notFoundHandler, validationResponse } from "../http/errors
 import { clientAddress, corsFor, declaredBodyLimit, methodMatcher, methodNotAllowed } from "../http/guards.ts";
 import type { AppEnv } from "../http/types.ts";
 import { insufficientStorage, isIoError, isStorageError } from "../core/storage.ts";
+import { RESPONSE_HEADERS } from "../http/route.ts";
+import { registerProbeDocs } from "./probes.ts";
 
 export interface HttpAppOptions extends HttpDeps {
   logger: Logger;
@@ -114,7 +116,9 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     scheme: "bearer",
     description: "Session token from POST /v1/auth/sessions",
   });
+  for (const [name, header] of Object.entries(RESPONSE_HEADERS)) app.openAPIRegistry.registerComponent("headers", name, header);
 
+  registerProbeDocs(app);
   app.get("/healthz", (c) => c.json({ status: "ok", version: opts.version }));
   app.get("/readyz", (c) => {
     const r = opts.ready();
@@ -126,9 +130,12 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
 
   app.doc31("/v1/openapi.json", {
     openapi: "3.1.0",
+    // Relative: the document is served by the appliance it describes, wherever that is reached.
+    servers: [{ url: "/", description: "This vsearch appliance" }],
     info: {
       title: "vsearch",
       version: opts.version,
+      license: { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" },
       description:
         "Self-hosted video search. Every success is `{data, meta}`; validation errors are 422 `{detail: [...]}`; other errors `{detail: {code, message}}`.",
     },

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { envelopeOf, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
-import { defineRoute } from "../http/route.ts";
+import { defineRoute, RATE_LIMIT_HEADERS } from "../http/route.ts";
 import { rateExceeded, rateHeaders } from "../http/rate-limit.ts";
 import { AppError } from "../core/errors.ts";
 import type { RateGroup } from "../config/config.ts";
@@ -11,14 +11,16 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
   const signIn = defineRoute(deps, {
     method: "post",
     path: "/v1/auth/sessions",
+    operationId: "createSession",
     tags: ["Auth"],
     summary: "Sign in with e-mail and password; returns a session token (shown once)",
     access: "public",
     request: { body: { required: true, content: { "application/json": { schema: signInSchema } } } },
     responses: {
-      201: { description: "Signed in", content: { "application/json": { schema: envelopeOf(sessionSchema) } } },
-      401: jsonError("Wrong e-mail or password (UNAUTHORIZED)"),
-      429: jsonError("Too many sign-in attempts for this e-mail or from this address (RATE_LIMIT_EXCEEDED); see Retry-After"),
+      // The handler counts attempts itself (per address, per e-mail), so the rate headers are declared here.
+      201: { description: "Signed in", headers: RATE_LIMIT_HEADERS, content: { "application/json": { schema: envelopeOf(sessionSchema) } } },
+      401: { ...jsonError("Wrong e-mail or password (UNAUTHORIZED)"), headers: RATE_LIMIT_HEADERS },
+      429: { ...jsonError("Too many sign-in attempts for this e-mail or from this address (RATE_LIMIT_EXCEEDED); see Retry-After"), headers: RATE_LIMIT_HEADERS },
     },
   });
   app.openapi(signIn, async (c) => {
@@ -57,10 +59,11 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
   const signOut = defineRoute(deps, {
     method: "delete",
     path: "/v1/auth/sessions/current",
+    operationId: "deleteCurrentSession",
     tags: ["Auth"],
     summary: "End the current session",
     access: "read_only",
-    responses: { 204: { description: "Signed out" } },
+    responses: { 204: { description: "Signed out" }, 400: jsonError("The credential is an API key, not a session (NOT_A_SESSION)") },
   });
   app.openapi(signOut, (c) => {
     deps.auth.signOut(c.get("principal"));
@@ -70,6 +73,7 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
   const whoami = defineRoute(deps, {
     method: "get",
     path: "/v1/auth/whoami",
+    operationId: "whoami",
     tags: ["Auth"],
     summary: "The account and credential of this request",
     access: "read_only",

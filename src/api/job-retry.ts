@@ -11,6 +11,7 @@ export function registerJobRetryRoute(app: Api, deps: HttpDeps) {
       rateGroup: "jobs",
       method: "post",
       path: "/v1/jobs/{job_id}/retry",
+      operationId: "retryJob",
       summary: "Run a failed job again from the start",
       description:
         "For a job that failed (e.g. `CRASHED_REPEATEDLY`, `INSUFFICIENT_STORAGE`, a model error) once the cause is fixed. The job goes back to `queued` with its crash count reset; its video to `queued`. `job.completed` or `job.failed` fires again when it ends.",

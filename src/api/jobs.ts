@@ -12,6 +12,7 @@ export function registerJobRoutes(app: Api, deps: HttpDeps) {
       ...base,
       method: "get",
       path: "/v1/jobs",
+      operationId: "listJobs",
       summary: "List indexing jobs, newest first",
       request: { query: listJobsQuery },
       responses: { 200: { description: "Jobs", content: { "application/json": { schema: envelopeOf(z.array(jobSchema)) } } } },
@@ -28,6 +29,7 @@ export function registerJobRoutes(app: Api, deps: HttpDeps) {
       ...base,
       method: "get",
       path: "/v1/jobs/{job_id}",
+      operationId: "getJob",
       summary: "Get a job: status, stage, progress and error",
       request: { params: idParam("job_id", "job_T4n8Yq2wE6rU0iO3pA5s") },
       responses: {

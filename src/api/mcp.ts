@@ -29,6 +29,7 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
   const route = defineRoute(deps, {
     method: "post",
     path: "/v1/mcp",
+    operationId: "mcp",
     tags: ["Agent tools"],
     summary: "Model Context Protocol (streamable HTTP, stateless)",
     description:
@@ -39,12 +40,13 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
     responses: {
       200: { description: "The JSON-RPC response (or 202 for a notification)", content: { "application/json": { schema: z.record(z.string(), z.unknown()) } } },
       400: { description: "Not JSON (JSON-RPC parse error)" },
+      406: { description: "Accept must list application/json and text/event-stream (MCP streamable HTTP)" },
     },
   });
   // Registered with plain Hono: the SDK's transport validates JSON-RPC itself and answers in its terms.
   const { middleware, ...doc } = route;
   delete (doc.responses as Record<string, unknown>)[422]; // bad tool input is a tool result, not an HTTP 422
-  (doc.responses as Record<string, unknown>)[413] = { description: "Body over 1 MiB (PAYLOAD_TOO_LARGE)" };
+  (doc.responses as Record<string, unknown>)[413] = { description: "Body over 1 MiB (PAYLOAD_TOO_LARGE)", headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" } } };
   app.openAPIRegistry.registerPath(doc as never);
 
   const [authorize] = middleware; // maxBody "stream" and no rate group: authentication only (the body is read capped below)

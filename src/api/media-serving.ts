@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import { defineRoute, jsonError } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import type { AppEnv } from "../http/types.ts";
+import { CONTAINER_MIME } from "../media/container.ts";
 import { notModified, rangeStillValid } from "../media-serving/conditional.ts";
 import { parseRange } from "../media-serving/range.ts";
 import type { MediaItem } from "../media-serving/service.ts";
@@ -13,11 +14,14 @@ const signed = z.object({
 });
 const videoParam = z.string().openapi({ param: { name: "video_id", in: "path" }, example: "vid_Qm3x9T0bL2vK7cP5sN1a" });
 
-const binary = (type: string) => ({ content: { [type]: { schema: z.string().openapi({ format: "binary" }) } } });
-const responses = (type: string) => ({
-  200: { description: "The whole file (also when `If-Range` no longer matches)", ...binary(type) },
+/** What a source is served as: the type its container was sniffed as at upload (a TS is video/mp2t). */
+const SOURCE_TYPES = [...new Set([...Object.values(CONTAINER_MIME), "video/mp2t"])];
+
+const binary = (types: string[]) => ({ content: Object.fromEntries(types.map((t) => [t, { schema: z.string().openapi({ format: "binary" }) }])) });
+const responses = (types: string[]) => ({
+  200: { description: "The whole file (also when `If-Range` no longer matches)", ...binary(types) },
   304: { description: "Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified)" },
-  206: { description: "The requested byte range (Content-Range)", ...binary(type) },
+  206: { description: "The requested byte range (Content-Range)", ...binary(types) },
   403: jsonError("Missing, wrong or expired signature (FORBIDDEN)"),
   404: jsonError("Unknown video or missing file (VIDEO_NOT_FOUND, NOT_FOUND)"),
   416: { description: "Range not satisfiable (Content-Range: bytes */size)" },
@@ -30,14 +34,29 @@ const responses = (type: string) => ({
  */
 export function registerMediaRoutes(app: Api, deps: HttpDeps) {
   const svc = deps.services.media;
-  const entries: { path: string; doc: string; summary: string; type: string; item: (c: Context<AppEnv>) => MediaItem | null }[] = [
-    { path: "/media/videos/:video_id/source", doc: "/media/videos/{video_id}/source", summary: "Play a video (presigned, Range)", type: "video/mp4", item: () => ({ kind: "source" }) },
-    { path: "/media/videos/:video_id/poster.jpg", doc: "/media/videos/{video_id}/poster.jpg", summary: "A video's poster (presigned)", type: "image/jpeg", item: () => ({ kind: "poster" }) },
+  const entries: { path: string; doc: string; operationId: string; summary: string; types: string[]; item: (c: Context<AppEnv>) => MediaItem | null }[] = [
+    {
+      path: "/media/videos/:video_id/source",
+      doc: "/media/videos/{video_id}/source",
+      operationId: "getVideoSource",
+      summary: "Play a video (presigned, Range)",
+      types: SOURCE_TYPES,
+      item: () => ({ kind: "source" }),
+    },
+    {
+      path: "/media/videos/:video_id/poster.jpg",
+      doc: "/media/videos/{video_id}/poster.jpg",
+      operationId: "getVideoPoster",
+      summary: "A video's poster (presigned)",
+      types: ["image/jpeg"],
+      item: () => ({ kind: "poster" }),
+    },
     {
       path: "/media/videos/:video_id/shots/:file",
       doc: "/media/videos/{video_id}/shots/{file}",
+      operationId: "getShotThumbnail",
       summary: "A shot's thumbnail, `{n}.jpg` (presigned)",
-      type: "image/jpeg",
+      types: ["image/jpeg"],
       item: (c) => {
         const m = /^(\d{1,6})\.jpg$/.exec(c.req.param("file") ?? "");
         return m ? { kind: "shot", index: Number(m[1]) } : null;
@@ -51,11 +70,12 @@ export function registerMediaRoutes(app: Api, deps: HttpDeps) {
     const route = defineRoute(deps, {
       method: "get",
       path: e.doc,
+      operationId: e.operationId,
       tags: ["Media"],
       summary: e.summary,
       access: "public",
       request: { params, query: signed },
-      responses: responses(e.type),
+      responses: responses(e.types),
     });
     const { middleware, ...doc } = route;
     app.openAPIRegistry.registerPath(doc as never);

@@ -1,5 +1,4 @@
 import { z } from "@hono/zod-openapi";
-import { ValidationError } from "../core/errors.ts";
 import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
 import { type MetaExtra, metaSchema } from "../http/envelope.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
@@ -14,6 +13,7 @@ import {
   searchFormSchema,
   type SearchRequest,
   searchVideoSchema,
+  toSearchRequest,
 } from "../search/schema.ts";
 
 // Lives with the route, not in search/schema.ts: it extends the HTTP envelope's meta (a kit schema).
@@ -34,37 +34,29 @@ export const searchMetaSchema = metaSchema
 /** The image (≤ 10 MB) plus the other fields and multipart framing. */
 const SEARCH_MAX_BODY = MAX_IMAGE_BYTES + 1024 * 1024;
 
-const form = <S extends z.ZodType>(schema: S) => ({
-  required: true as const,
-  content: { "multipart/form-data": { schema }, "application/x-www-form-urlencoded": { schema } },
-});
-
-async function toRequest(f: SearchForm): Promise<SearchRequest> {
-  let image: Uint8Array | undefined;
-  if (f.image !== undefined) {
-    const file = f.image as unknown;
-    if (!(file instanceof Blob)) {
-      throw new ValidationError([{ loc: ["body", "image"], msg: "image must be one uploaded file (multipart/form-data)", type: "value_error" }]);
-    }
-    if (file.size > MAX_IMAGE_BYTES) {
-      throw new ValidationError([{ loc: ["body", "image"], msg: `The image is larger than ${MAX_IMAGE_BYTES} bytes`, type: "too_long", ctx: { max: MAX_IMAGE_BYTES } }]);
-    }
-    image = new Uint8Array(await file.arrayBuffer());
-  }
+/**
+ * A form body in both encodings. `repeated` names the array fields, sent as one field per value
+ * (`modes=video&modes=scene`), which `encoding` tells generated clients.
+ */
+const form = <S extends z.ZodType>(schema: S, repeated: string[] = [], files: Record<string, string> = {}) => {
+  const multipart = Object.fromEntries([
+    ...repeated.map((k) => [k, { contentType: "text/plain", explode: true }]),
+    ...Object.entries(files).map(([k, type]) => [k, { contentType: type }]),
+  ]);
+  const urlencoded = Object.fromEntries(repeated.map((k) => [k, { style: "form", explode: true }]));
   return {
-    query: f.query,
-    image,
-    imageUrl: f.image_url,
-    collectionId: f.collection_id,
-    videoId: f.video_id,
-    modes: f.modes,
-    labels: f.labels,
-    page: f.page,
-    perPage: f.per_page,
-    minScore: f.min_score,
-    includeHidden: f.include_hidden,
-    includeThumbnailBase64: f.include_thumbnail_base64,
+    required: true as const,
+    content: {
+      "multipart/form-data": { schema, ...(Object.keys(multipart).length ? { encoding: multipart } : {}) },
+      "application/x-www-form-urlencoded": { schema, ...(repeated.length ? { encoding: urlencoded } : {}) },
+    },
   };
+};
+
+/** The validated form (searchFormSchema checked every field and rule) with the image's bytes. */
+async function toRequest(f: SearchForm): Promise<SearchRequest> {
+  // Size, format and pixel checks happen once, in the service (the same ones as for image_url).
+  return toSearchRequest(f, f.image instanceof Blob ? new Uint8Array(await f.image.arrayBuffer()) : undefined);
 }
 
 export function registerSearchRoutes(app: Api, deps: HttpDeps) {
@@ -74,6 +66,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
     defineRoute(deps, {
       method: "post",
       path: "/v1/search",
+      operationId: "search",
       tags: ["Search"],
       summary: "Find moments by text, image or both",
       description:
@@ -81,7 +74,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       access: "read_only",
       rateGroup: "search",
       maxBody: SEARCH_MAX_BODY,
-      request: { body: form(searchFormSchema) },
+      request: { body: form(searchFormSchema, ["modes", "labels"], { image: "image/jpeg, image/png" }) },
       responses: {
         200: { description: "Matching videos and their clips", content: { "application/json": { schema: z.object({ data: z.array(searchVideoSchema), meta: searchMetaSchema }) } } },
         402: jsonError("Out of credits (INSUFFICIENT_CREDITS)"),
@@ -100,6 +93,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
     defineRoute(deps, {
       method: "post",
       path: "/v1/search/feedback",
+      operationId: "submitSearchFeedback",
       tags: ["Search"],
       summary: "Thumbs up/down on a search result",
       description:
@@ -122,6 +116,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
     defineRoute(deps, {
       method: "delete",
       path: "/v1/search/feedback",
+      operationId: "clearSearchFeedback",
       tags: ["Search"],
       summary: "Clear feedback on a segment (unhides it, takes its threshold step back)",
       access: "read_only",
@@ -140,6 +135,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
     defineRoute(deps, {
       method: "get",
       path: "/v1/videos/{video_id}/moment",
+      operationId: "getMoment",
       tags: ["Search"],
       summary: "The shot covering a time: caption, labels, transcript, on-screen text, span, thumbnail",
       access: "read_only",

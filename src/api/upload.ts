@@ -8,6 +8,7 @@ export function registerUploadRoutes(app: Api, deps: HttpDeps) {
   const route = defineRoute(deps, {
     method: "post",
     path: "/v1/upload",
+    operationId: "uploadVideo",
     tags: ["Videos"],
     summary: "Upload a video (multipart `file` + `collection_id`); indexing runs as a job",
     description:
@@ -22,7 +23,7 @@ export function registerUploadRoutes(app: Api, deps: HttpDeps) {
           // Documented only: the streaming reader in UploadService parses this body itself.
           "multipart/form-data": {
             schema: z.object({
-              file: z.any().openapi({ type: "string", format: "binary" }),
+              file: z.string().openapi({ format: "binary", description: "The video; streamed to disk" }),
               collection_id: z.string(),
             }),
           },

@@ -19,6 +19,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       ...write,
       method: "post",
       path: "/v1/webhooks",
+      operationId: "createWebhook",
       summary: "Register an endpoint (the signing secret is in this response only)",
       request: { body: json(createWebhookInput) },
       responses: {
@@ -34,6 +35,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       ...read,
       method: "get",
       path: "/v1/webhooks",
+      operationId: "listWebhooks",
       summary: "List the account's endpoints (never with secrets)",
       responses: { 200: { description: "Endpoints", content: { "application/json": { schema: envelopeOf(z.array(webhookSchema)) } } } },
     }),
@@ -48,6 +50,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       ...read,
       method: "get",
       path: "/v1/webhooks/{webhook_id}",
+      operationId: "getWebhook",
       summary: "Get an endpoint",
       request: { params: webhookId },
       responses: { 200: { description: "Endpoint", content: { "application/json": { schema: envelopeOf(webhookSchema) } } }, ...notFound },
@@ -60,6 +63,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       ...write,
       method: "patch",
       path: "/v1/webhooks/{webhook_id}",
+      operationId: "updateWebhook",
       summary: "Update url, events or is_active",
       request: { params: webhookId, body: json(updateWebhookInput) },
       responses: {
@@ -76,6 +80,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       ...write,
       method: "delete",
       path: "/v1/webhooks/{webhook_id}",
+      operationId: "deleteWebhook",
       summary: "Delete an endpoint and its delivery history",
       request: { params: webhookId },
       responses: { 204: { description: "Deleted" }, ...notFound },
@@ -91,6 +96,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       ...write,
       method: "post",
       path: "/v1/webhooks/{webhook_id}/test",
+      operationId: "testWebhook",
       summary: "Send a `webhook.ping` through the normal signing and delivery path",
       request: { params: webhookId },
       responses: {
@@ -107,6 +113,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       ...read,
       method: "get",
       path: "/v1/webhooks/{webhook_id}/deliveries",
+      operationId: "listWebhookDeliveries",
       summary: "Delivery history, newest first",
       request: { params: webhookId, query: pageQuery(100, 20) },
       responses: { 200: { description: "Deliveries", content: { "application/json": { schema: envelopeOf(z.array(deliverySchema)) } } }, ...notFound },
@@ -123,6 +130,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       ...write,
       method: "post",
       path: "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry",
+      operationId: "retryWebhookDelivery",
       summary: "Redeliver a failed delivery now (one attempt)",
       request: {
         params: z.object({

@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 import { type CliContext, table } from "../cli/context.ts";
 import { AppError } from "../core/errors.ts";
-import type { SearchRequest, SearchResult } from "../search/schema.ts";
-import type { Mode } from "../search/thresholds.ts";
+import { parseSearchRequest, type SearchResult } from "../search/schema.ts";
 
 const list = (v: string, prev: string[] = []) => [...prev, ...v.split(",").map((s) => s.trim()).filter(Boolean)];
 
@@ -34,18 +33,18 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
             if (!c) throw new AppError(404, "COLLECTION_NOT_FOUND", `No collection named "${opts.collection}" in ${opts.account}`);
             collectionId = c.id;
           }
-          const req: SearchRequest = {
+          // The same one validation as the HTTP form: field names as in the form.
+          const req = parseSearchRequest({
             query,
-            collectionId,
-            videoId: opts.video,
-            modes: opts.modes as Mode[] | undefined,
+            collection_id: collectionId,
+            video_id: opts.video,
+            modes: opts.modes,
             labels: opts.labels,
-            page: Number(opts.page),
-            perPage: Number(opts.perPage),
-            minScore: opts.minScore === undefined ? undefined : Number(opts.minScore),
-            includeHidden: Boolean(opts.includeHidden),
-            includeThumbnailBase64: false,
-          };
+            page: opts.page,
+            per_page: opts.perPage,
+            min_score: opts.minScore,
+            include_hidden: opts.includeHidden ? "true" : undefined,
+          });
           return app.services.search.search(opts.account, req);
         });
         ctx.print(cmd, { data: result.videos, meta: { total: result.total, page: result.page, per_page: result.perPage, facets: result.facets, modes: result.modes, skipped_modes: result.skippedModes } }, () => human(result));

@@ -10,6 +10,8 @@ import type { HttpDeps } from "./deps.ts";
 import type { AppEnv } from "./types.ts";
 
 export interface RouteSpec extends Omit<RouteConfig, "middleware"> {
+  /** Stable and unique: generated clients name their methods after it. */
+  operationId: string;
   /** Who may call it; enforced by `authorize`, documented in the OpenAPI `security`. */
   access: Access;
   rateGroup?: RateGroup;
@@ -18,6 +20,34 @@ export interface RouteSpec extends Omit<RouteConfig, "middleware"> {
 }
 
 const jsonError = (description: string, schema = errorSchema) => ({ description, content: { "application/json": { schema } } });
+
+/** Response headers, as `#/components/headers/…` (registered once in api/app.ts: `RESPONSE_HEADERS`). */
+const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
+export const RESPONSE_HEADERS = {
+  RequestId: { description: "The caller's X-Request-Id when it is 1–128 of [A-Za-z0-9._:-], else a new `req_…` id (also `meta.request_id`)", schema: { type: "string" } },
+  RateLimitLimit: { description: "Requests allowed per minute for this credential and route group", schema: { type: "integer" } },
+  RateLimitRemaining: { description: "Requests left in the current window", schema: { type: "integer" } },
+  RateLimitReset: { description: "Seconds until the window resets", schema: { type: "integer" } },
+  RetryAfter: { description: "Seconds to wait before retrying", schema: { type: "integer" } },
+} as const;
+
+/** X-RateLimit-* as header refs, for a route that counts requests itself (sign-in). */
+export const RATE_LIMIT_HEADERS = {
+  "X-RateLimit-Limit": ref("RateLimitLimit"),
+  "X-RateLimit-Remaining": ref("RateLimitRemaining"),
+  "X-RateLimit-Reset": ref("RateLimitReset"),
+};
+
+/** Which headers a response of `status` carries, given the route's limiter. */
+function headersFor(status: string, limited: boolean): Record<string, { $ref: string }> {
+  const h: Record<string, { $ref: string }> = { "X-Request-Id": ref("RequestId") };
+  // 401/403 are answered before the limiter runs, so they carry no rate headers.
+  if (limited && status !== "401" && status !== "403") {
+    Object.assign(h, RATE_LIMIT_HEADERS);
+  }
+  if (status === "429") h["Retry-After"] = ref("RetryAfter");
+  return h;
+}
 
 /**
  * Builds an OpenAPI route whose middleware chain is always, in order: authentication +
@@ -37,6 +67,12 @@ export function defineRoute<R extends RouteSpec>(deps: HttpDeps, spec: R) {
   }
   if (rateGroup) responses[429] ??= jsonError("Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After");
   if (route.method !== "get") responses[507] ??= jsonError("The server's disk is full (INSUFFICIENT_STORAGE); nothing was written");
+  // The body guard reads every body but GET/HEAD ones; a streamed route documents its own cap.
+  if (maxBody !== "stream" && route.method !== "get" && route.method !== "head") responses[413] ??= jsonError("Body over the route's cap (PAYLOAD_TOO_LARGE)");
+  responses[500] ??= jsonError("Unexpected error (INTERNAL_ERROR); the server log has it under the request id");
+  for (const [status, r] of Object.entries(responses)) {
+    if (r && !("$ref" in r)) responses[status] = { ...r, headers: { ...headersFor(status, !!rateGroup), ...(r.headers as object | undefined) } } as typeof r;
+  }
   return createRoute({
     ...route,
     responses,

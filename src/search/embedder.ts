@@ -3,7 +3,7 @@ import { InferenceError } from "../inference/errors.ts";
 import { missingModel } from "../models/hints.ts";
 import type { InferencePool } from "../inference/pool.ts";
 import type { ModelCatalog } from "../models/roles.ts";
-import { Lru } from "./lru.ts";
+import { LRUCache } from "lru-cache";
 
 /** CLIP's input side: query images are decoded by ffmpeg straight to this many pixels square. */
 export const QUERY_IMAGE_SIDE = 224;
@@ -131,13 +131,13 @@ export function meanNormalized(vs: Float32Array[]): Float32Array {
  * one model call.
  */
 export class QueryEncoder {
-  private readonly cache: Lru<string, Promise<Float32Array>>;
+  private readonly cache: LRUCache<string, Promise<Float32Array>>;
 
   constructor(
     readonly embedder: QueryEmbedder,
     capacity = 1024,
   ) {
-    this.cache = new Lru(capacity);
+    this.cache = new LRUCache({ max: capacity });
   }
 
   static prompts(text: string): string[] {

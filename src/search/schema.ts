@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { parseInput } from "../core/validate.ts";
 import { MODES, type Mode } from "./thresholds.ts";
 
 /** A form field that may be sent once or repeated (`modes=video&modes=scene`). */
@@ -15,6 +16,11 @@ const secs = () => z.preprocess((v) => (v === "" ? undefined : v), z.coerce.numb
 
 const id = (example: string) => z.string().min(1).max(64).openapi({ example });
 
+/**
+ * The search form's fields, checked once: the HTTP route validates its form with it and the CLI
+ * its options (`parseSearchRequest`); the agent tool has its own input schema. The rules across
+ * fields (one of query/image/image_url, …) are SearchService's, checked once for every caller.
+ */
 export const searchFormSchema = z
   .object({
     query: z.string().trim().min(1).max(1000).optional().openapi({ description: "Natural-language text", example: "a dog catching a frisbee" }),
@@ -43,9 +49,37 @@ export const searchFormSchema = z
     include_hidden: formBool.default(false).openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
     include_thumbnail_base64: formBool.default(false).openapi({ description: "Add each segment's thumbnail as base64 JPEG" }),
   })
-  .strict();
+  .strict()
+  .superRefine((f, ctx) => {
+    if (f.image !== undefined && !(f.image instanceof Blob)) {
+      ctx.addIssue({ code: "custom", path: ["image"], message: "image must be one uploaded file (multipart/form-data)" });
+    }
+  });
 
 export type SearchForm = z.output<typeof searchFormSchema>;
+
+/** A validated form as the service's request; `image` is the uploaded file's bytes. */
+export function toSearchRequest(f: SearchForm, image?: Uint8Array): SearchRequest {
+  return {
+    query: f.query,
+    image,
+    imageUrl: f.image_url,
+    collectionId: f.collection_id,
+    videoId: f.video_id,
+    modes: f.modes,
+    labels: f.labels,
+    page: f.page,
+    perPage: f.per_page,
+    minScore: f.min_score,
+    includeHidden: f.include_hidden,
+    includeThumbnailBase64: f.include_thumbnail_base64,
+  };
+}
+
+/** Form-shaped input (field names as in the HTTP form) → a valid request, or a 422 ValidationError. */
+export function parseSearchRequest(input: Record<string, unknown>): SearchRequest {
+  return toSearchRequest(parseInput(searchFormSchema, input));
+}
 
 /** What SearchService takes (HTTP form and CLI both map onto it). */
 export interface SearchRequest {
@@ -143,11 +177,12 @@ export type FeedbackInput = z.output<typeof feedbackFormSchema>;
 
 export const feedbackDeleteQuery = z.object({
   video_id: id("vid_Qm3x9T0bL2vK7cP5sN1a"),
-  timestamp_start: secs().openapi({ type: "number", param: { name: "timestamp_start", in: "query" } }),
+  // `required` by hand: the preprocess step makes the generator think the field may be absent.
+  timestamp_start: secs().openapi({ type: "number", param: { name: "timestamp_start", in: "query", required: true } }),
 });
 
 export const momentQuery = z.object({
-  timestamp: secs().openapi({ type: "number", description: "Seconds into the video", example: 12.5, param: { name: "timestamp", in: "query" } }),
+  timestamp: secs().openapi({ type: "number", description: "Seconds into the video", example: 12.5, param: { name: "timestamp", in: "query", required: true } }),
 });
 
 export const onScreenLineSchema = z

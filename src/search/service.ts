@@ -150,22 +150,19 @@ export class SearchService {
 
   // ---- request checks ------------------------------------------------------------------------
 
+  /**
+   * Each field of `req` was validated once by its caller's schema (searchFormSchema for HTTP and
+   * the CLI, the agent tool's input schema); here, once for every caller, the rules across fields,
+   * then what needs the store or the models.
+   */
   private prepare(accountId: string, req: SearchRequest): Prepared {
     const issues: ValidationIssue[] = [];
-    const text = req.query?.trim() ? req.query.trim() : null;
-    if (req.query !== undefined && !text) issues.push({ loc: ["body", "query"], msg: "query must not be empty", type: "string_too_short", input: req.query, ctx: { min: 1 } });
+    const text = req.query ?? null;
     if (req.image && req.imageUrl) issues.push({ loc: ["body", "image_url"], msg: "Send either image or image_url, not both", type: "value_error" });
     if (req.query === undefined && !req.image && req.imageUrl === undefined) {
       issues.push({ loc: ["body", "query"], msg: "One of query, image or image_url is required", type: "missing" });
     }
-    if (req.perPage < 1 || req.perPage > 50) issues.push({ loc: ["body", "per_page"], msg: "per_page is 1 to 50", type: "less_than_equal", input: req.perPage, ctx: { max: 50 } });
-    const badMin = req.minScore !== undefined && !(req.minScore >= 0 && req.minScore <= 1);
-    if (badMin) issues.push({ loc: ["body", "min_score"], msg: "min_score is 0 to 1", type: "value_error", input: req.minScore, ctx: { min: 0, max: 1 } });
-    if (req.page < 1) issues.push({ loc: ["body", "page"], msg: "page starts at 1", type: "greater_than_equal", input: req.page, ctx: { min: 1 } });
     const requested = req.modes ? [...new Set(req.modes)] : null;
-    for (const m of requested ?? []) {
-      if (!MODES.includes(m)) issues.push({ loc: ["body", "modes"], msg: `Unknown mode "${m}"; use video, scene, transcript or ocr`, type: "enum", input: m });
-    }
     if (requested?.includes("transcript") && !text && !issues.length) {
       issues.push({ loc: ["body", "modes"], msg: "transcript mode searches what was said: it needs a text query", type: "value_error", input: "transcript" });
     }

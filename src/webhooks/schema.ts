@@ -28,7 +28,8 @@ export const createWebhookInput = z.object({ url: urlField, events: eventsField 
 export const updateWebhookInput = z
   .object({ url: urlField.optional(), events: eventsField.optional(), is_active: z.boolean().optional() })
   .strict()
-  .refine((o) => Object.keys(o).length > 0, { message: "send at least one of url, events, is_active" });
+  .refine((o) => Object.keys(o).length > 0, { message: "send at least one of url, events, is_active" })
+  .openapi({ minProperties: 1 });
 
 export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
 

@@ -1,16 +1,15 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FrameGrabber, jpegSize } from "../../src/agent/frames.ts";
 import { ffmpeg, imageDimensions, isJpeg, mediaBins, mediaFixture, meanRgb, nearestColour } from "../helpers/media.ts";
 import { jpegDimensions } from "./setup.ts";
+import { tempDir } from "../helpers/temp.ts";
 
 /** get_frame's decoder on generated media: size cap, display geometry, HDR, the last frame. */
 const bins = mediaBins();
 const grab = new FrameGrabber(bins);
-const dir = mkdtempSync(join(tmpdir(), "vsearch-frames-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("vsearch-frames-");
 
 /** Decodes a JPEG to RGB at w×h with ffmpeg. */
 async function rgbOf(jpeg: Uint8Array, w: number, h: number): Promise<Uint8Array> {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCliJson, startServer } from "../helpers/cli.ts";
-import { ffmpeg } from "../helpers/ffmpeg.ts";
+import { cutsMp4, ffmpeg } from "../helpers/ffmpeg.ts";
 import { FIXTURE_MODELS } from "../helpers/models.ts";
 
 export interface AgentFixture {
@@ -62,13 +62,7 @@ export async function startAgentFixture(env: Record<string, string> = {}): Promi
   const readOnlyKey = (await runCliJson([...d, "keys", "create", "--account", account.id, "--name", "ro", "--permissions", "read_only"], ENV)).key;
   const otherKey = (await runCliJson([...d, "keys", "create", "--account", other.id, "--name", "all"], ENV)).key;
 
-  const clip = await ffmpeg(
-    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "color=c=red:size=320x240:rate=12:duration=2",
-     "-f", "lavfi", "-i", "color=c=blue:size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "sine=frequency=440:duration=6",
-     "-filter_complex", "[0:v][1:v][2:v]concat=n=3:v=1:a=0[v]", "-map", "[v]", "-map", "3:a",
-     "-c:v", "libx264", "-preset", "ultrafast", "-g", "12", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
-    join(dir, "cuts.mp4"),
-  );
+  const clip = await cutsMp4(dir, "cuts.mp4");
 
   const wide = await ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=10:duration=2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(dir, "wide.mp4"));
 

@@ -1,14 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { createTenant, json, startTestApp, startWithTenants, type Tenant, type TestApp } from "../helpers/app.ts";
 
 let t: TestApp;
 let a: Tenant;
 let b: Tenant;
-beforeAll(async () => {
-  t = await startTestApp();
-  a = await createTenant(t, "A");
-  b = await createTenant(t, "B");
-});
+beforeAll(async () => void ({ t, a, b } = await startWithTenants()));
 afterAll(() => t.close());
 
 const create = (token: string, name: unknown) => t.request("POST", "/v1/collections", { token, json: { name } });

@@ -1,16 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { runCli, runCliJson, startServer } from "../helpers/cli.ts";
+import { tempDirs } from "../helpers/temp.ts";
 
-const dirs: string[] = [];
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), "vsearch-cli-"));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs("vsearch-cli-").make;
 
 describe("CLI as a subprocess", () => {
   test("accounts, users and keys: create, list, revoke with --json", async () => {

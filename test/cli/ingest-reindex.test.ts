@@ -1,13 +1,11 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { runCli, runCliJson } from "../helpers/cli.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { FIXTURE_MODELS } from "../helpers/models.ts";
+import { tempDir } from "../helpers/temp.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "vsearch-reindex-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("vsearch-reindex-");
 
 test("ingest a folder, then a new model version makes `reindex` re-embed with it", async () => {
   const media = scratchDir("reindex");

@@ -5,23 +5,21 @@
  * (HF_ENDPOINT) and `models import` end with how many videos `reindex` would enrich; after
  * `reindex` the warnings are gone and `--min-score 0` ranks every video on the tiny random models.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { runCli, runCliJson } from "../helpers/cli.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { FIXTURE_MODELS } from "../helpers/models.ts";
 import { type FakeHub, startHub } from "../models/hub.ts";
+import { tempDir } from "../helpers/temp.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "vsearch-missing-models-"));
+const dir = tempDir("vsearch-missing-models-");
 let hub: FakeHub;
 beforeAll(() => {
   hub = startHub({ "Xenova/whisper-tiny.en@main": join(FIXTURE_MODELS, "tiny-random-whisper") });
 });
 afterAll(async () => {
   await hub?.stop();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const CLIP_FIX = "no image-text model installed; fix: vsearch models pull clip-vit-base-patch32 (air-gapped: vsearch models import <dir|tar> --role image-text)";

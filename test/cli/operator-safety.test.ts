@@ -89,7 +89,7 @@ test("names with control characters are refused (HTTP 422, CLI exit 1); the CLI 
     expect((await fetch(`${server.url}/v1/jobs?status=weird`, { headers })).status).toBe(422);
     // The OpenAPI document names the new route and the disk-full answer of every write.
     const doc = (await (await fetch(`${server.url}/v1/openapi.json`)).json()) as any;
-    expect(Object.keys(doc.paths["/v1/jobs/{job_id}/retry"].post.responses).sort()).toEqual(["202", "401", "403", "404", "409", "422", "429", "507"]);
+    expect(Object.keys(doc.paths["/v1/jobs/{job_id}/retry"].post.responses).sort()).toEqual(["202", "401", "403", "404", "409", "413", "422", "429", "500", "507"]);
     expect(doc.paths["/v1/upload"].post.responses["507"].description).toContain("INSUFFICIENT_STORAGE");
     expect(doc.paths["/v1/collections"].post.responses["507"]).toBeDefined();
     expect(doc.paths["/v1/collections"].get.responses["507"]).toBeUndefined();

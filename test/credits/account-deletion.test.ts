@@ -2,10 +2,11 @@ import { readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { EVENT_TYPES } from "../../src/events/schema.ts";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { createTenant, json, startTestApp, type Tenant, type TestApp, uploadAndWait } from "../helpers/app.ts";
 import { scratchDir, smallMp4 } from "../helpers/ffmpeg.ts";
 import { fixedCatalog, tinyClip } from "../helpers/models.ts";
-import { startReceiver, until } from "../webhooks/receiver.ts";
+import { until } from "../helpers/wait.ts";
+import { startReceiver } from "../webhooks/receiver.ts";
 
 // With the tiny CLIP model, so the deleted video has frames, vectors and in-memory index rows too.
 let t: TestApp;
@@ -22,12 +23,9 @@ afterAll(() => t.close());
 
 async function uploadAndIndex(ten: Tenant) {
   const col = (await json(await t.request("POST", "/v1/collections", { token: ten.key, json: { name: "c" } }))).data.id;
-  const fd = new FormData();
-  fd.append("collection_id", col);
-  fd.append("file", Bun.file(mp4), "x.mp4");
-  const up = (await json(await t.request("POST", "/v1/upload", { token: ten.key, body: fd }))).data;
-  expect(await until(() => t.app.services.jobs.get(ten.accountId, up.job_id).status === "done", 60_000)).toBe(true);
-  return { col, ...up } as { col: string; video_id: string; job_id: string };
+  const up = await uploadAndWait(t, ten, col, mp4, { timeoutMs: 60_000, filename: "x.mp4" });
+  expect(up.job.status).toBe("done");
+  return { col, ...up };
 }
 
 const webhook = async (ten: Tenant, url: string, events: readonly string[]) =>

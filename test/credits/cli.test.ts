@@ -1,17 +1,12 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, expect, test } from "vitest";
-import { createApp } from "../../src/app.ts";
-import { resolveRuntime } from "../../src/cli/runtime.ts";
-import { loadConfig } from "../../src/config/config.ts";
-import { createLogger } from "../../src/core/logger.ts";
+import { expect, test } from "vitest";
+import { startTestApp } from "../helpers/app.ts";
 import { scratchDir, smallMp4 } from "../helpers/ffmpeg.ts";
 import { runCli, runCliJson, startServer } from "../helpers/cli.ts";
-import { startReceiver, until } from "../webhooks/receiver.ts";
+import { until } from "../helpers/wait.ts";
+import { startReceiver } from "../webhooks/receiver.ts";
+import { tempDir } from "../helpers/temp.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "vsearch-credits-cli-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("vsearch-credits-cli-");
 const ENV = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8" };
 const cli = (...args: string[]) => runCliJson(["--data-dir", dir, ...args], ENV);
 
@@ -34,10 +29,9 @@ test("credits grant/show and accounts delete from the CLI (no server running)", 
   // An endpoint registered through the service (there is no CLI for webhooks), then the CLI deletes.
   const rx = startReceiver();
   try {
-    const config = loadConfig({ dataDir: dir, logLevel: "silent" }, ENV);
-    const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("silent") });
-    const wh = await app.services.webhooks.create(acct.id, { url: rx.url, events: ["account.deleted"] });
-    await app.close();
+    const opened = await startTestApp(ENV, { dataDir: dir });
+    const wh = await opened.app.services.webhooks.create(acct.id, { url: rx.url, events: ["account.deleted"] });
+    await opened.close();
     rx.setSecret(wh.secret);
 
     const r = await cli("accounts", "delete", acct.id);

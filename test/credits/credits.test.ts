@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { createTenant, json, startTestApp, type Tenant, type TestApp, upload as uploadAs } from "../helpers/app.ts";
 import { scratchDir, smallMp4 } from "../helpers/ffmpeg.ts";
-import { startReceiver, until } from "../webhooks/receiver.ts";
+import { until } from "../helpers/wait.ts";
+import { startReceiver } from "../webhooks/receiver.ts";
 
 let t: TestApp;
 let mp4: string;
@@ -25,10 +26,7 @@ const eventsOf = (accountId: string, type: string) =>
 
 const upload = async (ten: Tenant) => {
   const col = (await json(await t.request("POST", "/v1/collections", { token: ten.key, json: { name: `c${Date.now()}${Math.random()}` } }))).data.id;
-  const fd = new FormData();
-  fd.append("collection_id", col);
-  fd.append("file", Bun.file(mp4), "x.mp4");
-  return t.request("POST", "/v1/upload", { token: ten.key, body: fd });
+  return uploadAs(t, ten, col, mp4, { filename: "x.mp4" });
 };
 
 const search = async (ten: Tenant) => {

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
 import { runCli, runCliJson, startServer } from "../helpers/cli.ts";
-import { startReceiver, until } from "../webhooks/receiver.ts";
+import { until } from "../helpers/wait.ts";
+import { startReceiver } from "../webhooks/receiver.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "vsearch-credits-neg-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

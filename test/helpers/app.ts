@@ -1,12 +1,13 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { expect } from "vitest";
 import { type App, createApp } from "../../src/app.ts";
 import { resolveRuntime } from "../../src/cli/runtime.ts";
 import { type Config, loadConfig } from "../../src/config/config.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import type { ModelCatalog } from "../../src/models/roles.ts";
 import type { Resolver } from "../../src/net/address-rules.ts";
+import type { QueryEmbedder } from "../../src/search/embedder.ts";
+import { makeTempDir, removeDir } from "./temp.ts";
+import { until } from "./wait.ts";
 
 export interface TestApp {
   app: App;
@@ -18,9 +19,23 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** A real app on a real SQLite file in a fresh temp dir. */
-export async function startTestApp(env: Record<string, string> = {}, opts: { models?: ModelCatalog; resolve?: Resolver } = {}): Promise<TestApp> {
-  const dir = mkdtempSync(join(tmpdir(), "vsearch-test-"));
+export interface TestAppOptions {
+  models?: ModelCatalog;
+  resolve?: Resolver;
+  /** Replaces the CLIP text/image encoder of search (hand-made vectors, no model). */
+  queryEmbedder?: QueryEmbedder;
+  /** The temp dir's name prefix (the dir is removed by `close()`). */
+  prefix?: string;
+  /** Opens this existing data dir instead of a fresh temp dir; `close()` then leaves it in place. */
+  dataDir?: string;
+}
+
+/**
+ * The one test-app factory: a real app on a real SQLite file in a fresh temp dir, configured
+ * by `env` (the same VSEARCH_* variables the binary reads).
+ */
+export async function startTestApp(env: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
+  const dir = opts.dataDir ?? makeTempDir(opts.prefix ?? "vsearch-test-");
   const config = loadConfig({ dataDir: dir, logLevel: "silent" }, env);
   // Runs with real time (timers and retries move on) but can be pushed forward: `clock.now += ms`.
   let offset = 0;
@@ -32,7 +47,11 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { mod
       offset = v - Date.now();
     },
   };
-  const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("silent"), now: () => clock.now, models: opts.models, resolve: opts.resolve });
+  const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("silent"), now: () => clock.now,
+    models: opts.models,
+    resolve: opts.resolve,
+    queryEmbedder: opts.queryEmbedder,
+  });
   return {
     app,
     dir,
@@ -50,7 +69,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { mod
     },
     async close() {
       await app.close();
-      rmSync(dir, { recursive: true, force: true });
+      if (!opts.dataDir) removeDir(dir);
     },
   };
 }
@@ -63,8 +82,24 @@ export interface Tenant {
   readOnlyKey: string;
 }
 
-/** An account with an admin, a member, an `all` key and a `read_only` key. */
-export async function createTenant(t: TestApp, name = "Acme", plan = "enterprise"): Promise<Tenant> {
+/**
+ * An account with an `all` and a `read_only` API key and no users: no slow password hashing, so
+ * it is synchronous. The session tokens are "" (use `createTenant` for those).
+ */
+export function createKeyTenant(t: Pick<TestApp, "app">, name = "Acme", plan = "enterprise"): Tenant {
+  const s = t.app.services;
+  const account = s.accounts.createAccount({ name, plan });
+  return {
+    accountId: account.id,
+    adminToken: "",
+    memberToken: "",
+    key: s.apiKeys.create(account.id, { name: "all", permissions: "all" }).key,
+    readOnlyKey: s.apiKeys.create(account.id, { name: "ro", permissions: "read_only" }).key,
+  };
+}
+
+/** The tenant helper: an account with an admin, a member, an `all` key and a `read_only` key. */
+export async function createTenant(t: Pick<TestApp, "app">, name = "Acme", plan = "enterprise"): Promise<Tenant> {
   const s = t.app.services;
   const account = s.accounts.createAccount({ name, plan });
   const email = `admin-${account.id}@example.com`.toLowerCase();
@@ -77,6 +112,64 @@ export async function createTenant(t: TestApp, name = "Acme", plan = "enterprise
   return { accountId: account.id, adminToken, memberToken, key, readOnlyKey };
 }
 
+/**
+ * The common setup of a two-account file: an app (started when `start`, so jobs and webhooks
+ * run) with tenants A and B. Use in `beforeAll`: `({ t, a, b } = await startWithTenants(ENV));`.
+ */
+export async function startWithTenants(env: Record<string, string> = {}, opts: TestAppOptions & { start?: boolean } = {}): Promise<{ t: TestApp; a: Tenant; b: Tenant }> {
+  const t = await startTestApp(env, opts);
+  if (opts.start) await t.app.start();
+  const [a, b] = await Promise.all([createTenant(t, "A"), createTenant(t, "B")]);
+  return { t, a, b };
+}
+
 export async function json<T = any>(res: Response): Promise<T> {
   return (await res.json()) as T;
+}
+
+/**
+ * POSTs the file at `path` as multipart `file` + `collection_id` with the tenant's `all` key (or
+ * `opts.token`), named `opts.filename` (default: the file's own name).
+ */
+export function upload(t: TestApp, tenant: Tenant, collectionId: string, path: string, opts: { token?: string; filename?: string } = {}): Promise<Response> {
+  const fd = new FormData();
+  fd.append("collection_id", collectionId);
+  fd.append("file", Bun.file(path), opts.filename ?? path.split("/").pop());
+  return t.request("POST", "/v1/upload", { token: opts.token ?? tenant.key, body: fd });
+}
+
+export interface Uploaded {
+  video_id: string;
+  job_id: string;
+  status: "queued";
+  /** The job as GET /v1/jobs/{id} shows it once it ended (or at the deadline). */
+  job: any;
+}
+
+/**
+ * Uploads through HTTP (asserting 202), then waits for the job to end (done or failed). It polls
+ * the jobs service, not GET /v1/jobs, so waiting does not spend the jobs rate limit; `onPoll`
+ * sees every poll.
+ */
+export async function uploadAndWait(
+  t: TestApp,
+  tenant: Tenant,
+  collectionId: string,
+  path: string,
+  opts: { timeoutMs?: number; filename?: string; onPoll?: (job: any) => void } = {},
+): Promise<Uploaded> {
+  const res = await upload(t, tenant, collectionId, path, { filename: opts.filename });
+  expect(res.status).toBe(202);
+  const { data } = await json(res);
+  let job: any;
+  await until(
+    () => {
+      job = t.app.services.jobs.get(tenant.accountId, data.job_id);
+      opts.onPoll?.(job);
+      return job.status === "done" || job.status === "failed";
+    },
+    opts.timeoutMs ?? 90_000,
+    100,
+  );
+  return { ...data, job };
 }

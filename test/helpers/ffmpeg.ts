@@ -28,3 +28,13 @@ export const smallMp4 = (dir: string, secs = 1) =>
      "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
     join(dir, `small-${secs}s.mp4`),
   );
+
+/** 2 s test pattern, 2 s solid red, 2 s solid blue (two hard cuts) at 320×240, with a 6 s tone. */
+export const cutsMp4 = (dir: string, name = "cuts.mp4") =>
+  ffmpeg(
+    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "color=c=red:size=320x240:rate=12:duration=2",
+     "-f", "lavfi", "-i", "color=c=blue:size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "sine=frequency=440:duration=6",
+     "-filter_complex", "[0:v][1:v][2:v]concat=n=3:v=1:a=0[v]", "-map", "[v]", "-map", "3:a",
+     "-c:v", "libx264", "-preset", "ultrafast", "-g", "12", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
+    join(dir, name),
+  );

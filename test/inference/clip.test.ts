@@ -2,14 +2,14 @@
  * CLIP parity against test/fixtures/models/tiny-random-clip/reference.json (PyTorch outputs on the
  * same random weights) and behaviour of ClipModel.
  */
-import { mkdtempSync, rmSync, symlinkSync, mkdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { symlinkSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AutoImageProcessor, RawImage } from "@huggingface/transformers";
 import { ClipModel, clipImageSpec, pixelValuesFromFrames, type RgbFrame } from "../../src/inference/clip.ts";
 import { InferenceError } from "../../src/inference/errors.ts";
 import { selfTestModel } from "../../src/inference/selftest.ts";
+import { tempDir } from "../helpers/temp.ts";
 import {
   CLIP_DIR,
   TESTDATA,
@@ -30,7 +30,7 @@ const Q8_COS = 0.999;
 let fp32: ClipModel;
 let q8: ClipModel;
 let frames: RgbFrame[];
-const tmp = mkdtempSync(join(tmpdir(), "vsearch-clip-test-"));
+const tmp = tempDir("vsearch-clip-test-");
 
 beforeAll(async () => {
   [fp32, q8] = await Promise.all([
@@ -42,7 +42,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([fp32?.dispose(), q8?.dispose()]);
-  rmSync(tmp, { recursive: true, force: true });
 });
 
 function expectClose(got: Float32Array[], want: number[][], maxAbs: number, minCos: number) {

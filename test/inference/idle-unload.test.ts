@@ -3,40 +3,29 @@
  * never one with a task in flight, and the next task starts it again. Real worker threads, real
  * ONNX sessions on the tiny random models.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
 import { loadConfig } from "../../src/config/config.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import { InferenceHost } from "../../src/inference/host.ts";
 import { trimNativeHeap } from "../../src/inference/native-heap.ts";
 import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
+import { tempDirs } from "../helpers/temp.ts";
+import { until } from "../helpers/wait.ts";
 import { WORKER_FILE } from "./helpers.ts";
 
-const dirs: string[] = [];
+const dirs = tempDirs("vsearch-idle-");
 const hosts: InferenceHost[] = [];
 afterEach(async () => {
   await Promise.all(hosts.splice(0).map((h) => h.close()));
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  dirs.cleanup();
 });
 
 function host(idleSecs: number): InferenceHost {
-  const dir = mkdtempSync(join(tmpdir(), "vsearch-idle-"));
-  dirs.push(dir);
+  const dir = dirs.make();
   const config = loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_MODEL_IDLE_UNLOAD_SECS: String(idleSecs), VSEARCH_DEVICE: "cpu" });
   const h = new InferenceHost(config, WORKER_FILE, fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }), createLogger("silent"));
   hosts.push(h);
   return h;
-}
-
-async function until(cond: () => boolean, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return true;
-    await Bun.sleep(20);
-  }
-  return cond();
 }
 
 const embed = async (h: InferenceHost, text: string) => (await h.get()).embedTexts({ modelDir: tinyClip.dir, dtype: tinyClip.dtype }, [text]);

@@ -3,10 +3,9 @@
  * rewrite at the byte level, the derived model folder, the CPU policy, and the outputs of the real
  * CLIP and Whisper loaders with and without it.
  */
-import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ClipModel } from "../../src/inference/clip.ts";
 import { pruneDerivedModels, signedWeightsModelDir } from "../../src/inference/derived-model.ts";
 import { concatBytes } from "../../src/core/bytes.ts";
@@ -14,9 +13,9 @@ import { ONNX_DTYPE, ONNX_FIELD as F, ProtoError, fieldString, fieldVarint, fiel
 import { cpuHasVnni, signMatMulIntegerWeights, signedWeightsDecision } from "../../src/inference/signed-weights.ts";
 import { WhisperModel } from "../../src/inference/whisper.ts";
 import { CLIP_DIR, WHISPER_DIR, clipFrameLikeTransformersJs, cosine, TESTDATA, readWav16 } from "./helpers.ts";
+import { tempDir } from "../helpers/temp.ts";
 
-const tmp = mkdtempSync(join(tmpdir(), "vsearch-signed-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDir("vsearch-signed-");
 
 const HOST_VNNI = cpuHasVnni(existsSync("/proc/cpuinfo") ? readFileSync("/proc/cpuinfo", "utf8") : null);
 

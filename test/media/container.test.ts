@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { containerOf, ebmlDocType, looksLikeVideoContainer } from "../../src/media/container.ts";
 import { gconvGuardContents, gconvGuardDir } from "../../src/media/gconv.ts";
 import { frameRateOf } from "../../src/media/probe.ts";
+import { makeTempDir, removeDir } from "../helpers/temp.ts";
 
 const bytes = (...parts: (string | number[])[]) =>
   new Uint8Array(parts.flatMap((p) => (typeof p === "string" ? [...p].map((c) => c.charCodeAt(0)) : p)));
@@ -73,13 +73,13 @@ describe("gconv guard", () => {
     expect(text).toMatch(/^alias\tISO6937\/\/\tVSEARCH-NO-ICONV\/\/$/m);
     expect(text).toMatch(/^alias\tISO-8859-15\/\//m);
     expect(text).not.toMatch(/^module/m);
-    const base = mkdtempSync(join(tmpdir(), "gconv-test-"));
+    const base = makeTempDir("gconv-test-");
     try {
       const dir = gconvGuardDir(base);
       expect(readFileSync(join(dir, "gconv-modules"), "utf8")).toBe(text);
       expect(gconvGuardDir(base)).toBe(dir);
     } finally {
-      rmSync(base, { recursive: true, force: true });
+      removeDir(base);
     }
   });
 });

@@ -3,19 +3,18 @@
  * on those frames (scene-score.ts), a thumbnail of each frame (frames.ts `jpegs`), and the cheap
  * packet-flag check that decides keyframe mode (select.ts).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sampleFrames, type SampledFrame } from "../../src/media/frames.ts";
 import { ShotTracker, sceneScore } from "../../src/media/scene-score.ts";
 import { keyframesCloseEnough, readKeyframeTimes } from "../../src/media/select.ts";
 import { detectShotBoundaries } from "../../src/media/shots.ts";
 import { COLORS, LONG_CUTS, imageDimensions, isJpeg, mediaBins, mediaFixture, meanRgb } from "../helpers/media.ts";
+import { tempDir } from "../helpers/temp.ts";
 
 const bins = mediaBins();
-const tmp = mkdtempSync(join(tmpdir(), "vsearch-single-pass-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDir("vsearch-single-pass-");
 
 describe("sceneScore", () => {
   it("is ffmpeg's: min(mafd, |Δmafd|) / 100 over the RGB bytes", () => {

@@ -1,13 +1,12 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { writePoster, writeThumbnail, writeThumbnails } from "../../src/media/thumbnails.ts";
 import { CUTS, imageDimensions as dimensions, isJpeg, mediaBins, mediaFixture, meanRgb } from "../helpers/media.ts";
+import { tempDir } from "../helpers/temp.ts";
 
 const bins = mediaBins();
-const dir = mkdtempSync(join(tmpdir(), "vsearch-thumbs-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("vsearch-thumbs-");
 
 function expectJpeg(path: string) {
   const b = readFileSync(path);

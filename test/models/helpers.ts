@@ -1,7 +1,6 @@
 /** Helpers for the model tests: fixture paths, temp dirs, a real ONNX load check, tar files. */
 import { createHash } from "node:crypto";
-import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { InferenceSession } from "onnxruntime-node";
 import { AppError } from "../../src/core/errors.ts";
@@ -12,20 +11,8 @@ export const FIXTURE_MODELS = join(import.meta.dirname, "..", "fixtures", "model
 export const CLIP_SRC = join(FIXTURE_MODELS, "tiny-random-clip");
 export const WHISPER_SRC = join(FIXTURE_MODELS, "tiny-random-whisper");
 
-/** Temp dirs removed by `cleanup()` (call it in afterEach/afterAll). */
-export function tempDirs() {
-  const made: string[] = [];
-  return {
-    make(prefix = "vsearch-models-"): string {
-      const d = mkdtempSync(join(tmpdir(), prefix));
-      made.push(d);
-      return d;
-    },
-    cleanup() {
-      for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
-    },
-  };
-}
+/** Temp dirs: the shared helper (test/helpers/temp.ts). */
+export { tempDirs } from "../helpers/temp.ts";
 
 /** A writable copy of a fixture model (the fixtures themselves are never modified). */
 export function copyModel(src: string, dest: string): string {

@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { createTenant, json, startTestApp, type Tenant, type TestApp, upload as uploadAs } from "../helpers/app.ts";
+import { until } from "../helpers/wait.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { fixedCatalog, tinyClip } from "../helpers/models.ts";
 
@@ -18,20 +19,13 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-async function upload(path: string) {
-  const fd = new FormData();
-  fd.append("collection_id", col);
-  fd.append("file", Bun.file(path), path.split("/").pop());
-  return t.request("POST", "/v1/upload", { token: tenant.key, body: fd });
-}
+const upload = (path: string) => uploadAs(t, tenant, col, path);
 
+/** The job once it ended (or at the 60 s deadline). */
 async function waitJob(jobId: string) {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const job = (await json(await t.request("GET", `/v1/jobs/${jobId}`, { token: tenant.key }))).data;
-    if (job.status === "done" || job.status === "failed" || Date.now() > deadline) return job;
-    await Bun.sleep(100);
-  }
+  let job: any;
+  await until(() => ["done", "failed"].includes((job = t.app.services.jobs.get(tenant.accountId, jobId)).status), 60_000, 100);
+  return job;
 }
 
 const orphanCheck = () => {

@@ -1,14 +1,12 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { Database } from "bun:sqlite";
 import { runCliJson, startServer } from "../helpers/cli.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { FIXTURE_MODELS } from "../helpers/models.ts";
+import { tempDir } from "../helpers/temp.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "vsearch-crash-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("vsearch-crash-");
 
 test("kill -9 mid-ingest, restart: the job resumes by itself and nothing is duplicated", async () => {
   const media = scratchDir("crash");

@@ -1,8 +1,8 @@
 import { cpSync, existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
-import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { createTenant, json, startTestApp, type Tenant, type TestApp, uploadAndWait } from "../helpers/app.ts";
+import { cutsMp4, ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { LONG_CUTS, imageDimensions, isJpeg, mediaBins, mediaFixture, meanRgb } from "../helpers/media.ts";
 import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
 
@@ -18,32 +18,8 @@ let silentVideo: string;
 
 /** Three 2-second colour segments (two hard cuts) with a tone track. */
 async function makeMedia() {
-  withCuts = await ffmpeg(
-    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "color=c=red:size=320x240:rate=12:duration=2",
-     "-f", "lavfi", "-i", "color=c=blue:size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "sine=frequency=440:duration=6",
-     "-filter_complex", "[0:v][1:v][2:v]concat=n=3:v=1:a=0[v]", "-map", "[v]", "-map", "3:a",
-     "-c:v", "libx264", "-preset", "ultrafast", "-g", "12", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
-    join(media, "cuts.mp4"),
-  );
+  withCuts = await cutsMp4(media, "cuts.mp4");
   silentVideo = await ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(media, "silent.mp4"));
-}
-
-async function uploadAndWait(t: TestApp, tenant: Tenant, collectionId: string, path: string, onPoll?: (job: any) => void) {
-  const fd = new FormData();
-  fd.append("collection_id", collectionId);
-  fd.append("file", Bun.file(path), path.split("/").pop());
-  const res = await t.request("POST", "/v1/upload", { token: tenant.key, body: fd });
-  expect(res.status).toBe(202);
-  const { data } = await json(res);
-  const deadline = Date.now() + 90_000;
-  let job: any;
-  while (Date.now() < deadline) {
-    job = (await json(await t.request("GET", `/v1/jobs/${data.job_id}`, { token: tenant.key }))).data;
-    onPoll?.(job);
-    if (job.status === "done" || job.status === "failed") break;
-    await Bun.sleep(100);
-  }
-  return { ...data, job };
 }
 
 describe("ingest pipeline with the tiny models", () => {
@@ -140,7 +116,7 @@ describe("speech beside the visual stages", () => {
       await t.app.start();
       const tenant = await createTenant(t);
       const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
-      const { video_id, job } = await uploadAndWait(t, tenant, col, withCuts, (j) => seen.push(j.progress_pct));
+      const { video_id, job } = await uploadAndWait(t, tenant, col, withCuts, { onPoll: (j) => seen.push(j.progress_pct) });
       expect(job.status).toBe("failed");
       expect(job.error.code).toBe("MODEL_LOAD_FAILED");
       expect(job.error.message).toContain("Whisper");

@@ -1,22 +1,16 @@
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { extractAll, extractFile, fingerprint } from "../../src/runtime/extract.ts";
+import { tempDirs } from "../helpers/temp.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const BUN = join(ROOT, "node_modules", ".bin", "bun");
 const EXTRACT_TS = join(ROOT, "src", "runtime", "extract.ts");
 
-const dirs: string[] = [];
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), "vsearch-extract-"));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs("vsearch-extract-").make;
 
 const sha = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
 const leftovers = (dir: string) => readdirSync(dir, { recursive: true }).map(String).filter((f) => f.includes(".tmp-"));

@@ -1,23 +1,17 @@
-import { accessSync, constants, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { accessSync, constants, existsSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { prepareRuntime } from "../../src/runtime/index.ts";
 import type { NativeKey } from "../../src/runtime/native-files.ts";
 import { prepareFromEmbedded } from "../../src/runtime/prepare.ts";
 import type { EmbeddedAssets } from "../../src/runtime/types.ts";
+import { tempDirs } from "../helpers/temp.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const WORKER_THREAD_TS = join(ROOT, "src", "runtime", "worker-thread.ts");
 
-const dirs: string[] = [];
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), "vsearch-prepare-"));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs("vsearch-prepare-").make;
 
 const executable = (p: string) => {
   accessSync(p, constants.X_OK);

@@ -1,19 +1,13 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { prepareRuntime, runSelfTest } from "../../src/runtime/index.ts";
+import { tempDirs } from "../helpers/temp.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const CLIP = join(ROOT, "test", "fixtures", "models", "tiny-random-clip");
 
-const dirs: string[] = [];
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), "vsearch-selftest-"));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs("vsearch-selftest-").make;
 
 describe("runSelfTest", () => {
   test("dev runtime: vec0 KNN query, ffmpeg/ffprobe versions, an ONNX session in a pool worker thread", async () => {

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
-import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { createTenant, json, startTestApp, type Tenant, type TestApp, uploadAndWait } from "../helpers/app.ts";
+import { cutsMp4, ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
 import { multipart, segmentsOf } from "./helpers.ts";
 
@@ -19,29 +19,14 @@ let dir: string;
 beforeAll(async () => {
   dir = scratchDir("search-e2e");
   // 2 s test pattern, 2 s solid red, 2 s solid blue (two hard cuts), with a tone.
-  const clip = await ffmpeg(
-    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "color=c=red:size=320x240:rate=12:duration=2",
-     "-f", "lavfi", "-i", "color=c=blue:size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "sine=frequency=440:duration=6",
-     "-filter_complex", "[0:v][1:v][2:v]concat=n=3:v=1:a=0[v]", "-map", "[v]", "-map", "3:a",
-     "-c:v", "libx264", "-preset", "ultrafast", "-g", "12", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
-    join(dir, "cuts.mp4"),
-  );
+  const clip = await cutsMp4(dir, "cuts.mp4");
   t = await startTestApp({ VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }) });
   await t.app.start();
   tenant = await createTenant(t);
   const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "e2e" } }))).data.id;
-  const fd = new FormData();
-  fd.append("collection_id", col);
-  fd.append("file", Bun.file(clip), "cuts.mp4");
-  const up = (await json(await t.request("POST", "/v1/upload", { token: tenant.key, body: fd }))).data;
+  const up = await uploadAndWait(t, tenant, col, clip, { timeoutMs: 60_000, filename: "cuts.mp4" });
+  if (up.job.status !== "done") throw new Error(`ingest did not finish: ${JSON.stringify(up.job)}`);
   videoId = up.video_id;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const job = (await json(await t.request("GET", `/v1/jobs/${up.job_id}`, { token: tenant.key }))).data;
-    if (job.status === "done") break;
-    if (job.status === "failed" || Date.now() > deadline) throw new Error(`ingest did not finish: ${JSON.stringify(job)}`);
-    await Bun.sleep(100);
-  }
 });
 
 afterAll(async () => t?.close());

@@ -1,68 +1,24 @@
 /** Search test helpers: an app with an injected query embedder, hand-made index rows, form requests. */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type App, createApp } from "../../src/app.ts";
-import { resolveRuntime } from "../../src/cli/runtime.ts";
-import { type Config, loadConfig } from "../../src/config/config.ts";
-import { createLogger } from "../../src/core/logger.ts";
 import { IndexStore, type ShotInput, type TranscriptInput } from "../../src/indexing/store.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
 import { VideoStore } from "../../src/videos/store.ts";
+import { startTestApp, type TestApp } from "../helpers/app.ts";
 
-export interface SearchTestApp {
-  app: App;
-  dir: string;
-  config: Config;
-  clock: { now: number };
+export { createKeyTenant as createTenant, type Tenant } from "../helpers/app.ts";
+
+export interface SearchTestApp extends TestApp {
   index: IndexStore;
-  request(method: string, path: string, opts?: { token?: string; body?: BodyInit; headers?: Record<string, string> }): Promise<Response>;
-  close(): Promise<void>;
 }
 
+/** The test app (test/helpers/app.ts) with search limits lifted, an optional embedder and the index store. */
 export async function startSearchApp(opts: { env?: Record<string, string>; embedder?: QueryEmbedder } = {}): Promise<SearchTestApp> {
-  const dir = mkdtempSync(join(tmpdir(), "vsearch-search-"));
-  const config = loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_RATE_LIMIT_SEARCH: "100000", VSEARCH_RATE_LIMIT_MOMENT: "100000", ...opts.env });
-  const clock = { now: Date.now() };
-  const app = await createApp(config, {
-    runtime: await resolveRuntime(config),
-    logger: createLogger("silent"),
-    now: () => clock.now,
-    queryEmbedder: opts.embedder,
-  });
-  return {
-    app,
-    dir,
-    config,
-    clock,
-    index: new IndexStore(app.internals.db, true),
-    async request(method, path, o = {}) {
-      const headers: Record<string, string> = { ...o.headers };
-      if (o.token) headers.authorization = `Bearer ${o.token}`;
-      return app.fetch(new Request(`http://localhost${path}`, { method, headers, body: o.body }));
-    },
-    async close() {
-      await app.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-export interface Tenant {
-  accountId: string;
-  key: string;
-  readOnlyKey: string;
-}
-
-/** An account with an `all` and a `read_only` API key (no users: no slow password hashing). */
-export function createTenant(t: SearchTestApp, name = "Acme"): Tenant {
-  const s = t.app.services;
-  const account = s.accounts.createAccount({ name, plan: "enterprise" });
-  return {
-    accountId: account.id,
-    key: s.apiKeys.create(account.id, { name: "all", permissions: "all" }).key,
-    readOnlyKey: s.apiKeys.create(account.id, { name: "ro", permissions: "read_only" }).key,
-  };
+  const t = await startTestApp(
+    { VSEARCH_RATE_LIMIT_SEARCH: "100000", VSEARCH_RATE_LIMIT_MOMENT: "100000", ...opts.env },
+    { queryEmbedder: opts.embedder, prefix: "vsearch-search-" },
+  );
+  return Object.assign(t, { index: new IndexStore(t.app.internals.db, true) });
 }
 
 export function createCollection(t: SearchTestApp, accountId: string, name: string): string {

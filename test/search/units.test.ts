@@ -6,9 +6,10 @@ import { meanNormalized, QueryEncoder } from "../../src/search/embedder.ts";
 import { buildFtsQuery } from "../../src/search/fts.ts";
 import { fuseModes, suppressDuplicates } from "../../src/search/fusion.ts";
 import { readImageHeader } from "../../src/search/image-input.ts";
-import { Lru } from "../../src/search/lru.ts";
 import { type Candidate, framesToMoments, temporalIou } from "../../src/search/moments.ts";
 import { contentWords, coverage, stem } from "../../src/search/text-match.ts";
+import { parseSearchRequest } from "../../src/search/schema.ts";
+import { ValidationError } from "../../src/core/errors.ts";
 import { rng, unit } from "./helpers.ts";
 
 describe("FTS5 query sanitising", () => {
@@ -199,12 +200,55 @@ describe("query text", () => {
     expect(m[1]).toBeCloseTo(Math.SQRT1_2, 6);
   });
 
-  it("LRU evicts the least recently used", () => {
-    const l = new Lru<string, number>(2);
-    l.set("a", 1);
-    l.set("b", 2);
-    l.get("a");
-    l.set("c", 3);
-    expect([l.get("a"), l.get("b"), l.get("c")]).toEqual([1, undefined, 3]);
+  it("the query cache (lru-cache) evicts the least recently used text", async () => {
+    const calls: string[] = [];
+    const embedder = {
+      available: () => true,
+      modelId: () => "m",
+      embedText: async (texts: string[]) => (calls.push(texts[0]), texts.map(() => Float32Array.from([1, 0]))),
+      embedImageRgb: async () => Float32Array.from([1, 0]),
+    };
+    const q = new QueryEncoder(embedder, 2);
+    await q.text("alpha beta gamma delta epsilon zeta eta");
+    await q.text("b b b b b b b");
+    await q.text("alpha beta gamma delta epsilon zeta eta");
+    await q.text("c c c c c c c");
+    expect([q.cached("alpha beta gamma delta epsilon zeta eta"), q.cached("b b b b b b b"), q.cached("c c c c c c c")]).toEqual([true, false, true]);
+    expect(calls).toHaveLength(3);
+  });
+});
+
+describe("the search request is validated once, by one schema (HTTP form and CLI options)", () => {
+  const issues = (input: Record<string, unknown>) => {
+    try {
+      parseSearchRequest(input);
+      return [];
+    } catch (e) {
+      expect(e).toBeInstanceOf(ValidationError);
+      return (e as ValidationError).issues.map((i) => `${i.loc.join(".")}:${i.type}`);
+    }
+  };
+  it("field rules come from searchFormSchema; the rules across fields are the service's (search.test.ts)", () => {
+    expect(issues({ query: "  " })).toEqual(["body.query:string_too_short"]);
+    expect(issues({ query: "red", per_page: "51" })).toEqual(["body.per_page:less_than_equal"]);
+    expect(issues({ query: "red", min_score: "2" })).toEqual(["body.min_score:less_than_equal"]);
+    expect(issues({ query: "red", image: "not a file" })).toEqual(["body.image:value_error"]);
+    expect(issues({})).toEqual([]); // "one of query, image or image_url" is checked once, by SearchService
+  });
+  it("a valid form becomes the service's request, defaults filled", () => {
+    expect(parseSearchRequest({ query: " red ", modes: "video", page: "2" })).toEqual({
+      query: "red",
+      image: undefined,
+      imageUrl: undefined,
+      collectionId: undefined,
+      videoId: undefined,
+      modes: ["video"],
+      labels: undefined,
+      page: 2,
+      perPage: 10,
+      minScore: undefined,
+      includeHidden: false,
+      includeThumbnailBase64: false,
+    });
   });
 });

@@ -1,11 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config/config.ts";
+import { tempDir } from "../helpers/temp.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "vsearch-config-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("vsearch-config-");
 
 describe("issue 9 configuration keys", () => {
   test("defaults: no trusted proxies, CORS off, sign-in limits, 500 000 counters", () => {

@@ -1,12 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { runCliJson, startServer } from "../helpers/cli.ts";
-import { startReceiver, until } from "./receiver.ts";
+import { until } from "../helpers/wait.ts";
+import { startReceiver } from "./receiver.ts";
+import { makeTempDir, removeDir, tempDir } from "../helpers/temp.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "vsearch-wh-crash-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("vsearch-wh-crash-");
 
 test("kill -9 between attempts → restart → the schedule continues; exactly one success", async () => {
   const env = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "2,2", VSEARCH_RATE_LIMIT_WEBHOOKS: "100000" };
@@ -42,7 +40,7 @@ test("kill -9 between attempts → restart → the schedule continues; exactly o
 }, 60_000);
 
 test("kill -9 during an attempt → restart → the claimed delivery is attempted again, once", async () => {
-  const dir2 = mkdtempSync(join(tmpdir(), "vsearch-wh-crash-mid-"));
+  const dir2 = makeTempDir("vsearch-wh-crash-mid-");
   // A short attempt timeout keeps the claim (timeout + 5 s) short; the first request never gets an answer.
   const env = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "30,60", VSEARCH_WEBHOOK_TIMEOUT_MS: "500", VSEARCH_RATE_LIMIT_WEBHOOKS: "100000" };
   let release = () => {};
@@ -90,6 +88,6 @@ test("kill -9 during an attempt → restart → the claimed delivery is attempte
     release();
     held.stop(true);
     rx.stop();
-    rmSync(dir2, { recursive: true, force: true });
+    removeDir(dir2);
   }
 }, 60_000);

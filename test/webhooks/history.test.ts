@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { json, startWithTenants, type Tenant, type TestApp, upload } from "../helpers/app.ts";
 import { scratchDir, smallMp4 } from "../helpers/ffmpeg.ts";
 import { WebhookStore } from "../../src/webhooks/store.ts";
-import { startReceiver, until } from "./receiver.ts";
+import { until } from "../helpers/wait.ts";
+import { startReceiver } from "./receiver.ts";
 
 // Retries 0.5 s apart: long enough to switch an endpoint off between two attempts.
 const ENV = {
@@ -16,12 +17,7 @@ const ENV = {
 let t: TestApp;
 let a: Tenant;
 let b: Tenant;
-beforeAll(async () => {
-  t = await startTestApp(ENV);
-  await t.app.start();
-  a = await createTenant(t, "A");
-  b = await createTenant(t, "B");
-});
+beforeAll(async () => void ({ t, a, b } = await startWithTenants(ENV, { start: true })));
 afterAll(() => t.close());
 
 const register = async (url: string, events: string[] = ["webhook.ping"], token = a.key) =>
@@ -173,10 +169,8 @@ describe("events from the services", () => {
       const wh = await register(rx.url, ["video.created", "job.completed", "video.deleted"]);
       rx.setSecret(wh.secret);
       const col = (await json(await t.request("POST", "/v1/collections", { token: a.key, json: { name: "hooks" } }))).data.id;
-      const fd = new FormData();
-      fd.append("collection_id", col);
-      fd.append("file", Bun.file(await smallMp4(scratchDir("webhook-events"))), "clip.mp4");
-      const up = (await json(await t.request("POST", "/v1/upload", { token: a.key, body: fd }))).data;
+      const clip = await smallMp4(scratchDir("webhook-events"));
+      const up = (await json(await upload(t, a, col, clip, { filename: "clip.mp4" }))).data;
       expect(await until(() => rx.hits.length === 2, 30_000)).toBe(true);
       expect((await t.request("DELETE", `/v1/videos/${up.video_id}`, { token: a.key })).status).toBe(204);
       expect(await until(() => rx.hits.length === 3)).toBe(true);

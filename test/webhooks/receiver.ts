@@ -39,13 +39,3 @@ export function startReceiver(respond: (n: number) => number | Response = () => 
     stop: () => server.stop(true),
   };
 }
-
-/** Polls (bounded) until `cond` holds. */
-export async function until(cond: () => boolean | Promise<boolean>, ms = 10_000, step = 25): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await cond()) return true;
-    await Bun.sleep(step);
-  }
-  return cond();
-}

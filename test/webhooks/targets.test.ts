@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
 import type { Resolver } from "../../src/net/address-rules.ts";
-import { startReceiver, until } from "./receiver.ts";
+import { until } from "../helpers/wait.ts";
+import { startReceiver } from "./receiver.ts";
 
 // Names are answered by this resolver; no real DNS query is made. `rebind.test` answers a public
 // address the first time (registration) and loopback afterwards (delivery).

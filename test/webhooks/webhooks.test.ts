@@ -1,18 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
-import { startReceiver, until } from "./receiver.ts";
+import { createTenant, json, startWithTenants, type Tenant, type TestApp } from "../helpers/app.ts";
+import { until } from "../helpers/wait.ts";
+import { startReceiver } from "./receiver.ts";
 import { VERSION } from "../../src/version.ts";
 
 const ENV = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "0.2,0.4", VSEARCH_WEBHOOK_TIMEOUT_MS: "2000", VSEARCH_RATE_LIMIT_WEBHOOKS: "10000" };
 let t: TestApp;
 let a: Tenant;
 let b: Tenant;
-beforeAll(async () => {
-  t = await startTestApp(ENV);
-  await t.app.start();
-  a = await createTenant(t, "A");
-  b = await createTenant(t, "B");
-});
+beforeAll(async () => void ({ t, a, b } = await startWithTenants(ENV, { start: true })));
 afterAll(() => t.close());
 
 const register = async (token: string, url: string, events: string[] = ["webhook.ping"]) =>
