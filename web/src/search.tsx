@@ -7,7 +7,10 @@ const MODES = [
   { id: "video", label: "Frames" },
   { id: "scene", label: "Scenes" },
   { id: "transcript", label: "Speech" },
+  { id: "ocr", label: "On-screen text" },
 ];
+/** Modes that search words, not pictures: they need a text query. */
+const TEXT_MODES = ["transcript", "ocr"];
 
 interface Segment {
   timestamp_start: number;
@@ -35,7 +38,8 @@ export function SearchPage() {
   const [busy, setBusy] = useState(false);
   const [playing, setPlaying] = useState<{ videoId: string; start: number } | null>(null);
   const [lastQuery, setLastQuery] = useState("");
-  const [minScore, setMinScore] = useState(0);
+  /** Empty: the server's per-mode thresholds; a number replaces them for this search (0 = best matches, whatever their score). */
+  const [minScore, setMinScore] = useState<number | null>(null);
   const [note, setNote] = useState("");
 
   useEffect(() => {
@@ -56,12 +60,13 @@ export function SearchPage() {
     const modes = f.getAll("modes").map(String);
     if (modes.length === 0) return setError(new ApiError(0, "NO_MODE", "Tick at least one mode"));
     if (modes.length < MODES.length) {
-      const usable = modes.filter((m) => query || m !== "transcript");
-      if (usable.length === 0) return setError(new ApiError(0, "NEEDS_TEXT", "Speech search needs words to look for"));
+      const usable = modes.filter((m) => query || !TEXT_MODES.includes(m));
+      if (usable.length === 0) return setError(new ApiError(0, "NEEDS_TEXT", "Speech and on-screen text search need words to look for"));
       for (const m of usable) body.append("modes", m);
     }
     if (f.get("collection_id")) body.append("collection_id", String(f.get("collection_id")));
     if (f.get("include_hidden")) body.append("include_hidden", "true");
+    if (minScore !== null) body.append("min_score", String(minScore));
     body.append("per_page", "20");
     setBusy(true);
     setError(null);
@@ -139,7 +144,7 @@ export function SearchPage() {
             ))}
           </fieldset>
           <label>
-            Min score <input type="number" min={0} max={1} step={0.05} value={minScore} onInput={(e) => setMinScore(Number((e.target as HTMLInputElement).value) || 0)} class="narrow" />
+            Min score <input type="number" min={0} max={1} step={0.05} value={minScore ?? ""} placeholder="auto" onInput={(e) => { const v = (e.target as HTMLInputElement).value; setMinScore(v === "" ? null : Math.min(1, Math.max(0, Number(v) || 0))); }} class="narrow" />
           </label>
           <label>
             <input type="checkbox" name="include_hidden" value="true" /> Show hidden
@@ -158,7 +163,7 @@ export function SearchPage() {
       ) : null}
       <ol class="results">
         {results?.map((r) => {
-          const segs = r.segments.filter((s) => s.score >= minScore);
+          const segs = r.segments;
           if (segs.length === 0) return null;
           const hits = segs.filter((s) => !s.hidden).map((s) => ({ start: s.timestamp_start, end: s.timestamp_end, label: `${s.type} ${Math.round(s.score * 100)}%` }));
           return (
