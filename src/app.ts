@@ -50,6 +50,9 @@ import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
 import { AgentToolbox } from "./agent/toolbox.ts";
 import { FrameGrabber } from "./agent/frames.ts";
+import { PlaybackStore } from "./playback/store.ts";
+import { RenditionWorker } from "./playback/renditions.ts";
+import { ExportService } from "./playback/exports.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -126,9 +129,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const accounts = new AccountService(accountStore);
   const apiKeys = new ApiKeyService(new ApiKeyStore(db), accountStore, now);
   const auth = new AuthService(new SessionStore(db), accountStore, apiKeys, config.sessionTtlSecs, now);
+  const playback = new PlaybackStore(db);
   const mediaUrls = {
     posterUrl: (videoId: string) => signer.sign(`/media/videos/${videoId}/poster.jpg`),
-    playbackUrl: (videoId: string) => signer.sign(`/media/videos/${videoId}/source`),
+    // SPEC §11: the web rendition once it exists, else the source.
+    playbackUrl: (videoId: string) => signer.sign(playback.readyPath(videoId) ? mediaPaths.rendition(videoId) : mediaPaths.source(videoId)),
+    rendition: (videoId: string) => {
+      const r = playback.get(videoId);
+      return r ? { status: r.status, reason: r.reason, size_bytes: r.size_bytes } : null;
+    },
   };
   const files = new VideoFiles(config.dataDir);
   const events = new EventStore(db);
@@ -191,7 +200,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     onIndexed: (videoId) => search.indexes.onVideoIndexed(videoId),
     onCompleted: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
+    onSearchable: (videoId, accountId) => {
+      playback.enqueue(videoId, accountId, new Date(now()).toISOString());
+      setTimeout(() => renditions.wake(), 0); // after the job has left the runner
+    },
   });
+  const renditions = new RenditionWorker(playback, files, bins, { logger, now, idle: () => runner.active === 0 });
   const runner = new JobRunner(jobStore, pipeline, { concurrency: config.jobConcurrency, logger, now });
   const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, (accountId) => credits.assertCanSpend(accountId), () => {
     runner.wake();
@@ -201,6 +215,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const accountDeletion = new AccountDeletion(db, accountStore, events, webhookStore, dispatcher, videos);
   const jobs = new JobService(jobStore);
   const media = new MediaService(new MediaStore(db), files, signer);
+  const exports = new ExportService(videos, playback, files, bins, {
+    clipUrl: (videoId, file) => {
+      const url = signer.sign(mediaPaths.clip(videoId, file));
+      return { url, expiresAt: new Date(Number(new URL(url).searchParams.get("expires")) * 1000).toISOString() };
+    },
+  }, { clipMaxSecs: config.clipMaxSecs, clipCacheBytes: config.clipCacheMb * 1024 * 1024 });
   // Imports and pulls are load-checked for real: the staged model runs once in the worker pool,
   // the code path the server uses. `text` models have no runtime loader yet (layout check only).
   const modelService = new ModelService({
@@ -215,7 +235,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const system = new SystemService(systemStore, models, inference);
   const services: Services = {
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
-    search: search.search, searchFeedback: search.feedback, moments: search.moments, media,
+    search: search.search, searchFeedback: search.feedback, moments: search.moments, media, exports,
     webhooks, credits, accountDeletion, models: modelService, system,
     agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, media, files, frames: new FrameGrabber(bins) }),
   };
@@ -261,13 +281,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       // The instance lock is held: leases of a previous (crashed) server can be released now.
       const released = jobStore.releaseAllLeases();
       const swept = files.sweepOrphans(new Set(videoStore.allIds()));
-      if (released || swept.tmp || swept.videos) logger.info("recovered after restart", { jobs_requeued: released, ...swept });
+      const renditionsRequeued = renditions.start();
+      if (released || swept.tmp || swept.videos || renditionsRequeued) logger.info("recovered after restart", { jobs_requeued: released, renditions_requeued: renditionsRequeued, ...swept });
       runner.start();
       dispatcher.start();
     },
     close: async () => {
       closing = true;
       await runner.stop();
+      await renditions.stop();
       await dispatcher.stop();
       await inference.close();
       db.close();

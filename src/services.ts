@@ -15,6 +15,7 @@ import type { AccountDeletion } from "./accounts/deletion.ts";
 import type { ModelService } from "./models/service.ts";
 import type { SystemService } from "./system/service.ts";
 import type { AgentToolbox } from "./agent/toolbox.ts";
+import type { ExportService } from "./playback/exports.ts";
 
 /** Everything routes and CLI commands may call. Built once by createApp. */
 export interface Services {
@@ -29,6 +30,8 @@ export interface Services {
   searchFeedback: FeedbackService;
   moments: MomentService;
   media: MediaService;
+  /** Clip and transcript exports (SPEC §11). */
+  exports: ExportService;
   webhooks: WebhookService;
   credits: CreditService;
   accountDeletion: AccountDeletion;

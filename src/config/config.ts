@@ -59,6 +59,8 @@ const fileSchema = z
     batch_size: z.number().int().positive(),
     speech_max_tokens: z.number().int().min(16).max(440),
     search_cache_mb: z.number().int().min(0),
+    clip_max_secs: z.number().positive(),
+    clip_cache_mb: z.number().int().min(0),
     model_idle_unload_secs: z.number().min(0),
     job_concurrency: z.number().int().positive(),
     ffmpeg_path: z.string(),
@@ -105,6 +107,10 @@ export interface Config {
   speechMaxTokens: number;
   /** Exact vectors kept in memory for search rescoring, MiB (0: read them from the store every time). */
   searchCacheMb: number;
+  /** Longest span `GET /v1/videos/{id}/clip` cuts, seconds. */
+  clipMaxSecs: number;
+  /** Bound on all cached clip exports together, MiB (least recently used go first). */
+  clipCacheMb: number;
   /**
    * Seconds an inference pool may sit without a task before its workers (and the models they hold)
    * are closed; the next task starts them again. 0 keeps models loaded for the life of the process.
@@ -211,6 +217,8 @@ export function loadConfig(
     batchSize: pick(num("VSEARCH_BATCH_SIZE", env.VSEARCH_BATCH_SIZE), file.batch_size) ?? 8,
     speechMaxTokens,
     searchCacheMb: pick(num("VSEARCH_SEARCH_CACHE_MB", env.VSEARCH_SEARCH_CACHE_MB), file.search_cache_mb) ?? 256,
+    clipMaxSecs: pick(num("VSEARCH_CLIP_MAX_SECS", env.VSEARCH_CLIP_MAX_SECS), file.clip_max_secs) ?? 300,
+    clipCacheMb: pick(num("VSEARCH_CLIP_CACHE_MB", env.VSEARCH_CLIP_CACHE_MB), file.clip_cache_mb) ?? 1024,
     modelIdleUnloadSecs,
     jobConcurrency: pick(num("VSEARCH_JOB_CONCURRENCY", env.VSEARCH_JOB_CONCURRENCY), file.job_concurrency) ?? 1,
     ffmpegPath: pick(env.VSEARCH_FFMPEG_PATH, file.ffmpeg_path),
