@@ -30,12 +30,15 @@ export async function makeFormat(dir: string, name: ProblemFormat): Promise<stri
   return ffmpeg([...f.args, "-shortest"], join(dir, f.file));
 }
 
-export async function collection(t: TestApp, tenant: Tenant, name = "c"): Promise<string> {
+/** Anything that answers API requests like TestApp does (a restarted app on the same data dir, too). */
+export type Requester = Pick<TestApp, "request">;
+
+export async function collection(t: Requester, tenant: Pick<Tenant, "key">, name = "c"): Promise<string> {
   return (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name } }))).data.id;
 }
 
 /** Uploads through the HTTP API; resolves once the ingest job is done (the video is searchable). */
-export async function uploadAndIndex(t: TestApp, tenant: Tenant, collectionId: string, path: string): Promise<string> {
+export async function uploadAndIndex(t: Requester, tenant: Pick<Tenant, "key">, collectionId: string, path: string): Promise<string> {
   const fd = new FormData();
   fd.append("collection_id", collectionId);
   fd.append("file", Bun.file(path), path.split("/").pop());
@@ -53,7 +56,7 @@ export async function uploadAndIndex(t: TestApp, tenant: Tenant, collectionId: s
 }
 
 /** Polls the video record until its rendition is settled (ready, not_needed or failed). */
-export async function waitForRendition(t: TestApp, tenant: Tenant, videoId: string, timeoutMs = 120_000): Promise<any> {
+export async function waitForRendition(t: Requester, tenant: Pick<Tenant, "key">, videoId: string, timeoutMs = 120_000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   let v: any;
   while (Date.now() < deadline) {
