@@ -1,14 +1,24 @@
-import { existsSync, readdirSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { probeMedia } from "../../src/media/index.ts";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
-import { scratchDir } from "../helpers/ffmpeg.ts";
+import { FFMPEG, scratchDir } from "../helpers/ffmpeg.ts";
 import { mediaBins } from "../helpers/media.ts";
 import { fixedCatalog, tinyWhisper } from "../helpers/models.ts";
 import { collection, makeFormat, parseCues, uploadAndIndex } from "./helpers.ts";
 
 const media = scratchDir("exports");
+/** ffmpeg behind a wrapper that logs each run's arguments: how many times a clip was encoded. */
+const ffmpegLog = join(media, "ffmpeg-runs.log");
+function countingFfmpeg(): string {
+  const script = join(media, "ffmpeg-counting.sh");
+  writeFileSync(script, `#!/bin/sh\necho "$*" >> '${ffmpegLog}'\nexec '${FFMPEG}' "$@"\n`);
+  chmodSync(script, 0o755);
+  writeFileSync(ffmpegLog, "");
+  return script;
+}
+const clipEncodes = (file: string) => readFileSync(ffmpegLog, "utf8").split("\n").filter((l) => l.includes(`/clips/${file}.`)).length;
 const pathOf = (url: string) => {
   const u = new URL(url);
   return u.pathname + u.search;
@@ -24,7 +34,7 @@ describe("clip and transcript export", () => {
     const [mp4, ts] = await Promise.all([makeFormat(media, "h264-mp4"), makeFormat(media, "mpeg2-ts")]);
     // With a speech model the transcript stage runs (the tiny random Whisper writes no segments on a tone).
     t = await startTestApp(
-      { VSEARCH_RATE_LIMIT_VIDEOS: "100000", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_CLIP_MAX_SECS: "1.5", VSEARCH_CLIP_CACHE_MB: "0" },
+      { VSEARCH_RATE_LIMIT_VIDEOS: "100000", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_CLIP_MAX_SECS: "1.5", VSEARCH_CLIP_CACHE_MB: "0", VSEARCH_FFMPEG_PATH: countingFfmpeg() },
       { models: fixedCatalog({ speech: tinyWhisper }) },
     );
     await t.app.start();
@@ -64,8 +74,10 @@ describe("clip and transcript export", () => {
     expect(new Set(urls.map((u) => new URL(u).pathname)).size).toBe(1);
     const dir = join(t.dir, "videos", video, "clips");
     expect(readdirSync(dir).filter((f) => f.startsWith("0-1000"))).toEqual(["0-1000.mp4"]); // no second temp file
+    expect(clipEncodes("0-1000.mp4")).toBe(1);
     const again = await clip(a, video, "start=0&end=1");
     expect(again.status).toBe(200);
+    expect(clipEncodes("0-1000.mp4")).toBe(1); // served from the cache
   });
 
   test("the cache stays within clip_cache_mb: older clips are evicted, the newest kept", async () => {
@@ -148,6 +160,26 @@ describe("clip and transcript export", () => {
     expect(JSON.stringify(doc.components.schemas.VideoDetail)).toContain("has_web_rendition");
     expect(doc.paths["/media/videos/{video_id}/web.mp4"]).toBeDefined();
     expect(existsSync(join(t.dir, "videos", video))).toBe(true);
+  });
+});
+
+describe("clip of a video that is not indexed yet", () => {
+  test("409 VIDEO_NOT_READY (its duration is not known before the probe)", async () => {
+    const t = await startTestApp(); // not started: the upload stays queued
+    try {
+      const a = await createTenant(t);
+      const fd = new FormData();
+      fd.append("collection_id", await collection(t, a));
+      fd.append("file", Bun.file(await makeFormat(media, "h264-mp4")), "q.mp4");
+      const { data } = await json(await t.request("POST", "/v1/upload", { token: a.key, body: fd }));
+      const res = await t.request("GET", `/v1/videos/${data.video_id}/clip?start=0&end=1`, { token: a.key });
+      expect(res.status).toBe(409);
+      expect((await json(res)).detail.code).toBe("VIDEO_NOT_READY");
+      const v = (await json(await t.request("GET", `/v1/videos/${data.video_id}`, { token: a.key }))).data;
+      expect(v).toMatchObject({ status: "queued", has_web_rendition: false, rendition: null });
+    } finally {
+      await t.close();
+    }
   });
 });
 
