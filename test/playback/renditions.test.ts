@@ -10,6 +10,7 @@ import { probeMedia } from "../../src/media/index.ts";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { mediaBins } from "../helpers/media.ts";
+import { fixedCatalog, tinyClip } from "../helpers/models.ts";
 import { collection, makeFormat, type Requester, uploadAndIndex, waitForRendition } from "./helpers.ts";
 
 const ENV = { VSEARCH_RATE_LIMIT_VIDEOS: "100000", VSEARCH_RATE_LIMIT_JOBS: "100000" };
@@ -39,7 +40,8 @@ describe("web renditions", () => {
   let control: string;
   beforeAll(async () => {
     [avi, control] = await Promise.all([makeFormat(media, "mpeg4-avi"), makeFormat(media, "h264-mp4")]);
-    t = await startTestApp(ENV);
+    // The tiny CLIP model: so a search finds the video and its video_url can be checked.
+    t = await startTestApp({ ...ENV, VSEARCH_RATE_LIMIT_SEARCH: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
     await t.app.start();
     a = await createTenant(t);
     col = await collection(t, a);
@@ -73,8 +75,18 @@ describe("web renditions", () => {
     // A link to the rendition signed for another video's path does not open it.
     const forged = pathOf(v.playback_url).replace(id, "vid_someoneElse1");
     expect((await t.request("GET", forged)).status).toBe(403);
-    // The list and search keep the source's own facts.
+    // The record keeps the source's own facts.
     expect(v.codec).toBe("mpeg4");
+
+    // Search results point at the rendition, with the moment's fragment.
+    const fd = new FormData();
+    fd.append("query", "colour bars");
+    fd.append("collection_id", col);
+    fd.append("min_score", "0");
+    const found = await json(await t.request("POST", "/v1/search", { token: a.key, body: fd }));
+    const mine = found.data.find((r: any) => r.video_id === id);
+    expect(mine.segments.length).toBeGreaterThan(0);
+    for (const seg of mine.segments) expect(seg.video_url).toMatch(new RegExp(`/media/videos/${id}/web\\.mp4\\?expires=\\d+&signature=[0-9a-f]+#t=[\\d.]+,[\\d.]+$`));
   });
 
   test("a browser-playable H.264 MP4 is served as it is", async () => {
