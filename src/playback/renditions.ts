@@ -103,7 +103,7 @@ export class RenditionWorker {
       const started = this.now();
       // A generous bound: veryfast x264 runs well above realtime at the sizes we index.
       const timeoutMs = 120_000 + (info.durationSecs ?? 3600) * 4000;
-      await encodeWebMp4(this.bins, this.files.abs(source), tmp, { hdr: info.hdr, hasAudio: info.hasAudio, timeoutMs, signal });
+      await encodeWebMp4(this.bins, this.files.abs(source), tmp, { hdr: info.hdr, hasAudio: info.hasAudio, maxBitRate: info.bitRate, timeoutMs, signal });
       if (signal.aborted) return;
       const out = join(dir, "web.mp4");
       renameSync(tmp, out);

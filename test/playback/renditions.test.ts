@@ -55,6 +55,7 @@ describe("web renditions", () => {
     expect(v.has_web_rendition).toBe(true);
     expect(v.playback_url).toContain(`/media/videos/${id}/web.mp4?`);
     expect(v.rendition.size_bytes).toBeGreaterThan(1000);
+    expect(v.rendition.size_bytes).toBeLessThanOrEqual(v.file_size_bytes);
 
     const file = join(t.dir, "videos", id, "web.mp4");
     const info = await probeMedia(mediaBins(), file);
