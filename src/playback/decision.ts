@@ -16,20 +16,25 @@ export interface RenditionDecision {
 }
 
 /**
- * What Chromium plays, per container (checked against Chromium 156 on the shared clips; see
- * docs/INGEST.md "Playback"). Only the two containers every browser's <video> demuxes are direct:
- * MP4 (ISO BMFF, 3GP included — it is the same box format) and WebM. AVI, MPEG-PS/TS and Matroska
- * have no demuxer in Chromium's media stack (TS and MPEG-1/2 PS fail with MediaError 4; MKV works
- * only by accident of the WebM parser and not in other browsers), MOV only where its codecs
- * happen to be MP4's — we do not count on that and give MOV and MKV a rendition too.
+ * What Chromium plays, per container (checked against Chromium 156 on the shared clips with
+ * bench/playback-bench.ts; see docs/INGEST.md "Playback"). MP4 (ISO BMFF, 3GP included: the same
+ * box format) and WebM are the containers of the web. A WebM is a Matroska file, and Chromium's
+ * WebM parser takes one with DocType "matroska" as long as its codecs are WebM's (a VP9 `.webm`
+ * written with that DocType plays), so such an MKV is direct too; an MKV with H.264, AAC or AC-3
+ * is not a WebM and is not counted on. AVI, MPEG-PS and MPEG-TS have no demuxer in Chromium
+ * (MediaError 4); MOV is not counted on either (only where its codecs happen to be MP4's).
  */
+const WEBM_VIDEO = ["vp8", "vp9", "av1"];
+const WEBM_AUDIO = ["opus", "vorbis"];
 const DIRECT_VIDEO: Partial<Record<Container, readonly string[]>> = {
   mp4: ["h264", "av1", "vp9"],
-  webm: ["vp8", "vp9", "av1"],
+  webm: WEBM_VIDEO,
+  mkv: WEBM_VIDEO,
 };
 const DIRECT_AUDIO: Partial<Record<Container, readonly string[]>> = {
   mp4: ["aac", "mp3", "opus", "flac"],
-  webm: ["opus", "vorbis"],
+  webm: WEBM_AUDIO,
+  mkv: WEBM_AUDIO,
 };
 
 /** H.264 a browser decodes in software: 8-bit 4:2:0 (High 10, 4:2:2 and 4:4:4 profiles are not). */
@@ -47,6 +52,12 @@ export function decideRendition(s: PlaybackSource): RenditionDecision {
   const v = s.videoCodec ?? "none";
   if (!container || !DIRECT_VIDEO[container]) {
     return { needed: true, reason: `${container ?? "unknown"} container: browsers cannot demux it` };
+  }
+  if (container === "mkv" && !DIRECT_VIDEO.mkv!.includes(v)) {
+    return { needed: true, reason: `${v} video in mkv: browsers play Matroska only with WebM's codecs (VP8/VP9/AV1, Opus/Vorbis)` };
+  }
+  if (container === "mkv" && s.audioCodec && !DIRECT_AUDIO.mkv!.includes(s.audioCodec)) {
+    return { needed: true, reason: `${s.audioCodec} audio in mkv: browsers play Matroska only with WebM's codecs (VP8/VP9/AV1, Opus/Vorbis)` };
   }
   if (!DIRECT_VIDEO[container]!.includes(v)) {
     return { needed: true, reason: `${v} video in ${container}: browsers do not decode it (${WHY_NOT[v] ?? "not a web codec"})` };

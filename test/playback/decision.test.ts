@@ -19,6 +19,10 @@ describe("which sources get a web rendition (SPEC §11; Chromium 156 as tried in
     [src("mpeg", "mpeg2video", "yuv420p", "mp2"), true],
     [src("mpeg", "mpeg1video", "yuv420p", "mp2"), true],
     [src("mkv", "h264", "yuv420p", "aac"), true],
+    [src("mkv", "h264", "yuv420p", "ac3"), true],
+    [src("mkv", "vp9", "yuv420p10le", "opus"), false], // a .webm whose DocType says "matroska": Chromium plays it
+    [src("mkv", "vp8", "yuv420p", "vorbis"), false],
+    [src("mkv", "vp9", "yuv420p", "aac"), true],
     [src("mov", "h264", "yuv420p", "aac"), true],
     [src(null, "h264", "yuv420p", "aac"), true],
     // Audio without picture in Chromium: codecs it cannot decode inside a playable container.
@@ -44,6 +48,7 @@ describe("which sources get a web rendition (SPEC §11; Chromium 156 as tried in
 
   test("the reason names what a browser cannot do", () => {
     expect(decideRendition(src("avi", "mpeg4", "yuv420p", "mp3")).reason).toContain("avi container");
+    expect(decideRendition(src("mkv", "h264", "yuv420p", "aac")).reason).toContain("only with WebM's codecs");
     expect(decideRendition(src("mp4", "hevc", "yuv420p10le", "aac")).reason).toContain("hevc video in mp4");
     expect(decideRendition(src("mp4", "h264", "yuv420p", "ac3")).reason).toContain("ac3 audio");
     expect(decideRendition(src("mp4", "h264", "yuv420p10le", "aac")).reason).toContain("8-bit 4:2:0");

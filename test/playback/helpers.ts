@@ -87,3 +87,47 @@ export function parseCues(doc: string, kind: "srt" | "vtt"): { start: number; en
   });
 }
 
+
+/** stack-findings "Headless Chromium for browser tests": without these it calls Google's hosts at start. */
+export const CHROMIUM_FLAGS = [
+  "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync", "--autoplay-policy=no-user-gesture-required",
+];
+
+/** A blank page the test server answers itself, so the video is same-origin and its pixels readable. */
+export const PLAYER_PAGE = "/__playback-test.html";
+
+/** Runs in the page: load, seek to 1 s, draw the frame, count pixels that are not black. */
+export async function frameIn(src: string): Promise<{ error: string | null; videoWidth: number; videoHeight: number; nonBlack: number; currentTime: number }> {
+  const video = document.createElement("video");
+  video.muted = true;
+  video.preload = "auto";
+  document.body.appendChild(video);
+  const once = (ev: string) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${ev} in 20 s`)), 20_000);
+      video.addEventListener(ev, () => (clearTimeout(timer), resolve()), { once: true });
+      video.addEventListener("error", () => (clearTimeout(timer), reject(new Error(`MediaError ${video.error?.code}: ${video.error?.message}`))), { once: true });
+    });
+  try {
+    const loaded = once("loadeddata"); // listeners before src: a cached file may fire at once
+    video.src = src;
+    await loaded;
+    const seeked = once("seeked");
+    video.currentTime = 1;
+    await seeked;
+    if (!video.videoWidth) throw new Error("no picture (videoWidth 0: sound only)");
+    const canvas = document.createElement("canvas");
+    canvas.width = video.videoWidth;
+    canvas.height = video.videoHeight;
+    const ctx = canvas.getContext("2d")!;
+    ctx.drawImage(video, 0, 0);
+    const px = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+    let nonBlack = 0;
+    for (let i = 0; i < px.length; i += 4) if (px[i]! + px[i + 1]! + px[i + 2]! > 60) nonBlack++;
+    return { error: null, videoWidth: video.videoWidth, videoHeight: video.videoHeight, nonBlack, currentTime: video.currentTime };
+  } catch (e) {
+    return { error: (e as Error).message, videoWidth: video.videoWidth, videoHeight: video.videoHeight, nonBlack: 0, currentTime: video.currentTime };
+  }
+}
+
