@@ -50,7 +50,8 @@ try {
   const fresh = { rss: rssMb(), load: load() };
   const acct = app.services.accounts.createAccount({ name: "bench" });
   const col = app.services.collections.create(acct.id, { name: "bench" });
-  const { job_id } = await app.services.uploads.ingestFile(acct.id, col.id, clip);
+  const { job_id } = await app.services.uploads.ingestFile(acct.id, col.id, clip, { force: true });
+  if (!job_id) throw new Error("the clip was not queued");
   app.internals.runner.start();
   const deadline = Date.now() + 300_000;
   let status = "";

@@ -18,6 +18,7 @@
  *      with the embedded ffmpeg and served from its presigned URL with a byte range;
  *   7. `vsearch mcp --account …` beside that server: the SDK's stdio client initializes, lists the
  *      nine agent tools, searches (the query encoder in the binary's workers) and gets a frame.
+ *   7. `backup --include-models` beside that running server, `restore` into an empty dir, `check`.
  * Every wait is bounded. Prints each check; exits 1 if any failed.
  *
  *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip]
@@ -180,6 +181,12 @@ async function main(): Promise<number> {
     if (check("serve prints its URL", url !== null, url ?? `exit ${server.exitCode}`)) {
       const status = await healthz(url!, 30_000);
       check("GET /healthz answers 200", status === 200, `${status} after ${Math.round(performance.now() - t0)} ms`);
+      // Issue 9's guards are wired in the binary's serve path too (src/http/serve-options.ts).
+      const deep = await fetch(`${url}/v1/auth/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: "[".repeat(50_000) + "]".repeat(50_000) });
+      const deepBody = await deep.json().catch(() => null);
+      check("a 50 000-deep JSON body is a 422 json_too_deep", deep.status === 422 && deepBody?.detail?.[0]?.type === "json_too_deep", `${deep.status} ${JSON.stringify(deepBody)?.slice(0, 120)}`);
+      const put = await fetch(`${url}/v1/collections`, { method: "PUT" });
+      check("a wrong method is 405 with Allow", put.status === 405 && put.headers.get("allow") === "GET, HEAD, POST", `${put.status} Allow: ${put.headers.get("allow")}`);
       const dup = await vsearch(["--data-dir", data, "serve", "--host", "127.0.0.1", "--port", "0"], 60_000);
       check(
         "a second serve on the same data dir exits non-zero with a clear message",
@@ -285,6 +292,16 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     check("POST /v1/search answers 200 with the documented shape", search.status === 200 && Array.isArray(search.body?.data) && typeof search.body?.meta?.total === "number", `${search.status}, total ${search.body?.meta?.total}`);
     await playbackAndExports(get, url!, videoId!);
     await mcpOverStdio(data, accountId, videoId!);
+
+    // 7: backup beside the running server (tar-stream and VACUUM INTO in the binary), restore, check.
+    const archive = join(work, "smoke-backup.tar");
+    const backup = await vsearch(["--data-dir", data, "--json", "backup", archive, "--include-models"], 120_000);
+    check("backup while serve runs", backup.code === 0 && json(backup)?.videos === 1 && existsSync(archive), `${json(backup)?.files} files, ${brief(backup)}`);
+    const restoredDir = join(work, "restored");
+    const restore = await vsearch(["--data-dir", restoredDir, "--json", "restore", archive], 120_000);
+    check("restore into an empty dir", restore.code === 0 && json(restore)?.videos === 1, brief(restore));
+    const verify = await vsearch(["--data-dir", restoredDir, "--json", "check"], 60_000);
+    check("the restored data dir passes vsearch check", verify.code === 0 && json(verify)?.ok === true, brief(verify));
   } finally {
     server.kill("SIGTERM");
     const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);

@@ -50,6 +50,9 @@ import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
 import { AgentToolbox } from "./agent/toolbox.ts";
 import { FrameGrabber } from "./agent/frames.ts";
+import { sweepStaleSnapshots } from "./backup/layout.ts";
+import { BackupService } from "./backup/service.ts";
+import { isStorageError, StorageHealth } from "./core/storage.ts";
 import { PlaybackStore } from "./playback/store.ts";
 import { RenditionWorker } from "./playback/renditions.ts";
 import { ExportService } from "./playback/exports.ts";
@@ -101,7 +104,8 @@ export interface App {
   runtime: AppRuntime;
   /** Test and benchmark seam only; see AppInternals. */
   internals: AppInternals;
-  fetch(req: Request): Response | Promise<Response>;
+  /** `server` (Bun.serve's second argument) gives the socket peer address; absent in-process. */
+  fetch(req: Request, server?: unknown): Response | Promise<Response>;
   /** The externally visible base URL, used in presigned links; set by `serve` once it listens. */
   setBaseUrl(url: string): void;
   /** Starts background work (job workers, webhook delivery). Only `serve` calls it. */
@@ -181,7 +185,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     allowNetworks: config.allowNetworks,
     embedder: opts.queryEmbedder ?? new CatalogQueryEmbedder(models, () => inference.get()),
     speechModel: () => models.active("speech") !== null,
-    credits,
+    // A search is refused unless the whole search can be paid (the balance never goes negative).
+    credits: { assertCanSpend: (a) => credits.assertCanSearch(a), chargeSearch: (a) => credits.chargeSearch(a) },
     logger,
     now,
   });
@@ -205,15 +210,25 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       setTimeout(() => renditions.wake(), 0); // after the job has left the runner
     },
   });
-  const renditions = new RenditionWorker(playback, files, bins, { logger, now, idle: () => runner.active === 0 });
-  const runner = new JobRunner(jobStore, pipeline, { concurrency: config.jobConcurrency, logger, now });
+  const storage = new StorageHealth(config.dataDir);
+  const runner = new JobRunner(jobStore, pipeline, {
+    concurrency: config.jobConcurrency,
+    logger,
+    now,
+    onStoreError: (e) => isStorageError(e) && storage.noteFull(),
+    diskFull: () => storage.isFull(),
+  });
+  const renditions = new RenditionWorker(playback, files, bins, { logger, now, idle: () => runner.active === 0 && !storage.isFull() });
   const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, (accountId) => credits.assertCanSpend(accountId), () => {
     runner.wake();
     dispatcher.wake();
   });
   const webhooks = new WebhookService(db, webhookStore, events, accountStore, secretBox, { allowNetworks, resolve: opts.resolve }, () => dispatcher.wake(), now);
   const accountDeletion = new AccountDeletion(db, accountStore, events, webhookStore, dispatcher, videos);
-  const jobs = new JobService(jobStore);
+  const jobs = new JobService(jobStore, db, {
+    resetVideo: (id) => videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
+    wake: () => runner.wake(),
+  });
   const media = new MediaService(new MediaStore(db), files, signer);
   const exports = new ExportService(videos, playback, files, bins, {
     clipUrl: (videoId, file) => {
@@ -237,6 +252,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
     search: search.search, searchFeedback: search.feedback, moments: search.moments, media, exports,
     webhooks, credits, accountDeletion, models: modelService, system,
+    backup: new BackupService(db, { dataDir: config.dataDir, modelsDir: config.modelsDir, vecExtension: opts.runtime.vecExtension, version: VERSION }),
     agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, media, files, frames: new FrameGrabber(bins) }),
   };
 
@@ -248,11 +264,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const http = createHttpApp({
     config,
     auth,
-    limiter: new RateLimiter(config.rateLimits, now),
+    limiter: new RateLimiter(config.rateLimits, now, { maxClients: config.rateLimitMaxClients }),
     services,
     logger,
     metrics,
     version: VERSION,
+    storage,
     ready: () => {
       const checks: Record<string, string> = {};
       try {
@@ -261,8 +278,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       } catch (e) {
         checks.database = (e as Error).message;
       }
+      const disk = storage.check();
+      checks.storage = disk.detail;
       checks.shutdown = closing ? "in progress" : "no";
-      return { ok: checks.database === "ok" && !closing, checks };
+      return { ok: checks.database === "ok" && disk.ok && !closing, checks };
     },
   });
 
@@ -273,16 +292,32 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     metrics,
     runtime: opts.runtime,
     internals: { db, runner, dispatcher, inference, search, signer },
-    fetch: (req) => http.fetch(req),
+    fetch: (req, server) => http.fetch(req, server),
     setBaseUrl: (url) => {
       baseUrl = config.publicBaseUrl ?? url.replace(/\/$/, "");
     },
     start: async () => {
       // The instance lock is held: leases of a previous (crashed) server can be released now.
-      const released = jobStore.releaseAllLeases();
-      const swept = files.sweepOrphans(new Set(videoStore.allIds()));
-      const renditionsRequeued = renditions.start();
-      if (released || swept.tmp || swept.videos || renditionsRequeued) logger.info("recovered after restart", { jobs_requeued: released, renditions_requeued: renditionsRequeued, ...swept });
+      // On a full disk even this write may fail; the runner then claims the expired leases later.
+      let released = 0;
+      try {
+        released = jobStore.releaseAllLeases();
+      } catch (e) {
+        if (!isStorageError(e)) throw e;
+        storage.noteFull();
+        logger.warn("could not release old job leases: disk full", { err: (e as Error).message });
+      }
+      let renditionsRequeued = 0;
+      try {
+        renditionsRequeued = renditions.start();
+      } catch (e) {
+        if (!isStorageError(e)) throw e;
+        storage.noteFull(); // renditions whose encoder died stay `processing` until their lease runs out
+      }
+      const swept = { ...files.sweepOrphans(new Set(videoStore.allIds())), backup_snapshots: sweepStaleSnapshots(config.dataDir) };
+      if (released || renditionsRequeued || swept.tmp || swept.videos || swept.backup_snapshots) {
+        logger.info("recovered after restart", { jobs_requeued: released, renditions_requeued: renditionsRequeued, ...swept });
+      }
       runner.start();
       dispatcher.start();
     },

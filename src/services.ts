@@ -15,6 +15,7 @@ import type { AccountDeletion } from "./accounts/deletion.ts";
 import type { ModelService } from "./models/service.ts";
 import type { SystemService } from "./system/service.ts";
 import type { AgentToolbox } from "./agent/toolbox.ts";
+import type { BackupService } from "./backup/service.ts";
 import type { ExportService } from "./playback/exports.ts";
 
 /** Everything routes and CLI commands may call. Built once by createApp. */
@@ -41,4 +42,6 @@ export interface Services {
   system: SystemService;
   /** The agent tools (SPEC §9) behind /v1/agent/*, /v1/mcp and `vsearch mcp`. */
   agent: AgentToolbox;
+  /** `vsearch backup` and `vsearch check` (SPEC §11). */
+  backup: BackupService;
 }

@@ -1,3 +1,4 @@
+import { CONTROL_CHARS } from "../core/terminal.ts";
 import { z } from "@hono/zod-openapi";
 
 export const PLANS = ["free", "payg", "enterprise"] as const;
@@ -26,12 +27,13 @@ export interface User {
   created_at: string;
 }
 
-/** A display name: 1–255 characters after trimming whitespace. */
+/** A display name: 1–255 characters after trimming whitespace, no control characters (names reach terminals). */
 export const nameSchema = z
   .string()
   .trim()
   .min(1, "must not be empty or only whitespace")
-  .max(255, "must be at most 255 characters");
+  .max(255, "must be at most 255 characters")
+  .refine((s) => !CONTROL_CHARS.test(s), "must not contain control characters (escape sequences, newlines, tabs, bidi overrides)");
 
 export const accountInputSchema = z.object({ name: nameSchema, plan: z.enum(PLANS).default("enterprise") });
 export const userInputSchema = z.object({

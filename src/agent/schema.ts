@@ -33,7 +33,7 @@ export const searchVideosInput = z
       .optional()
       .describe("video = what frames show, scene = shots (picture, labels, caption), transcript = what is said. Default: all that can run"),
     limit: z.number().int().min(1).max(MAX_SEARCH_LIMIT).default(10).describe(`Clips to return, best first (1-${MAX_SEARCH_LIMIT})`),
-    min_score: z.number().min(0).max(1).optional().describe("Drop clips whose calibrated relevance_score is below this (0-1); 0.5 is a sensible cut"),
+    min_score: z.number().min(0).max(1).optional().describe("Replaces the per-mode relevance thresholds for this search (0-1, as REST search): 0 returns the best matches ranked whatever their score; higher is stricter"),
   })
   .strict();
 
@@ -58,7 +58,7 @@ export type Clip = z.infer<typeof clipSchema>;
 
 export const searchVideosOutput = z.object({
   clips: z.array(clipSchema),
-  total_videos: z.number().int().describe("Videos with at least one matching clip (before limit and min_score)"),
+  total_videos: z.number().int().describe("Videos with at least one matching clip (before limit)"),
   modes: z.array(z.string()).describe("Modes that ran"),
   skipped_modes: z.record(z.string(), z.string()).describe("Modes that could not run, with why"),
   suggestions: z.array(z.string()).describe("What to try next when nothing (or little) matched"),

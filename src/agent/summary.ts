@@ -34,11 +34,12 @@ export function suggestionsFor(
   i: z.output<typeof searchVideosInput>,
   ran: readonly string[],
   skipped: Record<string, string>,
-  belowMinScore: number,
 ): string[] {
   const out: string[] = [];
-  if (i.min_score !== undefined && belowMinScore > 0) {
-    out.push(`Lower min_score (now ${i.min_score}): ${belowMinScore} clip${belowMinScore === 1 ? " was" : "s were"} below it; try ${Math.max(0, Math.round((i.min_score - 0.2) * 10) / 10)} or leave it out.`);
+  if (i.min_score !== undefined && i.min_score > 0) {
+    out.push(`Lower min_score (now ${i.min_score}): try ${Math.max(0, Math.round((i.min_score - 0.2) * 10) / 10)}; 0 returns the best matches whatever their score.`);
+  } else if (i.min_score === undefined) {
+    out.push("Pass min_score 0 to see the best matches even when none is a confident hit.");
   }
   const other = MODES.filter((m) => !ran.includes(m) && !skipped[m]);
   if (i.modes && other.length) out.push(`Search other modes too: modes ${JSON.stringify([...ran, ...other])} (video = what frames show, scene = shots, transcript = what is said).`);

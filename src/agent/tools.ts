@@ -89,31 +89,30 @@ export const TOOLS: AgentTool[] = [
     input: S.searchVideosInput,
     output: S.searchVideosOutput,
     async run(d, accountId, i) {
-      // The largest page (50 videos, ≤ 20 clips each), not just `limit` videos: min_score may drop
-      // the top clips, and the next best then come from further down. The search service has no
-      // min_score of its own on this branch, so the cut is applied here on the calibrated score.
+      // The largest page (50 videos, ≤ 20 clips each), not just `limit` videos: clips are ranked
+      // across videos, so the best `limit` clips may come from further down the video list.
+      // min_score means what it means over REST (SPEC §6): it replaces the per-mode thresholds.
       const r = await d.search.search(accountId, {
         query: i.query,
         imageUrl: i.image_url,
         collectionId: i.collection_id,
         videoId: i.video_id,
         modes: i.modes,
+        minScore: i.min_score,
         page: 1,
         perPage: 50,
         includeHidden: false,
         includeThumbnailBase64: false,
       });
       const all = r.videos.flatMap((v) => v.segments.map((s) => ({ v, s }))).sort((a, b) => a.s.rank - b.s.rank);
-      const passing = all.filter((x) => i.min_score === undefined || x.s.score >= i.min_score);
       const clips: S.Clip[] = [];
-      for (const { v, s } of passing.slice(0, i.limit)) clips.push({ ...clipOf(v, s), thumbnail_base64: await clipThumbnail(d, s.thumbnail_url) });
-      const belowMin = all.length - passing.length;
+      for (const { v, s } of all.slice(0, i.limit)) clips.push({ ...clipOf(v, s), thumbnail_base64: await clipThumbnail(d, s.thumbnail_url) });
       return {
         clips,
         total_videos: r.total,
         modes: r.modes,
         skipped_modes: r.skippedModes,
-        suggestions: clips.length ? [] : suggestionsFor(i, r.modes, r.skippedModes, belowMin),
+        suggestions: clips.length ? [] : suggestionsFor(i, r.modes, r.skippedModes),
       };
     },
     summary: (o) => searchSummary(o, MAX_IMAGES),

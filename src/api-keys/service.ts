@@ -1,3 +1,4 @@
+import { isStorageError } from "../core/storage.ts";
 import { AppError, notFound } from "../core/errors.ts";
 import { constantTimeEqual, sha256Hex } from "../core/crypto.ts";
 import { newId, nowIso, randomBase62 } from "../core/ids.ts";
@@ -75,7 +76,12 @@ export class ApiKeyService {
     const t = this.now();
     if (t - (this.lastTouched.get(row.id) ?? 0) >= TOUCH_INTERVAL_MS) {
       this.lastTouched.set(row.id, t);
-      this.store.touch(row.id, nowIso(t));
+      // Bookkeeping only: a full disk must not turn every read into a 507.
+      try {
+        this.store.touch(row.id, nowIso(t));
+      } catch (e) {
+        if (!isStorageError(e)) throw e;
+      }
     }
     return { kind: "api_key", accountId: row.user_id, keyId: row.id, permissions: row.permissions };
   }

@@ -15,10 +15,13 @@ import { registerMediaRoutes } from "./media-serving.ts";
 import { registerWebhookRoutes } from "./webhooks.ts";
 import { registerAgentRoutes } from "./agent.ts";
 import { registerMcpRoutes } from "./mcp.ts";
+import { registerDashboardRoutes } from "./dashboard.ts";
+import { registerJobRetryRoute } from "./job-retry.ts";
 import type { HttpDeps } from "../http/deps.ts";
-import { DOCS_HTML } from "../http/docs-page.ts";
 import { handleError, notFoundHandler, validationResponse } from "../http/errors.ts";
+import { clientAddress, corsFor, declaredBodyLimit, methodMatcher, methodNotAllowed } from "../http/guards.ts";
 import type { AppEnv } from "../http/types.ts";
+import { insufficientStorage, isIoError, isStorageError } from "../core/storage.ts";
 
 export interface HttpAppOptions extends HttpDeps {
   logger: Logger;
@@ -26,6 +29,8 @@ export interface HttpAppOptions extends HttpDeps {
   version: string;
   /** Readiness: the store answers and the server is not shutting down. */
   ready: () => { ok: boolean; checks: Record<string, string> };
+  /** Told when a request failed for lack of disk space (so /readyz reports it). */
+  storage?: { noteFull(): void; isFull(): boolean };
 }
 
 /**
@@ -40,11 +45,13 @@ export const ROUTE_MODULES: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)
   registerVideoRoutes,
   registerVideoExportRoutes,
   registerJobRoutes,
+  registerJobRetryRoute,
   registerSearchRoutes,
   registerMediaRoutes,
   registerWebhookRoutes,
   registerAgentRoutes,
   registerMcpRoutes,
+  registerDashboardRoutes,
 ];
 
 const TARGET_ROOT: Record<string, string> = { json: "body", form: "body", query: "query", param: "path", header: "header" };
@@ -82,8 +89,22 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     });
   });
 
-  app.onError(handleError);
-  app.notFound(notFoundHandler);
+  app.use("*", clientAddress(opts.config.trustedProxies));
+  app.use("*", declaredBodyLimit(opts.config));
+  const corsMw = corsFor(opts.config.corsOrigins);
+  if (corsMw) app.use("*", corsMw);
+
+  app.onError((err, c) => {
+    if (isStorageError(err)) opts.storage?.noteFull();
+    // SQLite reports some writes on a full disk as a generic I/O error (e.g. growing the WAL index).
+    else if (isIoError(err) && opts.storage?.isFull()) return handleError(insufficientStorage(), c);
+    return handleError(err, c);
+  });
+  const allowedMethods = methodMatcher(() => app.routes);
+  app.notFound((c) => {
+    const allow = allowedMethods(c.req.method, c.req.path);
+    return allow ? methodNotAllowed(c, allow) : notFoundHandler(c);
+  });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", {
     type: "http",
@@ -102,7 +123,6 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     return c.json({ status: r.ok ? "ready" : "not_ready", checks: r.checks }, r.ok ? 200 : 503);
   });
   app.get("/metrics", (c) => c.text(opts.metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4" }));
-  app.get("/docs", (c) => c.html(DOCS_HTML));
 
   for (const register of ROUTE_MODULES) register(app, opts);
 

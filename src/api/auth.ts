@@ -2,6 +2,9 @@ import { z } from "@hono/zod-openapi";
 import { envelopeOf, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { defineRoute } from "../http/route.ts";
+import { rateExceeded, rateHeaders } from "../http/rate-limit.ts";
+import { AppError } from "../core/errors.ts";
+import type { RateGroup } from "../config/config.ts";
 import { sessionSchema, signInSchema } from "../auth/schema.ts";
 
 export function registerAuthRoutes(app: Api, deps: HttpDeps) {
@@ -11,14 +14,45 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
     tags: ["Auth"],
     summary: "Sign in with e-mail and password; returns a session token (shown once)",
     access: "public",
-    rateGroup: "auth",
     request: { body: { required: true, content: { "application/json": { schema: signInSchema } } } },
     responses: {
       201: { description: "Signed in", content: { "application/json": { schema: envelopeOf(sessionSchema) } } },
       401: jsonError("Wrong e-mail or password (UNAUTHORIZED)"),
+      429: jsonError("Too many sign-in attempts for this e-mail or from this address (RATE_LIMIT_EXCEEDED); see Retry-After"),
     },
   });
-  app.openapi(signIn, async (c) => ok(c, await deps.auth.signIn(c.req.valid("json")), 201));
+  app.openapi(signIn, async (c) => {
+    const body = c.req.valid("json");
+    const { limiter } = deps;
+    const address = c.get("clientAddress");
+    const email = body.email.trim().toLowerCase();
+    // Every attempt counts against the address (spraying many e-mails, argon2 time); guesses
+    // count per (address, e-mail) and per e-mail — counted before the slow verify so parallel
+    // attempts cannot slip past, and taken back when the password was right.
+    const perAddress = limiter.hit("auth_address", address);
+    if (!perAddress.allowed) throw rateExceeded(perAddress, `Too many sign-in attempts from this address; retry in ${perAddress.resetSecs} s`);
+    const guesses: [RateGroup, string][] = [
+      ["auth", `${address}\u0000${email}`],
+      ["auth_email", email],
+    ];
+    let tightest = perAddress;
+    for (const [group, who] of guesses) {
+      const r = limiter.hit(group, who);
+      if (!r.allowed) throw rateExceeded(r, `Too many failed sign-ins for this e-mail; retry in ${r.resetSecs} s`);
+      if (r.remaining < tightest.remaining) tightest = r;
+    }
+    // X-RateLimit-* on every answer (SPEC §8): the limit closest to running out.
+    let session;
+    try {
+      session = await deps.auth.signIn(body);
+    } catch (e) {
+      if (e instanceof AppError) Object.assign(e.headers, rateHeaders(tightest));
+      throw e;
+    }
+    for (const [group, who] of guesses) limiter.refund(group, who);
+    for (const [k, v] of Object.entries(rateHeaders(perAddress))) c.header(k, v);
+    return ok(c, session, 201);
+  });
 
   const signOut = defineRoute(deps, {
     method: "delete",

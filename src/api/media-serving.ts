@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import { defineRoute, jsonError } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import type { AppEnv } from "../http/types.ts";
+import { notModified, rangeStillValid } from "../media-serving/conditional.ts";
 import { parseRange } from "../media-serving/range.ts";
 import type { MediaItem } from "../media-serving/service.ts";
 
@@ -14,7 +15,8 @@ const videoParam = z.string().openapi({ param: { name: "video_id", in: "path" },
 
 const binary = (type: string) => ({ content: { [type]: { schema: z.string().openapi({ format: "binary" }) } } });
 const responses = (type: string) => ({
-  200: { description: "The whole file", ...binary(type) },
+  200: { description: "The whole file (also when `If-Range` no longer matches)", ...binary(type) },
+  304: { description: "Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified)" },
   206: { description: "The requested byte range (Content-Range)", ...binary(type) },
   403: jsonError("Missing, wrong or expired signature (FORBIDDEN)"),
   404: jsonError("Unknown video or missing file (VIDEO_NOT_FOUND, NOT_FOUND)"),
@@ -69,14 +71,19 @@ export function registerMediaRoutes(app: Api, deps: HttpDeps) {
       const item = e.item(c);
       if (!item) return c.json({ detail: { code: "NOT_FOUND", message: "No such thumbnail" } }, 404);
       const file = svc.open(c.req.param("video_id") ?? "", item, c.req.query("expires"), c.req.query("signature"));
+      const validators = { etag: `"${file.size.toString(16)}-${Math.floor(file.mtimeMs).toString(16)}"`, lastModifiedMs: file.mtimeMs };
       const headers = new Headers({
         "Accept-Ranges": "bytes",
         "Content-Type": file.contentType,
         "Cache-Control": "private, max-age=300",
-        ETag: `"${file.size.toString(16)}-${Math.floor(file.mtimeMs).toString(16)}"`,
+        ETag: validators.etag,
         "Last-Modified": new Date(file.mtimeMs).toUTCString(),
       });
-      const range = parseRange(c.req.header("range"), file.size);
+      if (notModified({ ifNoneMatch: c.req.header("if-none-match"), ifModifiedSince: c.req.header("if-modified-since") }, validators)) {
+        headers.delete("Content-Type");
+        return new Response(null, { status: 304, headers });
+      }
+      const range = rangeStillValid(c.req.header("if-range"), validators) ? parseRange(c.req.header("range"), file.size) : { kind: "full" as const };
       if (range.kind === "unsatisfiable") {
         headers.set("Content-Range", `bytes */${file.size}`);
         headers.delete("Content-Type");

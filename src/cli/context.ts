@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { type App, type AppRuntime, createApp } from "../app.ts";
 import { type Config, type ConfigFlags, loadConfig } from "../config/config.ts";
 import { createLogger } from "../core/logger.ts";
+import { escapeControls, escapeForTerminal, escapeJsonForTerminal } from "../core/terminal.ts";
 
 export interface GlobalOptions {
   dataDir?: string;
@@ -47,10 +48,11 @@ export function createCliContext(
       }
     },
     print: (cmd, data, human) => {
-      if (ctx.globals(cmd).json) io.stdout(JSON.stringify(data, null, 2) + "\n");
-      else io.stdout((typeof human === "function" ? human() : human) + "\n");
+      // Never raw control bytes on a terminal, whatever a name or file name carries.
+      if (ctx.globals(cmd).json) io.stdout(escapeJsonForTerminal(JSON.stringify(data, null, 2)) + "\n");
+      else io.stdout(escapeForTerminal(typeof human === "function" ? human() : human) + "\n");
     },
-    stdout: io.stdout,
+    stdout: (text) => io.stdout(escapeForTerminal(text)),
     stderr: io.stderr,
   };
   return ctx;
@@ -59,7 +61,7 @@ export function createCliContext(
 /** Fixed-width text table for human output. */
 export function table(rows: Record<string, unknown>[], columns: string[]): string {
   if (rows.length === 0) return "(none)";
-  const cell = (v: unknown) => (v === null || v === undefined ? "-" : String(v));
+  const cell = (v: unknown) => (v === null || v === undefined ? "-" : escapeControls(String(v)));
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
   const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i])).join("  ").trimEnd();
   return [line(columns.map((c) => c.toUpperCase())), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join("\n");

@@ -1,3 +1,5 @@
+import { escapeControls } from "../core/terminal.ts";
+
 /**
  * A one-line progress bar on stderr when it is a terminal; plain periodic lines otherwise (logs
  * and CI keep a readable history instead of carriage-return noise).
@@ -17,7 +19,8 @@ export class ProgressBar {
   update(done: number, total: number, label: string): void {
     const frac = total > 0 ? Math.min(1, done / total) : 0;
     const filled = Math.round(frac * this.width);
-    const bar = `[${"#".repeat(filled)}${"-".repeat(this.width - filled)}] ${(frac * 100).toFixed(0).padStart(3)}% ${label}`;
+    // Labels carry file names: never raw control bytes on the terminal.
+    const bar = `[${"#".repeat(filled)}${"-".repeat(this.width - filled)}] ${(frac * 100).toFixed(0).padStart(3)}% ${escapeControls(label)}`;
     if (this.tty) this.write(`\r${bar.slice(0, 120).padEnd(120)}`);
     else if (Date.now() - this.lastLine > 2000 || frac >= 1) {
       this.lastLine = Date.now();

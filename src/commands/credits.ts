@@ -13,6 +13,14 @@ export function registerCreditCommands(program: Command, ctx: CliContext) {
       ctx.print(cmd, { user_id: opts.account, ...r }, `Account ${opts.account} now has ${r.balance} credits`);
     });
   credits
+    .command("unlimited")
+    .description("Stop metering: the account's balance becomes unlimited again (the ledger is kept)")
+    .requiredOption("--account <id>", "account id (usr_…)")
+    .action(async (opts: { account: string }, cmd: Command) => {
+      await ctx.withApp(cmd, (app) => app.services.credits.setUnlimited(opts.account));
+      ctx.print(cmd, { user_id: opts.account, balance: null, metered: false }, `Account ${opts.account} is unlimited (not metered) again`);
+    });
+  credits
     .command("show")
     .requiredOption("--account <id>", "account id (usr_…)")
     .action(async (opts: { account: string }, cmd: Command) => {

@@ -4,6 +4,7 @@ import type { Config } from "../config/config.ts";
 import { ConfigError } from "../config/config.ts";
 import { AppError, ValidationError } from "../core/errors.ts";
 import { VERSION } from "../version.ts";
+import { escapeControls } from "../core/terminal.ts";
 import { registerAccountCommands } from "./accounts.ts";
 import { registerKeyCommands } from "./api-keys.ts";
 import { registerSearchCommands } from "./search.ts";
@@ -12,6 +13,8 @@ import { registerModelCommands } from "./models.ts";
 import { registerCreditCommands } from "./credits.ts";
 import { registerVideoCommands } from "./videos.ts";
 import { registerMcpCommand } from "./mcp.ts";
+import { registerBackupCommands } from "./backup.ts";
+import { registerRestoreCommand } from "./restore.ts";
 import { createCliContext } from "../cli/context.ts";
 import { registerServeCommand } from "./serve.ts";
 import { registerSystemCommands } from "./system.ts";
@@ -43,6 +46,8 @@ export function buildProgram(env: Record<string, string | undefined>, runtime: (
   registerSystemCommands(program, ctx);
   registerSearchCommands(program, ctx);
   registerMcpCommand(program, ctx);
+  registerBackupCommands(program, ctx);
+  registerRestoreCommand(program, ctx);
   return program;
 }
 
@@ -57,7 +62,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       if (e.code === "commander.helpDisplayed" || e.code === "commander.version" || e.code === "commander.help") return 0;
       return 2;
     }
-    io.stderr(`error: ${describe(e)}\n`);
+    io.stderr(`error: ${escapeControls(describe(e))}\n`);
     return 1;
   }
 }

@@ -1,21 +1,31 @@
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
+import { registerJobRetryCommand } from "../commands/job-retry.ts";
 import { type CliContext, table } from "../cli/context.ts";
-import type { JobStatus } from "../jobs/schema.ts";
+import { JOB_STATUSES, type JobStatus } from "../jobs/schema.ts";
+
+/** A bad filter is a usage error (exit 2), as it is a 422 over HTTP â not an empty list. */
+const jobStatus = (v: string): JobStatus => {
+  if (!(JOB_STATUSES as readonly string[]).includes(v)) throw new InvalidArgumentError(`must be one of ${JOB_STATUSES.join(", ")}`);
+  return v as JobStatus;
+};
 
 export function registerJobCommands(program: Command, ctx: CliContext) {
-  program
+  const jobs = program
     .command("jobs")
     .description("List an account's indexing jobs, newest first")
-    .requiredOption("--account <id>", "account id (usr_…)")
-    .option("--status <status>", "queued | pending | processing | done | failed")
+    .option("--account <id>", "account id (usr_…); required to list")
+    .option("--status <status>", "queued | pending | processing | done | failed", jobStatus)
     .option("--limit <n>", "how many", (v) => Number(v), 50)
-    .action(async (opts: { account: string; status?: string; limit: number }, cmd: Command) => {
+    .action(async (opts: { account?: string; status?: JobStatus; limit: number }, cmd: Command) => {
+      if (!opts.account) cmd.error("error: required option '--account <id>' not specified", { exitCode: 2, code: "commander.missingMandatoryOptionValue" });
+      const account = opts.account;
       const list = await ctx.withApp(cmd, (app) => {
-        app.services.accounts.getAccount(opts.account);
-        return app.services.jobs.list(opts.account, { status: opts.status as JobStatus | undefined }, { page: 1, perPage: opts.limit }).items;
+        app.services.accounts.getAccount(account);
+        return app.services.jobs.list(account, { status: opts.status }, { page: 1, perPage: opts.limit }).items;
       });
       ctx.print(cmd, list, () =>
         table(list.map((j) => ({ ...j, error: j.error ? j.error.code : null })) as never, ["id", "video_id", "status", "stage", "progress_pct", "error", "created_at"]),
       );
     });
+  registerJobRetryCommand(jobs, ctx);
 }

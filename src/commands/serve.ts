@@ -2,11 +2,10 @@ import { mkdirSync } from "node:fs";
 import type { Command } from "commander";
 import { createApp } from "../app.ts";
 import { createLogger } from "../core/logger.ts";
+import { bunServeOptions } from "../http/serve-options.ts";
 import type { CliContext } from "../cli/context.ts";
 import { InstanceLock } from "../cli/instance-lock.ts";
-
-/** Multipart framing on top of the largest allowed upload. */
-const BODY_OVERHEAD_BYTES = 1024 * 1024;
+import { portInUse } from "../cli/port-check.ts";
 
 export function registerServeCommand(program: Command, ctx: CliContext) {
   program
@@ -24,19 +23,16 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
           `another vsearch serve (pid ${got.holder.pid}${got.holder.url ? `, ${got.holder.url}` : ""}) is already using data dir ${config.dataDir}; stop it first or use another --data-dir (CLI commands work beside it)`,
         );
       }
+      if (await portInUse(config.host, config.port).catch(() => false)) {
+        lock.release();
+        throw new Error(`port ${config.port} on ${config.host} is already in use (another vsearch serve or another program); stop it or pick another --port`);
+      }
       const logger = createLogger(config.logLevel);
       let app;
       let server;
       try {
         app = await createApp(config, { runtime: await ctx.runtime(config), logger });
-        server = Bun.serve({
-          hostname: config.host,
-          port: config.port,
-          fetch: app.fetch,
-          maxRequestBodySize: config.maxUploadBytes + BODY_OVERHEAD_BYTES,
-          idleTimeout: 255,
-          development: false,
-        });
+        server = Bun.serve(bunServeOptions(app, config));
       } catch (e) {
         lock.release();
         await app?.close();

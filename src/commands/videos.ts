@@ -75,8 +75,9 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
     .requiredOption("--account <id>", "account id (usr_…)")
     .requiredOption("--collection <name>", "collection name")
     .option("--no-wait", "queue the jobs and return without waiting for indexing")
+    .option("--force", "index files the collection already holds again (same content hash); default: skip them")
     .option("--timeout <secs>", "give up waiting after this many seconds", (v) => Number(v), 24 * 3600)
-    .action(async (paths: string[], opts: { account: string; collection: string; wait: boolean; timeout: number }, cmd: Command) => {
+    .action(async (paths: string[], opts: { account: string; collection: string; wait: boolean; force?: boolean; timeout: number }, cmd: Command) => {
       const config = ctx.config(cmd);
       const json = ctx.globals(cmd).json;
       const { files, missing } = collectVideoFiles(paths);
@@ -92,9 +93,14 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
         for (const [i, path] of files.entries()) {
           bar.update(i, files.length, `queueing ${path}`);
           try {
-            const r = await app.services.uploads.ingestFile(opts.account, col.id, path);
-            rows.push({ path, video_id: r.video_id, job_id: r.job_id, status: "queued", error: null });
+            const r = await app.services.uploads.ingestFile(opts.account, col.id, path, { force: opts.force });
+            rows.push({ path, video_id: r.video_id, job_id: r.job_id, status: r.status, error: null });
           } catch (e) {
+            // Another ingest added the same bytes between our check and our insert.
+            if (e instanceof AppError && e.code === "DUPLICATE_CONTENT") {
+              rows.push({ path, video_id: null, job_id: null, status: "unchanged", error: null });
+              continue;
+            }
             rows.push({ path, video_id: null, job_id: null, status: "skipped", error: e instanceof AppError ? `${e.code}: ${e.message}` : String(e) });
           }
         }

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "@hono/zod-openapi";
+import { parseCidr } from "../net/address-rules.ts";
 
 /**
  * Configuration. This module is the only place that reads `process.env` (see loadConfig's
@@ -20,6 +21,8 @@ export const RATE_GROUPS = [
   "agent",
   "webhooks",
   "auth",
+  "auth_email",
+  "auth_address",
 ] as const;
 export type RateGroup = (typeof RATE_GROUPS)[number];
 
@@ -35,7 +38,12 @@ export const DEFAULT_RATE_LIMITS: Record<RateGroup, number> = {
   api_keys: 10,
   agent: 30,
   webhooks: 30,
-  auth: 20,
+  // Sign-in (SPEC §8, issue 9): `auth` counts failed sign-ins per (client address, e-mail);
+  // `auth_email` failed sign-ins per e-mail from all addresses (distributed guessing);
+  // `auth_address` every sign-in attempt per address (spraying many e-mails, argon2 cost).
+  auth: 10,
+  auth_email: 50,
+  auth_address: 60,
 };
 
 const rateLimitsSchema = z.object(
@@ -71,6 +79,9 @@ const fileSchema = z
     webhook_retry_delays: z.array(z.number().nonnegative()),
     webhook_timeout_ms: z.number().int().positive(),
     allow_networks: z.array(z.string()),
+    trusted_proxies: z.array(z.string()),
+    cors_origins: z.array(z.string()),
+    rate_limit_max_clients: z.number().int().min(1000),
     rate_limits: rateLimitsSchema,
     credits_per_minute: z.number().nonnegative(),
     credits_per_search: z.number().nonnegative(),
@@ -126,6 +137,15 @@ export interface Config {
   webhookRetryDelaysSecs: number[];
   webhookTimeoutMs: number;
   allowNetworks: string[];
+  /**
+   * Reverse proxies (CIDRs or addresses) whose `X-Forwarded-For` is believed. Empty (default):
+   * the client address is the socket peer and the header is ignored.
+   */
+  trustedProxies: string[];
+  /** Origins allowed to call the API from a browser (CORS). Empty (default): CORS is off. */
+  corsOrigins: string[];
+  /** Most rate-limit counters kept in memory; past it the least recently used are dropped. */
+  rateLimitMaxClients: number;
   rateLimits: Record<RateGroup, number>;
   creditsPerMinute: number;
   creditsPerSearch: number;
@@ -200,6 +220,24 @@ export function loadConfig(
   const port = pick(flags.port, num("VSEARCH_PORT", env.VSEARCH_PORT), file.port) ?? 8080;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`port must be 0-65535, got ${port}`);
 
+  const trustedProxies = pick(list(env.VSEARCH_TRUSTED_PROXIES), file.trusted_proxies) ?? [];
+  for (const p of trustedProxies) {
+    try {
+      parseCidr(p);
+    } catch (e) {
+      throw new ConfigError(`trusted_proxies: ${(e as Error).message}`);
+    }
+  }
+  const corsOrigins = pick(list(env.VSEARCH_CORS_ORIGINS), file.cors_origins) ?? [];
+  for (const o of corsOrigins) {
+    if (!/^https?:\/\/[^/\s]+$/.test(o)) throw new ConfigError(`cors_origins: "${o}" is not an origin like https://app.example.com`);
+  }
+
+  const rateLimitMaxClients = pick(num("VSEARCH_RATE_LIMIT_MAX_CLIENTS", env.VSEARCH_RATE_LIMIT_MAX_CLIENTS), file.rate_limit_max_clients) ?? 500_000;
+  if (!Number.isInteger(rateLimitMaxClients) || rateLimitMaxClients < 1000) {
+    throw new ConfigError(`rate_limit_max_clients must be an integer ≥ 1000, got ${rateLimitMaxClients}`);
+  }
+
   const retry = pick(list(env.VSEARCH_WEBHOOK_RETRY_DELAYS)?.map((s) => num("VSEARCH_WEBHOOK_RETRY_DELAYS", s)!), file.webhook_retry_delays);
 
   return {
@@ -229,6 +267,9 @@ export function loadConfig(
     webhookRetryDelaysSecs: retry ?? [30, 60],
     webhookTimeoutMs: pick(num("VSEARCH_WEBHOOK_TIMEOUT_MS", env.VSEARCH_WEBHOOK_TIMEOUT_MS), file.webhook_timeout_ms) ?? 10_000,
     allowNetworks: pick(list(env.VSEARCH_WEBHOOK_ALLOW_NETWORKS), file.allow_networks) ?? [],
+    trustedProxies,
+    corsOrigins,
+    rateLimitMaxClients,
     rateLimits,
     creditsPerMinute: pick(num("VSEARCH_CREDITS_PER_MINUTE", env.VSEARCH_CREDITS_PER_MINUTE), file.credits_per_minute) ?? 1,
     creditsPerSearch: pick(num("VSEARCH_CREDITS_PER_SEARCH", env.VSEARCH_CREDITS_PER_SEARCH), file.credits_per_search) ?? 0.1,

@@ -32,13 +32,53 @@ function issueType(issue: ZodIssue, input: unknown): string {
   }
 }
 
+/** A 422 lists at most this many problems; a body with 100 000 wrong items is not echoed 100 000 times. */
+export const MAX_ISSUES = 50;
+const ECHO_STRING = 256;
+const ECHO_ITEMS = 20;
+const ECHO_DEPTH = 3;
+
+/**
+ * The `input` a 422 echoes back: the offending value, cut to a bounded size (strings to 256
+ * characters, 20 items or keys per level, 3 levels) so an answer never costs more than the request.
+ * Applied once, where the 422 is written (http/errors.ts validationResponse).
+ */
+export function boundedEcho(v: unknown, depth = 0): unknown {
+  if (typeof v === "string") return v.length > ECHO_STRING ? `${v.slice(0, ECHO_STRING)}…` : v;
+  if (v === null || typeof v !== "object") return typeof v === "bigint" || typeof v === "function" || typeof v === "symbol" ? String(v) : v;
+  if (depth >= ECHO_DEPTH) return Array.isArray(v) ? "[…]" : "{…}";
+  if (Array.isArray(v)) {
+    const out = v.slice(0, ECHO_ITEMS).map((x) => boundedEcho(x, depth + 1));
+    if (v.length > ECHO_ITEMS) out.push(`… ${v.length - ECHO_ITEMS} more`);
+    return out;
+  }
+  if (v instanceof Blob) return `<file ${v.size} bytes>`;
+  const out: Record<string, unknown> = {};
+  let n = 0;
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) continue;
+    if (n++ === ECHO_ITEMS) {
+      out["…"] = "more keys";
+      break;
+    }
+    out[k.length > ECHO_STRING ? `${k.slice(0, ECHO_STRING)}…` : k] = boundedEcho((v as Record<string, unknown>)[k], depth + 1);
+  }
+  return out;
+}
+
 export function zodIssuesToValidation(issues: readonly ZodIssue[], data: unknown, root: string): ValidationIssue[] {
+  const out = convertIssues(issues.slice(0, MAX_ISSUES), data, root);
+  return out.length > MAX_ISSUES ? out.slice(0, MAX_ISSUES) : out;
+}
+
+function convertIssues(issues: readonly ZodIssue[], data: unknown, root: string): ValidationIssue[] {
   const out: ValidationIssue[] = [];
   for (const issue of issues) {
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
         const path = [...issue.path, key];
         out.push({ loc: [root, ...(path as (string | number)[])], msg: "Extra inputs are not permitted", type: "extra_forbidden", input: valueAt(data, path) });
+        if (out.length > MAX_ISSUES) return out;
       }
       continue;
     }

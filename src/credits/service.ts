@@ -12,8 +12,11 @@ export interface CreditSettings {
 /**
  * Optional metering (SPEC §3). A null balance means unlimited — the self-hosted default — and
  * nothing is charged. Once credits are granted the account is metered: indexing costs per minute
- * of video, a search costs per request. Crossing the low threshold downward records `credits.low`,
- * reaching zero `credits.exhausted`, both in the transaction of the charge that caused them.
+ * of video, a search costs per request. Crossing the low threshold downward records `credits.low`
+ * (also when a first grant makes an unlimited account metered below the threshold), reaching zero
+ * `credits.exhausted`, both in the transaction that caused them. The balance never goes below
+ * zero: a search that costs more than what is left is refused (402) before it runs, and a charge
+ * that would overdraw (an indexing job finishing, two searches racing) takes what is left.
  */
 export class CreditService {
   constructor(
@@ -33,15 +36,48 @@ export class CreditService {
   grant(accountId: string, amount: number): { balance: number } {
     if (!Number.isFinite(amount) || amount <= 0) throw new AppError(400, "INVALID_AMOUNT", "amount must be a positive number");
     if (this.store.balance(accountId) === undefined) throw notFound("NOT_FOUND", `Account ${accountId}`);
-    const { after } = this.db.transaction(() => this.store.apply(accountId, amount, "grant"))();
-    return { balance: after };
+    const after = this.db.transaction(() => {
+      const wasUnlimited = this.store.balance(accountId) === null;
+      const { after } = this.store.apply(accountId, amount, "grant");
+      // From unlimited to below the threshold is a downward crossing too.
+      if (wasUnlimited && after <= this.settings.lowThreshold) {
+        this.events.record(accountId, "credits.low", { balance: after, threshold: this.settings.lowThreshold });
+        return { after, fired: true };
+      }
+      return { after, fired: false };
+    })();
+    if (after.fired) this.onEvent();
+    return { balance: after.after };
   }
 
-  /** 402 when a metered account has nothing left. */
+  /** Metering off: the balance becomes unlimited (null) again; the ledger is kept. */
+  setUnlimited(accountId: string): { balance: null } {
+    if (this.store.balance(accountId) === undefined) throw notFound("NOT_FOUND", `Account ${accountId}`);
+    this.store.setUnlimited(accountId);
+    return { balance: null };
+  }
+
+  /** 402 when a metered account has nothing left (uploads: their cost is known only once indexed). */
   assertCanSpend(accountId: string): void {
+    this.assertBalance(accountId, 0);
+  }
+
+  /** 402 unless a metered account can pay a whole search: a balance of 0.05 cannot pay 0.1. */
+  assertCanSearch(accountId: string): void {
+    this.assertBalance(accountId, this.settings.perSearch);
+  }
+
+  private assertBalance(accountId: string, cost: number): void {
     const b = this.store.balance(accountId);
-    if (b !== null && b !== undefined && b <= 0) {
-      throw new AppError(402, "INSUFFICIENT_CREDITS", "This account has no credits left; ask an operator to grant more (vsearch credits grant)");
+    if (b === null || b === undefined) return;
+    if (b <= 0 || b < cost) {
+      throw new AppError(
+        402,
+        "INSUFFICIENT_CREDITS",
+        b <= 0
+          ? "This account has no credits left; ask an operator to grant more (vsearch credits grant)"
+          : `This account has ${b} credits; this costs ${cost}. Ask an operator to grant more (vsearch credits grant)`,
+      );
     }
   }
 
@@ -58,8 +94,13 @@ export class CreditService {
   }
 
   private charge(accountId: string, cost: number, reason: string): void {
-    if (cost <= 0 || (this.store.balance(accountId) ?? null) === null) return;
-    const { before, after } = this.store.apply(accountId, -cost, reason);
+    const balance = this.store.balance(accountId) ?? null;
+    if (cost <= 0 || balance === null) return;
+    // Never below zero: what cannot be paid is noted in the ledger's reason, not owed.
+    const paid = Math.min(cost, Math.max(balance, 0));
+    if (paid <= 0) return;
+    const short = Math.round((cost - paid) * 1e6) / 1e6;
+    const { before, after } = this.store.apply(accountId, -paid, short > 0 ? `${reason} (${short} unpaid)` : reason);
     const threshold = this.settings.lowThreshold;
     let fired = false;
     // Once per downward crossing (a grant back above the threshold re-arms it). Also when one

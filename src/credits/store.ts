@@ -28,6 +28,10 @@ export class CreditStore {
     return { before, after };
   }
 
+  setUnlimited(accountId: string): void {
+    this.db.query("UPDATE accounts SET credits_balance = NULL WHERE id = ?").run(accountId);
+  }
+
   ledger(accountId: string, limit: number): LedgerRow[] {
     return this.db
       .query<LedgerRow, [string, number]>("SELECT id, delta, reason, balance_after, created_at FROM credit_ledger WHERE account_id = ? ORDER BY id DESC LIMIT ?")

@@ -2,10 +2,14 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { AppError, ValidationError, type ValidationIssue } from "../core/errors.ts";
+import { boundedEcho, MAX_ISSUES } from "../core/validate.ts";
+import { insufficientStorage, isStorageError } from "../core/storage.ts";
 import type { AppEnv } from "./types.ts";
 
+/** Every 422 is bounded here, whoever built its issues: at most MAX_ISSUES, each `input` cut short. */
 export function validationResponse(c: Context<AppEnv>, issues: ValidationIssue[]) {
-  return c.json({ detail: issues }, 422);
+  const detail = issues.slice(0, MAX_ISSUES).map((i) => ("input" in i ? { ...i, input: boundedEcho(i.input) } : i));
+  return c.json({ detail }, 422);
 }
 
 export function errorResponse(c: Context<AppEnv>, status: ContentfulStatusCode, code: string, message: string, headers: Record<string, string> = {}) {
@@ -18,7 +22,18 @@ export function errorResponse(c: Context<AppEnv>, status: ContentfulStatusCode, 
  * with its stack and answered 500 without one (no internals reach a client).
  */
 export function handleError(err: Error, c: Context<AppEnv>) {
+  if (c.req.raw.signal.aborted) {
+    // The client went away mid-request (an abandoned upload): nothing failed on this side and
+    // nobody is left to answer. Logged as what it is, counted as 499 (nginx's "client closed").
+    c.get("log")?.info("client closed the connection", { err: err?.message });
+    return errorResponse(c, 499 as ContentfulStatusCode, "CLIENT_CLOSED_REQUEST", "The client closed the connection before the request was complete");
+  }
   if (err instanceof ValidationError) return validationResponse(c, err.issues);
+  if (!(err instanceof AppError) && isStorageError(err)) {
+    // A full disk is the operator's problem, not a bug: 507, and the write was rolled back.
+    c.get("log")?.warn("write refused: disk full", { err: err?.message });
+    err = insufficientStorage();
+  }
   if (err instanceof AppError) return errorResponse(c, err.status as ContentfulStatusCode, err.code, err.message, err.headers);
   if (err instanceof HTTPException) {
     // Hono's body validators: malformed JSON / form → 400, undeclared content type → 415.
@@ -34,7 +49,7 @@ export function handleError(err: Error, c: Context<AppEnv>) {
     }
     return errorResponse(c, err.status as ContentfulStatusCode, err.status === 404 ? "NOT_FOUND" : "HTTP_ERROR", err.message || "Request failed");
   }
-  c.get("log")?.error("unhandled error", { err: err?.message, stack: err?.stack });
+  c.get("log")?.error("unhandled error", { err: err?.message, name: err?.name, code: (err as { code?: string })?.code, stack: err?.stack });
   return errorResponse(c, 500, "INTERNAL_ERROR", `Internal error; quote request id ${c.get("requestId")} when reporting it`);
 }
 

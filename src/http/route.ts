@@ -36,6 +36,7 @@ export function defineRoute<R extends RouteSpec>(deps: HttpDeps, spec: R) {
     responses[403] ??= jsonError("Credential lacks the permission (FORBIDDEN)");
   }
   if (rateGroup) responses[429] ??= jsonError("Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After");
+  if (route.method !== "get") responses[507] ??= jsonError("The server's disk is full (INSUFFICIENT_STORAGE); nothing was written");
   return createRoute({
     ...route,
     responses,

@@ -7,5 +7,7 @@ export interface AppEnv {
     startedAt: number;
     log: Logger;
     principal: Principal;
+    /** The caller's network address as the rate limiter counts it (http/client-address.ts). */
+    clientAddress: string;
   };
 }

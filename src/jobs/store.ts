@@ -80,6 +80,29 @@ export class JobStore {
     );
   }
 
+  /** Gives a claimed job back (disk full mid-run): queued again, and this claim does not count as a crash. */
+  requeue(id: string, owner: string): boolean {
+    return (
+      this.db
+        .query(
+          `UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, attempts = max(attempts - 1, 0), updated_at = ?
+            WHERE id = ? AND lease_owner = ?`,
+        )
+        .run(nowIso(), id, owner).changes === 1
+    );
+  }
+
+  /** A failed job runs again from the top with a fresh crash count. Returns the row, or null if it is not failed. */
+  retry(accountId: string, id: string): JobRow | null {
+    return this.db
+      .query<JobRow, [string, string, string]>(
+        `UPDATE jobs SET status = 'queued', stage = NULL, progress_pct = 0, error_code = NULL, error_message = NULL, attempts = 0,
+                lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+          WHERE account_id = ? AND id = ? AND status = 'failed' RETURNING *`,
+      )
+      .get(nowIso(), accountId, id);
+  }
+
   /** At `serve` start (the instance lock is held, so no other worker is alive): release every lease. */
   releaseAllLeases(): number {
     return this.db

@@ -15,7 +15,7 @@ export interface RenditionWorkerOptions {
   pollMs?: number;
   /** A rendition whose encoder died this many times is failed instead of retried forever. */
   maxAttempts?: number;
-  /** false while ingest jobs run: renditions wait, so they never slow down making videos searchable. */
+  /** false while ingest jobs run (or the disk is full): renditions wait, so they never slow down making videos searchable. */
   idle?: () => boolean;
 }
 
@@ -48,11 +48,11 @@ export class RenditionWorker {
     this.maxAttempts = opts.maxAttempts ?? 3;
   }
 
+  /** Starts claiming; returns how many rows a previous process left mid-encode (queued again). */
   start(): number {
-    const released = this.store.releaseAllLeases();
     this.stopped = false;
-    this.wake();
-    return released;
+    this.wake(); // claims on the next tick, after the release below
+    return this.store.releaseAllLeases();
   }
 
   /** Called when a video becomes searchable, so its rendition starts now instead of at the next poll. */

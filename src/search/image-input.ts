@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ValidationError } from "../core/errors.ts";
+import { AppError, ValidationError } from "../core/errors.ts";
 import { runTool } from "../media/process.ts";
 import { NetError } from "../net/errors.ts";
 import { safeFetch } from "../net/safe-fetch.ts";
@@ -10,8 +10,16 @@ import { QUERY_IMAGE_SIDE } from "./embedder.ts";
 /** SPEC §6: query images are JPEG or PNG, at most 10 MB, at least 64×64. */
 export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
 export const MIN_IMAGE_SIDE = 64;
-/** Decompression-bomb guard: more pixels than this is refused before ffmpeg sees it. */
-export const MAX_IMAGE_PIXELS = 80_000_000;
+/**
+ * Decompression-bomb guard, checked from the header before ffmpeg sees the file: ffmpeg holds
+ * the whole decoded frame, so its memory is ~pixels × bytes per pixel + ~10 MB (measured: a
+ * 10000×8000 RGB PNG of 254 kB took 258 MB, 6000×4000 took 87 MB). 96 MB of decoded frame is
+ * a 32-megapixel JPEG or a 24-megapixel RGBA PNG — more than any query needs (it becomes 224×224).
+ */
+export const MAX_DECODED_BYTES = 96 * 1024 * 1024;
+/** Decodes running at once; more wait, and past MAX_DECODE_WAITING the search is refused (503). */
+export const MAX_PARALLEL_DECODES = 2;
+export const MAX_DECODE_WAITING = 16;
 export const IMAGE_URL_TIMEOUT_MS = 10_000;
 const DECODE_TIMEOUT_MS = 15_000;
 
@@ -19,16 +27,22 @@ export interface ImageHeader {
   format: "png" | "jpeg";
   width: number;
   height: number;
+  /** Bytes of a decoded pixel: PNG from IHDR (channels × depth); JPEG 3 (4:4:4, the worst case). */
+  bytesPerPixel: number;
 }
+
+const PNG_CHANNELS: Record<number, number> = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 };
 
 const PNG_MAGIC = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
 /** Format and size from the file header (PNG IHDR, JPEG SOFn); null when it is neither. */
 export function readImageHeader(b: Uint8Array): ImageHeader | null {
-  if (b.length >= 24 && PNG_MAGIC.every((x, i) => b[i] === x)) {
+  if (b.length >= 26 && PNG_MAGIC.every((x, i) => b[i] === x)) {
     const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
     if (String.fromCharCode(b[12], b[13], b[14], b[15]) !== "IHDR") return null;
-    return { format: "png", width: dv.getUint32(16), height: dv.getUint32(20) };
+    const channels = PNG_CHANNELS[b[25]];
+    if (!channels) return null;
+    return { format: "png", width: dv.getUint32(16), height: dv.getUint32(20), bytesPerPixel: channels * Math.max(1, b[24] / 8) };
   }
   if (b.length >= 4 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) {
     let off = 2;
@@ -45,7 +59,7 @@ export function readImageHeader(b: Uint8Array): ImageHeader | null {
       const isSof = m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc;
       if (isSof) {
         if (off + 7 > b.length) return null;
-        return { format: "jpeg", height: (b[off + 3] << 8) | b[off + 4], width: (b[off + 5] << 8) | b[off + 6] };
+        return { format: "jpeg", height: (b[off + 3] << 8) | b[off + 4], width: (b[off + 5] << 8) | b[off + 6], bytesPerPixel: 3 };
       }
       off += len;
     }
@@ -69,8 +83,12 @@ export function checkImage(bytes: Uint8Array, loc: "image" | "image_url"): Image
       min: MIN_IMAGE_SIDE,
     });
   }
-  if (h.width * h.height > MAX_IMAGE_PIXELS) {
-    throw invalid(loc, `The image has more than ${MAX_IMAGE_PIXELS} pixels`, "image_too_large", { max: MAX_IMAGE_PIXELS });
+  const decoded = h.width * h.height * h.bytesPerPixel;
+  if (decoded > MAX_DECODED_BYTES) {
+    const maxPixels = Math.floor(MAX_DECODED_BYTES / h.bytesPerPixel);
+    throw invalid(loc, `The image is ${h.width}×${h.height}; at most ${(maxPixels / 1e6).toFixed(1)} megapixels of this kind can be decoded`, "image_too_large", {
+      max_pixels: maxPixels,
+    });
   }
   return h;
 }
@@ -81,6 +99,52 @@ export function checkImage(bytes: Uint8Array, loc: "image" | "image_url"): Image
  * folder (swept at start-up), which is removed again at once.
  */
 export async function decodeImageRgb(ffmpeg: string, tmpDir: string, bytes: Uint8Array, loc: "image" | "image_url"): Promise<Uint8Array> {
+  const release = await decodeSlots.acquire();
+  try {
+    return await decodeOne(ffmpeg, tmpDir, bytes, loc);
+  } finally {
+    release();
+  }
+}
+
+/**
+ * A counting semaphore with a bounded queue: at most `max` holders, at most `maxWaiting` waiting;
+ * one more is refused at once (503 SEARCH_UNAVAILABLE, Retry-After) instead of piling up memory.
+ */
+export class DecodeSlots {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    private readonly max: number,
+    private readonly maxWaiting: number,
+  ) {}
+
+  get stats() {
+    return { active: this.active, waiting: this.waiting.length };
+  }
+
+  async acquire(): Promise<() => void> {
+    if (this.active >= this.max) {
+      if (this.waiting.length >= this.maxWaiting) {
+        throw new AppError(503, "SEARCH_UNAVAILABLE", "Too many image queries are being decoded; retry shortly", { "Retry-After": "1" });
+      }
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else this.active++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.waiting.shift();
+      if (next) next(); // the slot passes straight to the next waiter
+      else this.active--;
+    };
+  }
+}
+
+export const decodeSlots = new DecodeSlots(MAX_PARALLEL_DECODES, MAX_DECODE_WAITING);
+
+async function decodeOne(ffmpeg: string, tmpDir: string, bytes: Uint8Array, loc: "image" | "image_url"): Promise<Uint8Array> {
   const s = QUERY_IMAGE_SIDE;
   const file = join(tmpDir, `query-${process.pid}-${randomBytes(8).toString("hex")}.img`);
   writeFileSync(file, bytes, { mode: 0o600 });
@@ -88,7 +152,7 @@ export async function decodeImageRgb(ffmpeg: string, tmpDir: string, bytes: Uint
     const vf = `scale=w='max(${s},ceil(${s}*dar))':h='max(${s},ceil(${s}/dar))':flags=bicubic+accurate_rnd+full_chroma_int,crop=${s}:${s},setsar=1`;
     const run = await runTool(
       ffmpeg,
-      ["-nostdin", "-hide_banner", "-loglevel", "error", "-i", file, "-frames:v", "1", "-vf", vf, "-pix_fmt", "rgb24", "-f", "rawvideo", "pipe:1"],
+      ["-nostdin", "-hide_banner", "-loglevel", "error", "-threads", "1", "-i", file, "-frames:v", "1", "-vf", vf, "-pix_fmt", "rgb24", "-f", "rawvideo", "pipe:1"],
       { timeoutMs: DECODE_TIMEOUT_MS, maxStdoutBytes: s * s * 3 + 1 },
     ).catch(() => null);
     if (!run || run.code !== 0 || run.stdout.byteLength !== s * s * 3) {

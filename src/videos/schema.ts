@@ -89,6 +89,8 @@ export interface VideoRow {
   stages: string;
   error_code: string | null;
   error_message: string | null;
+  /** SHA-256 (hex) of the source as `vsearch ingest` read it; unique per collection; NULL for HTTP uploads. */
+  content_hash?: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { renameSync } from "node:fs";
-import { notFound } from "../core/errors.ts";
+import { AppError, notFound } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import type { Page } from "../core/paging.ts";
 import { offsetOf } from "../core/paging.ts";
@@ -29,6 +29,11 @@ export interface NewVideo {
   container: string;
   mimeType: string;
   sizeBytes: number;
+  /**
+   * SHA-256 of the file (`vsearch ingest`); a collection that already holds these bytes refuses
+   * it with 409 DUPLICATE_CONTENT and nothing is written. Null: not deduplicated (HTTP uploads).
+   */
+  contentHash?: string | null;
 }
 
 export class VideoService {
@@ -58,6 +63,9 @@ export class VideoService {
     renameSync(v.tempFile, dest);
     try {
       this.db.transaction(() => {
+        const contentHash = v.contentHash ?? null;
+        const existing = contentHash ? this.store.findByContent(v.accountId, v.collectionId, contentHash) : null;
+        if (existing) throw new AppError(409, "DUPLICATE_CONTENT", `This collection already holds this file as video ${existing.id}`);
         this.store.insert({
           id: videoId,
           account_id: v.accountId,
@@ -81,17 +89,23 @@ export class VideoService {
           stages: "{}",
           error_code: null,
           error_message: null,
+          content_hash: contentHash,
           created_at: at,
           updated_at: at,
         });
         this.jobs.insert({ id: jobId, account_id: v.accountId, video_id: videoId, created_at: at });
         this.events.record(v.accountId, "video.created", { video_id: videoId, job_id: jobId, collection_id: v.collectionId, filename: v.filename }, at);
-      })();
+      }).immediate(); // the duplicate check and the insert see the same state
     } catch (e) {
       this.files.remove(videoId);
       throw e;
     }
     return { video_id: videoId, job_id: jobId, status: "queued" };
+  }
+
+  /** The video in this collection with exactly these bytes, if any. */
+  findByContent(accountId: string, collectionId: string, hash: string): VideoRow | null {
+    return this.store.findByContent(accountId, collectionId, hash);
   }
 
   /** Videos whose index was built with other models than the active ones (see IndexStore.staleVideos). */

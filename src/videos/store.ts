@@ -69,6 +69,12 @@ export class VideoStore {
       .get(id, id, id)!.n;
   }
 
+  findByContent(accountId: string, collectionId: string, hash: string): VideoRow | null {
+    return this.db
+      .query<VideoRow, [string, string, string]>("SELECT * FROM videos WHERE account_id = ? AND collection_id = ? AND content_hash = ?")
+      .get(accountId, collectionId, hash);
+  }
+
   allIds(accountId?: string): string[] {
     const where = accountId ? " WHERE account_id = ?" : "";
     return this.db.query<{ id: string }, string[]>(`SELECT id FROM videos${where}`).all(...(accountId ? [accountId] : [])).map((r) => r.id);

@@ -61,7 +61,7 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
     const whSurvivor = await webhook(survivor, rxSurvivor.url, EVENT_TYPES);
     const mine = await uploadAndIndex(doomed);
     const theirs = await uploadAndIndex(survivor);
-    t.app.services.credits.grant(doomed.accountId, 5);
+    t.app.services.credits.grant(doomed.accountId, 500); // above the low threshold (100): no credits.low
     expect(await until(() => rx.hits.length === 2 && rxSurvivor.hits.length === 2)).toBe(true); // video.created, job.completed
     const frames = (t.app.internals.db.query("SELECT count(*) AS n FROM frames WHERE video_id = ?").get(mine.video_id) as { n: number }).n;
     expect(frames).toBeGreaterThan(0);

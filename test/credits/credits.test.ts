@@ -82,10 +82,13 @@ describe("credits", () => {
     expect(eventsOf(ten.accountId, "credits.low")).toHaveLength(2);
     expect(eventsOf(ten.accountId, "credits.exhausted")).toHaveLength(1);
     // credits.exhausted fires once each time the balance reaches zero from above.
-    credits.chargeIndexing(ten.accountId, 60); // 3 → -7 (indexing work was done; the balance may go negative)
-    expect(credits.show(ten.accountId).balance).toBe(-7);
+    credits.chargeIndexing(ten.accountId, 60); // costs 10, 3 left: takes the 3, never below zero
+    expect(credits.show(ten.accountId).balance).toBe(0);
+    expect(credits.show(ten.accountId).ledger[0]).toMatchObject({ delta: -3, reason: "indexing (7 unpaid)", balance_after: 0 });
     expect(eventsOf(ten.accountId, "credits.exhausted")).toHaveLength(2);
-    credits.chargeIndexing(ten.accountId, 60); // -7 → -17: no new events
+    credits.chargeIndexing(ten.accountId, 60); // at zero: nothing to take, no ledger row, no new events
+    expect(credits.show(ten.accountId).balance).toBe(0);
+    expect(credits.show(ten.accountId).ledger[0].reason).toBe("indexing (7 unpaid)");
     expect(eventsOf(ten.accountId, "credits.exhausted")).toHaveLength(2);
     expect(eventsOf(ten.accountId, "credits.low")).toHaveLength(2);
   });
@@ -112,9 +115,22 @@ describe("credits", () => {
       // 6 - ~0.17 = ~5.83: at 0.5 a search, the second crosses 5 (credits.low) on the second one, then reaches zero.
       expect((await search(ten)).status).toBe(200);
       expect(credits.show(ten.accountId).ledger[0]).toMatchObject({ reason: "search", delta: -0.5 });
-      for (let i = 0; i < 20 && (credits.show(ten.accountId).balance ?? 0) > 0; i++) expect((await search(ten)).status).toBe(200);
-      expect(credits.show(ten.accountId).balance).toBeLessThanOrEqual(0);
-      expect((await search(ten)).status).toBe(402);
+      for (let i = 0; i < 20 && (credits.show(ten.accountId).balance ?? 0) >= 0.5; i++) expect((await search(ten)).status).toBe(200);
+      // Less than one search's price left (~0.33): refused before it runs, the balance untouched.
+      const left = credits.show(ten.accountId).balance!;
+      expect(left).toBeGreaterThan(0);
+      expect(left).toBeLessThan(0.5);
+      const refused = await search(ten);
+      expect(refused.status).toBe(402);
+      expect((await json(refused)).detail.code).toBe("INSUFFICIENT_CREDITS");
+      expect(credits.show(ten.accountId).balance).toBe(left);
+      // Indexing may still use up the rest (uploads need only a positive balance); it stops at zero.
+      for (let i = 0; i < 5 && credits.show(ten.accountId).balance! > 0; i++) {
+        const more = (await json(await upload(ten))).data;
+        expect(await until(() => t.app.services.jobs.get(ten.accountId, more.job_id).status === "done", 30_000)).toBe(true);
+      }
+      expect(credits.show(ten.accountId).balance).toBe(0);
+      expect((await upload(ten)).status).toBe(402);
       expect(await until(() => rx.hits.length === 2)).toBe(true);
       expect(rx.hits.map((h) => h.body.event).sort()).toEqual(["credits.exhausted", "credits.low"]);
       expect(rx.hits.every((h) => h.signatureOk)).toBe(true);

@@ -63,10 +63,15 @@ describe("image headers", () => {
     png.set([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]);
     new DataView(png.buffer).setUint32(16, 640);
     new DataView(png.buffer).setUint32(20, 480);
-    expect(readImageHeader(png)).toEqual({ format: "png", width: 640, height: 480 });
+    png.set([8, 2], 24); // 8-bit RGB
+    expect(readImageHeader(png)).toEqual({ format: "png", width: 640, height: 480, bytesPerPixel: 3 });
+    png.set([16, 6], 24); // 16-bit RGBA: 8 bytes a pixel once decoded
+    expect(readImageHeader(png)?.bytesPerPixel).toBe(8);
+    png.set([8, 5], 24); // no such colour type
+    expect(readImageHeader(png)).toBeNull();
     // SOI, APP0 (len 16), SOF2 progressive: len 17, precision 8, height 0x0100, width 0x0200
     const jpg = Uint8Array.from([0xff, 0xd8, 0xff, 0xe0, 0, 16, ...new Array(14).fill(0), 0xff, 0xc2, 0, 17, 8, 1, 0, 2, 0, 3]);
-    expect(readImageHeader(jpg)).toEqual({ format: "jpeg", width: 512, height: 256 });
+    expect(readImageHeader(jpg)).toEqual({ format: "jpeg", width: 512, height: 256, bytesPerPixel: 3 });
     expect(readImageHeader(Uint8Array.from([0xff, 0xd8, 0xff, 0xda, 0, 2]))).toBeNull();
     expect(readImageHeader(new TextEncoder().encode("GIF89a......"))).toBeNull();
     expect(readImageHeader(new Uint8Array(0))).toBeNull();

@@ -84,6 +84,8 @@ test("kill -9 during an attempt → restart → the claimed delivery is attempte
     } finally {
       await server.stop();
     }
+    // The store came through the kill whole (SQLite integrity, rows and files agree).
+    expect(await runCliJson(["--data-dir", dir2, "check"])).toMatchObject({ ok: true, sqlite_integrity: "ok", foreign_key_violations: 0 });
   } finally {
     release();
     held.stop(true);

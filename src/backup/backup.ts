@@ -1,0 +1,170 @@
+import type { Database } from "bun:sqlite";
+import { randomBytes } from "node:crypto";
+import { createReadStream, createWriteStream, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { pipeline } from "node:stream/promises";
+import * as tar from "tar-stream";
+import { AppError } from "../core/errors.ts";
+import { isStorageError } from "../core/storage.ts";
+import { IndexStore } from "../indexing/store.ts";
+import { openDatabase } from "../store/database.ts";
+import { VideoStore } from "../videos/store.ts";
+import { BACKUP_FORMAT, type BackupManifest, DB_NAME, MANIFEST_NAME, snapshotDir, sweepStaleSnapshots, TOP_LEVEL_FILES } from "./layout.ts";
+
+export interface BackupOptions {
+  dataDir: string;
+  modelsDir: string;
+  /** The live store (the server may be using it at the same time, from another process). */
+  db: Database;
+  vecExtension?: string;
+  version: string;
+  includeModels: boolean;
+  /** Where the archive goes; written as `<out>.partial` and renamed when complete. */
+  out: string;
+  onProgress?: (done: number, total: number, what: string) => void;
+}
+
+export interface BackupResult {
+  file: string;
+  bytes: number;
+  videos: number;
+  files: number;
+  include_models: boolean;
+  videos_without_files: string[];
+}
+
+/**
+ * One tar archive, streamed (a video is never held in memory):
+ *  1. a consistent snapshot of the database with `VACUUM INTO` — SQLite reads it in one read
+ *     transaction, so it is exact even while `serve` writes (WAL: the writer is not blocked);
+ *  2. the files of every video *in the snapshot* (later uploads are not in it, so neither are
+ *     their files); sources never change once written, and a video deleted meanwhile is dropped
+ *     from the snapshot so the archive holds no row without its files;
+ *  3. the snapshot itself, `secret.key`, `config.json`, the model registry (and model folders);
+ *  4. the manifest, last: an archive without it is incomplete.
+ * The archive is written to `<out>.partial` and renamed at the end, so `<out>` is either a whole
+ * backup or absent (a kill -9 leaves only the `.partial`, replaced by the next backup).
+ */
+export async function createBackup(o: BackupOptions): Promise<BackupResult> {
+  const out = resolve(o.out);
+  if (isInside(out, resolve(o.dataDir))) throw new AppError(400, "BAD_BACKUP_PATH", "write the backup outside the data dir (it would contain itself)");
+  mkdirSync(dirname(out), { recursive: true });
+  sweepStaleSnapshots(o.dataDir);
+  mkdirSync(snapshotDir(o.dataDir), { recursive: true });
+  const snapshot = join(snapshotDir(o.dataDir), `snapshot-${process.pid}-${randomBytes(4).toString("hex")}.db`);
+  const partial = `${out}.partial`;
+  try {
+    try {
+      o.db.query("VACUUM INTO ?").run(snapshot);
+    } catch (e) {
+      if (isStorageError(e)) throw new AppError(507, "INSUFFICIENT_STORAGE", "Not enough disk space in the data dir for the database snapshot");
+      throw e;
+    }
+    const snap = openDatabase(snapshot, { vecExtension: o.vecExtension });
+    let videoIds: string[];
+    try {
+      videoIds = new VideoStore(snap).allIds();
+    } finally {
+      snap.close();
+    }
+
+    const pack = tar.pack();
+    // 0600: the archive holds secret.key (URL signing, webhook secrets) and every video.
+    const sink = createWriteStream(partial, { mode: 0o600 });
+    const written = pipeline(pack, sink);
+    // If writing fails (disk full at the destination), stop feeding the pack.
+    let writeError: unknown = null;
+    written.catch((e) => (writeError = e));
+    let files = 0;
+    const addFile = async (abs: string, name: string) => {
+      if (writeError) throw writeError;
+      const st = statSync(abs);
+      const entry = pack.entry({ name, size: st.size, mode: 0o600, mtime: st.mtime, type: "file" });
+      await pipeline(createReadStream(abs), entry);
+      files++;
+    };
+    const addTree = async (absDir: string, prefix: string, skip: (rel: string) => boolean = () => false) => {
+      for (const rel of walkFiles(absDir)) {
+        if (skip(rel)) continue;
+        await addFile(join(absDir, rel), `${prefix}/${rel.split(sep).join("/")}`);
+      }
+    };
+
+    const missing: string[] = [];
+    for (const [i, id] of videoIds.entries()) {
+      o.onProgress?.(i, videoIds.length, id);
+      const dir = join(o.dataDir, "videos", id);
+      if (!existsSync(dir)) {
+        missing.push(id);
+        continue;
+      }
+      // frames.tmp: a running job's scratch; the restored job starts clean anyway.
+      await addTree(dir, `videos/${id}`, (rel) => rel.split(sep)[0] === "frames.tmp");
+    }
+    o.onProgress?.(videoIds.length, videoIds.length, "database");
+    if (missing.length) pruneVideos(snapshot, o.vecExtension, missing);
+    await addFile(snapshot, DB_NAME);
+    for (const f of TOP_LEVEL_FILES) if (existsSync(join(o.dataDir, f))) await addFile(join(o.dataDir, f), f);
+    const models = resolve(o.modelsDir);
+    if (existsSync(join(models, "registry.json"))) {
+      if (o.includeModels) await addTree(models, "models", (rel) => rel.split(sep)[0].startsWith("."));
+      else await addFile(join(models, "registry.json"), "models/registry.json");
+    }
+    const manifest: BackupManifest = {
+      format: BACKUP_FORMAT,
+      vsearch_version: o.version,
+      created_at: new Date().toISOString(),
+      include_models: o.includeModels,
+      videos: videoIds.length - missing.length,
+      videos_without_files: missing,
+    };
+    pack.entry({ name: MANIFEST_NAME, mode: 0o600 }, JSON.stringify(manifest, null, 2));
+    pack.finalize();
+    await written;
+    renameSync(partial, out);
+    return { file: out, bytes: statSync(out).size, videos: manifest.videos, files, include_models: o.includeModels, videos_without_files: missing };
+  } catch (e) {
+    rmSync(partial, { force: true });
+    if (isStorageError(e) && !(e instanceof AppError)) throw new AppError(507, "INSUFFICIENT_STORAGE", `Not enough disk space to write ${out}`);
+    throw e;
+  } finally {
+    rmSync(snapshot, { force: true });
+  }
+}
+
+/** Drops videos whose files vanished after the snapshot (deleted meanwhile) from the snapshot. */
+function pruneVideos(snapshot: string, vecExtension: string | undefined, ids: string[]): void {
+  const db = openDatabase(snapshot, { vecExtension });
+  try {
+    const videos = new VideoStore(db);
+    const index = new IndexStore(db, Boolean(vecExtension));
+    db.transaction(() => {
+      for (const id of ids) {
+        index.deleteVideoVectors(id);
+        videos.delete(id);
+      }
+    })();
+    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  } finally {
+    db.close();
+  }
+}
+
+/** Regular files under a folder, relative paths, sorted; symlinks are not followed. */
+export function walkFiles(root: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const p = join(d, name);
+      const st = lstatSync(p, { throwIfNoEntry: false });
+      if (st?.isDirectory()) walk(p);
+      else if (st?.isFile()) out.push(relative(root, p));
+    }
+  };
+  if (existsSync(root)) walk(root);
+  return out;
+}
+
+function isInside(p: string, dir: string): boolean {
+  return p === dir || p.startsWith(dir + sep);
+}

@@ -1,0 +1,71 @@
+import type { Database } from "bun:sqlite";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { openDatabase } from "../store/database.ts";
+
+export interface IntegrityReport {
+  ok: boolean;
+  /** What makes `ok` false, one line each. */
+  problems: string[];
+  sqlite_integrity: string;
+  foreign_key_violations: number;
+  /** Folders under videos/ without a row (a crash between file move and commit; `serve` removes them at start). */
+  orphan_video_dirs: string[];
+  /** Video rows whose source file is gone. */
+  videos_missing_source: string[];
+  /** Temp uploads (in flight while a server runs; debris after a crash, removed at start). */
+  temp_uploads: number;
+  videos: number;
+  jobs: Record<string, number>;
+}
+
+/**
+ * The data dir's health after a crash, a restore or a full disk (`vsearch check`): SQLite's own
+ * `integrity_check` and `foreign_key_check`, and that database and files agree both ways. Run it
+ * with the server stopped for an exact answer; beside a running server an upload in flight may
+ * show as an orphan folder for a moment.
+ */
+export function checkDataDir(dataDir: string, opts: { vecExtension?: string } = {}): IntegrityReport {
+  const db = openDatabase(join(dataDir, "vsearch.db"), { vecExtension: opts.vecExtension });
+  try {
+    return checkWith(db, dataDir);
+  } finally {
+    db.close();
+  }
+}
+
+export function checkWith(db: Database, dataDir: string): IntegrityReport {
+  const problems: string[] = [];
+  const integrity = db
+    .query<{ integrity_check: string }, []>("PRAGMA integrity_check")
+    .all()
+    .map((r) => r.integrity_check)
+    .join("; ");
+  if (integrity !== "ok") problems.push(`integrity_check: ${integrity}`);
+  const fk = db.query("PRAGMA foreign_key_check").all().length;
+  if (fk) problems.push(`${fk} rows point at rows that do not exist (foreign_key_check)`);
+
+  const rows = db.query<{ id: string; source_path: string }, []>("SELECT id, source_path FROM videos").all();
+  const known = new Set(rows.map((r) => r.id));
+  const videosRoot = join(dataDir, "videos");
+  const dirs = existsSync(videosRoot) ? readdirSync(videosRoot) : [];
+  const orphans = dirs.filter((d) => !known.has(d));
+  if (orphans.length) problems.push(`${orphans.length} video folders without a row (removed at the next serve start)`);
+  const missing = rows.filter((r) => !existsSync(join(dataDir, r.source_path))).map((r) => r.id);
+  if (missing.length) problems.push(`${missing.length} videos without their source file`);
+  const tmp = join(dataDir, "uploads", "tmp");
+  const jobs = Object.fromEntries(
+    db.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM jobs GROUP BY status").all().map((r) => [r.status, r.n]),
+  );
+  return {
+    ok: problems.length === 0,
+    problems,
+    sqlite_integrity: integrity,
+    foreign_key_violations: fk,
+    orphan_video_dirs: orphans,
+    videos_missing_source: missing,
+    temp_uploads: existsSync(tmp) ? readdirSync(tmp).length : 0,
+    videos: rows.length,
+    jobs,
+  };
+}

@@ -1,0 +1,45 @@
+import { existsSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { isProcessAlive } from "../core/process.ts";
+
+/** Archive format version, in `vsearch-backup.json`; restore refuses newer formats. */
+export const BACKUP_FORMAT = 1;
+export const MANIFEST_NAME = "vsearch-backup.json";
+export const DB_NAME = "vsearch.db";
+
+/**
+ * What a data dir holds and which of it a backup carries. Carried: the database (as a snapshot),
+ * `secret.key` (signs media URLs and encrypts webhook secrets: without it restored webhooks
+ * cannot sign), `config.json`, `videos/<id>/` of every video in the snapshot (source, poster,
+ * shot thumbnails, renditions and clips), the model registry, and model folders with
+ * `--include-models`. Not carried: `runtime/` (extracted again on first run), temp uploads,
+ * `serve.lock`, the WAL files (the snapshot has their content) and our own temp folder.
+ */
+export const TOP_LEVEL_FILES = ["secret.key", "config.json"] as const;
+
+/** Where a running backup puts its database snapshot (in the data dir: same disk, no /tmp limits). */
+export const snapshotDir = (dataDir: string) => join(dataDir, "backup.tmp");
+
+export interface BackupManifest {
+  format: number;
+  vsearch_version: string;
+  created_at: string;
+  include_models: boolean;
+  videos: number;
+  /** Videos deleted between the snapshot and the copy of their files (their rows are dropped on restore). */
+  videos_without_files: string[];
+}
+
+/** Snapshot files are named by the pid of the backup that made them; a dead pid's file is debris. */
+export function sweepStaleSnapshots(dataDir: string): number {
+  const dir = snapshotDir(dataDir);
+  if (!existsSync(dir)) return 0;
+  let n = 0;
+  for (const f of readdirSync(dir)) {
+    const pid = Number(/^snapshot-(\d+)-/.exec(f)?.[1]);
+    if (pid === process.pid || (pid && isProcessAlive(pid))) continue; // ours, or a backup still running
+    rmSync(join(dir, f), { force: true });
+    n++;
+  }
+  return n;
+}

@@ -1,0 +1,47 @@
+import type { Command } from "commander";
+import type { CliContext } from "../cli/context.ts";
+import { ProgressBar } from "../cli/progress.ts";
+
+/** `vsearch backup <file>` (SPEC §11) and `vsearch check` (the data dir's health). */
+export function registerBackupCommands(program: Command, ctx: CliContext) {
+  program
+    .command("backup <file>")
+    .description("Write one archive of the data dir (database snapshot, videos, thumbnails, model registry); safe while serve runs")
+    .option("--include-models", "also carry the model folders (weights); default: only the registry")
+    .action(async (file: string, opts: { includeModels?: boolean }, cmd: Command) => {
+      const json = ctx.globals(cmd).json;
+      const bar = new ProgressBar(ctx.stderr, !json && process.stderr.isTTY);
+      const r = await ctx.withApp(cmd, (app) =>
+        app.services.backup.create({
+          includeModels: Boolean(opts.includeModels),
+          out: file,
+          onProgress: (done, total, what) => bar.update(done, total, `copying ${what}`),
+        }),
+      );
+      bar.done();
+      ctx.print(
+        cmd,
+        r,
+        `Backup written to ${r.file} (${(r.bytes / 1048576).toFixed(1)} MiB, ${r.videos} videos, ${r.files} files${r.include_models ? ", with model weights" : ", model registry only"})` +
+          (r.videos_without_files.length ? `\n${r.videos_without_files.length} videos deleted during the backup were left out` : ""),
+      );
+    });
+
+  program
+    .command("check")
+    .description("Check the data dir: SQLite integrity, and that rows and files agree (run with serve stopped for an exact answer)")
+    .action(async (_o: unknown, cmd: Command) => {
+      const r = await ctx.withApp(cmd, (app) => app.services.backup.check());
+      ctx.print(cmd, r, () =>
+        [
+          r.ok ? "data dir ok" : "PROBLEMS FOUND",
+          `sqlite     ${r.sqlite_integrity}; ${r.foreign_key_violations} foreign key violations`,
+          `videos     ${r.videos}; ${r.videos_missing_source.length} without a source; ${r.orphan_video_dirs.length} folders without a row`,
+          `jobs       ${Object.entries(r.jobs).map(([k, v]) => `${v} ${k}`).join(", ") || "none"}`,
+          `temp       ${r.temp_uploads} temp uploads`,
+          ...r.problems.map((p) => `problem    ${p}`),
+        ].join("\n"),
+      );
+      if (!r.ok) process.exitCode = 1;
+    });
+}

@@ -1,0 +1,31 @@
+import type { Command } from "commander";
+import { restoreBackup } from "../backup/restore.ts";
+import type { CliContext } from "../cli/context.ts";
+import { holderAlive, InstanceLock } from "../cli/instance-lock.ts";
+
+/** `vsearch restore <file> --data-dir DIR [--force]` (SPEC §11). */
+export function registerRestoreCommand(program: Command, ctx: CliContext) {
+  program
+    .command("restore <file>")
+    .description("Unpack a backup into the data dir (--data-dir); refuses a non-empty one unless --force")
+    .option("--force", "replace what the data dir holds")
+    .action(async (file: string, opts: { force?: boolean }, cmd: Command) => {
+      const config = ctx.config(cmd);
+      const holder = new InstanceLock(config.dataDir).read();
+      const serverRunning = Boolean(holder && holder.pid !== process.pid && holderAlive(holder));
+      const runtime = await ctx.runtime(config);
+      const r = await restoreBackup({ archive: file, dataDir: config.dataDir, force: Boolean(opts.force), vecExtension: runtime.vecExtension, serverRunning });
+      ctx.print(
+        cmd,
+        { data_dir: r.data_dir, files: r.files, videos: r.integrity.videos, jobs: r.integrity.jobs, backup: r.manifest },
+        [
+          `Restored ${r.integrity.videos} videos (${r.files} files) from ${file} into ${r.data_dir}`,
+          `backup made ${r.manifest.created_at} by vsearch ${r.manifest.vsearch_version}`,
+          r.manifest.include_models
+            ? "model weights restored"
+            : "model weights were not in the backup: import the same models again (vsearch models import …) before searching",
+          "unfinished jobs run again when serve starts",
+        ].join("\n"),
+      );
+    });
+}

@@ -1,0 +1,95 @@
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createTenant, json, type Tenant } from "../helpers/app.ts";
+import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { fixedCatalog, tinyClip } from "../helpers/models.ts";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
+
+/**
+ * Issue 9: reference images cannot exhaust memory. A small file that decodes huge is refused from
+ * its header; decodes run at most two at a time, and a flood past the queue is a 503.
+ */
+let s: TestServer;
+let a: Tenant;
+const dir = scratchDir("security-images");
+let bomb: Uint8Array<ArrayBuffer>;
+let rgbaOver: Uint8Array<ArrayBuffer>;
+let big: Uint8Array<ArrayBuffer>;
+
+const png = async (name: string, src: string, extra: string[] = []) =>
+  Uint8Array.from(readFileSync(await ffmpeg(["-f", "lavfi", "-i", src, "-frames:v", "1", ...extra], join(dir, name))));
+
+beforeAll(async () => {
+  s = await startTestServer({ VSEARCH_RATE_LIMIT_SEARCH: "1000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+  a = await createTenant(s);
+  bomb = await png("bomb.png", "color=c=blue:size=10000x8000"); // 80 Mpx, ~250 kB
+  rgbaOver = await png("rgba.png", "color=c=red:size=5200x5200", ["-pix_fmt", "rgba"]); // 27 Mpx × 4 B
+  big = await png("big.png", "color=c=green:size=3000x3000"); // 9 Mpx × 3 B: allowed
+});
+afterAll(() => s.close());
+
+const searchImage = (bytes: Uint8Array<ArrayBuffer>) => {
+  const fd = new FormData();
+  fd.append("image", new Blob([bytes], { type: "image/png" }), "q.png");
+  fd.append("modes", "video");
+  return s.http("/v1/search", { method: "POST", token: a.readOnlyKey, body: fd });
+};
+
+/** ffmpeg processes started by this (server) process, and their resident memory, from /proc. */
+function ffmpegChildren(): { n: number; rssKb: number } {
+  let n = 0;
+  let rssKb = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      if (!/^Name:\s*ffmpeg$/m.test(status) || !new RegExp(`^PPid:\\s*${process.pid}$`, "m").test(status)) continue;
+      n++;
+      rssKb += Number(/^VmRSS:\s*(\d+)/m.exec(status)?.[1] ?? 0);
+    } catch {
+      // exited while being read
+    }
+  }
+  return { n, rssKb };
+}
+
+describe("decompression bombs", () => {
+  test.each([
+    ["an 80-megapixel PNG of a few hundred kB", () => bomb],
+    ["a 27-megapixel RGBA PNG (108 MB decoded)", () => rgbaOver],
+  ])("%s: 422 image_too_large from the header, no ffmpeg started", async (_n, bytes) => {
+    const t0 = performance.now();
+    const res = await searchImage(bytes());
+    expect(res.status).toBe(422);
+    expect((await json(res)).detail[0]).toMatchObject({ loc: ["body", "image"], type: "image_too_large", ctx: { max_pixels: expect.any(Number) } });
+    expect(performance.now() - t0).toBeLessThan(2000);
+  });
+
+  test("a burst of 20 large-but-allowed images: at most 2 decodes at once, the overflow is 503 with Retry-After", async () => {
+    let peak = { n: 0, rssKb: 0 };
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const now = ffmpegChildren();
+        if (now.n > peak.n) peak = { ...peak, n: now.n };
+        if (now.rssKb > peak.rssKb) peak = { ...peak, rssKb: now.rssKb };
+        await Bun.sleep(15);
+      }
+    })();
+    const responses = await Promise.all(Array.from({ length: 20 }, () => searchImage(big)));
+    sampling = false;
+    await sampler;
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.every((x) => x === 200 || x === 503)).toBe(true);
+    expect(statuses.filter((x) => x === 200).length).toBeGreaterThanOrEqual(2);
+    for (const r of responses.filter((x) => x.status === 503)) {
+      expect(r.headers.get("retry-after")).toBe("1");
+      expect((await json(r)).detail.code).toBe("SEARCH_UNAVAILABLE");
+    }
+    expect(peak.n).toBeGreaterThanOrEqual(1);
+    expect(peak.n).toBeLessThanOrEqual(2);
+    // Two 9-Mpx decodes: ~2 × 40 MB. Before: 20 in parallel, ~800 MB.
+    expect(peak.rssKb).toBeLessThan(200 * 1024);
+  });
+});

@@ -1,0 +1,59 @@
+/**
+ * Bundles the dashboard (web/) into the files `/` and `/assets/*` serve: one JS file and one CSS
+ * file with content-hashed names (so they can be cached forever) and index.html pointing at them.
+ * Everything stays in memory: build.ts embeds the result in the compiled binary, and under
+ * `bun src/main.ts serve` src/api/dashboard-assets.ts calls this on the first request. Nothing
+ * here is ever written into the source tree.
+ */
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export interface WebAsset {
+  /** URL path: "/" for the page, "/assets/<name>-<hash>.<ext>" for the rest. */
+  path: string;
+  type: string;
+  body: Uint8Array;
+  /** Hashed names never change content: cache them for a year; index.html is revalidated. */
+  immutable: boolean;
+}
+
+const WEB = dirname(fileURLToPath(import.meta.url));
+
+const TYPES: Record<string, string> = {
+  js: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8",
+  svg: "image/svg+xml",
+};
+
+export async function bundleWeb(): Promise<WebAsset[]> {
+  const result = await Bun.build({
+    entrypoints: [join(WEB, "src", "main.tsx")],
+    target: "browser",
+    format: "esm",
+    minify: true,
+    naming: { entry: "[name]-[hash].[ext]", chunk: "[name]-[hash].[ext]", asset: "[name]-[hash].[ext]" },
+    define: { "process.env.NODE_ENV": '"production"' },
+    throw: false,
+  });
+  if (!result.success) throw new Error(`dashboard bundle failed:\n${result.logs.map(String).join("\n")}`);
+  const assets: WebAsset[] = [];
+  for (const out of result.outputs) {
+    if (out.kind === "sourcemap") continue;
+    const name = out.path.replace(/^.*[\\/]/, "");
+    const ext = name.split(".").pop()!;
+    assets.push({ path: `/assets/${name}`, type: TYPES[ext] ?? "application/octet-stream", body: new Uint8Array(await out.arrayBuffer()), immutable: true });
+  }
+  const js = assets.find((a) => a.path.endsWith(".js"));
+  const css = assets.find((a) => a.path.endsWith(".css"));
+  if (!js || !css) throw new Error(`dashboard bundle: expected a .js and a .css output, got ${assets.map((a) => a.path).join(", ")}`);
+  const html = (await Bun.file(join(WEB, "index.html")).text()).replace("%CSS%", css.path).replace("%JS%", js.path);
+  assets.push({ path: "/", type: "text/html; charset=utf-8", body: new TextEncoder().encode(html), immutable: false });
+  return assets;
+}
+
+/** The JS and CSS sizes, raw and gzipped (for BENCHMARKS.md): `bun web/bundle.ts`. */
+if (import.meta.main) {
+  for (const a of await bundleWeb()) {
+    console.log(`${a.path.padEnd(36)} ${String(a.body.length).padStart(8)} B raw ${String(Bun.gzipSync(a.body as Uint8Array<ArrayBuffer>).length).padStart(7)} B gzipped`);
+  }
+}

@@ -1,0 +1,94 @@
+/** API keys (admins only): create (secret shown once with a copy button), list with prefix and last use, revoke. */
+import { useEffect, useState } from "preact/hooks";
+import { api, fmtDate } from "./api.ts";
+import { ErrorLine, SecretOnce } from "./ui.tsx";
+
+export function KeysPage() {
+  const [keys, setKeys] = useState<any[]>([]);
+  const [secret, setSecret] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const load = () =>
+    api("GET", "/v1/api_keys?per_page=100")
+      .then((r) => setKeys(r.data))
+      .catch(setError);
+  useEffect(() => void load(), []);
+
+  const create = async (e: Event) => {
+    e.preventDefault();
+    const form = e.target as HTMLFormElement;
+    const f = new FormData(form);
+    setError(null);
+    try {
+      const { data } = await api("POST", "/v1/api_keys", { name: f.get("name"), permissions: f.get("permissions") });
+      form.reset();
+      setSecret(data.key);
+      await load();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const revoke = async (k: any) => {
+    if (!confirm(`Revoke the key "${k.name}" (${k.prefix}…)? Programs using it stop working at once.`)) return;
+    try {
+      await api("DELETE", `/v1/api_keys/${k.id}`);
+      await load();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <section class="stack">
+      <h1 tabIndex={-1}>API keys</h1>
+      <form class="card row wrap" onSubmit={create}>
+        <label class="grow">
+          Name <input name="name" required maxLength={255} />
+        </label>
+        <label>
+          Permissions{" "}
+          <select name="permissions">
+            <option value="all">all</option>
+            <option value="read_only">read only</option>
+          </select>
+        </label>
+        <button type="submit">Create key</button>
+      </form>
+      <ErrorLine error={error} />
+      {secret ? <SecretOnce label="New API key" value={secret} onDone={() => setSecret(null)} /> : null}
+      <div class="scroll">
+        <table class="stack-on-phone">
+          <caption class="sr-only">API keys</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Prefix</th>
+              <th scope="col">Permissions</th>
+              <th scope="col">Last used</th>
+              <th scope="col">Status</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.map((k) => (
+              <tr key={k.id}>
+                <th scope="row">{k.name}</th>
+                <td data-label="Prefix" class="mono">{k.prefix}…</td>
+                <td data-label="Permissions">{k.permissions}</td>
+                <td data-label="Last used">{fmtDate(k.last_used_at)}</td>
+                <td data-label="Status">{k.revoked_at ? `revoked ${fmtDate(k.revoked_at)}` : "active"}</td>
+                <td>
+                  {k.revoked_at ? null : (
+                    <button type="button" class="danger small" onClick={() => revoke(k)} aria-label={`Revoke ${k.name}`}>
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}

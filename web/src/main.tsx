@@ -1,0 +1,149 @@
+/**
+ * The vsearch dashboard: sign-in, then a hash-routed shell (#/, #/search, #/videos/<id>, #/keys,
+ * #/webhooks). Hash routes keep the server to one page (`/`) and make every view linkable.
+ */
+import { render } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import "./style.css";
+import { api, type Me, onSignedOut, session } from "./api.ts";
+import { ErrorLine } from "./ui.tsx";
+import { CollectionsPage } from "./collections.tsx";
+import { SearchPage } from "./search.tsx";
+import { VideoPage } from "./video.tsx";
+import { KeysPage } from "./keys.tsx";
+import { WebhooksPage } from "./webhooks.tsx";
+
+function useHash(): string {
+  const [hash, setHash] = useState(location.hash || "#/");
+  useEffect(() => {
+    const f = () => setHash(location.hash || "#/");
+    addEventListener("hashchange", f);
+    return () => removeEventListener("hashchange", f);
+  }, []);
+  return hash;
+}
+
+function SignIn({ onIn }: { onIn: (me: Me) => void }) {
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const f = new FormData(e.target as HTMLFormElement);
+    setBusy(true);
+    setError(null);
+    try {
+      const { data } = await api("POST", "/v1/auth/sessions", { email: f.get("email"), password: f.get("password") });
+      session.set(data.token);
+      onIn((await api<Me>("GET", "/v1/auth/whoami")).data);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main id="main" class="signin">
+      <h1>vsearch</h1>
+      <form onSubmit={submit} class="card stack">
+        <h2>Sign in</h2>
+        <label>
+          Email
+          <input name="email" type="email" autoComplete="username" required autoFocus />
+        </label>
+        <label>
+          Password
+          <input name="password" type="password" autoComplete="current-password" required />
+        </label>
+        <ErrorLine error={error} />
+        <button type="submit" disabled={busy}>
+          {busy ? "Signing in…" : "Sign in"}
+        </button>
+        <p class="muted">
+          Accounts and users are created with the CLI (<code>vsearch users create</code>). API reference: <a href="/docs">/docs</a>
+        </p>
+      </form>
+    </main>
+  );
+}
+
+const NAV: { href: string; label: string; admin?: boolean }[] = [
+  { href: "#/", label: "Collections" },
+  { href: "#/search", label: "Search" },
+  { href: "#/keys", label: "API keys", admin: true },
+  { href: "#/webhooks", label: "Webhooks", admin: true },
+];
+
+function App() {
+  const [me, setMe] = useState<Me | null>(null);
+  const [checked, setChecked] = useState(!session.token);
+  const hash = useHash();
+  const mainRef = useRef<HTMLElement>(null);
+
+  useEffect(() => {
+    const out = () => setMe(null);
+    onSignedOut.add(out);
+    if (session.token) {
+      api<Me>("GET", "/v1/auth/whoami")
+        .then((r) => setMe(r.data))
+        .catch(() => session.set(null))
+        .finally(() => setChecked(true));
+    }
+    return () => onSignedOut.delete(out);
+  }, []);
+  // A new view moves focus to its heading, so screen readers announce the page change; not on
+  // the first render, where focus stays at the top of the page (the skip link comes first).
+  const navigated = useRef(false);
+  useEffect(() => {
+    if (!me) return;
+    if (navigated.current) mainRef.current?.querySelector("h1")?.focus();
+    navigated.current = true;
+  }, [hash, me]);
+
+  if (!checked) return <p class="muted pad">Loading…</p>;
+  if (!me) return <SignIn onIn={setMe} />;
+  const admin = me.role === "admin";
+  const signOut = async () => {
+    await api("DELETE", "/v1/auth/sessions/current").catch(() => {});
+    session.set(null);
+    setMe(null);
+    location.hash = "#/";
+  };
+  const path = hash.slice(1).split("?")[0];
+  let page;
+  const video = /^\/videos\/([\w-]+)$/.exec(path);
+  if (path === "/search") page = <SearchPage />;
+  else if (video) page = <VideoPage id={video[1]} />;
+  else if (path === "/keys" && admin) page = <KeysPage />;
+  else if (path === "/webhooks" && admin) page = <WebhooksPage />;
+  else if (path === "/" || path === "") page = <CollectionsPage />;
+  else page = <h1 tabIndex={-1}>Not found</h1>;
+  const current = video ? "#/" : `#${path}`;
+  return (
+    <>
+      <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), mainRef.current?.focus())}>
+        Skip to content
+      </a>
+      <header class="top">
+        <a href="#/" class="brand">
+          vsearch
+        </a>
+        <nav aria-label="Main">
+          {NAV.filter((n) => !n.admin || admin).map((n) => (
+            <a href={n.href} aria-current={current === n.href ? "page" : undefined}>
+              {n.label}
+            </a>
+          ))}
+          <a href="/docs">API docs</a>
+        </nav>
+        <button type="button" class="secondary" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <main id="main" ref={mainRef} tabIndex={-1}>
+        {page}
+      </main>
+    </>
+  );
+}
+
+render(<App />, document.getElementById("app")!);

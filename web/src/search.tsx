@@ -1,0 +1,207 @@
+/** Search: text and/or reference image, modes, collection, min score, show hidden; moments as thumbnails with scores and matched text; a player per video that starts at the chosen moment and marks every hit; up/down feedback. */
+import { useEffect, useState } from "preact/hooks";
+import { api, ApiError, fmtTime } from "./api.ts";
+import { ErrorLine, Player } from "./ui.tsx";
+
+const MODES = [
+  { id: "video", label: "Frames" },
+  { id: "scene", label: "Scenes" },
+  { id: "transcript", label: "Speech" },
+];
+
+interface Segment {
+  timestamp_start: number;
+  timestamp_end: number;
+  score: number;
+  type: string;
+  text_content: string | null;
+  video_url: string;
+  thumbnail_url: string | null;
+  hidden: boolean;
+  raw_score: number;
+  threshold_key: string;
+}
+interface Result {
+  video_id: string;
+  filename: string;
+  segments: Segment[];
+}
+
+export function SearchPage() {
+  const [cols, setCols] = useState<{ id: string; name: string }[]>([]);
+  const [results, setResults] = useState<Result[] | null>(null);
+  const [meta, setMeta] = useState<any>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const [playing, setPlaying] = useState<{ videoId: string; start: number } | null>(null);
+  const [lastQuery, setLastQuery] = useState("");
+  const [minScore, setMinScore] = useState(0);
+  const [note, setNote] = useState("");
+
+  useEffect(() => {
+    api("GET", "/v1/collections?per_page=100")
+      .then((r) => setCols(r.data))
+      .catch(setError);
+  }, []);
+
+  const run = async (form: HTMLFormElement) => {
+    const f = new FormData(form);
+    const body = new FormData();
+    const query = String(f.get("query") ?? "").trim();
+    if (query) body.append("query", query);
+    const image = f.get("image");
+    if (image instanceof File && image.size > 0) body.append("image", image);
+    // All modes ticked = the server's default (which leaves out speech for an image-only search);
+    // otherwise the ticked ones, minus speech when there are no words to look for.
+    const modes = f.getAll("modes").map(String);
+    if (modes.length === 0) return setError(new ApiError(0, "NO_MODE", "Tick at least one mode"));
+    if (modes.length < MODES.length) {
+      const usable = modes.filter((m) => query || m !== "transcript");
+      if (usable.length === 0) return setError(new ApiError(0, "NEEDS_TEXT", "Speech search needs words to look for"));
+      for (const m of usable) body.append("modes", m);
+    }
+    if (f.get("collection_id")) body.append("collection_id", String(f.get("collection_id")));
+    if (f.get("include_hidden")) body.append("include_hidden", "true");
+    body.append("per_page", "20");
+    setBusy(true);
+    setError(null);
+    setPlaying(null);
+    try {
+      const r = await api<Result[]>("POST", "/v1/search", body);
+      setResults(r.data);
+      setMeta(r.meta);
+      setLastQuery(query);
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const feedback = async (r: Result, s: Segment, signal: "up" | "down") => {
+    const body = new URLSearchParams({ video_id: r.video_id, timestamp_start: String(s.timestamp_start), signal, query: lastQuery, raw_score: String(s.raw_score), threshold_key: s.threshold_key });
+    try {
+      await api("POST", "/v1/search/feedback", body);
+      setNote(signal === "down" ? `Hidden the moment at ${fmtTime(s.timestamp_start)} of ${r.filename}` : `Marked the moment at ${fmtTime(s.timestamp_start)} as a good match`);
+      if (signal === "down") setResults((list) => list!.map((x) => (x === r ? { ...x, segments: x.segments.map((y) => (y === s ? { ...y, hidden: true } : y)) } : x)));
+    } catch (e) {
+      setError(e);
+    }
+  };
+  const unhide = async (r: Result, s: Segment) => {
+    try {
+      await api("DELETE", `/v1/search/feedback?video_id=${r.video_id}&timestamp_start=${s.timestamp_start}`);
+      setNote(`The moment at ${fmtTime(s.timestamp_start)} is shown again`);
+      setResults((list) => list!.map((x) => (x === r ? { ...x, segments: x.segments.map((y) => (y === s ? { ...y, hidden: false } : y)) } : x)));
+    } catch (e) {
+      setError(e);
+    }
+  };
+
+  return (
+    <section class="stack">
+      <h1 tabIndex={-1}>Search</h1>
+      <form
+        class="card stack"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void run(e.target as HTMLFormElement);
+        }}
+      >
+        <div class="row">
+          <label class="grow">
+            <span class="sr-only">What to find</span>
+            <input name="query" type="search" placeholder="Describe a moment, or quote words that were said" maxLength={1000} />
+          </label>
+          <button type="submit" disabled={busy}>
+            {busy ? "Searching…" : "Search"}
+          </button>
+        </div>
+        <div class="row wrap">
+          <label>
+            Reference image <input name="image" type="file" accept="image/jpeg,image/png" />
+          </label>
+          <label>
+            Collection{" "}
+            <select name="collection_id">
+              <option value="">All collections</option>
+              {cols.map((c) => (
+                <option value={c.id}>{c.name}</option>
+              ))}
+            </select>
+          </label>
+          <fieldset class="row">
+            <legend>Modes</legend>
+            {MODES.map((m) => (
+              <label>
+                <input type="checkbox" name="modes" value={m.id} defaultChecked /> {m.label}
+              </label>
+            ))}
+          </fieldset>
+          <label>
+            Min score <input type="number" min={0} max={1} step={0.05} value={minScore} onInput={(e) => setMinScore(Number((e.target as HTMLInputElement).value) || 0)} class="narrow" />
+          </label>
+          <label>
+            <input type="checkbox" name="include_hidden" value="true" /> Show hidden
+          </label>
+        </div>
+      </form>
+      <ErrorLine error={error} />
+      <p class="sr-only" aria-live="polite">
+        {note}
+      </p>
+      {results ? (
+        <p class="muted" aria-live="polite">
+          {meta?.total ?? results.length} matching video{(meta?.total ?? results.length) === 1 ? "" : "s"}
+          {meta?.skipped_modes && Object.keys(meta.skipped_modes).length ? ` (skipped: ${Object.entries(meta.skipped_modes).map(([m, why]) => `${m} — ${why}`).join("; ")})` : ""}
+        </p>
+      ) : null}
+      <ol class="results">
+        {results?.map((r) => {
+          const segs = r.segments.filter((s) => s.score >= minScore);
+          if (segs.length === 0) return null;
+          const hits = segs.filter((s) => !s.hidden).map((s) => ({ start: s.timestamp_start, end: s.timestamp_end, label: `${s.type} ${Math.round(s.score * 100)}%` }));
+          return (
+            <li class="result card" key={r.video_id}>
+              <h2>
+                <a href={`#/videos/${r.video_id}`}>{r.filename}</a>
+              </h2>
+              {playing?.videoId === r.video_id ? <Player src={segs[0].video_url} start={playing.start} hits={hits} /> : null}
+              <ul class="moments" aria-label={`Moments in ${r.filename}`}>
+                {segs.map((s) => (
+                  <li class={`moment${s.hidden ? " hidden-seg" : ""}`} key={`${s.type}-${s.timestamp_start}`}>
+                    <button type="button" class="thumb" onClick={() => setPlaying({ videoId: r.video_id, start: s.timestamp_start })} aria-label={`Play ${r.filename} from ${fmtTime(s.timestamp_start)}`}>
+                      {s.thumbnail_url ? <img src={s.thumbnail_url} alt="" loading="lazy" /> : <span class="noimg" />}
+                      <span class="time">{fmtTime(s.timestamp_start)}</span>
+                    </button>
+                    <div class="info">
+                      <span class="score" title={`raw ${s.raw_score.toFixed(3)} · ${s.threshold_key}`}>
+                        {Math.round(s.score * 100)}% <span class="muted">{s.type}</span>
+                        {s.hidden ? <span class="tag">hidden</span> : null}
+                      </span>
+                      {s.text_content ? <q class="text">{s.text_content}</q> : null}
+                      <span class="row">
+                        <button type="button" class="small secondary" onClick={() => feedback(r, s, "up")} aria-label={`Good match at ${fmtTime(s.timestamp_start)}`}>
+                          ▲ Good
+                        </button>
+                        {s.hidden ? (
+                          <button type="button" class="small secondary" onClick={() => unhide(r, s)}>
+                            Unhide
+                          </button>
+                        ) : (
+                          <button type="button" class="small secondary" onClick={() => feedback(r, s, "down")} aria-label={`Bad match at ${fmtTime(s.timestamp_start)}: hide it`}>
+                            ▼ Hide
+                          </button>
+                        )}
+                      </span>
+                    </div>
+                  </li>
+                ))}
+              </ul>
+            </li>
+          );
+        })}
+      </ol>
+    </section>
+  );
+}

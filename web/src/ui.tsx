@@ -1,0 +1,117 @@
+/** Small shared pieces: error line, copy button, the player with its hit timeline. */
+import { useEffect, useRef, useState } from "preact/hooks";
+import { fmtTime } from "./api.ts";
+
+export function ErrorLine({ error }: { error: unknown }) {
+  if (!error) return null;
+  const e = error as { code?: string; message?: string };
+  return (
+    <p class="error" role="alert">
+      {e.code ? <strong>{e.code}: </strong> : null}
+      {e.message ?? String(error)}
+    </p>
+  );
+}
+
+/** A secret shown once: the value, a copy button, and a warning that it will not be shown again. */
+export function SecretOnce({ label, value, onDone }: { label: string; value: string; onDone: () => void }) {
+  const [copied, setCopied] = useState(false);
+  const ref = useRef<HTMLInputElement>(null);
+  useEffect(() => ref.current?.focus(), []);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(value);
+    } catch {
+      // No clipboard permission (plain http on another host): select the text for Ctrl+C instead.
+      ref.current?.select();
+      document.execCommand?.("copy");
+    }
+    setCopied(true);
+  };
+  return (
+    <div class="secret" role="region" aria-label={label}>
+      <p>
+        <strong>{label}</strong> — shown only now; store it somewhere safe.
+      </p>
+      <div class="row">
+        <input ref={ref} readOnly value={value} aria-label={label} class="mono grow" onFocus={(e) => (e.target as HTMLInputElement).select()} />
+        <button type="button" onClick={copy}>
+          {copied ? "Copied" : "Copy"}
+        </button>
+        <button type="button" class="secondary" onClick={onDone}>
+          Done
+        </button>
+      </div>
+      <span class="sr-only" aria-live="polite">
+        {copied ? "Copied to the clipboard" : ""}
+      </span>
+    </div>
+  );
+}
+
+export interface Hit {
+  start: number;
+  end: number;
+  label: string;
+}
+
+/**
+ * `<video>` on a presigned URL that starts at `start`, with a timeline bar under it marking every
+ * hit; each marker is a button (keyboard and screen reader) that seeks to its moment.
+ */
+export function Player({ src, start, nonce, hits, duration: knownDuration, onTime }: { src: string; start?: number; nonce?: number; hits: Hit[]; duration?: number | null; onTime?: (t: number) => void }) {
+  const ref = useRef<HTMLVideoElement>(null);
+  const [duration, setDuration] = useState<number>(knownDuration ?? 0);
+  const [now, setNow] = useState(0);
+  // The URL without a #t= fragment: seeking is done here, so every hit can be reached.
+  const url = src.replace(/#.*$/, "");
+  useEffect(() => {
+    const v = ref.current;
+    if (!v || start == null) return;
+    const seek = () => {
+      v.currentTime = start;
+    };
+    if (v.readyState >= 1) seek();
+    else v.addEventListener("loadedmetadata", seek, { once: true });
+    return () => v.removeEventListener("loadedmetadata", seek);
+  }, [url, start, nonce]);
+  const seekTo = (t: number) => {
+    const v = ref.current;
+    if (!v) return;
+    v.currentTime = t;
+    void v.play().catch(() => {});
+    v.focus();
+  };
+  const total = duration || Math.max(1, ...hits.map((h) => h.end));
+  return (
+    <div class="player">
+      <video
+        ref={ref}
+        src={url}
+        controls
+        preload="metadata"
+        playsInline
+        onLoadedMetadata={(e) => Number.isFinite((e.target as HTMLVideoElement).duration) && setDuration((e.target as HTMLVideoElement).duration)}
+        onTimeUpdate={(e) => {
+          const t = (e.target as HTMLVideoElement).currentTime;
+          setNow(t);
+          onTime?.(t);
+        }}
+      />
+      <div class="timeline" role="group" aria-label={`Timeline with ${hits.length} matching moment${hits.length === 1 ? "" : "s"}`}>
+        <div class="playhead" style={{ left: `${Math.min(100, (now / total) * 100)}%` }} aria-hidden="true" />
+        {hits.map((h, i) => (
+          <button
+            type="button"
+            key={i}
+            class="marker"
+            style={{ left: `${(h.start / total) * 100}%`, width: `${Math.max(0.8, ((h.end - h.start) / total) * 100)}%` }}
+            aria-label={`Play from ${fmtTime(h.start)}: ${h.label}`}
+            title={`${fmtTime(h.start)} ${h.label}`}
+            onClick={() => seekTo(h.start)}
+          />
+        ))}
+      </div>
+    </div>
+  );
+}

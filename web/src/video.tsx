@@ -1,0 +1,135 @@
+/** A video: player, shots with labels and what is said in each (click to seek), the indexing stages that ran or were skipped. */
+import { useEffect, useState } from "preact/hooks";
+import { api, fmtBytes, fmtTime } from "./api.ts";
+import { ErrorLine, Player } from "./ui.tsx";
+
+interface Shot {
+  scene_start: number;
+  scene_end: number;
+  labels: string[];
+  caption: string | null;
+  transcript: string | null;
+  thumbnail_url: string | null;
+}
+
+/** Shots are read with GET /v1/videos/{id}/moment, one call per shot, walking the timeline; bounded (the moment route is rate-limited). */
+const MAX_SHOTS = 40;
+
+export function VideoPage({ id }: { id: string }) {
+  const [video, setVideo] = useState<any>(null);
+  const [shots, setShots] = useState<Shot[]>([]);
+  const [error, setError] = useState<unknown>(null);
+  const [seek, setSeek] = useState<{ t: number; n: number }>({ t: 0, n: 0 });
+  const [now, setNow] = useState(0);
+
+  useEffect(() => {
+    let cancelled = false;
+    (async () => {
+      try {
+        const { data } = await api("GET", `/v1/videos/${id}`);
+        if (cancelled) return;
+        setVideo(data);
+        if (data.status !== "ready" || !data.duration_secs) return;
+        const found: Shot[] = [];
+        let t = 0;
+        while (!cancelled && found.length < MAX_SHOTS && t < data.duration_secs) {
+          const { data: m } = await api("GET", `/v1/videos/${id}/moment?timestamp=${t.toFixed(3)}`);
+          if (m.scene_start == null || m.scene_end == null || m.scene_end <= t) break;
+          found.push(m);
+          setShots([...found]);
+          t = m.scene_end + 0.001;
+        }
+      } catch (e) {
+        if (!cancelled) setError(e);
+      }
+    })();
+    return () => {
+      cancelled = true;
+    };
+  }, [id]);
+
+  const goTo = (t: number) => setSeek((s) => ({ t, n: s.n + 1 }));
+  if (!video) {
+    return (
+      <section>
+        <h1 tabIndex={-1}>Video</h1>
+        <ErrorLine error={error} />
+        {error ? null : <p class="muted">Loading…</p>}
+      </section>
+    );
+  }
+  const stages = Object.entries(video.stages ?? {}) as [string, any][];
+  return (
+    <section class="stack">
+      <h1 tabIndex={-1}>{video.filename}</h1>
+      <ErrorLine error={error} />
+      <p class="muted">
+        {video.status} · {fmtTime(video.duration_secs)} · {video.width}×{video.height} · {video.codec ?? "?"} · {fmtBytes(video.file_size_bytes)}
+        {video.has_audio ? " · audio" : " · no audio"}
+      </p>
+      {video.error ? <ErrorLine error={video.error} /> : null}
+      <div class="video-layout">
+        <div class="v-player">
+          <Player src={video.playback_url} start={seek.t} nonce={seek.n} duration={video.duration_secs} hits={shots.map((s, i) => ({ start: s.scene_start, end: s.scene_end, label: `shot ${i + 1}` }))} onTime={setNow} />
+        </div>
+        <div class="v-shots stack">
+          <h2>Shots and transcript</h2>
+          {shots.length === 0 ? <p class="muted">{video.status === "ready" ? "Reading shots…" : "Shots appear once the video is indexed."}</p> : null}
+          <ol class="shots">
+            {shots.map((s, i) => {
+              const current = now >= s.scene_start && now < s.scene_end;
+              return (
+                <li key={i} class={current ? "current" : ""} aria-current={current ? "true" : undefined}>
+                  <button type="button" class="shot" onClick={() => goTo(s.scene_start)} aria-label={`Play shot ${i + 1} from ${fmtTime(s.scene_start)}`}>
+                    {s.thumbnail_url ? <img src={s.thumbnail_url} alt="" loading="lazy" /> : null}
+                    <span class="time">
+                      {fmtTime(s.scene_start)}–{fmtTime(s.scene_end)}
+                    </span>
+                  </button>
+                  <div class="info">
+                    {s.labels.length ? (
+                      <span class="labels">
+                        {s.labels.map((l) => (
+                          <span class="tag">{l}</span>
+                        ))}
+                      </span>
+                    ) : null}
+                    {s.caption ? <span>{s.caption}</span> : null}
+                    {s.transcript ? (
+                      <button type="button" class="link transcript" onClick={() => goTo(s.scene_start)}>
+                        “{s.transcript}”
+                      </button>
+                    ) : (
+                      <span class="muted">(nothing said)</span>
+                    )}
+                  </div>
+                </li>
+              );
+            })}
+          </ol>
+        </div>
+        <div class="v-stages stack">
+          <h2>Stages</h2>
+          <table class="stages">
+            <thead>
+              <tr>
+                <th scope="col">Stage</th>
+                <th scope="col">Outcome</th>
+                <th scope="col">Detail</th>
+              </tr>
+            </thead>
+            <tbody>
+              {stages.map(([name, s]) => (
+                <tr key={name}>
+                  <th scope="row">{name}</th>
+                  <td class={`st-${s.status}`}>{s.status}</td>
+                  <td class="muted">{[s.reason, s.count != null ? `${s.count} items` : null, s.took_ms != null ? `${Math.round(s.took_ms)} ms` : null, s.model_id].filter(Boolean).join(" · ")}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,148 @@
+/** Webhooks (admins only): create (secret shown once), active toggle, test, delete, and each endpoint's delivery log with retry. */
+import { useEffect, useState } from "preact/hooks";
+import { api, fmtDate } from "./api.ts";
+import { ErrorLine, SecretOnce } from "./ui.tsx";
+
+const EVENTS = ["video.created", "video.deleted", "job.completed", "job.failed", "credits.low", "credits.exhausted", "account.deleted", "webhook.ping"];
+
+function Deliveries({ webhookId, refresh }: { webhookId: string; refresh: number }) {
+  const [list, setList] = useState<any[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const load = () =>
+    api("GET", `/v1/webhooks/${webhookId}/deliveries?per_page=20`)
+      .then((r) => setList(r.data))
+      .catch(setError);
+  useEffect(() => void load(), [webhookId, refresh]);
+  const retry = async (d: any) => {
+    try {
+      await api("POST", `/v1/webhooks/${webhookId}/deliveries/${d.id}/retry`);
+      setTimeout(load, 500);
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return (
+    <div class="stack">
+      <div class="row">
+        <h3 class="grow">Deliveries</h3>
+        <button type="button" class="small secondary" onClick={load}>
+          Refresh
+        </button>
+      </div>
+      <ErrorLine error={error} />
+      {list && list.length === 0 ? <p class="muted">No deliveries yet.</p> : null}
+      {list && list.length ? (
+        <div class="scroll">
+          <table class="deliveries stack-on-phone">
+            <thead>
+              <tr>
+                <th scope="col">Event</th>
+                <th scope="col">Status</th>
+                <th scope="col">Attempts</th>
+                <th scope="col">Response</th>
+                <th scope="col">When</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((d) => (
+                <tr key={d.id}>
+                  <th scope="row">{d.event}</th>
+                  <td data-label="Status" class={`st-${d.status}`}>{d.status}</td>
+                  <td data-label="Attempts">{d.attempts}</td>
+                  <td data-label="Response">{d.response_status ?? d.error ?? "–"}</td>
+                  <td data-label="When">{fmtDate(d.delivered_at ?? d.created_at)}</td>
+                  <td>
+                    {d.status === "failed" ? (
+                      <button type="button" class="small" onClick={() => retry(d)}>
+                        Retry
+                      </button>
+                    ) : null}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+export function WebhooksPage() {
+  const [hooks, setHooks] = useState<any[]>([]);
+  const [secret, setSecret] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [refresh, setRefresh] = useState(0);
+  const load = () =>
+    api("GET", "/v1/webhooks?per_page=100")
+      .then((r) => setHooks(r.data))
+      .catch(setError);
+  useEffect(() => void load(), []);
+
+  const create = async (e: Event) => {
+    e.preventDefault();
+    const form = e.target as HTMLFormElement;
+    const f = new FormData(form);
+    setError(null);
+    try {
+      const { data } = await api("POST", "/v1/webhooks", { url: f.get("url"), events: f.getAll("events") });
+      form.reset();
+      setSecret(data.secret);
+      await load();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const act = async (fn: () => Promise<unknown>) => {
+    setError(null);
+    try {
+      await fn();
+      await load();
+      setTimeout(() => setRefresh((n) => n + 1), 700);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <section class="stack">
+      <h1 tabIndex={-1}>Webhooks</h1>
+      <form class="card stack" onSubmit={create}>
+        <label>
+          Endpoint URL <input name="url" type="url" required placeholder="https://example.org/hooks/vsearch" />
+        </label>
+        <fieldset class="row wrap">
+          <legend>Events</legend>
+          {EVENTS.map((ev) => (
+            <label>
+              <input type="checkbox" name="events" value={ev} defaultChecked={ev.startsWith("job.") || ev === "webhook.ping"} /> {ev}
+            </label>
+          ))}
+        </fieldset>
+        <button type="submit">Add webhook</button>
+      </form>
+      <ErrorLine error={error} />
+      {secret ? <SecretOnce label="Webhook signing secret" value={secret} onDone={() => setSecret(null)} /> : null}
+      {hooks.map((h) => (
+        <article class="card stack webhook" key={h.id} aria-label={`Webhook ${h.url}`}>
+          <h2 class="mono wrap-any">{h.url}</h2>
+          <p class="muted">{h.events.join(", ")}</p>
+          <div class="row wrap">
+            <label>
+              <input type="checkbox" checked={h.is_active} onChange={(e) => act(() => api("PATCH", `/v1/webhooks/${h.id}`, { is_active: (e.target as HTMLInputElement).checked }))} /> Active
+            </label>
+            <button type="button" class="small" onClick={() => act(() => api("POST", `/v1/webhooks/${h.id}/test`))}>
+              Send test
+            </button>
+            <button type="button" class="small danger" onClick={() => confirm(`Delete the webhook to ${h.url}?`) && act(() => api("DELETE", `/v1/webhooks/${h.id}`))}>
+              Delete
+            </button>
+          </div>
+          <Deliveries webhookId={h.id} refresh={refresh} />
+        </article>
+      ))}
+    </section>
+  );
+}
