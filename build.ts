@@ -4,10 +4,12 @@
  *   bun build.ts [--entry src/main.ts] [--outfile ./vsearch]
  *
  * What goes in besides the code:
- * - the native files (sqlite-vec, ffmpeg, ffprobe, ONNX Runtime, sharp + libvips), imported
+ * - the native files (sqlite-vec, ffmpeg, ffprobe, ONNX Runtime, sharp + libvips, and tesseract.js's
+ *   wasm cores + English data for on-screen text), imported
  *   `with { type: "file" }` from a module generated here; src/runtime/ extracts them to
  *   `<data-dir>/runtime/<version>/` on first start;
- * - extra entry points for worker threads: the Piscina task module and the worker bootstrap;
+ * - extra entry points for worker threads: the Piscina task module, the worker bootstrap and the
+ *   tesseract.js worker (src/ocr/tesseract-worker.ts, which takes its wasm from the extracted file);
  * - the version (`define VSEARCH_VERSION`);
  * - the dashboard (web/, bundled by web/bundle.ts) and Scalar's API reference bundle for /docs,
  *   served by src/api/dashboard.ts (`dashboardAssetsModule` below replaces src/api/dashboard-assets.ts).
@@ -113,7 +115,7 @@ export function dependencyPatches(piscinaWorkerPath: string, platformArch: strin
 }
 
 /** Source of the module that replaces src/runtime/embedded.ts in the binary. */
-export function embeddedAssetsModule(files: NativeFiles, entries: { inferenceWorker: string; piscinaWorker: string }): string {
+export function embeddedAssetsModule(files: NativeFiles, entries: { inferenceWorker: string; piscinaWorker: string; ocrWorker: string }): string {
   const layout = runtimeLayout(files);
   const keys = Object.keys(files) as NativeKey[];
   const imports = keys.map((k, i) => `import f${i} from ${JSON.stringify(files[k])} with { type: "file" };`);
@@ -232,11 +234,12 @@ export async function buildBinary(opts: BuildOptions): Promise<{ outfile: string
   const outfile = resolve(opts.outfile);
   const piscinaWorker = join(SRC, "runtime", "piscina-worker.ts");
   const inferenceWorker = join(SRC, "inference", "worker.ts");
-  for (const e of [entry, piscinaWorker, inferenceWorker]) {
+  const ocrWorker = join(SRC, "ocr", "tesseract-worker.ts");
+  for (const e of [entry, piscinaWorker, inferenceWorker, ocrWorker]) {
     if (relative(SRC, e).startsWith("..")) throw new Error(`entry point ${e} must be under ${SRC}`);
     if (!(await Bun.file(e).exists())) throw new Error(`entry point ${e} does not exist`);
   }
-  const entries = { inferenceWorker: bunfsPath(inferenceWorker), piscinaWorker: bunfsPath(piscinaWorker) };
+  const entries = { inferenceWorker: bunfsPath(inferenceWorker), piscinaWorker: bunfsPath(piscinaWorker), ocrWorker: bunfsPath(ocrWorker) };
   const files = resolveNativeFiles(join(ROOT, "package.json"));
 
   const patches = dependencyPatches(entries.piscinaWorker, platformArch);
@@ -249,7 +252,7 @@ export async function buildBinary(opts: BuildOptions): Promise<{ outfile: string
     throw e;
   });
   const result = await Bun.build({
-    entrypoints: [entry, piscinaWorker, inferenceWorker],
+    entrypoints: [entry, piscinaWorker, inferenceWorker, ocrWorker],
     root: SRC,
     target: "bun",
     // An appliance reads its settings from flags, VSEARCH_* and <data-dir>/config.json only: no

@@ -18,7 +18,11 @@
  *      with the embedded ffmpeg and served from its presigned URL with a byte range;
  *   7. `vsearch mcp --account …` beside that server: the SDK's stdio client initializes, lists the
  *      nine agent tools, searches (the query encoder in the binary's workers) and gets a frame.
- *   7. `backup --include-models` beside that running server, `restore` into an empty dir, `check`.
+ *   8. `backup --include-models` beside that running server, `restore` into an empty dir, `check`.
+ *   9. on-screen text with NO model imported, on a fresh data dir: a clip with a caption burned in
+ *      (the binary's ffmpeg, `drawtext` with a system DejaVu font) ingested, the `ocr` stage run by
+ *      tesseract.js from the binary (worker, wasm core and English data extracted beside the
+ *      native files), and `POST /v1/search modes=ocr` for a word of the caption finding it.
  * Every wait is bounded. Prints each check; exits 1 if any failed.
  *
  *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip]
@@ -215,6 +219,9 @@ async function main(): Promise<number> {
   // 6: index a video end to end with the compiled binary.
   await endToEnd(data, id, resolve(modelDir, "..", "tiny-random-whisper"));
 
+  // 9: on-screen text, no model imported.
+  await onScreenText(join(work, "ocr-data"));
+
   // Not failures: where else the binary wrote (ONNX Runtime keeps a device id under $HOME/.cache).
   const strays = [...snapshot(env.HOME).keys()].map((k) => `$HOME/${k}`).concat([...snapshot(env.TMPDIR).keys()].map((k) => `$TMPDIR/${k}`));
   if (strays.length) console.log(`note: files written outside the data dir: ${strays.join(", ")}`);
@@ -293,7 +300,7 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     await playbackAndExports(get, url!, videoId!);
     await mcpOverStdio(data, accountId, videoId!);
 
-    // 7: backup beside the running server (tar-stream and VACUUM INTO in the binary), restore, check.
+    // 8: backup beside the running server (tar-stream and VACUUM INTO in the binary), restore, check.
     const archive = join(work, "smoke-backup.tar");
     const backup = await vsearch(["--data-dir", data, "--json", "backup", archive, "--include-models"], 120_000);
     check("backup while serve runs", backup.code === 0 && json(backup)?.videos === 1 && existsSync(archive), `${json(backup)?.files} files, ${brief(backup)}`);
@@ -351,6 +358,54 @@ async function mcpOverStdio(data: string, accountId: string, videoId: string): P
     check("vsearch mcp over stdio", false, e instanceof Error ? e.message : String(e));
   } finally {
     await client.close().catch(() => {});
+  }
+}
+
+/** 9: on-screen text with no model imported. */
+const FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf";
+
+async function onScreenText(data: string): Promise<void> {
+  const acct = json(await vsearch(["--data-dir", data, "accounts", "create", "--name", "ocr", "--json"], 60_000))?.id as string | undefined;
+  if (!check("ocr: account on a fresh data dir (no models)", typeof acct === "string", "")) return;
+  const tess = readdirSync(join(data, "runtime")).map((v) => join(data, "runtime", v, "tesseract"));
+  const extracted = tess.filter(existsSync).flatMap((d) => readdirSync(d)).sort();
+  check("ocr: wasm cores and English data extracted to <data-dir>/runtime/<version>/tesseract/", extracted.join(",") === "eng.traineddata.gz,tesseract-core-lstm.wasm,tesseract-core-simd-lstm.wasm", extracted.join(", "));
+  if (!check("ocr: a system font for drawtext", existsSync(FONT), FONT)) return;
+  const ffmpeg = readdirSync(join(data, "runtime")).map((v) => join(data, "runtime", v, "ffmpeg")).find(existsSync);
+  const clip = join(work, "caption.mp4");
+  const gen = Bun.spawn(
+    [ffmpeg!, "-hide_banner", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=darkgreen:s=1280x720:r=10:d=6",
+     "-vf", `drawtext=fontfile=${FONT}:text='Welcome to the observatory':fontsize=44:fontcolor=white:x=(w-tw)/2:y=h-140`,
+     "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", clip],
+    { env, stdout: "ignore", stderr: "pipe" },
+  );
+  const genCode = await Promise.race([gen.exited, Bun.sleep(60_000).then(() => "timeout" as const)]);
+  if (!check("ocr: a 6 s clip with a burned-in caption", genCode === 0 && existsSync(clip), `exit ${genCode}`)) return;
+  const ingest = await vsearch(["--data-dir", data, "--json", "ingest", clip, "--account", acct!, "--collection", "ocr"], 180_000);
+  const videoId = json(ingest)?.files?.[0]?.video_id as string | undefined;
+  if (!check("ocr: ingest with no model installed", ingest.code === 0 && !!videoId && json(ingest)?.summary?.indexed === 1, `${JSON.stringify(json(ingest)?.summary)}, ${brief(ingest)}`)) return;
+  const key = json(await vsearch(["--data-dir", data, "--json", "keys", "create", "--account", acct!, "--name", "ocr"], 60_000))?.key as string | undefined;
+  const server = Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], { cwd: work, env, stdout: "pipe", stderr: "pipe" });
+  try {
+    const url = await waitForUrl(server, 60_000);
+    if (!check("ocr: serve starts", url !== null, url ?? `exit ${server.exitCode}`)) return;
+    const get = async (path: string, init?: RequestInit) => {
+      const res = await fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, ...(init?.headers ?? {}) }, signal: AbortSignal.timeout(30_000) });
+      return { status: res.status, body: (await res.json().catch(() => null)) as any };
+    };
+    const st = (await get(`/v1/videos/${videoId}`)).body?.data?.stages ?? {};
+    check("ocr: the ocr stage ran in the binary (embeddings skipped: no model)", st.ocr?.status === "ran" && st.ocr?.count >= 1 && st.embeddings?.status === "skipped", JSON.stringify(st.ocr));
+    const search = await get("/v1/search", { method: "POST", body: new URLSearchParams({ query: "observatory", modes: "ocr" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const seg = search.body?.data?.[0]?.segments?.[0];
+    check(
+      "ocr: POST /v1/search modes=ocr finds a word of the caption",
+      search.status === 200 && seg?.type === "ocr" && /observatory/i.test(seg?.text_content ?? ""),
+      `${search.status}: ${JSON.stringify(seg ? { type: seg.type, text: seg.text_content, start: seg.timestamp_start, end: seg.timestamp_end } : search.body)}`,
+    );
+  } finally {
+    server.kill("SIGTERM");
+    const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
+    if (code === "timeout") server.kill("SIGKILL");
   }
 }
 

@@ -31,6 +31,8 @@ import { JobRunner } from "./jobs/runner.ts";
 import type { ModelCatalog } from "./models/roles.ts";
 import { InferenceHost } from "./inference/host.ts";
 import { IngestPipeline } from "./pipeline/ingest.ts";
+import { OcrEngine } from "./ocr/engine.ts";
+import { devOcrPaths, type OcrPaths } from "./ocr/paths.ts";
 import { ModelRegistry } from "./models/registry.ts";
 import { ModelService } from "./models/service.ts";
 import { SystemStore } from "./system/store.ts";
@@ -65,6 +67,8 @@ export interface AppRuntime {
   inferenceWorkerFile: string;
   /** Where the compiled binary extracted its native files; null in dev. */
   runtimeDir?: string | null;
+  /** tesseract.js's worker, data and wasm (default: node_modules, as in dev). */
+  ocr?: OcrPaths;
 }
 
 export interface AppOptions {
@@ -190,6 +194,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     now,
   });
+  // Worker threads start on the first frame with text; at most ocr_threads of them (each one core).
+  const ocr = config.ocrThreads > 0 ? new OcrEngine({ paths: opts.runtime.ocr ?? devOcrPaths(), workers: config.ocrThreads }) : null;
   const pipeline = new IngestPipeline({
     db,
     videos: videoStore,
@@ -200,6 +206,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     bins,
     models,
     pool: () => inference.get(),
+    ocr,
     batchSize: config.batchSize,
     speechMaxTokens: config.speechMaxTokens,
     logger,
@@ -327,6 +334,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       await renditions.stop();
       await dispatcher.stop();
       await inference.close();
+      await ocr?.close();
       db.close();
     },
   };

@@ -45,7 +45,7 @@ export const clipSchema = z.object({
   end_secs: z.number(),
   relevance_score: z.number().min(0).max(1).describe("Calibrated per mode (0-1): one cut means the same across queries"),
   raw_score: z.number().describe("The mode's own similarity (cosine, BM25, word coverage)"),
-  type: z.enum(["frame", "transcript", "scene"]),
+  type: z.enum(["frame", "transcript", "scene", "ocr"]),
   text_snippet: z.string().nullable().describe("What is said, or the shot's caption / labels"),
   clip_url: z.string().describe("Presigned playback URL ending in #t=start,end"),
   thumbnail_url: z.string().nullable().describe("Presigned JPEG URL (expires)"),
@@ -112,6 +112,9 @@ export const getMomentOutput = z.object({
   caption: z.string().nullable(),
   labels: z.array(z.string()),
   transcript: z.string().nullable().describe("What is said during the shot (or ±2.5 s without shots)"),
+  on_screen_text: z
+    .array(z.object({ text: z.string(), start: z.number(), end: z.number(), confidence: z.number() }))
+    .describe("Text shown on screen during the shot (OCR), in order of appearance; empty when none was read"),
   scene_start: z.number().nullable(),
   scene_end: z.number().nullable(),
   thumbnail_url: z.string().nullable(),

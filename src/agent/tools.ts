@@ -195,16 +195,17 @@ export const TOOLS: AgentTool[] = [
   tool({
     name: "get_moment",
     title: "What happens at a moment",
-    description: "The shot covering a time in a video: caption, labels, what is said during it, its span and thumbnail link.",
+    description: "The shot covering a time in a video: caption, labels, what is said and what text is shown on screen during it, its span and thumbnail link.",
     input: S.getMomentInput,
     output: S.getMomentOutput,
     async run(d, accountId, i) {
       const video = d.videos.require(accountId, i.video_id);
-      return { filename: video.filename, ...d.moments.moment(accountId, i.video_id, i.timestamp) };
+      const m = d.moments.moment(accountId, i.video_id, i.timestamp);
+      return { filename: video.filename, ...m, on_screen_text: m.on_screen_text.map(({ text, start, end, confidence }) => ({ text, start, end, confidence })) };
     },
     summary: (m) => {
       const span = m.scene_start !== null && m.scene_end !== null ? cite(m.filename, m.scene_start, m.scene_end) : `[${m.filename} ${clock(m.timestamp)}]`;
-      const parts = [m.caption && `caption: ${m.caption}`, m.labels.length && `labels: ${m.labels.join(", ")}`, m.transcript && `said: "${snippet(m.transcript)}"`].filter(Boolean);
+      const parts = [m.caption && `caption: ${m.caption}`, m.labels.length && `labels: ${m.labels.join(", ")}`, m.transcript && `said: "${snippet(m.transcript)}"`, m.on_screen_text.length && `on screen: ${m.on_screen_text.map((l) => `"${snippet(l.text)}"`).join(", ")}`].filter(Boolean);
       return `${span} ${parts.length ? parts.join("; ") : "nothing is known about this moment beyond its picture (try get_frame)"}`;
     },
   }),

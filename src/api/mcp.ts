@@ -5,6 +5,7 @@ import { z } from "@hono/zod-openapi";
 import { readBodyCapped } from "../http/body-guard.ts";
 import { defineRoute } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
+import { principalKey } from "../http/rate-limit.ts";
 import { VERSION } from "../version.ts";
 
 /**
@@ -49,7 +50,8 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
   const [authorize] = middleware; // maxBody "stream" and no rate group: authentication only (the body is read capped below)
   app.post("/v1/mcp", authorize, async (c) => {
     const principal = c.get("principal");
-    const who = principal.kind === "api_key" ? principal.keyId : principal.sessionId;
+    // The same counter as /v1/agent/call (per key; a session counts against its user).
+    const who = principalKey(principal);
     const bytes = await readBodyCapped(c.req.raw, deps.config.maxJsonBytes);
     let body: unknown;
     try {

@@ -77,7 +77,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       tags: ["Search"],
       summary: "Find moments by text, image or both",
       description:
-        "Form body (multipart or urlencoded). Modes `video` (frames), `scene` (shots: embedding, labels, caption) and `transcript` (what was said, BM25 with \"phrases\" and prefix*), fused with Reciprocal Rank Fusion (k = 60). Results are videos, best first, each with its matching clips. See docs/SEARCH.md for scores and thresholds.",
+        "Form body (multipart or urlencoded). Modes `video` (frames), `scene` (shots: embedding, labels, caption), `transcript` (what was said, BM25 with \"phrases\" and prefix*) and `ocr` (text shown on screen, BM25; needs no model), fused with Reciprocal Rank Fusion (k = 60). Results are videos, best first, each with its matching clips. See docs/SEARCH.md for scores and thresholds.",
       access: "read_only",
       rateGroup: "search",
       maxBody: SEARCH_MAX_BODY,
@@ -141,7 +141,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       method: "get",
       path: "/v1/videos/{video_id}/moment",
       tags: ["Search"],
-      summary: "The shot covering a time: caption, labels, transcript, span, thumbnail",
+      summary: "The shot covering a time: caption, labels, transcript, on-screen text, span, thumbnail",
       access: "read_only",
       rateGroup: "moment",
       request: { params: idParam("video_id", "vid_Qm3x9T0bL2vK7cP5sN1a"), query: momentQuery },

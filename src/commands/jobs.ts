@@ -3,7 +3,7 @@ import { registerJobRetryCommand } from "../commands/job-retry.ts";
 import { type CliContext, table } from "../cli/context.ts";
 import { JOB_STATUSES, type JobStatus } from "../jobs/schema.ts";
 
-/** A bad filter is a usage error (exit 2), as it is a 422 over HTTP â not an empty list. */
+/** A bad filter is a usage error (exit 2), as it is a 422 over HTTP — not an empty list. */
 const jobStatus = (v: string): JobStatus => {
   if (!(JOB_STATUSES as readonly string[]).includes(v)) throw new InvalidArgumentError(`must be one of ${JOB_STATUSES.join(", ")}`);
   return v as JobStatus;

@@ -14,7 +14,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
     .requiredOption("--account <id>", "account id (usr_…)")
     .option("--collection <name>", "only this collection (by name)")
     .option("--video <id>", "only this video (vid_…)")
-    .option("--modes <modes>", "video, scene, transcript (comma-separated or repeated; default all)", list)
+    .option("--modes <modes>", "video, scene, transcript, ocr (comma-separated or repeated; default all)", list)
     .option("--labels <labels>", "only shots with any of these scene labels (comma-separated or repeated)", list)
     .option("--page <n>", "page of videos", "1")
     .option("--per-page <n>", "videos per page (1-50)", "10")

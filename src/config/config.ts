@@ -71,6 +71,7 @@ const fileSchema = z
     clip_cache_mb: z.number().int().min(0),
     model_idle_unload_secs: z.number().min(0),
     job_concurrency: z.number().int().positive(),
+    ocr_threads: z.number().int().min(0).max(8),
     ffmpeg_path: z.string(),
     ffprobe_path: z.string(),
     session_ttl_secs: z.number().int().positive(),
@@ -128,6 +129,8 @@ export interface Config {
    */
   modelIdleUnloadSecs: number;
   jobConcurrency: number;
+  /** tesseract.js worker threads for on-screen text (0 turns the stage off). */
+  ocrThreads: number;
   ffmpegPath?: string;
   ffprobePath?: string;
   sessionTtlSecs: number;
@@ -167,6 +170,10 @@ const num = (name: string, v: string | undefined): number | undefined => {
   if (v === undefined || v === "") return undefined;
   const n = Number(v);
   if (!Number.isFinite(n)) throw new ConfigError(`${name} must be a number, got "${v}"`);
+  return n;
+};
+const ocrThreads = (n: number): number => {
+  if (!Number.isInteger(n) || n < 0 || n > 8) throw new ConfigError(`VSEARCH_OCR_THREADS must be an integer from 0 to 8, got ${n}`);
   return n;
 };
 const list = (v: string | undefined): string[] | undefined =>
@@ -259,6 +266,7 @@ export function loadConfig(
     clipCacheMb: pick(num("VSEARCH_CLIP_CACHE_MB", env.VSEARCH_CLIP_CACHE_MB), file.clip_cache_mb) ?? 1024,
     modelIdleUnloadSecs,
     jobConcurrency: pick(num("VSEARCH_JOB_CONCURRENCY", env.VSEARCH_JOB_CONCURRENCY), file.job_concurrency) ?? 1,
+    ocrThreads: ocrThreads(pick(num("VSEARCH_OCR_THREADS", env.VSEARCH_OCR_THREADS), file.ocr_threads) ?? 1),
     ffmpegPath: pick(env.VSEARCH_FFMPEG_PATH, file.ffmpeg_path),
     ffprobePath: pick(env.VSEARCH_FFPROBE_PATH, file.ffprobe_path),
     sessionTtlSecs: pick(num("VSEARCH_SESSION_TTL_SECS", env.VSEARCH_SESSION_TTL_SECS), file.session_ttl_secs) ?? 12 * 3600,

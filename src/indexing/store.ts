@@ -29,6 +29,14 @@ export interface TranscriptInput {
   text: string;
 }
 
+export interface OcrLineInput {
+  start: number;
+  end: number;
+  text: string;
+  confidence: number;
+  box: { x: number; y: number; w: number; h: number };
+}
+
 /** sqlite-vec reserves a chunk per partition; small chunks keep small accounts cheap. */
 const VEC_CHUNK_SIZE = 256;
 
@@ -142,6 +150,29 @@ export class IndexStore {
       );
       for (const s of segments) insert.run(scope.videoId, scope.accountId, scope.collectionId, s.start, s.end, s.text, modelId);
     })();
+  }
+
+  /** The video's on-screen text lines (the `ocr` stage); replaces what an earlier run wrote. */
+  replaceOcrLines(scope: VideoScope, lines: OcrLineInput[]): void {
+    this.db.transaction(() => {
+      this.db.query("DELETE FROM ocr_lines WHERE video_id = ?").run(scope.videoId);
+      const insert = this.db.query(
+        `INSERT INTO ocr_lines (video_id, account_id, collection_id, start_secs, end_secs, text, confidence, box_x, box_y, box_w, box_h)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      for (const l of lines) {
+        insert.run(scope.videoId, scope.accountId, scope.collectionId, l.start, l.end, l.text, l.confidence, l.box.x, l.box.y, l.box.w, l.box.h);
+      }
+    })();
+  }
+
+  /** The video's shots in order (a resumed run's enrichment stages need them). */
+  shotSpans(videoId: string): { index: number; start: number; end: number }[] {
+    return this.db
+      .query<{ index: number; start: number; end: number }, [string]>(
+        "SELECT shot_index AS [index], start_secs AS start, end_secs AS end FROM shots WHERE video_id = ? ORDER BY shot_index",
+      )
+      .all(videoId);
   }
 
   /** Removes the rows SQLite cannot cascade (vec0 virtual tables); call before deleting the video row. */

@@ -12,6 +12,9 @@ export const jobSchema = z
     status: z.enum(JOB_STATUSES),
     stage: z.string().nullable(),
     progress_pct: z.number(),
+    stages_pending: z.array(z.string()).openapi({
+      description: "Stages still to run after the video became searchable (progressive indexing, e.g. `ocr`); empty when none are left",
+    }),
     error: z.object({ code: z.string(), message: z.string() }).nullable(),
     created_at: z.string(),
     updated_at: z.string(),
@@ -26,6 +29,8 @@ export interface JobRow {
   status: JobStatus;
   stage: string | null;
   progress_pct: number;
+  /** JSON array of stage names (migration 006). */
+  stages_pending: string;
   error_code: string | null;
   error_message: string | null;
   attempts: number;
@@ -50,6 +55,7 @@ export const toJob = (r: JobRow): Job => ({
   status: r.status,
   stage: r.stage,
   progress_pct: Math.round(r.progress_pct * 10) / 10,
+  stages_pending: JSON.parse(r.stages_pending ?? "[]") as string[],
   error: r.error_code ? { code: r.error_code, message: r.error_message ?? "" } : null,
   created_at: r.created_at,
   updated_at: r.updated_at,

@@ -73,7 +73,7 @@ export class JobStore {
       this.db
         .query(
           `UPDATE jobs SET status = ?, progress_pct = CASE WHEN ? = 'done' THEN 100 ELSE progress_pct END,
-                  error_code = ?, error_message = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+                  error_code = ?, error_message = ?, stages_pending = '[]', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
             WHERE id = ? AND lease_owner = ?`,
         )
         .run(status, status, error?.code ?? null, error?.message ?? null, nowIso(), id, owner).changes === 1
@@ -96,11 +96,16 @@ export class JobStore {
   retry(accountId: string, id: string): JobRow | null {
     return this.db
       .query<JobRow, [string, string, string]>(
-        `UPDATE jobs SET status = 'queued', stage = NULL, progress_pct = 0, error_code = NULL, error_message = NULL, attempts = 0,
+        `UPDATE jobs SET status = 'queued', stage = NULL, progress_pct = 0, error_code = NULL, error_message = NULL, attempts = 0, stages_pending = '[]',
                 lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
           WHERE account_id = ? AND id = ? AND status = 'failed' RETURNING *`,
       )
       .get(nowIso(), accountId, id);
+  }
+
+  /** The stages this job still has to run after its video became searchable (progressive indexing). */
+  setPending(id: string, owner: string, stages: readonly string[]): void {
+    this.db.query("UPDATE jobs SET stages_pending = ?, updated_at = ? WHERE id = ? AND lease_owner = ?").run(JSON.stringify(stages), nowIso(), id, owner);
   }
 
   /** At `serve` start (the instance lock is held, so no other worker is alive): release every lease. */

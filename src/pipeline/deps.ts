@@ -8,6 +8,7 @@ import type { MediaBins } from "../media/process.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import type { VideoStore } from "../videos/store.ts";
 import type { ActiveModel, ModelCatalog } from "../models/roles.ts";
+import type { OcrEngine } from "../ocr/engine.ts";
 
 // The model vocabulary lives in models/roles.ts; re-exported for the stages (and branches in flight).
 export type { ActiveModel, ModelCatalog, ModelRole } from "../models/roles.ts";
@@ -23,6 +24,8 @@ export interface PipelineDeps {
   models: ModelCatalog;
   /** Created on first use: a server with no models never starts worker threads. */
   pool: () => Promise<InferencePool>;
+  /** Reads on-screen text (bounded worker threads, started on first use); null turns the stage off. */
+  ocr: OcrEngine | null;
   batchSize: number;
   /** Whisper's per-window token cap (config speech_max_tokens). */
   speechMaxTokens: number;

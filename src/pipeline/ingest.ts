@@ -14,10 +14,28 @@ import { StageRun } from "./stage-run.ts";
 import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
 import { transcribeAudio } from "./stage-transcript.ts";
 import { writeVideoThumbnails } from "./stage-thumbnails.ts";
+import { readOnScreenText } from "./stage-ocr.ts";
+import { OcrError } from "../ocr/engine.ts";
+import type { StageName, StageOutcome } from "../videos/schema.ts";
 
 /** Keyframe-only decoding is used when no keyframe gap (first 30 s) is longer than this. */
 const MAX_KEYFRAME_GAP_SECS = 2.5;
 const NO_IMAGE_MODEL = missingModel("image-text");
+
+/**
+ * A stage that runs after the video is searchable (progressive indexing, SPEC §12): the video is
+ * `ready` once the first stages are written, and each of these enriches it afterwards. Listed on
+ * the video as `pending` (and in the job's `stages_pending`) from the start of the run until it
+ * has run. A failure is recorded as that stage's outcome and does not fail the job: the video
+ * stays searchable by everything else. To add one (e.g. a web rendition), add its name to
+ * STAGE_NAMES and WEIGHT (stage-run.ts) and an entry to `enrichments` below.
+ */
+interface Enrichment {
+  name: StageName;
+  /** Shown on the video while it waits. */
+  pendingReason: string;
+  run(r: Run, visual: { shots: Shot[]; keyframesOnly: boolean }): Promise<StageOutcome>;
+}
 
 /** What one video's run carries from stage to stage. */
 interface Run {
@@ -35,9 +53,11 @@ interface Run {
  */
 export class IngestPipeline implements JobHandler {
   private readonly labels: LabelEmbeddings;
+  private readonly enrichments: Enrichment[];
 
   constructor(private readonly d: PipelineDeps) {
     this.labels = new LabelEmbeddings(d);
+    this.enrichments = [{ name: "ocr", pendingReason: "on-screen text is read after the video is searchable", run: (r, v) => this.ocr(r, v) }];
   }
 
   async process(job: JobRow, progress: (stage: string, pct: number) => void, signal: AbortSignal): Promise<void> {
@@ -51,16 +71,20 @@ export class IngestPipeline implements JobHandler {
     const onAbort = () => stop.abort();
     signal.addEventListener("abort", onAbort, { once: true });
     try {
-      await this.index(video, source, progress, signal, stop);
+      const first = (await this.resume(job, video, source, progress, stop)) ?? (await this.index(job, video, source, progress, signal, stop));
+      await this.enrich(job, first.run, first.visual, signal);
     } finally {
       signal.removeEventListener("abort", onAbort);
     }
   }
 
-  private async index(video: VideoRow, source: string, progress: (stage: string, pct: number) => void, jobSignal: AbortSignal, stop: AbortController) {
+  /** The first stages: when they are done the video is `ready` (searchable). */
+  private async index(job: JobRow, video: VideoRow, source: string, progress: (stage: string, pct: number) => void, jobSignal: AbortSignal, stop: AbortController) {
     const d = this.d;
     const stages = new StageRun(d.videos, video.id, progress, stop.signal);
     d.videos.update(video.id, { status: "processing", stages: "{}", error_code: null, error_message: null });
+    for (const e of this.enrichments) stages.pending(e.name, e.pendingReason);
+    if (job.lease_owner) d.jobs.setPending(job.id, job.lease_owner, this.enrichments.map((e) => e.name));
 
     // probe (the keyframe packet scan runs beside it: it decides the decode mode below)
     stages.report("probe", 0);
@@ -115,7 +139,8 @@ export class IngestPipeline implements JobHandler {
         ).catch(toFailure),
       );
       d.index.replaceShots(run.scope, scenes.map((s, i) => ({ ...s, thumbnailPath: thumbs.shots[i] })), clip?.modelId ?? null);
-      d.videos.update(video.id, { poster_path: thumbs.poster });
+      // Searchable from here on; the enrichment stages run next.
+      d.videos.update(video.id, { poster_path: thumbs.poster, status: "ready" });
       stages.record("thumbnails", {
         status: "ran",
         took_ms: thumbsMs,
@@ -123,9 +148,73 @@ export class IngestPipeline implements JobHandler {
         ...(thumbs.shotsFromPass || thumbs.posterFromPass ? { reason: passNote(thumbs.shotsFromPass, thumbs.posterFromPass) } : {}),
       });
       d.onIndexed?.(video.id);
+      const shots: Shot[] = scenes.map((s, i) => ({ index: i, start: s.start, end: s.end }));
+      return { run, visual: { shots, keyframesOnly } };
     } finally {
       if (jpegDir) d.files.removePassJpegsDir(video.id);
     }
+  }
+
+  /**
+   * A job interrupted (restart, crash) after its video became searchable picks up at the
+   * enrichment stages still pending instead of redoing the first stages: same job (a later
+   * attempt), video `ready`, thumbnails recorded, some enrichment `pending`. A new job for the
+   * video (reindex) always starts from the top.
+   */
+  private async resume(job: JobRow, video: VideoRow, source: string, progress: (stage: string, pct: number) => void, stop: AbortController) {
+    const d = this.d;
+    const recorded = JSON.parse(video.stages || "{}") as Partial<Record<StageName, StageOutcome>>;
+    const pending = this.enrichments.filter((e) => recorded[e.name]?.status === "pending");
+    if (job.attempts < 2 || video.status !== "ready" || recorded.thumbnails?.status !== "ran" || pending.length === 0) return null;
+    const stages = new StageRun(d.videos, video.id, progress, stop.signal, recorded);
+    if (job.lease_owner) d.jobs.setPending(job.id, job.lease_owner, pending.map((e) => e.name));
+    const info = await probeMedia(d.bins, source).catch(toFailure);
+    const keyframesOnly = await useKeyframes(d, source, info, null);
+    const scope = { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id };
+    d.logger.info("resuming at the enrichment stages", { job_id: job.id, video_id: video.id, stages: pending.map((e) => e.name) });
+    return { run: { stages, source, info, scope, signal: stop.signal } as Run, visual: { shots: d.index.shotSpans(video.id), keyframesOnly } };
+  }
+
+  /** The stages after the video is searchable, in order; each one's rows are searchable as soon as it ends. */
+  private async enrich(job: JobRow, r: Run, visual: { shots: Shot[]; keyframesOnly: boolean }, jobSignal: AbortSignal): Promise<void> {
+    const todo = this.enrichments.filter((e) => r.stages.isPending(e.name));
+    const left = todo.map((e) => e.name);
+    for (const e of todo) {
+      r.stages.report(e.name, 0);
+      let outcome: StageOutcome;
+      try {
+        outcome = await e.run(r, visual);
+      } catch (err) {
+        if (jobSignal.aborted || r.signal.aborted) throw new JobFailure("ABORTED", "Indexing was interrupted");
+        const known = err instanceof JobFailure || err instanceof OcrError || isMediaError(err) || isInferenceError(err);
+        if (!known) this.d.logger.error("enrichment stage failed", { stage: e.name, video_id: r.scope.videoId, err: err instanceof Error ? err.stack : String(err) });
+        const code = known ? (err as { code: string }).code : "INTERNAL_ERROR";
+        outcome = { status: "failed", reason: known ? `${code}: ${(err as Error).message}` : `${code}: the stage failed unexpectedly (see the server log)` };
+      }
+      r.stages.record(e.name, outcome);
+      left.shift();
+      if (job.lease_owner) this.d.jobs.setPending(job.id, job.lease_owner, left);
+      this.d.onIndexed?.(r.scope.videoId);
+    }
+  }
+
+  /** On-screen text (SPEC §12): needs no model, so every video gets it. */
+  private async ocr(r: Run, visual: { shots: Shot[]; keyframesOnly: boolean }): Promise<StageOutcome> {
+    const d = this.d;
+    if (!d.ocr) return { status: "skipped", reason: "on-screen text is turned off (ocr_threads = 0)" };
+    if (!r.info.width || !r.info.height) return { status: "skipped", reason: "the video stream has no picture size" };
+    const engine = d.ocr;
+    const [res, ms] = await r.stages.timed(() =>
+      readOnScreenText(d.bins, engine, r.source, r.info, visual.shots, visual.keyframesOnly, r.signal, (f) => r.stages.report("ocr", f)).catch(toFailure),
+    );
+    r.stages.check(); // stopped mid-way: write nothing
+    d.index.replaceOcrLines(r.scope, res.lines);
+    return {
+      status: "ran",
+      took_ms: ms,
+      count: res.lines.length,
+      reason: `${res.sampled} frames: ${res.read} read (${res.reread} twice), ${res.noText} without text, ${res.carried} unchanged`,
+    };
   }
 
   /**

@@ -3,7 +3,7 @@ import type { StageName, StageOutcome } from "../videos/schema.ts";
 import type { VideoStore } from "../videos/store.ts";
 
 /** Share of progress_pct each stage accounts for (they add up to 100). */
-const WEIGHT: Record<StageName, number> = { probe: 2, shots: 8, frames: 5, embeddings: 45, scenes: 5, audio: 2, transcript: 28, thumbnails: 5 };
+const WEIGHT: Record<StageName, number> = { probe: 2, shots: 8, frames: 5, embeddings: 40, scenes: 5, audio: 2, transcript: 23, thumbnails: 5, ocr: 10 };
 
 /**
  * Bookkeeping for one run of the pipeline over one video: each stage's outcome (ran / skipped with
@@ -22,7 +22,19 @@ export class StageRun {
     private readonly videoId: string,
     private readonly progress: (stage: string, pct: number) => void,
     private readonly signal: AbortSignal,
-  ) {}
+    /** Outcomes a resumed run starts from (the first stages of an interrupted job). */
+    resumed?: Partial<Record<StageName, StageOutcome>>,
+  ) {
+    for (const [stage, outcome] of Object.entries(resumed ?? {}) as [StageName, StageOutcome][]) {
+      if (!(stage in WEIGHT)) continue;
+      this.stages[stage] = outcome;
+      if (outcome.status !== "pending") this.done += WEIGHT[stage];
+    }
+  }
+
+  isPending(stage: StageName): boolean {
+    return this.stages[stage]?.status === "pending";
+  }
 
   /** Progress inside a stage (`within` 0..1 of its share). */
   report(stage: StageName, within = 1): void {
@@ -30,6 +42,12 @@ export class StageRun {
     const pct = this.pct();
     this.progress(stage, pct);
     this.videos.update(this.videoId, { progress_pct: pct });
+  }
+
+  /** A stage that will run after the video is searchable: listed as `pending` until it does. */
+  pending(stage: StageName, reason: string): void {
+    this.stages[stage] = { status: "pending", reason };
+    this.videos.update(this.videoId, { stages: JSON.stringify(this.stages) });
   }
 
   record(stage: StageName, outcome: StageOutcome): void {

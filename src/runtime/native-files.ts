@@ -1,6 +1,7 @@
 import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
+import { OCR_LANG_MODEL } from "../ocr/paths.ts";
 
 /**
  * The native files vsearch needs, as npm installed them. Dev (`bun run`, vitest) uses the tool
@@ -21,6 +22,10 @@ export interface NativeFiles extends ToolFiles {
   /** sharp's N-API addon: DT_NEEDED libvips-cpp.so.*, RPATH `$ORIGIN/../../sharp-libvips-<platform>/lib`. */
   sharpBinding: string;
   sharpLibvips: string;
+  /** tesseract.js's wasm cores (LSTM only: SIMD and plain) and the English data; not native, but extracted the same way. */
+  ocrWasmSimd: string;
+  ocrWasm: string;
+  ocrLang: string;
 }
 
 export type NativeKey = keyof NativeFiles;
@@ -58,6 +63,9 @@ export function resolveNativeFiles(from: string = import.meta.url): NativeFiles 
     ortLibrary: join(ortDir, "libonnxruntime.so.1"),
     sharpBinding: join(sharpLib, sharpNode[0]),
     sharpLibvips: require.resolve(`@img/sharp-libvips-${platformArch}/binary`),
+    ocrWasmSimd: require.resolve("tesseract.js-core/tesseract-core-simd-lstm.wasm"),
+    ocrWasm: require.resolve("tesseract.js-core/tesseract-core-lstm.wasm"),
+    ocrLang: join(dirname(require.resolve("@tesseract.js-data/eng/package.json")), OCR_LANG_MODEL, "eng.traineddata.gz"),
   };
 }
 
@@ -77,5 +85,9 @@ export function runtimeLayout(files: NativeFiles): Record<NativeKey, LayoutEntry
     ortLibrary: { target: `onnxruntime/${basename(files.ortLibrary)}`, executable: false },
     sharpBinding: { target: `@img/sharp-${platformArch}/lib/${basename(files.sharpBinding)}`, executable: false },
     sharpLibvips: { target: `@img/sharp-libvips-${platformArch}/lib/${basename(files.sharpLibvips)}`, executable: false },
+    ocrWasmSimd: { target: `tesseract/${basename(files.ocrWasmSimd)}`, executable: false },
+    ocrWasm: { target: `tesseract/${basename(files.ocrWasm)}`, executable: false },
+    // tesseract.js reads `<langPath>/eng.traineddata.gz`: the name is fixed.
+    ocrLang: { target: "tesseract/eng.traineddata.gz", executable: false },
   };
 }

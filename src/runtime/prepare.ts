@@ -2,6 +2,7 @@ import { statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { setEnvironmentData } from "node:worker_threads";
+import { devOcrPaths, OCR_PATHS_KEY, type OcrWasmPaths } from "../ocr/paths.ts";
 import { embeddedAssets } from "./embedded.ts";
 import { type ExtractJob, extractAll } from "./extract.ts";
 import { type NativeKey, resolveToolFiles } from "./native-files.ts";
@@ -46,6 +47,7 @@ function prepareDev(overrides: RuntimeOverrides = {}): RuntimePaths {
     ffprobe: override("ffprobe", overrides.ffprobe) ?? tools.ffprobe,
     vecExtension: tools.vec0,
     inferenceWorkerFile: join(dirname(fileURLToPath(import.meta.url)), "..", "inference", "worker.ts"),
+    ocr: devOcrPaths(),
     runtimeDir: null,
     extracted: [],
   };
@@ -82,6 +84,9 @@ export async function prepareFromEmbedded(embedded: EmbeddedAssets, opts: Prepar
   // build-time patches of onnxruntime-node and sharp load their addons from these paths.
   const load: NativeLoadPaths = { ortBinding: at("ortBinding"), sharpBinding: at("sharpBinding") };
   setEnvironmentData(NATIVE_PATHS_KEY, load);
+  // The OCR worker reads its wasm core from here (there is no node_modules inside the binary).
+  const wasm: OcrWasmPaths = { simd: at("ocrWasmSimd"), plain: at("ocrWasm") };
+  setEnvironmentData(OCR_PATHS_KEY, wasm);
 
   return {
     compiled: true,
@@ -89,6 +94,7 @@ export async function prepareFromEmbedded(embedded: EmbeddedAssets, opts: Prepar
     ffprobe: ffprobe ?? at("ffprobe"),
     vecExtension: at("vec0"),
     inferenceWorkerFile: embedded.entries.inferenceWorker,
+    ocr: { workerFile: embedded.entries.ocrWorker, langDir: dirname(at("ocrLang")), wasm },
     runtimeDir,
     extracted: jobs.filter((_, i) => results[i].written).map((j) => j.target),
   };

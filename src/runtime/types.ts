@@ -1,3 +1,4 @@
+import type { OcrPaths } from "../ocr/paths.ts";
 import type { NativeKey } from "./native-files.ts";
 
 /** Where the native pieces are, for this process. Passed to createApp (it is a superset of AppRuntime). */
@@ -10,6 +11,8 @@ export interface RuntimePaths {
   vecExtension: string;
   /** Filesystem path of the Piscina task module (src/inference/worker.ts, or its copy inside the binary). */
   inferenceWorkerFile: string;
+  /** tesseract.js's worker program, English data and wasm cores (on-screen text). */
+  ocr: OcrPaths;
   /** `<dataDir>/runtime/<version>/` where the binary's native files were extracted; null in dev (nothing is extracted). */
   runtimeDir: string | null;
   /** Files this call wrote (relative to runtimeDir); empty when an earlier start already extracted them. */
@@ -48,6 +51,8 @@ export interface EmbeddedAssets {
     inferenceWorker: string;
     /** The worker-thread bootstrap (src/runtime/piscina-worker.ts) that Piscina is patched to start. */
     piscinaWorker: string;
+    /** The tesseract.js worker thread (src/ocr/tesseract-worker.ts). */
+    ocrWorker: string;
   };
 }
 

@@ -10,6 +10,7 @@ import type { MediaLinks } from "./links.ts";
 import { MomentService } from "./moment-service.ts";
 import { type SearchCredits, SearchService } from "./service.ts";
 import { SearchStore } from "./store.ts";
+import { OcrSearchStore } from "./ocr-store.ts";
 
 export interface SearchDomainOptions {
   db: Database;
@@ -43,8 +44,10 @@ export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
   const store = new SearchStore(o.db);
   const indexes = new SearchIndexes(store, new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0)));
   const encoder = new QueryEncoder(o.embedder);
+  const ocr = new OcrSearchStore(o.db);
   const search = new SearchService({
     store,
+    ocr,
     indexes,
     encoder,
     semantic: o.semantic,
@@ -63,6 +66,6 @@ export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
     search,
     encoder,
     feedback: new FeedbackService(store, o.videos, o.now),
-    moments: new MomentService(store, o.videos, o.links),
+    moments: new MomentService(store, ocr, o.videos, o.links),
   };
 }

@@ -3,17 +3,19 @@ import type { MediaLinks } from "./links.ts";
 import { secs } from "./links.ts";
 import type { Moment } from "./schema.ts";
 import { labelsOf, type SearchStore } from "./store.ts";
+import type { OcrSearchStore } from "./ocr-store.ts";
 
 /** Without shots, the transcript around the time: this many seconds either side. */
 const AROUND_SECS = 2.5;
 
 /**
  * `GET /v1/videos/{id}/moment`: what is known about the shot covering a time — caption, labels,
- * what is said during it, its span and thumbnail. Missing parts are empty, never an error.
+ * what is said and what text is shown during it, its span and thumbnail. Missing parts are empty, never an error.
  */
 export class MomentService {
   constructor(
     private readonly store: SearchStore,
+    private readonly ocr: OcrSearchStore,
     private readonly videos: { require(accountId: string, id: string): { id: string; duration_secs: number | null; poster_path: string | null } },
     private readonly links: MediaLinks,
   ) {}
@@ -41,6 +43,18 @@ export class MomentService {
       .map((s) => s.text.trim())
       .filter(Boolean)
       .join(" ");
+    // The same line read over several ranges of the shot (it left and came back) is listed once.
+    const shown = new Map<string, Moment["on_screen_text"][number]>();
+    for (const l of this.ocr.overlapping(videoId, from, Math.max(to, from + 1e-3))) {
+      if (shown.has(l.text)) continue;
+      shown.set(l.text, {
+        text: l.text,
+        start: secs(l.start_secs),
+        end: secs(l.end_secs),
+        confidence: l.confidence,
+        box: { x: round4(l.box_x), y: round4(l.box_y), w: round4(l.box_w), h: round4(l.box_h) },
+      });
+    }
     const thumbnail = shot?.thumbnail_path
       ? this.links.shotThumbnailUrl(videoId, shot.shot_index)
       : video.poster_path
@@ -52,6 +66,7 @@ export class MomentService {
       caption: shot?.caption ?? null,
       labels: labelsOf(shot),
       transcript: said || null,
+      on_screen_text: [...shown.values()],
       scene_start: shot ? secs(shot.start_secs) : null,
       scene_end: shot ? secs(shot.end_secs) : null,
       thumbnail_url: thumbnail,
@@ -71,3 +86,5 @@ export class MomentService {
     };
   }
 }
+
+const round4 = (v: number) => Math.round(v * 1e4) / 1e4;

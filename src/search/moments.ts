@@ -1,6 +1,6 @@
 import type { Mode } from "./thresholds.ts";
 
-export type SegmentType = "frame" | "scene" | "transcript";
+export type SegmentType = "frame" | "scene" | "transcript" | "ocr";
 
 /** One result clip before fusion: what a mode found, already over its threshold. */
 export interface Candidate {

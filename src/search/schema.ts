@@ -22,7 +22,11 @@ export const searchFormSchema = z
     image_url: z.string().min(1).max(2048).optional().openapi({ description: "Public http(s) URL of a JPEG/PNG reference image" }),
     collection_id: id("col_8Hq2mZ0aP4xR7tY1uW3e").optional().openapi({ description: "Search one collection (default: the whole account)" }),
     video_id: id("vid_Qm3x9T0bL2vK7cP5sN1a").optional().openapi({ description: "Search one video" }),
-    modes: repeated(z.enum(MODES as [Mode, ...Mode[]]), 3).openapi({ description: "Repeatable; default all three", type: "array", items: { type: "string", enum: [...MODES] } }),
+    modes: repeated(z.enum(MODES as [Mode, ...Mode[]]), MODES.length).openapi({
+      description: "Repeatable; default all four (`ocr` = text shown on screen)",
+      type: "array",
+      items: { type: "string", enum: [...MODES] },
+    }),
     labels: repeated(z.string().trim().min(1).max(100), 20).openapi({ description: "Repeatable scene-label filter (any of)", type: "array", items: { type: "string" } }),
     page: z.coerce.number().int().min(1).max(10_000).default(1),
     per_page: z.coerce.number().int().min(1).max(50).default(10),
@@ -51,7 +55,7 @@ export interface SearchRequest {
   imageUrl?: string;
   collectionId?: string;
   videoId?: string;
-  /** Explicitly requested modes; undefined = the default (all three). */
+  /** Explicitly requested modes; undefined = the default (all four). */
   modes?: Mode[];
   labels?: string[];
   /** 0–1: replaces the per-mode thresholds for this request (SPEC §6). */
@@ -62,7 +66,7 @@ export interface SearchRequest {
   includeThumbnailBase64: boolean;
 }
 
-export const SEGMENT_TYPES = ["frame", "transcript", "scene"] as const;
+export const SEGMENT_TYPES = ["frame", "transcript", "scene", "ocr"] as const;
 
 export const segmentSchema = z
   .object({
@@ -107,7 +111,7 @@ export interface SearchResult {
 const thresholdKey = z
   .string()
   .max(64)
-  .regex(/^(video|scene|transcript):[a-z0-9_-]{1,32}$/, "threshold_key looks like mode:name, e.g. video:default");
+  .regex(/^(video|scene|transcript|ocr):[a-z0-9_-]{1,32}$/, "threshold_key looks like mode:name, e.g. video:default");
 
 const optionalText = (max: number) =>
   z
@@ -146,6 +150,16 @@ export const momentQuery = z.object({
   timestamp: secs().openapi({ type: "number", description: "Seconds into the video", example: 12.5, param: { name: "timestamp", in: "query" } }),
 });
 
+export const onScreenLineSchema = z
+  .object({
+    text: z.string(),
+    start: z.number().openapi({ description: "Seconds: when the line appeared" }),
+    end: z.number(),
+    confidence: z.number().openapi({ description: "0–100" }),
+    box: z.object({ x: z.number(), y: z.number(), w: z.number(), h: z.number() }).openapi({ description: "Fractions of the frame (0–1) from the top left" }),
+  })
+  .openapi("OnScreenLine");
+
 export const momentSchema = z
   .object({
     video_id: z.string(),
@@ -153,6 +167,7 @@ export const momentSchema = z
     caption: z.string().nullable(),
     labels: z.array(z.string()),
     transcript: z.string().nullable().openapi({ description: "What is said during the shot" }),
+    on_screen_text: z.array(onScreenLineSchema).openapi({ description: "Text shown during the shot (OCR), in order of appearance, each text once; empty when none was read (or OCR is still pending)" }),
     scene_start: z.number().nullable(),
     scene_end: z.number().nullable(),
     thumbnail_url: z.string().nullable(),

@@ -14,7 +14,9 @@ import { type Candidate, type FrameHit, framesToMoments, MIN_SCORE_BAND, sameSta
 import type { SearchRequest, SearchResult, SearchSegment, SearchVideo } from "./schema.ts";
 import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type VideoInfoRow } from "./store.ts";
 import { contentWords, coverage, mentionTerms } from "./text-match.ts";
-import { MODES, type Mode, THRESHOLDS } from "./thresholds.ts";
+import { LEXICAL_MODES, MODES, type Mode, THRESHOLDS } from "./thresholds.ts";
+import { ocrCandidates } from "./ocr-mode.ts";
+import type { OcrHitRow, OcrSearchStore } from "./ocr-store.ts";
 
 /**
  * Credits hook (SPEC §3): when the account has a balance, a search must be affordable before it
@@ -27,6 +29,8 @@ export interface SearchCredits {
 
 export interface SearchServiceDeps {
   store: SearchStore;
+  /** On-screen text lines (the `ocr` mode). */
+  ocr: OcrSearchStore;
   indexes: SearchIndexes;
   encoder: QueryEncoder;
   /** Semantic transcript matching; absent until a `text` model and transcript vectors exist. */
@@ -85,7 +89,7 @@ export class SearchService {
     // min_score replaces every per-mode cut for this request (SPEC §6); 0 keeps whatever matched.
     const thresholds = req.minScore === undefined ? this.thresholds(accountId) : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
-    const vector = p.modes.some((m) => m !== "transcript") ? await this.queryVector(req, p.text) : null;
+    const vector = p.modes.some((m) => !LEXICAL_MODES.includes(m)) ? await this.queryVector(req, p.text) : null;
     const modelId = this.d.encoder.embedder.modelId();
 
     const lists = new Map<ListName, Candidate[]>();
@@ -95,6 +99,10 @@ export class SearchService {
       if (mode === "transcript") {
         lists.set("transcript", this.transcriptMode(p.scope, p.text!, thresholds["transcript:default"], allowShots));
         if (this.d.semantic?.available()) lists.set("transcript-semantic", await this.semanticTranscript(p.scope, p.text!, thresholds, allowShots));
+      }
+      if (mode === "ocr") {
+        const keep = allowShots ? (hits: OcrHitRow[]) => this.insideShots(hits, allowShots) : undefined;
+        lists.set("ocr", ocrCandidates(this.d.ocr, this.d.indexes, p.scope, p.text!, thresholds["ocr:default"], keep));
       }
     }
 
@@ -156,10 +164,13 @@ export class SearchService {
     if (req.page < 1) issues.push({ loc: ["body", "page"], msg: "page starts at 1", type: "greater_than_equal", input: req.page, ctx: { min: 1 } });
     const requested = req.modes ? [...new Set(req.modes)] : null;
     for (const m of requested ?? []) {
-      if (!MODES.includes(m)) issues.push({ loc: ["body", "modes"], msg: `Unknown mode "${m}"; use video, scene or transcript`, type: "enum", input: m });
+      if (!MODES.includes(m)) issues.push({ loc: ["body", "modes"], msg: `Unknown mode "${m}"; use video, scene, transcript or ocr`, type: "enum", input: m });
     }
     if (requested?.includes("transcript") && !text && !issues.length) {
       issues.push({ loc: ["body", "modes"], msg: "transcript mode searches what was said: it needs a text query", type: "value_error", input: "transcript" });
+    }
+    if (requested?.includes("ocr") && !text && !issues.length) {
+      issues.push({ loc: ["body", "modes"], msg: "ocr mode searches text shown on screen: it needs a text query", type: "value_error", input: "ocr" });
     }
     if (issues.length) throw new ValidationError(issues);
 
@@ -180,9 +191,9 @@ export class SearchService {
     const modes: Mode[] = [];
     const skipped: Record<string, string> = {};
     for (const mode of requested ?? MODES) {
-      if (mode === "transcript") {
+      if (LEXICAL_MODES.includes(mode)) {
         if (!text) skipped[mode] = "needs a text query";
-        else if (!noSpeech) modes.push(mode);
+        else if (mode !== "transcript" || !noSpeech) modes.push(mode);
         else if (requested) throw new AppError(503, "MODEL_NOT_INSTALLED", `The transcript mode needs transcripts and there are none: ${missingModel("speech")}; then vsearch reindex`);
         else skipped[mode] = `MODEL_NOT_INSTALLED: ${missingModel("speech")}`;
       } else if (embedder.available()) {

@@ -423,15 +423,16 @@ export class SearchStore {
       .all(videoId, end, start);
   }
 
-  /** Whether any segment of the video (frame, shot or transcript) starts within 0.01 s of `t`. */
+  /** Whether any segment of the video (frame, shot, transcript or on-screen text) starts within 0.01 s of `t`. */
   segmentStartsAt(videoId: string, t: number): boolean {
     return !!this.db
-      .query<{ one: number }, [string, number, string, number, string, number]>(
+      .query<{ one: number }, [string, number, string, number, string, number, string, number]>(
         `SELECT 1 AS one WHERE EXISTS (SELECT 1 FROM frames WHERE video_id = ? AND abs(timestamp - ?) <= ${TOLERANCE})
             OR EXISTS (SELECT 1 FROM shots WHERE video_id = ? AND abs(start_secs - ?) <= ${TOLERANCE})
-            OR EXISTS (SELECT 1 FROM transcript_segments WHERE video_id = ? AND abs(start_secs - ?) <= ${TOLERANCE})`,
+            OR EXISTS (SELECT 1 FROM transcript_segments WHERE video_id = ? AND abs(start_secs - ?) <= ${TOLERANCE})
+            OR EXISTS (SELECT 1 FROM ocr_lines WHERE video_id = ? AND abs(start_secs - ?) <= ${TOLERANCE})`,
       )
-      .get(videoId, t, videoId, t, videoId, t);
+      .get(videoId, t, videoId, t, videoId, t, videoId, t);
   }
 
   // ---- feedback and thresholds ---------------------------------------------------------------

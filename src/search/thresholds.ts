@@ -5,8 +5,10 @@
  * clearing feedback takes its step back out.
  */
 
-export type Mode = "video" | "scene" | "transcript";
-export const MODES: readonly Mode[] = ["video", "scene", "transcript"];
+export type Mode = "video" | "scene" | "transcript" | "ocr";
+export const MODES: readonly Mode[] = ["video", "scene", "transcript", "ocr"];
+/** Modes that match words, not embeddings: they need a text query and no model. */
+export const LEXICAL_MODES: readonly Mode[] = ["transcript", "ocr"];
 
 export interface ThresholdSpec {
   key: string;
@@ -54,6 +56,15 @@ export const THRESHOLDS: readonly ThresholdSpec[] = [
     max: 1,
     step: 0.05,
     what: "transcript segments: share of the query's IDF weight the segment contains (BM25 orders them)",
+  },
+  {
+    key: "ocr:default",
+    mode: "ocr",
+    defaultValue: 0.5,
+    min: 0.2,
+    max: 1,
+    step: 0.05,
+    what: "on-screen text lines: share of the query's IDF weight the line shows (BM25 orders them)",
   },
 ];
 

@@ -62,11 +62,11 @@ export class VideoStore {
 
   segmentsCount(id: string): number {
     return this.db
-      .query<{ n: number }, [string, string, string]>(
+      .query<{ n: number }, [string, string, string, string]>(
         `SELECT (SELECT count(*) FROM frames WHERE video_id = ?) + (SELECT count(*) FROM shots WHERE video_id = ?)
-              + (SELECT count(*) FROM transcript_segments WHERE video_id = ?) AS n`,
+              + (SELECT count(*) FROM transcript_segments WHERE video_id = ?) + (SELECT count(*) FROM ocr_lines WHERE video_id = ?) AS n`,
       )
-      .get(id, id, id)!.n;
+      .get(id, id, id, id)!.n;
   }
 
   findByContent(accountId: string, collectionId: string, hash: string): VideoRow | null {

@@ -6,7 +6,7 @@ import type { AllowedUpward } from "./check-imports.ts";
 
 /** From the bottom up. A new top-level folder goes into the lowest layer that holds all it imports. */
 export const LAYERS: string[][] = [
-  ["core/", "version.ts", "sql.d.ts", "config/", "observability/", "net/", "signing/", "store/", "vector/", "media/", "runtime/"],
+  ["core/", "version.ts", "sql.d.ts", "config/", "observability/", "net/", "signing/", "store/", "vector/", "media/", "runtime/", "ocr/"],
   ["inference/"],
   ["models/"],
   ["events/", "indexing/", "jobs/"],

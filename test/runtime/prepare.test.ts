@@ -34,6 +34,9 @@ function fakeEmbedded(dir: string): EmbeddedAssets {
     ortLibrary: ["onnxruntime/libonnxruntime.so.1", false],
     sharpBinding: ["@img/sharp-x/lib/sharp.node", false],
     sharpLibvips: ["@img/sharp-libvips-x/lib/libvips-cpp.so.8", false],
+    ocrWasmSimd: ["tesseract/tesseract-core-simd-lstm.wasm", false],
+    ocrWasm: ["tesseract/tesseract-core-lstm.wasm", false],
+    ocrLang: ["tesseract/eng.traineddata.gz", false],
   };
   const files = {} as EmbeddedAssets["files"];
   for (const [key, [target, exe]] of Object.entries(layout) as [NativeKey, [string, boolean]][]) {
@@ -44,8 +47,10 @@ function fakeEmbedded(dir: string): EmbeddedAssets {
   const inferenceWorker = join(dir, "worker.js");
   const piscinaWorker = join(dir, "piscina-worker.js");
   writeFileSync(inferenceWorker, "");
+  const ocrWorker = join(dir, "tesseract-worker.js");
   writeFileSync(piscinaWorker, "");
-  return { platform: `${process.platform}-${process.arch}`, files, entries: { inferenceWorker, piscinaWorker } };
+  writeFileSync(ocrWorker, "");
+  return { platform: `${process.platform}-${process.arch}`, files, entries: { inferenceWorker, piscinaWorker, ocrWorker } };
 }
 
 /** What a worker thread started now sees of the runtime (runs src/runtime/worker-thread.ts there). */
@@ -83,6 +88,8 @@ describe("prepareRuntime in dev", () => {
     expect(statSync(p.vecExtension).isFile()).toBe(true);
     expect(p.inferenceWorkerFile).toBe(join(ROOT, "src", "inference", "worker.ts"));
     expect(existsSync(p.inferenceWorkerFile)).toBe(true);
+    expect(p.ocr.workerFile).toBe(join(ROOT, "src", "ocr", "tesseract-worker.ts"));
+    expect(statSync(join(p.ocr.langDir, "eng.traineddata.gz")).size).toBeGreaterThan(1_000_000);
     expect(existsSync(dataDir)).toBe(false);
   });
 
@@ -113,6 +120,12 @@ describe("prepareFromEmbedded (the compiled binary's path, driven with ordinary 
       ffprobe: join(rt, "ffprobe"),
       vecExtension: join(rt, "vec0.so"),
       inferenceWorkerFile: embedded.entries.inferenceWorker,
+      // OCR: the worker from the binary, the data and wasm cores extracted beside the native files.
+      ocr: {
+        workerFile: embedded.entries.ocrWorker,
+        langDir: join(rt, "tesseract"),
+        wasm: { simd: join(rt, "tesseract", "tesseract-core-simd-lstm.wasm"), plain: join(rt, "tesseract", "tesseract-core-lstm.wasm") },
+      },
     });
     expect(first.extracted.sort()).toEqual(Object.values(embedded.files).map((f) => f.target).sort());
     expect(executable(first.ffmpeg)).toBe(true);

@@ -23,7 +23,7 @@ describe("vsearch search", () => {
   it("prints a table of moments, and JSON with --json", async () => {
     const human = await runCli(["--data-dir", t.dir, "search", "budget", "--account", accountId, "--collection", "Talks"]);
     expect(human.code, human.stderr).toBe(0);
-    expect(human.stdout).toContain("1 matching video (page 1, modes transcript)");
+    expect(human.stdout).toContain("1 matching video (page 1, modes transcript, ocr)");
     expect(human.stdout).toMatch(/skipped video: MODEL_NOT_INSTALLED/);
     expect(human.stdout).toMatch(/RANK\s+VIDEO\s+TYPE\s+START\s+END\s+SCORE/);
     expect(human.stdout).toMatch(/1\s+keynote\.mp4\s+transcript\s+12\.50\s+15\.00\s+1\.000\s+transcript:default\s+The budget doubled this year\./);

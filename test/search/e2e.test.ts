@@ -80,7 +80,7 @@ describe("search over a video the pipeline indexed", () => {
     const b = multipart({ query: "a red wall" });
     const res = await t.request("POST", "/v1/search", { token: tenant.key, body: b.body });
     expect(res.status).toBe(200);
-    expect((await res.json()).meta.modes).toEqual(["video", "scene", "transcript"]);
+    expect((await res.json()).meta.modes).toEqual(["video", "scene", "transcript", "ocr"]);
   });
 
   it("the moment of the red shot has its labels, span and thumbnail", async () => {

@@ -97,7 +97,7 @@ describe("image queries", () => {
     const { res, body } = await search(t, a.key, { image: new Blob([bytes], { type: "image/jpeg" }) }, "multipart");
     expect(res.status).toBe(200);
     // No text: transcript was defaulted and skipped, the image ran against frames and shots.
-    expect(body.meta.skipped_modes).toEqual({ transcript: "needs a text query" });
+    expect(body.meta.skipped_modes).toEqual({ transcript: "needs a text query", ocr: "needs a text query" });
     expect(top(body)).toMatchObject({ timestamp_start: 20 });
     expect(top(body).raw_score).toBeGreaterThan(0.95);
   });

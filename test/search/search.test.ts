@@ -177,7 +177,7 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
     it("default modes: scene matches labels and captions too", async () => {
       const { res, body } = await search(t, a.key, { query: "beach" });
       expect(res.status).toBe(200);
-      expect(body.meta.modes).toEqual(["video", "scene", "transcript"]);
+      expect(body.meta.modes).toEqual(["video", "scene", "transcript", "ocr"]);
       expect(body.meta.skipped_modes).toEqual({});
       const segs = segmentsOf(body);
       const scene = segs.find((s) => s.type === "scene");
@@ -408,7 +408,7 @@ describe("without an image-text model", () => {
   it("defaulted modes are skipped with the reason in meta; transcript still answers", async () => {
     const { res, body } = await search(t2, c.key, { query: "budget" });
     expect(res.status).toBe(200);
-    expect(body.meta.modes).toEqual(["transcript"]);
+    expect(body.meta.modes).toEqual(["transcript", "ocr"]);
     expect(Object.keys(body.meta.skipped_modes).sort()).toEqual(["scene", "video"]);
     expect(body.meta.skipped_modes.video).toMatch(/^MODEL_NOT_INSTALLED/);
     expect(segmentsOf(body).map((s) => s.text_content)).toEqual(["the budget meeting starts now"]);
@@ -420,7 +420,8 @@ describe("without an image-text model", () => {
     const { res, body } = await search(t2, empty.key, { query: "budget" });
     expect(res.status).toBe(200);
     expect(body.data).toEqual([]);
-    expect(body.meta.modes).toEqual([]);
+    // On-screen text needs no model: only it runs, and finds nothing here.
+    expect(body.meta.modes).toEqual(["ocr"]);
     expect(body.meta.skipped_modes.transcript).toBe(
       "MODEL_NOT_INSTALLED: no speech model installed; fix: vsearch models pull whisper-tiny.en (air-gapped: vsearch models import <dir|tar> --role speech)",
     );

@@ -1,0 +1,147 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MediaError } from "./errors.ts";
+import { HDR_TO_SDR } from "./filters.ts";
+import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
+import { samplingExpression } from "./select.ts";
+import { createShowinfoParser, isErrorLine, type ShowinfoFrame } from "./showinfo.ts";
+
+/**
+ * Frames for reading on-screen text: grayscale at up to 1280×720 (the display shape kept, never
+ * upscaled), piped raw. This is its own decode rather than a branch of the CLIP decode
+ * (frames.ts): that one makes 224 px squares, far too small for text, and carrying 1280×720 frames
+ * from it would mean holding them (0.9 MB each) until OCR runs, which happens after the video is
+ * already searchable. Decoding keyframes again costs ~0.3 CPU-s a minute of 1080p H.264
+ * (bench/media-decode.ts), small beside OCR itself.
+ */
+export interface TextFramesOptions {
+  /** Display width and height of the video (probe: width and width / display aspect). */
+  displayWidth: number;
+  displayHeight: number;
+  /** One frame per this many seconds (the first of each bucket). Default 1. */
+  everySecs?: number;
+  /** Also the first frame at or after each of these times (shot starts). */
+  extraTimestamps?: readonly number[];
+  /** Decode keyframes only (the pipeline's choice for this video). */
+  keyframesOnly: boolean;
+  hdr?: boolean;
+  /** Longest / shortest side of the output at most. Default 1280 / 720. */
+  maxLong?: number;
+  maxShort?: number;
+  stallTimeoutMs?: number;
+}
+
+export interface TextFrame {
+  index: number;
+  timestamp: number;
+  width: number;
+  height: number;
+  /** width × height bytes, 8-bit luma. Owned by the consumer. */
+  pixels: Uint8Array;
+  /** Emitted because of one of `extraTimestamps`. */
+  forced: boolean;
+}
+
+const MAX_INLINE_FILTER = 32 * 1024;
+
+/** Output size: the display shape scaled down to fit, even sides (zimg and the scaler like them). */
+export function textFrameSize(displayWidth: number, displayHeight: number, maxLong = 1280, maxShort = 720): { width: number; height: number } {
+  const landscape = displayWidth >= displayHeight;
+  const [maxW, maxH] = landscape ? [maxLong, maxShort] : [maxShort, maxLong];
+  const f = Math.min(1, maxW / displayWidth, maxH / displayHeight);
+  const even = (n: number) => Math.max(2, Math.round((n * f) / 2) * 2);
+  return { width: even(displayWidth), height: even(displayHeight) };
+}
+
+export async function* sampleTextFrames(bins: MediaBins, file: string, opts: TextFramesOptions): AsyncGenerator<TextFrame> {
+  const every = opts.everySecs ?? 1;
+  if (!(every > 0)) throw new RangeError("everySecs must be > 0");
+  if (!(opts.displayWidth > 0 && opts.displayHeight > 0)) throw new RangeError("display size must be positive");
+  const { width, height } = textFrameSize(opts.displayWidth, opts.displayHeight, opts.maxLong, opts.maxShort);
+  const extras = [...new Set(opts.extraTimestamps ?? [])].filter((t) => Number.isFinite(t) && t >= 0).sort((a, b) => a - b);
+  const graph = [
+    `select='${samplingExpression(every, extras)}'`,
+    // Area averaging when shrinking keeps thin strokes; bicubic rings around them.
+    `scale=${width}:${height}:flags=area`,
+    ...(opts.hdr ? [HDR_TO_SDR] : []),
+    "format=gray",
+    "setsar=1",
+    "showinfo",
+  ].join(",");
+  let scriptDir: string | null = null;
+  let filterArgs = ["-vf", graph];
+  if (graph.length > MAX_INLINE_FILTER) {
+    scriptDir = await mkdtemp(join(tmpdir(), "vsearch-text-frames-"));
+    await writeFile(join(scriptDir, "graph.txt"), graph);
+    filterArgs = ["-filter_script:v", join(scriptDir, "graph.txt")];
+  }
+  const parse = createShowinfoParser();
+  const infos: ShowinfoFrame[] = [];
+  let wake: (() => void) | null = null;
+  let stderrClosed = false;
+  const proc = new ToolProcess(
+    bins.ffmpeg,
+    [
+      "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
+      ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : []),
+      // One decoder thread: this runs while CLIP and Whisper may be busy on the other cores.
+      "-threads", "1",
+      "-i", file, ...filterArgs,
+      "-map", "0:v:0", "-an", "-sn", "-dn", "-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray", "pipe:1",
+    ],
+    {
+      stallTimeoutMs: opts.stallTimeoutMs ?? 60_000,
+      onStderrLine: (line) => {
+        const f = parse(line);
+        if (f) {
+          infos.push(f);
+          wake?.();
+        } else if (isErrorLine(line)) {
+          // Corrupt data: the decoder skips it; OCR just sees fewer frames.
+        }
+      },
+    },
+  );
+  void proc.stderrClosed.then(() => {
+    stderrClosed = true;
+    wake?.();
+  });
+  const nextInfo = async (): Promise<ShowinfoFrame | null> => {
+    for (;;) {
+      const f = infos.shift();
+      if (f) return f;
+      if (stderrClosed) return null;
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = null;
+    }
+  };
+  try {
+    const bytes = width * height;
+    let extraAt = 0;
+    let prevTime = -Infinity;
+    for (let index = 0; ; index++) {
+      const pixels = new Uint8Array(bytes);
+      const got = await proc.readFull(pixels);
+      if (got < bytes) break;
+      const info = await nextInfo();
+      if (!info) throw new MediaError("TOOL_FAILED", "ffmpeg wrote a frame without its showinfo line", proc.stderrTail.join("\n"));
+      const t = Number.isNaN(info.time) ? Math.max(0, prevTime) : Math.max(0, info.time);
+      let forced = false;
+      while (extraAt < extras.length && extras[extraAt] - 1e-4 <= t) {
+        if (extras[extraAt] - 1e-4 > prevTime) forced = true;
+        extraAt++;
+      }
+      prevTime = t;
+      yield { index, timestamp: t, width, height, pixels, forced };
+    }
+    const exit = await proc.exited();
+    if (exit.code !== 0) {
+      if (exit.tail.some((l) => l.includes("matches no streams"))) throw new MediaError("NO_VIDEO_STREAM", "the file has no video stream");
+      throw failureFromExit("text frame sampling failed", exit);
+    }
+  } finally {
+    proc.dispose();
+    if (scriptDir) await rm(scriptDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,83 @@
+import type { GrayFrame } from "./engine.ts";
+
+/**
+ * The cheap tests that decide which frames go to OCR (a recognition costs 80–300 ms; these cost a
+ * few ms on a 1280×720 frame).
+ *
+ * `mayHaveText`: text is rows of sharp, dense vertical strokes. The frame is cut into 32 px cells;
+ * a cell is "busy" when enough of its pixels sit on a strong horizontal-intensity step; a frame
+ * may carry text when some cell row has `MIN_RUN` busy cells side by side (a word at ≥ 16 px is at
+ * least that wide). Flat colours, gradients, sky and soft footage fail it and skip OCR; foliage or
+ * gravel can pass it, which only costs a recognition that finds nothing.
+ *
+ * `signature` / `changed`: a 32×18 grid of mean luma. A frame whose grid matches the last frame
+ * read (no cell moved more than `CELL_DELTA`) shows the same text: its lines are carried over
+ * instead of read again. A caption swapped over a still picture moves the cells under it by far
+ * more than that; compression noise and slow fades do not.
+ */
+
+const CELL = 32;
+const EDGE_STEP = 48;
+const BUSY_SHARE = 0.06;
+const MIN_RUN = 2;
+const GRID_W = 32;
+const GRID_H = 18;
+const CELL_DELTA = 6;
+
+export function mayHaveText(f: GrayFrame): boolean {
+  const { width, height, pixels } = f;
+  const cols = Math.floor(width / CELL);
+  const rows = Math.floor(height / CELL);
+  if (cols === 0 || rows === 0) return false;
+  const counts = new Uint32Array(cols);
+  // Every other pixel row: strokes are taller than 2 px at any readable size.
+  const perCell = (CELL / 2) * (CELL - 2);
+  for (let r = 0; r < rows; r++) {
+    counts.fill(0);
+    for (let y = r * CELL; y < (r + 1) * CELL; y += 2) {
+      const row = y * width;
+      for (let c = 0; c < cols; c++) {
+        let n = 0;
+        const x0 = row + c * CELL;
+        for (let x = x0 + 1; x < x0 + CELL - 1; x++) {
+          const d = pixels[x + 1] - pixels[x - 1];
+          if (d > EDGE_STEP || d < -EDGE_STEP) n++;
+        }
+        counts[c] += n;
+      }
+    }
+    let run = 0;
+    for (let c = 0; c < cols; c++) {
+      run = counts[c] / perCell >= BUSY_SHARE ? run + 1 : 0;
+      if (run >= MIN_RUN) return true;
+    }
+  }
+  return false;
+}
+
+export function signature(f: GrayFrame): Float32Array {
+  const { width, height, pixels } = f;
+  const sig = new Float32Array(GRID_W * GRID_H);
+  for (let gy = 0; gy < GRID_H; gy++) {
+    const y0 = Math.floor((gy * height) / GRID_H);
+    const y1 = Math.max(y0 + 1, Math.floor(((gy + 1) * height) / GRID_H));
+    for (let gx = 0; gx < GRID_W; gx++) {
+      const x0 = Math.floor((gx * width) / GRID_W);
+      const x1 = Math.max(x0 + 1, Math.floor(((gx + 1) * width) / GRID_W));
+      let sum = 0;
+      // A 4×4 pixel lattice per cell is plenty for a mean.
+      const sy = Math.max(1, (y1 - y0) >> 2);
+      const sx = Math.max(1, (x1 - x0) >> 2);
+      let n = 0;
+      for (let y = y0; y < y1; y += sy) for (let x = x0; x < x1; x += sx, n++) sum += pixels[y * width + x];
+      sig[gy * GRID_W + gx] = sum / n;
+    }
+  }
+  return sig;
+}
+
+export function changed(a: Float32Array | null, b: Float32Array): boolean {
+  if (!a || a.length !== b.length) return true;
+  for (let i = 0; i < a.length; i++) if (Math.abs(a[i] - b[i]) > CELL_DELTA) return true;
+  return false;
+}
