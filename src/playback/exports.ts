@@ -23,6 +23,8 @@ export interface ClipExport {
 export interface ExportOptions {
   clipMaxSecs: number;
   clipCacheBytes: number;
+  /** Clip encodes at once (default 2); more requests wait their turn instead of each starting an ffmpeg. */
+  maxConcurrentEncodes?: number;
 }
 
 /** Clip files are named by their span in whole milliseconds: the cache key and the media path. */
@@ -36,6 +38,8 @@ export const CLIP_FILE = /^(\d{1,10})-(\d{1,10})\.mp4$/;
 export class ExportService {
   /** Encodes in flight by file path: a second identical request waits for the first. */
   private readonly inFlight = new Map<string, Promise<void>>();
+  private encoding = 0;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(
     private readonly videos: VideoService,
@@ -83,7 +87,23 @@ export class ExportService {
     return { url: link.url, expires_at: link.expiresAt, start: startMs / 1000, end: endMs / 1000 };
   }
 
+  /**
+   * Each clip is up to `clip_max_secs` of re-encoding; without a bound, a caller asking for many
+   * different spans at once would start as many ffmpegs. Waiting requests are served in order.
+   */
   private async encode(videoId: string, dir: string, file: string, start: number, duration: number): Promise<void> {
+    if (this.encoding < (this.opts.maxConcurrentEncodes ?? 2)) this.encoding++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve)); // a finishing encode hands its slot over
+    try {
+      await this.encodeNow(videoId, dir, file, start, duration);
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.encoding--;
+    }
+  }
+
+  private async encodeNow(videoId: string, dir: string, file: string, start: number, duration: number): Promise<void> {
     const sourceRel = this.store.sourcePath(videoId);
     if (!sourceRel) throw new AppError(404, "VIDEO_NOT_FOUND", `Video ${videoId} not found`);
     const source = this.files.abs(sourceRel);

@@ -13,12 +13,24 @@ const media = scratchDir("exports");
 const ffmpegLog = join(media, "ffmpeg-runs.log");
 function countingFfmpeg(): string {
   const script = join(media, "ffmpeg-counting.sh");
-  writeFileSync(script, `#!/bin/sh\necho "$*" >> '${ffmpegLog}'\nexec '${FFMPEG}' "$@"\n`);
+  // One line when a run starts and one when it ends, so overlapping runs can be counted.
+  writeFileSync(script, `#!/bin/sh\necho "start $*" >> '${ffmpegLog}'\n'${FFMPEG}' "$@"\nrc=$?\necho "end $*" >> '${ffmpegLog}'\nexit $rc\n`);
   chmodSync(script, 0o755);
   writeFileSync(ffmpegLog, "");
   return script;
 }
-const clipEncodes = (file: string) => readFileSync(ffmpegLog, "utf8").split("\n").filter((l) => l.includes(`/clips/${file}.`)).length;
+const clipEncodes = (file: string) => readFileSync(ffmpegLog, "utf8").split("\n").filter((l) => l.startsWith("start ") && l.includes(`/clips/${file}.`)).length;
+/** The most clip encodes that ran at the same time, from the wrapper's start/end lines. */
+function peakClipEncodes(): number {
+  let now = 0;
+  let peak = 0;
+  for (const l of readFileSync(ffmpegLog, "utf8").split("\n")) {
+    if (!l.includes("/clips/")) continue;
+    now += l.startsWith("start ") ? 1 : -1;
+    peak = Math.max(peak, now);
+  }
+  return peak;
+}
 const pathOf = (url: string) => {
   const u = new URL(url);
   return u.pathname + u.search;
@@ -78,6 +90,14 @@ describe("clip and transcript export", () => {
     const again = await clip(a, video, "start=0&end=1");
     expect(again.status).toBe(200);
     expect(clipEncodes("0-1000.mp4")).toBe(1); // served from the cache
+  });
+
+  test("different spans requested at once are encoded at most two at a time, and all answered", async () => {
+    const spans = ["0.1&end=0.6", "0.2&end=0.7", "0.3&end=0.8", "0.4&end=0.9", "0.5&end=1.1"];
+    const answers = await Promise.all(spans.map((q) => clip(a, video, `start=${q}`)));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(clipEncodes("100-600.mp4") + clipEncodes("500-1100.mp4")).toBe(2);
+    expect(peakClipEncodes()).toBe(2);
   });
 
   test("the cache stays within clip_cache_mb: older clips are evicted, the newest kept", async () => {
