@@ -14,6 +14,8 @@
  *      ffmpeg) indexed by `ingest`, then, through `serve`: the video's stages (one decode for
  *      frames, shots and thumbnails; the transcript beside it), its thumbnails and poster on disk,
  *      nothing temporary left, signed int8 weights where the CPU has VNNI, and a search answering;
+ *      Playback: the rendition worker marks that H.264 clip `not_needed`, and a clip export is cut
+ *      with the embedded ffmpeg and served from its presigned URL with a byte range;
  *   7. `vsearch mcp --account …` beside that server: the SDK's stdio client initializes, lists the
  *      nine agent tools, searches (the query encoder in the binary's workers) and gets a frame.
  *   8. `backup --include-models` beside that running server, `restore` into an empty dir, `check`.
@@ -295,6 +297,7 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     );
     const search = await get("/v1/search", { method: "POST", body: new URLSearchParams({ query: "a red screen" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
     check("POST /v1/search answers 200 with the documented shape", search.status === 200 && Array.isArray(search.body?.data) && typeof search.body?.meta?.total === "number", `${search.status}, total ${search.body?.meta?.total}`);
+    await playbackAndExports(get, url!, videoId!);
     await mcpOverStdio(data, accountId, videoId!);
 
     // 8: backup beside the running server (tar-stream and VACUUM INTO in the binary), restore, check.
@@ -311,6 +314,25 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
     if (code === "timeout") server.kill("SIGKILL");
   }
+}
+
+/** 6b: SPEC §11 in the binary: the rendition queue (migration 007) decides, a clip is cut with the embedded ffmpeg. */
+async function playbackAndExports(get: (path: string) => Promise<{ status: number; body: any }>, url: string, videoId: string): Promise<void> {
+  let rendition: any = null;
+  for (let i = 0; i < 100 && !["ready", "not_needed", "failed"].includes(rendition?.status); i++) {
+    rendition = (await get(`/v1/videos/${videoId}`)).body?.data?.rendition;
+    if (!["ready", "not_needed", "failed"].includes(rendition?.status)) await Bun.sleep(300);
+  }
+  check("an H.264/AAC MP4 needs no web rendition (decided by the rendition worker)", rendition?.status === "not_needed", JSON.stringify(rendition));
+  const clip = await get(`/v1/videos/${videoId}/clip?start=9&end=11.5`);
+  const link = clip.body?.data?.url as string | undefined;
+  const file = link ? await fetch(link.replace(/^https?:\/\/[^/]+/, url), { headers: { range: "bytes=0-7" }, signal: AbortSignal.timeout(30_000) }) : null;
+  const head = file ? new Uint8Array(await file.arrayBuffer()) : new Uint8Array();
+  check(
+    "GET /v1/videos/{id}/clip cuts an MP4 with the embedded ffmpeg; its presigned URL serves ranges",
+    clip.status === 200 && file?.status === 206 && new TextDecoder().decode(head.subarray(4, 8)) === "ftyp",
+    `${clip.status} ${JSON.stringify(clip.body?.data ?? clip.body)}; media ${file?.status}`,
+  );
 }
 
 /** 7: MCP over stdio from the compiled binary, beside the running server on the same data dir. */

@@ -55,6 +55,9 @@ import { FrameGrabber } from "./agent/frames.ts";
 import { sweepStaleSnapshots } from "./backup/layout.ts";
 import { BackupService } from "./backup/service.ts";
 import { isStorageError, StorageHealth } from "./core/storage.ts";
+import { PlaybackStore } from "./playback/store.ts";
+import { RenditionWorker } from "./playback/renditions.ts";
+import { ExportService } from "./playback/exports.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -134,9 +137,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const accounts = new AccountService(accountStore);
   const apiKeys = new ApiKeyService(new ApiKeyStore(db), accountStore, now);
   const auth = new AuthService(new SessionStore(db), accountStore, apiKeys, config.sessionTtlSecs, now);
+  const playback = new PlaybackStore(db);
   const mediaUrls = {
     posterUrl: (videoId: string) => signer.sign(`/media/videos/${videoId}/poster.jpg`),
-    playbackUrl: (videoId: string) => signer.sign(`/media/videos/${videoId}/source`),
+    // SPEC §11: the web rendition once it exists, else the source.
+    playbackUrl: (videoId: string) => signer.sign(playback.readyPath(videoId) ? mediaPaths.rendition(videoId) : mediaPaths.source(videoId)),
+    rendition: (videoId: string) => {
+      const r = playback.get(videoId);
+      return r ? { status: r.status, reason: r.reason, size_bytes: r.size_bytes } : null;
+    },
   };
   const files = new VideoFiles(config.dataDir);
   const events = new EventStore(db);
@@ -204,6 +213,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     onIndexed: (videoId) => search.indexes.onVideoIndexed(videoId),
     onCompleted: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
+    onSearchable: (videoId, accountId) => {
+      playback.enqueue(videoId, accountId, new Date(now()).toISOString());
+      setTimeout(() => renditions.wake(), 0); // after the job has left the runner
+    },
   });
   const storage = new StorageHealth(config.dataDir);
   const runner = new JobRunner(jobStore, pipeline, {
@@ -213,6 +226,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     onStoreError: (e) => isStorageError(e) && storage.noteFull(),
     diskFull: () => storage.isFull(),
   });
+  const renditions = new RenditionWorker(playback, files, bins, { logger, now, idle: () => runner.active === 0 && !storage.isFull() });
   const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, (accountId) => credits.assertCanSpend(accountId), () => {
     runner.wake();
     dispatcher.wake();
@@ -224,6 +238,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     wake: () => runner.wake(),
   });
   const media = new MediaService(new MediaStore(db), files, signer);
+  const exports = new ExportService(videos, playback, files, bins, {
+    clipUrl: (videoId, file) => {
+      const url = signer.sign(mediaPaths.clip(videoId, file));
+      return { url, expiresAt: new Date(Number(new URL(url).searchParams.get("expires")) * 1000).toISOString() };
+    },
+  }, { clipMaxSecs: config.clipMaxSecs, clipCacheBytes: config.clipCacheMb * 1024 * 1024 });
   // Imports and pulls are load-checked for real: the staged model runs once in the worker pool,
   // the code path the server uses. `text` models have no runtime loader yet (layout check only).
   const modelService = new ModelService({
@@ -238,7 +258,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const system = new SystemService(systemStore, models, inference);
   const services: Services = {
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
-    search: search.search, searchFeedback: search.feedback, moments: search.moments, media,
+    search: search.search, searchFeedback: search.feedback, moments: search.moments, media, exports,
     webhooks, credits, accountDeletion, models: modelService, system,
     backup: new BackupService(db, { dataDir: config.dataDir, modelsDir: config.modelsDir, vecExtension: opts.runtime.vecExtension, version: VERSION }),
     agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, media, files, frames: new FrameGrabber(bins) }),
@@ -295,14 +315,24 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         storage.noteFull();
         logger.warn("could not release old job leases: disk full", { err: (e as Error).message });
       }
+      let renditionsRequeued = 0;
+      try {
+        renditionsRequeued = renditions.start();
+      } catch (e) {
+        if (!isStorageError(e)) throw e;
+        storage.noteFull(); // renditions whose encoder died stay `processing` until their lease runs out
+      }
       const swept = { ...files.sweepOrphans(new Set(videoStore.allIds())), backup_snapshots: sweepStaleSnapshots(config.dataDir) };
-      if (released || swept.tmp || swept.videos || swept.backup_snapshots) logger.info("recovered after restart", { jobs_requeued: released, ...swept });
+      if (released || renditionsRequeued || swept.tmp || swept.videos || swept.backup_snapshots) {
+        logger.info("recovered after restart", { jobs_requeued: released, renditions_requeued: renditionsRequeued, ...swept });
+      }
       runner.start();
       dispatcher.start();
     },
     close: async () => {
       closing = true;
       await runner.stop();
+      await renditions.stop();
       await dispatcher.stop();
       await inference.close();
       await ocr?.close();

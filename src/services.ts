@@ -16,6 +16,7 @@ import type { ModelService } from "./models/service.ts";
 import type { SystemService } from "./system/service.ts";
 import type { AgentToolbox } from "./agent/toolbox.ts";
 import type { BackupService } from "./backup/service.ts";
+import type { ExportService } from "./playback/exports.ts";
 
 /** Everything routes and CLI commands may call. Built once by createApp. */
 export interface Services {
@@ -30,6 +31,8 @@ export interface Services {
   searchFeedback: FeedbackService;
   moments: MomentService;
   media: MediaService;
+  /** Clip and transcript exports (SPEC §11). */
+  exports: ExportService;
   webhooks: WebhookService;
   credits: CreditService;
   accountDeletion: AccountDeletion;

@@ -7,6 +7,7 @@ import { registerApiKeyRoutes } from "./api-keys.ts";
 import { registerAuthRoutes } from "./auth.ts";
 import { registerCollectionRoutes } from "./collections.ts";
 import { registerUploadRoutes } from "./upload.ts";
+import { registerVideoExportRoutes } from "./video-exports.ts";
 import { registerVideoRoutes } from "./videos.ts";
 import { registerJobRoutes } from "./jobs.ts";
 import { registerSearchRoutes } from "./search.ts";
@@ -44,6 +45,7 @@ export const ROUTE_MODULES: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)
   registerCollectionRoutes,
   registerUploadRoutes,
   registerVideoRoutes,
+  registerVideoExportRoutes,
   registerJobRoutes,
   registerJobRetryRoute,
   registerSearchRoutes,

@@ -28,7 +28,7 @@ const responses = (types: string[]) => ({
 });
 
 /**
- * Presigned media (SPEC §6): playback source, poster and shot thumbnails. Public routes — the
+ * Presigned media (SPEC §6, §11): playback source, web rendition, clip exports, poster and shot thumbnails. Public routes — the
  * signature in the query string is the credential — with byte ranges so players can seek. Files
  * are streamed from disk (Bun.file slices), never read into memory.
  */
@@ -52,6 +52,22 @@ export function registerMediaRoutes(app: Api, deps: HttpDeps) {
       item: () => ({ kind: "poster" }),
     },
     {
+      path: "/media/videos/:video_id/web.mp4",
+      doc: "/media/videos/{video_id}/web.mp4",
+      operationId: "getVideoRendition",
+      summary: "Play a video's web rendition (H.264 + AAC MP4; presigned, Range)",
+      types: ["video/mp4"],
+      item: () => ({ kind: "rendition" }),
+    },
+    {
+      path: "/media/videos/:video_id/clips/:file",
+      doc: "/media/videos/{video_id}/clips/{file}",
+      operationId: "getClipExport",
+      summary: "A clip export, `{start_ms}-{end_ms}.mp4` (presigned, Range)",
+      types: ["video/mp4"],
+      item: (c) => ({ kind: "clip", file: c.req.param("file") ?? "" }),
+    },
+    {
       path: "/media/videos/:video_id/shots/:file",
       doc: "/media/videos/{video_id}/shots/{file}",
       operationId: "getShotThumbnail",
@@ -65,7 +81,7 @@ export function registerMediaRoutes(app: Api, deps: HttpDeps) {
   ];
   for (const e of entries) {
     const params = e.doc.includes("{file}")
-      ? z.object({ video_id: videoParam, file: z.string().openapi({ param: { name: "file", in: "path" }, example: "3.jpg" }) })
+      ? z.object({ video_id: videoParam, file: z.string().openapi({ param: { name: "file", in: "path" }, example: e.doc.includes("/clips/") ? "12000-18500.mp4" : "3.jpg" }) })
       : z.object({ video_id: videoParam });
     const route = defineRoute(deps, {
       method: "get",

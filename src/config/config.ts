@@ -68,6 +68,8 @@ const fileSchema = z
     speech_max_tokens: z.number().int().min(16).max(440),
     frame_interval_secs: z.number().min(0.1).max(60),
     search_cache_mb: z.number().int().min(0),
+    clip_max_secs: z.number().positive(),
+    clip_cache_mb: z.number().int().min(0),
     model_idle_unload_secs: z.number().min(0),
     job_concurrency: z.number().int().positive(),
     ocr_threads: z.number().int().min(0).max(8),
@@ -120,6 +122,10 @@ export interface Config {
   frameIntervalSecs: number;
   /** Exact vectors kept in memory for search rescoring, MiB (0: read them from the store every time). */
   searchCacheMb: number;
+  /** Longest span `GET /v1/videos/{id}/clip` cuts, seconds. */
+  clipMaxSecs: number;
+  /** Bound on all cached clip exports together, MiB (least recently used go first). */
+  clipCacheMb: number;
   /**
    * Seconds an inference pool may sit without a task before its workers (and the models they hold)
    * are closed; the next task starts them again. 0 keeps models loaded for the life of the process.
@@ -264,6 +270,8 @@ export function loadConfig(
     speechMaxTokens,
     frameIntervalSecs,
     searchCacheMb: pick(num("VSEARCH_SEARCH_CACHE_MB", env.VSEARCH_SEARCH_CACHE_MB), file.search_cache_mb) ?? 256,
+    clipMaxSecs: pick(num("VSEARCH_CLIP_MAX_SECS", env.VSEARCH_CLIP_MAX_SECS), file.clip_max_secs) ?? 300,
+    clipCacheMb: pick(num("VSEARCH_CLIP_CACHE_MB", env.VSEARCH_CLIP_CACHE_MB), file.clip_cache_mb) ?? 1024,
     modelIdleUnloadSecs,
     jobConcurrency: pick(num("VSEARCH_JOB_CONCURRENCY", env.VSEARCH_JOB_CONCURRENCY), file.job_concurrency) ?? 1,
     ocrThreads: ocrThreads(pick(num("VSEARCH_OCR_THREADS", env.VSEARCH_OCR_THREADS), file.ocr_threads) ?? 1),

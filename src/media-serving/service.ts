@@ -1,10 +1,34 @@
 import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { AppError, notFound } from "../core/errors.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import { mediaPaths } from "./paths.ts";
 import type { MediaStore } from "./store.ts";
 
-export type MediaItem = { kind: "source" } | { kind: "poster" } | { kind: "shot"; index: number };
+export type MediaItem =
+  | { kind: "source" }
+  | { kind: "poster" }
+  | { kind: "shot"; index: number }
+  | { kind: "rendition" }
+  /** `file` is `<start_ms>-<end_ms>.mp4`, checked by the route. */
+  | { kind: "clip"; file: string };
+
+const CLIP_FILE = /^\d{1,10}-\d{1,10}\.mp4$/;
+
+const pathOf = (videoId: string, item: MediaItem): string => {
+  switch (item.kind) {
+    case "source":
+      return mediaPaths.source(videoId);
+    case "poster":
+      return mediaPaths.poster(videoId);
+    case "shot":
+      return mediaPaths.shot(videoId, item.index);
+    case "rendition":
+      return mediaPaths.rendition(videoId);
+    case "clip":
+      return mediaPaths.clip(videoId, item.file);
+  }
+};
 
 export interface MediaFile {
   path: string;
@@ -32,7 +56,7 @@ export class MediaService {
   ) {}
 
   open(videoId: string, item: MediaItem, expires: string | undefined, signature: string | undefined): MediaFile {
-    const path = item.kind === "source" ? mediaPaths.source(videoId) : item.kind === "poster" ? mediaPaths.poster(videoId) : mediaPaths.shot(videoId, item.index);
+    const path = pathOf(videoId, item);
     const check = this.signer.verify(path, expires, signature);
     if (check === "expired") throw new AppError(403, "FORBIDDEN", "This media link has expired; ask the API for a fresh one");
     if (check !== "ok") throw new AppError(403, "FORBIDDEN", "Missing or invalid media signature");
@@ -45,11 +69,18 @@ export class MediaService {
       contentType = video.mime_type ?? "application/octet-stream";
     } else if (item.kind === "poster") {
       rel = video.poster_path;
+    } else if (item.kind === "rendition") {
+      rel = this.store.renditionPath(videoId);
+      contentType = "video/mp4";
+    } else if (item.kind === "clip") {
+      // Clips are files in the video's folder, named by their span; no row (the cache may evict them).
+      rel = CLIP_FILE.test(item.file) ? this.files.rel(join(this.files.dir(videoId), "clips", item.file)) : null;
+      contentType = "video/mp4";
     } else {
       rel = this.store.shotThumbnail(videoId, item.index);
     }
     const file = rel ? this.resolve(rel) : null;
-    if (!file) throw notFound("NOT_FOUND", item.kind === "source" ? "Video file" : "Thumbnail");
+    if (!file) throw notFound("NOT_FOUND", item.kind === "shot" || item.kind === "poster" ? "Thumbnail" : "Video file");
     const st = statSync(file);
     return { path: file, size: st.size, contentType, mtimeMs: st.mtimeMs };
   }

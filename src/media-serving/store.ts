@@ -15,6 +15,11 @@ export class MediaStore {
     return this.db.query<MediaVideoRow, [string]>("SELECT id, source_path, poster_path, mime_type FROM videos WHERE id = ?").get(id);
   }
 
+  /** The web rendition's relative path once it is ready (migration 007). */
+  renditionPath(videoId: string): string | null {
+    return this.db.query<{ path: string }, [string]>("SELECT path FROM renditions WHERE video_id = ? AND status = 'ready'").get(videoId)?.path ?? null;
+  }
+
   shotThumbnail(videoId: string, shotIndex: number): string | null {
     return (
       this.db

@@ -36,4 +36,9 @@ export interface PipelineDeps {
   onIndexed?: (videoId: string) => void;
   /** Inside the completion transaction (credits are charged with the change they pay for). */
   onCompleted?: (accountId: string, durationSecs: number) => void;
+  /**
+   * Inside the completion transaction, once the video is searchable: work that must follow it
+   * durably but never delay it (the web rendition queue, SPEC §11).
+   */
+  onSearchable?: (videoId: string, accountId: string) => void;
 }

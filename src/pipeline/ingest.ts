@@ -320,6 +320,7 @@ export class IngestPipeline implements JobHandler {
       d.videos.update(v.id, { status: "ready", progress_pct: 100, storage_bytes: d.files.bytesOf(v.id) });
       d.events.record(job.account_id, "job.completed", { job_id: job.id, video_id: job.video_id });
       d.onCompleted?.(job.account_id, v.duration_secs ?? 0);
+      d.onSearchable?.(v.id, job.account_id);
     })();
   }
 

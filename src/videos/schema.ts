@@ -41,9 +41,24 @@ export const videoSchema = z
   })
   .openapi("Video");
 
+export const RENDITION_STATUSES = ["pending", "processing", "ready", "failed", "not_needed"] as const;
+
+export const renditionSchema = z
+  .object({
+    status: z.enum(RENDITION_STATUSES).openapi({
+      description: "`not_needed`: browsers play the source as it is; `pending`/`processing`: queued or encoding (the source is served meanwhile); `ready`: `playback_url` is the rendition; `failed`: see `reason`",
+    }),
+    reason: z.string().nullable().openapi({ description: "Why the source does (not) need a rendition, or why it failed" }),
+    size_bytes: z.number().int().nullable(),
+  })
+  .openapi("WebRendition");
+export type WebRendition = z.infer<typeof renditionSchema>;
+
 export const videoDetailSchema = videoSchema
   .extend({
-    playback_url: z.string(),
+    playback_url: z.string().openapi({ description: "Presigned; the web rendition when there is one, else the source" }),
+    has_web_rendition: z.boolean().openapi({ description: "true when `playback_url` is an H.264 + AAC MP4 made for browsers (SPEC §11)" }),
+    rendition: renditionSchema.nullable().openapi({ description: "The web rendition's state; null until the video is searchable" }),
     segments_count: z.number().int().openapi({ description: "Searchable segments: frames + shots + transcript segments + on-screen text lines" }),
     stages: z.record(z.string(), stageOutcomeSchema),
     error: z.object({ code: z.string(), message: z.string() }).nullable(),

@@ -9,11 +9,14 @@ import type { IndexStore } from "../indexing/store.ts";
 import type { JobStore } from "../jobs/store.ts";
 import type { VideoFiles } from "./files.ts";
 import type { VideoFilter, VideoStore } from "./store.ts";
-import type { StageOutcome, Video, VideoDetail, VideoRow, VideoStatus } from "./schema.ts";
+import type { StageOutcome, Video, VideoDetail, VideoRow, VideoStatus, WebRendition } from "./schema.ts";
 
 export interface MediaUrls {
   posterUrl(videoId: string): string;
+  /** The web rendition when it is ready, else the source. */
   playbackUrl(videoId: string): string;
+  /** The web rendition's state (the playback domain's queue); null before the video is searchable. */
+  rendition?(videoId: string): WebRendition | null;
 }
 
 export interface NewVideo {
@@ -143,9 +146,12 @@ export class VideoService {
 
   get(accountId: string, id: string): VideoDetail {
     const row = this.require(accountId, id);
+    const rendition = this.urls.rendition?.(row.id) ?? null;
     return {
       ...this.toVideo(row),
       playback_url: this.urls.playbackUrl(row.id),
+      has_web_rendition: rendition?.status === "ready",
+      rendition,
       segments_count: this.store.segmentsCount(row.id),
       stages: JSON.parse(row.stages) as Record<string, StageOutcome>,
       error: row.error_code ? { code: row.error_code, message: row.error_message ?? "" } : null,

@@ -54,7 +54,7 @@ const EXCEPTIONS: Exception[] = [
   { method: "post", path: "/v1/search", skip: ["read_only"], reason: "searching is a read (SPEC §4: read_only keys search); POST only for the form body" },
   { method: "post", path: "/v1/search/feedback", skip: ["read_only"], reason: "feedback is part of searching; read_only keys may give it (SPEC §5)" },
   { method: "delete", path: "/v1/search/feedback", skip: ["read_only"], reason: "takes back a read_only caller's own feedback" },
-  ...["/media/videos/{video_id}/source", "/media/videos/{video_id}/poster.jpg", "/media/videos/{video_id}/shots/{file}"].map((path) => ({
+  ...["/media/videos/{video_id}/source", "/media/videos/{video_id}/poster.jpg", "/media/videos/{video_id}/shots/{file}", "/media/videos/{video_id}/web.mp4", "/media/videos/{video_id}/clips/{file}"].map((path) => ({
     method: "get",
     path,
     skip: ["unauthenticated", "revoked", "read_only", "foreign_id", "rate_limit"] as const,

@@ -13,7 +13,7 @@ export const LAYERS: string[][] = [
   ["accounts/"],
   ["api-keys/", "collections/", "credits/", "webhooks/"],
   ["auth/", "videos/"],
-  ["media-serving/", "upload/", "search/", "pipeline/", "system/", "backup/"],
+  ["media-serving/", "upload/", "search/", "pipeline/", "system/", "backup/", "playback/"],
   ["agent/"],
   ["services.ts"],
   ["http/"],

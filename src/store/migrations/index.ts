@@ -6,6 +6,7 @@ import m003 from "./003_webhooks.sql" with { type: "text" };
 import m004 from "./004_search.sql" with { type: "text" };
 import m005 from "./005_shot_text.sql" with { type: "text" };
 import m006 from "./006_ocr.sql" with { type: "text" };
+import m007 from "./007_renditions.sql" with { type: "text" };
 import m008 from "./008_content_hash.sql" with { type: "text" };
 
 export interface Migration {
@@ -21,5 +22,6 @@ export const MIGRATIONS: Migration[] = [
   { version: 4, name: "search", sql: m004 },
   { version: 5, name: "shot_text", sql: m005 },
   { version: 6, name: "ocr", sql: m006 },
+  { version: 7, name: "renditions", sql: m007 },
   { version: 8, name: "content_hash", sql: m008 },
 ];

@@ -1,0 +1,154 @@
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
+import { join } from "node:path";
+import { AppError, ValidationError } from "../core/errors.ts";
+import { probeMedia, type MediaBins } from "../media/index.ts";
+import { encodeWebMp4 } from "../media/web-mp4.ts";
+import type { VideoFiles } from "../videos/files.ts";
+import type { VideoService } from "../videos/service.ts";
+import type { PlaybackStore } from "./store.ts";
+import { toSrt, toVtt, type Segment, type TranscriptFormat } from "./transcript-format.ts";
+
+export interface ClipLinks {
+  /** Presigned URL of a cached clip file and when it stops working. */
+  clipUrl(videoId: string, file: string): { url: string; expiresAt: string };
+}
+
+export interface ClipExport {
+  url: string;
+  expires_at: string;
+  start: number;
+  end: number;
+}
+
+export interface ExportOptions {
+  clipMaxSecs: number;
+  clipCacheBytes: number;
+  /** Clip encodes at once (default 2); more requests wait their turn instead of each starting an ffmpeg. */
+  maxConcurrentEncodes?: number;
+}
+
+/** Clip files are named by their span in whole milliseconds: the cache key and the media path. */
+export const CLIP_FILE = /^(\d{1,10})-(\d{1,10})\.mp4$/;
+
+/**
+ * Exports (SPEC §11): an MP4 of a span, cut on demand and cached under `videos/<id>/clips/`, and
+ * the transcript as JSON, SRT or WebVTT. Both check the video belongs to the caller's account
+ * (another account's id is a 404) through VideoService.
+ */
+export class ExportService {
+  /** Encodes in flight by file path: a second identical request waits for the first. */
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private encoding = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    private readonly videos: VideoService,
+    private readonly store: PlaybackStore,
+    private readonly files: VideoFiles,
+    private readonly bins: MediaBins,
+    private readonly links: ClipLinks,
+    private readonly opts: ExportOptions,
+  ) {}
+
+  async clip(accountId: string, videoId: string, start: number, end: number): Promise<ClipExport> {
+    const video = this.videos.require(accountId, videoId);
+    if (video.status !== "ready" || video.duration_secs === null) {
+      throw new AppError(409, "VIDEO_NOT_READY", `Video ${videoId} is ${video.status}; clips can be cut once it is ready`);
+    }
+    const duration = video.duration_secs;
+    const startMs = Math.round(start * 1000);
+    // An end a rounding hair past the duration (a player's currentTime) is the end.
+    const endMs = Math.min(Math.round(end * 1000), Math.floor(duration * 1000));
+    const issue = (field: string, msg: string, type: string, input: number, ctx: Record<string, unknown>) =>
+      new ValidationError([{ loc: ["query", field], msg, type, input, ctx }]);
+    if (start < 0) throw issue("start", "start must not be negative", "greater_than_equal", start, { ge: 0 });
+    if (startMs >= Math.floor(duration * 1000)) throw issue("start", `start must be before the end of the video (${duration} s)`, "less_than", start, { lt: duration });
+    if (end > duration + 0.5) throw issue("end", `end is past the end of the video (${duration} s)`, "less_than_equal", end, { le: duration });
+    if (endMs <= startMs) throw issue("end", "end must be after start", "greater_than", end, { gt: start });
+    if (endMs - startMs > this.opts.clipMaxSecs * 1000) {
+      throw issue("end", `a clip may be at most ${this.opts.clipMaxSecs} s long`, "less_than_equal", end, { le: start + this.opts.clipMaxSecs });
+    }
+
+    const dir = join(this.files.dir(videoId), "clips");
+    const name = `${startMs}-${endMs}.mp4`;
+    const file = join(dir, name);
+    if (existsSync(file)) {
+      const t = new Date();
+      utimesSync(file, t, t); // recently used: last to be evicted
+    } else {
+      let job = this.inFlight.get(file);
+      if (!job) {
+        job = this.encode(videoId, dir, file, startMs / 1000, (endMs - startMs) / 1000).finally(() => this.inFlight.delete(file));
+        this.inFlight.set(file, job);
+      }
+      await job;
+    }
+    const link = this.links.clipUrl(videoId, name);
+    return { url: link.url, expires_at: link.expiresAt, start: startMs / 1000, end: endMs / 1000 };
+  }
+
+  /**
+   * Each clip is up to `clip_max_secs` of re-encoding; without a bound, a caller asking for many
+   * different spans at once would start as many ffmpegs. Waiting requests are served in order.
+   */
+  private async encode(videoId: string, dir: string, file: string, start: number, duration: number): Promise<void> {
+    if (this.encoding < (this.opts.maxConcurrentEncodes ?? 2)) this.encoding++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve)); // a finishing encode hands its slot over
+    try {
+      await this.encodeNow(videoId, dir, file, start, duration);
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.encoding--;
+    }
+  }
+
+  private async encodeNow(videoId: string, dir: string, file: string, start: number, duration: number): Promise<void> {
+    const sourceRel = this.store.sourcePath(videoId);
+    if (!sourceRel) throw new AppError(404, "VIDEO_NOT_FOUND", `Video ${videoId} not found`);
+    const source = this.files.abs(sourceRel);
+    const info = await probeMedia(this.bins, source, { strict: false, decodeCheck: false });
+    mkdirSync(dir, { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    try {
+      await encodeWebMp4(this.bins, source, tmp, { hdr: info.hdr, hasAudio: info.hasAudio, start, duration, timeoutMs: 60_000 + duration * 4000 });
+      renameSync(tmp, file);
+    } finally {
+      rmSync(tmp, { force: true });
+    }
+    this.evict(file);
+  }
+
+  /** Keeps every cached clip together under the bound: least recently used go first (never `keep`). */
+  private evict(keep: string): void {
+    const root = this.files.videosRoot;
+    if (!existsSync(root)) return;
+    const all: { path: string; size: number; used: number }[] = [];
+    for (const v of readdirSync(root)) {
+      const dir = join(root, v, "clips");
+      if (!existsSync(dir)) continue;
+      for (const f of readdirSync(dir)) {
+        if (!CLIP_FILE.test(f)) continue;
+        const st = statSync(join(dir, f), { throwIfNoEntry: false });
+        if (st) all.push({ path: join(dir, f), size: st.size, used: st.mtimeMs });
+      }
+    }
+    let total = all.reduce((n, c) => n + c.size, 0);
+    for (const c of all.sort((a, b) => a.used - b.used)) {
+      if (total <= this.opts.clipCacheBytes) break;
+      if (c.path === keep) continue;
+      rmSync(c.path, { force: true });
+      total -= c.size;
+    }
+  }
+
+  transcript(accountId: string, videoId: string, format: TranscriptFormat): { contentType: string; body: string } | { json: { video_id: string; segments: Segment[] } } {
+    this.videos.require(accountId, videoId);
+    const segments = this.store.transcript(videoId).map((s) => ({ start: round(s.start_secs), end: round(s.end_secs), text: s.text.trim() }));
+    if (format === "srt") return { contentType: "application/x-subrip; charset=utf-8", body: toSrt(segments) };
+    if (format === "vtt") return { contentType: "text/vtt; charset=utf-8", body: toVtt(segments) };
+    return { json: { video_id: videoId, segments } };
+  }
+}
+
+const round = (t: number) => Math.round(t * 1000) / 1000;
