@@ -5,17 +5,16 @@ import { missingModel } from "../models/hints.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import { calibrate, type NullStats } from "./calibration.ts";
 import { meanNormalized, type QueryEncoder, type TranscriptSemanticSearch } from "./embedder.ts";
-import { buildFtsQuery } from "./fts.ts";
 import { fuseModes, suppressDuplicates, type Fused } from "./fusion.ts";
 import { checkImage, decodeImageRgb, fetchImageUrl } from "./image-input.ts";
 import type { NearestRequest, SearchIndexes, VectorHit } from "./indexes.ts";
 import { type MediaLinks, secs, thumbnailBase64, withFragment } from "./links.ts";
 import { type Candidate, type FrameHit, framesToMoments, MIN_SCORE_BAND, sameStart } from "./moments.ts";
 import type { SearchRequest, SearchResult, SearchSegment, SearchVideo } from "./schema.ts";
-import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type VideoInfoRow } from "./store.ts";
+import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type TranscriptHitRow, type VideoInfoRow } from "./store.ts";
 import { contentWords, coverage, mentionTerms } from "./text-match.ts";
 import { LEXICAL_MODES, MODES, type Mode, THRESHOLDS } from "./thresholds.ts";
-import { ocrCandidates } from "./ocr-mode.ts";
+import { lexicalCandidates, LEXICAL_K, type LexicalSource } from "./lexical-mode.ts";
 import type { OcrHitRow, OcrSearchStore } from "./ocr-store.ts";
 
 /**
@@ -52,7 +51,7 @@ export interface SearchServiceDeps {
 /** Nearest frames / shots fetched per search, and transcript segments. */
 const FRAME_K = 1000;
 const SHOT_K = 300;
-const TRANSCRIPT_K = 300;
+const TRANSCRIPT_K = LEXICAL_K;
 const SCENE_TEXT_K = 500;
 /** k asked of the vector index first (see `admitted`). */
 const FIRST_K = 128;
@@ -100,10 +99,7 @@ export class SearchService {
         lists.set("transcript", this.transcriptMode(p.scope, p.text!, thresholds["transcript:default"], allowShots));
         if (this.d.semantic?.available()) lists.set("transcript-semantic", await this.semanticTranscript(p.scope, p.text!, thresholds, allowShots));
       }
-      if (mode === "ocr") {
-        const keep = allowShots ? (hits: OcrHitRow[]) => this.insideShots(hits, allowShots) : undefined;
-        lists.set("ocr", ocrCandidates(this.d.ocr, this.d.indexes, p.scope, p.text!, thresholds["ocr:default"], keep));
-      }
+      if (mode === "ocr") lists.set("ocr", this.ocrMode(p.scope, p.text!, thresholds["ocr:default"], allowShots));
     }
 
     // Fuse, drop near-duplicates (hidden segments still suppress theirs), then hide.
@@ -344,50 +340,32 @@ export class SearchService {
     return vocab.captions > 0 || words.some((w) => vocab.words.has(w));
   }
 
-  /**
-   * BM25 orders the hits (raw_score = −bm25, higher is better); the calibrated score is the share
-   * of the query's IDF weight (its terms, phrases and prefixes, weighted by rarity in this
-   * account's transcripts) that the segment contains, so 1.0 = everything asked for was said.
-   */
+  /** The transcript mode: lexical over what was said (lexical-mode.ts scores it). */
   private transcriptMode(scope: SearchScope, text: string, cut: number, allowShots?: Map<string, Set<number>>): Candidate[] {
-    const fts = buildFtsQuery(text);
-    if (!fts) return [];
-    const account = scope.accountId;
-    const key = `${scopeKey(scope)}\u0000${fts.match}`;
-    const found = this.d.indexes.memoResult(account, `fts\u0000${key}`, () => this.d.store.transcriptSearch(scope, fts.match, TRANSCRIPT_K));
-    const hits = allowShots ? this.insideShots(found, allowShots) : found;
-    if (!hits.length) return [];
-    const n = this.d.indexes.memo(account, "transcript-n", () => this.d.store.transcriptCount(account));
-    // Which hits carry each unit, over all the query's matches (a label filter only narrows them).
-    const ids = found.map((h) => h.id);
-    // A unit never said in this account weighs like the rarest word that was (df = 1): a missing
-    // rare word sinks a segment, a misspelt extra word next to a rare one does not sink it alone.
-    const idf = (df: number) => Math.log(1 + (n - Math.max(df, 1) + 0.5) / (Math.max(df, 1) + 0.5));
-    const all = new Set(ids);
-    const units = fts.units.map((u) => ({
-      idf: idf(this.d.indexes.memo(account, `df\u0000${u}`, () => this.d.store.transcriptDocFreq(account, u))),
-      // One unit: every hit matched it.
-      matching: fts.units.length === 1 ? all : this.d.indexes.memoResult(account, `fts-unit\u0000${key}\u0000${u}`, () => this.d.store.transcriptMatching(u, ids)),
-    }));
-    const total = units.reduce((s, u) => s + u.idf, 0);
-    const out: Candidate[] = [];
-    for (const h of hits) {
-      const score = total > 0 ? units.reduce((s, u) => s + (u.matching.has(h.id) ? u.idf : 0), 0) / total : 0;
-      if (score < cut) continue;
-      out.push({
-        videoId: h.video_id,
-        type: "transcript",
-        mode: "transcript",
-        start: h.start_secs,
-        end: h.end_secs,
-        score,
-        raw: -h.bm25,
-        thresholdKey: "transcript:default",
-        text: h.text,
-        shotIndex: null,
-      });
-    }
-    return out;
+    const st = this.d.store;
+    const source: LexicalSource<TranscriptHitRow> = {
+      mode: "transcript",
+      memo: "transcript",
+      search: (sc, match, k) => st.transcriptSearch(sc, match, k),
+      matching: (match, ids) => st.transcriptMatching(match, ids),
+      docFreq: (a, match) => st.transcriptDocFreq(a, match),
+      count: (a) => st.transcriptCount(a),
+    };
+    return lexicalCandidates(source, this.d.indexes, scope, text, cut, allowShots ? (hits) => this.insideShots(hits, allowShots) : undefined);
+  }
+
+  /** The ocr mode: lexical over the text shown on screen. */
+  private ocrMode(scope: SearchScope, text: string, cut: number, allowShots?: Map<string, Set<number>>): Candidate[] {
+    const o = this.d.ocr;
+    const source: LexicalSource<OcrHitRow> = {
+      mode: "ocr",
+      memo: "ocr",
+      search: (sc, match, k) => o.search(sc, match, k),
+      matching: (match, ids) => o.matching(match, ids),
+      docFreq: (a, match) => o.docFreq(a, match),
+      count: (a) => o.count(a),
+    };
+    return lexicalCandidates(source, this.d.indexes, scope, text, cut, allowShots ? (hits) => this.insideShots(hits, allowShots) : undefined);
   }
 
   private async semanticTranscript(scope: SearchScope, text: string, th: Record<string, number>, allowShots?: Map<string, Set<number>>): Promise<Candidate[]> {

@@ -1,0 +1,86 @@
+import { buildFtsQuery } from "./fts.ts";
+import type { SearchIndexes } from "./indexes.ts";
+import type { Candidate } from "./moments.ts";
+import type { SearchScope } from "./store.ts";
+
+/** Rows fetched per search and lexical mode. */
+export const LEXICAL_K = 300;
+
+/** A full-text hit: a transcript segment or an on-screen text line. */
+export interface LexicalHit {
+  id: number;
+  video_id: string;
+  start_secs: number;
+  end_secs: number;
+  text: string;
+  bm25: number;
+}
+
+/** What a lexical mode searches: its FTS5 table, reached through its store. */
+export interface LexicalSource<H extends LexicalHit> {
+  mode: "transcript" | "ocr";
+  /** Memo key prefix: the per-account caches of the two modes must not collide. */
+  memo: string;
+  search(scope: SearchScope, match: string, limit: number): H[];
+  /** Which of `ids` match one unit of the query. */
+  matching(match: string, ids: number[]): Set<number>;
+  docFreq(accountId: string, match: string): number;
+  count(accountId: string): number;
+}
+
+/**
+ * A lexical mode (`transcript`, `ocr`): FTS5/BM25 orders the hits (raw_score = −bm25, higher is
+ * better); the calibrated score is the share of the query's IDF weight (its terms, phrases and
+ * prefixes, weighted by rarity among this account's rows of that mode) that the hit contains, so
+ * 1.0 = everything asked for was said (or shown). Results are memoised per account until its
+ * content changes (SearchIndexes). `keep` narrows the hits (a label filter) without changing how
+ * the query's units are weighed.
+ */
+export function lexicalCandidates<H extends LexicalHit>(
+  source: LexicalSource<H>,
+  indexes: SearchIndexes,
+  scope: SearchScope,
+  text: string,
+  cut: number,
+  keep?: (hits: H[]) => H[],
+): Candidate[] {
+  const fts = buildFtsQuery(text);
+  if (!fts) return [];
+  const account = scope.accountId;
+  const m = source.memo;
+  const key = `${scope.collectionId ?? ""}/${scope.videoId ?? ""}\u0000${fts.match}`;
+  const found = indexes.memoResult(account, `${m}\u0000${key}`, () => source.search(scope, fts.match, LEXICAL_K));
+  const hits = keep ? keep(found) : found;
+  if (!hits.length) return [];
+  const n = indexes.memo(account, `${m}-n`, () => source.count(account));
+  // Which hits carry each unit, over all the query's matches (a label filter only narrows them).
+  const ids = found.map((h) => h.id);
+  // A unit never seen in this account weighs like the rarest one that was (df = 1): a missing
+  // rare word sinks a hit, a misspelt extra word next to a rare one does not sink it alone.
+  const idf = (df: number) => Math.log(1 + (n - Math.max(df, 1) + 0.5) / (Math.max(df, 1) + 0.5));
+  const all = new Set(ids);
+  const units = fts.units.map((u) => ({
+    idf: idf(indexes.memo(account, `${m}-df\u0000${u}`, () => source.docFreq(account, u))),
+    // One unit: every hit matched it.
+    matching: fts.units.length === 1 ? all : indexes.memoResult(account, `${m}-unit\u0000${key}\u0000${u}`, () => source.matching(u, ids)),
+  }));
+  const total = units.reduce((s, u) => s + u.idf, 0);
+  const out: Candidate[] = [];
+  for (const h of hits) {
+    const score = total > 0 ? units.reduce((s, u) => s + (u.matching.has(h.id) ? u.idf : 0), 0) / total : 0;
+    if (score < cut) continue;
+    out.push({
+      videoId: h.video_id,
+      type: source.mode,
+      mode: source.mode,
+      start: h.start_secs,
+      end: h.end_secs,
+      score,
+      raw: -h.bm25,
+      thresholdKey: `${source.mode}:default`,
+      text: h.text,
+      shotIndex: null,
+    });
+  }
+  return out;
+}
