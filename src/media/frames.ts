@@ -7,7 +7,8 @@ import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
 import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
 import { cutAnalysisFilters, filterBoundaries, MIN_SHOT_SECS, SCENE_THRESHOLD } from "./shots.ts";
 import { keyframesCloseEnough, samplingExpression, type KeyframeSpacing } from "./select.ts";
-import { createShowinfoParser, isErrorLine, type ShowinfoFrame } from "./showinfo.ts";
+import { createShowinfoParser, isErrorLine } from "./showinfo.ts";
+import { pipedFrames, ShowinfoQueue } from "./frame-pipe.ts";
 
 export interface SampleFramesOptions {
   /** Output side in pixels (CLIP: 224). Frames are size × size RGB. */
@@ -158,10 +159,7 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
   const parse = createShowinfoParser();
   const parseCut = createShowinfoParser("cuts");
   const cutTimes: number[] = [];
-  const infos: ShowinfoFrame[] = [];
-  let infoHead = 0;
-  let wake: (() => void) | null = null;
-  let stderrClosed = false;
+  const infos = new ShowinfoQueue();
   const proc = new ToolProcess(
     bins.ffmpeg,
     [
@@ -180,7 +178,6 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
         const f = parse(line);
         if (f) {
           infos.push(f);
-          wake?.();
           return;
         }
         const cut = cuts ? parseCut(line) : null;
@@ -195,47 +192,12 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
       },
     },
   );
-  void proc.stderrClosed.then(() => {
-    stderrClosed = true;
-    wake?.();
-  });
-  // showinfo logs a frame before ffmpeg writes it, but the two pipes are read independently:
-  // wait for the line when the pixels win the race.
-  const nextInfo = async (): Promise<ShowinfoFrame | null> => {
-    for (;;) {
-      if (infoHead < infos.length) {
-        const f = infos[infoHead++];
-        if (infoHead > 256) {
-          infos.splice(0, infoHead);
-          infoHead = 0;
-        }
-        return f;
-      }
-      if (stderrClosed) return null;
-      await new Promise<void>((resolve) => (wake = resolve));
-      wake = null;
-    }
-  };
+  void proc.stderrClosed.then(() => infos.close());
 
   try {
-    const frameBytes = size * size * 3;
-    let extraAt = 0;
-    let prevTime = -Infinity;
-    for (let index = 0; ; index++) {
-      const rgb = new Uint8Array(frameBytes);
-      const got = await proc.readFull(rgb);
-      if (got < frameBytes) break; // end of stream (a partial frame means ffmpeg died; exit status says why)
-      const info = await nextInfo();
-      if (!info) throw new MediaError("TOOL_FAILED", "ffmpeg wrote a frame without its showinfo line", proc.stderrTail.join("\n"));
-      const t = Number.isNaN(info.time) ? Math.max(0, prevTime) : Math.max(0, info.time);
-      let forced = false;
-      while (extraAt < extras.length && extras[extraAt] - 1e-4 <= t) {
-        if (extras[extraAt] - 1e-4 > prevTime) forced = true;
-        extraAt++;
-      }
-      prevTime = t;
+    for await (const f of pipedFrames(proc, size * size * 3, infos, extras)) {
       stats.framesEmitted++;
-      yield { index, timestamp: t, rgb, keyframe: info.keyframe, forced };
+      yield { index: f.index, timestamp: f.timestamp, rgb: f.bytes, keyframe: f.keyframe, forced: f.forced };
     }
     const exit = await proc.exited();
     if (exit.code !== 0) {

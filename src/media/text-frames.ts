@@ -5,7 +5,8 @@ import { MediaError } from "./errors.ts";
 import { HDR_TO_SDR } from "./filters.ts";
 import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
 import { samplingExpression } from "./select.ts";
-import { createShowinfoParser, isErrorLine, type ShowinfoFrame } from "./showinfo.ts";
+import { createShowinfoParser } from "./showinfo.ts";
+import { pipedFrames, ShowinfoQueue } from "./frame-pipe.ts";
 
 /**
  * Frames for reading on-screen text: grayscale at up to 1280×720 (the display shape kept, never
@@ -77,9 +78,7 @@ export async function* sampleTextFrames(bins: MediaBins, file: string, opts: Tex
     filterArgs = ["-filter_script:v", join(scriptDir, "graph.txt")];
   }
   const parse = createShowinfoParser();
-  const infos: ShowinfoFrame[] = [];
-  let wake: (() => void) | null = null;
-  let stderrClosed = false;
+  const infos = new ShowinfoQueue();
   const proc = new ToolProcess(
     bins.ffmpeg,
     [
@@ -93,47 +92,16 @@ export async function* sampleTextFrames(bins: MediaBins, file: string, opts: Tex
     {
       stallTimeoutMs: opts.stallTimeoutMs ?? 60_000,
       onStderrLine: (line) => {
+        // Corrupt data (error lines) is skipped by the decoder: OCR just sees fewer frames.
         const f = parse(line);
-        if (f) {
-          infos.push(f);
-          wake?.();
-        } else if (isErrorLine(line)) {
-          // Corrupt data: the decoder skips it; OCR just sees fewer frames.
-        }
+        if (f) infos.push(f);
       },
     },
   );
-  void proc.stderrClosed.then(() => {
-    stderrClosed = true;
-    wake?.();
-  });
-  const nextInfo = async (): Promise<ShowinfoFrame | null> => {
-    for (;;) {
-      const f = infos.shift();
-      if (f) return f;
-      if (stderrClosed) return null;
-      await new Promise<void>((resolve) => (wake = resolve));
-      wake = null;
-    }
-  };
+  void proc.stderrClosed.then(() => infos.close());
   try {
-    const bytes = width * height;
-    let extraAt = 0;
-    let prevTime = -Infinity;
-    for (let index = 0; ; index++) {
-      const pixels = new Uint8Array(bytes);
-      const got = await proc.readFull(pixels);
-      if (got < bytes) break;
-      const info = await nextInfo();
-      if (!info) throw new MediaError("TOOL_FAILED", "ffmpeg wrote a frame without its showinfo line", proc.stderrTail.join("\n"));
-      const t = Number.isNaN(info.time) ? Math.max(0, prevTime) : Math.max(0, info.time);
-      let forced = false;
-      while (extraAt < extras.length && extras[extraAt] - 1e-4 <= t) {
-        if (extras[extraAt] - 1e-4 > prevTime) forced = true;
-        extraAt++;
-      }
-      prevTime = t;
-      yield { index, timestamp: t, width, height, pixels, forced };
+    for await (const f of pipedFrames(proc, width * height, infos, extras)) {
+      yield { index: f.index, timestamp: f.timestamp, width, height, pixels: f.bytes, forced: f.forced };
     }
     const exit = await proc.exited();
     if (exit.code !== 0) {
