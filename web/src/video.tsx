@@ -9,7 +9,14 @@ interface Shot {
   labels: string[];
   caption: string | null;
   transcript: string | null;
+  on_screen_text?: { text: string }[];
   thumbnail_url: string | null;
+}
+
+interface Said {
+  start: number;
+  end: number;
+  text: string;
 }
 
 /** Shots are read with GET /v1/videos/{id}/moment, one call per shot, walking the timeline; bounded (the moment route is rate-limited). */
@@ -18,6 +25,7 @@ const MAX_SHOTS = 40;
 export function VideoPage({ id }: { id: string }) {
   const [video, setVideo] = useState<any>(null);
   const [shots, setShots] = useState<Shot[]>([]);
+  const [said, setSaid] = useState<Said[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [seek, setSeek] = useState<{ t: number; n: number }>({ t: 0, n: 0 });
   const [now, setNow] = useState(0);
@@ -30,6 +38,10 @@ export function VideoPage({ id }: { id: string }) {
         if (cancelled) return;
         setVideo(data);
         if (data.status !== "ready" || !data.duration_secs) return;
+        // The whole transcript in one call (GET /v1/videos/{id}/transcript); each line seeks.
+        api("GET", `/v1/videos/${id}/transcript?format=json`)
+          .then((r) => !cancelled && setSaid(r.data.segments))
+          .catch(() => !cancelled && setSaid([]));
         const found: Shot[] = [];
         let t = 0;
         while (!cancelled && found.length < MAX_SHOTS && t < data.duration_secs) {
@@ -95,6 +107,7 @@ export function VideoPage({ id }: { id: string }) {
                       </span>
                     ) : null}
                     {s.caption ? <span>{s.caption}</span> : null}
+                    {s.on_screen_text?.length ? <span class="muted">On screen: {s.on_screen_text.map((l) => `“${l.text}”`).join(" ")}</span> : null}
                     {s.transcript ? (
                       <button type="button" class="link transcript" onClick={() => goTo(s.scene_start)}>
                         “{s.transcript}”
@@ -107,6 +120,25 @@ export function VideoPage({ id }: { id: string }) {
               );
             })}
           </ol>
+        </div>
+        <div class="v-transcript stack">
+          <h2>Transcript</h2>
+          {said === null ? <p class="muted">{video.status === "ready" ? "Loading…" : "The transcript appears once the video is indexed."}</p> : null}
+          {said?.length === 0 ? <p class="muted">Nothing was transcribed (no speech model, no audio, or nothing said).</p> : null}
+          {said?.length ? (
+            <ol class="said">
+              {said.map((l, i) => {
+                const current = now >= l.start && now < l.end;
+                return (
+                  <li key={i} class={current ? "current" : ""} aria-current={current ? "true" : undefined}>
+                    <button type="button" class="link" onClick={() => goTo(l.start)} aria-label={`Play from ${fmtTime(l.start)}: ${l.text}`}>
+                      <span class="time">{fmtTime(l.start)}</span> {l.text}
+                    </button>
+                  </li>
+                );
+              })}
+            </ol>
+          ) : null}
         </div>
         <div class="v-stages stack">
           <h2>Stages</h2>
