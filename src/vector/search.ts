@@ -15,14 +15,25 @@
  */
 import type { Arena } from "./arena.ts";
 import type { Encoder, PreparedQuery } from "./encode.ts";
-import { CHUNK_ROWS, MASKED } from "./layout.ts";
+import { CHUNK_ROWS, CHUNK_SHIFT, MASKED } from "./layout.ts";
 import type { Partition } from "./partition.ts";
 import type { RowStore } from "./rows.ts";
+import { probeLists } from "./lists.ts";
 import { bestK, topIndices, type Scored } from "./select.ts";
 import type { ScanReuse, SearchOptions, SearchResult, SearchStats, VectorSource } from "./types.ts";
 import { compactionTable, type Kernels } from "./wasm/kernels.ts";
 
 const HIST_BINS = 65536;
+/**
+ * Inverted lists: a query given `probe` reads the nearest lists until they hold that share of
+ * the allowed rows (at least PROBE_MIN_ROWS); all lists once that passes FULL_ABOVE of the
+ * partition. Inside the probed lists the Hamming pass keeps PROBED_COARSE_FRACTION of the rows
+ * read (they are already the query's neighbourhood, so a larger share than the flat scan's 4 %).
+ * Without `probe` every row is read: text-like queries need it (see README.md, "Inverted lists").
+ */
+const PROBE_MIN_ROWS = 4096;
+const FULL_ABOVE = 0.5;
+const PROBED_COARSE_FRACTION = 0.2;
 const COARSE_FRACTION = 0.04;
 const COARSE_MIN = 8192;
 const COARSE_MAX = 65536;
@@ -55,6 +66,7 @@ export class Searcher {
   private run: { off: number; bytes: number } | null = null;
   private work = new Float32Array(0);
   private idx = new Int32Array(0);
+  private scores = new Float32Array(0);
   private readonly query: PreparedQuery;
   private readonly unit: Float32Array;
   private readonly compact = compactionTable();
@@ -118,19 +130,38 @@ export class Searcher {
       if (idsB.length === 0) return done([]);
       flags |= 2;
     }
-    const excluded: number[] = [];
+    const exSlots: number[] = [];
     if (allow.excludeRowIds) {
       for (const id of allow.excludeRowIds) {
         const slot = this.rows.slotIn(p, id);
-        if (slot !== undefined) excluded.push(slot);
+        if (slot !== undefined) exSlots.push(slot);
       }
     }
-    const filtered = flags !== 0 || excluded.length > 0;
+    const filtered = flags !== 0 || exSlots.length > 0;
+
+    // Which chunks to read: the lists nearest the query (IVF), or all of them.
+    const q = this.query;
+    this.encoder.prepareQuery(query, q);
+    const sel = this.select(p, query, flags, idsA, idsB, opts.probe);
+    const chunks = sel.chunks;
+    const excluded: number[] = [];
+    if (exSlots.length) {
+      const posOf = new Int32Array(p.scanBlocks.length).fill(-1);
+      for (let i = 0; i < chunks.length; i++) posOf[chunks[i]] = i;
+      for (const slot of exSlots) {
+        const i = posOf[slot >> CHUNK_SHIFT];
+        if (i >= 0) excluded.push((i << CHUNK_SHIFT) | (slot & (CHUNK_ROWS - 1)));
+      }
+    }
+    // Rows past the end of a list's last chunk are masked; an unfiltered query's scan skips the
+    // mask (reading it cost ~10 %) and drops such rows from its candidates afterwards.
+    const useMask = filtered;
+    const tableRows = sel.tableRows;
 
     // Scratch for this query (sizes are upper bounds; the allowed count is known only later).
-    const caps = stageSizes(p.n, k, opts.candidates);
-    const bufferCap = Math.max(Math.min(p.n, CANDIDATE_BUFFER * caps.coarse), this.exactBelow + 1);
-    const nChunks = p.scanBlocks.length, rows = nChunks * CHUNK_ROWS;
+    const caps = stageSizes(tableRows, k, opts.candidates, sel.probed);
+    const bufferCap = Math.max(Math.min(tableRows, CANDIDATE_BUFFER * caps.coarse), this.exactBelow + 1);
+    const nChunks = chunks.length, rows = nChunks * CHUNK_ROWS;
     const lay = carve({
       codeTable: nChunks * 4,
       sideTable: nChunks * 4,
@@ -146,15 +177,19 @@ export class Searcher {
       idsB: idsB.length * 4,
       compact: 256,
       candSlots: (rows + 4) * 4,
-      candEst: (bufferCap + CHUNK_ROWS) * 4,
+      candEst: (bufferCap + rows - tableRows + CHUNK_ROWS) * 4,
       slots2: caps.middle * 4,
       est2: caps.middle * 4,
     });
     const base = this.ensureScratch(lay.total);
     const at = (name: keyof typeof lay) => base + lay[name];
     const a = this.arena.views();
-    a.i32.set(p.scanBlocks, at("codeTable") / 4);
-    a.i32.set(p.sideBlocks, at("sideTable") / 4);
+    const codeTable = at("codeTable") / 4, sideTable = at("sideTable") / 4;
+    for (let i = 0; i < nChunks; i++) {
+      a.i32[codeTable + i] = p.scanBlocks[chunks[i]];
+      a.i32[sideTable + i] = p.sideBlocks[chunks[i]];
+    }
+    const toSlot = (pos: number) => (chunks[pos >> CHUNK_SHIFT] << CHUNK_SHIFT) | (pos & (CHUNK_ROWS - 1));
 
     // Stage 1: the mask (0 allowed, 0xFFFF not) per slot.
     const mask = at("mask") / 2;
@@ -167,15 +202,21 @@ export class Searcher {
       if (flags & 2) fillTable(a.u16, at("tB") / 2, p.groupB.span, idsB);
       K.buildMask(at("sideTable"), nChunks, at("tA"), at("tB"), flags, at("mask"));
     } else {
-      a.u16.fill(0, mask, mask + p.n);
+      a.u16.fill(0, mask, mask + rows);
     }
-    a.u16.fill(MASKED, mask + p.n, mask + rows);
+    for (let t = 0; t < sel.tails.length; t += 2) a.u16.fill(MASKED, mask + sel.tails[t], mask + sel.tails[t + 1]);
     for (const s of excluded) a.u16[mask + s] = MASKED;
 
     // Allowed rows: counted (and collected, when few enough for the exact path) from the mask.
-    let allowed = p.n;
-    if (filtered || p.n <= this.exactBelow) {
+    let allowed = tableRows;
+    if (filtered || tableRows <= this.exactBelow) {
       allowed = K.collect(at("mask"), rows, 0, 0, at("candSlots"), this.exactBelow);
+    }
+    stats.lists = sel.probed ? sel.listCount : 0;
+    stats.scanned = tableRows;
+    if (sel.probed && allowed < sel.want / 2 && allowed < tableRows) {
+      // The filter's rows are rarer in the probed lists than estimated: read them all instead.
+      return this.search(query, { ...opts, probe: 1 });
     }
     stats.allowed = allowed;
     stats.ms.filter = performance.now() - t0;
@@ -184,28 +225,26 @@ export class Searcher {
       stats.path = "exact";
       stats.rescored = allowed;
       const t = performance.now();
-      const out = this.rescore(p, a.i32.slice(at("candSlots") / 4, at("candSlots") / 4 + allowed), unit, k);
+      const out = this.rescore(p, a.i32.slice(at("candSlots") / 4, at("candSlots") / 4 + allowed).map(toSlot), unit, k);
       stats.ms.rescore = performance.now() - t;
       return done(out);
     }
 
     stats.path = "approx";
-    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates);
-    // Unfiltered queries skip the mask; rows past the partition's end (tail of the last chunk)
-    // may then pass too, and are dropped after the scan (they come last: it is in slot order).
-    const cap = Math.min(bufferCap, allowed) + (filtered ? 0 : CHUNK_ROWS);
+    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates, sel.probed);
+    // Unfiltered queries skip the mask: rows past the end of a list (tails of last chunks) may
+    // then pass too, so the buffer has room for them; they are dropped after the scan.
+    const cap = Math.min(bufferCap, allowed) + (useMask ? 0 : rows - tableRows);
 
     // Stage 2: Hamming threshold (sampled), then the full scan, which also computes the
     // candidates' 1-bit estimates.
     let t = performance.now();
-    const q = this.query;
-    this.encoder.prepareQuery(query, q);
     a.u8.set(q.code, at("code"));
     a.u8.set(q.planes, at("planes"));
     a.i16.set(q.q16, at("q16") / 2);
     a.u8.set(this.compact, at("compact"));
     const hist = at("hist") / 4;
-    const scanCandidates = filtered ? K.scanMasked : K.scanAll;
+    const scanCandidates = useMask ? K.scanMasked : K.scanAll;
     const scan = (T: number) =>
       scanCandidates(
         at("codeTable"), 0, nChunks, at("code"), at("planes"), q.sumAbs, q.twoStep, at("mask"), T,
@@ -218,7 +257,7 @@ export class Searcher {
     // The coarse candidates do not depend on k: a search that only raises k for the same query
     // and filters takes them from the earlier one (opts.reuse) instead of scanning again.
     const reuse = opts.reuse as ReuseState | undefined;
-    const key: ReuseKey = { query, allow: opts.allow, partition: opts.partition, version: this.rows.version, coarse, cap };
+    const key: ReuseKey = { query, allow: opts.allow, partition: opts.partition, version: this.rows.version, coarse, cap, probe: opts.probe };
     const reused = reuse?.key && reuse.slots && reuse.est && sameKey(reuse.key, key) ? reuse : null;
     let count: number;
     stats.scanReused = !!reused;
@@ -251,9 +290,20 @@ export class Searcher {
         count = scan(T);
       }
     }
-    if (!filtered) {
-      const slots = a.i32, s0 = at("candSlots") / 4;
-      while (count > 0 && count <= cap && slots[s0 + count - 1] >= p.n) count--;
+    if (!useMask) {
+      // Unmasked scan: drop candidates past the end of their list's last chunk.
+      const slots = a.i32, est = a.f32, s0 = at("candSlots") / 4, e0 = at("candEst") / 4, fill = sel.fill;
+      const m = Math.min(count, cap);
+      let w = 0;
+      for (let i = 0; i < m; i++) {
+        const pos = slots[s0 + i];
+        if ((pos & (CHUNK_ROWS - 1)) < fill[pos >> CHUNK_SHIFT]) {
+          slots[s0 + w] = pos;
+          est[e0 + w] = est[e0 + i];
+          w++;
+        }
+      }
+      count = w;
     }
     const n1 = Math.min(count, cap);
     if (reuse && !reused) {
@@ -274,7 +324,7 @@ export class Searcher {
     K.refine(at("slots2"), n2, at("sideTable"), at("q16"), q.invScale, q.offset, at("est2"));
     const n3 = topIndices(a.f32.subarray(at("est2") / 4), n2, rescore, idx, work);
     const finalSlots = new Int32Array(n3);
-    for (let i = 0; i < n3; i++) finalSlots[i] = slots2[idx[i]];
+    for (let i = 0; i < n3; i++) finalSlots[i] = toSlot(slots2[idx[i]]);
     stats.middle = n2;
     stats.rescored = n3;
     stats.ms.estimate = performance.now() - t;
@@ -284,6 +334,58 @@ export class Searcher {
     const out = this.rescore(p, finalSlots, unit, k);
     stats.ms.rescore = performance.now() - t;
     return done(out);
+  }
+
+  /**
+   * The chunks a query reads, in table order (position i·128 + r ↦ chunk chunks[i], row r), and
+   * the [from, to) positions of list tails to mask. A trained partition probes the lists
+   * nearest the query until they hold ~`probe` of the allowed rows (at least PROBE_MIN_ROWS);
+   * collection filters count their rows per list exactly, video filters are assumed spread
+   * evenly. Everything is read when untrained, when few rows are allowed (exact path), or when
+   * the probe would cover most of the partition anyway.
+   */
+  private select(p: Partition, query: Float32Array, flags: number, idsA: number[], idsB: number[], probe?: number): Selection {
+    let lists: number[] | null = null;
+    let want = 0;
+    const frac = probe ?? 1;
+    if (p.centroids && p.lists.length > 1 && frac < 1) {
+      let fracB = 1;
+      if (flags & 2) {
+        let nb = 0;
+        for (const id of idsB) nb += p.groupB.rowCount(id);
+        fracB = Math.min(1, nb / p.n);
+      }
+      const allowedIn = (li: number): number => {
+        const l = p.lists[li];
+        if (!(flags & 1)) return l.n * fracB;
+        let al = 0;
+        for (const id of idsA) al += l.countA[id] ?? 0;
+        return al * fracB;
+      };
+      let total = 0;
+      for (let li = 0; li < p.lists.length; li++) total += allowedIn(li);
+      if (total > 2 * this.exactBelow) {
+        want = Math.min(total, Math.max(PROBE_MIN_ROWS, frac * total));
+        if (this.scores.length < p.centroids.count) this.scores = new Float32Array(p.centroids.count);
+        this.rows.listScores(p, query, this.scores);
+        lists = probeLists(p, this.scores, want, allowedIn, FULL_ABOVE * p.n)?.lists ?? null;
+      }
+    }
+    const order = lists ?? p.lists.map((_, i) => i);
+    const chunks: number[] = [], tails: number[] = [];
+    let tableRows = 0, listCount = 0;
+    for (const li of order) {
+      const l = p.lists[li];
+      if (l.n === 0) continue;
+      listCount++;
+      tableRows += l.n;
+      for (const c of l.chunks) chunks.push(c);
+      const rem = l.n & (CHUNK_ROWS - 1);
+      if (rem) tails.push((chunks.length - 1) * CHUNK_ROWS + rem, chunks.length * CHUNK_ROWS);
+    }
+    const fill = new Uint8Array(chunks.length).fill(CHUNK_ROWS);
+    for (let t = 0; t < tails.length; t += 2) fill[tails[t] >> CHUNK_SHIFT] = tails[t] & (CHUNK_ROWS - 1);
+    return { chunks, tails, fill, tableRows, listCount, probed: lists !== null, want };
   }
 
   /** Exact cosine of the rows at `slots` (via the source) → best k. */
@@ -332,6 +434,20 @@ export class Searcher {
   }
 }
 
+interface Selection {
+  chunks: number[];
+  tails: number[];
+  /** Live rows per table chunk. */
+  fill: Uint8Array;
+  /** Live rows in the chunks. */
+  tableRows: number;
+  listCount: number;
+  /** Some lists were left out. */
+  probed: boolean;
+  /** Allowed rows the probe aimed at. */
+  want: number;
+}
+
 /** What opts.reuse carries between searches. */
 interface ReuseState extends ScanReuse {
   key?: ReuseKey;
@@ -347,10 +463,11 @@ interface ReuseKey {
   version: number;
   coarse: number;
   cap: number;
+  probe: number | undefined;
 }
 
 function sameKey(a: ReuseKey, b: ReuseKey): boolean {
-  return a.query === b.query && a.allow === b.allow && a.partition === b.partition && a.version === b.version && a.coarse === b.coarse && a.cap === b.cap;
+  return a.query === b.query && a.allow === b.allow && a.partition === b.partition && a.version === b.version && a.coarse === b.coarse && a.cap === b.cap && a.probe === b.probe;
 }
 
 /** Smallest distance T whose cumulative histogram count reaches `want` (padDim if never). */
@@ -370,8 +487,9 @@ function thresholdFor(u32: Uint32Array, hist: number, padDim: number, want: numb
  * 30 000 / 40 000 / 50 000, and with coarse 50 000, middle at 4 % / 6 % / 10 % of it gave
  * 0.94 / 0.96 / 0.98. bench/vector-bench.ts reproduces the sweep.
  */
-function stageSizes(allowed: number, k: number, candidates?: number): { coarse: number; middle: number; rescore: number } {
-  const coarse = Math.min(allowed, Math.max(1, Math.floor(candidates ?? clamp(Math.ceil(allowed * COARSE_FRACTION), COARSE_MIN, COARSE_MAX))));
+function stageSizes(allowed: number, k: number, candidates?: number, probed = false): { coarse: number; middle: number; rescore: number } {
+  const fraction = probed ? PROBED_COARSE_FRACTION : COARSE_FRACTION;
+  const coarse = Math.min(allowed, Math.max(1, Math.floor(candidates ?? clamp(Math.ceil(allowed * fraction), COARSE_MIN, COARSE_MAX))));
   const estimateWanted = Math.max(RESCORE_MIN, RESCORE_PER_K * k);
   const middle = Math.min(coarse, Math.max(estimateWanted, MIDDLE_MIN, Math.ceil(coarse * MIDDLE_FRACTION)));
   const rescoreWanted = Math.max(RESCORE_MIN, Math.min(estimateWanted, k + RESCORE_MARGIN));
