@@ -3,7 +3,7 @@
  * npm, a benchmark peer only) on the same synthetic 512-d CLIP-like vectors and queries.
  *
  *   node_modules/.bin/bun bench/vector-scale-bench.ts [--sizes=100000,1000000] [--queries=200]
- *     [--probes=0.02,0.04,0.08,0.16] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1]
+ *     [--probes=0.02,0.04,0.08,0.16] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1] [--usearch-max=N]
  *
  * Per size: build time and RAM (RSS delta after GC), then p50/p99 and recall@10 against an exact
  * scan for text-like and image-like queries, and for vsearch a 1-of-20 collection filter and a
@@ -37,6 +37,8 @@ const PROBES = list("probes", "0.02,0.04,0.08,0.16");
 const EFS = list("efs", "16,64,256");
 const WITH_USEARCH = argv.get("usearch") !== "0";
 const U_THREADS = Number(argv.get("usearch-threads") ?? 1);
+/** usearch's HNSW build is the slow part (100 k rows: 93 s on one thread at load ~10, 386 s on two at load ~24). */
+const U_MAX = Number(argv.get("usearch-max") ?? Infinity);
 const MAX_ROWS = Math.floor((4 * 2 ** 30 - 2 ** 24) / (DIM * 4 + 32));
 
 interface Row {
@@ -181,7 +183,7 @@ function runSize(n: number): void {
   }
 
   // ---- usearch (HNSW, f32, defaults but expansion_search) ----
-  if (WITH_USEARCH) {
+  if (WITH_USEARCH && n <= U_MAX) {
     const keys = new BigUint64Array(n);
     for (let i = 0; i < n; i++) keys[i] = BigInt(i);
     for (const [ei, efs] of EFS.entries()) {
@@ -216,8 +218,13 @@ function dirFor(): string {
 }
 
 const load0 = loadavg();
+const save = () => {
+  mkdirSync(join(import.meta.dir, "results"), { recursive: true });
+  writeFileSync(join(import.meta.dir, "results", "vector-scale.json"), JSON.stringify({ loadavgStart: load0, builds, rows }, null, 2));
+};
 for (const n of SIZES) {
   runSize(n);
+  save(); // a run stopped early keeps the sizes it finished
   Bun.gc(true);
 }
 if (benchDir) for (const n of SIZES) Bun.file(join(benchDir, `u-${n}.usearch`)).delete?.().catch(() => {});

@@ -16,6 +16,11 @@ export interface NearestRequest {
    * past the calls that pass it.
    */
   session?: object;
+  /**
+   * Share of the scope's rows the in-memory index reads, nearest inverted lists first (src/vector
+   * `probe`); absent = every row. Set for image-only queries, whose neighbours sit in a few lists.
+   */
+  probe?: number;
 }
 
 export interface VectorHit {

@@ -134,7 +134,7 @@ export class MemoryVectorBackend implements VectorBackend {
     if (ki.index.partitionSize(scope.accountId) === 0 || allow.videos?.length === 0) return [];
     this.sessionVectors = s?.vectors ?? null;
     try {
-      return ki.index.search(query, { partition: scope.accountId, k: req.k, allow, reuse: s?.scan }).map((r) => ({ id: r.rowId, raw: r.score }));
+      return ki.index.search(query, { partition: scope.accountId, k: req.k, allow, reuse: s?.scan, probe: req.probe }).map((r) => ({ id: r.rowId, raw: r.score }));
     } finally {
       this.sessionVectors = null;
     }

@@ -44,6 +44,12 @@ export interface SearchServiceDeps {
 
 /** Nearest frames / shots fetched per search, and transcript segments. */
 const FRAME_K = 1000;
+/**
+ * Share of an account's vectors an image-only query reads in the in-memory index (its inverted
+ * lists, nearest first): recall@10 ≥ 0.95 for image-like queries at 1 M rows (src/vector/README.md).
+ * Text queries read every row: their exact neighbours are not near any list centroid.
+ */
+const IMAGE_QUERY_PROBE = 0.04;
 const SHOT_K = 300;
 const TRANSCRIPT_K = 300;
 const SCENE_TEXT_K = 500;
@@ -63,6 +69,8 @@ interface Prepared {
 
 export class SearchService {
   private readonly interval: number;
+  /** Query vectors of image-only searches (they may probe the index's inverted lists). */
+  private readonly imageOnly = new WeakSet<Float32Array>();
 
   constructor(private readonly d: SearchServiceDeps) {
     this.interval = d.frameIntervalSecs ?? 1;
@@ -82,6 +90,7 @@ export class SearchService {
     const thresholds = this.thresholds(accountId);
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
     const vector = p.modes.some((m) => m !== "transcript") ? await this.queryVector(req, p.text) : null;
+    if (vector && !p.text && (req.image || req.imageUrl !== undefined)) this.imageOnly.add(vector);
     const modelId = this.d.encoder.embedder.modelId();
 
     const lists = new Map<ListName, Candidate[]>();
@@ -303,7 +312,7 @@ export class SearchService {
     let k = Math.min(req.k, this.d.indexes.startK(req.query, hintKey) ?? FIRST_K);
     const session = {};
     for (;;) {
-      const hits = this.d.indexes.nearest({ ...req, k, session });
+      const hits = this.d.indexes.nearest({ ...req, k, session, probe: this.imageOnly.has(req.query) ? IMAGE_QUERY_PROBE : undefined });
       const kept = hits.map((h) => ({ ...h, score: calibrate(h.raw, stats) })).filter((h) => h.score >= cut);
       if (k >= req.k || hits.length < k || kept.length < k / 2) {
         this.d.indexes.noteK(req.query, hintKey, k);
