@@ -45,9 +45,9 @@ export interface SearchServiceDeps {
 /** Nearest frames / shots fetched per search, and transcript segments. */
 const FRAME_K = 1000;
 /**
- * Share of an account's vectors an image-only query reads in the in-memory index (its inverted
- * lists, nearest first): recall@10 ≥ 0.95 for image-like queries at 1 M rows (src/vector/README.md).
- * Text queries read every row: their exact neighbours are not near any list centroid.
+ * Share of an account's vectors an image-only query reads in the index's inverted lists (1 M rows:
+ * recall@10 0.986, p50 2.4 ms; BENCHMARKS.md). Text queries, and image queries under a collection
+ * or label filter (allowed neighbours far from the query: 0.88 at 4 %), read every row.
  */
 const IMAGE_QUERY_PROBE = 0.04;
 const SHOT_K = 300;
@@ -312,7 +312,8 @@ export class SearchService {
     let k = Math.min(req.k, this.d.indexes.startK(req.query, hintKey) ?? FIRST_K);
     const session = {};
     for (;;) {
-      const hits = this.d.indexes.nearest({ ...req, k, session, probe: this.imageOnly.has(req.query) ? IMAGE_QUERY_PROBE : undefined });
+      const probe = this.imageOnly.has(req.query) && !req.scope.collectionId && !req.allowShots ? IMAGE_QUERY_PROBE : undefined;
+      const hits = this.d.indexes.nearest({ ...req, k, session, probe });
       const kept = hits.map((h) => ({ ...h, score: calibrate(h.raw, stats) })).filter((h) => h.score >= cut);
       if (k >= req.k || hits.length < k || kept.length < k / 2) {
         this.d.indexes.noteK(req.query, hintKey, k);
