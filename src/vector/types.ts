@@ -113,6 +113,11 @@ export interface VectorIndexOptions {
   lists?: number;
   trainAt?: number;
   retrainGrowth?: number;
+  /**
+   * Bytes of one segment (one WebAssembly memory, ≤ 4 GiB each) before rows go to a new one.
+   * Default 1.5 GiB (a retrain briefly copies a partition inside its segment).
+   */
+  segmentBytes?: number;
 }
 
 export interface VectorIndex {
@@ -126,8 +131,10 @@ export interface VectorIndex {
   partitionSize(partition: string): number;
   /** Retrains a partition's inverted lists on its current rows and reassigns them (also done automatically as it grows). */
   rebuild(partition: string): void;
-  /** Inverted lists of a partition (1 until trained). */
+  /** Inverted lists of a partition (1 until trained), summed over segments. */
   listCount(partition: string): number;
+  /** WebAssembly memories in use (see segmentBytes). */
+  readonly segments: number;
   /** The centre in use (null until learned). */
   readonly center: Float32Array | null;
   /** Live rows in all partitions. */

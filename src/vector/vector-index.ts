@@ -11,7 +11,7 @@ import { Searcher } from "./search.ts";
 import type { SearchOptions, SearchResult, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
 import { instantiateKernels } from "./wasm/kernels.ts";
 
-export class VectorIndexImpl implements VectorIndex {
+export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
   readonly dim: number;
   private readonly arena: Arena;
   private readonly rows: RowStore;
