@@ -33,21 +33,6 @@ export function listsFor(n: number): number {
   return c;
 }
 
-/** Rotated, centred row (padDim floats) decoded from its 4-bit codes: (u − 7.5) · step. */
-export function decodeRow(L: Layout, a: Arena, side: number, row: number, out: Float32Array, at = 0): void {
-  const u8 = a.u8;
-  const rp = side + L.offRefine + row * L.refineBytes;
-  const step = a.f32[(side + L.offScale) / 4 + row];
-  for (let g = 0; g < L.padDim; g += 32) {
-    const p = rp + g / 2;
-    for (let i = 0; i < 16; i++) {
-      const b = u8[p + i];
-      out[at + g + i] = ((b & 15) - 7.5) * step;
-      out[at + g + 16 + i] = ((b >> 4) - 7.5) * step;
-    }
-  }
-}
-
 /**
  * Unit centroids `f32` (m × padDim) → i16 at arena offset `at` (scaled to ±I16_MAX each), with
  * their 7.5·Σc16 and 1/scale: a row's r·ĉ is then step · invScale · (dots4 − sum16).
@@ -251,7 +236,7 @@ export function trainCentroids(L: Layout, a: Arena, K: Kernels, p: Partition, co
   return c;
 }
 
-/** decodeRow for a nibble pointer (the row's step sits in its side block's scale column). */
+/** A row's 4-bit codes at `rp` decoded to (u − 7.5), then scaled to unit length. */
 function decodeAt(L: Layout, a: Arena, rp: number, out: Float32Array, at: number): void {
   const u8 = a.u8;
   let nn = 0;

@@ -119,13 +119,6 @@ export class Partition {
     readonly name: string,
   ) {}
 
-  /** Chunk numbers in use, list by list: the scan order of a full scan. */
-  allChunks(): number[] {
-    const out: number[] = [];
-    for (const l of this.lists) for (const c of l.chunks) out.push(c);
-    return out;
-  }
-
   /** The slot of position `pos` of list `l`. */
   slotOf(l: List, pos: number): number {
     return (l.chunks[pos >> CHUNK_SHIFT] << CHUNK_SHIFT) | (pos & (CHUNK_ROWS - 1));
