@@ -1,10 +1,12 @@
 /**
- * Search over one partition, in four stages:
+ * Search over one partition: first the chunks to read are chosen (plan.ts: every list, or with
+ * `probe` the inverted lists nearest the query); positions then index that table of chunks
+ * (position i·128 + r ↦ chunk chunks[i], row r). Then four stages:
  *
  *   1. filter   per-slot mask (0 allowed, 0xFFFF not) from the query's collections, videos and
  *               excluded rows — before anything is ranked, so a filtered query gets the true
  *               top-k of its allowed rows, never a post-filtered global top-k;
- *   2. scan     WebAssembly SIMD Hamming distance of every row's sign bits to the query's. The
+ *   2. scan     WebAssembly SIMD Hamming distance of every row read to the query's sign bits. The
  *               threshold that lets ~`coarse` rows through is estimated first from a sample of
  *               ~32 k rows (exact histogram for small partitions); rows under it get their
  *               1-bit asymmetric estimate while their codes are in cache;

@@ -74,6 +74,7 @@ export interface SearchResult {
 
 export interface SearchStats {
   path: "empty" | "exact" | "approx";
+  /** Allowed rows among those read (all of the partition's unless lists were probed). */
   allowed: number;
   coarse: number;
   middle: number;
