@@ -128,12 +128,17 @@ function rng(seed: number): () => number {
   };
 }
 
+/** Rows of work between yields of a training generator (a few hundred µs at most). */
+const STEP_ROWS = 64;
+
 /**
  * Spherical k-means (Lloyd, ITERATIONS rounds) of the sample rows `rows` (indices into X, unit
  * rows; ptr = their nibbles in the arena) into m unit centroids; assignment runs in dots4 with
- * the centroids quantised at `scratch`. Empty clusters are re-seeded from random rows.
+ * the centroids quantised at `scratch`. Empty clusters are re-seeded from random rows. A
+ * generator: it yields every STEP_ROWS rows so a caller can spread training over event-loop
+ * turns (the arena may grow in between, hence a.views() after each yield).
  */
-function kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Array, rows: Int32Array, m: number, scratch: number, rand: () => number): Float32Array {
+function* kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Array, rows: Int32Array, m: number, scratch: number, rand: () => number): Generator<void, Float32Array> {
   const S = rows.length;
   const cent = new Float32Array(m * d);
   for (let k = 0; k < m; k++) {
@@ -144,7 +149,13 @@ function kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Arra
   const sums = scratch + m * d * 2;
   for (let it = 0; it <= ITERATIONS; it++) {
     quantize(d, a, cent, m, scratch, sum16, inv);
-    for (let i = 0; i < S; i++) assign[i] = best(K, a, ptr[rows[i]], scratch, m, sums, sum16, inv, 0);
+    for (let i = 0; i < S; i++) {
+      assign[i] = best(K, a, ptr[rows[i]], scratch, m, sums, sum16, inv, 0);
+      if (i % STEP_ROWS === STEP_ROWS - 1) {
+        yield;
+        a.views();
+      }
+    }
     if (it === ITERATIONS) break;
     cent.fill(0);
     sizes.fill(0);
@@ -152,6 +163,7 @@ function kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Arra
       const o = assign[i] * d, x = rows[i] * d;
       sizes[assign[i]]++;
       for (let j = 0; j < d; j++) cent[o + j] += X[x + j];
+      if (i % (4 * STEP_ROWS) === 0) yield;
     }
     for (let k = 0; k < m; k++) {
       const o = k * d;
@@ -165,6 +177,8 @@ function kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Arra
       const u = nn > 0 ? 1 / Math.sqrt(nn) : 0;
       for (let j = 0; j < d; j++) cent[o + j] *= u;
     }
+    yield;
+    a.views();
   }
   return cent;
 }
@@ -174,66 +188,96 @@ function kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Arra
  * its rows (decoded from their 4-bit codes, so no exact vector is read), then each group's
  * sample split into fine centroids in proportion to its size. Fine centroids are stored group by
  * group, so a group's children are one contiguous range (groupStart).
+ *
+ * A generator (see kmeans): the partition may change between its steps, so the sample's 4-bit
+ * codes are first copied into a run of their own (S × 256 B: 16 MiB for 2 048 lists), which is
+ * given back when it ends or is abandoned (return()). The centroids' run belongs to the caller
+ * once returned.
  */
-export function trainCentroids(L: Layout, a: Arena, K: Kernels, p: Partition, count: number): Centroids {
+export function* trainCentroids(L: Layout, a: Arena, K: Kernels, p: Partition, count: number): Generator<void, Centroids> {
   const d = L.padDim;
+  const n0 = p.n;
   const S = Math.min(p.n, Math.max(2 * count, SAMPLE_PER_LIST * count));
-  const ptr = new Int32Array(S);
-  {
-    const every = p.n / S;
-    let i = 0, next = 0, seen = 0;
-    for (const l of p.lists) {
-      for (let pos = 0; pos < l.n && i < S; pos++, seen++) {
-        if (seen < next) continue;
-        const slot = p.slotOf(l, pos);
-        ptr[i] = p.sideBlocks[slot >> CHUNK_SHIFT] + L.offRefine + (slot & (CHUNK_ROWS - 1)) * L.refineBytes;
-        i++;
-        next = Math.floor(i * every);
+  const sampleRun = a.allocRun(S * L.refineBytes);
+  let run: { off: number; bytes: number } | null = null;
+  let done = false;
+  try {
+    const ptr = new Int32Array(S);
+    const X = new Float32Array(S * d);
+    {
+      // Strided over the partition as it is now; rows removed meanwhile only shorten the walk.
+      const every = p.n / S;
+      let i = 0, next = 0, seen = 0;
+      for (const l of p.lists) {
+        for (let pos = 0; pos < l.n && i < S; pos++, seen++) {
+          if (seen < next) continue;
+          const slot = p.slotOf(l, pos);
+          const from = p.sideBlocks[slot >> CHUNK_SHIFT] + L.offRefine + (slot & (CHUNK_ROWS - 1)) * L.refineBytes;
+          ptr[i] = sampleRun.off + i * L.refineBytes;
+          a.views().u8.copyWithin(ptr[i], from, from + L.refineBytes);
+          decodeAt(L, a, ptr[i], X, i * d);
+          i++;
+          next = Math.floor(i * every);
+          if (i % STEP_ROWS === 0) yield;
+        }
+      }
+      // Rows removed during the walk: fill the rest with copies of the first (harmless for k-means).
+      for (let j = i; j < S; j++) {
+        ptr[j] = ptr[0];
+        X.copyWithin(j * d, 0, d);
       }
     }
+    a.views();
+    const rand = rng(0x9e3779b9 ^ n0);
+    let groups = 1;
+    while (groups * groups < count) groups *= 2;
+    groups = Math.min(groups, count);
+    // One arena run, sized for the most fine centroids the rounding below can give (count + groups):
+    // scratch for k-means first, then the centroids. Retraining with the same count reuses it.
+    const cap = count + groups;
+    run = a.allocRun((cap + groups) * d * 2 + cap * 4);
+    const scratch = run.off;
+    const all = Int32Array.from({ length: S }, (_, i) => i);
+    const coarse = yield* kmeans(d, a, K, X, ptr, all, groups, scratch, rand);
+    // Rows of each coarse group (final assignment, recomputed here).
+    const gsum = new Float32Array(groups), ginv = new Float32Array(groups);
+    quantize(d, a, coarse, groups, scratch, gsum, ginv);
+    const members: number[][] = Array.from({ length: groups }, () => []);
+    for (let i = 0; i < S; i++) {
+      members[best(K, a, ptr[i], scratch, groups, scratch + groups * d * 2, gsum, ginv, 0)].push(i);
+      if (i % STEP_ROWS === STEP_ROWS - 1) {
+        yield;
+        a.views();
+      }
+    }
+    const fine: Float32Array[] = [];
+    const groupStart = new Int32Array(groups + 1);
+    let total = 0;
+    for (let g = 0; g < groups; g++) {
+      const rows = Int32Array.from(members[g]);
+      const m = rows.length === 0 ? 0 : Math.max(1, Math.min(rows.length, Math.round((count * rows.length) / S)));
+      fine.push(m > 0 ? yield* kmeans(d, a, K, X, ptr, rows, m, scratch, rand) : new Float32Array(0));
+      total += m;
+      groupStart[g + 1] = total;
+    }
+    // The run now holds: fine i16, coarse i16, then the dots4 sums.
+    const c: Centroids = {
+      count: total, groups, groupStart, trainedAt: n0, run: run.off, runBytes: run.bytes,
+      at: run.off, coarseAt: run.off + total * d * 2, sumsAt: run.off + (total + groups) * d * 2,
+      sum16: new Float32Array(total), invScale: new Float32Array(total),
+      coarseSum16: new Float32Array(groups), coarseInvScale: new Float32Array(groups),
+    };
+    for (let g = 0; g < groups; g++) {
+      const from = groupStart[g], m = groupStart[g + 1] - from;
+      if (m) quantize(d, a, fine[g], m, c.at + from * d * 2, c.sum16, c.invScale, from);
+    }
+    quantize(d, a, coarse, groups, c.coarseAt, c.coarseSum16, c.coarseInvScale);
+    done = true;
+    return c;
+  } finally {
+    a.freeRun(sampleRun, true);
+    if (!done && run) a.freeRun(run, true);
   }
-  a.views();
-  const X = new Float32Array(S * d);
-  for (let i = 0; i < S; i++) decodeAt(L, a, ptr[i], X, i * d);
-  const rand = rng(0x9e3779b9 ^ p.n);
-  let groups = 1;
-  while (groups * groups < count) groups *= 2;
-  groups = Math.min(groups, count);
-  // One arena run, sized for the most fine centroids the rounding below can give (count + groups):
-  // scratch for k-means first, then the centroids. Retraining with the same count reuses it.
-  const cap = count + groups;
-  const run = a.allocRun((cap + groups) * d * 2 + cap * 4);
-  const scratchRun = run;
-  const all = Int32Array.from({ length: S }, (_, i) => i);
-  const coarse = kmeans(d, a, K, X, ptr, all, groups, scratchRun.off, rand);
-  // Rows of each coarse group (final assignment, recomputed here).
-  const gsum = new Float32Array(groups), ginv = new Float32Array(groups);
-  quantize(d, a, coarse, groups, scratchRun.off, gsum, ginv);
-  const members: number[][] = Array.from({ length: groups }, () => []);
-  for (let i = 0; i < S; i++) members[best(K, a, ptr[i], scratchRun.off, groups, scratchRun.off + groups * d * 2, gsum, ginv, 0)].push(i);
-  const fine: Float32Array[] = [];
-  const groupStart = new Int32Array(groups + 1);
-  let total = 0;
-  for (let g = 0; g < groups; g++) {
-    const rows = Int32Array.from(members[g]);
-    const m = rows.length === 0 ? 0 : Math.max(1, Math.min(rows.length, Math.round((count * rows.length) / S)));
-    fine.push(m > 0 ? kmeans(d, a, K, X, ptr, rows, m, scratchRun.off, rand) : new Float32Array(0));
-    total += m;
-    groupStart[g + 1] = total;
-  }
-  // The run now holds: fine i16, coarse i16, then the dots4 sums.
-  const c: Centroids = {
-    count: total, groups, groupStart, trainedAt: p.n, run: run.off, runBytes: run.bytes,
-    at: run.off, coarseAt: run.off + total * d * 2, sumsAt: run.off + (total + groups) * d * 2,
-    sum16: new Float32Array(total), invScale: new Float32Array(total),
-    coarseSum16: new Float32Array(groups), coarseInvScale: new Float32Array(groups),
-  };
-  for (let g = 0; g < groups; g++) {
-    const from = groupStart[g], m = groupStart[g + 1] - from;
-    if (m) quantize(d, a, fine[g], m, c.at + from * d * 2, c.sum16, c.invScale, from);
-  }
-  quantize(d, a, coarse, groups, c.coarseAt, c.coarseSum16, c.coarseInvScale);
-  return c;
 }
 
 /** A row's 4-bit codes at `rp` decoded to (u − 7.5), then scaled to unit length. */

@@ -109,6 +109,12 @@ export class Partition {
   /** One list until trained (then its rows are in slot order 0..n−1, as before lists existed). */
   lists: List[] = [new List()];
   centroids: Centroids | null = null;
+  /**
+   * While a retrain moves rows into new lists (rows.ts): the new centroids, and where their lists
+   * start in `lists` (the old lists come first and only shrink). Adds go to the new lists; a
+   * search reads every list (centroids is null meanwhile) until the swap.
+   */
+  target: { cent: Centroids; base: number } | null = null;
   n = 0;
   rowIds = new Float64Array(CHUNK_ROWS);
   readonly groupA = new GroupIds();

@@ -10,6 +10,7 @@ import { CHUNK_ROWS, CHUNK_SHIFT, type Layout } from "./layout.ts";
 import { freeCentroids, listScores, listsFor, nearestList, trainCentroids } from "./lists.ts";
 import { List, Partition, type Centroids } from "./partition.ts";
 import type { VectorRow } from "./types.ts";
+import { Retrainer } from "./retrain.ts";
 import type { Kernels } from "./wasm/kernels.ts";
 
 /** When and how partitions get inverted lists (VectorIndexOptions.lists / trainAt / retrainGrowth). */
@@ -24,6 +25,8 @@ export interface ListPolicy {
 
 /** Largest scan-block extent (64 × 8 KiB for 512 dims). */
 const MAX_EXTENT = 64;
+/** Rows moved between the steps of a retrain. */
+const STEP_ROWS = 256;
 
 export class RowStore {
   private readonly ids = new IdMap();
@@ -33,6 +36,8 @@ export class RowStore {
   private centerValue: Float32Array | null = null;
   /** Rows kept (normalised) until the centre is learned, then re-encoded and dropped. */
   private centerSample: Map<number, Float32Array> | null = null;
+  /** Retrains under way (step generators, see retrain), run a slice per event-loop turn. */
+  readonly retrains = new Retrainer<Partition>(() => this.mutations++);
 
   /** One chunk's scan + side blocks where rows of a trained partition are encoded before their list is known. */
   private readonly stageScan: number;
@@ -108,75 +113,104 @@ export class RowStore {
       // Learned as soon as the sample is full, so a huge first batch is not held as floats.
       if (this.centerSample && this.centerSample.size >= this.centerTarget) this.learnCenter();
     }
-    for (const p of touched) if (this.partitions.get(p.name) === p && this.trainingDue(p)) this.rebuild(p);
+    for (const p of touched) if (this.partitions.get(p.name) === p && this.trainingDue(p)) this.retrains.start(p, this.retrain(p));
   }
 
   /** Lists are trained once the centre is known and the partition reached trainAt, then again after retrainGrowth-fold growth. */
   private trainingDue(p: Partition): boolean {
-    if (!this.centerValue || p.n < this.policy.trainAt) return false;
+    if (!this.centerValue || p.n < this.policy.trainAt || this.retrains.has(p)) return false;
     return !p.centroids || p.n >= p.centroids.trainedAt * this.policy.retrainGrowth;
   }
 
   /**
-   * Trains the partition's lists on its current rows and moves every row into its list, each
-   * list's blocks allocated contiguously (the scan streams through them). Costs ~1 s per 100 k
-   * rows of dots4 work; runs when trainingDue says so, or when the caller asks (VectorIndex.rebuild).
+   * Retrains the partition's lists on its current rows now, synchronously (a retrain already
+   * under way is finished first). For tools, benches and tests: `add` starts retrains in the
+   * background instead (retrain.ts).
    */
   rebuild(p: Partition): void {
-    this.mutations++;
-    if (!this.centerValue || p.n < 2) return;
+    this.retrains.finish(p);
+    if (!this.centerValue || p.n < 2 || this.partitions.get(p.name) !== p) return;
+    this.retrains.start(p, this.retrain(p));
+    this.retrains.finish(p);
+  }
+
+  /**
+   * A retrain as a sequence of small steps: centroids trained on a copy of a sample's codes
+   * (lists.ts), then every row moved from the old lists into the new ones, STEP_ROWS at a time,
+   * then the swap. Rows are moved, never copied, so every row is in exactly one list at all
+   * times: a search between steps reads every list (flat) and sees each row once, adds and
+   * removes work as usual (adds land in the new lists), and the old lists' blocks are freed as
+   * they empty and reused by the new ones — no second copy of the partition (the arena peak is
+   * the partition plus one part-filled chunk per list, plus the sample's codes while training).
+   */
+  private *retrain(p: Partition): Generator<void, void> {
     const L = this.layout, a = this.arena;
     const count = this.policy.lists > 0 ? this.policy.lists : listsFor(p.n);
-    const cent = trainCentroids(L, a, this.kernels, p, Math.max(2, Math.min(count, p.n >> 4)));
-    // Where each row goes, in the old lists' order.
-    const from = new Int32Array(p.n), to = new Int32Array(p.n), sizes = new Int32Array(cent.count);
-    a.views();
-    let i = 0;
-    for (const l of p.lists) {
-      for (let pos = 0; pos < l.n; pos++, i++) {
-        const slot = p.slotOf(l, pos);
-        from[i] = slot;
-        to[i] = nearestList(L, a, this.kernels, cent, p.sideBlocks[slot >> CHUNK_SHIFT] + L.offRefine + (slot & (CHUNK_ROWS - 1)) * L.refineBytes);
-        sizes[to[i]]++;
+    const cent = yield* trainCentroids(L, a, this.kernels, p, Math.max(2, Math.min(count, p.n >> 4)));
+    const base = p.lists.length;
+    for (let k = 0; k < cent.count; k++) p.lists.push(new List());
+    if (p.centroids) freeCentroids(a, p.centroids);
+    p.centroids = null;
+    p.target = { cent, base };
+    this.mutations++;
+    let moved = 0;
+    for (let k = 0; k < base; k++) {
+      const l = p.lists[k];
+      while (l.n > 0) {
+        this.moveTail(p, l, cent, base);
+        if (++moved % STEP_ROWS === 0) {
+          this.mutations++;
+          yield;
+        }
       }
     }
-    const old = { scan: p.scanBlocks, side: p.sideBlocks, lists: p.lists, cent: p.centroids, rowIds: p.rowIds };
-    p.scanBlocks = [];
-    p.sideBlocks = [];
-    p.chunkList = [];
-    p.freeChunks = [];
-    p.lists = Array.from({ length: cent.count }, () => new List());
+    // The swap: only the new lists remain, renumbered from 0.
+    for (let k = 0; k < base; k++) for (const blk of p.lists[k].scanStash) a.freeBlock(blk, L.scanBlockBytes);
+    p.lists = p.lists.slice(base);
+    for (let c = 0; c < p.chunkList.length; c++) if (p.scanBlocks[c] >= 0) p.chunkList[c] -= base;
     p.centroids = cent;
-    p.rowIds = new Float64Array(CHUNK_ROWS);
-    // All scan blocks in one run, list after list, and the side blocks in another: a scan of
-    // neighbouring lists then streams (side data between scan blocks broke the prefetch: the
-    // flat scan of 100 k rows took 2.6× longer).
-    let total = 0;
-    for (let k = 0; k < cent.count; k++) total += Math.ceil(sizes[k] / CHUNK_ROWS);
-    const scan0 = a.allocContiguous(L.scanBlockBytes, total);
-    const side0 = a.allocContiguous(L.sideBlockBytes, total);
-    for (let k = 0; k < cent.count; k++) {
-      for (let j = Math.ceil(sizes[k] / CHUNK_ROWS); j > 0; j--) {
-        const c = p.newChunk(k);
-        p.scanBlocks[c] = scan0 + c * L.scanBlockBytes;
-        p.sideBlocks[c] = side0 + c * L.sideBlockBytes;
-      }
+    p.target = null;
+    this.mutations++;
+  }
+
+  /** Moves the last row of old list `l` into its list under `cent` (the row's slot changes, its rowId does not). */
+  private moveTail(p: Partition, l: List, cent: Centroids, base: number): void {
+    const L = this.layout;
+    let a = this.arena.views();
+    const slot = p.slotOf(l, l.n - 1);
+    const c = slot >> CHUNK_SHIFT, r = slot & (CHUNK_ROWS - 1);
+    const li = base + nearestList(L, a, this.kernels, cent, p.sideBlocks[c] + L.offRefine + r * L.refineBytes);
+    const dst = p.lists[li];
+    if (dst.n === dst.chunks.length * CHUNK_ROWS) this.appendChunk(p, li);
+    const to = p.slotOf(dst, dst.n);
+    const nc = to >> CHUNK_SHIFT, nr = to & (CHUNK_ROWS - 1);
+    a = this.arena.views();
+    this.copyRow(p.scanBlocks[c], p.sideBlocks[c], r, p.scanBlocks[nc], p.sideBlocks[nc], nr);
+    const gA = a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r];
+    dst.addA(gA, 1);
+    l.addA(gA, -1);
+    const rowId = p.rowIds[slot];
+    p.setRowId(to, rowId);
+    this.ids.setSlotAt(this.ids.find(rowId), to);
+    dst.n++;
+    l.n--;
+    if (l.n <= (l.chunks.length - 1) * CHUNK_ROWS) {
+      // The old list's emptied chunk goes straight back to the arena, for the new lists to take.
+      const freed = l.chunks.pop()!;
+      this.arena.freeBlock(p.scanBlocks[freed], L.scanBlockBytes);
+      this.arena.freeBlock(p.sideBlocks[freed], L.sideBlockBytes);
+      p.scanBlocks[freed] = -1;
+      p.sideBlocks[freed] = -1;
+      p.freeChunks.push(freed);
     }
-    a.views();
-    for (let r = 0; r < from.length; r++) {
-      const s = from[r], l = p.lists[to[r]];
-      const slot = p.slotOf(l, l.n++);
-      const oc = s >> CHUNK_SHIFT, or = s & (CHUNK_ROWS - 1), nc = slot >> CHUNK_SHIFT, nr = slot & (CHUNK_ROWS - 1);
-      this.copyRow(old.scan[oc], old.side[oc], or, p.scanBlocks[nc], p.sideBlocks[nc], nr);
-      l.addA(a.i32[(p.sideBlocks[nc] + L.offGroupA) / 4 + nr], 1);
-      const rowId = old.rowIds[s];
-      p.setRowId(slot, rowId);
-      this.ids.setSlotAt(this.ids.find(rowId), slot);
-    }
-    for (const blk of old.scan) if (blk >= 0) a.freeBlock(blk, L.scanBlockBytes);
-    for (const blk of old.side) if (blk >= 0) a.freeBlock(blk, L.sideBlockBytes);
-    for (const l of old.lists) for (const blk of l.scanStash) a.freeBlock(blk, L.scanBlockBytes);
-    if (old.cent) freeCentroids(a, old.cent);
+  }
+
+  /** A new chunk at the end of list `li`. */
+  private appendChunk(p: Partition, li: number): void {
+    const blk = this.takeScanBlock(p.lists[li]), sideBlk = this.arena.allocBlock(this.layout.sideBlockBytes);
+    const c = p.newChunk(li);
+    p.scanBlocks[c] = blk;
+    p.sideBlocks[c] = sideBlk;
   }
 
   /**
@@ -240,25 +274,22 @@ export class RowStore {
     const p = this.partitionFor(row.partition);
     let li = 0;
     let scan: number, side: number, r: number;
-    if (p.centroids) {
+    // During a retrain's move (p.target) rows go to the new lists.
+    const cent = p.target?.cent ?? p.centroids;
+    if (cent) {
       // Encoded first into the staging chunk: its 4-bit codes pick the list.
       this.encoder.encodeRow(row.vector, a.views(), this.stageScan, this.stageSide, 0);
-      li = nearestList(L, a, this.kernels, p.centroids, this.stageSide + L.offRefine);
+      li = (p.target?.base ?? 0) + nearestList(L, a, this.kernels, cent, this.stageSide + L.offRefine);
     }
     const l = p.lists[li];
-    if (l.n === l.chunks.length * CHUNK_ROWS) {
-      const blk = this.takeScanBlock(l), sideBlk = a.allocBlock(L.sideBlockBytes);
-      const c = p.newChunk(li);
-      p.scanBlocks[c] = blk;
-      p.sideBlocks[c] = sideBlk;
-    }
+    if (l.n === l.chunks.length * CHUNK_ROWS) this.appendChunk(p, li);
     const slot = p.slotOf(l, l.n);
     const c = slot >> CHUNK_SHIFT;
     r = slot & (CHUNK_ROWS - 1);
     scan = p.scanBlocks[c];
     side = p.sideBlocks[c];
     a.views();
-    if (p.centroids) this.copyRow(this.stageScan, this.stageSide, 0, scan, side, r);
+    if (cent) this.copyRow(this.stageScan, this.stageSide, 0, scan, side, r);
     else this.encoder.encodeRow(row.vector, a, scan, side, r);
     const gA = p.groupA.acquire(row.groupA);
     a.i32[(side + L.offGroupA) / 4 + r] = gA;
@@ -348,7 +379,10 @@ export class RowStore {
     }
     if (p.n === 0) {
       for (const list of p.lists) for (const blk of list.scanStash) this.arena.freeBlock(blk, L.scanBlockBytes);
+      this.retrains.abort(p);
       if (p.centroids) freeCentroids(this.arena, p.centroids);
+      if (p.target) freeCentroids(this.arena, p.target.cent);
+      p.centroids = p.target = null;
       this.partitions.delete(p.name);
       this.partById[p.id] = undefined;
       this.freePartIds.push(p.id);

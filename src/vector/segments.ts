@@ -8,6 +8,7 @@
  * answers by exact cosine, so filters still apply before ranking in each. Removing or replacing a
  * row finds it in whichever segment holds it.
  */
+import type { TrainingStats } from "./retrain.ts";
 import type { SearchOptions, SearchResult, SearchStats, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
 import { VectorIndexImpl } from "./vector-index.ts";
 
@@ -53,6 +54,29 @@ export class SegmentedIndex implements VectorIndex {
 
   listCount(partition: string): number {
     return this.segs.reduce((n, s) => n + s.listCount(partition), 0);
+  }
+
+  get training(): TrainingStats {
+    const all = this.segs.map((s) => s.training);
+    const t: TrainingStats = { retrains: 0, pending: 0, slices: 0, maxSliceMs: 0, errors: 0 };
+    for (const s of all) {
+      t.retrains += s.retrains;
+      t.pending += s.pending;
+      t.slices += s.slices;
+      t.errors += s.errors;
+      t.maxSliceMs = Math.max(t.maxSliceMs, s.maxSliceMs);
+      t.lastError = s.lastError ?? t.lastError;
+    }
+    return t;
+  }
+
+  flushTraining(): void {
+    for (const s of this.segs) s.flushTraining();
+  }
+
+  async whenTrained(): Promise<void> {
+    // A segment may start a retrain while another is awaited: loop until all are idle at once.
+    while (this.training.pending > 0) await Promise.all(this.segs.map((s) => s.whenTrained()));
   }
 
   rebuild(partition: string): void {

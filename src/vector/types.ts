@@ -1,4 +1,7 @@
 /** Public types of the vector index (see ./index.ts for the factory). */
+import type { TrainingStats } from "./retrain.ts";
+
+export type { TrainingStats };
 
 export interface VectorRow {
   /** The store's id of the vector (frames.id); a safe integer, unique across the index. */
@@ -109,14 +112,14 @@ export interface VectorIndexOptions {
    * Inverted lists: a partition reaching `trainAt` rows (default 65 536) is split into `lists`
    * lists (default ~√n / 2, 16..1024) by k-means over its codes, so that a search reads only the
    * lists nearest its query; retrained (every row reassigned) after it grew `retrainGrowth`-fold
-   * (default 4). `trainAt: Infinity` keeps every partition flat.
+   * (default 4), in the background (see `training`). `trainAt: Infinity` keeps every partition flat.
    */
   lists?: number;
   trainAt?: number;
   retrainGrowth?: number;
   /**
    * Bytes of one segment (one WebAssembly memory, ≤ 4 GiB each) before rows go to a new one.
-   * Default 1.5 GiB (a retrain briefly copies a partition inside its segment).
+   * Default 1.5 GiB.
    */
   segmentBytes?: number;
 }
@@ -130,8 +133,19 @@ export interface VectorIndex {
   search(query: Float32Array, options: SearchOptions): SearchResult[];
   has(rowId: number): boolean;
   partitionSize(partition: string): number;
-  /** Retrains a partition's inverted lists on its current rows and reassigns them (also done automatically as it grows). */
+  /**
+   * Retrains a partition's inverted lists on its current rows and reassigns them, synchronously
+   * (seconds at 1 M rows: for tools and benches). Growth retrains them automatically in the
+   * background instead: `add` only queues the work, which then runs in ≤ ~8 ms slices, one per
+   * event-loop turn, while searches (reading every list until the swap) and adds go on.
+   */
   rebuild(partition: string): void;
+  /** Background retraining: started, under way, slices run and the longest one (ms). */
+  readonly training: TrainingStats;
+  /** Runs every background retrain under way to its end now (synchronously). */
+  flushTraining(): void;
+  /** Resolves once no background retrain is under way. */
+  whenTrained(): Promise<void>;
   /** Inverted lists of a partition (1 until trained), summed over segments. */
   listCount(partition: string): number;
   /** WebAssembly memories in use (see segmentBytes). */

@@ -7,6 +7,7 @@ import { Encoder } from "./encode.ts";
 import { makeLayout } from "./layout.ts";
 import { Rotation } from "./rotation.ts";
 import { RowStore } from "./rows.ts";
+import type { TrainingStats } from "./retrain.ts";
 import { Searcher } from "./search.ts";
 import type { SearchOptions, SearchResult, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
 import { instantiateKernels } from "./wasm/kernels.ts";
@@ -56,6 +57,18 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
   rebuild(partition: string): void {
     const p = this.rows.partition(partition);
     if (p) this.rows.rebuild(p);
+  }
+
+  get training(): TrainingStats {
+    return { ...this.rows.retrains.stats };
+  }
+
+  flushTraining(): void {
+    this.rows.retrains.flush();
+  }
+
+  whenTrained(): Promise<void> {
+    return this.rows.retrains.idle();
   }
 
   listCount(partition: string): number {

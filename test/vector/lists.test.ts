@@ -14,7 +14,7 @@ const newStats = (): SearchStats => ({ path: "empty", allowed: 0, coarse: 0, mid
 // 24 000 clustered rows, lists trained at 4 096 rows and retrained at 16 384 (4×),
 const ds = generateDataset({ n: 24_000, dim, kind: "clustered", seed: 5, collections: 6, framesPerVideo: 120 });
 // 96 lists (~250 rows each, as listsFor gives a million-row account: n / 512).
-const { index } = indexOf(ds, { trainAt: 4096, lists: 96 });
+const { index } = indexOf(ds, { trainAt: 4096, lists: 96 }, undefined, true);
 const q = (Q: Float32Array, i: number) => Q.subarray(i * dim, (i + 1) * dim);
 
 describe("inverted lists: training and probing", () => {
@@ -22,10 +22,12 @@ describe("inverted lists: training and probing", () => {
     const small = indexOf(generateDataset({ n: 3000, dim, kind: "clustered", seed: 6 }), { trainAt: 4096 }).index;
     expect(small.listCount("acct")).toBe(1);
     // Default list counts: ~n / 512 at each training (16 at 4 096 rows, 32 at 16 384).
-    const grown = indexOf(generateDataset({ n: 17_000, dim, kind: "clustered", seed: 7 }), { trainAt: 4096 }).index;
+    const grown = indexOf(generateDataset({ n: 17_000, dim, kind: "clustered", seed: 7 }), { trainAt: 4096 }, undefined, true).index;
     expect(grown.listCount("acct")).toBeGreaterThanOrEqual(24);
     expect(grown.listCount("acct")).toBeLessThanOrEqual(40);
-    expect(index.listCount("acct")).toBe(96);
+    // `lists: 96` is a target: each of the 16 coarse groups' share is rounded.
+    expect(index.listCount("acct")).toBeGreaterThanOrEqual(88);
+    expect(index.listCount("acct")).toBeLessThanOrEqual(104);
     const flat = indexOf(generateDataset({ n: 5000, dim, kind: "clustered", seed: 6 }), { trainAt: Infinity }).index;
     expect(flat.listCount("acct")).toBe(1);
   });
@@ -128,6 +130,7 @@ describe("inverted lists: writes and rebuilds", () => {
       idx.add(rows);
     };
     add(0, 5000);
+    idx.flushTraining(); // the retrain `add` queued for the event loop
     expect(idx.listCount("p")).toBeGreaterThan(1);
     add(5000, 9000); // after training: each row is assigned to its nearest list
     for (let i = 5000; i < 9000; i += 397) {
