@@ -58,13 +58,15 @@ export class SegmentedIndex implements VectorIndex {
 
   get training(): TrainingStats {
     const all = this.segs.map((s) => s.training);
-    const t: TrainingStats = { retrains: 0, pending: 0, slices: 0, maxSliceMs: 0, errors: 0 };
+    const t: TrainingStats = { retrains: 0, pending: 0, slices: 0, maxSliceMs: 0, maxSliceCpuMs: 0, cpuMs: 0, errors: 0 };
     for (const s of all) {
       t.retrains += s.retrains;
       t.pending += s.pending;
       t.slices += s.slices;
       t.errors += s.errors;
       t.maxSliceMs = Math.max(t.maxSliceMs, s.maxSliceMs);
+      t.maxSliceCpuMs = Math.max(t.maxSliceCpuMs, s.maxSliceCpuMs);
+      t.cpuMs += s.cpuMs;
       t.lastError = s.lastError ?? t.lastError;
     }
     return t;
