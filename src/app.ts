@@ -48,6 +48,7 @@ import { CreditService } from "./credits/service.ts";
 import { AccountDeletion } from "./accounts/deletion.ts";
 import { CatalogQueryEmbedder, type QueryEmbedder } from "./search/embedder.ts";
 import { createSearchDomain, type SearchDomain } from "./search/domain.ts";
+import type { MemoryIndexOptions } from "./search/memory-backend.ts";
 import { registerSearchRoutes } from "./search/routes.ts";
 import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
@@ -74,6 +75,8 @@ export interface AppOptions {
   queryEmbedder?: QueryEmbedder;
   logger?: Logger;
   now?: () => number;
+  /** In-memory vector index tuning (tests lower trainAt to reach inverted lists with few rows). */
+  vectorIndex?: MemoryIndexOptions;
 }
 
 export interface App {
@@ -157,6 +160,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const search = createSearchDomain({
     db,
     vectorCacheBytes: config.searchCacheMb * 1024 * 1024,
+    vectorIndex: opts.vectorIndex,
     files,
     videos,
     collections,

@@ -8,6 +8,7 @@ import { type Config, loadConfig } from "../../src/config/config.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import { IndexStore, type ShotInput, type TranscriptInput } from "../../src/indexing/store.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
+import type { MemoryIndexOptions } from "../../src/search/memory-backend.ts";
 import { VideoStore } from "../../src/videos/store.ts";
 
 export interface SearchTestApp {
@@ -20,7 +21,7 @@ export interface SearchTestApp {
   close(): Promise<void>;
 }
 
-export async function startSearchApp(opts: { env?: Record<string, string>; embedder?: QueryEmbedder } = {}): Promise<SearchTestApp> {
+export async function startSearchApp(opts: { env?: Record<string, string>; embedder?: QueryEmbedder; vectorIndex?: MemoryIndexOptions } = {}): Promise<SearchTestApp> {
   const dir = mkdtempSync(join(tmpdir(), "vsearch-search-"));
   const config = loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_RATE_LIMIT_SEARCH: "100000", VSEARCH_RATE_LIMIT_MOMENT: "100000", ...opts.env });
   const clock = { now: Date.now() };
@@ -29,6 +30,7 @@ export async function startSearchApp(opts: { env?: Record<string, string>; embed
     logger: createLogger("silent"),
     now: () => clock.now,
     queryEmbedder: opts.embedder,
+    vectorIndex: opts.vectorIndex,
   });
   return {
     app,
