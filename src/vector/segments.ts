@@ -2,8 +2,8 @@
  * An index made of segments, each a VectorIndexImpl with its own WebAssembly memory, so that the
  * 4 GiB a WebAssembly memory can address is a limit per segment, not per process (issue 14).
  *
- * Rows go to the newest segment; once its memory passes `segmentBytes` (default 1.5 GiB, which
- * leaves room for a retrain's copy of a partition inside the 4 GiB), a new segment starts. A
+ * Rows go to the newest segment; once its memory passes `segmentBytes` (default 1.5 GiB, chosen
+ * when a retrain copied a partition; kept as headroom), a new segment starts. A
  * search asks every segment holding the partition with the same k and filters, and merges their
  * answers by exact cosine, so filters still apply before ranking in each. Removing or replacing a
  * row finds it in whichever segment holds it.
