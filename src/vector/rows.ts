@@ -147,18 +147,58 @@ export class RowStore {
     const L = this.layout, a = this.arena;
     const count = this.policy.lists > 0 ? this.policy.lists : listsFor(p.n);
     const cent = yield* trainCentroids(L, a, this.kernels, p, Math.max(2, Math.min(count, p.n >> 4)));
+    // Each row's new list, by rowId (rows may move or go between steps; searches still probe the old lists).
+    const members: number[][] = Array.from({ length: cent.count }, () => []);
+    let steps = 0;
+    for (let k = 0; k < p.lists.length; k++) {
+      for (let pos = 0; pos < p.lists[k].n; pos++) {
+        const l = p.lists[k], slot = p.slotOf(l, pos);
+        const at = p.sideBlocks[slot >> CHUNK_SHIFT] + L.offRefine + (slot & (CHUNK_ROWS - 1)) * L.refineBytes;
+        members[nearestList(L, a.views(), this.kernels, cent, at)].push(p.rowIds[slot]);
+        if (++steps % STEP_ROWS === 0) yield;
+      }
+    }
+    // The new lists' scan blocks in one run, list after list, reserved in their stashes: the scan
+    // streams through neighbouring lists (scattered 8 KiB blocks made the flat scan of 200 k rows
+    // ~2× slower). Side blocks are taken from the old lists' as those empty.
     const base = p.lists.length;
-    for (let k = 0; k < cent.count; k++) p.lists.push(new List());
+    let total = 0;
+    for (const m of members) total += Math.ceil(m.length / CHUNK_ROWS);
+    const run = a.allocContiguous(L.scanBlockBytes, total);
+    for (let k = 0, at = 0; k < cent.count; k++) {
+      const l = new List(), blocks = Math.ceil(members[k].length / CHUNK_ROWS);
+      for (let j = blocks - 1; j >= 0; j--) l.scanStash.push(run + (at + j) * L.scanBlockBytes);
+      at += blocks;
+      p.lists.push(l);
+    }
     if (p.centroids) freeCentroids(a, p.centroids);
     p.centroids = null;
     p.target = { cent, base };
     this.mutations++;
-    let moved = 0;
+    yield;
+    for (let k = 0; k < cent.count; k++) {
+      for (const rowId of members[k]) {
+        const b = this.ids.find(rowId);
+        // Gone, replaced (re-added rows land in the new lists), or already moved: nothing to do.
+        if (b < 0 || this.ids.partAt(b) !== p.id) continue;
+        const slot = this.ids.slotAt(b);
+        if (p.chunkList[slot >> CHUNK_SHIFT] >= base) continue;
+        this.moveRow(p, slot, base + k);
+        if (++steps % STEP_ROWS === 0) {
+          this.mutations++;
+          yield;
+        }
+      }
+      members[k] = [];
+    }
+    // Rows the assignment walk missed (added before the new lists took adds, or moved under it).
     for (let k = 0; k < base; k++) {
       const l = p.lists[k];
       while (l.n > 0) {
-        this.moveTail(p, l, cent, base);
-        if (++moved % STEP_ROWS === 0) {
+        const slot = p.slotOf(l, l.n - 1);
+        const at = p.sideBlocks[slot >> CHUNK_SHIFT] + L.offRefine + (slot & (CHUNK_ROWS - 1)) * L.refineBytes;
+        this.moveRow(p, slot, base + nearestList(L, a.views(), this.kernels, cent, at));
+        if (++steps % STEP_ROWS === 0) {
           this.mutations++;
           yield;
         }
@@ -171,20 +211,23 @@ export class RowStore {
     p.centroids = cent;
     p.target = null;
     this.mutations++;
+    // Rows added while this ran (a whole account loading during its first training) may already
+    // make the next retrain due; no later `add` might come to start it.
+    if (p.n >= cent.trainedAt * this.policy.retrainGrowth) yield* this.retrain(p);
   }
 
-  /** Moves the last row of old list `l` into its list under `cent` (the row's slot changes, its rowId does not). */
-  private moveTail(p: Partition, l: List, cent: Centroids, base: number): void {
+  /**
+   * Moves the row at `slot` (in an old list) to the end of list `li`; the old list's last row
+   * fills the hole, as in removeOne, and its emptied last chunk goes back to the arena.
+   */
+  private moveRow(p: Partition, slot: number, li: number): void {
     const L = this.layout;
-    let a = this.arena.views();
-    const slot = p.slotOf(l, l.n - 1);
     const c = slot >> CHUNK_SHIFT, r = slot & (CHUNK_ROWS - 1);
-    const li = base + nearestList(L, a, this.kernels, cent, p.sideBlocks[c] + L.offRefine + r * L.refineBytes);
-    const dst = p.lists[li];
+    const l = p.lists[p.chunkList[c]], dst = p.lists[li];
     if (dst.n === dst.chunks.length * CHUNK_ROWS) this.appendChunk(p, li);
     const to = p.slotOf(dst, dst.n);
     const nc = to >> CHUNK_SHIFT, nr = to & (CHUNK_ROWS - 1);
-    a = this.arena.views();
+    const a = this.arena.views();
     this.copyRow(p.scanBlocks[c], p.sideBlocks[c], r, p.scanBlocks[nc], p.sideBlocks[nc], nr);
     const gA = a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r];
     dst.addA(gA, 1);
@@ -193,6 +236,14 @@ export class RowStore {
     p.setRowId(to, rowId);
     this.ids.setSlotAt(this.ids.find(rowId), to);
     dst.n++;
+    const last = p.slotOf(l, l.n - 1);
+    if (slot !== last) {
+      const lc = last >> CHUNK_SHIFT;
+      this.copyRow(p.scanBlocks[lc], p.sideBlocks[lc], last & (CHUNK_ROWS - 1), p.scanBlocks[c], p.sideBlocks[c], r);
+      const movedId = p.rowIds[last];
+      p.rowIds[slot] = movedId;
+      this.ids.setSlotAt(this.ids.find(movedId), slot);
+    }
     l.n--;
     if (l.n <= (l.chunks.length - 1) * CHUNK_ROWS) {
       // The old list's emptied chunk goes straight back to the arena, for the new lists to take.
