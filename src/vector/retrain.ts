@@ -11,7 +11,7 @@ export const SLICE_MS = 8;
 
 /** Background retraining so far (VectorIndex.training). */
 export interface TrainingStats {
-  /** Retrains started (automatic and `rebuild`). */
+  /** Retrains started (automatic, chained after one another, and `rebuild`). */
   retrains: number;
   /** Retrains under way now. */
   pending: number;

@@ -213,7 +213,10 @@ export class RowStore {
     this.mutations++;
     // Rows added while this ran (a whole account loading during its first training) may already
     // make the next retrain due; no later `add` might come to start it.
-    if (p.n >= cent.trainedAt * this.policy.retrainGrowth) yield* this.retrain(p);
+    if (p.n >= cent.trainedAt * this.policy.retrainGrowth) {
+      this.retrains.stats.retrains++;
+      yield* this.retrain(p);
+    }
   }
 
   /**
