@@ -47,6 +47,7 @@ import { CreditService } from "./credits/service.ts";
 import { AccountDeletion } from "./accounts/deletion.ts";
 import { CatalogQueryEmbedder, type QueryEmbedder } from "./search/embedder.ts";
 import { createSearchDomain, type SearchDomain } from "./search/domain.ts";
+import type { MemoryIndexOptions } from "./search/memory-backend.ts";
 import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
@@ -81,6 +82,8 @@ export interface AppOptions {
   queryEmbedder?: QueryEmbedder;
   logger?: Logger;
   now?: () => number;
+  /** In-memory vector index tuning (tests lower trainAt to reach inverted lists with few rows). */
+  vectorIndex?: MemoryIndexOptions;
 }
 
 /**
@@ -181,6 +184,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const search = createSearchDomain({
     db,
     vectorCacheBytes: config.searchCacheMb * 1024 * 1024,
+    vectorIndex: opts.vectorIndex,
     files,
     videos,
     collections,

@@ -4,7 +4,7 @@ import type { VideoFiles } from "../videos/files.ts";
 import { QueryEncoder, type QueryEmbedder, type TranscriptSemanticSearch } from "./embedder.ts";
 import { FeedbackService } from "./feedback-service.ts";
 import { SearchIndexes } from "./indexes.ts";
-import { MemoryVectorBackend } from "./memory-backend.ts";
+import { type MemoryIndexOptions, MemoryVectorBackend } from "./memory-backend.ts";
 import { ExactVectorCache } from "./vector-cache.ts";
 import type { MediaLinks } from "./links.ts";
 import { MomentService } from "./moment-service.ts";
@@ -16,6 +16,8 @@ export interface SearchDomainOptions {
   db: Database;
   /** Budget of the exact-vector cache used when rescoring (0 turns it off). */
   vectorCacheBytes?: number;
+  /** In-memory vector index tuning (tests lower trainAt); defaults otherwise. */
+  vectorIndex?: MemoryIndexOptions;
   files: VideoFiles;
   videos: { require(accountId: string, id: string): { id: string; collection_id: string; duration_secs: number | null; poster_path: string | null } };
   collections: { require(accountId: string, id: string): unknown };
@@ -42,7 +44,7 @@ export interface SearchDomain {
 /** Builds the search domain for the composition root. */
 export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
   const store = new SearchStore(o.db);
-  const indexes = new SearchIndexes(store, new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0)));
+  const indexes = new SearchIndexes(store, new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0), o.vectorIndex));
   const encoder = new QueryEncoder(o.embedder);
   const ocr = new OcrSearchStore(o.db);
   const search = new SearchService({

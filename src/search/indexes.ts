@@ -16,6 +16,11 @@ export interface NearestRequest {
    * past the calls that pass it.
    */
   session?: object;
+  /**
+   * Share of the scope's rows the in-memory index reads, nearest inverted lists first (src/vector
+   * `probe`); absent = every row. Set for image-only queries, whose neighbours sit in a few lists.
+   */
+  probe?: number;
 }
 
 export interface VectorHit {
@@ -32,6 +37,19 @@ export interface VectorBackend {
   rows(): number;
   onVideoIndexed(videoId: string, accountId: string | null): void;
   onVideosDeleted(videoIds: string[]): void;
+  /** What the last look-up read (in-memory backends; diagnostics, tests). */
+  readonly lastSearch?: VectorSearchInfo | null;
+  /** Resolves once no background index work (list retraining) is under way. */
+  whenIdle?(): Promise<void>;
+}
+
+export interface VectorSearchInfo {
+  kind: VectorKind;
+  /** The `probe` passed to the index (undefined: every row). */
+  probe?: number;
+  /** Inverted lists read, and rows scanned in them. */
+  lists: number;
+  scanned: number;
 }
 
 /** Largest k sqlite-vec answers. */
@@ -156,6 +174,16 @@ export class SearchIndexes {
   /** Rows the backend holds in memory (diagnostics, tests). */
   get memoryRows(): number {
     return this.backend.rows();
+  }
+
+  /** What the backend's last look-up read (diagnostics, tests). */
+  get lastVectorSearch(): VectorSearchInfo | null {
+    return this.backend.lastSearch ?? null;
+  }
+
+  /** Resolves once the backend's background work (index retraining) is done. */
+  whenVectorIndexIdle(): Promise<void> {
+    return this.backend.whenIdle?.() ?? Promise.resolve();
   }
 
   /** Swaps the nearest-neighbour backend (e.g. to the in-memory index once it is built). */

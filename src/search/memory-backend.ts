@@ -1,8 +1,11 @@
 import { toFloat32 } from "../indexing/store.ts";
-import { createVectorIndex, type AllowFilter, type ScanReuse, type VectorIndex } from "../vector/index.ts";
-import type { NearestRequest, VectorBackend, VectorHit } from "./indexes.ts";
+import { createVectorIndex, type AllowFilter, type ScanReuse, type SearchStats, type VectorIndex, type VectorIndexOptions } from "../vector/index.ts";
+import type { NearestRequest, VectorBackend, VectorHit, VectorSearchInfo } from "./indexes.ts";
 import type { SearchStore, VectorKind } from "./store.ts";
 import { ExactVectorCache } from "./vector-cache.ts";
+
+/** Vector index options the app may tune (see VectorIndexOptions). */
+export type MemoryIndexOptions = Partial<Pick<VectorIndexOptions, "trainAt" | "lists" | "centerSample" | "exactBelow">>;
 
 /** What one look-up session (one query, k raised step by step) keeps per index. */
 interface SessionState {
@@ -37,10 +40,18 @@ export class MemoryVectorBackend implements VectorBackend {
   private sessionVectors: Map<number, Float32Array> | null = null;
   private readonly sessions = new WeakMap<object, Map<string, SessionState>>();
 
+  lastSearch: VectorSearchInfo | null = null;
+
   constructor(
     private readonly store: SearchStore,
     private readonly cache: ExactVectorCache = new ExactVectorCache(0),
+    /** Index tuning (list training thresholds): tests lower `trainAt` to exercise inverted lists on a few thousand rows. */
+    private readonly indexOptions: MemoryIndexOptions = {},
   ) {}
+
+  async whenIdle(): Promise<void> {
+    await Promise.all([...this.indexes.values()].map((ki) => ki.index.whenTrained()));
+  }
 
   private group(id: string): number {
     let n = this.groupIds.get(id);
@@ -53,7 +64,7 @@ export class MemoryVectorBackend implements VectorBackend {
     let ki = this.indexes.get(key);
     if (!ki) {
       const source = { getVectors: (ids: readonly number[]) => this.exact(key, kind, ids) };
-      ki = { index: createVectorIndex({ dim, source }), loaded: new Set(), byVideo: new Map() };
+      ki = { index: createVectorIndex({ ...this.indexOptions, dim, source }), loaded: new Set(), byVideo: new Map() };
       this.indexes.set(key, ki);
     }
     return ki;
@@ -134,7 +145,10 @@ export class MemoryVectorBackend implements VectorBackend {
     if (ki.index.partitionSize(scope.accountId) === 0 || allow.videos?.length === 0) return [];
     this.sessionVectors = s?.vectors ?? null;
     try {
-      return ki.index.search(query, { partition: scope.accountId, k: req.k, allow, reuse: s?.scan }).map((r) => ({ id: r.rowId, raw: r.score }));
+      const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
+      const hits = ki.index.search(query, { partition: scope.accountId, k: req.k, allow, reuse: s?.scan, probe: req.probe, stats });
+      this.lastSearch = { kind, probe: req.probe, lists: stats.lists ?? 0, scanned: stats.scanned ?? 0 };
+      return hits.map((r) => ({ id: r.rowId, raw: r.score }));
     } finally {
       this.sessionVectors = null;
     }

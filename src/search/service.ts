@@ -50,6 +50,12 @@ export interface SearchServiceDeps {
 
 /** Nearest frames / shots fetched per search, and transcript segments. */
 const FRAME_K = 1000;
+/**
+ * Share of an account's vectors an image-only query reads in the index's inverted lists (1 M rows:
+ * recall@10 0.986, p50 2.4 ms; BENCHMARKS.md). Text queries, and image queries under a collection
+ * or label filter (allowed neighbours far from the query: 0.88 at 4 %), read every row.
+ */
+const IMAGE_QUERY_PROBE = 0.04;
 const SHOT_K = 300;
 const TRANSCRIPT_K = LEXICAL_K;
 const SCENE_TEXT_K = 500;
@@ -69,6 +75,8 @@ interface Prepared {
 
 export class SearchService {
   private readonly interval: number;
+  /** Query vectors of image-only searches (they may probe the index's inverted lists). */
+  private readonly imageOnly = new WeakSet<Float32Array>();
 
   constructor(private readonly d: SearchServiceDeps) {
     this.interval = d.frameIntervalSecs ?? 1;
@@ -89,6 +97,7 @@ export class SearchService {
     const thresholds = req.minScore === undefined ? this.thresholds(accountId) : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
     const vector = p.modes.some((m) => !LEXICAL_MODES.includes(m)) ? await this.queryVector(req, p.text) : null;
+    if (vector && !p.text && (req.image || req.imageUrl !== undefined)) this.imageOnly.add(vector);
     const modelId = this.d.encoder.embedder.modelId();
 
     const lists = new Map<ListName, Candidate[]>();
@@ -318,7 +327,8 @@ export class SearchService {
     let k = Math.min(req.k, this.d.indexes.startK(req.query, hintKey) ?? FIRST_K);
     const session = {};
     for (;;) {
-      const hits = this.d.indexes.nearest({ ...req, k, session });
+      const probe = this.imageOnly.has(req.query) && !req.scope.collectionId && !req.allowShots ? IMAGE_QUERY_PROBE : undefined;
+      const hits = this.d.indexes.nearest({ ...req, k, session, probe });
       const kept = hits.map((h) => ({ ...h, score: calibrate(h.raw, stats) })).filter((h) => h.score >= cut);
       if (k >= req.k || hits.length < k || kept.length < k / 2) {
         this.d.indexes.noteK(req.query, hintKey, k);

@@ -80,8 +80,23 @@ export class Arena {
     return this.free.get(bytes)!.pop();
   }
 
-  /** `count` adjacent blocks of `bytes` from the top (never from the free lists); returns the first. */
+  /**
+   * `count` adjacent blocks of `bytes`: a run of free blocks if there is one (a rebuild frees the
+   * previous layout's runs, so rebuilding again does not grow the memory), else from the top.
+   */
   allocContiguous(bytes: number, count: number): number {
+    const list = this.free.get(bytes);
+    if (list && count > 1 && list.length >= count) {
+      list.sort((x, y) => y - x); // descending: pop() stays "lowest address first"
+      for (let i = list.length - 1; i - count + 1 >= 0; i--) {
+        // list[i] is the lowest of list[i − count + 1 … i] (descending order)
+        if (list[i - count + 1] - list[i] === (count - 1) * bytes) {
+          const first = list[i];
+          list.splice(i - count + 1, count);
+          return first;
+        }
+      }
+    }
     const off = this.top;
     this.ensure(off + bytes * count);
     this.top += bytes * count;
@@ -92,9 +107,14 @@ export class Arena {
     this.free.get(bytes)!.push(off);
   }
 
-  /** A contiguous run at the top (scratch), rounded up to 64 KiB; returns its offset. */
+  /** Runs given back whole (keepWhole), by size: list centroids of the same count fit again. */
+  private readonly wholeRuns = new Map<number, number[]>();
+
+  /** A contiguous run (scratch, centroids), rounded up to 64 KiB: a kept run of that size, else from the top. */
   allocRun(bytes: number): { off: number; bytes: number } {
     const size = Math.ceil(bytes / PAGE) * PAGE;
+    const kept = this.wholeRuns.get(size)?.pop();
+    if (kept !== undefined) return { off: kept, bytes: size };
     const off = this.top;
     this.ensure(off + size);
     this.top += size;
@@ -102,7 +122,13 @@ export class Arena {
   }
 
   /** Cuts a run that is no longer needed into blocks for reuse (a remainder below the smallest is lost). */
-  freeRun(run: { off: number; bytes: number }): void {
+  freeRun(run: { off: number; bytes: number }, keepWhole = false): void {
+    if (keepWhole) {
+      let list = this.wholeRuns.get(run.bytes);
+      if (!list) this.wholeRuns.set(run.bytes, (list = []));
+      list.push(run.off);
+      return;
+    }
     let off = run.off;
     const end = run.off + run.bytes;
     for (const size of this.blockSizes) {

@@ -4,14 +4,14 @@
  * the caller's source vectors. search.ts has the stages; README.md the measurements behind them.
  */
 import type { VectorIndex, VectorIndexOptions, VectorSource } from "./types.ts";
-import { VectorIndexImpl } from "./vector-index.ts";
+import { SegmentedIndex } from "./segments.ts";
 
 export type {
-  AllowFilter, ScanReuse, SearchOptions, SearchResult, SearchStats, VectorIndex, VectorIndexOptions, VectorRow, VectorSource,
+  AllowFilter, ScanReuse, SearchOptions, SearchResult, SearchStats, TrainingStats, VectorIndex, VectorIndexOptions, VectorRow, VectorSource,
 } from "./types.ts";
 
 export function createVectorIndex(options: VectorIndexOptions): VectorIndex {
-  return new VectorIndexImpl(options);
+  return new SegmentedIndex(options);
 }
 
 /**

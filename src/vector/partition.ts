@@ -4,7 +4,7 @@
  * partition's memory shrinks with it. Group values (collection, video) are mapped to small
  * dense ids so a filter becomes a lookup table indexed per row (see buildMask).
  */
-import { CHUNK_ROWS } from "./layout.ts";
+import { CHUNK_ROWS, CHUNK_SHIFT } from "./layout.ts";
 
 /** value ↔ dense id with reference counts; ids of groups that lost all rows are reused. */
 export class GroupIds {
@@ -46,16 +46,75 @@ export class GroupIds {
   }
 }
 
-export class Partition {
-  /** Block offsets per chunk; slot s is in chunk s >> CHUNK_SHIFT. */
-  readonly scanBlocks: number[] = [];
-  readonly sideBlocks: number[] = [];
+/**
+ * One inverted list of a partition: its chunks (chunk numbers of the partition) in order, all
+ * full but the last, and its rows packed densely in them (position i ↦ chunk chunks[i >> 7],
+ * row i & 127).
+ */
+export class List {
+  readonly chunks: number[] = [];
+  n = 0;
   /**
-   * Scan blocks reserved for this partition's next chunks, highest address first (pop() gives
-   * the next in address order): reserving them in extents keeps the partition's codes in long
-   * contiguous runs for the scan. A chunk freed by shrinking goes back here.
+   * Scan blocks reserved for this list's next chunks, highest address first (pop() gives the
+   * next in address order): reserving them in extents keeps the list's codes in long contiguous
+   * runs for the scan. A chunk freed by shrinking goes back here.
    */
   readonly scanStash: number[] = [];
+  /** Rows per dense collection id (groupA): lets a collection filter probe lists by what they hold. */
+  countA = new Int32Array(0);
+
+  addA(id: number, delta: number): void {
+    if (id >= this.countA.length) {
+      const grown = new Int32Array(Math.max(8, id + 1, this.countA.length * 2));
+      grown.set(this.countA);
+      this.countA = grown;
+    }
+    this.countA[id] += delta;
+  }
+}
+
+/**
+ * Trained inverted-list state of a partition: unit centroids in the rotated, centred space of the
+ * codes, two levels (coarse groups, each with a contiguous range of fine centroids = lists), kept
+ * as i16 in the arena (scaled per centroid) for dots4.
+ */
+export interface Centroids {
+  /** Fine centroids = lists. */
+  count: number;
+  groups: number;
+  /** Fine centroids of group g: groupStart[g] … groupStart[g + 1] − 1. */
+  groupStart: Int32Array;
+  /** 7.5 · Σ_j c16_j and 1 / scale per centroid (fine, coarse). */
+  sum16: Float32Array;
+  invScale: Float32Array;
+  coarseSum16: Float32Array;
+  coarseInvScale: Float32Array;
+  /** Arena offsets: fine i16 (count × padDim), coarse i16, dots4 output; one run. */
+  at: number;
+  coarseAt: number;
+  sumsAt: number;
+  run: number;
+  runBytes: number;
+  /** Partition size when trained (retraining is due after it grew retrainGrowth-fold). */
+  trainedAt: number;
+}
+
+export class Partition {
+  /** Block offsets per chunk number (−1: chunk number free); slot s is chunk s >> CHUNK_SHIFT, row s & 127. */
+  scanBlocks: number[] = [];
+  sideBlocks: number[] = [];
+  /** List of each chunk number. */
+  chunkList: number[] = [];
+  freeChunks: number[] = [];
+  /** One list until trained (then its rows are in slot order 0..n−1, as before lists existed). */
+  lists: List[] = [new List()];
+  centroids: Centroids | null = null;
+  /**
+   * While a retrain moves rows into new lists (rows.ts): the new centroids, and where their lists
+   * start in `lists` (the old lists come first and only shrink). Adds go to the new lists; a
+   * search reads every list (centroids is null meanwhile) until the swap.
+   */
+  target: { cent: Centroids; base: number } | null = null;
   n = 0;
   rowIds = new Float64Array(CHUNK_ROWS);
   readonly groupA = new GroupIds();
@@ -66,23 +125,39 @@ export class Partition {
     readonly name: string,
   ) {}
 
-  get capacity(): number {
-    return this.scanBlocks.length * CHUNK_ROWS;
+  /** The slot of position `pos` of list `l`. */
+  slotOf(l: List, pos: number): number {
+    return (l.chunks[pos >> CHUNK_SHIFT] << CHUNK_SHIFT) | (pos & (CHUNK_ROWS - 1));
+  }
+
+  /** A chunk number for a new chunk of list `li` (the blocks are set by the caller). */
+  newChunk(li: number): number {
+    const c = this.freeChunks.pop() ?? this.scanBlocks.length;
+    this.chunkList[c] = li;
+    this.lists[li].chunks.push(c);
+    return c;
   }
 
   setRowId(slot: number, rowId: number): void {
     if (slot >= this.rowIds.length) {
-      const grown = new Float64Array(Math.max(this.rowIds.length * 2, slot + 1));
+      const grown = new Float64Array(Math.max(this.rowIds.length * 2, slot + CHUNK_ROWS));
       grown.set(this.rowIds);
       this.rowIds = grown;
     }
     this.rowIds[slot] = rowId;
   }
 
-  /** Gives back rowId storage after the partition shrank to a quarter of it. */
+  /** Gives back rowId storage after the partition's chunk numbers shrank to a quarter of it. */
   shrinkRowIds(): void {
-    if (this.rowIds.length > 4 * CHUNK_ROWS && this.n * 4 < this.rowIds.length) {
-      this.rowIds = this.rowIds.slice(0, Math.max(CHUNK_ROWS, this.n * 2));
+    let top = 0;
+    for (let c = this.scanBlocks.length - 1; c >= 0; c--) {
+      if (this.scanBlocks[c] >= 0) {
+        top = (c + 1) * CHUNK_ROWS;
+        break;
+      }
+    }
+    if (this.rowIds.length > 4 * CHUNK_ROWS && top * 4 < this.rowIds.length) {
+      this.rowIds = this.rowIds.slice(0, Math.max(CHUNK_ROWS, top * 2));
     }
   }
 }

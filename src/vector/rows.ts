@@ -1,16 +1,32 @@
 /**
- * Where rows live: partitions of encoded rows in the arena, the rowId → (partition, slot) map,
- * and the data centre (given, or learned from the first rows).
+ * Where rows live: partitions of encoded rows in the arena, grouped into inverted lists once a
+ * partition is large enough (lists.ts), the rowId → (partition, slot) map, and the data centre
+ * (given, or learned from the first rows).
  */
 import type { Arena } from "./arena.ts";
 import type { Encoder } from "./encode.ts";
 import { IdMap } from "./id-map.ts";
 import { CHUNK_ROWS, CHUNK_SHIFT, type Layout } from "./layout.ts";
-import { Partition } from "./partition.ts";
+import { freeCentroids, listScores, listsFor, nearestList, trainCentroids } from "./lists.ts";
+import { List, Partition, type Centroids } from "./partition.ts";
 import type { VectorRow } from "./types.ts";
+import { Retrainer } from "./retrain.ts";
+import type { Kernels } from "./wasm/kernels.ts";
+
+/** When and how partitions get inverted lists (VectorIndexOptions.lists / trainAt / retrainGrowth). */
+export interface ListPolicy {
+  /** Fixed list count, or 0 for "listsFor(n)" at each training. */
+  lists: number;
+  /** Rows a partition needs before it is split into lists (Infinity: never). */
+  trainAt: number;
+  /** Retrain (and reassign every row) once the partition grew this many times since the last training. */
+  retrainGrowth: number;
+}
 
 /** Largest scan-block extent (64 × 8 KiB for 512 dims). */
 const MAX_EXTENT = 64;
+/** Rows moved between the steps of a retrain. */
+const STEP_ROWS = 256;
 
 export class RowStore {
   private readonly ids = new IdMap();
@@ -20,14 +36,24 @@ export class RowStore {
   private centerValue: Float32Array | null = null;
   /** Rows kept (normalised) until the centre is learned, then re-encoded and dropped. */
   private centerSample: Map<number, Float32Array> | null = null;
+  /** Retrains under way (step generators, see retrain), run a slice per event-loop turn. */
+  readonly retrains = new Retrainer<Partition>(() => this.mutations++);
+
+  /** One chunk's scan + side blocks where rows of a trained partition are encoded before their list is known. */
+  private readonly stageScan: number;
+  private readonly stageSide: number;
 
   constructor(
     readonly layout: Layout,
     private readonly arena: Arena,
     private readonly encoder: Encoder,
+    private readonly kernels: Kernels,
     center: Float32Array | undefined,
     private readonly centerTarget: number,
+    private readonly policy: ListPolicy,
   ) {
+    this.stageScan = arena.allocBlock(layout.scanBlockBytes);
+    this.stageSide = arena.allocBlock(layout.sideBlockBytes);
     if (center) {
       if (center.length !== layout.dim) throw new RangeError(`center has ${center.length} dims, expected ${layout.dim}`);
       this.centerValue = Float32Array.from(center);
@@ -48,7 +74,11 @@ export class RowStore {
   /** JS-side bytes (the arena is counted by its owner). */
   get jsBytes(): number {
     let bytes = this.ids.byteLength;
-    for (const p of this.partitions.values()) bytes += p.rowIds.byteLength;
+    for (const p of this.partitions.values()) {
+      bytes += p.rowIds.byteLength + (p.centroids ? p.centroids.count * 8 + p.centroids.groups * 12 : 0);
+      for (const l of p.lists) bytes += l.countA.byteLength + 8 * (l.chunks.length + l.scanStash.length) + 64;
+      bytes += 8 * (p.scanBlocks.length * 3);
+    }
     if (this.centerSample) bytes += this.centerSample.size * this.layout.dim * 4;
     return bytes;
   }
@@ -76,12 +106,190 @@ export class RowStore {
   add(rows: readonly VectorRow[]): void {
     this.mutations++;
     for (const row of rows) this.checkRow(row);
+    const touched = new Set<Partition>();
     for (const row of rows) {
       if (this.ids.find(row.rowId) >= 0) this.removeOne(row.rowId);
-      this.addOne(row);
+      touched.add(this.addOne(row));
       // Learned as soon as the sample is full, so a huge first batch is not held as floats.
       if (this.centerSample && this.centerSample.size >= this.centerTarget) this.learnCenter();
     }
+    for (const p of touched) if (this.partitions.get(p.name) === p && this.trainingDue(p)) this.retrains.start(p, this.retrain(p));
+  }
+
+  /** Lists are trained once the centre is known and the partition reached trainAt, then again after retrainGrowth-fold growth. */
+  private trainingDue(p: Partition): boolean {
+    if (!this.centerValue || p.n < this.policy.trainAt || this.retrains.has(p)) return false;
+    return !p.centroids || p.n >= p.centroids.trainedAt * this.policy.retrainGrowth;
+  }
+
+  /**
+   * Retrains the partition's lists on its current rows now, synchronously (a retrain already
+   * under way is finished first). For tools, benches and tests: `add` starts retrains in the
+   * background instead (retrain.ts).
+   */
+  rebuild(p: Partition): void {
+    this.retrains.finish(p);
+    if (!this.centerValue || p.n < 2 || this.partitions.get(p.name) !== p) return;
+    this.retrains.start(p, this.retrain(p));
+    this.retrains.finish(p);
+  }
+
+  /**
+   * A retrain as a sequence of small steps: centroids trained on a copy of a sample's codes
+   * (lists.ts), then every row moved from the old lists into the new ones, STEP_ROWS at a time,
+   * then the swap. Rows are moved, never copied, so every row is in exactly one list at all
+   * times: a search between steps reads every list (flat) and sees each row once, adds and
+   * removes work as usual (adds land in the new lists), and the old lists' blocks are freed as
+   * they empty and reused by the new ones — no second copy of the partition (the arena peak is
+   * the partition plus one part-filled chunk per list, plus the sample's codes while training).
+   */
+  private *retrain(p: Partition): Generator<void, void> {
+    const L = this.layout, a = this.arena;
+    const count = this.policy.lists > 0 ? this.policy.lists : listsFor(p.n);
+    const cent = yield* trainCentroids(L, a, this.kernels, p, Math.max(2, Math.min(count, p.n >> 4)));
+    // Each row's new list, by rowId (rows may move or go between steps; searches still probe the old lists).
+    const members: number[][] = Array.from({ length: cent.count }, () => []);
+    let steps = 0;
+    for (let k = 0; k < p.lists.length; k++) {
+      for (let pos = 0; pos < p.lists[k].n; pos++) {
+        const l = p.lists[k], slot = p.slotOf(l, pos);
+        const at = p.sideBlocks[slot >> CHUNK_SHIFT] + L.offRefine + (slot & (CHUNK_ROWS - 1)) * L.refineBytes;
+        members[nearestList(L, a.views(), this.kernels, cent, at)].push(p.rowIds[slot]);
+        if (++steps % STEP_ROWS === 0) yield;
+      }
+    }
+    // The new lists' scan blocks in one run, list after list, reserved in their stashes: the scan
+    // streams through neighbouring lists (scattered 8 KiB blocks made the flat scan of 200 k rows
+    // ~2× slower). Side blocks are taken from the old lists' as those empty.
+    const base = p.lists.length;
+    let total = 0;
+    for (const m of members) total += Math.ceil(m.length / CHUNK_ROWS);
+    const run = a.allocContiguous(L.scanBlockBytes, total);
+    for (let k = 0, at = 0; k < cent.count; k++) {
+      const l = new List(), blocks = Math.ceil(members[k].length / CHUNK_ROWS);
+      for (let j = blocks - 1; j >= 0; j--) l.scanStash.push(run + (at + j) * L.scanBlockBytes);
+      at += blocks;
+      p.lists.push(l);
+    }
+    if (p.centroids) freeCentroids(a, p.centroids);
+    p.centroids = null;
+    p.target = { cent, base };
+    this.mutations++;
+    yield;
+    for (let k = 0; k < cent.count; k++) {
+      for (const rowId of members[k]) {
+        const b = this.ids.find(rowId);
+        // Gone, replaced (re-added rows land in the new lists), or already moved: nothing to do.
+        if (b < 0 || this.ids.partAt(b) !== p.id) continue;
+        const slot = this.ids.slotAt(b);
+        if (p.chunkList[slot >> CHUNK_SHIFT] >= base) continue;
+        this.moveRow(p, slot, base + k);
+        if (++steps % STEP_ROWS === 0) {
+          this.mutations++;
+          yield;
+        }
+      }
+      members[k] = [];
+    }
+    // Rows the assignment walk missed (added before the new lists took adds, or moved under it).
+    for (let k = 0; k < base; k++) {
+      const l = p.lists[k];
+      while (l.n > 0) {
+        const slot = p.slotOf(l, l.n - 1);
+        const at = p.sideBlocks[slot >> CHUNK_SHIFT] + L.offRefine + (slot & (CHUNK_ROWS - 1)) * L.refineBytes;
+        this.moveRow(p, slot, base + nearestList(L, a.views(), this.kernels, cent, at));
+        if (++steps % STEP_ROWS === 0) {
+          this.mutations++;
+          yield;
+        }
+      }
+    }
+    // The swap: only the new lists remain, renumbered from 0.
+    for (let k = 0; k < base; k++) for (const blk of p.lists[k].scanStash) a.freeBlock(blk, L.scanBlockBytes);
+    p.lists = p.lists.slice(base);
+    for (let c = 0; c < p.chunkList.length; c++) if (p.scanBlocks[c] >= 0) p.chunkList[c] -= base;
+    p.centroids = cent;
+    p.target = null;
+    this.mutations++;
+    // Rows added while this ran (a whole account loading during its first training) may already
+    // make the next retrain due; no later `add` might come to start it.
+    if (p.n >= cent.trainedAt * this.policy.retrainGrowth) {
+      this.retrains.stats.retrains++;
+      yield* this.retrain(p);
+    }
+  }
+
+  /**
+   * Moves the row at `slot` (in an old list) to the end of list `li`; the old list's last row
+   * fills the hole, as in removeOne, and its emptied last chunk goes back to the arena.
+   */
+  private moveRow(p: Partition, slot: number, li: number): void {
+    const L = this.layout;
+    const c = slot >> CHUNK_SHIFT, r = slot & (CHUNK_ROWS - 1);
+    const l = p.lists[p.chunkList[c]], dst = p.lists[li];
+    if (dst.n === dst.chunks.length * CHUNK_ROWS) this.appendChunk(p, li);
+    const to = p.slotOf(dst, dst.n);
+    const nc = to >> CHUNK_SHIFT, nr = to & (CHUNK_ROWS - 1);
+    const a = this.arena.views();
+    this.copyRow(p.scanBlocks[c], p.sideBlocks[c], r, p.scanBlocks[nc], p.sideBlocks[nc], nr);
+    const gA = a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r];
+    dst.addA(gA, 1);
+    l.addA(gA, -1);
+    const rowId = p.rowIds[slot];
+    p.setRowId(to, rowId);
+    this.ids.setSlotAt(this.ids.find(rowId), to);
+    dst.n++;
+    const last = p.slotOf(l, l.n - 1);
+    if (slot !== last) {
+      const lc = last >> CHUNK_SHIFT;
+      this.copyRow(p.scanBlocks[lc], p.sideBlocks[lc], last & (CHUNK_ROWS - 1), p.scanBlocks[c], p.sideBlocks[c], r);
+      const movedId = p.rowIds[last];
+      p.rowIds[slot] = movedId;
+      this.ids.setSlotAt(this.ids.find(movedId), slot);
+    }
+    l.n--;
+    if (l.n <= (l.chunks.length - 1) * CHUNK_ROWS) {
+      // The old list's emptied chunk goes straight back to the arena, for the new lists to take.
+      const freed = l.chunks.pop()!;
+      this.arena.freeBlock(p.scanBlocks[freed], L.scanBlockBytes);
+      this.arena.freeBlock(p.sideBlocks[freed], L.sideBlockBytes);
+      p.scanBlocks[freed] = -1;
+      p.sideBlocks[freed] = -1;
+      p.freeChunks.push(freed);
+    }
+  }
+
+  /** A new chunk at the end of list `li`. */
+  private appendChunk(p: Partition, li: number): void {
+    const blk = this.takeScanBlock(p.lists[li]), sideBlk = this.arena.allocBlock(this.layout.sideBlockBytes);
+    const c = p.newChunk(li);
+    p.scanBlocks[c] = blk;
+    p.sideBlocks[c] = sideBlk;
+  }
+
+  /**
+   * Scores of every list of a trained partition for a query: the query is encoded like a row
+   * (normalised, rotated, centred, 4-bit) into the staging chunk's row 1 and dotted with the
+   * fine centroids in WebAssembly (~40 ns a list).
+   */
+  listScores(p: Partition, query: Float32Array, out: Float32Array): void {
+    this.encoder.encodeRow(query, this.arena.views(), this.stageScan, this.stageSide, 1);
+    listScores(this.arena, this.kernels, p.centroids!, this.stageSide + this.layout.offRefine + this.layout.refineBytes, out);
+  }
+
+  /** Copies one encoded row (scan and side columns) between chunk rows. */
+  private copyRow(fromScan: number, fromSide: number, fr: number, toScan: number, toSide: number, tr: number): void {
+    const L = this.layout, u8 = this.arena.u8;
+    const col = (fromBase: number, toBase: number, off: number, bytes: number) => {
+      const f = fromBase + off + fr * bytes;
+      u8.copyWithin(toBase + off + tr * bytes, f, f + bytes);
+    };
+    col(fromScan, toScan, L.offCodes, L.codeBytes);
+    col(fromScan, toScan, L.offFactor, 2);
+    col(fromSide, toSide, L.offRefine, L.refineBytes);
+    col(fromSide, toSide, L.offScale, 4);
+    col(fromSide, toSide, L.offGroupA, 4);
+    col(fromSide, toSide, L.offGroupB, 4);
   }
 
   remove(rowIds: Iterable<number>): number {
@@ -115,20 +323,34 @@ export class RowStore {
     return p;
   }
 
-  private addOne(row: VectorRow): void {
+  private addOne(row: VectorRow): Partition {
     const L = this.layout, a = this.arena;
     const p = this.partitionFor(row.partition);
-    const slot = p.n;
-    if (slot === p.capacity) {
-      p.scanBlocks.push(this.takeScanBlock(p));
-      p.sideBlocks.push(a.allocBlock(L.sideBlockBytes));
+    let li = 0;
+    let scan: number, side: number, r: number;
+    // During a retrain's move (p.target) rows go to the new lists.
+    const cent = p.target?.cent ?? p.centroids;
+    if (cent) {
+      // Encoded first into the staging chunk: its 4-bit codes pick the list.
+      this.encoder.encodeRow(row.vector, a.views(), this.stageScan, this.stageSide, 0);
+      li = (p.target?.base ?? 0) + nearestList(L, a, this.kernels, cent, this.stageSide + L.offRefine);
     }
-    const c = slot >> CHUNK_SHIFT, r = slot & (CHUNK_ROWS - 1);
-    const side = p.sideBlocks[c];
-    this.encoder.encodeRow(row.vector, a, p.scanBlocks[c], side, r);
-    a.i32[(side + L.offGroupA) / 4 + r] = p.groupA.acquire(row.groupA);
+    const l = p.lists[li];
+    if (l.n === l.chunks.length * CHUNK_ROWS) this.appendChunk(p, li);
+    const slot = p.slotOf(l, l.n);
+    const c = slot >> CHUNK_SHIFT;
+    r = slot & (CHUNK_ROWS - 1);
+    scan = p.scanBlocks[c];
+    side = p.sideBlocks[c];
+    a.views();
+    if (cent) this.copyRow(this.stageScan, this.stageSide, 0, scan, side, r);
+    else this.encoder.encodeRow(row.vector, a, scan, side, r);
+    const gA = p.groupA.acquire(row.groupA);
+    a.i32[(side + L.offGroupA) / 4 + r] = gA;
     a.i32[(side + L.offGroupB) / 4 + r] = p.groupB.acquire(row.groupB);
+    l.addA(gA, 1);
     p.setRowId(slot, row.rowId);
+    l.n++;
     p.n++;
     this.ids.set(row.rowId, p.id, slot);
     if (this.centerSample) {
@@ -139,20 +361,21 @@ export class RowStore {
       for (let j = 0; j < v.length; j++) v[j] *= inv;
       this.centerSample.set(row.rowId, v);
     }
+    return p;
   }
 
   /**
-   * The next scan block for a partition: its stash, else a free block (memory reuse wins over
+   * The next scan block for a list: its stash, else a free block (memory reuse wins over
    * contiguity), else a new extent of ~1/4 of its current chunk count (1..MAX_EXTENT) whose
-   * rest goes to the stash. Extents keep a partition's codes in long runs for the scan.
+   * rest goes to the stash. Extents keep a list's codes in long runs for the scan.
    */
-  private takeScanBlock(p: Partition): number {
+  private takeScanBlock(l: List): number {
     const bytes = this.layout.scanBlockBytes;
-    const stashed = p.scanStash.pop() ?? this.arena.takeFree(bytes);
+    const stashed = l.scanStash.pop() ?? this.arena.takeFree(bytes);
     if (stashed !== undefined) return stashed;
-    const count = Math.min(MAX_EXTENT, Math.max(1, p.scanBlocks.length >> 2));
+    const count = Math.min(MAX_EXTENT, Math.max(1, l.chunks.length >> 2));
     const first = this.arena.allocContiguous(bytes, count);
-    for (let i = count - 1; i >= 1; i--) p.scanStash.push(first + i * bytes);
+    for (let i = count - 1; i >= 1; i--) l.scanStash.push(first + i * bytes);
     return first;
   }
 
@@ -178,40 +401,42 @@ export class RowStore {
   private removeOne(rowId: number): boolean {
     const b = this.ids.find(rowId);
     if (b < 0) return false;
-    const L = this.layout, a = this.arena;
+    const L = this.layout, a = this.arena.views();
     const p = this.partById[this.ids.partAt(b)]!;
     const slot = this.ids.slotAt(b);
     this.ids.delete(rowId);
     this.centerSample?.delete(rowId);
     const c = slot >> CHUNK_SHIFT, r = slot & (CHUNK_ROWS - 1);
-    p.groupA.release(a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r]);
+    const l = p.lists[p.chunkList[c]];
+    const gA = a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r];
+    p.groupA.release(gA);
     p.groupB.release(a.i32[(p.sideBlocks[c] + L.offGroupB) / 4 + r]);
-    const last = p.n - 1;
-    const lc = last >> CHUNK_SHIFT, lr = last & (CHUNK_ROWS - 1);
+    l.addA(gA, -1);
+    const last = p.slotOf(l, l.n - 1);
     if (slot !== last) {
-      // Keep the partition dense (scans never walk holes): the last row moves into the hole.
-      const u8 = a.u8;
-      const col = (blocks: number[], off: number, bytes: number) => {
-        const from = blocks[lc] + off + lr * bytes;
-        u8.copyWithin(blocks[c] + off + r * bytes, from, from + bytes);
-      };
-      col(p.scanBlocks, L.offCodes, L.codeBytes);
-      col(p.scanBlocks, L.offFactor, 2);
-      col(p.sideBlocks, L.offRefine, L.refineBytes);
-      col(p.sideBlocks, L.offScale, 4);
-      col(p.sideBlocks, L.offGroupA, 4);
-      col(p.sideBlocks, L.offGroupB, 4);
+      // Keep the list dense (scans never walk holes): its last row moves into the hole.
+      const lc = last >> CHUNK_SHIFT;
+      this.copyRow(p.scanBlocks[lc], p.sideBlocks[lc], last & (CHUNK_ROWS - 1), p.scanBlocks[c], p.sideBlocks[c], r);
       const movedId = p.rowIds[last];
       p.rowIds[slot] = movedId;
       this.ids.setSlotAt(this.ids.find(movedId), slot);
     }
-    p.n = last;
-    if (p.n <= p.capacity - CHUNK_ROWS) {
-      p.scanStash.push(p.scanBlocks.pop()!);
-      this.arena.freeBlock(p.sideBlocks.pop()!, L.sideBlockBytes);
+    l.n--;
+    p.n--;
+    if (l.n <= (l.chunks.length - 1) * CHUNK_ROWS) {
+      const freed = l.chunks.pop()!;
+      l.scanStash.push(p.scanBlocks[freed]);
+      this.arena.freeBlock(p.sideBlocks[freed], L.sideBlockBytes);
+      p.scanBlocks[freed] = -1;
+      p.sideBlocks[freed] = -1;
+      p.freeChunks.push(freed);
     }
     if (p.n === 0) {
-      for (const blk of p.scanStash) this.arena.freeBlock(blk, L.scanBlockBytes);
+      for (const list of p.lists) for (const blk of list.scanStash) this.arena.freeBlock(blk, L.scanBlockBytes);
+      this.retrains.abort(p);
+      if (p.centroids) freeCentroids(this.arena, p.centroids);
+      if (p.target) freeCentroids(this.arena, p.target.cent);
+      p.centroids = p.target = null;
       this.partitions.delete(p.name);
       this.partById[p.id] = undefined;
       this.freePartIds.push(p.id);

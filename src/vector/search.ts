@@ -1,10 +1,12 @@
 /**
- * Search over one partition, in four stages:
+ * Search over one partition: first the chunks to read are chosen (plan.ts: every list, or with
+ * `probe` the inverted lists nearest the query); positions then index that table of chunks
+ * (position i·128 + r ↦ chunk chunks[i], row r). Then four stages:
  *
  *   1. filter   per-slot mask (0 allowed, 0xFFFF not) from the query's collections, videos and
  *               excluded rows — before anything is ranked, so a filtered query gets the true
  *               top-k of its allowed rows, never a post-filtered global top-k;
- *   2. scan     WebAssembly SIMD Hamming distance of every row's sign bits to the query's. The
+ *   2. scan     WebAssembly SIMD Hamming distance of every row read to the query's sign bits. The
  *               threshold that lets ~`coarse` rows through is estimated first from a sample of
  *               ~32 k rows (exact histogram for small partitions); rows under it get their
  *               1-bit asymmetric estimate while their codes are in cache;
@@ -15,28 +17,15 @@
  */
 import type { Arena } from "./arena.ts";
 import type { Encoder, PreparedQuery } from "./encode.ts";
-import { CHUNK_ROWS, MASKED } from "./layout.ts";
+import { CHUNK_ROWS, CHUNK_SHIFT, MASKED } from "./layout.ts";
 import type { Partition } from "./partition.ts";
 import type { RowStore } from "./rows.ts";
+import { carve, denseIds, fillTable, selectChunks, stageSizes, thresholdFor } from "./plan.ts";
 import { bestK, topIndices, type Scored } from "./select.ts";
 import type { ScanReuse, SearchOptions, SearchResult, SearchStats, VectorSource } from "./types.ts";
 import { compactionTable, type Kernels } from "./wasm/kernels.ts";
 
 const HIST_BINS = 65536;
-const COARSE_FRACTION = 0.04;
-const COARSE_MIN = 8192;
-const COARSE_MAX = 65536;
-const MIDDLE_FRACTION = 0.1;
-const MIDDLE_MIN = 1024;
-const RESCORE_MIN = 64;
-const RESCORE_PER_K = 4;
-/**
- * Rows rescored exactly: 4k up to k = 85, then k + 256 of the 4k best by the 4-bit estimate (which
- * only misorders rows near the k-th). Measured on 100 k clustered rows, text queries: recall@512
- * 0.799 and @1000 0.826 either way, while rescoring 768 rows instead of 2 048 and 1 256 instead of
- * 4 000 — each one an exact vector read from the store.
- */
-const RESCORE_MARGIN = 256;
 /** The threshold aims at this many times `coarse` rows (the sample is an estimate). */
 const THRESHOLD_MARGIN = 1.1;
 /** Candidate buffer: this many times `coarse`; beyond it, or below MIN_FILL, the scan is redone with the exact threshold. */
@@ -49,12 +38,12 @@ const SAMPLE_MIN_CHUNKS = 256;
 /** Up to this many ids per group filter, the mask compares ids with SIMD; above, it looks rows up in a table. */
 const MAX_EQ_IDS = 8;
 
-const round16 = (n: number) => (n + 15) & ~15;
 
 export class Searcher {
   private run: { off: number; bytes: number } | null = null;
   private work = new Float32Array(0);
   private idx = new Int32Array(0);
+  private scores = new Float32Array(0);
   private readonly query: PreparedQuery;
   private readonly unit: Float32Array;
   private readonly compact = compactionTable();
@@ -118,19 +107,42 @@ export class Searcher {
       if (idsB.length === 0) return done([]);
       flags |= 2;
     }
-    const excluded: number[] = [];
+    const exSlots: number[] = [];
     if (allow.excludeRowIds) {
       for (const id of allow.excludeRowIds) {
         const slot = this.rows.slotIn(p, id);
-        if (slot !== undefined) excluded.push(slot);
+        if (slot !== undefined) exSlots.push(slot);
       }
     }
-    const filtered = flags !== 0 || excluded.length > 0;
+    const filtered = flags !== 0 || exSlots.length > 0;
+
+    // Which chunks to read: the lists nearest the query (IVF), or all of them.
+    const q = this.query;
+    this.encoder.prepareQuery(query, q);
+    const sel = selectChunks(p, flags, idsA, idsB, opts.probe, this.exactBelow, () => {
+      if (this.scores.length < p.centroids!.count) this.scores = new Float32Array(p.centroids!.count);
+      this.rows.listScores(p, query, this.scores);
+      return this.scores;
+    });
+    const chunks = sel.chunks;
+    const excluded: number[] = [];
+    if (exSlots.length) {
+      const posOf = new Int32Array(p.scanBlocks.length).fill(-1);
+      for (let i = 0; i < chunks.length; i++) posOf[chunks[i]] = i;
+      for (const slot of exSlots) {
+        const i = posOf[slot >> CHUNK_SHIFT];
+        if (i >= 0) excluded.push((i << CHUNK_SHIFT) | (slot & (CHUNK_ROWS - 1)));
+      }
+    }
+    // Rows past the end of a list's last chunk are masked; an unfiltered query's scan skips the
+    // mask (reading it cost ~10 %) and drops such rows from its candidates afterwards.
+    const useMask = filtered;
+    const tableRows = sel.tableRows;
 
     // Scratch for this query (sizes are upper bounds; the allowed count is known only later).
-    const caps = stageSizes(p.n, k, opts.candidates);
-    const bufferCap = Math.max(Math.min(p.n, CANDIDATE_BUFFER * caps.coarse), this.exactBelow + 1);
-    const nChunks = p.scanBlocks.length, rows = nChunks * CHUNK_ROWS;
+    const caps = stageSizes(tableRows, k, opts.candidates, sel.probed);
+    const bufferCap = Math.max(Math.min(tableRows, CANDIDATE_BUFFER * caps.coarse), this.exactBelow + 1);
+    const nChunks = chunks.length, rows = nChunks * CHUNK_ROWS;
     const lay = carve({
       codeTable: nChunks * 4,
       sideTable: nChunks * 4,
@@ -146,15 +158,19 @@ export class Searcher {
       idsB: idsB.length * 4,
       compact: 256,
       candSlots: (rows + 4) * 4,
-      candEst: (bufferCap + CHUNK_ROWS) * 4,
+      candEst: (bufferCap + rows - tableRows + CHUNK_ROWS) * 4,
       slots2: caps.middle * 4,
       est2: caps.middle * 4,
     });
     const base = this.ensureScratch(lay.total);
     const at = (name: keyof typeof lay) => base + lay[name];
     const a = this.arena.views();
-    a.i32.set(p.scanBlocks, at("codeTable") / 4);
-    a.i32.set(p.sideBlocks, at("sideTable") / 4);
+    const codeTable = at("codeTable") / 4, sideTable = at("sideTable") / 4;
+    for (let i = 0; i < nChunks; i++) {
+      a.i32[codeTable + i] = p.scanBlocks[chunks[i]];
+      a.i32[sideTable + i] = p.sideBlocks[chunks[i]];
+    }
+    const toSlot = (pos: number) => (chunks[pos >> CHUNK_SHIFT] << CHUNK_SHIFT) | (pos & (CHUNK_ROWS - 1));
 
     // Stage 1: the mask (0 allowed, 0xFFFF not) per slot.
     const mask = at("mask") / 2;
@@ -167,15 +183,21 @@ export class Searcher {
       if (flags & 2) fillTable(a.u16, at("tB") / 2, p.groupB.span, idsB);
       K.buildMask(at("sideTable"), nChunks, at("tA"), at("tB"), flags, at("mask"));
     } else {
-      a.u16.fill(0, mask, mask + p.n);
+      a.u16.fill(0, mask, mask + rows);
     }
-    a.u16.fill(MASKED, mask + p.n, mask + rows);
+    for (let t = 0; t < sel.tails.length; t += 2) a.u16.fill(MASKED, mask + sel.tails[t], mask + sel.tails[t + 1]);
     for (const s of excluded) a.u16[mask + s] = MASKED;
 
     // Allowed rows: counted (and collected, when few enough for the exact path) from the mask.
-    let allowed = p.n;
-    if (filtered || p.n <= this.exactBelow) {
+    let allowed = tableRows;
+    if (filtered || tableRows <= this.exactBelow) {
       allowed = K.collect(at("mask"), rows, 0, 0, at("candSlots"), this.exactBelow);
+    }
+    stats.lists = sel.probed ? sel.listCount : 0;
+    stats.scanned = tableRows;
+    if (sel.probed && allowed < sel.want / 2 && allowed < tableRows) {
+      // The filter's rows are rarer in the probed lists than estimated: read them all instead.
+      return this.search(query, { ...opts, probe: 1 });
     }
     stats.allowed = allowed;
     stats.ms.filter = performance.now() - t0;
@@ -184,28 +206,26 @@ export class Searcher {
       stats.path = "exact";
       stats.rescored = allowed;
       const t = performance.now();
-      const out = this.rescore(p, a.i32.slice(at("candSlots") / 4, at("candSlots") / 4 + allowed), unit, k);
+      const out = this.rescore(p, a.i32.slice(at("candSlots") / 4, at("candSlots") / 4 + allowed).map(toSlot), unit, k);
       stats.ms.rescore = performance.now() - t;
       return done(out);
     }
 
     stats.path = "approx";
-    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates);
-    // Unfiltered queries skip the mask; rows past the partition's end (tail of the last chunk)
-    // may then pass too, and are dropped after the scan (they come last: it is in slot order).
-    const cap = Math.min(bufferCap, allowed) + (filtered ? 0 : CHUNK_ROWS);
+    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates, sel.probed);
+    // Unfiltered queries skip the mask: rows past the end of a list (tails of last chunks) may
+    // then pass too, so the buffer has room for them; they are dropped after the scan.
+    const cap = Math.min(bufferCap, allowed) + (useMask ? 0 : rows - tableRows);
 
     // Stage 2: Hamming threshold (sampled), then the full scan, which also computes the
     // candidates' 1-bit estimates.
     let t = performance.now();
-    const q = this.query;
-    this.encoder.prepareQuery(query, q);
     a.u8.set(q.code, at("code"));
     a.u8.set(q.planes, at("planes"));
     a.i16.set(q.q16, at("q16") / 2);
     a.u8.set(this.compact, at("compact"));
     const hist = at("hist") / 4;
-    const scanCandidates = filtered ? K.scanMasked : K.scanAll;
+    const scanCandidates = useMask ? K.scanMasked : K.scanAll;
     const scan = (T: number) =>
       scanCandidates(
         at("codeTable"), 0, nChunks, at("code"), at("planes"), q.sumAbs, q.twoStep, at("mask"), T,
@@ -218,7 +238,7 @@ export class Searcher {
     // The coarse candidates do not depend on k: a search that only raises k for the same query
     // and filters takes them from the earlier one (opts.reuse) instead of scanning again.
     const reuse = opts.reuse as ReuseState | undefined;
-    const key: ReuseKey = { query, allow: opts.allow, partition: opts.partition, version: this.rows.version, coarse, cap };
+    const key: ReuseKey = { query, allow: opts.allow, partition: opts.partition, version: this.rows.version, coarse, cap, probe: opts.probe };
     const reused = reuse?.key && reuse.slots && reuse.est && sameKey(reuse.key, key) ? reuse : null;
     let count: number;
     stats.scanReused = !!reused;
@@ -251,9 +271,20 @@ export class Searcher {
         count = scan(T);
       }
     }
-    if (!filtered) {
-      const slots = a.i32, s0 = at("candSlots") / 4;
-      while (count > 0 && count <= cap && slots[s0 + count - 1] >= p.n) count--;
+    if (!useMask) {
+      // Unmasked scan: drop candidates past the end of their list's last chunk.
+      const slots = a.i32, est = a.f32, s0 = at("candSlots") / 4, e0 = at("candEst") / 4, fill = sel.fill;
+      const m = Math.min(count, cap);
+      let w = 0;
+      for (let i = 0; i < m; i++) {
+        const pos = slots[s0 + i];
+        if ((pos & (CHUNK_ROWS - 1)) < fill[pos >> CHUNK_SHIFT]) {
+          slots[s0 + w] = pos;
+          est[e0 + w] = est[e0 + i];
+          w++;
+        }
+      }
+      count = w;
     }
     const n1 = Math.min(count, cap);
     if (reuse && !reused) {
@@ -274,7 +305,7 @@ export class Searcher {
     K.refine(at("slots2"), n2, at("sideTable"), at("q16"), q.invScale, q.offset, at("est2"));
     const n3 = topIndices(a.f32.subarray(at("est2") / 4), n2, rescore, idx, work);
     const finalSlots = new Int32Array(n3);
-    for (let i = 0; i < n3; i++) finalSlots[i] = slots2[idx[i]];
+    for (let i = 0; i < n3; i++) finalSlots[i] = toSlot(slots2[idx[i]]);
     stats.middle = n2;
     stats.rescored = n3;
     stats.ms.estimate = performance.now() - t;
@@ -347,64 +378,9 @@ interface ReuseKey {
   version: number;
   coarse: number;
   cap: number;
+  probe: number | undefined;
 }
 
 function sameKey(a: ReuseKey, b: ReuseKey): boolean {
-  return a.query === b.query && a.allow === b.allow && a.partition === b.partition && a.version === b.version && a.coarse === b.coarse && a.cap === b.cap;
-}
-
-/** Smallest distance T whose cumulative histogram count reaches `want` (padDim if never). */
-function thresholdFor(u32: Uint32Array, hist: number, padDim: number, want: number): number {
-  let cum = 0;
-  for (let d = 0; d <= padDim; d++) {
-    cum += u32[hist + d];
-    if (cum >= want) return d;
-  }
-  return padDim;
-}
-
-/**
- * Rows kept after each stage for `allowed` rows: coarse = 4 % (8 192..65 536, or the caller's
- * `candidates`), middle = 10 % of coarse (≥ 1 024, ≥ 4k), rescored = max(64, min(4k, k + 256)). Chosen on the 1 M
- * clustered set with text-like queries (40 queries): recall@10 0.955 / 0.975 / 0.98 at coarse
- * 30 000 / 40 000 / 50 000, and with coarse 50 000, middle at 4 % / 6 % / 10 % of it gave
- * 0.94 / 0.96 / 0.98. bench/vector-bench.ts reproduces the sweep.
- */
-function stageSizes(allowed: number, k: number, candidates?: number): { coarse: number; middle: number; rescore: number } {
-  const coarse = Math.min(allowed, Math.max(1, Math.floor(candidates ?? clamp(Math.ceil(allowed * COARSE_FRACTION), COARSE_MIN, COARSE_MAX))));
-  const estimateWanted = Math.max(RESCORE_MIN, RESCORE_PER_K * k);
-  const middle = Math.min(coarse, Math.max(estimateWanted, MIDDLE_MIN, Math.ceil(coarse * MIDDLE_FRACTION)));
-  const rescoreWanted = Math.max(RESCORE_MIN, Math.min(estimateWanted, k + RESCORE_MARGIN));
-  return { coarse, middle, rescore: Math.min(middle, rescoreWanted) };
-}
-
-function clamp(x: number, lo: number, hi: number): number {
-  return x < lo ? lo : x > hi ? hi : x;
-}
-
-function denseIds(values: readonly number[], lookup: (v: number) => number | undefined): number[] {
-  const out: number[] = [];
-  for (const v of values) {
-    const id = lookup(v);
-    if (id !== undefined) out.push(id);
-  }
-  return out;
-}
-
-/** u16 table of `span` entries: 0 for allowed ids, MASKED for the rest. */
-function fillTable(u16: Uint16Array, at: number, span: number, allowed: number[]): void {
-  u16.fill(MASKED, at, at + span);
-  for (const id of allowed) u16[at + id] = 0;
-}
-
-/** Byte offsets (16-aligned) of named regions laid out back to back, plus the total. */
-function carve<T extends Record<string, number>>(sizes: T): { [K in keyof T]: number } & { total: number } {
-  const out: Record<string, number> = {};
-  let off = 0;
-  for (const [name, bytes] of Object.entries(sizes)) {
-    out[name] = off;
-    off += round16(bytes);
-  }
-  out.total = off;
-  return out as { [K in keyof T]: number } & { total: number };
+  return a.query === b.query && a.allow === b.allow && a.partition === b.partition && a.version === b.version && a.coarse === b.coarse && a.cap === b.cap && a.probe === b.probe;
 }

@@ -7,11 +7,12 @@ import { Encoder } from "./encode.ts";
 import { makeLayout } from "./layout.ts";
 import { Rotation } from "./rotation.ts";
 import { RowStore } from "./rows.ts";
+import type { TrainingStats } from "./retrain.ts";
 import { Searcher } from "./search.ts";
 import type { SearchOptions, SearchResult, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
 import { instantiateKernels } from "./wasm/kernels.ts";
 
-export class VectorIndexImpl implements VectorIndex {
+export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
   readonly dim: number;
   private readonly arena: Arena;
   private readonly rows: RowStore;
@@ -23,7 +24,12 @@ export class VectorIndexImpl implements VectorIndex {
     this.arena = new Arena([layout.sideBlockBytes, layout.scanBlockBytes]);
     const kernels = instantiateKernels(layout, this.arena.memory);
     const encoder = new Encoder(layout, new Rotation(layout.dim, layout.padDim, opts.seed));
-    this.rows = new RowStore(layout, this.arena, encoder, opts.center, Math.max(1, Math.floor(opts.centerSample ?? 1024)));
+    const policy = {
+      lists: Math.max(0, Math.floor(opts.lists ?? 0)),
+      trainAt: Math.max(2, opts.trainAt ?? 65_536),
+      retrainGrowth: Math.max(1.5, opts.retrainGrowth ?? 4),
+    };
+    this.rows = new RowStore(layout, this.arena, encoder, kernels, opts.center, Math.max(1, Math.floor(opts.centerSample ?? 1024)), policy);
     const exactBelow = Math.max(0, Math.floor(opts.exactBelow ?? 1024));
     this.searcher = new Searcher(this.rows, this.arena, kernels, encoder, opts.source, exactBelow);
   }
@@ -46,6 +52,27 @@ export class VectorIndexImpl implements VectorIndex {
 
   partitionSize(partition: string): number {
     return this.rows.partition(partition)?.n ?? 0;
+  }
+
+  rebuild(partition: string): void {
+    const p = this.rows.partition(partition);
+    if (p) this.rows.rebuild(p);
+  }
+
+  get training(): TrainingStats {
+    return { ...this.rows.retrains.stats };
+  }
+
+  flushTraining(): void {
+    this.rows.retrains.flush();
+  }
+
+  whenTrained(): Promise<void> {
+    return this.rows.retrains.idle();
+  }
+
+  listCount(partition: string): number {
+    return this.rows.partition(partition)?.lists.length ?? 0;
   }
 
   add(rows: readonly VectorRow[]): void {

@@ -5,6 +5,7 @@ import { type Config, loadConfig } from "../../src/config/config.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import type { ModelCatalog } from "../../src/models/roles.ts";
 import type { Resolver } from "../../src/net/address-rules.ts";
+import type { MemoryIndexOptions } from "../../src/search/memory-backend.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
 import { makeTempDir, removeDir } from "./temp.ts";
 import { until } from "./wait.ts";
@@ -28,6 +29,8 @@ export interface TestAppOptions {
   prefix?: string;
   /** Opens this existing data dir instead of a fresh temp dir; `close()` then leaves it in place. */
   dataDir?: string;
+  /** Vector index tuning for search (e.g. a low `trainAt` so a small account gets inverted lists). */
+  vectorIndex?: MemoryIndexOptions;
 }
 
 /**
@@ -51,6 +54,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: TestA
     models: opts.models,
     resolve: opts.resolve,
     queryEmbedder: opts.queryEmbedder,
+    vectorIndex: opts.vectorIndex,
   });
   return {
     app,

@@ -3,6 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { IndexStore, type ShotInput, type TranscriptInput } from "../../src/indexing/store.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
+import type { MemoryIndexOptions } from "../../src/search/memory-backend.ts";
 import { VideoStore } from "../../src/videos/store.ts";
 import { startTestApp, type TestApp } from "../helpers/app.ts";
 
@@ -12,11 +13,11 @@ export interface SearchTestApp extends TestApp {
   index: IndexStore;
 }
 
-/** The test app (test/helpers/app.ts) with search limits lifted, an optional embedder and the index store. */
-export async function startSearchApp(opts: { env?: Record<string, string>; embedder?: QueryEmbedder } = {}): Promise<SearchTestApp> {
+/** The test app (test/helpers/app.ts) with search limits lifted, an optional embedder and vector index tuning, and the index store. */
+export async function startSearchApp(opts: { env?: Record<string, string>; embedder?: QueryEmbedder; vectorIndex?: MemoryIndexOptions } = {}): Promise<SearchTestApp> {
   const t = await startTestApp(
     { VSEARCH_RATE_LIMIT_SEARCH: "100000", VSEARCH_RATE_LIMIT_MOMENT: "100000", ...opts.env },
-    { queryEmbedder: opts.embedder, prefix: "vsearch-search-" },
+    { queryEmbedder: opts.embedder, vectorIndex: opts.vectorIndex, prefix: "vsearch-search-" },
   );
   return Object.assign(t, { index: new IndexStore(t.app.internals.db, true) });
 }

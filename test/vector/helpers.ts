@@ -10,6 +10,8 @@ export function indexOf(
   ds: Dataset,
   opts: Partial<VectorIndexOptions> = {},
   partitionOf: (i: number) => string = () => "acct",
+  /** Finish background retrains after every batch (as if the event loop turned between them). */
+  settleEach = false,
 ): { index: VectorIndex; source: ReturnType<typeof createMemoryVectorSource> } {
   const source = createMemoryVectorSource();
   const index = createVectorIndex({ dim: ds.dim, source, ...opts });
@@ -18,7 +20,12 @@ export function indexOf(
     source.set(1000 + i, row(ds, i));
     rows.push({ rowId: 1000 + i, vector: row(ds, i), partition: partitionOf(i), groupA: ds.collection[i], groupB: ds.video[i] });
   }
-  for (let i = 0; i < rows.length; i += 2048) index.add(rows.slice(i, i + 2048));
+  for (let i = 0; i < rows.length; i += 2048) {
+    index.add(rows.slice(i, i + 2048));
+    if (settleEach) index.flushTraining();
+  }
+  // Growth retrains run in the background (event-loop turns); these tests want the trained state.
+  index.flushTraining();
   return { index, source };
 }
 

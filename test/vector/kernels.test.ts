@@ -177,6 +177,24 @@ describe("the other kernels", () => {
     });
   });
 
+  it("dots4 equals the 4-bit codes dotted with each i16 centroid, computed in JS", () => {
+    const s = 5, C = 7;
+    const rp = side(s) + L.offRefine + (s & 127) * L.refineBytes;
+    for (let i = 0; i < L.refineBytes; i++) a.u8[rp + i] = (rand() * 256) | 0;
+    const cents = tabs + 16384, out = cents + C * L.padDim * 2;
+    for (let j = 0; j < C * L.padDim; j++) a.i16[cents / 2 + j] = Math.round((rand() * 2 - 1) * 1000);
+    K.dots4(rp, cents, C, out);
+    for (let c = 0; c < C; c++) {
+      let S = 0;
+      for (let j = 0; j < L.padDim; j++) {
+        const g = j >> 5, r = j & 31;
+        const byte = a.u8[rp + g * 16 + (r & 15)];
+        S += a.i16[cents / 2 + c * L.padDim + j] * (r < 16 ? byte & 15 : byte >> 4);
+      }
+      expect(a.i32[out / 4 + c]).toBe(S);
+    }
+  });
+
   it("buildMaskIds matches rows against short id lists (empty list = no filter)", () => {
     const idsA = tabs + 256, idsB = idsA + 64;
     for (let s = 0; s < rows; s++) {

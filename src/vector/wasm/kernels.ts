@@ -258,6 +258,45 @@ function refine(L: Layout): Fn {
 }
 
 /**
+ * dots4(rp, cents, C, out): out[c] = Σ_j u_j · cents[c][j] (i32) for c < C — one row's 4-bit codes
+ * (at rp, the side block's nibble layout, u_j = 0..15) against C i16 vectors of padDim (list
+ * centroids). Assigns a row to its inverted list; the caller turns the sums into scores.
+ * Same inner loop as refine, with the centroids in the outer loop.
+ */
+function dots4(L: Layout): Fn {
+  const f = new Fn("dots4", ["i32", "i32", "i32", "i32"], []);
+  const [rp, cents, C, out] = [0, 1, 2, 3];
+  const acc = f.local("v128"), v = f.local("v128"), lo = f.local("v128"), hi = f.local("v128"), nib = f.local("v128");
+  f.i32(0x0f).simd(Simd.i8x16_splat).set(nib);
+  f.block().loop();
+  f.get(C).op(Op.i32_eqz).brIf(1);
+  f.i32(0).simd(Simd.i32x4_splat).set(acc);
+  for (let g = 0; g < L.padDim / 32; g++) {
+    f.get(rp).vmem(Simd.v128_load, 16 * g).tee(v).get(nib).simd(Simd.v128_and).set(lo);
+    f.get(v).i32(4).simd(Simd.i8x16_shr_u).set(hi);
+    const parts: [number, number, number][] = [
+      [lo, Simd.i16x8_extend_low_i8x16_u, 0],
+      [lo, Simd.i16x8_extend_high_i8x16_u, 8],
+      [hi, Simd.i16x8_extend_low_i8x16_u, 16],
+      [hi, Simd.i16x8_extend_high_i8x16_u, 24],
+    ];
+    for (const [src, ext, dimOff] of parts) {
+      f.get(src).simd(ext).get(cents).vmem(Simd.v128_load, (32 * g + dimOff) * 2).simd(Simd.i32x4_dot_i16x8_s);
+      f.get(acc).simd(Simd.i32x4_add).set(acc);
+    }
+  }
+  f.get(out);
+  f.get(acc).lane(Simd.i32x4_extract_lane, 0).get(acc).lane(Simd.i32x4_extract_lane, 1).op(Op.i32_add);
+  f.get(acc).lane(Simd.i32x4_extract_lane, 2).get(acc).lane(Simd.i32x4_extract_lane, 3).op(Op.i32_add).op(Op.i32_add);
+  f.mem(Op.i32_store, 0, 2);
+  f.get(cents).i32(L.padDim * 2).op(Op.i32_add).set(cents);
+  f.get(out).i32(4).op(Op.i32_add).set(out);
+  f.get(C).i32(1).op(Op.i32_sub).set(C);
+  f.br(0).end().end();
+  return f;
+}
+
+/**
  * buildMask(sideTable, nChunks, tableA, tableB, flags, mask): for every slot of the nChunks
  * chunks, mask[slot] = (flags&1 ? tableA[groupA] : 0) | (flags&2 ? tableB[groupB] : 0), the
  * tables being u16 (0 allowed, 0xFFFF not) indexed by dense group id.
@@ -352,6 +391,7 @@ export interface Kernels {
   refine(slots: number, n: number, sideTable: number, q16: number, invScale: number, offset: number, out: number): void;
   buildMask(sideTable: number, nChunks: number, tableA: number, tableB: number, flags: number, mask: number): void;
   buildMaskIds(sideTable: number, nChunks: number, idsA: number, nA: number, idsB: number, nB: number, mask: number): void;
+  dots4(rp: number, cents: number, C: number, out: number): void;
 }
 
 /** The module bytes for a layout (exported for tests that inspect/validate them). */
@@ -360,7 +400,7 @@ export function kernelModuleBytes(L: Layout): Uint8Array<ArrayBuffer> {
     scan(L, { name: "scanDist", masked: true, writeDist: true, candidates: false }),
     scan(L, { name: "scanMasked", masked: true, writeDist: false, candidates: true }),
     scan(L, { name: "scanAll", masked: false, writeDist: false, candidates: true }),
-    histogram(), collect(), refine(L), buildMask(L), buildMaskIds(L),
+    histogram(), collect(), refine(L), buildMask(L), buildMaskIds(L), dots4(L),
   ]);
 }
 
