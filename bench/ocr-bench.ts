@@ -33,7 +33,8 @@ import type { ActiveModel, ModelCatalog } from "../src/pipeline/deps.ts";
 import { resolveToolFiles } from "../src/runtime/native-files.ts";
 
 const ROOT = join(import.meta.dirname, "..");
-const SHARED = join(ROOT, "..", "shared");
+// ../shared from the main checkout; ../../shared from a worktree under /work/wt.
+const SHARED = [join(ROOT, "..", "shared"), join(ROOT, "..", "..", "shared")].find(existsSync) ?? join(ROOT, "..", "shared");
 const CLIPS = join(SHARED, "media", "video", "clips");
 const FONTS = "/usr/share/fonts/truetype";
 const FONT_FILES: Record<string, string> = {
