@@ -15,6 +15,7 @@
  *      query for a word shown in exo_roadtrip-vp92-10bit.webm finds it (modes=ocr).
  *
  * Run: node_modules/.bin/bun bench/ocr-bench.ts   → prints tables, writes bench/results/ocr.json
+ *      (--cer-only: parts 1 and 2 only; --quick: also only 24 and 48 px)
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -32,7 +33,8 @@ import type { ActiveModel, ModelCatalog } from "../src/pipeline/deps.ts";
 import { resolveToolFiles } from "../src/runtime/native-files.ts";
 
 const ROOT = join(import.meta.dirname, "..");
-const SHARED = join(ROOT, "..", "shared");
+// ../shared from the main checkout; ../../shared from a worktree under /work/wt.
+const SHARED = [join(ROOT, "..", "shared"), join(ROOT, "..", "..", "shared")].find(existsSync) ?? join(ROOT, "..", "shared");
 const CLIPS = join(SHARED, "media", "video", "clips");
 const FONTS = "/usr/share/fonts/truetype";
 const FONT_FILES: Record<string, string> = {
@@ -197,7 +199,7 @@ async function main() {
   const worst = [...cer.rows].filter((x) => x.size >= 24 && x.cer > 0.05).map((x) => `${x.size}px ${x.font} / ${x.background}: "${x.text}" → "${x.read}"`);
   if (worst.length) console.log(`≥ 24 px above 5 %:\n  ${worst.join("\n  ")}`);
 
-  const real = (process.argv.includes("--quick") ? [] : ["exo_roadtrip-vp92-10bit.webm", "exo_london_skyline_360p.mp4", "mdn_friday_his-girl-friday.mp4"]).map((c) => join(CLIPS, c)).filter(existsSync);
+  const real = (process.argv.includes("--quick") || process.argv.includes("--cer-only") ? [] : ["exo_roadtrip-vp92-10bit.webm", "exo_london_skyline_360p.mp4", "mdn_friday_his-girl-friday.mp4"]).map((c) => join(CLIPS, c)).filter(existsSync);
   let share: unknown = null;
   if (real.length) {
     const haveModels = existsSync(CLIP_MODEL.dir) && existsSync(WHISPER_MODEL.dir);

@@ -26,6 +26,11 @@ const CASES = [
   { name: "serif-36-yellow", bg: flat("yellow"), text: "Museum opening hours", style: `fontfile=${FONTS}/dejavu/DejaVuSerif.ttf:fontsize=36:fontcolor=black:x=200:y=200` },
   { name: "liberation-bold-48-white", bg: flat("white"), text: "Emergency exit", style: `fontfile=${FONTS}/liberation/LiberationSans-Bold.ttf:fontsize=48:fontcolor=darkred:x=300:y=500` },
   { name: "mono-30-footage-outline", bg: footage, text: "Lap time 1 minute", style: `fontfile=${FONTS}/liberation/LiberationMono-Regular.ttf:fontsize=30:fontcolor=white:borderw=3:bordercolor=black:x=120:y=600` },
+  // White text, thin dark outline, over the bright field of the footage (as bright as the letters):
+  // the first pass reads nothing here, and the fill pass read blobs until the halo of bright footage
+  // round the outline was told apart from the letters (src/ocr/read-frame.ts, outlinedFill).
+  { name: "sans-48-bright-footage-outline", bg: footage.replace("start=2", "start=3"), text: "Harbour museum quarterly", style: `fontfile=${FONTS}/dejavu/DejaVuSans.ttf:fontsize=48:fontcolor=white:borderw=2:bordercolor=black:x=64:y=(h-th)/2` },
+  { name: "serif-20-bright-footage-outline", bg: footage.replace("start=2", "start=3"), text: "Opening festival street platform", style: `fontfile=${FONTS}/dejavu/DejaVuSerif.ttf:fontsize=20:fontcolor=white:borderw=2:bordercolor=black:x=64:y=(h-th)/2` },
   { name: "sans-40-footage-box", bg: footage, text: "Harbour lighthouse tour", style: `fontfile=${FONTS}/dejavu/DejaVuSans.ttf:fontsize=40:fontcolor=white:box=1:boxcolor=black:boxborderw=10:x=(w-tw)/2:y=h-120` },
 ];
 
