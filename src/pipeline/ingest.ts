@@ -139,6 +139,7 @@ export class IngestPipeline implements JobHandler {
           jpegDir ? { dir: jpegDir, frames } : null,
         ).catch(toFailure),
       );
+      // The one write of the shots: with their thumbnails, after both exist.
       d.index.replaceShots(run.scope, scenes.map((s, i) => ({ ...s, thumbnailPath: thumbs.shots[i] })), clip?.modelId ?? null);
       // Searchable from here on; the enrichment stages run next.
       d.videos.update(video.id, { poster_path: thumbs.poster, status: "ready" });
@@ -268,7 +269,10 @@ export class IngestPipeline implements JobHandler {
     return { shots, frames };
   }
 
-  /** One row per shot: keyframe, mean embedding, zero-shot labels. */
+  /**
+   * One row per shot: keyframe, mean embedding, zero-shot labels. Built here, written once by
+   * `index` together with their thumbnails (the thumbnails need the keyframes chosen here).
+   */
   private async scenes(r: Run, clip: ActiveModel | null, shots: Shot[], frames: EmbeddedFrame[]) {
     const finalShots: Shot[] = shots.length ? shots : syntheticShot(r.info, frames);
     let labelNote: string | undefined = clip ? undefined : "no image-text model: shots stored without labels";
@@ -282,7 +286,6 @@ export class IngestPipeline implements JobHandler {
         : null;
       return buildScenes(labelVectors, finalShots, frames);
     });
-    this.d.index.replaceShots(r.scope, scenes, clip?.modelId ?? null);
     r.stages.record("scenes", { status: "ran", took_ms: ms, count: scenes.length, ...(clip ? { model_id: clip.modelId } : {}), ...(labelNote ? { reason: labelNote } : {}) });
     r.stages.check();
     return scenes;
