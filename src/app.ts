@@ -196,6 +196,23 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   });
   // Worker threads start on the first frame with text; at most ocr_threads of them (each one core).
   const ocr = config.ocrThreads > 0 ? new OcrEngine({ paths: opts.runtime.ocr ?? devOcrPaths(), workers: config.ocrThreads }) : null;
+  // Called only after the runner below exists (retries wake it; completions run inside it).
+  const jobs = new JobService(jobStore, db, {
+    resetVideo: (id) => videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
+    wake: () => runner.wake(),
+    videoDone: (id) => {
+      const v = videoStore.getById(id);
+      if (!v) return null;
+      videoStore.update(id, { status: "ready", progress_pct: 100, storage_bytes: files.bytesOf(id) });
+      return { durationSecs: v.duration_secs ?? 0 };
+    },
+    videoFailed: (id, error) => videoStore.update(id, { status: "failed", error_code: error.code, error_message: error.message }),
+    charge: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
+    searchable: (videoId, accountId) => {
+      playback.enqueue(videoId, accountId, new Date(now()).toISOString());
+      setTimeout(() => renditions.wake(), 0); // after the job has left the runner
+    },
+  }, events);
   const pipeline = new IngestPipeline({
     db,
     videos: videoStore,
@@ -212,11 +229,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     frameIntervalSecs: config.frameIntervalSecs,
     logger,
     onIndexed: (videoId) => search.indexes.onVideoIndexed(videoId),
-    onCompleted: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
-    onSearchable: (videoId, accountId) => {
-      playback.enqueue(videoId, accountId, new Date(now()).toISOString());
-      setTimeout(() => renditions.wake(), 0); // after the job has left the runner
-    },
+    completion: jobs,
   });
   const storage = new StorageHealth(config.dataDir);
   const runner = new JobRunner(jobStore, pipeline, {
@@ -233,10 +246,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   });
   const webhooks = new WebhookService(db, webhookStore, events, accountStore, secretBox, { allowNetworks, resolve: opts.resolve }, () => dispatcher.wake(), now);
   const accountDeletion = new AccountDeletion(db, accountStore, events, webhookStore, dispatcher, videos);
-  const jobs = new JobService(jobStore, db, {
-    resetVideo: (id) => videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
-    wake: () => runner.wake(),
-  });
   const media = new MediaService(new MediaStore(db), files, signer);
   const exports = new ExportService(videos, playback, files, bins, {
     clipUrl: (videoId, file) => {

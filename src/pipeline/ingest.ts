@@ -314,26 +314,13 @@ export class IngestPipeline implements JobHandler {
     r.stages.check();
   }
 
+  /** The job's end is the jobs domain's: one transaction there (jobs/service.ts). */
   complete(job: JobRow, owner: string): void {
-    const d = this.d;
-    d.db.transaction(() => {
-      if (!d.jobs.finish(job.id, owner, "done")) return;
-      const v = d.videos.getById(job.video_id);
-      if (!v) return;
-      d.videos.update(v.id, { status: "ready", progress_pct: 100, storage_bytes: d.files.bytesOf(v.id) });
-      d.events.record(job.account_id, "job.completed", { job_id: job.id, video_id: job.video_id });
-      d.onCompleted?.(job.account_id, v.duration_secs ?? 0);
-      d.onSearchable?.(v.id, job.account_id);
-    })();
+    this.d.completion.complete(job, owner);
   }
 
   fail(job: JobRow, owner: string, error: JobError): void {
-    const d = this.d;
-    d.db.transaction(() => {
-      if (!d.jobs.finish(job.id, owner, "failed", error)) return; // deleted meanwhile: nothing to announce
-      d.videos.update(job.video_id, { status: "failed", error_code: error.code, error_message: error.message });
-      d.events.record(job.account_id, "job.failed", { job_id: job.id, video_id: job.video_id, error });
-    })();
+    this.d.completion.fail(job, owner, error);
   }
 }
 
