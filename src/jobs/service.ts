@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { AppError, notFound } from "../core/errors.ts";
 import type { Page } from "../core/paging.ts";
 import { offsetOf } from "../core/paging.ts";
+import type { EventPublisher } from "../events/bus.ts";
 import type { EventStore } from "../events/store.ts";
 import type { JobError } from "./runner.ts";
 import type { JobStore } from "./store.ts";
@@ -14,8 +15,6 @@ import { type Job, type JobRow, type JobStatus, toJob } from "./schema.ts";
 export interface JobHooks {
   /** Inside the retry's transaction: the video goes back to `queued` with its error cleared. */
   resetVideo(videoId: string): void;
-  /** After commit: start the job now instead of at the next poll. */
-  wake(): void;
   /**
    * Inside the completion transaction: the video becomes `ready` at 100 % with its storage
    * counted. Null when the video is gone (deleted meanwhile): nothing more happens.
@@ -30,6 +29,8 @@ export interface JobHooks {
    * durably but never delay it (the web rendition queue, SPEC §11).
    */
   searchable(videoId: string, accountId: string): void;
+  /** job.retried, job.completed: published after their transaction commits (events/bus.ts). */
+  bus: EventPublisher;
 }
 
 export class JobService {
@@ -76,7 +77,7 @@ export class JobService {
       hooks.resetVideo(r.video_id);
       return r;
     }).immediate();
-    hooks.wake();
+    hooks.bus.publish({ type: "job.retried", jobId: row.id });
     return toJob(row);
   }
 
@@ -87,14 +88,17 @@ export class JobService {
    */
   complete(job: JobRow, owner: string): void {
     const { db, hooks, events } = this.completionParts();
-    db.transaction(() => {
-      if (!this.store.finish(job.id, owner, "done")) return;
-      const video = hooks.videoDone(job.video_id);
-      if (!video) return;
-      events.record(job.account_id, "job.completed", { job_id: job.id, video_id: job.video_id });
-      hooks.charge(job.account_id, video.durationSecs);
-      hooks.searchable(job.video_id, job.account_id);
-    })();
+    hooks.bus.afterCommit(() =>
+      db.transaction(() => {
+        if (!this.store.finish(job.id, owner, "done")) return;
+        const video = hooks.videoDone(job.video_id);
+        if (!video) return;
+        events.record(job.account_id, "job.completed", { job_id: job.id, video_id: job.video_id });
+        hooks.charge(job.account_id, video.durationSecs);
+        hooks.searchable(job.video_id, job.account_id);
+        hooks.bus.publish({ type: "job.completed", jobId: job.id, videoId: job.video_id, accountId: job.account_id });
+      })(),
+    );
   }
 
   /** A job's run failed for good: the job and its video are `failed` and job.failed is recorded, in one transaction. */

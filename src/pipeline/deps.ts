@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { Logger } from "../core/logger.ts";
+import type { EventPublisher } from "../events/bus.ts";
 import type { EventStore } from "../events/store.ts";
 import type { InferencePool } from "../inference/pool.ts";
 import type { IndexStore } from "../indexing/store.ts";
@@ -33,8 +34,8 @@ export interface PipelineDeps {
   /** Whisper's per-window token cap (config speech_max_tokens). */
   speechMaxTokens: number;
   logger: Logger;
-  /** After a video's rows are written (search keeps in-memory indexes in step). */
-  onIndexed?: (videoId: string) => void;
+  /** `video.content_changed` after a stage's rows are committed (search keeps its caches in step). */
+  bus: EventPublisher;
   /** Marks a run's job done or failed (jobs/service.ts owns that transaction). */
   completion: Pick<JobService, "complete" | "fail">;
 }

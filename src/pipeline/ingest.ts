@@ -149,7 +149,7 @@ export class IngestPipeline implements JobHandler {
         count: thumbs.shots.filter(Boolean).length,
         ...(thumbs.shotsFromPass || thumbs.posterFromPass ? { reason: passNote(thumbs.shotsFromPass, thumbs.posterFromPass) } : {}),
       });
-      d.onIndexed?.(video.id);
+      d.bus.publish({ type: "video.content_changed", videoId: video.id });
       const shots: Shot[] = scenes.map((s, i) => ({ index: i, start: s.start, end: s.end }));
       return { run, visual: { shots, keyframesOnly } };
     } finally {
@@ -196,7 +196,7 @@ export class IngestPipeline implements JobHandler {
       r.stages.record(e.name, outcome);
       left.shift();
       if (job.lease_owner) this.d.jobs.setPending(job.id, job.lease_owner, left);
-      this.d.onIndexed?.(r.scope.videoId);
+      this.d.bus.publish({ type: "video.content_changed", videoId: r.scope.videoId });
     }
   }
 
