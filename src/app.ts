@@ -18,6 +18,7 @@ import { Metrics } from "./observability/metrics.ts";
 import type { Services } from "./services.ts";
 import { loadOrCreateSecret, UrlSigner } from "./signing/url-signer.ts";
 import { VERSION } from "./version.ts";
+import { EventBus } from "./events/bus.ts";
 import { EventStore } from "./events/store.ts";
 import { IndexStore } from "./indexing/store.ts";
 import { JobStore } from "./jobs/store.ts";
@@ -164,15 +165,16 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     version: VERSION,
     now,
   });
+  // Domain events after commit; their subscribers are wired in one place, below ("Events").
+  const bus = new EventBus((type, err) => logger.error("event subscriber failed", { event: type, err: err instanceof Error ? err.stack : String(err) }));
   const credits = new CreditService(db, new CreditStore(db), events, {
     perMinute: config.creditsPerMinute,
     perSearch: config.creditsPerSearch,
     lowThreshold: config.creditsLowThreshold,
-  }, () => dispatcher.wake());
+  }, bus);
   const indexStore = new IndexStore(db, Boolean(opts.runtime.vecExtension));
   const videoStore = new VideoStore(db);
-  // Deleted videos leave the search indexes (the search domain is built below; called only later).
-  const videos = new VideoService(db, videoStore, jobStore, events, indexStore, files, mediaUrls, (ids) => search.indexes.onVideosDeleted(ids));
+  const videos = new VideoService(db, videoStore, jobStore, events, indexStore, files, mediaUrls, bus);
   const collections = new CollectionService(
     new CollectionStore(db),
     { purgeVideos: (accountId, ids) => videos.purgeVideos(accountId, ids) },
@@ -200,6 +202,20 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   });
   // Worker threads start on the first frame with text; at most ocr_threads of them (each one core).
   const ocr = config.ocrThreads > 0 ? new OcrEngine({ paths: opts.runtime.ocr ?? devOcrPaths(), workers: config.ocrThreads }) : null;
+  // Called only after the runner below exists (retries wake it; completions run inside it).
+  const jobs = new JobService(jobStore, db, {
+    resetVideo: (id) => videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
+    bus,
+    videoDone: (id) => {
+      const v = videoStore.getById(id);
+      if (!v) return null;
+      videoStore.update(id, { status: "ready", progress_pct: 100, storage_bytes: files.bytesOf(id) });
+      return { durationSecs: v.duration_secs ?? 0 };
+    },
+    videoFailed: (id, error) => videoStore.update(id, { status: "failed", error_code: error.code, error_message: error.message }),
+    charge: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
+    searchable: (videoId, accountId) => playback.enqueue(videoId, accountId, new Date(now()).toISOString()),
+  }, events);
   const pipeline = new IngestPipeline({
     db,
     videos: videoStore,
@@ -215,12 +231,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     speechMaxTokens: config.speechMaxTokens,
     frameIntervalSecs: config.frameIntervalSecs,
     logger,
-    onIndexed: (videoId) => search.indexes.onVideoIndexed(videoId),
-    onCompleted: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
-    onSearchable: (videoId, accountId) => {
-      playback.enqueue(videoId, accountId, new Date(now()).toISOString());
-      setTimeout(() => renditions.wake(), 0); // after the job has left the runner
-    },
+    bus,
+    completion: jobs,
   });
   const storage = new StorageHealth(config.dataDir);
   const runner = new JobRunner(jobStore, pipeline, {
@@ -231,16 +243,20 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     diskFull: () => storage.isFull(),
   });
   const renditions = new RenditionWorker(playback, files, bins, { logger, now, idle: () => runner.active === 0 && !storage.isFull() });
-  const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, (accountId) => credits.assertCanSpend(accountId), () => {
+  const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, (accountId) => credits.assertCanSpend(accountId), bus);
+  const webhooks = new WebhookService(db, webhookStore, events, accountStore, secretBox, { allowNetworks, resolve: opts.resolve }, bus, now);
+
+  // Events: every reaction to a committed change, in one place (docs/ARCHITECTURE.md "Events").
+  bus.subscribe("videos.deleted", (e) => search.indexes.onVideosDeleted(e.videoIds));
+  bus.subscribe("video.content_changed", (e) => search.indexes.onVideoIndexed(e.videoId));
+  bus.subscribe("video.accepted", () => {
     runner.wake();
-    dispatcher.wake();
+    dispatcher.wake(); // video.created is in the outbox
   });
-  const webhooks = new WebhookService(db, webhookStore, events, accountStore, secretBox, { allowNetworks, resolve: opts.resolve }, () => dispatcher.wake(), now);
+  bus.subscribe("job.retried", () => runner.wake());
+  bus.subscribe("job.completed", () => setTimeout(() => renditions.wake(), 0)); // after the job has left the runner
+  bus.subscribe("outbox.written", () => dispatcher.wake());
   const accountDeletion = new AccountDeletion(db, accountStore, events, webhookStore, dispatcher, videos);
-  const jobs = new JobService(jobStore, db, {
-    resetVideo: (id) => videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
-    wake: () => runner.wake(),
-  });
   const media = new MediaService(new MediaStore(db), files, signer);
   const exports = new ExportService(videos, playback, files, bins, {
     clipUrl: (videoId, file) => {

@@ -1,3 +1,4 @@
+import type { EventPublisher } from "../events/bus.ts";
 import type { Database } from "bun:sqlite";
 import { AppError, notFound } from "../core/errors.ts";
 import type { EventStore } from "../events/store.ts";
@@ -24,7 +25,8 @@ export class CreditService {
     private readonly store: CreditStore,
     private readonly events: EventStore,
     private readonly settings: CreditSettings,
-    private readonly onEvent: () => void = () => {},
+    /** `outbox.written` when credits.low/exhausted is recorded, delivered once the charge commits. */
+    private readonly bus: EventPublisher,
   ) {}
 
   show(accountId: string): { user_id: string; balance: number | null; metered: boolean; low_threshold: number; ledger: LedgerRow[] } {
@@ -46,7 +48,7 @@ export class CreditService {
       }
       return { after, fired: false };
     })();
-    if (after.fired) this.onEvent();
+    if (after.fired) this.bus.publish({ type: "outbox.written", accountId });
     return { balance: after.after };
   }
 
@@ -86,11 +88,11 @@ export class CreditService {
    * transaction becomes a savepoint there, and keeps charge + events atomic when called alone.
    */
   chargeIndexing(accountId: string, durationSecs: number): void {
-    this.db.transaction(() => this.charge(accountId, (Math.max(durationSecs, 0) / 60) * this.settings.perMinute, "indexing"))();
+    this.bus.afterCommit(() => this.db.transaction(() => this.charge(accountId, (Math.max(durationSecs, 0) / 60) * this.settings.perMinute, "indexing"))());
   }
 
   chargeSearch(accountId: string): void {
-    this.db.transaction(() => this.charge(accountId, this.settings.perSearch, "search"))();
+    this.bus.afterCommit(() => this.db.transaction(() => this.charge(accountId, this.settings.perSearch, "search"))());
   }
 
   private charge(accountId: string, cost: number, reason: string): void {
@@ -113,6 +115,6 @@ export class CreditService {
       this.events.record(accountId, "credits.exhausted", { balance: after });
       fired = true;
     }
-    if (fired) this.onEvent();
+    if (fired) this.bus.publish({ type: "outbox.written", accountId });
   }
 }

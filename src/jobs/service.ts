@@ -2,21 +2,43 @@ import type { Database } from "bun:sqlite";
 import { AppError, notFound } from "../core/errors.ts";
 import type { Page } from "../core/paging.ts";
 import { offsetOf } from "../core/paging.ts";
+import type { EventPublisher } from "../events/bus.ts";
+import type { EventStore } from "../events/store.ts";
+import type { JobError } from "./runner.ts";
 import type { JobStore } from "./store.ts";
-import { type Job, type JobStatus, toJob } from "./schema.ts";
+import { type Job, type JobRow, type JobStatus, toJob } from "./schema.ts";
 
-export interface JobRetryHooks {
+/**
+ * What a job's changes do to the rest of the appliance. jobs/ sits below videos/ and credits/
+ * (test/architecture/layers.ts), so those writes come in as hooks, wired in app.ts.
+ */
+export interface JobHooks {
   /** Inside the retry's transaction: the video goes back to `queued` with its error cleared. */
   resetVideo(videoId: string): void;
-  /** After commit: start the job now instead of at the next poll. */
-  wake(): void;
+  /**
+   * Inside the completion transaction: the video becomes `ready` at 100 % with its storage
+   * counted. Null when the video is gone (deleted meanwhile): nothing more happens.
+   */
+  videoDone(videoId: string): { durationSecs: number } | null;
+  /** Inside the failure transaction: the video becomes `failed` with the job's error. */
+  videoFailed(videoId: string, error: JobError): void;
+  /** Inside the completion transaction (credits are charged with the change they pay for). */
+  charge(accountId: string, durationSecs: number): void;
+  /**
+   * Inside the completion transaction, once the video is searchable: work that must follow it
+   * durably but never delay it (the web rendition queue, SPEC §11).
+   */
+  searchable(videoId: string, accountId: string): void;
+  /** job.retried, job.completed: published after their transaction commits (events/bus.ts). */
+  bus: EventPublisher;
 }
 
 export class JobService {
   constructor(
     private readonly store: JobStore,
     private readonly db?: Database,
-    private readonly hooks?: JobRetryHooks,
+    private readonly hooks?: JobHooks,
+    private readonly events?: EventStore,
   ) {}
 
   get(accountId: string, id: string): Job {
@@ -55,7 +77,42 @@ export class JobService {
       hooks.resetVideo(r.video_id);
       return r;
     }).immediate();
-    hooks.wake();
+    hooks.bus.publish({ type: "job.retried", jobId: row.id });
     return toJob(row);
+  }
+
+  /**
+   * A job's run ended well (the runner's lease `owner` still holds it): in one transaction the job
+   * is `done`, its video `ready`, the indexing is charged, job.completed is recorded for the
+   * webhook outbox and the web rendition is queued. A job deleted meanwhile changes nothing.
+   */
+  complete(job: JobRow, owner: string): void {
+    const { db, hooks, events } = this.completionParts();
+    hooks.bus.afterCommit(() =>
+      db.transaction(() => {
+        if (!this.store.finish(job.id, owner, "done")) return;
+        const video = hooks.videoDone(job.video_id);
+        if (!video) return;
+        events.record(job.account_id, "job.completed", { job_id: job.id, video_id: job.video_id });
+        hooks.charge(job.account_id, video.durationSecs);
+        hooks.searchable(job.video_id, job.account_id);
+        hooks.bus.publish({ type: "job.completed", jobId: job.id, videoId: job.video_id, accountId: job.account_id });
+      })(),
+    );
+  }
+
+  /** A job's run failed for good: the job and its video are `failed` and job.failed is recorded, in one transaction. */
+  fail(job: JobRow, owner: string, error: JobError): void {
+    const { db, hooks, events } = this.completionParts();
+    db.transaction(() => {
+      if (!this.store.finish(job.id, owner, "failed", error)) return; // deleted meanwhile: nothing to announce
+      hooks.videoFailed(job.video_id, error);
+      events.record(job.account_id, "job.failed", { job_id: job.id, video_id: job.video_id, error });
+    })();
+  }
+
+  private completionParts(): { db: Database; hooks: JobHooks; events: EventStore } {
+    if (!this.db || !this.hooks || !this.events) throw new Error("JobService completion needs the database, hooks and event store");
+    return { db: this.db, hooks: this.hooks, events: this.events };
   }
 }

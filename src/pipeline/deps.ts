@@ -1,8 +1,10 @@
 import type { Database } from "bun:sqlite";
 import type { Logger } from "../core/logger.ts";
+import type { EventPublisher } from "../events/bus.ts";
 import type { EventStore } from "../events/store.ts";
 import type { InferencePool } from "../inference/pool.ts";
 import type { IndexStore } from "../indexing/store.ts";
+import type { JobService } from "../jobs/service.ts";
 import type { JobStore } from "../jobs/store.ts";
 import type { MediaBins } from "../media/process.ts";
 import type { VideoFiles } from "../videos/files.ts";
@@ -32,13 +34,8 @@ export interface PipelineDeps {
   /** Whisper's per-window token cap (config speech_max_tokens). */
   speechMaxTokens: number;
   logger: Logger;
-  /** After a video's rows are written (search keeps in-memory indexes in step). */
-  onIndexed?: (videoId: string) => void;
-  /** Inside the completion transaction (credits are charged with the change they pay for). */
-  onCompleted?: (accountId: string, durationSecs: number) => void;
-  /**
-   * Inside the completion transaction, once the video is searchable: work that must follow it
-   * durably but never delay it (the web rendition queue, SPEC §11).
-   */
-  onSearchable?: (videoId: string, accountId: string) => void;
+  /** `video.content_changed` after a stage's rows are committed (search keeps its caches in step). */
+  bus: EventPublisher;
+  /** Marks a run's job done or failed (jobs/service.ts owns that transaction). */
+  completion: Pick<JobService, "complete" | "fail">;
 }

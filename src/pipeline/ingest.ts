@@ -139,6 +139,7 @@ export class IngestPipeline implements JobHandler {
           jpegDir ? { dir: jpegDir, frames } : null,
         ).catch(toFailure),
       );
+      // The one write of the shots: with their thumbnails, after both exist.
       d.index.replaceShots(run.scope, scenes.map((s, i) => ({ ...s, thumbnailPath: thumbs.shots[i] })), clip?.modelId ?? null);
       // Searchable from here on; the enrichment stages run next.
       d.videos.update(video.id, { poster_path: thumbs.poster, status: "ready" });
@@ -148,7 +149,7 @@ export class IngestPipeline implements JobHandler {
         count: thumbs.shots.filter(Boolean).length,
         ...(thumbs.shotsFromPass || thumbs.posterFromPass ? { reason: passNote(thumbs.shotsFromPass, thumbs.posterFromPass) } : {}),
       });
-      d.onIndexed?.(video.id);
+      d.bus.publish({ type: "video.content_changed", videoId: video.id });
       const shots: Shot[] = scenes.map((s, i) => ({ index: i, start: s.start, end: s.end }));
       return { run, visual: { shots, keyframesOnly } };
     } finally {
@@ -195,7 +196,7 @@ export class IngestPipeline implements JobHandler {
       r.stages.record(e.name, outcome);
       left.shift();
       if (job.lease_owner) this.d.jobs.setPending(job.id, job.lease_owner, left);
-      this.d.onIndexed?.(r.scope.videoId);
+      this.d.bus.publish({ type: "video.content_changed", videoId: r.scope.videoId });
     }
   }
 
@@ -268,7 +269,10 @@ export class IngestPipeline implements JobHandler {
     return { shots, frames };
   }
 
-  /** One row per shot: keyframe, mean embedding, zero-shot labels. */
+  /**
+   * One row per shot: keyframe, mean embedding, zero-shot labels. Built here, written once by
+   * `index` together with their thumbnails (the thumbnails need the keyframes chosen here).
+   */
   private async scenes(r: Run, clip: ActiveModel | null, shots: Shot[], frames: EmbeddedFrame[]) {
     const finalShots: Shot[] = shots.length ? shots : syntheticShot(r.info, frames);
     let labelNote: string | undefined = clip ? undefined : "no image-text model: shots stored without labels";
@@ -282,7 +286,6 @@ export class IngestPipeline implements JobHandler {
         : null;
       return buildScenes(labelVectors, finalShots, frames);
     });
-    this.d.index.replaceShots(r.scope, scenes, clip?.modelId ?? null);
     r.stages.record("scenes", { status: "ran", took_ms: ms, count: scenes.length, ...(clip ? { model_id: clip.modelId } : {}), ...(labelNote ? { reason: labelNote } : {}) });
     r.stages.check();
     return scenes;
@@ -311,26 +314,13 @@ export class IngestPipeline implements JobHandler {
     r.stages.check();
   }
 
+  /** The job's end is the jobs domain's: one transaction there (jobs/service.ts). */
   complete(job: JobRow, owner: string): void {
-    const d = this.d;
-    d.db.transaction(() => {
-      if (!d.jobs.finish(job.id, owner, "done")) return;
-      const v = d.videos.getById(job.video_id);
-      if (!v) return;
-      d.videos.update(v.id, { status: "ready", progress_pct: 100, storage_bytes: d.files.bytesOf(v.id) });
-      d.events.record(job.account_id, "job.completed", { job_id: job.id, video_id: job.video_id });
-      d.onCompleted?.(job.account_id, v.duration_secs ?? 0);
-      d.onSearchable?.(v.id, job.account_id);
-    })();
+    this.d.completion.complete(job, owner);
   }
 
   fail(job: JobRow, owner: string, error: JobError): void {
-    const d = this.d;
-    d.db.transaction(() => {
-      if (!d.jobs.finish(job.id, owner, "failed", error)) return; // deleted meanwhile: nothing to announce
-      d.videos.update(job.video_id, { status: "failed", error_code: error.code, error_message: error.message });
-      d.events.record(job.account_id, "job.failed", { job_id: job.id, video_id: job.video_id, error });
-    })();
+    this.d.completion.fail(job, owner, error);
   }
 }
 

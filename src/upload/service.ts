@@ -1,3 +1,4 @@
+import type { EventPublisher } from "../events/bus.ts";
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, writeSync } from "node:fs";
 import { copyFile, open, rm, stat } from "node:fs/promises";
@@ -36,7 +37,8 @@ export class UploadService {
     private readonly sniffer: ContainerSniffer,
     private readonly maxBytes: number,
     private readonly beforeAccept: (accountId: string) => void = () => {},
-    private readonly onAccepted: () => void = () => {},
+    /** `video.accepted` after the video and its job are committed (the runner starts it now). */
+    private readonly bus: EventPublisher,
   ) {}
 
   async upload(accountId: string, req: UploadRequest): Promise<{ job_id: string; video_id: string; status: "queued" }> {
@@ -134,7 +136,7 @@ export class UploadService {
     this.beforeAccept(accountId);
     if (existing) {
       const [q] = this.videos.requeue([existing.id]);
-      this.onAccepted();
+      this.bus.publish({ type: "video.accepted", accountId });
       return { job_id: q.job_id, video_id: existing.id, status: "requeued" };
     }
     const tmp = this.tempPath();
@@ -172,7 +174,7 @@ export class UploadService {
       sizeBytes,
       contentHash,
     });
-    this.onAccepted();
+    this.bus.publish({ type: "video.accepted", accountId });
     return accepted;
   }
 

@@ -1,3 +1,4 @@
+import type { EventPublisher } from "../events/bus.ts";
 import type { Database } from "bun:sqlite";
 import { renameSync } from "node:fs";
 import { AppError, notFound } from "../core/errors.ts";
@@ -45,8 +46,8 @@ export class VideoService {
     private readonly index: IndexStore,
     private readonly files: VideoFiles,
     private readonly urls: MediaUrls,
-    /** Called after a video's rows are gone, so in-memory indexes can forget it. */
-    private readonly onDeleted: (videoIds: string[]) => void = () => {},
+    /** `videos.deleted` after a video's rows are gone, so in-memory indexes can forget it. */
+    private readonly bus: EventPublisher,
   ) {}
 
   /**
@@ -182,7 +183,7 @@ export class VideoService {
       })();
       this.files.remove(id);
     }
-    if (ids.length) this.onDeleted(ids);
+    if (ids.length) this.bus.publish({ type: "videos.deleted", videoIds: ids });
   }
 
   toVideo(r: VideoRow): Video {

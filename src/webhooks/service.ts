@@ -1,3 +1,4 @@
+import type { EventPublisher } from "../events/bus.ts";
 import type { Database } from "bun:sqlite";
 import { PLAN_LIMITS } from "../accounts/schema.ts";
 import type { AccountStore } from "../accounts/store.ts";
@@ -26,7 +27,8 @@ export class WebhookService {
     private readonly accounts: AccountStore,
     private readonly box: SecretBox,
     private readonly rules: TargetRules,
-    private readonly onQueued: () => void = () => {},
+    /** `outbox.written` after a ping or a redelivery is queued: the dispatcher sends it now. */
+    private readonly bus: EventPublisher,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -90,7 +92,7 @@ export class WebhookService {
     const row = this.require(accountId, id);
     if (!row.is_active) throw new AppError(409, "WEBHOOK_INACTIVE", "The webhook is inactive; activate it before testing");
     const eventId = this.events.record(accountId, "webhook.ping", { webhook_id: id }, nowIso(this.now()));
-    this.onQueued();
+    this.bus.publish({ type: "outbox.written", accountId });
     return { event_id: eventId, webhook_id: id };
   }
 
@@ -112,7 +114,7 @@ export class WebhookService {
     if (!this.store.requeueFailed(deliveryId, this.now())) {
       throw new AppError(409, "DELIVERY_NOT_FAILED", `Only failed deliveries can be retried; this one is ${d.status}`);
     }
-    this.onQueued();
+    this.bus.publish({ type: "outbox.written", accountId });
     return toDelivery(this.store.getDelivery(webhookId, deliveryId)!);
   }
 

@@ -8,7 +8,7 @@ import { multipart, segmentsOf } from "./helpers.ts";
 
 /**
  * The whole chain with the tiny models: upload → pipeline (worker pool) → the pipeline's
- * onIndexed hook → search with the server's own query embedder (the pool + model catalog) →
+ * video.content_changed event → search with the server's own query embedder (the pool + model catalog) →
  * presigned thumbnail and playback with ranges → moment.
  */
 let t: TestApp;
