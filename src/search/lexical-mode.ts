@@ -1,20 +1,13 @@
 import { buildFtsQuery } from "./fts.ts";
 import type { SearchIndexes } from "./indexes.ts";
 import type { Candidate } from "./moments.ts";
-import type { SearchScope } from "./store.ts";
+import type { SearchScope, TranscriptHitRow } from "./store.ts";
 
 /** Rows fetched per search and lexical mode. */
 export const LEXICAL_K = 300;
 
-/** A full-text hit: a transcript segment or an on-screen text line. */
-export interface LexicalHit {
-  id: number;
-  video_id: string;
-  start_secs: number;
-  end_secs: number;
-  text: string;
-  bm25: number;
-}
+/** A full-text hit: a transcript segment, or an on-screen text line (which adds its confidence). */
+export type LexicalHit = TranscriptHitRow;
 
 /** What a lexical mode searches: its FTS5 table, reached through its store. */
 export interface LexicalSource<H extends LexicalHit> {
