@@ -10,6 +10,7 @@ import type { MediaLinks } from "./links.ts";
 import { MomentService } from "./moment-service.ts";
 import { type SearchCredits, SearchService } from "./service.ts";
 import { SearchStore } from "./store.ts";
+import { FeedbackStore } from "./feedback-store.ts";
 import { OcrSearchStore } from "./ocr-store.ts";
 
 export interface SearchDomainOptions {
@@ -47,8 +48,10 @@ export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
   const indexes = new SearchIndexes(store, new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0), o.vectorIndex));
   const encoder = new QueryEncoder(o.embedder);
   const ocr = new OcrSearchStore(o.db);
+  const feedbackStore = new FeedbackStore(o.db);
   const search = new SearchService({
     store,
+    feedback: feedbackStore,
     ocr,
     indexes,
     encoder,
@@ -67,7 +70,7 @@ export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
     indexes,
     search,
     encoder,
-    feedback: new FeedbackService(store, o.videos, o.now),
+    feedback: new FeedbackService(store, feedbackStore, o.videos, o.now),
     moments: new MomentService(store, ocr, o.videos, o.links),
   };
 }

@@ -1,7 +1,8 @@
 import { ValidationError } from "../core/errors.ts";
 import { nowIso } from "../core/ids.ts";
 import type { FeedbackInput } from "./schema.ts";
-import type { FeedbackRow, SearchStore } from "./store.ts";
+import type { SearchStore } from "./store.ts";
+import type { FeedbackRow, FeedbackStore } from "./feedback-store.ts";
 import { clampThreshold, feedbackStep, THRESHOLDS, thresholdSpec } from "./thresholds.ts";
 
 /**
@@ -13,7 +14,9 @@ import { clampThreshold, feedbackStep, THRESHOLDS, thresholdSpec } from "./thres
  */
 export class FeedbackService {
   constructor(
-    private readonly store: SearchStore,
+    /** Index reads: whether a segment starts at the given time. */
+    private readonly index: SearchStore,
+    private readonly store: FeedbackStore,
     private readonly videos: { require(accountId: string, id: string): unknown },
     private readonly now: () => number = Date.now,
   ) {}
@@ -31,7 +34,7 @@ export class FeedbackService {
         },
       ]);
     }
-    if (!this.store.segmentStartsAt(input.video_id, input.timestamp_start)) {
+    if (!this.index.segmentStartsAt(input.video_id, input.timestamp_start)) {
       throw new ValidationError([
         {
           loc: ["body", "timestamp_start"],

@@ -14,6 +14,7 @@ import type { SearchRequest, SearchResult, SearchSegment, SearchVideo } from "./
 import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type TranscriptHitRow, type VideoInfoRow } from "./store.ts";
 import { contentWords, coverage, mentionTerms } from "./text-match.ts";
 import { LEXICAL_MODES, MODES, type Mode, THRESHOLDS } from "./thresholds.ts";
+import type { FeedbackStore } from "./feedback-store.ts";
 import { lexicalCandidates, LEXICAL_K, type LexicalSource } from "./lexical-mode.ts";
 import type { OcrHitRow, OcrSearchStore } from "./ocr-store.ts";
 
@@ -28,6 +29,8 @@ export interface SearchCredits {
 
 export interface SearchServiceDeps {
   store: SearchStore;
+  /** Hidden segments and the account's tuned thresholds. */
+  feedback: FeedbackStore;
   /** On-screen text lines (the `ocr` mode). */
   ocr: OcrSearchStore;
   indexes: SearchIndexes;
@@ -84,7 +87,7 @@ export class SearchService {
 
   /** Effective thresholds of an account (the documented defaults where feedback never moved one). */
   thresholds(accountId: string): Record<string, number> {
-    const rows = this.d.store.thresholds(accountId);
+    const rows = this.d.feedback.thresholds(accountId);
     return Object.fromEntries(THRESHOLDS.map((t) => [t.key, rows.get(t.key)?.value ?? t.defaultValue]));
   }
 
@@ -113,7 +116,7 @@ export class SearchService {
 
     // Fuse, drop near-duplicates (hidden segments still suppress theirs), then hide.
     const fused = suppressDuplicates(fuseModes(lists));
-    const hiddenStarts = this.d.store.hiddenStarts(accountId, [...new Set(fused.map((f) => f.videoId))]);
+    const hiddenStarts = this.d.feedback.hiddenStarts(accountId, [...new Set(fused.map((f) => f.videoId))]);
     const isHidden = (c: Fused) => (hiddenStarts.get(c.videoId) ?? []).some((t) => sameStart(t, c.start));
     const visible = fused.map((c) => ({ c, hidden: isHidden(c) })).filter((x) => req.includeHidden || !x.hidden);
 

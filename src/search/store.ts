@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { inChunks } from "./sql-in.ts";
 
 /** Which part of an account a search covers. */
 export interface SearchScope {
@@ -47,27 +48,6 @@ export interface TranscriptHitRow {
   bm25: number;
 }
 
-export interface FeedbackRow {
-  id: number;
-  account_id: string;
-  video_id: string;
-  timestamp_start: number;
-  signal: "up" | "down";
-  query: string | null;
-  raw_score: number | null;
-  threshold_key: string | null;
-  threshold_delta: number;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface ThresholdRow {
-  key: string;
-  value: number;
-  ups: number;
-  downs: number;
-}
-
 /**
  * The label strings of a shot row (`labels` is JSON `[{label, score}]`, best first). Rows kept by
  * SearchIndexes.shotsOfVideos carry them parsed already.
@@ -84,7 +64,6 @@ export function labelsOf(s: (Pick<ShotRow, "labels"> & { parsedLabels?: string[]
 }
 
 const TOLERANCE = 0.0100001;
-const CHUNK = 500;
 
 const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(",");
 
@@ -92,7 +71,7 @@ const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(",
 export const vecTableName = (kind: VectorKind, dim: number): string | null =>
   Number.isInteger(dim) && dim > 0 && dim <= 65536 ? `vec_${kind}_${dim}` : null;
 
-/** All SQL of the search domain: the index tables (read), feedback and thresholds (read/write). */
+/** The search domain's reads of the index tables (feedback and thresholds: feedback-store.ts). */
 export class SearchStore {
   constructor(private readonly db: Database) {}
 
@@ -113,17 +92,12 @@ export class SearchStore {
   // ---- videos --------------------------------------------------------------------------------
 
   videos(accountId: string, ids: string[]): Map<string, VideoInfoRow> {
-    const out = new Map<string, VideoInfoRow>();
-    for (let i = 0; i < ids.length; i += CHUNK) {
-      const part = ids.slice(i, i + CHUNK);
-      const rows = this.db
-        .query<VideoInfoRow, string[]>(
-          `SELECT id, filename, collection_id, status, duration_secs, poster_path FROM videos WHERE account_id = ? AND id IN (${placeholders(part.length)})`,
-        )
-        .all(accountId, ...part);
-      for (const r of rows) out.set(r.id, r);
-    }
-    return out;
+    const rows = inChunks(ids, (part, marks) =>
+      this.db
+        .query<VideoInfoRow, string[]>(`SELECT id, filename, collection_id, status, duration_secs, poster_path FROM videos WHERE account_id = ? AND id IN (${marks})`)
+        .all(accountId, ...part),
+    );
+    return new Map(rows.map((r) => [r.id, r]));
   }
 
   accountOfVideo(videoId: string): string | null {
@@ -145,14 +119,11 @@ export class SearchStore {
   vectors(kind: VectorKind, ids: number[]): Map<number, Uint8Array> {
     const [table, col] = kind === "frames" ? ["frame_vectors", "frame_id"] : ["shot_vectors", "shot_id"];
     const out = new Map<number, Uint8Array>();
-    const sorted = Float64Array.from(ids).sort();
-    for (let i = 0; i < sorted.length; i += CHUNK) {
-      const part = Array.from(sorted.subarray(i, i + CHUNK));
-      const rows = this.db
-        .query<{ id: number; embedding: Uint8Array }, number[]>(`SELECT ${col} AS id, embedding FROM ${table} WHERE ${col} IN (${placeholders(part.length)})`)
-        .all(...part);
-      for (const r of rows) out.set(r.id, r.embedding);
-    }
+    const sorted = Array.from(Float64Array.from(ids).sort());
+    const rows = inChunks(sorted, (part, marks) =>
+      this.db.query<{ id: number; embedding: Uint8Array }, number[]>(`SELECT ${col} AS id, embedding FROM ${table} WHERE ${col} IN (${marks})`).all(...part),
+    );
+    for (const r of rows) out.set(r.id, r.embedding);
     return out;
   }
 
@@ -209,15 +180,12 @@ export class SearchStore {
   filterIds(kind: VectorKind, ids: number[], scope: SearchScope, modelId: string): Set<number> {
     const table = kind === "frames" ? "frames" : "shots";
     const w = this.scopeSql("x", scope);
-    const out = new Set<number>();
-    for (let i = 0; i < ids.length; i += CHUNK) {
-      const part = ids.slice(i, i + CHUNK);
-      const rows = this.db
-        .query<{ id: number }, (string | number)[]>(`SELECT x.id FROM ${table} x WHERE x.id IN (${placeholders(part.length)}) AND ${w.sql} AND x.model_id = ?`)
-        .all(...part, ...w.args, modelId);
-      for (const r of rows) out.add(r.id);
-    }
-    return out;
+    const rows = inChunks(ids, (part, marks) =>
+      this.db
+        .query<{ id: number }, (string | number)[]>(`SELECT x.id FROM ${table} x WHERE x.id IN (${marks}) AND ${w.sql} AND x.model_id = ?`)
+        .all(...part, ...w.args, modelId),
+    );
+    return new Set(rows.map((r) => r.id));
   }
 
   /** Ids of the frames inside (or of) the given shots: `video_id` → shot indexes. */
@@ -225,14 +193,10 @@ export class SearchStore {
     const table = kind === "frames" ? "frames" : "shots";
     const out = new Set<number>();
     for (const [videoId, idx] of shots) {
-      const list = [...idx];
-      for (let i = 0; i < list.length; i += CHUNK) {
-        const part = list.slice(i, i + CHUNK);
-        const rows = this.db
-          .query<{ id: number }, (string | number)[]>(`SELECT id FROM ${table} WHERE video_id = ? AND shot_index IN (${placeholders(part.length)})`)
-          .all(videoId, ...part);
-        for (const r of rows) out.add(r.id);
-      }
+      const rows = inChunks([...idx], (part, marks) =>
+        this.db.query<{ id: number }, (string | number)[]>(`SELECT id FROM ${table} WHERE video_id = ? AND shot_index IN (${marks})`).all(videoId, ...part),
+      );
+      for (const r of rows) out.add(r.id);
     }
     return out;
   }
@@ -241,54 +205,39 @@ export class SearchStore {
 
   /** Frames by id, each with the time of its video's next sampled frame (same model), if any. */
   frames(ids: number[]): FrameMetaRow[] {
-    const out: FrameMetaRow[] = [];
-    for (let i = 0; i < ids.length; i += CHUNK) {
-      const part = ids.slice(i, i + CHUNK);
-      out.push(
-        ...this.db
-          .query<FrameMetaRow, number[]>(
-            `SELECT f.id, f.video_id, f.timestamp, f.shot_index,
-                    (SELECT g.timestamp FROM frames g WHERE g.video_id = f.video_id AND g.timestamp > f.timestamp AND g.model_id = f.model_id
-                     ORDER BY g.timestamp LIMIT 1) AS next_timestamp
-             FROM frames f WHERE f.id IN (${placeholders(part.length)})`,
-          )
-          .all(...part),
-      );
-    }
-    return out;
+    return inChunks(ids, (part, marks) =>
+      this.db
+        .query<FrameMetaRow, number[]>(
+          `SELECT f.id, f.video_id, f.timestamp, f.shot_index,
+                  (SELECT g.timestamp FROM frames g WHERE g.video_id = f.video_id AND g.timestamp > f.timestamp AND g.model_id = f.model_id
+                   ORDER BY g.timestamp LIMIT 1) AS next_timestamp
+           FROM frames f WHERE f.id IN (${marks})`,
+        )
+        .all(...part),
+    );
   }
 
   shotsById(ids: number[]): ShotRow[] {
-    const out: ShotRow[] = [];
-    for (let i = 0; i < ids.length; i += CHUNK) {
-      const part = ids.slice(i, i + CHUNK);
-      out.push(
-        ...this.db
-          .query<ShotRow, number[]>(
-            `SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots WHERE id IN (${placeholders(part.length)})`,
-          )
-          .all(...part),
-      );
-    }
-    return out;
+    return inChunks(ids, (part, marks) =>
+      this.db.query<ShotRow, number[]>(`SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots WHERE id IN (${marks})`).all(...part),
+    );
   }
 
   /** Shots of the given videos, in time order. */
   shotsOfVideos(videoIds: string[]): Map<string, ShotRow[]> {
-    const out = new Map<string, ShotRow[]>();
-    for (let i = 0; i < videoIds.length; i += CHUNK) {
-      const part = videoIds.slice(i, i + CHUNK);
-      const rows = this.db
+    const rows = inChunks(videoIds, (part, marks) =>
+      this.db
         .query<ShotRow, string[]>(
           `SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots
-           WHERE video_id IN (${placeholders(part.length)}) ORDER BY video_id, start_secs`,
+           WHERE video_id IN (${marks}) ORDER BY video_id, start_secs`,
         )
-        .all(...part);
-      for (const r of rows) {
-        let l = out.get(r.video_id);
-        if (!l) out.set(r.video_id, (l = []));
-        l.push(r);
-      }
+        .all(...part),
+    );
+    const out = new Map<string, ShotRow[]>();
+    for (const r of rows) {
+      let l = out.get(r.video_id);
+      if (!l) out.set(r.video_id, (l = []));
+      l.push(r);
     }
     return out;
   }
@@ -435,70 +384,4 @@ export class SearchStore {
       .get(videoId, t, videoId, t, videoId, t, videoId, t);
   }
 
-  // ---- feedback and thresholds ---------------------------------------------------------------
-
-  findFeedback(accountId: string, videoId: string, t: number): FeedbackRow | null {
-    return this.db
-      .query<FeedbackRow, [string, string, number, number]>(
-        `SELECT * FROM search_feedback WHERE account_id = ? AND video_id = ? AND abs(timestamp_start - ?) <= ${TOLERANCE}
-         ORDER BY abs(timestamp_start - ?) LIMIT 1`,
-      )
-      .get(accountId, videoId, t, t);
-  }
-
-  insertFeedback(r: Omit<FeedbackRow, "id">): void {
-    this.db
-      .query(
-        `INSERT INTO search_feedback (account_id, video_id, timestamp_start, signal, query, raw_score, threshold_key, threshold_delta, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(r.account_id, r.video_id, r.timestamp_start, r.signal, r.query, r.raw_score, r.threshold_key, r.threshold_delta, r.created_at, r.updated_at);
-  }
-
-  updateFeedback(id: number, r: Pick<FeedbackRow, "signal" | "query" | "raw_score" | "threshold_key" | "threshold_delta" | "updated_at">): void {
-    this.db
-      .query("UPDATE search_feedback SET signal = ?, query = ?, raw_score = ?, threshold_key = ?, threshold_delta = ?, updated_at = ? WHERE id = ?")
-      .run(r.signal, r.query, r.raw_score, r.threshold_key, r.threshold_delta, r.updated_at, id);
-  }
-
-  deleteFeedback(id: number): void {
-    this.db.query("DELETE FROM search_feedback WHERE id = ?").run(id);
-  }
-
-  /** Starts of the account's hidden (`down`) segments per video. */
-  hiddenStarts(accountId: string, videoIds: string[]): Map<string, number[]> {
-    const out = new Map<string, number[]>();
-    for (let i = 0; i < videoIds.length; i += CHUNK) {
-      const part = videoIds.slice(i, i + CHUNK);
-      const rows = this.db
-        .query<{ video_id: string; timestamp_start: number }, string[]>(
-          `SELECT video_id, timestamp_start FROM search_feedback WHERE account_id = ? AND signal = 'down' AND video_id IN (${placeholders(part.length)})`,
-        )
-        .all(accountId, ...part);
-      for (const r of rows) {
-        let l = out.get(r.video_id);
-        if (!l) out.set(r.video_id, (l = []));
-        l.push(r.timestamp_start);
-      }
-    }
-    return out;
-  }
-
-  thresholds(accountId: string): Map<string, ThresholdRow> {
-    const rows = this.db.query<ThresholdRow, [string]>("SELECT key, value, ups, downs FROM search_thresholds WHERE account_id = ?").all(accountId);
-    return new Map(rows.map((r) => [r.key, r]));
-  }
-
-  upsertThreshold(accountId: string, key: string, value: number, ups: number, downs: number, at: string): void {
-    this.db
-      .query(
-        `INSERT INTO search_thresholds (account_id, key, value, ups, downs, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (account_id, key) DO UPDATE SET value = excluded.value, ups = excluded.ups, downs = excluded.downs, updated_at = excluded.updated_at`,
-      )
-      .run(accountId, key, value, ups, downs, at);
-  }
-
-  transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
-  }
 }
