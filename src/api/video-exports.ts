@@ -3,8 +3,11 @@ import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.t
 import type { Api, HttpDeps } from "../http/deps.ts";
 
 const videoId = idParam("video_id", "vid_Qm3x9T0bL2vK7cP5sN1a");
+/** Seconds in a query string: an empty value is missing, not 0 (Number("") would be). */
 const seconds = (name: string, example: number) =>
-  z.coerce.number().finite().openapi({ type: "number", param: { name, in: "query", required: true }, example, description: "Seconds from the start of the video" });
+  z
+    .preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : v), z.coerce.number().finite())
+    .openapi({ type: "number", param: { name, in: "query", required: true }, example, description: "Seconds from the start of the video" });
 
 const clipSchema = z
   .object({

@@ -119,6 +119,8 @@ describe("clip and transcript export", () => {
       ["start=0&end=1.6", "end"], // longer than clip_max_secs (1.5)
       ["start=abc&end=1", "start"],
       ["end=1", "start"],
+      ["start=&end=1", "start"], // empty is missing, not 0
+      ["start=0&end=%20", "end"],
     ] as const) {
       const res = await clip(a, video, q);
       expect(res.status, q).toBe(422);
