@@ -29,7 +29,7 @@ import { changed, mayHaveText, signature } from "../src/ocr/frame-test.ts";
 import { devOcrPaths } from "../src/ocr/paths.ts";
 import { readFrame } from "../src/ocr/read-frame.ts";
 import { plausible } from "../src/ocr/tracks.ts";
-import type { ActiveModel, ModelCatalog } from "../src/pipeline/deps.ts";
+import type { ActiveModel, ModelCatalog } from "../src/models/roles.ts";
 import { resolveToolFiles } from "../src/runtime/native-files.ts";
 
 const ROOT = join(import.meta.dirname, "..");

@@ -12,8 +12,6 @@ import type { VideoStore } from "../videos/store.ts";
 import type { ActiveModel, ModelCatalog } from "../models/roles.ts";
 import type { OcrEngine } from "../ocr/engine.ts";
 
-// The model vocabulary lives in models/roles.ts; re-exported for the stages (and branches in flight).
-export type { ActiveModel, ModelCatalog, ModelRole } from "../models/roles.ts";
 
 export interface PipelineDeps {
   db: Database;

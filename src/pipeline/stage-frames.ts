@@ -6,7 +6,8 @@ import { dropNearDuplicates } from "../media/dedupe.ts";
 import { ShotTracker } from "../media/scene-score.ts";
 import type { MediaInfo } from "../media/probe.ts";
 import type { Shot } from "../media/shots.ts";
-import type { ActiveModel, PipelineDeps } from "./deps.ts";
+import type { ActiveModel } from "../models/roles.ts";
+import type { PipelineDeps } from "./deps.ts";
 
 export interface FrameEmbedding {
   timestamp: number;

@@ -1,6 +1,7 @@
 import type { ShotInput } from "../indexing/store.ts";
 import type { Shot } from "../media/shots.ts";
-import type { ActiveModel, PipelineDeps } from "./deps.ts";
+import type { ActiveModel } from "../models/roles.ts";
+import type { PipelineDeps } from "./deps.ts";
 import { labelPrompt, meanVector, SCENE_LABELS, zeroShotLabels } from "./labels.ts";
 import type { EmbeddedFrame } from "./stage-frames.ts";
 

@@ -2,7 +2,8 @@ import { streamAudio16kMono } from "../media/audio.ts";
 import type { MediaInfo } from "../media/probe.ts";
 import type { TranscriptInput } from "../indexing/store.ts";
 import type { AudioWindow } from "../inference/whisper-decode.ts";
-import type { ActiveModel, PipelineDeps } from "./deps.ts";
+import type { ActiveModel } from "../models/roles.ts";
+import type { PipelineDeps } from "./deps.ts";
 
 /**
  * Consecutive windows decoded together: a decoder step for 4 rows costs ~2.4× one row (Whisper

@@ -15,7 +15,7 @@ import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type Transc
 import { contentWords, coverage, mentionTerms } from "./text-match.ts";
 import { LEXICAL_MODES, MODES, type Mode, THRESHOLDS } from "./thresholds.ts";
 import type { FeedbackStore } from "./feedback-store.ts";
-import { lexicalCandidates, LEXICAL_K, type LexicalSource } from "./lexical-mode.ts";
+import { lexicalCandidates, LEXICAL_K, type LexicalHit, type LexicalSource } from "./lexical-mode.ts";
 import type { OcrHitRow, OcrSearchStore } from "./ocr-store.ts";
 
 /**
@@ -81,8 +81,30 @@ export class SearchService {
   /** Query vectors of image-only searches (they may probe the index's inverted lists). */
   private readonly imageOnly = new WeakSet<Float32Array>();
 
+  /** The two lexical modes' full-text tables, reached through their stores. */
+  private readonly transcripts: LexicalSource<TranscriptHitRow>;
+  private readonly ocrLines: LexicalSource<OcrHitRow>;
+
   constructor(private readonly d: SearchServiceDeps) {
     this.interval = d.frameIntervalSecs ?? 1;
+    const st = d.store;
+    this.transcripts = {
+      mode: "transcript",
+      memo: "transcript",
+      search: (sc, match, k) => st.transcriptSearch(sc, match, k),
+      matching: (match, ids) => st.transcriptMatching(match, ids),
+      docFreq: (a, match) => st.transcriptDocFreq(a, match),
+      count: (a) => st.transcriptCount(a),
+    };
+    const o = d.ocr;
+    this.ocrLines = {
+      mode: "ocr",
+      memo: "ocr",
+      search: (sc, match, k) => o.search(sc, match, k),
+      matching: (match, ids) => o.matching(match, ids),
+      docFreq: (a, match) => o.docFreq(a, match),
+      count: (a) => o.count(a),
+    };
   }
 
   /** Effective thresholds of an account (the documented defaults where feedback never moved one). */
@@ -108,10 +130,10 @@ export class SearchService {
       if (mode === "video") lists.set("video", this.videoMode(p.scope, modelId!, vector!, thresholds, allowShots, req.minScore === undefined ? undefined : MIN_SCORE_BAND));
       if (mode === "scene") lists.set("scene", this.sceneMode(p.scope, modelId!, vector!, p.text, thresholds, allowShots));
       if (mode === "transcript") {
-        lists.set("transcript", this.transcriptMode(p.scope, p.text!, thresholds["transcript:default"], allowShots));
+        lists.set("transcript", this.lexicalMode("transcript", p.scope, p.text!, thresholds["transcript:default"], allowShots));
         if (this.d.semantic?.available()) lists.set("transcript-semantic", await this.semanticTranscript(p.scope, p.text!, thresholds, allowShots));
       }
-      if (mode === "ocr") lists.set("ocr", this.ocrMode(p.scope, p.text!, thresholds["ocr:default"], allowShots));
+      if (mode === "ocr") lists.set("ocr", this.lexicalMode("ocr", p.scope, p.text!, thresholds["ocr:default"], allowShots));
     }
 
     // Fuse, drop near-duplicates (hidden segments still suppress theirs), then hide.
@@ -353,31 +375,9 @@ export class SearchService {
     return vocab.captions > 0 || words.some((w) => vocab.words.has(w));
   }
 
-  /** The transcript mode: lexical over what was said (lexical-mode.ts scores it). */
-  private transcriptMode(scope: SearchScope, text: string, cut: number, allowShots?: Map<string, Set<number>>): Candidate[] {
-    const st = this.d.store;
-    const source: LexicalSource<TranscriptHitRow> = {
-      mode: "transcript",
-      memo: "transcript",
-      search: (sc, match, k) => st.transcriptSearch(sc, match, k),
-      matching: (match, ids) => st.transcriptMatching(match, ids),
-      docFreq: (a, match) => st.transcriptDocFreq(a, match),
-      count: (a) => st.transcriptCount(a),
-    };
-    return lexicalCandidates(source, this.d.indexes, scope, text, cut, allowShots ? (hits) => this.insideShots(hits, allowShots) : undefined);
-  }
-
-  /** The ocr mode: lexical over the text shown on screen. */
-  private ocrMode(scope: SearchScope, text: string, cut: number, allowShots?: Map<string, Set<number>>): Candidate[] {
-    const o = this.d.ocr;
-    const source: LexicalSource<OcrHitRow> = {
-      mode: "ocr",
-      memo: "ocr",
-      search: (sc, match, k) => o.search(sc, match, k),
-      matching: (match, ids) => o.matching(match, ids),
-      docFreq: (a, match) => o.docFreq(a, match),
-      count: (a) => o.count(a),
-    };
+  /** A lexical mode (what was said, what was shown): lexical-mode.ts finds and scores it. */
+  private lexicalMode(mode: "transcript" | "ocr", scope: SearchScope, text: string, cut: number, allowShots?: Map<string, Set<number>>): Candidate[] {
+    const source: LexicalSource<LexicalHit> = mode === "transcript" ? this.transcripts : this.ocrLines;
     return lexicalCandidates(source, this.d.indexes, scope, text, cut, allowShots ? (hits) => this.insideShots(hits, allowShots) : undefined);
   }
 

@@ -1,6 +1,6 @@
 import { connect } from "node:net";
 import { bunServeOptions } from "../../src/http/serve-options.ts";
-import type { ModelCatalog } from "../../src/pipeline/deps.ts";
+import type { ModelCatalog } from "../../src/models/roles.ts";
 import type { Resolver } from "../../src/net/address-rules.ts";
 import { startTestApp, type TestApp } from "./app.ts";
 
