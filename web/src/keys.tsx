@@ -1,32 +1,10 @@
 /** API keys (admins only): create (secret shown once with a copy button), list with prefix and last use, revoke. */
-import { useEffect, useState } from "preact/hooks";
 import { api, fmtDate } from "./api.ts";
-import { ErrorLine, SecretOnce } from "./ui.tsx";
+import { ErrorLine, SecretOnce, useSecretList } from "./ui.tsx";
 
 export function KeysPage() {
-  const [keys, setKeys] = useState<any[]>([]);
-  const [secret, setSecret] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const load = () =>
-    api("GET", "/v1/api_keys?per_page=100")
-      .then((r) => setKeys(r.data))
-      .catch(setError);
-  useEffect(() => void load(), []);
-
-  const create = async (e: Event) => {
-    e.preventDefault();
-    const form = e.target as HTMLFormElement;
-    const f = new FormData(form);
-    setError(null);
-    try {
-      const { data } = await api("POST", "/v1/api_keys", { name: f.get("name"), permissions: f.get("permissions") });
-      form.reset();
-      setSecret(data.key);
-      await load();
-    } catch (err) {
-      setError(err);
-    }
-  };
+  const { items: keys, load, error, setError, secret, clearSecret, create } = useSecretList("/v1/api_keys?per_page=100");
+  const createKey = create(async (f) => (await api("POST", "/v1/api_keys", { name: f.get("name"), permissions: f.get("permissions") })).data.key);
   const revoke = async (k: any) => {
     if (!confirm(`Revoke the key "${k.name}" (${k.prefix}…)? Programs using it stop working at once.`)) return;
     try {
@@ -39,7 +17,7 @@ export function KeysPage() {
   return (
     <section class="stack">
       <h1 tabIndex={-1}>API keys</h1>
-      <form class="card row wrap" onSubmit={create}>
+      <form class="card row wrap" onSubmit={createKey}>
         <label class="grow">
           Name <input name="name" required maxLength={255} />
         </label>
@@ -53,7 +31,7 @@ export function KeysPage() {
         <button type="submit">Create key</button>
       </form>
       <ErrorLine error={error} />
-      {secret ? <SecretOnce label="New API key" value={secret} onDone={() => setSecret(null)} /> : null}
+      {secret ? <SecretOnce label="New API key" value={secret} onDone={clearSecret} /> : null}
       <div class="scroll">
         <table class="stack-on-phone">
           <caption class="sr-only">API keys</caption>

@@ -1,6 +1,6 @@
-/** Small shared pieces: error line, copy button, the player with its hit timeline. */
+/** Small shared pieces: error line, copy button, the admin list-with-secret hook, the player with its hit timeline. */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { fmtTime } from "./api.ts";
+import { api, fmtTime } from "./api.ts";
 
 export function ErrorLine({ error }: { error: unknown }) {
   if (!error) return null;
@@ -47,6 +47,39 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
       </span>
     </div>
   );
+}
+
+/**
+ * The admin pages (API keys, webhooks): a list loaded from `listPath`, a create form whose
+ * response carries a secret shown once, and one error state for all of it. `create(post)` is the
+ * form's onSubmit: `post` sends the form and resolves to the secret; the form is then reset, the
+ * secret shown and the list reloaded.
+ */
+export function useSecretList(listPath: string) {
+  const [items, setItems] = useState<any[]>([]);
+  const [secret, setSecret] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const load = () =>
+    api("GET", listPath)
+      .then((r) => setItems(r.data))
+      .catch(setError);
+  useEffect(() => void load(), []);
+
+  const create = (post: (f: FormData) => Promise<string>) => async (e: Event) => {
+    e.preventDefault();
+    const form = e.target as HTMLFormElement;
+    const f = new FormData(form);
+    setError(null);
+    try {
+      const value = await post(f);
+      form.reset();
+      setSecret(value);
+      await load();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return { items, load, error, setError, secret, clearSecret: () => setSecret(null), create };
 }
 
 export interface Hit {

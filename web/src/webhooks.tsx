@@ -1,7 +1,7 @@
 /** Webhooks (admins only): create (secret shown once), active toggle, test, delete, and each endpoint's delivery log with retry. */
 import { useEffect, useState } from "preact/hooks";
 import { api, fmtDate } from "./api.ts";
-import { ErrorLine, SecretOnce } from "./ui.tsx";
+import { ErrorLine, SecretOnce, useSecretList } from "./ui.tsx";
 
 const EVENTS = ["video.created", "video.deleted", "job.completed", "job.failed", "credits.low", "credits.exhausted", "account.deleted", "webhook.ping"];
 
@@ -72,30 +72,9 @@ function Deliveries({ webhookId, refresh }: { webhookId: string; refresh: number
 }
 
 export function WebhooksPage() {
-  const [hooks, setHooks] = useState<any[]>([]);
-  const [secret, setSecret] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { items: hooks, load, error, setError, secret, clearSecret, create } = useSecretList("/v1/webhooks?per_page=100");
+  const createHook = create(async (f) => (await api("POST", "/v1/webhooks", { url: f.get("url"), events: f.getAll("events") })).data.secret);
   const [refresh, setRefresh] = useState(0);
-  const load = () =>
-    api("GET", "/v1/webhooks?per_page=100")
-      .then((r) => setHooks(r.data))
-      .catch(setError);
-  useEffect(() => void load(), []);
-
-  const create = async (e: Event) => {
-    e.preventDefault();
-    const form = e.target as HTMLFormElement;
-    const f = new FormData(form);
-    setError(null);
-    try {
-      const { data } = await api("POST", "/v1/webhooks", { url: f.get("url"), events: f.getAll("events") });
-      form.reset();
-      setSecret(data.secret);
-      await load();
-    } catch (err) {
-      setError(err);
-    }
-  };
   const act = async (fn: () => Promise<unknown>) => {
     setError(null);
     try {
@@ -109,7 +88,7 @@ export function WebhooksPage() {
   return (
     <section class="stack">
       <h1 tabIndex={-1}>Webhooks</h1>
-      <form class="card stack" onSubmit={create}>
+      <form class="card stack" onSubmit={createHook}>
         <label>
           Endpoint URL <input name="url" type="url" required placeholder="https://example.org/hooks/vsearch" />
         </label>
@@ -124,7 +103,7 @@ export function WebhooksPage() {
         <button type="submit">Add webhook</button>
       </form>
       <ErrorLine error={error} />
-      {secret ? <SecretOnce label="Webhook signing secret" value={secret} onDone={() => setSecret(null)} /> : null}
+      {secret ? <SecretOnce label="Webhook signing secret" value={secret} onDone={clearSecret} /> : null}
       {hooks.map((h) => (
         <article class="card stack webhook" key={h.id} aria-label={`Webhook ${h.url}`}>
           <h2 class="mono wrap-any">{h.url}</h2>
