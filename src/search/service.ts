@@ -79,7 +79,6 @@ interface Prepared {
 export class SearchService {
   private readonly interval: number;
   /** Query vectors of image-only searches (they may probe the index's inverted lists). */
-  private readonly imageOnly = new WeakSet<Float32Array>();
 
   /** The two lexical modes' full-text tables, reached through their stores. */
   private readonly transcripts: LexicalSource<TranscriptHitRow>;
@@ -122,13 +121,14 @@ export class SearchService {
     const thresholds = req.minScore === undefined ? this.thresholds(accountId) : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
     const vector = p.modes.some((m) => !LEXICAL_MODES.includes(m)) ? await this.queryVector(req, p.text) : null;
-    if (vector && !p.text && (req.image || req.imageUrl !== undefined)) this.imageOnly.add(vector);
+    // Image-only queries probe a few inverted lists; text and filtered ones read every row.
+    const probe = vector && !p.text && (req.image || req.imageUrl !== undefined) && !p.scope.collectionId && !allowShots ? IMAGE_QUERY_PROBE : undefined;
     const modelId = this.d.encoder.embedder.modelId();
 
     const lists = new Map<ListName, Candidate[]>();
     for (const mode of p.modes) {
-      if (mode === "video") lists.set("video", this.videoMode(p.scope, modelId!, vector!, thresholds, allowShots, req.minScore === undefined ? undefined : MIN_SCORE_BAND));
-      if (mode === "scene") lists.set("scene", this.sceneMode(p.scope, modelId!, vector!, p.text, thresholds, allowShots));
+      if (mode === "video") lists.set("video", this.videoMode(p.scope, modelId!, vector!, thresholds, allowShots, req.minScore === undefined ? undefined : MIN_SCORE_BAND, probe));
+      if (mode === "scene") lists.set("scene", this.sceneMode(p.scope, modelId!, vector!, p.text, thresholds, allowShots, probe));
       if (mode === "transcript") {
         lists.set("transcript", this.lexicalMode("transcript", p.scope, p.text!, thresholds["transcript:default"], allowShots));
         if (this.d.semantic?.available()) lists.set("transcript-semantic", await this.semanticTranscript(p.scope, p.text!, thresholds, allowShots));
@@ -262,12 +262,12 @@ export class SearchService {
 
   // ---- modes ---------------------------------------------------------------------------------
 
-  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>, band?: number): Candidate[] {
+  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>, band?: number, probe?: number): Candidate[] {
     const sample = this.d.indexes.sample("frames", scope.accountId, modelId);
     if (!sample.dim || sample.dim !== q.length) return [];
     const stats = this.d.indexes.nullStatsOf(sample, q);
     const cut = th["video:default"];
-    const admitted = this.admitted({ kind: "frames", scope, modelId, query: q, k: FRAME_K, allowShots }, stats, cut);
+    const admitted = this.admitted({ kind: "frames", scope, modelId, query: q, k: FRAME_K, allowShots, probe }, stats, cut);
     if (!admitted.length) return [];
     const meta = new Map(this.d.store.frames(admitted.map((h) => h.id)).map((f) => [f.id, f]));
     const durations = this.d.store.videos(scope.accountId, [...new Set([...meta.values()].map((f) => f.video_id))]);
@@ -291,12 +291,13 @@ export class SearchService {
     text: string | null,
     th: Record<string, number>,
     allowShots?: Map<string, Set<number>>,
+    probe?: number,
   ): Candidate[] {
     const best = new Map<number, { shot: ShotRow | null; score: number; raw: number; key: string }>();
     const sample = this.d.indexes.sample("shots", scope.accountId, modelId);
     if (sample.dim && sample.dim === q.length) {
       const stats = this.d.indexes.nullStatsOf(sample, q);
-      for (const h of this.admitted({ kind: "shots", scope, modelId, query: q, k: SHOT_K, allowShots }, stats, th["scene:default"])) {
+      for (const h of this.admitted({ kind: "shots", scope, modelId, query: q, k: SHOT_K, allowShots, probe }, stats, th["scene:default"])) {
         best.set(h.id, { shot: null, score: h.score, raw: h.raw, key: "scene:default" });
       }
     }
@@ -352,8 +353,7 @@ export class SearchService {
     let k = Math.min(req.k, this.d.indexes.startK(req.query, hintKey) ?? FIRST_K);
     const session = {};
     for (;;) {
-      const probe = this.imageOnly.has(req.query) && !req.scope.collectionId && !req.allowShots ? IMAGE_QUERY_PROBE : undefined;
-      const hits = this.d.indexes.nearest({ ...req, k, session, probe });
+      const hits = this.d.indexes.nearest({ ...req, k, session });
       const kept = hits.map((h) => ({ ...h, score: calibrate(h.raw, stats) })).filter((h) => h.score >= cut);
       if (k >= req.k || hits.length < k || kept.length < k / 2) {
         this.d.indexes.noteK(req.query, hintKey, k);
