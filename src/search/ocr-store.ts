@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { ftsMatching } from "./sql-in.ts";
 import type { SearchScope } from "./store.ts";
 
 export interface OcrHitRow {
@@ -47,18 +48,9 @@ export class OcrSearchStore {
       .all(...args, limit);
   }
 
-  /** Which of `ids` match `match` (one scan of the posting list over the ids' rowid range). */
+  /** Which of `ids` match `match` (sql-in.ts `ftsMatching`). */
   matching(match: string, ids: number[]): Set<number> {
-    const out = new Set<number>();
-    if (!ids.length) return out;
-    const wanted = new Set(ids);
-    const lo = Math.min(...ids);
-    const hi = Math.max(...ids);
-    const rows = this.db
-      .query<{ id: number }, [string, number, number]>("SELECT rowid AS id FROM ocr_fts WHERE ocr_fts MATCH ? AND rowid BETWEEN ? AND ?")
-      .all(match, lo, hi);
-    for (const r of rows) if (wanted.has(r.id)) out.add(r.id);
-    return out;
+    return ftsMatching(this.db, "ocr_fts", match, ids);
   }
 
   docFreq(accountId: string, match: string): number {

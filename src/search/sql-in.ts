@@ -1,3 +1,5 @@
+import type { Database } from "bun:sqlite";
+
 /** Rows per `IN (…)` list: SQLite allows 32 766 bound values; smaller lists keep each statement cheap to prepare. */
 export const IN_CHUNK = 500;
 
@@ -12,5 +14,27 @@ export function inChunks<T, R>(items: readonly T[], query: (part: T[], marks: st
     const part = items.slice(i, i + IN_CHUNK);
     for (const r of query(part, part.map(() => "?").join(","))) out.push(r);
   }
+  return out;
+}
+
+/**
+ * Which of `ids` (rowids of an FTS5 table) match `match`: the expression's posting list inside the
+ * ids' rowid range, intersected here — FTS5 answers `rowid IN (…)` by scanning the whole list once
+ * per id. `ftsTable` is a fixed table name from the calling store, never input.
+ */
+export function ftsMatching(db: Database, ftsTable: "transcript_fts" | "ocr_fts", match: string, ids: number[]): Set<number> {
+  const out = new Set<number>();
+  if (!ids.length) return out;
+  const wanted = new Set(ids);
+  let lo = ids[0];
+  let hi = ids[0];
+  for (const id of ids) {
+    if (id < lo) lo = id;
+    if (id > hi) hi = id;
+  }
+  const rows = db
+    .query<{ id: number }, [string, number, number]>(`SELECT rowid AS id FROM ${ftsTable} WHERE ${ftsTable} MATCH ? AND rowid BETWEEN ? AND ?`)
+    .all(match, lo, hi);
+  for (const r of rows) if (wanted.has(r.id)) out.add(r.id);
   return out;
 }

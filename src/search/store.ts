@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { inChunks } from "./sql-in.ts";
+import { ftsMatching, inChunks } from "./sql-in.ts";
 
 /** Which part of an account a search covers. */
 export interface SearchScope {
@@ -329,28 +329,11 @@ export class SearchStore {
       .all(match, ...w.args, limit);
   }
 
-  /**
-   * Which of `ids` match `match`: the expression's posting list inside the ids' rowid range,
-   * intersected here (FTS5 answers `rowid IN (…)` by scanning the whole list once per id).
-   */
+  /** Which of `ids` match `match` (sql-in.ts `ftsMatching`). */
   transcriptMatching(match: string, ids: number[]): Set<number> {
-    const out = new Set<number>();
-    if (!ids.length) return out;
-    const wanted = new Set(ids);
-    let lo = ids[0];
-    let hi = ids[0];
-    for (const id of ids) {
-      if (id < lo) lo = id;
-      if (id > hi) hi = id;
-    }
-    const rows = this.db
-      .query<{ id: number }, [string, number, number]>("SELECT rowid AS id FROM transcript_fts WHERE transcript_fts MATCH ? AND rowid BETWEEN ? AND ?")
-      .all(match, lo, hi);
-    for (const r of rows) if (wanted.has(r.id)) out.add(r.id);
-    return out;
+    return ftsMatching(this.db, "transcript_fts", match, ids);
   }
 
-  /** Document frequency of `match` among the account's transcript segments. */
   transcriptDocFreq(accountId: string, match: string): number {
     return this.db
       .query<{ n: number }, [string, string]>(
