@@ -28,7 +28,7 @@ import { createLogger } from "../src/core/logger.ts";
 import { streamAudio16kMono } from "../src/media/audio.ts";
 import type { ActiveModel, ModelCatalog } from "../src/models/roles.ts";
 import { WINDOWS_PER_BATCH } from "../src/pipeline/stage-transcript.ts";
-import { makeBenchClip } from "./lib/bench-clip.ts";
+import { encoderImagesPerSec, makeBenchClip } from "./lib/bench-clip.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const SHARED = join(ROOT, "..", "shared", "fixtures");
@@ -113,20 +113,7 @@ async function encoderAlone(batch: number, n: number) {
   const config = loadConfig({ dataDir: join(work, "enc"), logLevel: "warn" }, env);
   const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("warn"), models: catalog({ "image-text": CLIP }) });
   try {
-    const pool = await app.internals.inference.get();
-    let seed = 7;
-    const frame = () => ({ rgb: new Uint8Array(224 * 224 * 3).map(() => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 24)), width: 224, height: 224 });
-    const model = { modelDir: CLIP.dir, dtype: CLIP.dtype, batchSize: batch };
-    await pool.embedImages(model, Array.from({ length: batch }, frame)); // load
-    // Frames made up front; two batches in flight, as the pipeline keeps them.
-    const batches = Array.from({ length: Math.ceil(n / batch) }, () => Array.from({ length: batch }, frame));
-    const t0 = performance.now();
-    let next = 0;
-    const lane = async () => {
-      while (next < batches.length) await pool.embedImages(model, batches[next++]);
-    };
-    await Promise.all([lane(), lane()]);
-    return ((batches.length * batch) / (performance.now() - t0)) * 1000;
+    return await encoderImagesPerSec(app, CLIP, batch, n, true);
   } finally {
     await app.close();
   }

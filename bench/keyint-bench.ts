@@ -22,7 +22,7 @@ import { resolveRuntime } from "../src/cli/runtime.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
 import type { ActiveModel, ModelCatalog } from "../src/models/roles.ts";
-import { makeBenchClip } from "./lib/bench-clip.ts";
+import { encoderImagesPerSec, makeBenchClip } from "./lib/bench-clip.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const CLIP: ActiveModel = { name: "bench-clip", dir: join(ROOT, "..", "shared", "fixtures", "models", "bench-clip-vit-base-patch32"), dtype: "q8", modelId: "bench-clip@q8" };
@@ -112,22 +112,6 @@ async function ingest(w: { app: App; acct: string }, file: string): Promise<Time
   return { wallS, cpuS: c0 !== null && c1 !== null ? c1 - c0 : null, load: load1(), frames: v.stages.embeddings?.count ?? 0, stages: v.stages };
 }
 
-/** CLIP images/s alone: frames made up front, two batches in flight, as the pipeline keeps them. */
-async function encoderAlone(w: { app: App }, batch: number, n: number): Promise<number> {
-  const pool = await w.app.internals.inference.get();
-  let seed = 7;
-  const frame = () => ({ rgb: new Uint8Array(224 * 224 * 3).map(() => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 24)), width: 224, height: 224 });
-  const model = { modelDir: CLIP.dir, dtype: CLIP.dtype, batchSize: batch };
-  const batches = Array.from({ length: Math.ceil(n / batch) }, () => Array.from({ length: batch }, frame));
-  const t0 = performance.now();
-  let next = 0;
-  const lane = async () => {
-    while (next < batches.length) await pool.embedImages(model, batches[next++]);
-  };
-  await Promise.all([lane(), lane()]);
-  return ((batches.length * batch) / (performance.now() - t0)) * 1000;
-}
-
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -151,7 +135,7 @@ for (let r = 0; r < RUNS; r++) {
     const plain = await plainDecode(clips[k]);
     const keyframes = await keyframeDecode(clips[k]);
     const ing = await ingest(apps[k], clips[k]);
-    const ips = await encoderAlone(apps[k], batch, 64);
+    const ips = await encoderImagesPerSec(apps[k].app, CLIP, batch, 64);
     rounds[k].push({ plain, keyframes, ingest: ing, modelImagesPerSec: ips });
     console.log(`round ${r + 1} ${k}: ingest ${ing.wallS.toFixed(2)} s (load ${ing.load.toFixed(1)}), plain decode ${plain.wallS.toFixed(2)} s, keyframe decode ${keyframes.wallS.toFixed(2)} s`);
   }

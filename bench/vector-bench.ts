@@ -18,6 +18,7 @@ import { join } from "node:path";
 import * as sqliteVec from "sqlite-vec";
 import { createVectorIndex, type SearchStats, type VectorSource } from "../src/vector/index.ts";
 import { exactScanner } from "./lib/exact.ts";
+import { runQueries } from "./lib/run-queries.ts";
 import { generateDataset, generateQueries, type Dataset, type QueryKind } from "./lib/synthetic.ts";
 
 const DIM = 512;
@@ -60,21 +61,10 @@ function measure(
   limit = truth.length,
   warmup = 5,
 ): Row {
-  const nq = Math.min(limit, truth.length);
-  for (let i = 0; i < Math.min(warmup, nq); i++) search(Q.subarray(i * DIM, (i + 1) * DIM), i);
-  const lat: number[] = [];
-  let recall = 0;
-  for (let i = 0; i < nq; i++) {
-    const q = Q.subarray(i * DIM, (i + 1) * DIM);
-    const t = performance.now();
-    const got = search(q, i);
-    lat.push(performance.now() - t);
-    const want = new Set(Array.from(truth[i], (r) => r + 1));
-    recall += got.filter((id) => want.has(id)).length / Math.max(1, truth[i].length);
-  }
+  const { nq, lat, recall } = runQueries(Q, DIM, truth, search, { limit, warmup, idOffset: 1 });
   const sorted = lat.slice().sort((a, b) => a - b);
   const row: Row = {
-    ...base, nq, p50: pct(sorted, 50), p99: pct(sorted, 99), mean: lat.reduce((a, b) => a + b, 0) / nq, recall: recall / nq,
+    ...base, nq, p50: pct(sorted, 50), p99: pct(sorted, 99), mean: lat.reduce((a, b) => a + b, 0) / nq, recall,
   };
   rows.push(row);
   log(`${row.set} n=${row.n} ${row.queries.padEnd(14)} ${row.method.padEnd(34)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} recall ${row.recall.toFixed(3)} ${row.note ?? ""}`);

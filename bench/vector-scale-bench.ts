@@ -25,6 +25,7 @@ import { join } from "node:path";
 import usearch from "usearch";
 import { createVectorIndex, type SearchStats, type VectorSource } from "../src/vector/index.ts";
 import { exactScanner } from "./lib/exact.ts";
+import { runQueries } from "./lib/run-queries.ts";
 import { generateDataset, generateQueries } from "./lib/synthetic.ts";
 
 const DIM = 512;
@@ -74,20 +75,9 @@ const rss = () => {
 };
 
 function measure(base: Pick<Row, "n" | "engine" | "queries" | "setting">, Q: Float32Array, truth: Int32Array[], search: (q: Float32Array, i: number) => number[]): Row {
-  const nq = truth.length;
-  for (let i = 0; i < Math.min(5, nq); i++) search(Q.subarray(i * DIM, (i + 1) * DIM), i);
-  const lat: number[] = [];
-  let recall = 0;
-  for (let i = 0; i < nq; i++) {
-    const q = Q.subarray(i * DIM, (i + 1) * DIM);
-    const t = performance.now();
-    const got = search(q, i);
-    lat.push(performance.now() - t);
-    const want = new Set(truth[i]);
-    recall += got.filter((id) => want.has(id)).length / Math.max(1, truth[i].length);
-  }
+  const { nq, lat, recall } = runQueries(Q, DIM, truth, search);
   lat.sort((a, b) => a - b);
-  const row: Row = { ...base, nq, p50: pct(lat, 50), p99: pct(lat, 99), recall: recall / nq, load1: load1() };
+  const row: Row = { ...base, nq, p50: pct(lat, 50), p99: pct(lat, 99), recall, load1: load1() };
   rows.push(row);
   log(`n=${row.n} ${row.engine.padEnd(7)} ${row.queries.padEnd(11)} ${row.setting.padEnd(16)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} recall ${row.recall.toFixed(3)} load ${row.load1}`);
   return row;

@@ -1,5 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import type { App } from "../../src/app.ts";
+import type { ActiveModel } from "../../src/models/roles.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const SHARED = join(ROOT, "..", "shared");
@@ -33,6 +35,27 @@ export async function makeBenchClip(ffmpeg: string, out: string, opts: { secs: n
   const [code, err] = await Promise.all([p.exited, new Response(p.stderr).text()]);
   if (code !== 0) throw new Error(`ffmpeg failed: ${err}`);
   return out;
+}
+
+/**
+ * Images/s of the CLIP image encoder alone: `n` random 224² frames (rounded up to whole batches)
+ * made up front, two batches in flight, as the ingest pipeline keeps them. `warm`: embed one batch
+ * first, untimed (a pool whose model is not loaded yet).
+ */
+export async function encoderImagesPerSec(app: App, clip: ActiveModel, batch: number, n: number, warm = false): Promise<number> {
+  const pool = await app.internals.inference.get();
+  let seed = 7;
+  const frame = () => ({ rgb: new Uint8Array(224 * 224 * 3).map(() => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 24)), width: 224, height: 224 });
+  const model = { modelDir: clip.dir, dtype: clip.dtype, batchSize: batch };
+  if (warm) await pool.embedImages(model, Array.from({ length: batch }, frame));
+  const batches = Array.from({ length: Math.ceil(n / batch) }, () => Array.from({ length: batch }, frame));
+  const t0 = performance.now();
+  let next = 0;
+  const lane = async () => {
+    while (next < batches.length) await pool.embedImages(model, batches[next++]);
+  };
+  await Promise.all([lane(), lane()]);
+  return ((batches.length * batch) / (performance.now() - t0)) * 1000;
 }
 
 if (import.meta.main) {

@@ -239,15 +239,7 @@ export class RowStore {
     p.setRowId(to, rowId);
     this.ids.setSlotAt(this.ids.find(rowId), to);
     dst.n++;
-    const last = p.slotOf(l, l.n - 1);
-    if (slot !== last) {
-      const lc = last >> CHUNK_SHIFT;
-      this.copyRow(p.scanBlocks[lc], p.sideBlocks[lc], last & (CHUNK_ROWS - 1), p.scanBlocks[c], p.sideBlocks[c], r);
-      const movedId = p.rowIds[last];
-      p.rowIds[slot] = movedId;
-      this.ids.setSlotAt(this.ids.find(movedId), slot);
-    }
-    l.n--;
+    this.fillHole(p, l, slot);
     if (l.n <= (l.chunks.length - 1) * CHUNK_ROWS) {
       // The old list's emptied chunk goes straight back to the arena, for the new lists to take.
       const freed = l.chunks.pop()!;
@@ -275,6 +267,23 @@ export class RowStore {
   listScores(p: Partition, query: Float32Array, out: Float32Array): void {
     this.encoder.encodeRow(query, this.arena.views(), this.stageScan, this.stageSide, 1);
     listScores(this.arena, this.kernels, p.centroids!, this.stageSide + this.layout.offRefine + this.layout.refineBytes, out);
+  }
+
+  /**
+   * Takes the row at `slot` out of list `l`, keeping the list dense (scans never walk holes):
+   * the list's last row moves into the hole and the list is one shorter. Its chunks are the
+   * caller's to give back.
+   */
+  private fillHole(p: Partition, l: List, slot: number): void {
+    const last = p.slotOf(l, l.n - 1);
+    if (slot !== last) {
+      const lc = last >> CHUNK_SHIFT, c = slot >> CHUNK_SHIFT;
+      this.copyRow(p.scanBlocks[lc], p.sideBlocks[lc], last & (CHUNK_ROWS - 1), p.scanBlocks[c], p.sideBlocks[c], slot & (CHUNK_ROWS - 1));
+      const movedId = p.rowIds[last];
+      p.rowIds[slot] = movedId;
+      this.ids.setSlotAt(this.ids.find(movedId), slot);
+    }
+    l.n--;
   }
 
   /** Copies one encoded row (scan and side columns) between chunk rows. */
@@ -412,16 +421,7 @@ export class RowStore {
     p.groupA.release(gA);
     p.groupB.release(a.i32[(p.sideBlocks[c] + L.offGroupB) / 4 + r]);
     l.addA(gA, -1);
-    const last = p.slotOf(l, l.n - 1);
-    if (slot !== last) {
-      // Keep the list dense (scans never walk holes): its last row moves into the hole.
-      const lc = last >> CHUNK_SHIFT;
-      this.copyRow(p.scanBlocks[lc], p.sideBlocks[lc], last & (CHUNK_ROWS - 1), p.scanBlocks[c], p.sideBlocks[c], r);
-      const movedId = p.rowIds[last];
-      p.rowIds[slot] = movedId;
-      this.ids.setSlotAt(this.ids.find(movedId), slot);
-    }
-    l.n--;
+    this.fillHole(p, l, slot);
     p.n--;
     if (l.n <= (l.chunks.length - 1) * CHUNK_ROWS) {
       const freed = l.chunks.pop()!;

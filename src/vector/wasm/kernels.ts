@@ -212,6 +212,33 @@ function collect(): Fn {
 }
 
 /**
+ * Pushes Σ_j u_j · vec_j (i32) for the padDim 4-bit codes at local `codes` (the side block's
+ * nibble layout, u_j = 0..15) and the i16 vector at local `vec`; `nib` holds i8x16.splat(0x0f).
+ * Nibbles are widened to i16 and multiplied with i32x4.dot_i16x8_s, fully unrolled over padDim.
+ * The inner loop shared by refine and dots4 (each emits it once, so its scratch locals are its own).
+ */
+function dot4(f: Fn, L: Layout, codes: number, vec: number, nib: number): void {
+  const acc = f.local("v128"), v = f.local("v128"), lo = f.local("v128"), hi = f.local("v128");
+  f.i32(0).simd(Simd.i32x4_splat).set(acc);
+  for (let g = 0; g < L.padDim / 32; g++) {
+    f.get(codes).vmem(Simd.v128_load, 16 * g).tee(v).get(nib).simd(Simd.v128_and).set(lo);
+    f.get(v).i32(4).simd(Simd.i8x16_shr_u).set(hi);
+    const parts: [number, number, number][] = [
+      [lo, Simd.i16x8_extend_low_i8x16_u, 0],
+      [lo, Simd.i16x8_extend_high_i8x16_u, 8],
+      [hi, Simd.i16x8_extend_low_i8x16_u, 16],
+      [hi, Simd.i16x8_extend_high_i8x16_u, 24],
+    ];
+    for (const [src, ext, dimOff] of parts) {
+      f.get(src).simd(ext).get(vec).vmem(Simd.v128_load, (32 * g + dimOff) * 2).simd(Simd.i32x4_dot_i16x8_s);
+      f.get(acc).simd(Simd.i32x4_add).set(acc);
+    }
+  }
+  f.get(acc).lane(Simd.i32x4_extract_lane, 0).get(acc).lane(Simd.i32x4_extract_lane, 1).op(Op.i32_add);
+  f.get(acc).lane(Simd.i32x4_extract_lane, 2).get(acc).lane(Simd.i32x4_extract_lane, 3).op(Op.i32_add).op(Op.i32_add);
+}
+
+/**
  * refine(slots, n, sideTable, q16, invScale, offset, out): out[i] = scale · (Σ_j q16_j·u_j ·
  * invScale − offset) for slot slots[i], u_j its 4-bit code of dim j (0..15, level (u − 7.5)·scale)
  * and q16 the rotated query quantised to i16 (offset = 7.5·Σq). Nibbles are widened to i16 and
@@ -221,7 +248,7 @@ function refine(L: Layout): Fn {
   const f = new Fn("refine", ["i32", "i32", "i32", "i32", "f32", "f32", "i32"], []);
   const [slots, n, sideTable, q16, invScale, offset, out] = [0, 1, 2, 3, 4, 5, 6];
   const slot = f.local("i32"), base = f.local("i32"), rp = f.local("i32"), row = f.local("i32");
-  const acc = f.local("v128"), v = f.local("v128"), lo = f.local("v128"), hi = f.local("v128"), nib = f.local("v128");
+  const nib = f.local("v128");
   f.i32(0x0f).simd(Simd.i8x16_splat).set(nib);
   f.block().loop();
   f.get(n).op(Op.i32_eqz).brIf(1);
@@ -229,24 +256,8 @@ function refine(L: Layout): Fn {
   f.get(sideTable).get(slot).i32(CHUNK_SHIFT).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).set(base);
   f.get(slot).i32(CHUNK_ROWS - 1).op(Op.i32_and).set(row);
   f.get(base).get(row).i32(L.refineBytes).op(Op.i32_mul).op(Op.i32_add).i32(L.offRefine).op(Op.i32_add).set(rp);
-  f.i32(0).simd(Simd.i32x4_splat).set(acc);
-  for (let g = 0; g < L.padDim / 32; g++) {
-    f.get(rp).vmem(Simd.v128_load, 16 * g).tee(v).get(nib).simd(Simd.v128_and).set(lo);
-    f.get(v).i32(4).simd(Simd.i8x16_shr_u).set(hi);
-    const parts: [number, number, number][] = [
-      [lo, Simd.i16x8_extend_low_i8x16_u, 0],
-      [lo, Simd.i16x8_extend_high_i8x16_u, 8],
-      [hi, Simd.i16x8_extend_low_i8x16_u, 16],
-      [hi, Simd.i16x8_extend_high_i8x16_u, 24],
-    ];
-    for (const [src, ext, dimOff] of parts) {
-      f.get(src).simd(ext).get(q16).vmem(Simd.v128_load, (32 * g + dimOff) * 2).simd(Simd.i32x4_dot_i16x8_s);
-      f.get(acc).simd(Simd.i32x4_add).set(acc);
-    }
-  }
   f.get(out);
-  f.get(acc).lane(Simd.i32x4_extract_lane, 0).get(acc).lane(Simd.i32x4_extract_lane, 1).op(Op.i32_add);
-  f.get(acc).lane(Simd.i32x4_extract_lane, 2).get(acc).lane(Simd.i32x4_extract_lane, 3).op(Op.i32_add).op(Op.i32_add);
+  dot4(f, L, rp, q16, nib);
   f.op(Op.f32_convert_i32_s).get(invScale).op(Op.f32_mul).get(offset).op(Op.f32_sub);
   f.get(base).get(row).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.f32_load, L.offScale, 2).op(Op.f32_mul);
   f.mem(Op.f32_store, 0, 2);
@@ -266,28 +277,12 @@ function refine(L: Layout): Fn {
 function dots4(L: Layout): Fn {
   const f = new Fn("dots4", ["i32", "i32", "i32", "i32"], []);
   const [rp, cents, C, out] = [0, 1, 2, 3];
-  const acc = f.local("v128"), v = f.local("v128"), lo = f.local("v128"), hi = f.local("v128"), nib = f.local("v128");
+  const nib = f.local("v128");
   f.i32(0x0f).simd(Simd.i8x16_splat).set(nib);
   f.block().loop();
   f.get(C).op(Op.i32_eqz).brIf(1);
-  f.i32(0).simd(Simd.i32x4_splat).set(acc);
-  for (let g = 0; g < L.padDim / 32; g++) {
-    f.get(rp).vmem(Simd.v128_load, 16 * g).tee(v).get(nib).simd(Simd.v128_and).set(lo);
-    f.get(v).i32(4).simd(Simd.i8x16_shr_u).set(hi);
-    const parts: [number, number, number][] = [
-      [lo, Simd.i16x8_extend_low_i8x16_u, 0],
-      [lo, Simd.i16x8_extend_high_i8x16_u, 8],
-      [hi, Simd.i16x8_extend_low_i8x16_u, 16],
-      [hi, Simd.i16x8_extend_high_i8x16_u, 24],
-    ];
-    for (const [src, ext, dimOff] of parts) {
-      f.get(src).simd(ext).get(cents).vmem(Simd.v128_load, (32 * g + dimOff) * 2).simd(Simd.i32x4_dot_i16x8_s);
-      f.get(acc).simd(Simd.i32x4_add).set(acc);
-    }
-  }
   f.get(out);
-  f.get(acc).lane(Simd.i32x4_extract_lane, 0).get(acc).lane(Simd.i32x4_extract_lane, 1).op(Op.i32_add);
-  f.get(acc).lane(Simd.i32x4_extract_lane, 2).get(acc).lane(Simd.i32x4_extract_lane, 3).op(Op.i32_add).op(Op.i32_add);
+  dot4(f, L, rp, cents, nib);
   f.mem(Op.i32_store, 0, 2);
   f.get(cents).i32(L.padDim * 2).op(Op.i32_add).set(cents);
   f.get(out).i32(4).op(Op.i32_add).set(out);
