@@ -16,7 +16,6 @@ import { registerWebhookRoutes } from "./webhooks.ts";
 import { registerAgentRoutes } from "./agent.ts";
 import { registerMcpRoutes } from "./mcp.ts";
 import { registerDashboardRoutes } from "./dashboard.ts";
-import { registerJobRetryRoute } from "./job-retry.ts";
 import type { HttpDeps } from "../http/deps.ts";
 import { handleError, notFoundHandler, validationResponse } from "../http/errors.ts";
 import { clientAddress, corsFor, declaredBodyLimit, methodMatcher, methodNotAllowed } from "../http/guards.ts";
@@ -47,7 +46,6 @@ export const ROUTE_MODULES: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)
   registerVideoRoutes,
   registerVideoExportRoutes,
   registerJobRoutes,
-  registerJobRetryRoute,
   registerSearchRoutes,
   registerMediaRoutes,
   registerWebhookRoutes,

@@ -39,4 +39,25 @@ export function registerJobRoutes(app: Api, deps: HttpDeps) {
     }),
     (c) => ok(c, svc.get(c.get("principal").accountId, c.req.valid("param").job_id)),
   );
+
+  // A failed job runs again (SPEC §5; CRASHED_REPEATEDLY names this route).
+  app.openapi(
+    defineRoute(deps, {
+      ...base,
+      access: "all",
+      method: "post",
+      path: "/v1/jobs/{job_id}/retry",
+      operationId: "retryJob",
+      summary: "Run a failed job again from the start",
+      description:
+        "For a job that failed (e.g. `CRASHED_REPEATEDLY`, `INSUFFICIENT_STORAGE`, a model error) once the cause is fixed. The job goes back to `queued` with its crash count reset; its video to `queued`. `job.completed` or `job.failed` fires again when it ends.",
+      request: { params: idParam("job_id", "job_T4n8Yq2wE6rU0iO3pA5s") },
+      responses: {
+        202: { description: "Queued again", content: { "application/json": { schema: envelopeOf(jobSchema) } } },
+        404: jsonError("No such job in this account (JOB_NOT_FOUND)"),
+        409: jsonError("The job is not failed (JOB_NOT_RETRYABLE)"),
+      },
+    }),
+    (c) => ok(c, svc.retry(c.get("principal").accountId, c.req.valid("param").job_id), 202),
+  );
 }

@@ -1,5 +1,4 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { registerJobRetryCommand } from "../commands/job-retry.ts";
 import { type CliContext, table } from "../cli/context.ts";
 import { JOB_STATUSES, type JobStatus } from "../jobs/schema.ts";
 
@@ -28,4 +27,16 @@ export function registerJobCommands(program: Command, ctx: CliContext) {
       );
     });
   registerJobRetryCommand(jobs, ctx);
+}
+
+/** `vsearch jobs retry JOB_ID`: the CLI side of POST /v1/jobs/{id}/retry (same service call). */
+function registerJobRetryCommand(jobs: Command, ctx: CliContext) {
+  jobs
+    .command("retry <job_id>")
+    .description("Run a failed job again from the start (after fixing what made it fail)")
+    .option("--account <id>", "account id (usr_…); default: the job's own")
+    .action(async (jobId: string, opts: { account?: string }, cmd: Command) => {
+      const job = await ctx.withApp(cmd, (app) => app.services.jobs.retry(opts.account ?? app.services.jobs.accountOf(jobId), jobId));
+      ctx.print(cmd, job, `Job ${job.id} queued again (video ${job.video_id}); a running server picks it up within a second, or run \`vsearch ingest\`/\`serve\``);
+    });
 }
