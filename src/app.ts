@@ -281,7 +281,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     search: search.search, searchFeedback: search.feedback, moments: search.moments, media, exports,
     webhooks, credits, accountDeletion, models: modelService, system,
     backup: new BackupService(db, { dataDir: config.dataDir, modelsDir: config.modelsDir, vecExtension: opts.runtime.vecExtension, version: VERSION }),
-    agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, media, files, frames: new FrameGrabber(bins) }),
+    agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, exports, media, files, frames: new FrameGrabber(bins) }),
   };
 
   const metrics = new Metrics();

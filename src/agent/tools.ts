@@ -4,7 +4,9 @@ import { AppError, ValidationError } from "../core/errors.ts";
 import type { CollectionService } from "../collections/service.ts";
 import type { JobService } from "../jobs/service.ts";
 import type { MediaItem, MediaService } from "../media-serving/service.ts";
+import type { ExportService } from "../playback/exports.ts";
 import type { MomentService } from "../search/moment-service.ts";
+import { secs } from "../search/links.ts";
 import type { SearchService } from "../search/service.ts";
 import type { SearchSegment } from "../search/schema.ts";
 import type { VideoFiles } from "../videos/files.ts";
@@ -20,7 +22,8 @@ export interface AgentDeps {
   videos: Pick<VideoService, "list" | "get" | "require">;
   jobs: Pick<JobService, "get">;
   search: Pick<SearchService, "search">;
-  moments: Pick<MomentService, "moment" | "transcript">;
+  moments: Pick<MomentService, "moment">;
+  exports: Pick<ExportService, "segments">;
   media: Pick<MediaService, "open">;
   files: Pick<VideoFiles, "abs">;
   frames: FrameGrabber;
@@ -220,8 +223,11 @@ export const TOOLS: AgentTool[] = [
       if (i.start !== undefined && i.end !== undefined && i.end < i.start) {
         throw new ValidationError([{ loc: ["input", "end"], msg: "end must not be before start", type: "greater_than_equal", input: i.end, ctx: { min: i.start } }]);
       }
-      const r = d.moments.transcript(accountId, i.video_id, i.start, i.end, S.MAX_TRANSCRIPT_SEGMENTS);
-      return { video_id: video.id, filename: video.filename, segments: r.segments, truncated: r.truncated };
+      // The export's reading of the transcript, kept to the segments overlapping [start, end].
+      const [from, to] = [i.start ?? -1, i.end ?? Number.MAX_VALUE];
+      const rows = d.exports.segments(accountId, i.video_id).filter((r) => r.start_secs < to && r.end_secs > from);
+      const segments = rows.slice(0, S.MAX_TRANSCRIPT_SEGMENTS).map((r) => ({ start_secs: secs(r.start_secs), end_secs: secs(r.end_secs), text: r.text }));
+      return { video_id: video.id, filename: video.filename, segments, truncated: rows.length > S.MAX_TRANSCRIPT_SEGMENTS };
     },
     summary: (o) =>
       o.segments.length

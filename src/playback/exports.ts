@@ -5,7 +5,7 @@ import { probeMedia, type MediaBins } from "../media/index.ts";
 import { encodeWebMp4 } from "../media/web-mp4.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import type { VideoService } from "../videos/service.ts";
-import type { PlaybackStore } from "./store.ts";
+import type { PlaybackStore, TranscriptSegmentRow } from "./store.ts";
 import { toSrt, toVtt, type Segment, type TranscriptFormat } from "./transcript-format.ts";
 
 export interface ClipLinks {
@@ -142,9 +142,14 @@ export class ExportService {
     }
   }
 
-  transcript(accountId: string, videoId: string, format: TranscriptFormat): { contentType: string; body: string } | { json: { video_id: string; segments: Segment[] } } {
+  /** The video's transcript segments in order, as stored (what the export formats and the agent's get_transcript pages through). */
+  segments(accountId: string, videoId: string): TranscriptSegmentRow[] {
     this.videos.require(accountId, videoId);
-    const segments = this.store.transcript(videoId).map((s) => ({ start: round(s.start_secs), end: round(s.end_secs), text: s.text.trim() }));
+    return this.store.transcript(videoId);
+  }
+
+  transcript(accountId: string, videoId: string, format: TranscriptFormat): { contentType: string; body: string } | { json: { video_id: string; segments: Segment[] } } {
+    const segments = this.segments(accountId, videoId).map((s) => ({ start: round(s.start_secs), end: round(s.end_secs), text: s.text.trim() }));
     if (format === "srt") return { contentType: "application/x-subrip; charset=utf-8", body: toSrt(segments) };
     if (format === "vtt") return { contentType: "text/vtt; charset=utf-8", body: toVtt(segments) };
     return { json: { video_id: videoId, segments } };

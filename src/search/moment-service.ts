@@ -72,19 +72,6 @@ export class MomentService {
       thumbnail_url: thumbnail,
     };
   }
-
-  /**
-   * What is said in a video as timed segments, optionally only those overlapping [start, end].
-   * At most `limit`; `truncated` says more followed (ask again from the last end).
-   */
-  transcript(accountId: string, videoId: string, start: number | undefined, end: number | undefined, limit: number): { segments: { start_secs: number; end_secs: number; text: string }[]; truncated: boolean } {
-    this.videos.require(accountId, videoId);
-    const rows = this.store.transcriptOverlapping(videoId, start ?? -1, end ?? Number.MAX_VALUE);
-    return {
-      segments: rows.slice(0, limit).map((r) => ({ start_secs: secs(r.start_secs), end_secs: secs(r.end_secs), text: r.text })),
-      truncated: rows.length > limit,
-    };
-  }
 }
 
 const round4 = (v: number) => Math.round(v * 1e4) / 1e4;
