@@ -36,11 +36,19 @@ async function upload(url: string, key: string, collectionId: string, file: stri
   return (await res.json()).data as { video_id: string; job_id: string };
 }
 
+/**
+ * Until the job is done and its video's web rendition (made after the job, in the background) has
+ * settled: the rendition adds to `storage_bytes`, so comparing transports while it lands would race.
+ */
 async function waitForJob(url: string, key: string, jobId: string) {
   const deadline = Date.now() + 90_000;
+  const get = async (path: string) => (await (await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${key}` } })).json()).data;
   for (;;) {
-    const job = (await (await fetch(`${url}/v1/jobs/${jobId}`, { headers: { authorization: `Bearer ${key}` } })).json()).data;
-    if (job.status === "done") return;
+    const job = await get(`/v1/jobs/${jobId}`);
+    if (job.status === "done") {
+      const video = await get(`/v1/videos/${job.video_id}`);
+      if (!["pending", "processing"].includes(video.rendition?.status)) return;
+    }
     if (job.status === "failed" || Date.now() > deadline) throw new Error(`ingest did not finish: ${JSON.stringify(job)}`);
     await Bun.sleep(200);
   }
