@@ -1,9 +1,8 @@
-import type { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "./config/config.ts";
 import { createLogger, type Logger } from "./core/logger.ts";
-import { openDatabase } from "./store/database.ts";
+import { openStore, type StoreHandle } from "./store/database.ts";
 import { AccountStore } from "./accounts/store.ts";
 import { AccountService } from "./accounts/service.ts";
 import { ApiKeyStore } from "./api-keys/store.ts";
@@ -21,6 +20,7 @@ import { VERSION } from "./version.ts";
 import { EventBus } from "./events/bus.ts";
 import { EventStore } from "./events/store.ts";
 import { IndexStore } from "./indexing/store.ts";
+import { VideoContent } from "./indexing/content.ts";
 import { JobStore } from "./jobs/store.ts";
 import { JobService } from "./jobs/service.ts";
 import { VideoFiles } from "./videos/files.ts";
@@ -48,6 +48,9 @@ import { CreditService } from "./credits/service.ts";
 import { AccountDeletion } from "./accounts/deletion.ts";
 import { CatalogQueryEmbedder, type QueryEmbedder } from "./search/embedder.ts";
 import { createSearchDomain, type SearchDomain } from "./search/domain.ts";
+import { SearchStore } from "./search/store.ts";
+import { OcrSearchStore } from "./search/ocr-store.ts";
+import { FeedbackStore } from "./search/feedback-store.ts";
 import type { MemoryIndexOptions } from "./search/memory-backend.ts";
 import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
@@ -56,6 +59,7 @@ import { AgentToolbox } from "./agent/toolbox.ts";
 import { FrameGrabber } from "./agent/frames.ts";
 import { sweepStaleSnapshots } from "./backup/layout.ts";
 import { BackupService } from "./backup/service.ts";
+import { BackupStore } from "./backup/store.ts";
 import { isStorageError, StorageHealth } from "./core/storage.ts";
 import { PlaybackStore } from "./playback/store.ts";
 import { RenditionWorker } from "./playback/renditions.ts";
@@ -94,7 +98,7 @@ export interface AppOptions {
  * test harness): nothing in src/ reads `app.internals` — test/architecture checks that.
  */
 export interface AppInternals {
-  db: Database;
+  db: StoreHandle;
   runner: JobRunner;
   dispatcher: WebhookDispatcher;
   inference: InferenceHost;
@@ -129,7 +133,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const logger = opts.logger ?? createLogger(config.logLevel);
   const now = opts.now ?? Date.now;
   mkdirSync(config.dataDir, { recursive: true });
-  const db = openDatabase(join(config.dataDir, "vsearch.db"), { vecExtension: opts.runtime.vecExtension });
+  // Stores get the handle; services and stages get transactions through the unit of work (store/unit-of-work.ts).
+  const store = openStore(join(config.dataDir, "vsearch.db"), {
+    vecExtension: opts.runtime.vecExtension,
+    onError: (err) => logger.error("after-commit callback failed", { err: err instanceof Error ? err.stack : String(err) }),
+  });
+  const { db, uow } = store;
 
   let baseUrl = config.publicBaseUrl ?? `http://${config.host}:${config.port}`;
   const masterSecret = loadOrCreateSecret(join(config.dataDir, "secret.key"));
@@ -156,7 +165,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const jobStore = new JobStore(db);
   const webhookStore = new WebhookStore(db);
   const secretBox = new SecretBox(masterSecret);
-  const dispatcher = new WebhookDispatcher(db, webhookStore, events, secretBox, {
+  const dispatcher = new WebhookDispatcher(uow, webhookStore, events, secretBox, {
     retryDelaysSecs: config.webhookRetryDelaysSecs,
     timeoutMs: config.webhookTimeoutMs,
     allowNetworks,
@@ -166,15 +175,17 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     now,
   });
   // Domain events after commit; their subscribers are wired in one place, below ("Events").
-  const bus = new EventBus((type, err) => logger.error("event subscriber failed", { event: type, err: err instanceof Error ? err.stack : String(err) }));
-  const credits = new CreditService(db, new CreditStore(db), events, {
+  const bus = new EventBus(uow, (type, err) => logger.error("event subscriber failed", { event: type, err: err instanceof Error ? err.stack : String(err) }));
+  const credits = new CreditService(uow, new CreditStore(db), events, {
     perMinute: config.creditsPerMinute,
     perSearch: config.creditsPerSearch,
     lowThreshold: config.creditsLowThreshold,
   }, bus);
   const indexStore = new IndexStore(db, Boolean(opts.runtime.vecExtension));
   const videoStore = new VideoStore(db);
-  const videos = new VideoService(db, videoStore, jobStore, events, indexStore, files, mediaUrls, bus);
+  // The one owner of a video's derived content: the pipeline writes through it, deletions delete through it.
+  const content = new VideoContent(uow, indexStore, files, bus);
+  const videos = new VideoService(uow, videoStore, jobStore, events, indexStore, files, mediaUrls, content);
   const collections = new CollectionService(
     new CollectionStore(db),
     { purgeVideos: (accountId, ids) => videos.purgeVideos(accountId, ids) },
@@ -184,7 +195,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const models: ModelCatalog = opts.models ?? new ModelRegistry(config.modelsDir);
   const inference = new InferenceHost(config, opts.runtime.inferenceWorkerFile, models, logger, opts.runtime.runtimeDir ?? null);
   const search = createSearchDomain({
-    db,
+    stores: { search: new SearchStore(db), ocr: new OcrSearchStore(db), feedback: new FeedbackStore(db) },
+    uow,
     vectorCacheBytes: config.searchCacheMb * 1024 * 1024,
     vectorIndex: opts.vectorIndex,
     files,
@@ -203,7 +215,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   // Worker threads start on the first frame with text; at most ocr_threads of them (each one core).
   const ocr = config.ocrThreads > 0 ? new OcrEngine({ paths: opts.runtime.ocr ?? devOcrPaths(), workers: config.ocrThreads }) : null;
   // Called only after the runner below exists (retries wake it; completions run inside it).
-  const jobs = new JobService(jobStore, db, {
+  const jobs = new JobService(jobStore, uow, {
     resetVideo: (id) => videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
     bus,
     videoDone: (id) => {
@@ -217,11 +229,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     searchable: (videoId, accountId) => playback.enqueue(videoId, accountId, new Date(now()).toISOString()),
   }, events);
   const pipeline = new IngestPipeline({
-    db,
     videos: videoStore,
     jobs: jobStore,
-    events,
-    index: indexStore,
+    content,
     files,
     bins,
     models,
@@ -231,7 +241,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     speechMaxTokens: config.speechMaxTokens,
     frameIntervalSecs: config.frameIntervalSecs,
     logger,
-    bus,
     completion: jobs,
   });
   const storage = new StorageHealth(config.dataDir);
@@ -244,7 +253,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   });
   const renditions = new RenditionWorker(playback, files, bins, { logger, now, idle: () => runner.active === 0 && !storage.isFull() });
   const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, (accountId) => credits.assertCanSpend(accountId), bus);
-  const webhooks = new WebhookService(db, webhookStore, events, accountStore, secretBox, { allowNetworks, resolve: opts.resolve }, bus, now);
+  const webhooks = new WebhookService(webhookStore, events, accountStore, secretBox, { allowNetworks, resolve: opts.resolve }, bus, now);
 
   // Events: every reaction to a committed change, in one place (docs/ARCHITECTURE.md "Events").
   bus.subscribe("videos.deleted", (e) => search.indexes.onVideosDeleted(e.videoIds));
@@ -256,7 +265,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   bus.subscribe("job.retried", () => runner.wake());
   bus.subscribe("job.completed", () => setTimeout(() => renditions.wake(), 0)); // after the job has left the runner
   bus.subscribe("outbox.written", () => dispatcher.wake());
-  const accountDeletion = new AccountDeletion(db, accountStore, events, webhookStore, dispatcher, videos);
+  const accountDeletion = new AccountDeletion(uow, accountStore, events, webhookStore, dispatcher, videos);
   const media = new MediaService(new MediaStore(db), files, signer);
   const exports = new ExportService(videos, playback, files, bins, {
     clipUrl: (videoId, file) => {
@@ -280,7 +289,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
     search: search.search, searchFeedback: search.feedback, moments: search.moments, media, exports,
     webhooks, credits, accountDeletion, models: modelService, system,
-    backup: new BackupService(db, { dataDir: config.dataDir, modelsDir: config.modelsDir, vecExtension: opts.runtime.vecExtension, version: VERSION }),
+    backup: new BackupService(new BackupStore(db, opts.runtime.vecExtension), { dataDir: config.dataDir, modelsDir: config.modelsDir, vecExtension: opts.runtime.vecExtension, version: VERSION }),
     agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, exports, media, files, frames: new FrameGrabber(bins) }),
   };
 
@@ -356,7 +365,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       await dispatcher.stop();
       await inference.close();
       await ocr?.close();
-      db.close();
+      store.close();
     },
   };
 }

@@ -1,6 +1,6 @@
-import type { Database } from "bun:sqlite";
 import { notFound } from "../core/errors.ts";
 import type { EventStore } from "../events/store.ts";
+import type { UnitOfWork } from "../store/unit-of-work.ts";
 import type { VideoService } from "../videos/service.ts";
 import type { WebhookDispatcher } from "../webhooks/dispatcher.ts";
 import type { WebhookStore } from "../webhooks/store.ts";
@@ -30,7 +30,7 @@ export interface AccountDeletionResult {
  */
 export class AccountDeletion {
   constructor(
-    private readonly db: Database,
+    private readonly uow: UnitOfWork,
     private readonly accounts: AccountStore,
     private readonly events: EventStore,
     private readonly webhooks: WebhookStore,
@@ -40,10 +40,10 @@ export class AccountDeletion {
 
   async delete(accountId: string): Promise<AccountDeletionResult> {
     if (!this.accounts.getAccount(accountId)) throw notFound("NOT_FOUND", `Account ${accountId}`);
-    const eventId = this.db.transaction(() => {
+    const eventId = this.uow.run(() => {
       this.accounts.closeAccess(accountId);
       return this.events.record(accountId, "account.deleted", { user_id: accountId });
-    })();
+    });
     this.dispatcher.drainOutbox();
     const deliveries = await this.dispatcher.deliverEventNow(accountId, eventId);
     this.webhooks.deactivateAll(accountId);
@@ -55,10 +55,10 @@ export class AccountDeletion {
       await this.videos.purgeVideos(accountId, ids);
       videosDeleted += ids.length;
     }
-    this.db.transaction(() => {
+    this.uow.run(() => {
       this.accounts.deleteAccount(accountId);
       this.events.deleteForAccount(accountId);
-    })();
+    });
     return { user_id: accountId, videos_deleted: videosDeleted, deliveries };
   }
 }

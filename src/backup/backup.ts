@@ -1,4 +1,3 @@
-import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
@@ -6,16 +5,14 @@ import { pipeline } from "node:stream/promises";
 import * as tar from "tar-stream";
 import { AppError } from "../core/errors.ts";
 import { isStorageError } from "../core/storage.ts";
-import { IndexStore } from "../indexing/store.ts";
-import { openDatabase } from "../store/database.ts";
-import { VideoStore } from "../videos/store.ts";
+import { BackupStore } from "./store.ts";
 import { BACKUP_FORMAT, type BackupManifest, DB_NAME, MANIFEST_NAME, snapshotDir, sweepStaleSnapshots, TOP_LEVEL_FILES } from "./layout.ts";
 
 export interface BackupOptions {
   dataDir: string;
   modelsDir: string;
   /** The live store (the server may be using it at the same time, from another process). */
-  db: Database;
+  store: BackupStore;
   vecExtension?: string;
   version: string;
   includeModels: boolean;
@@ -55,18 +52,12 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
   const partial = `${out}.partial`;
   try {
     try {
-      o.db.query("VACUUM INTO ?").run(snapshot);
+      o.store.snapshotInto(snapshot);
     } catch (e) {
       if (isStorageError(e)) throw new AppError(507, "INSUFFICIENT_STORAGE", "Not enough disk space in the data dir for the database snapshot");
       throw e;
     }
-    const snap = openDatabase(snapshot, { vecExtension: o.vecExtension });
-    let videoIds: string[];
-    try {
-      videoIds = new VideoStore(snap).allIds();
-    } finally {
-      snap.close();
-    }
+    const videoIds = BackupStore.withFile(snapshot, o.vecExtension, (snap) => snap.videoIds());
 
     const pack = tar.pack();
     // 0600: the archive holds secret.key (URL signing, webhook secrets) and every video.
@@ -102,7 +93,8 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
       await addTree(dir, `videos/${id}`, (rel) => rel.split(sep)[0] === "frames.tmp");
     }
     o.onProgress?.(videoIds.length, videoIds.length, "database");
-    if (missing.length) pruneVideos(snapshot, o.vecExtension, missing);
+    // Videos whose files vanished after the snapshot (deleted meanwhile) leave the snapshot too.
+    if (missing.length) BackupStore.withFile(snapshot, o.vecExtension, (snap) => snap.dropVideos(missing));
     await addFile(snapshot, DB_NAME);
     for (const f of TOP_LEVEL_FILES) if (existsSync(join(o.dataDir, f))) await addFile(join(o.dataDir, f), f);
     const models = resolve(o.modelsDir);
@@ -129,24 +121,6 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
     throw e;
   } finally {
     rmSync(snapshot, { force: true });
-  }
-}
-
-/** Drops videos whose files vanished after the snapshot (deleted meanwhile) from the snapshot. */
-function pruneVideos(snapshot: string, vecExtension: string | undefined, ids: string[]): void {
-  const db = openDatabase(snapshot, { vecExtension });
-  try {
-    const videos = new VideoStore(db);
-    const index = new IndexStore(db, Boolean(vecExtension));
-    db.transaction(() => {
-      for (const id of ids) {
-        index.deleteVideoVectors(id);
-        videos.delete(id);
-      }
-    })();
-    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-  } finally {
-    db.close();
   }
 }
 

@@ -1,7 +1,6 @@
-import type { Database } from "bun:sqlite";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { openDatabase } from "../store/database.ts";
+import { BackupStore } from "./store.ts";
 
 export interface IntegrityReport {
   ok: boolean;
@@ -26,26 +25,15 @@ export interface IntegrityReport {
  * show as an orphan folder for a moment.
  */
 export function checkDataDir(dataDir: string, opts: { vecExtension?: string } = {}): IntegrityReport {
-  const db = openDatabase(join(dataDir, "vsearch.db"), { vecExtension: opts.vecExtension });
-  try {
-    return checkWith(db, dataDir);
-  } finally {
-    db.close();
-  }
+  return BackupStore.withFile(join(dataDir, "vsearch.db"), opts.vecExtension, (store) => checkWith(store, dataDir));
 }
 
-export function checkWith(db: Database, dataDir: string): IntegrityReport {
+export function checkWith(store: BackupStore, dataDir: string): IntegrityReport {
   const problems: string[] = [];
-  const integrity = db
-    .query<{ integrity_check: string }, []>("PRAGMA integrity_check")
-    .all()
-    .map((r) => r.integrity_check)
-    .join("; ");
+  const { integrity, foreignKeyViolations: fk, videos: rows, jobs } = store.health();
   if (integrity !== "ok") problems.push(`integrity_check: ${integrity}`);
-  const fk = db.query("PRAGMA foreign_key_check").all().length;
   if (fk) problems.push(`${fk} rows point at rows that do not exist (foreign_key_check)`);
 
-  const rows = db.query<{ id: string; source_path: string }, []>("SELECT id, source_path FROM videos").all();
   const known = new Set(rows.map((r) => r.id));
   const videosRoot = join(dataDir, "videos");
   const dirs = existsSync(videosRoot) ? readdirSync(videosRoot) : [];
@@ -54,9 +42,6 @@ export function checkWith(db: Database, dataDir: string): IntegrityReport {
   const missing = rows.filter((r) => !existsSync(join(dataDir, r.source_path))).map((r) => r.id);
   if (missing.length) problems.push(`${missing.length} videos without their source file`);
   const tmp = join(dataDir, "uploads", "tmp");
-  const jobs = Object.fromEntries(
-    db.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM jobs GROUP BY status").all().map((r) => [r.status, r.n]),
-  );
   return {
     ok: problems.length === 0,
     problems,

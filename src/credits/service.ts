@@ -1,7 +1,7 @@
 import type { EventPublisher } from "../events/bus.ts";
-import type { Database } from "bun:sqlite";
 import { AppError, notFound } from "../core/errors.ts";
 import type { EventStore } from "../events/store.ts";
+import type { UnitOfWork } from "../store/unit-of-work.ts";
 import type { CreditStore, LedgerRow } from "./store.ts";
 
 export interface CreditSettings {
@@ -21,11 +21,11 @@ export interface CreditSettings {
  */
 export class CreditService {
   constructor(
-    private readonly db: Database,
+    private readonly uow: UnitOfWork,
     private readonly store: CreditStore,
     private readonly events: EventStore,
     private readonly settings: CreditSettings,
-    /** `outbox.written` when credits.low/exhausted is recorded, delivered once the charge commits. */
+    /** `outbox.written` when credits.low/exhausted is recorded, delivered once the charge (or what it is part of) commits. */
     private readonly bus: EventPublisher,
   ) {}
 
@@ -38,7 +38,7 @@ export class CreditService {
   grant(accountId: string, amount: number): { balance: number } {
     if (!Number.isFinite(amount) || amount <= 0) throw new AppError(400, "INVALID_AMOUNT", "amount must be a positive number");
     if (this.store.balance(accountId) === undefined) throw notFound("NOT_FOUND", `Account ${accountId}`);
-    const after = this.db.transaction(() => {
+    const after = this.uow.run(() => {
       const wasUnlimited = this.store.balance(accountId) === null;
       const { after } = this.store.apply(accountId, amount, "grant");
       // From unlimited to below the threshold is a downward crossing too.
@@ -47,7 +47,7 @@ export class CreditService {
         return { after, fired: true };
       }
       return { after, fired: false };
-    })();
+    });
     if (after.fired) this.bus.publish({ type: "outbox.written", accountId });
     return { balance: after.after };
   }
@@ -88,11 +88,11 @@ export class CreditService {
    * transaction becomes a savepoint there, and keeps charge + events atomic when called alone.
    */
   chargeIndexing(accountId: string, durationSecs: number): void {
-    this.bus.afterCommit(() => this.db.transaction(() => this.charge(accountId, (Math.max(durationSecs, 0) / 60) * this.settings.perMinute, "indexing"))());
+    this.uow.run(() => this.charge(accountId, (Math.max(durationSecs, 0) / 60) * this.settings.perMinute, "indexing"));
   }
 
   chargeSearch(accountId: string): void {
-    this.bus.afterCommit(() => this.db.transaction(() => this.charge(accountId, this.settings.perSearch, "search"))());
+    this.uow.run(() => this.charge(accountId, this.settings.perSearch, "search"));
   }
 
   private charge(accountId: string, cost: number, reason: string): void {

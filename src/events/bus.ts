@@ -2,9 +2,13 @@
  * In-process domain events (issue 10): what happened, published by the domain that did it once
  * its transaction has committed, and the reactions to it (search cache invalidation, waking the
  * job runner, the webhook dispatcher or the rendition worker) subscribed in one place, app.ts.
+ * Delivery after commit rides on the store seam (store/unit-of-work.ts `afterCommit`): events/
+ * sits above store/, so the bus uses the seam and the seam knows nothing of events.
  * Not the webhook outbox: those are rows (events/store.ts) written inside the transaction; these
  * are the in-memory nudges that follow it. A publisher never learns who listens.
  */
+import type { UnitOfWork } from "../store/unit-of-work.ts";
+
 export type DomainEvent =
   /** Videos and their rows are gone (deleted, or with their collection or account). */
   | { type: "videos.deleted"; videoIds: string[] }
@@ -24,18 +28,22 @@ export type EventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T 
 
 /** What a domain needs to announce; it never sees the subscribers. */
 export interface EventPublisher {
-  /** Call only after the transaction that made the change has committed. */
+  /**
+   * Announces a committed change. Inside a transaction of the unit of work (`uow.run`) the event
+   * is held and delivered once the outermost transaction commits, dropped if it rolls back;
+   * outside one it is delivered at once.
+   */
   publish(event: DomainEvent): void;
-  /** Runs a synchronous transaction; what it publishes is delivered only if it returns. */
-  afterCommit<T>(fn: () => T): T;
 }
 
 export class EventBus implements EventPublisher {
   private readonly handlers = new Map<DomainEventType, ((e: DomainEvent) => void)[]>();
-  /** One list per open `afterCommit` (innermost last). */
-  private readonly held: DomainEvent[][] = [];
 
-  constructor(private readonly onError: (type: DomainEventType, err: unknown) => void = () => {}) {}
+  constructor(
+    /** Delivery waits for the commit of the transaction a publish happens in. */
+    private readonly commits: Pick<UnitOfWork, "afterCommit">,
+    private readonly onError: (type: DomainEventType, err: unknown) => void = () => {},
+  ) {}
 
   subscribe<T extends DomainEventType>(type: T, handler: (e: EventOf<T>) => void): void {
     const list = this.handlers.get(type) ?? [];
@@ -44,35 +52,13 @@ export class EventBus implements EventPublisher {
   }
 
   /**
-   * Synchronous, in subscription order. The change is already committed, so a subscriber that
-   * throws is logged and the others still run: a reaction failing never undoes what happened
-   * nor reaches the publisher's caller.
+   * Delivery is synchronous, in subscription order, after the commit (see EventPublisher). The
+   * change is already committed, so a subscriber that throws is logged and the others still run:
+   * a reaction failing never undoes what happened nor reaches the publisher's caller. A savepoint
+   * that succeeds inside a transaction that fails announces nothing.
    */
   publish(event: DomainEvent): void {
-    const open = this.held[this.held.length - 1];
-    if (open) open.push(event);
-    else this.deliver(event);
-  }
-
-  /**
-   * Runs `fn`, which runs a transaction (bun:sqlite transactions are synchronous), holding back
-   * what is published meanwhile: delivered when `fn` returns (committed), dropped when it throws
-   * (rolled back). Nested: the inner one's events join the outer one's, so a savepoint that
-   * succeeds inside a transaction that fails announces nothing.
-   */
-  afterCommit<T>(fn: () => T): T {
-    const mine: DomainEvent[] = [];
-    this.held.push(mine);
-    let result: T;
-    try {
-      result = fn();
-    } finally {
-      this.held.pop();
-    }
-    const outer = this.held[this.held.length - 1];
-    if (outer) outer.push(...mine);
-    else for (const e of mine) this.deliver(e);
-    return result;
+    this.commits.afterCommit(() => this.deliver(event));
   }
 
   private deliver(event: DomainEvent): void {

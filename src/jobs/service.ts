@@ -1,9 +1,9 @@
-import type { Database } from "bun:sqlite";
 import { AppError, notFound } from "../core/errors.ts";
 import type { Page } from "../core/paging.ts";
 import { offsetOf } from "../core/paging.ts";
 import type { EventPublisher } from "../events/bus.ts";
 import type { EventStore } from "../events/store.ts";
+import type { UnitOfWork } from "../store/unit-of-work.ts";
 import type { JobError } from "./runner.ts";
 import type { JobStore } from "./store.ts";
 import { type Job, type JobRow, type JobStatus, toJob } from "./schema.ts";
@@ -29,14 +29,14 @@ export interface JobHooks {
    * durably but never delay it (the web rendition queue, SPEC §11).
    */
   searchable(videoId: string, accountId: string): void;
-  /** job.retried, job.completed: published after their transaction commits (events/bus.ts). */
+  /** job.retried, job.completed: delivered once their transaction commits (events/bus.ts). */
   bus: EventPublisher;
 }
 
 export class JobService {
   constructor(
     private readonly store: JobStore,
-    private readonly db?: Database,
+    private readonly uow?: UnitOfWork,
     private readonly hooks?: JobHooks,
     private readonly events?: EventStore,
   ) {}
@@ -65,9 +65,9 @@ export class JobService {
    * reindex` re-indexes finished videos).
    */
   retry(accountId: string, id: string): Job {
-    if (!this.db || !this.hooks) throw new Error("JobService.retry needs the database and hooks");
+    if (!this.uow || !this.hooks) throw new Error("JobService.retry needs the unit of work and hooks");
     const hooks = this.hooks;
-    const row = this.db.transaction(() => {
+    const row = this.uow.run(() => {
       const current = this.store.get(accountId, id);
       if (!current) throw notFound("JOB_NOT_FOUND", `Job ${id}`);
       if (current.status !== "failed") {
@@ -76,7 +76,7 @@ export class JobService {
       const r = this.store.retry(accountId, id)!;
       hooks.resetVideo(r.video_id);
       return r;
-    }).immediate();
+    }, { immediate: true });
     hooks.bus.publish({ type: "job.retried", jobId: row.id });
     return toJob(row);
   }
@@ -87,32 +87,30 @@ export class JobService {
    * webhook outbox and the web rendition is queued. A job deleted meanwhile changes nothing.
    */
   complete(job: JobRow, owner: string): void {
-    const { db, hooks, events } = this.completionParts();
-    hooks.bus.afterCommit(() =>
-      db.transaction(() => {
-        if (!this.store.finish(job.id, owner, "done")) return;
-        const video = hooks.videoDone(job.video_id);
-        if (!video) return;
-        events.record(job.account_id, "job.completed", { job_id: job.id, video_id: job.video_id });
-        hooks.charge(job.account_id, video.durationSecs);
-        hooks.searchable(job.video_id, job.account_id);
-        hooks.bus.publish({ type: "job.completed", jobId: job.id, videoId: job.video_id, accountId: job.account_id });
-      })(),
-    );
+    const { uow, hooks, events } = this.completionParts();
+    uow.run(() => {
+      if (!this.store.finish(job.id, owner, "done")) return;
+      const video = hooks.videoDone(job.video_id);
+      if (!video) return;
+      events.record(job.account_id, "job.completed", { job_id: job.id, video_id: job.video_id });
+      hooks.charge(job.account_id, video.durationSecs);
+      hooks.searchable(job.video_id, job.account_id);
+      hooks.bus.publish({ type: "job.completed", jobId: job.id, videoId: job.video_id, accountId: job.account_id });
+    });
   }
 
   /** A job's run failed for good: the job and its video are `failed` and job.failed is recorded, in one transaction. */
   fail(job: JobRow, owner: string, error: JobError): void {
-    const { db, hooks, events } = this.completionParts();
-    db.transaction(() => {
+    const { uow, hooks, events } = this.completionParts();
+    uow.run(() => {
       if (!this.store.finish(job.id, owner, "failed", error)) return; // deleted meanwhile: nothing to announce
       hooks.videoFailed(job.video_id, error);
       events.record(job.account_id, "job.failed", { job_id: job.id, video_id: job.video_id, error });
-    })();
+    });
   }
 
-  private completionParts(): { db: Database; hooks: JobHooks; events: EventStore } {
-    if (!this.db || !this.hooks || !this.events) throw new Error("JobService completion needs the database, hooks and event store");
-    return { db: this.db, hooks: this.hooks, events: this.events };
+  private completionParts(): { uow: UnitOfWork; hooks: JobHooks; events: EventStore } {
+    if (!this.uow || !this.hooks || !this.events) throw new Error("JobService completion needs the unit of work, hooks and event store");
+    return { uow: this.uow, hooks: this.hooks, events: this.events };
   }
 }

@@ -1,9 +1,6 @@
-import type { Database } from "bun:sqlite";
 import type { Logger } from "../core/logger.ts";
-import type { EventPublisher } from "../events/bus.ts";
-import type { EventStore } from "../events/store.ts";
 import type { InferencePool } from "../inference/pool.ts";
-import type { IndexStore } from "../indexing/store.ts";
+import type { VideoContent } from "../indexing/content.ts";
 import type { JobService } from "../jobs/service.ts";
 import type { JobStore } from "../jobs/store.ts";
 import type { MediaBins } from "../media/process.ts";
@@ -14,11 +11,10 @@ import type { OcrEngine } from "../ocr/engine.ts";
 
 
 export interface PipelineDeps {
-  db: Database;
   videos: VideoStore;
   jobs: JobStore;
-  events: EventStore;
-  index: IndexStore;
+  /** Writes the stages' rows (frames, shots, transcript, OCR lines): the one owner of a video's derived content. */
+  content: VideoContent;
   files: VideoFiles;
   bins: MediaBins;
   models: ModelCatalog;
@@ -32,8 +28,6 @@ export interface PipelineDeps {
   /** Whisper's per-window token cap (config speech_max_tokens). */
   speechMaxTokens: number;
   logger: Logger;
-  /** `video.content_changed` after a stage's rows are committed (search keeps its caches in step). */
-  bus: EventPublisher;
   /** Marks a run's job done or failed (jobs/service.ts owns that transaction). */
   completion: Pick<JobService, "complete" | "fail">;
 }

@@ -140,17 +140,18 @@ export class IngestPipeline implements JobHandler {
           jpegDir ? { dir: jpegDir, frames } : null,
         ).catch(toFailure),
       );
-      // The one write of the shots: with their thumbnails, after both exist.
-      d.index.replaceShots(run.scope, scenes.map((s, i) => ({ ...s, thumbnailPath: thumbs.shots[i] })), clip?.modelId ?? null);
-      // Searchable from here on; the enrichment stages run next.
-      d.videos.update(video.id, { poster_path: thumbs.poster, status: "ready" });
-      stages.record("thumbnails", {
-        status: "ran",
-        took_ms: thumbsMs,
-        count: thumbs.shots.filter(Boolean).length,
-        ...(thumbs.shotsFromPass || thumbs.posterFromPass ? { reason: passNote(thumbs.shotsFromPass, thumbs.posterFromPass) } : {}),
+      // The one write of the shots (with their thumbnails, after both exist), the video becoming
+      // searchable and the stage's outcome, in one transaction; search hears of it on commit.
+      d.content.commitStage(video.id, () => {
+        d.content.replaceShots(run.scope, scenes.map((s, i) => ({ ...s, thumbnailPath: thumbs.shots[i] })), clip?.modelId ?? null);
+        d.videos.update(video.id, { poster_path: thumbs.poster, status: "ready" });
+        stages.record("thumbnails", {
+          status: "ran",
+          took_ms: thumbsMs,
+          count: thumbs.shots.filter(Boolean).length,
+          ...(thumbs.shotsFromPass || thumbs.posterFromPass ? { reason: passNote(thumbs.shotsFromPass, thumbs.posterFromPass) } : {}),
+        });
       });
-      d.bus.publish({ type: "video.content_changed", videoId: video.id });
       const shots: Shot[] = scenes.map((s, i) => ({ index: i, start: s.start, end: s.end }));
       return { run, visual: { shots, keyframesOnly } };
     } finally {
@@ -175,7 +176,7 @@ export class IngestPipeline implements JobHandler {
     const keyframesOnly = await useKeyframes(d, source, info, null);
     const scope = { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id };
     d.logger.info("resuming at the enrichment stages", { job_id: job.id, video_id: video.id, stages: pending.map((e) => e.name) });
-    return { run: { stages, source, info, scope, signal: stop.signal } as Run, visual: { shots: d.index.shotSpans(video.id), keyframesOnly } };
+    return { run: { stages, source, info, scope, signal: stop.signal } as Run, visual: { shots: d.content.shotSpans(video.id), keyframesOnly } };
   }
 
   /** The stages after the video is searchable, in order; each one's rows are searchable as soon as it ends. */
@@ -194,10 +195,12 @@ export class IngestPipeline implements JobHandler {
         const code = known ? (err as { code: string }).code : "INTERNAL_ERROR";
         outcome = { status: "failed", reason: known ? `${code}: ${(err as Error).message}` : `${code}: the stage failed unexpectedly (see the server log)` };
       }
-      r.stages.record(e.name, outcome);
       left.shift();
-      if (job.lease_owner) this.d.jobs.setPending(job.id, job.lease_owner, left);
-      this.d.bus.publish({ type: "video.content_changed", videoId: r.scope.videoId });
+      // Its outcome is recorded with the announcement: search reads the stage's rows from here on.
+      this.d.content.commitStage(r.scope.videoId, () => {
+        r.stages.record(e.name, outcome);
+        if (job.lease_owner) this.d.jobs.setPending(job.id, job.lease_owner, left);
+      });
     }
   }
 
@@ -211,7 +214,7 @@ export class IngestPipeline implements JobHandler {
       readOnScreenText(d.bins, engine, r.source, r.info, visual.shots, visual.keyframesOnly, r.signal, (f) => r.stages.report("ocr", f)).catch(toFailure),
     );
     r.stages.check(); // stopped mid-way: write nothing
-    d.index.replaceOcrLines(r.scope, res.lines);
+    d.content.replaceOcrLines(r.scope, res.lines);
     return {
       status: "ran",
       took_ms: ms,
@@ -263,7 +266,7 @@ export class IngestPipeline implements JobHandler {
       reason: keyframesOnly ? `${decodeNote}, scored on the sampled frames` : `${decodeNote}, cuts found in the same pass as the frames`,
     });
     const frames = result.frames.map((f) => ({ ...f, shotIndex: shotIndexAt(shots, f.timestamp) }));
-    d.index.replaceFrames(r.scope, frames.map((f) => ({ shotIndex: f.shotIndex, timestamp: f.timestamp, embedding: f.vector })), clip.modelId);
+    d.content.replaceFrames(r.scope, frames.map((f) => ({ shotIndex: f.shotIndex, timestamp: f.timestamp, embedding: f.vector })), clip.modelId);
     stages.record("frames", { status: "ran", count: result.sampled, reason: result.note });
     stages.record("embeddings", { status: "ran", took_ms: ms, count: frames.length, model_id: clip.modelId });
     stages.check();
@@ -299,7 +302,7 @@ export class IngestPipeline implements JobHandler {
     if (!r.info.hasAudio) {
       r.stages.record("audio", { status: "skipped", reason: "no audio stream" });
       r.stages.record("transcript", { status: "skipped", reason: "no audio stream" });
-      d.index.replaceTranscript(r.scope, [], "none");
+      d.content.replaceTranscript(r.scope, [], "none");
     } else if (!whisper) {
       r.stages.record("audio", { status: "skipped", reason: missingModel("speech") });
       r.stages.record("transcript", { status: "skipped", reason: missingModel("speech") });
@@ -308,7 +311,7 @@ export class IngestPipeline implements JobHandler {
         transcribeAudio(d, r.source, r.info, whisper, r.signal, (f) => r.stages.report("transcript", f)).catch(toFailure),
       );
       r.stages.check(); // stopped mid-way: write nothing
-      d.index.replaceTranscript(r.scope, segments, whisper.modelId);
+      d.content.replaceTranscript(r.scope, segments, whisper.modelId);
       r.stages.record("audio", { status: "ran" });
       r.stages.record("transcript", { status: "ran", took_ms: ms, count: segments.length, model_id: whisper.modelId });
     }

@@ -1,7 +1,7 @@
-import { Database } from "bun:sqlite";
 import { execFile } from "node:child_process";
 import type { ExecDevice } from "../inference/dtype.ts";
 import type { RuntimePaths } from "./types.ts";
+import { checkVecExtension } from "../store/vec-check.ts";
 
 /** `vsearch doctor`'s view of the native runtime. JSON-able; snake_case like the API. */
 export interface SelfTestReport {
@@ -33,31 +33,6 @@ export interface SelfTestOptions {
 }
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
-/**
- * The vec0 check: three vectors, a k=2 MATCH query for [1,0,0,0]. sqlite-vec must answer rowid 1
- * (distance 0) then rowid 3 (distance √0.02), never rowid 2. Vectors go in as float32 blobs, the
- * way the store writes them.
- */
-function checkVec(vecExtension: string): { sqlite_version: string; vec_version: string; vec_query_ok: boolean; error?: string } {
-  const db = new Database(":memory:");
-  try {
-    db.loadExtension(vecExtension);
-    const v = db.query<{ s: string; v: string }, []>("SELECT sqlite_version() AS s, vec_version() AS v").get()!;
-    db.exec("CREATE VIRTUAL TABLE t USING vec0(embedding float[4])");
-    const put = db.query("INSERT INTO t(rowid, embedding) VALUES (?, ?)");
-    const rows: [number, number[]][] = [[1, [1, 0, 0, 0]], [2, [0, 1, 0, 0]], [3, [0.9, 0.1, 0, 0]]];
-    for (const [id, vec] of rows) put.run(id, new Uint8Array(new Float32Array(vec).buffer));
-    const got = db
-      .query<{ rowid: number; distance: number }, [Uint8Array]>("SELECT rowid, distance FROM t WHERE embedding MATCH ? AND k = 2 ORDER BY distance")
-      .all(new Uint8Array(new Float32Array([1, 0, 0, 0]).buffer));
-    const ok =
-      got.length === 2 && got[0].rowid === 1 && got[1].rowid === 3 && Math.abs(got[0].distance) < 1e-6 && Math.abs(got[1].distance - Math.sqrt(0.02)) < 1e-4;
-    return { sqlite_version: v.s, vec_version: v.v, vec_query_ok: ok, error: ok ? undefined : `vec0 KNN query returned ${JSON.stringify(got)}` };
-  } finally {
-    db.close();
-  }
-}
 
 /** First line of `<tool> -version`, e.g. "ffmpeg version 4.1 Copyright …" → "4.1". */
 function toolVersion(path: string, tool: string, timeoutMs: number): Promise<string> {
@@ -101,7 +76,7 @@ async function checkOnnx(paths: RuntimePaths, modelDir: string, device: ExecDevi
 }
 
 /**
- * Exercises each native piece for real: loads sqlite-vec into an in-memory bun:sqlite database and
+ * Exercises each native piece for real: loads sqlite-vec into an in-memory database (store/vec-check.ts) and
  * runs a vec0 KNN query, runs `ffmpeg -version` and `ffprobe -version`, and, given a model folder,
  * starts a one-thread inference pool and runs its selfTest task (an ONNX session in a worker
  * thread). A failing check is reported in `errors` (and `ok: false`), never thrown.
@@ -122,7 +97,7 @@ export async function runSelfTest(paths: RuntimePaths, opts: SelfTestOptions = {
   };
 
   try {
-    const vec = checkVec(paths.vecExtension);
+    const vec = checkVecExtension(paths.vecExtension);
     report.sqlite_version = vec.sqlite_version;
     report.vec_version = vec.vec_version;
     report.vec_query_ok = vec.vec_query_ok;

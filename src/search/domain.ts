@@ -1,5 +1,5 @@
-import type { Database } from "bun:sqlite";
 import type { Logger } from "../core/logger.ts";
+import type { UnitOfWork } from "../store/unit-of-work.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import { QueryEncoder, type QueryEmbedder, type TranscriptSemanticSearch } from "./embedder.ts";
 import { FeedbackService } from "./feedback-service.ts";
@@ -9,12 +9,21 @@ import { ExactVectorCache } from "./vector-cache.ts";
 import type { MediaLinks } from "./links.ts";
 import { MomentService } from "./moment-service.ts";
 import { type SearchCredits, SearchService } from "./service.ts";
-import { SearchStore } from "./store.ts";
-import { FeedbackStore } from "./feedback-store.ts";
-import { OcrSearchStore } from "./ocr-store.ts";
+import type { SearchStore } from "./store.ts";
+import type { FeedbackStore } from "./feedback-store.ts";
+import type { OcrSearchStore } from "./ocr-store.ts";
+
+/** The search domain's stores, built on the open store by the composition root. */
+export interface SearchStores {
+  search: SearchStore;
+  ocr: OcrSearchStore;
+  feedback: FeedbackStore;
+}
 
 export interface SearchDomainOptions {
-  db: Database;
+  stores: SearchStores;
+  /** Transactions (feedback moves a threshold with its row). */
+  uow: UnitOfWork;
   /** Budget of the exact-vector cache used when rescoring (0 turns it off). */
   vectorCacheBytes?: number;
   /** In-memory vector index tuning (tests lower trainAt); defaults otherwise. */
@@ -44,11 +53,11 @@ export interface SearchDomain {
 
 /** Builds the search domain for the composition root. */
 export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
-  const store = new SearchStore(o.db);
+  const store = o.stores.search;
   const indexes = new SearchIndexes(store, new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0), o.vectorIndex));
   const encoder = new QueryEncoder(o.embedder);
-  const ocr = new OcrSearchStore(o.db);
-  const feedbackStore = new FeedbackStore(o.db);
+  const ocr = o.stores.ocr;
+  const feedbackStore = o.stores.feedback;
   const search = new SearchService({
     store,
     feedback: feedbackStore,
@@ -70,7 +79,7 @@ export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
     indexes,
     search,
     encoder,
-    feedback: new FeedbackService(store, feedbackStore, o.videos, o.now),
+    feedback: new FeedbackService(o.uow, store, feedbackStore, o.videos, o.now),
     moments: new MomentService(store, ocr, o.videos, o.links),
   };
 }

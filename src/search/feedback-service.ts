@@ -1,5 +1,6 @@
 import { ValidationError } from "../core/errors.ts";
 import { nowIso } from "../core/ids.ts";
+import type { UnitOfWork } from "../store/unit-of-work.ts";
 import type { FeedbackInput } from "./schema.ts";
 import type { SearchStore } from "./store.ts";
 import type { FeedbackRow, FeedbackStore } from "./feedback-store.ts";
@@ -14,6 +15,7 @@ import { clampThreshold, feedbackStep, THRESHOLDS, thresholdSpec } from "./thres
  */
 export class FeedbackService {
   constructor(
+    private readonly uow: UnitOfWork,
     /** Index reads: whether a segment starts at the given time. */
     private readonly index: SearchStore,
     private readonly store: FeedbackStore,
@@ -45,7 +47,7 @@ export class FeedbackService {
       ]);
     }
     const at = nowIso(this.now());
-    this.store.transaction(() => {
+    this.uow.run(() => {
       const existing = this.store.findFeedback(accountId, input.video_id, input.timestamp_start);
       if (existing) this.revert(accountId, existing, at);
       const delta = input.threshold_key ? this.move(accountId, input.threshold_key, input.signal, at) : 0;
@@ -66,7 +68,7 @@ export class FeedbackService {
   clear(accountId: string, videoId: string, timestampStart: number): void {
     this.videos.require(accountId, videoId);
     const at = nowIso(this.now());
-    this.store.transaction(() => {
+    this.uow.run(() => {
       const existing = this.store.findFeedback(accountId, videoId, timestampStart);
       if (!existing) return;
       this.revert(accountId, existing, at);

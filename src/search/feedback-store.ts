@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { inChunks } from "./sql-in.ts";
+import { inChunks } from "../store/sql.ts";
 
 export interface FeedbackRow {
   id: number;
@@ -87,9 +87,5 @@ export class FeedbackStore {
          ON CONFLICT (account_id, key) DO UPDATE SET value = excluded.value, ups = excluded.ups, downs = excluded.downs, updated_at = excluded.updated_at`,
       )
       .run(accountId, key, value, ups, downs, at);
-  }
-
-  transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
   }
 }

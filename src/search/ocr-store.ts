@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { ftsMatching } from "./sql-in.ts";
+import { ftsMatching } from "../store/sql.ts";
 import type { SearchScope } from "./store.ts";
 
 export interface OcrHitRow {
@@ -48,7 +48,7 @@ export class OcrSearchStore {
       .all(...args, limit);
   }
 
-  /** Which of `ids` match `match` (sql-in.ts `ftsMatching`). */
+  /** Which of `ids` match `match` (store/sql.ts `ftsMatching`). */
   matching(match: string, ids: number[]): Set<number> {
     return ftsMatching(this.db, "ocr_fts", match, ids);
   }

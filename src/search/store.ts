@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { ftsMatching, inChunks } from "./sql-in.ts";
+import { ftsMatching, inChunks } from "../store/sql.ts";
 
 /** Which part of an account a search covers. */
 export interface SearchScope {
@@ -329,7 +329,7 @@ export class SearchStore {
       .all(match, ...w.args, limit);
   }
 
-  /** Which of `ids` match `match` (sql-in.ts `ftsMatching`). */
+  /** Which of `ids` match `match` (store/sql.ts `ftsMatching`). */
   transcriptMatching(match: string, ids: number[]): Set<number> {
     return ftsMatching(this.db, "transcript_fts", match, ids);
   }

@@ -1,5 +1,28 @@
 import { Database } from "bun:sqlite";
 import { MIGRATIONS } from "./migrations/index.ts";
+import { SqliteUnitOfWork, type UnitOfWork } from "./unit-of-work.ts";
+
+/**
+ * The SQLite handle, for the composition root to hand to stores. Only store modules use it
+ * (test/architecture: only they import bun:sqlite); everything else gets a UnitOfWork.
+ */
+export type StoreHandle = Database;
+
+/** An open store: the handle the stores are built on, and the unit of work services run transactions through. */
+export interface OpenStore {
+  db: StoreHandle;
+  uow: UnitOfWork;
+  close(): void;
+}
+
+/**
+ * `openDatabase` plus its unit of work: what the composition root opens. `onError` hears of an
+ * after-commit callback that threw (the change is committed; the others still ran).
+ */
+export function openStore(file: string, opts: OpenDatabaseOptions & { onError?: (err: unknown) => void } = {}): OpenStore {
+  const db = openDatabase(file, opts);
+  return { db, uow: new SqliteUnitOfWork(db, opts.onError), close: () => db.close() };
+}
 
 export interface OpenDatabaseOptions {
   /** Path of the sqlite-vec loadable extension (from src/runtime). Omit to skip loading it. */

@@ -63,6 +63,20 @@ export class VideoFiles {
     return join(this.dir(videoId), "shots", `${shotIndex}.jpg`);
   }
 
+  /**
+   * Removes shot thumbnails not in `keep` (paths relative to the data dir): a re-run that found
+   * fewer shots leaves none of the earlier run's behind. Called by the content owner
+   * (indexing/content.ts) once the new shot rows are committed.
+   */
+  pruneShotThumbs(videoId: string, keep: ReadonlySet<string>): void {
+    const dir = join(this.dir(videoId), "shots");
+    if (!existsSync(dir)) return;
+    for (const f of readdirSync(dir)) {
+      const p = join(dir, f);
+      if (!keep.has(this.rel(p))) rmSync(p, { recursive: true, force: true });
+    }
+  }
+
   rel(abs: string): string {
     return relative(this.dataDir, abs);
   }

@@ -1,13 +1,13 @@
-import type { EventPublisher } from "../events/bus.ts";
-import type { Database } from "bun:sqlite";
 import { renameSync } from "node:fs";
 import { AppError, notFound } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import type { Page } from "../core/paging.ts";
 import { offsetOf } from "../core/paging.ts";
 import type { EventStore } from "../events/store.ts";
+import type { VideoContent } from "../indexing/content.ts";
 import type { IndexStore } from "../indexing/store.ts";
 import type { JobStore } from "../jobs/store.ts";
+import type { UnitOfWork } from "../store/unit-of-work.ts";
 import type { VideoFiles } from "./files.ts";
 import type { VideoFilter, VideoStore } from "./store.ts";
 import type { StageOutcome, Video, VideoDetail, VideoRow, VideoStatus, WebRendition } from "./schema.ts";
@@ -39,15 +39,16 @@ export interface NewVideo {
 
 export class VideoService {
   constructor(
-    private readonly db: Database,
+    private readonly uow: UnitOfWork,
     private readonly store: VideoStore,
     private readonly jobs: JobStore,
     private readonly events: EventStore,
+    /** Model coverage reads (reindex, doctor). */
     private readonly index: IndexStore,
     private readonly files: VideoFiles,
     private readonly urls: MediaUrls,
-    /** `videos.deleted` after a video's rows are gone, so in-memory indexes can forget it. */
-    private readonly bus: EventPublisher,
+    /** Deletes a video's derived content with it (rows, vectors, files; `videos.deleted`). */
+    private readonly content: VideoContent,
   ) {}
 
   /**
@@ -63,7 +64,7 @@ export class VideoService {
     const dest = this.files.sourceFile(videoId, v.ext);
     renameSync(v.tempFile, dest);
     try {
-      this.db.transaction(() => {
+      this.uow.run(() => {
         const contentHash = v.contentHash ?? null;
         const existing = contentHash ? this.store.findByContent(v.accountId, v.collectionId, contentHash) : null;
         if (existing) throw new AppError(409, "DUPLICATE_CONTENT", `This collection already holds this file as video ${existing.id}`);
@@ -96,7 +97,7 @@ export class VideoService {
         });
         this.jobs.insert({ id: jobId, account_id: v.accountId, video_id: videoId, created_at: at });
         this.events.record(v.accountId, "video.created", { video_id: videoId, job_id: jobId, collection_id: v.collectionId, filename: v.filename }, at);
-      }).immediate(); // the duplicate check and the insert see the same state
+      }, { immediate: true }); // the duplicate check and the insert see the same state
     } catch (e) {
       this.files.remove(videoId);
       throw e;
@@ -126,7 +127,7 @@ export class VideoService {
   /** Queues a fresh ingest job for existing videos (`vsearch reindex`); returns the new job ids. */
   requeue(ids: string[]): { video_id: string; job_id: string; account_id: string }[] {
     const out: { video_id: string; job_id: string; account_id: string }[] = [];
-    this.db.transaction(() => {
+    this.uow.run(() => {
       for (const id of ids) {
         const v = this.store.getById(id);
         if (!v) continue;
@@ -135,7 +136,7 @@ export class VideoService {
         this.store.update(id, { status: "queued", progress_pct: 0 });
         out.push({ video_id: id, job_id: jobId, account_id: v.account_id });
       }
-    })();
+    });
     return out;
   }
 
@@ -171,19 +172,19 @@ export class VideoService {
     await this.purgeVideos(accountId, [id]);
   }
 
-  /** Rows, vectors, files and a `video.deleted` event per video; used by collection and account deletion too. */
+  /**
+   * Rows, vectors, files and a `video.deleted` outbox event per video of this account, through the
+   * content owner (indexing/content.ts); used by collection and account deletion too.
+   */
   async purgeVideos(accountId: string, ids: string[]): Promise<void> {
-    for (const id of ids) {
-      const row = this.store.get(accountId, id);
-      if (!row) continue;
-      this.db.transaction(() => {
-        this.index.deleteVideoVectors(id);
-        this.store.delete(id); // frames, shots, transcript and jobs cascade
+    this.content.deleteVideos(ids, {
+      has: (id) => Boolean(this.store.get(accountId, id)),
+      remove: (id) => {
+        const row = this.store.get(accountId, id)!;
+        this.store.delete(id); // frames, shots, transcript, OCR lines and jobs cascade
         this.events.record(accountId, "video.deleted", { video_id: id, collection_id: row.collection_id });
-      })();
-      this.files.remove(id);
-    }
-    if (ids.length) this.bus.publish({ type: "videos.deleted", videoIds: ids });
+      },
+    });
   }
 
   toVideo(r: VideoRow): Video {

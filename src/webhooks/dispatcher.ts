@@ -1,4 +1,3 @@
-import type { Database } from "bun:sqlite";
 import { createHmac } from "node:crypto";
 import { newId, nowIso } from "../core/ids.ts";
 import type { Logger } from "../core/logger.ts";
@@ -6,6 +5,7 @@ import type { EventStore } from "../events/store.ts";
 import type { CidrAllowList, Resolver } from "../net/address-rules.ts";
 import { NetError } from "../net/errors.ts";
 import { safeFetch } from "../net/safe-fetch.ts";
+import type { UnitOfWork } from "../store/unit-of-work.ts";
 import type { SecretBox } from "./secret-box.ts";
 import type { DeliveryRow, WebhookRow, WebhookStore } from "./store.ts";
 
@@ -41,7 +41,7 @@ export class WebhookDispatcher {
   private readonly now: () => number;
 
   constructor(
-    private readonly db: Database,
+    private readonly uow: UnitOfWork,
     private readonly store: WebhookStore,
     private readonly events: EventStore,
     private readonly box: SecretBox,
@@ -83,7 +83,7 @@ export class WebhookDispatcher {
   fanOut(limit = 200): number {
     const pending = this.events.undispatched(limit);
     for (const ev of pending) {
-      this.db.transaction(() => {
+      this.uow.run(() => {
         const data = JSON.parse(ev.payload) as Record<string, unknown>;
         // A test ping goes to the endpoint it was sent from, whatever that endpoint subscribed to.
         const targets: WebhookRow[] =
@@ -106,7 +106,7 @@ export class WebhookDispatcher {
           });
         }
         this.events.markDispatched(ev.seq, nowIso(this.now()));
-      })();
+      });
     }
     return pending.length;
   }

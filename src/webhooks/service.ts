@@ -1,5 +1,4 @@
 import type { EventPublisher } from "../events/bus.ts";
-import type { Database } from "bun:sqlite";
 import { PLAN_LIMITS } from "../accounts/schema.ts";
 import type { AccountStore } from "../accounts/store.ts";
 import { AppError, notFound, ValidationError } from "../core/errors.ts";
@@ -21,7 +20,6 @@ export interface TargetRules {
 
 export class WebhookService {
   constructor(
-    private readonly db: Database,
     private readonly store: WebhookStore,
     private readonly events: EventStore,
     private readonly accounts: AccountStore,

@@ -11,6 +11,10 @@
  *     are fine as long as they form no cycle between nodes.
  *  3. Allow-list entries that no import uses any more fail too, so the list only shrinks.
  *  4. Only the composition root (app.ts) reads `app.internals` (the test and benchmark seam).
+ *  5. The store seam: only store modules (under store/, a `store.ts`, a `*-store.ts`) import
+ *     bun:sqlite, unless named in `sqliteExceptions` with a reason (unused entries fail, as in 3);
+ *     only they and app.ts import the handle's module, store/database.ts. Everything else gets a
+ *     UnitOfWork (store/unit-of-work.ts) and stores, so a second backend changes nothing above.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, posix, relative } from "node:path";
@@ -34,6 +38,8 @@ export interface Rules {
   /** Nodes from the bottom layer up. */
   layers: string[][];
   allowUpward: AllowedUpward[];
+  /** Files outside the stores allowed to import bun:sqlite, each with its reason. */
+  sqliteExceptions?: { file: string; reason: string }[];
 }
 
 export interface Edge {
@@ -42,6 +48,8 @@ export interface Edge {
   from: string;
   /** Node for a relative import inside src/; null for a package or a path outside src/. */
   to: string | null;
+  /** The imported path relative to src/ for a relative import inside src/ ("store/database.ts"). */
+  target: string | null;
 }
 
 const EDGE_FOLDERS = new Set(["api/", "commands/", "http/", "cli/", "app.ts"]);
@@ -74,11 +82,15 @@ export function edgesOf(files: SourceFile[]): Edge[] {
   for (const f of files) {
     for (const spec of importSpecs(f.text)) {
       let to: string | null = null;
+      let target: string | null = null;
       if (spec.startsWith(".")) {
-        const target = posix.normalize(posix.join(dirname(f.path), spec));
-        to = target.startsWith("../") ? null : nodeOf(target);
+        const t = posix.normalize(posix.join(dirname(f.path), spec));
+        if (!t.startsWith("../")) {
+          target = t;
+          to = nodeOf(t);
+        }
       }
-      edges.push({ file: f.path, spec, from: nodeOf(f.path), to });
+      edges.push({ file: f.path, spec, from: nodeOf(f.path), to, target });
     }
   }
   return edges;
@@ -91,6 +103,12 @@ export function domainFolders(files: SourceFile[]): Set<string> {
     if (parts.length === 2 && (parts[1] === "service.ts" || parts[1] === "store.ts")) out.add(`${parts[0]}/`);
   }
   return out;
+}
+
+/** A store module: the files under store/, a domain's `store.ts`, or a `*-store.ts` beside it. */
+export function isStoreModule(path: string): boolean {
+  const base = posix.basename(path);
+  return path.startsWith("store/") || base === "store.ts" || base.endsWith("-store.ts");
 }
 
 const isHono = (spec: string) => spec === "hono" || spec.startsWith("hono/") || spec.startsWith("@hono/");
@@ -140,6 +158,23 @@ export function checkImports(files: SourceFile[], rules: Rules): string[] {
   // 4. The test seam stays a test seam.
   for (const f of files) {
     if (f.path !== "app.ts" && /\.internals\b/.test(f.text)) problems.push(`${f.path}: reads app.internals (a test and benchmark seam only; use services)`);
+  }
+
+  // 5. The store seam.
+  const exceptions = rules.sqliteExceptions ?? [];
+  const usedExceptions = new Set<string>();
+  for (const e of edges) {
+    if (isStoreModule(e.file)) continue;
+    if (e.spec === "bun:sqlite") {
+      if (exceptions.some((x) => x.file === e.file)) usedExceptions.add(e.file);
+      else problems.push(`${e.file}: imports bun:sqlite outside a store; take a UnitOfWork (store/unit-of-work.ts) and stores instead`);
+    }
+    if (e.target === "store/database.ts" && e.file !== "app.ts") {
+      problems.push(`${e.file}: imports the database handle (store/database.ts); only stores and the composition root (app.ts) may`);
+    }
+  }
+  for (const x of exceptions) {
+    if (!usedExceptions.has(x.file)) problems.push(`bun:sqlite exception ${x.file} matches no import any more: remove it`);
   }
   return problems;
 }

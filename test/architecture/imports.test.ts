@@ -1,15 +1,16 @@
 /**
  * Issue 10: one direction through the house. Domain folders never import an edge (api/,
  * commands/, http/, cli/, app.ts, Hono), and top-level folders import only downward through the
- * layers below, except the few allow-listed imports (also listed in docs/ARCHITECTURE.md).
+ * layers below, except the few allow-listed imports (also listed in docs/ARCHITECTURE.md). Only
+ * store modules hold bun:sqlite; the rest go through the store seam (store/unit-of-work.ts).
  */
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { checkImports, edgesOf, readTree, type Rules, type SourceFile } from "./check-imports.ts";
-import { ALLOW_UPWARD, LAYERS } from "./layers.ts";
+import { ALLOW_UPWARD, LAYERS, SQLITE_EXCEPTIONS } from "./layers.ts";
 
 const SRC = join(import.meta.dirname, "..", "..", "src");
-const RULES: Rules = { layers: LAYERS, allowUpward: ALLOW_UPWARD };
+const RULES: Rules = { layers: LAYERS, allowUpward: ALLOW_UPWARD, sqliteExceptions: SQLITE_EXCEPTIONS };
 
 describe("src/ import rules", () => {
   test("the real tree keeps them", () => {
@@ -17,6 +18,8 @@ describe("src/ import rules", () => {
     // The walk found the tree (a wrong root would pass vacuously).
     expect(files.some((f) => f.path === "app.ts")).toBe(true);
     expect(edgesOf(files).length).toBeGreaterThan(300);
+    // The stores really do hold bun:sqlite (the seam rule is not passing on an empty set).
+    expect(edgesOf(files).filter((e) => e.spec === "bun:sqlite").length).toBeGreaterThan(10);
     expect(checkImports(files, RULES)).toEqual([]);
   });
 });
@@ -88,5 +91,37 @@ describe("the checker, on a synthetic tree", () => {
   test("only app.ts reads app.internals", () => {
     const leak = tree([{ path: "api/doctor.ts", text: "export const f = (app: any) => app.internals.db;" }]);
     expect(checkImports(leak, rules)).toEqual(["api/doctor.ts: reads app.internals (a test and benchmark seam only; use services)"]);
+  });
+
+  test("only store modules import bun:sqlite, unless excepted; only stores and app.ts import store/database.ts", () => {
+    const stores = tree([
+      { path: "store/database.ts", text: 'import { Database } from "bun:sqlite";' },
+      { path: "store/unit-of-work.ts", text: 'import type { Database } from "bun:sqlite";' },
+      { path: "jobs/store.ts", text: 'import type { Database } from "bun:sqlite";' },
+      { path: "videos/feedback-store.ts", text: 'import type { Database } from "bun:sqlite";\nimport { openDatabase } from "../store/database.ts";' },
+      // The composition root (replacing the plain app.ts) opens the store.
+      { path: "app.ts", text: 'import { register } from "./api/videos.ts";\nimport { openStore } from "./store/database.ts";' },
+    ]).filter((f) => f.path !== "app.ts" || f.text.includes("openStore"));
+    const layered: Rules = { ...rules, layers: [["core/", "store/"], ...rules.layers.slice(1)] };
+    expect(checkImports(stores, layered)).toEqual([]);
+
+    const leaky = tree([
+      { path: "store/database.ts", text: "export const openStore = 1;" },
+      { path: "jobs/service.ts", text: 'import type { Database } from "bun:sqlite";' },
+      { path: "videos/purge.ts", text: 'const { Database } = await import("bun:sqlite");' },
+      { path: "jobs/runner.ts", text: 'import { openStore } from "../store/database.ts";' },
+    ]);
+    expect(checkImports(leaky, layered)).toEqual([
+      "jobs/service.ts: imports bun:sqlite outside a store; take a UnitOfWork (store/unit-of-work.ts) and stores instead",
+      "videos/purge.ts: imports bun:sqlite outside a store; take a UnitOfWork (store/unit-of-work.ts) and stores instead",
+      "jobs/runner.ts: imports the database handle (store/database.ts); only stores and the composition root (app.ts) may",
+    ]);
+    const excepted = { ...layered, sqliteExceptions: [{ file: "jobs/service.ts", reason: "test" }, { file: "videos/purge.ts", reason: "test" }] };
+    expect(checkImports(leaky, excepted)).toEqual([
+      "jobs/runner.ts: imports the database handle (store/database.ts); only stores and the composition root (app.ts) may",
+    ]);
+    expect(checkImports(tree(), { ...layered, sqliteExceptions: [{ file: "jobs/service.ts", reason: "test" }] })).toEqual([
+      "bun:sqlite exception jobs/service.ts matches no import any more: remove it",
+    ]);
   });
 });

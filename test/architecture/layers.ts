@@ -1,6 +1,7 @@
 /**
- * The layers of src/ and the few upward imports allowed between them (issue 10). Kept in step
- * with the table in docs/ARCHITECTURE.md ("Layers").
+ * The layers of src/, the few upward imports allowed between them, and the files outside the
+ * stores allowed to hold bun:sqlite (issue 10). Kept in step with docs/ARCHITECTURE.md ("Layers",
+ * "The store seam").
  */
 import type { AllowedUpward } from "./check-imports.ts";
 
@@ -31,3 +32,9 @@ export const ALLOW_UPWARD: AllowedUpward[] = [
   { from: "accounts/deletion.ts", to: "videos/", reason: "deleting an account purges its videos and their files" },
   { from: "accounts/deletion.ts", to: "webhooks/", reason: "deleting an account delivers account.deleted, then drops its subscriptions" },
 ];
+
+/**
+ * Files outside the store modules that may import bun:sqlite, each with its reason. None today:
+ * the sqlite-vec self-test opens its in-memory database through store/vec-check.ts.
+ */
+export const SQLITE_EXCEPTIONS: { file: string; reason: string }[] = [];

@@ -5,7 +5,7 @@ export const IN_CHUNK = 500;
 
 /**
  * Runs `query` over `items` in lists of at most IN_CHUNK, handing it each part and the matching
- * `?,?,…` placeholders, and concatenates what it returns. The one place the search stores split a
+ * `?,?,…` placeholders, and concatenates what it returns. The one place the stores split a
  * long id list for an `IN (…)` clause.
  */
 export function inChunks<T, R>(items: readonly T[], query: (part: T[], marks: string) => R[]): R[] {

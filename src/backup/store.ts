@@ -1,0 +1,80 @@
+import type { Database } from "bun:sqlite";
+import { IndexStore } from "../indexing/store.ts";
+import { openDatabase } from "../store/database.ts";
+import { VideoStore } from "../videos/store.ts";
+
+/** What SQLite says of a database, and what the data dir check compares with the files. */
+export interface DatabaseHealth {
+  /** `PRAGMA integrity_check`, its lines joined ("ok" when sound). */
+  integrity: string;
+  /** Rows `PRAGMA foreign_key_check` reports. */
+  foreignKeyViolations: number;
+  videos: { id: string; source_path: string }[];
+  jobs: Record<string, number>;
+}
+
+/**
+ * The database side of backup, restore and `vsearch check`: the live store's snapshot, and the
+ * other database files they open (the snapshot being archived, a restore's staged copy). The
+ * backup code above it deals in files and archives only.
+ */
+export class BackupStore {
+  constructor(
+    private readonly db: Database,
+    private readonly vecExtension?: string,
+  ) {}
+
+  /** Opens another database file (a snapshot, a staged restore), runs `fn` on it, closes it. */
+  static withFile<T>(file: string, vecExtension: string | undefined, fn: (store: BackupStore) => T): T {
+    const db = openDatabase(file, { vecExtension });
+    try {
+      return fn(new BackupStore(db, vecExtension));
+    } finally {
+      db.close();
+    }
+  }
+
+  /**
+   * A consistent copy of the whole database in `file` (`VACUUM INTO`): SQLite reads it in one
+   * read transaction, so it is exact even while `serve` writes (WAL: the writer is not blocked).
+   */
+  snapshotInto(file: string): void {
+    this.db.query("VACUUM INTO ?").run(file);
+  }
+
+  videoIds(): string[] {
+    return new VideoStore(this.db).allIds();
+  }
+
+  /**
+   * Drops videos and their rows from this database (a snapshot whose videos' files vanished
+   * before they were archived), vectors SQLite cannot cascade included, and checkpoints the WAL
+   * into the file. A copy being archived, not the live content: no files, no events (the live
+   * content's owner is indexing/content.ts).
+   */
+  dropVideos(ids: string[]): void {
+    const videos = new VideoStore(this.db);
+    const index = new IndexStore(this.db, Boolean(this.vecExtension));
+    this.db.transaction(() => {
+      for (const id of ids) {
+        index.deleteVideoVectors(id);
+        videos.delete(id);
+      }
+    })();
+    this.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+
+  health(): DatabaseHealth {
+    const integrity = this.db
+      .query<{ integrity_check: string }, []>("PRAGMA integrity_check")
+      .all()
+      .map((r) => r.integrity_check)
+      .join("; ");
+    const foreignKeyViolations = this.db.query("PRAGMA foreign_key_check").all().length;
+    const videos = this.db.query<{ id: string; source_path: string }, []>("SELECT id, source_path FROM videos").all();
+    const jobs = Object.fromEntries(
+      this.db.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM jobs GROUP BY status").all().map((r) => [r.status, r.n]),
+    );
+    return { integrity, foreignKeyViolations, videos, jobs };
+  }
+}

@@ -1,0 +1,105 @@
+import type { EventPublisher } from "../events/bus.ts";
+import type { UnitOfWork } from "../store/unit-of-work.ts";
+import type { FrameInput, IndexStore, OcrLineInput, ShotInput, TranscriptInput, VideoScope } from "./store.ts";
+
+/** The video files the owner removes (videos/files.ts `VideoFiles`; videos/ sits above indexing/). */
+export interface ContentFiles {
+  /** The video's folder and everything in it. */
+  remove(videoId: string): void;
+  /** Removes the video's shot thumbnails other than `keep` (paths relative to the data dir). */
+  pruneShotThumbs(videoId: string, keep: ReadonlySet<string>): void;
+}
+
+/** How the caller deletes a video row, inside the owner's transaction (videos/service.ts). */
+export interface VideoRowRemoval {
+  /** Whether this video is to go (it exists in the caller's scope, e.g. its account). */
+  has(videoId: string): boolean;
+  /** Deletes the video row (frames, shots, transcript and OCR rows cascade) and records what goes with it. */
+  remove(videoId: string): void;
+}
+
+/**
+ * The one owner of a video's derived content (issue 10): frames and their vectors, shots and
+ * their thumbnail files, transcript segments, OCR lines. The pipeline's stages write through
+ * `replace*` (each replaces what an earlier run wrote, so a resumed or re-run job never
+ * duplicates anything) and end a stage with `commitStage`, which announces
+ * `video.content_changed` once it commits; video, collection and account deletion go through
+ * `deleteVideos` (rows, vectors the database cannot cascade, and files, then `videos.deleted`).
+ * The in-memory vector index follows those two events (search/indexes.ts, wired in app.ts).
+ */
+export class VideoContent {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly index: IndexStore,
+    private readonly files: ContentFiles,
+    private readonly bus: EventPublisher,
+  ) {}
+
+  /** The frames of the visual stage with their vectors. Not searchable until the stage is committed (`commitStage`). */
+  replaceFrames(scope: VideoScope, frames: FrameInput[], modelId: string): number[] {
+    return this.index.replaceFrames(scope, frames, modelId);
+  }
+
+  /** The transcript segments (`[]` with model "none": a video without audio). */
+  replaceTranscript(scope: VideoScope, segments: TranscriptInput[], modelId: string): void {
+    this.index.replaceTranscript(scope, segments, modelId);
+  }
+
+  /** The on-screen text lines (the `ocr` stage). */
+  replaceOcrLines(scope: VideoScope, lines: OcrLineInput[]): void {
+    this.index.replaceOcrLines(scope, lines);
+  }
+
+  /**
+   * The shots with their thumbnails (written by the stage before this call). Once the rows
+   * commit, thumbnail files of shots an earlier run had and this one has not are removed.
+   */
+  replaceShots(scope: VideoScope, shots: ShotInput[], modelId: string | null): number[] {
+    return this.uow.run(() => {
+      const ids = this.index.replaceShots(scope, shots, modelId);
+      const keep = new Set(shots.map((s) => s.thumbnailPath).filter((p): p is string => p !== null));
+      this.uow.afterCommit(() => this.files.pruneShotThumbs(scope.videoId, keep));
+      return ids;
+    });
+  }
+
+  /**
+   * Ends a stage: `write` (its last rows and what it records on the video) runs in one
+   * transaction, and `video.content_changed` is delivered once that commits, so search reads
+   * the stage's rows from then on.
+   */
+  commitStage<T>(videoId: string, write: () => T): T {
+    return this.uow.run(() => {
+      const result = write();
+      this.bus.publish({ type: "video.content_changed", videoId });
+      return result;
+    });
+  }
+
+  /** A video's shots in order (a resumed run's enrichment stages need them). */
+  shotSpans(videoId: string): { index: number; start: number; end: number }[] {
+    return this.index.shotSpans(videoId);
+  }
+
+  /**
+   * Deletes videos with everything derived from them. Per video, one transaction: the vectors
+   * the database cannot cascade (vec0 tables), then the caller's `remove` (the video row, whose
+   * foreign keys take frames, shots, transcript and OCR rows along); the video's folder once it
+   * commits. `videos.deleted` names the videos that went, once all are gone. Returns them.
+   */
+  deleteVideos(ids: string[], rows: VideoRowRemoval): string[] {
+    const gone: string[] = [];
+    for (const id of ids) {
+      const deleted = this.uow.run(() => {
+        if (!rows.has(id)) return false;
+        this.index.deleteVideoVectors(id);
+        rows.remove(id);
+        this.uow.afterCommit(() => this.files.remove(id));
+        return true;
+      });
+      if (deleted) gone.push(id);
+    }
+    if (gone.length) this.bus.publish({ type: "videos.deleted", videoIds: gone });
+    return gone;
+  }
+}

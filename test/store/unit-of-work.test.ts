@@ -1,0 +1,115 @@
+import { join } from "node:path";
+import { afterAll, describe, expect, test } from "vitest";
+import { EventStore } from "../../src/events/store.ts";
+import { openStore, type OpenStore } from "../../src/store/database.ts";
+import { tempDirs } from "../helpers/temp.ts";
+
+const dirs = tempDirs("vsearch-uow-");
+const opened: OpenStore[] = [];
+afterAll(() => {
+  for (const s of opened.splice(0)) s.close();
+});
+
+/** A real store file written through the seam; a second connection sees only what committed. */
+function setup() {
+  const file = join(dirs.make(), "vsearch.db");
+  const errors: unknown[] = [];
+  const store = openStore(file, { onError: (e) => errors.push(e) });
+  const reader = openStore(file);
+  opened.push(store, reader);
+  return {
+    uow: store.uow,
+    outbox: new EventStore(store.db),
+    committed: () => new EventStore(reader.db).undispatched(100).length,
+    errors,
+  };
+}
+
+describe("SqliteUnitOfWork", () => {
+  test("run commits what it wrote and returns fn's value; a throw rolls it back", () => {
+    const { uow, outbox, committed } = setup();
+    expect(uow.inTransaction).toBe(false);
+    const id = uow.run(() => {
+      expect(uow.inTransaction).toBe(true);
+      return outbox.record("acc_a", "video.created", {});
+    });
+    expect(id).toMatch(/^evt_/);
+    expect(committed()).toBe(1);
+    expect(() =>
+      uow.run(() => {
+        outbox.record("acc_a", "video.created", {});
+        throw new Error("no");
+      }),
+    ).toThrow("no");
+    expect(committed()).toBe(1);
+    expect(uow.inTransaction).toBe(false);
+  });
+
+  test("afterCommit runs at once outside a transaction, after the outermost commit inside one, in order", () => {
+    const { uow, outbox, committed } = setup();
+    const log: string[] = [];
+    uow.afterCommit(() => log.push("now"));
+    expect(log).toEqual(["now"]);
+    uow.run(() => {
+      outbox.record("acc_a", "video.created", {});
+      uow.afterCommit(() => log.push(`outer saw ${committed()}`));
+      uow.run(() => uow.afterCommit(() => log.push(`inner saw ${committed()}`)));
+      expect(log).toEqual(["now"]);
+    });
+    expect(log).toEqual(["now", "outer saw 1", "inner saw 1"]);
+  });
+
+  test("callbacks of a rolled-back savepoint or transaction are dropped", () => {
+    const { uow } = setup();
+    const log: string[] = [];
+    uow.run(() => {
+      uow.afterCommit(() => log.push("outer"));
+      try {
+        uow.run(() => {
+          uow.afterCommit(() => log.push("inner"));
+          throw new Error("savepoint");
+        });
+      } catch {
+        // the outer transaction goes on
+      }
+    });
+    expect(() =>
+      uow.run(() => {
+        uow.afterCommit(() => log.push("doomed"));
+        throw new Error("rollback");
+      }),
+    ).toThrow("rollback");
+    expect(log).toEqual(["outer"]);
+  });
+
+  test("a callback that throws is reported; the others still run and the caller does not see it", () => {
+    const { uow, errors } = setup();
+    const log: string[] = [];
+    expect(() =>
+      uow.run(() => {
+        uow.afterCommit(() => {
+          throw new Error("subscriber");
+        });
+        uow.afterCommit(() => log.push("second"));
+      }),
+    ).not.toThrow();
+    expect(log).toEqual(["second"]);
+    expect(errors.map((e) => (e as Error).message)).toEqual(["subscriber"]);
+  });
+
+  test("immediate takes the write lock at the start, so a second writer waits or fails instead of interleaving", () => {
+    const file = join(dirs.make(), "vsearch.db");
+    const a = openStore(file);
+    const b = openStore(file, { busyTimeoutMs: 0 });
+    opened.push(a, b);
+    a.uow.run(
+      () => {
+        // A deferred transaction would hold no lock yet; this one already does.
+        expect(() => b.uow.run(() => new EventStore(b.db).record("acc_b", "video.created", {}))).toThrow(/locked|busy/i);
+      },
+      { immediate: true },
+    );
+    b.uow.run(() => new EventStore(b.db).record("acc_b", "video.created", {}));
+    expect(new EventStore(a.db).undispatched(10).length).toBe(1);
+  });
+});
