@@ -46,7 +46,12 @@ export class SqliteUnitOfWork implements UnitOfWork {
     this.held.push(mine);
     let result: T;
     try {
-      const tx = this.db.transaction(fn);
+      const tx = this.db.transaction(() => {
+        const r = fn();
+        // An async fn would commit at its first await, before the rest of its writes: refuse it (rolled back).
+        if (r instanceof Promise) throw new TypeError("UnitOfWork.run takes a synchronous function (transactions cannot span an await)");
+        return r;
+      });
       result = opts.immediate ? tx.immediate() : tx();
     } finally {
       this.held.pop();

@@ -45,6 +45,17 @@ describe("SqliteUnitOfWork", () => {
     expect(uow.inTransaction).toBe(false);
   });
 
+  test("an async function is refused and what it wrote before its first await is rolled back", () => {
+    const { uow, outbox, committed } = setup();
+    expect(() =>
+      uow.run(async () => {
+        outbox.record("acc_a", "video.created", {});
+        await Promise.resolve();
+      }),
+    ).toThrow(/synchronous/);
+    expect(committed()).toBe(0);
+  });
+
   test("afterCommit runs at once outside a transaction, after the outermost commit inside one, in order", () => {
     const { uow, outbox, committed } = setup();
     const log: string[] = [];
