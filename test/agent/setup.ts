@@ -74,7 +74,7 @@ export async function startAgentFixture(env: Record<string, string> = {}): Promi
 
   const wide = await ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=10:duration=2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(dir, "wide.mp4"));
 
-  const server = await startServer(dir, { VSEARCH_RATE_LIMIT_AGENT: "100000", VSEARCH_RATE_LIMIT_JOBS: "100000", ...env });
+  const server = await startServer(dir, { VSEARCH_RATE_LIMIT_AGENT: "100000", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_VIDEOS: "100000", ...env });
   try {
     const collectionId = await createCollection(server.url, key, "Beach");
     const up = await upload(server.url, key, collectionId, clip, "beach day.mp4");
