@@ -171,6 +171,9 @@ export class IngestPipeline implements JobHandler {
     const pending = this.enrichments.filter((e) => recorded[e.name]?.status === "pending");
     if (job.attempts < 2 || video.status !== "ready" || recorded.thumbnails?.status !== "ran" || pending.length === 0) return null;
     const stages = new StageRun(d.videos, video.id, progress, stop.signal, recorded);
+    // A crash between the commit that made the video ready and the clean-up after it leaves the
+    // first stages' scratch JPEGs behind; nothing after that commit reads them.
+    d.files.removePassJpegsDir(video.id);
     if (job.lease_owner) d.jobs.setPending(job.id, job.lease_owner, pending.map((e) => e.name));
     const info = await probeMedia(d.bins, source).catch(toFailure);
     const keyframesOnly = await useKeyframes(d, source, info, null);
