@@ -17,7 +17,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { createApp, type App } from "../src/app.ts";
+import { type BenchApp, createApp } from "../src/app.ts";
 import { resolveRuntime } from "../src/cli/runtime.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
@@ -82,7 +82,7 @@ const keyframeDecode = (f: string) => ffmpegTimed(["-skip_frame", "nokey", "-i",
 const catalog: ModelCatalog = { active: (r) => (r === "image-text" ? CLIP : null) };
 
 /** A warm app with the image model loaded (its load is not what is measured). */
-async function warmApp(label: string): Promise<{ app: App; acct: string }> {
+async function warmApp(label: string): Promise<{ app: BenchApp; acct: string }> {
   const config = loadConfig({ dataDir: join(work, label), logLevel: "warn" }, env);
   const app = await createApp(config, { runtime, logger: createLogger("warn"), models: catalog });
   const acct = app.services.accounts.createAccount({ name: "bench" }).id;
@@ -92,7 +92,7 @@ async function warmApp(label: string): Promise<{ app: App; acct: string }> {
 }
 
 /** Visual-only ingest of `file`, enqueue to done. */
-async function ingest(w: { app: App; acct: string }, file: string): Promise<Timed & { frames: number; stages: any }> {
+async function ingest(w: { app: BenchApp; acct: string }, file: string): Promise<Timed & { frames: number; stages: any }> {
   // A fresh collection each time: the same bytes in the same collection are not indexed twice.
   const col = w.app.services.collections.create(w.acct, { name: `bench-${performance.now()}` }).id;
   const { job_id, video_id } = await w.app.services.uploads.ingestFile(w.acct, col, file);

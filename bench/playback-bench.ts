@@ -19,6 +19,7 @@ import { parseArgs } from "node:util";
 import { tmpdir } from "node:os";
 import { probeMedia } from "../src/media/index.ts";
 import { encodeWebMp4 } from "../src/media/web-mp4.ts";
+import { loadOrCreateSecret, UrlSigner } from "../src/signing/url-signer.ts";
 import { createTenant, startTestApp } from "../test/helpers/app.ts";
 import { mediaBins } from "../test/helpers/media.ts";
 import { CHROMIUM_FLAGS, collection, frameIn, PLAYER_PAGE, uploadAndIndex, waitForRendition } from "../test/playback/helpers.ts";
@@ -42,6 +43,8 @@ const server = Bun.serve({
 });
 const origin = `http://127.0.0.1:${server.port}`;
 t.app.setBaseUrl(origin);
+// The source's own link (the API hands out the rendition once it exists), signed as the app signs: its secret, lifetime and origin.
+const signer = new UrlSigner(loadOrCreateSecret(join(t.dir, "secret.key")), () => origin, t.config.presignTtlSecs);
 await t.app.start();
 const tenant = await createTenant(t);
 const col = await collection(t, tenant);
@@ -69,7 +72,7 @@ try {
       await encodeWebMp4(mediaBins(), file, join(tmpdir(), `playback-bench-${process.pid}.mp4`), { hdr: info.hdr, hasAudio: info.hasAudio, maxBitRate: info.bitRate, timeoutMs: 600_000 });
       encodeS = (performance.now() - started) / 1000;
     }
-    const source = t.app.internals.signer.sign(`/media/videos/${id}/source`);
+    const source = signer.sign(`/media/videos/${id}/source`);
     rows.push({
       clip: file.split("/").pop(),
       codec: v.codec,

@@ -52,6 +52,7 @@ import { SearchStore } from "./search/store.ts";
 import { OcrSearchStore } from "./search/ocr-store.ts";
 import { FeedbackStore } from "./search/feedback-store.ts";
 import type { MemoryIndexOptions } from "./search/memory-backend.ts";
+import { StoreVectorBackend } from "./search/indexes.ts";
 import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
@@ -89,13 +90,25 @@ export interface AppOptions {
   now?: () => number;
   /** In-memory vector index tuning (tests lower trainAt to reach inverted lists with few rows). */
   vectorIndex?: MemoryIndexOptions;
+  /**
+   * Where search's nearest neighbours come from: the in-memory index (default), or sqlite-vec's
+   * partitions for every scope (tests and benchmarks run the same searches against both).
+   */
+  vectorBackend?: "memory" | "sqlite-vec";
+  /**
+   * Handed the app's domain event bus as soon as it exists (it is bound to the app's unit of
+   * work). Tests that write index rows through the stores, as the pipeline does, publish the
+   * pipeline's event on it.
+   */
+  onEventBus?: (bus: EventBus) => void;
 }
 
 /**
  * The parts createApp wires that callers must not drive directly: the database, the job runner,
  * the webhook dispatcher, the inference host (its worker pools), search internals, the signer.
- * A test and benchmark seam ONLY (phase 1 of issue 10; phase 2 replaces it with services and a
- * test harness): nothing in src/ reads `app.internals` — test/architecture checks that.
+ * A benchmark seam ONLY: bench/ scripts drive the runner and the worker pools directly. Nothing
+ * in src/ and no test reads `app.internals` (tests go through HTTP, services and stores over the
+ * database file, test/helpers/stores.ts) — test/architecture checks both.
  */
 export interface AppInternals {
   db: StoreHandle;
@@ -107,15 +120,16 @@ export interface AppInternals {
   signer: UrlSigner;
 }
 
-/** What the CLI, `serve` and the tests get: services, the config and the lifecycle. */
+/**
+ * What the CLI, `serve` and the tests get: services, the config and the lifecycle — not the
+ * database, the job runner or the worker pools.
+ */
 export interface App {
   config: Config;
   logger: Logger;
   services: Services;
   metrics: Metrics;
   runtime: AppRuntime;
-  /** Test and benchmark seam only; see AppInternals. */
-  internals: AppInternals;
   /** `server` (Bun.serve's second argument) gives the socket peer address; absent in-process. */
   fetch(req: Request, server?: unknown): Response | Promise<Response>;
   /** The externally visible base URL, used in presigned links; set by `serve` once it listens. */
@@ -125,11 +139,17 @@ export interface App {
   close(): Promise<void>;
 }
 
+/** What createApp returns: the App plus the benchmark seam. Everything but bench/ takes it as an `App`. */
+export interface BenchApp extends App {
+  /** Benchmark seam only (bench/); see AppInternals. */
+  internals: AppInternals;
+}
+
 /**
  * The composition root: the one place that wires stores, services and the HTTP app from a
  * config object. `serve`, every CLI command and the tests all go through here.
  */
-export async function createApp(config: Config, opts: AppOptions): Promise<App> {
+export async function createApp(config: Config, opts: AppOptions): Promise<BenchApp> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   const now = opts.now ?? Date.now;
   mkdirSync(config.dataDir, { recursive: true });
@@ -176,6 +196,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   });
   // Domain events after commit; their subscribers are wired in one place, below ("Events").
   const bus = new EventBus(uow, (type, err) => logger.error("event subscriber failed", { event: type, err: err instanceof Error ? err.stack : String(err) }));
+  opts.onEventBus?.(bus);
   const credits = new CreditService(uow, new CreditStore(db), events, {
     perMinute: config.creditsPerMinute,
     perSearch: config.creditsPerSearch,
@@ -212,6 +233,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     now,
   });
+  if (opts.vectorBackend === "sqlite-vec") search.indexes.useBackend(new StoreVectorBackend(new SearchStore(db), 0));
   // Worker threads start on the first frame with text; at most ocr_threads of them (each one core).
   const ocr = config.ocrThreads > 0 ? new OcrEngine({ paths: opts.runtime.ocr ?? devOcrPaths(), workers: config.ocrThreads }) : null;
   // Called only after the runner below exists (retries wake it; completions run inside it).
@@ -297,6 +319,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   metrics.gauge("vsearch_jobs", "Indexing jobs by status", () =>
     jobStore.countsByStatus().map((r) => ({ labels: { status: r.status }, value: r.n })),
   );
+  metrics.gauge("vsearch_search_index_vectors", "Vectors held in the in-memory search index", () => [{ value: search.indexes.memoryRows }]);
+  metrics.gauge("vsearch_inference_running", "1 while an inference worker pool runs (models loaded), else 0", () => [{ value: inference.started ? 1 : 0 }]);
   let closing = false;
   const http = createHttpApp({
     config,

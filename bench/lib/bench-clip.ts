@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { App } from "../../src/app.ts";
+import type { BenchApp } from "../../src/app.ts";
 import type { ActiveModel } from "../../src/models/roles.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -42,7 +42,7 @@ export async function makeBenchClip(ffmpeg: string, out: string, opts: { secs: n
  * made up front, two batches in flight, as the ingest pipeline keeps them. `warm`: embed one batch
  * first, untimed (a pool whose model is not loaded yet).
  */
-export async function encoderImagesPerSec(app: App, clip: ActiveModel, batch: number, n: number, warm = false): Promise<number> {
+export async function encoderImagesPerSec(app: BenchApp, clip: ActiveModel, batch: number, n: number, warm = false): Promise<number> {
   const pool = await app.internals.inference.get();
   let seed = 7;
   const frame = () => ({ rgb: new Uint8Array(224 * 224 * 3).map(() => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 24)), width: 224, height: 224 });

@@ -27,6 +27,15 @@ export class EventStore {
     this.db.query("UPDATE events SET dispatched_at = ? WHERE seq = ?").run(at, seq);
   }
 
+  /** The outbox in order, optionally one account's or one type's (what was recorded; checks and tests). */
+  list(f: { accountId?: string; type?: EventType } = {}): EventRecord[] {
+    return this.db
+      .query<EventRecord, [string | null, string | null]>(
+        "SELECT * FROM events WHERE (?1 IS NULL OR account_id = ?1) AND (?2 IS NULL OR type = ?2) ORDER BY seq",
+      )
+      .all(f.accountId ?? null, f.type ?? null);
+  }
+
   deleteForAccount(accountId: string): void {
     this.db.query("DELETE FROM events WHERE account_id = ?").run(accountId);
   }

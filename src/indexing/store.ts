@@ -175,6 +175,17 @@ export class IndexStore {
       .all(videoId);
   }
 
+  /** The video's frames in time order, with their model and whether the exact vector is stored (checks and tests). */
+  framesOf(videoId: string): { id: number; timestamp: number; shot_index: number; model_id: string; has_vector: boolean }[] {
+    return this.db
+      .query<{ id: number; timestamp: number; shot_index: number; model_id: string; has_vector: number }, [string]>(
+        `SELECT f.id, f.timestamp, f.shot_index, f.model_id, EXISTS (SELECT 1 FROM frame_vectors v WHERE v.frame_id = f.id) AS has_vector
+         FROM frames f WHERE f.video_id = ? ORDER BY f.timestamp`,
+      )
+      .all(videoId)
+      .map((r) => ({ ...r, has_vector: r.has_vector === 1 }));
+  }
+
   /** Removes the rows SQLite cannot cascade (vec0 virtual tables); call before deleting the video row. */
   deleteVideoVectors(videoId: string): void {
     this.deleteVectors("frames", this.ids("SELECT id FROM frames WHERE video_id = ?", videoId));

@@ -279,6 +279,11 @@ export class SearchStore {
       .all(match, ...w.args, limit);
   }
 
+  /** Rows in the shot text index (its triggers keep one per shot with labels or a caption; checks and tests). */
+  shotTextRows(): number {
+    return this.db.query<{ n: number }, []>("SELECT count(*) AS n FROM shot_text_fts").get()!.n;
+  }
+
   /** The account's distinct shot labels and how many of its shots have a caption. */
   sceneVocabulary(accountId: string): { labels: string[]; captions: number } {
     const labels = this.db

@@ -23,6 +23,32 @@ export class SystemStore {
     };
   }
 
+  /**
+   * Which tables still hold a row naming one of `needles` (every column as text, blobs left out):
+   * the retention audit after an account deletion. Only needles found are keys.
+   */
+  tablesMentioning(needles: string[]): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    const tables = this.db
+      .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .all()
+      .map((r) => r.name);
+    for (const name of tables) {
+      const text = JSON.stringify(this.db.query(`SELECT * FROM "${name.replace(/"/g, '""')}"`).all(), (_k, v) => (v instanceof Uint8Array ? null : v));
+      for (const n of needles) if (text.includes(n)) out.set(n, [...(out.get(n) ?? []), name]);
+    }
+    return out;
+  }
+
+  /** Exact vectors whose frame or shot row is gone (0 while the deletes cascade). */
+  orphanVectors(): { frame_vectors: number; shot_vectors: number } {
+    const count = (sql: string) => (this.db.query(sql).get() as { n: number }).n;
+    return {
+      frame_vectors: count("SELECT count(*) AS n FROM frame_vectors WHERE frame_id NOT IN (SELECT id FROM frames)"),
+      shot_vectors: count("SELECT count(*) AS n FROM shot_vectors WHERE shot_id NOT IN (SELECT id FROM shots)"),
+    };
+  }
+
   /** Readiness: the database answers a query. */
   ping(): void {
     this.db.query("SELECT 1").get();

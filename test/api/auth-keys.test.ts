@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, json, startWithTenants, type Tenant, type TestApp } from "../helpers/app.ts";
+import { databaseFilesContain } from "../helpers/stores.ts";
+
+const sha256 = (s: string) => new Bun.CryptoHasher("sha256").update(s).digest("hex");
 
 let t: TestApp;
 let a: Tenant;
@@ -9,16 +12,17 @@ afterAll(() => t.close());
 
 describe("sessions", () => {
   test("sign in returns a token and expiry; the token works; sign out ends it", async () => {
-    const email = (t.app.internals.db.query("SELECT email FROM users WHERE account_id = ? AND role = 'admin'").get(a.accountId) as { email: string }).email;
+    const email = t.stores.accounts.listUsers(a.accountId).find((u) => u.role === "admin")!.email;
     const res = await t.request("POST", "/v1/auth/sessions", { json: { email, password: "correct horse" } });
     expect(res.status).toBe(201);
     const { data } = await json(res);
     expect(data.token).toMatch(/^vss_[0-9A-Za-z]{40}$/);
     expect(Date.parse(data.expires_at)).toBeGreaterThan(t.clock.now);
     expect((await t.request("GET", "/v1/api_keys", { token: data.token })).status).toBe(200);
-    // only the hash is stored
-    const stored = t.app.internals.db.query("SELECT token_hash FROM sessions").all() as { token_hash: string }[];
-    expect(stored.some((r) => r.token_hash.includes(data.token))).toBe(false);
+    // only the hash is stored: the session is found by it, and the token is nowhere in the database files
+    expect(t.stores.sessions.findByHash(sha256(data.token))?.token_hash).toBe(sha256(data.token));
+    expect(databaseFilesContain(t.dir, sha256(data.token))).toBe(true); // the scan sees the fresh row
+    expect(databaseFilesContain(t.dir, data.token)).toBe(false);
     expect((await t.request("DELETE", "/v1/auth/sessions/current", { token: data.token })).status).toBe(204);
     const after = await t.request("GET", "/v1/api_keys", { token: data.token });
     expect(after.status).toBe(401);
@@ -72,9 +76,11 @@ describe("API keys (seed + SPEC §3)", () => {
     const listed = list.find((k: any) => k.id === data.id);
     expect(listed).toBeDefined();
     expect(listed.key).toBeUndefined();
-    const row = t.app.internals.db.query("SELECT key_hash FROM api_keys WHERE id = ?").get(data.id) as { key_hash: string };
-    expect(row.key_hash).toBe(new Bun.CryptoHasher("sha256").update(data.key).digest("hex"));
-    expect(JSON.stringify(t.app.internals.db.query("SELECT * FROM api_keys").all())).not.toContain(data.key);
+    const row = t.stores.apiKeys.findByHash(sha256(data.key));
+    expect(row?.id).toBe(data.id);
+    expect(row?.key_hash).toBe(sha256(data.key));
+    expect(databaseFilesContain(t.dir, row!.key_hash)).toBe(true); // the scan sees the fresh row
+    expect(databaseFilesContain(t.dir, data.key)).toBe(false);
   });
 
   test("only admin sessions manage keys: API key or member session → 403", async () => {

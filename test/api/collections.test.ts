@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, json, startTestApp, startWithTenants, type Tenant, type TestApp } from "../helpers/app.ts";
+import { allCollections } from "../helpers/stores.ts";
 
 let t: TestApp;
 let a: Tenant;
@@ -8,7 +9,7 @@ beforeAll(async () => void ({ t, a, b } = await startWithTenants()));
 afterAll(() => t.close());
 
 const create = (token: string, name: unknown) => t.request("POST", "/v1/collections", { token, json: { name } });
-const rows = () => (t.app.internals.db.query("SELECT count(*) AS n FROM collections").get() as { n: number }).n;
+const rows = () => allCollections(t.stores);
 
 describe("collections (SPEC §4)", () => {
   test("create → 201 with the collection shape; name trimmed", async () => {

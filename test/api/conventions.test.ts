@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Hono } from "hono";
 import { handleError } from "../../src/http/errors.ts";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { allCollections } from "../helpers/stores.ts";
 
 let t: TestApp;
 let tenant: Tenant;
@@ -11,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const count = () => (t.app.internals.db.query("SELECT count(*) AS n FROM collections").get() as { n: number }).n;
+const count = () => allCollections(t.stores);
 
 describe("HTTP conventions (SPEC §2)", () => {
   test("success envelope carries request_id and took_ms, mirrored in X-Request-Id", async () => {

@@ -10,7 +10,7 @@
  *     fails unless its file is in the allow-list (each entry says why). Imports inside one layer
  *     are fine as long as they form no cycle between nodes.
  *  3. Allow-list entries that no import uses any more fail too, so the list only shrinks.
- *  4. Only the composition root (app.ts) reads `app.internals` (the test and benchmark seam).
+ *  4. Only the composition root (app.ts) reads `app.internals` (the benchmark seam; test/ has its own rule, check-tests.ts).
  *  5. The store seam: only store modules (under store/, a `store.ts`, a `*-store.ts`) import
  *     bun:sqlite, unless named in `sqliteExceptions` with a reason (unused entries fail, as in 3);
  *     only they and app.ts import the handle's module, store/database.ts. Everything else gets a
@@ -157,7 +157,7 @@ export function checkImports(files: SourceFile[], rules: Rules): string[] {
 
   // 4. The test seam stays a test seam.
   for (const f of files) {
-    if (f.path !== "app.ts" && /\.internals\b/.test(f.text)) problems.push(`${f.path}: reads app.internals (a test and benchmark seam only; use services)`);
+    if (f.path !== "app.ts" && /\.internals\b/.test(f.text)) problems.push(`${f.path}: reads app.internals (a benchmark seam only; use services)`);
   }
 
   // 5. The store seam.

@@ -90,7 +90,7 @@ describe("the checker, on a synthetic tree", () => {
 
   test("only app.ts reads app.internals", () => {
     const leak = tree([{ path: "api/doctor.ts", text: "export const f = (app: any) => app.internals.db;" }]);
-    expect(checkImports(leak, rules)).toEqual(["api/doctor.ts: reads app.internals (a test and benchmark seam only; use services)"]);
+    expect(checkImports(leak, rules)).toEqual(["api/doctor.ts: reads app.internals (a benchmark seam only; use services)"]);
   });
 
   test("only store modules import bun:sqlite, unless excepted; only stores and app.ts import store/database.ts", () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { EventType } from "../../src/events/schema.ts";
 import { createTenant, json, startTestApp, type Tenant, type TestApp, upload as uploadAs } from "../helpers/app.ts";
 import { scratchDir, smallMp4 } from "../helpers/ffmpeg.ts";
 import { until } from "../helpers/wait.ts";
@@ -21,8 +22,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const eventsOf = (accountId: string, type: string) =>
-  (t.app.internals.db.query("SELECT payload FROM events WHERE account_id = ? AND type = ? ORDER BY seq").all(accountId, type) as { payload: string }[]).map((e) => JSON.parse(e.payload));
+const eventsOf = (accountId: string, type: EventType) => t.stores.events.list({ accountId, type }).map((e) => JSON.parse(e.payload));
 
 const upload = async (ten: Tenant) => {
   const col = (await json(await t.request("POST", "/v1/collections", { token: ten.key, json: { name: `c${Date.now()}${Math.random()}` } }))).data.id;
@@ -46,7 +46,7 @@ describe("credits", () => {
     credits.chargeSearch(ten.accountId);
     expect(credits.show(ten.accountId)).toMatchObject({ balance: null, metered: false, ledger: [] });
     expect(credits.grant(ten.accountId, 12).balance).toBe(12);
-    const charge = (secs: number) => t.app.internals.db.transaction(() => credits.chargeIndexing(ten.accountId, secs))();
+    const charge = (secs: number) => credits.chargeIndexing(ten.accountId, secs);
     charge(30); // 12 → 7
     expect(eventsOf(ten.accountId, "credits.low")).toEqual([]);
     charge(24); // 7 → 3: crosses 5

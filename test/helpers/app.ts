@@ -3,10 +3,12 @@ import { type App, createApp } from "../../src/app.ts";
 import { resolveRuntime } from "../../src/cli/runtime.ts";
 import { type Config, loadConfig } from "../../src/config/config.ts";
 import { createLogger } from "../../src/core/logger.ts";
+import { EventBus } from "../../src/events/bus.ts";
 import type { ModelCatalog } from "../../src/models/roles.ts";
 import type { Resolver } from "../../src/net/address-rules.ts";
 import type { MemoryIndexOptions } from "../../src/search/memory-backend.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
+import { openStores, type Stores } from "./stores.ts";
 import { makeTempDir, removeDir } from "./temp.ts";
 import { until } from "./wait.ts";
 
@@ -16,6 +18,13 @@ export interface TestApp {
   config: Config;
   /** Advances the clock every service sees (sessions, rate windows, signatures). */
   clock: { now: number };
+  /**
+   * The stores over the app's database file, on a connection of their own (opened on first use,
+   * closed by `close()`): how a test reads state or sets one up, never with SQL.
+   */
+  readonly stores: Stores;
+  /** The app's domain event bus: a test that writes index rows as the pipeline does publishes its event here. */
+  bus: EventBus;
   request(method: string, path: string, opts?: { token?: string; json?: unknown; body?: BodyInit; headers?: Record<string, string> }): Promise<Response>;
   close(): Promise<void>;
 }
@@ -31,6 +40,8 @@ export interface TestAppOptions {
   dataDir?: string;
   /** Vector index tuning for search (e.g. a low `trainAt` so a small account gets inverted lists). */
   vectorIndex?: MemoryIndexOptions;
+  /** Search's nearest-neighbour backend (default: the in-memory index). */
+  vectorBackend?: "memory" | "sqlite-vec";
 }
 
 /**
@@ -50,17 +61,25 @@ export async function startTestApp(env: Record<string, string> = {}, opts: TestA
       offset = v - Date.now();
     },
   };
+  const wired: { bus?: EventBus } = {};
   const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("silent"), now: () => clock.now,
+    onEventBus: (b) => (wired.bus = b),
     models: opts.models,
     resolve: opts.resolve,
     queryEmbedder: opts.queryEmbedder,
     vectorIndex: opts.vectorIndex,
+    vectorBackend: opts.vectorBackend,
   });
+  let stores: Stores | null = null;
   return {
     app,
     dir,
     config,
     clock,
+    bus: wired.bus!,
+    get stores() {
+      return (stores ??= openStores(dir, { vecExtension: app.runtime.vecExtension }));
+    },
     async request(method, path, opts = {}) {
       const headers: Record<string, string> = { ...opts.headers };
       if (opts.token) headers.authorization = `Bearer ${opts.token}`;
@@ -72,6 +91,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: TestA
       return app.fetch(new Request(`http://localhost${path}`, { method, headers, body }));
     },
     async close() {
+      stores?.close();
       await app.close();
       if (!opts.dataDir) removeDir(dir);
     },
@@ -176,4 +196,18 @@ export async function uploadAndWait(
     100,
   );
   return { ...data, job };
+}
+
+/** One sample of GET /metrics (Prometheus text), e.g. `metric(t, "vsearch_jobs", { status: "done" })`; null when absent. */
+export async function metric(t: TestApp, name: string, labels: Record<string, string> = {}): Promise<number | null> {
+  const res = await t.request("GET", "/metrics");
+  expect(res.status).toBe(200);
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of (await res.text()).split("\n")) {
+    const m = /^([a-z_]+)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = m[2] ? m[2].split(",") : [];
+    if (want.every((w) => have.includes(w)) && have.length === want.length) return Number(m[3]);
+  }
+  return null;
 }

@@ -11,18 +11,7 @@ import {
   type Resolver,
 } from "../../src/net/address-rules.ts";
 import { NetError } from "../../src/net/errors.ts";
-
-/** A deterministic PRNG so the generated cases are the same on every run. */
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+import { rng } from "../helpers/rng.ts";
 
 function ipText(host: string): string {
   const h = parseHost(host);

@@ -30,9 +30,8 @@ async function waitJob(jobId: string) {
 
 const orphanCheck = () => {
   // every video folder on disk has a row, every row has its source
-  const rows = t.app.internals.db.query("SELECT id FROM videos").all() as { id: string }[];
   const dirs = readdirSync(join(t.dir, "videos"));
-  expect(new Set(dirs)).toEqual(new Set(rows.map((r) => r.id)));
+  expect(new Set(dirs)).toEqual(new Set(t.stores.videos.allIds()));
 };
 
 describe("awkward media end to end", () => {
@@ -57,11 +56,11 @@ describe("awkward media end to end", () => {
     const bytes = readFileSync(whole);
     const cut = join(media, "cut.mp4");
     writeFileSync(cut, bytes.subarray(0, Math.floor(bytes.length / 2)));
-    const before = (t.app.internals.db.query("SELECT count(*) AS n FROM videos").get() as any).n;
+    const before = t.stores.videos.allIds().length;
     const res = await upload(cut);
     expect(res.status).toBe(415);
     expect((await json(res)).detail).toMatchObject({ code: "UNSUPPORTED_FORMAT", message: expect.stringContaining("could not be decoded") });
-    expect((t.app.internals.db.query("SELECT count(*) AS n FROM videos").get() as any).n).toBe(before);
+    expect(t.stores.videos.allIds()).toHaveLength(before);
     orphanCheck();
   });
 
@@ -82,8 +81,7 @@ describe("awkward media end to end", () => {
       expect(res.status, path).toBe(202);
       const job = await waitJob((await json(res)).data.job_id);
       expect(job.status, `${path}: ${JSON.stringify(job.error)}`).toBe("done");
-      const frames = (t.app.internals.db.query("SELECT count(*) AS n FROM frames WHERE video_id = ?").get(job.video_id) as any).n;
-      expect(frames).toBeGreaterThanOrEqual(1);
+      expect(t.stores.index.framesOf(job.video_id).length).toBeGreaterThanOrEqual(1);
     }
     orphanCheck();
   });

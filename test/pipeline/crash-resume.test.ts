@@ -1,9 +1,9 @@
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { Database } from "bun:sqlite";
 import { runCliJson, startServer } from "../helpers/cli.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { FIXTURE_MODELS } from "../helpers/models.ts";
+import { openStores } from "../helpers/stores.ts";
 import { tempDir } from "../helpers/temp.ts";
 
 const dir = tempDir("vsearch-crash-");
@@ -54,21 +54,22 @@ test("kill -9 mid-ingest, restart: the job resumes by itself and nothing is dupl
   }
   expect(job.status, JSON.stringify(job.error)).toBe("done");
 
-  const db = new Database(join(dir, "vsearch.db"), { readonly: true });
+  const stores = openStores(dir);
   try {
-    const frames = db.query("SELECT timestamp FROM frames WHERE video_id = ?").all(video_id) as { timestamp: number }[];
+    const frames = stores.index.framesOf(video_id);
     expect(frames.length).toBeGreaterThan(10);
     expect(new Set(frames.map((f) => f.timestamp)).size).toBe(frames.length);
-    const vectors = (db.query("SELECT count(*) AS n FROM frame_vectors").get() as any).n;
-    expect(vectors).toBe(frames.length);
-    const shots = db.query("SELECT shot_index FROM shots WHERE video_id = ?").all(video_id) as any[];
+    // One vector per frame, and no vector left over from the killed run.
+    expect(frames.every((f) => f.has_vector)).toBe(true);
+    expect(stores.system.counts().frames).toBe(frames.length);
+    expect(stores.system.orphanVectors().frame_vectors).toBe(0);
+    const shots = stores.search.shotsOfVideos([video_id]).get(video_id) ?? [];
     expect(new Set(shots.map((s) => s.shot_index)).size).toBe(shots.length);
-    const completed = db.query("SELECT count(*) AS n FROM events WHERE type = 'job.completed'").get() as any;
-    expect(completed.n).toBe(1);
-    const jobs = db.query("SELECT attempts FROM jobs WHERE video_id = ?").all(video_id) as any[];
+    expect(stores.events.list({ type: "job.completed" })).toHaveLength(1);
+    const jobs = stores.jobs.list(acct.id, { videoId: video_id }, 10, 0);
     expect(jobs).toHaveLength(1);
     expect(jobs[0].attempts).toBe(2);
   } finally {
-    db.close();
+    stores.close();
   }
 }, 120_000);

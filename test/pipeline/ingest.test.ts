@@ -1,7 +1,7 @@
 import { cpSync, existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp, uploadAndWait } from "../helpers/app.ts";
+import { createTenant, json, metric, startTestApp, type Tenant, type TestApp, uploadAndWait } from "../helpers/app.ts";
 import { cutsMp4, ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { LONG_CUTS, imageDimensions, isJpeg, mediaBins, mediaFixture, meanRgb } from "../helpers/media.ts";
 import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
@@ -46,20 +46,20 @@ describe("ingest pipeline with the tiny models", () => {
     }
     expect(video.stages.shots.count).toBe(3);
     expect(video.thumbnail_url).toContain(`/media/videos/${video_id}/poster.jpg`);
-    const db = t.app.internals.db;
-    const frames = db.query("SELECT timestamp, shot_index, model_id FROM frames WHERE video_id = ? ORDER BY timestamp").all(video_id) as any[];
+    const frames = t.stores.index.framesOf(video_id);
     expect(frames.length).toBeGreaterThanOrEqual(3);
     expect(new Set(frames.map((f) => f.shot_index))).toEqual(new Set([0, 1, 2]));
     expect(frames.every((f) => f.model_id === tinyClip.modelId)).toBe(true);
-    const vecRows = db.query("SELECT count(*) AS n FROM frame_vectors fv JOIN frames f ON f.id = fv.frame_id WHERE f.video_id = ?").get(video_id) as any;
-    expect(vecRows.n).toBe(frames.length);
-    const shots = db.query("SELECT shot_index, start_secs, end_secs, labels, thumbnail_path FROM shots WHERE video_id = ? ORDER BY shot_index").all(video_id) as any[];
+    expect(frames.filter((f) => f.has_vector)).toHaveLength(frames.length);
+    expect(await metric(t, "vsearch_inference_running")).toBe(1); // the pool that embedded them (the gauge can say so)
+    const shots = t.stores.search.shotsOfVideos([video_id]).get(video_id)!;
+    expect(shots.map((s) => s.shot_index)).toEqual([0, 1, 2]);
     expect(shots.map((s) => Math.round(s.start_secs))).toEqual([0, 2, 4]);
     for (const s of shots) {
       expect(JSON.parse(s.labels).length).toBeGreaterThan(0);
-      expect(existsSync(join(t.dir, s.thumbnail_path))).toBe(true);
+      expect(existsSync(join(t.dir, s.thumbnail_path!))).toBe(true);
     }
-    const ev = db.query("SELECT payload FROM events WHERE type = 'job.completed'").all() as any[];
+    const ev = t.stores.events.list({ type: "job.completed" });
     expect(ev.map((e) => JSON.parse(e.payload))).toContainEqual({ job_id, video_id });
     expect(video.segments_count).toBeGreaterThanOrEqual(frames.length + shots.length);
     // collection figures are real now
@@ -80,15 +80,15 @@ describe("ingest pipeline with the tiny models", () => {
     expect(v.stages.thumbnails).toMatchObject({ status: "ran", count: 5, reason: "5 shots and the poster from the frame decode" });
     // The poster is the first sampled frame at 10 % (2 s): the testsrc2 shot, 640 wide.
     expect(await imageDimensions(join(t.dir, "videos", video_id, "poster.jpg"))).toEqual([640, 480]);
-    const shots = t.app.internals.db.query("SELECT start_secs, keyframe_secs, thumbnail_path FROM shots WHERE video_id = ? ORDER BY shot_index").all(video_id) as any[];
+    const shots = t.stores.search.shotsOfVideos([video_id]).get(video_id)!;
     expect(shots.map((s) => s.start_secs)).toEqual([0, ...LONG_CUTS.boundaries]);
     for (const s of shots) {
-      const path = join(t.dir, s.thumbnail_path);
+      const path = join(t.dir, s.thumbnail_path!);
       expect(isJpeg(readFileSync(path))).toBe(true);
       expect(await imageDimensions(path)).toEqual([320, 240]);
     }
     // The shot's thumbnail is its keyframe: the red shot's is red.
-    expect(meanRgb(await decodeRgb(join(t.dir, shots[1].thumbnail_path)))[0]).toBeGreaterThan(200);
+    expect(meanRgb(await decodeRgb(join(t.dir, shots[1].thumbnail_path!)))[0]).toBeGreaterThan(200);
     const videoDir = join(t.dir, "videos", video_id);
     expect(readdirSync(videoDir).sort()).toEqual(["poster.jpg", "shots", "source.mp4"]);
     expect(readdirSync(join(videoDir, "shots")).length).toBe(5);
@@ -120,8 +120,7 @@ describe("speech beside the visual stages", () => {
       expect(job.status).toBe("failed");
       expect(job.error.code).toBe("MODEL_LOAD_FAILED");
       expect(job.error.message).toContain("Whisper");
-      const rows = t.app.internals.db.query("SELECT count(*) AS n FROM transcript_segments WHERE video_id = ?").get(video_id) as { n: number };
-      expect(rows.n).toBe(0);
+      expect(t.stores.playback.transcript(video_id)).toEqual([]);
       expect(seen.every((p, i) => i === 0 || p >= seen[i - 1])).toBe(true);
     } finally {
       await t.close();
@@ -143,7 +142,7 @@ describe("ingest without models", () => {
       expect(v.stages.embeddings).toMatchObject({ status: "skipped", reason: expect.stringContaining("no image-text model") });
       expect(v.stages.transcript).toMatchObject({ status: "skipped", reason: expect.stringContaining("no speech model") });
       expect(v.stages.thumbnails.status).toBe("ran");
-      expect(t.app.internals.inference.started).toBe(false);
+      expect(await metric(t, "vsearch_inference_running")).toBe(0);
     } finally {
       await t.close();
     }

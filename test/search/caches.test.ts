@@ -5,7 +5,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryVectorBackend } from "../../src/search/memory-backend.ts";
-import { SearchStore } from "../../src/search/store.ts";
 import { mentionTerms } from "../../src/search/text-match.ts";
 import { ExactVectorCache } from "../../src/search/vector-cache.ts";
 import { vi } from "vitest";
@@ -22,7 +21,8 @@ import {
   rng,
   scopeOf,
   search,
-  segmentsOf,
+  searchDomainOf,
+  searchRequest,
   startSearchApp,
   type SearchTestApp,
 } from "./helpers.ts";
@@ -70,7 +70,7 @@ describe("against the store", () => {
   afterAll(() => t?.close());
 
   it("a cached vector never answers for a row id SQLite gave to new content", () => {
-    const store = new SearchStore(t.app.internals.db);
+    const store = t.stores.search;
     const cache = new ExactVectorCache(1 << 20);
     const backend = new MemoryVectorBackend(store, cache);
     const r = rng(3);
@@ -92,7 +92,7 @@ describe("against the store", () => {
   });
 
   it("the shot text index follows writes and deletes, and finds stemmed forms", () => {
-    const store = new SearchStore(t.app.internals.db);
+    const store = t.stores.search;
     const v = addVideo(t, account, col, { duration: 20 });
     indexVideo(t, v, {
       shots: [
@@ -111,26 +111,30 @@ describe("against the store", () => {
     indexVideo(t, v, { shots: [{ start: 0, end: 20, labels: [{ label: "airplane", score: 0.9 }] }] });
     expect(find("puppies")).toEqual([]);
     expect(find("airplane")).toEqual([0]);
-    const count = () => (t.app.internals.db.query("SELECT count(*) AS n FROM shot_text_fts").get() as { n: number }).n;
+    const count = () => store.shotTextRows();
     const n = count();
     t.app.services.videos.delete(account, v);
     expect(count()).toBe(n - 1);
   });
 
   it("shot rows are kept per account until its content changes", () => {
+    // A search domain of its own over the same file, told of content changes as createApp wires the app's.
+    const { indexes } = searchDomainOf(t, { embedder: new HandEmbedder({}) });
+    t.bus.subscribe("video.content_changed", (e) => indexes.onVideoIndexed(e.videoId));
     const v = addVideo(t, account, col, { duration: 10 });
     indexVideo(t, v, { shots: [{ start: 0, end: 10, labels: [{ label: "dog", score: 0.5 }] }] });
-    const first = t.app.internals.search.indexes.shotsOfVideos(account, [v]).get(v)!;
+    const first = indexes.shotsOfVideos(account, [v]).get(v)!;
     expect(first.map((s) => s.end_secs)).toEqual([10]);
-    expect(t.app.internals.search.indexes.shotsOfVideos(account, [v]).get(v)).toBe(first);
+    expect(indexes.shotsOfVideos(account, [v]).get(v)).toBe(first);
     indexVideo(t, v, { shots: [{ start: 0, end: 4 }, { start: 4, end: 10 }] });
-    expect(t.app.internals.search.indexes.shotsOfVideos(account, [v]).get(v)!.map((s) => s.end_secs)).toEqual([4, 10]);
+    expect(indexes.shotsOfVideos(account, [v]).get(v)!.map((s) => s.end_secs)).toEqual([4, 10]);
   });
 });
 
 describe("a repeated query", () => {
   it("starts its look-up at the k it ended at last time, with the same answer", async () => {
-    const t = await startSearchApp({ embedder: new HandEmbedder({ red: concept(0) }) });
+    const embedder = new HandEmbedder({ red: concept(0) });
+    const t = await startSearchApp({ embedder });
     try {
       const tenant = createTenant(t);
       const col = createCollection(t, tenant.accountId, "c");
@@ -141,16 +145,24 @@ describe("a repeated query", () => {
       indexVideo(t, library, { frames: Array.from({ length: 3000 }, (_, s) => ({ timestamp: s, embedding: background(r) })) });
       const v = addVideo(t, tenant.accountId, col, { duration: 400 });
       indexVideo(t, v, { frames: Array.from({ length: 400 }, (_, s) => ({ timestamp: s, embedding: near(0, 0.9, r) })) });
-      const spy = vi.spyOn(t.app.internals.search.indexes, "nearest");
+      // The look-ups are watched on a search domain of its own over the same file (same stores and
+      // embedder); what it answers is checked against the app's answer over HTTP.
+      const domain = searchDomainOf(t, { embedder });
+      const spy = vi.spyOn(domain.indexes, "nearest");
       const ks = () => spy.mock.calls.filter(([q]) => q.kind === "frames").map(([q]) => q.k);
-      const first = await search(t, tenant.key, { query: "red", modes: "video" });
+      const red = () => domain.search.search(tenant.accountId, searchRequest({ query: "red", modes: "video" }));
+      const first = await red();
       const walked = ks();
       expect(walked[0]).toBe(128);
       expect(walked.length).toBeGreaterThan(1);
       spy.mockClear();
-      const again = await search(t, tenant.key, { query: "red", modes: "video" });
+      const again = await red();
       expect(ks()).toEqual([walked.at(-1)]);
-      expect(segmentsOf(again.body)).toEqual(segmentsOf(first.body));
+      expect(again.videos).toEqual(first.videos);
+      const moments = (videos: { video_id: string; segments: { timestamp_start: number; timestamp_end: number; score: number }[] }[]) =>
+        videos.flatMap((v) => v.segments.map((s) => [v.video_id, s.timestamp_start, s.timestamp_end, s.score]));
+      expect(moments(first.videos).length).toBeGreaterThan(0);
+      expect(moments((await search(t, tenant.key, { query: "red", modes: "video" })).body.data)).toEqual(moments(first.videos));
     } finally {
       await t.close();
     }

@@ -1,11 +1,15 @@
 /** Search test helpers: an app with an injected query embedder, hand-made index rows, form requests. */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { IndexStore, type ShotInput, type TranscriptInput } from "../../src/indexing/store.ts";
+import type { IndexStore, ShotInput, TranscriptInput } from "../../src/indexing/store.ts";
+import type { SearchDomain } from "../../src/search/domain.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
+import { type SearchRequest, searchFormSchema, toSearchRequest } from "../../src/search/schema.ts";
+import { VideoFiles } from "../../src/videos/files.ts";
 import type { MemoryIndexOptions } from "../../src/search/memory-backend.ts";
-import { VideoStore } from "../../src/videos/store.ts";
 import { startTestApp, type TestApp } from "../helpers/app.ts";
+
+export { rng } from "../helpers/rng.ts";
 
 export { createKeyTenant as createTenant, type Tenant } from "../helpers/app.ts";
 
@@ -13,14 +17,39 @@ export interface SearchTestApp extends TestApp {
   index: IndexStore;
 }
 
-/** The test app (test/helpers/app.ts) with search limits lifted, an optional embedder and vector index tuning, and the index store. */
-export async function startSearchApp(opts: { env?: Record<string, string>; embedder?: QueryEmbedder; vectorIndex?: MemoryIndexOptions } = {}): Promise<SearchTestApp> {
+/** The test app (test/helpers/app.ts) with search limits lifted, an optional embedder and vector index tuning, and its index store. */
+export async function startSearchApp(
+  opts: { env?: Record<string, string>; embedder?: QueryEmbedder; vectorIndex?: MemoryIndexOptions; vectorBackend?: "memory" | "sqlite-vec" } = {},
+): Promise<SearchTestApp> {
   const t = await startTestApp(
     { VSEARCH_RATE_LIMIT_SEARCH: "100000", VSEARCH_RATE_LIMIT_MOMENT: "100000", ...opts.env },
-    { queryEmbedder: opts.embedder, vectorIndex: opts.vectorIndex, prefix: "vsearch-search-" },
+    { queryEmbedder: opts.embedder, vectorIndex: opts.vectorIndex, vectorBackend: opts.vectorBackend, prefix: "vsearch-search-" },
   );
-  return Object.assign(t, { index: new IndexStore(t.app.internals.db, true) });
+  return Object.assign(t, { index: t.stores.index });
 }
+
+/**
+ * The search domain over the test app's database file, apart from the app's (test/helpers/stores.ts
+ * `searchDomain`): same stores, services and embedder, so its answers are the app's answers, and a
+ * test can watch its index. Build it once the rows it should see are written.
+ */
+export function searchDomainOf(t: SearchTestApp, o: { embedder: QueryEmbedder; vectorIndex?: MemoryIndexOptions }): SearchDomain {
+  return t.stores.searchDomain({
+    files: new VideoFiles(t.dir),
+    videos: t.app.services.videos,
+    collections: t.app.services.collections,
+    links: { playbackUrl: (v) => `/media/videos/${v}/source`, posterUrl: (v) => `/media/videos/${v}/poster.jpg`, shotThumbnailUrl: (v, n) => `/media/videos/${v}/shots/${n}.jpg` },
+    ffmpeg: t.app.runtime.ffmpeg,
+    allowNetworks: [],
+    embedder: o.embedder,
+    vectorIndex: o.vectorIndex,
+    credits: { assertCanSpend: () => {}, chargeSearch: () => {} },
+  });
+}
+
+/** The service request POST /v1/search makes of these form fields (the route's own schema and conversion). */
+export const searchRequest = (fields: Record<string, string | string[]>, image?: Uint8Array): SearchRequest =>
+  toSearchRequest(searchFormSchema.parse(fields), image);
 
 export function createCollection(t: SearchTestApp, accountId: string, name: string): string {
   return t.app.services.collections.create(accountId, { name }).id;
@@ -46,16 +75,16 @@ export function addVideo(
     mimeType: o.mime ?? "video/mp4",
     sizeBytes: bytes.byteLength,
   });
-  new VideoStore(t.app.internals.db).update(video_id, { status: "ready", progress_pct: 100, duration_secs: o.duration ?? 30 });
+  t.stores.videos.update(video_id, { status: "ready", progress_pct: 100, duration_secs: o.duration ?? 30 });
   return video_id;
 }
 
 export function scopeOf(t: SearchTestApp, videoId: string) {
-  const v = new VideoStore(t.app.internals.db).getById(videoId)!;
+  const v = t.stores.videos.getById(videoId)!;
   return { videoId, accountId: v.account_id, collectionId: v.collection_id };
 }
 
-/** Writes a video's frames / shots / transcript the way the pipeline does, then tells search. */
+/** Writes a video's frames / shots / transcript the way the pipeline does, then publishes the pipeline's event (search's caches listen). */
 export function indexVideo(
   t: SearchTestApp,
   videoId: string,
@@ -81,25 +110,13 @@ export function indexVideo(
     );
   }
   if (data.transcript) t.index.replaceTranscript(scope, data.transcript, "whisper@test");
-  t.app.internals.search.indexes.onVideoIndexed(videoId);
+  t.bus.publish({ type: "video.content_changed", videoId });
 }
 
 // ---- hand-made vectors ---------------------------------------------------------------------------
 
 export const DIM = 64;
 export const HAND_MODEL = "hand-clip@test";
-
-/** Deterministic PRNG (mulberry32). */
-export function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function unit(v: Float32Array): Float32Array {
   let s = 0;

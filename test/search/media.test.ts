@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { VideoStore } from "../../src/videos/store.ts";
+import { loadOrCreateSecret, UrlSigner } from "../../src/signing/url-signer.ts";
 import { addVideo, concept, createCollection, createTenant, HandEmbedder, indexVideo, search, type SearchTestApp, segmentsOf, startSearchApp, type Tenant } from "./helpers.ts";
 
 /** Presigned media: no Authorization, HMAC over path + expiry, byte ranges for seeking. */
@@ -13,6 +13,8 @@ let t: SearchTestApp;
 let a: Tenant;
 let vid: string;
 let playback: string;
+/** Signs as the app does: its secret from the data dir, its link lifetime, its clock (a link for any path, known or not). */
+let signer: UrlSigner;
 
 /** The path + query of a presigned URL (app.fetch needs no host), fragment dropped. */
 const local = (url: string) => {
@@ -24,13 +26,14 @@ const bytes = async (res: Response) => new Uint8Array(await res.arrayBuffer());
 
 beforeAll(async () => {
   t = await startSearchApp({ embedder: new HandEmbedder({ red: concept(0) }) });
+  signer = new UrlSigner(loadOrCreateSecret(join(t.dir, "secret.key")), () => "http://localhost", t.config.presignTtlSecs, () => t.clock.now);
   a = createTenant(t);
   const col = createCollection(t, a.accountId, "Media");
   vid = addVideo(t, a.accountId, col, { bytes: SOURCE, mime: "video/webm", ext: "webm", duration: 10 });
   const dir = join(t.dir, "videos", vid);
   writeFileSync(join(dir, "poster.jpg"), JPEG);
   writeFileSync(join(dir, "shots", "0.jpg"), JPEG);
-  new VideoStore(t.app.internals.db).update(vid, { poster_path: `videos/${vid}/poster.jpg` });
+  t.stores.videos.update(vid, { poster_path: `videos/${vid}/poster.jpg` });
   indexVideo(t, vid, {
     frames: [{ timestamp: 1, embedding: concept(0) }],
     shots: [{ shotIndex: 0, start: 0, end: 10, thumbnailPath: `videos/${vid}/shots/0.jpg`, embedding: concept(0) }],
@@ -118,7 +121,7 @@ describe("presigned playback", () => {
   });
 
   it("a validly signed link to an unknown video is 404", async () => {
-    const res = await get(t.app.internals.signer.sign("/media/videos/vid_unknown000000000000/source"));
+    const res = await get(signer.sign("/media/videos/vid_unknown000000000000/source"));
     expect(res.status).toBe(404);
     expect((await res.json()).detail.code).toBe("VIDEO_NOT_FOUND");
   });
@@ -151,14 +154,14 @@ describe("thumbnails", () => {
   });
 
   it("a shot without a thumbnail file, or a bad file name, is 404", async () => {
-    expect((await get(t.app.internals.signer.sign(`/media/videos/${vid}/shots/7.jpg`))).status).toBe(404);
-    expect((await get(t.app.internals.signer.sign(`/media/videos/${vid}/shots/x.jpg`))).status).toBe(404);
+    expect((await get(signer.sign(`/media/videos/${vid}/shots/7.jpg`))).status).toBe(404);
+    expect((await get(signer.sign(`/media/videos/${vid}/shots/x.jpg`))).status).toBe(404);
   });
 
   it("once the video is deleted its links are 404", async () => {
     const col = createCollection(t, a.accountId, "Gone");
     const gone = addVideo(t, a.accountId, col, { bytes: SOURCE });
-    const link = t.app.internals.signer.sign(`/media/videos/${gone}/source`);
+    const link = signer.sign(`/media/videos/${gone}/source`);
     expect((await get(link)).status).toBe(200);
     expect((await t.request("DELETE", `/v1/videos/${gone}`, { token: a.key })).status).toBe(204);
     expect((await get(link)).status).toBe(404);

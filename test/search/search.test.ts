@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { StoreVectorBackend } from "../../src/search/indexes.ts";
-import { SearchStore } from "../../src/search/store.ts";
 import {
   addVideo,
   background,
@@ -19,6 +17,7 @@ import {
   unit,
   urlencoded,
 } from "./helpers.ts";
+import { metric } from "../helpers/app.ts";
 
 /**
  * Hand-made vectors, through app.fetch: moments, fusion, calibration, facets, paging, hiding and
@@ -37,9 +36,8 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
   let v3: string;
 
   beforeAll(async () => {
-    t = await startSearchApp({ embedder: new HandEmbedder({ red: concept(RED), beach: concept(1), nothing: concept(15) }) });
     // The default is the in-memory index; the other backend answers from sqlite-vec (vec0 even for small scopes).
-    if (backend === "sqlite-vec") t.app.internals.search.indexes.useBackend(new StoreVectorBackend(new SearchStore(t.app.internals.db), 0));
+    t = await startSearchApp({ embedder: new HandEmbedder({ red: concept(RED), beach: concept(1), nothing: concept(15) }), vectorBackend: backend });
     a = createTenant(t, "A");
     b = createTenant(t, "B");
     trips = createCollection(t, a.accountId, "Trips");
@@ -370,21 +368,21 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       const r = rng(99);
       const red = () => [0, 1, 2].map((s) => ({ timestamp: s, embedding: near(RED, 0.95, r) }));
       const found = async () => segmentsOf((await search(t, a.key, { query: "red", modes: "video", collection_id: temp })).body).map((s) => s.video_id);
-      const rows = () => t.app.internals.search.indexes.memoryRows;
-      const before = rows();
+      const rows = () => metric(t, "vsearch_search_index_vectors");
+      const before = (await rows())!;
       indexVideo(t, v4, { frames: red() });
       expect(await found()).toEqual([v4]);
       // The memory backend holds each row once: replaced rows leave, deleted videos leave.
       const held = backend === "memory" ? 3 : 0;
-      expect(rows()).toBe(before + held);
+      expect(await rows()).toBe(before + held);
       indexVideo(t, v4, { frames: [0, 1, 2].map((s) => ({ timestamp: s, embedding: background(r) })) });
       expect(await found()).toEqual([]);
-      expect(rows()).toBe(before + held);
+      expect(await rows()).toBe(before + held);
       indexVideo(t, v4, { frames: red() });
       expect(await found()).toEqual([v4]);
       expect((await t.request("DELETE", `/v1/videos/${v4}`, { token: a.key })).status).toBe(204);
       expect(await found()).toEqual([]);
-      expect(rows()).toBe(before);
+      expect(await rows()).toBe(before);
       const all = segmentsOf((await search(t, a.key, { query: "red", modes: "video" })).body);
       expect(all.some((s) => s.video_id === v4)).toBe(false);
       expect(all.length).toBeGreaterThan(0);

@@ -30,14 +30,18 @@ function form(fields: Record<string, string>, file?: { path?: string; bytes?: Ui
 }
 
 const upload = (token: string, fd: FormData) => t.request("POST", "/v1/upload", { token, body: fd });
-const count = (table: string) => (t.app.internals.db.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
 const tmpFiles = () => (existsSync(join(t.dir, "uploads", "tmp")) ? readdirSync(join(t.dir, "uploads", "tmp")) : []);
 
+/** Rows of every account: videos, jobs and outbox events. */
+const snapshot = () => ({
+  videos: t.stores.videos.allIds().length,
+  jobs: t.stores.jobs.countsByStatus().reduce((n, r) => n + r.n, 0),
+  events: t.stores.events.list().length,
+});
 function expectNothingChanged(before: { videos: number; jobs: number; events: number }) {
-  expect({ videos: count("videos"), jobs: count("jobs"), events: count("events") }).toEqual(before);
+  expect(snapshot()).toEqual(before);
   expect(tmpFiles()).toEqual([]);
 }
-const snapshot = () => ({ videos: count("videos"), jobs: count("jobs"), events: count("events") });
 
 describe("POST /v1/upload", () => {
   test("202 with job_id, video_id, queued; video, job and video.created event recorded; file stored", async () => {
@@ -51,7 +55,7 @@ describe("POST /v1/upload", () => {
     expect(video.playback_url).toContain(`/media/videos/${data.video_id}/source?expires=`);
     const job = (await json(await t.request("GET", `/v1/jobs/${data.job_id}`, { token: a.key }))).data;
     expect(job).toMatchObject({ id: data.job_id, job_id: data.job_id, video_id: data.video_id, user_id: a.accountId, status: "queued", error: null });
-    const ev = t.app.internals.db.query("SELECT type, payload FROM events WHERE account_id = ? AND type = 'video.created'").all(a.accountId) as any[];
+    const ev = t.stores.events.list({ accountId: a.accountId, type: "video.created" });
     expect(ev.map((e) => JSON.parse(e.payload))).toContainEqual({ video_id: data.video_id, job_id: data.job_id, collection_id: colA, filename: "My Clip.mp4" });
     const metrics = await (await t.request("GET", "/metrics")).text();
     expect(metrics).toMatch(/vsearch_jobs\{status="queued"\} [1-9]/);
@@ -159,7 +163,7 @@ describe("videos and jobs", () => {
     const gone = await t.request("GET", `/v1/videos/${data.video_id}`, { token: a.key });
     expect((await json(gone)).detail.code).toBe("VIDEO_NOT_FOUND");
     expect((await t.request("GET", `/v1/jobs/${data.job_id}`, { token: a.key })).status).toBe(404);
-    const ev = t.app.internals.db.query("SELECT payload FROM events WHERE type = 'video.deleted'").all() as any[];
+    const ev = t.stores.events.list({ type: "video.deleted" });
     expect(ev.map((e) => JSON.parse(e.payload))).toContainEqual({ video_id: data.video_id, collection_id: colA });
   });
 
@@ -171,6 +175,6 @@ describe("videos and jobs", () => {
     expect(got.storage_bytes).toBe(Bun.file(mp4).size);
     expect((await t.request("DELETE", `/v1/collections/${col}`, { token: a.key })).status).toBe(204);
     expect(existsSync(join(t.dir, "videos", data.video_id))).toBe(false);
-    expect(t.app.internals.db.query("SELECT 1 FROM videos WHERE id = ?").get(data.video_id)).toBeNull();
+    expect(t.stores.videos.getById(data.video_id)).toBeNull();
   });
 });

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { json, startWithTenants, type Tenant, type TestApp, upload } from "../helpers/app.ts";
 import { scratchDir, smallMp4 } from "../helpers/ffmpeg.ts";
-import { WebhookStore } from "../../src/webhooks/store.ts";
 import { until } from "../helpers/wait.ts";
 import { startReceiver } from "./receiver.ts";
 
@@ -72,7 +71,7 @@ describe("delivery history", () => {
       expect(crossed.status).toBe(404);
       expect((await json(crossed)).detail.code).toBe("DELIVERY_NOT_FOUND");
 
-      const count = () => (t.app.internals.db.query("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?").get(wh.id) as { n: number }).n;
+      const count = () => t.stores.webhooks.countDeliveries(wh.id);
       expect(count()).toBe(1);
       expect((await t.request("DELETE", `/v1/webhooks/${wh.id}`, { token: a.key })).status).toBe(204);
       expect(count()).toBe(0);
@@ -144,13 +143,10 @@ describe("active flag and concurrency", () => {
       const busy = await register(`http://127.0.0.1:${slow.port}/slow`);
       const quiet = await register(rx.url);
       // 150 deliveries already due for the slow endpoint (more than one polling batch), as after an outage.
-      const store = new WebhookStore(t.app.internals.db);
       const due = Date.now() - 1_000;
-      t.app.internals.db.transaction(() => {
-        for (let i = 0; i < 150; i++) {
-          store.insertDelivery({ id: `del_backlog${i}`, webhook_id: busy.id, account_id: a.accountId, event_id: `evt_backlog${i}`, event: "webhook.ping", payload: "{}", status: "pending", attempts: 0, next_attempt_at: due + i, created_at: new Date(due).toISOString() });
-        }
-      })();
+      for (let i = 0; i < 150; i++) {
+        t.stores.webhooks.insertDelivery({ id: `del_backlog${i}`, webhook_id: busy.id, account_id: a.accountId, event_id: `evt_backlog${i}`, event: "webhook.ping", payload: "{}", status: "pending", attempts: 0, next_attempt_at: due + i, created_at: new Date(due).toISOString() });
+      }
       await ping(quiet.id);
       // Draining the backlog takes 150 × 0.4 s / 2 = 30 s; the other endpoint must not wait for it.
       expect(await until(() => rx.hits.length === 1, 2_000)).toBe(true);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { createTenant, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
-import { WebhookStore } from "../../src/webhooks/store.ts";
+import type { WebhookStore } from "../../src/webhooks/store.ts";
 
 // The dispatcher is not started here: these tests look at which rows the store hands out.
 let t: TestApp;
@@ -9,7 +9,7 @@ let store: WebhookStore;
 beforeAll(async () => {
   t = await startTestApp();
   a = await createTenant(t);
-  store = new WebhookStore(t.app.internals.db);
+  store = t.stores.webhooks;
 });
 afterAll(() => t.close());
 

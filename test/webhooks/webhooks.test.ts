@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, json, startWithTenants, type Tenant, type TestApp } from "../helpers/app.ts";
+import { databaseFilesContain } from "../helpers/stores.ts";
 import { until } from "../helpers/wait.ts";
 import { startReceiver } from "./receiver.ts";
 import { VERSION } from "../../src/version.ts";
@@ -14,6 +15,14 @@ afterAll(() => t.close());
 const register = async (token: string, url: string, events: string[] = ["webhook.ping"]) =>
   t.request("POST", "/v1/webhooks", { token, json: { url, events } });
 const deliveries = async (id: string) => (await json(await t.request("GET", `/v1/webhooks/${id}/deliveries`, { token: a.key }))).data;
+/** Registers `url` for A, sends it a test ping and waits (bounded) until that delivery ends as `status`. */
+async function pingUntil(url: string, status: "succeeded" | "failed") {
+  const { data } = await json(await register(a.key, url));
+  await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
+  expect(await until(async () => (await deliveries(data.id))[0]?.status === status, 10_000)).toBe(true);
+  const [delivery] = await deliveries(data.id);
+  return { webhook: data, delivery };
+}
 
 describe("webhook endpoints", () => {
   test("create shows the secret once; list/get never; patch; delete; tenant isolation; read_only", async () => {
@@ -24,8 +33,9 @@ describe("webhook endpoints", () => {
       const { data } = await json(res);
       expect(data).toMatchObject({ id: expect.stringMatching(/^wh_/), user_id: a.accountId, url: rx.url, events: ["job.completed", "video.created"], is_active: true });
       expect(data.secret).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
-      const stored = JSON.stringify(t.app.internals.db.query("SELECT * FROM webhooks").all());
-      expect(stored).not.toContain(data.secret);
+      // Sealed at rest: the secret is nowhere in the database files (the scan does see the new row).
+      expect(databaseFilesContain(t.dir, data.id)).toBe(true);
+      expect(databaseFilesContain(t.dir, data.secret)).toBe(false);
       const listed = (await json(await t.request("GET", "/v1/webhooks", { token: a.readOnlyKey }))).data;
       expect(listed.find((w: any) => w.id === data.id).secret).toBeUndefined();
       const patched = await t.request("PATCH", `/v1/webhooks/${data.id}`, { token: a.key, json: { is_active: false, events: ["video.deleted"] } });
@@ -43,12 +53,13 @@ describe("webhook endpoints", () => {
   });
 
   test("bad input is 422 and stores nothing", async () => {
-    const before = (t.app.internals.db.query("SELECT count(*) AS n FROM webhooks").get() as any).n;
+    const all = () => t.stores.accounts.listAccounts().reduce((n, x) => n + t.stores.webhooks.list(x.id).length, 0);
+    const before = all();
     for (const body of [{ url: "http://127.0.0.1:9/x", events: [] }, { url: "http://127.0.0.1:9/x", events: ["nope"] }, { url: "http://127.0.0.1:9/x" }, { url: "not a url", events: ["job.completed"] }, { url: "http://127.0.0.1:9/x", events: ["job.completed"], extra: 1 }, { url: "ftp://127.0.0.1/x", events: ["job.completed"] }]) {
       const res = await t.request("POST", "/v1/webhooks", { token: a.key, json: body });
       expect(res.status, JSON.stringify(body)).toBe(422);
     }
-    expect((t.app.internals.db.query("SELECT count(*) AS n FROM webhooks").get() as any).n).toBe(before);
+    expect(all()).toBe(before);
   });
 
   test("plan limit: free allows 3 active endpoints → 402 WEBHOOK_LIMIT_REACHED, also on re-activation", async () => {
@@ -99,10 +110,7 @@ describe("delivery", () => {
   test("fails twice then succeeds: three attempts on the schedule, one success", async () => {
     const rx = startReceiver((n) => (n <= 2 ? 500 : 204));
     try {
-      const { data } = await json(await register(a.key, rx.url));
-      await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
-      expect(await until(async () => (await deliveries(data.id))[0]?.status === "succeeded", 10_000)).toBe(true);
-      const [d] = await deliveries(data.id);
+      const { delivery: d } = await pingUntil(rx.url, "succeeded");
       expect(d.attempts).toBe(3);
       expect(rx.hits).toHaveLength(3);
       expect(new Set(rx.hits.map((h) => h.raw)).size).toBe(1); // identical bytes every time
@@ -115,10 +123,7 @@ describe("delivery", () => {
     let broken = true;
     const rx = startReceiver(() => (broken ? 503 : 200));
     try {
-      const { data } = await json(await register(a.key, rx.url));
-      await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
-      expect(await until(async () => (await deliveries(data.id))[0]?.status === "failed", 10_000)).toBe(true);
-      const [d] = await deliveries(data.id);
+      const { webhook: data, delivery: d } = await pingUntil(rx.url, "failed");
       expect(d).toMatchObject({ attempts: 3, response_status: 503, error: "HTTP 503", next_attempt_at: null });
       await Bun.sleep(700);
       expect(rx.hits).toHaveLength(3); // no fourth attempt on its own
@@ -143,12 +148,10 @@ describe("delivery", () => {
       const s = (await json(await register(a.key, subscribed.url, ["video.deleted"]))).data;
       const i = (await json(await register(a.key, inactive.url, ["video.created", "video.deleted"]))).data;
       await t.request("PATCH", `/v1/webhooks/${i.id}`, { token: a.key, json: { is_active: false } });
-      // Events enter the outbox exactly as the services write them.
-      const { EventStore } = await import("../../src/events/store.ts");
-      const outbox = new EventStore(t.app.internals.db);
-      outbox.record(a.accountId, "video.created", { video_id: "vid_x", job_id: "job_x", collection_id: "col_x", filename: "x.mp4" });
-      outbox.record(a.accountId, "video.deleted", { video_id: "vid_x", collection_id: "col_x" });
-      t.app.internals.dispatcher.wake();
+      // Events enter the outbox exactly as the services write them, and the same event wakes the dispatcher.
+      t.stores.events.record(a.accountId, "video.created", { video_id: "vid_x", job_id: "job_x", collection_id: "col_x", filename: "x.mp4" });
+      t.stores.events.record(a.accountId, "video.deleted", { video_id: "vid_x", collection_id: "col_x" });
+      t.bus.publish({ type: "outbox.written", accountId: a.accountId });
       expect(await until(() => subscribed.hits.length >= 1)).toBe(true);
       await Bun.sleep(500);
       expect(subscribed.hits.map((h) => h.body.event)).toEqual(["video.deleted"]);
@@ -165,10 +168,7 @@ describe("delivery", () => {
     const target = startReceiver();
     const redirector = startReceiver(() => new Response(null, { status: 302, headers: { location: target.url } }));
     try {
-      const { data } = await json(await register(a.key, redirector.url));
-      await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
-      expect(await until(async () => (await deliveries(data.id))[0]?.status === "failed", 10_000)).toBe(true);
-      const [d] = await deliveries(data.id);
+      const { delivery: d } = await pingUntil(redirector.url, "failed");
       expect(d.response_status).toBe(302);
       expect(d.error).toContain("redirect");
       expect(target.hits).toHaveLength(0);

@@ -1,0 +1,88 @@
+/**
+ * The stores over a data dir's SQLite file, on a connection of their own (WAL: it sees what the
+ * app committed, and the app sees what it writes). Tests read state and set up states through
+ * store methods, never SQL: this is the one file under test/ that opens a database, and it runs
+ * no SQL itself (test/architecture/test-rules.test.ts checks both).
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { AccountStore } from "../../src/accounts/store.ts";
+import { ApiKeyStore } from "../../src/api-keys/store.ts";
+import { SessionStore } from "../../src/auth/store.ts";
+import { CollectionStore } from "../../src/collections/store.ts";
+import { CreditStore } from "../../src/credits/store.ts";
+import { EventStore } from "../../src/events/store.ts";
+import { IndexStore } from "../../src/indexing/store.ts";
+import { JobStore } from "../../src/jobs/store.ts";
+import { PlaybackStore } from "../../src/playback/store.ts";
+import { createSearchDomain, type SearchDomain, type SearchDomainOptions } from "../../src/search/domain.ts";
+import { SearchStore } from "../../src/search/store.ts";
+import { openStore } from "../../src/store/database.ts";
+import { OcrSearchStore } from "../../src/search/ocr-store.ts";
+import { FeedbackStore } from "../../src/search/feedback-store.ts";
+import { SystemStore } from "../../src/system/store.ts";
+import { VideoStore } from "../../src/videos/store.ts";
+import { WebhookStore } from "../../src/webhooks/store.ts";
+
+export interface Stores {
+  accounts: AccountStore;
+  apiKeys: ApiKeyStore;
+  sessions: SessionStore;
+  collections: CollectionStore;
+  credits: CreditStore;
+  events: EventStore;
+  /** Frames, shots and transcripts as the pipeline writes them (vec0 tables when `vecExtension` was given). */
+  index: IndexStore;
+  jobs: JobStore;
+  playback: PlaybackStore;
+  search: SearchStore;
+  system: SystemStore;
+  videos: VideoStore;
+  webhooks: WebhookStore;
+  /**
+   * A search domain of its own over this connection, built as createApp builds the app's: for
+   * tests that watch its index (which k each look-up asked for, what the vector index scanned).
+   * Its caches start empty and follow the rows it reads; nothing tells it of later writes.
+   */
+  searchDomain(deps: Omit<SearchDomainOptions, "stores" | "uow">): SearchDomain;
+  close(): void;
+}
+
+/** Stores over `<dataDir>/vsearch.db` (the app's database; migrated if new). */
+export function openStores(dataDir: string, opts: { vecExtension?: string } = {}): Stores {
+  const { db, uow } = openStore(join(dataDir, "vsearch.db"), { vecExtension: opts.vecExtension });
+  return {
+    accounts: new AccountStore(db),
+    apiKeys: new ApiKeyStore(db),
+    sessions: new SessionStore(db),
+    collections: new CollectionStore(db),
+    credits: new CreditStore(db),
+    events: new EventStore(db),
+    index: new IndexStore(db, Boolean(opts.vecExtension)),
+    jobs: new JobStore(db),
+    playback: new PlaybackStore(db),
+    search: new SearchStore(db),
+    system: new SystemStore(db),
+    videos: new VideoStore(db),
+    webhooks: new WebhookStore(db),
+    searchDomain: (deps) =>
+      createSearchDomain({ ...deps, uow, stores: { search: new SearchStore(db), ocr: new OcrSearchStore(db), feedback: new FeedbackStore(db) } }),
+    close: () => db.close(),
+  };
+}
+
+/**
+ * Whether `text` appears anywhere in the database files of `dataDir` (the main file and the
+ * write-ahead log, where fresh commits sit): a secret that is stored only hashed or sealed must
+ * not. Read as bytes, so no table, column or encoding is left out.
+ */
+export function databaseFilesContain(dataDir: string, text: string): boolean {
+  const needle = Buffer.from(text);
+  return ["vsearch.db", "vsearch.db-wal"].some((name) => {
+    const p = join(dataDir, name);
+    return existsSync(p) && readFileSync(p).includes(needle);
+  });
+}
+
+/** Collections of every account (a refused create must store none, for anyone). */
+export const allCollections = (s: Stores): number => s.accounts.listAccounts().reduce((n, a) => n + s.collections.count(a.id), 0);
