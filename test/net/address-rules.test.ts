@@ -10,6 +10,7 @@ import {
   parseIPv6,
   type Resolver,
 } from "../../src/net/address-rules.ts";
+import { fakeResolver, NON_PUBLIC_LITERALS } from "./targets.ts";
 import { NetError } from "../../src/net/errors.ts";
 import { rng } from "../helpers/rng.ts";
 
@@ -208,18 +209,6 @@ describe("CidrAllowList", () => {
   );
 });
 
-/** A resolver that fails the test if it is asked about anything not in `table`. */
-function fakeResolver(table: Record<string, string[]>) {
-  const calls: string[] = [];
-  const resolve: Resolver = async (name) => {
-    calls.push(name);
-    const answers = table[name];
-    if (!answers) throw Object.assign(new Error(`unexpected lookup of ${name}`), { code: "ENOTFOUND" });
-    return answers.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
-  };
-  return { resolve, calls };
-}
-
 async function refusal(url: string, resolve?: Resolver, allowNetworks?: string[]): Promise<NetError> {
   const err = await checkTarget(url, { resolve, allowNetworks }).then(
     () => null,
@@ -231,24 +220,11 @@ async function refusal(url: string, resolve?: Resolver, allowNetworks?: string[]
 
 describe("checkTarget", () => {
   it.each([
-    ["http://127.0.0.1/", "loopback"],
-    ["http://[::1]/", "loopback"],
-    ["http://0.0.0.0/", "unspecified"],
-    ["http://10.0.0.1/", "private"],
-    ["http://172.16.0.1/", "private"],
-    ["http://192.168.1.1/", "private"],
-    ["http://169.254.169.254/latest/meta-data/", "link-local"],
-    ["http://100.64.0.1/", "cgnat"],
-    ["http://[fd00::1]/", "unique-local"],
-    ["http://[fe80::1]/", "link-local"],
-    ["http://[::ffff:127.0.0.1]/", "ipv4-mapped-loopback"],
+    ...NON_PUBLIC_LITERALS,
     ["http://[::ffff:7f00:1]/", "ipv4-mapped-loopback"],
     ["http://[::127.0.0.1]/", "ipv4-compatible-loopback"],
     ["http://[64:ff9b::192.168.0.1]/", "nat64-private"],
     ["http://[2002:a00:1::]/", "6to4-private"],
-    ["http://2130706433/", "loopback"],
-    ["http://0x7f.1/", "loopback"],
-    ["http://017700000001/", "loopback"],
     ["http://127.1:8080/", "loopback"],
     ["http://[ff02::1]/", "multicast"],
     ["http://224.0.0.1/", "multicast"],

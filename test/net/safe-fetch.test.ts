@@ -1,10 +1,10 @@
 import http from "node:http";
 import https from "node:https";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Resolver } from "../../src/net/address-rules.ts";
 import { NetError } from "../../src/net/errors.ts";
 import { readBodyLimited, safeFetch, type SafeFetchOptions } from "../../src/net/safe-fetch.ts";
 import { closedPort, eventually, fixtureCert, serve, type LoopbackServer } from "./loopback.ts";
+import { fakeResolver, NON_PUBLIC_LITERALS } from "./targets.ts";
 
 const LOOPBACK = ["127.0.0.0/8", "::1/128"];
 
@@ -18,18 +18,6 @@ afterEach(async () => {
   vi.restoreAllMocks();
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
-
-/** Resolver answering from a table; records every question. */
-function table(entries: Record<string, string[]>) {
-  const calls: string[] = [];
-  const resolve: Resolver = async (name) => {
-    calls.push(name);
-    const answers = entries[name];
-    if (!answers) throw Object.assign(new Error(`unexpected lookup of ${name}`), { code: "ENOTFOUND" });
-    return answers.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
-  };
-  return { resolve, calls };
-}
 
 async function failure(url: string, options: SafeFetchOptions): Promise<NetError> {
   const err = await safeFetch(url, options).then(
@@ -50,26 +38,13 @@ function forbidRequests() {
 
 describe("refusals (default rules: nothing non-public is open)", () => {
   const literalCases: [string, string][] = [
-    ["http://127.0.0.1/", "loopback"],
-    ["http://[::1]/", "loopback"],
-    ["http://0.0.0.0/", "unspecified"],
-    ["http://10.0.0.1/", "private"],
-    ["http://172.16.0.1/", "private"],
-    ["http://192.168.1.1/", "private"],
-    ["http://169.254.169.254/latest/meta-data/", "link-local"],
-    ["http://100.64.0.1/", "cgnat"],
-    ["http://[fd00::1]/", "unique-local"],
-    ["http://[fe80::1]/", "link-local"],
-    ["http://[::ffff:127.0.0.1]/", "ipv4-mapped-loopback"],
-    ["http://2130706433/", "loopback"],
-    ["http://0x7f.1/", "loopback"],
-    ["http://017700000001/", "loopback"],
+    ...NON_PUBLIC_LITERALS,
     ["https://[64:ff9b::a9fe:a9fe]/", "nat64-link-local"],
   ];
 
   it.each(literalCases)("%s is refused as %s and never connected to", async (url, reason) => {
     const spies = forbidRequests();
-    const { resolve, calls } = table({});
+    const { resolve, calls } = fakeResolver({});
     const err = await failure(url, { resolve, method: "POST", body: "{}" });
     expect([err.code, err.reason]).toEqual(["TARGET_FORBIDDEN", reason]);
     expect(calls).toEqual([]);
@@ -89,7 +64,7 @@ describe("refusals (default rules: nothing non-public is open)", () => {
     ["a name resolving to IPv4-mapped metadata", "https://mapped.example/", "ipv4-mapped-link-local"],
   ])("%s is refused and never connected to", async (_what, url, reason) => {
     const spies = forbidRequests();
-    const { resolve, calls } = table({
+    const { resolve, calls } = fakeResolver({
       "rebind.example": ["127.0.0.1"],
       "mixed.example": ["93.184.216.34", "192.168.0.10"],
       "mapped.example": ["2606:4700::1", "::ffff:169.254.169.254"],
@@ -107,7 +82,7 @@ describe("refusals (default rules: nothing non-public is open)", () => {
     ["https://token@example.com/", "credentials"],
   ])("%s is refused (%s)", async (url, reason) => {
     const spies = forbidRequests();
-    const { resolve, calls } = table({ "example.com": ["93.184.216.34"] });
+    const { resolve, calls } = fakeResolver({ "example.com": ["93.184.216.34"] });
     const err = await failure(url, { resolve });
     expect([err.code, err.reason]).toEqual(["TARGET_FORBIDDEN", reason]);
     expect(calls).toEqual([]);
@@ -133,7 +108,7 @@ describe("requests to opened loopback networks", () => {
         res.end("created");
       }),
     );
-    const { resolve } = table({ localhost: ["127.0.0.1"] });
+    const { resolve } = fakeResolver({ localhost: ["127.0.0.1"] });
     const res = await safeFetch(`http://localhost:${server.port}/hooks/in?x=1#frag`, {
       method: "post",
       headers: { "Content-Type": "application/json", "X-Service-Event": "webhook.ping", Host: "evil.example" },
@@ -170,7 +145,7 @@ describe("requests to opened loopback networks", () => {
     // 127.0.0.1) the connection would land on the decoy, bound to the same port on 127.0.0.1.
     const decoy = await track(serve((_req, res) => res.end("decoy"), { host: "127.0.0.1" }));
     const pinned = await track(serve((_req, res) => res.end("real"), { host: "127.0.0.2", port: decoy.port }));
-    const { resolve, calls } = table({ localhost: ["127.0.0.2"] });
+    const { resolve, calls } = fakeResolver({ localhost: ["127.0.0.2"] });
     const res = await safeFetch(`http://localhost:${decoy.port}/`, { allowNetworks: LOOPBACK, resolve });
     expect(new TextDecoder().decode(res.body)).toBe("real");
     expect(calls).toEqual(["localhost"]);
@@ -202,7 +177,7 @@ describe("requests to opened loopback networks", () => {
     const server = await track(serve((_req, res) => res.end("ok"), { host: "127.0.0.2" }));
     const dead = await closedPort("127.0.0.3");
     expect(dead).toBeGreaterThan(0);
-    const { resolve } = table({ "multi.test": ["127.0.0.3", "127.0.0.2"] });
+    const { resolve } = fakeResolver({ "multi.test": ["127.0.0.3", "127.0.0.2"] });
     // Same port on both: 127.0.0.3 refuses, 127.0.0.2 answers.
     const res = await safeFetch(`http://multi.test:${server.port}/`, { allowNetworks: LOOPBACK, resolve });
     expect(res.status).toBe(200);
@@ -242,7 +217,7 @@ describe("requests to opened loopback networks", () => {
   });
 
   it("answers DNS_FAILED when the resolver fails or returns nothing", async () => {
-    const { resolve } = table({ "empty.test": [] });
+    const { resolve } = fakeResolver({ "empty.test": [] });
     expect((await failure("http://missing.test/", { resolve, allowNetworks: LOOPBACK })).code).toBe("DNS_FAILED");
     expect((await failure("http://empty.test/", { resolve, allowNetworks: LOOPBACK })).code).toBe("DNS_FAILED");
   });
@@ -372,7 +347,7 @@ describe("size limit", () => {
 describe("https", () => {
   it("connects to the pinned address, sends SNI and checks the certificate against the URL's name", async () => {
     const server = await track(serve((_req, res) => res.end("secure"), { tls: true }));
-    const { resolve, calls } = table({ localhost: ["127.0.0.1"] });
+    const { resolve, calls } = fakeResolver({ localhost: ["127.0.0.1"] });
     const res = await safeFetch(`https://localhost:${server.port}/x`, { allowNetworks: LOOPBACK, resolve, ca: fixtureCert() });
     expect(new TextDecoder().decode(res.body)).toBe("secure");
     expect(calls).toEqual(["localhost"]);
@@ -382,7 +357,7 @@ describe("https", () => {
 
   it("refuses a certificate that is not trusted (TLS_FAILED)", async () => {
     const server = await track(serve((_req, res) => res.end("secure"), { tls: true }));
-    const { resolve } = table({ localhost: ["127.0.0.1"] });
+    const { resolve } = fakeResolver({ localhost: ["127.0.0.1"] });
     const err = await failure(`https://localhost:${server.port}/`, { allowNetworks: LOOPBACK, resolve });
     expect(err.code).toBe("TLS_FAILED");
     expect(server.requests).toHaveLength(0);
