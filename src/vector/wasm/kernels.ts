@@ -292,6 +292,33 @@ function dots4(L: Layout): Fn {
 }
 
 /**
+ * The walk both mask builders make: for each of nChunks chunks (sideTable gives the chunk's block
+ * `base`), r = 0, step, 2·step … below CHUNK_ROWS, `body` writes the u16 mask of rows r … r+step−1
+ * at `mask`, which then moves on by step entries. Emits the same instructions wherever it is used.
+ */
+function eachChunkRows(
+  f: Fn,
+  locals: { sideTable: number; nChunks: number; mask: number; base: number; r: number },
+  step: number,
+  body: () => void,
+): void {
+  const { sideTable, nChunks, mask, base, r } = locals;
+  f.block().loop();
+  f.get(nChunks).op(Op.i32_eqz).brIf(1);
+  f.get(sideTable).mem(Op.i32_load, 0, 2).set(base);
+  f.i32(0).set(r);
+  f.block().loop();
+  f.get(r).i32(CHUNK_ROWS).op(Op.i32_ge_u).brIf(1);
+  body();
+  f.get(mask).i32(2 * step).op(Op.i32_add).set(mask);
+  f.get(r).i32(step).op(Op.i32_add).set(r);
+  f.br(0).end().end();
+  f.get(sideTable).i32(4).op(Op.i32_add).set(sideTable);
+  f.get(nChunks).i32(1).op(Op.i32_sub).set(nChunks);
+  f.br(0).end().end();
+}
+
+/**
  * buildMask(sideTable, nChunks, tableA, tableB, flags, mask): for every slot of the nChunks
  * chunks, mask[slot] = (flags&1 ? tableA[groupA] : 0) | (flags&2 ? tableB[groupB] : 0), the
  * tables being u16 (0 allowed, 0xFFFF not) indexed by dense group id.
@@ -300,28 +327,18 @@ function buildMask(L: Layout): Fn {
   const f = new Fn("buildMask", ["i32", "i32", "i32", "i32", "i32", "i32"], []);
   const [sideTable, nChunks, tA, tB, flags, mask] = [0, 1, 2, 3, 4, 5];
   const base = f.local("i32"), r = f.local("i32"), m = f.local("i32");
-  f.block().loop();
-  f.get(nChunks).op(Op.i32_eqz).brIf(1);
-  f.get(sideTable).mem(Op.i32_load, 0, 2).set(base);
-  f.i32(0).set(r);
-  f.block().loop();
-  f.get(r).i32(CHUNK_ROWS).op(Op.i32_ge_u).brIf(1);
-  f.i32(0).set(m);
-  f.get(flags).i32(1).op(Op.i32_and).if();
-  f.get(tA).get(base).get(r).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, L.offGroupA, 2);
-  f.i32(1).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load16_u, 0, 1).set(m);
-  f.end();
-  f.get(flags).i32(2).op(Op.i32_and).if();
-  f.get(m).get(tB).get(base).get(r).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, L.offGroupB, 2);
-  f.i32(1).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load16_u, 0, 1).op(Op.i32_or).set(m);
-  f.end();
-  f.get(mask).get(m).mem(Op.i32_store16, 0, 1);
-  f.get(mask).i32(2).op(Op.i32_add).set(mask);
-  f.get(r).i32(1).op(Op.i32_add).set(r);
-  f.br(0).end().end();
-  f.get(sideTable).i32(4).op(Op.i32_add).set(sideTable);
-  f.get(nChunks).i32(1).op(Op.i32_sub).set(nChunks);
-  f.br(0).end().end();
+  eachChunkRows(f, { sideTable, nChunks, mask, base, r }, 1, () => {
+    f.i32(0).set(m);
+    f.get(flags).i32(1).op(Op.i32_and).if();
+    f.get(tA).get(base).get(r).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, L.offGroupA, 2);
+    f.i32(1).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load16_u, 0, 1).set(m);
+    f.end();
+    f.get(flags).i32(2).op(Op.i32_and).if();
+    f.get(m).get(tB).get(base).get(r).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, L.offGroupB, 2);
+    f.i32(1).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load16_u, 0, 1).op(Op.i32_or).set(m);
+    f.end();
+    f.get(mask).get(m).mem(Op.i32_store16, 0, 1);
+  });
   return f;
 }
 
@@ -352,23 +369,13 @@ function buildMaskIds(L: Layout): Fn {
     f.br(0).end().end();
     f.end();
   };
-  f.block().loop();
-  f.get(nChunks).op(Op.i32_eqz).brIf(1);
-  f.get(sideTable).mem(Op.i32_load, 0, 2).set(base);
-  f.i32(0).set(r);
-  f.block().loop();
-  f.get(r).i32(CHUNK_ROWS).op(Op.i32_ge_u).brIf(1);
-  matchAny(L.offGroupA, idsA, nA, ok);
-  matchAny(L.offGroupB, idsB, nB, okB);
-  // mask[4 rows] = ~(okA & okB) narrowed to u16 (−1 → 0xFFFF)
-  f.get(mask).get(ok).get(okB).simd(Simd.v128_and).simd(Simd.v128_not).tee(g).get(g).simd(Simd.i16x8_narrow_i32x4_s);
-  f.vmemLane(Simd.v128_store64_lane, 0, 0, 1);
-  f.get(mask).i32(8).op(Op.i32_add).set(mask);
-  f.get(r).i32(4).op(Op.i32_add).set(r);
-  f.br(0).end().end();
-  f.get(sideTable).i32(4).op(Op.i32_add).set(sideTable);
-  f.get(nChunks).i32(1).op(Op.i32_sub).set(nChunks);
-  f.br(0).end().end();
+  eachChunkRows(f, { sideTable, nChunks, mask, base, r }, 4, () => {
+    matchAny(L.offGroupA, idsA, nA, ok);
+    matchAny(L.offGroupB, idsB, nB, okB);
+    // mask[4 rows] = ~(okA & okB) narrowed to u16 (−1 → 0xFFFF)
+    f.get(mask).get(ok).get(okB).simd(Simd.v128_and).simd(Simd.v128_not).tee(g).get(g).simd(Simd.i16x8_narrow_i32x4_s);
+    f.vmemLane(Simd.v128_store64_lane, 0, 0, 1);
+  });
   return f;
 }
 
