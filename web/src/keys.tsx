@@ -1,6 +1,6 @@
 /** API keys (admins only): create (secret shown once with a copy button), list with prefix and last use, revoke. */
 import { api, fmtDate } from "./api.ts";
-import { ErrorLine, SecretOnce, useSecretList } from "./ui.tsx";
+import { ColumnHeads, ErrorLine, SecretOnce, useSecretList } from "./ui.tsx";
 
 export function KeysPage() {
   const { items: keys, load, error, setError, secret, clearSecret, create } = useSecretList("/v1/api_keys?per_page=100");
@@ -35,18 +35,7 @@ export function KeysPage() {
       <div class="scroll">
         <table class="stack-on-phone">
           <caption class="sr-only">API keys</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Permissions</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Status</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <ColumnHeads names={["Name", "Prefix", "Permissions", "Last used", "Status"]} actions />
           <tbody>
             {keys.map((k) => (
               <tr key={k.id}>

@@ -49,6 +49,26 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
   );
 }
 
+/** A table's header row: a column header per name, then, with `actions`, one for the row's buttons that only screen readers name. */
+export function ColumnHeads({ names, actions = false }: { names: string[]; actions?: boolean }) {
+  return (
+    <thead>
+      <tr>
+        {names.map((name) => (
+          <th scope="col" key={name}>
+            {name}
+          </th>
+        ))}
+        {actions ? (
+          <th scope="col">
+            <span class="sr-only">Actions</span>
+          </th>
+        ) : null}
+      </tr>
+    </thead>
+  );
+}
+
 /**
  * The admin pages (API keys, webhooks): a list loaded from `listPath`, a create form whose
  * response carries a secret shown once, and one error state for all of it. `create(post)` is the

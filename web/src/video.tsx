@@ -1,7 +1,7 @@
 /** A video: player, shots with labels and what is said in each (click to seek), the indexing stages that ran or were skipped. */
 import { useEffect, useState } from "preact/hooks";
 import { api, fmtBytes, fmtTime } from "./api.ts";
-import { ErrorLine, Player } from "./ui.tsx";
+import { ColumnHeads, ErrorLine, Player } from "./ui.tsx";
 
 interface Shot {
   scene_start: number;
@@ -143,13 +143,7 @@ export function VideoPage({ id }: { id: string }) {
         <div class="v-stages stack">
           <h2>Stages</h2>
           <table class="stages">
-            <thead>
-              <tr>
-                <th scope="col">Stage</th>
-                <th scope="col">Outcome</th>
-                <th scope="col">Detail</th>
-              </tr>
-            </thead>
+            <ColumnHeads names={["Stage", "Outcome", "Detail"]} />
             <tbody>
               {stages.map(([name, s]) => (
                 <tr key={name}>

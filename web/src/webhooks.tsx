@@ -1,7 +1,7 @@
 /** Webhooks (admins only): create (secret shown once), active toggle, test, delete, and each endpoint's delivery log with retry. */
 import { useEffect, useState } from "preact/hooks";
 import { api, fmtDate } from "./api.ts";
-import { ErrorLine, SecretOnce, useSecretList } from "./ui.tsx";
+import { ColumnHeads, ErrorLine, SecretOnce, useSecretList } from "./ui.tsx";
 
 const EVENTS = ["video.created", "video.deleted", "job.completed", "job.failed", "credits.low", "credits.exhausted", "account.deleted", "webhook.ping"];
 
@@ -34,18 +34,7 @@ function Deliveries({ webhookId, refresh }: { webhookId: string; refresh: number
       {list && list.length ? (
         <div class="scroll">
           <table class="deliveries stack-on-phone">
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Response</th>
-                <th scope="col">When</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <ColumnHeads names={["Event", "Status", "Attempts", "Response", "When"]} actions />
             <tbody>
               {list.map((d) => (
                 <tr key={d.id}>
