@@ -1,6 +1,7 @@
 import http from "node:http";
 import https from "node:https";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Resolver } from "../../src/net/address-rules.ts";
 import { NetError } from "../../src/net/errors.ts";
 import { readBodyLimited, safeFetch, type SafeFetchOptions } from "../../src/net/safe-fetch.ts";
 import { closedPort, eventually, fixtureCert, serve, type LoopbackServer } from "./loopback.ts";
