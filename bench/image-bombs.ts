@@ -5,10 +5,10 @@
  * from /proc every 10 ms: how many ran at once and their summed RSS.
  * Run: node_modules/.bin/bun bench/image-bombs.ts
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTenant } from "../test/helpers/app.ts";
-import { ffmpeg, scratchDir } from "../test/helpers/ffmpeg.ts";
+import { ffmpeg, ffmpegChildren, scratchDir } from "../test/helpers/ffmpeg.ts";
 import { fixedCatalog, tinyClip } from "../test/helpers/models.ts";
 import { startTestServer } from "../test/helpers/server.ts";
 import { loadAvg } from "./lib/server.ts";
@@ -24,21 +24,6 @@ const images: Record<string, Uint8Array<ArrayBuffer>> = {
 
 const s = await startTestServer({ VSEARCH_RATE_LIMIT_SEARCH: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
 const a = await createTenant(s);
-
-function ffmpegChildren() {
-  let n = 0;
-  let rssKb = 0;
-  for (const pid of readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const st = readFileSync(`/proc/${pid}/status`, "utf8");
-      if (!/^Name:\s*ffmpeg$/m.test(st) || !new RegExp(`^PPid:\\s*${process.pid}$`, "m").test(st)) continue;
-      n++;
-      rssKb += Number(/^VmRSS:\s*(\d+)/m.exec(st)?.[1] ?? 0);
-    } catch {}
-  }
-  return { n, rssKb };
-}
 
 const rows: Record<string, unknown>[] = [];
 for (const [name, bytes] of Object.entries(images)) {

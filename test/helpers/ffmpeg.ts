@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import ffmpegInstaller from "@ffmpeg-installer/ffmpeg";
@@ -38,3 +38,24 @@ export const cutsMp4 = (dir: string, name = "cuts.mp4") =>
      "-c:v", "libx264", "-preset", "ultrafast", "-g", "12", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
     join(dir, name),
   );
+
+/**
+ * The ffmpeg processes this process started (the server under test runs in it) and their summed
+ * resident memory, from /proc: how image decoding is seen to stay bounded.
+ */
+export function ffmpegChildren(): { n: number; rssKb: number } {
+  let n = 0;
+  let rssKb = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      if (!/^Name:\s*ffmpeg$/m.test(status) || !new RegExp(`^PPid:\\s*${process.pid}$`, "m").test(status)) continue;
+      n++;
+      rssKb += Number(/^VmRSS:\s*(\d+)/m.exec(status)?.[1] ?? 0);
+    } catch {
+      // exited while being read
+    }
+  }
+  return { n, rssKb };
+}

@@ -1,8 +1,8 @@
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, json, type Tenant } from "../helpers/app.ts";
-import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { ffmpeg, ffmpegChildren, scratchDir } from "../helpers/ffmpeg.ts";
 import { fixedCatalog, tinyClip } from "../helpers/models.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
@@ -35,24 +35,6 @@ const searchImage = (bytes: Uint8Array<ArrayBuffer>) => {
   fd.append("modes", "video");
   return s.http("/v1/search", { method: "POST", token: a.readOnlyKey, body: fd });
 };
-
-/** ffmpeg processes started by this (server) process, and their resident memory, from /proc. */
-function ffmpegChildren(): { n: number; rssKb: number } {
-  let n = 0;
-  let rssKb = 0;
-  for (const pid of readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const status = readFileSync(`/proc/${pid}/status`, "utf8");
-      if (!/^Name:\s*ffmpeg$/m.test(status) || !new RegExp(`^PPid:\\s*${process.pid}$`, "m").test(status)) continue;
-      n++;
-      rssKb += Number(/^VmRSS:\s*(\d+)/m.exec(status)?.[1] ?? 0);
-    } catch {
-      // exited while being read
-    }
-  }
-  return { n, rssKb };
-}
 
 describe("decompression bombs", () => {
   test.each([
