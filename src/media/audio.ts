@@ -1,5 +1,4 @@
-import { MediaError } from "./errors.ts";
-import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
+import { throwIfStreamRunFailed, ToolProcess, type MediaBins } from "./process.ts";
 
 export const AUDIO_SAMPLE_RATE = 16_000;
 
@@ -60,12 +59,7 @@ export function streamAudio16kMono(bins: MediaBins, file: string, opts: AudioStr
         if (got < bytes.length) break;
       }
       const exit = await proc.exited();
-      if (exit.code !== 0) {
-        if (exit.tail.some((l) => l.includes("matches no streams"))) {
-          throw new MediaError("NO_AUDIO_STREAM", "the file has no audio stream");
-        }
-        throw failureFromExit("audio extraction failed", exit);
-      }
+      throwIfStreamRunFailed("audio extraction failed", exit, "audio");
     } finally {
       proc.dispose();
     }

@@ -1,9 +1,8 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MediaError } from "./errors.ts";
 import { HDR_TO_SDR, jpegCodecArgs, thumbnailFilters } from "./filters.ts";
-import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
+import { throwIfStreamRunFailed, ToolProcess, type MediaBins } from "./process.ts";
 import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
 import { cutAnalysisFilters, filterBoundaries, MIN_SHOT_SECS, SCENE_THRESHOLD } from "./shots.ts";
 import { keyframesCloseEnough, samplingExpression, type KeyframeSpacing } from "./select.ts";
@@ -200,10 +199,7 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
       yield { index: f.index, timestamp: f.timestamp, rgb: f.bytes, keyframe: f.keyframe, forced: f.forced };
     }
     const exit = await proc.exited();
-    if (exit.code !== 0) {
-      if (exit.tail.some((l) => l.includes("matches no streams"))) throw new MediaError("NO_VIDEO_STREAM", "the file has no video stream");
-      throw failureFromExit("frame sampling failed", exit);
-    }
+    throwIfStreamRunFailed("frame sampling failed", exit, "video");
     await proc.stderrClosed; // every showinfo@cuts line is in
     if (cuts) stats.cuts = filterBoundaries(cutTimes, cuts.minShotSecs);
   } finally {

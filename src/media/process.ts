@@ -257,6 +257,21 @@ export function failureFromExit(what: string, exit: ToolExit): MediaError {
   return new MediaError("DECODE_FAILED", `${what}: ${last || `exit code ${exit.code}`}`, text);
 }
 
+/**
+ * Throws for a failed run that maps one stream of the input (`-map 0:v:0`, `0:a:0`): ffmpeg
+ * refuses a map that matches nothing at once, which means the file has no such stream and gets its
+ * own code; any other failure is read by failureFromExit.
+ */
+export function throwIfStreamRunFailed(what: string, exit: ToolExit, stream: "video" | "audio"): void {
+  if (exit.code === 0) return;
+  if (exit.tail.some((l) => l.includes("matches no streams"))) {
+    throw stream === "video"
+      ? new MediaError("NO_VIDEO_STREAM", "the file has no video stream")
+      : new MediaError("NO_AUDIO_STREAM", "the file has no audio stream");
+  }
+  throw failureFromExit(what, exit);
+}
+
 /** ffmpeg's final "Conversion failed!" says nothing; the line before it usually does. */
 function lastMeaningfulLine(tail: string[]): string {
   for (let i = tail.length - 1; i >= 0; i--) {

@@ -1,5 +1,4 @@
-import { MediaError } from "./errors.ts";
-import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
+import { throwIfStreamRunFailed, ToolProcess, type MediaBins } from "./process.ts";
 import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
 import { createShowinfoParser } from "./showinfo.ts";
 
@@ -77,10 +76,7 @@ export async function detectShotBoundaries(bins: MediaBins, file: string, opts: 
   );
   try {
     const exit = await proc.exited();
-    if (exit.code !== 0) {
-      if (exit.tail.some((l) => l.includes("matches no streams"))) throw new MediaError("NO_VIDEO_STREAM", "the file has no video stream");
-      throw failureFromExit("shot detection failed", exit);
-    }
+    throwIfStreamRunFailed("shot detection failed", exit, "video");
   } finally {
     proc.dispose();
   }

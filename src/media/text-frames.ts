@@ -1,9 +1,8 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MediaError } from "./errors.ts";
 import { HDR_TO_SDR } from "./filters.ts";
-import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
+import { throwIfStreamRunFailed, ToolProcess, type MediaBins } from "./process.ts";
 import { samplingExpression } from "./select.ts";
 import { createShowinfoParser } from "./showinfo.ts";
 import { pipedFrames, ShowinfoQueue } from "./frame-pipe.ts";
@@ -104,10 +103,7 @@ export async function* sampleTextFrames(bins: MediaBins, file: string, opts: Tex
       yield { index: f.index, timestamp: f.timestamp, width, height, pixels: f.bytes, forced: f.forced };
     }
     const exit = await proc.exited();
-    if (exit.code !== 0) {
-      if (exit.tail.some((l) => l.includes("matches no streams"))) throw new MediaError("NO_VIDEO_STREAM", "the file has no video stream");
-      throw failureFromExit("text frame sampling failed", exit);
-    }
+    throwIfStreamRunFailed("text frame sampling failed", exit, "video");
   } finally {
     proc.dispose();
     if (scriptDir) await rm(scriptDir, { recursive: true, force: true });

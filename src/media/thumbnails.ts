@@ -3,7 +3,7 @@ import { threadId } from "node:worker_threads";
 import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
 import { MediaError } from "./errors.ts";
 import { jpegCodecArgs, thumbnailFilters } from "./filters.ts";
-import { failureFromExit, runTool, type MediaBins } from "./process.ts";
+import { failureFromExit, runTool, throwIfStreamRunFailed, type MediaBins } from "./process.ts";
 
 export interface ThumbnailOptions {
   /** Output width in pixels; height follows the display aspect (rounded to even). Default 320. */
@@ -78,10 +78,7 @@ export async function writeThumbnails(
     part.forEach((_, k) => args.push("-map", `${k}:v:0`, ...jpegOutputArgs(opts), temps[k]));
     try {
       const exit = await runTool(bins.ffmpeg, args, { timeoutMs: opts.timeoutMs ?? 60_000 });
-      if (exit.code !== 0) {
-        if (exit.tail.some((l) => l.includes("matches no streams"))) throw new MediaError("NO_VIDEO_STREAM", "the file has no video stream");
-        throw failureFromExit("thumbnail failed", exit);
-      }
+      throwIfStreamRunFailed("thumbnail failed", exit, "video");
       for (let k = 0; k < part.length; k++) {
         // Nothing decoded at/after the time (it is past the last frame): take the last frame.
         if (!(await nonEmpty(temps[k]))) await lastFrameTo(bins, file, temps[k], opts);
