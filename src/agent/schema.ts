@@ -65,18 +65,20 @@ export const searchVideosOutput = z.object({
 });
 export type SearchVideosOutput = z.infer<typeof searchVideosOutput>;
 
-export const listCollectionsInput = z
-  .object({
-    page: z.number().int().min(1).max(10_000).default(1),
-    limit: z.number().int().min(1).max(100).default(20),
-  })
-  .strict();
-export const listCollectionsOutput = z.object({
-  collections: z.array(collectionSchema),
+/** The paging fields of the list tools' input: `page` (from 1) of `limit` items. */
+const pageInput = {
+  page: z.number().int().min(1).max(10_000).default(1),
+  limit: z.number().int().min(1).max(100).default(20),
+};
+/** What a list tool returns after its items: how many there are in all and the next page (null on the last). */
+const pageOutput = {
   total: z.number().int(),
   page: z.number().int(),
   next_page: z.number().int().nullable(),
-});
+};
+
+export const listCollectionsInput = z.object({ ...pageInput }).strict();
+export const listCollectionsOutput = z.object({ collections: z.array(collectionSchema), ...pageOutput });
 
 export const getCollectionInput = z.object({ collection_id: id("The collection", "col_8Hq2mZ0aP4xR7tY1uW3e") }).strict();
 export const getCollectionOutput = z.object({ collection: collectionDetailSchema });
@@ -85,16 +87,10 @@ export const listVideosInput = z
   .object({
     collection_id: id("Only videos of this collection", "col_8Hq2mZ0aP4xR7tY1uW3e").optional(),
     status: z.array(z.enum(VIDEO_STATUSES)).min(1).max(4).optional().describe("Only these statuses, e.g. [\"ready\"]"),
-    page: z.number().int().min(1).max(10_000).default(1),
-    limit: z.number().int().min(1).max(100).default(20),
+    ...pageInput,
   })
   .strict();
-export const listVideosOutput = z.object({
-  videos: z.array(videoSchema),
-  total: z.number().int(),
-  page: z.number().int(),
-  next_page: z.number().int().nullable(),
-});
+export const listVideosOutput = z.object({ videos: z.array(videoSchema), ...pageOutput });
 
 export const getVideoInput = z.object({ video_id: id("The video", "vid_Qm3x9T0bL2vK7cP5sN1a") }).strict();
 export const getVideoOutput = z.object({ video: videoDetailSchema });
