@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as tar from "tar-stream";
 import { afterAll, expect, test } from "vitest";
-import { runCli, runCliJson, startServer } from "../helpers/cli.ts";
+import { postCollection, postUpload, runCli, runCliJson, startServer } from "../helpers/cli.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { FIXTURE_MODELS } from "../helpers/models.ts";
 
@@ -57,14 +57,9 @@ test("backup while serve runs → restore into an empty dir → the same search 
   let inSnapshot = 0;
   const archive = join(root, "out", "backup.tar");
   try {
-    const col = ((await (await fetch(`${server.url}/v1/collections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: '{"name":"c"}' })).json()) as any).data.id;
+    const col = await postCollection(server.url, key);
     const jobIds: string[] = [];
-    for (const clip of clips.slice(0, 2)) {
-      const fd = new FormData();
-      fd.append("collection_id", col);
-      fd.append("file", Bun.file(clip), clip.split("/").pop()!);
-      jobIds.push(((await (await fetch(`${server.url}/v1/upload`, { method: "POST", headers: auth, body: fd })).json()) as any).data.job_id);
-    }
+    for (const clip of clips.slice(0, 2)) jobIds.push((await postUpload(server.url, key, col, clip, clip.split("/").pop()!)).job_id);
     expect((await waitJobs(server.url, key, jobIds)).map((j) => j.status)).toEqual(["done", "done"]);
     before = await searchResults(server.url, key, frame);
     expect(before.length).toBeGreaterThan(0);

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
-import { BUN, MAIN, runCliJson, startServer } from "../helpers/cli.ts";
+import { BUN, MAIN, postCollection, runCliJson, startServer } from "../helpers/cli.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "vsearch-kill9-writes-"));
@@ -49,7 +49,7 @@ test("kill -9 during an upload, a backup and a collection delete: nothing half-w
 
   // 1. An upload killed while its body streams in: a temp file, no row.
   let server = await startServer(dir, env);
-  const col = ((await (await fetch(`${server.url}/v1/collections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: '{"name":"c"}' })).json()) as any).data.id;
+  const col = await postCollection(server.url, key);
   const boundary = "----kill9";
   let sent = 0;
   const body = new ReadableStream<Uint8Array>({

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { createTenant, json, startTestApp, upload, type Tenant, type TestApp } from "../helpers/app.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { fixedCatalog } from "../helpers/models.ts";
 
@@ -53,10 +53,7 @@ describe("on-screen text with no model imported", () => {
     tenant = await createTenant(t);
     other = await createTenant(t, "Other");
     const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
-    const fd = new FormData();
-    fd.append("collection_id", col);
-    fd.append("file", Bun.file(clip), "slides.mp4");
-    const up = await t.request("POST", "/v1/upload", { token: tenant.key, body: fd });
+    const up = await upload(t, tenant, col, clip, { filename: "slides.mp4" });
     expect(up.status).toBe(202);
     ({ video_id: videoId, job_id: jobId } = (await json(up)).data);
     const deadline = Date.now() + 120_000;

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
-import { runCliJson, startServer } from "../helpers/cli.ts";
+import { postCollection, postUpload, runCliJson, startServer } from "../helpers/cli.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "vsearch-ocr-resume-"));
@@ -19,11 +19,7 @@ test("kill -9 during OCR, restart: the job picks up at the pending stage, the vi
 
   let server = await startServer(dir, env);
   const get = async (path: string) => (await (await fetch(`${server.url}${path}`, { headers: auth })).json()).data;
-  const col = (await (await fetch(`${server.url}/v1/collections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: '{"name":"c"}' })).json()).data.id;
-  const fd = new FormData();
-  fd.append("collection_id", col);
-  fd.append("file", Bun.file(clip), "clock.mp4");
-  const { job_id, video_id } = (await (await fetch(`${server.url}/v1/upload`, { method: "POST", headers: auth, body: fd })).json()).data;
+  const { job_id, video_id } = await postUpload(server.url, key, await postCollection(server.url, key), clip, "clock.mp4");
 
   // Wait (bounded) until OCR is under way, then kill -9.
   let before: any = null;

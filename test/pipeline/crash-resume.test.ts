@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { runCliJson, startServer } from "../helpers/cli.ts";
+import { postCollection, postUpload, runCliJson, startServer } from "../helpers/cli.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { FIXTURE_MODELS } from "../helpers/models.ts";
 import { openStores } from "../helpers/stores.ts";
@@ -24,11 +24,7 @@ test("kill -9 mid-ingest, restart: the job resumes by itself and nothing is dupl
   const auth = { authorization: `Bearer ${key}` };
 
   let server = await startServer(dir, env);
-  const col = (await (await fetch(`${server.url}/v1/collections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: '{"name":"c"}' })).json()).data.id;
-  const fd = new FormData();
-  fd.append("collection_id", col);
-  fd.append("file", Bun.file(clip), "long.mp4");
-  const { job_id, video_id } = (await (await fetch(`${server.url}/v1/upload`, { method: "POST", headers: auth, body: fd })).json()).data;
+  const { job_id, video_id } = await postUpload(server.url, key, await postCollection(server.url, key), clip, "long.mp4");
 
   // Wait (bounded) until indexing is under way and some frames are written, then kill -9.
   let killedAt: any = null;

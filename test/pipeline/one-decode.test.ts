@@ -8,7 +8,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadConfig } from "../../src/config/config.ts";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { createTenant, json, startTestApp, upload, type Tenant, type TestApp } from "../helpers/app.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import { mediaBins } from "../helpers/media.ts";
 import { fixedCatalog, tinyClip } from "../helpers/models.ts";
@@ -26,10 +26,7 @@ function calls(): string[][] {
 /** Uploads the clip, waits for its job, returns the video. */
 async function ingest(t: TestApp, tenant: Tenant): Promise<any> {
   const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
-  const fd = new FormData();
-  fd.append("collection_id", col);
-  fd.append("file", Bun.file(clip), "long-gop.mp4");
-  const up = await t.request("POST", "/v1/upload", { token: tenant.key, body: fd });
+  const up = await upload(t, tenant, col, clip, { filename: "long-gop.mp4" });
   expect(up.status).toBe(202);
   const { video_id, job_id } = (await json(up)).data;
   let job: any;
