@@ -13,6 +13,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join, normalize } from "node:path";
+import { rangedResponse, serveLoopback } from "./file-server.ts";
 
 export interface HubRequest {
   origin: "hub" | "cdn";
@@ -59,79 +60,49 @@ export function startHub(repos: Record<string, string>, renamed: Record<string, 
     return copy;
   };
 
-  function ranged(req: Request, path: string, data: Uint8Array, extra: Record<string, string>): Response {
-    const range = req.headers.get("range");
-    let start = 0;
-    if (range) {
-      const m = range.match(/^bytes=(\d+)-$/);
-      start = m ? Number(m[1]) : 0;
-      if (start >= data.length) return new Response(null, { status: 416, headers: { "content-range": `bytes */${data.length}` } });
-    }
-    const headers: Record<string, string> = { ...extra, "accept-ranges": "bytes", ...(start > 0 ? { "content-range": `bytes ${start}-${data.length - 1}/${data.length}` } : {}) };
-    const status = start > 0 ? 206 : 200;
-    if (req.method === "GET" && cutOnce.delete(path)) {
-      const half = data.subarray(start, start + Math.floor((data.length - start) / 2));
-      const body = new ReadableStream({
-        start(c) {
-          c.enqueue(half);
-          setTimeout(() => c.error(new Error("hub test: connection dropped")), 20);
-        },
-      });
-      return new Response(body, { status, headers });
-    }
-    return new Response(data.subarray(start) as Uint8Array<ArrayBuffer>, { status, headers });
-  }
+  const ranged = (req: Request, path: string, data: Uint8Array, extra: Record<string, string>): Response =>
+    rangedResponse(req, data, { headers: { ...extra, "accept-ranges": "bytes" }, cut: () => req.method === "GET" && cutOnce.delete(path), who: "hub" });
 
-  const cdn = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    error: () => new Response("error", { status: 500 }),
-    fetch(req) {
-      const u = new URL(req.url);
-      requests.push({ origin: "cdn", method: req.method, path: u.pathname, range: req.headers.get("range") });
-      const m = u.pathname.match(/^\/blobs\/([0-9a-f]{64})$/);
-      const blob = m ? blobs.get(m[1]) : undefined;
-      if (!blob || u.searchParams.get("sig") !== "ok") return new Response("not found", { status: 404 });
-      return ranged(req, blob.path, served(blob.path, blob.data), {});
-    },
+  const cdn = serveLoopback((req) => {
+    const u = new URL(req.url);
+    requests.push({ origin: "cdn", method: req.method, path: u.pathname, range: req.headers.get("range") });
+    const m = u.pathname.match(/^\/blobs\/([0-9a-f]{64})$/);
+    const blob = m ? blobs.get(m[1]) : undefined;
+    if (!blob || u.searchParams.get("sig") !== "ok") return new Response("not found", { status: 404 });
+    return ranged(req, blob.path, served(blob.path, blob.data), {});
   });
 
-  const hub = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    error: () => new Response("error", { status: 500 }),
-    fetch(req) {
-      const u = new URL(req.url);
-      const path = decodeURIComponent(u.pathname);
-      requests.push({ origin: "hub", method: req.method, path, range: req.headers.get("range") });
-      const m = path.match(/^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/);
-      if (m && renamed[m[1]]) return new Response(null, { status: 307, headers: { location: `/${renamed[m[1]]}/resolve/${m[2]}/${m[3]}` } });
-      const root = m ? repos[`${m[1]}@${m[2]}`] : undefined;
-      if (!m || !root) return new Response("Repository not found", { status: 404, headers: { "x-error-code": "RepoNotFound" } });
-      const file = normalize(join(root, m[3]));
-      if (!file.startsWith(root) || !existsSync(file) || !statSync(file).isFile()) {
-        return new Response("Entry not found", { status: 404, headers: { "x-error-code": "EntryNotFound" } });
-      }
-      const data = new Uint8Array(readFileSync(file));
-      const repoPath = m[3];
-      if (repoPath.endsWith(".onnx")) {
-        const sum = sha256(data);
-        blobs.set(sum, { path: repoPath, data });
-        const announced = wrongEtag.has(repoPath) ? sha256(new TextEncoder().encode(`not ${sum}`)) : sum;
-        return new Response(null, {
-          status: 302,
-          headers: {
-            location: `${cdnUrl}/blobs/${sum}?sig=ok`,
-            "x-linked-etag": `"${announced}"`,
-            "x-linked-size": String(data.length),
-            "x-repo-commit": COMMIT,
-            etag: `"${gitSha1(new TextEncoder().encode("pointer"))}"`,
-          },
-        });
-      }
-      const etag = wrongEtag.has(repoPath) ? gitSha1(new TextEncoder().encode("other")) : gitSha1(data);
-      return ranged(req, repoPath, served(repoPath, data), { etag: `"${etag}"`, "x-repo-commit": COMMIT });
-    },
+  const hub = serveLoopback((req) => {
+    const u = new URL(req.url);
+    const path = decodeURIComponent(u.pathname);
+    requests.push({ origin: "hub", method: req.method, path, range: req.headers.get("range") });
+    const m = path.match(/^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/);
+    if (m && renamed[m[1]]) return new Response(null, { status: 307, headers: { location: `/${renamed[m[1]]}/resolve/${m[2]}/${m[3]}` } });
+    const root = m ? repos[`${m[1]}@${m[2]}`] : undefined;
+    if (!m || !root) return new Response("Repository not found", { status: 404, headers: { "x-error-code": "RepoNotFound" } });
+    const file = normalize(join(root, m[3]));
+    if (!file.startsWith(root) || !existsSync(file) || !statSync(file).isFile()) {
+      return new Response("Entry not found", { status: 404, headers: { "x-error-code": "EntryNotFound" } });
+    }
+    const data = new Uint8Array(readFileSync(file));
+    const repoPath = m[3];
+    if (repoPath.endsWith(".onnx")) {
+      const sum = sha256(data);
+      blobs.set(sum, { path: repoPath, data });
+      const announced = wrongEtag.has(repoPath) ? sha256(new TextEncoder().encode(`not ${sum}`)) : sum;
+      return new Response(null, {
+        status: 302,
+        headers: {
+          location: `${cdnUrl}/blobs/${sum}?sig=ok`,
+          "x-linked-etag": `"${announced}"`,
+          "x-linked-size": String(data.length),
+          "x-repo-commit": COMMIT,
+          etag: `"${gitSha1(new TextEncoder().encode("pointer"))}"`,
+        },
+      });
+    }
+    const etag = wrongEtag.has(repoPath) ? gitSha1(new TextEncoder().encode("other")) : gitSha1(data);
+    return ranged(req, repoPath, served(repoPath, data), { etag: `"${etag}"`, "x-repo-commit": COMMIT });
   });
   const cdnUrl = `http://127.0.0.1:${cdn.port}`;
   return {

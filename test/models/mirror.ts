@@ -4,6 +4,7 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join, normalize } from "node:path";
+import { rangedResponse, serveLoopback } from "./file-server.ts";
 
 export interface MirrorRequest {
   path: string;
@@ -27,46 +28,14 @@ export function startMirror(root: string): Mirror {
   const cutOnce = new Set<string>();
   const missing = new Set<string>();
   const stallOnce = new Set<string>();
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    // The dropped connection is the point of the test, not a server fault worth printing.
-    error: () => new Response("error", { status: 500 }),
-    fetch(req) {
-      const path = decodeURIComponent(new URL(req.url).pathname);
-      const range = req.headers.get("range");
-      requests.push({ path, range });
-      const file = normalize(join(root, path));
-      if (!file.startsWith(root) || missing.has(path) || !existsSync(file) || !statSync(file).isFile()) {
-        return new Response("not found", { status: 404, statusText: "Not Found" });
-      }
-      const data = readFileSync(file);
-      let start = 0;
-      if (range) {
-        const m = range.match(/^bytes=(\d+)-$/);
-        start = m ? Number(m[1]) : 0;
-        if (start >= data.length) {
-          return new Response(null, { status: 416, headers: { "content-range": `bytes */${data.length}` } });
-        }
-      }
-      const headers: Record<string, string> = start > 0 ? { "content-range": `bytes ${start}-${data.length - 1}/${data.length}` } : {};
-      const status = start > 0 ? 206 : 200;
-      if (cutOnce.delete(path)) {
-        const half = data.subarray(start, start + Math.floor((data.length - start) / 2));
-        const body = new ReadableStream({
-          start(c) {
-            c.enqueue(half);
-            setTimeout(() => c.error(new Error("mirror test: connection dropped")), 20);
-          },
-        });
-        return new Response(body, { status, headers });
-      }
-      if (stallOnce.delete(path)) {
-        const half = data.subarray(start, start + Math.floor((data.length - start) / 2));
-        return new Response(new ReadableStream({ start: (c) => c.enqueue(half) }), { status, headers });
-      }
-      return new Response(data.subarray(start), { status, headers });
-    },
+  const server = serveLoopback((req) => {
+    const path = decodeURIComponent(new URL(req.url).pathname);
+    requests.push({ path, range: req.headers.get("range") });
+    const file = normalize(join(root, path));
+    if (!file.startsWith(root) || missing.has(path) || !existsSync(file) || !statSync(file).isFile()) {
+      return new Response("not found", { status: 404, statusText: "Not Found" });
+    }
+    return rangedResponse(req, readFileSync(file), { cut: () => cutOnce.delete(path), stall: () => stallOnce.delete(path), who: "mirror" });
   });
   return {
     url: `http://127.0.0.1:${server.port}`,
