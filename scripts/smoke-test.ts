@@ -131,6 +131,27 @@ async function waitForUrl(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, timeou
   return null;
 }
 
+/** `vsearch serve` of the binary over `data`, on a free loopback port (waitForUrl reads which). */
+function spawnServe(data: string) {
+  return Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], { cwd: work, env, stdout: "pipe", stderr: "pipe" });
+}
+
+/** SIGTERM, and SIGKILL when it has not exited 15 s later; its exit code, or "timeout". */
+async function stopServe(server: Bun.Subprocess): Promise<number | "timeout"> {
+  server.kill("SIGTERM");
+  const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
+  if (code === "timeout") server.kill("SIGKILL");
+  return code;
+}
+
+/** Requests to a served instance with `key`, each bounded to 30 s: the status and the JSON body (null when there is none). */
+function keyedRequests(url: string, key: string | undefined) {
+  return async (path: string, init?: RequestInit) => {
+    const res = await fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, ...(init?.headers ?? {}) }, signal: AbortSignal.timeout(30_000) });
+    return { status: res.status, body: (await res.json().catch(() => null)) as any };
+  };
+}
+
 async function healthz(url: string, timeoutMs: number): Promise<number | string> {
   const deadline = Date.now() + timeoutMs;
   let last: number | string = "no answer";
@@ -179,7 +200,7 @@ async function main(): Promise<number> {
 
   // 4: serve, healthz, a second serve refused, SIGTERM.
   const t0 = performance.now();
-  const server = Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], { cwd: work, env, stdout: "pipe", stderr: "pipe" });
+  const server = spawnServe(data);
   try {
     const url = await waitForUrl(server, 60_000);
     if (check("serve prints its URL", url !== null, url ?? `exit ${server.exitCode}`)) {
@@ -199,9 +220,7 @@ async function main(): Promise<number> {
       );
     }
   } finally {
-    server.kill("SIGTERM");
-    const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
-    if (code === "timeout") server.kill("SIGKILL");
+    const code = await stopServe(server);
     check("SIGTERM stops the server cleanly", code === 0, `exit ${code}`);
   }
 
@@ -265,14 +284,11 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
   const key = json(await vsearch(["--data-dir", data, "--json", "keys", "create", "--account", accountId, "--name", "smoke"], 60_000))?.key as string | undefined;
   if (!check("keys create returns a key", typeof key === "string", "")) return;
 
-  const server = Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], { cwd: work, env, stdout: "pipe", stderr: "pipe" });
+  const server = spawnServe(data);
   try {
     const url = await waitForUrl(server, 60_000);
     if (!check("serve starts again with the models installed", url !== null, url ?? `exit ${server.exitCode}`)) return;
-    const get = async (path: string, init?: RequestInit) => {
-      const res = await fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, ...(init?.headers ?? {}) }, signal: AbortSignal.timeout(30_000) });
-      return { status: res.status, body: (await res.json().catch(() => null)) as any };
-    };
+    const get = keyedRequests(url!, key);
     const video = (await get(`/v1/videos/${videoId}`)).body?.data;
     const st = video?.stages ?? {};
     check("video is ready", video?.status === "ready", `status ${video?.status}`);
@@ -310,9 +326,7 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     const verify = await vsearch(["--data-dir", restoredDir, "--json", "check"], 60_000);
     check("the restored data dir passes vsearch check", verify.code === 0 && json(verify)?.ok === true, brief(verify));
   } finally {
-    server.kill("SIGTERM");
-    const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
-    if (code === "timeout") server.kill("SIGKILL");
+    await stopServe(server);
   }
 }
 
@@ -385,14 +399,11 @@ async function onScreenText(data: string): Promise<void> {
   const videoId = json(ingest)?.files?.[0]?.video_id as string | undefined;
   if (!check("ocr: ingest with no model installed", ingest.code === 0 && !!videoId && json(ingest)?.summary?.indexed === 1, `${JSON.stringify(json(ingest)?.summary)}, ${brief(ingest)}`)) return;
   const key = json(await vsearch(["--data-dir", data, "--json", "keys", "create", "--account", acct!, "--name", "ocr"], 60_000))?.key as string | undefined;
-  const server = Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], { cwd: work, env, stdout: "pipe", stderr: "pipe" });
+  const server = spawnServe(data);
   try {
     const url = await waitForUrl(server, 60_000);
     if (!check("ocr: serve starts", url !== null, url ?? `exit ${server.exitCode}`)) return;
-    const get = async (path: string, init?: RequestInit) => {
-      const res = await fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, ...(init?.headers ?? {}) }, signal: AbortSignal.timeout(30_000) });
-      return { status: res.status, body: (await res.json().catch(() => null)) as any };
-    };
+    const get = keyedRequests(url!, key);
     const st = (await get(`/v1/videos/${videoId}`)).body?.data?.stages ?? {};
     check("ocr: the ocr stage ran in the binary (embeddings skipped: no model)", st.ocr?.status === "ran" && st.ocr?.count >= 1 && st.embeddings?.status === "skipped", JSON.stringify(st.ocr));
     const search = await get("/v1/search", { method: "POST", body: new URLSearchParams({ query: "observatory", modes: "ocr" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
@@ -403,9 +414,7 @@ async function onScreenText(data: string): Promise<void> {
       `${search.status}: ${JSON.stringify(seg ? { type: seg.type, text: seg.text_content, start: seg.timestamp_start, end: seg.timestamp_end } : search.body)}`,
     );
   } finally {
-    server.kill("SIGTERM");
-    const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
-    if (code === "timeout") server.kill("SIGKILL");
+    await stopServe(server);
   }
 }
 
