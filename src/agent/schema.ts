@@ -98,9 +98,12 @@ export const getVideoOutput = z.object({ video: videoDetailSchema });
 export const getJobStatusInput = z.object({ job_id: id("The indexing job (from an upload)", "job_T4n8Yq2wE6rU0iO3pA5s") }).strict();
 export const getJobStatusOutput = z.object({ job: jobSchema });
 
-export const getMomentInput = z
+/** A moment of a video: what get_moment describes and get_frame shows. */
+const videoMomentInput = z
   .object({ video_id: id("The video", "vid_Qm3x9T0bL2vK7cP5sN1a"), timestamp: seconds("Seconds into the video") })
   .strict();
+
+export const getMomentInput = videoMomentInput;
 export const getMomentOutput = z.object({
   video_id: z.string(),
   filename: z.string(),
@@ -132,9 +135,7 @@ export const getTranscriptOutput = z.object({
   truncated: z.boolean().describe(`More than ${MAX_TRANSCRIPT_SEGMENTS} segments matched; ask again with start = the last end_secs`),
 });
 
-export const getFrameInput = z
-  .object({ video_id: id("The video", "vid_Qm3x9T0bL2vK7cP5sN1a"), timestamp: seconds("Seconds into the video") })
-  .strict();
+export const getFrameInput = videoMomentInput;
 export const getFrameOutput = z.object({
   video_id: z.string(),
   filename: z.string(),
