@@ -21,6 +21,24 @@ function source(dir: string, bytes: number, name = "tool"): string {
   return p;
 }
 
+/**
+ * Extracts a fresh `bytes`-byte source, lets `damage` change the extracted copy, and extracts
+ * again: what the second extraction did, for the tests of what a check must catch.
+ */
+async function reextractAfter(
+  bytes: number,
+  file: { target: string; executable: boolean },
+  damage: (path: string, src: string) => void | Promise<void>,
+) {
+  const d = tempDir();
+  const src = source(d, bytes);
+  const out = join(d, "rt");
+  const { path } = await extractFile({ source: src, ...file }, out);
+  await damage(path, src);
+  const again = await extractFile({ source: src, ...file }, out);
+  return { src, path, again };
+}
+
 describe("extractFile", () => {
   test("first call writes the file with its mode; a second call only checks it", async () => {
     const d = tempDir();
@@ -42,38 +60,25 @@ describe("extractFile", () => {
   });
 
   test("a truncated copy (size mismatch) is replaced", async () => {
-    const d = tempDir();
-    const src = source(d, 200_000);
-    const out = join(d, "rt");
-    const { path } = await extractFile({ source: src, target: "tool", executable: true }, out);
-    truncateSync(path, 1000);
-    const again = await extractFile({ source: src, target: "tool", executable: true }, out);
+    const { src, path, again } = await reextractAfter(200_000, { target: "tool", executable: true }, (path) => truncateSync(path, 1000));
     expect(again.written).toBe(true);
     expect(sha(path)).toBe(sha(src));
   });
 
   test("a same-size copy of different bytes (another build) is replaced; the fingerprint sees its tail", async () => {
-    const d = tempDir();
-    const src = source(d, 500_000);
-    const out = join(d, "rt");
-    const { path } = await extractFile({ source: src, target: "tool", executable: false }, out);
-    const other = readFileSync(src);
-    other[other.length - 10] ^= 0xff;
-    writeFileSync(path, other);
-    expect(statSync(path).size).toBe(statSync(src).size);
-    expect(await fingerprint(path)).not.toBe(await fingerprint(src));
-    const again = await extractFile({ source: src, target: "tool", executable: false }, out);
+    const { src, path, again } = await reextractAfter(500_000, { target: "tool", executable: false }, async (path, src) => {
+      const other = readFileSync(src);
+      other[other.length - 10] ^= 0xff;
+      writeFileSync(path, other);
+      expect(statSync(path).size).toBe(statSync(src).size);
+      expect(await fingerprint(path)).not.toBe(await fingerprint(src));
+    });
     expect(again.written).toBe(true);
     expect(sha(path)).toBe(sha(src));
   });
 
   test("an executable that lost its x bit is rewritten", async () => {
-    const d = tempDir();
-    const src = source(d, 10_000);
-    const out = join(d, "rt");
-    const { path } = await extractFile({ source: src, target: "ffmpeg", executable: true }, out);
-    chmodSync(path, 0o644);
-    const again = await extractFile({ source: src, target: "ffmpeg", executable: true }, out);
+    const { path, again } = await reextractAfter(10_000, { target: "ffmpeg", executable: true }, (path) => chmodSync(path, 0o644));
     expect(again.written).toBe(true);
     expect(statSync(path).mode & 0o111).toBe(0o111);
   });
