@@ -20,19 +20,17 @@ import {
   type Dtype,
   type ExecDevice,
   type RuntimeOptions,
-  configureTransformersEnv,
   dtypeFor,
   dtypeKey,
   fileExists,
   fingerprint,
   l2normalize,
-  loadableModelDir,
   loadFailed,
   onnxFile,
+  openModelDir,
+  prepareModelLoad,
   readJson,
-  readModelConfig,
   requireFiles,
-  resolveModelDir,
   sessionOptions,
 } from "./model-files.ts";
 
@@ -152,13 +150,7 @@ export class ClipModel {
   ) {}
 
   static async load(modelDir: string, opts: ClipLoadOptions): Promise<ClipModel> {
-    const dir = resolveModelDir(modelDir);
-    if (opts.dtype === undefined) throw new InferenceError("INVALID_INPUT", "CLIP load: dtype is required (fp32 or q8)");
-    const device = opts.device ?? "cpu";
-    const config = await readModelConfig(dir);
-    if (config.model_type !== "clip") {
-      throw new InferenceError("MODEL_LOAD_FAILED", `${dir} is a "${config.model_type}" model, not CLIP`);
-    }
+    const { dir, device, config } = await openModelDir(modelDir, opts, "clip", "CLIP");
     const dim = Number(config.projection_dim);
     if (!Number.isInteger(dim) || dim <= 0) {
       throw new InferenceError("MODEL_LOAD_FAILED", `${dir}/config.json has no projection_dim`);
@@ -187,8 +179,7 @@ export class ClipModel {
     // The vision tower's weights are uint8 (transformers.js picks u8 when a Conv is present): on
     // VNNI CPUs it loads from a derived folder with signed weights, ~2× faster, same outputs.
     const onnxFiles = towers.map((t) => onnxFile(TOWER_FILE[t], opts.dtype));
-    const loadDir = await loadableModelDir(dir, onnxFiles, opts);
-    configureTransformersEnv(loadDir, opts.cacheDir);
+    const loadDir = await prepareModelLoad(dir, onnxFiles, opts);
     const common = {
       device,
       local_files_only: true,

@@ -9,7 +9,7 @@ import { readFile, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { env } from "@huggingface/transformers";
 import { InferenceError, describeError } from "./errors.ts";
-import type { ExecDevice } from "./dtype.ts";
+import type { Dtype, ExecDevice } from "./dtype.ts";
 import { signedWeightsModelDir } from "./derived-model.ts";
 
 export * from "./dtype.ts";
@@ -129,6 +129,33 @@ export async function loadableModelDir(modelDir: string, onnxFiles: string[], rt
   } catch {
     return modelDir;
   }
+}
+
+/**
+ * The first steps of every model load: the folder made absolute, the dtype present (it is always
+ * explicit), the device (default cpu), and config.json, whose model_type must be `modelType`.
+ */
+export async function openModelDir(
+  modelDir: string,
+  opts: RuntimeOptions & { dtype: Dtype },
+  modelType: string,
+  name: string,
+): Promise<{ dir: string; device: ExecDevice; config: Record<string, any> }> {
+  const dir = resolveModelDir(modelDir);
+  if (opts.dtype === undefined) throw new InferenceError("INVALID_INPUT", `${name} load: dtype is required (fp32 or q8)`);
+  const device = opts.device ?? "cpu";
+  const config = await readModelConfig(dir);
+  if (config.model_type !== modelType) {
+    throw new InferenceError("MODEL_LOAD_FAILED", `${dir} is a "${config.model_type}" model, not ${name}`);
+  }
+  return { dir, device, config };
+}
+
+/** The folder to load `onnxFiles` from (loadableModelDir), with transformers.js set up to load from it. */
+export async function prepareModelLoad(modelDir: string, onnxFiles: string[], rt: RuntimeOptions): Promise<string> {
+  const loadDir = await loadableModelDir(modelDir, onnxFiles, rt);
+  configureTransformersEnv(loadDir, rt.cacheDir);
+  return loadDir;
 }
 
 export function sessionOptions(rt: RuntimeOptions): Record<string, unknown> {

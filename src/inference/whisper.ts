@@ -25,17 +25,15 @@ import {
   type Dtype,
   type ExecDevice,
   type RuntimeOptions,
-  configureTransformersEnv,
   dtypeFor,
   dtypeKey,
   fingerprint,
-  loadableModelDir,
   loadFailed,
   onnxFile,
+  openModelDir,
+  prepareModelLoad,
   readJson,
-  readModelConfig,
   requireFiles,
-  resolveModelDir,
   sessionOptions,
 } from "./model-files.ts";
 import {
@@ -96,13 +94,7 @@ export class WhisperModel {
   ) {}
 
   static async load(modelDir: string, opts: WhisperLoadOptions): Promise<WhisperModel> {
-    const dir = resolveModelDir(modelDir);
-    if (opts.dtype === undefined) throw new InferenceError("INVALID_INPUT", "Whisper load: dtype is required (fp32 or q8)");
-    const device = opts.device ?? "cpu";
-    const config = await readModelConfig(dir);
-    if (config.model_type !== "whisper") {
-      throw new InferenceError("MODEL_LOAD_FAILED", `${dir} is a "${config.model_type}" model, not Whisper`);
-    }
+    const { dir, device, config } = await openModelDir(modelDir, opts, "whisper", "Whisper");
     const onnx = [onnxFile("encoder_model", opts.dtype), onnxFile("decoder_model_merged", opts.dtype)];
     const need = ["config.json", "generation_config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", ...onnx];
     await requireFiles(dir, need, `Whisper (${dtypeKey(opts.dtype)})`);
@@ -127,8 +119,7 @@ export class WhisperModel {
     const maxNewTokens = Math.max(1, Math.min(Math.floor(opts.maxNewTokens ?? 224), maxTarget - 4));
 
     // The encoder's weights are uint8 (it has Conv layers): see loadableModelDir.
-    const loadDir = await loadableModelDir(dir, onnx, opts);
-    configureTransformersEnv(loadDir, opts.cacheDir);
+    const loadDir = await prepareModelLoad(dir, onnx, opts);
     const what = `loading Whisper ${dir} (${dtypeKey(opts.dtype)}, ${device})`;
     let model: WhisperForConditionalGeneration;
     let tokenizer: PreTrainedTokenizer;
