@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ValidationError } from "../core/errors.ts";
-import { defineRoute, envelopeOf, jsonError, ok } from "../http/index.ts";
+import { dataResponse, defineRoute, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 
 /** HTTP function calling (SPEC §9): the tools' JSON Schemas, and one endpoint that calls any of them. */
@@ -54,7 +54,7 @@ export function registerAgentRoutes(app: Api, deps: HttpDeps) {
         },
       },
       responses: {
-        200: { description: "The tool's output", content: { "application/json": { schema: envelopeOf(z.record(z.string(), z.unknown())) } } },
+        200: dataResponse("The tool's output", z.record(z.string(), z.unknown())),
         402: jsonError("Out of credits (INSUFFICIENT_CREDITS; search_videos)"),
         404: jsonError("A named collection, video or job is not in this account (COLLECTION_NOT_FOUND, VIDEO_NOT_FOUND, JOB_NOT_FOUND)"),
         409: jsonError("get_frame on a video not yet probed (VIDEO_NOT_READY), or whose file cannot be decoded at that time (DECODE_FAILED)"),

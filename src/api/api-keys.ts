@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
+import { dataResponse, defineRoute, idParam, jsonBody, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { apiKeySchema, createApiKeyInput, createdApiKeySchema } from "../api-keys/schema.ts";
 
@@ -15,9 +15,9 @@ export function registerApiKeyRoutes(app: Api, deps: HttpDeps) {
       path: "/v1/api_keys",
       operationId: "createApiKey",
       summary: "Create an API key (the secret is in this response only)",
-      request: { body: { required: true, content: { "application/json": { schema: createApiKeyInput } } } },
+      request: { body: jsonBody(createApiKeyInput) },
       responses: {
-        201: { description: "Created", content: { "application/json": { schema: envelopeOf(createdApiKeySchema) } } },
+        201: dataResponse("Created", createdApiKeySchema),
         402: jsonError("Plan's active-key limit reached (API_KEY_LIMIT_REACHED)"),
       },
     }),
@@ -31,7 +31,7 @@ export function registerApiKeyRoutes(app: Api, deps: HttpDeps) {
       path: "/v1/api_keys",
       operationId: "listApiKeys",
       summary: "List every key of the account, revoked ones included, never with the secret",
-      responses: { 200: { description: "Keys", content: { "application/json": { schema: envelopeOf(z.array(apiKeySchema)) } } } },
+      responses: { 200: dataResponse("Keys", z.array(apiKeySchema)) },
     }),
     (c) => {
       const items = keys.list(c.get("principal").accountId);

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { envelopeOf, jsonError, ok } from "../http/index.ts";
+import { envelopeOf, jsonBody, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { defineRoute, RATE_LIMIT_HEADERS } from "../http/route.ts";
 import { rateExceeded, rateHeaders } from "../http/rate-limit.ts";
@@ -15,7 +15,7 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
     tags: ["Auth"],
     summary: "Sign in with e-mail and password; returns a session token (shown once)",
     access: "public",
-    request: { body: { required: true, content: { "application/json": { schema: signInSchema } } } },
+    request: { body: jsonBody(signInSchema) },
     responses: {
       // The handler counts attempts itself (per address, per e-mail), so the rate headers are declared here.
       201: { description: "Signed in", headers: RATE_LIMIT_HEADERS, content: { "application/json": { schema: envelopeOf(sessionSchema) } } },

@@ -1,4 +1,4 @@
-import { defineRoute, envelopeOf, idParam, jsonError, ok, pageQuery } from "../http/index.ts";
+import { dataResponse, defineRoute, idParam, jsonBody, jsonError, ok, pageQuery } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { z } from "@hono/zod-openapi";
 import { collectionDetailSchema, collectionInputSchema, collectionSchema } from "../collections/schema.ts";
@@ -6,7 +6,7 @@ import { collectionDetailSchema, collectionInputSchema, collectionSchema } from 
 const collectionId = idParam("collection_id", "col_8Hq2mZ0aP4xR7tY1uW3e");
 const notFound = { 404: jsonError("No such collection in this account (COLLECTION_NOT_FOUND)") };
 const nameTaken = { 409: jsonError("Name already used in this account (COLLECTION_NAME_TAKEN)") };
-const body = { required: true as const, content: { "application/json": { schema: collectionInputSchema } } };
+const body = jsonBody(collectionInputSchema);
 
 export function registerCollectionRoutes(app: Api, deps: HttpDeps) {
   const svc = deps.services.collections;
@@ -21,7 +21,7 @@ export function registerCollectionRoutes(app: Api, deps: HttpDeps) {
       operationId: "createCollection",
       summary: "Create a collection",
       request: { body },
-      responses: { 201: { description: "Created", content: { "application/json": { schema: envelopeOf(collectionSchema) } } }, ...nameTaken },
+      responses: { 201: dataResponse("Created", collectionSchema), ...nameTaken },
     }),
     (c) => ok(c, svc.create(c.get("principal").accountId, c.req.valid("json")), 201),
   );
@@ -34,7 +34,7 @@ export function registerCollectionRoutes(app: Api, deps: HttpDeps) {
       operationId: "listCollections",
       summary: "List collections, oldest first, with video_count and up to 4 thumbnail_urls",
       request: { query: pageQuery(100, 100) },
-      responses: { 200: { description: "Collections", content: { "application/json": { schema: envelopeOf(z.array(collectionSchema)) } } } },
+      responses: { 200: dataResponse("Collections", z.array(collectionSchema)) },
     }),
     (c) => {
       const { page, per_page } = c.req.valid("query");
@@ -51,7 +51,7 @@ export function registerCollectionRoutes(app: Api, deps: HttpDeps) {
       operationId: "getCollection",
       summary: "Get a collection with its totals",
       request: { params: collectionId },
-      responses: { 200: { description: "Collection", content: { "application/json": { schema: envelopeOf(collectionDetailSchema) } } }, ...notFound },
+      responses: { 200: dataResponse("Collection", collectionDetailSchema), ...notFound },
     }),
     (c) => ok(c, svc.get(c.get("principal").accountId, c.req.valid("param").collection_id)),
   );
@@ -64,7 +64,7 @@ export function registerCollectionRoutes(app: Api, deps: HttpDeps) {
       operationId: "updateCollection",
       summary: "Rename a collection",
       request: { params: collectionId, body },
-      responses: { 200: { description: "Renamed", content: { "application/json": { schema: envelopeOf(collectionSchema) } } }, ...notFound, ...nameTaken },
+      responses: { 200: dataResponse("Renamed", collectionSchema), ...notFound, ...nameTaken },
     }),
     (c) => ok(c, svc.rename(c.get("principal").accountId, c.req.valid("param").collection_id, c.req.valid("json"))),
   );

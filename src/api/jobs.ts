@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
+import { dataResponse, defineRoute, idParam, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { jobSchema, listJobsQuery } from "../jobs/schema.ts";
 
@@ -15,7 +15,7 @@ export function registerJobRoutes(app: Api, deps: HttpDeps) {
       operationId: "listJobs",
       summary: "List indexing jobs, newest first",
       request: { query: listJobsQuery },
-      responses: { 200: { description: "Jobs", content: { "application/json": { schema: envelopeOf(z.array(jobSchema)) } } } },
+      responses: { 200: dataResponse("Jobs", z.array(jobSchema)) },
     }),
     (c) => {
       const q = c.req.valid("query");
@@ -33,7 +33,7 @@ export function registerJobRoutes(app: Api, deps: HttpDeps) {
       summary: "Get a job: status, stage, progress and error",
       request: { params: idParam("job_id", "job_T4n8Yq2wE6rU0iO3pA5s") },
       responses: {
-        200: { description: "Job", content: { "application/json": { schema: envelopeOf(jobSchema) } } },
+        200: dataResponse("Job", jobSchema),
         404: jsonError("No such job in this account (JOB_NOT_FOUND)"),
       },
     }),
@@ -53,7 +53,7 @@ export function registerJobRoutes(app: Api, deps: HttpDeps) {
         "For a job that failed (e.g. `CRASHED_REPEATEDLY`, `INSUFFICIENT_STORAGE`, a model error) once the cause is fixed. The job goes back to `queued` with its crash count reset; its video to `queued`. `job.completed` or `job.failed` fires again when it ends.",
       request: { params: idParam("job_id", "job_T4n8Yq2wE6rU0iO3pA5s") },
       responses: {
-        202: { description: "Queued again", content: { "application/json": { schema: envelopeOf(jobSchema) } } },
+        202: dataResponse("Queued again", jobSchema),
         404: jsonError("No such job in this account (JOB_NOT_FOUND)"),
         409: jsonError("The job is not failed (JOB_NOT_RETRYABLE)"),
       },

@@ -3,7 +3,7 @@ import { buildMcpServer } from "../agent/mcp-server.ts";
 import { AppError } from "../core/errors.ts";
 import { z } from "@hono/zod-openapi";
 import { readBodyCapped } from "../http/body-guard.ts";
-import { defineRoute } from "../http/index.ts";
+import { defineRoute, jsonBody } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { principalKey } from "../http/rate-limit.ts";
 import { VERSION } from "../version.ts";
@@ -36,7 +36,7 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
       "JSON-RPC 2.0 messages of MCP (initialize, tools/list, tools/call) with the agent tools of /v1/agent/schema.json. Stateless: no Mcp-Session-Id; answers are JSON. Tool failures (404, 422, 429 …) are tool results with isError and the text `CODE (status): message`; each tools/call counts against the `agent` rate group shared with /v1/agent/call, and over it the response carries Retry-After. See docs/AGENTS.md.",
     access: "read_only",
     maxBody: "stream",
-    request: { body: { required: true, content: { "application/json": { schema: z.object({ jsonrpc: z.literal("2.0"), method: z.string(), id: z.union([z.string(), z.number()]).optional(), params: z.record(z.string(), z.unknown()).optional() }).passthrough() } } } },
+    request: { body: jsonBody(z.object({ jsonrpc: z.literal("2.0"), method: z.string(), id: z.union([z.string(), z.number()]).optional(), params: z.record(z.string(), z.unknown()).optional() }).passthrough()) },
     responses: {
       200: { description: "The JSON-RPC response (or 202 for a notification)", content: { "application/json": { schema: z.record(z.string(), z.unknown()) } } },
       400: { description: "Not JSON (JSON-RPC parse error)" },

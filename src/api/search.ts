@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
+import { dataResponse, defineRoute, idParam, jsonError, ok } from "../http/index.ts";
 import { type MetaExtra, metaSchema } from "../http/envelope.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { MAX_IMAGE_BYTES } from "../search/image-input.ts";
@@ -102,7 +102,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       rateGroup: "search",
       request: { body: form(feedbackFormSchema) },
       responses: {
-        200: { description: "Recorded", content: { "application/json": { schema: envelopeOf(z.null()) } } },
+        200: dataResponse("Recorded", z.null()),
         404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
       },
     }),
@@ -142,7 +142,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       rateGroup: "moment",
       request: { params: idParam("video_id", "vid_Qm3x9T0bL2vK7cP5sN1a"), query: momentQuery },
       responses: {
-        200: { description: "Moment (empty fields are normal)", content: { "application/json": { schema: envelopeOf(momentSchema) } } },
+        200: dataResponse("Moment (empty fields are normal)", momentSchema),
         404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
       },
     }),

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { defineRoute, envelopeOf, jsonError, ok } from "../http/index.ts";
+import { dataResponse, defineRoute, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 
 const accepted = z.object({ job_id: z.string(), video_id: z.string(), status: z.literal("queued") }).openapi("UploadAccepted");
@@ -31,7 +31,7 @@ export function registerUploadRoutes(app: Api, deps: HttpDeps) {
       },
     },
     responses: {
-      202: { description: "Accepted; poll the job or wait for `job.completed`", content: { "application/json": { schema: envelopeOf(accepted) } } },
+      202: dataResponse("Accepted; poll the job or wait for `job.completed`", accepted),
       402: jsonError("Out of credits (INSUFFICIENT_CREDITS)"),
       404: jsonError("No such collection (COLLECTION_NOT_FOUND)"),
       413: jsonError("File over the upload limit (UPLOAD_TOO_LARGE)"),

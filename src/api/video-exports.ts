@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
+import { dataResponse, defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 
 const videoId = idParam("video_id", "vid_Qm3x9T0bL2vK7cP5sN1a");
@@ -38,7 +38,7 @@ export function registerVideoExportRoutes(app: Api, deps: HttpDeps) {
       summary: "An MP4 of a span: cut on first request (exact to the frame), cached, presigned",
       request: { params: videoId, query: z.object({ start: seconds("start", 12), end: seconds("end", 18.5) }) },
       responses: {
-        200: { description: "The clip", content: { "application/json": { schema: envelopeOf(clipSchema) } } },
+        200: dataResponse("The clip", clipSchema),
         404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
         409: jsonError("The video is not indexed yet (VIDEO_NOT_READY)"),
         422: jsonError("start/end outside the video, end not after start, or longer than clip_max_secs"),

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
+import { dataResponse, defineRoute, idParam, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { listVideosQuery, videoDetailSchema, videoSchema, type VideoStatus } from "../videos/schema.ts";
 
@@ -19,7 +19,7 @@ export function registerVideoRoutes(app: Api, deps: HttpDeps) {
       operationId: "listVideos",
       summary: "List videos, newest first",
       request: { query: listVideosQuery },
-      responses: { 200: { description: "Videos", content: { "application/json": { schema: envelopeOf(z.array(videoSchema)) } } } },
+      responses: { 200: dataResponse("Videos", z.array(videoSchema)) },
     }),
     (c) => {
       const q = c.req.valid("query");
@@ -38,7 +38,7 @@ export function registerVideoRoutes(app: Api, deps: HttpDeps) {
       operationId: "getVideo",
       summary: "Get a video with its playback URL, segment count and indexing stages",
       request: { params: videoId },
-      responses: { 200: { description: "Video", content: { "application/json": { schema: envelopeOf(videoDetailSchema) } } }, ...notFound },
+      responses: { 200: dataResponse("Video", videoDetailSchema), ...notFound },
     }),
     (c) => ok(c, svc.get(c.get("principal").accountId, c.req.valid("param").video_id)),
   );

@@ -1,11 +1,10 @@
 import { z } from "@hono/zod-openapi";
-import { defineRoute, envelopeOf, idParam, jsonError, ok, pageQuery } from "../http/index.ts";
+import { dataResponse, defineRoute, idParam, jsonBody, jsonError, ok, pageQuery } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { createdWebhookSchema, createWebhookInput, deliverySchema, updateWebhookInput, webhookSchema } from "../webhooks/schema.ts";
 
 const webhookId = idParam("webhook_id", "wh_9sKq2LmN4pR6tV8xZ0bC");
 const notFound = { 404: jsonError("No such webhook in this account (WEBHOOK_NOT_FOUND)") };
-const json = <T extends z.ZodType>(schema: T) => ({ required: true as const, content: { "application/json": { schema } } });
 
 /** Webhook management: writes need an `all` credential; listing is a read (SPEC §3). */
 export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
@@ -21,9 +20,9 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       path: "/v1/webhooks",
       operationId: "createWebhook",
       summary: "Register an endpoint (the signing secret is in this response only)",
-      request: { body: json(createWebhookInput) },
+      request: { body: jsonBody(createWebhookInput) },
       responses: {
-        201: { description: "Created", content: { "application/json": { schema: envelopeOf(createdWebhookSchema) } } },
+        201: dataResponse("Created", createdWebhookSchema),
         402: jsonError("Plan's active-endpoint limit reached (WEBHOOK_LIMIT_REACHED)"),
       },
     }),
@@ -37,7 +36,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       path: "/v1/webhooks",
       operationId: "listWebhooks",
       summary: "List the account's endpoints (never with secrets)",
-      responses: { 200: { description: "Endpoints", content: { "application/json": { schema: envelopeOf(z.array(webhookSchema)) } } } },
+      responses: { 200: dataResponse("Endpoints", z.array(webhookSchema)) },
     }),
     (c) => {
       const items = svc.list(account(c));
@@ -53,7 +52,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       operationId: "getWebhook",
       summary: "Get an endpoint",
       request: { params: webhookId },
-      responses: { 200: { description: "Endpoint", content: { "application/json": { schema: envelopeOf(webhookSchema) } } }, ...notFound },
+      responses: { 200: dataResponse("Endpoint", webhookSchema), ...notFound },
     }),
     (c) => ok(c, svc.get(account(c), c.req.valid("param").webhook_id)),
   );
@@ -65,9 +64,9 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       path: "/v1/webhooks/{webhook_id}",
       operationId: "updateWebhook",
       summary: "Update url, events or is_active",
-      request: { params: webhookId, body: json(updateWebhookInput) },
+      request: { params: webhookId, body: jsonBody(updateWebhookInput) },
       responses: {
-        200: { description: "Updated", content: { "application/json": { schema: envelopeOf(webhookSchema) } } },
+        200: dataResponse("Updated", webhookSchema),
         402: jsonError("Re-activation would exceed the plan's limit (WEBHOOK_LIMIT_REACHED)"),
         ...notFound,
       },
@@ -100,7 +99,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       summary: "Send a `webhook.ping` through the normal signing and delivery path",
       request: { params: webhookId },
       responses: {
-        202: { description: "Queued", content: { "application/json": { schema: envelopeOf(z.object({ event_id: z.string(), webhook_id: z.string() })) } } },
+        202: dataResponse("Queued", z.object({ event_id: z.string(), webhook_id: z.string() })),
         409: jsonError("The endpoint is inactive (WEBHOOK_INACTIVE)"),
         ...notFound,
       },
@@ -116,7 +115,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       operationId: "listWebhookDeliveries",
       summary: "Delivery history, newest first",
       request: { params: webhookId, query: pageQuery(100, 20) },
-      responses: { 200: { description: "Deliveries", content: { "application/json": { schema: envelopeOf(z.array(deliverySchema)) } } }, ...notFound },
+      responses: { 200: dataResponse("Deliveries", z.array(deliverySchema)), ...notFound },
     }),
     (c) => {
       const { page, per_page } = c.req.valid("query");
@@ -139,7 +138,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
         }),
       },
       responses: {
-        202: { description: "Queued", content: { "application/json": { schema: envelopeOf(deliverySchema) } } },
+        202: dataResponse("Queued", deliverySchema),
         404: jsonError("No such webhook or delivery (WEBHOOK_NOT_FOUND, DELIVERY_NOT_FOUND)"),
         409: jsonError("Only failed deliveries can be retried (DELIVERY_NOT_FAILED); the endpoint is inactive (WEBHOOK_INACTIVE)"),
       },

@@ -1,11 +1,11 @@
-import { createRoute, type RouteConfig } from "@hono/zod-openapi";
+import { createRoute, type RouteConfig, type z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { RateGroup } from "../config/config.ts";
 import type { Access } from "../auth/schema.ts";
 import { authorize } from "./auth.ts";
 import { bodyGuard } from "./body-guard.ts";
 import { rateLimit } from "./rate-limit.ts";
-import { errorSchema, validationErrorSchema } from "./envelope.ts";
+import { envelopeOf, errorSchema, validationErrorSchema } from "./envelope.ts";
 import type { HttpDeps } from "./deps.ts";
 import type { AppEnv } from "./types.ts";
 
@@ -20,6 +20,12 @@ export interface RouteSpec extends Omit<RouteConfig, "middleware"> {
 }
 
 const jsonError = (description: string, schema = errorSchema) => ({ description, content: { "application/json": { schema } } });
+
+/** A success answer: `schema` as the `data` of the `{data, meta}` envelope. */
+export const dataResponse = <T extends z.ZodType>(description: string, schema: T) => ({ description, content: { "application/json": { schema: envelopeOf(schema) } } });
+
+/** A required JSON request body. */
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({ required: true as const, content: { "application/json": { schema } } });
 
 /** Response headers, as `#/components/headers/…` (registered once in api/app.ts: `RESPONSE_HEADERS`). */
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
