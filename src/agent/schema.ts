@@ -103,11 +103,16 @@ const videoMomentInput = z
   .object({ video_id: id("The video", "vid_Qm3x9T0bL2vK7cP5sN1a"), timestamp: seconds("Seconds into the video") })
   .strict();
 
-export const getMomentInput = videoMomentInput;
-export const getMomentOutput = z.object({
+/** Which moment an answer of get_moment or get_frame is about. */
+const videoMomentOutput = {
   video_id: z.string(),
   filename: z.string(),
   timestamp: z.number(),
+};
+
+export const getMomentInput = videoMomentInput;
+export const getMomentOutput = z.object({
+  ...videoMomentOutput,
   caption: z.string().nullable(),
   labels: z.array(z.string()),
   transcript: z.string().nullable().describe("What is said during the shot (or ±2.5 s without shots)"),
@@ -137,9 +142,7 @@ export const getTranscriptOutput = z.object({
 
 export const getFrameInput = videoMomentInput;
 export const getFrameOutput = z.object({
-  video_id: z.string(),
-  filename: z.string(),
-  timestamp: z.number(),
+  ...videoMomentOutput,
   width: z.number().int(),
   height: z.number().int(),
   mime_type: z.literal("image/jpeg"),
