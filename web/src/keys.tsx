@@ -1,6 +1,6 @@
 /** API keys (admins only): create (secret shown once with a copy button), list with prefix and last use, revoke. */
 import { api, fmtDate } from "./api.ts";
-import { ColumnHeads, ErrorLine, SecretOnce, useSecretList } from "./ui.tsx";
+import { ColumnHeads, CreateOutcome, useSecretList } from "./ui.tsx";
 
 export function KeysPage() {
   const { items: keys, load, error, setError, secret, clearSecret, create } = useSecretList("/v1/api_keys?per_page=100");
@@ -30,8 +30,7 @@ export function KeysPage() {
         </label>
         <button type="submit">Create key</button>
       </form>
-      <ErrorLine error={error} />
-      {secret ? <SecretOnce label="New API key" value={secret} onDone={clearSecret} /> : null}
+      <CreateOutcome error={error} secret={secret} label="New API key" onDone={clearSecret} />
       <div class="scroll">
         <table class="stack-on-phone">
           <caption class="sr-only">API keys</caption>

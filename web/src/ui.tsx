@@ -69,6 +69,16 @@ export function ColumnHeads({ names, actions = false }: { names: string[]; actio
   );
 }
 
+/** What an admin page (useSecretList) shows under its create form: the error, if any, and a new secret, once. */
+export function CreateOutcome({ error, secret, label, onDone }: { error: unknown; secret: string | null; label: string; onDone: () => void }) {
+  return (
+    <>
+      <ErrorLine error={error} />
+      {secret ? <SecretOnce label={label} value={secret} onDone={onDone} /> : null}
+    </>
+  );
+}
+
 /**
  * The admin pages (API keys, webhooks): a list loaded from `listPath`, a create form whose
  * response carries a secret shown once, and one error state for all of it. `create(post)` is the

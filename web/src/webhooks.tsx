@@ -1,7 +1,7 @@
 /** Webhooks (admins only): create (secret shown once), active toggle, test, delete, and each endpoint's delivery log with retry. */
 import { useEffect, useState } from "preact/hooks";
 import { api, fmtDate } from "./api.ts";
-import { ColumnHeads, ErrorLine, SecretOnce, useSecretList } from "./ui.tsx";
+import { ColumnHeads, CreateOutcome, ErrorLine, useSecretList } from "./ui.tsx";
 
 const EVENTS = ["video.created", "video.deleted", "job.completed", "job.failed", "credits.low", "credits.exhausted", "account.deleted", "webhook.ping"];
 
@@ -91,8 +91,7 @@ export function WebhooksPage() {
         </fieldset>
         <button type="submit">Add webhook</button>
       </form>
-      <ErrorLine error={error} />
-      {secret ? <SecretOnce label="Webhook signing secret" value={secret} onDone={clearSecret} /> : null}
+      <CreateOutcome error={error} secret={secret} label="Webhook signing secret" onDone={clearSecret} />
       {hooks.map((h) => (
         <article class="card stack webhook" key={h.id} aria-label={`Webhook ${h.url}`}>
           <h2 class="mono wrap-any">{h.url}</h2>
