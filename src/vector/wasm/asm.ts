@@ -113,17 +113,17 @@ export class Fn {
   }
 
   get(i: number): this {
-    this.code.push(Op.local_get);
-    uleb(this.code, i);
-    return this;
+    return this.localOp(Op.local_get, i);
   }
   set(i: number): this {
-    this.code.push(Op.local_set);
-    uleb(this.code, i);
-    return this;
+    return this.localOp(Op.local_set, i);
   }
   tee(i: number): this {
-    this.code.push(Op.local_tee);
+    return this.localOp(Op.local_tee, i);
+  }
+  /** local.get/set/tee: the opcode, then the local's index. */
+  private localOp(opcode: number, i: number): this {
+    this.code.push(opcode);
     uleb(this.code, i);
     return this;
   }
