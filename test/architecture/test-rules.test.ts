@@ -12,9 +12,6 @@ const ROOT = join(import.meta.dirname, "..", "..");
 /** Each with its reason; an entry that stops matching fails, so the list only shrinks. */
 export const TEST_EXCEPTIONS: TestRuleException[] = [
   { file: "architecture/check-tests.ts", rule: "app-internals", reason: "the checker names the key it looks for" },
-  { file: "store/unit-of-work.test.ts", rule: "database", reason: "the store seam's own tests: transactions, savepoints and after-commit callbacks on a store file of its own, commits seen from a second connection" },
-  { file: "events/bus.test.ts", rule: "database", reason: "the bus's contract (delivered after COMMIT, dropped on ROLLBACK) is stated against the unit of work over a store file of its own" },
-  { file: "indexing/content.test.ts", rule: "database", reason: "the derived-content owner is built from stores and the unit of work over a store file of its own (no app: it checks rows and files together per transaction)" },
 ];
 
 describe("test/ rules", () => {

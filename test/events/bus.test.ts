@@ -1,15 +1,9 @@
-import { join } from "node:path";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { EventBus, type DomainEvent } from "../../src/events/bus.ts";
 import { EventStore } from "../../src/events/store.ts";
-import { openStore, type OpenStore } from "../../src/store/database.ts";
-import { tempDirs } from "../helpers/temp.ts";
+import { ownStoreFiles } from "../helpers/stores.ts";
 
-const dirs = tempDirs("vsearch-bus-");
-const opened: OpenStore[] = [];
-afterAll(() => {
-  for (const s of opened.splice(0)) s.close();
-});
+const storeFiles = ownStoreFiles("vsearch-bus-");
 
 /**
  * A real store file, written through the unit of work and the outbox store, and a second
@@ -17,10 +11,9 @@ afterAll(() => {
  * already sees the rows, never inside the transaction.
  */
 function setup() {
-  const file = join(dirs.make(), "vsearch.db");
-  const store = openStore(file);
-  const reader = openStore(file);
-  opened.push(store, reader);
+  const dir = storeFiles.dir();
+  const store = storeFiles.open(dir);
+  const reader = storeFiles.open(dir);
   const outbox = new EventStore(store.db);
   const committed = () => new EventStore(reader.db).undispatched(100).length;
   const errors: string[] = [];

@@ -5,6 +5,7 @@
  * no SQL itself (test/architecture/test-rules.test.ts checks both).
  */
 import { existsSync, readFileSync } from "node:fs";
+import { afterAll } from "vitest";
 import { join } from "node:path";
 import { AccountStore } from "../../src/accounts/store.ts";
 import { ApiKeyStore } from "../../src/api-keys/store.ts";
@@ -17,12 +18,13 @@ import { JobStore } from "../../src/jobs/store.ts";
 import { PlaybackStore } from "../../src/playback/store.ts";
 import { createSearchDomain, type SearchDomain, type SearchDomainOptions } from "../../src/search/domain.ts";
 import { SearchStore } from "../../src/search/store.ts";
-import { openStore } from "../../src/store/database.ts";
+import { openStore, type OpenStore } from "../../src/store/database.ts";
 import { OcrSearchStore } from "../../src/search/ocr-store.ts";
 import { FeedbackStore } from "../../src/search/feedback-store.ts";
 import { SystemStore } from "../../src/system/store.ts";
 import { VideoStore } from "../../src/videos/store.ts";
 import { WebhookStore } from "../../src/webhooks/store.ts";
+import { tempDirs } from "./temp.ts";
 
 export interface Stores {
   accounts: AccountStore;
@@ -86,3 +88,27 @@ export function databaseFilesContain(dataDir: string, text: string): boolean {
 
 /** Collections of every account (a refused create must store none, for anyone). */
 export const allCollections = (s: Stores): number => s.accounts.listAccounts().reduce((n, a) => n + s.collections.count(a.id), 0);
+
+/**
+ * Store files a test file keeps for itself: for the tests of what lies under the stores (the unit
+ * of work, the event bus, the derived-content owner), which need a store over a file no app uses,
+ * and sometimes a second connection to it. Call at file level; every connection is closed and
+ * every dir removed after the file's tests.
+ */
+export function ownStoreFiles(prefix: string) {
+  const dirs = tempDirs(prefix);
+  const opened: OpenStore[] = [];
+  afterAll(() => {
+    for (const s of opened.splice(0)) s.close();
+  });
+  return {
+    /** A fresh, empty data dir. */
+    dir: () => dirs.make(),
+    /** A connection (with its unit of work) to `<dataDir>/vsearch.db`, migrated when new. */
+    open: (dataDir: string, opts: Parameters<typeof openStore>[1] = {}): OpenStore => {
+      const store = openStore(join(dataDir, "vsearch.db"), opts);
+      opened.push(store);
+      return store;
+    },
+  };
+}

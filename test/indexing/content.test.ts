@@ -5,7 +5,7 @@
  */
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import { AccountStore } from "../../src/accounts/store.ts";
 import { CollectionStore } from "../../src/collections/store.ts";
 import { EventBus, type DomainEvent } from "../../src/events/bus.ts";
@@ -16,29 +16,23 @@ import { JobStore } from "../../src/jobs/store.ts";
 import { prepareRuntime } from "../../src/runtime/index.ts";
 import { OcrSearchStore } from "../../src/search/ocr-store.ts";
 import { SearchStore } from "../../src/search/store.ts";
-import { openStore, type OpenStore } from "../../src/store/database.ts";
 import { VideoFiles } from "../../src/videos/files.ts";
 import { VideoService } from "../../src/videos/service.ts";
 import { VideoStore } from "../../src/videos/store.ts";
-import { tempDirs } from "../helpers/temp.ts";
+import { ownStoreFiles } from "../helpers/stores.ts";
 
-const dirs = tempDirs("vsearch-content-");
-const opened: OpenStore[] = [];
+const storeFiles = ownStoreFiles("vsearch-content-");
 let vecExtension: string | undefined;
 beforeAll(async () => {
-  vecExtension = (await prepareRuntime({ dataDir: dirs.make(), version: "0.0.0" })).vecExtension;
-});
-afterAll(() => {
-  for (const s of opened.splice(0)) s.close();
+  vecExtension = (await prepareRuntime({ dataDir: storeFiles.dir(), version: "0.0.0" })).vecExtension;
 });
 
 const at = new Date(0).toISOString();
 const vec = (x: number) => Float32Array.from([x, 1 - x, 0, 0]);
 
 function setup() {
-  const dataDir = dirs.make();
-  const store = openStore(join(dataDir, "vsearch.db"), { vecExtension });
-  opened.push(store);
+  const dataDir = storeFiles.dir();
+  const store = storeFiles.open(dataDir, { vecExtension });
   const { db, uow } = store;
   const accounts = new AccountStore(db);
   const collections = new CollectionStore(db);

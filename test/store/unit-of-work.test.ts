@@ -1,22 +1,15 @@
-import { join } from "node:path";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { EventStore } from "../../src/events/store.ts";
-import { openStore, type OpenStore } from "../../src/store/database.ts";
-import { tempDirs } from "../helpers/temp.ts";
+import { ownStoreFiles } from "../helpers/stores.ts";
 
-const dirs = tempDirs("vsearch-uow-");
-const opened: OpenStore[] = [];
-afterAll(() => {
-  for (const s of opened.splice(0)) s.close();
-});
+const storeFiles = ownStoreFiles("vsearch-uow-");
 
 /** A real store file written through the seam; a second connection sees only what committed. */
 function setup() {
-  const file = join(dirs.make(), "vsearch.db");
+  const dir = storeFiles.dir();
   const errors: unknown[] = [];
-  const store = openStore(file, { onError: (e) => errors.push(e) });
-  const reader = openStore(file);
-  opened.push(store, reader);
+  const store = storeFiles.open(dir, { onError: (e) => errors.push(e) });
+  const reader = storeFiles.open(dir);
   return {
     uow: store.uow,
     outbox: new EventStore(store.db),
@@ -109,10 +102,9 @@ describe("SqliteUnitOfWork", () => {
   });
 
   test("immediate takes the write lock at the start, so a second writer waits or fails instead of interleaving", () => {
-    const file = join(dirs.make(), "vsearch.db");
-    const a = openStore(file);
-    const b = openStore(file, { busyTimeoutMs: 0 });
-    opened.push(a, b);
+    const dir = storeFiles.dir();
+    const a = storeFiles.open(dir);
+    const b = storeFiles.open(dir, { busyTimeoutMs: 0 });
     a.uow.run(
       () => {
         // A deferred transaction would hold no lock yet; this one already does.
