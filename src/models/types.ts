@@ -74,11 +74,9 @@ export type ManifestEntry = z.infer<typeof manifestEntrySchema>;
 export type BuiltinManifest = z.infer<typeof builtinManifestSchema>;
 export type ModelManifest = z.infer<typeof modelManifestSchema>;
 
-export interface InstalledFile {
-  path: string;
-  size: number;
-  sha256: string;
-}
+/** One installed file as the registry records it (path relative to the model's folder). */
+const installedFileSchema = z.object({ path: z.string(), size: z.number().int().nonnegative(), sha256: z.string().regex(SHA256_RE) }).strict();
+export type InstalledFile = z.infer<typeof installedFileSchema>;
 
 const installedSchema = z
   .object({
@@ -87,7 +85,7 @@ const installedSchema = z
     /** Relative to the models folder, so the folder can be moved, backed up and restored elsewhere. */
     dir: z.string().min(1),
     dtype: dtypeSchema,
-    files: z.array(z.object({ path: z.string(), size: z.number().int().nonnegative(), sha256: z.string().regex(SHA256_RE) }).strict()),
+    files: z.array(installedFileSchema),
     installed_at: z.string(),
     model_id: z.string(),
     license: z.string().nullable(),
