@@ -34,6 +34,10 @@ export interface WarmStatus extends WarmProgress {
   state: WarmState;
   /** Seconds the rest should take at the rate so far (null before the first page). */
   etaSecs: number | null;
+  /** The longest slice so far: how long the pass held the event loop at once (wall time). */
+  longestSliceMs: number;
+  /** The process CPU time of that slice: near its wall time, the work was ours; far below, the machine made us wait. */
+  longestSliceCpuMs: number;
 }
 
 const SLICE_MS = 8;
@@ -53,6 +57,8 @@ export class IndexWarmer {
   private next: ReturnType<typeof setImmediate> | ReturnType<typeof setTimeout> | null = null;
   private readonly waiters = new Set<() => void>();
   private startedAt = 0;
+  private longestSliceMs = 0;
+  private longestSliceCpuMs = 0;
   private readonly sliceMs: number;
   private readonly pageRows: number;
 
@@ -88,7 +94,7 @@ export class IndexWarmer {
     const p = this.index.warmProgress ?? { rows: 0, fraction: 0, done: false };
     const secs = (performance.now() - this.startedAt) / 1000;
     const etaSecs = this.state === "warming" && p.fraction > 0 ? (secs * (1 - p.fraction)) / p.fraction : null;
-    return { ...p, state: this.state, etaSecs };
+    return { ...p, state: this.state, etaSecs, longestSliceMs: this.longestSliceMs, longestSliceCpuMs: this.longestSliceCpuMs };
   }
 
   /**
@@ -113,6 +119,7 @@ export class IndexWarmer {
     this.next = null;
     if (this.state !== "warming") return;
     const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     let more = true;
     try {
       do more = this.index.warmStep(this.pageRows);
@@ -122,6 +129,12 @@ export class IndexWarmer {
       this.logger?.error("search index warm-up: a page failed; retrying", { err: e instanceof Error ? e.message : String(e) });
       this.next = setTimeout(() => this.slice(), RETRY_MS);
       return;
+    }
+    const ms = performance.now() - t0;
+    if (ms > this.longestSliceMs) {
+      const cpu = process.cpuUsage(cpu0);
+      this.longestSliceMs = ms;
+      this.longestSliceCpuMs = (cpu.user + cpu.system) / 1000;
     }
     if (more) {
       this.next = setImmediate(() => this.slice());

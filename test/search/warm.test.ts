@@ -116,6 +116,11 @@ describe("index warm-up after start", () => {
     expect(body.detail.code).toBe("SEARCH_UNAVAILABLE");
     expect(body.detail.message).toMatch(/index is loading after a restart: \d+ vectors in, \d+% done; retry in about \d+ s/);
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    // The agent tool answers the same (the REST error, Retry-After included).
+    const tool = await t.request("POST", "/v1/agent/call", { token: tenant.key, json: { tool: "search_videos", input: { query: "dog" } } });
+    expect(tool.status).toBe(503);
+    expect((await json(tool)).detail.code).toBe("SEARCH_UNAVAILABLE");
+    expect(Number(tool.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     // Lexical modes do not need the vector index.
     expect((await search(t, tenant.key, { query: "dog", modes: "ocr" })).res.status).toBe(200);
     expect(await loading()).toBe(true); // all of the above happened mid-load
