@@ -48,9 +48,10 @@ interface WarmPass {
  * partition per account, collection and video as the index's filter groups. Once the app starts,
  * a warm-up pass loads every account's rows in slices between other work (`beginWarm`,
  * `warmStep`); without one (the CLI) an account's rows are read on its first search. Either way
- * `onVideoIndexed` / `onVideosDeleted` keep the loaded rows in step. Filters (collection, video, label-filtered shots) are applied by the index
- * before it ranks anything; rescoring reads exact vectors from `frame_vectors` / `shot_vectors`,
- * through a bounded cache of recently rescored rows (vector-cache.ts).
+ * `onVideoIndexed` / `onVideosDeleted` keep the loaded rows in step. Filters (collection, video,
+ * label-filtered shots) are applied by the index before it ranks anything; rescoring reads exact
+ * vectors from `frame_vectors` / `shot_vectors`, through a bounded cache of recently rescored rows
+ * (vector-cache.ts).
  */
 export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   readonly name = "memory";

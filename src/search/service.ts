@@ -116,8 +116,7 @@ export class SearchService {
     const p = this.prepare(accountId, req);
     const credits = this.d.credits;
     await credits.assertCanSpend(accountId);
-    // The vector modes rank in the in-memory index: while it warms up after a restart a search
-    // waits for it (bounded), then answers 503 with Retry-After rather than block or rank half of it.
+    // Vector modes rank in the in-memory index: while it loads after a restart, wait (bounded), then 503.
     if (p.modes.some((m) => !LEXICAL_MODES.includes(m))) await this.d.indexes.assertSearchable();
 
     // min_score replaces every per-mode cut for this request (SPEC §6); 0 keeps whatever matched.
