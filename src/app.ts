@@ -52,6 +52,7 @@ import { SearchStore } from "./search/store.ts";
 import { OcrSearchStore } from "./search/ocr-store.ts";
 import { FeedbackStore } from "./search/feedback-store.ts";
 import type { MemoryIndexOptions } from "./search/memory-backend.ts";
+import type { IndexWarmOptions } from "./search/index-warmer.ts";
 import { StoreVectorBackend } from "./search/indexes.ts";
 import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
@@ -95,6 +96,11 @@ export interface AppOptions {
    * partitions for every scope (tests and benchmarks run the same searches against both).
    */
   vectorBackend?: "memory" | "sqlite-vec";
+  /**
+   * The in-memory index's warm-up after `start()`: slice length, page size, and how long a
+   * search waits for it before answering 503 (tests shrink them to watch a load in progress).
+   */
+  indexWarm?: IndexWarmOptions;
   /**
    * Handed the app's domain event bus as soon as it exists (it is bound to the app's unit of
    * work). Tests that write index rows through the stores, as the pipeline does, publish the
@@ -220,6 +226,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     uow,
     vectorCacheBytes: config.searchCacheMb * 1024 * 1024,
     vectorIndex: opts.vectorIndex,
+    warm: opts.indexWarm,
     files,
     videos,
     collections,
@@ -320,6 +327,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     jobStore.countsByStatus().map((r) => ({ labels: { status: r.status }, value: r.n })),
   );
   metrics.gauge("vsearch_search_index_vectors", "Vectors held in the in-memory search index", () => [{ value: search.indexes.memoryRows }]);
+  metrics.gauge("vsearch_search_index_loading", "1 while the in-memory search index loads every account's vectors after a start (vector searches wait, then 503), else 0", () => [
+    { value: search.indexes.warmStatus?.state === "warming" ? 1 : 0 },
+  ]);
+  metrics.gauge("vsearch_search_index_loaded_ratio", "Share of the stored vectors the start-up load of the search index has read, 0-1 (1 once warm)", () => [
+    { value: search.indexes.warmStatus?.fraction ?? 0 },
+  ]);
   metrics.gauge("vsearch_inference_running", "1 while an inference worker pool runs (models loaded), else 0", () => [{ value: inference.started ? 1 : 0 }]);
   let closing = false;
   const http = createHttpApp({
@@ -342,6 +355,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       const disk = storage.check();
       checks.storage = disk.detail;
       checks.shutdown = closing ? "in progress" : "no";
+      // Informational: while the index loads only vector searches wait (503 + Retry-After); the
+      // rest of the server serves, so this never makes the instance unready.
+      const warm = search.indexes.warmStatus;
+      checks.search_index = !warm ? "loads on first search" : warm.state === "warming" ? `loading: ${Math.floor(warm.fraction * 100)}% (${warm.rows} vectors)` : warm.state;
       return { ok: checks.database === "ok" && disk.ok && !closing, checks };
     },
   });
@@ -381,9 +398,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       }
       runner.start();
       dispatcher.start();
+      // Every account's vectors into the in-memory index, in slices between requests (index-warmer.ts).
+      search.indexes.startWarming();
     },
     close: async () => {
       closing = true;
+      search.indexes.stopWarming(); // before the store closes: no page is read after this
       await runner.stop();
       await renditions.stop();
       await dispatcher.stop();

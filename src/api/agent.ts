@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ValidationError } from "../core/errors.ts";
-import { dataResponse, defineRoute, jsonError, ok } from "../http/index.ts";
+import { dataResponse, defineRoute, jsonError, ok, RETRY_AFTER_HEADER } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 
 /** HTTP function calling (SPEC §9): the tools' JSON Schemas, and one endpoint that calls any of them. */
@@ -58,7 +58,10 @@ export function registerAgentRoutes(app: Api, deps: HttpDeps) {
         402: jsonError("Out of credits (INSUFFICIENT_CREDITS; search_videos)"),
         404: jsonError("A named collection, video or job is not in this account (COLLECTION_NOT_FOUND, VIDEO_NOT_FOUND, JOB_NOT_FOUND)"),
         409: jsonError("get_frame on a video not yet probed (VIDEO_NOT_READY), or whose file cannot be decoded at that time (DECODE_FAILED)"),
-        503: jsonError("search_videos: a requested mode's model is not installed (MODEL_NOT_INSTALLED)"),
+        503: {
+          ...jsonError("search_videos: a requested mode's model is not installed (MODEL_NOT_INSTALLED), or the search index is still loading after a restart (SEARCH_UNAVAILABLE; see Retry-After)"),
+          headers: RETRY_AFTER_HEADER,
+        },
       },
     }),
     async (c) => {

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { dataResponse, defineRoute, idParam, jsonError, ok } from "../http/index.ts";
+import { dataResponse, defineRoute, idParam, jsonError, ok, RETRY_AFTER_HEADER } from "../http/index.ts";
 import { type MetaExtra, metaSchema } from "../http/envelope.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { MAX_IMAGE_BYTES } from "../search/image-input.ts";
@@ -79,7 +79,12 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
         200: { description: "Matching videos and their clips", content: { "application/json": { schema: z.object({ data: z.array(searchVideoSchema), meta: searchMetaSchema }) } } },
         402: jsonError("Out of credits (INSUFFICIENT_CREDITS)"),
         404: jsonError("collection_id / video_id not in this account (COLLECTION_NOT_FOUND, VIDEO_NOT_FOUND)"),
-        503: jsonError("A requested mode's model is not installed (MODEL_NOT_INSTALLED), or the model failed (SEARCH_UNAVAILABLE)"),
+        503: {
+          ...jsonError(
+            "A requested mode's model is not installed (MODEL_NOT_INSTALLED); or SEARCH_UNAVAILABLE: the model failed, or the in-memory index is still loading after a restart (the message says how far; vector modes wait up to 2 s for it first) — retry after Retry-After",
+          ),
+          headers: RETRY_AFTER_HEADER,
+        },
       },
     }),
     async (c) => {

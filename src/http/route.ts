@@ -44,6 +44,9 @@ export const RATE_LIMIT_HEADERS = {
   "X-RateLimit-Reset": ref("RateLimitReset"),
 };
 
+/** Retry-After as a header ref, for a 503 that says when to come back (search while its index loads). */
+export const RETRY_AFTER_HEADER = { "Retry-After": ref("RetryAfter") };
+
 /** Which headers a response of `status` carries, given the route's limiter. */
 function headersFor(status: string, limited: boolean): Record<string, { $ref: string }> {
   const h: Record<string, { $ref: string }> = { "X-Request-Id": ref("RequestId") };

@@ -4,6 +4,7 @@ import type { VideoFiles } from "../videos/files.ts";
 import { QueryEncoder, type QueryEmbedder, type TranscriptSemanticSearch } from "./embedder.ts";
 import { FeedbackService } from "./feedback-service.ts";
 import { SearchIndexes } from "./indexes.ts";
+import type { IndexWarmOptions } from "./index-warmer.ts";
 import { type MemoryIndexOptions, MemoryVectorBackend } from "./memory-backend.ts";
 import { ExactVectorCache } from "./vector-cache.ts";
 import type { MediaLinks } from "./links.ts";
@@ -28,6 +29,8 @@ export interface SearchDomainOptions {
   vectorCacheBytes?: number;
   /** In-memory vector index tuning (tests lower trainAt); defaults otherwise. */
   vectorIndex?: MemoryIndexOptions;
+  /** The background warm-up of the in-memory index after the app starts (slice, page, a search's wait). */
+  warm?: IndexWarmOptions;
   files: VideoFiles;
   videos: { require(accountId: string, id: string): { id: string; collection_id: string; duration_secs: number | null; poster_path: string | null } };
   collections: { require(accountId: string, id: string): unknown };
@@ -54,7 +57,10 @@ export interface SearchDomain {
 /** Builds the search domain for the composition root. */
 export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
   const store = o.stores.search;
-  const indexes = new SearchIndexes(store, new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0), o.vectorIndex));
+  const indexes = new SearchIndexes(store, new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0), o.vectorIndex), {
+    ...o.warm,
+    logger: o.logger,
+  });
   const encoder = new QueryEncoder(o.embedder);
   const ocr = o.stores.ocr;
   const feedbackStore = o.stores.feedback;

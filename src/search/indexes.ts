@@ -1,4 +1,7 @@
+import { AppError } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
 import { toFloat32 } from "../indexing/store.ts";
+import { IndexWarmer, isWarmable, type IndexWarmOptions, type WarmStatus } from "./index-warmer.ts";
 import { dot, nullStats, strideSample, type NullStats } from "./calibration.ts";
 import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type VectorKind } from "./store.ts";
 
@@ -161,11 +164,48 @@ export class SearchIndexes {
   private readonly results = new Map<string, Map<string, unknown>>();
   /** Per query vector (a cached text embedding; freed with it): the k its look-ups ended at. */
   private readonly kHints = new WeakMap<Float32Array, Map<string, number>>();
+  private warmer: IndexWarmer | null = null;
 
   constructor(
     private readonly store: SearchStore,
     private backend: VectorBackend,
+    private readonly warmOptions: IndexWarmOptions & { logger?: Logger } = {},
   ) {}
+
+  /** Starts loading every account's rows in the background (the app's start; backends that hold none have nothing to load). */
+  startWarming(): void {
+    if (this.warmer || !isWarmable(this.backend)) return;
+    this.warmer = new IndexWarmer(this.backend, this.warmOptions, this.warmOptions.logger);
+    this.warmer.start();
+  }
+
+  /** Stops the warm-up (the app's close); searches waiting for it are answered at once. */
+  stopWarming(): void {
+    this.warmer?.stop();
+  }
+
+  /** Where the warm-up stands; null when none was started (rows then load on an account's first search). */
+  get warmStatus(): WarmStatus | null {
+    return this.warmer?.status() ?? null;
+  }
+
+  /**
+   * Before a vector look-up: waits (at most the configured wait) for the warm-up, then answers
+   * 503 SEARCH_UNAVAILABLE with Retry-After and how far it got. A search never blocks the event
+   * loop loading rows, nor ranks against half an account.
+   */
+  async assertSearchable(): Promise<void> {
+    if (!this.warmer || (await this.warmer.whenWarm(this.warmOptions.waitMs ?? 2000))) return;
+    const s = this.warmer.status();
+    if (s.state === "stopped") throw new AppError(503, "SEARCH_UNAVAILABLE", "The server is shutting down; retry shortly", { "Retry-After": "5" });
+    const retry = Math.min(60, Math.max(1, Math.ceil(s.etaSecs ?? 5)));
+    throw new AppError(
+      503,
+      "SEARCH_UNAVAILABLE",
+      `The search index is loading after a restart: ${s.rows} vectors in, ${Math.floor(s.fraction * 100)}% done; retry in about ${retry} s`,
+      { "Retry-After": String(retry) },
+    );
+  }
 
   get backendName(): string {
     return this.backend.name;

@@ -1,7 +1,9 @@
+import { AppError } from "../core/errors.ts";
 import { toFloat32 } from "../indexing/store.ts";
-import { createVectorIndex, type AllowFilter, type ScanReuse, type SearchStats, type VectorIndex, type VectorIndexOptions } from "../vector/index.ts";
+import { createVectorIndex, type AllowFilter, type ScanReuse, type SearchStats, type VectorIndex, type VectorIndexOptions, type VectorRow } from "../vector/index.ts";
 import type { NearestRequest, VectorBackend, VectorHit, VectorSearchInfo } from "./indexes.ts";
-import type { SearchStore, VectorKind } from "./store.ts";
+import type { WarmableIndex, WarmProgress } from "./index-warmer.ts";
+import type { IndexRow, SearchStore, VectorKind } from "./store.ts";
 import { ExactVectorCache } from "./vector-cache.ts";
 
 /** Vector index options the app may tune (see VectorIndexOptions). */
@@ -15,22 +17,43 @@ interface SessionState {
 }
 
 interface KindIndex {
+  kind: VectorKind;
   index: VectorIndex;
-  /** Accounts whose rows are loaded (an account is loaded on its first search). */
+  /** Accounts loaded on their first search (no warm-up pass running: the CLI, an app never started). */
   loaded: Set<string>;
   /** Row ids per video, to replace or drop a video's rows. */
   byVideo: Map<string, number[]>;
 }
 
+const KINDS: readonly VectorKind[] = ["frames", "shots"];
+
 /**
- * Nearest neighbours from the in-memory index of src/vector: one index per (model, kind), one
- * partition per account, collection and video as the index's filter groups. An account's rows
- * are read from the store on its first search; afterwards `onVideoIndexed` / `onVideosDeleted`
- * keep them in step. Filters (collection, video, label-filtered shots) are applied by the index
- * before it ranks anything; rescoring reads exact vectors from `frame_vectors` / `shot_vectors`,
- * through a bounded cache of recently rescored rows (vector-cache.ts).
+ * The background load of every account's rows (index-warmer.ts drives it, a page per step), by
+ * ascending row id, frames then shots. The split of work that keeps each row in the index exactly
+ * once while videos change under it: rows of a kind with ids up to its cursor are the event hooks'
+ * (a re-indexed video is dropped and its current rows up to the cursor added back), rows above it
+ * are the pass's, read from the store as they are when their page comes.
  */
-export class MemoryVectorBackend implements VectorBackend {
+interface WarmPass {
+  cursor: Record<VectorKind, number>;
+  /** Kinds whose last page was read: every row of theirs is the hooks' from then on. */
+  done: Record<VectorKind, boolean>;
+  /** The highest ids when the pass began (progress only: rows written later are read too). */
+  last: Record<VectorKind, number>;
+  rows: number;
+}
+
+/**
+ * Nearest neighbours from the in-memory index of src/vector: one index per (model, kind, dim), one
+ * partition per account, collection and video as the index's filter groups. Once the app starts,
+ * a warm-up pass loads every account's rows in slices between other work (`beginWarm`,
+ * `warmStep`); without one (the CLI) an account's rows are read on its first search. Either way
+ * `onVideoIndexed` / `onVideosDeleted` keep the loaded rows in step. Filters (collection, video,
+ * label-filtered shots) are applied by the index before it ranks anything; rescoring reads exact
+ * vectors from `frame_vectors` / `shot_vectors`, through a bounded cache of recently rescored rows
+ * (vector-cache.ts).
+ */
+export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   readonly name = "memory";
   private readonly indexes = new Map<string, KindIndex>();
   /** Collection / video id → the index's group number (never reused: a counter, not the map size). */
@@ -39,6 +62,7 @@ export class MemoryVectorBackend implements VectorBackend {
   /** Exact vectors read during the current `nearest` call's session (see NearestRequest.session). */
   private sessionVectors: Map<number, Float32Array> | null = null;
   private readonly sessions = new WeakMap<object, Map<string, SessionState>>();
+  private warm: WarmPass | null = null;
 
   lastSearch: VectorSearchInfo | null = null;
 
@@ -64,7 +88,7 @@ export class MemoryVectorBackend implements VectorBackend {
     let ki = this.indexes.get(key);
     if (!ki) {
       const source = { getVectors: (ids: readonly number[]) => this.exact(key, kind, ids) };
-      ki = { index: createVectorIndex({ ...this.indexOptions, dim, source }), loaded: new Set(), byVideo: new Map() };
+      ki = { kind, index: createVectorIndex({ ...this.indexOptions, dim, source }), loaded: new Set(), byVideo: new Map() };
       this.indexes.set(key, ki);
     }
     return ki;
@@ -106,16 +130,21 @@ export class MemoryVectorBackend implements VectorBackend {
     return ids.map((id) => found.get(id));
   }
 
+  private indexRow(ki: KindIndex, accountId: string, r: { id: number; video_id: string; collection_id: string }, vector: Float32Array): VectorRow {
+    let list = ki.byVideo.get(r.video_id);
+    if (!list) ki.byVideo.set(r.video_id, (list = []));
+    list.push(r.id);
+    return { rowId: r.id, vector, partition: accountId, groupA: this.group(r.collection_id), groupB: this.group(r.video_id) };
+  }
+
+  /** One account's rows of one index (a first search without a warm-up pass). */
   private addRows(ki: KindIndex, accountId: string, rows: Iterable<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }>): void {
     const dim = ki.index.dim;
     let batch = [];
     for (const r of rows) {
       const vector = toFloat32(r.embedding);
       if (vector.length !== dim) continue;
-      batch.push({ rowId: r.id, vector, partition: accountId, groupA: this.group(r.collection_id), groupB: this.group(r.video_id) });
-      let list = ki.byVideo.get(r.video_id);
-      if (!list) ki.byVideo.set(r.video_id, (list = []));
-      list.push(r.id);
+      batch.push(this.indexRow(ki, accountId, r, vector));
       if (batch.length === 4096) {
         ki.index.add(batch);
         batch = [];
@@ -124,18 +153,78 @@ export class MemoryVectorBackend implements VectorBackend {
     ki.index.add(batch);
   }
 
+  /** Rows of any account and model, each into the index of its model and dimension when `keep` says so. Returns how many went in. */
+  private addIndexRows(kind: VectorKind, rows: readonly IndexRow[], keep: (ki: KindIndex, r: IndexRow) => boolean): number {
+    const batches = new Map<KindIndex, VectorRow[]>();
+    let n = 0;
+    for (const r of rows) {
+      if (!r.embedding.byteLength || r.embedding.byteLength % 4 !== 0) continue;
+      const ki = this.kindIndex(kind, r.model_id, r.embedding.byteLength >> 2);
+      if (!keep(ki, r)) continue;
+      let batch = batches.get(ki);
+      if (!batch) batches.set(ki, (batch = []));
+      batch.push(this.indexRow(ki, r.account_id, r, toFloat32(r.embedding)));
+      n++;
+    }
+    for (const [ki, batch] of batches) ki.index.add(batch);
+    return n;
+  }
+
   rows(): number {
     let n = 0;
     for (const ki of this.indexes.values()) n += ki.index.size;
     return n;
   }
 
+  // ---- warm-up (index-warmer.ts) --------------------------------------------------------------
+
+  /** Starts the pass over every account's rows; accounts already loaded on demand keep theirs. */
+  beginWarm(): void {
+    if (this.warm) return;
+    const last = { frames: this.store.lastIndexRowId("frames"), shots: this.store.lastIndexRowId("shots") };
+    this.warm = { cursor: { frames: 0, shots: 0 }, done: { frames: false, shots: false }, last, rows: 0 };
+  }
+
+  /**
+   * Loads the next page (at most `maxRows` rows, in id order) and moves the cursor past it, in
+   * one synchronous step: no hook can run between reading a page and owning its ids. False once
+   * every row is in.
+   */
+  warmStep(maxRows: number): boolean {
+    const w = this.warm;
+    const kind = w && KINDS.find((k) => !w.done[k]);
+    if (!w || !kind) return false;
+    const page = this.store.indexRowsAfter(kind, w.cursor[kind], maxRows);
+    w.rows += this.addIndexRows(kind, page, (ki, r) => !ki.loaded.has(r.account_id));
+    if (page.length) w.cursor[kind] = page[page.length - 1].id;
+    if (page.length < maxRows) w.done[kind] = true;
+    return KINDS.some((k) => !w.done[k]);
+  }
+
+  get warmProgress(): WarmProgress | null {
+    const w = this.warm;
+    if (!w) return null;
+    const done = KINDS.every((k) => w.done[k]);
+    const total = w.last.frames + w.last.shots;
+    const at = KINDS.reduce((n, k) => n + (w.done[k] ? w.last[k] : Math.min(w.cursor[k], w.last[k])), 0);
+    return { rows: w.rows, fraction: done ? 1 : total ? at / total : 0, done };
+  }
+
+  /** Whether a row the hooks see belongs in the index now (see WarmPass). */
+  private held(ki: KindIndex, r: IndexRow): boolean {
+    const w = this.warm;
+    return ki.loaded.has(r.account_id) || (!!w && (w.done[ki.kind] || r.id <= w.cursor[ki.kind]));
+  }
+
   nearest(req: NearestRequest): VectorHit[] {
     const { kind, scope, modelId, query } = req;
     const ki = this.kindIndex(kind, modelId, query.length);
-    if (!ki.loaded.has(scope.accountId)) {
+    if (!ki.loaded.has(scope.accountId) && !this.warm) {
       this.addRows(ki, scope.accountId, this.store.rowsForIndex(kind, { accountId: scope.accountId }, modelId));
       ki.loaded.add(scope.accountId);
+    } else if (!ki.loaded.has(scope.accountId) && !this.warmProgress!.done) {
+      // SearchIndexes.assertSearchable waits for the pass before a search gets here; never answer from half an index.
+      throw new AppError(503, "SEARCH_UNAVAILABLE", "The search index is loading after a restart; retry shortly", { "Retry-After": "1" });
     }
     // Within one look-up session (the same query asked again with a larger k) the filter, the
     // exact vectors read and the index's coarse pass are all reused.
@@ -179,20 +268,16 @@ export class MemoryVectorBackend implements VectorBackend {
   }
 
   onVideoIndexed(videoId: string, accountId: string | null): void {
-    for (const [key, ki] of this.indexes) {
-      const old = ki.byVideo.get(videoId);
-      if (old) {
-        ki.index.remove(old);
-        this.cache.drop(key, old);
-        ki.byVideo.delete(videoId);
-      }
-      if (!accountId || !ki.loaded.has(accountId)) continue;
-      const [modelId, kind] = key.split("\u0000") as [string, VectorKind];
-      this.addRows(ki, accountId, this.store.rowsForIndex(kind, { accountId, videoId }, modelId));
+    this.dropVideos([videoId]);
+    if (!accountId) return;
+    for (const kind of KINDS) {
+      // Without a pass only accounts loaded on demand hold rows: skip the read when none of this kind does.
+      if (!this.warm && ![...this.indexes.values()].some((ki) => ki.kind === kind && ki.loaded.has(accountId))) continue;
+      this.addIndexRows(kind, this.store.indexRowsOfVideo(kind, videoId), (ki, r) => this.held(ki, r));
     }
   }
 
-  onVideosDeleted(videoIds: string[]): void {
+  private dropVideos(videoIds: string[]): void {
     for (const [key, ki] of this.indexes) {
       for (const v of videoIds) {
         const old = ki.byVideo.get(v);
@@ -202,6 +287,10 @@ export class MemoryVectorBackend implements VectorBackend {
         ki.byVideo.delete(v);
       }
     }
+  }
+
+  onVideosDeleted(videoIds: string[]): void {
+    this.dropVideos(videoIds);
     for (const v of videoIds) this.groupIds.delete(v);
   }
 }

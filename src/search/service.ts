@@ -116,6 +116,8 @@ export class SearchService {
     const p = this.prepare(accountId, req);
     const credits = this.d.credits;
     await credits.assertCanSpend(accountId);
+    // Vector modes rank in the in-memory index: while it loads after a restart, wait (bounded), then 503.
+    if (p.modes.some((m) => !LEXICAL_MODES.includes(m))) await this.d.indexes.assertSearchable();
 
     // min_score replaces every per-mode cut for this request (SPEC §6); 0 keeps whatever matched.
     const thresholds = req.minScore === undefined ? this.thresholds(accountId) : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));

@@ -63,6 +63,16 @@ export function labelsOf(s: (Pick<ShotRow, "labels"> & { parsedLabels?: string[]
   }
 }
 
+/** A row of the in-memory index as the warm-up reads it: any account, any model. */
+export interface IndexRow {
+  id: number;
+  account_id: string;
+  video_id: string;
+  collection_id: string;
+  model_id: string;
+  embedding: Uint8Array;
+}
+
 const TOLERANCE = 0.0100001;
 
 const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(",");
@@ -148,6 +158,33 @@ export class SearchStore {
         ? `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE ${w.sql} AND x.model_id = ?`
         : `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ?`;
     yield* this.db.query<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }, string[]>(sql).iterate(...w.args, modelId);
+  }
+
+  /**
+   * One page of every account's index rows of a kind (any model), ids above `afterId`, ascending:
+   * the background warm-up of the in-memory index walks the table with these, one short statement
+   * per page, so no read stays open while the server does other work between pages.
+   */
+  indexRowsAfter(kind: VectorKind, afterId: number, limit: number): IndexRow[] {
+    const sql =
+      kind === "frames"
+        ? "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE x.id > ? ORDER BY x.id LIMIT ?"
+        : "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE x.id > ? AND x.model_id IS NOT NULL ORDER BY x.id LIMIT ?";
+    return this.db.query<IndexRow, [number, number]>(sql).all(afterId, limit);
+  }
+
+  /** A video's index rows of a kind, every model (its rows replaced while the index warms up). */
+  indexRowsOfVideo(kind: VectorKind, videoId: string): IndexRow[] {
+    const sql =
+      kind === "frames"
+        ? "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE x.video_id = ?"
+        : "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE x.video_id = ? AND x.model_id IS NOT NULL";
+    return this.db.query<IndexRow, [string]>(sql).all(videoId);
+  }
+
+  /** The highest row id of a kind, 0 when there is none (the warm-up's progress is measured against it). */
+  lastIndexRowId(kind: VectorKind): number {
+    return this.db.query<{ n: number | null }, []>(`SELECT max(id) AS n FROM ${kind === "frames" ? "frames" : "shots"}`).get()!.n ?? 0;
   }
 
   /** Number of an account's vectors of one model inside a scope. */

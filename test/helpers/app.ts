@@ -7,6 +7,7 @@ import { EventBus } from "../../src/events/bus.ts";
 import type { ModelCatalog } from "../../src/models/roles.ts";
 import type { Resolver } from "../../src/net/address-rules.ts";
 import type { MemoryIndexOptions } from "../../src/search/memory-backend.ts";
+import type { IndexWarmOptions } from "../../src/search/index-warmer.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
 import { openStores, type Stores } from "./stores.ts";
 import { makeTempDir, removeDir } from "./temp.ts";
@@ -42,6 +43,8 @@ export interface TestAppOptions {
   vectorIndex?: MemoryIndexOptions;
   /** Search's nearest-neighbour backend (default: the in-memory index). */
   vectorBackend?: "memory" | "sqlite-vec";
+  /** The index warm-up after `app.start()` (small pages, no slice budget: a load that takes many turns). */
+  indexWarm?: IndexWarmOptions;
 }
 
 /**
@@ -69,6 +72,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: TestA
     queryEmbedder: opts.queryEmbedder,
     vectorIndex: opts.vectorIndex,
     vectorBackend: opts.vectorBackend,
+    indexWarm: opts.indexWarm,
   });
   let stores: Stores | null = null;
   return {

@@ -7,6 +7,7 @@ import type { QueryEmbedder } from "../../src/search/embedder.ts";
 import { type SearchRequest, searchFormSchema, toSearchRequest } from "../../src/search/schema.ts";
 import { VideoFiles } from "../../src/videos/files.ts";
 import type { MemoryIndexOptions } from "../../src/search/memory-backend.ts";
+import type { IndexWarmOptions } from "../../src/search/index-warmer.ts";
 import { startTestApp, type TestApp } from "../helpers/app.ts";
 
 export { rng } from "../helpers/rng.ts";
@@ -19,11 +20,11 @@ export interface SearchTestApp extends TestApp {
 
 /** The test app (test/helpers/app.ts) with search limits lifted, an optional embedder and vector index tuning, and its index store. */
 export async function startSearchApp(
-  opts: { env?: Record<string, string>; embedder?: QueryEmbedder; vectorIndex?: MemoryIndexOptions; vectorBackend?: "memory" | "sqlite-vec" } = {},
+  opts: { env?: Record<string, string>; embedder?: QueryEmbedder; vectorIndex?: MemoryIndexOptions; vectorBackend?: "memory" | "sqlite-vec"; indexWarm?: IndexWarmOptions } = {},
 ): Promise<SearchTestApp> {
   const t = await startTestApp(
     { VSEARCH_RATE_LIMIT_SEARCH: "100000", VSEARCH_RATE_LIMIT_MOMENT: "100000", ...opts.env },
-    { queryEmbedder: opts.embedder, vectorIndex: opts.vectorIndex, vectorBackend: opts.vectorBackend, prefix: "vsearch-search-" },
+    { queryEmbedder: opts.embedder, vectorIndex: opts.vectorIndex, vectorBackend: opts.vectorBackend, indexWarm: opts.indexWarm, prefix: "vsearch-search-" },
   );
   return Object.assign(t, { index: t.stores.index });
 }
