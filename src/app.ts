@@ -38,6 +38,7 @@ import { ModelRegistry } from "./models/registry.ts";
 import { ModelService } from "./models/service.ts";
 import { SystemStore } from "./system/store.ts";
 import { SystemService } from "./system/service.ts";
+import { IdleMemory } from "./system/idle-memory.ts";
 import { CidrAllowList, type Resolver } from "./net/address-rules.ts";
 import { WebhookStore } from "./webhooks/store.ts";
 import { SecretBox } from "./webhooks/secret-box.ts";
@@ -121,6 +122,10 @@ export interface AppInternals {
   runner: JobRunner;
   dispatcher: WebhookDispatcher;
   inference: InferenceHost;
+  /** The OCR engine (null with ocr_threads 0). */
+  ocr: OcrEngine | null;
+  /** The idle memory passes (their RSS before/after). */
+  idleMemory: IdleMemory;
   /** Search internals (index hooks, query encoder). */
   search: SearchDomain;
   signer: UrlSigner;
@@ -220,7 +225,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   );
   const bins = { ffmpeg: opts.runtime.ffmpeg, ffprobe: opts.runtime.ffprobe };
   const models: ModelCatalog = opts.models ?? new ModelRegistry(config.modelsDir);
-  const inference = new InferenceHost(config, opts.runtime.inferenceWorkerFile, models, logger, opts.runtime.runtimeDir ?? null);
+  // After the models (and, below, the OCR workers) unload on idle, memory goes back to the OS (idleMemory, below).
+  const inference = new InferenceHost(config, opts.runtime.inferenceWorkerFile, models, logger, opts.runtime.runtimeDir ?? null, () => idleMemory.schedule());
   const search = createSearchDomain({
     stores: { search: new SearchStore(db), ocr: new OcrSearchStore(db), feedback: new FeedbackStore(db) },
     uow,
@@ -242,7 +248,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   });
   if (opts.vectorBackend === "sqlite-vec") search.indexes.useBackend(new StoreVectorBackend(new SearchStore(db), 0));
   // Worker threads start on the first frame with text; at most ocr_threads of them (each one core).
-  const ocr = config.ocrThreads > 0 ? new OcrEngine({ paths: opts.runtime.ocr ?? devOcrPaths(), workers: config.ocrThreads }) : null;
+  // They end after the same idle time as the models (each holds ~25 MB: wasm memory and a JS heap).
+  const ocr = config.ocrThreads > 0
+    ? new OcrEngine({
+      paths: opts.runtime.ocr ?? devOcrPaths(),
+      workers: config.ocrThreads,
+      idleCloseMs: config.modelIdleUnloadSecs * 1000,
+      onIdleClosed: () => idleMemory.schedule(),
+    })
+    : null;
   // Called only after the runner below exists (retries wake it; completions run inside it).
   const jobs = new JobService(jobStore, uow, {
     resetVideo: (id) => videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
@@ -314,6 +328,18 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   });
   const systemStore = new SystemStore(db);
   const system = new SystemService(systemStore, models, inference);
+  // Idle memory: once the models or the OCR workers have unloaded and nothing is in flight, let go
+  // of what rebuilds cheaply, collect, trim glibc's arenas, and drop the code pages of the
+  // libraries only the workers ran (docs/OPERATIONS.md; BENCHMARKS.md, "Idle memory").
+  const idleMemory = new IdleMemory({
+    busy: () => runner.active > 0 || inference.busy || (ocr?.busy ?? false),
+    release: [
+      { name: "search caches", run: () => search.indexes.releaseCaches() },
+      { name: "sqlite page cache", run: () => systemStore.shrinkMemory() },
+    ],
+    libraries: { path: /\/[^/]*(onnxruntime|vips|sharp)[^/]*$/, unused: () => !inference.started && (ocr?.running ?? 0) === 0 },
+    logger,
+  });
   const services: Services = {
     accounts, auth, apiKeys, collections, videos, uploads, jobs,
     search: search.search, searchFeedback: search.feedback, moments: search.moments, media, exports,
@@ -334,6 +360,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     { value: search.indexes.warmStatus?.fraction ?? 0 },
   ]);
   metrics.gauge("vsearch_inference_running", "1 while an inference worker pool runs (models loaded), else 0", () => [{ value: inference.started ? 1 : 0 }]);
+  metrics.gauge("vsearch_ocr_workers", "OCR worker threads running (0 before the first frame with text and after an idle close)", () => [{ value: ocr?.running ?? 0 }]);
+  metrics.gauge("vsearch_idle_memory_passes", "Idle memory passes run since start (src/system/idle-memory.ts)", () => [{ value: idleMemory.passCount }]);
   let closing = false;
   const http = createHttpApp({
     config,
@@ -369,7 +397,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     services,
     metrics,
     runtime: opts.runtime,
-    internals: { db, runner, dispatcher, inference, search, signer },
+    internals: { db, runner, dispatcher, inference, ocr, idleMemory, search, signer },
     fetch: (req, server) => http.fetch(req, server),
     setBaseUrl: (url) => {
       baseUrl = config.publicBaseUrl ?? url.replace(/\/$/, "");
@@ -407,6 +435,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       await runner.stop();
       await renditions.stop();
       await dispatcher.stop();
+      idleMemory.close();
       await inference.close();
       await ocr?.close();
       store.close();

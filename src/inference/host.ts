@@ -9,7 +9,6 @@ import { signedWeightsDecision, type SignedWeightsDecision } from "./signed-weig
 import { dirname, join } from "node:path";
 import { resolveNativeFiles } from "../runtime/native-files.ts";
 import type { ModelCatalog } from "../models/roles.ts";
-import { trimNativeHeap } from "./native-heap.ts";
 
 type PoolRole = "vision" | "speech";
 
@@ -74,6 +73,8 @@ export class InferenceHost {
     private readonly models: ModelCatalog,
     private readonly logger: Logger,
     private readonly runtimeDir: string | null = null,
+    /** Called after idle pools were closed (not after `close()`). */
+    private readonly onUnloaded: (() => void) | null = null,
   ) {}
 
   async device(): Promise<DeviceChoice> {
@@ -128,7 +129,7 @@ export class InferenceHost {
 
   /**
    * Closes every pool that has had no task for `modelIdleUnloadSecs` and none in flight, then
-   * returns freed native memory to the OS. Returns how many pools were closed.
+   * calls `onUnloaded`. Returns how many pools were closed.
    */
   async unloadIdle(): Promise<number> {
     const idleMs = this.config.modelIdleUnloadSecs * 1000;
@@ -148,23 +149,12 @@ export class InferenceHost {
     if (closing.length === 0) return 0;
     const rssBefore = process.memoryUsage().rss;
     await Promise.all(closing.map(({ pool }) => pool.then((p) => p.close(), () => undefined)));
-    // Worker threads release their heaps shortly after they report closed (measured: trimming at
-    // once left 150–290 MB, a second later ~110 MB). The process is idle: wait, collect, then trim.
-    await new Promise((r) => setTimeout(r, 1000));
-    Bun.gc(true);
-    const trimmed = trimNativeHeap();
-    // On a busy machine thread teardown can lag further: one more pass once things have settled.
-    setTimeout(() => {
-      Bun.gc(true);
-      trimNativeHeap();
-    }, 10_000).unref?.();
     this.logger.info("models unloaded after idle", {
       pools: closing.map((c) => c.role),
       idle_secs: this.config.modelIdleUnloadSecs,
       rss_mb_before: Math.round(rssBefore / 1e6),
-      rss_mb_after: Math.round(process.memoryUsage().rss / 1e6),
-      native_heap_trimmed: trimmed,
     });
+    this.onUnloaded?.();
     return closing.length;
   }
 
@@ -186,6 +176,11 @@ export class InferenceHost {
       if (this.slots[role].pool === pool) this.slots[role].pool = null;
     });
     return pool;
+  }
+
+  /** Whether a task is in flight (asked for a pool and not answered yet). */
+  get busy(): boolean {
+    return this.slots.vision.inflight > 0 || this.slots.speech.inflight > 0;
   }
 
   /** Whether an inference pool is running now (started and not closed since, idle or not). */

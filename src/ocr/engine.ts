@@ -29,6 +29,13 @@ export interface OcrEngineOptions {
   paths: OcrPaths;
   /** How many tesseract worker threads at most (each is single-threaded wasm). Default 1. */
   workers?: number;
+  /**
+   * Ends the worker threads once none has read a frame for this long (0 or absent: never). The
+   * next frame starts one again (~0.25 s, see SPAWN_TIMEOUT_MS).
+   */
+  idleCloseMs?: number;
+  /** Called after idle workers were ended (not after `close()`). */
+  onIdleClosed?: (workers: number) => void;
 }
 
 interface TessWorker {
@@ -47,8 +54,8 @@ interface TessPage {
 
 /**
  * Text in frames with tesseract.js (LSTM only, English, `4.0.0_best_int` data: 3 MB, the fastest
- * of the packaged models). Worker threads start on first use and stay for the engine's lifetime;
- * at most `workers` of them, each running one recognition at a time, so OCR never takes more than
+ * of the packaged models). Worker threads start on first use and stay until none has had a frame
+ * for `idleCloseMs` (each holds its wasm memory and a JavaScript heap, ~25 MB); at most `workers` of them, each running one recognition at a time, so OCR never takes more than
  * that many cores however many frames are queued. Frames go in as binary PGM: Leptonica reads it
  * natively, so there is no image encoding on our side.
  */
@@ -57,8 +64,8 @@ export class OcrEngine {
   private readonly idle: TessWorker[] = [];
   private readonly waiting: { resolve: (w: TessWorker) => void; reject: (e: unknown) => void }[] = [];
   private started = 0;
-  private starting: Promise<TessWorker> | null = null;
   private closed = false;
+  private idleTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(private readonly opts: OcrEngineOptions) {
     this.max = Math.max(1, Math.floor(opts.workers ?? 1));
@@ -74,6 +81,7 @@ export class OcrEngine {
       this.started--;
       void worker.terminate().catch(() => {});
       this.retryWaiter();
+      this.armIdleClose();
       throw new OcrError(`OCR failed on a frame: ${e instanceof Error ? e.message : String(e)}`);
     }
     try {
@@ -98,9 +106,37 @@ export class OcrEngine {
     }
   }
 
+  /** Worker threads running or starting now (0 before the first frame and after an idle close). */
+  get running(): number {
+    return this.started;
+  }
+
+  /** Whether a frame is being read or waits for a worker. */
+  get busy(): boolean {
+    return this.started > this.idle.length || this.waiting.length > 0;
+  }
+
+  /**
+   * Ends the worker threads if every one is idle (none reading, none starting, no frame waiting);
+   * returns how many ended. The timer calls it `idleCloseMs` after the last frame; the next frame
+   * starts a worker again.
+   */
+  async closeIdle(): Promise<number> {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    if (this.closed || this.busy || this.idle.length === 0) return 0;
+    const ending = this.idle.splice(0);
+    this.started -= ending.length;
+    await Promise.all(ending.map((w) => w.terminate().catch(() => {})));
+    this.opts.onIdleClosed?.(ending.length);
+    return ending.length;
+  }
+
   /** Ends every worker thread; later calls fail. */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     for (const w of this.waiting.splice(0)) w.reject(new Error("the OCR engine was closed"));
     const all = this.idle.splice(0);
     await Promise.all(all.map((w) => w.terminate().catch(() => {})));
@@ -130,7 +166,19 @@ export class OcrEngine {
     }
     const next = this.waiting.shift();
     if (next) next.resolve(w);
-    else this.idle.push(w);
+    else {
+      this.idle.push(w);
+      this.armIdleClose();
+    }
+  }
+
+  /** (Re)starts the idle countdown once nothing is in flight: it runs from the last frame read. */
+  private armIdleClose(): void {
+    const ms = this.opts.idleCloseMs ?? 0;
+    if (ms <= 0 || this.closed || this.busy) return;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => void this.closeIdle(), ms);
+    this.idleTimer.unref?.();
   }
 
   /** A worker slot came free without a worker to hand over: the next waiter starts its own. */

@@ -44,6 +44,8 @@ export interface VectorBackend {
   readonly lastSearch?: VectorSearchInfo | null;
   /** Resolves once no background index work (list retraining) is under way. */
   whenIdle?(): Promise<void>;
+  /** Drops caches that rebuild on use (not the index itself). */
+  releaseCaches?(): void;
 }
 
 export interface VectorSearchInfo {
@@ -331,6 +333,21 @@ export class SearchIndexes {
     this.shots.clear();
     this.results.clear();
     this.backend.onVideosDeleted(videoIds);
+  }
+
+  /**
+   * An idle server lets go of what rebuilds on use: calibration samples, memoised results and
+   * shot rows, and the backend's exact-vector cache (up to search_cache_mb). Not the in-memory
+   * index (rebuilding it reads every vector) nor the query-text embeddings (a cached query needs
+   * no model, which may be unloaded). The next search per account pays the rebuild (BENCHMARKS.md,
+   * "Idle memory").
+   */
+  releaseCaches(): void {
+    this.samples.clear();
+    this.memos.clear();
+    this.shots.clear();
+    this.results.clear();
+    this.backend.releaseCaches?.();
   }
 
   private forgetAccount(accountId: string): void {

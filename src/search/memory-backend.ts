@@ -77,6 +77,10 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     await Promise.all([...this.indexes.values()].map((ki) => ki.index.whenTrained()));
   }
 
+  releaseCaches(): void {
+    this.cache.clear();
+  }
+
   private group(id: string): number {
     let n = this.groupIds.get(id);
     if (n === undefined) this.groupIds.set(id, (n = this.nextGroup++));

@@ -63,6 +63,12 @@ export class ExactVectorCache {
     }
   }
 
+  /** Forget every row (an idle server lets the cache go; rescoring reads rows from SQLite again). */
+  clear(): void {
+    this.entries.clear();
+    this.bytes = 0;
+  }
+
   /** Down to 3/4 of the budget, least recently used first. */
   private evict(): void {
     const all: { m: Map<number, Entry>; id: number; e: Entry }[] = [];

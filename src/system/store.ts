@@ -12,6 +12,11 @@ export interface StoreCounts {
 export class SystemStore {
   constructor(private readonly db: Database) {}
 
+  /** Hands this connection's SQLite page cache back to the allocator; it refills from the file on use. */
+  shrinkMemory(): void {
+    this.db.exec("PRAGMA shrink_memory");
+  }
+
   counts(): StoreCounts {
     const count = (sql: string) => (this.db.query(sql).get() as { n: number }).n;
     return {
