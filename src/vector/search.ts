@@ -222,7 +222,8 @@ export class Searcher {
     let t = performance.now();
     a.u8.set(q.code, at("code"));
     a.u8.set(q.planes, at("planes"));
-    a.i16.set(q.q16, at("q16") / 2);
+    if (L.refineBits === 4) a.i16.set(q.q16, at("q16") / 2);
+    else a.u8.set(new Uint8Array(q.q8.buffer, q.q8.byteOffset, q.q8.length), at("q16"));
     a.u8.set(this.compact, at("compact"));
     const hist = at("hist") / 4;
     const scanCandidates = useMask ? K.scanMasked : K.scanAll;
@@ -302,7 +303,7 @@ export class Searcher {
     const slots1 = a.i32.subarray(at("candSlots") / 4);
     const slots2 = a.i32.subarray(at("slots2") / 4);
     for (let i = 0; i < n2; i++) slots2[i] = slots1[idx[i]];
-    K.refine(at("slots2"), n2, at("sideTable"), at("q16"), q.invScale, q.offset, at("est2"));
+    K.refine(at("slots2"), n2, at("codeTable"), at("sideTable"), at("q16"), q.invScale, q.offset, at("est2"));
     const n3 = topIndices(a.f32.subarray(at("est2") / 4), n2, rescore, idx, work);
     const finalSlots = new Int32Array(n3);
     for (let i = 0; i < n3; i++) finalSlots[i] = toSlot(slots2[idx[i]]);

@@ -106,6 +106,13 @@ export interface VectorIndexOptions {
    * source vectors (100 % recall). Default 1 024.
    */
   exactBelow?: number;
+  /**
+   * Bits per dim of the middle pass (between the 1-bit scan and the exact rescoring): 2 (default)
+   * = the scan's sign bit + 1 extra bit stored beside it, 76 B a row for 512 dims besides the
+   * 66 B scan block; 4 = 4-bit codes that repeat the sign, 268 B a row (the layout before issue
+   * 14's RAM ask). See src/vector/README.md for their recall and latency.
+   */
+  refineBits?: 2 | 4;
   /** Seed of the random rotation (codes are only comparable under the same seed). */
   seed?: number;
   /**
