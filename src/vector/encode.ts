@@ -51,6 +51,15 @@ export interface PreparedQuery {
   offset: number;
 }
 
+/** SPREAD[2b], SPREAD[2b + 1]: bits 0–3 and 4–7 of byte b as the bytes (0 or 1) of a little-endian u32. */
+const SPREAD = (() => {
+  const t = new Uint32Array(512);
+  for (let b = 0; b < 256; b++) {
+    for (let k = 0; k < 8; k++) if (b & (1 << k)) t[2 * b + (k >> 2)] |= 1 << (8 * (k & 3));
+  }
+  return t;
+})();
+
 /** Threshold candidates of the 2-bit grid, in units of the row's coordinate RMS: bins of BIN_W up to BINS·BIN_W. */
 const BINS = 64, BIN_W = 0.05, T_FIRST = 8, T_LAST = 40;
 
@@ -69,6 +78,9 @@ export class Encoder {
   private readonly unit: Float32Array;
   private readonly binCount = new Int32Array(BINS);
   private readonly binSum = new Float64Array(BINS);
+  /** Per dim: its |r| bin while encoding a row (2 bits), its 2-bit level ×5 in nibblesOf. */
+  private readonly bins: Uint8Array;
+  private readonly bins32: Uint32Array;
 
   constructor(
     readonly layout: Layout,
@@ -77,6 +89,8 @@ export class Encoder {
     this.rotatedCenter = new Float32Array(layout.padDim);
     this.tmp = new Float32Array(layout.padDim);
     this.unit = new Float32Array(layout.dim);
+    this.bins32 = new Uint32Array(layout.padDim / 4);
+    this.bins = new Uint8Array(this.bins32.buffer);
   }
 
   /** Sets the centre (original space, need not be unit length); null = origin. */
@@ -114,11 +128,12 @@ export class Encoder {
     // 2 bits: the threshold t (|r_j| ≥ t → outer level ±1.5, else ±0.5) that maximises
     // cos(r, l) = (0.5·Σ|r| + Σ_{|r_j| ≥ t} |r_j|) / |r| / √(0.25·n + 2·#{|r_j| ≥ t}), over bin edges of |r|/rms.
     const rms = Math.sqrt(nrm2 / n), binOf = rms > 0 ? 1 / (rms * BIN_W) : 0;
-    const cnt = this.binCount, sum = this.binSum;
+    const cnt = this.binCount, sum = this.binSum, bins = this.bins;
     cnt.fill(0);
     sum.fill(0);
     for (let j = 0; j < n; j++) {
-      const v = Math.abs(r[j]), b = Math.min(BINS - 1, Math.floor(v * binOf));
+      const v = r[j] < 0 ? -r[j] : r[j], f = (v * binOf) | 0, b = f < BINS ? f : BINS - 1;
+      bins[j] = b;
       cnt[b]++;
       sum[b] += v;
     }
@@ -133,16 +148,16 @@ export class Encoder {
         bestB = b;
       }
     }
-    // Same comparison as the binning, so the chosen bin edge splits exactly as scored.
+    // The bins computed above, so the chosen edge splits exactly as scored.
     let dot = 0;
     for (let b = 0; b < L.codeBytes; b++) {
       let byte = 0;
       for (let k = 0; k < 8; k++) {
-        const v = r[b * 8 + k], outer = Math.min(BINS - 1, Math.floor(Math.abs(v) * binOf)) >= bestB;
-        // u = 2·sign + extra: positive 2 (inner) / 3 (outer), negative 1 (inner) / 0 (outer).
-        const pos = v > 0;
-        if (pos === outer) byte |= 1 << k;
-        dot += Math.abs(v) * (outer ? 1.5 : 0.5);
+        // u = 2·sign + extra: positive 2 (inner) / 3 (outer), negative 1 (inner) / 0 (outer),
+        // so extra = 1 when sign and outer agree. Branch-free: the bits are coin flips.
+        const v = r[b * 8 + k], outer = bins[b * 8 + k] >= bestB ? 1 : 0, pos = v > 0 ? 1 : 0;
+        byte |= (1 ^ pos ^ outer) << k;
+        dot += (v < 0 ? -v : v) * (0.5 + outer);
       }
       u8[refAt + b] = byte;
     }
@@ -179,11 +194,16 @@ export class Encoder {
       u8.copyWithin(dst, ref, ref + L.refineBytes);
       return;
     }
-    const code = scanBase + L.offCodes + row * L.codeBytes;
-    const u = (j: number) => 5 * ((((u8[code + (j >> 3)] >> (j & 7)) & 1) << 1) | ((u8[ref + (j >> 3)] >> (j & 7)) & 1));
+    const code = scanBase + L.offCodes + row * L.codeBytes, u = this.bins, u32 = this.bins32;
+    // Per byte: its 8 bits spread to 8 bytes of 0/1 (two u32 words); 5·(2·sign + extra) per byte lane, no carries.
+    for (let b = 0; b < L.codeBytes; b++) {
+      const sb = u8[code + b] << 1, eb = u8[ref + b] << 1;
+      u32[2 * b] = (2 * SPREAD[sb] + SPREAD[eb]) * 5;
+      u32[2 * b + 1] = (2 * SPREAD[sb + 1] + SPREAD[eb + 1]) * 5;
+    }
     for (let g = 0; g < L.padDim; g += 32) {
       const out = dst + g / 2;
-      for (let i = 0; i < 16; i++) u8[out + i] = u(g + i) | (u(g + 16 + i) << 4);
+      for (let i = 0; i < 16; i++) u8[out + i] = u[g + i] | (u[g + 16 + i] << 4);
     }
   }
 
