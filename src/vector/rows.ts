@@ -29,7 +29,8 @@ const MAX_EXTENT = 64;
 const STEP_ROWS = 256;
 
 export class RowStore {
-  private readonly ids = new IdMap();
+  /** rowId → (partition, slot); keys are read back from the partitions' rowIds. */
+  private readonly ids = new IdMap((part, slot) => this.partById[part]!.rowIds[slot]);
   private readonly partitions = new Map<string, Partition>();
   private readonly partById: (Partition | undefined)[] = [];
   private readonly freePartIds: number[] = [];
@@ -84,6 +85,22 @@ export class RowStore {
     }
     if (this.centerSample) bytes += this.centerSample.size * this.layout.dim * 4;
     return bytes;
+  }
+
+  /** Where the bytes go (benches): live chunks' blocks, reserved scan blocks, row slots vs rows. */
+  get breakdown(): { rows: number; chunks: number; stashBlocks: number; scanBytes: number; sideBytes: number; idMapBytes: number; rowIdBytes: number } {
+    let chunks = 0, stash = 0, rowIdBytes = 0;
+    for (const p of this.partitions.values()) {
+      for (const b of p.scanBlocks) if (b >= 0) chunks++;
+      for (const l of p.lists) stash += l.scanStash.length;
+      rowIdBytes += p.rowIds.byteLength;
+    }
+    const L = this.layout;
+    return {
+      rows: this.size, chunks, stashBlocks: stash,
+      scanBytes: chunks * L.scanBlockBytes, sideBytes: chunks * L.sideBlockBytes,
+      idMapBytes: this.ids.byteLength, rowIdBytes,
+    };
   }
 
   partition(name: string): Partition | undefined {

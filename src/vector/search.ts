@@ -140,7 +140,7 @@ export class Searcher {
     const tableRows = sel.tableRows;
 
     // Scratch for this query (sizes are upper bounds; the allowed count is known only later).
-    const caps = stageSizes(tableRows, k, opts.candidates, sel.probed);
+    const caps = stageSizes(tableRows, k, opts.candidates, sel.probed, opts.rescore);
     const bufferCap = Math.max(Math.min(tableRows, CANDIDATE_BUFFER * caps.coarse), this.exactBelow + 1);
     const nChunks = chunks.length, rows = nChunks * CHUNK_ROWS;
     const lay = carve({
@@ -212,7 +212,7 @@ export class Searcher {
     }
 
     stats.path = "approx";
-    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates, sel.probed);
+    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates, sel.probed, opts.rescore);
     // Unfiltered queries skip the mask: rows past the end of a list (tails of last chunks) may
     // then pass too, so the buffer has room for them; they are dropped after the scan.
     const cap = Math.min(bufferCap, allowed) + (useMask ? 0 : rows - tableRows);

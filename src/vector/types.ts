@@ -47,6 +47,11 @@ export interface SearchOptions {
    */
   candidates?: number;
   /**
+   * Rows rescored exactly from the source (each one a vector read). Default max(64, min(4k,
+   * k + 256)); more buys recall back from the middle pass's estimate at ~2.5 µs a row from SQLite.
+   */
+  rescore?: number;
+  /**
    * Share of the allowed rows read in a partition split into inverted lists (the lists nearest
    * the query first, at least 4 096 rows): the second recall/latency knob. Default 1: every row
    * (the flat scan), which text-like queries need; image-like queries (a frame, similar frames)
