@@ -3,7 +3,7 @@
  * by side (issue 14: "RAM beyond the exact vectors ≤ 200 B per vector"):
  *
  *   node_modules/.bin/bun bench/vector-ram-bench.ts [--n=1000000] [--queries=200] [--sqlite-n=100000]
- *                                                   [--bits=4,2] [--rescore=0,512]
+ *                                                   [--configs=4,2,2:128,4:256] [--rebuild=1]
  *
  * Both layouts (refineBits 4 = 4-bit codes repeating the sign, 268 B side block; 2 = sign from the
  * scan block + 1 extra bit, 76 B) are built over the same generated set in one process, and the
@@ -12,8 +12,10 @@
  * retrains run to the end after each batch as the event loop would), live bytes per row (arena
  * bytes in use / rows, and the parts: scan and side blocks, reserved scan blocks, id map, rowIds;
  * RSS delta of the build), then p50 / p99 / recall@10 for text-like queries (flat scan) and
- * image-like ones (probe 0.02 / 0.04); `--rescore` adds runs with that many rows rescored exactly
- * (0 = the default). Set 1: `--n` clustered rows rescored from memory; set 2: `--sqlite-n` rows
+ * image-like ones (probe 0.02 / 0.04). `--configs`: layouts to build and how each is searched,
+ * `bits[:rescore]` (rows rescored exactly; none = the layout's default rescoreMin). `--rebuild=1`
+ * retrains the lists on all rows after the adds (as bench/vector-scale-bench.ts does: n / 512
+ * lists; the adds alone leave the lists of the last growth retrain, n / 2 048 at 1 M), timed apart. Set 1: `--n` clustered rows rescored from memory; set 2: `--sqlite-n` rows
  * rescored from a plain SQLite table as in bench/vector-bench.ts (the app's path). The 1-minute
  * load average is recorded beside every figure. Table to stdout, JSON to bench/results/vector-ram.json.
  */
@@ -32,8 +34,12 @@ const argv = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split
 const N = Number(argv.get("n") ?? 1_000_000);
 const SQLITE_N = Number(argv.get("sqlite-n") ?? 100_000);
 const NQ = Number(argv.get("queries") ?? 200);
-const BITS = (argv.get("bits") ?? "4,2").split(",").map(Number) as (2 | 4)[];
-const RESCORE = (argv.get("rescore") ?? "0,512").split(",").map(Number);
+const CONFIGS = (argv.get("configs") ?? "4,2,2:128,4:256").split(",").map((c) => {
+  const [bits, rescore] = c.split(":").map(Number);
+  return { bits: bits as 2 | 4, rescore: rescore || 0 };
+});
+const BITS = [...new Set(CONFIGS.map((c) => c.bits))];
+const REBUILD = argv.get("rebuild") === "1";
 
 const t0 = performance.now();
 const load1 = () => Math.round(loadavg()[0] * 100) / 100;
@@ -45,6 +51,7 @@ interface Build {
   n: number;
   bits: number;
   buildS: number;
+  rebuildS: number;
   load: number;
   rssDeltaMB: number;
   bytesPerRow: number;
@@ -82,13 +89,16 @@ function build(set: string, ds: Dataset, bits: 2 | 4, source: VectorSource): Vec
     index.flushTraining();
   }
   const buildS = (performance.now() - t) / 1000;
+  const t2 = performance.now();
+  if (REBUILD) index.rebuild("acct");
+  const rebuildS = (performance.now() - t2) / 1000;
   Bun.gc(true);
   const rss = process.memoryUsage().rss - rss0;
   const m = index.memoryStats;
   const live = m.arenaUsed + m.jsBytes;
   const perRow = (b: number) => Math.round((b / ds.n) * 10) / 10;
   const b: Build = {
-    set, n: ds.n, bits, buildS: Math.round(buildS * 10) / 10, load: load1(), rssDeltaMB: Math.round(rss / 1e6),
+    set, n: ds.n, bits, buildS: Math.round(buildS * 10) / 10, rebuildS: Math.round(rebuildS * 10) / 10, load: load1(), rssDeltaMB: Math.round(rss / 1e6),
     bytesPerRow: perRow(live), arenaBytesPerRow: perRow(m.arenaUsed),
     parts: {
       scanBlocks: perRow(m.scanBytes), sideBlocks: perRow(m.sideBytes),
@@ -100,7 +110,7 @@ function build(set: string, ds: Dataset, bits: 2 | 4, source: VectorSource): Vec
     },
   };
   builds.push(b);
-  log(`${set} n=${ds.n} refineBits ${bits}: build ${b.buildS} s, ${b.bytesPerRow} B/row live (arena ${b.arenaBytesPerRow}), RSS +${b.rssDeltaMB} MB, ${JSON.stringify(b.parts)}`);
+  log(`${set} n=${ds.n} refineBits ${bits}: build ${b.buildS} s + rebuild ${b.rebuildS} s, ${b.bytesPerRow} B/row live (arena ${b.arenaBytesPerRow}), RSS +${b.rssDeltaMB} MB, ${JSON.stringify(b.parts)}`);
   return index;
 }
 
@@ -149,13 +159,11 @@ function runSet(set: string, n: number, source: (ds: Dataset) => VectorSource, c
   const idx = new Map(BITS.map((b) => [b, build(set, ds, b, src)] as const));
   t = performance.now();
   const configs = (probe?: number) =>
-    BITS.flatMap((bits) =>
-      RESCORE.filter((r) => r === 0 || bits !== 4).map((r) => ({
-        bits, index: idx.get(bits)!,
-        variant: `${probe ? `probe ${probe}` : "flat"}${r ? `, rescore ${r}` : ""}`,
-        opts: { ...(probe ? { probe } : {}), ...(r ? { rescore: r } : {}) },
-      })),
-    );
+    CONFIGS.map(({ bits, rescore: r }) => ({
+      bits, index: idx.get(bits)!,
+      variant: `${probe ? `probe ${probe}` : "flat"}${r ? `, rescore ${r}` : ""}`,
+      opts: { ...(probe ? { probe } : {}), ...(r ? { rescore: r } : {}) },
+    }));
   interleaved(set, n, "text", text, truthText, configs());
   for (const probe of [0.02, 0.04]) interleaved(set, n, "image", image, truthImage, configs(probe));
   cleanup?.();
@@ -202,10 +210,10 @@ if (SQLITE_N > 0) {
   }
 }
 
-console.log("\nset | n | refineBits | build s | B/row live (arena) | scan + side + stash + idMap + rowIds | RSS + MB | load");
+console.log("\nset | n | refineBits | build s (+ rebuild) | B/row live (arena) | scan + side + stash + idMap + rowIds | RSS + MB | load");
 for (const b of builds) {
   const p = b.parts;
-  console.log(`${b.set} | ${b.n} | ${b.bits} | ${b.buildS} | ${b.bytesPerRow} (${b.arenaBytesPerRow}) | ${p.scanBlocks} + ${p.sideBlocks} + ${p.stash} + ${p.idMap} + ${p.rowIds} | ${b.rssDeltaMB} | ${b.load}`);
+  console.log(`${b.set} | ${b.n} | ${b.bits} | ${b.buildS} (+ ${b.rebuildS}) | ${b.bytesPerRow} (${b.arenaBytesPerRow}) | ${p.scanBlocks} + ${p.sideBlocks} + ${p.stash} + ${p.idMap} + ${p.rowIds} | ${b.rssDeltaMB} | ${b.load}`);
 }
 console.log("\nset | n | queries | refineBits | variant | p50 ms | p99 ms | recall@10 | rescored | load start–end");
 for (const r of results) {
@@ -214,7 +222,7 @@ for (const r of results) {
 const env = {
   date: new Date().toISOString(), bun: Bun.version, cpus: cpus().length, cpu: cpus()[0]?.model,
   loadavgStart: load0, loadavgEnd: loadavg(), maxRssMB: Math.round(process.resourceUsage().maxRSS / 1024),
-  seconds: Math.round((performance.now() - t0) / 1000), queriesPerSet: NQ,
+  seconds: Math.round((performance.now() - t0) / 1000), queriesPerSet: NQ, argv: process.argv.slice(2),
 };
 console.log(`\n${JSON.stringify(env)}`);
 mkdirSync(join(import.meta.dir, "results"), { recursive: true });

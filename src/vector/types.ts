@@ -118,6 +118,12 @@ export interface VectorIndexOptions {
    * 14's RAM ask). See src/vector/README.md for their recall and latency.
    */
   refineBits?: 2 | 4;
+  /**
+   * Fewest rows a search rescores exactly from the source (each an exact vector read, ~2.5 µs
+   * from SQLite); per search max(rescoreMin, min(4k, k + 256)) unless `SearchOptions.rescore`
+   * says otherwise. Default 64 for refineBits 4, more for 2 (see src/vector/README.md).
+   */
+  rescoreMin?: number;
   /** Seed of the random rotation (codes are only comparable under the same seed). */
   seed?: number;
   /**

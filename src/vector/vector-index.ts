@@ -12,6 +12,12 @@ import { Searcher } from "./search.ts";
 import type { SearchOptions, SearchResult, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
 import { instantiateKernels } from "./wasm/kernels.ts";
 
+/**
+ * Default rescoreMin of the 2-bit layout: its middle-pass estimate is coarser than the 4-bit one,
+ * so more rows are rescored exactly to keep recall (bench/vector-ram-bench.ts; README "Numbers").
+ */
+const RESCORE_MIN_2BIT = 256;
+
 export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
   readonly dim: number;
   private readonly arena: Arena;
@@ -31,7 +37,8 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
     };
     this.rows = new RowStore(layout, this.arena, encoder, kernels, opts.center, Math.max(1, Math.floor(opts.centerSample ?? 1024)), policy);
     const exactBelow = Math.max(0, Math.floor(opts.exactBelow ?? 1024));
-    this.searcher = new Searcher(this.rows, this.arena, kernels, encoder, opts.source, exactBelow);
+    const rescoreMin = Math.max(1, Math.floor(opts.rescoreMin ?? (layout.refineBits === 2 ? RESCORE_MIN_2BIT : 64)));
+    this.searcher = new Searcher(this.rows, this.arena, kernels, encoder, opts.source, exactBelow, rescoreMin);
   }
 
   get size(): number {
