@@ -55,8 +55,9 @@ export class Searcher {
     private readonly encoder: Encoder,
     private readonly source: VectorSource,
     private readonly exactBelow: number,
-    /** Fewest rows rescored exactly (stageSizes; VectorIndexOptions.rescoreMin). */
+    /** Fewest rows rescored exactly, and that share of the middle stage's rows (stageSizes; VectorIndexOptions.rescoreMin). */
     private readonly rescoreMin: number,
+    private readonly rescoreShare: number,
   ) {
     this.query = encoder.newPreparedQuery();
     this.unit = new Float32Array(rows.layout.dim);
@@ -142,7 +143,7 @@ export class Searcher {
     const tableRows = sel.tableRows;
 
     // Scratch for this query (sizes are upper bounds; the allowed count is known only later).
-    const caps = stageSizes(tableRows, k, opts.candidates, sel.probed, opts.rescore, this.rescoreMin);
+    const caps = stageSizes(tableRows, k, opts.candidates, sel.probed, opts.rescore, this.rescoreMin, this.rescoreShare);
     const bufferCap = Math.max(Math.min(tableRows, CANDIDATE_BUFFER * caps.coarse), this.exactBelow + 1);
     const nChunks = chunks.length, rows = nChunks * CHUNK_ROWS;
     const lay = carve({
@@ -214,7 +215,7 @@ export class Searcher {
     }
 
     stats.path = "approx";
-    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates, sel.probed, opts.rescore, this.rescoreMin);
+    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates, sel.probed, opts.rescore, this.rescoreMin, this.rescoreShare);
     // Unfiltered queries skip the mask: rows past the end of a list (tails of last chunks) may
     // then pass too, so the buffer has room for them; they are dropped after the scan.
     const cap = Math.min(bufferCap, allowed) + (useMask ? 0 : rows - tableRows);

@@ -121,7 +121,8 @@ export interface VectorIndexOptions {
   /**
    * Fewest rows a search rescores exactly from the source (each an exact vector read, ~2.5 µs
    * from SQLite); per search max(rescoreMin, min(4k, k + 256)) unless `SearchOptions.rescore`
-   * says otherwise. Default 64 for refineBits 4, more for 2 (see src/vector/README.md).
+   * says otherwise. Default 64 for refineBits 4; for 2, 128 and also 1/16 of the rows the middle
+   * pass ranks (250 on a flat scan of 1 M rows) unless rescoreMin is given (src/vector/README.md).
    */
   rescoreMin?: number;
   /** Seed of the random rotation (codes are only comparable under the same seed). */

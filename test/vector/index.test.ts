@@ -96,8 +96,8 @@ describe("raising k for the same query", () => {
       return [st.rescored, st.middle];
     });
     const def = sizes();
-    // rescoreMin defaults to 256 with the 2-bit middle pass (64 with refineBits 4).
-    expect(def.map(([r]) => r)).toEqual([256, 384, 768]);
+    // rescoreMin defaults to 128 with the 2-bit middle pass (64 with refineBits 4), and 1/16 of the middle stage (1 024 rows here).
+    expect(def.map(([r]) => r)).toEqual([128, 384, 768]);
     expect(def[2][1]).toBeGreaterThanOrEqual(4 * 512); // the middle stage still keeps 4k
     // A caller's `rescore` wins (at least k), and widens the middle stage when it must.
     expect(sizes({ rescore: 3000 }).map(([r]) => r)).toEqual([3000, 3000, 3000]);
