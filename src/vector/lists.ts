@@ -9,7 +9,7 @@
  * and are trained from the 4-bit codes already in memory (no exact vectors are read).
  */
 import type { Arena } from "./arena.ts";
-import { CHUNK_ROWS, CHUNK_SHIFT, type Layout } from "./layout.ts";
+import type { Layout } from "./layout.ts";
 import type { Centroids, Partition } from "./partition.ts";
 import { topIndices } from "./select.ts";
 import type { Kernels } from "./wasm/kernels.ts";
