@@ -136,6 +136,14 @@ export class Arena {
     }
   }
 
+  /** Bytes handed out and not given back (free blocks and kept runs subtracted). */
+  get usedBytes(): number {
+    let free = 0;
+    for (const [size, list] of this.free) free += size * list.length;
+    for (const [size, list] of this.wholeRuns) free += size * list.length;
+    return this.top - free;
+  }
+
   get byteLength(): number {
     return this.memory.buffer.byteLength;
   }

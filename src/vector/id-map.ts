@@ -1,8 +1,11 @@
 /**
  * rowId → (partition number, slot), open addressing with linear probing on typed arrays.
  * A JS Map<number, …> costs ~65 bytes per entry in Bun (65 MB per million rows); this costs
- * 16 bytes per bucket at ≤ 75 % load. Deletion shifts the following run back (no tombstones).
- * Keys are safe integers (SQLite rowids).
+ * 8 bytes per bucket at ≤ 75 % load (11–21 B a row): the key is not stored, `keyOf(part, slot)`
+ * reads it back from where the row lives (the partition's rowIds), so the owner must update the
+ * map whenever a row's slot changes and keep rowIds[slot] set while its entry points there.
+ * (Keys stored as f64 took another 8 B a bucket: 17–34 B a row.) Deletion shifts the following
+ * run back (no tombstones). Keys are safe integers (SQLite rowids).
  */
 const EMPTY = -1;
 
@@ -16,16 +19,17 @@ function hash(key: number): number {
 }
 
 export class IdMap {
-  private keys: Float64Array;
   private parts: Int32Array;
   private slots: Int32Array;
   private mask: number;
   size = 0;
 
-  constructor(initialCapacity = 1024) {
+  constructor(
+    private readonly keyOf: (part: number, slot: number) => number,
+    initialCapacity = 1024,
+  ) {
     let cap = 16;
     while (cap < initialCapacity) cap *= 2;
-    this.keys = new Float64Array(cap);
     this.parts = new Int32Array(cap).fill(EMPTY);
     this.slots = new Int32Array(cap);
     this.mask = cap - 1;
@@ -35,7 +39,7 @@ export class IdMap {
   find(key: number): number {
     for (let i = hash(key) & this.mask; ; i = (i + 1) & this.mask) {
       if (this.parts[i] === EMPTY) return -1;
-      if (this.keys[i] === key) return i;
+      if (this.keyOf(this.parts[i], this.slots[i]) === key) return i;
     }
   }
 
@@ -49,15 +53,14 @@ export class IdMap {
     this.slots[bucket] = slot;
   }
 
-  /** Inserts or overwrites. */
+  /** Inserts or overwrites; keyOf(part, slot) must already return `key`. */
   set(key: number, part: number, slot: number): void {
-    if ((this.size + 1) * 4 > this.keys.length * 3) this.rehash(this.keys.length * 2);
+    if ((this.size + 1) * 4 > this.parts.length * 3) this.rehash(this.parts.length * 2);
     let i = hash(key) & this.mask;
     for (; this.parts[i] !== EMPTY; i = (i + 1) & this.mask) {
-      if (this.keys[i] === key) break;
+      if (this.keyOf(this.parts[i], this.slots[i]) === key) break;
     }
     if (this.parts[i] === EMPTY) this.size++;
-    this.keys[i] = key;
     this.parts[i] = part;
     this.slots[i] = slot;
   }
@@ -67,10 +70,9 @@ export class IdMap {
     if (i < 0) return false;
     // Backward-shift: move later entries of the run into the hole when their home allows it.
     for (let j = (i + 1) & this.mask; this.parts[j] !== EMPTY; j = (j + 1) & this.mask) {
-      const home = hash(this.keys[j]) & this.mask;
+      const home = hash(this.keyOf(this.parts[j], this.slots[j])) & this.mask;
       // j may move to i if home is not cyclically within (i, j].
       if (((j - home) & this.mask) >= ((j - i) & this.mask)) {
-        this.keys[i] = this.keys[j];
         this.parts[i] = this.parts[j];
         this.slots[i] = this.slots[j];
         i = j;
@@ -82,16 +84,15 @@ export class IdMap {
   }
 
   private rehash(cap: number): void {
-    const { keys, parts, slots } = this;
-    this.keys = new Float64Array(cap);
+    const { parts, slots } = this;
     this.parts = new Int32Array(cap).fill(EMPTY);
     this.slots = new Int32Array(cap);
     this.mask = cap - 1;
     this.size = 0;
-    for (let i = 0; i < keys.length; i++) if (parts[i] !== EMPTY) this.set(keys[i], parts[i], slots[i]);
+    for (let i = 0; i < parts.length; i++) if (parts[i] !== EMPTY) this.set(this.keyOf(parts[i], slots[i]), parts[i], slots[i]);
   }
 
   get byteLength(): number {
-    return this.keys.byteLength + this.parts.byteLength + this.slots.byteLength;
+    return this.parts.byteLength + this.slots.byteLength;
   }
 }

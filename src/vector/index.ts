@@ -1,6 +1,6 @@
 /**
  * In-memory vector index for search: per-account partitions, filters applied before ranking,
- * a WebAssembly SIMD coarse scan over sign bits, 1-bit and 4-bit estimates, exact rescoring from
+ * a WebAssembly SIMD coarse scan over sign bits, 1-bit and 2-bit (or 4-bit) estimates, exact rescoring from
  * the caller's source vectors. search.ts has the stages; README.md the measurements behind them.
  */
 import type { VectorIndex, VectorIndexOptions, VectorSource } from "./types.ts";

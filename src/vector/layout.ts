@@ -14,12 +14,20 @@
  *   codes   padDim/8 bytes   sign bits of the rotated, centred vector
  *   factor  u16              |r|² / Σ|r_j| × FACTOR_SCALE: turns the 1-bit dot product into an
  *                            estimate of q·(x − c)
- * Side block, per row:
+ * Side block, per row, refineBits = 2 (the default: sign + 1 extra bit, RaBitQ "extended bits"):
+ *   refine  padDim/8 bytes   the extra bit of each dim (bit j&7 of byte j>>3, like the codes): the
+ *                            2-bit level u_j = 2·sign_j + extra_j (0..3) stands for (u_j − 1.5) — the
+ *                            sign half is the scan block's code, so it is not stored twice
+ *   scale   f32              |r|² / Σ r_j·(u_j − 1.5): turns Σ q_j·(u_j − 1.5) into an estimate of q·(x − c)
+ *   groupA  i32              dense collection id (per partition)
+ *   groupB  i32              dense video id (per partition)
+ * Side block, per row, refineBits = 4 (the layout before; sign stored again as the nibbles' top bit):
  *   refine  padDim/2 bytes   4-bit codes of the same vector; byte i of 16-byte group g holds
  *                            dim 32g+i in its low nibble and dim 32g+16+i in its high nibble
  *   scale   f32              step of the 4-bit codes
- *   groupA  i32              dense collection id (per partition)
- *   groupB  i32              dense video id (per partition)
+ *   groupA, groupB           as above
+ * Either way, list training and assignment (lists.ts) read rows as 4-bit nibbles in the refine
+ * layout of refineBits = 4: 2-bit rows are expanded (encode.ts nibblesOf) to 5·u_j.
  */
 
 export const CHUNK_ROWS = 128;
@@ -35,8 +43,14 @@ export const MAX_PAD_DIM = 2048;
  */
 export const FACTOR_SCALE = 2 ** 18;
 
+/** Bits per dim of the middle pass's codes: 2 = sign (scan block) + 1 extra bit; 4 = 4-bit nibbles. */
+export type RefineBits = 2 | 4;
+
 export interface Layout {
   dim: number;
+  refineBits: RefineBits;
+  /** Bytes of a row's codes as 4-bit nibbles (padDim/2): what list training reads (lists.ts). */
+  nibbleBytes: number;
   /** dim rounded up to a power of two ≥ 128 (the fast Hadamard transform needs a power of two). */
   padDim: number;
   codeBytes: number;
@@ -53,13 +67,15 @@ export interface Layout {
   sideBlockBytes: number;
 }
 
-export function makeLayout(dim: number): Layout {
+export function makeLayout(dim: number, refineBits: RefineBits = 2): Layout {
+  if (refineBits !== 2 && refineBits !== 4) throw new RangeError(`refineBits must be 2 or 4, got ${refineBits}`);
   if (!Number.isInteger(dim) || dim < 1) throw new RangeError(`dim must be a positive integer, got ${dim}`);
   let padDim = 128;
   while (padDim < dim) padDim *= 2;
   if (padDim > MAX_PAD_DIM) throw new RangeError(`dim ${dim} is above the supported ${MAX_PAD_DIM}`);
   const codeBytes = padDim / 8;
-  const refineBytes = padDim / 2;
+  const nibbleBytes = padDim / 2;
+  const refineBytes = refineBits === 4 ? nibbleBytes : padDim / 8;
   const R = CHUNK_ROWS;
   const offCodes = 0;
   const offFactor = R * codeBytes;
@@ -70,7 +86,7 @@ export function makeLayout(dim: number): Layout {
   const offGroupB = offGroupA + R * 4;
   const sideBlockBytes = offGroupB + R * 4;
   return {
-    dim, padDim, codeBytes, refineBytes,
+    dim, refineBits, nibbleBytes, padDim, codeBytes, refineBytes,
     offCodes, offFactor, scanBlockBytes,
     offRefine, offScale, offGroupA, offGroupB, sideBlockBytes,
   };

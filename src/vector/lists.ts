@@ -9,7 +9,7 @@
  * and are trained from the 4-bit codes already in memory (no exact vectors are read).
  */
 import type { Arena } from "./arena.ts";
-import { CHUNK_ROWS, CHUNK_SHIFT, type Layout } from "./layout.ts";
+import type { Layout } from "./layout.ts";
 import type { Centroids, Partition } from "./partition.ts";
 import { topIndices } from "./select.ts";
 import type { Kernels } from "./wasm/kernels.ts";
@@ -189,16 +189,19 @@ function* kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Arr
  * sample split into fine centroids in proportion to its size. Fine centroids are stored group by
  * group, so a group's children are one contiguous range (groupStart).
  *
- * A generator (see kmeans): the partition may change between its steps, so the sample's 4-bit
- * codes are first copied into a run of their own (S × 256 B: 16 MiB for 2 048 lists), which is
+ * A generator (see kmeans): the partition may change between its steps, so the sample's codes
+ * are first copied, as 4-bit nibbles (`nibblesOf`: copied, or expanded from 2-bit codes), into a
+ * run of their own (S × 256 B: 16 MiB for 2 048 lists), which is
  * given back when it ends or is abandoned (return()). The centroids' run belongs to the caller
  * once returned.
  */
-export function* trainCentroids(L: Layout, a: Arena, K: Kernels, p: Partition, count: number): Generator<void, Centroids> {
+export function* trainCentroids(
+  L: Layout, a: Arena, K: Kernels, p: Partition, count: number, nibblesOf: (slot: number, dst: number) => void,
+): Generator<void, Centroids> {
   const d = L.padDim;
   const n0 = p.n;
   const S = Math.min(p.n, Math.max(2 * count, SAMPLE_PER_LIST * count));
-  const sampleRun = a.allocRun(S * L.refineBytes);
+  const sampleRun = a.allocRun(S * L.nibbleBytes);
   let run: { off: number; bytes: number } | null = null;
   let done = false;
   try {
@@ -212,9 +215,8 @@ export function* trainCentroids(L: Layout, a: Arena, K: Kernels, p: Partition, c
         for (let pos = 0; pos < l.n && i < S; pos++, seen++) {
           if (seen < next) continue;
           const slot = p.slotOf(l, pos);
-          const from = p.sideBlocks[slot >> CHUNK_SHIFT] + L.offRefine + (slot & (CHUNK_ROWS - 1)) * L.refineBytes;
-          ptr[i] = sampleRun.off + i * L.refineBytes;
-          a.views().u8.copyWithin(ptr[i], from, from + L.refineBytes);
+          ptr[i] = sampleRun.off + i * L.nibbleBytes;
+          nibblesOf(slot, ptr[i]);
           decodeAt(L, a, ptr[i], X, i * d);
           i++;
           next = Math.floor(i * every);

@@ -116,13 +116,19 @@ export function thresholdFor(u32: Uint32Array, hist: number, padDim: number, wan
  * 30 000 / 40 000 / 50 000, and with coarse 50 000, middle at 4 % / 6 % / 10 % of it gave
  * 0.94 / 0.96 / 0.98. bench/vector-bench.ts reproduces the sweep.
  */
-export function stageSizes(allowed: number, k: number, candidates?: number, probed = false): { coarse: number; middle: number; rescore: number } {
+export function stageSizes(
+  allowed: number, k: number, candidates?: number, probed = false, rescore?: number, rescoreMin = RESCORE_MIN, rescoreShare = 0,
+): { coarse: number; middle: number; rescore: number } {
   const fraction = probed ? PROBED_COARSE_FRACTION : COARSE_FRACTION;
   const coarse = Math.min(allowed, Math.max(1, Math.floor(candidates ?? clamp(Math.ceil(allowed * fraction), COARSE_MIN, COARSE_MAX))));
-  const estimateWanted = Math.max(RESCORE_MIN, RESCORE_PER_K * k);
+  const estimateWanted = Math.max(rescoreMin, RESCORE_PER_K * k);
   const middle = Math.min(coarse, Math.max(estimateWanted, MIDDLE_MIN, Math.ceil(coarse * MIDDLE_FRACTION)));
-  const rescoreWanted = Math.max(RESCORE_MIN, Math.min(estimateWanted, k + RESCORE_MARGIN));
-  return { coarse, middle, rescore: Math.min(middle, rescoreWanted) };
+  const rescoreWanted = rescore !== undefined
+    ? Math.max(k, Math.floor(rescore))
+    : Math.max(rescoreMin, Math.ceil(middle * rescoreShare), Math.min(estimateWanted, k + RESCORE_MARGIN));
+  // A caller's larger `rescore` also widens the middle pass, so there are that many to rescore.
+  const mid = Math.max(middle, Math.min(coarse, rescoreWanted));
+  return { coarse, middle: mid, rescore: Math.min(mid, rescoreWanted) };
 }
 
 function clamp(x: number, lo: number, hi: number): number {

@@ -29,7 +29,8 @@ const MAX_EXTENT = 64;
 const STEP_ROWS = 256;
 
 export class RowStore {
-  private readonly ids = new IdMap();
+  /** rowId → (partition, slot); keys are read back from the partitions' rowIds. */
+  private readonly ids = new IdMap((part, slot) => this.partById[part]!.rowIds[slot]);
   private readonly partitions = new Map<string, Partition>();
   private readonly partById: (Partition | undefined)[] = [];
   private readonly freePartIds: number[] = [];
@@ -42,6 +43,8 @@ export class RowStore {
   /** One chunk's scan + side blocks where rows of a trained partition are encoded before their list is known. */
   private readonly stageScan: number;
   private readonly stageSide: number;
+  /** One row's codes as 4-bit nibbles (list assignment and scoring read rows that way; lists.ts). */
+  private readonly nibbleAt: number;
 
   constructor(
     readonly layout: Layout,
@@ -54,6 +57,7 @@ export class RowStore {
   ) {
     this.stageScan = arena.allocBlock(layout.scanBlockBytes);
     this.stageSide = arena.allocBlock(layout.sideBlockBytes);
+    this.nibbleAt = arena.allocRun(layout.nibbleBytes).off;
     if (center) {
       if (center.length !== layout.dim) throw new RangeError(`center has ${center.length} dims, expected ${layout.dim}`);
       this.centerValue = Float32Array.from(center);
@@ -81,6 +85,22 @@ export class RowStore {
     }
     if (this.centerSample) bytes += this.centerSample.size * this.layout.dim * 4;
     return bytes;
+  }
+
+  /** Where the bytes go (benches): live chunks' blocks, reserved scan blocks, row slots vs rows. */
+  get breakdown(): { rows: number; chunks: number; stashBlocks: number; scanBytes: number; sideBytes: number; idMapBytes: number; rowIdBytes: number } {
+    let chunks = 0, stash = 0, rowIdBytes = 0;
+    for (const p of this.partitions.values()) {
+      for (const b of p.scanBlocks) if (b >= 0) chunks++;
+      for (const l of p.lists) stash += l.scanStash.length;
+      rowIdBytes += p.rowIds.byteLength;
+    }
+    const L = this.layout;
+    return {
+      rows: this.size, chunks, stashBlocks: stash,
+      scanBytes: chunks * L.scanBlockBytes, sideBytes: chunks * L.sideBlockBytes,
+      idMapBytes: this.ids.byteLength, rowIdBytes,
+    };
   }
 
   partition(name: string): Partition | undefined {
@@ -146,15 +166,16 @@ export class RowStore {
   private *retrain(p: Partition): Generator<void, void> {
     const L = this.layout, a = this.arena;
     const count = this.policy.lists > 0 ? this.policy.lists : listsFor(p.n);
-    const cent = yield* trainCentroids(L, a, this.kernels, p, Math.max(2, Math.min(count, p.n >> 4)));
+    const cent = yield* trainCentroids(L, a, this.kernels, p, Math.max(2, Math.min(count, p.n >> 4)), (slot, dst) =>
+      this.encoder.nibblesOf(a.views().u8, p.scanBlocks[slot >> CHUNK_SHIFT], p.sideBlocks[slot >> CHUNK_SHIFT], slot & (CHUNK_ROWS - 1), dst),
+    );
     // Each row's new list, by rowId (rows may move or go between steps; searches still probe the old lists).
     const members: number[][] = Array.from({ length: cent.count }, () => []);
     let steps = 0;
     for (let k = 0; k < p.lists.length; k++) {
       for (let pos = 0; pos < p.lists[k].n; pos++) {
         const l = p.lists[k], slot = p.slotOf(l, pos);
-        const at = p.sideBlocks[slot >> CHUNK_SHIFT] + L.offRefine + (slot & (CHUNK_ROWS - 1)) * L.refineBytes;
-        members[nearestList(L, a.views(), this.kernels, cent, at)].push(p.rowIds[slot]);
+        members[nearestList(L, a.views(), this.kernels, cent, this.nibbles(p, slot))].push(p.rowIds[slot]);
         if (++steps % STEP_ROWS === 0) yield;
       }
     }
@@ -196,8 +217,7 @@ export class RowStore {
       const l = p.lists[k];
       while (l.n > 0) {
         const slot = p.slotOf(l, l.n - 1);
-        const at = p.sideBlocks[slot >> CHUNK_SHIFT] + L.offRefine + (slot & (CHUNK_ROWS - 1)) * L.refineBytes;
-        this.moveRow(p, slot, base + nearestList(L, a.views(), this.kernels, cent, at));
+        this.moveRow(p, slot, base + nearestList(L, a.views(), this.kernels, cent, this.nibbles(p, slot)));
         if (++steps % STEP_ROWS === 0) {
           this.mutations++;
           yield;
@@ -261,12 +281,19 @@ export class RowStore {
 
   /**
    * Scores of every list of a trained partition for a query: the query is encoded like a row
-   * (normalised, rotated, centred, 4-bit) into the staging chunk's row 1 and dotted with the
+   * (normalised, rotated, centred, 4-bit whatever the layout's refineBits) into the nibble scratch and dotted with the
    * fine centroids in WebAssembly (~40 ns a list).
    */
   listScores(p: Partition, query: Float32Array, out: Float32Array): void {
-    this.encoder.encodeRow(query, this.arena.views(), this.stageScan, this.stageSide, 1);
-    listScores(this.arena, this.kernels, p.centroids!, this.stageSide + this.layout.offRefine + this.layout.refineBytes, out);
+    this.encoder.encodeNibbles(query, this.arena.views().u8, this.nibbleAt);
+    listScores(this.arena, this.kernels, p.centroids!, this.nibbleAt, out);
+  }
+
+  /** The row at `slot` as 4-bit nibbles (what list assignment reads) in the scratch at nibbleAt; returns nibbleAt. */
+  private nibbles(p: Partition, slot: number): number {
+    const c = slot >> CHUNK_SHIFT;
+    this.encoder.nibblesOf(this.arena.views().u8, p.scanBlocks[c], p.sideBlocks[c], slot & (CHUNK_ROWS - 1), this.nibbleAt);
+    return this.nibbleAt;
   }
 
   /**
@@ -340,9 +367,10 @@ export class RowStore {
     // During a retrain's move (p.target) rows go to the new lists.
     const cent = p.target?.cent ?? p.centroids;
     if (cent) {
-      // Encoded first into the staging chunk: its 4-bit codes pick the list.
+      // Encoded first into the staging chunk: its codes (as nibbles) pick the list.
       this.encoder.encodeRow(row.vector, a.views(), this.stageScan, this.stageSide, 0);
-      li = (p.target?.base ?? 0) + nearestList(L, a, this.kernels, cent, this.stageSide + L.offRefine);
+      this.encoder.nibblesOf(a.u8, this.stageScan, this.stageSide, 0, this.nibbleAt);
+      li = (p.target?.base ?? 0) + nearestList(L, a, this.kernels, cent, this.nibbleAt);
     }
     const l = p.lists[li];
     if (l.n === l.chunks.length * CHUNK_ROWS) this.appendChunk(p, li);

@@ -55,6 +55,9 @@ export class Searcher {
     private readonly encoder: Encoder,
     private readonly source: VectorSource,
     private readonly exactBelow: number,
+    /** Fewest rows rescored exactly, and that share of the middle stage's rows (stageSizes; VectorIndexOptions.rescoreMin). */
+    private readonly rescoreMin: number,
+    private readonly rescoreShare: number,
   ) {
     this.query = encoder.newPreparedQuery();
     this.unit = new Float32Array(rows.layout.dim);
@@ -140,7 +143,7 @@ export class Searcher {
     const tableRows = sel.tableRows;
 
     // Scratch for this query (sizes are upper bounds; the allowed count is known only later).
-    const caps = stageSizes(tableRows, k, opts.candidates, sel.probed);
+    const caps = stageSizes(tableRows, k, opts.candidates, sel.probed, opts.rescore, this.rescoreMin, this.rescoreShare);
     const bufferCap = Math.max(Math.min(tableRows, CANDIDATE_BUFFER * caps.coarse), this.exactBelow + 1);
     const nChunks = chunks.length, rows = nChunks * CHUNK_ROWS;
     const lay = carve({
@@ -212,7 +215,7 @@ export class Searcher {
     }
 
     stats.path = "approx";
-    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates, sel.probed);
+    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates, sel.probed, opts.rescore, this.rescoreMin, this.rescoreShare);
     // Unfiltered queries skip the mask: rows past the end of a list (tails of last chunks) may
     // then pass too, so the buffer has room for them; they are dropped after the scan.
     const cap = Math.min(bufferCap, allowed) + (useMask ? 0 : rows - tableRows);
@@ -222,7 +225,8 @@ export class Searcher {
     let t = performance.now();
     a.u8.set(q.code, at("code"));
     a.u8.set(q.planes, at("planes"));
-    a.i16.set(q.q16, at("q16") / 2);
+    if (L.refineBits === 4) a.i16.set(q.q16, at("q16") / 2);
+    else a.u8.set(new Uint8Array(q.q8.buffer, q.q8.byteOffset, q.q8.length), at("q16"));
     a.u8.set(this.compact, at("compact"));
     const hist = at("hist") / 4;
     const scanCandidates = useMask ? K.scanMasked : K.scanAll;
@@ -302,7 +306,7 @@ export class Searcher {
     const slots1 = a.i32.subarray(at("candSlots") / 4);
     const slots2 = a.i32.subarray(at("slots2") / 4);
     for (let i = 0; i < n2; i++) slots2[i] = slots1[idx[i]];
-    K.refine(at("slots2"), n2, at("sideTable"), at("q16"), q.invScale, q.offset, at("est2"));
+    K.refine(at("slots2"), n2, at("codeTable"), at("sideTable"), at("q16"), q.invScale, q.offset, at("est2"));
     const n3 = topIndices(a.f32.subarray(at("est2") / 4), n2, rescore, idx, work);
     const finalSlots = new Int32Array(n3);
     for (let i = 0; i < n3; i++) finalSlots[i] = toSlot(slots2[idx[i]]);

@@ -47,6 +47,11 @@ export interface SearchOptions {
    */
   candidates?: number;
   /**
+   * Rows rescored exactly from the source (each one a vector read). Default max(64, min(4k,
+   * k + 256)); more buys recall back from the middle pass's estimate at ~2.5 µs a row from SQLite.
+   */
+  rescore?: number;
+  /**
    * Share of the allowed rows read in a partition split into inverted lists (the lists nearest
    * the query first, at least 4 096 rows): the second recall/latency knob. Default 1: every row
    * (the flat scan), which text-like queries need; image-like queries (a frame, similar frames)
@@ -106,6 +111,20 @@ export interface VectorIndexOptions {
    * source vectors (100 % recall). Default 1 024.
    */
   exactBelow?: number;
+  /**
+   * Bits per dim of the middle pass (between the 1-bit scan and the exact rescoring): 2 (default)
+   * = the scan's sign bit + 1 extra bit stored beside it, 76 B a row for 512 dims besides the
+   * 66 B scan block; 4 = 4-bit codes that repeat the sign, 268 B a row (the layout before issue
+   * 14's RAM ask). See src/vector/README.md for their recall and latency.
+   */
+  refineBits?: 2 | 4;
+  /**
+   * Fewest rows a search rescores exactly from the source (each an exact vector read, ~2.5 µs
+   * from SQLite); per search max(rescoreMin, min(4k, k + 256)) unless `SearchOptions.rescore`
+   * says otherwise. Default 64 for refineBits 4; for 2, 128 and also 1/16 of the rows the middle
+   * pass ranks (250 on a flat scan of 1 M rows) unless rescoreMin is given (src/vector/README.md).
+   */
+  rescoreMin?: number;
   /** Seed of the random rotation (codes are only comparable under the same seed). */
   seed?: number;
   /**

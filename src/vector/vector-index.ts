@@ -12,6 +12,17 @@ import { Searcher } from "./search.ts";
 import type { SearchOptions, SearchResult, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
 import { instantiateKernels } from "./wasm/kernels.ts";
 
+/**
+ * Rows rescored with the 2-bit layout: its middle-pass estimate is coarser than the 4-bit one, so
+ * more rows are rescored exactly, and more the more rows the middle stage ranks: at least 128 and
+ * 1/16 of the middle stage (a flat scan of 1 M rows ranks 4 000 → 250 rescored; 100 k rows or a
+ * probe rank ~1 024 → 128). Measured (bench/vector-ram-bench.ts, text-like queries): at 1 M
+ * recall@10 0.941 / 0.967 with 128 / 256 rescored, at 100 k 0.952 / 0.975 with 64 / 128;
+ * image-like probes gained nothing past 64. The 4-bit layout keeps 64 and no share.
+ */
+const RESCORE_MIN_2BIT = 128;
+const RESCORE_SHARE_2BIT = 1 / 16;
+
 export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
   readonly dim: number;
   private readonly arena: Arena;
@@ -19,7 +30,7 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
   private readonly searcher: Searcher;
 
   constructor(opts: VectorIndexOptions) {
-    const layout = makeLayout(opts.dim);
+    const layout = makeLayout(opts.dim, opts.refineBits ?? 2);
     this.dim = opts.dim;
     this.arena = new Arena([layout.sideBlockBytes, layout.scanBlockBytes]);
     const kernels = instantiateKernels(layout, this.arena.memory);
@@ -31,7 +42,10 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
     };
     this.rows = new RowStore(layout, this.arena, encoder, kernels, opts.center, Math.max(1, Math.floor(opts.centerSample ?? 1024)), policy);
     const exactBelow = Math.max(0, Math.floor(opts.exactBelow ?? 1024));
-    this.searcher = new Searcher(this.rows, this.arena, kernels, encoder, opts.source, exactBelow);
+    const two = layout.refineBits === 2;
+    const rescoreMin = Math.max(1, Math.floor(opts.rescoreMin ?? (two ? RESCORE_MIN_2BIT : 64)));
+    const rescoreShare = opts.rescoreMin !== undefined || !two ? 0 : RESCORE_SHARE_2BIT;
+    this.searcher = new Searcher(this.rows, this.arena, kernels, encoder, opts.source, exactBelow, rescoreMin, rescoreShare);
   }
 
   get size(): number {
@@ -44,6 +58,11 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
 
   get memoryBytes(): number {
     return this.arena.byteLength + this.rows.jsBytes + this.searcher.jsBytes;
+  }
+
+  /** Memory accounting for benches: arena bytes in use and allocated, JS-side bytes, and rows.breakdown. */
+  get memoryStats() {
+    return { arenaUsed: this.arena.usedBytes, arenaBytes: this.arena.byteLength, jsBytes: this.rows.jsBytes + this.searcher.jsBytes, ...this.rows.breakdown };
   }
 
   has(rowId: number): boolean {

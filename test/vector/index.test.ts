@@ -88,15 +88,31 @@ describe("raising k for the same query", () => {
     expect(got[0]).toEqual({ rowId: 999_999, score: expect.closeTo(1, 5) });
   });
 
-  it("rescores 4k rows for small k and k + 256 for large k", () => {
+  it("rescores max(rescoreMin, 4k) rows for small k and k + 256 for large k", () => {
     const q = Q.subarray(0, dim);
-    const sizes = [10, 128, 512].map((k) => {
+    const sizes = (opts: { rescore?: number } = {}) => [10, 128, 512].map((k) => {
       const st = newStats();
-      bigIndex.search(q, { partition: "acct", k, stats: st });
+      bigIndex.search(q, { partition: "acct", k, stats: st, ...opts });
       return [st.rescored, st.middle];
     });
-    expect(sizes.map(([r]) => r)).toEqual([64, 384, 768]);
-    expect(sizes[2][1]).toBeGreaterThanOrEqual(4 * 512); // the 4-bit stage still keeps 4k
+    const def = sizes();
+    // rescoreMin defaults to 128 with the 2-bit middle pass (64 with refineBits 4), and 1/16 of the middle stage (1 024 rows here).
+    expect(def.map(([r]) => r)).toEqual([128, 384, 768]);
+    expect(def[2][1]).toBeGreaterThanOrEqual(4 * 512); // the middle stage still keeps 4k
+    // A caller's `rescore` wins (at least k), and widens the middle stage when it must.
+    expect(sizes({ rescore: 3000 }).map(([r]) => r)).toEqual([3000, 3000, 3000]);
+    expect(sizes({ rescore: 1 }).map(([r]) => r)).toEqual([10, 128, 512]);
+  });
+
+  it("rescoreMin sets the fewest rows rescored (refineBits 4 keeps 64)", () => {
+    const st = newStats();
+    const small4k = generateDataset({ n: 4000, dim, kind: "clustered", seed: 12 });
+    const four = indexOf(small4k, { refineBits: 4 }).index;
+    four.search(Q.subarray(0, dim), { partition: "acct", k: 10, stats: st });
+    expect(st.rescored).toBe(64);
+    const more = indexOf(small4k, { rescoreMin: 200 }).index;
+    more.search(Q.subarray(0, dim), { partition: "acct", k: 10, stats: st });
+    expect(st.rescored).toBe(200);
   });
 });
 

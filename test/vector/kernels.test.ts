@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { prng } from "../../bench/lib/synthetic.ts";
 import { Arena } from "../../src/vector/arena.ts";
+import { qvecOrder2 } from "../../src/vector/encode.ts";
 import { CHUNK_ROWS, makeLayout, MASKED, type Layout } from "../../src/vector/layout.ts";
 import { sleb, uleb } from "../../src/vector/wasm/asm.ts";
 import { compactionTable, instantiateKernels, kernelModuleBytes, type Kernels } from "../../src/vector/wasm/kernels.ts";
@@ -26,8 +27,8 @@ interface Rig {
   scratch: number;
 }
 
-function rig(dim: number, nChunks: number, seed: number): Rig {
-  const L = makeLayout(dim);
+function rig(dim: number, nChunks: number, seed: number, refineBits: 2 | 4 = 2): Rig {
+  const L = makeLayout(dim, refineBits);
   const a = new Arena([L.sideBlockBytes, L.scanBlockBytes]);
   const K = instantiateKernels(L, a.memory);
   const r = prng(seed);
@@ -58,6 +59,7 @@ describe("assembler encodings", () => {
 
   it.each([128, 200, 512, 768, 2048])("produces a module the engine validates (dim %i)", (dim) => {
     expect(WebAssembly.validate(kernelModuleBytes(makeLayout(dim)))).toBe(true);
+    expect(WebAssembly.validate(kernelModuleBytes(makeLayout(dim, 4)))).toBe(true);
   });
 });
 
@@ -125,13 +127,15 @@ describe.each([512, 200])("scan kernel, dim %i", (dim) => {
   });
 });
 
-describe("the other kernels", () => {
+describe.each([4, 2] as const)("the other kernels, refineBits %i", (refineBits) => {
   const dim = 512, nChunks = 3;
-  const { L, a, K, rand, sideBlocks, scratch } = rig(dim, nChunks, 99);
+  const { L, a, K, rand, sideBlocks, scanBlocks, scratch } = rig(dim, nChunks, 99, refineBits);
   const rows = nChunks * CHUNK_ROWS;
   const sideTable = scratch, arr = sideTable + 64, out = arr + rows * 2, hist = out + rows * 4;
   const q16 = hist + 65536 * 4, slots = q16 + L.padDim * 2, est = slots + rows * 4, tabs = est + rows * 4;
+  const codeTable = tabs + 65536;
   a.i32.set(sideBlocks, sideTable / 4);
+  a.i32.set(scanBlocks, codeTable / 4);
   const side = (slot: number) => sideBlocks[slot >> 7];
 
   it("histogram counts u16 values", () => {
@@ -153,7 +157,7 @@ describe("the other kernels", () => {
     expect(K.collect(arr, rows, 0, 0, out, rows)).toBe(zeros.length);
   });
 
-  it("refine equals the 4-bit dot product computed in JS", () => {
+  it.runIf(refineBits === 4)("refine equals the 4-bit dot product computed in JS", () => {
     const picks = Array.from({ length: 40 }, () => (rand() * rows) | 0);
     for (const s of picks) {
       for (let i = 0; i < L.refineBytes; i++) a.u8[side(s) + L.offRefine + (s & 127) * L.refineBytes + i] = (rand() * 256) | 0;
@@ -162,7 +166,7 @@ describe("the other kernels", () => {
     for (let j = 0; j < L.padDim; j++) a.i16[q16 / 2 + j] = Math.round((rand() * 2 - 1) * 32767);
     a.i32.set(picks, slots / 4);
     const invScale = 1 / 12345, offset = 0.75;
-    K.refine(slots, picks.length, sideTable, q16, invScale, offset, est);
+    K.refine(slots, picks.length, codeTable, sideTable, q16, invScale, offset, est);
     picks.forEach((s, i) => {
       const base = side(s) + L.offRefine + (s & 127) * L.refineBytes;
       let S = 0;
@@ -177,7 +181,32 @@ describe("the other kernels", () => {
     });
   });
 
-  it("dots4 equals the 4-bit codes dotted with each i16 centroid, computed in JS", () => {
+  it.runIf(refineBits === 2)("refine (2 bits) equals Σ q·(2·sign + extra) computed in JS, sign bits from the scan block", () => {
+    const picks = Array.from({ length: 40 }, () => (rand() * rows) | 0);
+    for (const s of picks) {
+      for (let i = 0; i < L.refineBytes; i++) a.u8[side(s) + L.offRefine + (s & 127) * L.refineBytes + i] = (rand() * 256) | 0;
+      a.f32[(side(s) + L.offScale) / 4 + (s & 127)] = 0.001 + rand() * 0.01;
+    }
+    // Extreme query values included: i16 lane sums must not overflow.
+    const q = Array.from({ length: L.padDim }, (_, j) => (j % 7 === 0 ? (j % 2 ? 127 : -127) : Math.round((rand() * 2 - 1) * 127)));
+    q.forEach((v, j) => (a.u8[q16 + qvecOrder2(L.padDim, j)] = v & 0xff));
+    a.i32.set(picks, slots / 4);
+    const invScale = 1 / 123, offset = 0.75;
+    K.refine(slots, picks.length, codeTable, sideTable, q16, invScale, offset, est);
+    picks.forEach((s, i) => {
+      const code = scanBlocks[s >> 7] + L.offCodes + (s & 127) * L.codeBytes;
+      const ext = side(s) + L.offRefine + (s & 127) * L.refineBytes;
+      let S = 0;
+      for (let j = 0; j < L.padDim; j++) {
+        const u = 2 * ((a.u8[code + (j >> 3)] >> (j & 7)) & 1) + ((a.u8[ext + (j >> 3)] >> (j & 7)) & 1);
+        S += q[j] * u;
+      }
+      const want = a.f32[(side(s) + L.offScale) / 4 + (s & 127)] * (S * invScale - offset);
+      expect(a.f32[est / 4 + i]).toBeCloseTo(want, 4);
+    });
+  });
+
+  it.runIf(refineBits === 4)("dots4 equals the 4-bit codes dotted with each i16 centroid, computed in JS", () => {
     const s = 5, C = 7;
     const rp = side(s) + L.offRefine + (s & 127) * L.refineBytes;
     for (let i = 0; i < L.refineBytes; i++) a.u8[rp + i] = (rand() * 256) | 0;

@@ -7,8 +7,11 @@ import { bestK, kthLargest, topIndices } from "../../src/vector/select.ts";
 
 describe("IdMap", () => {
   it("agrees with a Map through random inserts, overwrites and deletes (incl. rehash)", () => {
-    const m = new IdMap(16);
+    // Where the rows "live": each set gets a fresh (part, slot) whose key keyOf reads back.
+    const home = new Map<number, number>();
+    const m = new IdMap((p, s) => home.get(p * 100_000 + s)!, 16);
     const ref = new Map<number, [number, number]>();
+    let next = 0;
     const r = prng(5);
     let mismatches = 0;
     for (let step = 0; step < 60_000; step++) {
@@ -16,7 +19,9 @@ describe("IdMap", () => {
       const key = r() % 7 === 0 ? 2 ** 52 + (r() % 500) : r() % 5000;
       const op = r() % 3;
       if (op < 2) {
-        const v: [number, number] = [r() % 100, r() % 100000];
+        const v: [number, number] = [next % 100, Math.floor(next / 100)];
+        next++;
+        home.set(v[0] * 100_000 + v[1], key);
         m.set(key, v[0], v[1]);
         ref.set(key, v);
       } else if (m.delete(key) !== ref.delete(key)) {

@@ -9,8 +9,9 @@ import { exactTopK, indexOf, recallAt, row } from "./helpers.ts";
 
 const dim = 512;
 const ds = generateDataset({ n: 12_000, dim, kind: "clustered", seed: 51, collections: 4 });
-// ~1.5 MB per segment: about 3 000 rows each.
-const { index } = indexOf(ds, { segmentBytes: 1_500_000 });
+// ~1.5 MB per segment: about 3 000 rows each of the 4-bit layout (segmentBytes has a 1 MiB floor;
+// 2-bit rows are ~2.3× smaller, so these few thousand rows would fit in one segment).
+const { index } = indexOf(ds, { segmentBytes: 1_500_000, refineBits: 4 });
 const q = (Q: Float32Array, i: number) => Q.subarray(i * dim, (i + 1) * dim);
 
 describe("segments (more than one WebAssembly memory)", () => {
@@ -53,7 +54,7 @@ describe("segments (more than one WebAssembly memory)", () => {
   it("remove and replace find the row in whichever segment holds it", () => {
     const d2 = generateDataset({ n: 6000, dim, kind: "clustered", seed: 54 });
     const source = createMemoryVectorSource();
-    const idx = createVectorIndex({ dim, source, segmentBytes: 1_200_000 });
+    const idx = createVectorIndex({ dim, source, segmentBytes: 1_200_000, refineBits: 4 });
     const rows = Array.from({ length: d2.n }, (_, i) => {
       source.set(i, row(d2, i));
       return { rowId: i, vector: row(d2, i), partition: "p", groupA: 0, groupB: d2.video[i] };

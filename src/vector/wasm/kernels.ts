@@ -239,14 +239,14 @@ function dot4(f: Fn, L: Layout, codes: number, vec: number, nib: number): void {
 }
 
 /**
- * refine(slots, n, sideTable, q16, invScale, offset, out): out[i] = scale · (Σ_j q16_j·u_j ·
+ * refine(slots, n, codeTable, sideTable, q16, invScale, offset, out) (refineBits 4; codeTable unused): out[i] = scale · (Σ_j q16_j·u_j ·
  * invScale − offset) for slot slots[i], u_j its 4-bit code of dim j (0..15, level (u − 7.5)·scale)
  * and q16 the rotated query quantised to i16 (offset = 7.5·Σq). Nibbles are widened to i16 and
  * multiplied with i32x4.dot_i16x8_s; the sum fits i32 for padDim ≤ 2048.
  */
 function refine(L: Layout): Fn {
-  const f = new Fn("refine", ["i32", "i32", "i32", "i32", "f32", "f32", "i32"], []);
-  const [slots, n, sideTable, q16, invScale, offset, out] = [0, 1, 2, 3, 4, 5, 6];
+  const f = new Fn("refine", ["i32", "i32", "i32", "i32", "i32", "f32", "f32", "i32"], []);
+  const [slots, n, , sideTable, q16, invScale, offset, out] = [0, 1, 2, 3, 4, 5, 6, 7];
   const slot = f.local("i32"), base = f.local("i32"), rp = f.local("i32"), row = f.local("i32");
   const nib = f.local("v128");
   f.i32(0x0f).simd(Simd.i8x16_splat).set(nib);
@@ -258,6 +258,64 @@ function refine(L: Layout): Fn {
   f.get(base).get(row).i32(L.refineBytes).op(Op.i32_mul).op(Op.i32_add).i32(L.offRefine).op(Op.i32_add).set(rp);
   f.get(out);
   dot4(f, L, rp, q16, nib);
+  f.op(Op.f32_convert_i32_s).get(invScale).op(Op.f32_mul).get(offset).op(Op.f32_sub);
+  f.get(base).get(row).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.f32_load, L.offScale, 2).op(Op.f32_mul);
+  f.mem(Op.f32_store, 0, 2);
+  f.get(slots).i32(4).op(Op.i32_add).set(slots);
+  f.get(out).i32(4).op(Op.i32_add).set(out);
+  f.get(n).i32(1).op(Op.i32_sub).set(n);
+  f.br(0).end().end();
+  return f;
+}
+
+/**
+ * refine (refineBits 2), same call as the 4-bit one: out[i] = scale · (Σ_j q8_j·u_j · invScale −
+ * offset) for slot slots[i], u_j = 2·sign_j + extra_j (sign bits from the scan block through
+ * codeTable, extra bits from the side block; offset = 1.5·Σq) and q8 the rotated query quantised
+ * to i8 in qvecOrder2 order. Per 16 code bytes and bit k, one AND + compare turns the bytes into
+ * 0 / −1 lanes for 16 dims, which select those dims' q8 (AND); selections are summed pairwise into
+ * i16 lanes (≤ 254 per add, 8·padDim/128 adds per lane: fits for padDim ≤ 2048), sign and extra
+ * planes apart, and combined as 2·Σsign + Σextra at the end.
+ */
+function refine2(L: Layout): Fn {
+  const f = new Fn("refine", ["i32", "i32", "i32", "i32", "i32", "f32", "f32", "i32"], []);
+  const [slots, n, codeTable, sideTable, q8, invScale, offset, out] = [0, 1, 2, 3, 4, 5, 6, 7];
+  const slot = f.local("i32"), base = f.local("i32"), sp = f.local("i32"), ep = f.local("i32"), row = f.local("i32");
+  const accS = f.local("v128"), accE = f.local("v128"), vs = f.local("v128"), ve = f.local("v128"), qk = f.local("v128");
+  const bit = Array.from({ length: 8 }, () => f.local("v128"));
+  for (let k = 0; k < 8; k++) f.i32(1 << k).simd(Simd.i8x16_splat).set(bit[k]);
+  const W = L.codeBytes / 16;
+  const hsum = (acc: number) => {
+    f.get(acc).simd(Simd.i32x4_extadd_pairwise_i16x8_s).set(acc);
+    f.get(acc).lane(Simd.i32x4_extract_lane, 0).get(acc).lane(Simd.i32x4_extract_lane, 1).op(Op.i32_add);
+    f.get(acc).lane(Simd.i32x4_extract_lane, 2).get(acc).lane(Simd.i32x4_extract_lane, 3).op(Op.i32_add).op(Op.i32_add);
+  };
+  f.block().loop();
+  f.get(n).op(Op.i32_eqz).brIf(1);
+  f.get(slots).mem(Op.i32_load, 0, 2).set(slot);
+  f.get(slot).i32(CHUNK_ROWS - 1).op(Op.i32_and).set(row);
+  f.get(codeTable).get(slot).i32(CHUNK_SHIFT).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2);
+  f.get(row).i32(L.codeBytes).op(Op.i32_mul).op(Op.i32_add).i32(L.offCodes).op(Op.i32_add).set(sp);
+  f.get(sideTable).get(slot).i32(CHUNK_SHIFT).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).set(base);
+  f.get(base).get(row).i32(L.refineBytes).op(Op.i32_mul).op(Op.i32_add).i32(L.offRefine).op(Op.i32_add).set(ep);
+  f.i32(0).simd(Simd.i32x4_splat).tee(accS).set(accE);
+  for (let w = 0; w < W; w++) {
+    f.get(sp).vmem(Simd.v128_load, 16 * w).set(vs);
+    f.get(ep).vmem(Simd.v128_load, 16 * w).set(ve);
+    for (let k = 0; k < 8; k++) {
+      f.get(q8).vmem(Simd.v128_load, (w * 8 + k) * 16).set(qk);
+      for (const [v, acc] of [[vs, accS], [ve, accE]]) {
+        f.get(acc);
+        f.get(v).get(bit[k]).simd(Simd.v128_and).get(bit[k]).simd(Simd.i8x16_eq).get(qk).simd(Simd.v128_and);
+        f.simd(Simd.i16x8_extadd_pairwise_i8x16_s).simd(Simd.i16x8_add).set(acc);
+      }
+    }
+  }
+  f.get(out);
+  hsum(accS);
+  f.i32(1).op(Op.i32_shl);
+  hsum(accE);
+  f.op(Op.i32_add);
   f.op(Op.f32_convert_i32_s).get(invScale).op(Op.f32_mul).get(offset).op(Op.f32_sub);
   f.get(base).get(row).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.f32_load, L.offScale, 2).op(Op.f32_mul);
   f.mem(Op.f32_store, 0, 2);
@@ -390,7 +448,8 @@ export interface Kernels {
   scanAll: ScanCandidates;
   histogram(arr: number, nRows: number, hist: number): void;
   collect(arr: number, nRows: number, lo: number, span: number, out: number, cap: number): number;
-  refine(slots: number, n: number, sideTable: number, q16: number, invScale: number, offset: number, out: number): void;
+  /** The middle pass for the layout's refineBits (qvec: the query's q16, or q8 for 2 bits). */
+  refine(slots: number, n: number, codeTable: number, sideTable: number, qvec: number, invScale: number, offset: number, out: number): void;
   buildMask(sideTable: number, nChunks: number, tableA: number, tableB: number, flags: number, mask: number): void;
   buildMaskIds(sideTable: number, nChunks: number, idsA: number, nA: number, idsB: number, nB: number, mask: number): void;
   dots4(rp: number, cents: number, C: number, out: number): void;
@@ -402,7 +461,7 @@ export function kernelModuleBytes(L: Layout): Uint8Array<ArrayBuffer> {
     scan(L, { name: "scanDist", masked: true, writeDist: true, candidates: false }),
     scan(L, { name: "scanMasked", masked: true, writeDist: false, candidates: true }),
     scan(L, { name: "scanAll", masked: false, writeDist: false, candidates: true }),
-    histogram(), collect(), refine(L), buildMask(L), buildMaskIds(L), dots4(L),
+    histogram(), collect(), L.refineBits === 4 ? refine(L) : refine2(L), buildMask(L), buildMaskIds(L), dots4(L),
   ]);
 }
 
