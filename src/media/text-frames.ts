@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MediaError } from "./errors.ts";
 import { HDR_TO_SDR } from "./filters.ts";
+import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
 import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
 import { samplingExpression } from "./select.ts";
 import { createShowinfoParser } from "./showinfo.ts";
@@ -14,7 +15,8 @@ import { pipedFrames, ShowinfoQueue } from "./frame-pipe.ts";
  * (frames.ts): that one makes 224 px squares, far too small for text, and carrying 1280×720 frames
  * from it would mean holding them (0.9 MB each) until OCR runs, which happens after the video is
  * already searchable. Decoding keyframes again costs ~0.3 CPU-s a minute of 1080p H.264
- * (bench/media-decode.ts), small beside OCR itself.
+ * (bench/media-decode.ts), small beside OCR itself. A full decode (long GOPs) skips what the
+ * frame decode skips (`skipFrames`), so it costs what that one does, not a plain decode.
  */
 export interface TextFramesOptions {
   /** Display width and height of the video (probe: width and width / display aspect). */
@@ -26,6 +28,15 @@ export interface TextFramesOptions {
   extraTimestamps?: readonly number[];
   /** Decode keyframes only (the pipeline's choice for this video). */
   keyframesOnly: boolean;
+  /**
+   * Full decode only: pictures the decoder may skip — the same decision, and the same decoder
+   * arguments (decode.ts `decodeSkipArgs`), as the frame decode of this video (frames.ts). Every
+   * picture still decoded is bit-identical to a plain decode's at the same timestamp; a grid frame
+   * may be the next decoded picture (≤ 3 pictures later with x264's 3 B-frames: 0.1 s at 30 fps); the shot
+   * starts the pipeline passes in are times of pictures that same skip decoded, so each is there.
+   * Default "none".
+   */
+  skipFrames?: DecodeSkip;
   hdr?: boolean;
   /** Longest / shortest side of the output at most. Default 1280 / 720. */
   maxLong?: number;
@@ -83,7 +94,7 @@ export async function* sampleTextFrames(bins: MediaBins, file: string, opts: Tex
     bins.ffmpeg,
     [
       "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
-      ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : []),
+      ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : decodeSkipArgs(opts.skipFrames)),
       // One decoder thread: this runs while CLIP and Whisper may be busy on the other cores.
       "-threads", "1",
       "-i", file, ...filterArgs,
