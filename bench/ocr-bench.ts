@@ -32,7 +32,7 @@ import { resolveRuntime } from "../src/cli/runtime.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
 import { OcrEngine, type GrayFrame } from "../src/ocr/engine.ts";
-import { changed, EDGE_STEP, mayHaveText, signature } from "../src/ocr/frame-test.ts";
+import { changed, EDGE_STEP, mayHaveText, mayHaveTextAt, signature } from "../src/ocr/frame-test.ts";
 import { probeMedia } from "../src/media/probe.ts";
 import { sampleTextFrames } from "../src/media/text-frames.ts";
 import { makeBenchClip } from "./lib/bench-clip.ts";
@@ -131,7 +131,7 @@ async function cerBench() {
         const reading = await readFrame(engine, f);
         const ms = performance.now() - t0;
         const read = reading.lines.filter(plausible).map((l) => l.text).join(" ").replace(/\s+/g, " ").trim();
-        rows.push({ font, size, background: bgName, text, read, cer: Math.min(1, editDistance(text, read) / text.length), ms, passes: reading.passes, cheapSaysText: cheap, cheapOld: mayHaveText(f, OLD_EDGE_STEP) });
+        rows.push({ font, size, background: bgName, text, read, cer: Math.min(1, editDistance(text, read) / text.length), ms, passes: reading.passes, cheapSaysText: cheap, cheapOld: mayHaveTextAt(f, OLD_EDGE_STEP) });
       }
     }
   }
@@ -156,7 +156,7 @@ async function cerBench() {
 async function gateBench(text: Awaited<ReturnType<typeof cerBench>>["rows"]) {
   const loadStart = load();
   const engine = new OcrEngine({ paths: devOcrPaths() });
-  const both = (f: GrayFrame) => ({ now: mayHaveText(f), old: mayHaveText(f, OLD_EDGE_STEP) });
+  const both = (f: GrayFrame) => ({ now: mayHaveText(f), old: mayHaveTextAt(f, OLD_EDGE_STEP) });
   const sum = (xs: { now: boolean; old: boolean }[]) => ({ n: xs.length, now: xs.filter((x) => x.now).length, old: xs.filter((x) => x.old).length });
   const clipArg = process.argv.indexOf("--clip");
   const benchClip = clipArg > 0 ? process.argv[clipArg + 1] : await makeBenchClip(ffmpeg, join(work, "bench-clip.mp4"), { secs: 20, gop: 60 });
