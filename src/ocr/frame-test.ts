@@ -13,9 +13,9 @@ import type { GrayFrame } from "./engine.ts";
  *
  * "Strong" is a step of more than `EDGE_STEP` over two pixels. Rendered text is a near-full
  * contrast step within a pixel or two: every caption frame of bench/ocr-bench.ts's CER set (flat
- * colours, boxes, outlines, 12–48 px) passes with the threshold as high as 108, and so does every
- * caption drawn over real footage there that OCR can read at all (yellow over bright grass, nearly
- * white in luma, fails it at 88 — and OCR reads nothing in it either); textured footage is softer: the ingest bench clip's 60 frames (grass,
+ * colours, boxes, outlines, 12–48 px) passes with the threshold as high as 108; of its captions
+ * drawn over real footage, every one OCR can read passes at 88 (one it cannot, yellow over bright
+ * grass, nearly white in luma, does not); textured footage is softer: the ingest bench clip's 60 frames (grass,
  * water, fur; real footage scaled to 1080p) all fail once it is above 76. It was 48, which let 22
  * of those 60 frames through to a ~300 ms recognition. The price: text with less than about a third of full contrast between
  * letters and background (88/255, e.g. mid-gray on dark gray) is not read; ocr-bench measures that
