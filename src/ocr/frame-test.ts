@@ -15,11 +15,11 @@ import type { GrayFrame } from "./engine.ts";
  * contrast step within a pixel or two: every caption frame of bench/ocr-bench.ts's CER set (flat
  * colours, boxes, outlines, 12–48 px) passes with the threshold as high as 108; of its captions
  * drawn over real footage, every one OCR can read passes at 88 (one it cannot, yellow over bright
- * grass, nearly white in luma, does not); textured footage is softer: the ingest bench clip's 60 frames (grass,
- * water, fur; real footage scaled to 1080p) all fail once it is above 76. It was 48, which let 22
- * of those 60 frames through to a ~300 ms recognition. The price: text with less than about a third of full contrast between
- * letters and background (88/255, e.g. mid-gray on dark gray) is not read; ocr-bench measures that
- * floor.
+ * grass, nearly white in luma, does not); textured footage is softer: the ingest bench clip's 60
+ * frames (grass, water, fur; real footage scaled to 1080p) all fail once it is above 76. It was
+ * 48, which let 22 of those 60 frames through to a ~300 ms recognition. The price: text with less
+ * than about a third of full contrast between letters and background (88/255, e.g. mid-gray on
+ * dark gray) is not read; ocr-bench measures that floor.
  *
  * `signature` / `changed`: a 32×18 grid of mean luma. A frame whose grid matches the last frame
  * read (no cell moved more than `CELL_DELTA`) shows the same text: its lines are carried over
