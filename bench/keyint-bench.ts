@@ -8,6 +8,10 @@
  *   - 2 s keyframes: no slower than 2× a keyframe-only decode (`-skip_frame nokey`)
  *   - visual-only overhead over model time (the CLIP encoder alone for the same number of frames,
  *     two batches in flight as the pipeline keeps them) ≤ 50 %
+ * The targets are about the visual stages, so they are judged on the time until the video is
+ * searchable (`ready`: decode, CLIP, thumbnails); the time until the job is done (after the OCR
+ * enrichment stage, which runs after `ready`), the OCR stage's took_ms and its share are given
+ * beside them.
  * Uses the full-size random-weight CLIP from ../shared/fixtures/models.
  *
  * Run: node_modules/.bin/bun bench/keyint-bench.ts [--runs 3] [--secs 60] [--g60 FILE] [--g250 FILE]
@@ -91,16 +95,36 @@ async function warmApp(label: string): Promise<{ app: BenchApp; acct: string }> 
   return { app, acct };
 }
 
-/** Visual-only ingest of `file`, enqueue to done. */
-async function ingest(w: { app: BenchApp; acct: string }, file: string): Promise<Timed & { frames: number; stages: any }> {
+/**
+ * Visual-only ingest of `file`, enqueue to done. `ready` is the moment the video became searchable
+ * (status ready: decode + CLIP + thumbnails written); `done` is the job's end, after the
+ * enrichment stages (today OCR, which runs after ready). The issue's targets are about the visual
+ * stages, so they are judged on `ready`; the total is given beside it.
+ */
+interface Ingest extends Timed {
+  /** Wall and CPU time (this process + reaped ffmpeg children) until the video was `ready`. */
+  readyS: number;
+  readyCpuS: number | null;
+  readyLoad: number;
+  /** The ocr stage's own took_ms (0 when it did not run). */
+  ocrMs: number;
+  frames: number;
+  stages: any;
+}
+async function ingest(w: { app: BenchApp; acct: string }, file: string): Promise<Ingest> {
   // A fresh collection each time: the same bytes in the same collection are not indexed twice.
   const col = w.app.services.collections.create(w.acct, { name: `bench-${performance.now()}` }).id;
   const { job_id, video_id } = await w.app.services.uploads.ingestFile(w.acct, col, file);
   if (!job_id) throw new Error("the clip was not queued");
   const c0 = cpuSecondsWithChildren();
   const t0 = performance.now();
+  let ready: { s: number; cpu: number | null; load: number } | null = null;
   w.app.internals.runner.start();
   for (;;) {
+    if (!ready && w.app.services.videos.get(w.acct, video_id).status === "ready") {
+      const c = cpuSecondsWithChildren();
+      ready = { s: (performance.now() - t0) / 1000, cpu: c0 !== null && c !== null ? c - c0 : null, load: load1() };
+    }
     const job = w.app.services.jobs.get(w.acct, job_id);
     if (job.status === "failed") throw new Error(`ingest failed: ${JSON.stringify(job.error)}`);
     if (job.status === "done") break;
@@ -109,7 +133,19 @@ async function ingest(w: { app: BenchApp; acct: string }, file: string): Promise
   const wallS = (performance.now() - t0) / 1000;
   const c1 = cpuSecondsWithChildren();
   const v = w.app.services.videos.get(w.acct, video_id);
-  return { wallS, cpuS: c0 !== null && c1 !== null ? c1 - c0 : null, load: load1(), frames: v.stages.embeddings?.count ?? 0, stages: v.stages };
+  // (A job that ends between two polls was ready too: then ready = done.)
+  ready ??= { s: wallS, cpu: c0 !== null && c1 !== null ? c1 - c0 : null, load: load1() };
+  return {
+    wallS,
+    cpuS: c0 !== null && c1 !== null ? c1 - c0 : null,
+    load: load1(),
+    readyS: ready.s,
+    readyCpuS: ready.cpu,
+    readyLoad: ready.load,
+    ocrMs: v.stages.ocr?.took_ms ?? 0,
+    frames: v.stages.embeddings?.count ?? 0,
+    stages: v.stages,
+  };
 }
 
 const median = (xs: number[]) => {
@@ -128,7 +164,7 @@ const batch = loadConfig({ dataDir: join(work, "rt") }, env).batchSize;
 const apps = { g60: await warmApp("g60"), g250: await warmApp("g250") };
 const loadStart = loadavg();
 
-type Round = { plain: Timed; keyframes: Timed; ingest: Timed & { frames: number; stages: any }; modelImagesPerSec: number };
+type Round = { plain: Timed; keyframes: Timed; ingest: Ingest; modelImagesPerSec: number };
 const rounds: Record<"g60" | "g250", Round[]> = { g60: [], g250: [] };
 for (let r = 0; r < RUNS; r++) {
   for (const k of ["g60", "g250"] as const) {
@@ -137,7 +173,10 @@ for (let r = 0; r < RUNS; r++) {
     const ing = await ingest(apps[k], clips[k]);
     const ips = await encoderImagesPerSec(apps[k].app, CLIP, batch, 64);
     rounds[k].push({ plain, keyframes, ingest: ing, modelImagesPerSec: ips });
-    console.log(`round ${r + 1} ${k}: ingest ${ing.wallS.toFixed(2)} s (load ${ing.load.toFixed(1)}), plain decode ${plain.wallS.toFixed(2)} s, keyframe decode ${keyframes.wallS.toFixed(2)} s`);
+    console.log(
+      `round ${r + 1} ${k}: ready ${ing.readyS.toFixed(2)} s (load ${ing.readyLoad.toFixed(1)}), done ${ing.wallS.toFixed(2)} s (ocr ${(ing.ocrMs / 1000).toFixed(2)} s; load ${ing.load.toFixed(1)}), ` +
+        `plain decode ${plain.wallS.toFixed(2)} s, keyframe decode ${keyframes.wallS.toFixed(2)} s`,
+    );
   }
 }
 for (const a of Object.values(apps)) await a.app.close();
@@ -145,27 +184,39 @@ for (const a of Object.values(apps)) await a.app.close();
 const f2 = (n: number) => n.toFixed(2);
 const summary = (k: "g60" | "g250") => {
   const rs = rounds[k];
-  const ingestS = median(rs.map((r) => r.ingest.wallS));
+  // The targets are judged on the visual stages: time until the video is searchable (ready).
+  const readyS = median(rs.map((r) => r.ingest.readyS));
+  const doneS = median(rs.map((r) => r.ingest.wallS));
   const modelS = rs.map((r) => r.ingest.frames / r.modelImagesPerSec);
   return {
-    ingestS,
-    xRealtime: SECS / ingestS,
-    ingestCpuS: median(rs.map((r) => r.ingest.cpuS ?? NaN)),
+    readyS,
+    xRealtime: SECS / readyS,
+    readyCpuS: median(rs.map((r) => r.ingest.readyCpuS ?? NaN)),
+    doneS,
+    doneXRealtime: SECS / doneS,
+    doneCpuS: median(rs.map((r) => r.ingest.cpuS ?? NaN)),
+    ocrS: median(rs.map((r) => r.ingest.ocrMs / 1000)),
+    // OCR's share of the whole job, per round, then the median.
+    ocrShare: median(rs.map((r) => r.ingest.ocrMs / 1000 / r.ingest.wallS)),
+    ocrNote: rs[rs.length - 1].ingest.stages.ocr?.reason ?? rs[rs.length - 1].ingest.stages.ocr?.status,
     plainS: median(rs.map((r) => r.plain.wallS)),
     plainCpuS: median(rs.map((r) => r.plain.cpuS ?? NaN)),
     keyframeS: median(rs.map((r) => r.keyframes.wallS)),
     keyframeCpuS: median(rs.map((r) => r.keyframes.cpuS ?? NaN)),
     // Ratios per round (neighbours under the same load), then the median.
-    ingestOverPlain: median(rs.map((r) => r.ingest.wallS / r.plain.wallS)),
-    ingestOverKeyframe: median(rs.map((r) => r.ingest.wallS / r.keyframes.wallS)),
-    overheadOverModel: median(rs.map((r, i) => r.ingest.wallS / modelS[i] - 1)),
+    readyOverPlain: median(rs.map((r) => r.ingest.readyS / r.plain.wallS)),
+    readyOverKeyframe: median(rs.map((r) => r.ingest.readyS / r.keyframes.wallS)),
+    doneOverPlain: median(rs.map((r) => r.ingest.wallS / r.plain.wallS)),
+    doneOverKeyframe: median(rs.map((r) => r.ingest.wallS / r.keyframes.wallS)),
+    overheadOverModel: median(rs.map((r, i) => r.ingest.readyS / modelS[i] - 1)),
     frames: rs[rs.length - 1].ingest.frames,
     mode: rs[rs.length - 1].ingest.stages.frames?.reason,
+    readyLoads: rs.map((r) => r.ingest.readyLoad),
     loads: rs.map((r) => r.ingest.load),
   };
 };
 const s = { g60: summary("g60"), g250: summary("g250") };
-const loads = (k: "g60" | "g250") => `load ${s[k].loads.map((l) => l.toFixed(1)).join("/")}`;
+const loads = (xs: number[]) => `load ${xs.map((l) => l.toFixed(1)).join("/")}`;
 const rows = [
   ["machine", `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, load at start ${loadStart.map(f2).join(" ")}`],
   ["clip", `${SECS} s 1080p30 H.264 (x264 veryfast), real footage with cuts; ${RUNS} interleaved rounds, medians`],
@@ -173,14 +224,17 @@ const rows = [
     const x = s[k];
     const name = k === "g60" ? "2 s keyframes (-g 60)" : "x264 default keyint (250)";
     return [
-      [`${name}: visual-only ingest`, `${f2(x.ingestS)} s = ${x.xRealtime.toFixed(1)}× realtime (${loads(k)})`],
-      [`  ingest CPU-s (app + its ffmpeg) → bound on 2 idle cores`, `${f2(x.ingestCpuS)} CPU-s → ≤ ${(SECS / (x.ingestCpuS / 2)).toFixed(1)}× realtime`],
+      [`${name}: visual-only ingest to ready (searchable)`, `${f2(x.readyS)} s = ${x.xRealtime.toFixed(1)}× realtime (${loads(x.readyLoads)})`],
+      [`  to ready: CPU-s (app + its ffmpeg) → bound on 2 idle cores`, `${f2(x.readyCpuS)} CPU-s → ≤ ${(SECS / (x.readyCpuS / 2)).toFixed(1)}× realtime`],
+      [`  to done (after OCR)`, `${f2(x.doneS)} s = ${x.doneXRealtime.toFixed(1)}× realtime, ${f2(x.doneCpuS)} CPU-s (${loads(x.loads)})`],
+      [`  ocr stage (took_ms) / share of done`, `${f2(x.ocrS)} s / ${(x.ocrShare * 100).toFixed(0)} % — ${x.ocrNote}`],
       [`  frames embedded / decode`, `${x.frames} / ${x.mode}`],
       [`  ffmpeg -i file -f null - (plain)`, `${f2(x.plainS)} s wall, ${f2(x.plainCpuS)} CPU-s`],
       [`  ffmpeg -skip_frame nokey (keyframes)`, `${f2(x.keyframeS)} s wall, ${f2(x.keyframeCpuS)} CPU-s`],
-      [`  ingest / plain decode (same round)`, `${f2(x.ingestOverPlain)}× wall, ${f2(x.ingestCpuS / x.plainCpuS)}× CPU`],
-      [`  ingest / keyframe decode (same round)`, `${f2(x.ingestOverKeyframe)}× wall, ${f2(x.ingestCpuS / x.keyframeCpuS)}× CPU`],
-      [`  overhead over model time`, `${(x.overheadOverModel * 100).toFixed(0)} %`],
+      [`  ready / plain decode (same round)`, `${f2(x.readyOverPlain)}× wall, ${f2(x.readyCpuS / x.plainCpuS)}× CPU`],
+      [`  ready / keyframe decode (same round)`, `${f2(x.readyOverKeyframe)}× wall, ${f2(x.readyCpuS / x.keyframeCpuS)}× CPU`],
+      [`  done / plain, done / keyframe decode`, `${f2(x.doneOverPlain)}× / ${f2(x.doneOverKeyframe)}× wall, ${f2(x.doneCpuS / x.plainCpuS)}× / ${f2(x.doneCpuS / x.keyframeCpuS)}× CPU`],
+      [`  overhead over model time (to ready)`, `${(x.overheadOverModel * 100).toFixed(0)} %`],
     ];
   }),
 ];

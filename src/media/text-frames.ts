@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HDR_TO_SDR } from "./filters.ts";
+import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
 import { throwIfStreamRunFailed, ToolProcess, type MediaBins } from "./process.ts";
 import { samplingExpression } from "./select.ts";
 import { createShowinfoParser } from "./showinfo.ts";
@@ -13,7 +14,8 @@ import { pipedFrames, ShowinfoQueue } from "./frame-pipe.ts";
  * (frames.ts): that one makes 224 px squares, far too small for text, and carrying 1280×720 frames
  * from it would mean holding them (0.9 MB each) until OCR runs, which happens after the video is
  * already searchable. Decoding keyframes again costs ~0.3 CPU-s a minute of 1080p H.264
- * (bench/media-decode.ts), small beside OCR itself.
+ * (bench/media-decode.ts), small beside OCR itself. A full decode (long GOPs) skips what the
+ * frame decode skips (`skipFrames`), so it costs what that one does, not a plain decode.
  */
 export interface TextFramesOptions {
   /** Display width and height of the video (probe: width and width / display aspect). */
@@ -25,6 +27,15 @@ export interface TextFramesOptions {
   extraTimestamps?: readonly number[];
   /** Decode keyframes only (the pipeline's choice for this video). */
   keyframesOnly: boolean;
+  /**
+   * Full decode only: pictures the decoder may skip — the same decision, and the same decoder
+   * arguments (decode.ts `decodeSkipArgs`), as the frame decode of this video (frames.ts). Every
+   * picture still decoded is bit-identical to a plain decode's at the same timestamp; a grid frame
+   * may be the next decoded picture (≤ 3 pictures later with x264's 3 B-frames: 0.1 s at 30 fps); the shot
+   * starts the pipeline passes in are times of pictures that same skip decoded, so each is there.
+   * Default "none".
+   */
+  skipFrames?: DecodeSkip;
   hdr?: boolean;
   /** Longest / shortest side of the output at most. Default 1280 / 720. */
   maxLong?: number;
@@ -82,7 +93,7 @@ export async function* sampleTextFrames(bins: MediaBins, file: string, opts: Tex
     bins.ffmpeg,
     [
       "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
-      ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : []),
+      ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : decodeSkipArgs(opts.skipFrames)),
       // One decoder thread: this runs while CLIP and Whisper may be busy on the other cores.
       "-threads", "1",
       "-i", file, ...filterArgs,

@@ -7,8 +7,19 @@ import type { GrayFrame } from "./engine.ts";
  * `mayHaveText`: text is rows of sharp, dense vertical strokes. The frame is cut into 32 px cells;
  * a cell is "busy" when enough of its pixels sit on a strong horizontal-intensity step; a frame
  * may carry text when some cell row has `MIN_RUN` busy cells side by side (a word at ≥ 16 px is at
- * least that wide). Flat colours, gradients, sky and soft footage fail it and skip OCR; foliage or
- * gravel can pass it, which only costs a recognition that finds nothing.
+ * least that wide). Flat colours, gradients, sky and soft footage fail it and skip OCR; sharp
+ * detail (a skyline, a roof, foliage in native-resolution footage) can pass it, which only costs a
+ * recognition that finds nothing.
+ *
+ * "Strong" is a step of more than `EDGE_STEP` over two pixels. Rendered text is a near-full
+ * contrast step within a pixel or two: every caption frame of bench/ocr-bench.ts's CER set (flat
+ * colours, boxes, outlines, 12–48 px) passes with the threshold as high as 108; of its captions
+ * drawn over real footage, every one OCR can read passes at 88 (one it cannot, yellow over bright
+ * grass, nearly white in luma, does not); textured footage is softer: the ingest bench clip's 60
+ * frames (grass, water, fur; real footage scaled to 1080p) all fail once it is above 76. It was
+ * 48, which let 22 of those 60 frames through to a ~300 ms recognition. The price: text with less
+ * than about a third of full contrast between letters and background (88/255, e.g. mid-gray on
+ * dark gray) is not read; ocr-bench measures that floor.
  *
  * `signature` / `changed`: a 32×18 grid of mean luma. A frame whose grid matches the last frame
  * read (no cell moved more than `CELL_DELTA`) shows the same text: its lines are carried over
@@ -17,7 +28,7 @@ import type { GrayFrame } from "./engine.ts";
  */
 
 const CELL = 32;
-const EDGE_STEP = 48;
+export const EDGE_STEP = 88;
 const BUSY_SHARE = 0.06;
 const MIN_RUN = 2;
 const GRID_W = 32;
@@ -25,6 +36,14 @@ const GRID_H = 18;
 const CELL_DELTA = 6;
 
 export function mayHaveText(f: GrayFrame): boolean {
+  return mayHaveTextAt(f, EDGE_STEP);
+}
+
+/**
+ * mayHaveText with another step threshold: for benchmarks comparing thresholds (bench/ocr-bench.ts).
+ * (A separate function, not a default parameter: with one, JavaScriptCore ran the loop ~10× slower.)
+ */
+export function mayHaveTextAt(f: GrayFrame, edgeStep: number): boolean {
   const { width, height, pixels } = f;
   const cols = Math.floor(width / CELL);
   const rows = Math.floor(height / CELL);
@@ -41,7 +60,7 @@ export function mayHaveText(f: GrayFrame): boolean {
         const x0 = row + c * CELL;
         for (let x = x0 + 1; x < x0 + CELL - 1; x++) {
           const d = pixels[x + 1] - pixels[x - 1];
-          if (d > EDGE_STEP || d < -EDGE_STEP) n++;
+          if (d > edgeStep || d < -edgeStep) n++;
         }
         counts[c] += n;
       }

@@ -10,7 +10,7 @@ import type { VideoRow } from "../videos/schema.ts";
 import type { VideoScope } from "../indexing/store.ts";
 import type { ActiveModel } from "../models/roles.ts";
 import type { PipelineDeps } from "./deps.ts";
-import { fullDecodeSkip } from "../media/decode.ts";
+import { fullDecodeSkip, type DecodeSkip } from "../media/decode.ts";
 import { embedFrames, shotIndexAt, type EmbeddedFrame } from "./stage-frames.ts";
 import { StageRun } from "./stage-run.ts";
 import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
@@ -36,7 +36,23 @@ interface Enrichment {
   name: StageName;
   /** Shown on the video while it waits. */
   pendingReason: string;
-  run(r: Run, visual: { shots: Shot[]; keyframesOnly: boolean }): Promise<StageOutcome>;
+  run(r: Run, visual: Visual): Promise<StageOutcome>;
+}
+
+/**
+ * How this video is decoded (`planDecode`): keyframes only, or a full decode that skips what it
+ * exactly can. Decided once per run and used by every decode of it (the frame decode and the OCR
+ * stage's), so a long-GOP file is never decoded in full by one and with shortcuts by the other.
+ */
+interface DecodePlan {
+  keyframesOnly: boolean;
+  /** Full decode only (media/decode.ts fullDecodeSkip). */
+  skipFrames?: DecodeSkip;
+}
+
+/** What the first stages hand the enrichment stages. */
+interface Visual extends DecodePlan {
+  shots: Shot[];
 }
 
 /** What one video's run carries from stage to stage. */
@@ -106,7 +122,8 @@ export class IngestPipeline implements JobHandler {
 
     const scope = { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id };
     const run: Run = { stages, source, info, signal: stop.signal, scope };
-    const keyframesOnly = await useKeyframes(d, source, info, await packets);
+    const plan = await planDecode(d, source, info, await packets);
+    const { keyframesOnly } = plan;
     const clip = d.models.active("image-text");
     // Thumbnails of the sampled frames, written by the same decode; the shots' are moved out.
     const jpegDir = clip ? d.files.freshPassJpegsDir(video.id) : null;
@@ -118,7 +135,7 @@ export class IngestPipeline implements JobHandler {
         });
       const visual = failFast(
         (async () => {
-          const { shots, frames } = await this.visual(run, clip, keyframesOnly, jpegDir);
+          const { shots, frames } = await this.visual(run, clip, plan, jpegDir);
           return { scenes: await this.scenes(run, clip, shots, frames), frames };
         })(),
       );
@@ -153,7 +170,7 @@ export class IngestPipeline implements JobHandler {
         });
       });
       const shots: Shot[] = scenes.map((s, i) => ({ index: i, start: s.start, end: s.end }));
-      return { run, visual: { shots, keyframesOnly } };
+      return { run, visual: { shots, ...plan } };
     } finally {
       if (jpegDir) d.files.removePassJpegsDir(video.id);
     }
@@ -176,14 +193,14 @@ export class IngestPipeline implements JobHandler {
     d.files.removePassJpegsDir(video.id);
     if (job.lease_owner) d.jobs.setPending(job.id, job.lease_owner, pending.map((e) => e.name));
     const info = await probeMedia(d.bins, source).catch(toFailure);
-    const keyframesOnly = await useKeyframes(d, source, info, null);
+    const plan = await planDecode(d, source, info, null);
     const scope = { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id };
     d.logger.info("resuming at the enrichment stages", { job_id: job.id, video_id: video.id, stages: pending.map((e) => e.name) });
-    return { run: { stages, source, info, scope, signal: stop.signal } as Run, visual: { shots: d.content.shotSpans(video.id), keyframesOnly } };
+    return { run: { stages, source, info, scope, signal: stop.signal } as Run, visual: { shots: d.content.shotSpans(video.id), ...plan } };
   }
 
   /** The stages after the video is searchable, in order; each one's rows are searchable as soon as it ends. */
-  private async enrich(job: JobRow, r: Run, visual: { shots: Shot[]; keyframesOnly: boolean }, jobSignal: AbortSignal): Promise<void> {
+  private async enrich(job: JobRow, r: Run, visual: Visual, jobSignal: AbortSignal): Promise<void> {
     const todo = this.enrichments.filter((e) => r.stages.isPending(e.name));
     const left = todo.map((e) => e.name);
     for (const e of todo) {
@@ -208,13 +225,13 @@ export class IngestPipeline implements JobHandler {
   }
 
   /** On-screen text (SPEC §12): needs no model, so every video gets it. */
-  private async ocr(r: Run, visual: { shots: Shot[]; keyframesOnly: boolean }): Promise<StageOutcome> {
+  private async ocr(r: Run, visual: Visual): Promise<StageOutcome> {
     const d = this.d;
     if (!d.ocr) return { status: "skipped", reason: "on-screen text is turned off (ocr_threads = 0)" };
     if (!r.info.width || !r.info.height) return { status: "skipped", reason: "the video stream has no picture size" };
     const engine = d.ocr;
     const [res, ms] = await r.stages.timed(() =>
-      readOnScreenText(d.bins, engine, r.source, r.info, visual.shots, visual.keyframesOnly, r.signal, (f) => r.stages.report("ocr", f)).catch(toFailure),
+      readOnScreenText(d.bins, engine, r.source, r.info, visual.shots, visual, r.signal, (f) => r.stages.report("ocr", f)).catch(toFailure),
     );
     r.stages.check(); // stopped mid-way: write nothing
     d.content.replaceOcrLines(r.scope, res.lines);
@@ -233,12 +250,11 @@ export class IngestPipeline implements JobHandler {
    * the sampler and ffmpeg's scene analysis in one filtergraph (frames.ts `cuts`). Without an image
    * model only shots are found. Every mode decodes the video once.
    */
-  private async visual(r: Run, clip: ActiveModel | null, keyframesOnly: boolean, jpegDir: string | null): Promise<{ shots: Shot[]; frames: EmbeddedFrame[] }> {
+  private async visual(r: Run, clip: ActiveModel | null, plan: DecodePlan, jpegDir: string | null): Promise<{ shots: Shot[]; frames: EmbeddedFrame[] }> {
     const { stages, info } = r;
     const d = this.d;
     stages.report("shots", 0);
-    // Full decode: skip what can be skipped without changing a decoded picture (x264 ref=1: every B).
-    const skipFrames = keyframesOnly ? undefined : await fullDecodeSkip(d.bins, r.source, info.videoCodec);
+    const { keyframesOnly, skipFrames } = plan;
     const detectShots = async (): Promise<Shot[]> => {
       const boundaries = await detectShotBoundaries(d.bins, r.source, {
         durationSecs: info.durationSecs ?? undefined,
@@ -337,6 +353,16 @@ function toFailure(e: unknown): never {
   if (isMediaError(e)) throw new JobFailure(e.code, e.message);
   if (isInferenceError(e)) throw new JobFailure(e.code, e.message);
   throw e;
+}
+
+/**
+ * Keyframes only or a full decode, and what a full decode may skip without changing a decoded
+ * picture (x264 ref=1: every B picture; else non-reference pictures). The one decision for every
+ * decode of the video: the frame decode, shot detection without a model, and OCR.
+ */
+async function planDecode(d: PipelineDeps, source: string, info: MediaInfo, packetTimes: number[] | null): Promise<DecodePlan> {
+  const keyframesOnly = await useKeyframes(d, source, info, packetTimes);
+  return keyframesOnly ? { keyframesOnly } : { keyframesOnly, skipFrames: await fullDecodeSkip(d.bins, source, info.videoCodec) };
 }
 
 /** Short clips always decode every frame; longer ones use keyframes when they are close enough. */

@@ -6,6 +6,7 @@ import { changed, mayHaveText, signature } from "../ocr/frame-test.ts";
 import { readFrame } from "../ocr/read-frame.ts";
 import { TextTracker, type TextRange } from "../ocr/tracks.ts";
 import type { MediaBins } from "../media/process.ts";
+import type { DecodeSkip } from "../media/decode.ts";
 import { JobFailure } from "../jobs/runner.ts";
 
 /** About one frame a second, like the image embeddings (plus every shot start). */
@@ -27,7 +28,8 @@ export interface OcrStageResult {
 
 /**
  * On-screen text of one video: frames sampled at ~1/s plus each shot's first frame, in grayscale
- * at up to 1280×720 (src/media/text-frames.ts); an unchanged frame carries the previous lines
+ * at up to 1280×720 (src/media/text-frames.ts), decoded with the video's decode plan (keyframes
+ * only, or what a full decode may skip); an unchanged frame carries the previous lines
  * over, a frame without the look of text skips OCR; the rest are read by the OCR engine (bounded
  * worker threads) and joined into time ranges (src/ocr/tracks.ts). One frame is in flight at a
  * time: ffmpeg waits on the pipe while tesseract reads, so memory stays at a frame or two.
@@ -38,7 +40,7 @@ export async function readOnScreenText(
   source: string,
   info: MediaInfo,
   shots: Shot[],
-  keyframesOnly: boolean,
+  decode: { keyframesOnly: boolean; skipFrames?: DecodeSkip },
   signal: AbortSignal,
   onProgress: (within: number) => void,
 ): Promise<OcrStageResult> {
@@ -53,7 +55,9 @@ export async function readOnScreenText(
     displayHeight: height,
     everySecs: OCR_INTERVAL_SECS,
     extraTimestamps: shots.slice(1).map((s) => s.start),
-    keyframesOnly,
+    keyframesOnly: decode.keyframesOnly,
+    // The frame decode's own shortcuts (pipeline planDecode): a long-GOP file costs what that decode costs.
+    skipFrames: decode.keyframesOnly ? undefined : decode.skipFrames,
     hdr: info.hdr,
   });
   for await (const f of frames) {

@@ -81,6 +81,14 @@ describe("ingest at a 250-frame keyframe interval", () => {
     expect(sampling[0].join(" ")).toContain("-skip_frame bidir -skip_loop_filter bidir");
     expect(after.filter((args) => graphOf(args).includes("gt(scene"))).toHaveLength(1);
     expect(after.filter((args) => args.includes("-ss"))).toHaveLength(0);
+
+    // The OCR stage (after the video is ready) decodes the file again for its 1280×720 gray
+    // frames, but with the frame decode's own shortcuts: the same skip decision, the same
+    // decoder arguments, so the long GOP is not decoded in full a second time.
+    expect(video.stages.ocr.status).toBe("ran");
+    const ocr = after.filter((args) => graphOf(args).includes("format=gray"));
+    expect(ocr).toHaveLength(1);
+    expect(ocr[0].join(" ")).toContain("-skip_frame bidir -skip_loop_filter bidir");
   }, 120_000);
 
   test("frame_interval_secs sets the grid (2 s: 9 frames of 18 s, same cuts); out of range stops the start", async () => {
