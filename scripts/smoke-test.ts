@@ -132,8 +132,15 @@ async function waitForUrl(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, timeou
 }
 
 /** `vsearch serve` of the binary over `data`, on a free loopback port (waitForUrl reads which). */
-function spawnServe(data: string) {
-  return Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], { cwd: work, env, stdout: "pipe", stderr: "pipe" });
+function spawnServe(data: string, extraEnv: Record<string, string> = {}) {
+  return Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], { cwd: work, env: { ...env, ...extraEnv }, stdout: "pipe", stderr: "pipe" });
+}
+
+/** One sample of a served instance's /metrics (Prometheus text, no labels); null when absent. */
+async function metricOf(url: string, name: string): Promise<number | null> {
+  const text = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text());
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.slice(name.length + 1)) : null;
 }
 
 /** SIGTERM, and SIGKILL when it has not exited 15 s later; its exit code, or "timeout". */
@@ -284,7 +291,8 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
   const key = json(await vsearch(["--data-dir", data, "--json", "keys", "create", "--account", accountId, "--name", "smoke"], 60_000))?.key as string | undefined;
   if (!check("keys create returns a key", typeof key === "string", "")) return;
 
-  const server = spawnServe(data);
+  // Models unload after 2 s idle here, so the idle memory pass runs inside the binary (below).
+  const server = spawnServe(data, { VSEARCH_MODEL_IDLE_UNLOAD_SECS: "2" });
   try {
     const url = await waitForUrl(server, 60_000);
     if (!check("serve starts again with the models installed", url !== null, url ?? `exit ${server.exitCode}`)) return;
@@ -311,8 +319,27 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
       vnni ? derived.some((d) => d.startsWith("tiny-random-clip")) && derived.some((d) => d.startsWith("whisper-tiny.en")) /* pulled above under its built-in name */ : derived.length === 0,
       derived.join(", "),
     );
-    const search = await get("/v1/search", { method: "POST", body: new URLSearchParams({ query: "a red screen" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
+    // The vector index loads in the background after start (bounded wait: a few rows here).
+    let ready: any = null;
+    for (let i = 0; i < 100 && ready?.checks?.search_index !== "warm"; i++) {
+      ready = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.json()).catch(() => null);
+      if (ready?.checks?.search_index !== "warm") await Bun.sleep(100);
+    }
+    check("the search index warmed up in the background after start (/readyz)", ready?.checks?.search_index === "warm" && (await metricOf(url!, "vsearch_search_index_loaded_ratio")) === 1, JSON.stringify(ready?.checks));
+    const searchRed = () => get("/v1/search", { method: "POST", body: new URLSearchParams({ query: "a red screen", min_score: "0" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const search = await searchRed();
     check("POST /v1/search answers 200 with the documented shape", search.status === 200 && Array.isArray(search.body?.data) && typeof search.body?.meta?.total === "number", `${search.status}, total ${search.body?.meta?.total}`);
+    // Idle: the query encoder's pool closes after 2 s, then the idle memory pass (malloc_trim and
+    // madvise through bun:ffi, SQLite's shrink) runs in the binary; a later search loads it again.
+    let passes: number | null = 0;
+    for (let i = 0; i < 150 && !passes; i++) {
+      passes = await metricOf(url!, "vsearch_idle_memory_passes");
+      if (!passes) await Bun.sleep(200);
+    }
+    const running = await metricOf(url!, "vsearch_inference_running");
+    check("idle: the model pool unloaded and the idle memory pass ran", (passes ?? 0) >= 1 && running === 0, `passes ${passes}, inference_running ${running}`);
+    const again = await searchRed();
+    check("a search after the idle unload loads the model again, same answer", again.status === 200 && again.body?.meta?.total >= 1 && JSON.stringify(again.body?.data?.map((v: any) => v.video_id)) === JSON.stringify(search.body?.data?.map((v: any) => v.video_id)), `${again.status}, total ${again.body?.meta?.total}`);
     await playbackAndExports(get, url!, videoId!);
     await mcpOverStdio(data, accountId, videoId!);
 
