@@ -2,6 +2,10 @@
  * Where rows live: partitions of encoded rows in the arena, grouped into inverted lists once a
  * partition is large enough (lists.ts), the rowId → (partition, slot) map, and the data centre
  * (given, or learned from the first rows).
+ *
+ * A little over the house's ~450 lines on purpose: every path that moves a row between slots
+ * (add, remove's hole filling, the retrain's moves, copyRow) must keep the scan block, the side
+ * block and the id map in step, and they read best side by side in one class.
  */
 import type { Arena } from "./arena.ts";
 import type { Encoder } from "./encode.ts";
