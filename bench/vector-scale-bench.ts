@@ -5,7 +5,7 @@
  *   node_modules/.bin/bun bench/vector-scale-bench.ts [--sizes=100000,1000000] [--queries=200]
  *     [--probes=0.02,0.04,0.08,0.16] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1] [--usearch-max=N]
  *     [--gt-threads=1] [--max-anon-gb=14] [--data-dir=bench/results/vector-scale-data] [--keep-data=0]
- *     [--generate-only=1]
+ *     [--generate-only=1] [--wait-pid=PID]
  *
  * Per size: build time and RAM (RSS delta after GC), then p50/p99 and recall@10 against an exact
  * scan for text-like and image-like queries, and for vsearch a 1-of-20 collection filter and a
@@ -52,6 +52,8 @@ const MAX_ANON = Number(argv.get("max-anon-gb") ?? 14) * 2 ** 30;
 const DATA_DIR = argv.get("data-dir") ?? join(import.meta.dir, "results", "vector-scale-data");
 /** Only write the data files (kept) and exit: lets the next size's set be made while a run goes on. */
 const GENERATE_ONLY = argv.get("generate-only") === "1";
+/** Wait after the ground truth, before building, until this process has exited (one big build at a time). */
+const WAIT_PID = Number(argv.get("wait-pid") ?? 0);
 const KEEP_DATA = GENERATE_ONLY || argv.get("keep-data") === "1";
 
 interface Row {
@@ -162,6 +164,20 @@ async function runSize(n: number): Promise<void> {
     { name: "image", Q: image, truth: truthImage },
   ];
   log(`n=${n}: ground truth (${NQ}+${NQ} queries, ${NQ / 2}×3 filtered, ${GT_THREADS} thread(s)) in ${((performance.now() - t) / 1000).toFixed(1)} s, load ${load1()}`);
+
+  if (WAIT_PID) {
+    const alive = () => {
+      try {
+        process.kill(WAIT_PID, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    if (alive()) log(`n=${n}: waiting for pid ${WAIT_PID} to exit before building`);
+    while (alive()) await Bun.sleep(5000);
+    log(`n=${n}: building, load ${load1()}, ${freeG()}`);
+  }
 
   // ---- vsearch ----
   const source: VectorSource = { getVectors: (ids) => ids.map((id) => data.row(id)) };
