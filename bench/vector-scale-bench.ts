@@ -5,7 +5,7 @@
  *   node_modules/.bin/bun bench/vector-scale-bench.ts [--sizes=100000,1000000] [--queries=200]
  *     [--probes=0.02,0.04,0.08,0.16] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1] [--usearch-max=N]
  *     [--gt-threads=1] [--max-anon-gb=14] [--data-dir=bench/results/vector-scale-data] [--keep-data=0]
- *     [--generate-only=1] [--wait-pid=PID]
+ *     [--generate-only=1] [--wait-pid=PID] [--rebuild=0]
  *
  * Per size: build time and RAM (RSS delta after GC), then p50/p99 and recall@10 against an exact
  * scan for text-like and image-like queries, and for vsearch a 1-of-20 collection filter and a
@@ -52,6 +52,8 @@ const MAX_ANON = Number(argv.get("max-anon-gb") ?? 14) * 2 ** 30;
 const DATA_DIR = argv.get("data-dir") ?? join(import.meta.dir, "results", "vector-scale-data");
 /** Only write the data files (kept) and exit: lets the next size's set be made while a run goes on. */
 const GENERATE_ONLY = argv.get("generate-only") === "1";
+/** --rebuild=0: skip the rebuild after the adds (lists stay as `add` left them); for a size whose rebuild does not fit the session. */
+const REBUILD = argv.get("rebuild") !== "0";
 /** Wait after the ground truth, before building, until this process has exited (one big build at a time). */
 const WAIT_PID = Number(argv.get("wait-pid") ?? 0);
 const KEEP_DATA = GENERATE_ONLY || argv.get("keep-data") === "1";
@@ -200,14 +202,15 @@ async function runSize(n: number): Promise<void> {
   // Lists are trained as the partition grows (last at n/4); a rebuild retrains them on all rows,
   // as the app would after loading an account.
   t = performance.now();
-  index.rebuild("acct");
+  if (REBUILD) index.rebuild("acct");
+  else log(`n=${n}: no rebuild (--rebuild=0): ${index.listCount("acct")} list(s) as the adds left them`);
   guard("vsearch rebuild");
   const rebuildS = (performance.now() - t) / 1000;
   let buildS = addS + rebuildS;
   let grown = rss() - before;
   builds.push({
     n, engine: "vsearch", buildS, rssMB: Math.round(grown / 1e6), bytesPerRow: Math.round(index.memoryBytes / n), load1: load1(),
-    note: `add ${addS.toFixed(1)} s + rebuild ${rebuildS.toFixed(1)} s, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB, RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start`,
+    note: `add ${addS.toFixed(1)} s + ${REBUILD ? `rebuild ${rebuildS.toFixed(1)} s` : "NO rebuild"}, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB, RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start`,
   });
   log(`n=${n}: vsearch built in ${buildS.toFixed(1)} s, RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row, ${index.listCount("acct")} lists, ${index.segments} segment(s), load ${load1()}, ${freeG()}`);
   const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
