@@ -4,6 +4,8 @@
  *
  *   node_modules/.bin/bun bench/vector-scale-bench.ts [--sizes=100000,1000000] [--queries=200]
  *     [--probes=0.02,0.04,0.08,0.16] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1] [--usearch-max=N]
+ *     [--gt-threads=1] [--max-anon-gb=14] [--data-dir=bench/results/vector-scale-data] [--keep-data=0]
+ *     [--generate-only=1] [--wait-pid=PID] [--rebuild=0]
  *
  * Per size: build time and RAM (RSS delta after GC), then p50/p99 and recall@10 against an exact
  * scan for text-like and image-like queries, and for vsearch a 1-of-20 collection filter and a
@@ -12,21 +14,26 @@
  * two can be compared at equal recall. Both run single-threaded, side by side in one process, and
  * every row carries the load average at the time it was measured: the box is shared.
  *
- * vsearch rescoring reads exact vectors from an in-memory array here (the app reads
- * frame_vectors in SQLite: +0.3–0.9 ms, see bench/vector-bench.ts); usearch keeps its own f32
- * copy of every vector (2 KiB per row) inside its index, which is counted in its RAM.
+ * The set (bench/lib/synthetic.ts, clustered, seed 1) is generated chunk by chunk into an f32 file
+ * under --data-dir (n × 2 KiB: 10 GB at 5 M, 20 GB at 10 M) and memory-mapped; it never sits in
+ * the process's own memory. vsearch's exact rescoring reads f32 rows from that mapping, i.e. from
+ * the page cache or the disk, as the app reads frame_vectors from SQLite (the SQLite decode adds
+ * 0.3–0.9 ms, see bench/vector-bench.ts). The exact ground truth streams the file through the
+ * 8-query SIMD kernel (bench/lib/exact-file.ts; --gt-threads splits the queries over workers).
+ * usearch keeps its own f32 copy of every vector (2 KiB per row) inside its index, counted in its RAM.
  *
- * Where it stops: the ground-truth scanner and the dataset live in one WebAssembly memory
- * (≤ 4 GiB: ~1.9 M × 512 f32), so sizes above 1.9 M are refused; see BENCHMARKS.md.
+ * RAM is RssAnon from /proc/self/status (anonymous memory: the index's WebAssembly memories and
+ * the JS heap), so the mapped file's pages, which the kernel can drop, are not counted. The run
+ * stops (exit 3) if RssAnon passes --max-anon-gb while building: the box is shared.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import usearch from "usearch";
 import { createVectorIndex, type SearchStats, type VectorSource } from "../src/vector/index.ts";
-import { exactScanner } from "./lib/exact.ts";
+import { mapRows, truthFromFileThreads } from "./lib/exact-file.ts";
 import { runQueries } from "./lib/run-queries.ts";
-import { generateDataset, generateQueries } from "./lib/synthetic.ts";
+import { clusteredStream, generateQueries } from "./lib/synthetic.ts";
 
 const DIM = 512;
 const K = 10;
@@ -40,7 +47,16 @@ const WITH_USEARCH = argv.get("usearch") !== "0";
 const U_THREADS = Number(argv.get("usearch-threads") ?? 1);
 /** usearch's HNSW build is the slow part (100 k rows: 93 s on one thread at load ~10, 386 s on two at load ~24). */
 const U_MAX = Number(argv.get("usearch-max") ?? Infinity);
-const MAX_ROWS = Math.floor((4 * 2 ** 30 - 2 ** 24) / (DIM * 4 + 32));
+const GT_THREADS = Number(argv.get("gt-threads") ?? 1);
+const MAX_ANON = Number(argv.get("max-anon-gb") ?? 14) * 2 ** 30;
+const DATA_DIR = argv.get("data-dir") ?? join(import.meta.dir, "results", "vector-scale-data");
+/** Only write the data files (kept) and exit: lets the next size's set be made while a run goes on. */
+const GENERATE_ONLY = argv.get("generate-only") === "1";
+/** --rebuild=0: skip the rebuild after the adds (lists stay as `add` left them); for a size whose rebuild does not fit the session. */
+const REBUILD = argv.get("rebuild") !== "0";
+/** Wait after the ground truth, before building, until this process has exited (one big build at a time). */
+const WAIT_PID = Number(argv.get("wait-pid") ?? 0);
+const KEEP_DATA = GENERATE_ONLY || argv.get("keep-data") === "1";
 
 interface Row {
   n: number;
@@ -69,9 +85,27 @@ const t0 = performance.now();
 const log = (msg: string) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0).padStart(5)} s] ${msg}`);
 const load1 = () => Math.round(loadavg()[0] * 100) / 100;
 const pct = (s: number[], p: number) => s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-const rss = () => {
-  Bun.gc(true);
-  return process.memoryUsage().rss;
+/** Anonymous resident memory (bytes): excludes the mapped data file's pages. */
+const anon = (gc = true) => {
+  if (gc) Bun.gc(true);
+  const m = /RssAnon:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"));
+  return m ? Number(m[1]) * 1024 : process.memoryUsage().rss;
+};
+const rss = anon;
+let anonPeak = 0;
+const guard = (what: string) => {
+  const a = anon(false);
+  anonPeak = Math.max(anonPeak, a);
+  if (a > MAX_ANON) {
+    log(`STOP: RssAnon ${(a / 2 ** 30).toFixed(2)} GiB > --max-anon-gb ${MAX_ANON / 2 ** 30} during ${what}; free -g said: ${freeG()}`);
+    save();
+    process.exit(3);
+  }
+};
+const freeG = () => {
+  const m = readFileSync("/proc/meminfo", "utf8");
+  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(m)?.[1] ?? 0);
+  return `MemTotal ${(kb("MemTotal") / 2 ** 20).toFixed(1)} GiB, MemAvailable ${(kb("MemAvailable") / 2 ** 20).toFixed(1)} GiB`;
 };
 
 function measure(base: Pick<Row, "n" | "engine" | "queries" | "setting">, Q: Float32Array, truth: Int32Array[], search: (q: Float32Array, i: number) => number[]): Row {
@@ -83,56 +117,102 @@ function measure(base: Pick<Row, "n" | "engine" | "queries" | "setting">, Q: Flo
   return row;
 }
 
-function runSize(n: number): void {
-  if (n > MAX_ROWS) {
-    log(`n=${n}: skipped — the exact ground truth holds the set in one WebAssembly memory (≤ ${MAX_ROWS} rows)`);
-    return;
+/** Writes the clustered set's n rows to `path` chunk by chunk (never the whole set in memory). */
+function writeSet(path: string, stream: ReturnType<typeof clusteredStream>, n: number): void {
+  const CH = 65536;
+  const buf = new Float32Array(CH * DIM);
+  const fd = openSync(`${path}.part`, "w");
+  for (let i = 0; i < n; i += CH) {
+    const e = Math.min(n, i + CH);
+    stream.fill(i, e, buf);
+    const bytes = new Uint8Array(buf.buffer, 0, (e - i) * DIM * 4);
+    for (let o = 0; o < bytes.length; ) o += writeSync(fd, bytes, o);
+    if ((i / CH) % 16 === 15) log(`n=${n}: written ${e} rows`);
   }
-  const scanner = exactScanner(n, DIM);
+  closeSync(fd);
+  Bun.spawnSync(["mv", `${path}.part`, path]);
+}
+
+async function runSize(n: number): Promise<void> {
+  log(`n=${n}: start, load ${load1()}, ${freeG()}`);
   let t = performance.now();
-  const ds = generateDataset({ n, dim: DIM, kind: "clustered", seed: 1, out: scanner.vectors });
-  log(`n=${n}: generated in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  let stream: ReturnType<typeof clusteredStream> | null = clusteredStream({ n, dim: DIM, seed: 1 });
+  mkdirSync(DATA_DIR, { recursive: true });
+  const path = join(DATA_DIR, `clustered-s1-d${DIM}-n${n}.f32`);
+  if (existsSync(path) && statSync(path).size === n * DIM * 4) log(`n=${n}: reusing ${path}`);
+  else writeSet(path, stream, n);
+  log(`n=${n}: set ready in ${((performance.now() - t) / 1000).toFixed(1)} s (${path}, ${((n * DIM * 4) / 1e9).toFixed(1)} GB)`);
+  if (GENERATE_ONLY) return;
+  const data = mapRows(path, n, DIM);
+  const { video, collection } = stream;
   t = performance.now();
-  const text = generateQueries(ds, NQ, "text", 7), image = generateQueries(ds, NQ, "image", 7);
-  const textC = generateQueries(ds, NQ / 2, "text", 8), textV = generateQueries(ds, NQ / 2, "text", 9);
+  const dsq = { ...stream, row: data.row };
+  const text = generateQueries(dsq, NQ, "text", 7), image = generateQueries(dsq, NQ, "image", 7);
+  const textC = generateQueries(dsq, NQ / 2, "text", 8), textV = generateQueries(dsq, NQ / 2, "text", 9);
+  const imageC = generateQueries(dsq, NQ / 2, "image", 8);
+  // The shot directions (n / 10 × 2 KiB) are only needed to make rows and queries.
+  stream = null;
   const coll = Int32Array.from({ length: NQ / 2 }, (_, i) => i % 20);
-  const vids = Int32Array.from({ length: NQ / 2 }, (_, i) => ds.video[(i * 7919) % n]);
-  const keepC = Array.from({ length: 20 }, (_, c) => Uint8Array.from(ds.collection, (x) => (x === c ? 1 : 0)));
+  const vids = Int32Array.from({ length: NQ / 2 }, (_, i) => video[(i * 7919) % n]);
+  const [truthText, truthImage, truthC, truthIC, truthV] = await truthFromFileThreads(path, n, DIM, K, [
+    { queries: text },
+    { queries: image },
+    { queries: textC, filter: { of: collection, eqs: coll } },
+    { queries: imageC, filter: { of: collection, eqs: coll } },
+    { queries: textV, filter: { of: video, eqs: vids } },
+  ], GT_THREADS);
   const sets = [
-    { name: "text", Q: text, truth: scanner.topK(text, K) },
-    { name: "image", Q: image, truth: scanner.topK(image, K) },
+    { name: "text", Q: text, truth: truthText },
+    { name: "image", Q: image, truth: truthImage },
   ];
-  const truthC = scanner.topK(textC, K, (q) => keepC[coll[q]]);
-  const imageC = generateQueries(ds, NQ / 2, "image", 8);
-  const truthIC = scanner.topK(imageC, K, (q) => keepC[coll[q]]);
-  const truthV = scanner.topK(textV, K, (q) => Uint8Array.from(ds.video, (x) => (x === vids[q] ? 1 : 0)));
-  log(`n=${n}: ground truth in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  log(`n=${n}: ground truth (${NQ}+${NQ} queries, ${NQ / 2}×3 filtered, ${GT_THREADS} thread(s)) in ${((performance.now() - t) / 1000).toFixed(1)} s, load ${load1()}`);
+
+  if (WAIT_PID) {
+    const alive = () => {
+      try {
+        process.kill(WAIT_PID, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    if (alive()) log(`n=${n}: waiting for pid ${WAIT_PID} to exit before building`);
+    while (alive()) await Bun.sleep(5000);
+    log(`n=${n}: building, load ${load1()}, ${freeG()}`);
+  }
 
   // ---- vsearch ----
-  const source: VectorSource = { getVectors: (ids) => ids.map((id) => ds.vectors.subarray(id * DIM, (id + 1) * DIM)) };
+  const source: VectorSource = { getVectors: (ids) => ids.map((id) => data.row(id)) };
   let before = rss();
+  anonPeak = before;
   t = performance.now();
   const index = createVectorIndex({ dim: DIM, source });
   for (let i = 0; i < n; i += 4096) {
     const batch = [];
     for (let j = i; j < Math.min(n, i + 4096); j++) {
-      batch.push({ rowId: j, vector: ds.vectors.subarray(j * DIM, (j + 1) * DIM), partition: "acct", groupA: ds.collection[j], groupB: ds.video[j] });
+      batch.push({ rowId: j, vector: data.row(j), partition: "acct", groupA: collection[j], groupB: video[j] });
     }
     index.add(batch);
+    if ((i / 4096) % 64 === 63) guard("vsearch add");
+    if (i % 1048576 === 1048576 - 4096 || i + 4096 >= n) {
+      log(`n=${n}: added ${Math.min(n, i + 4096)} rows, ${((performance.now() - t) / 1000).toFixed(1)} s, RssAnon ${((anon(false) - before) / 1e6).toFixed(0)} MB over the start, ${index.segments} segment(s), load ${load1()}`);
+    }
   }
   const addS = (performance.now() - t) / 1000;
   // Lists are trained as the partition grows (last at n/4); a rebuild retrains them on all rows,
   // as the app would after loading an account.
   t = performance.now();
-  index.rebuild("acct");
+  if (REBUILD) index.rebuild("acct");
+  else log(`n=${n}: no rebuild (--rebuild=0): ${index.listCount("acct")} list(s) as the adds left them, ${index.training.pending} retrain(s) queued (they run between event-loop turns, and this loop never yields)`);
+  guard("vsearch rebuild");
   const rebuildS = (performance.now() - t) / 1000;
   let buildS = addS + rebuildS;
   let grown = rss() - before;
   builds.push({
     n, engine: "vsearch", buildS, rssMB: Math.round(grown / 1e6), bytesPerRow: Math.round(index.memoryBytes / n), load1: load1(),
-    note: `add ${addS.toFixed(1)} s + rebuild ${rebuildS.toFixed(1)} s, ${index.listCount("acct")} lists, index ${Math.round(index.memoryBytes / 1e6)} MB`,
+    note: `add ${addS.toFixed(1)} s + ${REBUILD ? `rebuild ${rebuildS.toFixed(1)} s` : "NO rebuild"}, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB, RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start`,
   });
-  log(`n=${n}: vsearch built in ${buildS.toFixed(1)} s, RSS +${Math.round(grown / 1e6)} MB, ${Math.round(index.memoryBytes / n)} B/row, ${index.listCount("acct")} lists`);
+  log(`n=${n}: vsearch built in ${buildS.toFixed(1)} s, RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row, ${index.listCount("acct")} lists, ${index.segments} segment(s), load ${load1()}, ${freeG()}`);
   const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
   const vs = (probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[] }) => {
     const agg: Record<string, number> = { scanned: 0, coarse: 0, filter: 0, scan: 0, estimate: 0, rescore: 0 };
@@ -163,7 +243,7 @@ function runSize(n: number): void {
   }
   // Incremental writes on the built index: a 300-frame video in and out again.
   {
-    const batch = Array.from({ length: 300 }, (_, j) => ({ rowId: n + j, vector: ds.vectors.subarray(j * DIM, (j + 1) * DIM), partition: "acct", groupA: 0, groupB: -1 }));
+    const batch = Array.from({ length: 300 }, (_, j) => ({ rowId: n + j, vector: data.row(j), partition: "acct", groupA: 0, groupB: -1 }));
     let tw = performance.now();
     index.add(batch);
     const addMs = performance.now() - tw;
@@ -182,12 +262,13 @@ function runSize(n: number): void {
       t = performance.now();
       const u = new usearch.Index({ dimensions: DIM, metric: usearch.MetricKind.Cos, quantization: usearch.ScalarKind.F32, connectivity: 0, expansion_add: 0, expansion_search: efs, multi: false });
       if (ei === 0) {
-        for (let i = 0; i < n; i += 65536) u.add(keys.subarray(i, Math.min(n, i + 65536)), ds.vectors.subarray(i * DIM, Math.min(n, i + 65536) * DIM), U_THREADS);
+        for (let i = 0; i < n; i += 65536) u.add(keys.subarray(i, Math.min(n, i + 65536)), data.slice(i, Math.min(n, i + 65536)), U_THREADS);
         buildS = (performance.now() - t) / 1000;
         grown = rss() - before;
         builds.push({ n, engine: "usearch", buildS, rssMB: Math.round(grown / 1e6), bytesPerRow: Math.round(grown / n), load1: load1(), note: `HNSW f32, ${U_THREADS} thread(s), vectors included` });
         log(`n=${n}: usearch built in ${buildS.toFixed(1)} s (${U_THREADS} thread), RSS +${Math.round(grown / 1e6)} MB`);
         u.save(join(dirFor(), `u-${n}.usearch`));
+        guard("usearch build");
       } else {
         u.load(join(dirFor(), `u-${n}.usearch`));
       }
@@ -208,14 +289,17 @@ function dirFor(): string {
 }
 
 const load0 = loadavg();
+/** One file per list of sizes: the big sizes run as separate processes. */
+const outFile = join(import.meta.dir, "results", `vector-scale-${SIZES.join("_")}.json`);
 const save = () => {
   mkdirSync(join(import.meta.dir, "results"), { recursive: true });
-  writeFileSync(join(import.meta.dir, "results", "vector-scale.json"), JSON.stringify({ loadavgStart: load0, builds, rows }, null, 2));
+  writeFileSync(outFile, JSON.stringify({ loadavgStart: load0, builds, rows }, null, 2));
 };
 for (const n of SIZES) {
-  runSize(n);
+  await runSize(n);
   save(); // a run stopped early keeps the sizes it finished
   Bun.gc(true);
+  if (!KEEP_DATA) unlinkSync(join(DATA_DIR, `clustered-s1-d${DIM}-n${n}.f32`));
 }
 if (benchDir) for (const n of SIZES) Bun.file(join(benchDir, `u-${n}.usearch`)).delete?.().catch(() => {});
 
@@ -228,8 +312,12 @@ console.log(`\n${fmt(["n", "engine", "build s", "RSS MB", "B/row", "load1", "not
 console.log(`\n${fmt(["n", "engine", "queries", "setting", "nq", "p50 ms", "p99 ms", "recall@10", "load1"], rows.map((r) => [String(r.n), r.engine, r.queries, r.setting, String(r.nq), r.p50.toFixed(2), r.p99.toFixed(2), r.recall.toFixed(3), String(r.load1)]))}`);
 const env = {
   date: new Date().toISOString(), bun: Bun.version, cpus: cpus().length, cpu: cpus()[0]?.model, loadavgStart: load0, loadavgEnd: loadavg(),
-  maxRssMB: Math.round(process.resourceUsage().maxRSS / 1024), seconds: Math.round((performance.now() - t0) / 1000), queriesPerSet: NQ,
+  maxRssMB: Math.round(process.resourceUsage().maxRSS / 1024), maxRssNote: "maxRSS counts the mapped data file's pages too", seconds: Math.round((performance.now() - t0) / 1000), queriesPerSet: NQ,
 };
 console.log(`\n${JSON.stringify(env)}`);
 mkdirSync(join(import.meta.dir, "results"), { recursive: true });
-writeFileSync(join(import.meta.dir, "results", "vector-scale.json"), JSON.stringify({ env, builds, rows }, null, 2));
+writeFileSync(outFile, JSON.stringify({ env, builds, rows }, null, 2));
+console.log(`wrote ${outFile}`);
+// With --rebuild=0 the retrains queued by the adds (setImmediate slices) would now start and keep
+// the process busy for many minutes after the results (seen at 10 M).
+process.exit(0);

@@ -98,3 +98,101 @@ export function exactScanner(n: number, dim: number): ExactScanner {
     },
   };
 }
+
+/** Rows a streamed query may rank: those whose `of[row]` equals `eq` (e.g. one collection). */
+export interface GroupFilter {
+  of: Int32Array;
+  eq: number;
+}
+
+export interface StreamingExact {
+  /**
+   * Adds a query set (rows of dim floats); `filterFor(q)`, if given, restricts query q to the
+   * rows it names. Returns a handle whose `truth()` is filled once every row has been scanned.
+   */
+  addQueries(queries: Float32Array, filterFor?: (q: number) => GroupFilter | undefined): { truth(): Int32Array[] };
+  /** Scans rows [from, from + rows.length / dim) against every query added so far. */
+  scan(rows: Float32Array, from: number): void;
+  /** Rows the kernel's memory takes per scan call. */
+  readonly chunkRows: number;
+}
+
+/**
+ * Exact top-k over a set too big for one WebAssembly memory: the rows are fed chunk by chunk
+ * (in row order) through the same 8-query SIMD kernel as exactScanner, and each query keeps a
+ * running top-k. Ties go to the lower row index, as in exactScanner.topK, so the two agree.
+ */
+export function streamingExact(dim: number, k: number, chunkRows = 32768): StreamingExact {
+  if (dim % 4) throw new Error("dim must be a multiple of 4");
+  const dataOff = 64;
+  const queryOff = dataOff + chunkRows * dim * 4;
+  const outOff = queryOff + BLOCK * dim * 4;
+  const end = outOff + chunkRows * BLOCK * 4;
+  const memory = new WebAssembly.Memory({ initial: Math.ceil(end / PAGE) });
+  const inst = new WebAssembly.Instance(new WebAssembly.Module(assemble([dotsKernel(dim)])), { env: { memory } });
+  const dots = inst.exports.dots as (data: number, n: number, queries: number, out: number) => void;
+  const data = new Float32Array(memory.buffer, dataOff, chunkRows * dim);
+  const qmem = new Float32Array(memory.buffer, queryOff, BLOCK * dim);
+  const out = new Float32Array(memory.buffer, outOff, chunkRows * BLOCK);
+  interface Q {
+    vec: Float32Array;
+    filter?: GroupFilter;
+    scores: Float32Array;
+    ids: Int32Array;
+    count: number;
+  }
+  const all: Q[] = [];
+  let scanned = 0;
+
+  const offer = (q: Q, s: number, id: number) => {
+    // Insert after equal scores (they came from lower rows), drop the last if full.
+    let p = Math.min(q.count, k - 1);
+    while (p > 0 && q.scores[p - 1] < s) {
+      q.scores[p] = q.scores[p - 1];
+      q.ids[p] = q.ids[p - 1];
+      p--;
+    }
+    q.scores[p] = s;
+    q.ids[p] = id;
+    if (q.count < k) q.count++;
+  };
+
+  return {
+    chunkRows,
+    addQueries(queries, filterFor) {
+      if (scanned) throw new Error("add every query before the first scan");
+      const first = all.length;
+      const nq = queries.length / dim;
+      for (let q = 0; q < nq; q++) {
+        all.push({ vec: queries.subarray(q * dim, (q + 1) * dim), filter: filterFor?.(q), scores: new Float32Array(k), ids: new Int32Array(k), count: 0 });
+      }
+      return { truth: () => all.slice(first, first + nq).map((q) => q.ids.slice(0, q.count)) };
+    },
+    scan(rows, from) {
+      if (from !== scanned) throw new Error(`scan(${from}): rows must come in order from ${scanned}`);
+      const n = rows.length / dim;
+      for (let r0 = 0; r0 < n; r0 += chunkRows) {
+        const m = Math.min(chunkRows, n - r0);
+        data.set(rows.subarray(r0 * dim, (r0 + m) * dim));
+        const base = from + r0;
+        for (let q0 = 0; q0 < all.length; q0 += BLOCK) {
+          const b = Math.min(BLOCK, all.length - q0);
+          qmem.fill(0);
+          for (let q = 0; q < b; q++) qmem.set(all[q0 + q].vec, q * dim);
+          dots(dataOff, m, queryOff, outOff);
+          for (let q = 0; q < b; q++) {
+            const Q = all[q0 + q];
+            const f = Q.filter;
+            for (let i = 0; i < m; i++) {
+              const s = out[i * BLOCK + q];
+              if (Q.count === k && !(s > Q.scores[k - 1])) continue;
+              if (f && f.of[base + i] !== f.eq) continue;
+              offer(Q, s, base + i);
+            }
+          }
+        }
+      }
+      scanned = from + n;
+    },
+  };
+}

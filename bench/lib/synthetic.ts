@@ -123,20 +123,16 @@ function directions(count: number, dim: number, scale: Float32Array, gauss: Retu
 
 export function generateDataset(opts: DatasetOptions): Dataset {
   const { n, dim, kind } = opts;
-  const seed = opts.seed ?? 1;
-  const fpv = opts.framesPerVideo ?? 200;
-  const fps = opts.framesPerShot ?? 10;
-  const collections = opts.collections ?? 20;
-  const gauss = gaussianSource(seed);
-  const r = prng(seed ^ 0x5bd1e995);
   const vectors = opts.out ?? new Float32Array(n * dim);
   if (vectors.length !== n * dim) throw new Error("out must hold n × dim floats");
-  const video = new Int32Array(n);
-  const collection = new Int32Array(n);
-  const shot = new Int32Array(n);
-
   if (kind === "random") {
-    gauss(vectors);
+    const seed = opts.seed ?? 1;
+    const fpv = opts.framesPerVideo ?? 200;
+    const collections = opts.collections ?? 20;
+    const video = new Int32Array(n);
+    const collection = new Int32Array(n);
+    const shot = new Int32Array(n);
+    gaussianSource(seed)(vectors);
     normalizeRows(vectors, dim);
     for (let i = 0; i < n; i++) {
       video[i] = Math.floor(i / fpv);
@@ -145,6 +141,37 @@ export function generateDataset(opts: DatasetOptions): Dataset {
     }
     return { kind, n, dim, vectors, video, collection, shot };
   }
+  const { fill, ...meta } = clusteredStream(opts);
+  fill(0, n, vectors);
+  return { ...meta, vectors };
+}
+
+/** A clustered dataset whose vectors are produced on demand, in row order (see clusteredStream). */
+export interface DatasetStream extends Omit<Dataset, "vectors"> {
+  /**
+   * Writes rows [from, to) into `out` (at least (to − from) × dim floats). Calls must follow
+   * each other in row order, starting at 0 (the frame noise is one sequential random stream):
+   * the concatenation of the chunks equals generateDataset's `vectors` for the same options.
+   */
+  fill(from: number, to: number, out: Float32Array): void;
+}
+
+/**
+ * The clustered set without holding its n × dim vectors: the per-row metadata and directions are
+ * built up front (shot directions: n / framesPerShot × dim floats, ~2 GB at 10 M rows), the rows
+ * are made chunk by chunk. generateDataset is this plus one fill of every row.
+ */
+export function clusteredStream(opts: Omit<DatasetOptions, "kind" | "out">): DatasetStream {
+  const { n, dim } = opts;
+  const seed = opts.seed ?? 1;
+  const fpv = opts.framesPerVideo ?? 200;
+  const fps = opts.framesPerShot ?? 10;
+  const collections = opts.collections ?? 20;
+  const gauss = gaussianSource(seed);
+  const r = prng(seed ^ 0x5bd1e995);
+  const video = new Int32Array(n);
+  const collection = new Int32Array(n);
+  const shot = new Int32Array(n);
 
   // Uneven dimensions: log-normal scales, plus a few dominant dimensions as CLIP has.
   const scale = new Float32Array(dim);
@@ -155,8 +182,7 @@ export function generateDataset(opts: DatasetOptions): Dataset {
 
   // Frame → shot → video assignment, videos 0.5×–1.5× fpv frames, shots 0.5×–1.5× fps frames.
   const videoLen: number[] = [];
-  const shotLen: number[] = [];
-  const shotVideo: number[] = [];
+  let shots = 0;
   for (let left = n; left > 0; ) {
     const len = Math.min(left, Math.max(1, Math.round(fpv * (0.5 + r() / 4294967296))));
     videoLen.push(len);
@@ -168,11 +194,10 @@ export function generateDataset(opts: DatasetOptions): Dataset {
       const len = Math.min(left, Math.max(1, Math.round(fps * (0.5 + r() / 4294967296))));
       for (let k = 0; k < len; k++, row++) {
         video[row] = v;
-        shot[row] = shotLen.length;
+        shot[row] = shots;
         collection[row] = v % collections;
       }
-      shotLen.push(len);
-      shotVideo.push(v);
+      shots++;
       left -= len;
     }
   }
@@ -181,29 +206,38 @@ export function generateDataset(opts: DatasetOptions): Dataset {
   const global = directions(1, dim, scale, gauss);
   const topicDir = directions(topics, dim, scale, gauss);
   const videoDir = directions(videoLen.length, dim, scale, gauss);
-  const shotDir = directions(shotLen.length, dim, scale, gauss);
+  const shotDir = directions(shots, dim, scale, gauss);
   const videoTopic = new Int32Array(videoLen.length);
   for (let v = 0; v < videoTopic.length; v++) videoTopic[v] = r() % topics;
 
   const a = Math.sqrt(W_GLOBAL), t = Math.sqrt(W_TOPIC), b = Math.sqrt(W_VIDEO), c = Math.sqrt(W_SHOT), d = Math.sqrt(W_FRAME);
-  // Frame noise is written straight into the output rows, then the shared parts are added.
-  gauss(vectors);
-  for (let i = 0; i < n; i++) {
-    const o = i * dim;
-    let s = 0;
-    for (let j = 0; j < dim; j++) {
-      const x = vectors[o + j] * scale[j];
-      vectors[o + j] = x;
-      s += x * x;
+  let next = 0;
+  const fill = (from: number, to: number, out: Float32Array) => {
+    if (from !== next || to < from || to > n) throw new Error(`fill(${from}, ${to}): rows must come in order from ${next}, up to ${n}`);
+    if (out.length < (to - from) * dim) throw new Error("out is too small");
+    if (dim % 2 && (from > 0 || to < n)) throw new Error("chunks need an even dim");
+    const vectors = out.subarray(0, (to - from) * dim);
+    // Frame noise is written straight into the output rows, then the shared parts are added.
+    // (dim is even, so chunk borders fall between the sampler's pairs: same stream as one call.)
+    gauss(vectors);
+    for (let i = from; i < to; i++) {
+      const o = (i - from) * dim;
+      let s = 0;
+      for (let j = 0; j < dim; j++) {
+        const x = vectors[o + j] * scale[j];
+        vectors[o + j] = x;
+        s += x * x;
+      }
+      const inv = d / Math.sqrt(s);
+      const vo = video[i] * dim, so = shot[i] * dim, to2 = videoTopic[video[i]] * dim;
+      for (let j = 0; j < dim; j++) {
+        vectors[o + j] = vectors[o + j] * inv + a * global[j] + t * topicDir[to2 + j] + b * videoDir[vo + j] + c * shotDir[so + j];
+      }
     }
-    const inv = d / Math.sqrt(s);
-    const vo = video[i] * dim, so = shot[i] * dim, to = videoTopic[video[i]] * dim;
-    for (let j = 0; j < dim; j++) {
-      vectors[o + j] = vectors[o + j] * inv + a * global[j] + t * topicDir[to + j] + b * videoDir[vo + j] + c * shotDir[so + j];
-    }
-  }
-  normalizeRows(vectors, dim);
-  return { kind, n, dim, vectors, video, collection, shot, basis: { global, videoDir, shotDir, scale, videoTopic, topicDir } };
+    normalizeRows(vectors, dim);
+    next = to;
+  };
+  return { kind: "clustered", n, dim, video, collection, shot, basis: { global, videoDir, shotDir, scale, videoTopic, topicDir }, fill };
 }
 
 export type QueryKind = "image" | "text" | "random";
@@ -214,8 +248,9 @@ export type QueryKind = "image" | "text" | "random";
  * and noise, so it sits ~0.32 from its target shot and ~0.18 from unrelated frames. "random": a
  * gaussian vector (the only kind that makes sense on the random set).
  */
-export function generateQueries(ds: Dataset, count: number, kind: QueryKind, seed = 7): Float32Array {
+export function generateQueries(ds: Dataset | (Omit<Dataset, "vectors"> & { row(i: number): Float32Array }), count: number, kind: QueryKind, seed = 7): Float32Array {
   const { dim } = ds;
+  const rowOf = "row" in ds ? ds.row : (i: number) => ds.vectors.subarray(i * dim, (i + 1) * dim);
   const out = new Float32Array(count * dim);
   const gauss = gaussianSource(seed * 7919 + 13);
   const r = prng(seed);
@@ -238,7 +273,8 @@ export function generateQueries(ds: Dataset, count: number, kind: QueryKind, see
     normalizeRows(noise, dim);
     if (kind === "image") {
       // |x + 0.45·n| with x ⟂ n: cosine to the source frame ≈ 1/sqrt(1 + 0.2) ≈ 0.91.
-      for (let j = 0; j < dim; j++) out[o + j] = ds.vectors[row * dim + j] + 0.45 * noise[j];
+      const x = rowOf(row);
+      for (let j = 0; j < dim; j++) out[o + j] = x[j] + 0.45 * noise[j];
     } else {
       const v = ds.video[row], s = ds.shot[row], t = videoTopic[v];
       for (let j = 0; j < dim; j++) {
