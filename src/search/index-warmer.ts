@@ -42,8 +42,12 @@ export interface WarmStatus extends WarmProgress {
 
 const SLICE_MS = 8;
 const PAGE_ROWS = 512;
-/** After a failed page (the store erred: disk, lock), the next try waits this long. */
+/**
+ * After a failed page (the store erred: disk, lock), the next try waits this long, doubling on
+ * each failure in a row up to RETRY_MAX_MS (a page that always fails must not log every second).
+ */
 const RETRY_MS = 1000;
+const RETRY_MAX_MS = 30_000;
 
 /**
  * Loads every account's vectors into the in-memory index in the background after the app
@@ -58,6 +62,7 @@ export class IndexWarmer {
   private readonly waiters = new Set<() => void>();
   private startedAt = 0;
   private longestSliceMs = 0;
+  private failuresInARow = 0;
   private longestSliceCpuMs = 0;
   private readonly sliceMs: number;
   private readonly pageRows: number;
@@ -122,12 +127,15 @@ export class IndexWarmer {
     const cpu0 = process.cpuUsage();
     let more = true;
     try {
-      do more = this.index.warmStep(this.pageRows);
-      while (more && performance.now() - t0 < this.sliceMs);
+      do {
+        more = this.index.warmStep(this.pageRows);
+        this.failuresInARow = 0; // a page loaded: the next failure waits the shortest time again
+      } while (more && performance.now() - t0 < this.sliceMs);
     } catch (e) {
       // The pass resumes from its cursor; the page is read before anything of it is added.
-      this.logger?.error("search index warm-up: a page failed; retrying", { err: e instanceof Error ? e.message : String(e) });
-      this.next = setTimeout(() => this.slice(), RETRY_MS);
+      const retryMs = Math.min(RETRY_MAX_MS, RETRY_MS * 2 ** this.failuresInARow++);
+      this.logger?.error("search index warm-up: a page failed; retrying", { err: e instanceof Error ? e.message : String(e), retry_ms: retryMs });
+      this.next = setTimeout(() => this.slice(), retryMs);
       return;
     }
     const ms = performance.now() - t0;
