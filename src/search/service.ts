@@ -8,15 +8,16 @@ import { meanNormalized, type QueryEncoder, type TranscriptSemanticSearch } from
 import { fuseModes, suppressDuplicates, type Fused } from "./fusion.ts";
 import { checkImage, decodeImageRgb, fetchImageUrl } from "./image-input.ts";
 import type { NearestRequest, SearchIndexes, VectorHit } from "./indexes.ts";
-import { type MediaLinks, secs, thumbnailBase64, withFragment } from "./links.ts";
+import type { MediaLinks } from "./links.ts";
 import { type Candidate, type FrameHit, framesToMoments, MIN_SCORE_BAND, sameStart } from "./moments.ts";
-import type { SearchRequest, SearchResult, SearchSegment, SearchVideo } from "./schema.ts";
-import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type TranscriptHitRow, type VideoInfoRow } from "./store.ts";
+import type { SearchRequest, SearchResult, SearchVideo } from "./schema.ts";
+import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type TranscriptHitRow } from "./store.ts";
 import { contentWords, coverage, mentionTerms } from "./text-match.ts";
 import { LEXICAL_MODES, MODES, type Mode, THRESHOLDS } from "./thresholds.ts";
 import type { FeedbackStore } from "./feedback-store.ts";
 import { lexicalCandidates, LEXICAL_K, type LexicalHit, type LexicalSource } from "./lexical-mode.ts";
 import type { OcrHitRow, OcrSearchStore } from "./ocr-store.ts";
+import { shotOf, toSegment } from "./segments.ts";
 
 /**
  * Credits hook (SPEC §3): when the account has a balance, a search must be affordable before it
@@ -172,7 +173,7 @@ export class SearchService {
         filename: info.filename,
         collection_id: info.collection_id,
         status: info.status,
-        segments: groups.get(videoId)!.map((x) => this.segment(info, shots.get(videoId) ?? [], x.c, x.hidden, x.rank, req.includeThumbnailBase64)),
+        segments: groups.get(videoId)!.map((x) => toSegment(this.d, info, shots.get(videoId) ?? [], x.c, { hidden: x.hidden, rank: x.rank, withBase64: req.includeThumbnailBase64 })),
       });
     }
 
@@ -409,40 +410,6 @@ export class SearchService {
       (shots.get(h.video_id) ?? []).some((s) => allow.get(h.video_id)!.has(s.shot_index) && s.start_secs < h.end_secs && s.end_secs > h.start_secs),
     );
   }
-
-  // ---- output --------------------------------------------------------------------------------
-
-  private segment(info: VideoInfoRow, shots: ShotRow[], c: Fused, hidden: boolean, rank: number, withBase64: boolean): SearchSegment {
-    const shot = c.shotIndex !== null ? (shots.find((s) => s.shot_index === c.shotIndex) ?? null) : shotOf(shots, c);
-    const thumbPath = shot?.thumbnail_path ?? info.poster_path;
-    const thumbnailUrl = shot?.thumbnail_path ? this.d.links.shotThumbnailUrl(info.id, shot.shot_index) : info.poster_path ? this.d.links.posterUrl(info.id) : null;
-    const seg: SearchSegment = {
-      timestamp_start: secs(c.start),
-      timestamp_end: secs(c.end),
-      score: Math.round(c.score * 1e4) / 1e4,
-      type: c.type,
-      text_content: c.text,
-      video_url: withFragment(this.d.links.playbackUrl(info.id), c.start, c.end),
-      thumbnail_url: thumbnailUrl,
-      hidden,
-      rank,
-      raw_score: Math.round(c.raw * 1e6) / 1e6,
-      threshold_key: c.thresholdKey,
-    };
-    if (withBase64) {
-      const b64 = thumbnailBase64(this.d.files, thumbPath);
-      if (b64) seg.thumbnail_base64 = b64;
-    }
-    return seg;
-  }
-}
-
-/** The shot covering a clip's start (time order; a start in a gap belongs to the shot before). */
-function shotOf(shots: ShotRow[], c: { start: number; shotIndex: number | null }): ShotRow | null {
-  if (c.shotIndex !== null) return shots.find((s) => s.shot_index === c.shotIndex) ?? null;
-  let found: ShotRow | null = null;
-  for (const s of shots) if (s.start_secs <= c.start + 1e-6) found = s;
-  return found;
 }
 
 /** A scope as a memo key part. */
