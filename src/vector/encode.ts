@@ -67,7 +67,7 @@ const BINS = 64, BIN_W = 0.05, T_FIRST = 8, T_LAST = 40;
  * Where refine2 reads q8: per 16-byte block of codes (128 dims) and bit k, the 16 dims 128·blk + 8·i + k
  * (i = 0..15) — so one AND + compare of a block's code bytes with bit k masks them all at once.
  */
-export function qvecOrder2(padDim: number, j: number): number {
+export function qvecOrder2(j: number): number {
   const blk = j >> 7, i = (j & 127) >> 3, k = j & 7;
   return blk * 128 + k * 16 + i;
 }
@@ -245,7 +245,7 @@ export class Encoder {
       let qsum = 0;
       for (let j = 0; j < n; j++) {
         const v = Math.round(qr[j] * scale);
-        out.q8[qvecOrder2(n, j)] = v;
+        out.q8[qvecOrder2(j)] = v;
         qsum += v;
       }
       out.invScale = scale > 0 ? 1 / scale : 0;

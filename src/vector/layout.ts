@@ -91,3 +91,20 @@ export function makeLayout(dim: number, refineBits: RefineBits = 2): Layout {
     offRefine, offScale, offGroupA, offGroupB, sideBlockBytes,
   };
 }
+
+/**
+ * Copies one encoded row between chunk rows: every column of both blocks, as listed above (a
+ * column added to the layout is added here too).
+ */
+export function copyRow(L: Layout, u8: Uint8Array, fromScan: number, fromSide: number, fr: number, toScan: number, toSide: number, tr: number): void {
+  const col = (fromBase: number, toBase: number, off: number, bytes: number) => {
+    const f = fromBase + off + fr * bytes;
+    u8.copyWithin(toBase + off + tr * bytes, f, f + bytes);
+  };
+  col(fromScan, toScan, L.offCodes, L.codeBytes);
+  col(fromScan, toScan, L.offFactor, 2);
+  col(fromSide, toSide, L.offRefine, L.refineBytes);
+  col(fromSide, toSide, L.offScale, 4);
+  col(fromSide, toSide, L.offGroupA, 4);
+  col(fromSide, toSide, L.offGroupB, 4);
+}

@@ -4,13 +4,14 @@
  * (given, or learned from the first rows).
  *
  * A little over the house's ~450 lines on purpose: every path that moves a row between slots
- * (add, remove's hole filling, the retrain's moves, copyRow) must keep the scan block, the side
- * block and the id map in step, and they read best side by side in one class.
+ * (add, remove's hole filling, the retrain's moves) must keep the scan block, the side block and
+ * the id map in step, and they read best side by side in one class (the byte copy itself is
+ * layout.ts copyRow, beside the column list it mirrors).
  */
 import type { Arena } from "./arena.ts";
 import type { Encoder } from "./encode.ts";
 import { IdMap } from "./id-map.ts";
-import { CHUNK_ROWS, CHUNK_SHIFT, type Layout } from "./layout.ts";
+import { CHUNK_ROWS, CHUNK_SHIFT, copyRow, type Layout } from "./layout.ts";
 import { freeCentroids, listScores, listsFor, nearestList, trainCentroids } from "./lists.ts";
 import { List, Partition, type Centroids } from "./partition.ts";
 import type { VectorRow } from "./types.ts";
@@ -170,9 +171,7 @@ export class RowStore {
   private *retrain(p: Partition): Generator<void, void> {
     const L = this.layout, a = this.arena;
     const count = this.policy.lists > 0 ? this.policy.lists : listsFor(p.n);
-    const cent = yield* trainCentroids(L, a, this.kernels, p, Math.max(2, Math.min(count, p.n >> 4)), (slot, dst) =>
-      this.encoder.nibblesOf(a.views().u8, p.scanBlocks[slot >> CHUNK_SHIFT], p.sideBlocks[slot >> CHUNK_SHIFT], slot & (CHUNK_ROWS - 1), dst),
-    );
+    const cent = yield* trainCentroids(L, a, this.kernels, p, Math.max(2, Math.min(count, p.n >> 4)), (slot, dst) => this.nibbles(p, slot, dst));
     // Each row's new list, by rowId (rows may move or go between steps; searches still probe the old lists).
     const members: number[][] = Array.from({ length: cent.count }, () => []);
     let steps = 0;
@@ -255,7 +254,7 @@ export class RowStore {
     const to = p.slotOf(dst, dst.n);
     const nc = to >> CHUNK_SHIFT, nr = to & (CHUNK_ROWS - 1);
     const a = this.arena.views();
-    this.copyRow(p.scanBlocks[c], p.sideBlocks[c], r, p.scanBlocks[nc], p.sideBlocks[nc], nr);
+    copyRow(this.layout, this.arena.u8, p.scanBlocks[c], p.sideBlocks[c], r, p.scanBlocks[nc], p.sideBlocks[nc], nr);
     const gA = a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r];
     dst.addA(gA, 1);
     l.addA(gA, -1);
@@ -293,11 +292,11 @@ export class RowStore {
     listScores(this.arena, this.kernels, p.centroids!, this.nibbleAt, out);
   }
 
-  /** The row at `slot` as 4-bit nibbles (what list assignment reads) in the scratch at nibbleAt; returns nibbleAt. */
-  private nibbles(p: Partition, slot: number): number {
+  /** The row at `slot` as 4-bit nibbles (what list assignment and training read) at `dst` (default: the scratch at nibbleAt); returns dst. */
+  private nibbles(p: Partition, slot: number, dst = this.nibbleAt): number {
     const c = slot >> CHUNK_SHIFT;
-    this.encoder.nibblesOf(this.arena.views().u8, p.scanBlocks[c], p.sideBlocks[c], slot & (CHUNK_ROWS - 1), this.nibbleAt);
-    return this.nibbleAt;
+    this.encoder.nibblesOf(this.arena.views().u8, p.scanBlocks[c], p.sideBlocks[c], slot & (CHUNK_ROWS - 1), dst);
+    return dst;
   }
 
   /**
@@ -309,27 +308,12 @@ export class RowStore {
     const last = p.slotOf(l, l.n - 1);
     if (slot !== last) {
       const lc = last >> CHUNK_SHIFT, c = slot >> CHUNK_SHIFT;
-      this.copyRow(p.scanBlocks[lc], p.sideBlocks[lc], last & (CHUNK_ROWS - 1), p.scanBlocks[c], p.sideBlocks[c], slot & (CHUNK_ROWS - 1));
+      copyRow(this.layout, this.arena.u8, p.scanBlocks[lc], p.sideBlocks[lc], last & (CHUNK_ROWS - 1), p.scanBlocks[c], p.sideBlocks[c], slot & (CHUNK_ROWS - 1));
       const movedId = p.rowIds[last];
       p.rowIds[slot] = movedId;
       this.ids.setSlotAt(this.ids.find(movedId), slot);
     }
     l.n--;
-  }
-
-  /** Copies one encoded row (scan and side columns) between chunk rows. */
-  private copyRow(fromScan: number, fromSide: number, fr: number, toScan: number, toSide: number, tr: number): void {
-    const L = this.layout, u8 = this.arena.u8;
-    const col = (fromBase: number, toBase: number, off: number, bytes: number) => {
-      const f = fromBase + off + fr * bytes;
-      u8.copyWithin(toBase + off + tr * bytes, f, f + bytes);
-    };
-    col(fromScan, toScan, L.offCodes, L.codeBytes);
-    col(fromScan, toScan, L.offFactor, 2);
-    col(fromSide, toSide, L.offRefine, L.refineBytes);
-    col(fromSide, toSide, L.offScale, 4);
-    col(fromSide, toSide, L.offGroupA, 4);
-    col(fromSide, toSide, L.offGroupB, 4);
   }
 
   remove(rowIds: Iterable<number>): number {
@@ -384,7 +368,7 @@ export class RowStore {
     scan = p.scanBlocks[c];
     side = p.sideBlocks[c];
     a.views();
-    if (cent) this.copyRow(this.stageScan, this.stageSide, 0, scan, side, r);
+    if (cent) copyRow(this.layout, this.arena.u8, this.stageScan, this.stageSide, 0, scan, side, r);
     else this.encoder.encodeRow(row.vector, a, scan, side, r);
     const gA = p.groupA.acquire(row.groupA);
     a.i32[(side + L.offGroupA) / 4 + r] = gA;

@@ -10,7 +10,8 @@
  *               threshold that lets ~`coarse` rows through is estimated first from a sample of
  *               ~32 k rows (exact histogram for small partitions); rows under it get their
  *               1-bit asymmetric estimate while their codes are in cache;
- *   3. estimate best `middle` by the 1-bit estimate → 4-bit estimate → best `rescored`;
+ *   3. estimate best `middle` by the 1-bit estimate → the middle-pass estimate (2-bit or 4-bit
+ *               codes, layout.refineBits) → best `rescored`;
  *   4. rescore  exact cosine from the caller's source vectors → top k.
  *
  * When at most `exactBelow` rows are allowed, 2–3 are skipped: every allowed row is rescored.
@@ -86,6 +87,7 @@ export class Searcher {
     }
     const k = opts.k;
     if (!Number.isInteger(k) || k < 1) throw new RangeError(`k must be a positive integer, got ${k}`);
+    if (opts.rescore !== undefined && !(opts.rescore >= 1)) throw new RangeError(`rescore must be a number ≥ 1, got ${opts.rescore}`);
     const unit = this.unit;
     let qs = 0;
     for (let j = 0; j < L.dim; j++) qs += query[j] * query[j];

@@ -43,6 +43,7 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
     this.rows = new RowStore(layout, this.arena, encoder, kernels, opts.center, Math.max(1, Math.floor(opts.centerSample ?? 1024)), policy);
     const exactBelow = Math.max(0, Math.floor(opts.exactBelow ?? 1024));
     const two = layout.refineBits === 2;
+    if (opts.rescoreMin !== undefined && !(opts.rescoreMin >= 1)) throw new RangeError(`rescoreMin must be a number ≥ 1, got ${opts.rescoreMin}`);
     const rescoreMin = Math.max(1, Math.floor(opts.rescoreMin ?? (two ? RESCORE_MIN_2BIT : 64)));
     const rescoreShare = opts.rescoreMin !== undefined || !two ? 0 : RESCORE_SHARE_2BIT;
     this.searcher = new Searcher(this.rows, this.arena, kernels, encoder, opts.source, exactBelow, rescoreMin, rescoreShare);

@@ -102,6 +102,11 @@ describe("raising k for the same query", () => {
     // A caller's `rescore` wins (at least k), and widens the middle stage when it must.
     expect(sizes({ rescore: 3000 }).map(([r]) => r)).toEqual([3000, 3000, 3000]);
     expect(sizes({ rescore: 1 }).map(([r]) => r)).toEqual([10, 128, 512]);
+    // A wide middle stage (more candidates): the 2-bit layout rescores 1/16 of it, above the 128 floor.
+    const wide = newStats();
+    bigIndex.search(q, { partition: "acct", k: 10, candidates: 40_000, stats: wide });
+    expect(wide.middle / 16).toBeGreaterThan(128);
+    expect(wide.rescored).toBe(Math.ceil(wide.middle / 16));
   });
 
   it("rescoreMin sets the fewest rows rescored (refineBits 4 keeps 64)", () => {

@@ -189,7 +189,7 @@ describe.each([4, 2] as const)("the other kernels, refineBits %i", (refineBits) 
     }
     // Extreme query values included: i16 lane sums must not overflow.
     const q = Array.from({ length: L.padDim }, (_, j) => (j % 7 === 0 ? (j % 2 ? 127 : -127) : Math.round((rand() * 2 - 1) * 127)));
-    q.forEach((v, j) => (a.u8[q16 + qvecOrder2(L.padDim, j)] = v & 0xff));
+    q.forEach((v, j) => (a.u8[q16 + qvecOrder2(j)] = v & 0xff));
     a.i32.set(picks, slots / 4);
     const invScale = 1 / 123, offset = 0.75;
     K.refine(slots, picks.length, codeTable, sideTable, q16, invScale, offset, est);
