@@ -334,7 +334,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const idleMemory = new IdleMemory({
     busy: () => runner.active > 0 || inference.busy || (ocr?.busy ?? false),
     release: [
-      { name: "search caches", run: () => search.indexes.releaseCaches() },
+      { name: "search caches", run: () => search.indexes.releaseCaches(config.modelIdleUnloadSecs * 1000) },
       { name: "sqlite page cache", run: () => systemStore.shrinkMemory() },
     ],
     libraries: { path: /\/[^/]*(onnxruntime|vips|sharp)[^/]*$/, unused: () => !inference.started && (ocr?.running ?? 0) === 0 },

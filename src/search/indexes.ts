@@ -167,6 +167,8 @@ export class SearchIndexes {
   /** Per query vector (a cached text embedding; freed with it): the k its look-ups ended at. */
   private readonly kHints = new WeakMap<Float32Array, Map<string, number>>();
   private warmer: IndexWarmer | null = null;
+  /** When a search last read the caches below (nearest, shot rows); an idle release skips while it is recent. */
+  private lastUsedAt = 0;
 
   constructor(
     private readonly store: SearchStore,
@@ -234,6 +236,7 @@ export class SearchIndexes {
   }
 
   nearest(req: NearestRequest): VectorHit[] {
+    this.lastUsedAt = Date.now();
     if (req.k <= 0) return [];
     return this.backend.nearest(req);
   }
@@ -272,6 +275,7 @@ export class SearchIndexes {
    * videos come back query after query; at most SHOT_VIDEOS_MAX videos per account are kept).
    */
   shotsOfVideos(accountId: string, videoIds: string[]): Map<string, ShotRow[]> {
+    this.lastUsedAt = Date.now();
     let byVideo = this.shots.get(accountId);
     if (!byVideo) this.shots.set(accountId, (byVideo = new Map()));
     const missing = videoIds.filter((v) => !byVideo!.has(v));
@@ -342,12 +346,16 @@ export class SearchIndexes {
    * no model, which may be unloaded). The next search per account pays the rebuild (BENCHMARKS.md,
    * "Idle memory").
    */
-  releaseCaches(): void {
+  releaseCaches(idleMs = 0): boolean {
+    // Models unload without a search noticing (a cached query embedding needs none): a server
+    // still answering searches keeps what makes them cheap.
+    if (Date.now() - this.lastUsedAt < idleMs) return false;
     this.samples.clear();
     this.memos.clear();
     this.shots.clear();
     this.results.clear();
     this.backend.releaseCaches?.();
+    return true;
   }
 
   private forgetAccount(accountId: string): void {

@@ -118,12 +118,13 @@ export class SearchService {
     const credits = this.d.credits;
     await credits.assertCanSpend(accountId);
     // Vector modes rank in the in-memory index: while it loads after a restart, wait (bounded), then 503.
-    if (p.modes.some((m) => !LEXICAL_MODES.includes(m))) await this.d.indexes.assertSearchable();
+    const vectorModes = p.modes.some((m) => !LEXICAL_MODES.includes(m));
+    if (vectorModes) await this.d.indexes.assertSearchable();
 
     // min_score replaces every per-mode cut for this request (SPEC §6); 0 keeps whatever matched.
     const thresholds = req.minScore === undefined ? this.thresholds(accountId) : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
-    const vector = p.modes.some((m) => !LEXICAL_MODES.includes(m)) ? await this.queryVector(req, p.text) : null;
+    const vector = vectorModes ? await this.queryVector(req, p.text) : null;
     // Image-only queries probe a few inverted lists; text and filtered ones read every row.
     const probe = vector && !p.text && (req.image || req.imageUrl !== undefined) && !p.scope.collectionId && !allowShots ? IMAGE_QUERY_PROBE : undefined;
     const modelId = this.d.encoder.embedder.modelId();

@@ -6,6 +6,7 @@ import type { SearchDomain } from "../../src/search/domain.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
 import { type SearchRequest, searchFormSchema, toSearchRequest } from "../../src/search/schema.ts";
 import { VideoFiles } from "../../src/videos/files.ts";
+import { mediaPaths } from "../../src/media-serving/paths.ts";
 import type { MemoryIndexOptions } from "../../src/search/memory-backend.ts";
 import type { IndexWarmOptions } from "../../src/search/index-warmer.ts";
 import { startTestApp, type TestApp } from "../helpers/app.ts";
@@ -39,7 +40,7 @@ export function searchDomainOf(t: SearchTestApp, o: { embedder: QueryEmbedder; v
     files: new VideoFiles(t.dir),
     videos: t.app.services.videos,
     collections: t.app.services.collections,
-    links: { playbackUrl: (v) => `/media/videos/${v}/source`, posterUrl: (v) => `/media/videos/${v}/poster.jpg`, shotThumbnailUrl: (v, n) => `/media/videos/${v}/shots/${n}.jpg` },
+    links: { playbackUrl: mediaPaths.source, posterUrl: mediaPaths.poster, shotThumbnailUrl: mediaPaths.shot },
     ffmpeg: t.app.runtime.ffmpeg,
     allowNetworks: [],
     embedder: o.embedder,

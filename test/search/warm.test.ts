@@ -203,6 +203,7 @@ describe("index warm-up after start", () => {
     const { res, body } = await waiting;
     expect(res.status).toBe(503);
     expect(body.detail.code).toBe("SEARCH_UNAVAILABLE");
+    expect(body.detail.message).toMatch(/shutting down/); // the pass was stopped, not merely still loading
     await Bun.sleep(50); // no page is read from the closed store afterwards (that would be an unhandled error)
   });
 });
