@@ -57,7 +57,7 @@ export async function readOnScreenText(
     extraTimestamps: shots.slice(1).map((s) => s.start),
     keyframesOnly: decode.keyframesOnly,
     // The frame decode's own shortcuts (pipeline planDecode): a long-GOP file costs what that decode costs.
-    skipFrames: decode.keyframesOnly ? undefined : decode.skipFrames,
+    skipFrames: decode.skipFrames,
     hdr: info.hdr,
   });
   for await (const f of frames) {

@@ -47,6 +47,8 @@ export interface Stores {
    * Its caches start empty and follow the rows it reads; nothing tells it of later writes.
    */
   searchDomain(deps: Omit<SearchDomainOptions, "stores" | "uow">): SearchDomain;
+  /** Runs `fn` (store calls) in one transaction on this connection: the app sees all of it or none. */
+  transaction<T>(fn: () => T): T;
   close(): void;
 }
 
@@ -69,6 +71,7 @@ export function openStores(dataDir: string, opts: { vecExtension?: string } = {}
     webhooks: new WebhookStore(db),
     searchDomain: (deps) =>
       createSearchDomain({ ...deps, uow, stores: { search: new SearchStore(db), ocr: new OcrSearchStore(db), feedback: new FeedbackStore(db) } }),
+    transaction: (fn) => uow.run(fn),
     close: () => db.close(),
   };
 }

@@ -46,7 +46,7 @@ describe("idle OCR workers", () => {
 
   test("the worker ends after the idle time, memory is handed back, and the next video's text is read by a fresh one", async () => {
     const [first, second] = await Promise.all([slide("first", "Quarterly revenue forecast"), slide("second", "Harbour lighthouse tour")]);
-    t = await startTestApp({ VSEARCH_MODEL_IDLE_UNLOAD_SECS: "5", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_VIDEOS: "100000" }, { models: fixedCatalog({}) });
+    t = await startTestApp({ VSEARCH_MODEL_IDLE_UNLOAD_SECS: "10", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_VIDEOS: "100000" }, { models: fixedCatalog({}) });
     await t.app.start();
     const tenant = await createTenant(t);
     const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;

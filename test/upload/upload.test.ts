@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
+import { createTenant, json, metric, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
 import { ffmpeg, scratchDir, smallMp4 } from "../helpers/ffmpeg.ts";
 
 let t: TestApp;
@@ -57,8 +57,7 @@ describe("POST /v1/upload", () => {
     expect(job).toMatchObject({ id: data.job_id, job_id: data.job_id, video_id: data.video_id, user_id: a.accountId, status: "queued", error: null });
     const ev = t.stores.events.list({ accountId: a.accountId, type: "video.created" });
     expect(ev.map((e) => JSON.parse(e.payload))).toContainEqual({ video_id: data.video_id, job_id: data.job_id, collection_id: colA, filename: "My Clip.mp4" });
-    const metrics = await (await t.request("GET", "/metrics")).text();
-    expect(metrics).toMatch(/vsearch_jobs\{status="queued"\} [1-9]/);
+    expect(await metric(t, "vsearch_jobs", { status: "queued" })).toBeGreaterThanOrEqual(1);
     const stored = readdirSync(join(t.dir, "videos", data.video_id));
     expect(stored).toContain("source.mp4");
     expect(tmpFiles()).toEqual([]);

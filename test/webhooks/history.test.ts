@@ -144,9 +144,11 @@ describe("active flag and concurrency", () => {
       const quiet = await register(rx.url);
       // 150 deliveries already due for the slow endpoint (more than one polling batch), as after an outage.
       const due = Date.now() - 1_000;
-      for (let i = 0; i < 150; i++) {
-        t.stores.webhooks.insertDelivery({ id: `del_backlog${i}`, webhook_id: busy.id, account_id: a.accountId, event_id: `evt_backlog${i}`, event: "webhook.ping", payload: "{}", status: "pending", attempts: 0, next_attempt_at: due + i, created_at: new Date(due).toISOString() });
-      }
+      t.stores.transaction(() => {
+        for (let i = 0; i < 150; i++) {
+          t.stores.webhooks.insertDelivery({ id: `del_backlog${i}`, webhook_id: busy.id, account_id: a.accountId, event_id: `evt_backlog${i}`, event: "webhook.ping", payload: "{}", status: "pending", attempts: 0, next_attempt_at: due + i, created_at: new Date(due).toISOString() });
+        }
+      });
       await ping(quiet.id);
       // Draining the backlog takes 150 × 0.4 s / 2 = 30 s; the other endpoint must not wait for it.
       expect(await until(() => rx.hits.length === 1, 2_000)).toBe(true);
