@@ -49,7 +49,11 @@ const MADV_DONTNEED = 4;
  * (~30 MB for ONNX Runtime and libvips). Only mappings without a write bit and without a single
  * private (anonymous) page are touched: every page there is an unmodified page of the file, so
  * dropping it loses nothing — the next use faults it back in from the page cache (or the disk),
- * as after the kernel reclaimed it under memory pressure. Returns the bytes that were resident
+ * as after the kernel reclaimed it under memory pressure. The ranges are read from smaps before
+ * they are advised; that is safe only because a loaded library is never unmapped in this process
+ * (Bun never unloads an addon), so no range can have become anonymous memory in between — were
+ * libraries ever unloaded, this would have to stop (MADV_PAGEOUT/COLD, tried, free nothing of
+ * pages other processes share). Returns the bytes that were resident
  * there (0 where /proc/self/smaps or libc's madvise is missing).
  */
 export function dropLibraryPages(path: RegExp): number {
