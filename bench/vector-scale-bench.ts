@@ -5,7 +5,7 @@
  *   node_modules/.bin/bun bench/vector-scale-bench.ts [--sizes=100000,1000000] [--queries=200]
  *     [--probes=0.02,0.04,0.08,0.16] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1] [--usearch-max=N]
  *     [--gt-threads=1] [--max-anon-gb=14] [--data-dir=bench/results/vector-scale-data] [--keep-data=0]
- *     [--generate-only=1] [--wait-pid=PID] [--rebuild=0]
+ *     [--generate-only=1] [--truth-only=1] [--wait-pid=PID] [--rebuild=0]
  *
  * Per size: build time and RAM (RSS delta after GC), then p50/p99 and recall@10 against an exact
  * scan for text-like and image-like queries, and for vsearch a 1-of-20 collection filter and a
@@ -56,7 +56,9 @@ const GENERATE_ONLY = argv.get("generate-only") === "1";
 const REBUILD = argv.get("rebuild") !== "0";
 /** Wait after the ground truth, before building, until this process has exited (one big build at a time). */
 const WAIT_PID = Number(argv.get("wait-pid") ?? 0);
-const KEEP_DATA = GENERATE_ONLY || argv.get("keep-data") === "1";
+/** Write the set and its exact answers (kept beside it), then exit: the long parts of a 10 M run, done ahead. */
+const TRUTH_ONLY = argv.get("truth-only") === "1";
+const KEEP_DATA = GENERATE_ONLY || TRUTH_ONLY || argv.get("keep-data") === "1";
 
 interface Row {
   n: number;
@@ -154,18 +156,28 @@ async function runSize(n: number): Promise<void> {
   stream = null;
   const coll = Int32Array.from({ length: NQ / 2 }, (_, i) => i % 20);
   const vids = Int32Array.from({ length: NQ / 2 }, (_, i) => video[(i * 7919) % n]);
-  const [truthText, truthImage, truthC, truthIC, truthV] = await truthFromFileThreads(path, n, DIM, K, [
-    { queries: text },
-    { queries: image },
-    { queries: textC, filter: { of: collection, eqs: coll } },
-    { queries: imageC, filter: { of: collection, eqs: coll } },
-    { queries: textV, filter: { of: video, eqs: vids } },
-  ], GT_THREADS);
+  // The exact answers depend only on the set and the queries (both deterministic in n, NQ and the
+  // seeds), so they are kept beside the set: a 10 M ground truth streams 20 GB and takes minutes.
+  const truthPath = join(DATA_DIR, `truth-s1-d${DIM}-n${n}-q${NQ}-k${K}.json`);
+  const truthCached = existsSync(truthPath);
+  const truths: Int32Array[][] = truthCached
+    ? (JSON.parse(readFileSync(truthPath, "utf8")) as number[][][]).map((set) => set.map((ids) => Int32Array.from(ids)))
+    : await truthFromFileThreads(path, n, DIM, K, [
+        { queries: text },
+        { queries: image },
+        { queries: textC, filter: { of: collection, eqs: coll } },
+        { queries: imageC, filter: { of: collection, eqs: coll } },
+        { queries: textV, filter: { of: video, eqs: vids } },
+      ], GT_THREADS);
+  if (!truthCached) writeFileSync(truthPath, JSON.stringify(truths.map((set) => set.map((ids) => Array.from(ids)))));
+  const [truthText, truthImage, truthC, truthIC, truthV] = truths;
   const sets = [
     { name: "text", Q: text, truth: truthText },
     { name: "image", Q: image, truth: truthImage },
   ];
-  log(`n=${n}: ground truth (${NQ}+${NQ} queries, ${NQ / 2}×3 filtered, ${GT_THREADS} thread(s)) in ${((performance.now() - t) / 1000).toFixed(1)} s, load ${load1()}`);
+  log(`n=${n}: ground truth (${NQ}+${NQ} queries, ${NQ / 2}×3 filtered, ${truthCached ? `read from ${truthPath}` : `${GT_THREADS} thread(s)`}) in ${((performance.now() - t) / 1000).toFixed(1)} s, load ${load1()}`);
+
+  if (TRUTH_ONLY) return;
 
   if (WAIT_PID) {
     const alive = () => {
