@@ -3,7 +3,7 @@
  * npm, a benchmark peer only) on the same synthetic 512-d CLIP-like vectors and queries.
  *
  *   node_modules/.bin/bun bench/vector-scale-bench.ts [--sizes=100000,1000000] [--queries=200]
- *     [--probes=0.02,0.04,0.08,0.16] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1] [--usearch-max=N]
+ *     [--probes=0.02,0.04,0.08,0.16] [--probe-rows=40000] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1] [--usearch-max=N]
  *     [--gt-threads=1] [--max-anon-gb=14] [--data-dir=bench/results/vector-scale-data] [--keep-data=0]
  *     [--generate-only=1] [--truth-only=1] [--wait-pid=PID] [--rebuild=0]
  *
@@ -43,6 +43,8 @@ const SIZES = list("sizes", "100000,1000000");
 const NQ = Number(argv.get("queries") ?? 200);
 const PROBES = list("probes", "0.02,0.04,0.08,0.16");
 const EFS = list("efs", "16,64,256");
+/** Row ceilings tried with probe 0.04 on image-like queries (the app's policy: 40 000). */
+const APP_PROBE_ROWS = list("probe-rows", "40000");
 const WITH_USEARCH = argv.get("usearch") !== "0";
 const U_THREADS = Number(argv.get("usearch-threads") ?? 1);
 /** usearch's HNSW build is the slow part (100 k rows: 93 s on one thread at load ~10, 386 s on two at load ~24). */
@@ -226,11 +228,11 @@ async function runSize(n: number): Promise<void> {
   });
   log(`n=${n}: vsearch built in ${buildS.toFixed(1)} s, RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row, ${index.listCount("acct")} lists, ${index.segments} segment(s), load ${load1()}, ${freeG()}`);
   const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
-  const vs = (probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[] }) => {
+  const vs = (probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[] }, probeRows?: number) => {
     const agg: Record<string, number> = { scanned: 0, coarse: 0, filter: 0, scan: 0, estimate: 0, rescore: 0 };
     let m = 0;
     const fn = (q: Float32Array, i: number) => {
-      const out = index.search(q, { partition: "acct", k: K, probe, allow: allowOf?.(i), stats }).map((r) => r.rowId);
+      const out = index.search(q, { partition: "acct", k: K, probe, probeRows, allow: allowOf?.(i), stats }).map((r) => r.rowId);
       m++;
       agg.scanned += stats.scanned ?? 0;
       agg.coarse += stats.coarse;
@@ -244,6 +246,12 @@ async function runSize(n: number): Promise<void> {
       const h = vs(probe);
       measure({ n, engine: "vsearch", queries: s.name, setting: probe === undefined ? "default" : `probe=${probe}` }, s.Q, s.truth, h.fn).stages = h.stages();
     }
+  }
+  // What the app passes for an image-only query (search/service.ts IMAGE_QUERY_PROBE): 4 %, at most
+  // APP_PROBE_ROWS rows per segment.
+  for (const rowsCap of APP_PROBE_ROWS) {
+    const h = vs(0.04, undefined, rowsCap);
+    measure({ n, engine: "vsearch", queries: "image", setting: `probe=0.04 ≤${rowsCap} rows` }, image, truthImage, h.fn).stages = h.stages();
   }
   {
     const h = vs(undefined, (i) => ({ collections: [coll[i]] }));
@@ -321,7 +329,7 @@ const fmt = (header: string[], table: string[][]) => {
   return `${line(header)}\n${widths.map((w) => "-".repeat(w)).join("  ")}\n${table.map(line).join("\n")}`;
 };
 console.log(`\n${fmt(["n", "engine", "build s", "RSS MB", "B/row", "load1", "note"], builds.map((b) => [String(b.n), b.engine, b.buildS.toFixed(1), String(b.rssMB), String(b.bytesPerRow), String(b.load1), b.note]))}`);
-console.log(`\n${fmt(["n", "engine", "queries", "setting", "nq", "p50 ms", "p99 ms", "recall@10", "load1"], rows.map((r) => [String(r.n), r.engine, r.queries, r.setting, String(r.nq), r.p50.toFixed(2), r.p99.toFixed(2), r.recall.toFixed(3), String(r.load1)]))}`);
+console.log(`\n${fmt(["n", "engine", "queries", "setting", "nq", "rows read", "p50 ms", "p99 ms", "recall@10", "load1"], rows.map((r) => [String(r.n), r.engine, r.queries, r.setting, String(r.nq), r.stages ? String(Math.round(r.stages.scanned)) : "", r.p50.toFixed(2), r.p99.toFixed(2), r.recall.toFixed(3), String(r.load1)]))}`);
 const env = {
   date: new Date().toISOString(), bun: Bun.version, cpus: cpus().length, cpu: cpus()[0]?.model, loadavgStart: load0, loadavgEnd: loadavg(),
   maxRssMB: Math.round(process.resourceUsage().maxRSS / 1024), maxRssNote: "maxRSS counts the mapped data file's pages too", seconds: Math.round((performance.now() - t0) / 1000), queriesPerSet: NQ,

@@ -58,6 +58,13 @@ export interface SearchOptions {
    * reach recall@10 ≥ 0.95 at ~0.03. No effect on partitions without lists.
    */
   probe?: number;
+  /**
+   * With `probe`: read at most about this many rows (the lists nearest the query, at least 4 096
+   * rows; per segment). `probe` alone is a share, so its cost grows with the account; a ceiling
+   * keeps an image-like query's cost flat past share × n = probeRows (its neighbours sit in the
+   * same few lists however large the library: BENCHMARKS.md, "Probing at 10 M"). Default: none.
+   */
+  probeRows?: number;
   /** Filled with what the search did (for benchmarks and diagnostics). */
   stats?: SearchStats;
   /**

@@ -75,6 +75,25 @@ describe("inverted lists: training and probing", () => {
     expect(hi.rows).toBeGreaterThan(lo.rows);
     expect(hi.r).toBeGreaterThanOrEqual(lo.r);
   });
+
+  it("probeRows is a ceiling on the share: probe 0.4 capped at 4 800 rows reads what probe 0.2 reads", () => {
+    const Q = generateQueries(ds, 12, "image", 11);
+    for (let i = 0; i < 12; i++) {
+      const capped = newStats(), share = newStats(), open = newStats();
+      const a = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.4, probeRows: 0.2 * ds.n, stats: capped });
+      const b = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.2, stats: share });
+      index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.4, stats: open });
+      expect(a).toEqual(b);
+      expect(capped.scanned).toBe(share.scanned);
+      expect(capped.lists).toBe(share.lists);
+      expect(open.scanned!).toBeGreaterThan(capped.scanned!);
+    }
+    // The floor of 4 096 rows holds under a smaller ceiling.
+    const tiny = newStats();
+    index.search(q(Q, 0), { partition: "acct", k: 10, probe: 0.4, probeRows: 100, stats: tiny });
+    expect(tiny.scanned!).toBeGreaterThanOrEqual(4096);
+    expect(tiny.scanned!).toBeLessThan(0.3 * ds.n);
+  });
 });
 
 describe("inverted lists: filters are applied before ranking", () => {
