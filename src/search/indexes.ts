@@ -20,17 +20,10 @@ export interface NearestRequest {
    */
   session?: object;
   /**
-   * How much of the scope the in-memory index reads, nearest inverted lists first (src/vector
-   * `probe` / `probeRows`); absent = every row. Set for image-only queries, whose neighbours sit
-   * in a few lists.
+   * Share of the scope's rows the in-memory index reads, nearest inverted lists first (src/vector
+   * `probe`); absent = every row. Set for image-only queries, whose neighbours sit in a few lists.
    */
-  probe?: ProbePolicy;
-}
-
-/** A share of the scope's rows, with a ceiling in rows so the cost stops growing with the account. */
-export interface ProbePolicy {
-  share: number;
-  maxRows?: number;
+  probe?: number;
 }
 
 export interface VectorHit {
@@ -57,9 +50,8 @@ export interface VectorBackend {
 
 export interface VectorSearchInfo {
   kind: VectorKind;
-  /** The `probe` passed to the index (undefined: every row), and its ceiling in rows. */
+  /** The `probe` passed to the index (undefined: every row). */
   probe?: number;
-  probeRows?: number;
   /** Inverted lists read, and rows scanned in them. */
   lists: number;
   scanned: number;

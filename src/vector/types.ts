@@ -60,9 +60,8 @@ export interface SearchOptions {
   probe?: number;
   /**
    * With `probe`: read at most about this many rows (the lists nearest the query, at least 4 096
-   * rows; per segment). `probe` alone is a share, so its cost grows with the account; a ceiling
-   * keeps an image-like query's cost flat past share × n = probeRows (its neighbours sit in the
-   * same few lists however large the library: BENCHMARKS.md, "Probing at 10 M"). Default: none.
+   * rows; per segment): caps the cost of a share at the price of recall in large partitions
+   * (measured: BENCHMARKS.md, "Probing at 10 M"; the app passes none). Default: none.
    */
   probeRows?: number;
   /** Filled with what the search did (for benchmarks and diagnostics). */
