@@ -10,7 +10,7 @@ import type { VideoRow } from "../videos/schema.ts";
 import type { VideoScope } from "../indexing/store.ts";
 import type { ActiveModel } from "../models/roles.ts";
 import type { PipelineDeps } from "./deps.ts";
-import { fullDecodeSkip, type DecodeSkip } from "../media/decode.ts";
+import { fullDecodeSkip, loopFilterFor, type DecodeSkip, type LoopFilter } from "../media/decode.ts";
 import { embedFrames, shotIndexAt, type EmbeddedFrame } from "./stage-frames.ts";
 import { StageRun } from "./stage-run.ts";
 import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
@@ -48,6 +48,11 @@ interface DecodePlan {
   keyframesOnly: boolean;
   /** Full decode only (media/decode.ts fullDecodeSkip). */
   skipFrames?: DecodeSkip;
+  /**
+   * Full decode only, and only the visual decode's (config frame_loop_filter, decode.ts
+   * loopFilterFor): the OCR decode always filters, so the pictures it reads stay exact.
+   */
+  loopFilter?: LoopFilter;
 }
 
 /** What the first stages hand the enrichment stages. */
@@ -254,16 +259,17 @@ export class IngestPipeline implements JobHandler {
     const { stages, info } = r;
     const d = this.d;
     stages.report("shots", 0);
-    const { keyframesOnly, skipFrames } = plan;
+    const { keyframesOnly, skipFrames, loopFilter } = plan;
     const detectShots = async (): Promise<Shot[]> => {
       const boundaries = await detectShotBoundaries(d.bins, r.source, {
         durationSecs: info.durationSecs ?? undefined,
         keyframesOnly,
         skipFrames,
+        loopFilter,
       }).catch(toFailure);
       return shotsFromBoundaries(boundaries, info.durationSecs ?? 0);
     };
-    const decodeNote = keyframesOnly ? "keyframe decode" : `full decode (${skipFrames} pictures skipped)`;
+    const decodeNote = keyframesOnly ? "keyframe decode" : `full decode (${skipFrames} pictures skipped${loopFilter === "skip" ? ", no loop filter" : ""})`;
     if (!clip) {
       const [shots, ms] = await stages.timed(detectShots);
       stages.record("shots", { status: "ran", took_ms: ms, count: shots.length, reason: decodeNote });
@@ -273,7 +279,7 @@ export class IngestPipeline implements JobHandler {
       return { shots, frames: [] };
     }
     const [result, ms] = await stages.timed(() =>
-      embedFrames(d, r.source, info, clip, { keyframesOnly, skipFrames, jpegDir: jpegDir ?? undefined }, r.signal, (f) => stages.report("embeddings", f)).catch(toFailure),
+      embedFrames(d, r.source, info, clip, { keyframesOnly, skipFrames, loopFilter, jpegDir: jpegDir ?? undefined }, r.signal, (f) => stages.report("embeddings", f)).catch(toFailure),
     );
     stages.check(); // stopped mid-way: write nothing
     const shots = shotsFromBoundaries(result.boundaries ?? [], info.durationSecs ?? 0);
@@ -362,7 +368,9 @@ function toFailure(e: unknown): never {
  */
 async function planDecode(d: PipelineDeps, source: string, info: MediaInfo, packetTimes: number[] | null): Promise<DecodePlan> {
   const keyframesOnly = await useKeyframes(d, source, info, packetTimes);
-  return keyframesOnly ? { keyframesOnly } : { keyframesOnly, skipFrames: await fullDecodeSkip(d.bins, source, info.videoCodec) };
+  if (keyframesOnly) return { keyframesOnly };
+  const loopFilter = loopFilterFor(d.frameLoopFilter ?? "auto", info.width, info.height);
+  return { keyframesOnly, skipFrames: await fullDecodeSkip(d.bins, source, info.videoCodec), loopFilter };
 }
 
 /** Short clips always decode every frame; longer ones use keyframes when they are close enough. */
