@@ -283,6 +283,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     batchSize: config.batchSize,
     speechMaxTokens: config.speechMaxTokens,
     frameIntervalSecs: config.frameIntervalSecs,
+    frameLoopFilter: config.frameLoopFilter,
     logger,
     completion: jobs,
   });

@@ -67,6 +67,7 @@ const fileSchema = z
     batch_size: z.number().int().positive(),
     speech_max_tokens: z.number().int().min(16).max(440),
     frame_interval_secs: z.number().min(0.1).max(60),
+    frame_loop_filter: z.enum(["auto", "exact", "skip"]),
     search_cache_mb: z.number().int().min(0),
     clip_max_secs: z.number().positive(),
     clip_cache_mb: z.number().int().min(0),
@@ -120,6 +121,12 @@ export interface Config {
   speechMaxTokens: number;
   /** Seconds between the frames sampled for image embeddings (docs/INGEST.md). */
   frameIntervalSecs: number;
+  /**
+   * Whether a full (long-GOP) decode for the visual stages runs the deblocking filter: `auto` skips
+   * it from 720p up, `exact` never, `skip` always (docs/INGEST.md "Decoder shortcuts"). OCR's decode
+   * is always exact.
+   */
+  frameLoopFilter: "auto" | "exact" | "skip";
   /** Exact vectors kept in memory for search rescoring, MiB (0: read them from the store every time). */
   searchCacheMb: number;
   /** Longest span `GET /v1/videos/{id}/clip` cuts, seconds. */
@@ -228,6 +235,10 @@ export function loadConfig(
   if (!(frameIntervalSecs >= 0.1 && frameIntervalSecs <= 60)) {
     throw new ConfigError(`VSEARCH_FRAME_INTERVAL_SECS must be a number of seconds in 0.1..60, got ${frameIntervalSecs}`);
   }
+  const frameLoopFilter = pick(env.VSEARCH_FRAME_LOOP_FILTER, file.frame_loop_filter) ?? "auto";
+  if (frameLoopFilter !== "auto" && frameLoopFilter !== "exact" && frameLoopFilter !== "skip") {
+    throw new ConfigError(`VSEARCH_FRAME_LOOP_FILTER must be auto, exact or skip, got "${frameLoopFilter}"`);
+  }
   const modelIdleUnloadSecs = pick(num("VSEARCH_MODEL_IDLE_UNLOAD_SECS", env.VSEARCH_MODEL_IDLE_UNLOAD_SECS), file.model_idle_unload_secs) ?? 300;
   if (modelIdleUnloadSecs < 0) throw new ConfigError(`VSEARCH_MODEL_IDLE_UNLOAD_SECS must be 0 or more, got ${modelIdleUnloadSecs}`);
   const logLevel = pick(flags.logLevel, env.VSEARCH_LOG_LEVEL as Config["logLevel"], file.log_level) ?? "info";
@@ -269,6 +280,7 @@ export function loadConfig(
     batchSize: pick(num("VSEARCH_BATCH_SIZE", env.VSEARCH_BATCH_SIZE), file.batch_size) ?? 8,
     speechMaxTokens,
     frameIntervalSecs,
+    frameLoopFilter,
     searchCacheMb: pick(num("VSEARCH_SEARCH_CACHE_MB", env.VSEARCH_SEARCH_CACHE_MB), file.search_cache_mb) ?? 256,
     clipMaxSecs: pick(num("VSEARCH_CLIP_MAX_SECS", env.VSEARCH_CLIP_MAX_SECS), file.clip_max_secs) ?? 300,
     clipCacheMb: pick(num("VSEARCH_CLIP_CACHE_MB", env.VSEARCH_CLIP_CACHE_MB), file.clip_cache_mb) ?? 1024,

@@ -18,15 +18,53 @@ import { runTool, type MediaBins } from "./process.ts";
  *   from the previous P/I only: bidir is bit-exact there (test/media/decode-skip.test.ts). With
  *   `ref` ≥ 2 (x264's default preset: 3) 16 of the 18 pictures it keeps differ; with x265, 9 of 11.
  *   So `fullDecodeSkip` picks it only for H.264 whose x264 settings say ref=1.
- * - `-skip_loop_filter all` is never used for a full decode: P pictures predicted from unfiltered
- *   references drift over a long GOP (on the 250-frame clip every compared frame differed).
+ *
+ * The deblocking (loop) filter is a separate choice, `LoopFilter`.
  */
 export type DecodeSkip = "none" | "noref" | "bidir";
 
-/** ffmpeg input options (before `-i`) for a decode that may skip pictures as `skip` allows. */
-export function decodeSkipArgs(skip: DecodeSkip | undefined): string[] {
-  if (!skip || skip === "none") return [];
-  return ["-skip_frame", skip, "-skip_loop_filter", skip];
+/**
+ * Whether a full decode runs the codec's in-loop deblocking filter on the pictures it decodes.
+ * - "exact": yes; every decoded picture is bit-identical to a plain decode's (the OCR decode, and
+ *   anything that promises exact pictures).
+ * - "skip": `-skip_loop_filter all`, no picture is filtered (H.264 deblocking, HEVC deblocking and
+ *   SAO, VP8/VP9). Saves 15–22 % of a 1080p H.264 decode's CPU, but P pictures are then predicted
+ *   from unfiltered references, so the pictures drift from the exact ones through a GOP — on the
+ *   250-frame bench clip every compared picture differs. What that drift is worth where it is
+ *   consumed (the 224 px CLIP input, the 320 px thumbnails, the 160 px cut score) is measured by
+ *   bench/loopfilter-drift.ts (BENCHMARKS.md "Skipping the loop filter"); the visual decode uses it
+ *   only as config `frame_loop_filter` allows.
+ */
+export type LoopFilter = "exact" | "skip";
+
+/** Config `frame_loop_filter`: a LoopFilter for every full visual decode, or "auto" (`loopFilterFor`). */
+export type LoopFilterPolicy = "auto" | LoopFilter;
+
+/**
+ * "auto" skips the loop filter from this shorter side up (of the upright picture, probe's
+ * width/height: 720p and larger): there the 224 px CLIP input is shrunk ≥ 3.2× and a 320 px
+ * thumbnail of 16:9 ≥ 4×, which averages the unfiltered block edges away (60 s 1080p, 250-frame
+ * GOPs: 40 dB against the exact pictures at 224 px, less error than the thumbnails' own JPEG
+ * encode) while 15–22 % of the decode's CPU is saved. Smaller
+ * video keeps it: its thumbnail is near native size, the drift shows more (a 360p clip: 33 dB), and
+ * its decode costs little anyway.
+ */
+export const SKIP_LOOP_FILTER_MIN_SIDE = 720;
+
+/** What `policy` means for a full decode of a video of this display size. */
+export function loopFilterFor(policy: LoopFilterPolicy, width: number | null, height: number | null): LoopFilter {
+  if (policy !== "auto") return policy;
+  return width && height && Math.min(width, height) >= SKIP_LOOP_FILTER_MIN_SIDE ? "skip" : "exact";
+}
+
+/**
+ * ffmpeg input options (before `-i`) for a decode that may skip pictures as `skip` allows and the
+ * loop filter as `loopFilter` allows (default "exact").
+ */
+export function decodeSkipArgs(skip: DecodeSkip | undefined, loopFilter: LoopFilter = "exact"): string[] {
+  const frames = skip && skip !== "none" ? skip : null;
+  const filter = loopFilter === "skip" ? "all" : frames;
+  return [...(frames ? ["-skip_frame", frames] : []), ...(filter ? ["-skip_loop_filter", filter] : [])];
 }
 
 /**

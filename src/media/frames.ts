@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HDR_TO_SDR, jpegCodecArgs, thumbnailFilters } from "./filters.ts";
 import { throwIfStreamRunFailed, ToolProcess, type MediaBins } from "./process.ts";
-import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
+import { decodeSkipArgs, type DecodeSkip, type LoopFilter } from "./decode.ts";
 import { cutAnalysisFilters, filterBoundaries, MIN_SHOT_SECS, SCENE_THRESHOLD } from "./shots.ts";
 import { keyframesCloseEnough, samplingExpression, type KeyframeSpacing } from "./select.ts";
 import { createShowinfoParser, isErrorLine } from "./showinfo.ts";
@@ -51,6 +51,8 @@ export interface SampleFramesOptions {
   cuts?: { threshold?: number; analysisWidth?: number; minShotSecs?: number };
   /** Full decode only: pictures the decoder may skip (decode.ts). Default "none". */
   skipFrames?: DecodeSkip;
+  /** Full decode only: whether the loop filter runs (decode.ts). Default "exact". */
+  loopFilter?: LoopFilter;
   /** Decoder threads (ffmpeg picks by default). */
   threads?: number;
   /** Kill ffmpeg when it produces nothing for this long while we wait on it. Default 60 s. */
@@ -166,7 +168,7 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
       // Keyframes only: nothing is predicted from the decoded pictures, so skipping the deblocking
       // filter cannot drift; it saves ~10 % of the decode and moves 224 px pixels by < 1/255 on
       // average (0.2 on 1080p H.264, 0.7 on a 300 kbit/s 360p one).
-      ...(keyframes ? ["-skip_frame", "nokey", "-skip_loop_filter", "all"] : decodeSkipArgs(opts.skipFrames)),
+      ...(keyframes ? ["-skip_frame", "nokey", "-skip_loop_filter", "all"] : decodeSkipArgs(opts.skipFrames, opts.loopFilter)),
       ...(opts.threads ? ["-threads", String(opts.threads)] : []),
       "-i", file, ...filterArgs, ...outputs,
     ],
@@ -228,14 +230,16 @@ export function filterGraph(selectExpr: string, size: number, hdr: boolean): str
 }
 
 /**
- * The same selection, split after showinfo into the model input (`[rgb]`) and a thumbnail of
- * every selected frame (`[jpg]`): one decode feeds both. Scale and crop never drop frames, so
- * showinfo before the split still describes each output frame, in order.
+ * The same selection, split into the model input (`[rgb]`) and a thumbnail of every selected frame
+ * (`[jpg]`): one decode feeds both. showinfo sits at the end of the model branch, as in
+ * filterGraph: it describes exactly the frames written to stdout, in order (scale and crop never
+ * drop or re-time one), and its per-frame checksums cost 224² pixels there instead of the source
+ * size (at 1080p ~2.5 ms a frame: 0.1 CPU-s of a 0.65 CPU-s keyframe decode of 60 s).
  */
 export function filterGraphWithJpegs(selectExpr: string, size: number, hdr: boolean, jpegWidth: number, poster?: { atSecs: number; width: number }, input = "[0:v:0]"): string {
   return (
-    `${input}select='${selectExpr}',showinfo,split=${poster ? 3 : 2}[model][thumb]${poster ? "[post]" : ""};` +
-    `[model]${modelInputFilters(size, hdr).join(",")}[rgb];` +
+    `${input}select='${selectExpr}',split=${poster ? 3 : 2}[model][thumb]${poster ? "[post]" : ""};` +
+    `[model]${modelInputFilters(size, hdr).join(",")},showinfo[rgb];` +
     `[thumb]${thumbnailFilters(jpegWidth, hdr).join(",")}[jpg]` +
     // One frame only: the first one at or after the poster time (select keeps its own state).
     (poster ? `;[post]select='isnan(prev_selected_t)*gte(t,${Math.max(0, poster.atSecs).toFixed(6)})',${thumbnailFilters(poster.width, hdr).join(",")}[poster]` : "")
@@ -252,7 +256,7 @@ function cutOptions(o: NonNullable<SampleFramesOptions["cuts"]>) {
 }
 
 /** Shortest display side to `size` (bicubic, as CLIP's preprocessing), centre crop, [tone-map]. */
-function modelInputFilters(size: number, hdr: boolean): string[] {
+export function modelInputFilters(size: number, hdr: boolean): string[] {
   const s = size;
   return [
     `scale=w='max(${s},ceil(${s}*dar))':h='max(${s},ceil(${s}/dar))':flags=bicubic+accurate_rnd+full_chroma_int`,

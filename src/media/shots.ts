@@ -1,5 +1,5 @@
 import { throwIfStreamRunFailed, ToolProcess, type MediaBins } from "./process.ts";
-import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
+import { decodeSkipArgs, type DecodeSkip, type LoopFilter } from "./decode.ts";
 import { createShowinfoParser } from "./showinfo.ts";
 
 /** Default scene-change score above which a frame starts a shot (also scene-score.ts). */
@@ -25,12 +25,13 @@ export interface ShotDetectionOptions {
    * that keyframe's, and consecutive keyframes are compared (seconds apart, so motion can read as
    * a cut). Measured: 0.22 vs 5.6 CPU-s per minute of 1080p (~25× less). Default false: on the
    * generated 23.976 fps test clip with 2.5 s GOPs it reports 3 of 7 cuts, stamped at the next
-   * keyframe (up to 0.5 s late). (`-skip_loop_filter all` would save another ~10% of a full
-   * decode, but its drift artefacts are not worth it.)
+   * keyframe (up to 0.5 s late).
    */
   keyframesOnly?: boolean;
   /** Full decode only: pictures the decoder may skip (decode.ts). Default "none". */
   skipFrames?: DecodeSkip;
+  /** Full decode only: whether the loop filter runs (decode.ts). Default "exact". */
+  loopFilter?: LoopFilter;
   threads?: number;
   /** Wall-clock limit. Default: 10 minutes plus 2 × the duration, if given, else 6 hours. */
   timeoutMs?: number;
@@ -59,7 +60,7 @@ export async function detectShotBoundaries(bins: MediaBins, file: string, opts: 
     bins.ffmpeg,
     [
       "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
-      ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : decodeSkipArgs(opts.skipFrames)),
+      ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : decodeSkipArgs(opts.skipFrames, opts.loopFilter)),
       ...(opts.threads ? ["-threads", String(opts.threads)] : []),
       "-i", file, "-map", "0:v:0", "-an", "-sn", "-dn",
       "-vf", cutAnalysisFilters(width, threshold),

@@ -3,6 +3,7 @@ import type { InferencePool } from "../inference/pool.ts";
 import type { VideoContent } from "../indexing/content.ts";
 import type { JobService } from "../jobs/service.ts";
 import type { JobStore } from "../jobs/store.ts";
+import type { LoopFilterPolicy } from "../media/decode.ts";
 import type { MediaBins } from "../media/process.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import type { VideoStore } from "../videos/store.ts";
@@ -25,6 +26,8 @@ export interface PipelineDeps {
   batchSize: number;
   /** Seconds between sampled frames (config frame_interval_secs); default 1. */
   frameIntervalSecs?: number;
+  /** Loop filter in a full visual decode (config frame_loop_filter; decode.ts loopFilterFor); default "auto". */
+  frameLoopFilter?: LoopFilterPolicy;
   /** Whisper's per-window token cap (config speech_max_tokens). */
   speechMaxTokens: number;
   logger: Logger;

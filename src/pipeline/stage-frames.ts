@@ -1,6 +1,6 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { DecodeSkip } from "../media/decode.ts";
+import type { DecodeSkip, LoopFilter } from "../media/decode.ts";
 import { sampleFrames, type SampledFrame } from "../media/frames.ts";
 import { dropNearDuplicates } from "../media/dedupe.ts";
 import { ShotTracker } from "../media/scene-score.ts";
@@ -27,6 +27,8 @@ export interface VisualPassOptions {
   keyframesOnly: boolean;
   /** Full decode: what it may skip. Default FULL_DECODE_SKIP. */
   skipFrames?: DecodeSkip;
+  /** Full decode: whether the loop filter runs (decode.ts). Default "exact". */
+  loopFilter?: LoopFilter;
   /**
    * Write a thumbnail of every decoded frame here (`frameJpegPath`; those of dropped frames are
    * removed), and the poster (`passPosterPath`): the first sampled frame at 10 % of the duration.
@@ -92,7 +94,7 @@ export async function embedFrames(
     // Keyframes decode fast on one thread; the model has both cores busy anyway, and a single
     // decoder thread spends ~10 % less CPU than ffmpeg's frame threads.
     threads: opts.keyframesOnly ? 1 : undefined,
-    ...(opts.keyframesOnly ? {} : { cuts: {}, skipFrames: opts.skipFrames ?? FULL_DECODE_SKIP }),
+    ...(opts.keyframesOnly ? {} : { cuts: {}, skipFrames: opts.skipFrames ?? FULL_DECODE_SKIP, loopFilter: opts.loopFilter }),
   });
   const tracker = opts.keyframesOnly ? new ShotTracker() : null;
   const dropped: Promise<void>[] = [];
@@ -151,7 +153,7 @@ export async function embedFrames(
   out.sort((a, b) => a.timestamp - b.timestamp);
   const st = stream.stats;
   const note =
-    `${st.mode === "keyframes" ? "keyframe decode" : `full decode (${opts.skipFrames ?? FULL_DECODE_SKIP} pictures skipped)`}` +
+    `${st.mode === "keyframes" ? "keyframe decode" : `full decode (${opts.skipFrames ?? FULL_DECODE_SKIP} pictures skipped${opts.loopFilter === "skip" ? ", no loop filter" : ""})`}` +
     `; ${deduped.stats.dropped} near-duplicates dropped` +
     (st.decodeErrors ? `; ${st.decodeErrors} corrupt frame(s) skipped` : "");
   return { frames: out, sampled: st.framesEmitted, boundaries: tracker ? tracker.boundaries() : st.cuts, note };

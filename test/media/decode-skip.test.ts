@@ -1,14 +1,15 @@
 /**
  * Decoder shortcuts per codec (src/media/decode.ts): which codecs honour `-skip_frame noref`, that
  * every picture it still decodes is bit-identical to a plain decode with the same timestamp (no
- * drift, no re-timing), and that "bidir" — faster — is not exact, which is why the pipeline does
- * not use it.
+ * drift, no re-timing), that "bidir" — faster — is exact only where x264 says ref=1 (where the
+ * pipeline uses it), and that skipping the loop filter keeps the pictures and their timestamps but
+ * not their pixels (the pipeline does that only as config frame_loop_filter allows, never for OCR).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fullDecodeSkip, parseX264Options, readX264Options, type DecodeSkip } from "../../src/media/decode.ts";
+import { decodeSkipArgs, fullDecodeSkip, loopFilterFor, parseX264Options, readX264Options, type DecodeSkip, type LoopFilter } from "../../src/media/decode.ts";
 import { sampleFrames } from "../../src/media/frames.ts";
 import { ffmpeg, mediaBins } from "../helpers/media.ts";
 
@@ -36,9 +37,9 @@ beforeAll(async () => {
 }, 120_000);
 
 /** Every decoded picture (a select grid finer than the frame rate), 32×32 RGB, by timestamp. */
-async function decodeAll(file: string, skipFrames: DecodeSkip): Promise<Map<number, Uint8Array>> {
+async function decodeAll(file: string, skipFrames: DecodeSkip, loopFilter: LoopFilter = "exact"): Promise<Map<number, Uint8Array>> {
   const out = new Map<number, Uint8Array>();
-  for await (const f of sampleFrames(bins, file, { size: 32, everySecs: 0.001, keyframesOnly: false, skipFrames })) {
+  for await (const f of sampleFrames(bins, file, { size: 32, everySecs: 0.001, keyframesOnly: false, skipFrames, loopFilter })) {
     out.set(Math.round(f.timestamp * 1000), f.rgb);
   }
   return out;
@@ -91,6 +92,31 @@ describe("-skip_frame noref per codec", () => {
     expect(await fullDecodeSkip(bins, files.mpeg4, "mpeg4")).toBe("noref");
     expect(await fullDecodeSkip(bins, join(tmp, "missing.mp4"), "h264")).toBe("noref");
   }, 60_000);
+
+  it("without the loop filter the same pictures are decoded at the same timestamps, but they are not exact", async () => {
+    // Not bit-exact (P pictures are predicted from unfiltered references); how far they drift
+    // where it matters is measured by bench/loopfilter-drift.ts, not asserted here.
+    for (const codec of ["h264", "h264Ref1", "hevc"] as const) {
+      const skip = codec === "h264Ref1" ? "bidir" : "noref";
+      const exact = await decodeAll(files[codec], skip);
+      const unfiltered = await decodeAll(files[codec], skip, "skip");
+      expect([...unfiltered.keys()], codec).toEqual([...exact.keys()]);
+      expect(differing(exact, unfiltered), codec).toBeGreaterThan(0);
+    }
+  }, 60_000);
+
+  it("the loop filter is skipped only when asked, and 'auto' asks from 720p up", () => {
+    expect(decodeSkipArgs("bidir")).toEqual(["-skip_frame", "bidir", "-skip_loop_filter", "bidir"]);
+    expect(decodeSkipArgs("noref", "skip")).toEqual(["-skip_frame", "noref", "-skip_loop_filter", "all"]);
+    expect(decodeSkipArgs("none", "skip")).toEqual(["-skip_loop_filter", "all"]);
+    expect(decodeSkipArgs("none")).toEqual([]);
+    expect(loopFilterFor("auto", 1920, 1080)).toBe("skip");
+    expect(loopFilterFor("auto", 720, 1280)).toBe("skip"); // portrait 720p
+    expect(loopFilterFor("auto", 640, 360)).toBe("exact");
+    expect(loopFilterFor("auto", null, null)).toBe("exact");
+    expect(loopFilterFor("exact", 3840, 2160)).toBe("exact");
+    expect(loopFilterFor("skip", 320, 240)).toBe("skip");
+  });
 
   it("parses x264's SEI options and ignores anything else", () => {
     const sei = new TextEncoder().encode("\x00\x00\x01\x06\x05x264 - core 157 - H.264/MPEG-4 AVC codec - options: cabac=1 ref=1 deblock=1:0:0 bframes=3\x00\x80");

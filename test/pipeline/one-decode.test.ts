@@ -91,6 +91,30 @@ describe("ingest at a 250-frame keyframe interval", () => {
     expect(ocr[0].join(" ")).toContain("-skip_frame bidir -skip_loop_filter bidir");
   }, 120_000);
 
+  test("frame_loop_filter skip: the frame decode runs without the loop filter, the OCR decode with it; same cuts", async () => {
+    const t2 = await startTestApp({ VSEARCH_FFMPEG_PATH: join(dir, "ffmpeg-logged"), VSEARCH_FRAME_LOOP_FILTER: "skip", VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+    try {
+      await t2.app.start();
+      const before = calls().length;
+      const video = await ingest(t2, await createTenant(t2));
+      expect(video.stages.shots).toMatchObject({ status: "ran", count: 4 });
+      expect(video.stages.shots.reason).toMatch(/^full decode \(bidir pictures skipped, no loop filter\)/);
+      const after = calls().slice(before);
+      const graphOf = (args: string[]) => args[args.findIndex((a) => a === "-filter_complex" || a === "-vf") + 1] ?? "";
+      const sampling = after.filter((args) => graphOf(args).includes("crop=224:224"));
+      expect(sampling).toHaveLength(1);
+      expect(sampling[0].join(" ")).toContain("-skip_frame bidir -skip_loop_filter all");
+      const ocr = after.filter((args) => graphOf(args).includes("format=gray"));
+      expect(ocr).toHaveLength(1);
+      expect(ocr[0].join(" ")).toContain("-skip_frame bidir -skip_loop_filter bidir");
+    } finally {
+      await t2.close();
+    }
+    for (const bad of ["off", "all", ""]) {
+      expect(() => loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_FRAME_LOOP_FILTER: bad }), bad).toThrow(/VSEARCH_FRAME_LOOP_FILTER must be/);
+    }
+  }, 120_000);
+
   test("frame_interval_secs sets the grid (2 s: 9 frames of 18 s, same cuts); out of range stops the start", async () => {
     const t2 = await startTestApp({ VSEARCH_FRAME_INTERVAL_SECS: "2", VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
     try {
