@@ -17,6 +17,25 @@ import type { Kernels } from "./wasm/kernels.ts";
 /** Lloyd iterations, and sample rows per fine list (measured at 200 k: 8 → image recall 0.932 at 3 % read, 32 → 0.957). */
 const ITERATIONS = 6;
 const SAMPLE_PER_LIST = 32;
+/**
+ * Shape of the centroid tree. Up to 1 024 lists: √count coarse groups, each split into fine
+ * lists (two levels). Beyond, groups of ~FINE_PER_GROUP lists, and past 2·GROUPS_PER_TOP groups a
+ * top level of ~GROUPS_PER_TOP groups each: a row's list then costs tops + 2·32 + 2·32 dot
+ * products whatever the count (≤ 144 at 16 384 lists), where √count groups cost G + 2·count/G
+ * (384 at 16 384), so the per-row cost of assignment and training grew like √n.
+ */
+const FINE_PER_GROUP = 32;
+const GROUPS_PER_TOP = 32;
+
+/** Coarse groups and top-level groups for `count` lists (see FINE_PER_GROUP). */
+export function treeShape(count: number): { groups: number; tops: number } {
+  let groups = 1;
+  while (groups * groups < count) groups *= 2;
+  groups = Math.min(count, Math.max(groups, Math.ceil(count / FINE_PER_GROUP)));
+  const tops = groups > 2 * GROUPS_PER_TOP ? Math.ceil(groups / GROUPS_PER_TOP) : 1;
+  return { groups, tops };
+}
+
 /** i16 centroids are scaled to ±1000 so that 2 048 products of (u ≤ 15) · 1000 sum within i32. */
 const I16_MAX = 1000;
 
@@ -70,40 +89,60 @@ function best(K: Kernels, a: Arena, rp: number, at: number, m: number, sums: num
   return bi;
 }
 
+/** Best two (index, score) of the centroids offered so far: [i1, s1, i2, s2]; strict > keeps the first of equals. */
+type BestTwo = Float64Array;
+function resetBest(b: BestTwo): void {
+  b[0] = -1;
+  b[1] = -Infinity;
+  b[2] = -1;
+  b[3] = -Infinity;
+}
+
+/** Scores the m centroids first … first + m − 1 (i16 at `at`, padDim each) against the nibbles at `rp` and offers them to `b`. */
+function offerRange(
+  K: Kernels, a: Arena, d2: number, rp: number, at: number, first: number, m: number, sumsAt: number, sum16: Float32Array, invScale: Float32Array, b: BestTwo,
+): void {
+  if (m <= 0) return;
+  K.dots4(rp, at + first * d2, m, sumsAt);
+  const i32 = a.i32, s0 = sumsAt >> 2;
+  for (let k = 0; k < m; k++) {
+    const score = (i32[s0 + k] - sum16[first + k]) * invScale[first + k];
+    if (score > b[1]) {
+      b[2] = b[0];
+      b[3] = b[1];
+      b[0] = first + k;
+      b[1] = score;
+    } else if (score > b[3]) {
+      b[2] = first + k;
+      b[3] = score;
+    }
+  }
+}
+const bestTop = new Float64Array(4), bestGroup = new Float64Array(4), bestFine = new Float64Array(4);
+
 /**
- * The list of a row whose 4-bit codes are at `rp`: its best coarse group, then the best fine
- * centroid of that group — G + F/G dot products instead of F (~5 µs for 4 096 lists).
+ * The list of a row whose 4-bit codes are at `rp`: its best two top-level groups (if the tree has
+ * that level), their coarse groups' best two, then the best fine centroid of those two groups
+ * (see treeShape for the cost). Two at each level: a row near a group boundary often belongs to
+ * a list of the runner-up (at 200 k rows: image recall 0.957 searching one group, 0.978 two).
  */
 export function nearestList(L: Layout, a: Arena, K: Kernels, c: Centroids, rp: number): number {
   const d2 = L.padDim * 2;
-  // The best GROUPS_SEARCHED groups: a row near a group boundary often belongs to a list of the runner-up.
-  K.dots4(rp, c.coarseAt, c.groups, c.sumsAt);
-  const i32 = a.i32, s0 = c.sumsAt >> 2;
-  let g1 = 0, g2 = -1, b1 = -Infinity, b2 = -Infinity;
-  for (let g = 0; g < c.groups; g++) {
-    const score = (i32[s0 + g] - c.coarseSum16[g]) * c.coarseInvScale[g];
-    if (score > b1) {
-      g2 = g1;
-      b2 = b1;
-      g1 = g;
-      b1 = score;
-    } else if (score > b2) {
-      g2 = g;
-      b2 = score;
+  resetBest(bestGroup);
+  if (c.tops > 1) {
+    resetBest(bestTop);
+    offerRange(K, a, d2, rp, c.topAt, 0, c.tops, c.sumsAt, c.topSum16, c.topInvScale, bestTop);
+    for (const t of [bestTop[0], bestTop[2]]) {
+      if (t >= 0) offerRange(K, a, d2, rp, c.coarseAt, c.topStart[t], c.topStart[t + 1] - c.topStart[t], c.sumsAt, c.coarseSum16, c.coarseInvScale, bestGroup);
     }
+  } else {
+    offerRange(K, a, d2, rp, c.coarseAt, 0, c.groups, c.sumsAt, c.coarseSum16, c.coarseInvScale, bestGroup);
   }
-  let bestList = 0, bestScore = -Infinity;
-  for (const g of g2 >= 0 && g2 !== g1 ? [g1, g2] : [g1]) {
-    const from = c.groupStart[g], m = c.groupStart[g + 1] - from;
-    if (m === 0) continue;
-    const k = from + best(K, a, rp, c.at + from * d2, m, c.sumsAt, c.sum16, c.invScale, from);
-    const score = (i32[s0 + k - from] - c.sum16[k]) * c.invScale[k];
-    if (score > bestScore) {
-      bestScore = score;
-      bestList = k;
-    }
+  resetBest(bestFine);
+  for (const g of [bestGroup[0], bestGroup[2]]) {
+    if (g >= 0) offerRange(K, a, d2, rp, c.at, c.groupStart[g], c.groupStart[g + 1] - c.groupStart[g], c.sumsAt, c.sum16, c.invScale, bestFine);
   }
-  return bestList;
+  return Math.max(0, bestFine[0]);
 }
 
 /** Score of every list for a query encoded (centred, rotated, 4-bit) at `rp`: q·ĉ up to a positive factor. */
@@ -138,7 +177,9 @@ const STEP_ROWS = 64;
  * generator: it yields every STEP_ROWS rows so a caller can spread training over event-loop
  * turns (the arena may grow in between, hence a.views() after each yield).
  */
-function* kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Array, rows: Int32Array, m: number, scratch: number, rand: () => number): Generator<void, Float32Array> {
+function* kmeans(
+  d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Array, rows: Int32Array, m: number, scratch: number, rand: () => number,
+): Generator<void, { cent: Float32Array; assign: Int32Array }> {
   const S = rows.length;
   const cent = new Float32Array(m * d);
   for (let k = 0; k < m; k++) {
@@ -180,7 +221,8 @@ function* kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Arr
     yield;
     a.views();
   }
-  return cent;
+  // assign is the last pass's: each sample row's centroid among the ones returned.
+  return { cent, assign };
 }
 
 /**
@@ -231,49 +273,68 @@ export function* trainCentroids(
     }
     a.views();
     const rand = rng(0x9e3779b9 ^ n0);
-    let groups = 1;
-    while (groups * groups < count) groups *= 2;
-    groups = Math.min(groups, count);
-    // One arena run, sized for the most fine centroids the rounding below can give (count + groups):
-    // scratch for k-means first, then the centroids. Retraining with the same count reuses it.
-    const cap = count + groups;
-    run = a.allocRun((cap + groups) * d * 2 + cap * 4);
+    const { groups, tops } = treeShape(count);
+    // One arena run, sized for the most centroids the rounding below can give (each level's
+    // shares are rounded per parent, so up to one more per parent): scratch for k-means first,
+    // then the centroids. Retraining with the same count reuses it.
+    const groupCap = groups + tops, cap = count + groupCap;
+    run = a.allocRun((cap + groupCap + tops) * d * 2 + cap * 4);
     const scratch = run.off;
-    const all = Int32Array.from({ length: S }, (_, i) => i);
-    const coarse = yield* kmeans(d, a, K, X, ptr, all, groups, scratch, rand);
-    // Rows of each coarse group (final assignment, recomputed here).
-    const gsum = new Float32Array(groups), ginv = new Float32Array(groups);
-    quantize(d, a, coarse, groups, scratch, gsum, ginv);
-    const members: number[][] = Array.from({ length: groups }, () => []);
-    for (let i = 0; i < S; i++) {
-      members[best(K, a, ptr[i], scratch, groups, scratch + groups * d * 2, gsum, ginv, 0)].push(i);
-      if (i % STEP_ROWS === STEP_ROWS - 1) {
-        yield;
-        a.views();
-      }
-    }
-    const fine: Float32Array[] = [];
-    const groupStart = new Int32Array(groups + 1);
-    let total = 0;
-    for (let g = 0; g < groups; g++) {
-      const rows = Int32Array.from(members[g]);
-      const m = rows.length === 0 ? 0 : Math.max(1, Math.min(rows.length, Math.round((count * rows.length) / S)));
-      fine.push(m > 0 ? yield* kmeans(d, a, K, X, ptr, rows, m, scratch, rand) : new Float32Array(0));
-      total += m;
-      groupStart[g + 1] = total;
-    }
-    // The run now holds: fine i16, coarse i16, then the dots4 sums.
-    const c: Centroids = {
-      count: total, groups, groupStart, trainedAt: n0, run: run.off, runBytes: run.bytes,
-      at: run.off, coarseAt: run.off + total * d * 2, sumsAt: run.off + (total + groups) * d * 2,
-      sum16: new Float32Array(total), invScale: new Float32Array(total),
-      coarseSum16: new Float32Array(groups), coarseInvScale: new Float32Array(groups),
+    // Splits `rows` into centroids in proportion to their share of the sample (at least 1 each);
+    // returns them with the rows of each.
+    const split = function* (rows: Int32Array, m: number): Generator<void, { cent: Float32Array; members: Int32Array[] }> {
+      if (rows.length === 0 || m === 0) return { cent: new Float32Array(0), members: [] };
+      const { cent, assign } = yield* kmeans(d, a, K, X, ptr, rows, Math.min(rows.length, m), scratch, rand);
+      const sizes = new Int32Array(cent.length / d);
+      for (const k of assign) sizes[k]++;
+      const members = Array.from(sizes, (n) => new Int32Array(n));
+      sizes.fill(0);
+      for (let i = 0; i < rows.length; i++) members[assign[i]][sizes[assign[i]]++] = rows[i];
+      return { cent, members };
     };
-    for (let g = 0; g < groups; g++) {
+    const share = (rows: number, total: number) => (rows === 0 ? 0 : Math.max(1, Math.min(rows, Math.round((total * rows) / S))));
+    const all = Int32Array.from({ length: S }, (_, i) => i);
+    // Top level (many lists only), then the coarse groups of each top group.
+    const top = tops > 1 ? yield* split(all, tops) : { cent: new Float32Array(0), members: [all] };
+    const coarse: Float32Array[] = [], groupRows: Int32Array[] = [];
+    const topStart = new Int32Array(top.members.length + 1);
+    for (let t = 0; t < top.members.length; t++) {
+      const rows = top.members[t];
+      const g = yield* split(rows, tops > 1 ? share(rows.length, groups) : groups);
+      coarse.push(g.cent);
+      groupRows.push(...g.members);
+      topStart[t + 1] = topStart[t] + g.members.length;
+    }
+    const groupCount = groupRows.length;
+    // Fine centroids (the lists), group by group: a group's lists are one contiguous range.
+    const fine: Float32Array[] = [];
+    const groupStart = new Int32Array(groupCount + 1);
+    for (let g = 0; g < groupCount; g++) {
+      const f = yield* split(groupRows[g], share(groupRows[g].length, count));
+      fine.push(f.cent);
+      groupStart[g + 1] = groupStart[g] + f.cent.length / d;
+    }
+    const total = groupStart[groupCount], topCount = tops > 1 ? top.members.length : 0;
+    // The run now holds: fine i16, coarse i16, top i16, then the dots4 sums.
+    const coarseAt = run.off + total * d * 2;
+    const topAt = coarseAt + groupCount * d * 2;
+    const c: Centroids = {
+      count: total, groups: groupCount, groupStart, tops: Math.max(1, topCount), topStart, trainedAt: n0, run: run.off, runBytes: run.bytes,
+      at: run.off, coarseAt, topAt, sumsAt: topAt + topCount * d * 2,
+      sum16: new Float32Array(total), invScale: new Float32Array(total),
+      coarseSum16: new Float32Array(groupCount), coarseInvScale: new Float32Array(groupCount),
+      topSum16: new Float32Array(topCount), topInvScale: new Float32Array(topCount),
+    };
+    for (let g = 0; g < groupCount; g++) {
       const from = groupStart[g], m = groupStart[g + 1] - from;
       if (m) quantize(d, a, fine[g], m, c.at + from * d * 2, c.sum16, c.invScale, from);
     }
-    quantize(d, a, coarse, groups, c.coarseAt, c.coarseSum16, c.coarseInvScale);
+    for (let t = 0, at = coarseAt; t < coarse.length; t++) {
+      const m = coarse[t].length / d;
+      quantize(d, a, coarse[t], m, at, c.coarseSum16, c.coarseInvScale, topStart[t]);
+      at += m * d * 2;
+    }
+    if (topCount) quantize(d, a, top.cent, topCount, topAt, c.topSum16, c.topInvScale);
     done = true;
     return c;
   } finally {
