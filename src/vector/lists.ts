@@ -132,14 +132,16 @@ export function nearestList(L: Layout, a: Arena, K: Kernels, c: Centroids, rp: n
   if (c.tops > 1) {
     resetBest(bestTop);
     offerRange(K, a, d2, rp, c.topAt, 0, c.tops, c.sumsAt, c.topSum16, c.topInvScale, bestTop);
-    for (const t of [bestTop[0], bestTop[2]]) {
+    for (let i = 0; i < 4; i += 2) {
+      const t = bestTop[i];
       if (t >= 0) offerRange(K, a, d2, rp, c.coarseAt, c.topStart[t], c.topStart[t + 1] - c.topStart[t], c.sumsAt, c.coarseSum16, c.coarseInvScale, bestGroup);
     }
   } else {
     offerRange(K, a, d2, rp, c.coarseAt, 0, c.groups, c.sumsAt, c.coarseSum16, c.coarseInvScale, bestGroup);
   }
   resetBest(bestFine);
-  for (const g of [bestGroup[0], bestGroup[2]]) {
+  for (let i = 0; i < 4; i += 2) {
+    const g = bestGroup[i];
     if (g >= 0) offerRange(K, a, d2, rp, c.at, c.groupStart[g], c.groupStart[g + 1] - c.groupStart[g], c.sumsAt, c.sum16, c.invScale, bestFine);
   }
   return Math.max(0, bestFine[0]);
@@ -226,10 +228,13 @@ function* kmeans(
 }
 
 /**
- * Two-level centroids for a partition: ~√count coarse groups by k-means on a strided sample of
- * its rows (decoded from their 4-bit codes, so no exact vector is read), then each group's
- * sample split into fine centroids in proportion to its size. Fine centroids are stored group by
- * group, so a group's children are one contiguous range (groupStart).
+ * The centroid tree of a partition (treeShape), trained top down on a strided sample of its rows
+ * (decoded from their 4-bit codes, so no exact vector is read): the top-level groups (many lists
+ * only) by k-means on the whole sample, each one's sample split into coarse groups, each coarse
+ * group's into fine centroids, each in proportion to its share of the sample. So every k-means
+ * runs over at most ~32 centroids per sample row below the top level, whatever the list count.
+ * Centroids are stored parent by parent, so a parent's children are one contiguous range
+ * (topStart, groupStart).
  *
  * A generator (see kmeans): the partition may change between its steps, so the sample's codes
  * are first copied, as 4-bit nibbles (`nibblesOf`: copied, or expanded from 2-bit codes), into a
