@@ -18,22 +18,26 @@ import type { Kernels } from "./wasm/kernels.ts";
 const ITERATIONS = 6;
 const SAMPLE_PER_LIST = 32;
 /**
- * Shape of the centroid tree. Up to 1 024 lists: √count coarse groups, each split into fine
- * lists (two levels). Beyond, groups of ~FINE_PER_GROUP lists, and past 2·GROUPS_PER_TOP groups a
- * top level of ~GROUPS_PER_TOP groups each: a row's list then costs tops + 2·32 + 2·32 dot
- * products whatever the count (≤ 144 at 16 384 lists), where √count groups cost G + 2·count/G
- * (384 at 16 384), so the per-row cost of assignment and training grew like √n.
+ * Shape of the centroid tree. Up to 4 096 lists (listsFor: up to ~2 M rows): √count coarse
+ * groups, each split into fine lists (two levels; a row's list costs G + 2·count/G dot products,
+ * 192 at 4 096). Beyond, groups of ~FINE_PER_GROUP lists under a top level of ~GROUPS_PER_TOP
+ * groups each: tops + 2·32 + 4·32 dot products (see nearestList), 200 at 8 192 lists, 208 at
+ * 16 384 (the most listsFor gives), where two levels cost 256 and 384: the per-row cost of
+ * assignment and training grew like √n. (The tree at 8 192 lists, 1 M rows, lost a little
+ * image recall against two levels, see nearestList: not used where two levels cost no more.)
  */
 const FINE_PER_GROUP = 32;
 const GROUPS_PER_TOP = 32;
 
 /** Coarse groups and top-level groups for `count` lists (see FINE_PER_GROUP). */
 export function treeShape(count: number): { groups: number; tops: number } {
+  if (count > 4 * GROUPS_PER_TOP * FINE_PER_GROUP) {
+    const groups = Math.ceil(count / FINE_PER_GROUP);
+    return { groups, tops: Math.ceil(groups / GROUPS_PER_TOP) };
+  }
   let groups = 1;
   while (groups * groups < count) groups *= 2;
-  groups = Math.min(count, Math.max(groups, Math.ceil(count / FINE_PER_GROUP)));
-  const tops = groups > 2 * GROUPS_PER_TOP ? Math.ceil(groups / GROUPS_PER_TOP) : 1;
-  return { groups, tops };
+  return { groups: Math.min(groups, count), tops: 1 };
 }
 
 /** i16 centroids are scaled to ±1000 so that 2 048 products of (u ≤ 15) · 1000 sum within i32. */
@@ -89,62 +93,75 @@ function best(K: Kernels, a: Arena, rp: number, at: number, m: number, sums: num
   return bi;
 }
 
-/** Best two (index, score) of the centroids offered so far: [i1, s1, i2, s2]; strict > keeps the first of equals. */
-type BestTwo = Float64Array;
-function resetBest(b: BestTwo): void {
-  b[0] = -1;
-  b[1] = -Infinity;
-  b[2] = -1;
-  b[3] = -Infinity;
+/** Best few centroids offered so far, best first: index in idx[0 … m − 1] (−1: none), score in score[…]; strict > keeps the first of equals. */
+class Best {
+  readonly idx: Int32Array;
+  readonly score: Float64Array;
+  constructor(readonly m: number) {
+    this.idx = new Int32Array(m);
+    this.score = new Float64Array(m);
+  }
+  reset(): void {
+    this.idx.fill(-1);
+    this.score.fill(-Infinity);
+  }
 }
 
 /** Scores the m centroids first … first + m − 1 (i16 at `at`, padDim each) against the nibbles at `rp` and offers them to `b`. */
 function offerRange(
-  K: Kernels, a: Arena, d2: number, rp: number, at: number, first: number, m: number, sumsAt: number, sum16: Float32Array, invScale: Float32Array, b: BestTwo,
+  K: Kernels, a: Arena, d2: number, rp: number, at: number, first: number, m: number, sumsAt: number, sum16: Float32Array, invScale: Float32Array, b: Best,
 ): void {
   if (m <= 0) return;
   K.dots4(rp, at + first * d2, m, sumsAt);
-  const i32 = a.i32, s0 = sumsAt >> 2;
+  const i32 = a.i32, s0 = sumsAt >> 2, idx = b.idx, sc = b.score, last = b.m - 1;
   for (let k = 0; k < m; k++) {
     const score = (i32[s0 + k] - sum16[first + k]) * invScale[first + k];
-    if (score > b[1]) {
-      b[2] = b[0];
-      b[3] = b[1];
-      b[0] = first + k;
-      b[1] = score;
-    } else if (score > b[3]) {
-      b[2] = first + k;
-      b[3] = score;
+    if (!(score > sc[last])) continue;
+    let j = last;
+    for (; j > 0 && score > sc[j - 1]; j--) {
+      sc[j] = sc[j - 1];
+      idx[j] = idx[j - 1];
     }
+    sc[j] = score;
+    idx[j] = first + k;
   }
 }
-const bestTop = new Float64Array(4), bestGroup = new Float64Array(4), bestFine = new Float64Array(4);
+/**
+ * A row's list is looked for in the best two top-level groups, then in their best four coarse
+ * groups (two in a two-level tree). Measured at 1 M rows with 8 192 lists (bench/vector-scale-bench.ts
+ * --lists=8192), image recall@10 at probe 0.02 / 0.04: two-level (128 groups of 64, the two best
+ * searched) 0.997 / 0.998; tree with tops / groups searched 2 / 2: 0.989 / 0.995, 4 / 2: 0.990 /
+ * 0.994, 3 / 3: 0.992 / 0.995, 2 / 4: 0.992 / 0.997.
+ */
+const bestTop = new Best(2), bestGroupOfTree = new Best(4), bestGroupOfTwo = new Best(2), bestFine = new Best(1);
 
 /**
  * The list of a row whose 4-bit codes are at `rp`: its best two top-level groups (if the tree has
- * that level), their coarse groups' best two, then the best fine centroid of those two groups
- * (see treeShape for the cost). Two at each level: a row near a group boundary often belongs to
- * a list of the runner-up (at 200 k rows: image recall 0.957 searching one group, 0.978 two).
+ * that level), their coarse groups' best four (two without a top level), then the best fine
+ * centroid of those groups (see treeShape for the cost). More than one at each level: a row near
+ * a group boundary often belongs to a list of the runner-up (at 200 k rows: image recall 0.957
+ * searching one group, 0.978 two).
  */
 export function nearestList(L: Layout, a: Arena, K: Kernels, c: Centroids, rp: number): number {
   const d2 = L.padDim * 2;
-  resetBest(bestGroup);
+  const bestGroup = c.tops > 1 ? bestGroupOfTree : bestGroupOfTwo;
+  bestGroup.reset();
   if (c.tops > 1) {
-    resetBest(bestTop);
+    bestTop.reset();
     offerRange(K, a, d2, rp, c.topAt, 0, c.tops, c.sumsAt, c.topSum16, c.topInvScale, bestTop);
-    for (let i = 0; i < 4; i += 2) {
-      const t = bestTop[i];
+    for (let i = 0; i < bestTop.m; i++) {
+      const t = bestTop.idx[i];
       if (t >= 0) offerRange(K, a, d2, rp, c.coarseAt, c.topStart[t], c.topStart[t + 1] - c.topStart[t], c.sumsAt, c.coarseSum16, c.coarseInvScale, bestGroup);
     }
   } else {
     offerRange(K, a, d2, rp, c.coarseAt, 0, c.groups, c.sumsAt, c.coarseSum16, c.coarseInvScale, bestGroup);
   }
-  resetBest(bestFine);
-  for (let i = 0; i < 4; i += 2) {
-    const g = bestGroup[i];
+  bestFine.reset();
+  for (let i = 0; i < bestGroup.m; i++) {
+    const g = bestGroup.idx[i];
     if (g >= 0) offerRange(K, a, d2, rp, c.at, c.groupStart[g], c.groupStart[g + 1] - c.groupStart[g], c.sumsAt, c.sum16, c.invScale, bestFine);
   }
-  return Math.max(0, bestFine[0]);
+  return Math.max(0, bestFine.idx[0]);
 }
 
 /** Score of every list for a query encoded (centred, rotated, 4-bit) at `rp`: q·ĉ up to a positive factor. */
