@@ -17,29 +17,6 @@ import type { Kernels } from "./wasm/kernels.ts";
 /** Lloyd iterations, and sample rows per fine list (measured at 200 k: 8 → image recall 0.932 at 3 % read, 32 → 0.957). */
 const ITERATIONS = 6;
 const SAMPLE_PER_LIST = 32;
-/**
- * Shape of the centroid tree. Up to 4 096 lists (listsFor: up to ~2 M rows): √count coarse
- * groups, each split into fine lists (two levels; a row's list costs G + 2·count/G dot products,
- * 192 at 4 096). Beyond, groups of ~FINE_PER_GROUP lists under a top level of ~GROUPS_PER_TOP
- * groups each: tops + 2·32 + 4·32 dot products (see nearestList), 200 at 8 192 lists, 208 at
- * 16 384 (the most listsFor gives), where two levels cost 256 and 384: the per-row cost of
- * assignment and training grew like √n. (The tree at 8 192 lists, 1 M rows, lost a little
- * image recall against two levels, see nearestList: not used where two levels cost no more.)
- */
-const FINE_PER_GROUP = 32;
-const GROUPS_PER_TOP = 32;
-
-/** Coarse groups and top-level groups for `count` lists (see FINE_PER_GROUP). */
-export function treeShape(count: number): { groups: number; tops: number } {
-  if (count > 4 * GROUPS_PER_TOP * FINE_PER_GROUP) {
-    const groups = Math.ceil(count / FINE_PER_GROUP);
-    return { groups, tops: Math.ceil(groups / GROUPS_PER_TOP) };
-  }
-  let groups = 1;
-  while (groups * groups < count) groups *= 2;
-  return { groups: Math.min(groups, count), tops: 1 };
-}
-
 /** i16 centroids are scaled to ±1000 so that 2 048 products of (u ≤ 15) · 1000 sum within i32. */
 const I16_MAX = 1000;
 
@@ -93,75 +70,40 @@ function best(K: Kernels, a: Arena, rp: number, at: number, m: number, sums: num
   return bi;
 }
 
-/** Best few centroids offered so far, best first: index in idx[0 … m − 1] (−1: none), score in score[…]; strict > keeps the first of equals. */
-class Best {
-  readonly idx: Int32Array;
-  readonly score: Float64Array;
-  constructor(readonly m: number) {
-    this.idx = new Int32Array(m);
-    this.score = new Float64Array(m);
-  }
-  reset(): void {
-    this.idx.fill(-1);
-    this.score.fill(-Infinity);
-  }
-}
-
-/** Scores the m centroids first … first + m − 1 (i16 at `at`, padDim each) against the nibbles at `rp` and offers them to `b`. */
-function offerRange(
-  K: Kernels, a: Arena, d2: number, rp: number, at: number, first: number, m: number, sumsAt: number, sum16: Float32Array, invScale: Float32Array, b: Best,
-): void {
-  if (m <= 0) return;
-  K.dots4(rp, at + first * d2, m, sumsAt);
-  const i32 = a.i32, s0 = sumsAt >> 2, idx = b.idx, sc = b.score, last = b.m - 1;
-  for (let k = 0; k < m; k++) {
-    const score = (i32[s0 + k] - sum16[first + k]) * invScale[first + k];
-    if (!(score > sc[last])) continue;
-    let j = last;
-    for (; j > 0 && score > sc[j - 1]; j--) {
-      sc[j] = sc[j - 1];
-      idx[j] = idx[j - 1];
-    }
-    sc[j] = score;
-    idx[j] = first + k;
-  }
-}
 /**
- * A row's list is looked for in the best two top-level groups, then in their best four coarse
- * groups (two in a two-level tree). Measured at 1 M rows with 8 192 lists (bench/vector-scale-bench.ts
- * --lists=8192), image recall@10 at probe 0.02 / 0.04: two-level (128 groups of 64, the two best
- * searched) 0.997 / 0.998; tree with tops / groups searched 2 / 2: 0.989 / 0.995, 4 / 2: 0.990 /
- * 0.994, 3 / 3: 0.992 / 0.995, 2 / 4: 0.992 / 0.997.
- */
-const bestTop = new Best(2), bestGroupOfTree = new Best(4), bestGroupOfTwo = new Best(2), bestFine = new Best(1);
-
-/**
- * The list of a row whose 4-bit codes are at `rp`: its best two top-level groups (if the tree has
- * that level), their coarse groups' best four (two without a top level), then the best fine
- * centroid of those groups (see treeShape for the cost). More than one at each level: a row near
- * a group boundary often belongs to a list of the runner-up (at 200 k rows: image recall 0.957
- * searching one group, 0.978 two).
+ * The list of a row whose 4-bit codes are at `rp`: its best coarse group, then the best fine
+ * centroid of that group — G + F/G dot products instead of F (~5 µs for 4 096 lists).
  */
 export function nearestList(L: Layout, a: Arena, K: Kernels, c: Centroids, rp: number): number {
   const d2 = L.padDim * 2;
-  const bestGroup = c.tops > 1 ? bestGroupOfTree : bestGroupOfTwo;
-  bestGroup.reset();
-  if (c.tops > 1) {
-    bestTop.reset();
-    offerRange(K, a, d2, rp, c.topAt, 0, c.tops, c.sumsAt, c.topSum16, c.topInvScale, bestTop);
-    for (let i = 0; i < bestTop.m; i++) {
-      const t = bestTop.idx[i];
-      if (t >= 0) offerRange(K, a, d2, rp, c.coarseAt, c.topStart[t], c.topStart[t + 1] - c.topStart[t], c.sumsAt, c.coarseSum16, c.coarseInvScale, bestGroup);
+  // The best GROUPS_SEARCHED groups: a row near a group boundary often belongs to a list of the runner-up.
+  K.dots4(rp, c.coarseAt, c.groups, c.sumsAt);
+  const i32 = a.i32, s0 = c.sumsAt >> 2;
+  let g1 = 0, g2 = -1, b1 = -Infinity, b2 = -Infinity;
+  for (let g = 0; g < c.groups; g++) {
+    const score = (i32[s0 + g] - c.coarseSum16[g]) * c.coarseInvScale[g];
+    if (score > b1) {
+      g2 = g1;
+      b2 = b1;
+      g1 = g;
+      b1 = score;
+    } else if (score > b2) {
+      g2 = g;
+      b2 = score;
     }
-  } else {
-    offerRange(K, a, d2, rp, c.coarseAt, 0, c.groups, c.sumsAt, c.coarseSum16, c.coarseInvScale, bestGroup);
   }
-  bestFine.reset();
-  for (let i = 0; i < bestGroup.m; i++) {
-    const g = bestGroup.idx[i];
-    if (g >= 0) offerRange(K, a, d2, rp, c.at, c.groupStart[g], c.groupStart[g + 1] - c.groupStart[g], c.sumsAt, c.sum16, c.invScale, bestFine);
+  let bestList = 0, bestScore = -Infinity;
+  for (const g of g2 >= 0 && g2 !== g1 ? [g1, g2] : [g1]) {
+    const from = c.groupStart[g], m = c.groupStart[g + 1] - from;
+    if (m === 0) continue;
+    const k = from + best(K, a, rp, c.at + from * d2, m, c.sumsAt, c.sum16, c.invScale, from);
+    const score = (i32[s0 + k - from] - c.sum16[k]) * c.invScale[k];
+    if (score > bestScore) {
+      bestScore = score;
+      bestList = k;
+    }
   }
-  return Math.max(0, bestFine.idx[0]);
+  return bestList;
 }
 
 /** Score of every list for a query encoded (centred, rotated, 4-bit) at `rp`: q·ĉ up to a positive factor. */
@@ -196,9 +138,7 @@ const STEP_ROWS = 64;
  * generator: it yields every STEP_ROWS rows so a caller can spread training over event-loop
  * turns (the arena may grow in between, hence a.views() after each yield).
  */
-function* kmeans(
-  d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Array, rows: Int32Array, m: number, scratch: number, rand: () => number,
-): Generator<void, { cent: Float32Array; assign: Int32Array }> {
+function* kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Array, rows: Int32Array, m: number, scratch: number, rand: () => number): Generator<void, Float32Array> {
   const S = rows.length;
   const cent = new Float32Array(m * d);
   for (let k = 0; k < m; k++) {
@@ -240,18 +180,14 @@ function* kmeans(
     yield;
     a.views();
   }
-  // assign is the last pass's: each sample row's centroid among the ones returned.
-  return { cent, assign };
+  return cent;
 }
 
 /**
- * The centroid tree of a partition (treeShape), trained top down on a strided sample of its rows
- * (decoded from their 4-bit codes, so no exact vector is read): the top-level groups (many lists
- * only) by k-means on the whole sample, each one's sample split into coarse groups, each coarse
- * group's into fine centroids, each in proportion to its share of the sample. So every k-means
- * runs over at most ~32 centroids per sample row below the top level, whatever the list count.
- * Centroids are stored parent by parent, so a parent's children are one contiguous range
- * (topStart, groupStart).
+ * Two-level centroids for a partition: ~√count coarse groups by k-means on a strided sample of
+ * its rows (decoded from their 4-bit codes, so no exact vector is read), then each group's
+ * sample split into fine centroids in proportion to its size. Fine centroids are stored group by
+ * group, so a group's children are one contiguous range (groupStart).
  *
  * A generator (see kmeans): the partition may change between its steps, so the sample's codes
  * are first copied, as 4-bit nibbles (`nibblesOf`: copied, or expanded from 2-bit codes), into a
@@ -295,68 +231,49 @@ export function* trainCentroids(
     }
     a.views();
     const rand = rng(0x9e3779b9 ^ n0);
-    const { groups, tops } = treeShape(count);
-    // One arena run, sized for the most centroids the rounding below can give (each level's
-    // shares are rounded per parent, so up to one more per parent): scratch for k-means first,
-    // then the centroids. Retraining with the same count reuses it.
-    const groupCap = groups + tops, cap = count + groupCap;
-    run = a.allocRun((cap + groupCap + tops) * d * 2 + cap * 4);
+    let groups = 1;
+    while (groups * groups < count) groups *= 2;
+    groups = Math.min(groups, count);
+    // One arena run, sized for the most fine centroids the rounding below can give (count + groups):
+    // scratch for k-means first, then the centroids. Retraining with the same count reuses it.
+    const cap = count + groups;
+    run = a.allocRun((cap + groups) * d * 2 + cap * 4);
     const scratch = run.off;
-    // Splits `rows` into centroids in proportion to their share of the sample (at least 1 each);
-    // returns them with the rows of each.
-    const split = function* (rows: Int32Array, m: number): Generator<void, { cent: Float32Array; members: Int32Array[] }> {
-      if (rows.length === 0 || m === 0) return { cent: new Float32Array(0), members: [] };
-      const { cent, assign } = yield* kmeans(d, a, K, X, ptr, rows, Math.min(rows.length, m), scratch, rand);
-      const sizes = new Int32Array(cent.length / d);
-      for (const k of assign) sizes[k]++;
-      const members = Array.from(sizes, (n) => new Int32Array(n));
-      sizes.fill(0);
-      for (let i = 0; i < rows.length; i++) members[assign[i]][sizes[assign[i]]++] = rows[i];
-      return { cent, members };
-    };
-    const share = (rows: number, total: number) => (rows === 0 ? 0 : Math.max(1, Math.min(rows, Math.round((total * rows) / S))));
     const all = Int32Array.from({ length: S }, (_, i) => i);
-    // Top level (many lists only), then the coarse groups of each top group.
-    const top = tops > 1 ? yield* split(all, tops) : { cent: new Float32Array(0), members: [all] };
-    const coarse: Float32Array[] = [], groupRows: Int32Array[] = [];
-    const topStart = new Int32Array(top.members.length + 1);
-    for (let t = 0; t < top.members.length; t++) {
-      const rows = top.members[t];
-      const g = yield* split(rows, tops > 1 ? share(rows.length, groups) : groups);
-      coarse.push(g.cent);
-      groupRows.push(...g.members);
-      topStart[t + 1] = topStart[t] + g.members.length;
+    const coarse = yield* kmeans(d, a, K, X, ptr, all, groups, scratch, rand);
+    // Rows of each coarse group (final assignment, recomputed here).
+    const gsum = new Float32Array(groups), ginv = new Float32Array(groups);
+    quantize(d, a, coarse, groups, scratch, gsum, ginv);
+    const members: number[][] = Array.from({ length: groups }, () => []);
+    for (let i = 0; i < S; i++) {
+      members[best(K, a, ptr[i], scratch, groups, scratch + groups * d * 2, gsum, ginv, 0)].push(i);
+      if (i % STEP_ROWS === STEP_ROWS - 1) {
+        yield;
+        a.views();
+      }
     }
-    const groupCount = groupRows.length;
-    // Fine centroids (the lists), group by group: a group's lists are one contiguous range.
     const fine: Float32Array[] = [];
-    const groupStart = new Int32Array(groupCount + 1);
-    for (let g = 0; g < groupCount; g++) {
-      const f = yield* split(groupRows[g], share(groupRows[g].length, count));
-      fine.push(f.cent);
-      groupStart[g + 1] = groupStart[g] + f.cent.length / d;
+    const groupStart = new Int32Array(groups + 1);
+    let total = 0;
+    for (let g = 0; g < groups; g++) {
+      const rows = Int32Array.from(members[g]);
+      const m = rows.length === 0 ? 0 : Math.max(1, Math.min(rows.length, Math.round((count * rows.length) / S)));
+      fine.push(m > 0 ? yield* kmeans(d, a, K, X, ptr, rows, m, scratch, rand) : new Float32Array(0));
+      total += m;
+      groupStart[g + 1] = total;
     }
-    const total = groupStart[groupCount], topCount = tops > 1 ? top.members.length : 0;
-    // The run now holds: fine i16, coarse i16, top i16, then the dots4 sums.
-    const coarseAt = run.off + total * d * 2;
-    const topAt = coarseAt + groupCount * d * 2;
+    // The run now holds: fine i16, coarse i16, then the dots4 sums.
     const c: Centroids = {
-      count: total, groups: groupCount, groupStart, tops: Math.max(1, topCount), topStart, trainedAt: n0, run: run.off, runBytes: run.bytes,
-      at: run.off, coarseAt, topAt, sumsAt: topAt + topCount * d * 2,
+      count: total, groups, groupStart, trainedAt: n0, run: run.off, runBytes: run.bytes,
+      at: run.off, coarseAt: run.off + total * d * 2, sumsAt: run.off + (total + groups) * d * 2,
       sum16: new Float32Array(total), invScale: new Float32Array(total),
-      coarseSum16: new Float32Array(groupCount), coarseInvScale: new Float32Array(groupCount),
-      topSum16: new Float32Array(topCount), topInvScale: new Float32Array(topCount),
+      coarseSum16: new Float32Array(groups), coarseInvScale: new Float32Array(groups),
     };
-    for (let g = 0; g < groupCount; g++) {
+    for (let g = 0; g < groups; g++) {
       const from = groupStart[g], m = groupStart[g + 1] - from;
       if (m) quantize(d, a, fine[g], m, c.at + from * d * 2, c.sum16, c.invScale, from);
     }
-    for (let t = 0, at = coarseAt; t < coarse.length; t++) {
-      const m = coarse[t].length / d;
-      quantize(d, a, coarse[t], m, at, c.coarseSum16, c.coarseInvScale, topStart[t]);
-      at += m * d * 2;
-    }
-    if (topCount) quantize(d, a, top.cent, topCount, topAt, c.topSum16, c.topInvScale);
+    quantize(d, a, coarse, groups, c.coarseAt, c.coarseSum16, c.coarseInvScale);
     done = true;
     return c;
   } finally {

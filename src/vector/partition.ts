@@ -75,8 +75,7 @@ export class List {
 
 /**
  * Trained inverted-list state of a partition: unit centroids in the rotated, centred space of the
- * codes, two or three levels (coarse groups, each with a contiguous range of fine centroids =
- * lists; with many lists, top-level groups of coarse groups: lists.ts treeShape), kept
+ * codes, two levels (coarse groups, each with a contiguous range of fine centroids = lists), kept
  * as i16 in the arena (scaled per centroid) for dots4.
  */
 export interface Centroids {
@@ -85,20 +84,14 @@ export interface Centroids {
   groups: number;
   /** Fine centroids of group g: groupStart[g] … groupStart[g + 1] − 1. */
   groupStart: Int32Array;
-  /** Top-level groups (1: none, the two-level tree), each a contiguous range of coarse groups topStart[t] … topStart[t + 1] − 1. */
-  tops: number;
-  topStart: Int32Array;
-  /** 7.5 · Σ_j c16_j and 1 / scale per centroid (fine, coarse, top). */
+  /** 7.5 · Σ_j c16_j and 1 / scale per centroid (fine, coarse). */
   sum16: Float32Array;
   invScale: Float32Array;
   coarseSum16: Float32Array;
   coarseInvScale: Float32Array;
-  topSum16: Float32Array;
-  topInvScale: Float32Array;
-  /** Arena offsets: fine i16 (count × padDim), coarse i16, top i16, dots4 output; one run. */
+  /** Arena offsets: fine i16 (count × padDim), coarse i16, dots4 output; one run. */
   at: number;
   coarseAt: number;
-  topAt: number;
   sumsAt: number;
   run: number;
   runBytes: number;

@@ -84,7 +84,7 @@ export class RowStore {
   get jsBytes(): number {
     let bytes = this.ids.byteLength;
     for (const p of this.partitions.values()) {
-      bytes += p.rowIds.byteLength + (p.centroids ? p.centroids.count * 8 + p.centroids.groups * 12 + p.centroids.tops * 12 : 0);
+      bytes += p.rowIds.byteLength + (p.centroids ? p.centroids.count * 8 + p.centroids.groups * 12 : 0);
       for (const l of p.lists) bytes += l.countA.byteLength + 8 * (l.chunks.length + l.scanStash.length) + 64;
       bytes += 8 * (p.scanBlocks.length * 3);
     }
