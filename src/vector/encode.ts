@@ -75,6 +75,8 @@ export function qvecOrder2(j: number): number {
 export class Encoder {
   private readonly rotatedCenter: Float32Array;
   private readonly tmp: Float32Array;
+  /** tmp's f32 bits, for the branch-free sign test (positive). */
+  private readonly tmpBits: Int32Array;
   private readonly unit: Float32Array;
   private readonly binCount = new Int32Array(BINS);
   private readonly binSum = new Float64Array(BINS);
@@ -88,6 +90,7 @@ export class Encoder {
   ) {
     this.rotatedCenter = new Float32Array(layout.padDim);
     this.tmp = new Float32Array(layout.padDim);
+    this.tmpBits = new Int32Array(this.tmp.buffer);
     this.unit = new Float32Array(layout.dim);
     this.bins32 = new Uint32Array(layout.padDim / 4);
     this.bins = new Uint8Array(this.bins32.buffer);
@@ -112,11 +115,13 @@ export class Encoder {
       nrm2 += v * v;
       l1 += Math.abs(v);
     }
-    const u8 = views.u8;
+    // The loops below are branch-free: a row's signs and bins are coin flips, and a mispredicted
+    // branch per dimension made encodeRow ~20 µs of a 27 µs add (1 M-row build, 2-bit layout).
+    const u8 = views.u8, ri = this.tmpBits;
     const codeAt = scanBase + L.offCodes + row * L.codeBytes;
     for (let b = 0; b < L.codeBytes; b++) {
       let byte = 0;
-      for (let k = 0; k < 8; k++) if (r[b * 8 + k] > 0) byte |= 1 << k;
+      for (let k = 0; k < 8; k++) byte |= positive(ri[b * 8 + k]) << k;
       u8[codeAt + b] = byte;
     }
     views.u16[(scanBase + L.offFactor) / 2 + row] = l1 > 0 ? Math.min(65535, Math.round((nrm2 / l1) * FACTOR_SCALE)) : 0;
@@ -132,7 +137,7 @@ export class Encoder {
     cnt.fill(0);
     sum.fill(0);
     for (let j = 0; j < n; j++) {
-      const v = r[j] < 0 ? -r[j] : r[j], f = (v * binOf) | 0, b = f < BINS ? f : BINS - 1;
+      const v = Math.abs(r[j]), b = Math.min((v * binOf) | 0, BINS - 1);
       bins[j] = b;
       cnt[b]++;
       sum[b] += v;
@@ -155,9 +160,9 @@ export class Encoder {
       for (let k = 0; k < 8; k++) {
         // u = 2·sign + extra: positive 2 (inner) / 3 (outer), negative 1 (inner) / 0 (outer),
         // so extra = 1 when sign and outer agree. Branch-free: the bits are coin flips.
-        const v = r[b * 8 + k], outer = bins[b * 8 + k] >= bestB ? 1 : 0, pos = v > 0 ? 1 : 0;
-        byte |= (1 ^ pos ^ outer) << k;
-        dot += (v < 0 ? -v : v) * (0.5 + outer);
+        const j = b * 8 + k, outer = (bestB - 1 - bins[j]) >>> 31; // bins[j] ≥ bestB
+        byte |= (1 ^ positive(ri[j]) ^ outer) << k;
+        dot += Math.abs(r[j]) * (0.5 + outer);
       }
       u8[refAt + b] = byte;
     }
@@ -267,6 +272,14 @@ export class Encoder {
       offset: 0,
     };
   }
+}
+
+/**
+ * 1 if the f32 whose bits are `i` is > 0, else 0, without a branch: a positive f32 has i > 0;
+ * +0 is 0 and −0 is i32's minimum, whose negation wraps to itself (hence the `& ~i`).
+ */
+function positive(i: number): number {
+  return ((0 - i) & ~i) >>> 31;
 }
 
 /** r (centred, rotated; |r|² = nrm2) as 4-bit nibbles at `at`; returns their step. */

@@ -30,6 +30,8 @@ export interface TrainingStats {
 
 export class Retrainer<K> {
   private readonly jobs = new Map<K, Generator<void, void>>();
+  /** Jobs that have run at least one step (a generator's body starts at its first step). */
+  private readonly begun = new Set<Generator<void, void>>();
   private queued = false;
   private waiters: (() => void)[] = [];
   readonly stats: TrainingStats = { retrains: 0, pending: 0, slices: 0, maxSliceMs: 0, maxSliceCpuMs: 0, cpuMs: 0, errors: 0 };
@@ -39,6 +41,15 @@ export class Retrainer<K> {
 
   has(key: K): boolean {
     return this.jobs.has(key);
+  }
+
+  /**
+   * A retrain of `key` is queued but has not run a step yet: its training has not looked at the
+   * rows, so running it now trains on the rows as they are now (what `rebuild` asks for).
+   */
+  queuedOnly(key: K): boolean {
+    const job = this.jobs.get(key);
+    return job !== undefined && !this.begun.has(job);
   }
 
   /** Queues a retrain to run in slices. */
@@ -54,6 +65,7 @@ export class Retrainer<K> {
   finish(key: K): void {
     const job = this.jobs.get(key);
     if (!job) return;
+    this.begun.add(job);
     try {
       while (!job.next().done);
     } finally {
@@ -81,6 +93,8 @@ export class Retrainer<K> {
   }
 
   private drop(key: K): void {
+    const job = this.jobs.get(key);
+    if (job) this.begun.delete(job);
     this.jobs.delete(key);
     this.stats.pending = this.jobs.size;
     if (this.jobs.size === 0) for (const w of this.waiters.splice(0)) w();
@@ -101,6 +115,7 @@ export class Retrainer<K> {
     for (const [key, job] of [...this.jobs]) {
       while (now - t0 < SLICE_MS && this.jobs.get(key) === job) {
         let done: boolean | undefined;
+        this.begun.add(job);
         try {
           done = job.next().done;
         } catch (e) {

@@ -149,12 +149,16 @@ export class RowStore {
 
   /**
    * Retrains the partition's lists on its current rows now, synchronously (a retrain already
-   * under way is finished first). For tools, benches and tests: `add` starts retrains in the
+   * under way is finished first; one only queued is run as this retrain). For tools, benches and tests: `add` starts retrains in the
    * background instead (retrain.ts).
    */
   rebuild(p: Partition): void {
+    // A retrain that `add` queued and that has not begun reads the rows only once it runs: it is
+    // this rebuild. (Finishing it and then retraining again cost two full retrains: at 1 M rows,
+    // 41.6 of the 62.9 s build.)
+    const queuedOnly = this.retrains.queuedOnly(p);
     this.retrains.finish(p);
-    if (!this.centerValue || p.n < 2 || this.partitions.get(p.name) !== p) return;
+    if (queuedOnly || !this.centerValue || p.n < 2 || this.partitions.get(p.name) !== p) return;
     this.retrains.start(p, this.retrain(p));
     this.retrains.finish(p);
   }

@@ -123,7 +123,8 @@ describe("background retraining", () => {
     expect(idx.training.pending).toBe(0);
     expect(idx.partitionSize("c")).toBe(0);
     await idx.whenTrained();
-    // "a" grows past trainAt: its retrain is queued; rebuild runs it (and a fresh one) now.
+    // "a" grows past trainAt: its retrain is queued; rebuild runs it now, and only it (it has not
+    // read the rows yet, so it trains on all of them).
     const more: VectorRow[] = [];
     for (let i = 6000; i < 8000; i++) {
       source.set(1000 + i, row(ds, i));
@@ -131,13 +132,31 @@ describe("background retraining", () => {
     }
     idx.add(more);
     expect(idx.training.pending).toBe(1);
+    const retrains = idx.training.retrains;
     idx.rebuild("a");
     expect(idx.training.pending).toBe(0);
+    expect(idx.training.retrains).toBe(retrains);
     expect(idx.listCount("a")).toBeGreaterThan(8);
     expect(idx.partitionSize("a")).toBe(5000);
     for (let i = 0; i < 8000; i += 331) {
       if (i < 6000 && i % 2) continue;
       expect(idx.search(row(ds, i), { partition: "a", k: 1, probe: 0.1 })[0].rowId).toBe(1000 + i);
     }
+    // Nothing queued: rebuild retrains. One already under way trained on the rows of its start:
+    // rebuild finishes it, then retrains on the rows as they are now.
+    idx.rebuild("a");
+    expect(idx.training.retrains).toBe(retrains + 1);
+    const late: VectorRow[] = [];
+    for (let i = 8000; i < 24_000; i++) {
+      source.set(1000 + i, row(ds, i));
+      late.push({ rowId: 1000 + i, vector: row(ds, i), partition: "a", groupA: 0, groupB: ds.video[i] });
+    }
+    idx.add(late);
+    expect(idx.training.pending).toBe(1);
+    await turn();
+    expect(idx.training.pending).toBe(1);
+    idx.rebuild("a");
+    expect(idx.training.retrains).toBe(retrains + 3);
+    expect(idx.partitionSize("a")).toBe(21_000);
   }, 60_000);
 });
