@@ -20,10 +20,17 @@ export interface NearestRequest {
    */
   session?: object;
   /**
-   * Share of the scope's rows the in-memory index reads, nearest inverted lists first (src/vector
-   * `probe`); absent = every row. Set for image-only queries, whose neighbours sit in a few lists.
+   * How much of the scope the in-memory index reads, nearest inverted lists first (src/vector
+   * `probe`, `probeSqrtAbove`); absent = every row. Set for image-only queries, whose neighbours
+   * sit in a few lists.
    */
-  probe?: number;
+  probe?: ProbePolicy;
+}
+
+/** A share of the scope's rows, growing only as √n past `sqrtAbove` rows. */
+export interface ProbePolicy {
+  share: number;
+  sqrtAbove?: number;
 }
 
 export interface VectorHit {
@@ -50,8 +57,9 @@ export interface VectorBackend {
 
 export interface VectorSearchInfo {
   kind: VectorKind;
-  /** The `probe` passed to the index (undefined: every row). */
+  /** The `probe` passed to the index (undefined: every row), and where its √n growth starts. */
   probe?: number;
+  probeSqrtAbove?: number;
   /** Inverted lists read, and rows scanned in them. */
   lists: number;
   scanned: number;

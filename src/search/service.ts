@@ -7,7 +7,7 @@ import { calibrate, type NullStats } from "./calibration.ts";
 import { meanNormalized, type QueryEncoder, type TranscriptSemanticSearch } from "./embedder.ts";
 import { fuseModes, suppressDuplicates, type Fused } from "./fusion.ts";
 import { checkImage, decodeImageRgb, fetchImageUrl } from "./image-input.ts";
-import type { NearestRequest, SearchIndexes, VectorHit } from "./indexes.ts";
+import type { NearestRequest, ProbePolicy, SearchIndexes, VectorHit } from "./indexes.ts";
 import type { MediaLinks } from "./links.ts";
 import { type Candidate, type FrameHit, framesToMoments, MIN_SCORE_BAND, sameStart } from "./moments.ts";
 import type { SearchRequest, SearchResult, SearchVideo } from "./schema.ts";
@@ -55,11 +55,13 @@ export interface SearchServiceDeps {
 /** Nearest frames / shots fetched per search, and transcript segments. */
 const FRAME_K = 1000;
 /**
- * Share of an account's vectors an image-only query reads in the index's inverted lists (1 M rows:
- * recall@10 0.986, p50 2.4 ms; BENCHMARKS.md). Text queries, and image queries under a collection
- * or label filter (allowed neighbours far from the query: 0.88 at 4 %), read every row.
+ * How much of an account's vectors an image-only query reads in the index's inverted lists: 4 %
+ * (1 M rows: recall@10 0.982), growing as √n past 1 M rows (10 M: ~126 k rows a segment rather
+ * than 400 k; recall 0.953 at 100 k, 0.974 at 200 k; BENCHMARKS.md "Probing at 10 M"). Text
+ * queries, and image queries under a collection or label filter (allowed neighbours far from the
+ * query: 0.88 at 4 %), read every row.
  */
-const IMAGE_QUERY_PROBE = 0.04;
+const IMAGE_QUERY_PROBE: ProbePolicy = { share: 0.04, sqrtAbove: 1_000_000 };
 const SHOT_K = 300;
 const TRANSCRIPT_K = LEXICAL_K;
 const SCENE_TEXT_K = 500;
@@ -266,7 +268,7 @@ export class SearchService {
 
   // ---- modes ---------------------------------------------------------------------------------
 
-  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>, band?: number, probe?: number): Candidate[] {
+  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>, band?: number, probe?: ProbePolicy): Candidate[] {
     const sample = this.d.indexes.sample("frames", scope.accountId, modelId);
     if (!sample.dim || sample.dim !== q.length) return [];
     const stats = this.d.indexes.nullStatsOf(sample, q);
@@ -295,7 +297,7 @@ export class SearchService {
     text: string | null,
     th: Record<string, number>,
     allowShots?: Map<string, Set<number>>,
-    probe?: number,
+    probe?: ProbePolicy,
   ): Candidate[] {
     const best = new Map<number, { shot: ShotRow | null; score: number; raw: number; key: string }>();
     const sample = this.d.indexes.sample("shots", scope.accountId, modelId);

@@ -64,6 +64,14 @@ export interface SearchOptions {
    * (measured: BENCHMARKS.md, "Probing at 10 M"; the app passes none). Default: none.
    */
   probeRows?: number;
+  /**
+   * With `probe`: past this many allowed rows (per segment) the rows read grow as the square root
+   * of the rows, not in proportion: probe × A × √(n / A). An image-like query's neighbours sit in
+   * its own video, and the rows needed to find them grow more slowly than the library (measured:
+   * recall ≥ 0.95 from 20 k rows read at 1 M and 100 k at 10 M; BENCHMARKS.md "Probing at 10 M").
+   * Default: none (a plain share).
+   */
+  probeSqrtAbove?: number;
   /** Filled with what the search did (for benchmarks and diagnostics). */
   stats?: SearchStats;
   /**
