@@ -43,7 +43,7 @@ export interface SearchOptions {
   allow?: AllowFilter;
   /**
    * Rows the coarse (Hamming) pass hands on; the main recall/latency knob. Default: 4 % of the
-   * allowed rows, at least 8 192 and at most 65 536.
+   * allowed rows, at least 8 192 and at most 131 072.
    */
   candidates?: number;
   /**
