@@ -149,8 +149,8 @@ export class RowStore {
 
   /**
    * Retrains the partition's lists on its current rows now, synchronously (a retrain already
-   * under way is finished first; one only queued is run as this retrain). For tools, benches and tests: `add` starts retrains in the
-   * background instead (retrain.ts).
+   * under way is finished first; one only queued is run as this retrain). For tools, benches and
+   * tests: `add` starts retrains in the background instead (retrain.ts).
    */
   rebuild(p: Partition): void {
     // A retrain that `add` queued and that has not begun reads the rows only once it runs: it is
