@@ -10,13 +10,14 @@ import type { Partition } from "./partition.ts";
  * Inverted lists: a query given `probe` reads the nearest lists until they hold that share of
  * the allowed rows (at least PROBE_MIN_ROWS); all lists once that passes FULL_ABOVE of the
  * partition. Inside the probed lists the Hamming pass keeps PROBED_COARSE_FRACTION of the rows
- * read (they are already the query's neighbourhood, so a larger share than the flat scan's 4 %).
+ * read (they are already the query's neighbourhood, so a larger share than the flat scan's
+ * 40·√n, 4 % at 1 M).
  * Without `probe` every row is read: text-like queries need it (see README.md, "Inverted lists").
  */
 const PROBE_MIN_ROWS = 4096;
 const FULL_ABOVE = 0.5;
 const PROBED_COARSE_FRACTION = 0.2;
-const COARSE_FRACTION = 0.04;
+const COARSE_PER_SQRT = 40;
 const COARSE_MIN = 8192;
 /** 65 536 until issue 14's 10 M run: a 9.4 M-row segment's text queries then got 0.7 % (recall 0.936); 131 072: 0.964 for +5 % p50. */
 const COARSE_MAX = 131072;
@@ -115,7 +116,7 @@ export function thresholdFor(u32: Uint32Array, hist: number, padDim: number, wan
 }
 
 /**
- * Rows kept after each stage for `allowed` rows: coarse = 4 % (8 192..131 072, or the caller's
+ * Rows kept after each stage for `allowed` rows: coarse = 40·√allowed (4 % at 1 M; 8 192..131 072), or the caller's
  * `candidates`), middle = 10 % of coarse (≥ 1 024, ≥ 4k), rescored = max(64, min(4k, k + 256)). Chosen on the 1 M
  * clustered set with text-like queries (40 queries): recall@10 0.955 / 0.975 / 0.98 at coarse
  * 30 000 / 40 000 / 50 000, and with coarse 50 000, middle at 4 % / 6 % / 10 % of it gave
@@ -124,8 +125,11 @@ export function thresholdFor(u32: Uint32Array, hist: number, padDim: number, wan
 export function stageSizes(
   allowed: number, k: number, candidates?: number, probed = false, rescore?: number, rescoreMin = RESCORE_MIN, rescoreShare = 0,
 ): { coarse: number; middle: number; rescore: number } {
-  const fraction = probed ? PROBED_COARSE_FRACTION : COARSE_FRACTION;
-  const coarse = Math.min(allowed, Math.max(1, Math.floor(candidates ?? clamp(Math.ceil(allowed * fraction), COARSE_MIN, COARSE_MAX))));
+  // A full scan keeps COARSE_PER_SQRT·√allowed (= 4 % at 1 M): the candidates a top-10 needs grow
+  // more slowly than the rows, but faster than a fixed count (1 collection of 20 at 10 M — 500 k
+  // allowed rows — got 0.928 from 4 %). Probed lists are the query's neighbourhood: a share.
+  const auto = probed ? Math.ceil(allowed * PROBED_COARSE_FRACTION) : Math.ceil(COARSE_PER_SQRT * Math.sqrt(allowed));
+  const coarse = Math.min(allowed, Math.max(1, Math.floor(candidates ?? clamp(auto, COARSE_MIN, COARSE_MAX))));
   const estimateWanted = Math.max(rescoreMin, RESCORE_PER_K * k);
   const middle = Math.min(coarse, Math.max(estimateWanted, MIDDLE_MIN, Math.ceil(coarse * MIDDLE_FRACTION)));
   const rescoreWanted = rescore !== undefined

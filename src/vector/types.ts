@@ -42,8 +42,9 @@ export interface SearchOptions {
   /** Filters, applied to the rows before anything is ranked. */
   allow?: AllowFilter;
   /**
-   * Rows the coarse (Hamming) pass hands on; the main recall/latency knob. Default: 4 % of the
-   * allowed rows, at least 8 192 and at most 131 072.
+   * Rows the coarse (Hamming) pass hands on; the main recall/latency knob. Default: 40·√allowed
+   * (4 % at 1 M rows), at least 8 192 and at most 131 072 (per segment); 20 % of the rows read
+   * when lists are probed.
    */
   candidates?: number;
   /**
