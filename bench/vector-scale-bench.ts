@@ -238,11 +238,11 @@ async function runSize(n: number): Promise<void> {
   });
   log(`n=${n}: vsearch built in ${buildS.toFixed(1)} s, RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row, ${index.listCount("acct")} lists, ${index.segments} segment(s), load ${load1()}, ${freeG()}`);
   const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
-  const vs = (probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[] }, probeRows?: number, probeSqrtAbove?: number) => {
+  const vs = (probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[] }, probeRows?: number, probeSqrtAt?: number) => {
     const agg: Record<string, number> = { scanned: 0, coarse: 0, filter: 0, scan: 0, estimate: 0, rescore: 0 };
     let m = 0;
     const fn = (q: Float32Array, i: number) => {
-      const out = index.search(q, { partition: "acct", k: K, probe, probeRows, probeSqrtAbove, allow: allowOf?.(i), stats }).map((r) => r.rowId);
+      const out = index.search(q, { partition: "acct", k: K, probe, probeRows, probeSqrtAt, allow: allowOf?.(i), stats }).map((r) => r.rowId);
       m++;
       agg.scanned += stats.scanned ?? 0;
       agg.coarse += stats.coarse;
@@ -258,10 +258,10 @@ async function runSize(n: number): Promise<void> {
     }
   }
   // What the app passes for an image-only query (search/service.ts IMAGE_QUERY_PROBE): 4 %,
-  // growing as √n past 1 M rows a segment.
+  // the rows read growing as √n around 1 M rows (per segment).
   {
     const h = vs(0.04, undefined, undefined, 1_000_000);
-    measure({ n, engine: "vsearch", queries: "image", setting: "app: 0.04, √n past 1 M" }, image, truthImage, h.fn).stages = h.stages();
+    measure({ n, engine: "vsearch", queries: "image", setting: "app: 0.04 at 1 M, √n" }, image, truthImage, h.fn).stages = h.stages();
   }
   // probe 0.04 under a ceiling in rows (per segment): what a flat cost would buy in recall.
   for (const rowsCap of APP_PROBE_ROWS) {

@@ -21,16 +21,16 @@ export interface NearestRequest {
   session?: object;
   /**
    * How much of the scope the in-memory index reads, nearest inverted lists first (src/vector
-   * `probe`, `probeSqrtAbove`); absent = every row. Set for image-only queries, whose neighbours
+   * `probe`, `probeSqrtAt`); absent = every row. Set for image-only queries, whose neighbours
    * sit in a few lists.
    */
   probe?: ProbePolicy;
 }
 
-/** A share of the scope's rows, growing only as √n past `sqrtAbove` rows. */
+/** A share of the scope's rows at `sqrtAt` rows, the rows read growing as √n around it (src/vector `probeSqrtAt`). */
 export interface ProbePolicy {
   share: number;
-  sqrtAbove?: number;
+  sqrtAt?: number;
 }
 
 export interface VectorHit {
@@ -57,9 +57,9 @@ export interface VectorBackend {
 
 export interface VectorSearchInfo {
   kind: VectorKind;
-  /** The `probe` passed to the index (undefined: every row), and where its √n growth starts. */
+  /** The `probe` passed to the index (undefined: every row), and the size it is the share at (√n growth). */
   probe?: number;
-  probeSqrtAbove?: number;
+  probeSqrtAt?: number;
   /** Inverted lists read, and rows scanned in them. */
   lists: number;
   scanned: number;

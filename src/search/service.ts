@@ -56,12 +56,13 @@ export interface SearchServiceDeps {
 const FRAME_K = 1000;
 /**
  * How much of an account's vectors an image-only query reads in the index's inverted lists: 4 %
- * (1 M rows: recall@10 0.982), growing as √n past 1 M rows (10 M: ~126 k rows a segment rather
- * than 400 k; recall 0.953 at 100 k, 0.974 at 200 k; BENCHMARKS.md "Probing at 10 M"). Text
- * queries, and image queries under a collection or label filter (allowed neighbours far from the
- * query: 0.88 at 4 %), read every row.
+ * at 1 M rows (recall@10 0.982), the rows read growing as √n around that: 12.6 k of 100 k rows
+ * (where 4 k gave 0.90), ~120 k of a 9.4 M-row segment (10 M: 157 k rows read in all, recall
+ * 0.971, where 4 % would read 400 k; BENCHMARKS.md "Probing at 10 M"). Text queries, and image
+ * queries under a collection or label filter (allowed neighbours far from the query: 0.88 at
+ * 4 %), read every row.
  */
-const IMAGE_QUERY_PROBE: ProbePolicy = { share: 0.04, sqrtAbove: 1_000_000 };
+const IMAGE_QUERY_PROBE: ProbePolicy = { share: 0.04, sqrtAt: 1_000_000 };
 const SHOT_K = 300;
 const TRANSCRIPT_K = LEXICAL_K;
 const SCENE_TEXT_K = 500;

@@ -66,13 +66,14 @@ export interface SearchOptions {
    */
   probeRows?: number;
   /**
-   * With `probe`: past this many allowed rows (per segment) the rows read grow as the square root
-   * of the rows, not in proportion: probe × A × √(n / A). An image-like query's neighbours sit in
-   * its own video, and the rows needed to find them grow more slowly than the library (measured:
-   * recall ≥ 0.95 from 20 k rows read at 1 M and 100 k at 10 M; BENCHMARKS.md "Probing at 10 M").
+   * With `probe`: the rows read are probe·√(probeSqrtAt·n) instead of probe·n (n: the allowed
+   * rows, per segment) — the share at probeSqrtAt rows, a larger share below, a smaller one
+   * above. An image-like query's neighbours sit in its own video, and the rows needed to find them
+   * grow as the library does, but much more slowly (recall ≥ 0.95 from ~20 k rows read at 1 M and
+   * ~100 k at 10 M, while 4 k rows gave 0.90 at 100 k; BENCHMARKS.md "Probing at 10 M").
    * Default: none (a plain share).
    */
-  probeSqrtAbove?: number;
+  probeSqrtAt?: number;
   /** Filled with what the search did (for benchmarks and diagnostics). */
   stats?: SearchStats;
   /**

@@ -76,7 +76,7 @@ describe("inverted lists: training and probing", () => {
     expect(hi.r).toBeGreaterThanOrEqual(lo.r);
   });
 
-  it("probeRows caps the share and probeSqrtAbove slows its growth: probe 0.4 reads what probe 0.2 reads", () => {
+  it("probeRows caps the share and probeSqrtAt makes it grow as √n: probe 0.4 reads what probe 0.2 reads", () => {
     const Q = generateQueries(ds, 12, "image", 11);
     for (let i = 0; i < 12; i++) {
       const capped = newStats(), share = newStats(), open = newStats();
@@ -88,18 +88,18 @@ describe("inverted lists: training and probing", () => {
       expect(capped.lists).toBe(share.lists);
       expect(open.scanned!).toBeGreaterThan(capped.scanned!);
     }
-    // Past probeSqrtAbove rows the share grows as √n: 0.4 × 6 000 × √(24 000 / 6 000) = 4 800 rows.
+    // probe·√(probeSqrtAt·n) rows: 0.4 × √(6 000 × 24 000) = 4 800 rows, what probe 0.2 reads.
     for (let i = 0; i < 6; i++) {
       const sqrt = newStats(), share = newStats();
-      const a = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.4, probeSqrtAbove: 6000, stats: sqrt });
+      const a = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.4, probeSqrtAt: 6000, stats: sqrt });
       const b = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.2, stats: share });
       expect(a).toEqual(b);
       expect(sqrt.scanned).toBe(share.scanned);
     }
-    // Under the threshold it is the plain share.
+    // A partition smaller than probeSqrtAt reads a larger share: 0.2 × √(4 n · n) = 0.4 n.
     const under = newStats(), plain = newStats();
-    index.search(q(Q, 1), { partition: "acct", k: 10, probe: 0.3, probeSqrtAbove: 2 * ds.n, stats: under });
-    index.search(q(Q, 1), { partition: "acct", k: 10, probe: 0.3, stats: plain });
+    index.search(q(Q, 1), { partition: "acct", k: 10, probe: 0.2, probeSqrtAt: 4 * ds.n, stats: under });
+    index.search(q(Q, 1), { partition: "acct", k: 10, probe: 0.4, stats: plain });
     expect(under.scanned).toBe(plain.scanned);
     // The floor of 4 096 rows holds under a smaller ceiling.
     const tiny = newStats();
