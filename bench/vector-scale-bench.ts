@@ -3,7 +3,7 @@
  * npm, a benchmark peer only) on the same synthetic 512-d CLIP-like vectors and queries.
  *
  *   node_modules/.bin/bun bench/vector-scale-bench.ts [--sizes=100000,1000000] [--queries=200]
- *     [--probes=0.02,0.04,0.08,0.16] [--probe-rows=N,…] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1] [--usearch-max=N]
+ *     [--probes=0.02,0.04,0.08,0.16] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1] [--usearch-max=N]
  *     [--gt-threads=1] [--max-anon-gb=14] [--data-dir=bench/results/vector-scale-data] [--keep-data=0]
  *     [--generate-only=1] [--truth-only=1] [--warm-pass=1] [--lists=N] [--wait-pid=PID] [--rebuild=0]
  *
@@ -47,8 +47,6 @@ const EFS = list("efs", "16,64,256");
 const LISTS = Number(argv.get("lists") ?? 0);
 /** --warm-pass=1: run every query set once untimed before the timed pass (the rescored rows then come from the page cache). */
 const WARM_PASS = argv.get("warm-pass") === "1";
-/** Row ceilings (`probeRows`) tried with probe 0.04 on image-like queries. */
-const APP_PROBE_ROWS = list("probe-rows", "");
 const WITH_USEARCH = argv.get("usearch") !== "0";
 const U_THREADS = Number(argv.get("usearch-threads") ?? 1);
 /** usearch's HNSW build is the slow part (100 k rows: 93 s on one thread at load ~10, 386 s on two at load ~24). */
@@ -238,11 +236,11 @@ async function runSize(n: number): Promise<void> {
   });
   log(`n=${n}: vsearch built in ${buildS.toFixed(1)} s, RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row, ${index.listCount("acct")} lists, ${index.segments} segment(s), load ${load1()}, ${freeG()}`);
   const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
-  const vs = (probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[] }, probeRows?: number, probeSqrtAt?: number) => {
+  const vs = (probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[] }, probeSqrtAt?: number) => {
     const agg: Record<string, number> = { scanned: 0, coarse: 0, filter: 0, scan: 0, estimate: 0, rescore: 0 };
     let m = 0;
     const fn = (q: Float32Array, i: number) => {
-      const out = index.search(q, { partition: "acct", k: K, probe, probeRows, probeSqrtAt, allow: allowOf?.(i), stats }).map((r) => r.rowId);
+      const out = index.search(q, { partition: "acct", k: K, probe, probeSqrtAt, allow: allowOf?.(i), stats }).map((r) => r.rowId);
       m++;
       agg.scanned += stats.scanned ?? 0;
       agg.coarse += stats.coarse;
@@ -260,13 +258,8 @@ async function runSize(n: number): Promise<void> {
   // What the app passes for an image-only query (search/service.ts IMAGE_QUERY_PROBE): 4 %,
   // the rows read growing as √n around 1 M rows (per segment).
   {
-    const h = vs(0.04, undefined, undefined, 1_000_000);
+    const h = vs(0.04, undefined, 1_000_000);
     measure({ n, engine: "vsearch", queries: "image", setting: "app: 0.04 at 1 M, √n" }, image, truthImage, h.fn).stages = h.stages();
-  }
-  // probe 0.04 under a ceiling in rows (per segment): what a flat cost would buy in recall.
-  for (const rowsCap of APP_PROBE_ROWS) {
-    const h = vs(0.04, undefined, rowsCap);
-    measure({ n, engine: "vsearch", queries: "image", setting: `probe=0.04 ≤${rowsCap} rows` }, image, truthImage, h.fn).stages = h.stages();
   }
   {
     const h = vs(undefined, (i) => ({ collections: [coll[i]] }));

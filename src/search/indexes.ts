@@ -57,9 +57,8 @@ export interface VectorBackend {
 
 export interface VectorSearchInfo {
   kind: VectorKind;
-  /** The `probe` passed to the index (undefined: every row), and the size it is the share at (√n growth). */
-  probe?: number;
-  probeSqrtAt?: number;
+  /** How much the index was asked to read (undefined: every row). */
+  probe?: ProbePolicy;
   /** Inverted lists read, and rows scanned in them. */
   lists: number;
   scanned: number;

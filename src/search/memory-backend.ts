@@ -240,7 +240,7 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     try {
       const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
       const hits = ki.index.search(query, { partition: scope.accountId, k: req.k, allow, reuse: s?.scan, probe: req.probe?.share, probeSqrtAt: req.probe?.sqrtAt, stats });
-      this.lastSearch = { kind, probe: req.probe?.share, probeSqrtAt: req.probe?.sqrtAt, lists: stats.lists ?? 0, scanned: stats.scanned ?? 0 };
+      this.lastSearch = { kind, probe: req.probe, lists: stats.lists ?? 0, scanned: stats.scanned ?? 0 };
       return hits.map((r) => ({ id: r.rowId, raw: r.score }));
     } finally {
       this.sessionVectors = null;

@@ -53,15 +53,13 @@ export interface Selection {
  * The chunks a query reads, in table order (position i·128 + r ↦ chunk chunks[i], row r), and
  * the [from, to) positions of list tails to mask. A trained partition probes the lists
  * nearest the query until they hold ~`probe` of the allowed rows (or probe·√(probeSqrtAt·n):
- * that share at `probeSqrtAt` rows, more below, less above; at most `probeRows`, at least
- * PROBE_MIN_ROWS);
+ * that share at `probeSqrtAt` rows, more below, less above; at least PROBE_MIN_ROWS);
  * collection filters count their rows per list exactly, video filters are assumed spread
  * evenly. Everything is read when untrained, when few rows are allowed (exact path), or when
  * the probe would cover most of the partition anyway.
  */
 export function selectChunks(
 p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | undefined, exactBelow: number, listScores: () => Float32Array,
-  probeRows = Infinity,
   probeSqrtAt = Infinity,
 ): Selection {
   let lists: number[] | null = null;
@@ -85,7 +83,7 @@ p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | und
     for (let li = 0; li < p.lists.length; li++) total += allowedIn(li);
     if (total > 2 * exactBelow) {
       const share = Number.isFinite(probeSqrtAt) ? frac * Math.sqrt(probeSqrtAt * total) : frac * total;
-      want = Math.min(total, Math.max(PROBE_MIN_ROWS, Math.min(share, probeRows)));
+      want = Math.min(total, Math.max(PROBE_MIN_ROWS, share));
       lists = probeLists(p, listScores(), want, allowedIn, FULL_ABOVE * p.n)?.lists ?? null;
     }
   }

@@ -128,7 +128,7 @@ export class Searcher {
       if (this.scores.length < p.centroids!.count) this.scores = new Float32Array(p.centroids!.count);
       this.rows.listScores(p, query, this.scores);
       return this.scores;
-    }, opts.probeRows, opts.probeSqrtAt);
+    }, opts.probeSqrtAt);
     const chunks = sel.chunks;
     const excluded: number[] = [];
     if (exSlots.length) {
@@ -244,7 +244,7 @@ export class Searcher {
     // The coarse candidates do not depend on k: a search that only raises k for the same query
     // and filters takes them from the earlier one (opts.reuse) instead of scanning again.
     const reuse = opts.reuse as ReuseState | undefined;
-    const key: ReuseKey = { query, allow: opts.allow, partition: opts.partition, version: this.rows.version, coarse, cap, probe: opts.probe, probeRows: opts.probeRows, probeSqrtAt: opts.probeSqrtAt };
+    const key: ReuseKey = { query, allow: opts.allow, partition: opts.partition, version: this.rows.version, coarse, cap, probe: opts.probe, probeSqrtAt: opts.probeSqrtAt };
     const reused = reuse?.key && reuse.slots && reuse.est && sameKey(reuse.key, key) ? reuse : null;
     let count: number;
     stats.scanReused = !!reused;
@@ -385,10 +385,9 @@ interface ReuseKey {
   coarse: number;
   cap: number;
   probe: number | undefined;
-  probeRows: number | undefined;
   probeSqrtAt: number | undefined;
 }
 
 function sameKey(a: ReuseKey, b: ReuseKey): boolean {
-  return a.query === b.query && a.allow === b.allow && a.partition === b.partition && a.version === b.version && a.coarse === b.coarse && a.cap === b.cap && a.probe === b.probe && a.probeRows === b.probeRows && a.probeSqrtAt === b.probeSqrtAt;
+  return a.query === b.query && a.allow === b.allow && a.partition === b.partition && a.version === b.version && a.coarse === b.coarse && a.cap === b.cap && a.probe === b.probe && a.probeSqrtAt === b.probeSqrtAt;
 }

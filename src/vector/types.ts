@@ -60,12 +60,6 @@ export interface SearchOptions {
    */
   probe?: number;
   /**
-   * With `probe`: read at most about this many rows (the lists nearest the query, at least 4 096
-   * rows; per segment): caps the cost of a share at the price of recall in large partitions
-   * (measured: BENCHMARKS.md, "Probing at 10 M"; the app passes none). Default: none.
-   */
-  probeRows?: number;
-  /**
    * With `probe`: the rows read are probe·√(probeSqrtAt·n) instead of probe·n (n: the allowed
    * rows, per segment) — the share at probeSqrtAt rows, a larger share below, a smaller one
    * above. An image-like query's neighbours sit in its own video, and the rows needed to find them
