@@ -236,7 +236,7 @@ async function runSize(n: number): Promise<void> {
   });
   log(`n=${n}: vsearch built in ${buildS.toFixed(1)} s, RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row, ${index.listCount("acct")} lists, ${index.segments} segment(s), load ${load1()}, ${freeG()}`);
   const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
-  const vs = (probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[] }, probeSqrtAt?: number) => {
+  const vs = (probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[]; rowIds?: number[] }, probeSqrtAt?: number) => {
     const agg: Record<string, number> = { scanned: 0, coarse: 0, filter: 0, scan: 0, estimate: 0, rescore: 0 };
     let m = 0;
     const fn = (q: Float32Array, i: number) => {
@@ -268,6 +268,18 @@ async function runSize(n: number): Promise<void> {
     measure({ n, engine: "vsearch", queries: "image+coll", setting: "probe=0.04" }, imageC, truthIC, hi.fn).stages = hi.stages();
     const hv = vs(undefined, (i) => ({ videos: [vids[i]] }));
     measure({ n, engine: "vsearch", queries: "text+video", setting: "default" }, textV, truthV, hv.fn).stages = hv.stages();
+    // What the app passes for a one-video search (search/memory-backend.ts): the video and its
+    // rows' ids (a video's rows are one run of row numbers in this set).
+    const rowsOf = (v: number) => {
+      let a = 0;
+      while (video[a] !== v) a++;
+      let b = a;
+      while (b < n && video[b] === v) b++;
+      return Array.from({ length: b - a }, (_, j) => a + j);
+    };
+    const vidRows = Array.from(vids, rowsOf);
+    const hr = vs(undefined, (i) => ({ videos: [vids[i]], rowIds: vidRows[i] }));
+    measure({ n, engine: "vsearch", queries: "text+video", setting: "app: video + its row ids" }, textV, truthV, hr.fn).stages = hr.stages();
   }
   // Incremental writes on the built index: a 300-frame video in and out again.
   {

@@ -26,6 +26,8 @@ interface KindIndex {
 }
 
 const KINDS: readonly VectorKind[] = ["frames", "shots"];
+/** Most rows a video filter passes to the index as explicit row ids (AllowFilter.rowIds). */
+const ROW_FILTER_MAX = 65_536;
 
 /**
  * The background load of every account's rows (index-warmer.ts drives it, a page per step), by
@@ -259,7 +261,15 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
       const allowed = this.store.idsInShots(kind, req.allowShots);
       allow.excludeRowIds = new Set(videos.flatMap((v) => (ki.byVideo.get(v) ?? []).filter((id) => !allowed.has(id))));
     }
-    if (videos) allow.videos = videos.map((v) => this.group(v));
+    if (videos) {
+      allow.videos = videos.map((v) => this.group(v));
+      // The videos' own rows, so the index reads only the chunks holding them (a one-video
+      // search at 10 M rows: 39 ms of masking every row before). Past ROW_FILTER_MAX rows the
+      // list of ids costs more to build than the mask.
+      let n = 0;
+      for (const v of videos) n += ki.byVideo.get(v)?.length ?? 0;
+      if (n <= ROW_FILTER_MAX) allow.rowIds = videos.flatMap((v) => ki.byVideo.get(v) ?? []);
+    }
     return allow;
   }
 

@@ -104,6 +104,29 @@ p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | und
   return { chunks, tails, fill, tableRows, listCount, probed: lists !== null, want };
 }
 
+/**
+ * The chunks holding the given slots (an explicit row filter, AllowFilter.rowIds), in chunk-number
+ * order. Reading only them is what makes a one-video filter cost its own rows rather than a mask
+ * over the whole partition (39 ms at 10 M rows).
+ */
+export function selectSlots(p: Partition, slots: readonly number[]): Selection {
+  const chunks = [...new Set(slots.map((s) => s >> CHUNK_SHIFT))].sort((a, b) => a - b);
+  const fill = new Uint8Array(chunks.length).fill(CHUNK_ROWS);
+  const tails: number[] = [];
+  let tableRows = 0;
+  for (let i = 0; i < chunks.length; i++) {
+    const l = p.lists[p.chunkList[chunks[i]]];
+    const rem = l.n & (CHUNK_ROWS - 1);
+    // Only a list's last chunk is part-filled.
+    if (rem && l.chunks[l.chunks.length - 1] === chunks[i]) {
+      fill[i] = rem;
+      tails.push(i * CHUNK_ROWS + rem, (i + 1) * CHUNK_ROWS);
+    }
+    tableRows += fill[i];
+  }
+  return { chunks, tails, fill, tableRows, listCount: 0, probed: false, want: 0 };
+}
+
 /** Smallest distance T whose cumulative histogram count reaches `want` (padDim if never). */
 export function thresholdFor(u32: Uint32Array, hist: number, padDim: number, want: number): number {
   let cum = 0;

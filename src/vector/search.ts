@@ -21,7 +21,7 @@ import type { Encoder, PreparedQuery } from "./encode.ts";
 import { CHUNK_ROWS, CHUNK_SHIFT, MASKED } from "./layout.ts";
 import type { Partition } from "./partition.ts";
 import type { RowStore } from "./rows.ts";
-import { carve, denseIds, fillTable, selectChunks, stageSizes, thresholdFor } from "./plan.ts";
+import { carve, denseIds, fillTable, selectChunks, selectSlots, stageSizes, thresholdFor } from "./plan.ts";
 import { bestK, topIndices, type Scored } from "./select.ts";
 import type { ScanReuse, SearchOptions, SearchResult, SearchStats, VectorSource } from "./types.ts";
 import { compactionTable, type Kernels } from "./wasm/kernels.ts";
@@ -119,26 +119,44 @@ export class Searcher {
         if (slot !== undefined) exSlots.push(slot);
       }
     }
-    const filtered = flags !== 0 || exSlots.length > 0;
+    let onlySlots: number[] | null = null;
+    if (allow.rowIds) {
+      onlySlots = [];
+      for (const id of allow.rowIds) {
+        const slot = this.rows.slotIn(p, id);
+        if (slot !== undefined) onlySlots.push(slot);
+      }
+      if (onlySlots.length === 0) return done([]);
+    }
+    const filtered = flags !== 0 || exSlots.length > 0 || onlySlots !== null;
 
-    // Which chunks to read: the lists nearest the query (IVF), or all of them.
+    // Which chunks to read: those holding an explicit row filter's rows; else the lists nearest
+    // the query (IVF), or all of them.
     const q = this.query;
     this.encoder.prepareQuery(query, q);
-    const sel = selectChunks(p, flags, idsA, idsB, opts.probe, this.exactBelow, () => {
+    const bySlots = onlySlots && selectSlots(p, onlySlots);
+    // Rows spread over most of the partition's chunks: the plain selection reads the same.
+    const sel = bySlots && bySlots.tableRows <= p.n / 2 ? bySlots : selectChunks(p, flags, idsA, idsB, onlySlots ? undefined : opts.probe, this.exactBelow, () => {
       if (this.scores.length < p.centroids!.count) this.scores = new Float32Array(p.centroids!.count);
       this.rows.listScores(p, query, this.scores);
       return this.scores;
     }, opts.probeSqrtAt);
     const chunks = sel.chunks;
-    const excluded: number[] = [];
-    if (exSlots.length) {
-      const posOf = new Int32Array(p.scanBlocks.length).fill(-1);
-      for (let i = 0; i < chunks.length; i++) posOf[chunks[i]] = i;
-      for (const slot of exSlots) {
-        const i = posOf[slot >> CHUNK_SHIFT];
-        if (i >= 0) excluded.push((i << CHUNK_SHIFT) | (slot & (CHUNK_ROWS - 1)));
+    // Table positions of the excluded rows and of an explicit filter's rows.
+    let posOf: Int32Array | null = null;
+    const positionsOf = (slots: number[]): number[] => {
+      if (!posOf) {
+        posOf = new Int32Array(p.scanBlocks.length).fill(-1);
+        for (let i = 0; i < chunks.length; i++) posOf[chunks[i]] = i;
       }
-    }
+      const out: number[] = [];
+      for (const slot of slots) {
+        const i = posOf[slot >> CHUNK_SHIFT];
+        if (i >= 0) out.push((i << CHUNK_SHIFT) | (slot & (CHUNK_ROWS - 1)));
+      }
+      return out;
+    };
+    const excluded = exSlots.length ? positionsOf(exSlots) : [];
     // Rows past the end of a list's last chunk are masked; an unfiltered query's scan skips the
     // mask (reading it cost ~10 %) and drops such rows from its candidates afterwards.
     const useMask = filtered;
@@ -192,6 +210,13 @@ export class Searcher {
     }
     for (let t = 0; t < sel.tails.length; t += 2) a.u16.fill(MASKED, mask + sel.tails[t], mask + sel.tails[t + 1]);
     for (const s of excluded) a.u16[mask + s] = MASKED;
+    if (onlySlots) {
+      // Explicit rows: only theirs keep what the group filters said; the rest of the table is masked.
+      const positions = positionsOf(onlySlots);
+      const kept = Uint16Array.from(positions, (pos) => a.u16[mask + pos]);
+      a.u16.fill(MASKED, mask, mask + rows);
+      positions.forEach((pos, i) => (a.u16[mask + pos] = kept[i]));
+    }
 
     // Allowed rows: counted (and collected, when few enough for the exact path) from the mask.
     let allowed = tableRows;

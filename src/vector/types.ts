@@ -33,6 +33,12 @@ export interface AllowFilter {
   videos?: readonly number[];
   /** Rows never to return (hidden segments). */
   excludeRowIds?: ReadonlySet<number> | readonly number[];
+  /**
+   * Only these rows (ids the partition does not hold are ignored; the other filters still
+   * apply). The search then reads only the chunks holding them, never the whole partition: the
+   * app passes a video filter's rows this way. No inverted-list probing: every listed row is read.
+   */
+  rowIds?: readonly number[];
 }
 
 export interface SearchOptions {

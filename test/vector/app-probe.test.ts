@@ -85,4 +85,35 @@ describe("image-only searches probe the inverted lists", () => {
     expect(viaHttp[0].timestamp_start).toBeLessThanOrEqual(5003);
     expect(viaHttp[0].timestamp_end).toBeGreaterThanOrEqual(5000);
   }, 120_000);
+
+  it("a one-video search reads that video's rows, not the account's, and follows a re-index", async () => {
+    const small = addVideo(t, a.accountId, createCollection(t, a.accountId, "Short"), { duration: 300 });
+    const r = rng(9);
+    const framesOf = (wallAt: number) =>
+      Array.from({ length: 300 }, (_, i) => ({ timestamp: i, embedding: i >= wallAt && i < wallAt + 3 ? near(3, 0.97, r) : background(r) }));
+    // This domain is the app's twin, not the app: it hears of the app's writes by the same hook.
+    indexVideo(t, small, { frames: framesOf(100) });
+    domain.indexes.onVideoIndexed(small);
+    await domain.indexes.whenVectorIndexIdle();
+    const scoped = async () => {
+      const hits = await run(searchRequest({ query: "a wall", modes: "video", video_id: small }));
+      const info = domain.indexes.lastVectorSearch!;
+      // The chunks holding its 300 rows (random frames, so spread over up to ~64 lists' chunks), not the 20 300 of the account.
+      expect(info.scanned).toBeGreaterThanOrEqual(300);
+      expect(info.scanned).toBeLessThan(FRAMES / 4);
+      expect(hits.length).toBeGreaterThan(0);
+      for (const h of hits) expect(h.video_id).toBe(small);
+      return hits;
+    };
+    const before = await scoped();
+    expect(before[0].timestamp_start).toBeLessThanOrEqual(102);
+    expect(before[0].timestamp_end).toBeGreaterThanOrEqual(100);
+    // Re-indexing replaces the video's rows: the scoped search finds the new ones only.
+    indexVideo(t, small, { frames: framesOf(250) });
+    domain.indexes.onVideoIndexed(small);
+    const after = await scoped();
+    expect(after[0].timestamp_start).toBeLessThanOrEqual(252);
+    expect(after[0].timestamp_end).toBeGreaterThanOrEqual(250);
+    expect(after.some((h: any) => h.timestamp_start <= 102 && h.timestamp_end >= 100 && h.rank === 1)).toBe(false);
+  }, 120_000);
 });

@@ -127,6 +127,54 @@ describe("inverted lists: filters are applied before ranking", () => {
     }
   });
 
+  it("an explicit row filter reads only its rows' chunks and equals the exact answer over them", () => {
+    const Q = generateQueries(ds, 6, "text", 17);
+    for (let i = 0; i < 6; i++) {
+      // Two videos' rows, plus ids the partition does not hold (ignored).
+      const v1 = ds.video[(i * 4001) % ds.n], v2 = ds.video[(i * 7001 + 13) % ds.n];
+      const ids: number[] = [999_999_000 + i];
+      for (let j = 0; j < ds.n; j++) if (ds.video[j] === v1 || ds.video[j] === v2) ids.push(1000 + j);
+      const stats = newStats();
+      const got = index.search(q(Q, i), { partition: "acct", k: 10, allow: { rowIds: ids }, stats });
+      const inSet = new Set(ids);
+      expect(got.map((g) => g.rowId)).toEqual(exactTopK(ds, q(Q, i), 10, (j) => inSet.has(1000 + j)).map((t) => t.rowId));
+      // Far fewer rows read than the partition holds: the chunks of ~240 rows, not 24 000.
+      expect(stats.scanned).toBeLessThan(ds.n / 4);
+      expect(stats.scanned).toBeGreaterThanOrEqual(ids.length - 1);
+      // With a collection filter too, the answer is the exact one over rows passing both.
+      const c = ds.collection[ids[1] - 1000];
+      const both = index.search(q(Q, i), { partition: "acct", k: 10, allow: { rowIds: ids, collections: [c] } });
+      expect(both.map((g) => g.rowId)).toEqual(exactTopK(ds, q(Q, i), 10, (j) => inSet.has(1000 + j) && ds.collection[j] === c).map((t) => t.rowId));
+    }
+  });
+
+  it("an explicit row filter larger than the exact path ranks approximately, only among its rows", () => {
+    const Q = generateQueries(ds, 8, "image", 19);
+    // Ten videos' rows (~1 250, past exactBelow = 1 024) sit in a few lists' chunks; every third
+    // row of the first 9 000 sits in nearly every chunk, so the plain selection reads the table.
+    const vids = new Set(Array.from({ length: 10 }, (_, i) => ds.video[(i * 2477) % ds.n]));
+    const tenVideos: number[] = [];
+    for (let j = 0; j < ds.n; j++) if (vids.has(ds.video[j])) tenVideos.push(1000 + j);
+    const spread = Array.from({ length: 3000 }, (_, j) => 1000 + 3 * j);
+    for (const [ids, readsAll] of [[tenVideos, false], [spread, true]] as const) {
+      const inSet = new Set(ids);
+      let sum = 0;
+      for (let i = 0; i < 8; i++) {
+        const stats = newStats();
+        const got = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.05, allow: { rowIds: ids }, stats });
+        expect(stats.path).toBe("approx");
+        expect(stats.allowed).toBe(ids.length);
+        if (readsAll) expect(stats.scanned).toBe(ds.n);
+        else expect(stats.scanned).toBeLessThan(ds.n / 2);
+        for (const g of got) expect(inSet.has(g.rowId)).toBe(true);
+        sum += recallAt(got, exactTopK(ds, q(Q, i), 10, (j) => inSet.has(1000 + j)));
+      }
+      expect(sum / 8).toBeGreaterThanOrEqual(0.95);
+    }
+    // Ids the partition does not hold allow nothing.
+    expect(index.search(q(Q, 0), { partition: "acct", k: 10, allow: { rowIds: [5, 6, 7] } })).toEqual([]);
+  });
+
   it("excluded rows never come back from probed lists", () => {
     const Q = generateQueries(ds, 5, "image", 14);
     for (let i = 0; i < 5; i++) {
