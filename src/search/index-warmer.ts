@@ -15,6 +15,8 @@ export interface WarmableIndex {
   /** Loads one page of at most `maxRows` rows; false once every row is in. */
   warmStep(maxRows: number): boolean;
   readonly warmProgress: WarmProgress | null;
+  /** Whether every vector of this account and model is in already (the pass is past its rows), though others' are not. */
+  accountWarm(accountId: string, modelId: string): boolean;
 }
 
 export const isWarmable = (b: object): b is WarmableIndex => typeof (b as Partial<WarmableIndex>).warmStep === "function";

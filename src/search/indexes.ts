@@ -1,7 +1,7 @@
 import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { toFloat32 } from "../indexing/store.ts";
-import { IndexWarmer, isWarmable, type IndexWarmOptions, type WarmStatus } from "./index-warmer.ts";
+import { IndexWarmer, isWarmable, type IndexWarmOptions, type WarmableIndex, type WarmStatus } from "./index-warmer.ts";
 import { dot, nullStats, strideSample, type NullStats } from "./calibration.ts";
 import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type VectorKind } from "./store.ts";
 
@@ -66,6 +66,8 @@ export interface VectorSearchInfo {
 
 /** Largest k sqlite-vec answers. */
 const VEC0_MAX_K = 4096;
+/** While a search waits for the warm-up, how often it asks whether its own account is in. */
+const WARM_POLL_MS = 50;
 /** Scopes up to this many vectors are scanned exactly (no vec0 over-fetch needed for the filter). */
 const EXACT_SCAN_MAX = 20_000;
 const MEMO_MAX = 4096;
@@ -201,13 +203,26 @@ export class SearchIndexes {
   }
 
   /**
-   * Before a vector look-up: waits (at most the configured wait) for the warm-up, then answers
-   * 503 SEARCH_UNAVAILABLE with Retry-After and how far it got. A search never blocks the event
-   * loop loading rows, nor ranks against half an account.
+   * Before a vector look-up: goes ahead at once when every vector of this account and model is in
+   * (a new tenant, or one whose rows the pass has read), else waits (at most the configured wait)
+   * for that or for the whole warm-up, then answers 503 SEARCH_UNAVAILABLE with Retry-After and
+   * how far it got. A search never blocks the event loop loading rows, nor ranks against half an
+   * account.
    */
-  async assertSearchable(): Promise<void> {
-    if (!this.warmer || (await this.warmer.whenWarm(this.warmOptions.waitMs ?? 2000))) return;
-    const s = this.warmer.status();
+  async assertSearchable(accountId: string, modelId: string | null): Promise<void> {
+    const warmer = this.warmer;
+    if (!warmer) return;
+    const backend = this.backend as VectorBackend & Partial<WarmableIndex>;
+    const ready = () => (modelId !== null && backend.accountWarm?.(accountId, modelId)) ?? false;
+    // Bounded: re-checks this account every POLL_MS until the whole pass is done or the wait is over.
+    const until = performance.now() + (this.warmOptions.waitMs ?? 2000);
+    for (;;) {
+      if (ready()) return;
+      const left = until - performance.now();
+      if (await warmer.whenWarm(Math.min(left, WARM_POLL_MS))) return;
+      if (left <= WARM_POLL_MS || warmer.status().state !== "warming") break;
+    }
+    const s = warmer.status();
     if (s.state === "stopped") throw new AppError(503, "SEARCH_UNAVAILABLE", "The server is shutting down; retry shortly", { "Retry-After": "5" });
     const retry = Math.min(60, Math.max(1, Math.ceil(s.etaSecs ?? 5)));
     throw new AppError(

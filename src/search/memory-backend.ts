@@ -216,6 +216,17 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     return { rows: w.rows, fraction: done ? 1 : total ? at / total : 0, done };
   }
 
+  /**
+   * Every row of this account and model is in when, for each kind, the pass has read all of that
+   * kind or its cursor is at or past the account's highest id: rows up to the cursor are the
+   * pass's or the hooks' (see WarmPass), so none is missing. A tenant with no rows, or whose rows
+   * came early, searches without waiting for everyone else's.
+   */
+  accountWarm(accountId: string, modelId: string): boolean {
+    const w = this.warm;
+    return !w || KINDS.every((k) => w.done[k] || this.store.lastIndexRowIdOf(k, accountId, modelId) <= w.cursor[k]);
+  }
+
   /** Whether a row the hooks see belongs in the index now (see WarmPass). */
   private held(ki: KindIndex, r: IndexRow): boolean {
     const w = this.warm;
@@ -228,7 +239,7 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     if (!ki.loaded.has(scope.accountId) && !this.warm) {
       this.addRows(ki, scope.accountId, this.store.rowsForIndex(kind, { accountId: scope.accountId }, modelId));
       ki.loaded.add(scope.accountId);
-    } else if (!ki.loaded.has(scope.accountId) && !this.warmProgress!.done) {
+    } else if (!ki.loaded.has(scope.accountId) && !this.warmProgress!.done && !this.accountWarm(scope.accountId, modelId)) {
       // SearchIndexes.assertSearchable waits for the pass before a search gets here; never answer from half an index.
       throw new AppError(503, "SEARCH_UNAVAILABLE", "The search index is loading after a restart; retry shortly", { "Retry-After": "1" });
     }

@@ -122,7 +122,8 @@ export class SearchService {
     await credits.assertCanSpend(accountId);
     // Vector modes rank in the in-memory index: while it loads after a restart, wait (bounded), then 503.
     const vectorModes = p.modes.some((m) => !LEXICAL_MODES.includes(m));
-    if (vectorModes) await this.d.indexes.assertSearchable();
+    const modelId = this.d.encoder.embedder.modelId();
+    if (vectorModes) await this.d.indexes.assertSearchable(accountId, modelId);
 
     // min_score replaces every per-mode cut for this request (SPEC §6); 0 keeps whatever matched.
     const thresholds = req.minScore === undefined ? this.thresholds(accountId) : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
@@ -130,7 +131,6 @@ export class SearchService {
     const vector = vectorModes ? await this.queryVector(req, p.text) : null;
     // Image-only queries probe a few inverted lists; text and filtered ones read every row.
     const probe = vector && !p.text && (req.image || req.imageUrl !== undefined) && !p.scope.collectionId && !allowShots ? IMAGE_QUERY_PROBE : undefined;
-    const modelId = this.d.encoder.embedder.modelId();
 
     const lists = new Map<ListName, Candidate[]>();
     for (const mode of p.modes) {

@@ -187,6 +187,15 @@ export class SearchStore {
     return this.db.query<{ n: number | null }, []>(`SELECT max(id) AS n FROM ${kind === "frames" ? "frames" : "shots"}`).get()!.n ?? 0;
   }
 
+  /**
+   * The highest row id of an account's vectors of one model, 0 when it has none: the warm-up has
+   * loaded all of them once its cursor passed it. One index seek (frames_account / shots_account).
+   */
+  lastIndexRowIdOf(kind: VectorKind, accountId: string, modelId: string): number {
+    const table = kind === "frames" ? "frames" : "shots";
+    return this.db.query<{ n: number | null }, [string, string]>(`SELECT max(id) AS n FROM ${table} WHERE account_id = ? AND model_id = ?`).get(accountId, modelId)!.n ?? 0;
+  }
+
   /** Number of an account's vectors of one model inside a scope. */
   countInScope(kind: VectorKind, scope: SearchScope, modelId: string): number {
     const w = this.scopeSql("x", scope);

@@ -16,6 +16,7 @@ it("retries a failed page after 1, 2, 4 … 30 s, and from 1 s again once a page
   let rows = 0;
   const index: WarmableIndex = {
     beginWarm: () => {},
+    accountWarm: () => false,
     warmStep: () => {
       calls.push(Date.now());
       const step = script.shift();

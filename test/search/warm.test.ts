@@ -190,6 +190,38 @@ describe("index warm-up after start", () => {
     expect(answer(warm.body.data)).toEqual(await freshLoadAnswer(t, a.tenant.accountId, "dog", EXACT));
   });
 
+  it("a tenant whose vectors are all in searches while others' still load; a new tenant at once", async () => {
+    t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 0 }, vectorIndex: EXACT });
+    const a = account(t, "A", 7); // written first: the lowest ids of both kinds
+    const b = account(t, "B", 8);
+    const fresh = createTenant(t, "C");
+    await t.app.start();
+    expect(await loading()).toBe(true);
+    // No vectors at all: nothing to wait for.
+    const none = await search(t, fresh.key, { query: "dog" });
+    expect(none.res.status).toBe(200);
+    expect(none.body.data).toEqual([]);
+    expect((await search(t, a.tenant.key, { query: "dog" })).res.status).toBe(503);
+    // A is in once the frames are read and the shots' cursor passed A's shots; B's are still loading.
+    let turns = 0;
+    while ((await search(t, a.tenant.key, { query: "dog", min_score: "0" })).res.status === 503 && turns++ < 10_000) {
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(await loading()).toBe(true);
+    expect((await search(t, b.tenant.key, { query: "dog" })).res.status).toBe(503);
+    const early = await search(t, a.tenant.key, { query: "dog", min_score: "0" });
+    expect(early.res.status).toBe(200);
+    expect(answer(early.body.data)).toEqual(await freshLoadAnswer(t, a.tenant.accountId, "dog", EXACT));
+    // The new tenant's first video, written mid-load, has ids past the cursor: it waits for the pass.
+    const v = addVideo(t, fresh.accountId, createCollection(t, fresh.accountId, "c"), { duration: FRAMES, filename: "c.mp4" });
+    fill(t, v, 77, 0);
+    expect((await search(t, fresh.key, { query: "dog" })).res.status).toBe(503);
+    await untilWarm();
+    const after = await search(t, fresh.key, { query: "dog", min_score: "0" });
+    expect(after.res.status).toBe(200);
+    expect(after.body.data.map((x: any) => x.video_id)).toEqual([v]);
+  });
+
   it("close() during the load stops it cleanly; a search waiting for it is answered", async () => {
     t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 20_000 } });
     const { tenant } = account(t, "A", 6);
