@@ -264,8 +264,10 @@ async function runSize(n: number): Promise<void> {
   {
     const h = vs(undefined, (i) => ({ collections: [coll[i]] }));
     measure({ n, engine: "vsearch", queries: "text+coll", setting: "default" }, textC, truthC, h.fn).stages = h.stages();
-    const hi = vs(0.04, (i) => ({ collections: [coll[i]] }));
-    measure({ n, engine: "vsearch", queries: "image+coll", setting: "probe=0.04" }, imageC, truthIC, hi.fn).stages = hi.stages();
+    for (const probe of [undefined, ...PROBES]) {
+      const hi = vs(probe, (i) => ({ collections: [coll[i]] }));
+      measure({ n, engine: "vsearch", queries: "image+coll", setting: probe === undefined ? "default" : `probe=${probe}` }, imageC, truthIC, hi.fn).stages = hi.stages();
+    }
     const hv = vs(undefined, (i) => ({ videos: [vids[i]] }));
     measure({ n, engine: "vsearch", queries: "text+video", setting: "default" }, textV, truthV, hv.fn).stages = hv.stages();
     // What the app passes for a one-video search (search/memory-backend.ts): the video and its
