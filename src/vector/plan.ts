@@ -2,7 +2,7 @@
  * Planning a search: which chunks it reads (all, or the inverted lists nearest the query), how
  * many rows each stage keeps, and the small table helpers of search.ts.
  */
-import { CHUNK_ROWS, CHUNK_SHIFT, MASKED } from "./layout.ts";
+import { MASKED } from "./layout.ts";
 import { probeLists } from "./lists.ts";
 import type { Partition } from "./partition.ts";
 
@@ -50,7 +50,7 @@ export interface Selection {
 }
 
 /**
- * The chunks a query reads, in table order (position i·128 + r ↦ chunk chunks[i], row r), and
+ * The chunks a query reads, in table order (position i·chunkRows + r ↦ chunk chunks[i], row r), and
  * the [from, to) positions of list tails to mask. A trained partition probes the lists
  * nearest the query until they hold ~`probe` of the allowed rows (or probe·√(probeSqrtAt·n):
  * that share at `probeSqrtAt` rows, more below, less above; at least PROBE_MIN_ROWS);
@@ -88,6 +88,7 @@ p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | und
     }
   }
   const order = lists ?? p.lists.map((_, i) => i);
+  const R = p.chunkRows, shift = p.chunkShift;
   const chunks: number[] = [], tails: number[] = [];
   let tableRows = 0, listCount = 0;
   for (const li of order) {
@@ -96,11 +97,11 @@ p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | und
     listCount++;
     tableRows += l.n;
     for (const c of l.chunks) chunks.push(c);
-    const rem = l.n & (CHUNK_ROWS - 1);
-    if (rem) tails.push((chunks.length - 1) * CHUNK_ROWS + rem, chunks.length * CHUNK_ROWS);
+    const rem = l.n & (R - 1);
+    if (rem) tails.push((chunks.length - 1) * R + rem, chunks.length * R);
   }
-  const fill = new Uint8Array(chunks.length).fill(CHUNK_ROWS);
-  for (let t = 0; t < tails.length; t += 2) fill[tails[t] >> CHUNK_SHIFT] = tails[t] & (CHUNK_ROWS - 1);
+  const fill = new Uint8Array(chunks.length).fill(R);
+  for (let t = 0; t < tails.length; t += 2) fill[tails[t] >> shift] = tails[t] & (R - 1);
   return { chunks, tails, fill, tableRows, listCount, probed: lists !== null, want };
 }
 

@@ -129,6 +129,12 @@ export interface VectorIndexOptions {
    */
   refineBits?: 2 | 4;
   /**
+   * Rows per chunk of the layout: 32, 64 or 128 (default). Every inverted list ends in a
+   * part-filled chunk, so finer lists (`lists`) waste less memory with smaller chunks, while the
+   * scan pays a little per chunk (src/vector/README.md, "Inverted lists").
+   */
+  chunkRows?: 32 | 64 | 128;
+  /**
    * Fewest rows a search rescores exactly from the source (each an exact vector read, ~2.5 µs
    * from SQLite); per search max(rescoreMin, min(4k, k + 256)) unless `SearchOptions.rescore`
    * says otherwise. Default 64 for refineBits 4; for 2, 128 and also 1/16 of the rows the middle

@@ -30,7 +30,7 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
   private readonly searcher: Searcher;
 
   constructor(opts: VectorIndexOptions) {
-    const layout = makeLayout(opts.dim, opts.refineBits ?? 2);
+    const layout = makeLayout(opts.dim, opts.refineBits ?? 2, opts.chunkRows);
     this.dim = opts.dim;
     this.arena = new Arena([layout.sideBlockBytes, layout.scanBlockBytes]);
     const kernels = instantiateKernels(layout, this.arena.memory);
