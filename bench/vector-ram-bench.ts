@@ -104,7 +104,7 @@ function build(set: string, ds: Dataset, bits: 2 | 4, source: VectorSource): Vec
       scanBlocks: perRow(m.scanBytes), sideBlocks: perRow(m.sideBytes),
       stash: perRow(m.stashBlocks * (m.scanBytes / Math.max(1, m.chunks))),
       idMap: perRow(m.idMapBytes), rowIds: perRow(m.rowIdBytes),
-      slotsPerRow: Math.round(((m.chunks * 128) / ds.n) * 1000) / 1000,
+      slotsPerRow: Math.round(((m.chunks * m.chunkRows) / ds.n) * 1000) / 1000,
       arenaAllocated: perRow(m.arenaBytes),
       lists: index.listCount("acct"),
     },

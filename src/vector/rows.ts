@@ -93,7 +93,7 @@ export class RowStore {
   }
 
   /** Where the bytes go (benches): live chunks' blocks, reserved scan blocks, row slots vs rows. */
-  get breakdown(): { rows: number; chunks: number; stashBlocks: number; scanBytes: number; sideBytes: number; idMapBytes: number; rowIdBytes: number } {
+  get breakdown(): { rows: number; chunkRows: number; chunks: number; stashBlocks: number; scanBytes: number; sideBytes: number; idMapBytes: number; rowIdBytes: number } {
     let chunks = 0, stash = 0, rowIdBytes = 0;
     for (const p of this.partitions.values()) {
       for (const b of p.scanBlocks) if (b >= 0) chunks++;
@@ -102,7 +102,7 @@ export class RowStore {
     }
     const L = this.layout;
     return {
-      rows: this.size, chunks, stashBlocks: stash,
+      rows: this.size, chunkRows: L.chunkRows, chunks, stashBlocks: stash,
       scanBytes: chunks * L.scanBlockBytes, sideBytes: chunks * L.sideBlockBytes,
       idMapBytes: this.ids.byteLength, rowIdBytes,
     };

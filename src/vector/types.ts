@@ -191,4 +191,6 @@ export interface VectorIndex {
   readonly size: number;
   /** Bytes held: the WebAssembly memory plus the JS-side tables. */
   readonly memoryBytes: number;
+  /** Bytes in use: memoryBytes less the WebAssembly memory's free blocks (kept for later adds). */
+  readonly liveBytes: number;
 }

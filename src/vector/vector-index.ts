@@ -61,6 +61,10 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
     return this.arena.byteLength + this.rows.jsBytes + this.searcher.jsBytes;
   }
 
+  get liveBytes(): number {
+    return this.arena.usedBytes + this.rows.jsBytes + this.searcher.jsBytes;
+  }
+
   /** Memory accounting for benches: arena bytes in use and allocated, JS-side bytes, and rows.breakdown. */
   get memoryStats() {
     return { arenaUsed: this.arena.usedBytes, arenaBytes: this.arena.byteLength, jsBytes: this.rows.jsBytes + this.searcher.jsBytes, ...this.rows.breakdown };
