@@ -85,6 +85,8 @@ interface Row {
   nq: number;
   p50: number;
   p99: number;
+  /** Mean CPU ms per query (process CPU time over the pass). */
+  cpuMs: number;
   recall: number;
   load1: number;
   stages?: Record<string, number>;
@@ -136,11 +138,14 @@ function measure(base: Pick<Row, "n" | "engine" | "queries" | "setting">, Q: Flo
     const cold = runQueries(Q, DIM, truth, search);
     log(`n=${base.n} ${base.engine} ${base.queries} ${base.setting}: first (cold) pass p50 ${pct(cold.lat.sort((a, b) => a - b), 50).toFixed(2)} ms`);
   }
+  // CPU time of the timed pass (its warm-up included) per query: less sensitive to the shared box's load than p50.
+  const cpu0 = process.cpuUsage();
   const { nq, lat, recall } = runQueries(Q, DIM, truth, search);
+  const cpu = process.cpuUsage(cpu0), cpuMs = (cpu.user + cpu.system) / 1000 / (nq + Math.min(5, nq));
   lat.sort((a, b) => a - b);
-  const row: Row = { ...base, nq, p50: pct(lat, 50), p99: pct(lat, 99), recall, load1: load1() };
+  const row: Row = { ...base, nq, p50: pct(lat, 50), p99: pct(lat, 99), cpuMs, recall, load1: load1() };
   rows.push(row);
-  log(`n=${row.n} ${row.engine.padEnd(7)} ${row.queries.padEnd(11)} ${row.setting.padEnd(16)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} recall ${row.recall.toFixed(3)} load ${row.load1}`);
+  log(`n=${row.n} ${row.engine.padEnd(7)} ${row.queries.padEnd(11)} ${row.setting.padEnd(16)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} cpu ${row.cpuMs.toFixed(2)} recall ${row.recall.toFixed(3)} load ${row.load1}`);
   return row;
 }
 
@@ -228,6 +233,7 @@ async function runSize(n: number): Promise<void> {
     before = rss();
     anonPeak = before;
     t = performance.now();
+    const cpu0 = process.cpuUsage();
     const index = createVectorIndex({ dim: DIM, source, ...(cfg.lists ? { lists: cfg.lists } : {}), ...(cfg.chunkRows ? { chunkRows: cfg.chunkRows } : {}) });
     for (let i = 0; i < n; i += 4096) {
       const batch = [];
@@ -249,12 +255,14 @@ async function runSize(n: number): Promise<void> {
     guard("vsearch rebuild");
     const rebuildS = (performance.now() - t) / 1000;
     buildS = addS + rebuildS;
+    // CPU seconds of the build (the box is shared: wall time grows with the load, CPU time much less).
+    const cpu = process.cpuUsage(cpu0), cpuS = (cpu.user + cpu.system) / 1e6;
     grown = rss() - before;
     builds.push({
       n, engine: `vsearch${cfg.label ? ` ${cfg.label}` : ""}`, buildS, rssMB: Math.round(grown / 1e6), bytesPerRow: Math.round(index.memoryBytes / n), liveBytesPerRow: Math.round((index.liveBytes / n) * 10) / 10, load1: load1(),
-      note: `add ${addS.toFixed(1)} s + ${REBUILD ? `rebuild ${rebuildS.toFixed(1)} s` : "NO rebuild"}, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB (live ${Math.round(index.liveBytes / 1e6)} MB), RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start`,
+      note: `CPU ${cpuS.toFixed(1)} s; add ${addS.toFixed(1)} s + ${REBUILD ? `rebuild ${rebuildS.toFixed(1)} s` : "NO rebuild"}, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB (live ${Math.round(index.liveBytes / 1e6)} MB), RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start`,
     });
-    log(`n=${n}: ${label}vsearch built in ${buildS.toFixed(1)} s, RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row (live ${(index.liveBytes / n).toFixed(1)}), ${index.listCount("acct")} lists, ${index.segments} segment(s), load ${load1()}, ${freeG()}`);
+    log(`n=${n}: ${label}vsearch built in ${buildS.toFixed(1)} s (CPU ${cpuS.toFixed(1)} s), RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row (live ${(index.liveBytes / n).toFixed(1)}), ${index.listCount("acct")} lists, ${index.segments} segment(s), load ${load1()}, ${freeG()}`);
     built.push({ label: cfg.label, index });
   }
   const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
@@ -358,7 +366,7 @@ const fmt = (header: string[], table: string[][]) => {
   return `${line(header)}\n${widths.map((w) => "-".repeat(w)).join("  ")}\n${table.map(line).join("\n")}`;
 };
 console.log(`\n${fmt(["n", "engine", "build s", "RSS MB", "B/row", "load1", "note"], builds.map((b) => [String(b.n), b.engine, b.buildS.toFixed(1), String(b.rssMB), String(b.bytesPerRow), String(b.load1), b.note]))}`);
-console.log(`\n${fmt(["n", "engine", "queries", "setting", "nq", "rows read", "p50 ms", "p99 ms", "recall@10", "load1"], rows.map((r) => [String(r.n), r.engine, r.queries, r.setting, String(r.nq), r.stages ? String(Math.round(r.stages.scanned)) : "", r.p50.toFixed(2), r.p99.toFixed(2), r.recall.toFixed(3), String(r.load1)]))}`);
+console.log(`\n${fmt(["n", "engine", "queries", "setting", "nq", "rows read", "p50 ms", "p99 ms", "CPU ms/q", "recall@10", "load1"], rows.map((r) => [String(r.n), r.engine, r.queries, r.setting, String(r.nq), r.stages ? String(Math.round(r.stages.scanned)) : "", r.p50.toFixed(2), r.p99.toFixed(2), r.cpuMs.toFixed(2), r.recall.toFixed(3), String(r.load1)]))}`);
 const env = {
   date: new Date().toISOString(), bun: Bun.version, cpus: cpus().length, cpu: cpus()[0]?.model, loadavgStart: load0, loadavgEnd: loadavg(),
   maxRssMB: Math.round(process.resourceUsage().maxRSS / 1024), maxRssNote: "maxRSS counts the mapped data file's pages too", seconds: Math.round((performance.now() - t0) / 1000), queriesPerSet: NQ,

@@ -84,7 +84,7 @@ p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | und
     if (total > 2 * exactBelow) {
       const share = Number.isFinite(probeSqrtAt) ? frac * Math.sqrt(probeSqrtAt * total) : frac * total;
       want = Math.min(total, Math.max(PROBE_MIN_ROWS, share));
-      lists = probeLists(p, listScores(), want, allowedIn, FULL_ABOVE * p.n)?.lists ?? null;
+      lists = probeLists(p, listScores(), want, allowedIn, FULL_ABOVE * p.n, total)?.lists ?? null;
     }
   }
   const order = lists ?? p.lists.map((_, i) => i);

@@ -5,6 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { generateDataset, generateQueries } from "../../bench/lib/synthetic.ts";
+import { probeLists } from "../../src/vector/lists.ts";
+import { List, Partition, type Centroids } from "../../src/vector/partition.ts";
 import { makeLayout } from "../../src/vector/layout.ts";
 import { exactTopK, indexOf, recallAt, row } from "./helpers.ts";
 
@@ -73,4 +75,26 @@ it("with lists of ~60 rows, smaller chunks hold the same rows in less memory", (
   const used = (c: number) => built.get(c)!.memoryBytes;
   expect(used(32)).toBeLessThan(used(128));
   expect(used(64)).toBeLessThan(used(128));
+});
+
+it("fine lists: a selective filter's probe looks past the best 256 lists for its rows instead of giving up", () => {
+  // 2 000 lists of 50 rows; 1 list in 20 holds the filter's rows (a 1-of-20 collection). 4 096
+  // of them need ~82 such lists, ~1 640 lists down the score order. Sizing the lists looked at by
+  // all rows (4·2 000·4 096 / 100 000 → 328) found too few, and the query read every row.
+  const p = new Partition(0, "p", 32);
+  for (let k = 0; k < 2000; k++) {
+    const l = new List();
+    l.n = 50;
+    p.lists.push(l);
+  }
+  p.lists.shift();
+  p.n = 100_000;
+  p.centroids = { count: 2000 } as Centroids;
+  const scores = Float32Array.from({ length: 2000 }, (_, k) => 1 - k / 2000);
+  const allowedIn = (k: number) => (k % 20 === 0 ? 50 : 0);
+  const got = probeLists(p, scores, 4096, allowedIn, 50_000, 5000);
+  expect(got).not.toBeNull();
+  expect(got!.allowed).toBeGreaterThanOrEqual(4096);
+  expect(got!.lists.every((k) => k % 20 === 0)).toBe(true);
+  expect(got!.rows).toBeLessThan(5000);
 });
