@@ -21,15 +21,19 @@ const SAMPLE_PER_LIST = 32;
 const I16_MAX = 1000;
 
 /**
- * Default number of lists for a partition of n rows: ~n / 512 as a power of two, 16..16 384.
+ * Default number of lists for a partition of n rows: ~n / 256 as a power of two, 16..16 384.
  * Fine lists (a few videos' frames each) are what let a query's nearest centroids hold its
  * neighbours — at 200 k rows, 256 lists gave image-query recall@10 0.52 reading 3 % of the rows,
- * 1 024 lists 0.98 — but every list's last chunk is part empty, so a full scan reads ~12 % more
- * positions at n / 512 (25 % at n / 256).
+ * 1 024 lists 0.98. n / 512 until issue 14's 32-row chunks: every list's last chunk is part
+ * empty, which with 128-row chunks cost ~12 % more positions at n / 512 (25 % at n / 256); at 1 M
+ * rows n / 256 (4 096 lists) in 32-row chunks reads 4 096 rows for image recall 0.955 against
+ * 0.837 (0.98 from 10 k rows against 40 k) in 184 B/row live against 191, build CPU 32 s against
+ * 24 (BENCHMARKS.md, "Finer lists in 32-row chunks"). n / 128 gave 0.989 from 4 096 rows but
+ * 198 B/row and 51 s of build CPU: not taken.
  */
 export function listsFor(n: number): number {
   let c = 16;
-  while (c < 16384 && c * 512 < n) c *= 2;
+  while (c < 16384 && c * 256 < n) c *= 2;
   return c;
 }
 

@@ -129,7 +129,7 @@ export interface VectorIndexOptions {
    */
   refineBits?: 2 | 4;
   /**
-   * Rows per chunk of the layout: 32, 64 or 128 (default). Every inverted list ends in a
+   * Rows per chunk of the layout: 32 (default), 64 or 128 (before issue 14's finer lists). Every inverted list ends in a
    * part-filled chunk, so finer lists (`lists`) waste less memory with smaller chunks, while the
    * scan pays a little per chunk (src/vector/README.md, "Inverted lists").
    */
@@ -145,7 +145,7 @@ export interface VectorIndexOptions {
   seed?: number;
   /**
    * Inverted lists: a partition reaching `trainAt` rows (default 65 536) is split into `lists`
-   * lists (default ~n / 512, 16..16 384) by k-means over its codes, so that a search reads only the
+   * lists (default ~n / 256, 16..16 384) by k-means over its codes, so that a search reads only the
    * lists nearest its query; retrained (every row reassigned) after it grew `retrainGrowth`-fold
    * (default 4), in the background (see `training`). `trainAt: Infinity` keeps every partition flat.
    */
