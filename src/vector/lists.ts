@@ -21,7 +21,8 @@ const SAMPLE_PER_LIST = 32;
 const I16_MAX = 1000;
 
 /**
- * Default number of lists for a partition of n rows: ~n / 256 as a power of two, 16..16 384.
+ * Default number of lists for a partition of n rows: ~n / 256 as a power of two, 16..8 192, then
+ * n / 512 up to 16 384 (from 4.2 M rows).
  * Fine lists (a few videos' frames each) are what let a query's nearest centroids hold its
  * neighbours — at 200 k rows, 256 lists gave image-query recall@10 0.52 reading 3 % of the rows,
  * 1 024 lists 0.98. n / 512 until issue 14's 32-row chunks: every list's last chunk is part
@@ -32,9 +33,15 @@ const I16_MAX = 1000;
  * 198 B/row and 51 s of build CPU: not taken.
  */
 export function listsFor(n: number): number {
-  let c = 16;
-  while (c < 16384 && c * 256 < n) c *= 2;
-  return c;
+  const pow2For = (rowsPerList: number) => {
+    let c = 16;
+    while (c < 16384 && c * rowsPerList < n) c *= 2;
+    return c;
+  };
+  // n / 256 up to 8 192 lists, then n / 512 (as before) from 4.2 M rows on: 16 384 lists train on
+  // 524 k sampled rows (a 1 GiB f32 copy) with 4× the work of 8 192 — at 1 M rows 208 s of
+  // rebuild against 42 s at load ~9 — so they keep coming only where they did before.
+  return Math.max(pow2For(512), Math.min(8192, pow2For(256)));
 }
 
 /**

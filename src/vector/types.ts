@@ -145,7 +145,7 @@ export interface VectorIndexOptions {
   seed?: number;
   /**
    * Inverted lists: a partition reaching `trainAt` rows (default 65 536) is split into `lists`
-   * lists (default ~n / 256, 16..16 384) by k-means over its codes, so that a search reads only the
+   * lists (default ~n / 256 up to 8 192 lists, then ~n / 512 up to 16 384) by k-means over its codes, so that a search reads only the
    * lists nearest its query; retrained (every row reassigned) after it grew `retrainGrowth`-fold
    * (default 4), in the background (see `training`). `trainAt: Infinity` keeps every partition flat.
    */
