@@ -44,7 +44,7 @@ const SIZES = list("sizes", "100000,1000000");
 const NQ = Number(argv.get("queries") ?? 200);
 const PROBES = list("probes", "0.02,0.04,0.08,0.16");
 const EFS = list("efs", "16,64,256");
-/** --lists=N: list count per training instead of the default (~n / 512, at most 16 384). */
+/** --lists=N: list count per training instead of the default (~n / 256 up to 8 192, then n / 512 up to 16 384; src/vector/lists.ts listsFor). */
 const LISTS = Number(argv.get("lists") ?? 0);
 /**
  * --configs=128:0,32:8192: vsearch layouts to build and measure side by side, as chunkRows:lists
