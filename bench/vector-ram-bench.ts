@@ -14,8 +14,8 @@
  * RSS delta of the build), then p50 / p99 / recall@10 for text-like queries (flat scan) and
  * image-like ones (probe 0.02 / 0.04). `--configs`: layouts to build and how each is searched,
  * `bits[:rescore]` (rows rescored exactly; none = the layout's default rescoreMin). `--rebuild=1`
- * retrains the lists on all rows after the adds (as bench/vector-scale-bench.ts does: n / 512
- * lists; the adds alone leave the lists of the last growth retrain, n / 2 048 at 1 M), timed apart. Set 1: `--n` clustered rows rescored from memory; set 2: `--sqlite-n` rows
+ * retrains the lists on all rows after the adds (as bench/vector-scale-bench.ts does: listsFor, n / 256
+ * at 1 M; the adds alone leave the lists of the last growth retrain, n / 1 024 at 1 M), timed apart. Set 1: `--n` clustered rows rescored from memory; set 2: `--sqlite-n` rows
  * rescored from a plain SQLite table as in bench/vector-bench.ts (the app's path). The 1-minute
  * load average is recorded beside every figure. Table to stdout, JSON to bench/results/vector-ram.json.
  */
@@ -104,7 +104,7 @@ function build(set: string, ds: Dataset, bits: 2 | 4, source: VectorSource): Vec
       scanBlocks: perRow(m.scanBytes), sideBlocks: perRow(m.sideBytes),
       stash: perRow(m.stashBlocks * (m.scanBytes / Math.max(1, m.chunks))),
       idMap: perRow(m.idMapBytes), rowIds: perRow(m.rowIdBytes),
-      slotsPerRow: Math.round(((m.chunks * 128) / ds.n) * 1000) / 1000,
+      slotsPerRow: Math.round(((m.chunks * m.chunkRows) / ds.n) * 1000) / 1000,
       arenaAllocated: perRow(m.arenaBytes),
       lists: index.listCount("acct"),
     },

@@ -6,6 +6,7 @@
  *     [--probes=0.02,0.04,0.08,0.16] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1] [--usearch-max=N]
  *     [--gt-threads=1] [--max-anon-gb=14] [--data-dir=bench/results/vector-scale-data] [--keep-data=0]
  *     [--generate-only=1] [--truth-only=1] [--warm-pass=1] [--lists=N] [--wait-pid=PID] [--rebuild=0]
+ *     [--configs=chunkRows:lists,…] [--filtered=0]
  *
  * Per size: build time and RAM (RSS delta after GC), then p50/p99 and recall@10 against an exact
  * scan for text-like and image-like queries, and for vsearch a 1-of-20 collection filter and a
@@ -43,8 +44,20 @@ const SIZES = list("sizes", "100000,1000000");
 const NQ = Number(argv.get("queries") ?? 200);
 const PROBES = list("probes", "0.02,0.04,0.08,0.16");
 const EFS = list("efs", "16,64,256");
-/** --lists=N: list count per training instead of the default (~n / 512, at most 16 384). */
+/** --lists=N: list count per training instead of the default (~n / 256 up to 8 192, then n / 512 up to 16 384; src/vector/lists.ts listsFor). */
 const LISTS = Number(argv.get("lists") ?? 0);
+/**
+ * --configs=128:0,32:8192: vsearch layouts to build and measure side by side, as chunkRows:lists
+ * (lists 0 = the default count; a config without chunkRows, "0:N", takes the default layout).
+ * Default: one config, the default layout with --lists.
+ */
+const CONFIGS = (argv.get("configs") ?? `0:${LISTS}`).split(",").filter(Boolean).map((c) => {
+  const [rowsStr, listsStr] = c.split(":");
+  const chunkRows = Number(rowsStr) as 0 | 32 | 64 | 128, lists = Number(listsStr ?? 0);
+  return { chunkRows, lists, label: argv.has("configs") ? `${chunkRows || "default"}-row chunks, ${lists || "default"} lists` : "" };
+});
+/** --filtered=0: skip the filtered query sets (collection, video). */
+const SKIP_FILTERED = argv.get("filtered") === "0";
 /** --warm-pass=1: run every query set once untimed before the timed pass (the rescored rows then come from the page cache). */
 const WARM_PASS = argv.get("warm-pass") === "1";
 const WITH_USEARCH = argv.get("usearch") !== "0";
@@ -66,12 +79,14 @@ const KEEP_DATA = GENERATE_ONLY || TRUTH_ONLY || argv.get("keep-data") === "1";
 
 interface Row {
   n: number;
-  engine: "vsearch" | "usearch";
+  engine: string;
   queries: string;
   setting: string;
   nq: number;
   p50: number;
   p99: number;
+  /** Mean CPU ms per query (process CPU time over the pass). */
+  cpuMs: number;
   recall: number;
   load1: number;
   stages?: Record<string, number>;
@@ -82,6 +97,8 @@ interface Build {
   buildS: number;
   rssMB: number;
   bytesPerRow: number;
+  /** Index bytes in use (free blocks of the WebAssembly memory left out) per row. */
+  liveBytesPerRow?: number;
   load1: number;
   note: string;
 }
@@ -121,11 +138,14 @@ function measure(base: Pick<Row, "n" | "engine" | "queries" | "setting">, Q: Flo
     const cold = runQueries(Q, DIM, truth, search);
     log(`n=${base.n} ${base.engine} ${base.queries} ${base.setting}: first (cold) pass p50 ${pct(cold.lat.sort((a, b) => a - b), 50).toFixed(2)} ms`);
   }
+  // CPU time of the timed pass (its warm-up included) per query: less sensitive to the shared box's load than p50.
+  const cpu0 = process.cpuUsage();
   const { nq, lat, recall } = runQueries(Q, DIM, truth, search);
+  const cpu = process.cpuUsage(cpu0), cpuMs = (cpu.user + cpu.system) / 1000 / (nq + Math.min(5, nq));
   lat.sort((a, b) => a - b);
-  const row: Row = { ...base, nq, p50: pct(lat, 50), p99: pct(lat, 99), recall, load1: load1() };
+  const row: Row = { ...base, nq, p50: pct(lat, 50), p99: pct(lat, 99), cpuMs, recall, load1: load1() };
   rows.push(row);
-  log(`n=${row.n} ${row.engine.padEnd(7)} ${row.queries.padEnd(11)} ${row.setting.padEnd(16)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} recall ${row.recall.toFixed(3)} load ${row.load1}`);
+  log(`n=${row.n} ${row.engine.padEnd(7)} ${row.queries.padEnd(11)} ${row.setting.padEnd(16)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} cpu ${row.cpuMs.toFixed(2)} recall ${row.recall.toFixed(3)} load ${row.load1}`);
   return row;
 }
 
@@ -203,40 +223,50 @@ async function runSize(n: number): Promise<void> {
     log(`n=${n}: building, load ${load1()}, ${freeG()}`);
   }
 
-  // ---- vsearch ----
+  // ---- vsearch: one index per --configs entry, built one after the other, measured side by side ----
   const source: VectorSource = { getVectors: (ids) => ids.map((id) => data.row(id)) };
   let before = rss();
-  anonPeak = before;
-  t = performance.now();
-  const index = createVectorIndex({ dim: DIM, source, ...(LISTS ? { lists: LISTS } : {}) });
-  for (let i = 0; i < n; i += 4096) {
-    const batch = [];
-    for (let j = i; j < Math.min(n, i + 4096); j++) {
-      batch.push({ rowId: j, vector: data.row(j), partition: "acct", groupA: collection[j], groupB: video[j] });
+  let buildS = 0, grown = 0;
+  const built: { label: string; index: ReturnType<typeof createVectorIndex> }[] = [];
+  for (const cfg of CONFIGS) {
+    const label = CONFIGS.length > 1 ? `[${cfg.label}] ` : "";
+    before = rss();
+    anonPeak = before;
+    t = performance.now();
+    const cpu0 = process.cpuUsage();
+    const index = createVectorIndex({ dim: DIM, source, ...(cfg.lists ? { lists: cfg.lists } : {}), ...(cfg.chunkRows ? { chunkRows: cfg.chunkRows } : {}) });
+    for (let i = 0; i < n; i += 4096) {
+      const batch = [];
+      for (let j = i; j < Math.min(n, i + 4096); j++) {
+        batch.push({ rowId: j, vector: data.row(j), partition: "acct", groupA: collection[j], groupB: video[j] });
+      }
+      index.add(batch);
+      if ((i / 4096) % 64 === 63) guard("vsearch add");
+      if (i % 1048576 === 1048576 - 4096 || i + 4096 >= n) {
+        log(`n=${n}: ${label}added ${Math.min(n, i + 4096)} rows, ${((performance.now() - t) / 1000).toFixed(1)} s, RssAnon ${((anon(false) - before) / 1e6).toFixed(0)} MB over the start, ${index.segments} segment(s), load ${load1()}`);
+      }
     }
-    index.add(batch);
-    if ((i / 4096) % 64 === 63) guard("vsearch add");
-    if (i % 1048576 === 1048576 - 4096 || i + 4096 >= n) {
-      log(`n=${n}: added ${Math.min(n, i + 4096)} rows, ${((performance.now() - t) / 1000).toFixed(1)} s, RssAnon ${((anon(false) - before) / 1e6).toFixed(0)} MB over the start, ${index.segments} segment(s), load ${load1()}`);
-    }
+    const addS = (performance.now() - t) / 1000;
+    // Lists are trained as the partition grows (last at n/4); a rebuild retrains them on all rows,
+    // as the app would after loading an account.
+    t = performance.now();
+    if (REBUILD) index.rebuild("acct");
+    else log(`n=${n}: no rebuild (--rebuild=0): ${index.listCount("acct")} list(s) as the adds left them, ${index.training.pending} retrain(s) queued (they run between event-loop turns, and this loop never yields)`);
+    guard("vsearch rebuild");
+    const rebuildS = (performance.now() - t) / 1000;
+    buildS = addS + rebuildS;
+    // CPU seconds of the build (the box is shared: wall time grows with the load, CPU time much less).
+    const cpu = process.cpuUsage(cpu0), cpuS = (cpu.user + cpu.system) / 1e6;
+    grown = rss() - before;
+    builds.push({
+      n, engine: `vsearch${cfg.label ? ` ${cfg.label}` : ""}`, buildS, rssMB: Math.round(grown / 1e6), bytesPerRow: Math.round(index.memoryBytes / n), liveBytesPerRow: Math.round((index.liveBytes / n) * 10) / 10, load1: load1(),
+      note: `CPU ${cpuS.toFixed(1)} s; add ${addS.toFixed(1)} s + ${REBUILD ? `rebuild ${rebuildS.toFixed(1)} s` : "NO rebuild"}, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB (live ${Math.round(index.liveBytes / 1e6)} MB), RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start`,
+    });
+    log(`n=${n}: ${label}vsearch built in ${buildS.toFixed(1)} s (CPU ${cpuS.toFixed(1)} s), RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row (live ${(index.liveBytes / n).toFixed(1)}), ${index.listCount("acct")} lists, ${index.segments} segment(s), load ${load1()}, ${freeG()}`);
+    built.push({ label: cfg.label, index });
   }
-  const addS = (performance.now() - t) / 1000;
-  // Lists are trained as the partition grows (last at n/4); a rebuild retrains them on all rows,
-  // as the app would after loading an account.
-  t = performance.now();
-  if (REBUILD) index.rebuild("acct");
-  else log(`n=${n}: no rebuild (--rebuild=0): ${index.listCount("acct")} list(s) as the adds left them, ${index.training.pending} retrain(s) queued (they run between event-loop turns, and this loop never yields)`);
-  guard("vsearch rebuild");
-  const rebuildS = (performance.now() - t) / 1000;
-  let buildS = addS + rebuildS;
-  let grown = rss() - before;
-  builds.push({
-    n, engine: "vsearch", buildS, rssMB: Math.round(grown / 1e6), bytesPerRow: Math.round(index.memoryBytes / n), load1: load1(),
-    note: `add ${addS.toFixed(1)} s + ${REBUILD ? `rebuild ${rebuildS.toFixed(1)} s` : "NO rebuild"}, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB, RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start`,
-  });
-  log(`n=${n}: vsearch built in ${buildS.toFixed(1)} s, RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row, ${index.listCount("acct")} lists, ${index.segments} segment(s), load ${load1()}, ${freeG()}`);
   const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
-  const vs = (probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[]; rowIds?: number[] }, probeSqrtAt?: number) => {
+  const vs = (index: ReturnType<typeof createVectorIndex>, probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[]; rowIds?: number[] }, probeSqrtAt?: number) => {
     const agg: Record<string, number> = { scanned: 0, coarse: 0, filter: 0, scan: 0, estimate: 0, rescore: 0 };
     let m = 0;
     const fn = (q: Float32Array, i: number) => {
@@ -249,27 +279,25 @@ async function runSize(n: number): Promise<void> {
     };
     return { fn, stages: () => Object.fromEntries(Object.entries(agg).map(([k2, v]) => [k2, Math.round((v / m) * 100) / 100])) };
   };
-  for (const s of sets) {
-    for (const probe of [undefined, ...PROBES]) {
-      const h = vs(probe);
-      measure({ n, engine: "vsearch", queries: s.name, setting: probe === undefined ? "default" : `probe=${probe}` }, s.Q, s.truth, h.fn).stages = h.stages();
+  // Each setting runs on every config in turn, so their latencies share the box's load.
+  const each = (queries: string, setting: string, Q: Float32Array, truth: Int32Array[], probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[]; rowIds?: number[] }, probeSqrtAt?: number) => {
+    for (const b of built) {
+      const h = vs(b.index, probe, allowOf, probeSqrtAt);
+      measure({ n, engine: `vsearch${b.label ? ` ${b.label}` : ""}`, queries, setting }, Q, truth, h.fn).stages = h.stages();
     }
+  };
+  for (const s of sets) {
+    for (const probe of [undefined, ...PROBES]) each(s.name, probe === undefined ? "default" : `probe=${probe}`, s.Q, s.truth, probe);
   }
   // What the app passes for an image-only query (search/service.ts IMAGE_QUERY_PROBE): 4 %,
   // the rows read growing as √n around 1 M rows (per segment).
-  {
-    const h = vs(0.04, undefined, 1_000_000);
-    measure({ n, engine: "vsearch", queries: "image", setting: "app: 0.04 at 1 M, √n" }, image, truthImage, h.fn).stages = h.stages();
-  }
-  {
-    const h = vs(undefined, (i) => ({ collections: [coll[i]] }));
-    measure({ n, engine: "vsearch", queries: "text+coll", setting: "default" }, textC, truthC, h.fn).stages = h.stages();
+  each("image", "app: 0.04 at 1 M, √n", image, truthImage, 0.04, undefined, 1_000_000);
+  if (!SKIP_FILTERED) {
+    each("text+coll", "default", textC, truthC, undefined, (i) => ({ collections: [coll[i]] }));
     for (const probe of [undefined, ...PROBES]) {
-      const hi = vs(probe, (i) => ({ collections: [coll[i]] }));
-      measure({ n, engine: "vsearch", queries: "image+coll", setting: probe === undefined ? "default" : `probe=${probe}` }, imageC, truthIC, hi.fn).stages = hi.stages();
+      each("image+coll", probe === undefined ? "default" : `probe=${probe}`, imageC, truthIC, probe, (i) => ({ collections: [coll[i]] }));
     }
-    const hv = vs(undefined, (i) => ({ videos: [vids[i]] }));
-    measure({ n, engine: "vsearch", queries: "text+video", setting: "default" }, textV, truthV, hv.fn).stages = hv.stages();
+    each("text+video", "default", textV, truthV, undefined, (i) => ({ videos: [vids[i]] }));
     // What the app passes for a one-video search (search/memory-backend.ts): the video and its
     // rows' ids (a video's rows are one run of row numbers in this set).
     const rowsOf = (v: number) => {
@@ -280,19 +308,19 @@ async function runSize(n: number): Promise<void> {
       return Array.from({ length: b - a }, (_, j) => a + j);
     };
     const vidRows = Array.from(vids, rowsOf);
-    const hr = vs(undefined, (i) => ({ videos: [vids[i]], rowIds: vidRows[i] }));
-    measure({ n, engine: "vsearch", queries: "text+video", setting: "app: video + its row ids" }, textV, truthV, hr.fn).stages = hr.stages();
+    each("text+video", "app: video + its row ids", textV, truthV, undefined, (i) => ({ videos: [vids[i]], rowIds: vidRows[i] }));
   }
   // Incremental writes on the built index: a 300-frame video in and out again.
-  {
+  for (const { label, index } of built) {
     const batch = Array.from({ length: 300 }, (_, j) => ({ rowId: n + j, vector: data.row(j), partition: "acct", groupA: 0, groupB: -1 }));
     let tw = performance.now();
     index.add(batch);
     const addMs = performance.now() - tw;
     tw = performance.now();
     index.remove(batch.map((b) => b.rowId));
-    log(`n=${n}: vsearch add 300 rows ${addMs.toFixed(2)} ms, remove ${(performance.now() - tw).toFixed(2)} ms`);
+    log(`n=${n}: vsearch ${label} add 300 rows ${addMs.toFixed(2)} ms, remove ${(performance.now() - tw).toFixed(2)} ms`);
   }
+  built.length = 0;
 
   // ---- usearch (HNSW, f32, defaults but expansion_search) ----
   if (WITH_USEARCH && n <= U_MAX) {
@@ -351,7 +379,7 @@ const fmt = (header: string[], table: string[][]) => {
   return `${line(header)}\n${widths.map((w) => "-".repeat(w)).join("  ")}\n${table.map(line).join("\n")}`;
 };
 console.log(`\n${fmt(["n", "engine", "build s", "RSS MB", "B/row", "load1", "note"], builds.map((b) => [String(b.n), b.engine, b.buildS.toFixed(1), String(b.rssMB), String(b.bytesPerRow), String(b.load1), b.note]))}`);
-console.log(`\n${fmt(["n", "engine", "queries", "setting", "nq", "rows read", "p50 ms", "p99 ms", "recall@10", "load1"], rows.map((r) => [String(r.n), r.engine, r.queries, r.setting, String(r.nq), r.stages ? String(Math.round(r.stages.scanned)) : "", r.p50.toFixed(2), r.p99.toFixed(2), r.recall.toFixed(3), String(r.load1)]))}`);
+console.log(`\n${fmt(["n", "engine", "queries", "setting", "nq", "rows read", "p50 ms", "p99 ms", "CPU ms/q", "recall@10", "load1"], rows.map((r) => [String(r.n), r.engine, r.queries, r.setting, String(r.nq), r.stages ? String(Math.round(r.stages.scanned)) : "", r.p50.toFixed(2), r.p99.toFixed(2), r.cpuMs.toFixed(2), r.recall.toFixed(3), String(r.load1)]))}`);
 const env = {
   date: new Date().toISOString(), bun: Bun.version, cpus: cpus().length, cpu: cpus()[0]?.model, loadavgStart: load0, loadavgEnd: loadavg(),
   maxRssMB: Math.round(process.resourceUsage().maxRSS / 1024), maxRssNote: "maxRSS counts the mapped data file's pages too", seconds: Math.round((performance.now() - t0) / 1000), queriesPerSet: NQ,

@@ -1,7 +1,7 @@
 /**
- * Byte layout of one chunk: CHUNK_ROWS rows of one partition, in two blocks of the WebAssembly
- * memory. Rows of a partition are packed densely (slot s lives in chunk s / CHUNK_ROWS, row
- * s % CHUNK_ROWS).
+ * Byte layout of one chunk: chunkRows rows (32, 64 or 128) of one partition, in two blocks of the
+ * WebAssembly memory. Rows of a partition are packed densely (slot s lives in chunk s / chunkRows,
+ * row s % chunkRows).
  *
  * The scan block holds the sign codes and a 2-byte factor per row, and a partition's scan
  * blocks are allocated in contiguous extents (see RowStore.takeScanBlock), so the full scan
@@ -30,8 +30,15 @@
  * layout of refineBits = 4: 2-bit rows are expanded (encode.ts nibblesOf) to 5·u_j.
  */
 
-export const CHUNK_ROWS = 128;
-export const CHUNK_SHIFT = 7;
+/**
+ * Rows per chunk (Layout.chunkRows). 128 until issue 14's finer lists, where a list of ~120 rows
+ * part-filled one 128-row chunk (437 B/row at 16 384 lists of 2 M rows against 293). With 32 a
+ * list's tail wastes 16 rows on average; the scan's extra table entry and loop turn per chunk did
+ * not show at 1 M (flat scan CPU per query 16–17 ms at 32 rows a chunk, 17–18 ms at 128; same run).
+ */
+export const CHUNK_ROWS_CHOICES = [32, 64, 128] as const;
+export type ChunkRows = (typeof CHUNK_ROWS_CHOICES)[number];
+export const DEFAULT_CHUNK_ROWS: ChunkRows = 32;
 /** Mask / distance value of an excluded row; above any real distance (padDim ≤ MAX_PAD_DIM). */
 export const MASKED = 0xffff;
 /** The popcount kernel sums per-byte counts in 8-bit lanes: padDim/128 words × 8 ≤ 255. */
@@ -48,6 +55,9 @@ export type RefineBits = 2 | 4;
 
 export interface Layout {
   dim: number;
+  /** Rows per chunk (32, 64 or 128), and its log2: slot s is chunk s >> chunkShift, row s & (chunkRows − 1). */
+  chunkRows: number;
+  chunkShift: number;
   refineBits: RefineBits;
   /** Bytes of a row's codes as 4-bit nibbles (padDim/2): what list training reads (lists.ts). */
   nibbleBytes: number;
@@ -67,7 +77,8 @@ export interface Layout {
   sideBlockBytes: number;
 }
 
-export function makeLayout(dim: number, refineBits: RefineBits = 2): Layout {
+export function makeLayout(dim: number, refineBits: RefineBits = 2, chunkRows: number = DEFAULT_CHUNK_ROWS): Layout {
+  if (!(CHUNK_ROWS_CHOICES as readonly number[]).includes(chunkRows)) throw new RangeError(`chunkRows must be 32, 64 or 128, got ${chunkRows}`);
   if (refineBits !== 2 && refineBits !== 4) throw new RangeError(`refineBits must be 2 or 4, got ${refineBits}`);
   if (!Number.isInteger(dim) || dim < 1) throw new RangeError(`dim must be a positive integer, got ${dim}`);
   let padDim = 128;
@@ -76,7 +87,7 @@ export function makeLayout(dim: number, refineBits: RefineBits = 2): Layout {
   const codeBytes = padDim / 8;
   const nibbleBytes = padDim / 2;
   const refineBytes = refineBits === 4 ? nibbleBytes : padDim / 8;
-  const R = CHUNK_ROWS;
+  const R = chunkRows;
   const offCodes = 0;
   const offFactor = R * codeBytes;
   const scanBlockBytes = offFactor + R * 2;
@@ -86,7 +97,7 @@ export function makeLayout(dim: number, refineBits: RefineBits = 2): Layout {
   const offGroupB = offGroupA + R * 4;
   const sideBlockBytes = offGroupB + R * 4;
   return {
-    dim, refineBits, nibbleBytes, padDim, codeBytes, refineBytes,
+    dim, chunkRows: R, chunkShift: Math.log2(R), refineBits, nibbleBytes, padDim, codeBytes, refineBytes,
     offCodes, offFactor, scanBlockBytes,
     offRefine, offScale, offGroupA, offGroupB, sideBlockBytes,
   };

@@ -21,16 +21,27 @@ const SAMPLE_PER_LIST = 32;
 const I16_MAX = 1000;
 
 /**
- * Default number of lists for a partition of n rows: ~n / 512 as a power of two, 16..16 384.
+ * Default number of lists for a partition of n rows: ~n / 256 as a power of two, 16..8 192, then
+ * n / 512 up to 16 384 (from 4.2 M rows).
  * Fine lists (a few videos' frames each) are what let a query's nearest centroids hold its
  * neighbours — at 200 k rows, 256 lists gave image-query recall@10 0.52 reading 3 % of the rows,
- * 1 024 lists 0.98 — but every list's last chunk is part empty, so a full scan reads ~12 % more
- * positions at n / 512 (25 % at n / 256).
+ * 1 024 lists 0.98. n / 512 until issue 14's 32-row chunks: every list's last chunk is part
+ * empty, which with 128-row chunks cost ~12 % more positions at n / 512 (25 % at n / 256); at 1 M
+ * rows n / 256 (4 096 lists) in 32-row chunks reads 4 096 rows for image recall 0.955 against
+ * 0.837 (0.98 from 10 k rows against 40 k) in 184 B/row live against 191, build CPU 32 s against
+ * 24 (BENCHMARKS.md, "Finer lists in 32-row chunks"). n / 128 gave 0.989 from 4 096 rows but
+ * 198 B/row and 51 s of build CPU: not taken.
  */
 export function listsFor(n: number): number {
-  let c = 16;
-  while (c < 16384 && c * 512 < n) c *= 2;
-  return c;
+  const pow2For = (rowsPerList: number) => {
+    let c = 16;
+    while (c < 16384 && c * rowsPerList < n) c *= 2;
+    return c;
+  };
+  // n / 256 up to 8 192 lists, then n / 512 (as before) from 4.2 M rows on: 16 384 lists train on
+  // 524 k sampled rows (a 1 GiB f32 copy) with 4× the work of 8 192 — at 1 M rows 208 s of
+  // rebuild against 42 s at load ~9 — so they keep coming only where they did before.
+  return Math.max(pow2For(512), Math.min(8192, pow2For(256)));
 }
 
 /**
@@ -304,14 +315,17 @@ function decodeAt(L: Layout, a: Arena, rp: number, out: Float32Array, at: number
 /**
  * Lists a query reads, best first by score, until their estimated allowed rows reach
  * `wantRows`; null when that would pass `fullAbove` rows (a full scan is then as cheap).
- * `allowedIn(list)` estimates a list's allowed rows (filters).
+ * `allowedIn(list)` estimates a list's allowed rows (filters), `allowedTotal` their sum.
  */
 export function probeLists(
-  p: Partition, scores: Float32Array, wantRows: number, allowedIn: (li: number) => number, fullAbove: number,
+  p: Partition, scores: Float32Array, wantRows: number, allowedIn: (li: number) => number, fullAbove: number, allowedTotal = p.n,
 ): { lists: number[]; rows: number; allowed: number } | null {
   const c = p.centroids!;
-  // Only the best few hundred lists are ever needed: select them, then sort those.
-  const m = Math.min(c.count, Math.max(256, Math.ceil((4 * c.count * wantRows) / Math.max(1, p.n))));
+  // Only the best few hundred lists are ever needed: select them (4× the share of lists that
+  // holds wantRows of the allowed rows), then sort those. By the allowed rows, not all rows: with
+  // 8 192 lists at 1 M a 1-in-20 collection filter found only ~1.5 k of its 4 096 rows in the
+  // best 256 lists and fell back to the full scan (image+coll p50 165 ms instead of ~15).
+  const m = Math.min(c.count, Math.max(256, Math.ceil((4 * c.count * wantRows) / Math.max(1, allowedTotal))));
   const idx = new Int32Array(c.count), work = new Float32Array(c.count);
   const got = topIndices(scores, c.count, m, idx, work);
   const order = Array.from(idx.subarray(0, got)).sort((x, y) => scores[y] - scores[x]);

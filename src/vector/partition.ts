@@ -4,7 +4,7 @@
  * partition's memory shrinks with it. Group values (collection, video) are mapped to small
  * dense ids so a filter becomes a lookup table indexed per row (see buildMask).
  */
-import { CHUNK_ROWS, CHUNK_SHIFT } from "./layout.ts";
+import { DEFAULT_CHUNK_ROWS } from "./layout.ts";
 
 /** value ↔ dense id with reference counts; ids of groups that lost all rows are reused. */
 export class GroupIds {
@@ -48,8 +48,8 @@ export class GroupIds {
 
 /**
  * One inverted list of a partition: its chunks (chunk numbers of the partition) in order, all
- * full but the last, and its rows packed densely in them (position i ↦ chunk chunks[i >> 7],
- * row i & 127).
+ * full but the last, and its rows packed densely in them (position i ↦ chunk chunks[i >> chunkShift],
+ * row i & (chunkRows − 1)).
  */
 export class List {
   readonly chunks: number[] = [];
@@ -100,7 +100,7 @@ export interface Centroids {
 }
 
 export class Partition {
-  /** Block offsets per chunk number (−1: chunk number free); slot s is chunk s >> CHUNK_SHIFT, row s & 127. */
+  /** Block offsets per chunk number (−1: chunk number free); slot s is chunk s >> chunkShift, row s & (chunkRows − 1). */
   scanBlocks: number[] = [];
   sideBlocks: number[] = [];
   /** List of each chunk number. */
@@ -116,18 +116,24 @@ export class Partition {
    */
   target: { cent: Centroids; base: number } | null = null;
   n = 0;
-  rowIds = new Float64Array(CHUNK_ROWS);
+  rowIds: Float64Array;
   readonly groupA = new GroupIds();
   readonly groupB = new GroupIds();
+  /** Rows per chunk (the layout's) and its log2. */
+  readonly chunkShift: number;
 
   constructor(
     readonly id: number,
     readonly name: string,
-  ) {}
+    readonly chunkRows: number = DEFAULT_CHUNK_ROWS,
+  ) {
+    this.chunkShift = Math.log2(chunkRows);
+    this.rowIds = new Float64Array(chunkRows);
+  }
 
   /** The slot of position `pos` of list `l`. */
   slotOf(l: List, pos: number): number {
-    return (l.chunks[pos >> CHUNK_SHIFT] << CHUNK_SHIFT) | (pos & (CHUNK_ROWS - 1));
+    return (l.chunks[pos >> this.chunkShift] << this.chunkShift) | (pos & (this.chunkRows - 1));
   }
 
   /** A chunk number for a new chunk of list `li` (the blocks are set by the caller). */
@@ -141,7 +147,7 @@ export class Partition {
   setRowId(slot: number, rowId: number): void {
     if (slot >= this.rowIds.length) {
       // 1.25× growth: doubling left up to 8 B a row unused (rowIds are 8 of the ~190 B a row).
-      const grown = new Float64Array(Math.max(Math.ceil(this.rowIds.length * 1.25 / CHUNK_ROWS) * CHUNK_ROWS, slot + CHUNK_ROWS));
+      const grown = new Float64Array(Math.max(Math.ceil(this.rowIds.length * 1.25 / this.chunkRows) * this.chunkRows, slot + this.chunkRows));
       grown.set(this.rowIds);
       this.rowIds = grown;
     }
@@ -153,12 +159,12 @@ export class Partition {
     let top = 0;
     for (let c = this.scanBlocks.length - 1; c >= 0; c--) {
       if (this.scanBlocks[c] >= 0) {
-        top = (c + 1) * CHUNK_ROWS;
+        top = (c + 1) * this.chunkRows;
         break;
       }
     }
-    if (this.rowIds.length > 4 * CHUNK_ROWS && top * 4 < this.rowIds.length) {
-      this.rowIds = this.rowIds.slice(0, Math.max(CHUNK_ROWS, top * 2));
+    if (this.rowIds.length > 4 * this.chunkRows && top * 4 < this.rowIds.length) {
+      this.rowIds = this.rowIds.slice(0, Math.max(this.chunkRows, top * 2));
     }
   }
 }

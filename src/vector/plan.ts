@@ -2,7 +2,7 @@
  * Planning a search: which chunks it reads (all, or the inverted lists nearest the query), how
  * many rows each stage keeps, and the small table helpers of search.ts.
  */
-import { CHUNK_ROWS, CHUNK_SHIFT, MASKED } from "./layout.ts";
+import { MASKED } from "./layout.ts";
 import { probeLists } from "./lists.ts";
 import type { Partition } from "./partition.ts";
 
@@ -50,7 +50,7 @@ export interface Selection {
 }
 
 /**
- * The chunks a query reads, in table order (position i·128 + r ↦ chunk chunks[i], row r), and
+ * The chunks a query reads, in table order (position i·chunkRows + r ↦ chunk chunks[i], row r), and
  * the [from, to) positions of list tails to mask. A trained partition probes the lists
  * nearest the query until they hold ~`probe` of the allowed rows (or probe·√(probeSqrtAt·n):
  * that share at `probeSqrtAt` rows, more below, less above; at least PROBE_MIN_ROWS);
@@ -84,10 +84,11 @@ p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | und
     if (total > 2 * exactBelow) {
       const share = Number.isFinite(probeSqrtAt) ? frac * Math.sqrt(probeSqrtAt * total) : frac * total;
       want = Math.min(total, Math.max(PROBE_MIN_ROWS, share));
-      lists = probeLists(p, listScores(), want, allowedIn, FULL_ABOVE * p.n)?.lists ?? null;
+      lists = probeLists(p, listScores(), want, allowedIn, FULL_ABOVE * p.n, total)?.lists ?? null;
     }
   }
   const order = lists ?? p.lists.map((_, i) => i);
+  const R = p.chunkRows, shift = p.chunkShift;
   const chunks: number[] = [], tails: number[] = [];
   let tableRows = 0, listCount = 0;
   for (const li of order) {
@@ -96,11 +97,11 @@ p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | und
     listCount++;
     tableRows += l.n;
     for (const c of l.chunks) chunks.push(c);
-    const rem = l.n & (CHUNK_ROWS - 1);
-    if (rem) tails.push((chunks.length - 1) * CHUNK_ROWS + rem, chunks.length * CHUNK_ROWS);
+    const rem = l.n & (R - 1);
+    if (rem) tails.push((chunks.length - 1) * R + rem, chunks.length * R);
   }
-  const fill = new Uint8Array(chunks.length).fill(CHUNK_ROWS);
-  for (let t = 0; t < tails.length; t += 2) fill[tails[t] >> CHUNK_SHIFT] = tails[t] & (CHUNK_ROWS - 1);
+  const fill = new Uint8Array(chunks.length).fill(R);
+  for (let t = 0; t < tails.length; t += 2) fill[tails[t] >> shift] = tails[t] & (R - 1);
   return { chunks, tails, fill, tableRows, listCount, probed: lists !== null, want };
 }
 
@@ -110,17 +111,18 @@ p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | und
  * over the whole partition (39 ms at 10 M rows).
  */
 export function selectSlots(p: Partition, slots: readonly number[]): Selection {
-  const chunks = [...new Set(slots.map((s) => s >> CHUNK_SHIFT))].sort((a, b) => a - b);
-  const fill = new Uint8Array(chunks.length).fill(CHUNK_ROWS);
+  const R = p.chunkRows, shift = p.chunkShift;
+  const chunks = [...new Set(slots.map((s) => s >> shift))].sort((a, b) => a - b);
+  const fill = new Uint8Array(chunks.length).fill(R);
   const tails: number[] = [];
   let tableRows = 0;
   for (let i = 0; i < chunks.length; i++) {
     const l = p.lists[p.chunkList[chunks[i]]];
-    const rem = l.n & (CHUNK_ROWS - 1);
+    const rem = l.n & (R - 1);
     // Only a list's last chunk is part-filled.
     if (rem && l.chunks[l.chunks.length - 1] === chunks[i]) {
       fill[i] = rem;
-      tails.push(i * CHUNK_ROWS + rem, (i + 1) * CHUNK_ROWS);
+      tails.push(i * R + rem, (i + 1) * R);
     }
     tableRows += fill[i];
   }

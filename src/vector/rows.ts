@@ -11,7 +11,7 @@
 import type { Arena } from "./arena.ts";
 import type { Encoder } from "./encode.ts";
 import { IdMap } from "./id-map.ts";
-import { CHUNK_ROWS, CHUNK_SHIFT, copyRow, type Layout } from "./layout.ts";
+import { copyRow, type Layout } from "./layout.ts";
 import { freeCentroids, listScores, listsFor, nearestList, trainCentroids } from "./lists.ts";
 import { List, Partition, type Centroids } from "./partition.ts";
 import type { VectorRow } from "./types.ts";
@@ -28,8 +28,8 @@ export interface ListPolicy {
   retrainGrowth: number;
 }
 
-/** Largest scan-block extent (64 × 8 KiB for 512 dims). */
-const MAX_EXTENT = 64;
+/** Largest scan-block extent, in rows (64 chunks of 128 rows, 8 KiB each for 512 dims). */
+const MAX_EXTENT_ROWS = 8192;
 /** Rows moved between the steps of a retrain. */
 const STEP_ROWS = 256;
 
@@ -93,7 +93,7 @@ export class RowStore {
   }
 
   /** Where the bytes go (benches): live chunks' blocks, reserved scan blocks, row slots vs rows. */
-  get breakdown(): { rows: number; chunks: number; stashBlocks: number; scanBytes: number; sideBytes: number; idMapBytes: number; rowIdBytes: number } {
+  get breakdown(): { rows: number; chunkRows: number; chunks: number; stashBlocks: number; scanBytes: number; sideBytes: number; idMapBytes: number; rowIdBytes: number } {
     let chunks = 0, stash = 0, rowIdBytes = 0;
     for (const p of this.partitions.values()) {
       for (const b of p.scanBlocks) if (b >= 0) chunks++;
@@ -102,7 +102,7 @@ export class RowStore {
     }
     const L = this.layout;
     return {
-      rows: this.size, chunks, stashBlocks: stash,
+      rows: this.size, chunkRows: L.chunkRows, chunks, stashBlocks: stash,
       scanBytes: chunks * L.scanBlockBytes, sideBytes: chunks * L.sideBlockBytes,
       idMapBytes: this.ids.byteLength, rowIdBytes,
     };
@@ -191,10 +191,10 @@ export class RowStore {
     // ~2× slower). Side blocks are taken from the old lists' as those empty.
     const base = p.lists.length;
     let total = 0;
-    for (const m of members) total += Math.ceil(m.length / CHUNK_ROWS);
+    for (const m of members) total += Math.ceil(m.length / this.layout.chunkRows);
     const run = a.allocContiguous(L.scanBlockBytes, total);
     for (let k = 0, at = 0; k < cent.count; k++) {
-      const l = new List(), blocks = Math.ceil(members[k].length / CHUNK_ROWS);
+      const l = new List(), blocks = Math.ceil(members[k].length / this.layout.chunkRows);
       for (let j = blocks - 1; j >= 0; j--) l.scanStash.push(run + (at + j) * L.scanBlockBytes);
       at += blocks;
       p.lists.push(l);
@@ -210,7 +210,7 @@ export class RowStore {
         // Gone, replaced (re-added rows land in the new lists), or already moved: nothing to do.
         if (b < 0 || this.ids.partAt(b) !== p.id) continue;
         const slot = this.ids.slotAt(b);
-        if (p.chunkList[slot >> CHUNK_SHIFT] >= base) continue;
+        if (p.chunkList[slot >> this.layout.chunkShift] >= base) continue;
         this.moveRow(p, slot, base + k);
         if (++steps % STEP_ROWS === 0) {
           this.mutations++;
@@ -252,11 +252,11 @@ export class RowStore {
    */
   private moveRow(p: Partition, slot: number, li: number): void {
     const L = this.layout;
-    const c = slot >> CHUNK_SHIFT, r = slot & (CHUNK_ROWS - 1);
+    const c = slot >> this.layout.chunkShift, r = slot & (this.layout.chunkRows - 1);
     const l = p.lists[p.chunkList[c]], dst = p.lists[li];
-    if (dst.n === dst.chunks.length * CHUNK_ROWS) this.appendChunk(p, li);
+    if (dst.n === dst.chunks.length * this.layout.chunkRows) this.appendChunk(p, li);
     const to = p.slotOf(dst, dst.n);
-    const nc = to >> CHUNK_SHIFT, nr = to & (CHUNK_ROWS - 1);
+    const nc = to >> this.layout.chunkShift, nr = to & (this.layout.chunkRows - 1);
     const a = this.arena.views();
     copyRow(this.layout, this.arena.u8, p.scanBlocks[c], p.sideBlocks[c], r, p.scanBlocks[nc], p.sideBlocks[nc], nr);
     const gA = a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r];
@@ -267,7 +267,7 @@ export class RowStore {
     this.ids.setSlotAt(this.ids.find(rowId), to);
     dst.n++;
     this.fillHole(p, l, slot);
-    if (l.n <= (l.chunks.length - 1) * CHUNK_ROWS) {
+    if (l.n <= (l.chunks.length - 1) * this.layout.chunkRows) {
       // The old list's emptied chunk goes straight back to the arena, for the new lists to take.
       const freed = l.chunks.pop()!;
       this.arena.freeBlock(p.scanBlocks[freed], L.scanBlockBytes);
@@ -298,8 +298,8 @@ export class RowStore {
 
   /** The row at `slot` as 4-bit nibbles (what list assignment and training read) at `dst` (default: the scratch at nibbleAt); returns dst. */
   private nibbles(p: Partition, slot: number, dst = this.nibbleAt): number {
-    const c = slot >> CHUNK_SHIFT;
-    this.encoder.nibblesOf(this.arena.views().u8, p.scanBlocks[c], p.sideBlocks[c], slot & (CHUNK_ROWS - 1), dst);
+    const c = slot >> this.layout.chunkShift;
+    this.encoder.nibblesOf(this.arena.views().u8, p.scanBlocks[c], p.sideBlocks[c], slot & (this.layout.chunkRows - 1), dst);
     return dst;
   }
 
@@ -311,8 +311,8 @@ export class RowStore {
   private fillHole(p: Partition, l: List, slot: number): void {
     const last = p.slotOf(l, l.n - 1);
     if (slot !== last) {
-      const lc = last >> CHUNK_SHIFT, c = slot >> CHUNK_SHIFT;
-      copyRow(this.layout, this.arena.u8, p.scanBlocks[lc], p.sideBlocks[lc], last & (CHUNK_ROWS - 1), p.scanBlocks[c], p.sideBlocks[c], slot & (CHUNK_ROWS - 1));
+      const lc = last >> this.layout.chunkShift, c = slot >> this.layout.chunkShift;
+      copyRow(this.layout, this.arena.u8, p.scanBlocks[lc], p.sideBlocks[lc], last & (this.layout.chunkRows - 1), p.scanBlocks[c], p.sideBlocks[c], slot & (this.layout.chunkRows - 1));
       const movedId = p.rowIds[last];
       p.rowIds[slot] = movedId;
       this.ids.setSlotAt(this.ids.find(movedId), slot);
@@ -344,7 +344,7 @@ export class RowStore {
     let p = this.partitions.get(name);
     if (!p) {
       const id = this.freePartIds.pop() ?? this.partById.length;
-      p = new Partition(id, name);
+      p = new Partition(id, name, this.layout.chunkRows);
       this.partitions.set(name, p);
       this.partById[id] = p;
     }
@@ -365,10 +365,10 @@ export class RowStore {
       li = (p.target?.base ?? 0) + nearestList(L, a, this.kernels, cent, this.nibbleAt);
     }
     const l = p.lists[li];
-    if (l.n === l.chunks.length * CHUNK_ROWS) this.appendChunk(p, li);
+    if (l.n === l.chunks.length * this.layout.chunkRows) this.appendChunk(p, li);
     const slot = p.slotOf(l, l.n);
-    const c = slot >> CHUNK_SHIFT;
-    r = slot & (CHUNK_ROWS - 1);
+    const c = slot >> this.layout.chunkShift;
+    r = slot & (this.layout.chunkRows - 1);
     scan = p.scanBlocks[c];
     side = p.sideBlocks[c];
     a.views();
@@ -395,14 +395,14 @@ export class RowStore {
 
   /**
    * The next scan block for a list: its stash, else a free block (memory reuse wins over
-   * contiguity), else a new extent of ~1/4 of its current chunk count (1..MAX_EXTENT) whose
+   * contiguity), else a new extent of ~1/4 of its current chunk count (up to MAX_EXTENT_ROWS) whose
    * rest goes to the stash. Extents keep a list's codes in long runs for the scan.
    */
   private takeScanBlock(l: List): number {
     const bytes = this.layout.scanBlockBytes;
     const stashed = l.scanStash.pop() ?? this.arena.takeFree(bytes);
     if (stashed !== undefined) return stashed;
-    const count = Math.min(MAX_EXTENT, Math.max(1, l.chunks.length >> 2));
+    const count = Math.min(MAX_EXTENT_ROWS >> this.layout.chunkShift, Math.max(1, l.chunks.length >> 2));
     const first = this.arena.allocContiguous(bytes, count);
     for (let i = count - 1; i >= 1; i--) l.scanStash.push(first + i * bytes);
     return first;
@@ -422,8 +422,8 @@ export class RowStore {
       const b = this.ids.find(rowId);
       const p = this.partById[this.ids.partAt(b)]!;
       const slot = this.ids.slotAt(b);
-      const chunk = slot >> CHUNK_SHIFT;
-      this.encoder.encodeRow(v, this.arena, p.scanBlocks[chunk], p.sideBlocks[chunk], slot & (CHUNK_ROWS - 1));
+      const chunk = slot >> this.layout.chunkShift;
+      this.encoder.encodeRow(v, this.arena, p.scanBlocks[chunk], p.sideBlocks[chunk], slot & (this.layout.chunkRows - 1));
     }
   }
 
@@ -435,7 +435,7 @@ export class RowStore {
     const slot = this.ids.slotAt(b);
     this.ids.delete(rowId);
     this.centerSample?.delete(rowId);
-    const c = slot >> CHUNK_SHIFT, r = slot & (CHUNK_ROWS - 1);
+    const c = slot >> this.layout.chunkShift, r = slot & (this.layout.chunkRows - 1);
     const l = p.lists[p.chunkList[c]];
     const gA = a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r];
     p.groupA.release(gA);
@@ -443,7 +443,7 @@ export class RowStore {
     l.addA(gA, -1);
     this.fillHole(p, l, slot);
     p.n--;
-    if (l.n <= (l.chunks.length - 1) * CHUNK_ROWS) {
+    if (l.n <= (l.chunks.length - 1) * this.layout.chunkRows) {
       const freed = l.chunks.pop()!;
       l.scanStash.push(p.scanBlocks[freed]);
       this.arena.freeBlock(p.sideBlocks[freed], L.sideBlockBytes);

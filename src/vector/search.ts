@@ -1,7 +1,7 @@
 /**
  * Search over one partition: first the chunks to read are chosen (plan.ts: every list, or with
  * `probe` the inverted lists nearest the query); positions then index that table of chunks
- * (position i·128 + r ↦ chunk chunks[i], row r). Then four stages:
+ * (position i·chunkRows + r ↦ chunk chunks[i], row r). Then four stages:
  *
  *   1. filter   per-slot mask (0 allowed, 0xFFFF not) from the query's collections, videos and
  *               excluded rows — before anything is ranked, so a filtered query gets the true
@@ -18,7 +18,7 @@
  */
 import type { Arena } from "./arena.ts";
 import type { Encoder, PreparedQuery } from "./encode.ts";
-import { CHUNK_ROWS, CHUNK_SHIFT, MASKED } from "./layout.ts";
+import { MASKED } from "./layout.ts";
 import type { Partition } from "./partition.ts";
 import type { RowStore } from "./rows.ts";
 import { carve, denseIds, fillTable, selectChunks, selectSlots, stageSizes, thresholdFor } from "./plan.ts";
@@ -32,9 +32,12 @@ const THRESHOLD_MARGIN = 1.1;
 /** Candidate buffer: this many times `coarse`; beyond it, or below MIN_FILL, the scan is redone with the exact threshold. */
 const CANDIDATE_BUFFER = 4;
 const MIN_FILL = 0.6;
-/** Partitions of ≥ SAMPLE_MIN_CHUNKS chunks take the threshold from ~that many sampled chunks, in runs of SAMPLE_RUN. */
-const SAMPLE_RUN = 8;
-const SAMPLE_MIN_CHUNKS = 256;
+/**
+ * Tables of ≥ SAMPLE_MIN_ROWS rows take the threshold from ~that many sampled rows, in runs of
+ * SAMPLE_RUN_ROWS adjacent rows (8 and 256 chunks of 128 rows; whole chunks of any size).
+ */
+const SAMPLE_RUN_ROWS = 1024;
+const SAMPLE_MIN_ROWS = 32768;
 
 /** Up to this many ids per group filter, the mask compares ids with SIMD; above, it looks rows up in a table. */
 const MAX_EQ_IDS = 8;
@@ -151,8 +154,8 @@ export class Searcher {
       }
       const out: number[] = [];
       for (const slot of slots) {
-        const i = posOf[slot >> CHUNK_SHIFT];
-        if (i >= 0) out.push((i << CHUNK_SHIFT) | (slot & (CHUNK_ROWS - 1)));
+        const i = posOf[slot >> L.chunkShift];
+        if (i >= 0) out.push((i << L.chunkShift) | (slot & (L.chunkRows - 1)));
       }
       return out;
     };
@@ -165,7 +168,7 @@ export class Searcher {
     // Scratch for this query (sizes are upper bounds; the allowed count is known only later).
     const caps = stageSizes(tableRows, k, opts.candidates, sel.probed, opts.rescore, this.rescoreMin, this.rescoreShare);
     const bufferCap = Math.max(Math.min(tableRows, CANDIDATE_BUFFER * caps.coarse), this.exactBelow + 1);
-    const nChunks = chunks.length, rows = nChunks * CHUNK_ROWS;
+    const nChunks = chunks.length, rows = nChunks * L.chunkRows;
     const lay = carve({
       codeTable: nChunks * 4,
       sideTable: nChunks * 4,
@@ -181,7 +184,7 @@ export class Searcher {
       idsB: idsB.length * 4,
       compact: 256,
       candSlots: (rows + 4) * 4,
-      candEst: (bufferCap + rows - tableRows + CHUNK_ROWS) * 4,
+      candEst: (bufferCap + rows - tableRows + L.chunkRows) * 4,
       slots2: caps.middle * 4,
       est2: caps.middle * 4,
     });
@@ -193,7 +196,7 @@ export class Searcher {
       a.i32[codeTable + i] = p.scanBlocks[chunks[i]];
       a.i32[sideTable + i] = p.sideBlocks[chunks[i]];
     }
-    const toSlot = (pos: number) => (chunks[pos >> CHUNK_SHIFT] << CHUNK_SHIFT) | (pos & (CHUNK_ROWS - 1));
+    const toSlot = (pos: number) => (chunks[pos >> L.chunkShift] << L.chunkShift) | (pos & (L.chunkRows - 1));
 
     // Stage 1: the mask (0 allowed, 0xFFFF not) per slot.
     const mask = at("mask") / 2;
@@ -264,7 +267,7 @@ export class Searcher {
       );
     const distances = (first: number, chunks: number) => {
       K.scanDist(at("codeTable"), first, chunks, at("code"), at("mask"), at("dist"));
-      K.histogram(at("dist") + first * CHUNK_ROWS * 2, chunks * CHUNK_ROWS, at("hist"));
+      K.histogram(at("dist") + first * L.chunkRows * 2, chunks * L.chunkRows, at("hist"));
     };
     // The coarse candidates do not depend on k: a search that only raises k for the same query
     // and filters takes them from the earlier one (opts.reuse) instead of scanning again.
@@ -280,11 +283,12 @@ export class Searcher {
     } else {
       a.u32.fill(0, hist, hist + L.padDim + 1);
       let T: number;
-      if (nChunks >= SAMPLE_MIN_CHUNKS) {
-        // Runs of SAMPLE_RUN adjacent chunks (prefetch-friendly), spread so that ~SAMPLE_MIN_CHUNKS
-        // chunks are sampled; the threshold is scaled from the sample's histogram.
-        const every = Math.max(1, Math.floor(nChunks / SAMPLE_MIN_CHUNKS)) * SAMPLE_RUN;
-        for (let c = 0; c < nChunks; c += every) distances(c, Math.min(SAMPLE_RUN, nChunks - c));
+      const sampleChunks = SAMPLE_MIN_ROWS >> L.chunkShift, run = SAMPLE_RUN_ROWS >> L.chunkShift;
+      if (nChunks >= sampleChunks) {
+        // Runs of `run` adjacent chunks (prefetch-friendly), spread so that ~SAMPLE_MIN_ROWS rows
+        // are sampled; the threshold is scaled from the sample's histogram.
+        const every = Math.max(1, Math.floor(nChunks / sampleChunks)) * run;
+        for (let c = 0; c < nChunks; c += every) distances(c, Math.min(run, nChunks - c));
         let sampleRows = 0;
         for (let d = 0; d <= L.padDim; d++) sampleRows += a.u32[hist + d];
         T = thresholdFor(a.u32, hist, L.padDim, (THRESHOLD_MARGIN * coarse * sampleRows) / allowed);
@@ -309,7 +313,7 @@ export class Searcher {
       let w = 0;
       for (let i = 0; i < m; i++) {
         const pos = slots[s0 + i];
-        if ((pos & (CHUNK_ROWS - 1)) < fill[pos >> CHUNK_SHIFT]) {
+        if ((pos & (L.chunkRows - 1)) < fill[pos >> L.chunkShift]) {
           slots[s0 + w] = pos;
           est[e0 + w] = est[e0 + i];
           w++;

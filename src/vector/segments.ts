@@ -44,6 +44,10 @@ export class SegmentedIndex implements VectorIndex {
     return this.segs.reduce((n, s) => n + s.memoryBytes, 0);
   }
 
+  get liveBytes(): number {
+    return this.segs.reduce((n, s) => n + s.liveBytes, 0);
+  }
+
   has(rowId: number): boolean {
     return this.segs.some((s) => s.has(rowId));
   }

@@ -135,6 +135,12 @@ export interface VectorIndexOptions {
    */
   refineBits?: 2 | 4;
   /**
+   * Rows per chunk of the layout: 32 (default), 64 or 128 (before issue 14's finer lists). Every inverted list ends in a
+   * part-filled chunk, so finer lists (`lists`) waste less memory with smaller chunks, while the
+   * scan pays a little per chunk (src/vector/README.md, "Inverted lists").
+   */
+  chunkRows?: 32 | 64 | 128;
+  /**
    * Fewest rows a search rescores exactly from the source (each an exact vector read, ~2.5 µs
    * from SQLite); per search max(rescoreMin, min(4k, k + 256)) unless `SearchOptions.rescore`
    * says otherwise. Default 64 for refineBits 4; for 2, 128 and also 1/16 of the rows the middle
@@ -145,7 +151,7 @@ export interface VectorIndexOptions {
   seed?: number;
   /**
    * Inverted lists: a partition reaching `trainAt` rows (default 65 536) is split into `lists`
-   * lists (default ~n / 512, 16..16 384) by k-means over its codes, so that a search reads only the
+   * lists (default ~n / 256 up to 8 192 lists, then ~n / 512 up to 16 384) by k-means over its codes, so that a search reads only the
    * lists nearest its query; retrained (every row reassigned) after it grew `retrainGrowth`-fold
    * (default 4), in the background (see `training`). `trainAt: Infinity` keeps every partition flat.
    */
@@ -191,4 +197,6 @@ export interface VectorIndex {
   readonly size: number;
   /** Bytes held: the WebAssembly memory plus the JS-side tables. */
   readonly memoryBytes: number;
+  /** Bytes in use: memoryBytes less the WebAssembly memory's free blocks (kept for later adds). */
+  readonly liveBytes: number;
 }

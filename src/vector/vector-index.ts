@@ -30,7 +30,7 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
   private readonly searcher: Searcher;
 
   constructor(opts: VectorIndexOptions) {
-    const layout = makeLayout(opts.dim, opts.refineBits ?? 2);
+    const layout = makeLayout(opts.dim, opts.refineBits ?? 2, opts.chunkRows);
     this.dim = opts.dim;
     this.arena = new Arena([layout.sideBlockBytes, layout.scanBlockBytes]);
     const kernels = instantiateKernels(layout, this.arena.memory);
@@ -59,6 +59,10 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
 
   get memoryBytes(): number {
     return this.arena.byteLength + this.rows.jsBytes + this.searcher.jsBytes;
+  }
+
+  get liveBytes(): number {
+    return this.arena.usedBytes + this.rows.jsBytes + this.searcher.jsBytes;
   }
 
   /** Memory accounting for benches: arena bytes in use and allocated, JS-side bytes, and rows.breakdown. */

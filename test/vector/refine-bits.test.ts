@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { generateDataset, generateQueries } from "../../bench/lib/synthetic.ts";
 import { Arena } from "../../src/vector/arena.ts";
 import { Encoder } from "../../src/vector/encode.ts";
-import { CHUNK_ROWS, makeLayout } from "../../src/vector/layout.ts";
+import { makeLayout } from "../../src/vector/layout.ts";
 import { Rotation } from "../../src/vector/rotation.ts";
 import { VectorIndexImpl } from "../../src/vector/vector-index.ts";
 import { createMemoryVectorSource } from "../../src/vector/index.ts";
@@ -29,13 +29,13 @@ function pearson(x: number[], y: number[]): number {
   return sxy / Math.sqrt(sxx * syy);
 }
 
-describe.each([2, 4] as const)("codes, refineBits %i", (bits) => {
-  const L = makeLayout(dim, bits);
+describe.each([[2, 128], [4, 128], [2, 32]] as const)("codes, refineBits %i, %i rows a chunk", (bits, chunkRows) => {
+  const L = makeLayout(dim, bits, chunkRows);
   const a = new Arena([L.sideBlockBytes, L.scanBlockBytes]);
   const K = instantiateKernels(L, a.memory);
   const rot = new Rotation(L.dim, L.padDim, 3);
   const enc = new Encoder(L, rot);
-  const nChunks = 2, rows = nChunks * CHUNK_ROWS;
+  const nChunks = 2, rows = nChunks * L.chunkRows, sh = L.chunkShift, rm = L.chunkRows - 1;
   const scan = Array.from({ length: nChunks }, () => a.allocBlock(L.scanBlockBytes));
   const side = Array.from({ length: nChunks }, () => a.allocBlock(L.sideBlockBytes));
   const scratch = a.allocRun(1 << 16).off;
@@ -43,7 +43,7 @@ describe.each([2, 4] as const)("codes, refineBits %i", (bits) => {
   const center = new Float32Array(dim);
   for (let i = 0; i < 1000; i++) for (let j = 0; j < dim; j++) center[j] += ds.vectors[i * dim + j] / 1000;
   enc.setCenter(center);
-  for (let s = 0; s < rows; s++) enc.encodeRow(row(ds, s * 37), a.views(), scan[s >> 7], side[s >> 7], s & 127);
+  for (let s = 0; s < rows; s++) enc.encodeRow(row(ds, s * 37), a.views(), scan[s >> sh], side[s >> sh], s & rm);
   /** The exact rotated, centred vector of row s. */
   const exact = (s: number) => {
     const x = row(ds, s * 37);
@@ -60,13 +60,13 @@ describe.each([2, 4] as const)("codes, refineBits %i", (bits) => {
     const nib = scratch;
     let cosSum = 0;
     for (let s = 0; s < rows; s++) {
-      enc.nibblesOf(a.views().u8, scan[s >> 7], side[s >> 7], s & 127, nib);
+      enc.nibblesOf(a.views().u8, scan[s >> sh], side[s >> sh], s & rm, nib);
       const r = exact(s);
       let dot = 0, nn = 0, rr = 0, signMismatch = 0;
       for (let j = 0; j < L.padDim; j++) {
         const g = j >> 5, i = j & 31, byte = a.u8[nib + g * 16 + (i & 15)];
         const u = i < 16 ? byte & 15 : byte >> 4;
-        const signBit = (a.u8[scan[s >> 7] + L.offCodes + (s & 127) * L.codeBytes + (j >> 3)] >> (j & 7)) & 1;
+        const signBit = (a.u8[scan[s >> sh] + L.offCodes + (s & rm) * L.codeBytes + (j >> 3)] >> (j & 7)) & 1;
         if ((u >= 8 ? 1 : 0) !== signBit && r[j] !== 0) signMismatch++;
         dot += (u - 7.5) * r[j];
         nn += (u - 7.5) ** 2;
@@ -112,12 +112,12 @@ describe.each([2, 4] as const)("codes, refineBits %i", (bits) => {
   });
 
   it("encoding is deterministic", () => {
-    const L2 = makeLayout(dim, bits);
+    const L2 = makeLayout(dim, bits, chunkRows);
     const a2 = new Arena([L2.sideBlockBytes, L2.scanBlockBytes]);
     const e2 = new Encoder(L2, new Rotation(L2.dim, L2.padDim, 3));
     e2.setCenter(center);
     const sc = a2.allocBlock(L2.scanBlockBytes), sd = a2.allocBlock(L2.sideBlockBytes);
-    for (let s = 0; s < CHUNK_ROWS; s++) e2.encodeRow(row(ds, s * 37), a2.views(), sc, sd, s);
+    for (let s = 0; s < L.chunkRows; s++) e2.encodeRow(row(ds, s * 37), a2.views(), sc, sd, s);
     expect(Buffer.compare(a2.u8.subarray(sc, sc + L.scanBlockBytes), a.views().u8.subarray(scan[0], scan[0] + L.scanBlockBytes))).toBe(0);
     expect(Buffer.compare(a2.u8.subarray(sd, sd + L.sideBlockBytes), a.u8.subarray(side[0], side[0] + L.sideBlockBytes))).toBe(0);
   });

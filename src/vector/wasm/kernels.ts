@@ -4,9 +4,9 @@
  * unrolled). All pointers are byte offsets into the one imported memory.
  *
  * Chunk tables are i32 arrays of block offsets indexed by chunk number; a row's slot is
- * chunk * CHUNK_ROWS + row. Per-query arrays (mask, dist) are indexed by slot.
+ * chunk * L.chunkRows + row (chunkRows 32, 64 or 128, a constant of the module). Per-query arrays (mask, dist) are indexed by slot.
  */
-import { CHUNK_ROWS, CHUNK_SHIFT, type Layout } from "../layout.ts";
+import type { Layout } from "../layout.ts";
 import { assemble, Fn, Op, Simd } from "./asm.ts";
 import { dots4, refine, refine2 } from "./refine-kernels.ts";
 
@@ -84,17 +84,17 @@ function scan(L: Layout, v: ScanVariant): Fn {
   f.block().loop();
   f.get(nChunks).op(Op.i32_eqz).brIf(1);
   f.get(codeTable).get(c).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).tee(base).i32(L.offCodes).op(Op.i32_add).set(codes);
-  if (v.masked) f.get(mask).get(c).i32(CHUNK_SHIFT + 1).op(Op.i32_shl).op(Op.i32_add).set(mp);
-  if (v.writeDist) f.get(dist).get(c).i32(CHUNK_SHIFT + 1).op(Op.i32_shl).op(Op.i32_add).set(dp);
+  if (v.masked) f.get(mask).get(c).i32(L.chunkShift + 1).op(Op.i32_shl).op(Op.i32_add).set(mp);
+  if (v.writeDist) f.get(dist).get(c).i32(L.chunkShift + 1).op(Op.i32_shl).op(Op.i32_add).set(dp);
   if (v.candidates) {
     // slots of the group's four rows, and where this chunk's candidates start
-    f.get(c).i32(CHUNK_SHIFT).op(Op.i32_shl).simd(Simd.i32x4_splat).v128const([0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]).simd(Simd.i32x4_add).set(slotv);
+    f.get(c).i32(L.chunkShift).op(Op.i32_shl).simd(Simd.i32x4_splat).v128const([0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]).simd(Simd.i32x4_add).set(slotv);
     f.get(count).set(i);
   }
   f.i32(0).set(row);
 
   f.block().loop();
-  f.get(row).i32(CHUNK_ROWS).op(Op.i32_ge_u).brIf(1);
+  f.get(row).i32(L.chunkRows).op(Op.i32_ge_u).brIf(1);
   for (let r = 0; r < 4; r++) {
     for (let w = 0; w < W; w++) {
       f.get(codes).vmem(Simd.v128_load, r * L.codeBytes + 16 * w).get(qw[w]).simd(Simd.v128_xor).simd(Simd.i8x16_popcnt);
@@ -135,7 +135,7 @@ function scan(L: Layout, v: ScanVariant): Fn {
     f.get(count).get(cap).get(count).get(cap).op(Op.i32_lt_u).op(Op.select).set(end);
     f.block().loop();
     f.get(i).get(end).op(Op.i32_ge_u).brIf(1);
-    f.get(outSlots).get(i).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).i32(CHUNK_ROWS - 1).op(Op.i32_and).set(slot);
+    f.get(outSlots).get(i).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).i32(L.chunkRows - 1).op(Op.i32_and).set(slot);
     f.get(slot).i32(L.codeBytes).op(Op.i32_mul).get(base).op(Op.i32_add).i32(L.offCodes).op(Op.i32_add).set(tmp);
     for (let k = 0; k < 4; k++) {
       for (let w = 0; w < W; w++) {
@@ -214,11 +214,12 @@ function collect(): Fn {
 
 /**
  * The walk both mask builders make: for each of nChunks chunks (sideTable gives the chunk's block
- * `base`), r = 0, step, 2·step … below CHUNK_ROWS, `body` writes the u16 mask of rows r … r+step−1
+ * `base`), r = 0, step, 2·step … below L.chunkRows, `body` writes the u16 mask of rows r … r+step−1
  * at `mask`, which then moves on by step entries. Emits the same instructions wherever it is used.
  */
 function eachChunkRows(
   f: Fn,
+  L: Layout,
   locals: { sideTable: number; nChunks: number; mask: number; base: number; r: number },
   step: number,
   body: () => void,
@@ -229,7 +230,7 @@ function eachChunkRows(
   f.get(sideTable).mem(Op.i32_load, 0, 2).set(base);
   f.i32(0).set(r);
   f.block().loop();
-  f.get(r).i32(CHUNK_ROWS).op(Op.i32_ge_u).brIf(1);
+  f.get(r).i32(L.chunkRows).op(Op.i32_ge_u).brIf(1);
   body();
   f.get(mask).i32(2 * step).op(Op.i32_add).set(mask);
   f.get(r).i32(step).op(Op.i32_add).set(r);
@@ -248,7 +249,7 @@ function buildMask(L: Layout): Fn {
   const f = new Fn("buildMask", ["i32", "i32", "i32", "i32", "i32", "i32"], []);
   const [sideTable, nChunks, tA, tB, flags, mask] = [0, 1, 2, 3, 4, 5];
   const base = f.local("i32"), r = f.local("i32"), m = f.local("i32");
-  eachChunkRows(f, { sideTable, nChunks, mask, base, r }, 1, () => {
+  eachChunkRows(f, L, { sideTable, nChunks, mask, base, r }, 1, () => {
     f.i32(0).set(m);
     f.get(flags).i32(1).op(Op.i32_and).if();
     f.get(tA).get(base).get(r).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, L.offGroupA, 2);
@@ -290,7 +291,7 @@ function buildMaskIds(L: Layout): Fn {
     f.br(0).end().end();
     f.end();
   };
-  eachChunkRows(f, { sideTable, nChunks, mask, base, r }, 4, () => {
+  eachChunkRows(f, L, { sideTable, nChunks, mask, base, r }, 4, () => {
     matchAny(L.offGroupA, idsA, nA, ok);
     matchAny(L.offGroupB, idsB, nB, okB);
     // mask[4 rows] = ~(okA & okB) narrowed to u16 (−1 → 0xFFFF)

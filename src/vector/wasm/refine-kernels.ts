@@ -4,7 +4,7 @@
  * scan kept, and dots4, the same 4-bit inner loop used to assign a row to its inverted list.
  * Written with the assembler in ./asm.ts and specialised for one chunk layout, like kernels.ts.
  */
-import { CHUNK_ROWS, CHUNK_SHIFT, type Layout } from "../layout.ts";
+import type { Layout } from "../layout.ts";
 import { Fn, Op, Simd } from "./asm.ts";
 
 /**
@@ -49,8 +49,8 @@ export function refine(L: Layout): Fn {
   f.block().loop();
   f.get(n).op(Op.i32_eqz).brIf(1);
   f.get(slots).mem(Op.i32_load, 0, 2).set(slot);
-  f.get(sideTable).get(slot).i32(CHUNK_SHIFT).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).set(base);
-  f.get(slot).i32(CHUNK_ROWS - 1).op(Op.i32_and).set(row);
+  f.get(sideTable).get(slot).i32(L.chunkShift).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).set(base);
+  f.get(slot).i32(L.chunkRows - 1).op(Op.i32_and).set(row);
   f.get(base).get(row).i32(L.refineBytes).op(Op.i32_mul).op(Op.i32_add).i32(L.offRefine).op(Op.i32_add).set(rp);
   f.get(out);
   dot4(f, L, rp, q16, nib);
@@ -89,10 +89,10 @@ export function refine2(L: Layout): Fn {
   f.block().loop();
   f.get(n).op(Op.i32_eqz).brIf(1);
   f.get(slots).mem(Op.i32_load, 0, 2).set(slot);
-  f.get(slot).i32(CHUNK_ROWS - 1).op(Op.i32_and).set(row);
-  f.get(codeTable).get(slot).i32(CHUNK_SHIFT).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2);
+  f.get(slot).i32(L.chunkRows - 1).op(Op.i32_and).set(row);
+  f.get(codeTable).get(slot).i32(L.chunkShift).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2);
   f.get(row).i32(L.codeBytes).op(Op.i32_mul).op(Op.i32_add).i32(L.offCodes).op(Op.i32_add).set(sp);
-  f.get(sideTable).get(slot).i32(CHUNK_SHIFT).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).set(base);
+  f.get(sideTable).get(slot).i32(L.chunkShift).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).set(base);
   f.get(base).get(row).i32(L.refineBytes).op(Op.i32_mul).op(Op.i32_add).i32(L.offRefine).op(Op.i32_add).set(ep);
   f.i32(0).simd(Simd.i32x4_splat).tee(accS).set(accE);
   for (let w = 0; w < W; w++) {
