@@ -9,6 +9,7 @@
  * layout.ts copyRow, beside the column list it mirrors).
  */
 import type { Arena } from "./arena.ts";
+import { partitionLiveBytes, relocatePartition } from "./compact.ts";
 import type { Encoder } from "./encode.ts";
 import { IdMap } from "./id-map.ts";
 import { CHUNK_ROWS, CHUNK_SHIFT, copyRow, type Layout } from "./layout.ts";
@@ -43,13 +44,18 @@ export class RowStore {
   /** Rows kept (normalised) until the centre is learned, then re-encoded and dropped. */
   private centerSample: Map<number, Float32Array> | null = null;
   /** Retrains under way (step generators, see retrain), run a slice per event-loop turn. */
-  readonly retrains = new Retrainer<Partition>(() => this.mutations++);
+  readonly retrains = new Retrainer<Partition>(() => {
+    this.mutations++;
+    if (this.retrains.stats.pending === 0) this.onRetrainsIdle?.();
+  });
+  /** Called once no retrain is under way any more (the index then considers compacting). */
+  onRetrainsIdle: (() => void) | null = null;
 
   /** One chunk's scan + side blocks where rows of a trained partition are encoded before their list is known. */
-  private readonly stageScan: number;
-  private readonly stageSide: number;
+  private stageScan: number;
+  private stageSide: number;
   /** One row's codes as 4-bit nibbles (list assignment and scoring read rows that way; lists.ts). */
-  private readonly nibbleAt: number;
+  private nibbleAt: number;
 
   constructor(
     readonly layout: Layout,
@@ -105,6 +111,31 @@ export class RowStore {
       rows: this.size, chunks, stashBlocks: stash,
       scanBytes: chunks * L.scanBlockBytes, sideBytes: chunks * L.sideBlockBytes,
       idMapBytes: this.ids.byteLength, rowIdBytes,
+    };
+  }
+
+  /** Arena bytes that compaction keeps: the staging blocks, the nibble scratch, every partition's live blocks and centroids. */
+  get liveArenaBytes(): number {
+    const L = this.layout;
+    let bytes = L.scanBlockBytes + L.sideBlockBytes + Math.ceil(L.nibbleBytes / 65536) * 65536;
+    for (const p of this.partitions.values()) bytes += partitionLiveBytes(L, p);
+    return bytes;
+  }
+
+  /**
+   * Compaction (compact.ts): copies everything live into `fresh` and returns the step that points
+   * this store at it (run it together with the arena's `adopt`; no retrain may be under way).
+   */
+  relocateInto(fresh: Arena): () => void {
+    const L = this.layout;
+    const stageScan = fresh.allocBlock(L.scanBlockBytes), stageSide = fresh.allocBlock(L.sideBlockBytes);
+    const nibbleAt = fresh.allocRun(L.nibbleBytes).off;
+    const steps = [...this.partitions.values()].map((p) => relocatePartition(L, this.arena, fresh, p));
+    return () => {
+      this.stageScan = stageScan;
+      this.stageSide = stageSide;
+      this.nibbleAt = nibbleAt;
+      for (const step of steps) step();
     };
   }
 

@@ -3,14 +3,15 @@
  * per-partition chunks (rows.ts), searches in stages (search.ts).
  */
 import { Arena } from "./arena.ts";
+import { COMPACT_FREE_SHARE, COMPACT_HEADROOM, COMPACT_MIN_FREE_BYTES, emptyCompactionStats, type CompactionStats } from "./compact.ts";
 import { Encoder } from "./encode.ts";
 import { makeLayout } from "./layout.ts";
 import { Rotation } from "./rotation.ts";
 import { RowStore } from "./rows.ts";
 import type { TrainingStats } from "./retrain.ts";
 import { Searcher } from "./search.ts";
-import type { SearchOptions, SearchResult, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
-import { instantiateKernels } from "./wasm/kernels.ts";
+import type { CompactionResult, SearchOptions, SearchResult, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
+import { compileKernels, instantiateKernels, type Kernels } from "./wasm/kernels.ts";
 
 /**
  * Rows rescored with the 2-bit layout: its middle-pass estimate is coarser than the 4-bit one, so
@@ -23,17 +24,29 @@ import { instantiateKernels } from "./wasm/kernels.ts";
 const RESCORE_MIN_2BIT = 128;
 const RESCORE_SHARE_2BIT = 1 / 16;
 
-export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
+export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"> {
   readonly dim: number;
   private readonly arena: Arena;
   private readonly rows: RowStore;
   private readonly searcher: Searcher;
+  /** The compiled kernels, instantiated again on each compaction's new memory. */
+  private readonly kernelModule: WebAssembly.Module;
+  /**
+   * The kernel functions every part calls through: one object whose functions a compaction
+   * replaces with those of an instance on the new memory (so nothing holding it needs telling).
+   */
+  private readonly kernels: Kernels;
+  private readonly compactFreeShare: number;
+  private readonly compactStats = emptyCompactionStats();
 
   constructor(opts: VectorIndexOptions) {
     const layout = makeLayout(opts.dim, opts.refineBits ?? 2);
     this.dim = opts.dim;
     this.arena = new Arena([layout.sideBlockBytes, layout.scanBlockBytes]);
-    const kernels = instantiateKernels(layout, this.arena.memory);
+    this.kernelModule = compileKernels(layout);
+    const kernels = (this.kernels = { ...instantiateKernels(layout, this.arena.memory, this.kernelModule) });
+    if (opts.compactFreeShare !== undefined && !(opts.compactFreeShare > 0)) throw new RangeError(`compactFreeShare must be > 0, got ${opts.compactFreeShare}`);
+    this.compactFreeShare = opts.compactFreeShare ?? COMPACT_FREE_SHARE;
     const encoder = new Encoder(layout, new Rotation(layout.dim, layout.padDim, opts.seed));
     const policy = {
       lists: Math.max(0, Math.floor(opts.lists ?? 0)),
@@ -47,6 +60,64 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
     const rescoreMin = Math.max(1, Math.floor(opts.rescoreMin ?? (two ? RESCORE_MIN_2BIT : 64)));
     const rescoreShare = opts.rescoreMin !== undefined || !two ? 0 : RESCORE_SHARE_2BIT;
     this.searcher = new Searcher(this.rows, this.arena, kernels, encoder, opts.source, exactBelow, rescoreMin, rescoreShare);
+    this.rows.onRetrainsIdle = () => this.maybeCompact();
+  }
+
+  /** Compactions so far (src/vector/compact.ts). */
+  get compactions(): CompactionStats {
+    return { ...this.compactStats };
+  }
+
+  /** Bytes of WebAssembly memory not holding live data (a compaction gives them back, less its headroom). */
+  private get freeBytes(): number {
+    return this.arena.byteLength - this.rows.liveArenaBytes - this.searcher.scratchBytes;
+  }
+
+  /** Compacts when over compactFreeShare of the memory is free (after retrains and removes). Never throws. */
+  private maybeCompact(): void {
+    const free = this.freeBytes;
+    if (free < COMPACT_MIN_FREE_BYTES || free <= this.compactFreeShare * this.arena.byteLength) return;
+    this.compact();
+  }
+
+  /**
+   * Moves the live blocks into a fresh WebAssembly memory sized to them plus 1/32 and drops the old
+   * one (compact.ts), synchronously. Skipped (null) while a retrain is under way, and (nothing
+   * done) when the fresh memory would not be smaller. A failure (the new memory cannot be had)
+   * leaves the index as it was and is counted in `compactions.errors`.
+   */
+  compact(): CompactionResult | null {
+    if (this.rows.retrains.stats.pending > 0) return null;
+    const t0 = performance.now();
+    const bytesBefore = this.arena.byteLength;
+    const live = this.rows.liveArenaBytes + this.searcher.scratchBytes;
+    // + a few pages for the arena's first bytes and run rounding, then the headroom.
+    const want = live + 4 * 65536 + Math.ceil(live * COMPACT_HEADROOM);
+    if (want >= bytesBefore) return { bytesBefore, bytesAfter: bytesBefore, ms: 0 };
+    try {
+      const fresh = new Arena(this.arena.blockSizes, want);
+      const switchRows = this.rows.relocateInto(fresh);
+      const switchScratch = this.searcher.relocateInto(fresh);
+      const kernels = instantiateKernels(this.rows.layout, fresh.memory, this.kernelModule);
+      const peak = bytesBefore + fresh.byteLength;
+      // The switch: plain assignments from here on, nothing can fail half-way.
+      switchRows();
+      switchScratch();
+      this.arena.adopt(fresh);
+      Object.assign(this.kernels, kernels);
+      const ms = performance.now() - t0, bytesAfter = this.arena.byteLength;
+      const st = this.compactStats;
+      st.count++;
+      st.bytesGivenBack += Math.max(0, bytesBefore - bytesAfter);
+      st.lastMs = ms;
+      st.maxMs = Math.max(st.maxMs, ms);
+      st.peakBytes = Math.max(st.peakBytes, peak);
+      return { bytesBefore, bytesAfter, ms };
+    } catch (e) {
+      this.compactStats.errors++;
+      this.compactStats.lastError = e instanceof Error ? e.message : String(e);
+      return { bytesBefore, bytesAfter: bytesBefore, ms: performance.now() - t0 };
+    }
   }
 
   get size(): number {
@@ -100,7 +171,9 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments"> {
   }
 
   remove(rowIds: Iterable<number>): number {
-    return this.rows.remove(rowIds);
+    const removed = this.rows.remove(rowIds);
+    if (removed > 0 && this.rows.retrains.stats.pending === 0) this.maybeCompact();
+    return removed;
   }
 
   search(query: Float32Array, opts: SearchOptions): SearchResult[] {
