@@ -161,7 +161,7 @@ export interface VectorIndexOptions {
   segmentBytes?: number;
   /**
    * A segment whose WebAssembly memory is more than this share free (and ≥ 1 MiB) after a retrain
-   * or a remove is compacted: its live blocks move to a fresh memory sized to them + 1/8 and the
+   * or a remove is compacted: its live blocks move to a fresh memory sized to them and the
    * old memory is dropped (src/vector/compact.ts). Default 0.25; Infinity: only on `compact()`.
    */
   compactFreeShare?: number;
@@ -191,7 +191,7 @@ export interface VectorIndex {
   whenTrained(): Promise<void>;
   /**
    * Gives free WebAssembly memory back now: every segment not being retrained moves its live
-   * blocks into a fresh memory sized to them (+ 1/8), synchronously. Automatic after retrains and
+   * blocks into a fresh memory sized to them, synchronously. Automatic after retrains and
    * removes that leave over `compactFreeShare` free; this is for tools, benches and tests.
    */
   compact(): CompactionResult;

@@ -3,7 +3,7 @@
  * per-partition chunks (rows.ts), searches in stages (search.ts).
  */
 import { Arena } from "./arena.ts";
-import { COMPACT_FREE_SHARE, COMPACT_HEADROOM, COMPACT_MIN_FREE_BYTES, emptyCompactionStats, type CompactionStats } from "./compact.ts";
+import { COMPACT_FREE_SHARE, COMPACT_MIN_FREE_BYTES, emptyCompactionStats, type CompactionStats } from "./compact.ts";
 import { Encoder } from "./encode.ts";
 import { makeLayout } from "./layout.ts";
 import { Rotation } from "./rotation.ts";
@@ -81,7 +81,7 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
   }
 
   /**
-   * Moves the live blocks into a fresh WebAssembly memory sized to them plus 1/32 and drops the old
+   * Moves the live blocks into a fresh WebAssembly memory sized to them and drops the old
    * one (compact.ts), synchronously. Skipped (null) while a retrain is under way, and (nothing
    * done) when the fresh memory would not be smaller. A failure (the new memory cannot be had)
    * leaves the index as it was and is counted in `compactions.errors`.
@@ -91,8 +91,8 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     const t0 = performance.now();
     const bytesBefore = this.arena.byteLength;
     const live = this.rows.liveArenaBytes + this.searcher.scratchBytes;
-    // + a few pages for the arena's first bytes and run rounding, then the headroom.
-    const want = live + 4 * 65536 + Math.ceil(live * COMPACT_HEADROOM);
+    // + a few pages for the arena's first bytes and run rounding (compact.ts: no headroom).
+    const want = live + 4 * 65536;
     if (want >= bytesBefore) return { bytesBefore, bytesAfter: bytesBefore, ms: 0 };
     try {
       const fresh = new Arena(this.arena.blockSizes, want);
