@@ -9,7 +9,7 @@
  * layout.ts copyRow, beside the column list it mirrors).
  */
 import type { Arena } from "./arena.ts";
-import { partitionLiveBytes, relocatePartition } from "./compact.ts";
+import { partitionLiveBytes } from "./compact.ts";
 import type { Encoder } from "./encode.ts";
 import { IdMap } from "./id-map.ts";
 import { CHUNK_ROWS, CHUNK_SHIFT, copyRow, type Layout } from "./layout.ts";
@@ -122,20 +122,28 @@ export class RowStore {
     return bytes;
   }
 
+  /** Partitions holding rows now (compaction walks them). */
+  get allPartitions(): Partition[] {
+    return [...this.partitions.values()];
+  }
+
+  /** Whether `p` is still a live partition of this store (a partition emptied is dropped). */
+  holds(p: Partition): boolean {
+    return this.partitions.get(p.name) === p;
+  }
+
   /**
-   * Compaction (compact.ts): copies everything live into `fresh` and returns the step that points
-   * this store at it (run it together with the arena's `adopt`; no retrain may be under way).
+   * Compaction (compact.ts): the staging blocks and nibble scratch in `fresh` (per-row scratch:
+   * nothing to copy), and the step that points this store at them.
    */
-  relocateInto(fresh: Arena): () => void {
+  relocateScratch(fresh: Arena): () => void {
     const L = this.layout;
     const stageScan = fresh.allocBlock(L.scanBlockBytes), stageSide = fresh.allocBlock(L.sideBlockBytes);
     const nibbleAt = fresh.allocRun(L.nibbleBytes).off;
-    const steps = [...this.partitions.values()].map((p) => relocatePartition(L, this.arena, fresh, p));
     return () => {
       this.stageScan = stageScan;
       this.stageSide = stageSide;
       this.nibbleAt = nibbleAt;
-      for (const step of steps) step();
     };
   }
 
@@ -290,6 +298,7 @@ export class RowStore {
     const nc = to >> CHUNK_SHIFT, nr = to & (CHUNK_ROWS - 1);
     const a = this.arena.views();
     copyRow(this.layout, this.arena.u8, p.scanBlocks[c], p.sideBlocks[c], r, p.scanBlocks[nc], p.sideBlocks[nc], nr);
+    p.dirty?.add(nc);
     const gA = a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r];
     dst.addA(gA, 1);
     l.addA(gA, -1);
@@ -301,6 +310,7 @@ export class RowStore {
     if (l.n <= (l.chunks.length - 1) * CHUNK_ROWS) {
       // The old list's emptied chunk goes straight back to the arena, for the new lists to take.
       const freed = l.chunks.pop()!;
+      p.dirty?.add(freed);
       this.arena.freeBlock(p.scanBlocks[freed], L.scanBlockBytes);
       this.arena.freeBlock(p.sideBlocks[freed], L.sideBlockBytes);
       p.scanBlocks[freed] = -1;
@@ -311,8 +321,14 @@ export class RowStore {
 
   /** A new chunk at the end of list `li`. */
   private appendChunk(p: Partition, li: number): void {
-    const blk = this.takeScanBlock(p.lists[li]), sideBlk = this.arena.allocBlock(this.layout.sideBlockBytes);
+    const L = this.layout;
+    const blk = this.takeScanBlock(p.lists[li]), sideBlk = this.arena.allocBlock(L.sideBlockBytes);
+    // The filter kernel (buildMask) looks every row of a chunk up in the group tables, the rows
+    // past the list's end too: their group ids must be small. A reused block may hold anything (a
+    // freed scratch run is cut into blocks), so the group columns start at 0.
+    this.arena.views().u8.fill(0, sideBlk + L.offGroupA, sideBlk + L.sideBlockBytes);
     const c = p.newChunk(li);
+    p.dirty?.add(c);
     p.scanBlocks[c] = blk;
     p.sideBlocks[c] = sideBlk;
   }
@@ -344,6 +360,7 @@ export class RowStore {
     if (slot !== last) {
       const lc = last >> CHUNK_SHIFT, c = slot >> CHUNK_SHIFT;
       copyRow(this.layout, this.arena.u8, p.scanBlocks[lc], p.sideBlocks[lc], last & (CHUNK_ROWS - 1), p.scanBlocks[c], p.sideBlocks[c], slot & (CHUNK_ROWS - 1));
+      p.dirty?.add(c);
       const movedId = p.rowIds[last];
       p.rowIds[slot] = movedId;
       this.ids.setSlotAt(this.ids.find(movedId), slot);
@@ -409,6 +426,7 @@ export class RowStore {
     a.i32[(side + L.offGroupA) / 4 + r] = gA;
     a.i32[(side + L.offGroupB) / 4 + r] = p.groupB.acquire(row.groupB);
     l.addA(gA, 1);
+    p.dirty?.add(c);
     p.setRowId(slot, row.rowId);
     l.n++;
     p.n++;
@@ -455,6 +473,7 @@ export class RowStore {
       const slot = this.ids.slotAt(b);
       const chunk = slot >> CHUNK_SHIFT;
       this.encoder.encodeRow(v, this.arena, p.scanBlocks[chunk], p.sideBlocks[chunk], slot & (CHUNK_ROWS - 1));
+      p.dirty?.add(chunk);
     }
   }
 
@@ -476,6 +495,7 @@ export class RowStore {
     p.n--;
     if (l.n <= (l.chunks.length - 1) * CHUNK_ROWS) {
       const freed = l.chunks.pop()!;
+      p.dirty?.add(freed);
       l.scanStash.push(p.scanBlocks[freed]);
       this.arena.freeBlock(p.sideBlocks[freed], L.sideBlockBytes);
       p.scanBlocks[freed] = -1;

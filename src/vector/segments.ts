@@ -90,9 +90,12 @@ export class SegmentedIndex implements VectorIndex {
     for (const s of this.segs) {
       const c = s.compactions;
       t.count += c.count;
+      t.pending += c.pending;
+      t.abandoned += c.abandoned;
       t.bytesGivenBack += c.bytesGivenBack;
       t.lastMs = c.count > 0 ? c.lastMs : t.lastMs;
       t.maxMs = Math.max(t.maxMs, c.maxMs);
+      t.maxSliceMs = Math.max(t.maxSliceMs, c.maxSliceMs);
       t.peakBytes = Math.max(t.peakBytes, c.peakBytes);
       t.errors += c.errors;
       t.lastError = c.lastError ?? t.lastError;

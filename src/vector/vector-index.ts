@@ -3,12 +3,12 @@
  * per-partition chunks (rows.ts), searches in stages (search.ts).
  */
 import { Arena } from "./arena.ts";
-import { COMPACT_FREE_SHARE, COMPACT_MIN_FREE_BYTES, emptyCompactionStats, type CompactionStats } from "./compact.ts";
+import { COMPACT_FREE_SHARE, COMPACT_MIN_FREE_BYTES, Compaction, emptyCompactionStats, type CompactionStats } from "./compact.ts";
 import { Encoder } from "./encode.ts";
 import { makeLayout } from "./layout.ts";
 import { Rotation } from "./rotation.ts";
 import { RowStore } from "./rows.ts";
-import type { TrainingStats } from "./retrain.ts";
+import { SLICE_MS, type TrainingStats } from "./retrain.ts";
 import { Searcher } from "./search.ts";
 import type { CompactionResult, SearchOptions, SearchResult, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
 import { compileKernels, instantiateKernels, type Kernels } from "./wasm/kernels.ts";
@@ -68,56 +68,143 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     return { ...this.compactStats };
   }
 
-  /** Bytes of WebAssembly memory not holding live data (a compaction gives them back, less its headroom). */
+  /** Bytes of WebAssembly memory not holding live data (a compaction gives them back). */
   private get freeBytes(): number {
     return this.arena.byteLength - this.rows.liveArenaBytes - this.searcher.scratchBytes;
   }
 
-  /** Compacts when over compactFreeShare of the memory is free (after retrains and removes). Never throws. */
+  /** Starts a compaction when over compactFreeShare of the memory is free (after retrains and removes). Never throws. */
   private maybeCompact(): void {
+    this.dropStaleCompaction();
+    if (this.compaction || this.rows.retrains.stats.pending > 0) return;
     const free = this.freeBytes;
     if (free < COMPACT_MIN_FREE_BYTES || free <= this.compactFreeShare * this.arena.byteLength) return;
-    this.compact();
+    if (this.startCompaction()) this.scheduleCompaction();
+  }
+
+  /** A compaction under way: the copy, when it began, its work so far and the memory it started from. */
+  private compaction: { run: Compaction; bytesBefore: number; workMs: number; retrainsAtStart: number } | null = null;
+  private compactionQueued = false;
+
+  /** Reserves the fresh memory and starts copying (compact.ts); false when it would not be smaller or cannot be had. */
+  private startCompaction(): boolean {
+    const t0 = performance.now();
+    const bytesBefore = this.arena.byteLength;
+    // + a few pages for the arena's first bytes and run rounding (compact.ts: no headroom).
+    const want = this.rows.liveArenaBytes + this.searcher.scratchBytes + 4 * 65536;
+    if (want >= bytesBefore) return false;
+    try {
+      const fresh = new Arena(this.arena.blockSizes, want);
+      const run = new Compaction(this.rows.layout, this.arena, fresh, this.rows.allPartitions);
+      this.compaction = { run, bytesBefore, workMs: 0, retrainsAtStart: this.rows.retrains.stats.retrains };
+      this.compactStats.pending = 1;
+      this.noteSlice(performance.now() - t0);
+      return true;
+    } catch (e) {
+      this.compactionFailed(e);
+      return false;
+    }
+  }
+
+  private scheduleCompaction(): void {
+    if (this.compactionQueued || !this.compaction) return;
+    this.compactionQueued = true;
+    setImmediate(() => {
+      this.compactionQueued = false;
+      this.compactionSlice();
+    });
+  }
+
+  /** One event-loop turn of copying (≤ SLICE_MS, as a retrain's slices); the switch once all is copied. */
+  private compactionSlice(): void {
+    if (this.dropStaleCompaction()) return;
+    const c = this.compaction;
+    if (!c) return;
+    const t0 = performance.now();
+    const done = c.run.step(t0 + SLICE_MS);
+    this.noteSlice(performance.now() - t0);
+    if (done) this.finishCompaction();
+    else this.scheduleCompaction();
   }
 
   /**
-   * Moves the live blocks into a fresh WebAssembly memory sized to them and drops the old
-   * one (compact.ts), synchronously. Skipped (null) while a retrain is under way, and (nothing
-   * done) when the fresh memory would not be smaller. A failure (the new memory cannot be had)
-   * leaves the index as it was and is counted in `compactions.errors`.
+   * Gives up a compaction during which a retrain began (even one that has ended since, as a
+   * `rebuild` does at once): a retrain holds offsets into the old memory, replaces centroids and
+   * moves every row. Tried again once retrains are idle (maybeCompact). True when one was dropped.
    */
-  compact(): CompactionResult | null {
-    if (this.rows.retrains.stats.pending > 0) return null;
+  private dropStaleCompaction(): boolean {
+    const c = this.compaction;
+    const t = this.rows.retrains.stats;
+    if (!c || (t.pending === 0 && t.retrains === c.retrainsAtStart)) return false;
+    c.run.release();
+    this.compaction = null;
+    this.compactStats.pending = 0;
+    this.compactStats.abandoned++;
+    return true;
+  }
+
+  private noteSlice(ms: number): void {
+    if (this.compaction) this.compaction.workMs += ms;
+    this.compactStats.maxSliceMs = Math.max(this.compactStats.maxSliceMs, ms);
+  }
+
+  /** Copies what is left and what changed, then switches to the fresh memory, synchronously. */
+  private finishCompaction(): CompactionResult | null {
+    if (this.dropStaleCompaction()) return null;
+    const c = this.compaction;
+    if (!c) return null;
     const t0 = performance.now();
-    const bytesBefore = this.arena.byteLength;
-    const live = this.rows.liveArenaBytes + this.searcher.scratchBytes;
-    // + a few pages for the arena's first bytes and run rounding (compact.ts: no headroom).
-    const want = live + 4 * 65536;
-    if (want >= bytesBefore) return { bytesBefore, bytesAfter: bytesBefore, ms: 0 };
+    this.compaction = null;
+    this.compactStats.pending = 0;
     try {
-      const fresh = new Arena(this.arena.blockSizes, want);
-      const switchRows = this.rows.relocateInto(fresh);
+      const fresh = c.run.fresh;
+      const switchRows = c.run.finish((p) => this.rows.holds(p), this.rows.allPartitions);
+      const switchStage = this.rows.relocateScratch(fresh);
       const switchScratch = this.searcher.relocateInto(fresh);
       const kernels = instantiateKernels(this.rows.layout, fresh.memory, this.kernelModule);
-      const peak = bytesBefore + fresh.byteLength;
+      const peak = this.arena.byteLength + fresh.byteLength;
       // The switch: plain assignments from here on, nothing can fail half-way.
       switchRows();
+      switchStage();
       switchScratch();
       this.arena.adopt(fresh);
       Object.assign(this.kernels, kernels);
-      const ms = performance.now() - t0, bytesAfter = this.arena.byteLength;
-      const st = this.compactStats;
+      const switchMs = performance.now() - t0, ms = c.workMs + switchMs;
+      const bytesAfter = this.arena.byteLength, st = this.compactStats;
       st.count++;
-      st.bytesGivenBack += Math.max(0, bytesBefore - bytesAfter);
+      st.bytesGivenBack += Math.max(0, c.bytesBefore - bytesAfter);
       st.lastMs = ms;
       st.maxMs = Math.max(st.maxMs, ms);
+      st.maxSliceMs = Math.max(st.maxSliceMs, switchMs);
       st.peakBytes = Math.max(st.peakBytes, peak);
-      return { bytesBefore, bytesAfter, ms };
+      return { bytesBefore: c.bytesBefore, bytesAfter, ms };
     } catch (e) {
-      this.compactStats.errors++;
-      this.compactStats.lastError = e instanceof Error ? e.message : String(e);
-      return { bytesBefore, bytesAfter: bytesBefore, ms: performance.now() - t0 };
+      c.run.release();
+      this.compactionFailed(e);
+      return { bytesBefore: c.bytesBefore, bytesAfter: this.arena.byteLength, ms: c.workMs + performance.now() - t0 };
     }
+  }
+
+  private compactionFailed(e: unknown): void {
+    this.compactStats.errors++;
+    this.compactStats.lastError = e instanceof Error ? e.message : String(e);
+  }
+
+  /**
+   * Moves the live blocks into a fresh WebAssembly memory sized to them and drops the old one
+   * (compact.ts), synchronously: a compaction under way is finished, else one is run whole.
+   * Skipped (null) while a retrain is under way; nothing done when the fresh memory would not be
+   * smaller. A failure (the new memory cannot be had) leaves the index as it was and is counted in
+   * `compactions.errors`.
+   */
+  compact(): CompactionResult | null {
+    this.dropStaleCompaction();
+    if (this.rows.retrains.stats.pending > 0) return null;
+    if (!this.compaction && !this.startCompaction()) {
+      const bytes = this.arena.byteLength;
+      return { bytesBefore: bytes, bytesAfter: bytes, ms: 0 };
+    }
+    return this.finishCompaction();
   }
 
   get size(): number {
@@ -148,14 +235,25 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
   rebuild(partition: string): void {
     const p = this.rows.partition(partition);
     if (p) this.rows.rebuild(p);
+    // Synchronous to the end, the compaction it may have started included.
+    this.settleCompaction();
   }
 
   get training(): TrainingStats {
     return { ...this.rows.retrains.stats };
   }
 
+  /** Runs background retrains, and then a compaction under way, to their end now. */
   flushTraining(): void {
     this.rows.retrains.flush();
+    this.settleCompaction();
+  }
+
+  /** With no retrain under way: a compaction that is due (or under way) runs to its end now. */
+  private settleCompaction(): void {
+    if (this.rows.retrains.stats.pending > 0) return;
+    this.maybeCompact();
+    this.finishCompaction();
   }
 
   whenTrained(): Promise<void> {
