@@ -19,10 +19,12 @@
  * rescored from a plain SQLite table as in bench/vector-bench.ts (the app's path).
  * `--compact=1` (issue 14, compaction): the index is built with automatic compaction off
  * (compactFreeShare: Infinity, the memory behaviour before compaction existed), measured after the
- * adds and rebuild, then `compact()`ed and measured again: its ms, the WebAssembly memory's bytes
- * a row before / after, RssAnon before, right after, after the queries below (no forced GC) and
- * after a forced GC, the peak RSS during it (VmHWM, reset through /proc/self/clear_refs), and
- * whether 50 text (flat) + 50 image (probe 0.02) queries answer the same before and after.
+ * adds and rebuild, then compacted as the automatic one runs — copying between event-loop turns,
+ * one image query (probe 0.02) served per turn meanwhile — and measured again: its work ms, wall
+ * ms, turns and longest turn, the WebAssembly memory's bytes a row before / after, RssAnon
+ * before, right after, after 100 queries (no forced GC) and after a forced GC, the peak RSS during
+ * it (VmHWM, reset through /proc/self/clear_refs), and whether 50 text (flat) + 50 image (probe
+ * 0.02) queries answer the same before and after.
  * Without it, compaction runs by itself (after retrains) and the build line shows how often. The 1-minute
  * load average is recorded beside every figure. Table to stdout, JSON to bench/results/vector-ram.json.
  */
@@ -130,12 +132,11 @@ function build(set: string, ds: Dataset, bits: 2 | 4, source: VectorSource): Vec
   b.compactions = { count: c.count, maxMs: Math.round(c.maxMs * 10) / 10, peakMB: mb(c.peakBytes) };
   builds.push(b);
   log(`${set} n=${ds.n} refineBits ${bits}: build ${b.buildS} s + rebuild ${b.rebuildS} s, ${b.bytesPerRow} B/row live (arena ${b.arenaBytesPerRow}), RSS +${b.rssDeltaMB} MB, ${JSON.stringify(b.parts)}, compactions ${JSON.stringify(b.compactions)}`);
-  if (COMPACT) b.compact = measureCompaction(index, ds, rss0);
   return index;
 }
 
 /** --compact=1: compacts the index once and measures what it gave back, what it cost and whether answers changed. */
-function measureCompaction(index: VectorIndexImpl, ds: Dataset, rss0: number): Record<string, number | string | boolean> {
+async function measureCompaction(index: VectorIndexImpl, ds: Dataset): Promise<Record<string, number | string | boolean>> {
   const nq = Math.min(NQ, 50);
   const text = generateQueries(ds, nq, "text", 11), image = generateQueries(ds, nq, "image", 11);
   const ask = () => {
@@ -155,7 +156,20 @@ function measureCompaction(index: VectorIndexImpl, ds: Dataset, rss0: number): R
   } catch {
     hwmReset = false;
   }
-  const r = index.compact()!;
+  const t = performance.now();
+  if (!index.compactInBackground()) throw new Error("no compaction started");
+  let turns = 0, served = 0;
+  const during: number[] = [];
+  while (index.compactions.pending > 0) {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    turns++;
+    const qt = performance.now();
+    index.search(image.subarray((turns % nq) * DIM, (turns % nq + 1) * DIM), { partition: "acct", k: K, probe: 0.02 });
+    during.push(performance.now() - qt);
+    served++;
+  }
+  const wallMs = performance.now() - t;
+  const c = index.compactions;
   const peak = procStatus("VmHWM");
   const anonNoGc = procStatus("RssAnon");
   const after = ask();
@@ -164,13 +178,15 @@ function measureCompaction(index: VectorIndexImpl, ds: Dataset, rss0: number): R
   const anonGc = procStatus("RssAnon"), m1 = index.memoryStats;
   const same = before.every((ids, i) => ids.length === after[i].length && ids.every((id, j) => id === after[i][j]));
   const perRow = (x: number) => Math.round((x / ds.n) * 10) / 10;
+  during.sort((x, y) => x - y);
   const out = {
-    ms: Math.round(r.ms * 10) / 10, memoryMBBefore: mb(r.bytesBefore), memoryMBAfter: mb(r.bytesAfter),
+    workMs: Math.round(c.lastMs * 10) / 10, wallMs: Math.round(wallMs), turns, slices: c.slices, maxSliceMs: Math.round(c.maxSliceMs * 10) / 10,
+    queriesServedDuring: served, queryP50MsDuring: Math.round(pct(during, 50) * 100) / 100,
+    memoryMBBefore: mb(m0.arenaBytes), memoryMBAfter: mb(m1.arenaBytes),
     memoryBytesPerRowBefore: perRow(m0.arenaBytes), memoryBytesPerRowAfter: perRow(m1.arenaBytes),
     liveBytesPerRowBefore: perRow(m0.arenaUsed + m0.jsBytes), liveBytesPerRowAfter: perRow(m1.arenaUsed + m1.jsBytes),
     indexBytesPerRowBefore: perRow(m0.arenaBytes + m0.jsBytes), indexBytesPerRowAfter: perRow(m1.arenaBytes + m1.jsBytes),
     rssAnonMBBefore: mb(anon0), rssAnonMBAfterNoGc: mb(anonNoGc), rssAnonMBAfterQueries: mb(anonAfterQueries), rssAnonMBAfterGc: mb(anonGc),
-    rssDeltaMBAfterGc: mb(process.memoryUsage().rss - rss0),
     peakExtraMB: hwmReset ? mb(peak - rssBefore) : "n/a (clear_refs)", sameAnswers: same, queries: 2 * nq, load: load1(),
   };
   log(`compact(): ${JSON.stringify(out)}`);
@@ -211,7 +227,7 @@ function interleaved(set: string, n: number, kind: string, Q: Float32Array, trut
   });
 }
 
-function runSet(set: string, n: number, source: (ds: Dataset) => VectorSource, cleanup?: () => void): void {
+async function runSet(set: string, n: number, source: (ds: Dataset) => VectorSource, cleanup?: () => void): Promise<void> {
   const scanner = exactScanner(n, DIM);
   let t = performance.now();
   const ds = generateDataset({ n, dim: DIM, kind: "clustered", seed: 1, out: scanner.vectors });
@@ -220,6 +236,7 @@ function runSet(set: string, n: number, source: (ds: Dataset) => VectorSource, c
   log(`${set} n=${n}: generated + ground truth in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   const src = source(ds);
   const idx = new Map(BITS.map((b) => [b, build(set, ds, b, src)] as const));
+  if (COMPACT) for (const [bits, index] of idx) builds.find((b) => b.set === set && b.bits === bits)!.compact = await measureCompaction(index, ds);
   t = performance.now();
   const configs = (probe?: number) =>
     CONFIGS.map(({ bits, rescore: r }) => ({
@@ -237,13 +254,13 @@ const memorySource = (ds: Dataset): VectorSource => ({
 });
 
 const load0 = loadavg();
-if (N > 0) runSet("clustered, memory source", N, memorySource);
+if (N > 0) await runSet("clustered, memory source", N, memorySource);
 Bun.gc(true);
 if (SQLITE_N > 0) {
   const dir = mkdtempSync(join(tmpdir(), "vsearch-vector-ram-"));
   let db: Database | null = null;
   try {
-    runSet("clustered, SQLite source", SQLITE_N, (ds) => {
+    await runSet("clustered, SQLite source", SQLITE_N, (ds) => {
       db = new Database(join(dir, "vecs.db"));
       db.exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536; PRAGMA mmap_size=2147418112;");
       db.exec("CREATE TABLE vecs (id INTEGER PRIMARY KEY, e BLOB NOT NULL)");
@@ -279,10 +296,10 @@ for (const b of builds) {
   console.log(`${b.set} | ${b.n} | ${b.bits} | ${b.buildS} (+ ${b.rebuildS}) | ${b.bytesPerRow} (${b.arenaBytesPerRow}) | ${p.scanBlocks} + ${p.sideBlocks} + ${p.stash} + ${p.idMap} + ${p.rowIds} | ${b.rssDeltaMB} | ${b.load}`);
 }
 if (COMPACT) {
-  console.log("\nset | n | refineBits | compact ms | memory B/row before → after | index B/row (memory + JS) before → after | RssAnon MB before → after (no GC / after queries / GC) | peak extra MB | same answers | load");
+  console.log("\nset | n | refineBits | compaction work ms (wall, turns, longest turn ms) | image p50 ms during | memory B/row before → after | index B/row (memory + JS) before → after | RssAnon MB before → after (no GC / after queries / GC) | peak extra MB | same answers | load");
   for (const b of builds) {
     const c = b.compact!;
-    console.log(`${b.set} | ${b.n} | ${b.bits} | ${c.ms} | ${c.memoryBytesPerRowBefore} → ${c.memoryBytesPerRowAfter} | ${c.indexBytesPerRowBefore} → ${c.indexBytesPerRowAfter} | ${c.rssAnonMBBefore} → ${c.rssAnonMBAfterNoGc} / ${c.rssAnonMBAfterQueries} / ${c.rssAnonMBAfterGc} | ${c.peakExtraMB} | ${c.sameAnswers} (${c.queries}) | ${c.load}`);
+    console.log(`${b.set} | ${b.n} | ${b.bits} | ${c.workMs} (${c.wallMs}, ${c.turns}, ${c.maxSliceMs}) | ${c.queryP50MsDuring} | ${c.memoryBytesPerRowBefore} → ${c.memoryBytesPerRowAfter} | ${c.indexBytesPerRowBefore} → ${c.indexBytesPerRowAfter} | ${c.rssAnonMBBefore} → ${c.rssAnonMBAfterNoGc} / ${c.rssAnonMBAfterQueries} / ${c.rssAnonMBAfterGc} | ${c.peakExtraMB} | ${c.sameAnswers} (${c.queries}) | ${c.load}`);
   }
 }
 console.log("\nset | n | queries | refineBits | variant | p50 ms | p99 ms | recall@10 | rescored | load start–end");

@@ -42,7 +42,8 @@ export interface CompactionStats {
   /** Work of the last and the largest compaction (ms: its slices and the switch added up). */
   lastMs: number;
   maxMs: number;
-  /** Longest single step that held the event loop: a slice of copying, or the switch (ms). */
+  /** Event-loop turns spent compacting (slices of copying and switches), and the longest (ms). */
+  slices: number;
   maxSliceMs: number;
   /** Largest old + new memory held at once during a compaction (both exist until the switch). */
   peakBytes: number;
@@ -51,7 +52,7 @@ export interface CompactionStats {
 }
 
 export function emptyCompactionStats(): CompactionStats {
-  return { count: 0, pending: 0, abandoned: 0, bytesGivenBack: 0, lastMs: 0, maxMs: 0, maxSliceMs: 0, peakBytes: 0, errors: 0 };
+  return { count: 0, pending: 0, abandoned: 0, bytesGivenBack: 0, lastMs: 0, maxMs: 0, slices: 0, maxSliceMs: 0, peakBytes: 0, errors: 0 };
 }
 
 /** Arena bytes a partition's live data needs: its chunks' scan and side blocks and its centroid run. */

@@ -95,6 +95,7 @@ export class SegmentedIndex implements VectorIndex {
       t.bytesGivenBack += c.bytesGivenBack;
       t.lastMs = c.count > 0 ? c.lastMs : t.lastMs;
       t.maxMs = Math.max(t.maxMs, c.maxMs);
+      t.slices += c.slices;
       t.maxSliceMs = Math.max(t.maxSliceMs, c.maxSliceMs);
       t.peakBytes = Math.max(t.peakBytes, c.peakBytes);
       t.errors += c.errors;

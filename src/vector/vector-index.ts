@@ -144,6 +144,7 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
   }
 
   private noteSlice(ms: number): void {
+    this.compactStats.slices++;
     if (this.compaction) this.compaction.workMs += ms;
     this.compactStats.maxSliceMs = Math.max(this.compactStats.maxSliceMs, ms);
   }
@@ -175,6 +176,7 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
       st.bytesGivenBack += Math.max(0, c.bytesBefore - bytesAfter);
       st.lastMs = ms;
       st.maxMs = Math.max(st.maxMs, ms);
+      st.slices++;
       st.maxSliceMs = Math.max(st.maxSliceMs, switchMs);
       st.peakBytes = Math.max(st.peakBytes, peak);
       return { bytesBefore: c.bytesBefore, bytesAfter, ms };
@@ -188,6 +190,18 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
   private compactionFailed(e: unknown): void {
     this.compactStats.errors++;
     this.compactStats.lastError = e instanceof Error ? e.message : String(e);
+  }
+
+  /**
+   * Starts a compaction that copies between event-loop turns, as the automatic one does, whatever
+   * the free share (benches); false when none started (a retrain or a compaction under way, or
+   * nothing to give back). Watch `compactions.pending`.
+   */
+  compactInBackground(): boolean {
+    this.dropStaleCompaction();
+    if (this.compaction || this.rows.retrains.stats.pending > 0 || !this.startCompaction()) return false;
+    this.scheduleCompaction();
+    return true;
   }
 
   /**
