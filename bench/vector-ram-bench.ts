@@ -180,7 +180,7 @@ async function measureCompaction(index: VectorIndexImpl, ds: Dataset): Promise<R
   const perRow = (x: number) => Math.round((x / ds.n) * 10) / 10;
   during.sort((x, y) => x - y);
   const out = {
-    workMs: Math.round(c.lastMs * 10) / 10, wallMs: Math.round(wallMs), turns, slices: c.slices, maxSliceMs: Math.round(c.maxSliceMs * 10) / 10,
+    workMs: Math.round(c.lastMs * 10) / 10, cpuMs: Math.round(c.lastCpuMs * 10) / 10, maxSliceCpuMs: Math.round(c.maxSliceCpuMs * 10) / 10, wallMs: Math.round(wallMs), turns, slices: c.slices, maxSliceMs: Math.round(c.maxSliceMs * 10) / 10,
     queriesServedDuring: served, queryP50MsDuring: Math.round(pct(during, 50) * 100) / 100,
     memoryMBBefore: mb(m0.arenaBytes), memoryMBAfter: mb(m1.arenaBytes),
     memoryBytesPerRowBefore: perRow(m0.arenaBytes), memoryBytesPerRowAfter: perRow(m1.arenaBytes),
@@ -296,10 +296,10 @@ for (const b of builds) {
   console.log(`${b.set} | ${b.n} | ${b.bits} | ${b.buildS} (+ ${b.rebuildS}) | ${b.bytesPerRow} (${b.arenaBytesPerRow}) | ${p.scanBlocks} + ${p.sideBlocks} + ${p.stash} + ${p.idMap} + ${p.rowIds} | ${b.rssDeltaMB} | ${b.load}`);
 }
 if (COMPACT) {
-  console.log("\nset | n | refineBits | compaction work ms (wall, turns, longest turn ms) | image p50 ms during | memory B/row before → after | index B/row (memory + JS) before → after | RssAnon MB before → after (no GC / after queries / GC) | peak extra MB | same answers | load");
+  console.log("\nset | n | refineBits | compaction work ms, CPU ms (wall, turns, longest turn ms, its CPU ms) | image p50 ms during | memory B/row before → after | index B/row (memory + JS) before → after | RssAnon MB before → after (no GC / after queries / GC) | peak extra MB | same answers | load");
   for (const b of builds) {
     const c = b.compact!;
-    console.log(`${b.set} | ${b.n} | ${b.bits} | ${c.workMs} (${c.wallMs}, ${c.turns}, ${c.maxSliceMs}) | ${c.queryP50MsDuring} | ${c.memoryBytesPerRowBefore} → ${c.memoryBytesPerRowAfter} | ${c.indexBytesPerRowBefore} → ${c.indexBytesPerRowAfter} | ${c.rssAnonMBBefore} → ${c.rssAnonMBAfterNoGc} / ${c.rssAnonMBAfterQueries} / ${c.rssAnonMBAfterGc} | ${c.peakExtraMB} | ${c.sameAnswers} (${c.queries}) | ${c.load}`);
+    console.log(`${b.set} | ${b.n} | ${b.bits} | ${c.workMs}, ${c.cpuMs} (${c.wallMs}, ${c.turns}, ${c.maxSliceMs}, ${c.maxSliceCpuMs}) | ${c.queryP50MsDuring} | ${c.memoryBytesPerRowBefore} → ${c.memoryBytesPerRowAfter} | ${c.indexBytesPerRowBefore} → ${c.indexBytesPerRowAfter} | ${c.rssAnonMBBefore} → ${c.rssAnonMBAfterNoGc} / ${c.rssAnonMBAfterQueries} / ${c.rssAnonMBAfterGc} | ${c.peakExtraMB} | ${c.sameAnswers} (${c.queries}) | ${c.load}`);
   }
 }
 console.log("\nset | n | queries | refineBits | variant | p50 ms | p99 ms | recall@10 | rescored | load start–end");

@@ -39,12 +39,14 @@ export interface CompactionStats {
   abandoned: number;
   /** Bytes of WebAssembly memory given back in all (old memory − new memory, summed). */
   bytesGivenBack: number;
-  /** Work of the last and the largest compaction (ms: its slices and the switch added up). */
+  /** Work of the last and the largest compaction (wall ms of its slices and switch added up), and the last one's CPU ms. */
   lastMs: number;
   maxMs: number;
-  /** Event-loop turns spent compacting (slices of copying and switches), and the longest (ms). */
+  lastCpuMs: number;
+  /** Event-loop turns spent compacting (start, slices of copying, switches), the longest (wall ms), the most CPU one took. */
   slices: number;
   maxSliceMs: number;
+  maxSliceCpuMs: number;
   /** Largest old + new memory held at once during a compaction (both exist until the switch). */
   peakBytes: number;
   errors: number;
@@ -52,7 +54,7 @@ export interface CompactionStats {
 }
 
 export function emptyCompactionStats(): CompactionStats {
-  return { count: 0, pending: 0, abandoned: 0, bytesGivenBack: 0, lastMs: 0, maxMs: 0, slices: 0, maxSliceMs: 0, peakBytes: 0, errors: 0 };
+  return { count: 0, pending: 0, abandoned: 0, bytesGivenBack: 0, lastMs: 0, maxMs: 0, lastCpuMs: 0, slices: 0, maxSliceMs: 0, maxSliceCpuMs: 0, peakBytes: 0, errors: 0 };
 }
 
 /** Arena bytes a partition's live data needs: its chunks' scan and side blocks and its centroid run. */

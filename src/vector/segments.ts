@@ -94,9 +94,11 @@ export class SegmentedIndex implements VectorIndex {
       t.abandoned += c.abandoned;
       t.bytesGivenBack += c.bytesGivenBack;
       t.lastMs = c.count > 0 ? c.lastMs : t.lastMs;
+      t.lastCpuMs = c.count > 0 ? c.lastCpuMs : t.lastCpuMs;
       t.maxMs = Math.max(t.maxMs, c.maxMs);
       t.slices += c.slices;
       t.maxSliceMs = Math.max(t.maxSliceMs, c.maxSliceMs);
+      t.maxSliceCpuMs = Math.max(t.maxSliceCpuMs, c.maxSliceCpuMs);
       t.peakBytes = Math.max(t.peakBytes, c.peakBytes);
       t.errors += c.errors;
       t.lastError = c.lastError ?? t.lastError;

@@ -83,12 +83,12 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
   }
 
   /** A compaction under way: the copy, when it began, its work so far and the memory it started from. */
-  private compaction: { run: Compaction; bytesBefore: number; workMs: number; retrainsAtStart: number } | null = null;
+  private compaction: { run: Compaction; bytesBefore: number; workMs: number; cpuMs: number; retrainsAtStart: number } | null = null;
   private compactionQueued = false;
 
   /** Reserves the fresh memory and starts copying (compact.ts); false when it would not be smaller or cannot be had. */
   private startCompaction(): boolean {
-    const t0 = performance.now();
+    const t0 = performance.now(), c0 = process.cpuUsage();
     const bytesBefore = this.arena.byteLength;
     // + a few pages for the arena's first bytes and run rounding (compact.ts: no headroom).
     const want = this.rows.liveArenaBytes + this.searcher.scratchBytes + 4 * 65536;
@@ -96,9 +96,9 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     try {
       const fresh = new Arena(this.arena.blockSizes, want);
       const run = new Compaction(this.rows.layout, this.arena, fresh, this.rows.allPartitions);
-      this.compaction = { run, bytesBefore, workMs: 0, retrainsAtStart: this.rows.retrains.stats.retrains };
+      this.compaction = { run, bytesBefore, workMs: 0, cpuMs: 0, retrainsAtStart: this.rows.retrains.stats.retrains };
       this.compactStats.pending = 1;
-      this.noteSlice(performance.now() - t0);
+      this.noteSlice(t0, c0);
       return true;
     } catch (e) {
       this.compactionFailed(e);
@@ -120,9 +120,9 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     if (this.dropStaleCompaction()) return;
     const c = this.compaction;
     if (!c) return;
-    const t0 = performance.now();
+    const t0 = performance.now(), c0 = process.cpuUsage();
     const done = c.run.step(t0 + SLICE_MS);
-    this.noteSlice(performance.now() - t0);
+    this.noteSlice(t0, c0);
     if (done) this.finishCompaction();
     else this.scheduleCompaction();
   }
@@ -143,10 +143,17 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     return true;
   }
 
-  private noteSlice(ms: number): void {
-    this.compactStats.slices++;
-    if (this.compaction) this.compaction.workMs += ms;
-    this.compactStats.maxSliceMs = Math.max(this.compactStats.maxSliceMs, ms);
+  /** Accounts one turn of compaction work begun at (t0, c0): wall and CPU ms (on a loaded box the wall time includes other processes' turns). */
+  private noteSlice(t0: number, c0: NodeJS.CpuUsage, c = this.compaction): void {
+    const ms = performance.now() - t0, cpu = process.cpuUsage(c0), cpuMs = (cpu.user + cpu.system) / 1000;
+    const st = this.compactStats;
+    st.slices++;
+    if (c) {
+      c.workMs += ms;
+      c.cpuMs += cpuMs;
+    }
+    st.maxSliceMs = Math.max(st.maxSliceMs, ms);
+    st.maxSliceCpuMs = Math.max(st.maxSliceCpuMs, cpuMs);
   }
 
   /** Copies what is left and what changed, then switches to the fresh memory, synchronously. */
@@ -154,7 +161,7 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     if (this.dropStaleCompaction()) return null;
     const c = this.compaction;
     if (!c) return null;
-    const t0 = performance.now();
+    const t0 = performance.now(), c0 = process.cpuUsage();
     this.compaction = null;
     this.compactStats.pending = 0;
     try {
@@ -170,14 +177,14 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
       switchScratch();
       this.arena.adopt(fresh);
       Object.assign(this.kernels, kernels);
-      const switchMs = performance.now() - t0, ms = c.workMs + switchMs;
+      this.noteSlice(t0, c0, c);
+      const ms = c.workMs;
       const bytesAfter = this.arena.byteLength, st = this.compactStats;
       st.count++;
       st.bytesGivenBack += Math.max(0, c.bytesBefore - bytesAfter);
       st.lastMs = ms;
+      st.lastCpuMs = c.cpuMs;
       st.maxMs = Math.max(st.maxMs, ms);
-      st.slices++;
-      st.maxSliceMs = Math.max(st.maxSliceMs, switchMs);
       st.peakBytes = Math.max(st.peakBytes, peak);
       return { bytesBefore: c.bytesBefore, bytesAfter, ms };
     } catch (e) {
