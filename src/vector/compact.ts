@@ -19,11 +19,10 @@ import type { Arena } from "./arena.ts";
 import type { Layout } from "./layout.ts";
 import type { Partition } from "./partition.ts";
 
-/**
- * The fresh memory holds the live bytes and no headroom: the first add after a compaction grows it
- * (memory.grow by ≥ 1/8 of it, in place: 0.04 ms for 26 MB on 200 MB, measured), and pages
- * never touched cost no RSS, while the memory's byte length is what the index reports.
- */
+// The fresh memory holds the live bytes and no headroom: the first add after a compaction grows it
+// (memory.grow by ≥ 1/8 of it, in place: 0.04 ms for 26 MB on 200 MB, measured), pages never
+// touched cost no RSS, and the memory's byte length is what the index reports.
+
 /** Below this much free memory a segment is never compacted automatically (not worth a copy). */
 export const COMPACT_MIN_FREE_BYTES = 1 << 20;
 /** Default share of a segment's memory that must be free before it is compacted automatically. */
