@@ -3,7 +3,7 @@
  * by side (issue 14: "RAM beyond the exact vectors ≤ 200 B per vector"):
  *
  *   node_modules/.bin/bun bench/vector-ram-bench.ts [--n=1000000] [--queries=200] [--sqlite-n=100000]
- *                                                   [--configs=4,2,2:128,4:256] [--rebuild=1]
+ *                                                   [--configs=4,2,2:128,4:256] [--rebuild=1] [--compact=1]
  *
  * Both layouts (refineBits 4 = 4-bit codes repeating the sign, 268 B side block; 2 = sign from the
  * scan block + 1 extra bit, 76 B) are built over the same generated set in one process, and the
@@ -16,11 +16,20 @@
  * `bits[:rescore]` (rows rescored exactly; none = the layout's default rescoreMin). `--rebuild=1`
  * retrains the lists on all rows after the adds (as bench/vector-scale-bench.ts does: listsFor, n / 256
  * at 1 M; the adds alone leave the lists of the last growth retrain, n / 1 024 at 1 M), timed apart. Set 1: `--n` clustered rows rescored from memory; set 2: `--sqlite-n` rows
- * rescored from a plain SQLite table as in bench/vector-bench.ts (the app's path). The 1-minute
+ * rescored from a plain SQLite table as in bench/vector-bench.ts (the app's path).
+ * `--compact=1` (issue 14, compaction): the index is built with automatic compaction off
+ * (compactFreeShare: Infinity, the memory behaviour before compaction existed), measured after the
+ * adds and rebuild, then compacted as the automatic one runs — copying between event-loop turns,
+ * one image query (probe 0.02) served per turn meanwhile — and measured again: its work ms, wall
+ * ms, turns and longest turn, the WebAssembly memory's bytes a row before / after, RssAnon
+ * before, right after, after 100 queries (no forced GC) and after a forced GC, the peak RSS during
+ * it (VmHWM, reset through /proc/self/clear_refs), and whether 50 text (flat) + 50 image (probe
+ * 0.02) queries answer the same before and after.
+ * Without it, compaction runs by itself (after retrains) and the build line shows how often. The 1-minute
  * load average is recorded beside every figure. Table to stdout, JSON to bench/results/vector-ram.json.
  */
 import { Database } from "bun:sqlite";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SearchOptions, VectorSource } from "../src/vector/index.ts";
@@ -40,6 +49,14 @@ const CONFIGS = (argv.get("configs") ?? "4,2,2:128,4:256").split(",").map((c) =>
 });
 const BITS = [...new Set(CONFIGS.map((c) => c.bits))];
 const REBUILD = argv.get("rebuild") === "1";
+const COMPACT = argv.get("compact") === "1";
+
+/** A field of /proc/self/status in bytes (VmRSS, RssAnon, VmHWM). */
+function procStatus(field: string): number {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync("/proc/self/status", "utf8"));
+  return m ? Number(m[1]) * 1024 : NaN;
+}
+const mb = (b: number) => Math.round(b / 1e6);
 
 const t0 = performance.now();
 const load1 = () => Math.round(loadavg()[0] * 100) / 100;
@@ -57,6 +74,8 @@ interface Build {
   bytesPerRow: number;
   arenaBytesPerRow: number;
   parts: Record<string, number>;
+  compactions?: { count: number; maxMs: number; peakMB: number };
+  compact?: Record<string, number | string | boolean>;
 }
 interface QueryRow {
   set: string;
@@ -79,7 +98,7 @@ function build(set: string, ds: Dataset, bits: 2 | 4, source: VectorSource): Vec
   Bun.gc(true);
   const rss0 = process.memoryUsage().rss;
   const t = performance.now();
-  const index = new VectorIndexImpl({ dim: DIM, source, refineBits: bits });
+  const index = new VectorIndexImpl({ dim: DIM, source, refineBits: bits, ...(COMPACT ? { compactFreeShare: Infinity } : {}) });
   for (let i = 0; i < ds.n; i += 4096) {
     const batch = [];
     for (let j = i; j < Math.min(ds.n, i + 4096); j++) {
@@ -109,9 +128,69 @@ function build(set: string, ds: Dataset, bits: 2 | 4, source: VectorSource): Vec
       lists: index.listCount("acct"),
     },
   };
+  const c = index.compactions;
+  b.compactions = { count: c.count, maxMs: Math.round(c.maxMs * 10) / 10, peakMB: mb(c.peakBytes) };
   builds.push(b);
-  log(`${set} n=${ds.n} refineBits ${bits}: build ${b.buildS} s + rebuild ${b.rebuildS} s, ${b.bytesPerRow} B/row live (arena ${b.arenaBytesPerRow}), RSS +${b.rssDeltaMB} MB, ${JSON.stringify(b.parts)}`);
+  log(`${set} n=${ds.n} refineBits ${bits}: build ${b.buildS} s + rebuild ${b.rebuildS} s, ${b.bytesPerRow} B/row live (arena ${b.arenaBytesPerRow}), RSS +${b.rssDeltaMB} MB, ${JSON.stringify(b.parts)}, compactions ${JSON.stringify(b.compactions)}`);
   return index;
+}
+
+/** --compact=1: compacts the index once and measures what it gave back, what it cost and whether answers changed. */
+async function measureCompaction(index: VectorIndexImpl, ds: Dataset): Promise<Record<string, number | string | boolean>> {
+  const nq = Math.min(NQ, 50);
+  const text = generateQueries(ds, nq, "text", 11), image = generateQueries(ds, nq, "image", 11);
+  const ask = () => {
+    const out: number[][] = [];
+    for (let i = 0; i < nq; i++) {
+      out.push(index.search(text.subarray(i * DIM, (i + 1) * DIM), { partition: "acct", k: K }).map((r) => r.rowId));
+      out.push(index.search(image.subarray(i * DIM, (i + 1) * DIM), { partition: "acct", k: K, probe: 0.02 }).map((r) => r.rowId));
+    }
+    return out;
+  };
+  const before = ask();
+  Bun.gc(true);
+  const m0 = index.memoryStats, anon0 = procStatus("RssAnon"), rssBefore = procStatus("VmRSS");
+  let hwmReset = true;
+  try {
+    writeFileSync("/proc/self/clear_refs", "5"); // resets VmHWM to the current RSS
+  } catch {
+    hwmReset = false;
+  }
+  const t = performance.now();
+  if (!index.compactInBackground()) throw new Error("no compaction started");
+  let turns = 0, served = 0;
+  const during: number[] = [];
+  while (index.compactions.pending > 0) {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    turns++;
+    const qt = performance.now();
+    index.search(image.subarray((turns % nq) * DIM, (turns % nq + 1) * DIM), { partition: "acct", k: K, probe: 0.02 });
+    during.push(performance.now() - qt);
+    served++;
+  }
+  const wallMs = performance.now() - t;
+  const c = index.compactions;
+  const peak = procStatus("VmHWM");
+  const anonNoGc = procStatus("RssAnon");
+  const after = ask();
+  const anonAfterQueries = procStatus("RssAnon");
+  Bun.gc(true);
+  const anonGc = procStatus("RssAnon"), m1 = index.memoryStats;
+  const same = before.every((ids, i) => ids.length === after[i].length && ids.every((id, j) => id === after[i][j]));
+  const perRow = (x: number) => Math.round((x / ds.n) * 10) / 10;
+  during.sort((x, y) => x - y);
+  const out = {
+    workMs: Math.round(c.lastMs * 10) / 10, cpuMs: Math.round(c.lastCpuMs * 10) / 10, maxSliceCpuMs: Math.round(c.maxSliceCpuMs * 10) / 10, wallMs: Math.round(wallMs), turns, slices: c.slices, maxSliceMs: Math.round(c.maxSliceMs * 10) / 10,
+    queriesServedDuring: served, queryP50MsDuring: Math.round(pct(during, 50) * 100) / 100,
+    memoryMBBefore: mb(m0.arenaBytes), memoryMBAfter: mb(m1.arenaBytes),
+    memoryBytesPerRowBefore: perRow(m0.arenaBytes), memoryBytesPerRowAfter: perRow(m1.arenaBytes),
+    liveBytesPerRowBefore: perRow(m0.arenaUsed + m0.jsBytes), liveBytesPerRowAfter: perRow(m1.arenaUsed + m1.jsBytes),
+    indexBytesPerRowBefore: perRow(m0.arenaBytes + m0.jsBytes), indexBytesPerRowAfter: perRow(m1.arenaBytes + m1.jsBytes),
+    rssAnonMBBefore: mb(anon0), rssAnonMBAfterNoGc: mb(anonNoGc), rssAnonMBAfterQueries: mb(anonAfterQueries), rssAnonMBAfterGc: mb(anonGc),
+    peakExtraMB: hwmReset ? mb(peak - rssBefore) : "n/a (clear_refs)", sameAnswers: same, queries: 2 * nq, load: load1(),
+  };
+  log(`compact(): ${JSON.stringify(out)}`);
+  return out;
 }
 
 /** Every configuration runs query i before any runs query i + 1. */
@@ -148,7 +227,7 @@ function interleaved(set: string, n: number, kind: string, Q: Float32Array, trut
   });
 }
 
-function runSet(set: string, n: number, source: (ds: Dataset) => VectorSource, cleanup?: () => void): void {
+async function runSet(set: string, n: number, source: (ds: Dataset) => VectorSource, cleanup?: () => void): Promise<void> {
   const scanner = exactScanner(n, DIM);
   let t = performance.now();
   const ds = generateDataset({ n, dim: DIM, kind: "clustered", seed: 1, out: scanner.vectors });
@@ -157,6 +236,7 @@ function runSet(set: string, n: number, source: (ds: Dataset) => VectorSource, c
   log(`${set} n=${n}: generated + ground truth in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   const src = source(ds);
   const idx = new Map(BITS.map((b) => [b, build(set, ds, b, src)] as const));
+  if (COMPACT) for (const [bits, index] of idx) builds.find((b) => b.set === set && b.bits === bits)!.compact = await measureCompaction(index, ds);
   t = performance.now();
   const configs = (probe?: number) =>
     CONFIGS.map(({ bits, rescore: r }) => ({
@@ -174,13 +254,13 @@ const memorySource = (ds: Dataset): VectorSource => ({
 });
 
 const load0 = loadavg();
-if (N > 0) runSet("clustered, memory source", N, memorySource);
+if (N > 0) await runSet("clustered, memory source", N, memorySource);
 Bun.gc(true);
 if (SQLITE_N > 0) {
   const dir = mkdtempSync(join(tmpdir(), "vsearch-vector-ram-"));
   let db: Database | null = null;
   try {
-    runSet("clustered, SQLite source", SQLITE_N, (ds) => {
+    await runSet("clustered, SQLite source", SQLITE_N, (ds) => {
       db = new Database(join(dir, "vecs.db"));
       db.exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536; PRAGMA mmap_size=2147418112;");
       db.exec("CREATE TABLE vecs (id INTEGER PRIMARY KEY, e BLOB NOT NULL)");
@@ -214,6 +294,13 @@ console.log("\nset | n | refineBits | build s (+ rebuild) | B/row live (arena) |
 for (const b of builds) {
   const p = b.parts;
   console.log(`${b.set} | ${b.n} | ${b.bits} | ${b.buildS} (+ ${b.rebuildS}) | ${b.bytesPerRow} (${b.arenaBytesPerRow}) | ${p.scanBlocks} + ${p.sideBlocks} + ${p.stash} + ${p.idMap} + ${p.rowIds} | ${b.rssDeltaMB} | ${b.load}`);
+}
+if (COMPACT) {
+  console.log("\nset | n | refineBits | compaction work ms, CPU ms (wall, turns, longest turn ms, its CPU ms) | image p50 ms during | memory B/row before → after | index B/row (memory + JS) before → after | RssAnon MB before → after (no GC / after queries / GC) | peak extra MB | same answers | load");
+  for (const b of builds) {
+    const c = b.compact!;
+    console.log(`${b.set} | ${b.n} | ${b.bits} | ${c.workMs}, ${c.cpuMs} (${c.wallMs}, ${c.turns}, ${c.maxSliceMs}, ${c.maxSliceCpuMs}) | ${c.queryP50MsDuring} | ${c.memoryBytesPerRowBefore} → ${c.memoryBytesPerRowAfter} | ${c.indexBytesPerRowBefore} → ${c.indexBytesPerRowAfter} | ${c.rssAnonMBBefore} → ${c.rssAnonMBAfterNoGc} / ${c.rssAnonMBAfterQueries} / ${c.rssAnonMBAfterGc} | ${c.peakExtraMB} | ${c.sameAnswers} (${c.queries}) | ${c.load}`);
+  }
 }
 console.log("\nset | n | queries | refineBits | variant | p50 ms | p99 ms | recall@10 | rescored | load start–end");
 for (const r of results) {

@@ -31,7 +31,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, unl
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import usearch from "usearch";
-import { createVectorIndex, type SearchStats, type VectorSource } from "../src/vector/index.ts";
+import { createVectorIndex, type CompactionStats, type SearchStats, type VectorSource } from "../src/vector/index.ts";
 import { mapRows, truthFromFileThreads } from "./lib/exact-file.ts";
 import { runQueries } from "./lib/run-queries.ts";
 import { clusteredStream, generateQueries } from "./lib/synthetic.ts";
@@ -115,6 +115,9 @@ const anon = (gc = true) => {
   return m ? Number(m[1]) * 1024 : process.memoryUsage().rss;
 };
 const rss = anon;
+/** Compactions during the build (src/vector/compact.ts: free WebAssembly memory given back after retrains). */
+const compactNote = (c: CompactionStats) =>
+  `${c.count} compaction(s), ${Math.round(c.bytesGivenBack / 1e6)} MB given back, longest ${c.maxMs.toFixed(0)} ms, old + new memory peak ${Math.round(c.peakBytes / 1e6)} MB${c.errors ? `, ${c.errors} failed: ${c.lastError}` : ""}`;
 let anonPeak = 0;
 const guard = (what: string) => {
   const a = anon(false);
@@ -260,9 +263,9 @@ async function runSize(n: number): Promise<void> {
     grown = rss() - before;
     builds.push({
       n, engine: `vsearch${cfg.label ? ` ${cfg.label}` : ""}`, buildS, rssMB: Math.round(grown / 1e6), bytesPerRow: Math.round(index.memoryBytes / n), liveBytesPerRow: Math.round((index.liveBytes / n) * 10) / 10, load1: load1(),
-      note: `CPU ${cpuS.toFixed(1)} s; add ${addS.toFixed(1)} s + ${REBUILD ? `rebuild ${rebuildS.toFixed(1)} s` : "NO rebuild"}, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB (live ${Math.round(index.liveBytes / 1e6)} MB), RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start`,
+      note: `CPU ${cpuS.toFixed(1)} s; add ${addS.toFixed(1)} s + ${REBUILD ? `rebuild ${rebuildS.toFixed(1)} s` : "NO rebuild"}, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB (live ${Math.round(index.liveBytes / 1e6)} MB), RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start, ${compactNote(index.compactions)}`,
     });
-    log(`n=${n}: ${label}vsearch built in ${buildS.toFixed(1)} s (CPU ${cpuS.toFixed(1)} s), RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row (live ${(index.liveBytes / n).toFixed(1)}), ${index.listCount("acct")} lists, ${index.segments} segment(s), load ${load1()}, ${freeG()}`);
+    log(`n=${n}: ${label}vsearch built in ${buildS.toFixed(1)} s (CPU ${cpuS.toFixed(1)} s), RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row (live ${(index.liveBytes / n).toFixed(1)}), ${index.listCount("acct")} lists, ${index.segments} segment(s), ${compactNote(index.compactions)}, load ${load1()}, ${freeG()}`);
     built.push({ label: cfg.label, index });
   }
   const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };

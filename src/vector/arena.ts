@@ -4,8 +4,10 @@
  *
  * Fixed sizes keep allocation trivial (a free list per size) and mean growth never moves data:
  * a new chunk is a free block or memory.grow. A WebAssembly memory cannot shrink, so freed blocks are
- * reused, not returned to the OS. Typed-array views are re-created whenever the buffer changes
- * (memory.grow detaches the old ArrayBuffer).
+ * reused; to give memory back, the index lays its live blocks out in a fresh, smaller arena
+ * (compact.ts) and this arena then `adopt`s that one's memory, the old one being left to the GC.
+ * Typed-array views are re-created whenever the buffer changes (memory.grow detaches the old
+ * ArrayBuffer; adopt replaces it).
  */
 
 const PAGE = 65536;
@@ -13,10 +15,10 @@ const PAGE = 65536;
 const FIRST = 64;
 
 export class Arena {
-  readonly memory: WebAssembly.Memory;
+  private mem: WebAssembly.Memory;
   private top = FIRST;
   /** Free blocks by block size. */
-  private readonly free = new Map<number, number[]>();
+  private free = new Map<number, number[]>();
   private buffer: ArrayBuffer;
   u8!: Uint8Array;
   u16!: Uint16Array;
@@ -25,21 +27,43 @@ export class Arena {
   u32!: Uint32Array;
   f32!: Float32Array;
 
-  /** `blockSizes`: the block sizes in use (each a multiple of 64), largest first. */
-  constructor(readonly blockSizes: readonly number[]) {
+  /**
+   * `blockSizes`: the block sizes in use (each a multiple of 64), largest first. `initialBytes`:
+   * the memory's first size (a compaction sizes its fresh arena to the live data plus headroom).
+   */
+  constructor(readonly blockSizes: readonly number[], initialBytes = 4 * PAGE) {
     for (const b of blockSizes) {
       if (b % 64 || b <= 0) throw new RangeError("block sizes must be positive multiples of 64");
       this.free.set(b, []);
     }
-    this.memory = new WebAssembly.Memory({ initial: 4 });
-    this.buffer = this.memory.buffer;
+    this.mem = new WebAssembly.Memory({ initial: Math.max(4, Math.ceil(initialBytes / PAGE)) });
+    this.buffer = this.mem.buffer;
+    this.refresh();
+  }
+
+  /** The WebAssembly memory (a different one after `adopt`: kernels must be re-instantiated). */
+  get memory(): WebAssembly.Memory {
+    return this.mem;
+  }
+
+  /**
+   * Takes over `fresh`'s memory and allocation state (a compaction's result); this arena's old
+   * memory is no longer referenced from here, so the GC can free it. `fresh` must not be used after.
+   */
+  adopt(fresh: Arena): void {
+    if (fresh.blockSizes.join() !== this.blockSizes.join()) throw new RangeError("adopt: block sizes differ");
+    this.mem = fresh.mem;
+    this.top = fresh.top;
+    this.free = fresh.free;
+    this.wholeRuns = fresh.wholeRuns;
+    this.buffer = this.mem.buffer;
     this.refresh();
   }
 
   /** Views on the current buffer; call before touching memory after anything that may grow it. */
   views(): this {
-    if (this.memory.buffer !== this.buffer) {
-      this.buffer = this.memory.buffer;
+    if (this.mem.buffer !== this.buffer) {
+      this.buffer = this.mem.buffer;
       this.refresh();
     }
     return this;
@@ -57,10 +81,10 @@ export class Arena {
 
   /** Grows the memory so that [0, end) is addressable; grows by ≥ 1/8 to amortise. */
   private ensure(end: number): void {
-    const have = this.memory.buffer.byteLength;
+    const have = this.mem.buffer.byteLength;
     if (end <= have) return;
     const want = Math.max(end, have + (have >>> 3));
-    this.memory.grow(Math.ceil((want - have) / PAGE));
+    this.mem.grow(Math.ceil((want - have) / PAGE));
     this.views();
   }
 
@@ -108,7 +132,7 @@ export class Arena {
   }
 
   /** Runs given back whole (keepWhole), by size: list centroids of the same count fit again. */
-  private readonly wholeRuns = new Map<number, number[]>();
+  private wholeRuns = new Map<number, number[]>();
 
   /** A contiguous run (scratch, centroids), rounded up to 64 KiB: a kept run of that size, else from the top. */
   allocRun(bytes: number): { off: number; bytes: number } {
@@ -145,6 +169,11 @@ export class Arena {
   }
 
   get byteLength(): number {
-    return this.memory.buffer.byteLength;
+    return this.mem.buffer.byteLength;
+  }
+
+  /** End of the bytes ever handed out (the rest of the memory is untouched headroom). */
+  get topBytes(): number {
+    return this.top;
   }
 }

@@ -115,6 +115,12 @@ export class Partition {
    * search reads every list (centroids is null meanwhile) until the swap.
    */
   target: { cent: Centroids; base: number } | null = null;
+  /**
+   * While a compaction copies this partition into a fresh memory between event-loop turns
+   * (compact.ts): the chunk numbers whose blocks were written, created or freed since it began,
+   * copied again (or dropped) when it switches over. Every write to a chunk's blocks adds to it.
+   */
+  dirty: Set<number> | null = null;
   n = 0;
   rowIds: Float64Array;
   readonly groupA = new GroupIds();

@@ -3,12 +3,14 @@
  * partition is large enough (lists.ts), the rowId → (partition, slot) map, and the data centre
  * (given, or learned from the first rows).
  *
- * A little over the house's ~450 lines on purpose: every path that moves a row between slots
- * (add, remove's hole filling, the retrain's moves) must keep the scan block, the side block and
- * the id map in step, and they read best side by side in one class (the byte copy itself is
- * layout.ts copyRow, beside the column list it mirrors).
+ * Over the house's ~450 lines on purpose: every path that moves a row between slots (add,
+ * remove's hole filling, the retrain's moves) must keep the scan block, the side block and the id
+ * map in step — and, while a compaction copies the partition (compact.ts), mark the chunk it wrote
+ * (`p.dirty`) — and they read best side by side in one class (the byte copy itself is layout.ts
+ * copyRow, beside the column list it mirrors).
  */
 import type { Arena } from "./arena.ts";
+import { partitionLiveBytes } from "./compact.ts";
 import type { Encoder } from "./encode.ts";
 import { IdMap } from "./id-map.ts";
 import { copyRow, type Layout } from "./layout.ts";
@@ -43,13 +45,18 @@ export class RowStore {
   /** Rows kept (normalised) until the centre is learned, then re-encoded and dropped. */
   private centerSample: Map<number, Float32Array> | null = null;
   /** Retrains under way (step generators, see retrain), run a slice per event-loop turn. */
-  readonly retrains = new Retrainer<Partition>(() => this.mutations++);
+  readonly retrains = new Retrainer<Partition>(() => {
+    this.mutations++;
+    if (this.retrains.stats.pending === 0) this.onRetrainsIdle?.();
+  });
+  /** Called once no retrain is under way any more (the index then considers compacting). */
+  onRetrainsIdle: (() => void) | null = null;
 
   /** One chunk's scan + side blocks where rows of a trained partition are encoded before their list is known. */
-  private readonly stageScan: number;
-  private readonly stageSide: number;
+  private stageScan: number;
+  private stageSide: number;
   /** One row's codes as 4-bit nibbles (list assignment and scoring read rows that way; lists.ts). */
-  private readonly nibbleAt: number;
+  private nibbleAt: number;
 
   constructor(
     readonly layout: Layout,
@@ -105,6 +112,39 @@ export class RowStore {
       rows: this.size, chunkRows: L.chunkRows, chunks, stashBlocks: stash,
       scanBytes: chunks * L.scanBlockBytes, sideBytes: chunks * L.sideBlockBytes,
       idMapBytes: this.ids.byteLength, rowIdBytes,
+    };
+  }
+
+  /** Arena bytes that compaction keeps: the staging blocks, the nibble scratch, every partition's live blocks and centroids. */
+  get liveArenaBytes(): number {
+    const L = this.layout;
+    let bytes = L.scanBlockBytes + L.sideBlockBytes + Math.ceil(L.nibbleBytes / 65536) * 65536;
+    for (const p of this.partitions.values()) bytes += partitionLiveBytes(L, p);
+    return bytes;
+  }
+
+  /** Partitions holding rows now (compaction walks them). */
+  get allPartitions(): Partition[] {
+    return [...this.partitions.values()];
+  }
+
+  /** Whether `p` is still a live partition of this store (a partition emptied is dropped). */
+  holds(p: Partition): boolean {
+    return this.partitions.get(p.name) === p;
+  }
+
+  /**
+   * Compaction (compact.ts): the staging blocks and nibble scratch in `fresh` (per-row scratch:
+   * nothing to copy), and the step that points this store at them.
+   */
+  relocateScratch(fresh: Arena): () => void {
+    const L = this.layout;
+    const stageScan = fresh.allocBlock(L.scanBlockBytes), stageSide = fresh.allocBlock(L.sideBlockBytes);
+    const nibbleAt = fresh.allocRun(L.nibbleBytes).off;
+    return () => {
+      this.stageScan = stageScan;
+      this.stageSide = stageSide;
+      this.nibbleAt = nibbleAt;
     };
   }
 
@@ -259,6 +299,7 @@ export class RowStore {
     const nc = to >> this.layout.chunkShift, nr = to & (this.layout.chunkRows - 1);
     const a = this.arena.views();
     copyRow(this.layout, this.arena.u8, p.scanBlocks[c], p.sideBlocks[c], r, p.scanBlocks[nc], p.sideBlocks[nc], nr);
+    p.dirty?.add(nc);
     const gA = a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r];
     dst.addA(gA, 1);
     l.addA(gA, -1);
@@ -270,6 +311,7 @@ export class RowStore {
     if (l.n <= (l.chunks.length - 1) * this.layout.chunkRows) {
       // The old list's emptied chunk goes straight back to the arena, for the new lists to take.
       const freed = l.chunks.pop()!;
+      p.dirty?.add(freed);
       this.arena.freeBlock(p.scanBlocks[freed], L.scanBlockBytes);
       this.arena.freeBlock(p.sideBlocks[freed], L.sideBlockBytes);
       p.scanBlocks[freed] = -1;
@@ -280,8 +322,14 @@ export class RowStore {
 
   /** A new chunk at the end of list `li`. */
   private appendChunk(p: Partition, li: number): void {
-    const blk = this.takeScanBlock(p.lists[li]), sideBlk = this.arena.allocBlock(this.layout.sideBlockBytes);
+    const L = this.layout;
+    const blk = this.takeScanBlock(p.lists[li]), sideBlk = this.arena.allocBlock(L.sideBlockBytes);
+    // The filter kernel (buildMask) looks every row of a chunk up in the group tables, the rows
+    // past the list's end too: their group ids must be small. A reused block may hold anything (a
+    // freed scratch run is cut into blocks), so the group columns start at 0.
+    this.arena.views().u8.fill(0, sideBlk + L.offGroupA, sideBlk + L.sideBlockBytes);
     const c = p.newChunk(li);
+    p.dirty?.add(c);
     p.scanBlocks[c] = blk;
     p.sideBlocks[c] = sideBlk;
   }
@@ -313,6 +361,7 @@ export class RowStore {
     if (slot !== last) {
       const lc = last >> this.layout.chunkShift, c = slot >> this.layout.chunkShift;
       copyRow(this.layout, this.arena.u8, p.scanBlocks[lc], p.sideBlocks[lc], last & (this.layout.chunkRows - 1), p.scanBlocks[c], p.sideBlocks[c], slot & (this.layout.chunkRows - 1));
+      p.dirty?.add(c);
       const movedId = p.rowIds[last];
       p.rowIds[slot] = movedId;
       this.ids.setSlotAt(this.ids.find(movedId), slot);
@@ -378,6 +427,7 @@ export class RowStore {
     a.i32[(side + L.offGroupA) / 4 + r] = gA;
     a.i32[(side + L.offGroupB) / 4 + r] = p.groupB.acquire(row.groupB);
     l.addA(gA, 1);
+    p.dirty?.add(c);
     p.setRowId(slot, row.rowId);
     l.n++;
     p.n++;
@@ -424,6 +474,7 @@ export class RowStore {
       const slot = this.ids.slotAt(b);
       const chunk = slot >> this.layout.chunkShift;
       this.encoder.encodeRow(v, this.arena, p.scanBlocks[chunk], p.sideBlocks[chunk], slot & (this.layout.chunkRows - 1));
+      p.dirty?.add(chunk);
     }
   }
 
@@ -445,6 +496,7 @@ export class RowStore {
     p.n--;
     if (l.n <= (l.chunks.length - 1) * this.layout.chunkRows) {
       const freed = l.chunks.pop()!;
+      p.dirty?.add(freed);
       l.scanStash.push(p.scanBlocks[freed]);
       this.arena.freeBlock(p.sideBlocks[freed], L.sideBlockBytes);
       p.scanBlocks[freed] = -1;

@@ -379,6 +379,19 @@ export class Searcher {
     return bestK(scored, k);
   }
 
+  /** Bytes of the arena scratch run (compaction keeps its size). */
+  get scratchBytes(): number {
+    return this.run?.bytes ?? 0;
+  }
+
+  /** Compaction: a scratch run of the same size in `fresh` (its bytes are per query: nothing to copy), and the step that switches to it. */
+  relocateInto(fresh: Arena): () => void {
+    const run = this.run ? fresh.allocRun(this.run.bytes) : null;
+    return () => {
+      this.run = run;
+    };
+  }
+
   /** The arena scratch run, grown (doubling) when a query needs more. */
   private ensureScratch(bytes: number): number {
     if (!this.run || this.run.bytes < bytes) {

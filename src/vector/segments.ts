@@ -8,8 +8,9 @@
  * answers by exact cosine, so filters still apply before ranking in each. Removing or replacing a
  * row finds it in whichever segment holds it.
  */
+import { emptyCompactionStats, type CompactionStats } from "./compact.ts";
 import type { TrainingStats } from "./retrain.ts";
-import type { SearchOptions, SearchResult, SearchStats, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
+import type { CompactionResult, SearchOptions, SearchResult, SearchStats, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
 import { VectorIndexImpl } from "./vector-index.ts";
 
 const DEFAULT_SEGMENT_BYTES = 1.5 * 2 ** 30;
@@ -72,6 +73,39 @@ export class SegmentedIndex implements VectorIndex {
       t.maxSliceCpuMs = Math.max(t.maxSliceCpuMs, s.maxSliceCpuMs);
       t.cpuMs += s.cpuMs;
       t.lastError = s.lastError ?? t.lastError;
+    }
+    return t;
+  }
+
+  compact(): CompactionResult {
+    const total: CompactionResult = { bytesBefore: 0, bytesAfter: 0, ms: 0 };
+    for (const s of this.segs) {
+      const before = s.memoryStats.arenaBytes;
+      const r = s.compact() ?? { bytesBefore: before, bytesAfter: before, ms: 0 };
+      total.bytesBefore += r.bytesBefore;
+      total.bytesAfter += r.bytesAfter;
+      total.ms += r.ms;
+    }
+    return total;
+  }
+
+  get compactions(): CompactionStats {
+    const t = emptyCompactionStats();
+    for (const s of this.segs) {
+      const c = s.compactions;
+      t.count += c.count;
+      t.pending += c.pending;
+      t.abandoned += c.abandoned;
+      t.bytesGivenBack += c.bytesGivenBack;
+      t.lastMs = c.count > 0 ? c.lastMs : t.lastMs;
+      t.lastCpuMs = c.count > 0 ? c.lastCpuMs : t.lastCpuMs;
+      t.maxMs = Math.max(t.maxMs, c.maxMs);
+      t.slices += c.slices;
+      t.maxSliceMs = Math.max(t.maxSliceMs, c.maxSliceMs);
+      t.maxSliceCpuMs = Math.max(t.maxSliceCpuMs, c.maxSliceCpuMs);
+      t.peakBytes = Math.max(t.peakBytes, c.peakBytes);
+      t.errors += c.errors;
+      t.lastError = c.lastError ?? t.lastError;
     }
     return t;
   }

@@ -1,7 +1,15 @@
 /** Public types of the vector index (see ./index.ts for the factory). */
+import type { CompactionStats } from "./compact.ts";
 import type { TrainingStats } from "./retrain.ts";
 
-export type { TrainingStats };
+export type { CompactionStats, TrainingStats };
+
+/** One compaction (VectorIndex.compact): WebAssembly memory bytes before and after, and its duration. */
+export interface CompactionResult {
+  bytesBefore: number;
+  bytesAfter: number;
+  ms: number;
+}
 
 export interface VectorRow {
   /** The store's id of the vector (frames.id); a safe integer, unique across the index. */
@@ -163,6 +171,12 @@ export interface VectorIndexOptions {
    * Default 1.5 GiB.
    */
   segmentBytes?: number;
+  /**
+   * A segment whose WebAssembly memory is more than this share free (and ≥ 1 MiB) after a retrain
+   * or a remove is compacted: its live blocks move to a fresh memory sized to them and the
+   * old memory is dropped (src/vector/compact.ts). Default 0.25; Infinity: only on `compact()`.
+   */
+  compactFreeShare?: number;
 }
 
 export interface VectorIndex {
@@ -187,6 +201,14 @@ export interface VectorIndex {
   flushTraining(): void;
   /** Resolves once no background retrain is under way. */
   whenTrained(): Promise<void>;
+  /**
+   * Gives free WebAssembly memory back now: every segment not being retrained moves its live
+   * blocks into a fresh memory sized to them, synchronously. Automatic after retrains and
+   * removes that leave over `compactFreeShare` free; this is for tools, benches and tests.
+   */
+  compact(): CompactionResult;
+  /** Compactions so far, summed over segments (peakBytes and maxMs: the largest). */
+  readonly compactions: CompactionStats;
   /** Inverted lists of a partition (1 until trained), summed over segments. */
   listCount(partition: string): number;
   /** WebAssembly memories in use (see segmentBytes). */

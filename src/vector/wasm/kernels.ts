@@ -329,10 +329,13 @@ export function kernelModuleBytes(L: Layout): Uint8Array<ArrayBuffer> {
   ]);
 }
 
-/** Compiles and instantiates the kernels against `memory`. Throws if the engine lacks SIMD. */
-export function instantiateKernels(L: Layout, memory: WebAssembly.Memory): Kernels {
-  const bytes = kernelModuleBytes(L);
-  const mod = new WebAssembly.Module(bytes);
+/** Compiles the kernels for a layout. Throws if the engine lacks SIMD. */
+export function compileKernels(L: Layout): WebAssembly.Module {
+  return new WebAssembly.Module(kernelModuleBytes(L));
+}
+
+/** Instantiates the kernels against `memory` (compiling them unless `mod` is given). */
+export function instantiateKernels(L: Layout, memory: WebAssembly.Memory, mod: WebAssembly.Module = compileKernels(L)): Kernels {
   const inst = new WebAssembly.Instance(mod, { env: { memory } });
   return inst.exports as unknown as Kernels;
 }
