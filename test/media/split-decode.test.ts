@@ -6,9 +6,9 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DecodeSkip } from "../../src/media/decode.ts";
 import { sampleFrames, type FrameStats, type SampledFrame } from "../../src/media/frames.ts";
-import { readKeyframeTimes } from "../../src/media/select.ts";
+import { readX264Options, x264ClosedGops, type DecodeSkip } from "../../src/media/decode.ts";
+import { keyframesCloseEnough, readKeyframeTimes } from "../../src/media/select.ts";
 import { joinFirstFrameKept, planSegments } from "../../src/media/split-decode.ts";
 import { ffmpeg, mediaBins } from "../helpers/media.ts";
 
@@ -87,6 +87,17 @@ describe("split decode", () => {
       expect(split.stats.decodeErrors).toBe(0);
     }, 60_000);
   }
+
+  it("x264's closed GOPs let the packet flags decide a long GOP without the decode-based scan", async () => {
+    expect(x264ClosedGops(await readX264Options(bins, file))).toBe(true);
+    expect(x264ClosedGops({ open_gop: "1" })).toBe(false);
+    expect(x264ClosedGops(null)).toBe(false);
+    const trusted = await keyframesCloseEnough(bins, file, { durationSecs: CLIP.durationSecs, maxGapSecs: 2.5, packetsFlagEveryKeyframe: async () => true });
+    const checked = await keyframesCloseEnough(bins, file, { durationSecs: CLIP.durationSecs, maxGapSecs: 2.5 });
+    expect([trusted.ok, trusted.method]).toEqual([false, "packets"]);
+    expect([checked.ok, checked.method]).toEqual([false, "decode"]);
+    expect(trusted.spacing.keyframeTimes).toEqual(checked.spacing.keyframeTimes);
+  }, 60_000);
 
   it("a short file, or one process, is decoded in one", async () => {
     const short = sampleFrames(bins, file, { size: 32, keyframesOnly: false, durationSecs: 15, split: { processes: 2 } });
