@@ -287,7 +287,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     frameLoopFilter: config.frameLoopFilter,
     // A long-GOP file's full decode runs as this many ffmpeg processes (media/split-decode.ts): the
     // cores, shared among the jobs that may run at once.
-    frameDecodeProcesses: Math.max(1, Math.floor(availableParallelism() / Math.max(1, config.jobConcurrency))),
+    frameDecodeProcesses: config.frameDecodeProcesses || Math.max(1, Math.floor(availableParallelism() / Math.max(1, config.jobConcurrency))),
     logger,
     completion: jobs,
   });
