@@ -70,17 +70,16 @@ export const KEYFRAME_SCAN_SECS = 30;
 export async function readKeyframeTimes(
   bins: MediaBins,
   file: string,
-  opts: { scanSecs?: number; method?: "decode" | "packets"; timeoutMs?: number; intervals?: string } = {},
+  opts: { scanSecs?: number; method?: "decode" | "packets"; timeoutMs?: number } = {},
 ): Promise<number[]> {
   const scanSecs = opts.scanSecs ?? KEYFRAME_SCAN_SECS;
-  // `intervals`: ffprobe's own -read_intervals syntax instead of the first `scanSecs`.
   const what =
     opts.method === "packets"
       ? ["-show_entries", "packet=pts_time,dts_time,flags"]
       : ["-skip_frame", "nokey", "-show_entries", "frame=best_effort_timestamp_time,pts_time"];
   const run = await runTool(
     bins.ffprobe,
-    ["-v", "error", "-select_streams", "v:0", "-read_intervals", opts.intervals ?? `%+${scanSecs}`, ...what, "-of", "csv=p=0", file],
+    ["-v", "error", "-select_streams", "v:0", "-read_intervals", `%+${scanSecs}`, ...what, "-of", "csv=p=0", file],
     { timeoutMs: opts.timeoutMs ?? 60_000 },
   );
   if (run.code !== 0) throw new MediaError("DECODE_FAILED", "cannot read keyframes", run.tail.join("\n"));

@@ -1,6 +1,6 @@
 import type { PipedFrame } from "./frame-pipe.ts";
-import { readKeyframeTimes } from "./select.ts";
-import type { MediaBins } from "./process.ts";
+import { MediaError } from "./errors.ts";
+import { runTool, type MediaBins } from "./process.ts";
 
 /**
  * A full decode split over time: N ffmpeg processes, each decoding its own range of the file from
@@ -131,7 +131,30 @@ export async function keyframesNearSeams(bins: MediaBins, file: string, duration
   const half = Math.min(30, durationSecs / n / 2);
   const windows = Array.from({ length: n - 1 }, (_, i) => (durationSecs * (i + 1)) / n).map((t) => `${Math.max(0, t - half).toFixed(3)}%${(t + half).toFixed(3)}`);
   if (!windows.length) return [];
-  return readKeyframeTimes(bins, file, { method: "packets", intervals: windows.join(",") });
+  return readKeyframesFromStart(bins, file, windows.join(","));
+}
+
+/**
+ * Keyframe times (packet flags) in ffprobe `-read_intervals` windows, as times from the file's
+ * start — what ffmpeg's `-ss` and a decode's timestamps count from (ffprobe prints the stream's
+ * own: an MPEG-TS may start at 1.4 s). The windows themselves are in the stream's time, so on a
+ * file that starts late they land a little off; whatever keyframes they hold are still exact.
+ */
+export async function readKeyframesFromStart(bins: MediaBins, file: string, intervals: string): Promise<number[]> {
+  const run = await runTool(
+    bins.ffprobe,
+    ["-v", "error", "-select_streams", "v:0", "-read_intervals", intervals, "-show_entries", "packet=pts_time,flags:format=start_time", "-of", "csv=p=0", file],
+    { timeoutMs: 60_000 },
+  );
+  if (run.code !== 0) throw new MediaError("DECODE_FAILED", "cannot read keyframes", run.tail.join("\n"));
+  const keys: number[] = [];
+  let start = 0;
+  for (const line of new TextDecoder().decode(run.stdout).split("\n")) {
+    const cols = line.trim().split(",");
+    if (cols.length === 1 && cols[0] !== "" && Number.isFinite(Number(cols[0]))) start = Number(cols[0]); // the format's start_time
+    else if (cols.length >= 2 && /^K/.test(cols[1]) && cols[0] !== "" && Number.isFinite(Number(cols[0]))) keys.push(Number(cols[0]));
+  }
+  return [...new Set(keys.map((k) => Math.round((k - start) * 1e6) / 1e6))].sort((a, b) => a - b);
 }
 
 /**

@@ -7,9 +7,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sampleFrames, type FrameStats, type SampledFrame } from "../../src/media/frames.ts";
-import { readX264Options, x264ClosedGops, type DecodeSkip } from "../../src/media/decode.ts";
+import { decodeSkipArgs, readX264Options, x264ClosedGops, type DecodeSkip } from "../../src/media/decode.ts";
 import { keyframesCloseEnough, readKeyframeTimes } from "../../src/media/select.ts";
-import { joinFirstFrameKept, planSegments } from "../../src/media/split-decode.ts";
+import { joinFirstFrameKept, planSegments, readKeyframesFromStart } from "../../src/media/split-decode.ts";
+import { jpegCodecArgs, thumbnailFilters } from "../../src/media/filters.ts";
+import { writeThumbnails } from "../../src/media/thumbnails.ts";
 import { ffmpeg, mediaBins } from "../helpers/media.ts";
 
 const bins = mediaBins();
@@ -97,6 +99,19 @@ describe("split decode", () => {
     expect([trusted.ok, trusted.method]).toEqual([false, "packets"]);
     expect([checked.ok, checked.method]).toEqual([false, "decode"]);
     expect(trusted.spacing.keyframeTimes).toEqual(checked.spacing.keyframeTimes);
+  }, 60_000);
+
+  it("thumbnails seek from the keyframe at or before their time and show the picture an accurate seek with the same skips shows", async () => {
+    // (A window reads from the keyframe its start seeks to: 7 s lands on 0.)
+    expect(await readKeyframesFromStart(bins, file, "7%9,14%16")).toEqual([0, 8.36, 15.72]);
+    const times = [8.36, 12.5, 15.68, 15.72, 20.04];
+    const out = times.map((t) => join(tmp, `thumb-${t}.jpg`));
+    await writeThumbnails(bins, file, times.map((t, i) => ({ timestampSecs: t, outPath: out[i] })), { width: 96, skipFrames: "noref" });
+    for (const [i, t] of times.entries()) {
+      const plain = join(tmp, `plain-${t}.jpg`);
+      await ffmpeg([...decodeSkipArgs("noref"), "-ss", t.toFixed(6), "-i", file, "-map", "0:v:0", "-vf", thumbnailFilters(96, false).join(","), "-frames:v", "1", ...jpegCodecArgs(), "-f", "image2", plain]);
+      expect(readFileSync(out[i]).equals(readFileSync(plain)), String(t)).toBe(true);
+    }
   }, 60_000);
 
   it("a short file, or one process, is decoded in one", async () => {
