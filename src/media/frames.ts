@@ -56,8 +56,9 @@ export interface SampleFramesOptions {
   loopFilter?: LoopFilter;
   /**
    * Full decode only: decode in up to `processes` ffmpeg processes over ranges that start at
-   * keyframes, joined into the same stream (split-decode.ts). Needs `durationSecs`; short files
-   * and files without a usable keyframe near a seam decode in one process. Default: one process.
+   * keyframes, joined into the same stream (split-decode.ts). Needs `durationSecs` and a container
+   * whose seeks land on the keyframe asked for (MP4/MOV: the caller decides); short files and
+   * files without a usable keyframe near a seam decode in one process. Default: one process.
    */
   split?: SplitOptions;
   /** Decoder threads (ffmpeg picks by default; a range of a split decode: 1). */
@@ -161,6 +162,12 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
       for await (const f of running[i].frames()) {
         if (first) {
           first = false;
+          // The range's seek must have landed on its keyframe (trim drops what comes before it);
+          // landing past it loses pictures. Counted like corrupt data, not silently.
+          if (!f.keyframe || f.timestamp > segments[i].start! + 1e-3) {
+            stats.decodeErrors++;
+            if (stats.errorSamples.length < 5) stats.errorSamples.push(`split decode: the range from ${segments[i].start} s began at ${f.timestamp} s`);
+          }
           if (!joinFirstFrameKept(f.timestamp, lastPicked, every, extras)) {
             unpicked.push(f.index);
             continue;

@@ -24,6 +24,12 @@ export interface ThumbnailOptions {
    * first one decoded at or after the time. Default "none".
    */
   skipFrames?: DecodeSkip;
+  /**
+   * The container's seeks land on the keyframe asked for (MP4/MOV, by their sample table): a full
+   * decode may then start at the keyframe at or before the time (`keyframeSeeks`) instead of
+   * ffmpeg's accurate seek, which on a keyframe starts a GOP early. Default false.
+   */
+  seeksExactly?: boolean;
   /** Per ffmpeg run. Default 60 s. */
   timeoutMs?: number;
 }
@@ -67,7 +73,7 @@ export async function writeThumbnails(
 ): Promise<void> {
   const batch = Math.max(1, Math.min(32, opts.batchSize ?? 8));
   for (const r of requests) if (!(r.timestampSecs >= 0)) throw new RangeError("timestampSecs must be ≥ 0");
-  const seeks = opts.keyframesOnly || requests.length === 0 ? null : await keyframeSeeks(bins, file, requests.map((r) => r.timestampSecs));
+  const seeks = opts.keyframesOnly || !opts.seeksExactly || requests.length === 0 ? null : await keyframeSeeks(bins, file, requests.map((r) => r.timestampSecs));
   for (let i = 0; i < requests.length; i += batch) {
     const part = requests.slice(i, i + batch);
     const temps = part.map((r) => tempNameFor(r.outPath));

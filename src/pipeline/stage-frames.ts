@@ -82,7 +82,10 @@ export async function embedFrames(
   signal: AbortSignal,
   onProgress: (fraction: number) => void,
 ): Promise<{ frames: FrameEmbedding[]; sampled: number; boundaries: number[] | null; note?: string }> {
-  const split = !opts.keyframesOnly && (d.frameDecodeProcesses ?? 1) > 1 ? { processes: d.frameDecodeProcesses! } : undefined;
+  // Split only where a seek lands on the keyframe asked for: MP4/MOV seek by their sample table.
+  // (An MPEG-TS seek lands wherever a timestamp search ends — past the keyframe, losing pictures.)
+  const seeksExactly = info.container === "mp4" || info.container === "mov";
+  const split = !opts.keyframesOnly && seeksExactly && (d.frameDecodeProcesses ?? 1) > 1 ? { processes: d.frameDecodeProcesses! } : undefined;
   const stream = sampleFrames(d.bins, source, {
     size: CLIP_SIZE,
     everySecs: d.frameIntervalSecs ?? DEFAULT_FRAME_INTERVAL_SECS,

@@ -106,7 +106,7 @@ describe("split decode", () => {
     expect(await readKeyframesFromStart(bins, file, "7%9,14%16")).toEqual([0, 8.36, 15.72]);
     const times = [8.36, 12.5, 15.68, 15.72, 20.04];
     const out = times.map((t) => join(tmp, `thumb-${t}.jpg`));
-    await writeThumbnails(bins, file, times.map((t, i) => ({ timestampSecs: t, outPath: out[i] })), { width: 96, skipFrames: "noref" });
+    await writeThumbnails(bins, file, times.map((t, i) => ({ timestampSecs: t, outPath: out[i] })), { width: 96, skipFrames: "noref", seeksExactly: true });
     for (const [i, t] of times.entries()) {
       const plain = join(tmp, `plain-${t}.jpg`);
       await ffmpeg([...decodeSkipArgs("noref"), "-ss", t.toFixed(6), "-i", file, "-map", "0:v:0", "-vf", thumbnailFilters(96, false).join(","), "-frames:v", "1", ...jpegCodecArgs(), "-f", "image2", plain]);
