@@ -70,7 +70,10 @@ export interface SampleFramesOptions {
 }
 
 export interface SampledFrame {
-  /** 0-based position in this stream. */
+  /**
+   * 0-based position in this stream, and the number of its JPEG (`jpegs`). A split decode numbers
+   * each range from its own base: still unique and increasing, with gaps (split-decode.ts).
+   */
   index: number;
   /** True presentation time in seconds (from the decoded frame's pts), relative to the file start. */
   timestamp: number;
