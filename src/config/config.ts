@@ -130,7 +130,7 @@ export interface Config {
   frameLoopFilter: "auto" | "exact" | "skip";
   /**
    * ffmpeg processes a full (long-GOP) visual decode is split into over time (docs/INGEST.md
-   * "Split decode"); 0: the cores shared among `jobConcurrency` jobs, 1 (default): never split.
+   * "Split decode"); 0 (default): the cores shared among `jobConcurrency` jobs, 1: never split.
    */
   frameDecodeProcesses: number;
   /** Exact vectors kept in memory for search rescoring, MiB (0: read them from the store every time). */
@@ -245,9 +245,10 @@ export function loadConfig(
   if (frameLoopFilter !== "auto" && frameLoopFilter !== "exact" && frameLoopFilter !== "skip") {
     throw new ConfigError(`VSEARCH_FRAME_LOOP_FILTER must be auto, exact or skip, got "${frameLoopFilter}"`);
   }
-  // Default 1 (no split) until a quiet two-core box shows the split faster to `ready`: on the
-  // shared box it was not (BENCHMARKS.md "Split decode").
-  const frameDecodeProcesses = pick(num("VSEARCH_FRAME_DECODE_PROCESSES", env.VSEARCH_FRAME_DECODE_PROCESSES), file.frame_decode_processes) ?? 1;
+  // Default 0 (one per core): on two quiet cores the split made the 250-frame bench clip ready in
+  // 0.66× the time of one process; with other work holding a core it can be slower
+  // (BENCHMARKS.md "Split decode").
+  const frameDecodeProcesses = pick(num("VSEARCH_FRAME_DECODE_PROCESSES", env.VSEARCH_FRAME_DECODE_PROCESSES), file.frame_decode_processes) ?? 0;
   if (!Number.isInteger(frameDecodeProcesses) || frameDecodeProcesses < 0 || frameDecodeProcesses > 64) {
     throw new ConfigError(`VSEARCH_FRAME_DECODE_PROCESSES must be an integer in 0..64 (0: one per core), got ${frameDecodeProcesses}`);
   }
