@@ -86,8 +86,8 @@ const keyframeDecode = (f: string) => ffmpegTimed(["-skip_frame", "nokey", "-i",
 const catalog: ModelCatalog = { active: (r) => (r === "image-text" ? CLIP : null) };
 
 /** A warm app with the image model loaded (its load is not what is measured). */
-async function warmApp(label: string): Promise<{ app: BenchApp; acct: string }> {
-  const config = loadConfig({ dataDir: join(work, label), logLevel: "warn" }, env);
+async function warmApp(label: string, extraEnv: Record<string, string> = {}): Promise<{ app: BenchApp; acct: string }> {
+  const config = loadConfig({ dataDir: join(work, label), logLevel: "warn" }, { ...env, ...extraEnv });
   const app = await createApp(config, { runtime, logger: createLogger("warn"), models: catalog });
   const acct = app.services.accounts.createAccount({ name: "bench" }).id;
   const pool = await app.internals.inference.get();
@@ -162,6 +162,10 @@ async function clipFor(gop: number | null, given: string | undefined): Promise<s
 const clips = { g60: await clipFor(60, arg("g60")), g250: await clipFor(null, arg("g250")) };
 const batch = loadConfig({ dataDir: join(work, "rt") }, env).batchSize;
 const apps = { g60: await warmApp("g60"), g250: await warmApp("g250") };
+// The 250-frame file once more with its full decode in one ffmpeg (frame_decode_processes 1; the
+// default splits it over one per core), in the same round: the split's gain under the same load.
+const oneApp = await warmApp("g250one", { VSEARCH_FRAME_DECODE_PROCESSES: "1" });
+const oneRounds: Ingest[] = [];
 const loadStart = loadavg();
 
 type Round = { plain: Timed; keyframes: Timed; ingest: Ingest; modelImagesPerSec: number };
@@ -173,13 +177,18 @@ for (let r = 0; r < RUNS; r++) {
     const ing = await ingest(apps[k], clips[k]);
     const ips = await encoderImagesPerSec(apps[k].app, CLIP, batch, 64);
     rounds[k].push({ plain, keyframes, ingest: ing, modelImagesPerSec: ips });
+    if (k === "g250") {
+      const sp = await ingest(oneApp, clips.g250);
+      oneRounds.push(sp);
+      console.log(`round ${r + 1} g250, one decode process: ready ${sp.readyS.toFixed(2)} s, ${sp.readyCpuS?.toFixed(2)} CPU-s (load ${sp.readyLoad.toFixed(1)})`);
+    }
     console.log(
       `round ${r + 1} ${k}: ready ${ing.readyS.toFixed(2)} s (load ${ing.readyLoad.toFixed(1)}), done ${ing.wallS.toFixed(2)} s (ocr ${(ing.ocrMs / 1000).toFixed(2)} s; load ${ing.load.toFixed(1)}), ` +
         `plain decode ${plain.wallS.toFixed(2)} s, keyframe decode ${keyframes.wallS.toFixed(2)} s`,
     );
   }
 }
-for (const a of Object.values(apps)) await a.app.close();
+for (const a of [...Object.values(apps), oneApp]) await a.app.close();
 
 const f2 = (n: number) => n.toFixed(2);
 const summary = (k: "g60" | "g250") => {
@@ -216,6 +225,13 @@ const summary = (k: "g60" | "g250") => {
   };
 };
 const s = { g60: summary("g60"), g250: summary("g250") };
+const one = {
+  readyS: median(oneRounds.map((r) => r.readyS)),
+  readyCpuS: median(oneRounds.map((r) => r.readyCpuS ?? NaN)),
+  // Per round (neighbours under the same load), then the median.
+  splitOverOne: median(oneRounds.map((r, i) => rounds.g250[i].ingest.readyS / r.readyS)),
+  loads: oneRounds.map((r) => r.readyLoad),
+};
 const loads = (xs: number[]) => `load ${xs.map((l) => l.toFixed(1)).join("/")}`;
 const rows = [
   ["machine", `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, load at start ${loadStart.map(f2).join(" ")}`],
@@ -238,8 +254,12 @@ const rows = [
     ];
   }),
 ];
+rows.push(
+  [`x264 default keyint, full decode in one ffmpeg (frame_decode_processes 1): to ready`, `${f2(one.readyS)} s = ${(SECS / one.readyS).toFixed(1)}× realtime, ${f2(one.readyCpuS)} CPU-s (${loads(one.loads)})`],
+  [`  split decode (the default) ÷ one process, to ready (same round)`, `${f2(one.splitOverOne)}× wall`],
+);
 const w = Math.max(...rows.map((r) => r[0].length));
 console.log(rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join("\n"));
 mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
-writeFileSync(join(ROOT, "bench", "results", "keyint.json"), JSON.stringify({ secs: SECS, runs: RUNS, batch, loadavg_start: loadStart, loadavg_end: loadavg(), summary: s, rounds, rows }, null, 2));
+writeFileSync(join(ROOT, "bench", "results", "keyint.json"), JSON.stringify({ secs: SECS, runs: RUNS, batch, loadavg_start: loadStart, loadavg_end: loadavg(), summary: s, oneProcess: one, oneRounds: oneRounds, rounds, rows }, null, 2));
 rmSync(work, { recursive: true, force: true });

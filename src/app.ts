@@ -1,4 +1,5 @@
 import { mkdirSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { Config } from "./config/config.ts";
 import { createLogger, type Logger } from "./core/logger.ts";
@@ -284,6 +285,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     speechMaxTokens: config.speechMaxTokens,
     frameIntervalSecs: config.frameIntervalSecs,
     frameLoopFilter: config.frameLoopFilter,
+    // A long-GOP file's full decode runs as this many ffmpeg processes (media/split-decode.ts): the
+    // cores, shared among the jobs that may run at once.
+    frameDecodeProcesses: config.frameDecodeProcesses || Math.max(1, Math.floor(availableParallelism() / Math.max(1, config.jobConcurrency))),
     logger,
     completion: jobs,
   });

@@ -68,6 +68,7 @@ const fileSchema = z
     speech_max_tokens: z.number().int().min(16).max(440),
     frame_interval_secs: z.number().min(0.1).max(60),
     frame_loop_filter: z.enum(["auto", "exact", "skip"]),
+    frame_decode_processes: z.number().int().min(0).max(64),
     search_cache_mb: z.number().int().min(0),
     clip_max_secs: z.number().positive(),
     clip_cache_mb: z.number().int().min(0),
@@ -127,6 +128,11 @@ export interface Config {
    * is always exact.
    */
   frameLoopFilter: "auto" | "exact" | "skip";
+  /**
+   * ffmpeg processes a full (long-GOP) visual decode is split into over time (docs/INGEST.md
+   * "Split decode"); 0 (default): the cores shared among `jobConcurrency` jobs, 1: never split.
+   */
+  frameDecodeProcesses: number;
   /** Exact vectors kept in memory for search rescoring, MiB (0: read them from the store every time). */
   searchCacheMb: number;
   /** Longest span `GET /v1/videos/{id}/clip` cuts, seconds. */
@@ -239,6 +245,13 @@ export function loadConfig(
   if (frameLoopFilter !== "auto" && frameLoopFilter !== "exact" && frameLoopFilter !== "skip") {
     throw new ConfigError(`VSEARCH_FRAME_LOOP_FILTER must be auto, exact or skip, got "${frameLoopFilter}"`);
   }
+  // Default 0 (one per core): on two quiet cores the split made the 250-frame bench clip ready in
+  // 0.66× the time of one process; with other work holding a core it can be slower
+  // (BENCHMARKS.md "Split decode").
+  const frameDecodeProcesses = pick(num("VSEARCH_FRAME_DECODE_PROCESSES", env.VSEARCH_FRAME_DECODE_PROCESSES), file.frame_decode_processes) ?? 0;
+  if (!Number.isInteger(frameDecodeProcesses) || frameDecodeProcesses < 0 || frameDecodeProcesses > 64) {
+    throw new ConfigError(`VSEARCH_FRAME_DECODE_PROCESSES must be an integer in 0..64 (0: one per core), got ${frameDecodeProcesses}`);
+  }
   const modelIdleUnloadSecs = pick(num("VSEARCH_MODEL_IDLE_UNLOAD_SECS", env.VSEARCH_MODEL_IDLE_UNLOAD_SECS), file.model_idle_unload_secs) ?? 300;
   if (modelIdleUnloadSecs < 0) throw new ConfigError(`VSEARCH_MODEL_IDLE_UNLOAD_SECS must be 0 or more, got ${modelIdleUnloadSecs}`);
   const logLevel = pick(flags.logLevel, env.VSEARCH_LOG_LEVEL as Config["logLevel"], file.log_level) ?? "info";
@@ -281,6 +294,7 @@ export function loadConfig(
     speechMaxTokens,
     frameIntervalSecs,
     frameLoopFilter,
+    frameDecodeProcesses,
     searchCacheMb: pick(num("VSEARCH_SEARCH_CACHE_MB", env.VSEARCH_SEARCH_CACHE_MB), file.search_cache_mb) ?? 256,
     clipMaxSecs: pick(num("VSEARCH_CLIP_MAX_SECS", env.VSEARCH_CLIP_MAX_SECS), file.clip_max_secs) ?? 300,
     clipCacheMb: pick(num("VSEARCH_CLIP_CACHE_MB", env.VSEARCH_CLIP_CACHE_MB), file.clip_cache_mb) ?? 1024,

@@ -94,8 +94,14 @@ export function parseX264Options(bytes: Uint8Array): Record<string, string> | nu
 }
 
 /** What a full decode of this file may skip: "bidir" where it is exact (x264, ref=1), else "noref". */
-export async function fullDecodeSkip(bins: MediaBins, file: string, codec: string | null): Promise<DecodeSkip> {
+export async function fullDecodeSkip(bins: MediaBins, file: string, codec: string | null, x264?: Record<string, string> | null): Promise<DecodeSkip> {
   if (codec !== "h264") return "noref";
-  const o = await readX264Options(bins, file);
+  const o = x264 !== undefined ? x264 : await readX264Options(bins, file);
   return o?.ref === "1" ? "bidir" : "noref";
 }
+
+/**
+ * Whether x264 wrote closed GOPs only (its default, open_gop=0): then every keyframe is an IDR,
+ * which containers flag in their packets, so the packet flags list every keyframe.
+ */
+export const x264ClosedGops = (o: Record<string, string> | null): boolean => o !== null && o.open_gop === "0";

@@ -7,7 +7,8 @@ import { decodeSkipArgs, type DecodeSkip, type LoopFilter } from "./decode.ts";
 import { cutAnalysisFilters, filterBoundaries, MIN_SHOT_SECS, SCENE_THRESHOLD } from "./shots.ts";
 import { keyframesCloseEnough, samplingExpression, type KeyframeSpacing } from "./select.ts";
 import { createShowinfoParser, isErrorLine } from "./showinfo.ts";
-import { pipedFrames, ShowinfoQueue } from "./frame-pipe.ts";
+import { pipedFrames, ShowinfoQueue, type PipedFrame } from "./frame-pipe.ts";
+import { joinFirstFrameKept, keyframesNearSeams, planSegments, ReadAhead, splitMayPay, type DecodeSegment, type SplitOptions } from "./split-decode.ts";
 
 export interface SampleFramesOptions {
   /** Output side in pixels (CLIP: 224). Frames are size × size RGB. */
@@ -53,7 +54,14 @@ export interface SampleFramesOptions {
   skipFrames?: DecodeSkip;
   /** Full decode only: whether the loop filter runs (decode.ts). Default "exact". */
   loopFilter?: LoopFilter;
-  /** Decoder threads (ffmpeg picks by default). */
+  /**
+   * Full decode only: decode in up to `processes` ffmpeg processes over ranges that start at
+   * keyframes, joined into the same stream (split-decode.ts). Needs `durationSecs` and a container
+   * whose seeks land on the keyframe asked for (MP4/MOV: the caller decides); short files and
+   * files without a usable keyframe near a seam decode in one process. Default: one process.
+   */
+  split?: SplitOptions;
+  /** Decoder threads (ffmpeg picks by default; a range of a split decode: 1). */
   threads?: number;
   /** Kill ffmpeg when it produces nothing for this long while we wait on it. Default 60 s. */
   stallTimeoutMs?: number;
@@ -62,7 +70,10 @@ export interface SampleFramesOptions {
 }
 
 export interface SampledFrame {
-  /** 0-based position in this stream. */
+  /**
+   * 0-based position in this stream, and the number of its JPEG (`jpegs`). A split decode numbers
+   * each range from its own base: still unique and increasing, with gaps (split-decode.ts).
+   */
   index: number;
   /** True presentation time in seconds (from the decoded frame's pts), relative to the file start. */
   timestamp: number;
@@ -85,6 +96,8 @@ export interface FrameStats {
   errorSamples: string[];
   /** Shot boundaries found by the `cuts` analysis (seconds, ascending); null when it did not run. */
   cuts: number[] | null;
+  /** Where a split decode's ranges met (keyframe times); absent when one process decoded. */
+  seams?: number[];
 }
 
 export interface FrameStream extends AsyncIterable<SampledFrame> {
@@ -122,21 +135,122 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
   const keyframes = await chooseKeyframeMode(bins, file, opts, every, stats);
   stats.mode = keyframes ? "keyframes" : "all";
 
-  const expr = samplingExpression(every, extras);
-  const hdr = opts.hdr ?? false;
   if (opts.poster && !opts.jpegs) throw new RangeError("poster needs jpegs");
   const poster = opts.poster && Number.isFinite(opts.poster.atSecs) ? opts.poster : undefined;
   const cuts = !keyframes && opts.cuts ? cutOptions(opts.cuts) : null;
+  const plan: DecodePlan = { size, every, extras, hdr: opts.hdr ?? false, poster, cuts, keyframes };
+  const segments = !keyframes && opts.split && opts.durationSecs ? await splitInto(bins, file, opts.split, opts.durationSecs, plan) : null;
+  const procs: ToolProcess[] = [];
+  try {
+    if (!segments) {
+      const cutTimes: number[] = [];
+      for await (const f of decodeRange(bins, file, opts, plan, null, stats, cutTimes, procs)) {
+        stats.framesEmitted++;
+        yield sampled(f);
+      }
+      if (cuts) stats.cuts = filterBoundaries(cutTimes, cuts.minShotSecs);
+      return;
+    }
+    stats.seams = segments.slice(1).map((s) => s.start!);
+    // Up to `processes` ranges decode at once, each read ahead into memory (split-decode.ts); the
+    // consumer takes them in time order, and the next range starts when one is used up.
+    const cutLists = segments.map((): number[] => []);
+    const running: ReadAhead[] = [];
+    const start = (i: number) => (running[i] = new ReadAhead(decodeRange(bins, file, opts, plan, segments[i], stats, cutLists[i], procs)));
+    for (let i = 0; i < Math.min(opts.split!.processes, segments.length); i++) start(i);
+    const unpicked: number[] = [];
+    let lastPicked: number | null = null;
+    for (let i = 0; i < segments.length; i++) {
+      let first = i > 0;
+      for await (const f of running[i].frames()) {
+        if (first) {
+          first = false;
+          // The range's seek must have landed on its keyframe (trim drops what comes before it);
+          // landing past it loses pictures. Counted like corrupt data, not silently.
+          if (!f.keyframe || f.timestamp > segments[i].start! + 1e-3) {
+            stats.decodeErrors++;
+            if (stats.errorSamples.length < 5) stats.errorSamples.push(`split decode: the range from ${segments[i].start} s began at ${f.timestamp} s`);
+          }
+          if (!joinFirstFrameKept(f.timestamp, lastPicked, every, extras)) {
+            unpicked.push(f.index);
+            continue;
+          }
+          f.forced = extras.some((x) => x - 1e-4 > (lastPicked ?? -Infinity) && x - 1e-4 <= f.timestamp);
+        }
+        lastPicked = f.timestamp;
+        stats.framesEmitted++;
+        yield sampled(f);
+      }
+      await running[i].finished;
+      const next = i + opts.split!.processes;
+      if (next < segments.length) start(next);
+    }
+    // A range's first frame that one decode would not have picked also loses its thumbnail (its
+    // process has exited: the file is complete).
+    if (opts.jpegs) await Promise.all(unpicked.map((n) => rm(jpegPath(opts.jpegs!.dir, n), { force: true })));
+    // The range before a seam scores on past it (the same pictures, the same scores as the range
+    // after it, which skips its first two): a cut found by both is one cut.
+    if (cuts) stats.cuts = filterBoundaries([...new Set(cutLists.flat())], cuts.minShotSecs);
+  } finally {
+    for (const p of procs) p.dispose();
+  }
+}
+
+interface DecodePlan {
+  size: number;
+  every: number;
+  extras: number[];
+  hdr: boolean;
+  poster: SampleFramesOptions["poster"];
+  cuts: ReturnType<typeof cutOptions> | null;
+  keyframes: boolean;
+}
+
+const sampled = (f: PipedFrame): SampledFrame => ({ index: f.index, timestamp: f.timestamp, rgb: f.bytes, keyframe: f.keyframe, forced: f.forced });
+const jpegPath = (dir: string, index: number) => join(dir, `${String(index).padStart(8, "0")}.jpg`);
+
+/** The ranges of a split decode, or null where one process decodes the file (split-decode.ts). */
+async function splitInto(bins: MediaBins, file: string, split: SplitOptions, durationSecs: number, plan: DecodePlan): Promise<DecodeSegment[] | null> {
+  const probe = { durationSecs, everySecs: plan.every, posterSecs: plan.poster?.atSecs ?? null, extraCount: plan.extras.length, split };
+  if (!splitMayPay(split, durationSecs)) return null;
+  const keyframes = await keyframesNearSeams(bins, file, durationSecs, split).catch(() => null);
+  return keyframes ? planSegments(keyframes, probe) : null;
+}
+
+/**
+ * One ffmpeg over `seg` (null: the whole file, as before splitting existed): its sampled frames
+ * (indices from `seg.indexBase`), its cut times into `cutTimes`, its errors into `stats`.
+ */
+async function* decodeRange(
+  bins: MediaBins,
+  file: string,
+  opts: SampleFramesOptions,
+  plan: DecodePlan,
+  seg: DecodeSegment | null,
+  stats: FrameStats,
+  cutTimes: number[],
+  procs: ToolProcess[],
+): AsyncGenerator<PipedFrame> {
+  const { size, every, extras, hdr, cuts, keyframes } = plan;
+  const ends = seg?.end != null ? `*lt(t,${(seg.end - 1e-3).toFixed(6)})` : "";
+  const expr = ends ? `(${samplingExpression(every, extras)})${ends}` : samplingExpression(every, extras);
+  const from = seg?.start ?? 0;
+  const poster = plan.poster && (seg === null || (plan.poster.atSecs >= from && (seg.end === null || plan.poster.atSecs < seg.end))) ? plan.poster : undefined;
+  const trim = seg?.start != null ? `trim=start=${(seg.start - 1e-3).toFixed(6)}` : null;
   const complex = Boolean(opts.jpegs || cuts);
   // With cuts, the decoded pictures are split first: the analysis must see every decoded picture,
-  // the sampler only the ones it selects.
-  const input = cuts ? "[main]" : "[0:v:0]";
+  // the sampler only the ones it selects. A range after a seam drops what precedes its keyframe.
+  const root = trim && complex ? `[0:v:0]${trim}[seg];` : "";
+  const source = root ? "[seg]" : "[0:v:0]";
+  const input = cuts ? "[main]" : source;
   let graph = opts.jpegs
     ? filterGraphWithJpegs(expr, size, hdr, opts.jpegs.width, poster, input)
     : cuts
       ? `${input}${filterGraph(expr, size, hdr)}[rgb]`
-      : filterGraph(expr, size, hdr);
-  if (cuts) graph = `[0:v:0]split[cutsrc][main];[cutsrc]${cutAnalysisFilters(cuts.width, cuts.threshold, "cuts")},nullsink;${graph}`;
+      : `${trim ? `${trim},` : ""}${filterGraph(expr, size, hdr)}`;
+  const range = seg ? { fromThirdPicture: seg.start !== null } : undefined;
+  if (cuts) graph = `${source}split[cutsrc][main];[cutsrc]${cutAnalysisFilters(cuts.width, cuts.threshold, "cuts", range)},nullsink;${graph}`;
+  graph = root + graph;
   let scriptDir: string | null = null;
   let filterArgs = [complex ? "-filter_complex" : "-vf", graph];
   if (graph.length > MAX_INLINE_FILTER) {
@@ -150,16 +264,25 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
   const outputs = opts.jpegs
     ? [
         "-map", "[rgb]", ...rgbOut,
-        "-map", "[jpg]", ...jpegCodecArgs(opts.jpegs.quality), "-f", "image2", "-start_number", "0", join(opts.jpegs.dir, "%08d.jpg"),
+        "-map", "[jpg]", ...jpegCodecArgs(opts.jpegs.quality), "-f", "image2", "-start_number", String(seg?.indexBase ?? 0), join(opts.jpegs.dir, "%08d.jpg"),
         ...(poster ? ["-map", "[poster]", ...jpegCodecArgs(poster.quality), "-update", "1", "-f", "image2", poster.path] : []),
       ]
     : cuts
       ? ["-map", "[rgb]", ...rgbOut]
       : ["-map", "0:v:0", "-an", "-sn", "-dn", ...rgbOut];
+  // A range keeps the file's own times (-copyts; start_at_zero: less the start time, as one decode
+  // does); it seeks without trimming (its graph's trim does, at the keyframe) and stops reading a
+  // little past its end.
+  const rangeArgs = seg
+    ? [
+        "-copyts", "-start_at_zero",
+        ...(seg.seekSecs !== null ? ["-noaccurate_seek", "-ss", seg.seekSecs.toFixed(6)] : []),
+        ...(seg.readSecs !== null ? ["-t", seg.readSecs.toFixed(6)] : []),
+      ]
+    : [];
 
   const parse = createShowinfoParser();
   const parseCut = createShowinfoParser("cuts");
-  const cutTimes: number[] = [];
   const infos = new ShowinfoQueue();
   const proc = new ToolProcess(
     bins.ffmpeg,
@@ -169,7 +292,9 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
       // filter cannot drift; it saves ~10 % of the decode and moves 224 px pixels by < 1/255 on
       // average (0.2 on 1080p H.264, 0.7 on a 300 kbit/s 360p one).
       ...(keyframes ? ["-skip_frame", "nokey", "-skip_loop_filter", "all"] : decodeSkipArgs(opts.skipFrames, opts.loopFilter)),
-      ...(opts.threads ? ["-threads", String(opts.threads)] : []),
+      // A range of a split decode runs on one thread: the ranges are the parallelism.
+      ...(opts.threads || seg ? ["-threads", String(opts.threads ?? 1)] : []),
+      ...rangeArgs,
       "-i", file, ...filterArgs, ...outputs,
     ],
     {
@@ -193,17 +318,15 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
       },
     },
   );
+  procs.push(proc);
   void proc.stderrClosed.then(() => infos.close());
 
   try {
-    for await (const f of pipedFrames(proc, size * size * 3, infos, extras)) {
-      stats.framesEmitted++;
-      yield { index: f.index, timestamp: f.timestamp, rgb: f.bytes, keyframe: f.keyframe, forced: f.forced };
-    }
+    const base = seg?.indexBase ?? 0;
+    for await (const f of pipedFrames(proc, size * size * 3, infos, extras)) yield { ...f, index: base + f.index };
     const exit = await proc.exited();
     throwIfStreamRunFailed("frame sampling failed", exit, "video");
     await proc.stderrClosed; // every showinfo@cuts line is in
-    if (cuts) stats.cuts = filterBoundaries(cutTimes, cuts.minShotSecs);
   } finally {
     proc.dispose();
     if (scriptDir) await rm(scriptDir, { recursive: true, force: true });

@@ -89,8 +89,16 @@ export async function detectShotBoundaries(bins: MediaBins, file: string, opts: 
  * the same cuts. fast_bilinear is plenty for a difference score; min() avoids upscaling tiny videos.
  * `instance` names the showinfo (`showinfo@<instance>`) when the graph has another one.
  */
-export function cutAnalysisFilters(width: number, threshold: number, instance?: string): string {
-  return `scale=w='min(${width},iw)':h=-2:flags=fast_bilinear,select='gt(scene,${threshold})',showinfo${instance ? `@${instance}` : ""}`;
+export function cutAnalysisFilters(width: number, threshold: number, instance?: string, range?: CutRange): string {
+  // A range that starts at a seam: its first two pictures score against nothing (split-decode.ts).
+  const select = range?.fromThirdPicture ? `gt(scene,${threshold})*gte(n,2)` : `gt(scene,${threshold})`;
+  return `scale=w='min(${width},iw)':h=-2:flags=fast_bilinear,select='${select}',showinfo${instance ? `@${instance}` : ""}`;
+}
+
+/** A time range of a split decode, for its cut analysis (split-decode.ts). */
+export interface CutRange {
+  /** The range starts at a seam: its first two pictures are scored by the range before. */
+  fromThirdPicture: boolean;
 }
 
 function defaultTimeout(durationSecs: number | null | undefined): number {

@@ -4,6 +4,7 @@ import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
 import { MediaError } from "./errors.ts";
 import { jpegCodecArgs, thumbnailFilters } from "./filters.ts";
 import { failureFromExit, runTool, throwIfStreamRunFailed, type MediaBins } from "./process.ts";
+import { readKeyframesFromStart } from "./split-decode.ts";
 
 export interface ThumbnailOptions {
   /** Output width in pixels; height follows the display aspect (rounded to even). Default 320. */
@@ -23,6 +24,12 @@ export interface ThumbnailOptions {
    * first one decoded at or after the time. Default "none".
    */
   skipFrames?: DecodeSkip;
+  /**
+   * The container's seeks land on the keyframe asked for (MP4/MOV, by their sample table): a full
+   * decode may then start at the keyframe at or before the time (`keyframeSeeks`) instead of
+   * ffmpeg's accurate seek, which on a keyframe starts a GOP early. Default false.
+   */
+  seeksExactly?: boolean;
   /** Per ffmpeg run. Default 60 s. */
   timeoutMs?: number;
 }
@@ -65,17 +72,28 @@ export async function writeThumbnails(
   opts: ThumbnailOptions & { batchSize?: number } = {},
 ): Promise<void> {
   const batch = Math.max(1, Math.min(32, opts.batchSize ?? 8));
+  for (const r of requests) if (!(r.timestampSecs >= 0)) throw new RangeError("timestampSecs must be ≥ 0");
+  const seeks = opts.keyframesOnly || !opts.seeksExactly || requests.length === 0 ? null : await keyframeSeeks(bins, file, requests.map((r) => r.timestampSecs));
   for (let i = 0; i < requests.length; i += batch) {
     const part = requests.slice(i, i + batch);
     const temps = part.map((r) => tempNameFor(r.outPath));
     const args = ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-y"];
-    for (const r of part) {
-      if (!(r.timestampSecs >= 0)) throw new RangeError("timestampSecs must be ≥ 0");
+    const trims: (string | null)[] = [];
+    part.forEach((r, k) => {
       if (opts.keyframesOnly) args.push("-skip_frame", "nokey");
       else args.push(...decodeSkipArgs(opts.skipFrames));
-      args.push("-threads", "1", "-ss", r.timestampSecs.toFixed(6), "-i", file);
-    }
-    part.forEach((_, k) => args.push("-map", `${k}:v:0`, ...jpegOutputArgs(opts), temps[k]));
+      const seek = seeks?.[i + k] ?? null;
+      if (seek === null) {
+        args.push("-threads", "1", "-ss", r.timestampSecs.toFixed(6), "-i", file);
+        trims.push(null);
+      } else {
+        // Keep the file's times, seek past the keyframe at or before T so the demuxer lands on it
+        // (not on the one before: keyframeSeeks), and start the output at T.
+        args.push("-threads", "1", "-copyts", "-start_at_zero", "-noaccurate_seek", "-ss", seek.toFixed(6), "-i", file);
+        trims.push(`trim=start=${Math.max(0, r.timestampSecs - 1e-3).toFixed(6)}`);
+      }
+    });
+    part.forEach((_, k) => args.push("-map", `${k}:v:0`, ...jpegOutputArgs(opts, trims[k] ?? undefined), temps[k]));
     try {
       const exit = await runTool(bins.ffmpeg, args, { timeoutMs: opts.timeoutMs ?? 60_000 });
       throwIfStreamRunFailed("thumbnail failed", exit, "video");
@@ -128,6 +146,30 @@ async function lastFrameTo(bins: MediaBins, file: string, tmp: string, opts: Thu
   );
   if (exit.code !== 0) throw failureFromExit("thumbnail failed", exit);
   if (!(await nonEmpty(tmp))) throw new MediaError("DECODE_FAILED", "no frame could be decoded for the thumbnail");
+}
+
+/** Longest way back from a thumbnail's time to its keyframe that keyframeSeeks trusts. */
+const MAX_GOP_SECS = 30;
+
+/**
+ * For each time T, where a decode that starts at the keyframe at or before T should seek
+ * (`-noaccurate_seek -ss`), or null for a plain accurate seek. ffmpeg's `-ss T` seeks the demuxer
+ * by decode time, which in a B-frame stream is a frame or two before the picture's own: for T on a
+ * keyframe (a shot starting at a cut, where x264 puts its keyframes) it lands on the keyframe
+ * *before*, a whole GOP earlier — 250 frames with x264's default (60 s 1080p: 0.28 CPU-s for one
+ * thumbnail instead of 0.04). Seeking a little past the keyframe lands on it (split-decode.ts
+ * DecodeSegment.seekSecs). The keyframes come from the packet flags around each T (no decoding).
+ */
+async function keyframeSeeks(bins: MediaBins, file: string, times: number[]): Promise<(number | null)[] | null> {
+  const windows = times.map((t) => `${Math.max(0, t - 2).toFixed(3)}%${(t + 1).toFixed(3)}`).join(",");
+  const keys = await readKeyframesFromStart(bins, file, windows).catch(() => null);
+  if (!keys?.length) return null;
+  return times.map((t) => {
+    const k = keys.filter((x) => x <= t + 1e-6).pop();
+    if (k === undefined || t - k > MAX_GOP_SECS) return null;
+    const next = keys.find((x) => x > k) ?? Infinity;
+    return k + Math.min(0.4, (next - k) / 2);
+  });
 }
 
 function jpegOutputArgs(opts: ThumbnailOptions, preFilter?: string): string[] {

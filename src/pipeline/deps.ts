@@ -28,6 +28,8 @@ export interface PipelineDeps {
   frameIntervalSecs?: number;
   /** Loop filter in a full visual decode (config frame_loop_filter; decode.ts loopFilterFor); default "auto". */
   frameLoopFilter?: LoopFilterPolicy;
+  /** ffmpeg processes a full visual decode may be split into (media/split-decode.ts); default 1. */
+  frameDecodeProcesses?: number;
   /** Whisper's per-window token cap (config speech_max_tokens). */
   speechMaxTokens: number;
   logger: Logger;

@@ -10,7 +10,7 @@ import type { VideoRow } from "../videos/schema.ts";
 import type { VideoScope } from "../indexing/store.ts";
 import type { ActiveModel } from "../models/roles.ts";
 import type { PipelineDeps } from "./deps.ts";
-import { fullDecodeSkip, loopFilterFor, type DecodeSkip, type LoopFilter } from "../media/decode.ts";
+import { fullDecodeSkip, loopFilterFor, readX264Options, x264ClosedGops, type DecodeSkip, type LoopFilter } from "../media/decode.ts";
 import { embedFrames, shotIndexAt, type EmbeddedFrame } from "./stage-frames.ts";
 import { StageRun } from "./stage-run.ts";
 import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
@@ -370,16 +370,26 @@ function toFailure(e: unknown): never {
  * decode of the video: the frame decode, shot detection without a model, and OCR.
  */
 async function planDecode(d: PipelineDeps, source: string, info: MediaInfo, packetTimes: number[] | null): Promise<DecodePlan> {
-  const keyframesOnly = await useKeyframes(d, source, info, packetTimes);
+  // x264's settings (one packet read, ~50 ms), read at most once and only where a full decode is
+  // likely: they say what it may skip, and whether the packets' keyframes can be trusted.
+  let x264: Promise<Record<string, string> | null> | null = null;
+  const x264Options = () => (x264 ??= info.videoCodec === "h264" ? readX264Options(d.bins, source) : Promise.resolve(null));
+  const keyframesOnly = await useKeyframes(d, source, info, packetTimes, x264Options);
   if (keyframesOnly) return { keyframesOnly };
   const loopFilter = loopFilterFor(d.frameLoopFilter ?? "auto", info.width, info.height);
-  return { keyframesOnly, skipFrames: await fullDecodeSkip(d.bins, source, info.videoCodec), loopFilter };
+  return { keyframesOnly, skipFrames: await fullDecodeSkip(d.bins, source, info.videoCodec, await x264Options()), loopFilter };
 }
 
 /** Short clips always decode every frame; longer ones use keyframes when they are close enough. */
-async function useKeyframes(d: PipelineDeps, source: string, info: MediaInfo, packetTimes: number[] | null): Promise<boolean> {
+async function useKeyframes(d: PipelineDeps, source: string, info: MediaInfo, packetTimes: number[] | null, x264Options: () => Promise<Record<string, string> | null>): Promise<boolean> {
   if (!info.durationSecs || info.durationSecs <= 15 || !info.width) return false;
-  const r = await keyframesCloseEnough(d.bins, source, { durationSecs: info.durationSecs, maxGapSecs: MAX_KEYFRAME_GAP_SECS, packetTimes }).catch(() => null);
+  const r = await keyframesCloseEnough(d.bins, source, {
+    durationSecs: info.durationSecs,
+    maxGapSecs: MAX_KEYFRAME_GAP_SECS,
+    packetTimes,
+    // x264 with closed GOPs: a long gap between flagged packets is a long GOP (no decode to confirm it).
+    packetsFlagEveryKeyframe: async () => x264ClosedGops(await x264Options()),
+  }).catch(() => null);
   return r?.ok ?? false;
 }
 

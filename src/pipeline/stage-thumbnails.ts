@@ -39,7 +39,8 @@ export async function writeVideoThumbnails(
   // A shot the frame decode has no picture of (shorter than the sampling interval) starts at a cut,
   // a picture the full decode's analysis saw: a noref seek (exact for every codec) skips ~half the
   // decoding on its way there and lands on that picture or the next decoded one.
-  await writeThumbnails(d.bins, source, missing, { width: SHOT_THUMB_WIDTH, hdr, keyframesOnly, skipFrames: keyframesOnly ? undefined : FULL_DECODE_SKIP });
+  const seeksExactly = video.container === "mp4" || video.container === "mov";
+  await writeThumbnails(d.bins, source, missing, { width: SHOT_THUMB_WIDTH, hdr, keyframesOnly, skipFrames: keyframesOnly ? undefined : FULL_DECODE_SKIP, seeksExactly });
   // The poster shows the video at 10 % of its length. The visual pass wrote it when it ran;
   // otherwise one seek and one GOP decode.
   const poster = d.files.posterFile(video.id);
