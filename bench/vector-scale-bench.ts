@@ -6,6 +6,7 @@
  *     [--probes=0.02,0.04,0.08,0.16] [--efs=16,64,256] [--usearch=1] [--usearch-threads=1] [--usearch-max=N]
  *     [--gt-threads=1] [--max-anon-gb=14] [--data-dir=bench/results/vector-scale-data] [--keep-data=0]
  *     [--generate-only=1] [--truth-only=1] [--warm-pass=1] [--lists=N] [--wait-pid=PID] [--rebuild=0]
+ *     [--sqrt-probes=0.02,0.03] (image queries at these shares under the app's √n policy) [--filtered=0]
  *     [--configs=chunkRows:lists,…] [--filtered=0]
  *
  * Per size: build time and RAM (RSS delta after GC), then p50/p99 and recall@10 against an exact
@@ -32,6 +33,7 @@ import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import usearch from "usearch";
 import { createVectorIndex, type CompactionStats, type SearchStats, type VectorSource } from "../src/vector/index.ts";
+import { IMAGE_QUERY_PROBE } from "../src/search/service.ts";
 import { mapRows, truthFromFileThreads } from "./lib/exact-file.ts";
 import { runQueries } from "./lib/run-queries.ts";
 import { clusteredStream, generateQueries } from "./lib/synthetic.ts";
@@ -43,6 +45,7 @@ const list = (name: string, def: string) => (argv.get(name) ?? def).split(",").f
 const SIZES = list("sizes", "100000,1000000");
 const NQ = Number(argv.get("queries") ?? 200);
 const PROBES = list("probes", "0.02,0.04,0.08,0.16");
+const SQRT_PROBES = list("sqrt-probes", "");
 const EFS = list("efs", "16,64,256");
 /** --lists=N: list count per training instead of the default (~n / 256 up to 8 192, then n / 512 up to 16 384; src/vector/lists.ts listsFor). */
 const LISTS = Number(argv.get("lists") ?? 0);
@@ -292,9 +295,11 @@ async function runSize(n: number): Promise<void> {
   for (const s of sets) {
     for (const probe of [undefined, ...PROBES]) each(s.name, probe === undefined ? "default" : `probe=${probe}`, s.Q, s.truth, probe);
   }
-  // What the app passes for an image-only query (search/service.ts IMAGE_QUERY_PROBE): 4 %,
-  // the rows read growing as √n around 1 M rows (per segment).
-  each("image", "app: 0.04 at 1 M, √n", image, truthImage, 0.04, undefined, 1_000_000);
+  // What the app passes for an image-only query (search/service.ts IMAGE_QUERY_PROBE): a share
+  // at 1 M rows, the rows read growing as √n around it (per segment).
+  each("image", `app: ${IMAGE_QUERY_PROBE.share} at 1 M, √n`, image, truthImage, IMAGE_QUERY_PROBE.share, undefined, IMAGE_QUERY_PROBE.sqrtAt);
+  // Other shares under the app's √n policy (--sqrt-probes), to choose the app's.
+  for (const share of SQRT_PROBES) each("image", `${share} at 1 M, √n`, image, truthImage, share, undefined, 1_000_000);
   if (!SKIP_FILTERED) {
     each("text+coll", "default", textC, truthC, undefined, (i) => ({ collections: [coll[i]] }));
     for (const probe of [undefined, ...PROBES]) {

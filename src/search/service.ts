@@ -55,14 +55,15 @@ export interface SearchServiceDeps {
 /** Nearest frames / shots fetched per search, and transcript segments. */
 const FRAME_K = 1000;
 /**
- * How much of an account's vectors an image-only query reads in the index's inverted lists: 4 %
- * at 1 M rows (recall@10 0.982), the rows read growing as √n around that: 12.6 k of 100 k rows
- * (where 4 k gave 0.90), ~120 k of a 9.4 M-row segment (10 M: 157 k rows read in all, recall
- * 0.971, where 4 % would read 400 k; BENCHMARKS.md "Probing at 10 M"). Text queries, and image
- * queries under a collection or label filter (allowed neighbours far from the query: 0.88 at
- * 4 %), read every row.
+ * How much of an account's vectors an image-only query reads in the index's inverted lists: 2.8 %
+ * at 1 M rows, the rows read growing as √n around that (VectorIndex probeSqrtAt). With the finer
+ * lists (32-row chunks, ~n/256 lists up to 4.2 M rows), measured quiet: 100 k rows ~9 k read,
+ * recall@10 0.99, < 1 ms; 1 M 28 k read, 0.99, ~1.8 ms; 10 M 112 k read, 0.958, 7.6 ms (3 %: 120 k,
+ * 0.961, 9.3–10.3 ms; BENCHMARKS.md, "10 M after compaction"). Text queries, and image queries
+ * under a collection or label filter (allowed neighbours far from the query: 0.87–0.94 at 1–2 %),
+ * read every row.
  */
-const IMAGE_QUERY_PROBE: ProbePolicy = { share: 0.04, sqrtAt: 1_000_000 };
+export const IMAGE_QUERY_PROBE: ProbePolicy = { share: 0.028, sqrtAt: 1_000_000 };
 const SHOT_K = 300;
 const TRANSCRIPT_K = LEXICAL_K;
 const SCENE_TEXT_K = 500;
