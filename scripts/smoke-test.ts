@@ -11,7 +11,9 @@
  *   5. two `doctor` processes started at once on another fresh data dir both pass;
  *   6. end to end: the tiny CLIP model imported (`models import`) and the tiny Whisper pulled from a
  *      loopback Hugging Face hub (`models pull`, HF_ENDPOINT), both load-checked in the binary's workers, a 20 s clip with 2 s keyframes and a cut (made by the binary's own
- *      ffmpeg) indexed by `ingest`, then, through `serve`: the video's stages (one decode for
+ *      ffmpeg) indexed by `ingest`, and a 24 s clip with x264's 250-frame keyframe interval whose
+ *      full decode runs split over two of the binary's ffmpeg processes at a keyframe (its
+ *      stages say so, and its cut is found), then, through `serve`: the first video's stages (one decode for
  *      frames, shots and thumbnails; the transcript beside it), its thumbnails and poster on disk,
  *      nothing temporary left, signed int8 weights where the CPU has VNNI, and a search answering;
  *      Playback: the rendition worker marks that H.264 clip `not_needed`, and a clip export is cut
@@ -288,6 +290,20 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
   const ingest = await vsearch(["--data-dir", data, "--json", "ingest", clip, "--account", accountId, "--collection", "smoke"], 180_000);
   const videoId = json(ingest)?.files?.[0]?.video_id as string | undefined;
   if (!check("ingest indexes the clip in-process", ingest.code === 0 && !!videoId && json(ingest)?.summary?.indexed === 1, `${JSON.stringify(json(ingest)?.summary)}, ${brief(ingest)}`)) return;
+  // A long-keyframe-interval clip (x264's default 250 frames, at 24 fps: keyframes every 10.42 s,
+  // off the 1 s sampling grid as real frame rates put them): its full decode is split over two
+  // ffmpeg processes at a keyframe (src/media/split-decode.ts).
+  const longGop = join(work, "smoke-long-gop.mp4");
+  const genLong = Bun.spawn(
+    [ffmpeg!, "-hide_banner", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=24:d=12", "-f", "lavfi", "-i", "color=c=blue:s=320x240:r=24:d=12",
+     "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]", "-map", "[v]", "-c:v", "libx264", "-preset", "veryfast", "-g", "250", longGop],
+    { env, stdout: "ignore", stderr: "pipe" },
+  );
+  const genLongCode = await Promise.race([genLong.exited, Bun.sleep(60_000).then(() => "timeout" as const)]);
+  if (!check("a 24 s long-GOP clip made with the binary's ffmpeg", genLongCode === 0 && existsSync(longGop), `exit ${genLongCode}`)) return;
+  const ingestLong = await vsearch(["--data-dir", data, "--json", "ingest", longGop, "--account", accountId, "--collection", "smoke"], 180_000, { VSEARCH_FRAME_DECODE_PROCESSES: "2" });
+  const longVideoId = json(ingestLong)?.files?.[0]?.video_id as string | undefined;
+  if (!check("ingest indexes the long-GOP clip", ingestLong.code === 0 && !!longVideoId && json(ingestLong)?.summary?.indexed === 1, `${JSON.stringify(json(ingestLong)?.summary)}, ${brief(ingestLong)}`)) return;
   const key = json(await vsearch(["--data-dir", data, "--json", "keys", "create", "--account", accountId, "--name", "smoke"], 60_000))?.key as string | undefined;
   if (!check("keys create returns a key", typeof key === "string", "")) return;
 
@@ -307,6 +323,12 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     );
     check("shot thumbnails and the poster came from that decode", /^2 shots and the poster from the frame decode$/.test(st.thumbnails?.reason ?? ""), JSON.stringify(st.thumbnails));
     check("the transcript stage ran (speech worker)", st.transcript?.status === "ran", JSON.stringify(st.transcript));
+    const longStages = (await get(`/v1/videos/${longVideoId}`)).body?.data?.stages ?? {};
+    check(
+      "the long-GOP clip's full decode ran in 2 ffmpeg processes split at a keyframe, and found the cut",
+      /^full decode .*, in 2 processes split at keyframes \d+\.\d+ s/.test(longStages.frames?.reason ?? "") && longStages.shots?.count === 2,
+      JSON.stringify({ frames: longStages.frames, shots: longStages.shots }),
+    );
     const vdir = join(data, "videos", videoId!);
     const files = existsSync(vdir) ? readdirSync(vdir).sort() : [];
     const shots = existsSync(join(vdir, "shots")) ? readdirSync(join(vdir, "shots")) : [];
@@ -346,10 +368,10 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     // 8: backup beside the running server (tar-stream and VACUUM INTO in the binary), restore, check.
     const archive = join(work, "smoke-backup.tar");
     const backup = await vsearch(["--data-dir", data, "--json", "backup", archive, "--include-models"], 120_000);
-    check("backup while serve runs", backup.code === 0 && json(backup)?.videos === 1 && existsSync(archive), `${json(backup)?.files} files, ${brief(backup)}`);
+    check("backup while serve runs", backup.code === 0 && json(backup)?.videos === 2 && existsSync(archive), `${json(backup)?.files} files, ${brief(backup)}`);
     const restoredDir = join(work, "restored");
     const restore = await vsearch(["--data-dir", restoredDir, "--json", "restore", archive], 120_000);
-    check("restore into an empty dir", restore.code === 0 && json(restore)?.videos === 1, brief(restore));
+    check("restore into an empty dir", restore.code === 0 && json(restore)?.videos === 2, brief(restore));
     const verify = await vsearch(["--data-dir", restoredDir, "--json", "check"], 60_000);
     check("the restored data dir passes vsearch check", verify.code === 0 && json(verify)?.ok === true, brief(verify));
   } finally {
