@@ -9,7 +9,7 @@
  * This is the only place outside src/runtime that names the installer packages: src/media takes
  * binary paths as parameters.
  */
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, open, readFile, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -282,3 +282,21 @@ export async function imageDimensions(path: string): Promise<[number, number]> {
   const [w, h] = (await new Response(p.stdout).text()).trim().split(",").map(Number);
   return [w, h];
 }
+
+/**
+ * An ffmpeg wrapper script in `dir` that logs every call's arguments (one per line, then a blank
+ * line) before running the real ffmpeg: point VSEARCH_FFMPEG_PATH at `path`, read `calls()`.
+ */
+export function loggedFfmpeg(dir: string): { path: string; calls(): string[][] } {
+  const log = join(dir, "ffmpeg-calls.log");
+  const path = join(dir, "ffmpeg-logged");
+  writeFileSync(path, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> '${log}'; done\nprintf '\\n' >> '${log}'\nexec '${mediaBins().ffmpeg}' "$@"\n`);
+  chmodSync(path, 0o755);
+  return {
+    path,
+    calls: () => (existsSync(log) ? readFileSync(log, "utf8").split("\n\n").filter(Boolean).map((c) => c.split("\n")) : []),
+  };
+}
+
+/** The filter graph of a logged ffmpeg call ("" if none). */
+export const filterGraphOf = (args: string[]) => args[args.findIndex((a) => a === "-filter_complex" || a === "-vf") + 1] ?? "";

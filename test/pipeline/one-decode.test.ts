@@ -4,24 +4,18 @@
  * decode of the source — the frame sampler with the cut analysis in its graph — and no separate
  * shot detection or thumbnail seek.
  */
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadConfig } from "../../src/config/config.ts";
 import { createTenant, json, startTestApp, upload, type Tenant, type TestApp } from "../helpers/app.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
-import { mediaBins } from "../helpers/media.ts";
+import { filterGraphOf, loggedFfmpeg } from "../helpers/media.ts";
 import { fixedCatalog, tinyClip } from "../helpers/models.ts";
 
 const dir = scratchDir("one-decode");
-const log = join(dir, "ffmpeg-calls.log");
 let clip: string;
-
-/** Each call of the wrapper: its arguments, one per line, then a blank line. */
-function calls(): string[][] {
-  if (!existsSync(log)) return [];
-  return readFileSync(log, "utf8").split("\n\n").filter(Boolean).map((c) => c.split("\n"));
-}
+let logged: ReturnType<typeof loggedFfmpeg>;
+const calls = () => logged.calls();
 
 /** Uploads the clip, waits for its job, returns the video. */
 async function ingest(t: TestApp, tenant: Tenant): Promise<any> {
@@ -50,10 +44,8 @@ describe("ingest at a 250-frame keyframe interval", () => {
        "-map", "[v]", "-c:v", "libx264", "-preset", "veryfast", "-g", "250", "-keyint_min", "250", "-sc_threshold", "0"],
       join(dir, "long-gop.mp4"),
     );
-    const wrapper = join(dir, "ffmpeg-logged");
-    writeFileSync(wrapper, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> '${log}'; done\nprintf '\\n' >> '${log}'\nexec '${mediaBins().ffmpeg}' "$@"\n`);
-    chmodSync(wrapper, 0o755);
-    t = await startTestApp({ VSEARCH_FFMPEG_PATH: wrapper, VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+    logged = loggedFfmpeg(dir);
+    t = await startTestApp({ VSEARCH_FFMPEG_PATH: logged.path, VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
     await t.app.start();
     tenant = await createTenant(t);
   }, 90_000);
@@ -73,26 +65,25 @@ describe("ingest at a 250-frame keyframe interval", () => {
     // samples the model's frames, and it also carries the cut analysis; no separate shot detection,
     // no seek. (Later enrichment stages, such as on-screen text, may decode for their own needs.)
     const after = calls().slice(before);
-    const graphOf = (args: string[]) => args[args.findIndex((a) => a === "-filter_complex" || a === "-vf") + 1] ?? "";
-    const sampling = after.filter((args) => graphOf(args).includes("crop=224:224"));
+    const sampling = after.filter((args) => filterGraphOf(args).includes("crop=224:224"));
     expect(sampling).toHaveLength(1);
-    expect(graphOf(sampling[0])).toContain("showinfo@cuts");
-    expect(graphOf(sampling[0])).toContain("select='gt(scene,0.3)'");
+    expect(filterGraphOf(sampling[0])).toContain("showinfo@cuts");
+    expect(filterGraphOf(sampling[0])).toContain("select='gt(scene,0.3)'");
     expect(sampling[0].join(" ")).toContain("-skip_frame bidir -skip_loop_filter bidir");
-    expect(after.filter((args) => graphOf(args).includes("gt(scene"))).toHaveLength(1);
+    expect(after.filter((args) => filterGraphOf(args).includes("gt(scene"))).toHaveLength(1);
     expect(after.filter((args) => args.includes("-ss"))).toHaveLength(0);
 
     // The OCR stage (after the video is ready) decodes the file again for its 1280×720 gray
     // frames, but with the frame decode's own shortcuts: the same skip decision, the same
     // decoder arguments, so the long GOP is not decoded in full a second time.
     expect(video.stages.ocr.status).toBe("ran");
-    const ocr = after.filter((args) => graphOf(args).includes("format=gray"));
+    const ocr = after.filter((args) => filterGraphOf(args).includes("format=gray"));
     expect(ocr).toHaveLength(1);
     expect(ocr[0].join(" ")).toContain("-skip_frame bidir -skip_loop_filter bidir");
   }, 120_000);
 
   test("frame_loop_filter skip: the frame decode runs without the loop filter, the OCR decode with it; same cuts", async () => {
-    const t2 = await startTestApp({ VSEARCH_FFMPEG_PATH: join(dir, "ffmpeg-logged"), VSEARCH_FRAME_LOOP_FILTER: "skip", VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+    const t2 = await startTestApp({ VSEARCH_FFMPEG_PATH: logged.path, VSEARCH_FRAME_LOOP_FILTER: "skip", VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
     try {
       await t2.app.start();
       const before = calls().length;
@@ -100,11 +91,10 @@ describe("ingest at a 250-frame keyframe interval", () => {
       expect(video.stages.shots).toMatchObject({ status: "ran", count: 4 });
       expect(video.stages.shots.reason).toMatch(/^full decode \(bidir pictures skipped, no loop filter\)/);
       const after = calls().slice(before);
-      const graphOf = (args: string[]) => args[args.findIndex((a) => a === "-filter_complex" || a === "-vf") + 1] ?? "";
-      const sampling = after.filter((args) => graphOf(args).includes("crop=224:224"));
+        const sampling = after.filter((args) => filterGraphOf(args).includes("crop=224:224"));
       expect(sampling).toHaveLength(1);
       expect(sampling[0].join(" ")).toContain("-skip_frame bidir -skip_loop_filter all");
-      const ocr = after.filter((args) => graphOf(args).includes("format=gray"));
+      const ocr = after.filter((args) => filterGraphOf(args).includes("format=gray"));
       expect(ocr).toHaveLength(1);
       expect(ocr[0].join(" ")).toContain("-skip_frame bidir -skip_loop_filter bidir");
     } finally {

@@ -4,29 +4,23 @@
  * many shots and frames, thumbnails for every shot and the poster. (That the frames and cuts are
  * the same ones, pixel for pixel, is test/media/split-decode.test.ts.)
  */
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, test } from "vitest";
 import { loadConfig } from "../../src/config/config.ts";
 import { createTenant, json, startTestApp, upload, type TestApp } from "../helpers/app.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
-import { mediaBins } from "../helpers/media.ts";
+import { filterGraphOf, loggedFfmpeg } from "../helpers/media.ts";
 import { fixedCatalog, tinyClip } from "../helpers/models.ts";
 
 const dir = scratchDir("split-decode");
-const log = join(dir, "ffmpeg-calls.log");
 let clip: string;
-
-function calls(): string[][] {
-  if (!existsSync(log)) return [];
-  return readFileSync(log, "utf8").split("\n\n").filter(Boolean).map((c) => c.split("\n"));
-}
-const graphOf = (args: string[]) => args[args.findIndex((a) => a === "-filter_complex" || a === "-vf") + 1] ?? "";
+let logged: ReturnType<typeof loggedFfmpeg>;
+const calls = () => logged.calls();
 
 /** Starts an app with `processes`, ingests the clip, returns the video and the frame-sampling ffmpeg calls. */
 async function ingestWith(processes: string): Promise<{ video: any; sampling: string[][] }> {
   const t: TestApp = await startTestApp(
-    { VSEARCH_FFMPEG_PATH: join(dir, "ffmpeg-logged"), VSEARCH_FRAME_DECODE_PROCESSES: processes, VSEARCH_RATE_LIMIT_JOBS: "100000" },
+    { VSEARCH_FFMPEG_PATH: logged.path, VSEARCH_FRAME_DECODE_PROCESSES: processes, VSEARCH_RATE_LIMIT_JOBS: "100000" },
     { models: fixedCatalog({ "image-text": tinyClip }) },
   );
   try {
@@ -43,7 +37,7 @@ async function ingestWith(processes: string): Promise<{ video: any; sampling: st
     }
     expect(job.status).toBe("done");
     const video = (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
-    return { video, sampling: calls().slice(before).filter((args) => graphOf(args).includes("crop=224:224")) };
+    return { video, sampling: calls().slice(before).filter((args) => filterGraphOf(args).includes("crop=224:224")) };
   } finally {
     await t.close();
   }
@@ -60,9 +54,7 @@ describe("split decode in the pipeline", () => {
        "-map", "[v]", "-c:v", "libx264", "-preset", "veryfast"],
       join(dir, "long-gop.mp4"),
     );
-    const wrapper = join(dir, "ffmpeg-logged");
-    writeFileSync(wrapper, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> '${log}'; done\nprintf '\\n' >> '${log}'\nexec '${mediaBins().ffmpeg}' "$@"\n`);
-    chmodSync(wrapper, 0o755);
+    logged = loggedFfmpeg(dir);
   }, 90_000);
 
   test("two processes index the file as one does", async () => {
