@@ -70,10 +70,17 @@ for (let round = 0; round < 3; round++) {
     rows.push({ impl, repeat_ns_per_row: Math.round(r.repeatNs), new_ns_per_row: Math.round(r.newNs) });
   }
 }
-const best = (impl: string, k: "repeat_ns_per_row" | "new_ns_per_row") => Math.min(...rows.filter((r) => r.impl === impl).map((r) => r[k]));
+const best = (impl: string, k: "repeat_ns_per_row" | "new_ns_per_row") =>
+  Math.min(...rows.filter((r) => r.impl === impl).map((r) => r[k]));
 const load1 = loadavg();
-console.log(`rows/query ${ROWS}, queries ${QUERIES}, budget ${BUDGET / 1048576} MiB; ${cpus()[0]?.model}; load ${load0.map((x) => x.toFixed(2)).join(" ")} → ${load1.map((x) => x.toFixed(2)).join(" ")}`);
+console.log(
+  `rows/query ${ROWS}, queries ${QUERIES}, budget ${BUDGET / 1048576} MiB; ${cpus()[0]?.model}; load ${load0.map((x) => x.toFixed(2)).join(" ")} → ${load1.map((x) => x.toFixed(2)).join(" ")}`,
+);
 console.log("| implementation | repeated rows (hits), ns/row | new rows (miss+set+evict), ns/row |\n|---|---|---|");
-for (const impl of new Set(rows.map((r) => r.impl))) console.log(`| ${impl} | ${best(impl, "repeat_ns_per_row")} | ${best(impl, "new_ns_per_row")} |`);
+for (const impl of new Set(rows.map((r) => r.impl)))
+  console.log(`| ${impl} | ${best(impl, "repeat_ns_per_row")} | ${best(impl, "new_ns_per_row")} |`);
 mkdirSync(join(import.meta.dir, "results"), { recursive: true });
-writeFileSync(join(import.meta.dir, "results", "cache.json"), JSON.stringify({ rows, ROWS, QUERIES, BUDGET, loadavgStart: load0, loadavgEnd: load1 }, null, 2));
+writeFileSync(
+  join(import.meta.dir, "results", "cache.json"),
+  JSON.stringify({ rows, ROWS, QUERIES, BUDGET, loadavgStart: load0, loadavgEnd: load1 }, null, 2),
+);

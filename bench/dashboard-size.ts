@@ -17,17 +17,36 @@ const load = loadavg();
 const t0 = performance.now();
 const web = await bundleWeb();
 const bundleMs = performance.now() - t0;
-const scalarFile = join(dirname(createRequire(join(ROOT, "package.json")).resolve("@scalar/api-reference")), "browser", "standalone.js");
+const scalarFile = join(
+  dirname(createRequire(join(ROOT, "package.json")).resolve("@scalar/api-reference")),
+  "browser",
+  "standalone.js",
+);
 const scalar = await Bun.file(scalarFile).bytes();
 
 const rows = [
-  ...web.map((a) => ({ page: "/", file: a.path, raw: a.body.length, gzip: Bun.gzipSync(a.body as Uint8Array<ArrayBuffer>).length })),
-  { page: "/docs", file: "/docs/scalar.js (@scalar/api-reference standalone)", raw: scalar.length, gzip: Bun.gzipSync(scalar).length },
+  ...web.map((a) => ({
+    page: "/",
+    file: a.path,
+    raw: a.body.length,
+    gzip: Bun.gzipSync(a.body as Uint8Array<ArrayBuffer>).length,
+  })),
+  {
+    page: "/docs",
+    file: "/docs/scalar.js (@scalar/api-reference standalone)",
+    raw: scalar.length,
+    gzip: Bun.gzipSync(scalar).length,
+  },
 ];
 const js = rows.filter((r) => r.page === "/" && r.file.endsWith(".js"));
 console.log(`load average ${load.map((l) => l.toFixed(2)).join(" ")}; bundling web/ took ${bundleMs.toFixed(0)} ms`);
 console.log(`| page | file | raw bytes | gzipped |\n|---|---|---:|---:|`);
 for (const r of rows) console.log(`| ${r.page} | ${r.file} | ${r.raw} | ${r.gzip} |`);
-console.log(`dashboard JS total: ${js.reduce((n, r) => n + r.raw, 0)} B raw, ${js.reduce((n, r) => n + r.gzip, 0)} B gzipped`);
+console.log(
+  `dashboard JS total: ${js.reduce((n, r) => n + r.raw, 0)} B raw, ${js.reduce((n, r) => n + r.gzip, 0)} B gzipped`,
+);
 mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
-writeFileSync(join(ROOT, "bench", "results", "dashboard-size.json"), JSON.stringify({ at: new Date().toISOString(), loadavg: load, bundle_ms: bundleMs, files: rows }, null, 2));
+writeFileSync(
+  join(ROOT, "bench", "results", "dashboard-size.json"),
+  JSON.stringify({ at: new Date().toISOString(), loadavg: load, bundle_ms: bundleMs, files: rows }, null, 2),
+);

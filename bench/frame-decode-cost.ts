@@ -33,20 +33,48 @@ async function timed(what: string, fn: () => Promise<number | void>) {
   const t0 = performance.now();
   const n = await fn();
   const cpu = childCpu() - c0;
-  console.log(`| ${what} | ${cpu.toFixed(2)} | ${((performance.now() - t0) / 1000).toFixed(2)} | ${loadavg()[0].toFixed(1)} |${n ? ` ${n} frames` : ""}`);
+  console.log(
+    `| ${what} | ${cpu.toFixed(2)} | ${((performance.now() - t0) / 1000).toFixed(2)} | ${loadavg()[0].toFixed(1)} |${n ? ` ${n} frames` : ""}`,
+  );
 }
 
 const info = await probeMedia(bins, file);
 const skip = await fullDecodeSkip(bins, file, info.videoCodec);
-console.log(`${file}: ${info.width}×${info.height}, skip ${skip}, threads ${threads ?? "ffmpeg default"}; ${new Date().toISOString()}`);
+console.log(
+  `${file}: ${info.width}×${info.height}, skip ${skip}, threads ${threads ?? "ffmpeg default"}; ${new Date().toISOString()}`,
+);
 console.log("| part | CPU-s | wall s | load (1 min) |");
 console.log("|---|---:|---:|---:|");
 for (const lf of ["exact", "skip"] as LoopFilter[]) {
   await timed(`decode only, loop filter ${lf}`, async () => {
-    const p = Bun.spawn([bins.ffmpeg, "-hide_banner", "-nostdin", ...decodeSkipArgs(skip, lf), ...(threads ? ["-threads", String(threads)] : []), "-i", file, "-map", "0:v:0", "-f", "null", "-"], { stdout: "ignore", stderr: "ignore" });
+    const p = Bun.spawn(
+      [
+        bins.ffmpeg,
+        "-hide_banner",
+        "-nostdin",
+        ...decodeSkipArgs(skip, lf),
+        ...(threads ? ["-threads", String(threads)] : []),
+        "-i",
+        file,
+        "-map",
+        "0:v:0",
+        "-f",
+        "null",
+        "-",
+      ],
+      { stdout: "ignore", stderr: "ignore" },
+    );
     await p.exited;
   });
-  const base: SampleFramesOptions = { size: 224, everySecs: 1, keyframesOnly: false, skipFrames: skip, loopFilter: lf, durationSecs: info.durationSecs, threads };
+  const base: SampleFramesOptions = {
+    size: 224,
+    everySecs: 1,
+    keyframesOnly: false,
+    skipFrames: skip,
+    loopFilter: lf,
+    durationSecs: info.durationSecs,
+    threads,
+  };
   const count = async (o: SampleFramesOptions) => {
     let n = 0;
     for await (const _ of sampleFrames(bins, file, o)) n++;
@@ -56,7 +84,12 @@ for (const lf of ["exact", "skip"] as LoopFilter[]) {
   await timed(`+ cut analysis at 160 px, loop filter ${lf}`, () => count({ ...base, cuts: {} }));
   const dir = mkdtempSync(join(work, "j"));
   await timed(`+ 320 px JPEGs and poster (the pipeline's graph), loop filter ${lf}`, () =>
-    count({ ...base, cuts: {}, jpegs: { dir, width: 320 }, poster: { path: join(dir, "poster.jpg"), atSecs: 6, width: 640 } }),
+    count({
+      ...base,
+      cuts: {},
+      jpegs: { dir, width: 320 },
+      poster: { path: join(dir, "poster.jpg"), atSecs: 6, width: 640 },
+    }),
   );
 }
 rmSync(work, { recursive: true, force: true });

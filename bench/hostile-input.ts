@@ -43,7 +43,11 @@ async function pollHealth(ms: number) {
 const single: number[] = [];
 for (let i = 0; i < 30; i++) {
   const t0 = performance.now();
-  const r = await fetch(`${srv.url}/v1/auth/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: deep });
+  const r = await fetch(`${srv.url}/v1/auth/sessions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: deep,
+  });
   await r.arrayBuffer();
   if (r.status !== 422) throw new Error(`deep body → ${r.status}`);
   single.push(performance.now() - t0);
@@ -53,7 +57,11 @@ let bombs = 0;
 let bombing = true;
 const bombers = Array.from({ length: 8 }, async () => {
   while (bombing) {
-    const r = await fetch(`${srv.url}/v1/auth/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: deep });
+    const r = await fetch(`${srv.url}/v1/auth/sessions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: deep,
+    });
     await r.arrayBuffer();
     if (r.status !== 422) throw new Error(`deep body → ${r.status}`);
     bombs++;
@@ -65,16 +73,33 @@ await Promise.all(bombers);
 results.event_loop = {
   deep_body_alone_ms: { p50: round(pct(single, 50)), p99: round(pct(single, 99)) },
   healthz_idle_ms: { p50: round(pct(idle, 50)), p99: round(pct(idle, 99)), max: round(Math.max(...idle)) },
-  healthz_under_deep_bodies_ms: { p50: round(pct(underAttack, 50)), p99: round(pct(underAttack, 99)), max: round(Math.max(...underAttack)) },
+  healthz_under_deep_bodies_ms: {
+    p50: round(pct(underAttack, 50)),
+    p99: round(pct(underAttack, 99)),
+    max: round(Math.max(...underAttack)),
+  },
   deep_bodies_per_s: round(bombs / 10),
 };
 
 // 2. 200 000 distinct clients against the sign-in limiter ---------------------------------------
-await srv.cli("users", "create", "--account", (await srv.cli("accounts", "create", "--name", "victim")).id, "--email", "victim@example.com", "--password", "correct horse battery");
+await srv.cli(
+  "users",
+  "create",
+  "--account",
+  (await srv.cli("accounts", "create", "--name", "victim")).id,
+  "--email",
+  "victim@example.com",
+  "--password",
+  "correct horse battery",
+);
 const body = JSON.stringify({ email: "victim@example.com", password: "wrong password" });
 // Use up the e-mail's budget first: from here on every guess is refused without a password hash.
 for (let i = 0; i < 60; i++) {
-  await fetch(`${srv.url}/v1/auth/sessions`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": `198.51.100.${i}` }, body });
+  await fetch(`${srv.url}/v1/auth/sessions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-forwarded-for": `198.51.100.${i}` },
+    body,
+  });
 }
 const rssBefore = srv.rssMb();
 let n = 0;
@@ -99,7 +124,12 @@ results.limiter = {
   latency_ms: { p50: ac.latency.p50, p99: ac.latency.p99 },
   errors: ac.errors,
   status_codes: (ac as any).statusCodeStats,
-  rss_mb: { before: round(rssBefore.rss), after: round(rssAfter.rss), growth: round(rssAfter.rss - rssBefore.rss), peak: round(rssAfter.hwm) },
+  rss_mb: {
+    before: round(rssBefore.rss),
+    after: round(rssAfter.rss),
+    growth: round(rssAfter.rss - rssBefore.rss),
+    peak: round(rssAfter.hwm),
+  },
 };
 results.load_end = loadAvg();
 await srv.stop();

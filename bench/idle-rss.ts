@@ -26,8 +26,18 @@ import type { ActiveModel } from "../src/models/roles.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const SHARED = join(ROOT, "..", "shared", "fixtures", "models");
-const CLIP: ActiveModel = { name: "bench-clip", dir: join(SHARED, "bench-clip-vit-base-patch32"), dtype: "q8", modelId: "bench-clip@bench" };
-const WHISPER: ActiveModel = { name: "bench-whisper", dir: join(SHARED, "bench-whisper-tiny.en"), dtype: "q8", modelId: "bench-whisper@bench" };
+const CLIP: ActiveModel = {
+  name: "bench-clip",
+  dir: join(SHARED, "bench-clip-vit-base-patch32"),
+  dtype: "q8",
+  modelId: "bench-clip@bench",
+};
+const WHISPER: ActiveModel = {
+  name: "bench-whisper",
+  dir: join(SHARED, "bench-whisper-tiny.en"),
+  dtype: "q8",
+  modelId: "bench-whisper@bench",
+};
 const OUT = join(ROOT, "bench", "results", "idle-rss.json");
 const idleArg = process.argv.indexOf("--idle");
 const IDLE_SECS = idleArg > 0 ? Number(process.argv[idleArg + 1]) : 10;
@@ -41,21 +51,66 @@ const load = () => loadavg()[0].toFixed(2);
 const rssMb = () => process.memoryUsage().rss / 1e6;
 
 const clip = join(dir, "clip.mp4");
-const ff = Bun.spawn([ffmpegInstaller.path, "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25:duration=20",
-  "-f", "lavfi", "-i", "sine=frequency=440:duration=20", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-pix_fmt", "yuv420p",
-  "-c:a", "aac", "-shortest", clip]);
+const ff = Bun.spawn([
+  ffmpegInstaller.path,
+  "-loglevel",
+  "error",
+  "-f",
+  "lavfi",
+  "-i",
+  "testsrc2=size=1280x720:rate=25:duration=20",
+  "-f",
+  "lavfi",
+  "-i",
+  "sine=frequency=440:duration=20",
+  "-c:v",
+  "libx264",
+  "-preset",
+  "ultrafast",
+  "-g",
+  "50",
+  "-pix_fmt",
+  "yuv420p",
+  "-c:a",
+  "aac",
+  "-shortest",
+  clip,
+]);
 if ((await ff.exited) !== 0) throw new Error("ffmpeg failed");
 // One frame of it: as a JPEG for an image search, as grayscale pixels for OCR.
 const still = async (args: string[], out: string) => {
-  const p = Bun.spawn([ffmpegInstaller.path, "-loglevel", "error", "-ss", "5", "-i", clip, "-frames:v", "1", ...args, out]);
+  const p = Bun.spawn([
+    ffmpegInstaller.path,
+    "-loglevel",
+    "error",
+    "-ss",
+    "5",
+    "-i",
+    clip,
+    "-frames:v",
+    "1",
+    ...args,
+    out,
+  ]);
   if ((await p.exited) !== 0) throw new Error("ffmpeg failed");
   return new Uint8Array(await Bun.file(out).arrayBuffer());
 };
 const jpeg = await still(["-vf", "scale=320:-2"], join(dir, "still.jpg"));
-const gray = { width: 1280, height: 720, pixels: await still(["-vf", "format=gray", "-f", "rawvideo"], join(dir, "still.gray")) };
+const gray = {
+  width: 1280,
+  height: 720,
+  pixels: await still(["-vf", "format=gray", "-f", "rawvideo"], join(dir, "still.gray")),
+};
 
-const config = loadConfig({ dataDir: join(dir, "data"), logLevel: "warn" }, { VSEARCH_MODEL_IDLE_UNLOAD_SECS: String(IDLE_SECS), VSEARCH_DEVICE: "cpu", VSEARCH_SPEECH_MAX_TOKENS: "106" });
-const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("warn"), models: { active: (r) => (r === "image-text" ? CLIP : r === "speech" ? WHISPER : null) } });
+const config = loadConfig(
+  { dataDir: join(dir, "data"), logLevel: "warn" },
+  { VSEARCH_MODEL_IDLE_UNLOAD_SECS: String(IDLE_SECS), VSEARCH_DEVICE: "cpu", VSEARCH_SPEECH_MAX_TOKENS: "106" },
+);
+const app = await createApp(config, {
+  runtime: await resolveRuntime(config),
+  logger: createLogger("warn"),
+  models: { active: (r) => (r === "image-text" ? CLIP : r === "speech" ? WHISPER : null) },
+});
 try {
   Bun.gc(true);
   const fresh = { rss: rssMb(), load: load() };
@@ -74,7 +129,15 @@ try {
   const afterJob = { rss: rssMb(), load: load() };
   // One search (image, video mode: the CLIP vision tower, the bench model has no text tower) fills
   // the search caches that the idle passes drop.
-  const search = () => app.services.search.search(acct.id, { image: jpeg, modes: ["video"], page: 1, perPage: 10, includeHidden: false, includeThumbnailBase64: false });
+  const search = () =>
+    app.services.search.search(acct.id, {
+      image: jpeg,
+      modes: ["video"],
+      page: 1,
+      perPage: 10,
+      includeHidden: false,
+      includeThumbnailBase64: false,
+    });
   await search();
 
   const { inference, ocr, idleMemory } = app.internals;
@@ -86,11 +149,21 @@ try {
   // earlier one's passes — the OCR worker may end before the models — are not these): wait for
   // both, read RSS after each.
   const passesBefore = idleMemory.passCount;
-  while (Date.now() < unloadedAt + 30_000 && (idleMemory.pending || idleMemory.passCount < passesBefore + 2)) await Bun.sleep(100);
+  while (Date.now() < unloadedAt + 30_000 && (idleMemory.pending || idleMemory.passCount < passesBefore + 2))
+    await Bun.sleep(100);
   const passes = idleMemory.history.slice(-2);
   const passLoad = load();
   await Bun.sleep(1000);
-  const afterUnload = { rss: rssMb(), load: load(), unloaded, passes: passes.map((p) => ({ rssBefore: p.rssBefore / 1e6, rssAfter: p.rssAfter / 1e6, libraryMbDropped: p.libraryBytesDropped / 1e6 })) };
+  const afterUnload = {
+    rss: rssMb(),
+    load: load(),
+    unloaded,
+    passes: passes.map((p) => ({
+      rssBefore: p.rssBefore / 1e6,
+      rssAfter: p.rssAfter / 1e6,
+      libraryMbDropped: p.libraryBytesDropped / 1e6,
+    })),
+  };
 
   // The reload: the first task of each kind starts a worker and loads its model again.
   const pool = await inference.get();
@@ -112,8 +185,12 @@ try {
   // left of its first call is rebuilding the caches the idle passes dropped.
   const searchCold = await wall(search);
   const searchWarm = await wall(search);
-  const whisperCold = await timed(() => pool.transcribeWindows({ modelDir: WHISPER.dir, dtype: WHISPER.dtype, maxNewTokens: 8 }, audio()));
-  const whisperWarm = await timed(() => pool.transcribeWindows({ modelDir: WHISPER.dir, dtype: WHISPER.dtype, maxNewTokens: 8 }, audio()));
+  const whisperCold = await timed(() =>
+    pool.transcribeWindows({ modelDir: WHISPER.dir, dtype: WHISPER.dtype, maxNewTokens: 8 }, audio()),
+  );
+  const whisperWarm = await timed(() =>
+    pool.transcribeWindows({ modelDir: WHISPER.dir, dtype: WHISPER.dtype, maxNewTokens: 8 }, audio()),
+  );
   // The OCR worker starts again on the next frame.
   const ocrCold = ocr ? await wall(() => ocr.recognize(gray)) : NaN;
   const ocrWarm = ocr ? await wall(() => ocr.recognize(gray)) : NaN;
@@ -133,14 +210,43 @@ try {
   console.log(`\nIdle memory (${cpus()[0]?.model ?? "cpu"}, ${cpus().length} cores)\n`);
   console.log("| state | RSS MB | load avg (1 min) |\n|---|---|---|");
   for (const r of rows) console.log(`| ${r.join(" | ")} |`);
-  console.log("\n| reload after unloading | first call ms | of which model load ms | warm call ms |\n|---|---|---|---|");
-  console.log(`| CLIP vision, 1 frame | ${clipCold.wallMs.toFixed(0)} | ${clipCold.loadMs.toFixed(0)} | ${clipWarm.wallMs.toFixed(0)} |`);
-  console.log(`| Whisper tiny.en, one 5 s window, 8 tokens | ${whisperCold.wallMs.toFixed(0)} | ${whisperCold.loadMs.toFixed(0)} | ${whisperWarm.wallMs.toFixed(0)} |`);
+  console.log(
+    "\n| reload after unloading | first call ms | of which model load ms | warm call ms |\n|---|---|---|---|",
+  );
+  console.log(
+    `| CLIP vision, 1 frame | ${clipCold.wallMs.toFixed(0)} | ${clipCold.loadMs.toFixed(0)} | ${clipWarm.wallMs.toFixed(0)} |`,
+  );
+  console.log(
+    `| Whisper tiny.en, one 5 s window, 8 tokens | ${whisperCold.wallMs.toFixed(0)} | ${whisperCold.loadMs.toFixed(0)} | ${whisperWarm.wallMs.toFixed(0)} |`,
+  );
   console.log(`| OCR, one 720p frame (worker start + read) | ${ocrCold.toFixed(0)} | – | ${ocrWarm.toFixed(0)} |`);
-  console.log(`| search, image → video mode (caches dropped; models loaded) | ${searchCold.toFixed(0)} | – | ${searchWarm.toFixed(0)} |`);
+  console.log(
+    `| search, image → video mode (caches dropped; models loaded) | ${searchCold.toFixed(0)} | – | ${searchWarm.toFixed(0)} |`,
+  );
   console.log(`(load avg ${load()})`);
   mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
-  writeFileSync(OUT, JSON.stringify({ idleSecs: IDLE_SECS, fresh, afterJob, afterUnload, reloaded, clipCold, clipWarm, whisperCold, whisperWarm, ocrCold, ocrWarm, searchCold, searchWarm }, null, 2));
+  writeFileSync(
+    OUT,
+    JSON.stringify(
+      {
+        idleSecs: IDLE_SECS,
+        fresh,
+        afterJob,
+        afterUnload,
+        reloaded,
+        clipCold,
+        clipWarm,
+        whisperCold,
+        whisperWarm,
+        ocrCold,
+        ocrWarm,
+        searchCold,
+        searchWarm,
+      },
+      null,
+      2,
+    ),
+  );
   console.log(`wrote ${OUT}`);
 } finally {
   await app.close();

@@ -18,11 +18,19 @@ const make = async (name: string, src: string, extra: string[]) =>
   Uint8Array.from(readFileSync(await ffmpeg(["-f", "lavfi", "-i", src, "-frames:v", "1", ...extra], join(dir, name))));
 const images: Record<string, Uint8Array<ArrayBuffer>> = {
   "PNG RGBA 5000×5000 (at the limit)": await make("rgba.png", "testsrc2=size=5000x5000", ["-pix_fmt", "rgba"]),
-  "JPEG 4:4:4 5600×5700 (at the limit)": await make("big.jpg", "testsrc2=size=5600x5700", ["-pix_fmt", "yuvj444p", "-q:v", "5"]),
+  "JPEG 4:4:4 5600×5700 (at the limit)": await make("big.jpg", "testsrc2=size=5600x5700", [
+    "-pix_fmt",
+    "yuvj444p",
+    "-q:v",
+    "5",
+  ]),
   "PNG RGB 10000×8000 (the reported bomb)": await make("bomb.png", "color=c=blue:size=10000x8000", []),
 };
 
-const s = await startTestServer({ VSEARCH_RATE_LIMIT_SEARCH: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+const s = await startTestServer(
+  { VSEARCH_RATE_LIMIT_SEARCH: "100000" },
+  { models: fixedCatalog({ "image-text": tinyClip }) },
+);
 const a = await createTenant(s);
 
 const rows: Record<string, unknown>[] = [];
@@ -51,7 +59,15 @@ for (const [name, bytes] of Object.entries(images)) {
   );
   on = false;
   await sampler;
-  rows.push({ image: name, kB: Math.round(bytes.byteLength / 1024), statuses: statuses.join(","), secs: Math.round((performance.now() - t0) / 100) / 10, ffmpeg_at_once: peakN, ffmpeg_rss_mb_peak: Math.round(peakKb / 1024), load: loadAvg()[0] });
+  rows.push({
+    image: name,
+    kB: Math.round(bytes.byteLength / 1024),
+    statuses: statuses.join(","),
+    secs: Math.round((performance.now() - t0) / 100) / 10,
+    ffmpeg_at_once: peakN,
+    ffmpeg_rss_mb_peak: Math.round(peakKb / 1024),
+    load: loadAvg()[0],
+  });
 }
 await s.close();
 console.table(rows);

@@ -65,7 +65,11 @@ async function watched(app: BenchApp, run: () => Promise<void>) {
   const probes: Promise<void>[] = [];
   const probe = setInterval(() => {
     const t0 = performance.now();
-    probes.push(Promise.resolve(app.fetch(new Request("http://bench/healthz"))).then(() => void health.push(performance.now() - t0)));
+    probes.push(
+      Promise.resolve(app.fetch(new Request("http://bench/healthz"))).then(
+        () => void health.push(performance.now() - t0),
+      ),
+    );
   }, 20);
   const loadBefore = load1();
   const t0 = performance.now();
@@ -111,13 +115,26 @@ async function main() {
         const n = Math.min(PER_VIDEO, frames - done);
         const tmp = join(dir, "src.bin");
         writeFileSync(tmp, new Uint8Array(64));
-        const { video_id } = s.videos.createFromUpload({ accountId, collectionId: col, filename: `v${done}.mp4`, tempFile: tmp, ext: "mp4", container: "mp4", mimeType: "video/mp4", sizeBytes: 64 });
+        const { video_id } = s.videos.createFromUpload({
+          accountId,
+          collectionId: col,
+          filename: `v${done}.mp4`,
+          tempFile: tmp,
+          ext: "mp4",
+          container: "mp4",
+          mimeType: "video/mp4",
+          sizeBytes: 64,
+        });
         videos.update(video_id, { status: "ready", progress_pct: 100, duration_secs: n });
         const vectors = new Float32Array(n * DIM);
         for (let i = 0; i < vectors.length; i++) vectors[i] = r() - 0.5;
         index.replaceFrames(
           { videoId: video_id, accountId, collectionId: col },
-          Array.from({ length: n }, (_, k) => ({ timestamp: k, shotIndex: 0, embedding: vectors.subarray(k * DIM, (k + 1) * DIM) })),
+          Array.from({ length: n }, (_, k) => ({
+            timestamp: k,
+            shotIndex: 0,
+            embedding: vectors.subarray(k * DIM, (k + 1) * DIM),
+          })),
           MODEL,
         );
       }
@@ -126,7 +143,9 @@ async function main() {
     write(ids.small, SMALL);
     await writer.close();
     const writeMs = performance.now() - t0;
-    console.log(`wrote ${FRAMES + SMALL} frames (${DIM}-d) in ${Math.round(writeMs / 1000)} s (load ${loadAtWrite} → ${load1()})`);
+    console.log(
+      `wrote ${FRAMES + SMALL} frames (${DIM}-d) in ${Math.round(writeMs / 1000)} s (load ${loadAtWrite} → ${load1()})`,
+    );
 
     const query = new Float32Array(DIM).fill(1 / Math.sqrt(DIM));
     const firstSearch = (app: BenchApp, accountId: string) =>
@@ -147,7 +166,8 @@ async function main() {
     const after = await open();
     const warm = await watched(after, async () => {
       await after.start();
-      while (after.internals.search.indexes.warmStatus?.state === "warming") await new Promise((res) => setTimeout(res, 10));
+      while (after.internals.search.indexes.warmStatus?.state === "warming")
+        await new Promise((res) => setTimeout(res, 10));
     });
     const warmRows = after.internals.search.indexes.memoryRows;
     const warmTrained = await watched(after, () => after.internals.search.indexes.whenVectorIndexIdle());
@@ -190,12 +210,16 @@ async function main() {
     mkdirSync(join(OUT, ".."), { recursive: true });
     writeFileSync(OUT, JSON.stringify(result, null, 2) + "\n");
 
-    console.log(`index warm-up bench: ${FRAMES} frames (${DIM}-d) in one account + ${SMALL} in another; ${result.cpu}, ${result.cores} cores, Bun ${Bun.version}`);
+    console.log(
+      `index warm-up bench: ${FRAMES} frames (${DIM}-d) in one account + ${SMALL} in another; ${result.cpu}, ${result.cores} cores, Bun ${Bun.version}`,
+    );
     const cols = Object.keys(rows[0]) as (keyof (typeof rows)[0])[];
     const w = cols.map((c) => Math.max(c.length, ...rows.map((x) => String(x[c]).length)));
     console.log(cols.map((c, i) => c.padEnd(w[i])).join("  "));
     for (const x of rows) console.log(cols.map((c, i) => String(x[c]).padEnd(w[i])).join("  "));
-    console.log(`longest warm-up slice (as the warmer timed it): ${longestSliceMs} ms wall, ${longestSliceCpuMs} ms process CPU`);
+    console.log(
+      `longest warm-up slice (as the warmer timed it): ${longestSliceMs} ms wall, ${longestSliceCpuMs} ms process CPU`,
+    );
     console.log(`wrote ${OUT}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });

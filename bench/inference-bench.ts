@@ -102,31 +102,47 @@ async function benchClip(): Promise<{ loadMs: number[]; rows: ClipRow[] } | { sk
   if (!existsSync(`${CLIP_DIR}/onnx/vision_model_quantized.onnx`)) return { skipped: `${CLIP_DIR} not found` };
   const rows: ClipRow[] = [];
   const loadMs: number[] = [];
-  for (const { weights, signedWeightsDir } of WEIGHTS) for (const plan of PLANS) {
-    const pool = createInferencePool({ workerFile: WORKER, ...plan, device: "cpu", signedWeightsDir });
-    try {
-      // Warm every worker: load the model and run it once at each batch size.
-      const warm = await Promise.all(
-        Array.from({ length: plan.threads * 2 }, () => pool.embedImages({ modelDir: CLIP_DIR, dtype: "q8", batchSize: 16 }, frames(16, 7))),
-      );
-      for (const w of warm) if (w.worker.loadMs > 0) loadMs.push(w.worker.loadMs);
-      for (const batch of [1, 8, 16]) {
-        await pool.embedImages({ modelDir: CLIP_DIR, dtype: "q8", batchSize: batch }, frames(batch, 3));
-        const tasks = Math.max(plan.threads, Math.ceil(IMAGES / batch));
-        const inputs = Array.from({ length: tasks }, (_, i) => frames(batch, 100 + i));
-        const t0 = performance.now();
-        const c0 = process.cpuUsage();
-        await Promise.all(inputs.map((f) => pool.embedImages({ modelDir: CLIP_DIR, dtype: "q8", batchSize: batch }, f)));
-        const seconds = (performance.now() - t0) / 1000;
-        const cpuSeconds = cpuSince(c0);
-        const images = tasks * batch;
-        rows.push({ weights, ...plan, batch, images, seconds, imagesPerSec: images / seconds, cpuSeconds, imagesPerCpuSec: images / cpuSeconds });
-        console.error(`clip q8 ${weights} ${plan.threads}x${plan.intraOpThreads} batch ${batch}: ${(images / seconds).toFixed(1)} img/s, ${(images / cpuSeconds).toFixed(1)} img/CPU-s`);
+  for (const { weights, signedWeightsDir } of WEIGHTS)
+    for (const plan of PLANS) {
+      const pool = createInferencePool({ workerFile: WORKER, ...plan, device: "cpu", signedWeightsDir });
+      try {
+        // Warm every worker: load the model and run it once at each batch size.
+        const warm = await Promise.all(
+          Array.from({ length: plan.threads * 2 }, () =>
+            pool.embedImages({ modelDir: CLIP_DIR, dtype: "q8", batchSize: 16 }, frames(16, 7)),
+          ),
+        );
+        for (const w of warm) if (w.worker.loadMs > 0) loadMs.push(w.worker.loadMs);
+        for (const batch of [1, 8, 16]) {
+          await pool.embedImages({ modelDir: CLIP_DIR, dtype: "q8", batchSize: batch }, frames(batch, 3));
+          const tasks = Math.max(plan.threads, Math.ceil(IMAGES / batch));
+          const inputs = Array.from({ length: tasks }, (_, i) => frames(batch, 100 + i));
+          const t0 = performance.now();
+          const c0 = process.cpuUsage();
+          await Promise.all(
+            inputs.map((f) => pool.embedImages({ modelDir: CLIP_DIR, dtype: "q8", batchSize: batch }, f)),
+          );
+          const seconds = (performance.now() - t0) / 1000;
+          const cpuSeconds = cpuSince(c0);
+          const images = tasks * batch;
+          rows.push({
+            weights,
+            ...plan,
+            batch,
+            images,
+            seconds,
+            imagesPerSec: images / seconds,
+            cpuSeconds,
+            imagesPerCpuSec: images / cpuSeconds,
+          });
+          console.error(
+            `clip q8 ${weights} ${plan.threads}x${plan.intraOpThreads} batch ${batch}: ${(images / seconds).toFixed(1)} img/s, ${(images / cpuSeconds).toFixed(1)} img/CPU-s`,
+          );
+        }
+      } finally {
+        await pool.close();
       }
-    } finally {
-      await pool.close();
     }
-  }
   return { loadMs, rows };
 }
 
@@ -150,32 +166,43 @@ async function benchWhisper(): Promise<{ loadMs: number[]; rows: WhisperRow[] } 
   const speech = readWav16Mono(SPEECH).subarray(0, 30 * 16000);
   const rows: WhisperRow[] = [];
   const loadMs: number[] = [];
-  for (const { weights, signedWeightsDir } of WEIGHTS) for (const plan of PLANS) {
-    const pool = createInferencePool({ workerFile: WORKER, ...plan, device: "cpu", signedWeightsDir });
-    try {
-      for (const maxNewTokens of [100, 224]) {
-        const model = { modelDir: WHISPER_DIR, dtype: "q8" as const, maxNewTokens };
-        const warm = await Promise.all(Array.from({ length: plan.threads }, () => pool.transcribe(model, speech)));
-        for (const w of warm) if (w.worker.loadMs > 0) loadMs.push(w.worker.loadMs);
-        const serial: number[] = [];
-        const c0 = process.cpuUsage();
-        for (let i = 0; i < WINDOWS; i++) {
+  for (const { weights, signedWeightsDir } of WEIGHTS)
+    for (const plan of PLANS) {
+      const pool = createInferencePool({ workerFile: WORKER, ...plan, device: "cpu", signedWeightsDir });
+      try {
+        for (const maxNewTokens of [100, 224]) {
+          const model = { modelDir: WHISPER_DIR, dtype: "q8" as const, maxNewTokens };
+          const warm = await Promise.all(Array.from({ length: plan.threads }, () => pool.transcribe(model, speech)));
+          for (const w of warm) if (w.worker.loadMs > 0) loadMs.push(w.worker.loadMs);
+          const serial: number[] = [];
+          const c0 = process.cpuUsage();
+          for (let i = 0; i < WINDOWS; i++) {
+            const t0 = performance.now();
+            await pool.transcribe(model, speech, i * 30);
+            serial.push((performance.now() - t0) / 1000);
+          }
+          const cpuSecondsPerWindow = cpuSince(c0) / WINDOWS;
+          const n = plan.threads * WINDOWS;
           const t0 = performance.now();
-          await pool.transcribe(model, speech, i * 30);
-          serial.push((performance.now() - t0) / 1000);
+          await Promise.all(Array.from({ length: n }, (_, i) => pool.transcribe(model, speech, i * 30)));
+          const parallel = (performance.now() - t0) / 1000 / n;
+          rows.push({
+            weights,
+            ...plan,
+            maxNewTokens,
+            windows: WINDOWS,
+            secondsPerWindowSerial: median(serial),
+            secondsPerWindowParallel: parallel,
+            cpuSecondsPerWindow,
+          });
+          console.error(
+            `whisper q8 ${weights} ${plan.threads}x${plan.intraOpThreads} cap ${maxNewTokens}: ${median(serial).toFixed(2)} s/window serial, ${parallel.toFixed(2)} parallel`,
+          );
         }
-        const cpuSecondsPerWindow = cpuSince(c0) / WINDOWS;
-        const n = plan.threads * WINDOWS;
-        const t0 = performance.now();
-        await Promise.all(Array.from({ length: n }, (_, i) => pool.transcribe(model, speech, i * 30)));
-        const parallel = (performance.now() - t0) / 1000 / n;
-        rows.push({ weights, ...plan, maxNewTokens, windows: WINDOWS, secondsPerWindowSerial: median(serial), secondsPerWindowParallel: parallel, cpuSecondsPerWindow });
-        console.error(`whisper q8 ${weights} ${plan.threads}x${plan.intraOpThreads} cap ${maxNewTokens}: ${median(serial).toFixed(2)} s/window serial, ${parallel.toFixed(2)} parallel`);
+      } finally {
+        await pool.close();
       }
-    } finally {
-      await pool.close();
     }
-  }
   return { loadMs, rows };
 }
 
@@ -184,10 +211,14 @@ const load0 = loadavg();
 const clip = await benchClip();
 const whisper = await benchWhisper();
 
-console.log(`\nInference bench — ${cpus()[0]?.model ?? "cpu"}, ${availableParallelism()} cores, Bun ${Bun.version}, load avg at start ${load0.map((x) => x.toFixed(2)).join(" ")}`);
+console.log(
+  `\nInference bench — ${cpus()[0]?.model ?? "cpu"}, ${availableParallelism()} cores, Bun ${Bun.version}, load avg at start ${load0.map((x) => x.toFixed(2)).join(" ")}`,
+);
 if ("skipped" in clip) console.log(`CLIP: skipped (${clip.skipped})`);
 else {
-  console.log(`\nCLIP ViT-B/32 vision, q8 (model load per worker: ${clip.loadMs.map((x) => x.toFixed(0)).join(", ")} ms)`);
+  console.log(
+    `\nCLIP ViT-B/32 vision, q8 (model load per worker: ${clip.loadMs.map((x) => x.toFixed(0)).join(", ")} ms)`,
+  );
   console.log("weights      | workers × ORT threads | batch | images | img/s | img per CPU-s");
   for (const r of clip.rows) {
     console.log(
@@ -197,8 +228,12 @@ else {
 }
 if ("skipped" in whisper) console.log(`Whisper: skipped (${whisper.skipped})`);
 else {
-  console.log(`\nWhisper tiny.en, q8, 30 s window of speech (model load per worker: ${whisper.loadMs.map((x) => x.toFixed(0)).join(", ")} ms)`);
-  console.log("weights      | workers × ORT threads | tokens/pass | s/window (one at a time) | s/window (all workers busy) | CPU-s/window");
+  console.log(
+    `\nWhisper tiny.en, q8, 30 s window of speech (model load per worker: ${whisper.loadMs.map((x) => x.toFixed(0)).join(", ")} ms)`,
+  );
+  console.log(
+    "weights      | workers × ORT threads | tokens/pass | s/window (one at a time) | s/window (all workers busy) | CPU-s/window",
+  );
   for (const r of whisper.rows) {
     console.log(
       `${r.weights.padEnd(12)} | ${`${r.threads} × ${r.intraOpThreads}`.padEnd(21)} | ${String(r.maxNewTokens).padStart(11)} | ${r.secondsPerWindowSerial.toFixed(2).padStart(24)} | ${r.secondsPerWindowParallel.toFixed(2).padStart(27)} | ${r.cpuSecondsPerWindow.toFixed(2).padStart(12)}`,

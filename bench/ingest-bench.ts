@@ -32,8 +32,18 @@ import { encoderImagesPerSec, makeBenchClip } from "./lib/bench-clip.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const SHARED = join(ROOT, "..", "shared", "fixtures");
-const CLIP: ActiveModel = { name: "bench-clip", dir: join(SHARED, "models", "bench-clip-vit-base-patch32"), dtype: "q8", modelId: "bench-clip@q8" };
-const WHISPER: ActiveModel = { name: "bench-whisper", dir: join(SHARED, "models", "bench-whisper-tiny.en"), dtype: "q8", modelId: "bench-whisper@q8" };
+const CLIP: ActiveModel = {
+  name: "bench-clip",
+  dir: join(SHARED, "models", "bench-clip-vit-base-patch32"),
+  dtype: "q8",
+  modelId: "bench-clip@q8",
+};
+const WHISPER: ActiveModel = {
+  name: "bench-whisper",
+  dir: join(SHARED, "models", "bench-whisper-tiny.en"),
+  dtype: "q8",
+  modelId: "bench-whisper@q8",
+};
 const secsArg = process.argv.indexOf("--secs");
 const SECS = secsArg > 0 ? Number(process.argv[secsArg + 1]) : 60;
 const runsArg = process.argv.indexOf("--runs");
@@ -58,7 +68,9 @@ async function makeClip(ffmpeg: string): Promise<string> {
   return makeBenchClip(ffmpeg, join(work, `bench-1080p-${SECS}s.mp4`), { secs: SECS, gop: 60 });
 }
 
-const catalog = (m: Partial<Record<"image-text" | "speech", ActiveModel>>): ModelCatalog => ({ active: (r) => (m as any)[r] ?? null });
+const catalog = (m: Partial<Record<"image-text" | "speech", ActiveModel>>): ModelCatalog => ({
+  active: (r) => (m as any)[r] ?? null,
+});
 /** Tokens per 30 s window of real speech (see the header). */
 const REALISTIC_TOKENS = 106;
 
@@ -68,15 +80,24 @@ const REALISTIC_TOKENS = 106;
  */
 async function ingestRuns(clip: string, models: ModelCatalog, label: string, speechMaxTokens = 224, runs = RUNS) {
   const dataDir = join(work, label);
-  const config = loadConfig({ dataDir, logLevel: "warn" }, { ...env, VSEARCH_SPEECH_MAX_TOKENS: String(speechMaxTokens) });
+  const config = loadConfig(
+    { dataDir, logLevel: "warn" },
+    { ...env, VSEARCH_SPEECH_MAX_TOKENS: String(speechMaxTokens) },
+  );
   const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("warn"), models });
   try {
     const acct = app.services.accounts.createAccount({ name: "bench" });
     const col = app.services.collections.create(acct.id, { name: "bench" });
     const t0 = performance.now();
     const pool = await app.internals.inference.get();
-    if (models.active("image-text")) await pool.embedImages({ modelDir: CLIP.dir, dtype: CLIP.dtype }, [{ rgb: new Uint8Array(224 * 224 * 3), width: 224, height: 224 }]);
-    if (models.active("speech")) await pool.transcribeWindows({ modelDir: WHISPER.dir, dtype: WHISPER.dtype, maxNewTokens: 4 }, [{ samples: new Float32Array(16000), offsetSecs: 0 }]);
+    if (models.active("image-text"))
+      await pool.embedImages({ modelDir: CLIP.dir, dtype: CLIP.dtype }, [
+        { rgb: new Uint8Array(224 * 224 * 3), width: 224, height: 224 },
+      ]);
+    if (models.active("speech"))
+      await pool.transcribeWindows({ modelDir: WHISPER.dir, dtype: WHISPER.dtype, maxNewTokens: 4 }, [
+        { samples: new Float32Array(16000), offsetSecs: 0 },
+      ]);
     const loadMs = performance.now() - t0;
     const walls: number[] = [];
     let last: { stages: any; frames: number; duration: number } | null = null;
@@ -96,7 +117,11 @@ async function ingestRuns(clip: string, models: ModelCatalog, label: string, spe
       }
       walls.push(performance.now() - start);
       const video = app.services.videos.get(acct.id, video_id);
-      last = { stages: video.stages, frames: video.stages.embeddings?.count ?? 0, duration: video.duration_secs ?? SECS };
+      last = {
+        stages: video.stages,
+        frames: video.stages.embeddings?.count ?? 0,
+        duration: video.duration_secs ?? SECS,
+      };
     }
     return { wallMs: median(walls), walls, loadMs, ...last!, int8: app.internals.inference.signedWeights().reason };
   } finally {
@@ -111,7 +136,11 @@ function median(xs: number[]): number {
 
 async function encoderAlone(batch: number, n: number) {
   const config = loadConfig({ dataDir: join(work, "enc"), logLevel: "warn" }, env);
-  const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("warn"), models: catalog({ "image-text": CLIP }) });
+  const app = await createApp(config, {
+    runtime: await resolveRuntime(config),
+    logger: createLogger("warn"),
+    models: catalog({ "image-text": CLIP }),
+  });
   try {
     return await encoderImagesPerSec(app, CLIP, batch, n, true);
   } finally {
@@ -121,15 +150,21 @@ async function encoderAlone(batch: number, n: number) {
 
 async function whisperAlone(clip: string, ffmpeg: string, ffprobe: string, maxNewTokens: number) {
   const config = loadConfig({ dataDir: join(work, "wh"), logLevel: "warn" }, env);
-  const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("warn"), models: catalog({ speech: WHISPER }) });
+  const app = await createApp(config, {
+    runtime: await resolveRuntime(config),
+    logger: createLogger("warn"),
+    models: catalog({ speech: WHISPER }),
+  });
   try {
     const pool = await app.internals.inference.get();
     const windows = [];
-    for await (const w of streamAudio16kMono({ ffmpeg, ffprobe }, clip)) windows.push({ samples: w.samples, offsetSecs: w.offsetSecs });
+    for await (const w of streamAudio16kMono({ ffmpeg, ffprobe }, clip))
+      windows.push({ samples: w.samples, offsetSecs: w.offsetSecs });
     const model = { modelDir: WHISPER.dir, dtype: WHISPER.dtype, maxNewTokens };
     await pool.transcribeWindows({ ...model, maxNewTokens: 4 }, [{ samples: new Float32Array(16000), offsetSecs: 0 }]); // load
     const t0 = performance.now();
-    for (let i = 0; i < windows.length; i += WINDOWS_PER_BATCH) await pool.transcribeWindows(model, windows.slice(i, i + WINDOWS_PER_BATCH), { maxBatch: WINDOWS_PER_BATCH });
+    for (let i = 0; i < windows.length; i += WINDOWS_PER_BATCH)
+      await pool.transcribeWindows(model, windows.slice(i, i + WINDOWS_PER_BATCH), { maxBatch: WINDOWS_PER_BATCH });
     return performance.now() - t0;
   } finally {
     await app.close();
@@ -145,7 +180,11 @@ if (RSS_CHILD) {
 
 /** Peak RSS of a separate process that indexes the clip once with both models. */
 async function serverPeakRss(clip: string): Promise<number> {
-  const p = Bun.spawn([process.execPath, import.meta.path, "--rss-child", clip], { stdout: "pipe", stderr: "ignore", env });
+  const p = Bun.spawn([process.execPath, import.meta.path, "--rss-child", clip], {
+    stdout: "pipe",
+    stderr: "ignore",
+    env,
+  });
   const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
   if (code !== 0) throw new Error(`RSS child exited ${code}`);
   return JSON.parse(out.trim().split("\n").at(-1)!).peakRssMb;
@@ -162,7 +201,12 @@ const load0 = loadavg();
 const ips = await encoderAlone(batch, 128);
 const visual = await ingestRuns(clip, catalog({ "image-text": CLIP }), "visual");
 const worst = await ingestRuns(clip, catalog({ "image-text": CLIP, speech: WHISPER }), "visual-speech-cap");
-const real = await ingestRuns(clip, catalog({ "image-text": CLIP, speech: WHISPER }), "visual-speech-real", REALISTIC_TOKENS);
+const real = await ingestRuns(
+  clip,
+  catalog({ "image-text": CLIP, speech: WHISPER }),
+  "visual-speech-real",
+  REALISTIC_TOKENS,
+);
 const whisperWorstMs = await whisperAlone(clip, runtime.ffmpeg, runtime.ffprobe, 224);
 const whisperRealMs = await whisperAlone(clip, runtime.ffmpeg, runtime.ffprobe, REALISTIC_TOKENS);
 const modelMsVisual = (visual.frames / ips) * 1000;
@@ -170,11 +214,15 @@ const serverRssMb = await serverPeakRss(clip);
 const peakRssMb = process.resourceUsage().maxRSS / 1024;
 const x = (r: { wallMs: number; walls: number[]; duration: number }) =>
   `${(r.wallMs / 1000).toFixed(2)} s / ${(r.duration / (r.wallMs / 1000)).toFixed(1)}× (median of ${r.walls.map((w) => (w / 1000).toFixed(2)).join(", ")})`;
-const over = (wallMs: number, modelMs: number) => `${((wallMs / modelMs - 1) * 100).toFixed(1)} % (model ${(modelMs / 1000).toFixed(2)} s)`;
+const over = (wallMs: number, modelMs: number) =>
+  `${((wallMs / modelMs - 1) * 100).toFixed(1)} % (model ${(modelMs / 1000).toFixed(2)} s)`;
 
 const rows = [
   ["clip", `${SECS} s 1080p30 H.264 (2 s GOP), real footage with cuts + speech`],
-  ["machine", `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${process.platform}, load ${load0.map((l) => l.toFixed(2)).join(" ")}`],
+  [
+    "machine",
+    `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${process.platform}, load ${load0.map((l) => l.toFixed(2)).join(" ")}`,
+  ],
   ["int8 weights", visual.int8],
   ["CLIP B/32 vision q8, images/s (batch " + batch + ")", ips.toFixed(1)],
   ["visual-only: wall s / ×realtime", x(visual)],

@@ -29,7 +29,12 @@ import type { ActiveModel, ModelCatalog } from "../src/models/roles.ts";
 import { encoderImagesPerSec, makeBenchClip } from "./lib/bench-clip.ts";
 
 const ROOT = join(import.meta.dirname, "..");
-const CLIP: ActiveModel = { name: "bench-clip", dir: join(ROOT, "..", "shared", "fixtures", "models", "bench-clip-vit-base-patch32"), dtype: "q8", modelId: "bench-clip@q8" };
+const CLIP: ActiveModel = {
+  name: "bench-clip",
+  dir: join(ROOT, "..", "shared", "fixtures", "models", "bench-clip-vit-base-patch32"),
+  dtype: "q8",
+  modelId: "bench-clip@q8",
+};
 const arg = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : undefined;
@@ -72,7 +77,10 @@ interface Timed {
 /** One ffmpeg run: wall time, its CPU time, and the load average when it ended. */
 async function ffmpegTimed(args: string[]): Promise<Timed> {
   const t0 = performance.now();
-  const p = Bun.spawn([runtime.ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "error", ...args], { stdout: "ignore", stderr: "pipe" });
+  const p = Bun.spawn([runtime.ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "error", ...args], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
   const [code, err] = await Promise.all([p.exited, new Response(p.stderr).text()]);
   if (code !== 0) throw new Error(`ffmpeg ${args.join(" ")}: ${err}`);
   const wallS = (performance.now() - t0) / 1000;
@@ -81,7 +89,8 @@ async function ffmpegTimed(args: string[]): Promise<Timed> {
   return { wallS, cpuS, load: load1() };
 }
 const plainDecode = (f: string) => ffmpegTimed(["-i", f, "-f", "null", "-"]);
-const keyframeDecode = (f: string) => ffmpegTimed(["-skip_frame", "nokey", "-i", f, "-map", "0:v:0", "-f", "null", "-"]);
+const keyframeDecode = (f: string) =>
+  ffmpegTimed(["-skip_frame", "nokey", "-i", f, "-map", "0:v:0", "-f", "null", "-"]);
 
 const catalog: ModelCatalog = { active: (r) => (r === "image-text" ? CLIP : null) };
 
@@ -91,7 +100,9 @@ async function warmApp(label: string, extraEnv: Record<string, string> = {}): Pr
   const app = await createApp(config, { runtime, logger: createLogger("warn"), models: catalog });
   const acct = app.services.accounts.createAccount({ name: "bench" }).id;
   const pool = await app.internals.inference.get();
-  await pool.embedImages({ modelDir: CLIP.dir, dtype: CLIP.dtype }, [{ rgb: new Uint8Array(224 * 224 * 3), width: 224, height: 224 }]);
+  await pool.embedImages({ modelDir: CLIP.dir, dtype: CLIP.dtype }, [
+    { rgb: new Uint8Array(224 * 224 * 3), width: 224, height: 224 },
+  ]);
   return { app, acct };
 }
 
@@ -180,7 +191,9 @@ for (let r = 0; r < RUNS; r++) {
     if (k === "g250") {
       const sp = await ingest(oneApp, clips.g250);
       oneRounds.push(sp);
-      console.log(`round ${r + 1} g250, one decode process: ready ${sp.readyS.toFixed(2)} s, ${sp.readyCpuS?.toFixed(2)} CPU-s (load ${sp.readyLoad.toFixed(1)})`);
+      console.log(
+        `round ${r + 1} g250, one decode process: ready ${sp.readyS.toFixed(2)} s, ${sp.readyCpuS?.toFixed(2)} CPU-s (load ${sp.readyLoad.toFixed(1)})`,
+      );
     }
     console.log(
       `round ${r + 1} ${k}: ready ${ing.readyS.toFixed(2)} s (load ${ing.readyLoad.toFixed(1)}), done ${ing.wallS.toFixed(2)} s (ocr ${(ing.ocrMs / 1000).toFixed(2)} s; load ${ing.load.toFixed(1)}), ` +
@@ -240,26 +253,62 @@ const rows = [
     const x = s[k];
     const name = k === "g60" ? "2 s keyframes (-g 60)" : "x264 default keyint (250)";
     return [
-      [`${name}: visual-only ingest to ready (searchable)`, `${f2(x.readyS)} s = ${x.xRealtime.toFixed(1)}× realtime (${loads(x.readyLoads)})`],
-      [`  to ready: CPU-s (app + its ffmpeg) → bound on 2 idle cores`, `${f2(x.readyCpuS)} CPU-s → ≤ ${(SECS / (x.readyCpuS / 2)).toFixed(1)}× realtime`],
-      [`  to done (after OCR)`, `${f2(x.doneS)} s = ${x.doneXRealtime.toFixed(1)}× realtime, ${f2(x.doneCpuS)} CPU-s (${loads(x.loads)})`],
+      [
+        `${name}: visual-only ingest to ready (searchable)`,
+        `${f2(x.readyS)} s = ${x.xRealtime.toFixed(1)}× realtime (${loads(x.readyLoads)})`,
+      ],
+      [
+        `  to ready: CPU-s (app + its ffmpeg) → bound on 2 idle cores`,
+        `${f2(x.readyCpuS)} CPU-s → ≤ ${(SECS / (x.readyCpuS / 2)).toFixed(1)}× realtime`,
+      ],
+      [
+        `  to done (after OCR)`,
+        `${f2(x.doneS)} s = ${x.doneXRealtime.toFixed(1)}× realtime, ${f2(x.doneCpuS)} CPU-s (${loads(x.loads)})`,
+      ],
       [`  ocr stage (took_ms) / share of done`, `${f2(x.ocrS)} s / ${(x.ocrShare * 100).toFixed(0)} % — ${x.ocrNote}`],
       [`  frames embedded / decode`, `${x.frames} / ${x.mode}`],
       [`  ffmpeg -i file -f null - (plain)`, `${f2(x.plainS)} s wall, ${f2(x.plainCpuS)} CPU-s`],
       [`  ffmpeg -skip_frame nokey (keyframes)`, `${f2(x.keyframeS)} s wall, ${f2(x.keyframeCpuS)} CPU-s`],
       [`  ready / plain decode (same round)`, `${f2(x.readyOverPlain)}× wall, ${f2(x.readyCpuS / x.plainCpuS)}× CPU`],
-      [`  ready / keyframe decode (same round)`, `${f2(x.readyOverKeyframe)}× wall, ${f2(x.readyCpuS / x.keyframeCpuS)}× CPU`],
-      [`  done / plain, done / keyframe decode`, `${f2(x.doneOverPlain)}× / ${f2(x.doneOverKeyframe)}× wall, ${f2(x.doneCpuS / x.plainCpuS)}× / ${f2(x.doneCpuS / x.keyframeCpuS)}× CPU`],
+      [
+        `  ready / keyframe decode (same round)`,
+        `${f2(x.readyOverKeyframe)}× wall, ${f2(x.readyCpuS / x.keyframeCpuS)}× CPU`,
+      ],
+      [
+        `  done / plain, done / keyframe decode`,
+        `${f2(x.doneOverPlain)}× / ${f2(x.doneOverKeyframe)}× wall, ${f2(x.doneCpuS / x.plainCpuS)}× / ${f2(x.doneCpuS / x.keyframeCpuS)}× CPU`,
+      ],
       [`  overhead over model time (to ready)`, `${(x.overheadOverModel * 100).toFixed(0)} %`],
     ];
   }),
 ];
 rows.push(
-  [`x264 default keyint, full decode in one ffmpeg (frame_decode_processes 1): to ready`, `${f2(one.readyS)} s = ${(SECS / one.readyS).toFixed(1)}× realtime, ${f2(one.readyCpuS)} CPU-s (${loads(one.loads)})`],
+  [
+    `x264 default keyint, full decode in one ffmpeg (frame_decode_processes 1): to ready`,
+    `${f2(one.readyS)} s = ${(SECS / one.readyS).toFixed(1)}× realtime, ${f2(one.readyCpuS)} CPU-s (${loads(one.loads)})`,
+  ],
   [`  split decode (the default) ÷ one process, to ready (same round)`, `${f2(one.splitOverOne)}× wall`],
 );
 const w = Math.max(...rows.map((r) => r[0].length));
 console.log(rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join("\n"));
 mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
-writeFileSync(join(ROOT, "bench", "results", "keyint.json"), JSON.stringify({ secs: SECS, runs: RUNS, batch, loadavg_start: loadStart, loadavg_end: loadavg(), summary: s, oneProcess: one, oneRounds: oneRounds, rounds, rows }, null, 2));
+writeFileSync(
+  join(ROOT, "bench", "results", "keyint.json"),
+  JSON.stringify(
+    {
+      secs: SECS,
+      runs: RUNS,
+      batch,
+      loadavg_start: loadStart,
+      loadavg_end: loadavg(),
+      summary: s,
+      oneProcess: one,
+      oneRounds: oneRounds,
+      rounds,
+      rows,
+    },
+    null,
+    2,
+  ),
+);
 rmSync(work, { recursive: true, force: true });

@@ -19,20 +19,46 @@ const SECS = arg("--secs", 60);
 const CONNECTIONS = arg("--connections", 50);
 const HIGH = "100000000";
 const srv = await startBenchServer(
-  Object.fromEntries(["SEARCH", "UPLOAD", "VIDEOS", "COLLECTIONS_READ", "COLLECTIONS_WRITE", "JOBS"].map((g) => [`VSEARCH_RATE_LIMIT_${g}`, HIGH])),
+  Object.fromEntries(
+    ["SEARCH", "UPLOAD", "VIDEOS", "COLLECTIONS_READ", "COLLECTIONS_WRITE", "JOBS"].map((g) => [
+      `VSEARCH_RATE_LIMIT_${g}`,
+      HIGH,
+    ]),
+  ),
 );
 const auth = { authorization: `Bearer ${srv.key}` };
 
 const mp4 = join(srv.dir, "seed.mp4");
-await Bun.spawn([ffmpegInstaller.path, "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", mp4]).exited;
+await Bun.spawn([
+  ffmpegInstaller.path,
+  "-loglevel",
+  "error",
+  "-f",
+  "lavfi",
+  "-i",
+  "testsrc=size=160x120:rate=10:duration=2",
+  "-c:v",
+  "libx264",
+  "-preset",
+  "ultrafast",
+  "-pix_fmt",
+  "yuv420p",
+  mp4,
+]).exited;
 const boundary = "vsearchload";
 const uploadBody = Buffer.concat([
-  Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="collection_id"\r\n\r\n${srv.collectionId}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="l.mp4"\r\nContent-Type: video/mp4\r\n\r\n`),
+  Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="collection_id"\r\n\r\n${srv.collectionId}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="l.mp4"\r\nContent-Type: video/mp4\r\n\r\n`,
+  ),
   readFileSync(mp4),
   Buffer.from(`\r\n--${boundary}--\r\n`),
 ]);
 // One video to read back.
-const first = await fetch(`${srv.url}/v1/upload`, { method: "POST", headers: { ...auth, "content-type": `multipart/form-data; boundary=${boundary}` }, body: uploadBody });
+const first = await fetch(`${srv.url}/v1/upload`, {
+  method: "POST",
+  headers: { ...auth, "content-type": `multipart/form-data; boundary=${boundary}` },
+  body: uploadBody,
+});
 const videoId = ((await first.json()) as any).data.video_id;
 
 const get = (path: string) => ({ method: "GET" as const, path, headers: auth });
@@ -50,7 +76,12 @@ const requests = [
   searchReq('"exact phrase"'),
   get(`/v1/collections/${srv.collectionId}`),
   get("/healthz"),
-  { method: "POST" as const, path: "/v1/upload", headers: { ...auth, "content-type": `multipart/form-data; boundary=${boundary}` }, body: uploadBody },
+  {
+    method: "POST" as const,
+    path: "/v1/upload",
+    headers: { ...auth, "content-type": `multipart/form-data; boundary=${boundary}` },
+    body: uploadBody,
+  },
 ];
 
 await Bun.sleep(500);
@@ -71,12 +102,24 @@ const result = {
   timeouts: r.timeouts,
   non_2xx: r.non2xx,
   status_codes: (r as any).statusCodeStats,
-  rss_mb: { before: Math.round(before.rss), after: Math.round(after.rss), peak_sampled: Math.round(peak), growth: Math.round(after.rss - before.rss) },
+  rss_mb: {
+    before: Math.round(before.rss),
+    after: Math.round(after.rss),
+    peak_sampled: Math.round(peak),
+    growth: Math.round(after.rss - before.rss),
+  },
   load_start: loadStart,
   load_end: loadAvg(),
 };
 await srv.stop();
-console.table({ p50_ms: result.latency_ms.p50, p99_ms: result.latency_ms.p99, req_per_s: result.requests_per_s, errors: result.errors, non_2xx: result.non_2xx, rss_growth_mb: result.rss_mb.growth });
+console.table({
+  p50_ms: result.latency_ms.p50,
+  p99_ms: result.latency_ms.p99,
+  req_per_s: result.requests_per_s,
+  errors: result.errors,
+  non_2xx: result.non_2xx,
+  rss_growth_mb: result.rss_mb.growth,
+});
 console.log(JSON.stringify(result, null, 2));
 mkdirSync(join(import.meta.dirname, "results"), { recursive: true });
 writeFileSync(join(import.meta.dirname, "results", "load.json"), JSON.stringify(result, null, 2));

@@ -29,7 +29,10 @@ const work = mkdtempSync(join(tmpdir(), "vsearch-lf-drift-"));
 const THUMB = 320;
 
 async function ffmpeg(args: string[]): Promise<number> {
-  const p = Bun.spawn([bins.ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "error", ...args], { stdout: "ignore", stderr: "pipe" });
+  const p = Bun.spawn([bins.ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "error", ...args], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
   const [code, err] = await Promise.all([p.exited, new Response(p.stderr).text()]);
   if (code !== 0) throw new Error(`ffmpeg ${args.join(" ")}: ${err}`);
   const ru = p.resourceUsage();
@@ -37,15 +40,52 @@ async function ffmpeg(args: string[]): Promise<number> {
 }
 
 /** The grid frames at 224 (model input) and 320 px (thumbnail), raw RGB, plus the decode's CPU-s. */
-async function decode(file: string, skip: DecodeSkip, loopFilter: string, shiftSecs: number, hdr: boolean, tag: string) {
-  const sel = shiftSecs ? `select='gte(t,${shiftSecs})*(isnan(prev_selected_t)+gt(floor(t-${shiftSecs}),floor(prev_selected_t-${shiftSecs})))'` : `select='${gridTerm(1)}'`;
+async function decode(
+  file: string,
+  skip: DecodeSkip,
+  loopFilter: string,
+  shiftSecs: number,
+  hdr: boolean,
+  tag: string,
+) {
+  const sel = shiftSecs
+    ? `select='gte(t,${shiftSecs})*(isnan(prev_selected_t)+gt(floor(t-${shiftSecs}),floor(prev_selected_t-${shiftSecs})))'`
+    : `select='${gridTerm(1)}'`;
   const graph = `[0:v:0]${sel},split[a][b];[a]${modelInputFilters(224, hdr).join(",")}[m];[b]${thumbnailFilters(THUMB, hdr).join(",")}[t]`;
   const m = join(work, `${tag}.224.rgb`);
   const t = join(work, `${tag}.320.rgb`);
   const skipArgs = skip === "none" ? [] : ["-skip_frame", skip];
-  const cpu = await ffmpeg([...skipArgs, "-skip_loop_filter", loopFilter, "-threads", "1", "-i", file, "-filter_complex", graph,
-    "-map", "[m]", "-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "-y", m,
-    "-map", "[t]", "-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "-y", t]);
+  const cpu = await ffmpeg([
+    ...skipArgs,
+    "-skip_loop_filter",
+    loopFilter,
+    "-threads",
+    "1",
+    "-i",
+    file,
+    "-filter_complex",
+    graph,
+    "-map",
+    "[m]",
+    "-vsync",
+    "passthrough",
+    "-f",
+    "rawvideo",
+    "-pix_fmt",
+    "rgb24",
+    "-y",
+    m,
+    "-map",
+    "[t]",
+    "-vsync",
+    "passthrough",
+    "-f",
+    "rawvideo",
+    "-pix_fmt",
+    "rgb24",
+    "-y",
+    t,
+  ]);
   return { m: readFileSync(m), t: readFileSync(t), cpu };
 }
 
@@ -54,7 +94,22 @@ async function jpegRoundTrip(raw: Buffer, w: number, h: number): Promise<Buffer>
   const inp = join(work, "j.rgb");
   await Bun.write(inp, raw);
   const jpgs = join(work, "j%05d.jpg");
-  await ffmpeg(["-f", "rawvideo", "-pix_fmt", "rgb24", "-s", `${w}x${h}`, "-i", inp, "-c:v", "mjpeg", "-q:v", "6", "-y", jpgs]);
+  await ffmpeg([
+    "-f",
+    "rawvideo",
+    "-pix_fmt",
+    "rgb24",
+    "-s",
+    `${w}x${h}`,
+    "-i",
+    inp,
+    "-c:v",
+    "mjpeg",
+    "-q:v",
+    "6",
+    "-y",
+    jpgs,
+  ]);
   const back = join(work, "jback.rgb");
   await ffmpeg(["-i", jpgs, "-f", "rawvideo", "-pix_fmt", "rgb24", "-y", back]);
   return readFileSync(back);
@@ -70,9 +125,14 @@ interface Err {
 /** Frame by frame over the shorter of the two: pooled PSNR, worst frame, mean/worst-frame mean/max abs error (levels of 255). */
 function compare(a: Buffer, b: Buffer, frameBytes: number): Err {
   const n = Math.floor(Math.min(a.length, b.length) / frameBytes);
-  let se = 0, ae = 0, max = 0, worstPsnr = Infinity, worstMae = 0;
+  let se = 0,
+    ae = 0,
+    max = 0,
+    worstPsnr = Infinity,
+    worstMae = 0;
   for (let f = 0; f < n; f++) {
-    let fse = 0, fae = 0;
+    let fse = 0,
+      fae = 0;
     for (let i = f * frameBytes; i < (f + 1) * frameBytes; i++) {
       const d = Math.abs(a[i] - b[i]);
       fse += d * d;
@@ -91,8 +151,14 @@ const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "∞");
 const f2 = (x: number) => x.toFixed(2);
 const row = (e: Err) => `${f1(e.psnr)} / ${f1(e.worstPsnr)} dB | ${f2(e.mae)} / ${f2(e.worstMae)} / ${e.max}`;
 
-console.log(`start ${new Date().toISOString()} load ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
-console.log("| file | skip | variant | 224 px: PSNR pooled / worst frame | 224 px: mean / worst-frame mean / max abs | 320 px: PSNR | 320 px: mean / worst-frame mean / max | decode CPU-s (1 thread) | cuts |");
+console.log(
+  `start ${new Date().toISOString()} load ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ")}`,
+);
+console.log(
+  "| file | skip | variant | 224 px: PSNR pooled / worst frame | 224 px: mean / worst-frame mean / max abs | 320 px: PSNR | 320 px: mean / worst-frame mean / max | decode CPU-s (1 thread) | cuts |",
+);
 console.log("|---|---|---|---|---|---|---|---|---|");
 for (const file of process.argv.slice(2)) {
   const info = await probeMedia(bins, file);
@@ -105,17 +171,29 @@ for (const file of process.argv.slice(2)) {
   const cutsOf = async (lf: "exact" | "skip") =>
     (await detectShotBoundaries(bins, file, { skipFrames: skip, loopFilter: lf })).map((c) => c.toFixed(2)).join(",");
   const exactCuts = await cutsOf("exact").catch(() => "?");
-  console.log(`| ${name} | ${skip} | exact | — | — | — | — | ${f2(exact.cpu)} | ${exactCuts.split(",").filter(Boolean).length} |`);
+  console.log(
+    `| ${name} | ${skip} | exact | — | — | — | — | ${f2(exact.cpu)} | ${exactCuts.split(",").filter(Boolean).length} |`,
+  );
   for (const lf of ["all", "nokey"]) {
     const v = await decode(file, skip, lf, 0, hdr, lf);
     const cuts = lf === "all" ? await cutsOf("skip").catch(() => "?") : "";
     const same = lf === "all" ? (cuts === exactCuts ? "same" : `differ: ${cuts} vs ${exactCuts}`) : "";
-    console.log(`| ${name} | ${skip} | skip_loop_filter ${lf} | ${row(compare(exact.m, v.m, 224 * 224 * 3))} | ${row(compare(exact.t, v.t, thumbBytes))} | ${f2(v.cpu)} | ${same} |`);
+    console.log(
+      `| ${name} | ${skip} | skip_loop_filter ${lf} | ${row(compare(exact.m, v.m, 224 * 224 * 3))} | ${row(compare(exact.t, v.t, thumbBytes))} | ${f2(v.cpu)} | ${same} |`,
+    );
   }
   const later = await decode(file, skip, skip === "none" ? "default" : skip, 0.1, hdr, "later");
-  console.log(`| ${name} | ${skip} | yardstick: grid 0.1 s later | ${row(compare(exact.m, later.m, 224 * 224 * 3))} | ${row(compare(exact.t, later.t, thumbBytes))} | | |`);
+  console.log(
+    `| ${name} | ${skip} | yardstick: grid 0.1 s later | ${row(compare(exact.m, later.m, 224 * 224 * 3))} | ${row(compare(exact.t, later.t, thumbBytes))} | | |`,
+  );
   const jpeg = await jpegRoundTrip(exact.t, THUMB, th);
-  console.log(`| ${name} | ${skip} | yardstick: JPEG q85 of the thumbnail | | | ${row(compare(exact.t, jpeg, thumbBytes))} | | |`);
+  console.log(
+    `| ${name} | ${skip} | yardstick: JPEG q85 of the thumbnail | | | ${row(compare(exact.t, jpeg, thumbBytes))} | | |`,
+  );
 }
-console.log(`end ${new Date().toISOString()} load ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+console.log(
+  `end ${new Date().toISOString()} load ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ")}`,
+);
 rmSync(work, { recursive: true, force: true });

@@ -43,10 +43,17 @@ for (const [name, run] of Object.entries(parsers)) {
     best = Math.min(best, performance.now() - t0);
     if (n !== payload.length + 5) throw new Error(`${name}: ${n} bytes`);
   }
-  rows[name] = { best_ms: Math.round(best), mib_per_s: Math.round(MIB / (best / 1000)), cpu_ms_per_gib: Math.round((best * 1024) / MIB) };
+  rows[name] = {
+    best_ms: Math.round(best),
+    mib_per_s: Math.round(MIB / (best / 1000)),
+    cpu_ms_per_gib: Math.round((best * 1024) / MIB),
+  };
 }
 const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).map(Number);
 console.table(rows);
 console.log("load average", load);
 mkdirSync(join(import.meta.dirname, "results"), { recursive: true });
-writeFileSync(join(import.meta.dirname, "results", "multipart-parse.json"), JSON.stringify({ mib: MIB, rows, load }, null, 2));
+writeFileSync(
+  join(import.meta.dirname, "results", "multipart-parse.json"),
+  JSON.stringify({ mib: MIB, rows, load }, null, 2),
+);

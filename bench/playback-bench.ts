@@ -22,7 +22,14 @@ import { encodeWebMp4 } from "../src/media/web-mp4.ts";
 import { loadOrCreateSecret, UrlSigner } from "../src/signing/url-signer.ts";
 import { createTenant, startTestApp } from "../test/helpers/app.ts";
 import { mediaBins } from "../test/helpers/media.ts";
-import { CHROMIUM_FLAGS, collection, frameIn, PLAYER_PAGE, uploadAndIndex, waitForRendition } from "../test/playback/helpers.ts";
+import {
+  CHROMIUM_FLAGS,
+  collection,
+  frameIn,
+  PLAYER_PAGE,
+  uploadAndIndex,
+  waitForRendition,
+} from "../test/playback/helpers.ts";
 
 const OUT = fileURLToPath(new URL("./results/playback.json", import.meta.url));
 const { values: args } = parseArgs({
@@ -33,13 +40,26 @@ const { values: args } = parseArgs({
   },
 });
 const VIDEO = /\.(mp4|webm|mkv|avi|ts|mpg|3gp|mov)$/i;
-const files = [...readdirSync(args.dir!).filter((f) => VIDEO.test(f)).sort().map((f) => join(args.dir!, f)), ...args.also!.filter(existsSync)];
+const files = [
+  ...readdirSync(args.dir!)
+    .filter((f) => VIDEO.test(f))
+    .sort()
+    .map((f) => join(args.dir!, f)),
+  ...args.also!.filter(existsSync),
+];
 
-const t = await startTestApp({ VSEARCH_RATE_LIMIT_VIDEOS: "1000000", VSEARCH_RATE_LIMIT_JOBS: "1000000", VSEARCH_RATE_LIMIT_UPLOAD: "1000000" });
+const t = await startTestApp({
+  VSEARCH_RATE_LIMIT_VIDEOS: "1000000",
+  VSEARCH_RATE_LIMIT_JOBS: "1000000",
+  VSEARCH_RATE_LIMIT_UPLOAD: "1000000",
+});
 const server = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
-  fetch: (req) => (new URL(req.url).pathname === PLAYER_PAGE ? new Response("<!doctype html><body></body>", { headers: { "content-type": "text/html" } }) : t.app.fetch(req)),
+  fetch: (req) =>
+    new URL(req.url).pathname === PLAYER_PAGE
+      ? new Response("<!doctype html><body></body>", { headers: { "content-type": "text/html" } })
+      : t.app.fetch(req),
 });
 const origin = `http://127.0.0.1:${server.port}`;
 t.app.setBaseUrl(origin);
@@ -51,7 +71,9 @@ const col = await collection(t, tenant);
 
 const haveChromium = existsSync("/usr/bin/chromium");
 const { chromium } = await import("playwright-core");
-const browser = haveChromium ? await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS, headless: true }) : null;
+const browser = haveChromium
+  ? await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS, headless: true })
+  : null;
 const page = browser ? await browser.newPage() : null;
 if (page) await page.goto(`${origin}${PLAYER_PAGE}`);
 const plays = async (url: string) => {
@@ -69,7 +91,12 @@ try {
     if (v.rendition.status === "ready") {
       const info = await probeMedia(mediaBins(), file, { decodeCheck: false });
       const started = performance.now();
-      await encodeWebMp4(mediaBins(), file, join(tmpdir(), `playback-bench-${process.pid}.mp4`), { hdr: info.hdr, hasAudio: info.hasAudio, maxBitRate: info.bitRate, timeoutMs: 600_000 });
+      await encodeWebMp4(mediaBins(), file, join(tmpdir(), `playback-bench-${process.pid}.mp4`), {
+        hdr: info.hdr,
+        hasAudio: info.hasAudio,
+        maxBitRate: info.bitRate,
+        timeoutMs: 600_000,
+      });
       encodeS = (performance.now() - started) / 1000;
     }
     const source = signer.sign(`/media/videos/${id}/source`);
@@ -88,7 +115,9 @@ try {
       playback_url_plays: await plays(v.playback_url),
       load1: Math.round(loadavg()[0] * 100) / 100,
     });
-    console.error(`${file.split("/").pop()}: ${v.rendition.status}${encodeS === null ? "" : `, encode ${encodeS.toFixed(2)} s`}`);
+    console.error(
+      `${file.split("/").pop()}: ${v.rendition.status}${encodeS === null ? "" : `, encode ${encodeS.toFixed(2)} s`}`,
+    );
   }
 } finally {
   await browser?.close();
@@ -98,5 +127,12 @@ try {
 
 console.table(rows.map(({ reason: _r, ...r }) => r));
 mkdirSync(fileURLToPath(new URL("./results/", import.meta.url)), { recursive: true });
-writeFileSync(OUT, JSON.stringify({ at: new Date().toISOString(), cpus: cpus().length, cpu: cpus()[0]?.model, loadavg: loadavg(), rows }, null, 2));
+writeFileSync(
+  OUT,
+  JSON.stringify(
+    { at: new Date().toISOString(), cpus: cpus().length, cpu: cpus()[0]?.model, loadavg: loadavg(), rows },
+    null,
+    2,
+  ),
+);
 console.error(`wrote ${OUT}`);

@@ -28,27 +28,56 @@ for (const [name, run] of Object.entries(properties)) {
   } catch (e) {
     error = (e as Error).message.slice(0, 2000);
   }
-  rows.push({ property: name, runs: RUNS, secs: Math.round((performance.now() - t0) / 10) / 100, ok: !error, error, load: loadAvg()[0] });
+  rows.push({
+    property: name,
+    runs: RUNS,
+    secs: Math.round((performance.now() - t0) / 10) / 100,
+    ok: !error,
+    error,
+    load: loadAvg()[0],
+  });
   console.log(rows.at(-1));
 }
 
 const high = "1000000000";
 const t = await startTestApp(
-  Object.fromEntries(["COLLECTIONS_READ", "COLLECTIONS_WRITE", "SEARCH", "API_KEYS", "WEBHOOKS", "VIDEOS", "JOBS", "MOMENT", "AGENT"].map((g) => [`VSEARCH_RATE_LIMIT_${g}`, high])),
+  Object.fromEntries(
+    [
+      "COLLECTIONS_READ",
+      "COLLECTIONS_WRITE",
+      "SEARCH",
+      "API_KEYS",
+      "WEBHOOKS",
+      "VIDEOS",
+      "JOBS",
+      "MOMENT",
+      "AGENT",
+    ].map((g) => [`VSEARCH_RATE_LIMIT_${g}`, high]),
+  ),
   { models: fixedCatalog({ "image-text": tinyClip }), resolve: async () => [{ address: "10.0.0.1", family: 4 }] },
 );
 const tenant = await createTenant(t);
-const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "kept" } }))).data.id;
+const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "kept" } }))).data
+  .id;
 const t0 = performance.now();
 let schemaError: string | undefined;
 let statuses: Record<number, number> = {};
 try {
-  statuses = (await fuzzSchemas(t, tenant, SCHEMA_RUNS, [col, "col_000000000000000000000", "vid_000000000000000000000"])).statuses;
+  statuses = (
+    await fuzzSchemas(t, tenant, SCHEMA_RUNS, [col, "col_000000000000000000000", "vid_000000000000000000000"])
+  ).statuses;
 } catch (e) {
   schemaError = (e as Error).message.slice(0, 2000);
 }
 await t.close();
-rows.push({ property: "every request schema: no 5xx, rejected writes change nothing", runs: SCHEMA_RUNS, secs: Math.round((performance.now() - t0) / 10) / 100, ok: !schemaError, error: schemaError, load: loadAvg()[0] });
+rows.push({
+  property: "every request schema: no 5xx, rejected writes change nothing",
+  runs: SCHEMA_RUNS,
+  secs: Math.round((performance.now() - t0) / 10) / 100,
+  ok: !schemaError,
+  error: schemaError,
+  load: loadAvg()[0],
+});
 
 console.table(rows.map(({ error: _e, ...r }) => r));
 console.log("statuses of the schema run:", statuses);

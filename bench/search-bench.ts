@@ -54,13 +54,36 @@ const DIM = 512;
 const MODEL = "bench-clip-b32@synthetic";
 const TINY_CLIP = fileURLToPath(new URL("../test/fixtures/models/tiny-random-clip", import.meta.url));
 const OUT = fileURLToPath(new URL("./results/search.json", import.meta.url));
-const WORDS = ["harbor", "sunset", "budget", "engine", "garden", "meeting", "soccer", "bridge", "kitchen", "camera", "river", "concert", "airport", "winter", "market", "laptop", "forest", "traffic", "dinner", "robot"];
+const WORDS = [
+  "harbor",
+  "sunset",
+  "budget",
+  "engine",
+  "garden",
+  "meeting",
+  "soccer",
+  "bridge",
+  "kitchen",
+  "camera",
+  "river",
+  "concert",
+  "airport",
+  "winter",
+  "market",
+  "laptop",
+  "forest",
+  "traffic",
+  "dinner",
+  "robot",
+];
 
 /**
  * Transcript words: a Zipf(1) vocabulary of 4 000 words (rank 1 is the most frequent, like "the"),
  * with the query words at ranks 100-119, so each is said in about 1-2 % of the segments.
  */
-const VOCAB = Array.from({ length: 4000 }, (_, i) => (i >= 100 && i < 100 + WORDS.length ? WORDS[i - 100] : `w${i.toString(36)}x`));
+const VOCAB = Array.from({ length: 4000 }, (_, i) =>
+  i >= 100 && i < 100 + WORDS.length ? WORDS[i - 100] : `w${i.toString(36)}x`,
+);
 const ZIPF_CDF = (() => {
   const w = VOCAB.map((_, i) => 1 / (i + 1));
   const total = w.reduce((a, b) => a + b, 0);
@@ -120,10 +143,22 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), "vsearch-search-bench-"));
   const config = loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_RATE_LIMIT_SEARCH: "1000000" });
   const tiny = await ClipModel.load(TINY_CLIP, { dtype: "fp32", towers: ["text"] });
-  const ds = generateDataset({ n: FRAMES, dim: DIM, kind: "clustered", framesPerVideo: 200, framesPerShot: 10, collections: 10, seed: 42 });
+  const ds = generateDataset({
+    n: FRAMES,
+    dim: DIM,
+    kind: "clustered",
+    framesPerVideo: 200,
+    framesPerShot: 10,
+    collections: 10,
+    seed: 42,
+  });
   const queryVectors = generateQueries(ds, QUERIES * 10, "text", 9);
   const embedder = new BenchEmbedder(tiny, queryVectors);
-  const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("silent"), queryEmbedder: embedder });
+  const app = await createApp(config, {
+    runtime: await resolveRuntime(config),
+    logger: createLogger("silent"),
+    queryEmbedder: embedder,
+  });
   try {
     const s = app.services;
     const account = s.accounts.createAccount({ name: "Bench", plan: "enterprise" });
@@ -145,15 +180,25 @@ async function main() {
       const tmp = join(dir, `src-${v}.bin`);
       writeFileSync(tmp, new Uint8Array(64));
       const { video_id } = s.videos.createFromUpload({
-        accountId: account.id, collectionId: collections[v % 10], filename: `video-${v}.mp4`, tempFile: tmp,
-        ext: "mp4", container: "mp4", mimeType: "video/mp4", sizeBytes: 64,
+        accountId: account.id,
+        collectionId: collections[v % 10],
+        filename: `video-${v}.mp4`,
+        tempFile: tmp,
+        ext: "mp4",
+        container: "mp4",
+        mimeType: "video/mp4",
+        sizeBytes: 64,
       });
       videoStore.update(video_id, { status: "ready", progress_pct: 100, duration_secs: n });
       const scope = { videoId: video_id, accountId: account.id, collectionId: collections[v % 10] };
       const shotOf = (i: number) => ds.shot[i] - ds.shot[first];
       index.replaceFrames(
         scope,
-        Array.from({ length: n }, (_, k) => ({ timestamp: k, shotIndex: shotOf(first + k), embedding: ds.vectors.subarray((first + k) * DIM, (first + k + 1) * DIM) })),
+        Array.from({ length: n }, (_, k) => ({
+          timestamp: k,
+          shotIndex: shotOf(first + k),
+          embedding: ds.vectors.subarray((first + k) * DIM, (first + k + 1) * DIM),
+        })),
         MODEL,
       );
       const shots = [];
@@ -163,14 +208,27 @@ async function main() {
         while (e < n && shotOf(first + e) === sh) e++;
         const mean = new Float32Array(DIM);
         for (let i = k; i < e; i++) for (let j = 0; j < DIM; j++) mean[j] += ds.vectors[(first + i) * DIM + j];
-        const labels = [0, 1, 2].map((x) => ({ label: SCENE_LABELS[(r() + x) % SCENE_LABELS.length], score: Math.round(((3 - x) / 6) * 100) / 100 }));
-        shots.push({ shotIndex: sh, start: k, end: e, keyframe: (k + e) / 2, thumbnailPath: null, labels, caption: null, embedding: mean });
+        const labels = [0, 1, 2].map((x) => ({
+          label: SCENE_LABELS[(r() + x) % SCENE_LABELS.length],
+          score: Math.round(((3 - x) / 6) * 100) / 100,
+        }));
+        shots.push({
+          shotIndex: sh,
+          start: k,
+          end: e,
+          keyframe: (k + e) / 2,
+          thumbnailPath: null,
+          labels,
+          caption: null,
+          embedding: mean,
+        });
         k = e;
       }
       shotsTotal += shots.length;
       index.replaceShots(scope, shots, MODEL);
       const segs = [];
-      for (let t = 0; t + 4 <= n; t += 8) segs.push({ start: t, end: t + 4, text: Array.from({ length: 14 }, () => zipfWord(r)).join(" ") });
+      for (let t = 0; t + 4 <= n; t += 8)
+        segs.push({ start: t, end: t + 4, text: Array.from({ length: 14 }, () => zipfWord(r)).join(" ") });
       transcriptSegments += segs.length;
       index.replaceTranscript(scope, segs, "whisper@bench");
     }
@@ -182,7 +240,11 @@ async function main() {
       for (const [k, v] of Object.entries(fields)) for (const x of Array.isArray(v) ? v : [v]) p.append(k, x);
       const t = performance.now();
       const res = await app.fetch(
-        new Request("http://localhost/v1/search", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/x-www-form-urlencoded" }, body: p.toString() }),
+        new Request("http://localhost/v1/search", {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/x-www-form-urlencoded" },
+          body: p.toString(),
+        }),
       );
       const body = (await res.json()) as { data: { segments: unknown[] }[]; meta: { total: number } };
       const ms = performance.now() - t;
@@ -205,7 +267,10 @@ async function main() {
 
     const store = new SearchStore(app.internals.db);
     const backends = [
-      { name: "memory (src/vector)", backend: new MemoryVectorBackend(store, new ExactVectorCache(config.searchCacheMb * 1024 * 1024)) },
+      {
+        name: "memory (src/vector)",
+        backend: new MemoryVectorBackend(store, new ExactVectorCache(config.searchCacheMb * 1024 * 1024)),
+      },
       { name: "sqlite-vec (vec0)", backend: new StoreVectorBackend(store) },
     ];
     const rows: Record<string, unknown>[] = [];
@@ -230,11 +295,14 @@ async function main() {
           const round = `b${bi}${label[0]}`;
           const encodeBefore = embedder.encodeMs.length;
           const runs = [];
-          for (let q = 0; q < QUERIES; q++) runs.push(await post({ query: text(round, q), ...(modes ? { modes: [...modes] } : {}) }));
+          for (let q = 0; q < QUERIES; q++)
+            runs.push(await post({ query: text(round, q), ...(modes ? { modes: [...modes] } : {}) }));
           if (cached) {
             // The same queries, asked REPEATS more times (more samples: this box is shared).
             runs.length = 0;
-            for (let rep = 0; rep < REPEATS; rep++) for (let q = 0; q < QUERIES; q++) runs.push(await post({ query: text(round, q), ...(modes ? { modes: [...modes] } : {}) }));
+            for (let rep = 0; rep < REPEATS; rep++)
+              for (let q = 0; q < QUERIES; q++)
+                runs.push(await post({ query: text(round, q), ...(modes ? { modes: [...modes] } : {}) }));
           }
           const ms = runs.map((x) => x.ms);
           const enc = embedder.encodeMs.slice(encodeBefore);
@@ -260,20 +328,44 @@ async function main() {
       bun: Bun.version,
       loadavgAtStart: load0,
       loadavgAtEnd: loadavg(),
-      data: { frames: FRAMES, dim: DIM, videos: nVideos, shots: shotsTotal, transcript_segments: transcriptSegments, queries: QUERIES, insert_ms: Math.round(insertMs) },
+      data: {
+        frames: FRAMES,
+        dim: DIM,
+        videos: nVideos,
+        shots: shotsTotal,
+        transcript_segments: transcriptSegments,
+        queries: QUERIES,
+        insert_ms: Math.round(insertMs),
+      },
       first_search_ms: r2(firstSearchMs),
       text_encoding: {
-        measured: "tiny-random-clip text tower (hidden 16): the 3 caption-template prompts of each query, batched, fp32",
-        full_size_reference: "CLIP B/32 text tower per 8-token prompt: 8.3 ms fp32, 2.4 ms q8 (shared/fixtures/README.md); ×3 prompts for a short query",
+        measured:
+          "tiny-random-clip text tower (hidden 16): the 3 caption-template prompts of each query, batched, fp32",
+        full_size_reference:
+          "CLIP B/32 text tower per 8-token prompt: 8.3 ms fp32, 2.4 ms q8 (shared/fixtures/README.md); ×3 prompts for a short query",
       },
       rows,
     };
     mkdirSync(join(OUT, ".."), { recursive: true });
     writeFileSync(OUT, JSON.stringify(result, null, 2) + "\n");
 
-    console.log(`search bench: ${FRAMES} frames (512-d), ${nVideos} videos, ${shotsTotal} shots, ${transcriptSegments} transcript segments; ${QUERIES} new queries per row, the repeated rows ask them ${REPEATS} more times`);
-    console.log(`insert ${Math.round(insertMs)} ms; first search (index build + null samples) ${r2(firstSearchMs)} ms, then its background list training ${r2(retrainMs)} ms; ${result.cpu}, ${result.cores} cores, load ${load0.map((x) => x.toFixed(2)).join(" ")}`);
-    const cols = ["backend", "modes", "query", "p50_ms", "p95_ms", "mean_ms", "tiny_text_tower_p50_ms", "avg_videos", "avg_segments_page1"];
+    console.log(
+      `search bench: ${FRAMES} frames (512-d), ${nVideos} videos, ${shotsTotal} shots, ${transcriptSegments} transcript segments; ${QUERIES} new queries per row, the repeated rows ask them ${REPEATS} more times`,
+    );
+    console.log(
+      `insert ${Math.round(insertMs)} ms; first search (index build + null samples) ${r2(firstSearchMs)} ms, then its background list training ${r2(retrainMs)} ms; ${result.cpu}, ${result.cores} cores, load ${load0.map((x) => x.toFixed(2)).join(" ")}`,
+    );
+    const cols = [
+      "backend",
+      "modes",
+      "query",
+      "p50_ms",
+      "p95_ms",
+      "mean_ms",
+      "tiny_text_tower_p50_ms",
+      "avg_videos",
+      "avg_segments_page1",
+    ];
     const w = cols.map((c) => Math.max(c.length, ...rows.map((row) => String(row[c] ?? "-").length)));
     console.log(cols.map((c, i) => c.padEnd(w[i])).join("  "));
     for (const row of rows) console.log(cols.map((c, i) => String(row[c] ?? "-").padEnd(w[i])).join("  "));

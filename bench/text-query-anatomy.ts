@@ -17,13 +17,24 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { clusteredStream, generateQueries, prng } from "./lib/synthetic.ts";
 
-const DIM = 512, K = 10;
+const DIM = 512,
+  K = 10;
 const argv = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const SIZES = (argv.get("sizes") ?? "100000,300000,1000000,2000000,10000000").split(",").map(Number);
 const SCORES = argv.get("scores") === "1";
 const DATA = join(import.meta.dirname, "results", "vector-scale-data");
 
-interface Row { n: number; queries: string; nq: number; shot: number; video: number; topic: number; none: number; load: string; scoreGap?: { targetBest: number; tenth: number; share: number } }
+interface Row {
+  n: number;
+  queries: string;
+  nq: number;
+  shot: number;
+  video: number;
+  topic: number;
+  none: number;
+  load: string;
+  scoreGap?: { targetBest: number; tenth: number; share: number };
+}
 const rows: Row[] = [];
 
 for (const n of SIZES) {
@@ -44,9 +55,17 @@ for (const n of SIZES) {
   if (SCORES) {
     vectors = new Float32Array(n * DIM);
     stream.fill(0, n, vectors);
-    textQ = generateQueries({ ...stream, row: (i: number) => vectors!.subarray(i * DIM, (i + 1) * DIM) }, nq, "text", 7);
+    textQ = generateQueries(
+      { ...stream, row: (i: number) => vectors!.subarray(i * DIM, (i + 1) * DIM) },
+      nq,
+      "text",
+      7,
+    );
   }
-  for (const [set, name] of [[0, "text"], [1, "image"]] as const) {
+  for (const [set, name] of [
+    [0, "text"],
+    [1, "image"],
+  ] as const) {
     const c = { shot: 0, video: 0, topic: 0, none: 0 };
     for (let q = 0; q < nq; q++) {
       const s = source[q];
@@ -58,11 +77,22 @@ for (const n of SIZES) {
       }
     }
     const tot = nq * K;
-    const row: Row = { n, queries: name, nq, shot: c.shot / tot, video: c.video / tot, topic: c.topic / tot, none: c.none / tot, load: loadavg()[0].toFixed(2) };
+    const row: Row = {
+      n,
+      queries: name,
+      nq,
+      shot: c.shot / tot,
+      video: c.video / tot,
+      topic: c.topic / tot,
+      none: c.none / tot,
+      load: loadavg()[0].toFixed(2),
+    };
     if (SCORES && name === "text") {
       // Per query: the best score any row of the query's own shot reaches, against the score of
       // its exact 10th neighbour, and how many rows of the whole set score at least that.
-      let best = 0, tenth = 0, share = 0;
+      let best = 0,
+        tenth = 0,
+        share = 0;
       const dot = (q: number, id: number) => {
         let s = 0;
         for (let j = 0; j < DIM; j++) s += textQ![q * DIM + j] * vectors![id * DIM + j];
@@ -72,7 +102,8 @@ for (const n of SIZES) {
         let b = -1;
         for (let id = 0; id < n; id++) if (stream.shot[id] === stream.shot[source[q]]) b = Math.max(b, dot(q, id));
         const t10 = dot(q, truths[set][q][K - 1]);
-        best += b; tenth += t10;
+        best += b;
+        tenth += t10;
         if (b >= t10) share++;
       }
       row.scoreGap = { targetBest: best / nq, tenth: tenth / nq, share: share / nq };
@@ -83,13 +114,26 @@ for (const n of SIZES) {
 }
 
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
-console.log("\n| n | queries | exact top-10 rows from: the query's shot | its video (other shots) | its topic (other videos) | unrelated | load |");
+console.log(
+  "\n| n | queries | exact top-10 rows from: the query's shot | its video (other shots) | its topic (other videos) | unrelated | load |",
+);
 console.log("|---:|---|---:|---:|---:|---:|---:|");
-for (const r of rows) console.log(`| ${r.n.toLocaleString("en")} | ${r.queries} | ${pct(r.shot)} | ${pct(r.video)} | ${pct(r.topic)} | ${pct(r.none)} | ${r.load} |`);
+for (const r of rows)
+  console.log(
+    `| ${r.n.toLocaleString("en")} | ${r.queries} | ${pct(r.shot)} | ${pct(r.video)} | ${pct(r.topic)} | ${pct(r.none)} | ${r.load} |`,
+  );
 const gaps = rows.filter((r) => r.scoreGap);
 if (gaps.length) {
-  console.log("\n| n | text: best score in the query's shot (mean) | exact 10th score (mean) | queries whose shot reaches the top-10 |");
+  console.log(
+    "\n| n | text: best score in the query's shot (mean) | exact 10th score (mean) | queries whose shot reaches the top-10 |",
+  );
   console.log("|---:|---:|---:|---:|");
-  for (const r of gaps) console.log(`| ${r.n.toLocaleString("en")} | ${r.scoreGap!.targetBest.toFixed(4)} | ${r.scoreGap!.tenth.toFixed(4)} | ${pct(r.scoreGap!.share)} |`);
+  for (const r of gaps)
+    console.log(
+      `| ${r.n.toLocaleString("en")} | ${r.scoreGap!.targetBest.toFixed(4)} | ${r.scoreGap!.tenth.toFixed(4)} | ${pct(r.scoreGap!.share)} |`,
+    );
 }
-writeFileSync(join(import.meta.dirname, "results", "text-query-anatomy.json"), JSON.stringify({ date: new Date().toISOString(), rows }, null, 1));
+writeFileSync(
+  join(import.meta.dirname, "results", "text-query-anatomy.json"),
+  JSON.stringify({ date: new Date().toISOString(), rows }, null, 1),
+);

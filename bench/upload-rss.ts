@@ -17,7 +17,11 @@ const dir = mkdtempSync(join(tmpdir(), "vsearch-upload-bench-"));
 const env = { ...process.env, VSEARCH_LOG_LEVEL: "warn", VSEARCH_MAX_UPLOAD_BYTES: String(TOTAL + 1024 ** 2) };
 
 const cli = async (...args: string[]) => {
-  const p = Bun.spawn([BUN, join(ROOT, "src", "main.ts"), "--data-dir", dir, "--json", ...args], { env, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn([BUN, join(ROOT, "src", "main.ts"), "--data-dir", dir, "--json", ...args], {
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const out = await new Response(p.stdout).text();
   if ((await p.exited) !== 0) throw new Error(`${args.join(" ")}: ${await new Response(p.stderr).text()}`);
   return JSON.parse(out);
@@ -29,20 +33,49 @@ const status = (pid: number) => {
 };
 
 const mp4 = join(dir, "seed.mp4");
-const ff = Bun.spawn([ffmpegInstaller.path, "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25:duration=5", "-c:v", "libx264",
-  "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags", "+faststart", mp4]);
+const ff = Bun.spawn([
+  ffmpegInstaller.path,
+  "-loglevel",
+  "error",
+  "-f",
+  "lavfi",
+  "-i",
+  "testsrc=size=320x240:rate=25:duration=5",
+  "-c:v",
+  "libx264",
+  "-preset",
+  "ultrafast",
+  "-pix_fmt",
+  "yuv420p",
+  "-movflags",
+  "+faststart",
+  mp4,
+]);
 await ff.exited;
 const seed = readFileSync(mp4);
 
 const account = await cli("accounts", "create", "--name", "bench");
 const key = (await cli("keys", "create", "--account", account.id, "--name", "bench")).key;
-const server = Bun.spawn([BUN, join(ROOT, "src", "main.ts"), "--data-dir", dir, "--json", "serve", "--port", "0"], { env, stdout: "pipe", stderr: "inherit" });
+const server = Bun.spawn([BUN, join(ROOT, "src", "main.ts"), "--data-dir", dir, "--json", "serve", "--port", "0"], {
+  env,
+  stdout: "pipe",
+  stderr: "inherit",
+});
 const reader = server.stdout.getReader();
 let line = "";
-for (let i = 0; i < 100 && !line.includes("}"); i++) line += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
+for (let i = 0; i < 100 && !line.includes("}"); i++)
+  line += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
 const { url } = JSON.parse(line);
 const auth = { authorization: `Bearer ${key}` };
-const col = (await (await fetch(`${url}/v1/collections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: '{"name":"bench"}' })).json()).data.id;
+const col = (
+  await (
+    await fetch(`${url}/v1/collections`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: '{"name":"bench"}',
+    })
+  ).json()
+).data.id;
 // Warm the upload path once with a small file so one-time costs are not counted.
 const small = new FormData();
 small.append("collection_id", col);
@@ -79,7 +112,11 @@ const body = new ReadableStream<Uint8Array>({
 const t0 = performance.now();
 let peak = before.rssMb;
 const sampler = setInterval(() => (peak = Math.max(peak, status(server.pid).rssMb)), 100);
-const res = await fetch(`${url}/v1/upload`, { method: "POST", headers: { ...auth, "content-type": `multipart/form-data; boundary=${boundary}` }, body });
+const res = await fetch(`${url}/v1/upload`, {
+  method: "POST",
+  headers: { ...auth, "content-type": `multipart/form-data; boundary=${boundary}` },
+  body,
+});
 const answer = await res.json();
 clearInterval(sampler);
 const secs = (performance.now() - t0) / 1000;
@@ -97,5 +134,8 @@ const rows = [
 ];
 console.log(rows.map(([k, v]) => `${k.padEnd(40)} ${v}`).join("\n"));
 mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
-writeFileSync(join(ROOT, "bench", "results", "upload-rss.json"), JSON.stringify({ bytes: TOTAL, status: res.status, secs, before, after, peak_rss_mb: peak }, null, 2));
+writeFileSync(
+  join(ROOT, "bench", "results", "upload-rss.json"),
+  JSON.stringify({ bytes: TOTAL, status: res.status, secs, before, after, peak_rss_mb: peak }, null, 2),
+);
 rmSync(dir, { recursive: true, force: true });

@@ -64,10 +64,17 @@ function measure(
   const { nq, lat, recall } = runQueries(Q, DIM, truth, search, { limit, warmup, idOffset: 1 });
   const sorted = lat.slice().sort((a, b) => a - b);
   const row: Row = {
-    ...base, nq, p50: pct(sorted, 50), p99: pct(sorted, 99), mean: lat.reduce((a, b) => a + b, 0) / nq, recall,
+    ...base,
+    nq,
+    p50: pct(sorted, 50),
+    p99: pct(sorted, 99),
+    mean: lat.reduce((a, b) => a + b, 0) / nq,
+    recall,
   };
   rows.push(row);
-  log(`${row.set} n=${row.n} ${row.queries.padEnd(14)} ${row.method.padEnd(34)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} recall ${row.recall.toFixed(3)} ${row.note ?? ""}`);
+  log(
+    `${row.set} n=${row.n} ${row.queries.padEnd(14)} ${row.method.padEnd(34)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} recall ${row.recall.toFixed(3)} ${row.note ?? ""}`,
+  );
   return row;
 }
 
@@ -81,7 +88,9 @@ function sqliteSource(db: Database): VectorSource {
       for (let i = 0; i < rowIds.length; i += 999) {
         const part = rowIds.slice(i, i + 999);
         const rs = db
-          .query<{ id: number; e: Uint8Array }, number[]>(`SELECT id, e FROM vecs WHERE id IN (${part.map(() => "?").join(",")})`)
+          .query<{ id: number; e: Uint8Array }, number[]>(
+            `SELECT id, e FROM vecs WHERE id IN (${part.map(() => "?").join(",")})`,
+          )
           .all(...part);
         for (const r of rs) byId.set(r.id, new Float32Array(r.e.buffer, r.e.byteOffset, r.e.byteLength / 4));
       }
@@ -97,7 +106,14 @@ function runSet(n: number, kind: "clustered" | "random", scanner: ReturnType<typ
   log(`${set} n=${n}: generated in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 
   // Query sets and exact ground truth.
-  const sets: { name: string; kind: QueryKind; Q: Float32Array; truth: Int32Array[]; collection?: Int32Array; video?: Int32Array }[] = [];
+  const sets: {
+    name: string;
+    kind: QueryKind;
+    Q: Float32Array;
+    truth: Int32Array[];
+    collection?: Int32Array;
+    video?: Int32Array;
+  }[] = [];
   t = performance.now();
   const kinds: QueryKind[] = kind === "clustered" ? ["text", "image"] : ["random"];
   for (const qk of kinds) {
@@ -110,16 +126,27 @@ function runSet(n: number, kind: "clustered" | "random", scanner: ReturnType<typ
     const coll = new Int32Array(NQ / 2);
     for (let i = 0; i < coll.length; i++) coll[i] = i % 20;
     const keep = Array.from({ length: 20 }, (_, c) => Uint8Array.from(ds.collection, (x) => (x === c ? 1 : 0)));
-    sets.push({ name: "text+coll", kind: "text", Q, truth: scanner.topK(Q, K, (q) => keep[coll[q]]), collection: coll });
+    sets.push({
+      name: "text+coll",
+      kind: "text",
+      Q,
+      truth: scanner.topK(Q, K, (q) => keep[coll[q]]),
+      collection: coll,
+    });
     // "Search within one video" (~200 rows): answered by the exact path after the mask.
     const Qv = generateQueries(ds, NQ / 2, "text", 9);
     const vids = Int32Array.from({ length: NQ / 2 }, (_, i) => ds.video[(i * 7919) % n]);
     sets.push({
-      name: "text+video", kind: "text", Q: Qv, video: vids,
+      name: "text+video",
+      kind: "text",
+      Q: Qv,
+      video: vids,
       truth: scanner.topK(Qv, K, (q) => Uint8Array.from(ds.video, (x) => (x === vids[q] ? 1 : 0))),
     });
   }
-  log(`${set} n=${n}: ground truth for ${sets.reduce((a, s) => a + s.truth.length, 0)} queries in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  log(
+    `${set} n=${n}: ground truth for ${sets.reduce((a, s) => a + s.truth.length, 0)} queries in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+  );
 
   // SQLite: the plain vector table (rescoring source) and sqlite-vec's tables.
   const db = new Database(join(dir, `${set}-${n}.db`));
@@ -143,7 +170,13 @@ function runSet(n: number, kind: "clustered" | "random", scanner: ReturnType<typ
   for (let i = 0; i < n; i += 4096) {
     const batch = [];
     for (let j = i; j < Math.min(n, i + 4096); j++) {
-      batch.push({ rowId: j + 1, vector: ds.vectors.subarray(j * DIM, (j + 1) * DIM), partition: "acct", groupA: ds.collection[j], groupB: ds.video[j] });
+      batch.push({
+        rowId: j + 1,
+        vector: ds.vectors.subarray(j * DIM, (j + 1) * DIM),
+        partition: "acct",
+        groupA: ds.collection[j],
+        groupB: ds.video[j],
+      });
     }
     index.add(batch);
   }
@@ -154,8 +187,23 @@ function runSet(n: number, kind: "clustered" | "random", scanner: ReturnType<typ
   log(`${set} n=${n}: vsearch index ${note}`);
 
   for (const s of sets) {
-    const agg: Record<string, number> = { coarse: 0, middle: 0, rescored: 0, filter: 0, scan: 0, estimate: 0, rescore: 0 };
-    const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
+    const agg: Record<string, number> = {
+      coarse: 0,
+      middle: 0,
+      rescored: 0,
+      filter: 0,
+      scan: 0,
+      estimate: 0,
+      rescore: 0,
+    };
+    const stats: SearchStats = {
+      path: "empty",
+      allowed: 0,
+      coarse: 0,
+      middle: 0,
+      rescored: 0,
+      ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 },
+    };
     let measured = 0;
     const row = measure({ set, n, queries: s.name, method: "vsearch (default)", note }, s.Q, s.truth, (q, i) => {
       const allow = s.collection ? { collections: [s.collection[i]] } : s.video ? { videos: [s.video[i]] } : undefined;
@@ -170,7 +218,11 @@ function runSet(n: number, kind: "clustered" | "random", scanner: ReturnType<typ
   // Incremental writes on the full index: one "video" of 300 frames in, then out again.
   {
     const batch = Array.from({ length: 300 }, (_, j) => ({
-      rowId: n + 1 + j, vector: ds.vectors.subarray(j * DIM, (j + 1) * DIM), partition: "acct", groupA: 0, groupB: -1,
+      rowId: n + 1 + j,
+      vector: ds.vectors.subarray(j * DIM, (j + 1) * DIM),
+      partition: "acct",
+      groupA: 0,
+      groupB: -1,
     }));
     const times = { add: [] as number[], remove: [] as number[] };
     for (let rep = 0; rep < 5; rep++) {
@@ -182,8 +234,16 @@ function runSet(n: number, kind: "clustered" | "random", scanner: ReturnType<typ
       times.remove.push(performance.now() - tw);
     }
     const med = (xs: number[]) => xs.sort((x, y) => x - y)[2];
-    writes.push({ set, n, add300ms: med(times.add), remove300ms: med(times.remove), buildRowsPerS: Math.round(n / buildS) });
-    log(`${set} n=${n}: add 300 rows ${med(times.add).toFixed(2)} ms, remove 300 rows ${med(times.remove).toFixed(2)} ms`);
+    writes.push({
+      set,
+      n,
+      add300ms: med(times.add),
+      remove300ms: med(times.remove),
+      buildRowsPerS: Math.round(n / buildS),
+    });
+    log(
+      `${set} n=${n}: add 300 rows ${med(times.add).toFixed(2)} ms, remove 300 rows ${med(times.remove).toFixed(2)} ms`,
+    );
   }
 
   // The recall/latency knob: coarse candidates.
@@ -191,8 +251,13 @@ function runSet(n: number, kind: "clustered" | "random", scanner: ReturnType<typ
   for (const c of sweep) {
     if (c >= n) continue;
     const s = sets[0];
-    measure({ set, n, queries: s.name, method: `vsearch candidates=${c}` }, s.Q, s.truth, (q) =>
-      index.search(q, { partition: "acct", k: K, candidates: c }).map((r) => r.rowId), Math.min(100, s.truth.length));
+    measure(
+      { set, n, queries: s.name, method: `vsearch candidates=${c}` },
+      s.Q,
+      s.truth,
+      (q) => index.search(q, { partition: "acct", k: K, candidates: c }).map((r) => r.rowId),
+      Math.min(100, s.truth.length),
+    );
   }
 
   // ---- sqlite-vec ----
@@ -205,8 +270,20 @@ function runSet(n: number, kind: "clustered" | "random", scanner: ReturnType<typ
       for (let i = 0; i < n; i++) insF.run(i + 1, blob(ds.vectors.subarray(i * DIM, (i + 1) * DIM)));
     })();
     const qf = db.query<{ rowid: number }, [Uint8Array]>(`SELECT rowid FROM vf WHERE embedding MATCH ? AND k = ${K}`);
-    measure({ set, n, queries: q0.name, method: "sqlite-vec float brute force", note: `insert ${((performance.now() - t) / 1000).toFixed(1)} s` },
-      q0.Q, q0.truth, (q) => qf.all(blob(q)).map((r) => r.rowid), n > 200_000 ? 15 : 40, 2);
+    measure(
+      {
+        set,
+        n,
+        queries: q0.name,
+        method: "sqlite-vec float brute force",
+        note: `insert ${((performance.now() - t) / 1000).toFixed(1)} s`,
+      },
+      q0.Q,
+      q0.truth,
+      (q) => qf.all(blob(q)).map((r) => r.rowid),
+      n > 200_000 ? 15 : 40,
+      2,
+    );
   }
   db.exec(`CREATE VIRTUAL TABLE vb USING vec0(embedding bit[${DIM}])`);
   t = performance.now();
@@ -220,8 +297,20 @@ function runSet(n: number, kind: "clustered" | "random", scanner: ReturnType<typ
      SELECT v.id AS id FROM knn CROSS JOIN vecs v ON v.id = knn.id
      ORDER BY vec_distance_cosine(v.e, ?1) LIMIT ${K}`,
   );
-  measure({ set, n, queries: q0.name, method: `sqlite-vec bit k=${BIT_K} + rescore`, note: `insert ${((performance.now() - t) / 1000).toFixed(1)} s` },
-    q0.Q, q0.truth, (q) => qb.all(blob(q)).map((r) => r.id), n > 200_000 ? 40 : 100, 2);
+  measure(
+    {
+      set,
+      n,
+      queries: q0.name,
+      method: `sqlite-vec bit k=${BIT_K} + rescore`,
+      note: `insert ${((performance.now() - t) / 1000).toFixed(1)} s`,
+    },
+    q0.Q,
+    q0.truth,
+    (q) => qb.all(blob(q)).map((r) => r.id),
+    n > 200_000 ? 40 : 100,
+    2,
+  );
 
   db.close();
   rmSync(join(dir, `${set}-${n}.db`), { force: true });
@@ -240,7 +329,17 @@ try {
 }
 
 const header = ["set", "n", "queries", "method", "nq", "p50 ms", "p99 ms", "recall@10", "note"];
-const table = rows.map((r) => [r.set, String(r.n), r.queries, r.method, String(r.nq), r.p50.toFixed(2), r.p99.toFixed(2), r.recall.toFixed(3), r.note ?? ""]);
+const table = rows.map((r) => [
+  r.set,
+  String(r.n),
+  r.queries,
+  r.method,
+  String(r.nq),
+  r.p50.toFixed(2),
+  r.p99.toFixed(2),
+  r.recall.toFixed(3),
+  r.note ?? "",
+]);
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i].length)));
 const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ");
 console.log(`\n${line(header)}\n${widths.map((w) => "-".repeat(w)).join("  ")}\n${table.map(line).join("\n")}`);

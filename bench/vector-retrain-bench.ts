@@ -24,7 +24,8 @@ const BATCH = 4096;
 const load = () => Number(loadavg()[0].toFixed(1));
 const cpuMs = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1000;
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-const pct = (xs: number[], p: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] : NaN);
+const pct = (xs: number[], p: number) =>
+  xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] : NaN;
 
 console.log(`generating ${N} × ${DIM} (load ${load()})`);
 const ds = generateDataset({ n: N, dim: DIM, kind: "clustered", seed: 1 });
@@ -32,7 +33,11 @@ const Q = generateQueries(ds, 50, "text", 2);
 const source: VectorSource = { getVectors: (ids) => ids.map((id) => ds.vectors.subarray(id * DIM, (id + 1) * DIM)) };
 const index = createVectorIndex({ dim: DIM, source });
 
-let maxAdd = 0, maxAddCpu = 0, firstAddCpu = 0, maxTurnWall = 0, maxTurnCpu = 0;
+let maxAdd = 0,
+  maxAddCpu = 0,
+  firstAddCpu = 0,
+  maxTurnWall = 0,
+  maxTurnCpu = 0;
 const during: number[] = [];
 const duringResults: { qi: number; ids: number[] }[] = [];
 const load0 = load();
@@ -40,7 +45,14 @@ const t0 = performance.now();
 let trainedAtMs = 0;
 for (let i = 0; i < N; i += BATCH) {
   const rows: VectorRow[] = [];
-  for (let j = i; j < Math.min(N, i + BATCH); j++) rows.push({ rowId: j, vector: ds.vectors.subarray(j * DIM, (j + 1) * DIM), partition: "acct", groupA: ds.collection[j], groupB: ds.video[j] });
+  for (let j = i; j < Math.min(N, i + BATCH); j++)
+    rows.push({
+      rowId: j,
+      vector: ds.vectors.subarray(j * DIM, (j + 1) * DIM),
+      partition: "acct",
+      groupA: ds.collection[j],
+      groupB: ds.video[j],
+    });
   let t = performance.now();
   const ca = process.cpuUsage();
   index.add(rows);
@@ -81,19 +93,26 @@ const exactOf = (qi: number) => {
     const q = Q.subarray(qi * DIM, (qi + 1) * DIM);
     const scores = new Float32Array(N);
     for (let i = 0; i < N; i++) {
-      let d = 0, nn = 0;
+      let d = 0,
+        nn = 0;
       for (let j = 0, o = i * DIM; j < DIM; j++) {
         d += q[j] * ds.vectors[o + j];
         nn += ds.vectors[o + j] * ds.vectors[o + j];
       }
       scores[i] = d / Math.sqrt(nn);
     }
-    s = new Set(Array.from(scores.keys()).sort((x, y) => scores[y] - scores[x]).slice(0, 10));
+    s = new Set(
+      Array.from(scores.keys())
+        .sort((x, y) => scores[y] - scores[x])
+        .slice(0, 10),
+    );
     exactTop.set(qi, s);
   }
   return s;
 };
-let recallDuring = 0, recallAfter = 0, nRecall = 0;
+let recallDuring = 0,
+  recallAfter = 0,
+  nRecall = 0;
 for (const d of duringResults) {
   const ids = index.search(Q.subarray(d.qi * DIM, (d.qi + 1) * DIM), { partition: "acct", k: 10 }).map((r) => r.rowId);
   if (ids.length === d.ids.length && ids.every((x, k) => x === d.ids[k])) same++;
@@ -115,17 +134,39 @@ const tr = performance.now();
 index.rebuild("acct");
 const rebuildS = (performance.now() - tr) / 1000;
 const result = {
-  n: N, lists: index.listCount("acct"), retrains: st.retrains, slices: st.slices,
-  maxSliceWallMs: +st.maxSliceMs.toFixed(1), maxSliceCpuMs: +st.maxSliceCpuMs.toFixed(1), retrainCpuS: +(st.cpuMs / 1000).toFixed(1),
-  maxAddMs: +maxAdd.toFixed(1), maxAddCpuMs: +maxAddCpu.toFixed(1), firstAddCpuMs: +firstAddCpu.toFixed(1), maxTurnWallMs: +maxTurnWall.toFixed(1), maxTurnCpuMs: +maxTurnCpu.toFixed(1),
-  addAllS: +(addedMs / 1000).toFixed(1), trainedS: +(trainedAtMs / 1000).toFixed(1),
-  searchesDuring: during.length, duringP50: +pct(during, 0.5).toFixed(2), duringP99: +pct(during, 0.99).toFixed(2),
+  n: N,
+  lists: index.listCount("acct"),
+  retrains: st.retrains,
+  slices: st.slices,
+  maxSliceWallMs: +st.maxSliceMs.toFixed(1),
+  maxSliceCpuMs: +st.maxSliceCpuMs.toFixed(1),
+  retrainCpuS: +(st.cpuMs / 1000).toFixed(1),
+  maxAddMs: +maxAdd.toFixed(1),
+  maxAddCpuMs: +maxAddCpu.toFixed(1),
+  firstAddCpuMs: +firstAddCpu.toFixed(1),
+  maxTurnWallMs: +maxTurnWall.toFixed(1),
+  maxTurnCpuMs: +maxTurnCpu.toFixed(1),
+  addAllS: +(addedMs / 1000).toFixed(1),
+  trainedS: +(trainedAtMs / 1000).toFixed(1),
+  searchesDuring: during.length,
+  duringP50: +pct(during, 0.5).toFixed(2),
+  duringP99: +pct(during, 0.99).toFixed(2),
   lastRetrainQueriesSameAfterSwap: `${same}/${duringResults.length}`,
-  recallDuring: +(recallDuring / Math.max(1, nRecall)).toFixed(3), recallAfter: +(recallAfter / Math.max(1, nRecall)).toFixed(3), recallQueries: nRecall,
-  afterP50: +pct(after, 0.5).toFixed(2), afterP99: +pct(after, 0.99).toFixed(2),
-  indexMB: liveMB, load1: load0, load1End: loadBg,
-  syncRebuildS: +rebuildS.toFixed(1), syncRebuildLoad1: load(), indexMBAfterRebuild: Math.round(index.memoryBytes / 1e6),
+  recallDuring: +(recallDuring / Math.max(1, nRecall)).toFixed(3),
+  recallAfter: +(recallAfter / Math.max(1, nRecall)).toFixed(3),
+  recallQueries: nRecall,
+  afterP50: +pct(after, 0.5).toFixed(2),
+  afterP99: +pct(after, 0.99).toFixed(2),
+  indexMB: liveMB,
+  load1: load0,
+  load1End: loadBg,
+  syncRebuildS: +rebuildS.toFixed(1),
+  syncRebuildLoad1: load(),
+  indexMBAfterRebuild: Math.round(index.memoryBytes / 1e6),
 };
 console.table(Object.entries(result).map(([k, v]) => ({ figure: k, value: v })));
 mkdirSync(join(import.meta.dirname, "results"), { recursive: true });
-writeFileSync(join(import.meta.dirname, "results", "vector-retrain.json"), JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2));
+writeFileSync(
+  join(import.meta.dirname, "results", "vector-retrain.json"),
+  JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2),
+);

@@ -28,7 +28,17 @@
  * the JS heap), so the mapped file's pages, which the kernel can drop, are not counted. The run
  * stops (exit 3) if RssAnon passes --max-anon-gb while building: the box is shared.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import usearch from "usearch";
@@ -54,11 +64,19 @@ const LISTS = Number(argv.get("lists") ?? 0);
  * (lists 0 = the default count; a config without chunkRows, "0:N", takes the default layout).
  * Default: one config, the default layout with --lists.
  */
-const CONFIGS = (argv.get("configs") ?? `0:${LISTS}`).split(",").filter(Boolean).map((c) => {
-  const [rowsStr, listsStr] = c.split(":");
-  const chunkRows = Number(rowsStr) as 0 | 32 | 64 | 128, lists = Number(listsStr ?? 0);
-  return { chunkRows, lists, label: argv.has("configs") ? `${chunkRows || "default"}-row chunks, ${lists || "default"} lists` : "" };
-});
+const CONFIGS = (argv.get("configs") ?? `0:${LISTS}`)
+  .split(",")
+  .filter(Boolean)
+  .map((c) => {
+    const [rowsStr, listsStr] = c.split(":");
+    const chunkRows = Number(rowsStr) as 0 | 32 | 64 | 128,
+      lists = Number(listsStr ?? 0);
+    return {
+      chunkRows,
+      lists,
+      label: argv.has("configs") ? `${chunkRows || "default"}-row chunks, ${lists || "default"} lists` : "",
+    };
+  });
 /** --filtered=0: skip the filtered query sets (collection, video). */
 const SKIP_FILTERED = argv.get("filtered") === "0";
 /** --warm-pass=1: run every query set once untimed before the timed pass (the rescored rows then come from the page cache). */
@@ -126,7 +144,9 @@ const guard = (what: string) => {
   const a = anon(false);
   anonPeak = Math.max(anonPeak, a);
   if (a > MAX_ANON) {
-    log(`STOP: RssAnon ${(a / 2 ** 30).toFixed(2)} GiB > --max-anon-gb ${MAX_ANON / 2 ** 30} during ${what}; free -g said: ${freeG()}`);
+    log(
+      `STOP: RssAnon ${(a / 2 ** 30).toFixed(2)} GiB > --max-anon-gb ${MAX_ANON / 2 ** 30} during ${what}; free -g said: ${freeG()}`,
+    );
     save();
     process.exit(3);
   }
@@ -137,21 +157,34 @@ const freeG = () => {
   return `MemTotal ${(kb("MemTotal") / 2 ** 20).toFixed(1)} GiB, MemAvailable ${(kb("MemAvailable") / 2 ** 20).toFixed(1)} GiB`;
 };
 
-function measure(base: Pick<Row, "n" | "engine" | "queries" | "setting">, Q: Float32Array, truth: Int32Array[], search: (q: Float32Array, i: number) => number[]): Row {
+function measure(
+  base: Pick<Row, "n" | "engine" | "queries" | "setting">,
+  Q: Float32Array,
+  truth: Int32Array[],
+  search: (q: Float32Array, i: number) => number[],
+): Row {
   if (WARM_PASS) {
     // Once untimed: the rows it rescores come into the page cache (a set larger than the cache
     // reads them from disk on the first pass, as the app's SQLite would; logged apart).
     const cold = runQueries(Q, DIM, truth, search);
-    log(`n=${base.n} ${base.engine} ${base.queries} ${base.setting}: first (cold) pass p50 ${pct(cold.lat.sort((a, b) => a - b), 50).toFixed(2)} ms`);
+    log(
+      `n=${base.n} ${base.engine} ${base.queries} ${base.setting}: first (cold) pass p50 ${pct(
+        cold.lat.sort((a, b) => a - b),
+        50,
+      ).toFixed(2)} ms`,
+    );
   }
   // CPU time of the timed pass (its warm-up included) per query: less sensitive to the shared box's load than p50.
   const cpu0 = process.cpuUsage();
   const { nq, lat, recall } = runQueries(Q, DIM, truth, search);
-  const cpu = process.cpuUsage(cpu0), cpuMs = (cpu.user + cpu.system) / 1000 / (nq + Math.min(5, nq));
+  const cpu = process.cpuUsage(cpu0),
+    cpuMs = (cpu.user + cpu.system) / 1000 / (nq + Math.min(5, nq));
   lat.sort((a, b) => a - b);
   const row: Row = { ...base, nq, p50: pct(lat, 50), p99: pct(lat, 99), cpuMs, recall, load1: load1() };
   rows.push(row);
-  log(`n=${row.n} ${row.engine.padEnd(7)} ${row.queries.padEnd(11)} ${row.setting.padEnd(16)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} cpu ${row.cpuMs.toFixed(2)} recall ${row.recall.toFixed(3)} load ${row.load1}`);
+  log(
+    `n=${row.n} ${row.engine.padEnd(7)} ${row.queries.padEnd(11)} ${row.setting.padEnd(16)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} cpu ${row.cpuMs.toFixed(2)} recall ${row.recall.toFixed(3)} load ${row.load1}`,
+  );
   return row;
 }
 
@@ -179,14 +212,18 @@ async function runSize(n: number): Promise<void> {
   const path = join(DATA_DIR, `clustered-s1-d${DIM}-n${n}.f32`);
   if (existsSync(path) && statSync(path).size === n * DIM * 4) log(`n=${n}: reusing ${path}`);
   else writeSet(path, stream, n);
-  log(`n=${n}: set ready in ${((performance.now() - t) / 1000).toFixed(1)} s (${path}, ${((n * DIM * 4) / 1e9).toFixed(1)} GB)`);
+  log(
+    `n=${n}: set ready in ${((performance.now() - t) / 1000).toFixed(1)} s (${path}, ${((n * DIM * 4) / 1e9).toFixed(1)} GB)`,
+  );
   if (GENERATE_ONLY) return;
   const data = mapRows(path, n, DIM);
   const { video, collection } = stream;
   t = performance.now();
   const dsq = { ...stream, row: data.row };
-  const text = generateQueries(dsq, NQ, "text", 7), image = generateQueries(dsq, NQ, "image", 7);
-  const textC = generateQueries(dsq, NQ / 2, "text", 8), textV = generateQueries(dsq, NQ / 2, "text", 9);
+  const text = generateQueries(dsq, NQ, "text", 7),
+    image = generateQueries(dsq, NQ, "image", 7);
+  const textC = generateQueries(dsq, NQ / 2, "text", 8),
+    textV = generateQueries(dsq, NQ / 2, "text", 9);
   const imageC = generateQueries(dsq, NQ / 2, "image", 8);
   // The shot directions (n / 10 × 2 KiB) are only needed to make rows and queries.
   stream = null;
@@ -198,20 +235,29 @@ async function runSize(n: number): Promise<void> {
   const truthCached = existsSync(truthPath);
   const truths: Int32Array[][] = truthCached
     ? (JSON.parse(readFileSync(truthPath, "utf8")) as number[][][]).map((set) => set.map((ids) => Int32Array.from(ids)))
-    : await truthFromFileThreads(path, n, DIM, K, [
-        { queries: text },
-        { queries: image },
-        { queries: textC, filter: { of: collection, eqs: coll } },
-        { queries: imageC, filter: { of: collection, eqs: coll } },
-        { queries: textV, filter: { of: video, eqs: vids } },
-      ], GT_THREADS);
+    : await truthFromFileThreads(
+        path,
+        n,
+        DIM,
+        K,
+        [
+          { queries: text },
+          { queries: image },
+          { queries: textC, filter: { of: collection, eqs: coll } },
+          { queries: imageC, filter: { of: collection, eqs: coll } },
+          { queries: textV, filter: { of: video, eqs: vids } },
+        ],
+        GT_THREADS,
+      );
   if (!truthCached) writeFileSync(truthPath, JSON.stringify(truths.map((set) => set.map((ids) => Array.from(ids)))));
   const [truthText, truthImage, truthC, truthIC, truthV] = truths;
   const sets = [
     { name: "text", Q: text, truth: truthText },
     { name: "image", Q: image, truth: truthImage },
   ];
-  log(`n=${n}: ground truth (${NQ}+${NQ} queries, ${NQ / 2}×3 filtered, ${truthCached ? `read from ${truthPath}` : `${GT_THREADS} thread(s)`}) in ${((performance.now() - t) / 1000).toFixed(1)} s, load ${load1()}`);
+  log(
+    `n=${n}: ground truth (${NQ}+${NQ} queries, ${NQ / 2}×3 filtered, ${truthCached ? `read from ${truthPath}` : `${GT_THREADS} thread(s)`}) in ${((performance.now() - t) / 1000).toFixed(1)} s, load ${load1()}`,
+  );
 
   if (TRUTH_ONLY) return;
 
@@ -232,7 +278,8 @@ async function runSize(n: number): Promise<void> {
   // ---- vsearch: one index per --configs entry, built one after the other, measured side by side ----
   const source: VectorSource = { getVectors: (ids) => ids.map((id) => data.row(id)) };
   let before = rss();
-  let buildS = 0, grown = 0;
+  let buildS = 0,
+    grown = 0;
   const built: { label: string; index: ReturnType<typeof createVectorIndex> }[] = [];
   for (const cfg of CONFIGS) {
     const label = CONFIGS.length > 1 ? `[${cfg.label}] ` : "";
@@ -240,7 +287,12 @@ async function runSize(n: number): Promise<void> {
     anonPeak = before;
     t = performance.now();
     const cpu0 = process.cpuUsage();
-    const index = createVectorIndex({ dim: DIM, source, ...(cfg.lists ? { lists: cfg.lists } : {}), ...(cfg.chunkRows ? { chunkRows: cfg.chunkRows } : {}) });
+    const index = createVectorIndex({
+      dim: DIM,
+      source,
+      ...(cfg.lists ? { lists: cfg.lists } : {}),
+      ...(cfg.chunkRows ? { chunkRows: cfg.chunkRows } : {}),
+    });
     for (let i = 0; i < n; i += 4096) {
       const batch = [];
       for (let j = i; j < Math.min(n, i + 4096); j++) {
@@ -249,7 +301,9 @@ async function runSize(n: number): Promise<void> {
       index.add(batch);
       if ((i / 4096) % 64 === 63) guard("vsearch add");
       if (i % 1048576 === 1048576 - 4096 || i + 4096 >= n) {
-        log(`n=${n}: ${label}added ${Math.min(n, i + 4096)} rows, ${((performance.now() - t) / 1000).toFixed(1)} s, RssAnon ${((anon(false) - before) / 1e6).toFixed(0)} MB over the start, ${index.segments} segment(s), load ${load1()}`);
+        log(
+          `n=${n}: ${label}added ${Math.min(n, i + 4096)} rows, ${((performance.now() - t) / 1000).toFixed(1)} s, RssAnon ${((anon(false) - before) / 1e6).toFixed(0)} MB over the start, ${index.segments} segment(s), load ${load1()}`,
+        );
       }
     }
     const addS = (performance.now() - t) / 1000;
@@ -257,53 +311,102 @@ async function runSize(n: number): Promise<void> {
     // as the app would after loading an account.
     t = performance.now();
     if (REBUILD) index.rebuild("acct");
-    else log(`n=${n}: no rebuild (--rebuild=0): ${index.listCount("acct")} list(s) as the adds left them, ${index.training.pending} retrain(s) queued (they run between event-loop turns, and this loop never yields)`);
+    else
+      log(
+        `n=${n}: no rebuild (--rebuild=0): ${index.listCount("acct")} list(s) as the adds left them, ${index.training.pending} retrain(s) queued (they run between event-loop turns, and this loop never yields)`,
+      );
     guard("vsearch rebuild");
     const rebuildS = (performance.now() - t) / 1000;
     buildS = addS + rebuildS;
     // CPU seconds of the build (the box is shared: wall time grows with the load, CPU time much less).
-    const cpu = process.cpuUsage(cpu0), cpuS = (cpu.user + cpu.system) / 1e6;
+    const cpu = process.cpuUsage(cpu0),
+      cpuS = (cpu.user + cpu.system) / 1e6;
     grown = rss() - before;
     builds.push({
-      n, engine: `vsearch${cfg.label ? ` ${cfg.label}` : ""}`, buildS, rssMB: Math.round(grown / 1e6), bytesPerRow: Math.round(index.memoryBytes / n), liveBytesPerRow: Math.round((index.liveBytes / n) * 10) / 10, load1: load1(),
+      n,
+      engine: `vsearch${cfg.label ? ` ${cfg.label}` : ""}`,
+      buildS,
+      rssMB: Math.round(grown / 1e6),
+      bytesPerRow: Math.round(index.memoryBytes / n),
+      liveBytesPerRow: Math.round((index.liveBytes / n) * 10) / 10,
+      load1: load1(),
       note: `CPU ${cpuS.toFixed(1)} s; add ${addS.toFixed(1)} s + ${REBUILD ? `rebuild ${rebuildS.toFixed(1)} s` : "NO rebuild"}, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB (live ${Math.round(index.liveBytes / 1e6)} MB), RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start, ${compactNote(index.compactions)}`,
     });
-    log(`n=${n}: ${label}vsearch built in ${buildS.toFixed(1)} s (CPU ${cpuS.toFixed(1)} s), RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row (live ${(index.liveBytes / n).toFixed(1)}), ${index.listCount("acct")} lists, ${index.segments} segment(s), ${compactNote(index.compactions)}, load ${load1()}, ${freeG()}`);
+    log(
+      `n=${n}: ${label}vsearch built in ${buildS.toFixed(1)} s (CPU ${cpuS.toFixed(1)} s), RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row (live ${(index.liveBytes / n).toFixed(1)}), ${index.listCount("acct")} lists, ${index.segments} segment(s), ${compactNote(index.compactions)}, load ${load1()}, ${freeG()}`,
+    );
     built.push({ label: cfg.label, index });
   }
-  const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
-  const vs = (index: ReturnType<typeof createVectorIndex>, probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[]; rowIds?: number[] }, probeSqrtAt?: number) => {
+  const stats: SearchStats = {
+    path: "empty",
+    allowed: 0,
+    coarse: 0,
+    middle: 0,
+    rescored: 0,
+    ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 },
+  };
+  const vs = (
+    index: ReturnType<typeof createVectorIndex>,
+    probe: number | undefined,
+    allowOf?: (i: number) => { collections?: number[]; videos?: number[]; rowIds?: number[] },
+    probeSqrtAt?: number,
+  ) => {
     const agg: Record<string, number> = { scanned: 0, coarse: 0, filter: 0, scan: 0, estimate: 0, rescore: 0 };
     let m = 0;
     const fn = (q: Float32Array, i: number) => {
-      const out = index.search(q, { partition: "acct", k: K, probe, probeSqrtAt, allow: allowOf?.(i), stats }).map((r) => r.rowId);
+      const out = index
+        .search(q, { partition: "acct", k: K, probe, probeSqrtAt, allow: allowOf?.(i), stats })
+        .map((r) => r.rowId);
       m++;
       agg.scanned += stats.scanned ?? 0;
       agg.coarse += stats.coarse;
       for (const key of ["filter", "scan", "estimate", "rescore"] as const) agg[key] += stats.ms[key];
       return out;
     };
-    return { fn, stages: () => Object.fromEntries(Object.entries(agg).map(([k2, v]) => [k2, Math.round((v / m) * 100) / 100])) };
+    return {
+      fn,
+      stages: () => Object.fromEntries(Object.entries(agg).map(([k2, v]) => [k2, Math.round((v / m) * 100) / 100])),
+    };
   };
   // Each setting runs on every config in turn, so their latencies share the box's load.
-  const each = (queries: string, setting: string, Q: Float32Array, truth: Int32Array[], probe: number | undefined, allowOf?: (i: number) => { collections?: number[]; videos?: number[]; rowIds?: number[] }, probeSqrtAt?: number) => {
+  const each = (
+    queries: string,
+    setting: string,
+    Q: Float32Array,
+    truth: Int32Array[],
+    probe: number | undefined,
+    allowOf?: (i: number) => { collections?: number[]; videos?: number[]; rowIds?: number[] },
+    probeSqrtAt?: number,
+  ) => {
     for (const b of built) {
       const h = vs(b.index, probe, allowOf, probeSqrtAt);
-      measure({ n, engine: `vsearch${b.label ? ` ${b.label}` : ""}`, queries, setting }, Q, truth, h.fn).stages = h.stages();
+      measure({ n, engine: `vsearch${b.label ? ` ${b.label}` : ""}`, queries, setting }, Q, truth, h.fn).stages =
+        h.stages();
     }
   };
   for (const s of sets) {
-    for (const probe of [undefined, ...PROBES]) each(s.name, probe === undefined ? "default" : `probe=${probe}`, s.Q, s.truth, probe);
+    for (const probe of [undefined, ...PROBES])
+      each(s.name, probe === undefined ? "default" : `probe=${probe}`, s.Q, s.truth, probe);
   }
   // What the app passes for an image-only query (search/service.ts IMAGE_QUERY_PROBE): a share
   // at 1 M rows, the rows read growing as √n around it (per segment).
-  each("image", `app: ${IMAGE_QUERY_PROBE.share} at 1 M, √n`, image, truthImage, IMAGE_QUERY_PROBE.share, undefined, IMAGE_QUERY_PROBE.sqrtAt);
+  each(
+    "image",
+    `app: ${IMAGE_QUERY_PROBE.share} at 1 M, √n`,
+    image,
+    truthImage,
+    IMAGE_QUERY_PROBE.share,
+    undefined,
+    IMAGE_QUERY_PROBE.sqrtAt,
+  );
   // Other shares under the app's √n policy (--sqrt-probes), to choose the app's.
   for (const share of SQRT_PROBES) each("image", `${share} at 1 M, √n`, image, truthImage, share, undefined, 1_000_000);
   if (!SKIP_FILTERED) {
     each("text+coll", "default", textC, truthC, undefined, (i) => ({ collections: [coll[i]] }));
     for (const probe of [undefined, ...PROBES]) {
-      each("image+coll", probe === undefined ? "default" : `probe=${probe}`, imageC, truthIC, probe, (i) => ({ collections: [coll[i]] }));
+      each("image+coll", probe === undefined ? "default" : `probe=${probe}`, imageC, truthIC, probe, (i) => ({
+        collections: [coll[i]],
+      }));
     }
     each("text+video", "default", textV, truthV, undefined, (i) => ({ videos: [vids[i]] }));
     // What the app passes for a one-video search (search/memory-backend.ts): the video and its
@@ -316,17 +419,28 @@ async function runSize(n: number): Promise<void> {
       return Array.from({ length: b - a }, (_, j) => a + j);
     };
     const vidRows = Array.from(vids, rowsOf);
-    each("text+video", "app: video + its row ids", textV, truthV, undefined, (i) => ({ videos: [vids[i]], rowIds: vidRows[i] }));
+    each("text+video", "app: video + its row ids", textV, truthV, undefined, (i) => ({
+      videos: [vids[i]],
+      rowIds: vidRows[i],
+    }));
   }
   // Incremental writes on the built index: a 300-frame video in and out again.
   for (const { label, index } of built) {
-    const batch = Array.from({ length: 300 }, (_, j) => ({ rowId: n + j, vector: data.row(j), partition: "acct", groupA: 0, groupB: -1 }));
+    const batch = Array.from({ length: 300 }, (_, j) => ({
+      rowId: n + j,
+      vector: data.row(j),
+      partition: "acct",
+      groupA: 0,
+      groupB: -1,
+    }));
     let tw = performance.now();
     index.add(batch);
     const addMs = performance.now() - tw;
     tw = performance.now();
     index.remove(batch.map((b) => b.rowId));
-    log(`n=${n}: vsearch ${label} add 300 rows ${addMs.toFixed(2)} ms, remove ${(performance.now() - tw).toFixed(2)} ms`);
+    log(
+      `n=${n}: vsearch ${label} add 300 rows ${addMs.toFixed(2)} ms, remove ${(performance.now() - tw).toFixed(2)} ms`,
+    );
   }
   built.length = 0;
 
@@ -338,20 +452,41 @@ async function runSize(n: number): Promise<void> {
       // expansion_search is fixed at construction: the graph is built once and reloaded per value.
       before = rss();
       t = performance.now();
-      const u = new usearch.Index({ dimensions: DIM, metric: usearch.MetricKind.Cos, quantization: usearch.ScalarKind.F32, connectivity: 0, expansion_add: 0, expansion_search: efs, multi: false });
+      const u = new usearch.Index({
+        dimensions: DIM,
+        metric: usearch.MetricKind.Cos,
+        quantization: usearch.ScalarKind.F32,
+        connectivity: 0,
+        expansion_add: 0,
+        expansion_search: efs,
+        multi: false,
+      });
       if (ei === 0) {
-        for (let i = 0; i < n; i += 65536) u.add(keys.subarray(i, Math.min(n, i + 65536)), data.slice(i, Math.min(n, i + 65536)), U_THREADS);
+        for (let i = 0; i < n; i += 65536)
+          u.add(keys.subarray(i, Math.min(n, i + 65536)), data.slice(i, Math.min(n, i + 65536)), U_THREADS);
         buildS = (performance.now() - t) / 1000;
         grown = rss() - before;
-        builds.push({ n, engine: "usearch", buildS, rssMB: Math.round(grown / 1e6), bytesPerRow: Math.round(grown / n), load1: load1(), note: `HNSW f32, ${U_THREADS} thread(s), vectors included` });
-        log(`n=${n}: usearch built in ${buildS.toFixed(1)} s (${U_THREADS} thread), RSS +${Math.round(grown / 1e6)} MB`);
+        builds.push({
+          n,
+          engine: "usearch",
+          buildS,
+          rssMB: Math.round(grown / 1e6),
+          bytesPerRow: Math.round(grown / n),
+          load1: load1(),
+          note: `HNSW f32, ${U_THREADS} thread(s), vectors included`,
+        });
+        log(
+          `n=${n}: usearch built in ${buildS.toFixed(1)} s (${U_THREADS} thread), RSS +${Math.round(grown / 1e6)} MB`,
+        );
         u.save(join(dirFor(), `u-${n}.usearch`));
         guard("usearch build");
       } else {
         u.load(join(dirFor(), `u-${n}.usearch`));
       }
       for (const s of sets) {
-        measure({ n, engine: "usearch", queries: s.name, setting: `ef=${efs}` }, s.Q, s.truth, (q) => Array.from(u.search(q, K, 1).keys, Number));
+        measure({ n, engine: "usearch", queries: s.name, setting: `ef=${efs}` }, s.Q, s.truth, (q) =>
+          Array.from(u.search(q, K, 1).keys, Number),
+        );
       }
     }
   }
@@ -379,18 +514,60 @@ for (const n of SIZES) {
   Bun.gc(true);
   if (!KEEP_DATA) unlinkSync(join(DATA_DIR, `clustered-s1-d${DIM}-n${n}.f32`));
 }
-if (benchDir) for (const n of SIZES) Bun.file(join(benchDir, `u-${n}.usearch`)).delete?.().catch(() => {});
+if (benchDir)
+  for (const n of SIZES)
+    Bun.file(join(benchDir, `u-${n}.usearch`))
+      .delete?.()
+      .catch(() => {});
 
 const fmt = (header: string[], table: string[][]) => {
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ");
   return `${line(header)}\n${widths.map((w) => "-".repeat(w)).join("  ")}\n${table.map(line).join("\n")}`;
 };
-console.log(`\n${fmt(["n", "engine", "build s", "RSS MB", "B/row", "load1", "note"], builds.map((b) => [String(b.n), b.engine, b.buildS.toFixed(1), String(b.rssMB), String(b.bytesPerRow), String(b.load1), b.note]))}`);
-console.log(`\n${fmt(["n", "engine", "queries", "setting", "nq", "rows read", "p50 ms", "p99 ms", "CPU ms/q", "recall@10", "load1"], rows.map((r) => [String(r.n), r.engine, r.queries, r.setting, String(r.nq), r.stages ? String(Math.round(r.stages.scanned)) : "", r.p50.toFixed(2), r.p99.toFixed(2), r.cpuMs.toFixed(2), r.recall.toFixed(3), String(r.load1)]))}`);
+console.log(
+  `\n${fmt(
+    ["n", "engine", "build s", "RSS MB", "B/row", "load1", "note"],
+    builds.map((b) => [
+      String(b.n),
+      b.engine,
+      b.buildS.toFixed(1),
+      String(b.rssMB),
+      String(b.bytesPerRow),
+      String(b.load1),
+      b.note,
+    ]),
+  )}`,
+);
+console.log(
+  `\n${fmt(
+    ["n", "engine", "queries", "setting", "nq", "rows read", "p50 ms", "p99 ms", "CPU ms/q", "recall@10", "load1"],
+    rows.map((r) => [
+      String(r.n),
+      r.engine,
+      r.queries,
+      r.setting,
+      String(r.nq),
+      r.stages ? String(Math.round(r.stages.scanned)) : "",
+      r.p50.toFixed(2),
+      r.p99.toFixed(2),
+      r.cpuMs.toFixed(2),
+      r.recall.toFixed(3),
+      String(r.load1),
+    ]),
+  )}`,
+);
 const env = {
-  date: new Date().toISOString(), bun: Bun.version, cpus: cpus().length, cpu: cpus()[0]?.model, loadavgStart: load0, loadavgEnd: loadavg(),
-  maxRssMB: Math.round(process.resourceUsage().maxRSS / 1024), maxRssNote: "maxRSS counts the mapped data file's pages too", seconds: Math.round((performance.now() - t0) / 1000), queriesPerSet: NQ,
+  date: new Date().toISOString(),
+  bun: Bun.version,
+  cpus: cpus().length,
+  cpu: cpus()[0]?.model,
+  loadavgStart: load0,
+  loadavgEnd: loadavg(),
+  maxRssMB: Math.round(process.resourceUsage().maxRSS / 1024),
+  maxRssNote: "maxRSS counts the mapped data file's pages too",
+  seconds: Math.round((performance.now() - t0) / 1000),
+  queriesPerSet: NQ,
 };
 console.log(`\n${JSON.stringify(env)}`);
 mkdirSync(join(import.meta.dir, "results"), { recursive: true });

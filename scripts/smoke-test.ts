@@ -61,14 +61,23 @@ function check(name: string, ok: boolean, detail = ""): boolean {
 
 const work = mkdtempSync(join(tmpdir(), "vsearch-smoke-"));
 const bin = join(work, "vsearch");
-const env = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: join(work, "home"), TMPDIR: join(work, "tmp"), LANG: "C.UTF-8" };
+const env = {
+  PATH: "/usr/local/bin:/usr/bin:/bin",
+  HOME: join(work, "home"),
+  TMPDIR: join(work, "tmp"),
+  LANG: "C.UTF-8",
+};
 
 /** Runs `./vsearch …` in the work folder; kills it after `timeoutMs`. */
 async function vsearch(argv: string[], timeoutMs = 120_000, extraEnv: Record<string, string> = {}): Promise<Run> {
   const t0 = performance.now();
   const proc = Bun.spawn([bin, ...argv], { cwd: work, env: { ...env, ...extraEnv }, stdout: "pipe", stderr: "pipe" });
   const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   clearTimeout(timer);
   return { code: proc.signalCode ? null : code, stdout, stderr, ms: performance.now() - t0 };
 }
@@ -81,7 +90,8 @@ function json(r: Run): any {
   }
 }
 
-const brief = (r: Run) => `exit ${r.code}, ${Math.round(r.ms)} ms${r.stderr.trim() ? `, stderr: ${r.stderr.trim().split("\n").slice(-3).join(" | ").slice(0, 400)}` : ""}`;
+const brief = (r: Run) =>
+  `exit ${r.code}, ${Math.round(r.ms)} ms${r.stderr.trim() ? `, stderr: ${r.stderr.trim().split("\n").slice(-3).join(" | ").slice(0, 400)}` : ""}`;
 
 /** inode + mtime of every file under a folder: equal snapshots mean nothing was rewritten. */
 function snapshot(dir: string): Map<string, string> {
@@ -135,7 +145,12 @@ async function waitForUrl(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, timeou
 
 /** `vsearch serve` of the binary over `data`, on a free loopback port (waitForUrl reads which). */
 function spawnServe(data: string, extraEnv: Record<string, string> = {}) {
-  return Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], { cwd: work, env: { ...env, ...extraEnv }, stdout: "pipe", stderr: "pipe" });
+  return Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], {
+    cwd: work,
+    env: { ...env, ...extraEnv },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
 }
 
 /** One sample of a served instance's /metrics (Prometheus text, no labels); null when absent. */
@@ -156,7 +171,11 @@ async function stopServe(server: Bun.Subprocess): Promise<number | "timeout"> {
 /** Requests to a served instance with `key`, each bounded to 30 s: the status and the JSON body (null when there is none). */
 function keyedRequests(url: string, key: string | undefined) {
   return async (path: string, init?: RequestInit) => {
-    const res = await fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, ...(init?.headers ?? {}) }, signal: AbortSignal.timeout(30_000) });
+    const res = await fetch(`${url}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${key}`, ...(init?.headers ?? {}) },
+      signal: AbortSignal.timeout(30_000),
+    });
     return { status: res.status, body: (await res.json().catch(() => null)) as any };
   };
 }
@@ -184,10 +203,18 @@ async function main(): Promise<number> {
   mkdirSync(env.HOME);
   mkdirSync(env.TMPDIR);
   copyFileSync(args.binary!, bin);
-  console.log(`work folder ${work} holds only ${readdirSync(work).filter((f) => f === "vsearch").join(", ")} (+ empty home/, tmp/); binary ${(statSync(bin).size / 2 ** 20).toFixed(1)} MiB`);
+  console.log(
+    `work folder ${work} holds only ${readdirSync(work)
+      .filter((f) => f === "vsearch")
+      .join(", ")} (+ empty home/, tmp/); binary ${(statSync(bin).size / 2 ** 20).toFixed(1)} MiB`,
+  );
 
   const version = await vsearch(["--version"], 30_000);
-  check("--version", version.code === 0 && /\d+\.\d+\.\d+/.test(version.stdout), `${version.stdout.trim()}, ${brief(version)}`);
+  check(
+    "--version",
+    version.code === 0 && /\d+\.\d+\.\d+/.test(version.stdout),
+    `${version.stdout.trim()}, ${brief(version)}`,
+  );
 
   // 1 + 2: doctor twice on one data dir.
   const data = join(work, "data");
@@ -195,17 +222,31 @@ async function main(): Promise<number> {
   const first = await vsearch(["--data-dir", data, "doctor", "--json", "--model-dir", modelDir]);
   doctorOk("doctor on a fresh data dir (extracts the runtime; ONNX in a worker thread)", first, true);
   const before = snapshot(runtimeDir);
-  check("runtime extracted under <data-dir>/runtime/<version>/", before.size >= 5, `${before.size} files: ${[...before.keys()].join(", ")}`);
+  check(
+    "runtime extracted under <data-dir>/runtime/<version>/",
+    before.size >= 5,
+    `${before.size} files: ${[...before.keys()].join(", ")}`,
+  );
   const second = await vsearch(["--data-dir", data, "doctor", "--json", "--model-dir", modelDir]);
   doctorOk("doctor again", second, true);
   const after = snapshot(runtimeDir);
   const rewritten = [...before].filter(([k, v]) => after.get(k) !== v).map(([k]) => k);
-  check("second start did not re-extract (same inode/mtime for every runtime file)", rewritten.length === 0 && after.size === before.size, rewritten.length ? `rewritten: ${rewritten.join(", ")}` : `first ${Math.round(first.ms)} ms, second ${Math.round(second.ms)} ms`);
+  check(
+    "second start did not re-extract (same inode/mtime for every runtime file)",
+    rewritten.length === 0 && after.size === before.size,
+    rewritten.length
+      ? `rewritten: ${rewritten.join(", ")}`
+      : `first ${Math.round(first.ms)} ms, second ${Math.round(second.ms)} ms`,
+  );
 
   // 3: a CLI command.
   const acct = await vsearch(["--data-dir", data, "accounts", "create", "--name", "smoke", "--json"], 60_000);
   const id = json(acct)?.id;
-  check("accounts create --name smoke --json returns an id", acct.code === 0 && typeof id === "string" && id.length > 0, `id=${id}, ${brief(acct)}`);
+  check(
+    "accounts create --name smoke --json returns an id",
+    acct.code === 0 && typeof id === "string" && id.length > 0,
+    `id=${id}, ${brief(acct)}`,
+  );
 
   // 4: serve, healthz, a second serve refused, SIGTERM.
   const t0 = performance.now();
@@ -216,11 +257,23 @@ async function main(): Promise<number> {
       const status = await healthz(url!, 30_000);
       check("GET /healthz answers 200", status === 200, `${status} after ${Math.round(performance.now() - t0)} ms`);
       // Issue 9's guards are wired in the binary's serve path too (src/http/serve-options.ts).
-      const deep = await fetch(`${url}/v1/auth/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: "[".repeat(50_000) + "]".repeat(50_000) });
+      const deep = await fetch(`${url}/v1/auth/sessions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "[".repeat(50_000) + "]".repeat(50_000),
+      });
       const deepBody = await deep.json().catch(() => null);
-      check("a 50 000-deep JSON body is a 422 json_too_deep", deep.status === 422 && deepBody?.detail?.[0]?.type === "json_too_deep", `${deep.status} ${JSON.stringify(deepBody)?.slice(0, 120)}`);
+      check(
+        "a 50 000-deep JSON body is a 422 json_too_deep",
+        deep.status === 422 && deepBody?.detail?.[0]?.type === "json_too_deep",
+        `${deep.status} ${JSON.stringify(deepBody)?.slice(0, 120)}`,
+      );
       const put = await fetch(`${url}/v1/collections`, { method: "PUT" });
-      check("a wrong method is 405 with Allow", put.status === 405 && put.headers.get("allow") === "GET, HEAD, POST", `${put.status} Allow: ${put.headers.get("allow")}`);
+      check(
+        "a wrong method is 405 with Allow",
+        put.status === 405 && put.headers.get("allow") === "GET, HEAD, POST",
+        `${put.status} Allow: ${put.headers.get("allow")}`,
+      );
       const dup = await vsearch(["--data-dir", data, "serve", "--host", "127.0.0.1", "--port", "0"], 60_000);
       check(
         "a second serve on the same data dir exits non-zero with a clear message",
@@ -251,7 +304,9 @@ async function main(): Promise<number> {
   await onScreenText(join(work, "ocr-data"));
 
   // Not failures: where else the binary wrote (ONNX Runtime keeps a device id under $HOME/.cache).
-  const strays = [...snapshot(env.HOME).keys()].map((k) => `$HOME/${k}`).concat([...snapshot(env.TMPDIR).keys()].map((k) => `$TMPDIR/${k}`));
+  const strays = [...snapshot(env.HOME).keys()]
+    .map((k) => `$HOME/${k}`)
+    .concat([...snapshot(env.TMPDIR).keys()].map((k) => `$TMPDIR/${k}`));
   if (strays.length) console.log(`note: files written outside the data dir: ${strays.join(", ")}`);
   return checks.every((c) => c.ok) ? 0 : 1;
 }
@@ -259,52 +314,160 @@ async function main(): Promise<number> {
 async function endToEnd(data: string, accountId: string, whisperDir: string): Promise<void> {
   const clipDir = resolve(args["model-dir"]!);
   const imp = async (dir: string, role: string) => {
-    const r = await vsearch(["--data-dir", data, "--json", "models", "import", dir, "--role", role, "--dtype", "q8"], 120_000);
-    return check(`models import ${role} (load-checked in a worker)`, r.code === 0 && !!json(r)?.model?.model_id, `${json(r)?.model?.model_id ?? r.stderr.trim().split("\n")[0]}, ${brief(r)}`);
+    const r = await vsearch(
+      ["--data-dir", data, "--json", "models", "import", dir, "--role", role, "--dtype", "q8"],
+      120_000,
+    );
+    return check(
+      `models import ${role} (load-checked in a worker)`,
+      r.code === 0 && !!json(r)?.model?.model_id,
+      `${json(r)?.model?.model_id ?? r.stderr.trim().split("\n")[0]}, ${brief(r)}`,
+    );
   };
   if (!(await imp(clipDir, "image-text")) || !existsSync(whisperDir)) return;
   // Whisper comes from a loopback Hugging Face hub (302 to a second "CDN" origin, X-Linked-Etag):
   // the binary's default pull path, its hash checks and the load check in its workers.
   const hub = startHub({ "Xenova/whisper-tiny.en@main": resolve(whisperDir) });
   try {
-    const pull = await vsearch(["--data-dir", data, "--json", "models", "pull", "whisper-tiny.en"], 120_000, { HF_ENDPOINT: hub.url });
+    const pull = await vsearch(["--data-dir", data, "--json", "models", "pull", "whisper-tiny.en"], 120_000, {
+      HF_ENDPOINT: hub.url,
+    });
     const got = json(pull)?.[0];
     const viaCdn = hub.requests.some((q) => q.origin === "cdn" && q.method === "GET");
-    if (!check("models pull whisper-tiny.en from the hub (HF_ENDPOINT; CDN redirect, hashes checked, load-checked)", pull.code === 0 && got?.source === "hub" && got?.unverified?.length === 0 && viaCdn, `${got?.model?.model_id ?? pull.stderr.trim().split("\n")[0]}, ${brief(pull)}`)) return;
+    if (
+      !check(
+        "models pull whisper-tiny.en from the hub (HF_ENDPOINT; CDN redirect, hashes checked, load-checked)",
+        pull.code === 0 && got?.source === "hub" && got?.unverified?.length === 0 && viaCdn,
+        `${got?.model?.model_id ?? pull.stderr.trim().split("\n")[0]}, ${brief(pull)}`,
+      )
+    )
+      return;
   } finally {
     await hub.stop();
   }
 
-  const ffmpeg = readdirSync(join(data, "runtime")).map((v) => join(data, "runtime", v, "ffmpeg")).find(existsSync);
+  const ffmpeg = readdirSync(join(data, "runtime"))
+    .map((v) => join(data, "runtime", v, "ffmpeg"))
+    .find(existsSync);
   if (!check("the extracted ffmpeg is there", !!ffmpeg, String(ffmpeg))) return;
   const clip = join(work, "smoke-clip.mp4");
   const gen = Bun.spawn(
-    [ffmpeg!, "-hide_banner", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=10", "-f", "lavfi", "-i", "color=c=red:s=320x240:r=25:d=10",
-     "-f", "lavfi", "-i", "sine=f=440:d=20", "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]", "-map", "[v]", "-map", "2:a",
-     "-c:v", "libx264", "-preset", "veryfast", "-g", "50", "-keyint_min", "50", "-sc_threshold", "0", "-c:a", "aac", clip],
+    [
+      ffmpeg!,
+      "-hide_banner",
+      "-v",
+      "error",
+      "-y",
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=s=320x240:r=25:d=10",
+      "-f",
+      "lavfi",
+      "-i",
+      "color=c=red:s=320x240:r=25:d=10",
+      "-f",
+      "lavfi",
+      "-i",
+      "sine=f=440:d=20",
+      "-filter_complex",
+      "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]",
+      "-map",
+      "[v]",
+      "-map",
+      "2:a",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "veryfast",
+      "-g",
+      "50",
+      "-keyint_min",
+      "50",
+      "-sc_threshold",
+      "0",
+      "-c:a",
+      "aac",
+      clip,
+    ],
     { env, stdout: "ignore", stderr: "pipe" },
   );
   const genCode = await Promise.race([gen.exited, Bun.sleep(60_000).then(() => "timeout" as const)]);
-  if (!check("a 20 s test clip made with the binary's ffmpeg", genCode === 0 && existsSync(clip), `exit ${genCode}`)) return;
+  if (!check("a 20 s test clip made with the binary's ffmpeg", genCode === 0 && existsSync(clip), `exit ${genCode}`))
+    return;
 
-  const ingest = await vsearch(["--data-dir", data, "--json", "ingest", clip, "--account", accountId, "--collection", "smoke"], 180_000);
+  const ingest = await vsearch(
+    ["--data-dir", data, "--json", "ingest", clip, "--account", accountId, "--collection", "smoke"],
+    180_000,
+  );
   const videoId = json(ingest)?.files?.[0]?.video_id as string | undefined;
-  if (!check("ingest indexes the clip in-process", ingest.code === 0 && !!videoId && json(ingest)?.summary?.indexed === 1, `${JSON.stringify(json(ingest)?.summary)}, ${brief(ingest)}`)) return;
+  if (
+    !check(
+      "ingest indexes the clip in-process",
+      ingest.code === 0 && !!videoId && json(ingest)?.summary?.indexed === 1,
+      `${JSON.stringify(json(ingest)?.summary)}, ${brief(ingest)}`,
+    )
+  )
+    return;
   // A long-keyframe-interval clip (x264's default 250 frames, at 24 fps: keyframes every 10.42 s,
   // off the 1 s sampling grid as real frame rates put them): its full decode is split over two
   // ffmpeg processes at a keyframe (src/media/split-decode.ts).
   const longGop = join(work, "smoke-long-gop.mp4");
   const genLong = Bun.spawn(
-    [ffmpeg!, "-hide_banner", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=24:d=12", "-f", "lavfi", "-i", "color=c=blue:s=320x240:r=24:d=12",
-     "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]", "-map", "[v]", "-c:v", "libx264", "-preset", "veryfast", "-g", "250", longGop],
+    [
+      ffmpeg!,
+      "-hide_banner",
+      "-v",
+      "error",
+      "-y",
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=s=320x240:r=24:d=12",
+      "-f",
+      "lavfi",
+      "-i",
+      "color=c=blue:s=320x240:r=24:d=12",
+      "-filter_complex",
+      "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]",
+      "-map",
+      "[v]",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "veryfast",
+      "-g",
+      "250",
+      longGop,
+    ],
     { env, stdout: "ignore", stderr: "pipe" },
   );
   const genLongCode = await Promise.race([genLong.exited, Bun.sleep(60_000).then(() => "timeout" as const)]);
-  if (!check("a 24 s long-GOP clip made with the binary's ffmpeg", genLongCode === 0 && existsSync(longGop), `exit ${genLongCode}`)) return;
-  const ingestLong = await vsearch(["--data-dir", data, "--json", "ingest", longGop, "--account", accountId, "--collection", "smoke"], 180_000, { VSEARCH_FRAME_DECODE_PROCESSES: "2" });
+  if (
+    !check(
+      "a 24 s long-GOP clip made with the binary's ffmpeg",
+      genLongCode === 0 && existsSync(longGop),
+      `exit ${genLongCode}`,
+    )
+  )
+    return;
+  const ingestLong = await vsearch(
+    ["--data-dir", data, "--json", "ingest", longGop, "--account", accountId, "--collection", "smoke"],
+    180_000,
+    { VSEARCH_FRAME_DECODE_PROCESSES: "2" },
+  );
   const longVideoId = json(ingestLong)?.files?.[0]?.video_id as string | undefined;
-  if (!check("ingest indexes the long-GOP clip", ingestLong.code === 0 && !!longVideoId && json(ingestLong)?.summary?.indexed === 1, `${JSON.stringify(json(ingestLong)?.summary)}, ${brief(ingestLong)}`)) return;
-  const key = json(await vsearch(["--data-dir", data, "--json", "keys", "create", "--account", accountId, "--name", "smoke"], 60_000))?.key as string | undefined;
+  if (
+    !check(
+      "ingest indexes the long-GOP clip",
+      ingestLong.code === 0 && !!longVideoId && json(ingestLong)?.summary?.indexed === 1,
+      `${JSON.stringify(json(ingestLong)?.summary)}, ${brief(ingestLong)}`,
+    )
+  )
+    return;
+  const key = json(
+    await vsearch(["--data-dir", data, "--json", "keys", "create", "--account", accountId, "--name", "smoke"], 60_000),
+  )?.key as string | undefined;
   if (!check("keys create returns a key", typeof key === "string", "")) return;
 
   // Models unload after 2 s idle here, so the idle memory pass runs inside the binary (below).
@@ -318,39 +481,74 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
     check("video is ready", video?.status === "ready", `status ${video?.status}`);
     check(
       "one decode for frames and shots (keyframe mode, the cut found)",
-      st.shots?.reason === "keyframe decode, scored on the sampled frames" && st.shots?.count === 2 && st.embeddings?.status === "ran",
+      st.shots?.reason === "keyframe decode, scored on the sampled frames" &&
+        st.shots?.count === 2 &&
+        st.embeddings?.status === "ran",
       JSON.stringify({ shots: st.shots, embeddings: st.embeddings?.count }),
     );
-    check("shot thumbnails and the poster came from that decode", /^2 shots and the poster from the frame decode$/.test(st.thumbnails?.reason ?? ""), JSON.stringify(st.thumbnails));
+    check(
+      "shot thumbnails and the poster came from that decode",
+      /^2 shots and the poster from the frame decode$/.test(st.thumbnails?.reason ?? ""),
+      JSON.stringify(st.thumbnails),
+    );
     check("the transcript stage ran (speech worker)", st.transcript?.status === "ran", JSON.stringify(st.transcript));
     const longStages = (await get(`/v1/videos/${longVideoId}`)).body?.data?.stages ?? {};
     check(
       "the long-GOP clip's full decode ran in 2 ffmpeg processes split at a keyframe, and found the cut",
-      /^full decode .*, in 2 processes split at keyframes \d+\.\d+ s/.test(longStages.frames?.reason ?? "") && longStages.shots?.count === 2,
+      /^full decode .*, in 2 processes split at keyframes \d+\.\d+ s/.test(longStages.frames?.reason ?? "") &&
+        longStages.shots?.count === 2,
       JSON.stringify({ frames: longStages.frames, shots: longStages.shots }),
     );
     const vdir = join(data, "videos", videoId!);
     const files = existsSync(vdir) ? readdirSync(vdir).sort() : [];
     const shots = existsSync(join(vdir, "shots")) ? readdirSync(join(vdir, "shots")) : [];
-    check("poster and 2 shot thumbnails on disk, no temp folder left", files.join(",") === "poster.jpg,shots,source.mp4" && shots.length === 2, `${files.join(", ")}; shots: ${shots.join(", ")}`);
-    const vnni = /\bavx(512)?_vnni\b/.test((await Bun.file("/proc/cpuinfo").text().catch(() => "")));
+    check(
+      "poster and 2 shot thumbnails on disk, no temp folder left",
+      files.join(",") === "poster.jpg,shots,source.mp4" && shots.length === 2,
+      `${files.join(", ")}; shots: ${shots.join(", ")}`,
+    );
+    const vnni = /\bavx(512)?_vnni\b/.test(
+      await Bun.file("/proc/cpuinfo")
+        .text()
+        .catch(() => ""),
+    );
     const signed = join(data, "runtime", "signed-models");
     const derived = existsSync(signed) ? readdirSync(signed).filter((d) => !d.startsWith(".")) : [];
     check(
-      vnni ? "signed int8 weights derived for the models (CPU has VNNI)" : "models load as installed (no VNNI on this CPU)",
-      vnni ? derived.some((d) => d.startsWith("tiny-random-clip")) && derived.some((d) => d.startsWith("whisper-tiny.en")) /* pulled above under its built-in name */ : derived.length === 0,
+      vnni
+        ? "signed int8 weights derived for the models (CPU has VNNI)"
+        : "models load as installed (no VNNI on this CPU)",
+      vnni
+        ? derived.some((d) => d.startsWith("tiny-random-clip")) &&
+            derived.some((d) => d.startsWith("whisper-tiny.en")) /* pulled above under its built-in name */
+        : derived.length === 0,
       derived.join(", "),
     );
     // The vector index loads in the background after start (bounded wait: a few rows here).
     let ready: any = null;
     for (let i = 0; i < 100 && ready?.checks?.search_index !== "warm"; i++) {
-      ready = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.json()).catch(() => null);
+      ready = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(10_000) })
+        .then((r) => r.json())
+        .catch(() => null);
       if (ready?.checks?.search_index !== "warm") await Bun.sleep(100);
     }
-    check("the search index warmed up in the background after start (/readyz)", ready?.checks?.search_index === "warm" && (await metricOf(url!, "vsearch_search_index_loaded_ratio")) === 1, JSON.stringify(ready?.checks));
-    const searchRed = () => get("/v1/search", { method: "POST", body: new URLSearchParams({ query: "a red screen", min_score: "0" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
+    check(
+      "the search index warmed up in the background after start (/readyz)",
+      ready?.checks?.search_index === "warm" && (await metricOf(url!, "vsearch_search_index_loaded_ratio")) === 1,
+      JSON.stringify(ready?.checks),
+    );
+    const searchRed = () =>
+      get("/v1/search", {
+        method: "POST",
+        body: new URLSearchParams({ query: "a red screen", min_score: "0" }),
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      });
     const search = await searchRed();
-    check("POST /v1/search answers 200 with the documented shape", search.status === 200 && Array.isArray(search.body?.data) && typeof search.body?.meta?.total === "number", `${search.status}, total ${search.body?.meta?.total}`);
+    check(
+      "POST /v1/search answers 200 with the documented shape",
+      search.status === 200 && Array.isArray(search.body?.data) && typeof search.body?.meta?.total === "number",
+      `${search.status}, total ${search.body?.meta?.total}`,
+    );
     // Idle: the query encoder's pool closes after 2 s, then the idle memory pass (malloc_trim and
     // madvise through bun:ffi, SQLite's shrink) runs in the binary; a later search loads it again.
     let passes: number | null = 0;
@@ -359,16 +557,31 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
       if (!passes) await Bun.sleep(200);
     }
     const running = await metricOf(url!, "vsearch_inference_running");
-    check("idle: the model pool unloaded and the idle memory pass ran", (passes ?? 0) >= 1 && running === 0, `passes ${passes}, inference_running ${running}`);
+    check(
+      "idle: the model pool unloaded and the idle memory pass ran",
+      (passes ?? 0) >= 1 && running === 0,
+      `passes ${passes}, inference_running ${running}`,
+    );
     const again = await searchRed();
-    check("a search after the idle unload loads the model again, same answer", again.status === 200 && again.body?.meta?.total >= 1 && JSON.stringify(again.body?.data?.map((v: any) => v.video_id)) === JSON.stringify(search.body?.data?.map((v: any) => v.video_id)), `${again.status}, total ${again.body?.meta?.total}`);
+    check(
+      "a search after the idle unload loads the model again, same answer",
+      again.status === 200 &&
+        again.body?.meta?.total >= 1 &&
+        JSON.stringify(again.body?.data?.map((v: any) => v.video_id)) ===
+          JSON.stringify(search.body?.data?.map((v: any) => v.video_id)),
+      `${again.status}, total ${again.body?.meta?.total}`,
+    );
     await playbackAndExports(get, url!, videoId!);
     await mcpOverStdio(data, accountId, videoId!);
 
     // 8: backup beside the running server (tar-stream and VACUUM INTO in the binary), restore, check.
     const archive = join(work, "smoke-backup.tar");
     const backup = await vsearch(["--data-dir", data, "--json", "backup", archive, "--include-models"], 120_000);
-    check("backup while serve runs", backup.code === 0 && json(backup)?.videos === 2 && existsSync(archive), `${json(backup)?.files} files, ${brief(backup)}`);
+    check(
+      "backup while serve runs",
+      backup.code === 0 && json(backup)?.videos === 2 && existsSync(archive),
+      `${json(backup)?.files} files, ${brief(backup)}`,
+    );
     const restoredDir = join(work, "restored");
     const restore = await vsearch(["--data-dir", restoredDir, "--json", "restore", archive], 120_000);
     check("restore into an empty dir", restore.code === 0 && json(restore)?.videos === 2, brief(restore));
@@ -380,16 +593,29 @@ async function endToEnd(data: string, accountId: string, whisperDir: string): Pr
 }
 
 /** 6b: SPEC §11 in the binary: the rendition queue (migration 007) decides, a clip is cut with the embedded ffmpeg. */
-async function playbackAndExports(get: (path: string) => Promise<{ status: number; body: any }>, url: string, videoId: string): Promise<void> {
+async function playbackAndExports(
+  get: (path: string) => Promise<{ status: number; body: any }>,
+  url: string,
+  videoId: string,
+): Promise<void> {
   let rendition: any = null;
   for (let i = 0; i < 100 && !["ready", "not_needed", "failed"].includes(rendition?.status); i++) {
     rendition = (await get(`/v1/videos/${videoId}`)).body?.data?.rendition;
     if (!["ready", "not_needed", "failed"].includes(rendition?.status)) await Bun.sleep(300);
   }
-  check("an H.264/AAC MP4 needs no web rendition (decided by the rendition worker)", rendition?.status === "not_needed", JSON.stringify(rendition));
+  check(
+    "an H.264/AAC MP4 needs no web rendition (decided by the rendition worker)",
+    rendition?.status === "not_needed",
+    JSON.stringify(rendition),
+  );
   const clip = await get(`/v1/videos/${videoId}/clip?start=9&end=11.5`);
   const link = clip.body?.data?.url as string | undefined;
-  const file = link ? await fetch(link.replace(/^https?:\/\/[^/]+/, url), { headers: { range: "bytes=0-7" }, signal: AbortSignal.timeout(30_000) }) : null;
+  const file = link
+    ? await fetch(link.replace(/^https?:\/\/[^/]+/, url), {
+        headers: { range: "bytes=0-7" },
+        signal: AbortSignal.timeout(30_000),
+      })
+    : null;
   const head = file ? new Uint8Array(await file.arrayBuffer()) : new Uint8Array();
   check(
     "GET /v1/videos/{id}/clip cuts an MP4 with the embedded ffmpeg; its presigned URL serves ranges",
@@ -402,21 +628,55 @@ async function playbackAndExports(get: (path: string) => Promise<{ status: numbe
 async function mcpOverStdio(data: string, accountId: string, videoId: string): Promise<void> {
   const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
   const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-  const transport = new StdioClientTransport({ command: bin, args: ["--data-dir", data, "mcp", "--account", accountId], cwd: work, env, stderr: "pipe" });
+  const transport = new StdioClientTransport({
+    command: bin,
+    args: ["--data-dir", data, "mcp", "--account", accountId],
+    cwd: work,
+    env,
+    stderr: "pipe",
+  });
   let stderr = "";
   transport.stderr?.on("data", (b: Buffer) => (stderr += b.toString()));
   const client = new Client({ name: "smoke", version: "1" });
-  const bounded = <T>(p: Promise<T>, ms: number) => Promise.race([p, Bun.sleep(ms).then(() => { throw new Error(`no answer in ${ms} ms; stderr: ${stderr.slice(-300)}`); })]);
+  const bounded = <T>(p: Promise<T>, ms: number) =>
+    Promise.race([
+      p,
+      Bun.sleep(ms).then(() => {
+        throw new Error(`no answer in ${ms} ms; stderr: ${stderr.slice(-300)}`);
+      }),
+    ]);
   try {
     await bounded(client.connect(transport), 60_000);
-    check("vsearch mcp (stdio) initializes beside the running server", true, `server ${client.getServerVersion()?.name} ${client.getServerVersion()?.version}`);
+    check(
+      "vsearch mcp (stdio) initializes beside the running server",
+      true,
+      `server ${client.getServerVersion()?.name} ${client.getServerVersion()?.version}`,
+    );
     const tools = (await bounded(client.listTools(), 30_000)).tools.map((t) => t.name);
-    check("tools/list names the nine agent tools", tools.length === 9 && tools.includes("search_videos") && tools.includes("get_frame"), tools.join(", "));
-    const found: any = await bounded(client.callTool({ name: "search_videos", arguments: { query: "a red screen", limit: 3 } }), 120_000);
-    check("search_videos over stdio answers (query encoder in the binary's workers)", !found.isError && Array.isArray(found.structuredContent?.clips), String(found.content?.[0]?.text).split("\n")[0]);
-    const frame: any = await bounded(client.callTool({ name: "get_frame", arguments: { video_id: videoId, timestamp: 15 } }), 60_000);
+    check(
+      "tools/list names the nine agent tools",
+      tools.length === 9 && tools.includes("search_videos") && tools.includes("get_frame"),
+      tools.join(", "),
+    );
+    const found: any = await bounded(
+      client.callTool({ name: "search_videos", arguments: { query: "a red screen", limit: 3 } }),
+      120_000,
+    );
+    check(
+      "search_videos over stdio answers (query encoder in the binary's workers)",
+      !found.isError && Array.isArray(found.structuredContent?.clips),
+      String(found.content?.[0]?.text).split("\n")[0],
+    );
+    const frame: any = await bounded(
+      client.callTool({ name: "get_frame", arguments: { video_id: videoId, timestamp: 15 } }),
+      60_000,
+    );
     const img = frame.content?.find((c: any) => c.type === "image");
-    check("get_frame over stdio returns a JPEG image", !frame.isError && img?.mimeType === "image/jpeg" && Buffer.from(img.data, "base64")[0] === 0xff, String(frame.content?.[0]?.text));
+    check(
+      "get_frame over stdio returns a JPEG image",
+      !frame.isError && img?.mimeType === "image/jpeg" && Buffer.from(img.data, "base64")[0] === 0xff,
+      String(frame.content?.[0]?.text),
+    );
   } catch (e) {
     check("vsearch mcp over stdio", false, e instanceof Error ? e.message : String(e));
   } finally {
@@ -428,34 +688,82 @@ async function mcpOverStdio(data: string, accountId: string, videoId: string): P
 const FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf";
 
 async function onScreenText(data: string): Promise<void> {
-  const acct = json(await vsearch(["--data-dir", data, "accounts", "create", "--name", "ocr", "--json"], 60_000))?.id as string | undefined;
+  const acct = json(await vsearch(["--data-dir", data, "accounts", "create", "--name", "ocr", "--json"], 60_000))?.id as
+    | string
+    | undefined;
   if (!check("ocr: account on a fresh data dir (no models)", typeof acct === "string", "")) return;
   const tess = readdirSync(join(data, "runtime")).map((v) => join(data, "runtime", v, "tesseract"));
-  const extracted = tess.filter(existsSync).flatMap((d) => readdirSync(d)).sort();
-  check("ocr: wasm cores and English data extracted to <data-dir>/runtime/<version>/tesseract/", extracted.join(",") === "eng.traineddata.gz,tesseract-core-lstm.wasm,tesseract-core-simd-lstm.wasm", extracted.join(", "));
+  const extracted = tess
+    .filter(existsSync)
+    .flatMap((d) => readdirSync(d))
+    .sort();
+  check(
+    "ocr: wasm cores and English data extracted to <data-dir>/runtime/<version>/tesseract/",
+    extracted.join(",") === "eng.traineddata.gz,tesseract-core-lstm.wasm,tesseract-core-simd-lstm.wasm",
+    extracted.join(", "),
+  );
   if (!check("ocr: a system font for drawtext", existsSync(FONT), FONT)) return;
-  const ffmpeg = readdirSync(join(data, "runtime")).map((v) => join(data, "runtime", v, "ffmpeg")).find(existsSync);
+  const ffmpeg = readdirSync(join(data, "runtime"))
+    .map((v) => join(data, "runtime", v, "ffmpeg"))
+    .find(existsSync);
   const clip = join(work, "caption.mp4");
   const gen = Bun.spawn(
-    [ffmpeg!, "-hide_banner", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=darkgreen:s=1280x720:r=10:d=6",
-     "-vf", `drawtext=fontfile=${FONT}:text='Welcome to the observatory':fontsize=44:fontcolor=white:x=(w-tw)/2:y=h-140`,
-     "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", clip],
+    [
+      ffmpeg!,
+      "-hide_banner",
+      "-v",
+      "error",
+      "-y",
+      "-f",
+      "lavfi",
+      "-i",
+      "color=c=darkgreen:s=1280x720:r=10:d=6",
+      "-vf",
+      `drawtext=fontfile=${FONT}:text='Welcome to the observatory':fontsize=44:fontcolor=white:x=(w-tw)/2:y=h-140`,
+      "-c:v",
+      "libx264",
+      "-preset",
+      "veryfast",
+      "-pix_fmt",
+      "yuv420p",
+      clip,
+    ],
     { env, stdout: "ignore", stderr: "pipe" },
   );
   const genCode = await Promise.race([gen.exited, Bun.sleep(60_000).then(() => "timeout" as const)]);
   if (!check("ocr: a 6 s clip with a burned-in caption", genCode === 0 && existsSync(clip), `exit ${genCode}`)) return;
-  const ingest = await vsearch(["--data-dir", data, "--json", "ingest", clip, "--account", acct!, "--collection", "ocr"], 180_000);
+  const ingest = await vsearch(
+    ["--data-dir", data, "--json", "ingest", clip, "--account", acct!, "--collection", "ocr"],
+    180_000,
+  );
   const videoId = json(ingest)?.files?.[0]?.video_id as string | undefined;
-  if (!check("ocr: ingest with no model installed", ingest.code === 0 && !!videoId && json(ingest)?.summary?.indexed === 1, `${JSON.stringify(json(ingest)?.summary)}, ${brief(ingest)}`)) return;
-  const key = json(await vsearch(["--data-dir", data, "--json", "keys", "create", "--account", acct!, "--name", "ocr"], 60_000))?.key as string | undefined;
+  if (
+    !check(
+      "ocr: ingest with no model installed",
+      ingest.code === 0 && !!videoId && json(ingest)?.summary?.indexed === 1,
+      `${JSON.stringify(json(ingest)?.summary)}, ${brief(ingest)}`,
+    )
+  )
+    return;
+  const key = json(
+    await vsearch(["--data-dir", data, "--json", "keys", "create", "--account", acct!, "--name", "ocr"], 60_000),
+  )?.key as string | undefined;
   const server = spawnServe(data);
   try {
     const url = await waitForUrl(server, 60_000);
     if (!check("ocr: serve starts", url !== null, url ?? `exit ${server.exitCode}`)) return;
     const get = keyedRequests(url!, key);
     const st = (await get(`/v1/videos/${videoId}`)).body?.data?.stages ?? {};
-    check("ocr: the ocr stage ran in the binary (embeddings skipped: no model)", st.ocr?.status === "ran" && st.ocr?.count >= 1 && st.embeddings?.status === "skipped", JSON.stringify(st.ocr));
-    const search = await get("/v1/search", { method: "POST", body: new URLSearchParams({ query: "observatory", modes: "ocr" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
+    check(
+      "ocr: the ocr stage ran in the binary (embeddings skipped: no model)",
+      st.ocr?.status === "ran" && st.ocr?.count >= 1 && st.embeddings?.status === "skipped",
+      JSON.stringify(st.ocr),
+    );
+    const search = await get("/v1/search", {
+      method: "POST",
+      body: new URLSearchParams({ query: "observatory", modes: "ocr" }),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     const seg = search.body?.data?.[0]?.segments?.[0];
     check(
       "ocr: POST /v1/search modes=ocr finds a word of the caption",
@@ -476,5 +784,14 @@ try {
   if (!args.keep) rmSync(work, { recursive: true, force: true });
 }
 const failed = checks.filter((c) => !c.ok).length;
-console.log(`smoke test: ${checks.length - failed}/${checks.length} checks passed${failed ? `; FAILED: ${checks.filter((c) => !c.ok).map((c) => c.name).join("; ")}` : ""}`);
+console.log(
+  `smoke test: ${checks.length - failed}/${checks.length} checks passed${
+    failed
+      ? `; FAILED: ${checks
+          .filter((c) => !c.ok)
+          .map((c) => c.name)
+          .join("; ")}`
+      : ""
+  }`,
+);
 process.exit(code);

@@ -168,7 +168,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   // Stores get the handle; services and stages get transactions through the unit of work (store/unit-of-work.ts).
   const store = openStore(join(config.dataDir, "vsearch.db"), {
     vecExtension: opts.runtime.vecExtension,
-    onError: (err) => logger.error("after-commit callback failed", { err: err instanceof Error ? err.stack : String(err) }),
+    onError: (err) =>
+      logger.error("after-commit callback failed", { err: err instanceof Error ? err.stack : String(err) }),
   });
   const { db, uow } = store;
 
@@ -186,7 +187,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const mediaUrls = {
     posterUrl: (videoId: string) => signer.sign(`/media/videos/${videoId}/poster.jpg`),
     // SPEC §11: the web rendition once it exists, else the source.
-    playbackUrl: (videoId: string) => signer.sign(playback.readyPath(videoId) ? mediaPaths.rendition(videoId) : mediaPaths.source(videoId)),
+    playbackUrl: (videoId: string) =>
+      signer.sign(playback.readyPath(videoId) ? mediaPaths.rendition(videoId) : mediaPaths.source(videoId)),
     rendition: (videoId: string) => {
       const r = playback.get(videoId);
       return r ? { status: r.status, reason: r.reason, size_bytes: r.size_bytes } : null;
@@ -207,13 +209,21 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     now,
   });
   // Domain events after commit; their subscribers are wired in one place, below ("Events").
-  const bus = new EventBus(uow, (type, err) => logger.error("event subscriber failed", { event: type, err: err instanceof Error ? err.stack : String(err) }));
+  const bus = new EventBus(uow, (type, err) =>
+    logger.error("event subscriber failed", { event: type, err: err instanceof Error ? err.stack : String(err) }),
+  );
   opts.onEventBus?.(bus);
-  const credits = new CreditService(uow, new CreditStore(db), events, {
-    perMinute: config.creditsPerMinute,
-    perSearch: config.creditsPerSearch,
-    lowThreshold: config.creditsLowThreshold,
-  }, bus);
+  const credits = new CreditService(
+    uow,
+    new CreditStore(db),
+    events,
+    {
+      perMinute: config.creditsPerMinute,
+      perSearch: config.creditsPerSearch,
+      lowThreshold: config.creditsLowThreshold,
+    },
+    bus,
+  );
   const indexStore = new IndexStore(db, Boolean(opts.runtime.vecExtension));
   const videoStore = new VideoStore(db);
   // The one owner of a video's derived content: the pipeline writes through it, deletions delete through it.
@@ -227,7 +237,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const bins = { ffmpeg: opts.runtime.ffmpeg, ffprobe: opts.runtime.ffprobe };
   const models: ModelCatalog = opts.models ?? new ModelRegistry(config.modelsDir);
   // After the models (and, below, the OCR workers) unload on idle, memory goes back to the OS (idleMemory, below).
-  const inference = new InferenceHost(config, opts.runtime.inferenceWorkerFile, models, logger, opts.runtime.runtimeDir ?? null, () => idleMemory.schedule());
+  const inference = new InferenceHost(
+    config,
+    opts.runtime.inferenceWorkerFile,
+    models,
+    logger,
+    opts.runtime.runtimeDir ?? null,
+    () => idleMemory.schedule(),
+  );
   const search = createSearchDomain({
     stores: { search: new SearchStore(db), ocr: new OcrSearchStore(db), feedback: new FeedbackStore(db) },
     uow,
@@ -250,28 +267,36 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   if (opts.vectorBackend === "sqlite-vec") search.indexes.useBackend(new StoreVectorBackend(new SearchStore(db), 0));
   // Worker threads start on the first frame with text; at most ocr_threads of them (each one core).
   // They end after the same idle time as the models (each holds ~25 MB: wasm memory and a JS heap).
-  const ocr = config.ocrThreads > 0
-    ? new OcrEngine({
-      paths: opts.runtime.ocr ?? devOcrPaths(),
-      workers: config.ocrThreads,
-      idleCloseMs: config.modelIdleUnloadSecs * 1000,
-      onIdleClosed: () => idleMemory.schedule(),
-    })
-    : null;
+  const ocr =
+    config.ocrThreads > 0
+      ? new OcrEngine({
+          paths: opts.runtime.ocr ?? devOcrPaths(),
+          workers: config.ocrThreads,
+          idleCloseMs: config.modelIdleUnloadSecs * 1000,
+          onIdleClosed: () => idleMemory.schedule(),
+        })
+      : null;
   // Called only after the runner below exists (retries wake it; completions run inside it).
-  const jobs = new JobService(jobStore, uow, {
-    resetVideo: (id) => videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
-    bus,
-    videoDone: (id) => {
-      const v = videoStore.getById(id);
-      if (!v) return null;
-      videoStore.update(id, { status: "ready", progress_pct: 100, storage_bytes: files.bytesOf(id) });
-      return { durationSecs: v.duration_secs ?? 0 };
+  const jobs = new JobService(
+    jobStore,
+    uow,
+    {
+      resetVideo: (id) =>
+        videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
+      bus,
+      videoDone: (id) => {
+        const v = videoStore.getById(id);
+        if (!v) return null;
+        videoStore.update(id, { status: "ready", progress_pct: 100, storage_bytes: files.bytesOf(id) });
+        return { durationSecs: v.duration_secs ?? 0 };
+      },
+      videoFailed: (id, error) =>
+        videoStore.update(id, { status: "failed", error_code: error.code, error_message: error.message }),
+      charge: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
+      searchable: (videoId, accountId) => playback.enqueue(videoId, accountId, new Date(now()).toISOString()),
     },
-    videoFailed: (id, error) => videoStore.update(id, { status: "failed", error_code: error.code, error_message: error.message }),
-    charge: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
-    searchable: (videoId, accountId) => playback.enqueue(videoId, accountId, new Date(now()).toISOString()),
-  }, events);
+    events,
+  );
   const pipeline = new IngestPipeline({
     videos: videoStore,
     jobs: jobStore,
@@ -287,7 +312,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     frameLoopFilter: config.frameLoopFilter,
     // A long-GOP file's full decode runs as this many ffmpeg processes (media/split-decode.ts): the
     // cores, shared among the jobs that may run at once.
-    frameDecodeProcesses: config.frameDecodeProcesses || Math.max(1, Math.floor(availableParallelism() / Math.max(1, config.jobConcurrency))),
+    frameDecodeProcesses:
+      config.frameDecodeProcesses ||
+      Math.max(1, Math.floor(availableParallelism() / Math.max(1, config.jobConcurrency))),
     logger,
     completion: jobs,
   });
@@ -299,9 +326,29 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     onStoreError: (e) => isStorageError(e) && storage.noteFull(),
     diskFull: () => storage.isFull(),
   });
-  const renditions = new RenditionWorker(playback, files, bins, { logger, now, idle: () => runner.active === 0 && !storage.isFull() });
-  const uploads = new UploadService(files, collections, videos, ffprobeSniffer(bins), config.maxUploadBytes, (accountId) => credits.assertCanSpend(accountId), bus);
-  const webhooks = new WebhookService(webhookStore, events, accountStore, secretBox, { allowNetworks, resolve: opts.resolve }, bus, now);
+  const renditions = new RenditionWorker(playback, files, bins, {
+    logger,
+    now,
+    idle: () => runner.active === 0 && !storage.isFull(),
+  });
+  const uploads = new UploadService(
+    files,
+    collections,
+    videos,
+    ffprobeSniffer(bins),
+    config.maxUploadBytes,
+    (accountId) => credits.assertCanSpend(accountId),
+    bus,
+  );
+  const webhooks = new WebhookService(
+    webhookStore,
+    events,
+    accountStore,
+    secretBox,
+    { allowNetworks, resolve: opts.resolve },
+    bus,
+    now,
+  );
 
   // Events: every reaction to a committed change, in one place (docs/ARCHITECTURE.md "Events").
   bus.subscribe("videos.deleted", (e) => search.indexes.onVideosDeleted(e.videoIds));
@@ -315,12 +362,19 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   bus.subscribe("outbox.written", () => dispatcher.wake());
   const accountDeletion = new AccountDeletion(uow, accountStore, events, webhookStore, dispatcher, videos);
   const media = new MediaService(new MediaStore(db), files, signer);
-  const exports = new ExportService(videos, playback, files, bins, {
-    clipUrl: (videoId, file) => {
-      const url = signer.sign(mediaPaths.clip(videoId, file));
-      return { url, expiresAt: new Date(Number(new URL(url).searchParams.get("expires")) * 1000).toISOString() };
+  const exports = new ExportService(
+    videos,
+    playback,
+    files,
+    bins,
+    {
+      clipUrl: (videoId, file) => {
+        const url = signer.sign(mediaPaths.clip(videoId, file));
+        return { url, expiresAt: new Date(Number(new URL(url).searchParams.get("expires")) * 1000).toISOString() };
+      },
     },
-  }, { clipMaxSecs: config.clipMaxSecs, clipCacheBytes: config.clipCacheMb * 1024 * 1024 });
+    { clipMaxSecs: config.clipMaxSecs, clipCacheBytes: config.clipCacheMb * 1024 * 1024 },
+  );
   // Imports and pulls are load-checked for real: the staged model runs once in the worker pool,
   // the code path the server uses. `text` models have no runtime loader yet (layout check only).
   const modelService = new ModelService({
@@ -342,31 +396,77 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       { name: "search caches", run: () => search.indexes.releaseCaches(config.modelIdleUnloadSecs * 1000) },
       { name: "sqlite page cache", run: () => systemStore.shrinkMemory() },
     ],
-    libraries: { path: /\/[^/]*(onnxruntime|vips|sharp)[^/]*$/, unused: () => !inference.started && (ocr?.running ?? 0) === 0 },
+    libraries: {
+      path: /\/[^/]*(onnxruntime|vips|sharp)[^/]*$/,
+      unused: () => !inference.started && (ocr?.running ?? 0) === 0,
+    },
     logger,
   });
   const services: Services = {
-    accounts, auth, apiKeys, collections, videos, uploads, jobs,
-    search: search.search, searchFeedback: search.feedback, moments: search.moments, media, exports,
-    webhooks, credits, accountDeletion, models: modelService, system,
-    backup: new BackupService(new BackupStore(db, opts.runtime.vecExtension), { dataDir: config.dataDir, modelsDir: config.modelsDir, vecExtension: opts.runtime.vecExtension, version: VERSION }),
-    agent: new AgentToolbox({ collections, videos, jobs, search: search.search, moments: search.moments, exports, media, files, frames: new FrameGrabber(bins) }),
+    accounts,
+    auth,
+    apiKeys,
+    collections,
+    videos,
+    uploads,
+    jobs,
+    search: search.search,
+    searchFeedback: search.feedback,
+    moments: search.moments,
+    media,
+    exports,
+    webhooks,
+    credits,
+    accountDeletion,
+    models: modelService,
+    system,
+    backup: new BackupService(new BackupStore(db, opts.runtime.vecExtension), {
+      dataDir: config.dataDir,
+      modelsDir: config.modelsDir,
+      vecExtension: opts.runtime.vecExtension,
+      version: VERSION,
+    }),
+    agent: new AgentToolbox({
+      collections,
+      videos,
+      jobs,
+      search: search.search,
+      moments: search.moments,
+      exports,
+      media,
+      files,
+      frames: new FrameGrabber(bins),
+    }),
   };
 
   const metrics = new Metrics();
   metrics.gauge("vsearch_jobs", "Indexing jobs by status", () =>
     jobStore.countsByStatus().map((r) => ({ labels: { status: r.status }, value: r.n })),
   );
-  metrics.gauge("vsearch_search_index_vectors", "Vectors held in the in-memory search index", () => [{ value: search.indexes.memoryRows }]);
-  metrics.gauge("vsearch_search_index_loading", "1 while the in-memory search index loads every account's vectors after a start (vector searches wait, then 503), else 0", () => [
-    { value: search.indexes.warmStatus?.state === "warming" ? 1 : 0 },
+  metrics.gauge("vsearch_search_index_vectors", "Vectors held in the in-memory search index", () => [
+    { value: search.indexes.memoryRows },
   ]);
-  metrics.gauge("vsearch_search_index_loaded_ratio", "Share of the stored vectors the start-up load of the search index has read, 0-1 (1 once warm)", () => [
-    { value: search.indexes.warmStatus?.fraction ?? 0 },
+  metrics.gauge(
+    "vsearch_search_index_loading",
+    "1 while the in-memory search index loads every account's vectors after a start (vector searches wait, then 503), else 0",
+    () => [{ value: search.indexes.warmStatus?.state === "warming" ? 1 : 0 }],
+  );
+  metrics.gauge(
+    "vsearch_search_index_loaded_ratio",
+    "Share of the stored vectors the start-up load of the search index has read, 0-1 (1 once warm)",
+    () => [{ value: search.indexes.warmStatus?.fraction ?? 0 }],
+  );
+  metrics.gauge("vsearch_inference_running", "1 while an inference worker pool runs (models loaded), else 0", () => [
+    { value: inference.started ? 1 : 0 },
   ]);
-  metrics.gauge("vsearch_inference_running", "1 while an inference worker pool runs (models loaded), else 0", () => [{ value: inference.started ? 1 : 0 }]);
-  metrics.gauge("vsearch_ocr_workers", "OCR worker threads running (0 before the first frame with text and after an idle close)", () => [{ value: ocr?.running ?? 0 }]);
-  metrics.gauge("vsearch_idle_memory_passes", "Idle memory passes run since start (src/system/idle-memory.ts)", () => [{ value: idleMemory.passCount }]);
+  metrics.gauge(
+    "vsearch_ocr_workers",
+    "OCR worker threads running (0 before the first frame with text and after an idle close)",
+    () => [{ value: ocr?.running ?? 0 }],
+  );
+  metrics.gauge("vsearch_idle_memory_passes", "Idle memory passes run since start (src/system/idle-memory.ts)", () => [
+    { value: idleMemory.passCount },
+  ]);
   let closing = false;
   const http = createHttpApp({
     config,
@@ -391,7 +491,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       // Informational: while the index loads only vector searches wait (503 + Retry-After); the
       // rest of the server serves, so this never makes the instance unready.
       const warm = search.indexes.warmStatus;
-      checks.search_index = !warm ? "loads on first search" : warm.state === "warming" ? `loading: ${Math.floor(warm.fraction * 100)}% (${warm.rows} vectors)` : warm.state;
+      checks.search_index = !warm
+        ? "loads on first search"
+        : warm.state === "warming"
+          ? `loading: ${Math.floor(warm.fraction * 100)}% (${warm.rows} vectors)`
+          : warm.state;
       return { ok: checks.database === "ok" && disk.ok && !closing, checks };
     },
   });
@@ -425,9 +529,16 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
         if (!isStorageError(e)) throw e;
         storage.noteFull(); // renditions whose encoder died stay `processing` until their lease runs out
       }
-      const swept = { ...files.sweepOrphans(new Set(videoStore.allIds())), backup_snapshots: sweepStaleSnapshots(config.dataDir) };
+      const swept = {
+        ...files.sweepOrphans(new Set(videoStore.allIds())),
+        backup_snapshots: sweepStaleSnapshots(config.dataDir),
+      };
       if (released || renditionsRequeued || swept.tmp || swept.videos || swept.backup_snapshots) {
-        logger.info("recovered after restart", { jobs_requeued: released, renditions_requeued: renditionsRequeued, ...swept });
+        logger.info("recovered after restart", {
+          jobs_requeued: released,
+          renditions_requeued: renditionsRequeued,
+          ...swept,
+        });
       }
       runner.start();
       dispatcher.start();

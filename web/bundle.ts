@@ -41,11 +41,17 @@ export async function bundleWeb(): Promise<WebAsset[]> {
     if (out.kind === "sourcemap") continue;
     const name = out.path.replace(/^.*[\\/]/, "");
     const ext = name.split(".").pop()!;
-    assets.push({ path: `/assets/${name}`, type: TYPES[ext] ?? "application/octet-stream", body: new Uint8Array(await out.arrayBuffer()), immutable: true });
+    assets.push({
+      path: `/assets/${name}`,
+      type: TYPES[ext] ?? "application/octet-stream",
+      body: new Uint8Array(await out.arrayBuffer()),
+      immutable: true,
+    });
   }
   const js = assets.find((a) => a.path.endsWith(".js"));
   const css = assets.find((a) => a.path.endsWith(".css"));
-  if (!js || !css) throw new Error(`dashboard bundle: expected a .js and a .css output, got ${assets.map((a) => a.path).join(", ")}`);
+  if (!js || !css)
+    throw new Error(`dashboard bundle: expected a .js and a .css output, got ${assets.map((a) => a.path).join(", ")}`);
   const html = (await Bun.file(join(WEB, "index.html")).text()).replace("%CSS%", css.path).replace("%JS%", js.path);
   assets.push({ path: "/", type: "text/html; charset=utf-8", body: new TextEncoder().encode(html), immutable: false });
   return assets;
@@ -54,6 +60,8 @@ export async function bundleWeb(): Promise<WebAsset[]> {
 /** The JS and CSS sizes, raw and gzipped (for BENCHMARKS.md): `bun web/bundle.ts`. */
 if (import.meta.main) {
   for (const a of await bundleWeb()) {
-    console.log(`${a.path.padEnd(36)} ${String(a.body.length).padStart(8)} B raw ${String(Bun.gzipSync(a.body as Uint8Array<ArrayBuffer>).length).padStart(7)} B gzipped`);
+    console.log(
+      `${a.path.padEnd(36)} ${String(a.body.length).padStart(8)} B raw ${String(Bun.gzipSync(a.body as Uint8Array<ArrayBuffer>).length).padStart(7)} B gzipped`,
+    );
   }
 }

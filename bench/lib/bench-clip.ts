@@ -6,7 +6,16 @@ import type { ActiveModel } from "../../src/models/roles.ts";
 const ROOT = join(import.meta.dirname, "..", "..");
 const SHARED = join(ROOT, "..", "shared");
 const CLIPS = join(SHARED, "media", "video", "clips");
-const REAL = ["mdnla_frog.mp4", "exo_big_buck_bunny_10s.mp4", "exo_london_skyline_360p.mp4", "mdn_flower.webm", "mdnla_rabbit.mp4", "exo_seagull_sample.avi", "mdnla_pig.mp4", "mdn_stream-of-water.mp4"];
+const REAL = [
+  "mdnla_frog.mp4",
+  "exo_big_buck_bunny_10s.mp4",
+  "exo_london_skyline_360p.mp4",
+  "mdn_flower.webm",
+  "mdnla_rabbit.mp4",
+  "exo_seagull_sample.avi",
+  "mdnla_pig.mp4",
+  "mdn_stream-of-water.mp4",
+];
 
 /**
  * The ingest benchmarks' clip: `secs` of 1080p30 H.264 made of real footage (the shared clips,
@@ -16,21 +25,52 @@ const REAL = ["mdnla_frog.mp4", "exo_big_buck_bunny_10s.mp4", "exo_london_skylin
  * video); null leaves x264's default (250 frames, scene-cut keyframes), what most encoders and
  * editors write.
  */
-export async function makeBenchClip(ffmpeg: string, out: string, opts: { secs: number; gop: number | null }): Promise<string> {
+export async function makeBenchClip(
+  ffmpeg: string,
+  out: string,
+  opts: { secs: number; gop: number | null },
+): Promise<string> {
   const speech = join(SHARED, "fixtures", "testdata", "speech30s.wav");
   const clips = REAL.map((f) => join(CLIPS, f)).filter(existsSync);
   const args = ["-hide_banner", "-loglevel", "error", "-y"];
   let filter = "";
   if (clips.length) {
     clips.forEach((c) => args.push("-i", c));
-    filter = clips.map((_, i) => `[${i}:v]scale=1920:1080:force_original_aspect_ratio=increase,crop=1920:1080,fps=30,setsar=1,format=yuv420p[v${i}]`).join(";");
+    filter = clips
+      .map(
+        (_, i) =>
+          `[${i}:v]scale=1920:1080:force_original_aspect_ratio=increase,crop=1920:1080,fps=30,setsar=1,format=yuv420p[v${i}]`,
+      )
+      .join(";");
     filter += `;${clips.map((_, i) => `[v${i}]`).join("")}concat=n=${clips.length}:v=1:a=0,loop=loop=-1:size=32767,trim=duration=${opts.secs}[v]`;
   } else {
     args.push("-f", "lavfi", "-i", `testsrc2=size=1920x1080:rate=30:duration=${opts.secs}`);
     filter = "[0:v]null[v]";
   }
-  args.push("-stream_loop", "-1", "-i", speech, "-filter_complex", filter, "-map", "[v]", "-map", `${clips.length || 1}:a`, "-t", String(opts.secs),
-    "-c:v", "libx264", "-preset", "veryfast", ...(opts.gop ? ["-g", String(opts.gop)] : []), "-pix_fmt", "yuv420p", "-c:a", "aac", out);
+  args.push(
+    "-stream_loop",
+    "-1",
+    "-i",
+    speech,
+    "-filter_complex",
+    filter,
+    "-map",
+    "[v]",
+    "-map",
+    `${clips.length || 1}:a`,
+    "-t",
+    String(opts.secs),
+    "-c:v",
+    "libx264",
+    "-preset",
+    "veryfast",
+    ...(opts.gop ? ["-g", String(opts.gop)] : []),
+    "-pix_fmt",
+    "yuv420p",
+    "-c:a",
+    "aac",
+    out,
+  );
   const p = Bun.spawn([ffmpeg, ...args], { stdout: "ignore", stderr: "pipe" });
   const [code, err] = await Promise.all([p.exited, new Response(p.stderr).text()]);
   if (code !== 0) throw new Error(`ffmpeg failed: ${err}`);
@@ -42,10 +82,20 @@ export async function makeBenchClip(ffmpeg: string, out: string, opts: { secs: n
  * made up front, two batches in flight, as the ingest pipeline keeps them. `warm`: embed one batch
  * first, untimed (a pool whose model is not loaded yet).
  */
-export async function encoderImagesPerSec(app: BenchApp, clip: ActiveModel, batch: number, n: number, warm = false): Promise<number> {
+export async function encoderImagesPerSec(
+  app: BenchApp,
+  clip: ActiveModel,
+  batch: number,
+  n: number,
+  warm = false,
+): Promise<number> {
   const pool = await app.internals.inference.get();
   let seed = 7;
-  const frame = () => ({ rgb: new Uint8Array(224 * 224 * 3).map(() => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 24)), width: 224, height: 224 });
+  const frame = () => ({
+    rgb: new Uint8Array(224 * 224 * 3).map(() => (seed = (seed * 1103515245 + 12345) >>> 0) >>> 24),
+    width: 224,
+    height: 224,
+  });
   const model = { modelDir: clip.dir, dtype: clip.dtype, batchSize: batch };
   if (warm) await pool.embedImages(model, Array.from({ length: batch }, frame));
   const batches = Array.from({ length: Math.ceil(n / batch) }, () => Array.from({ length: batch }, frame));

@@ -21,7 +21,8 @@ export function mapRows(path: string, n: number, dim: number): MappedRows {
   for (let from = 0; from < n; from += PIECE_ROWS) {
     const rows = Math.min(PIECE_ROWS, n - from);
     const u = Bun.mmap(path, { shared: false, offset: from * dim * 4, size: rows * dim * 4 });
-    if (u.byteLength !== rows * dim * 4) throw new Error(`${path}: mapped ${u.byteLength} bytes at row ${from}, wanted ${rows * dim * 4}`);
+    if (u.byteLength !== rows * dim * 4)
+      throw new Error(`${path}: mapped ${u.byteLength} bytes at row ${from}, wanted ${rows * dim * 4}`);
     pieces.push(new Float32Array(u.buffer, u.byteOffset, rows * dim));
   }
   return {
@@ -48,7 +49,9 @@ export interface TruthSet {
 export function truthFromFile(path: string, n: number, dim: number, k: number, sets: TruthSet[]): Int32Array[][] {
   const rows = mapRows(path, n, dim);
   const st = streamingExact(dim, k);
-  const handles = sets.map((s) => st.addQueries(s.queries, s.filter ? (q) => ({ of: s.filter!.of, eq: s.filter!.eqs[q] }) : undefined));
+  const handles = sets.map((s) =>
+    st.addQueries(s.queries, s.filter ? (q) => ({ of: s.filter!.of, eq: s.filter!.eqs[q] }) : undefined),
+  );
   const step = st.chunkRows * 4; // divides PIECE_ROWS
   for (let from = 0; from < n; from += step) st.scan(rows.slice(from, Math.min(n, from + step)), from);
   return handles.map((h) => h.truth());
@@ -58,13 +61,24 @@ export function truthFromFile(path: string, n: number, dim: number, k: number, s
  * truthFromFile with the queries of every set split over `threads` workers (each maps the file
  * and scans all of it for its share of the queries); the answer is the same, in query order.
  */
-export async function truthFromFileThreads(path: string, n: number, dim: number, k: number, sets: TruthSet[], threads: number): Promise<Int32Array[][]> {
+export async function truthFromFileThreads(
+  path: string,
+  n: number,
+  dim: number,
+  k: number,
+  sets: TruthSet[],
+  threads: number,
+): Promise<Int32Array[][]> {
   if (threads <= 1) return truthFromFile(path, n, dim, k, sets);
   const parts = Array.from({ length: threads }, (_, t) =>
     sets.map((s) => {
       const nq = s.queries.length / dim;
-      const a = Math.floor((nq * t) / threads), b = Math.floor((nq * (t + 1)) / threads);
-      return { queries: s.queries.slice(a * dim, b * dim), filter: s.filter && { of: s.filter.of, eqs: s.filter.eqs.slice(a, b) } };
+      const a = Math.floor((nq * t) / threads),
+        b = Math.floor((nq * (t + 1)) / threads);
+      return {
+        queries: s.queries.slice(a * dim, b * dim),
+        filter: s.filter && { of: s.filter.of, eqs: s.filter.eqs.slice(a, b) },
+      };
     }),
   );
   const answers = await Promise.all(

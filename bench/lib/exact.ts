@@ -15,17 +15,29 @@ function dotsKernel(dim: number): Fn {
   const f = new Fn("dots", ["i32", "i32", "i32", "i32"], []);
   const [data, n, queries, out] = [0, 1, 2, 3];
   const acc = Array.from({ length: BLOCK }, () => f.local("v128"));
-  const x = f.local("v128"), j = f.local("i32"), qp = f.local("i32"), o = f.local("i32");
+  const x = f.local("v128"),
+    j = f.local("i32"),
+    qp = f.local("i32"),
+    o = f.local("i32");
   f.block().loop();
   f.get(n).op(Op.i32_eqz).brIf(1);
   for (const a of acc) f.i32(0).simd(Simd.i32x4_splat).set(a);
   f.i32(0).set(j);
   f.get(queries).set(qp);
   f.block().loop();
-  f.get(j).i32(dim * 4).op(Op.i32_ge_u).brIf(1);
+  f.get(j)
+    .i32(dim * 4)
+    .op(Op.i32_ge_u)
+    .brIf(1);
   f.get(data).get(j).op(Op.i32_add).vmem(Simd.v128_load, 0, 2).set(x);
   acc.forEach((a, q) => {
-    f.get(a).get(x).get(qp).vmem(Simd.v128_load, q * dim * 4, 2).simd(Simd.f32x4_mul).simd(Simd.f32x4_add).set(a);
+    f.get(a)
+      .get(x)
+      .get(qp)
+      .vmem(Simd.v128_load, q * dim * 4, 2)
+      .simd(Simd.f32x4_mul)
+      .simd(Simd.f32x4_add)
+      .set(a);
   });
   f.get(j).i32(16).op(Op.i32_add).set(j);
   f.get(qp).i32(16).op(Op.i32_add).set(qp);
@@ -35,8 +47,14 @@ function dotsKernel(dim: number): Fn {
     f.get(a).lane(Simd.f32x4_extract_lane, 2).get(a).lane(Simd.f32x4_extract_lane, 3).op(Op.f32_add).op(Op.f32_add);
     f.mem(Op.f32_store, q * 4, 2);
   });
-  f.get(out).i32(BLOCK * 4).op(Op.i32_add).set(out);
-  f.get(data).i32(dim * 4).op(Op.i32_add).set(data);
+  f.get(out)
+    .i32(BLOCK * 4)
+    .op(Op.i32_add)
+    .set(out);
+  f.get(data)
+    .i32(dim * 4)
+    .op(Op.i32_add)
+    .set(data);
   f.get(n).i32(1).op(Op.i32_sub).set(n);
   f.br(0).end().end();
   return f;
@@ -164,7 +182,13 @@ export function streamingExact(dim: number, k: number, chunkRows = 32768): Strea
       const first = all.length;
       const nq = queries.length / dim;
       for (let q = 0; q < nq; q++) {
-        all.push({ vec: queries.subarray(q * dim, (q + 1) * dim), filter: filterFor?.(q), scores: new Float32Array(k), ids: new Int32Array(k), count: 0 });
+        all.push({
+          vec: queries.subarray(q * dim, (q + 1) * dim),
+          filter: filterFor?.(q),
+          scores: new Float32Array(k),
+          ids: new Int32Array(k),
+          count: 0,
+        });
       }
       return { truth: () => all.slice(first, first + nq).map((q) => q.ids.slice(0, q.count)) };
     },

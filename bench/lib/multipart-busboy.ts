@@ -6,10 +6,19 @@ import { MultipartError, type PartHandlers } from "../../src/upload/multipart-st
  * (bench/multipart-parse.ts; issue 10). It passes test/upload when wired in. Same
  * contract: parts handed over chunk by chunk, `onPartData` awaited before more is read.
  */
-export async function readMultipartBusboy(body: ReadableStream<Uint8Array>, contentType: string, h: PartHandlers, maxFieldBytes = 64 * 1024): Promise<void> {
+export async function readMultipartBusboy(
+  body: ReadableStream<Uint8Array>,
+  contentType: string,
+  h: PartHandlers,
+  maxFieldBytes = 64 * 1024,
+): Promise<void> {
   let bb: busboy.Busboy;
   try {
-    bb = busboy({ headers: { "content-type": contentType }, defParamCharset: "utf8", limits: { fieldSize: maxFieldBytes, parts: 1000, headerPairs: 100 } });
+    bb = busboy({
+      headers: { "content-type": contentType },
+      defParamCharset: "utf8",
+      limits: { fieldSize: maxFieldBytes, parts: 1000, headerPairs: 100 },
+    });
   } catch (e) {
     throw new MultipartError((e as Error).message);
   }
@@ -52,7 +61,11 @@ export async function readMultipartBusboy(body: ReadableStream<Uint8Array>, cont
         ended = true;
         break;
       }
-      if (!bb.write(value)) await new Promise<void>((r) => { bb.once("drain", r); closed.then(r, r); });
+      if (!bb.write(value))
+        await new Promise<void>((r) => {
+          bb.once("drain", r);
+          closed.then(r, r);
+        });
     }
     if (!failure) {
       bb.end();

@@ -24,19 +24,32 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
   const dir = mkdtempSync(join(tmpdir(), "vsearch-bench-"));
   const fullEnv = { ...process.env, VSEARCH_LOG_LEVEL: "warn", ...env };
   const cli = async (...args: string[]) => {
-    const p = Bun.spawn([BUN, join(ROOT, "src", "main.ts"), "--data-dir", dir, "--json", ...args], { env: fullEnv, stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn([BUN, join(ROOT, "src", "main.ts"), "--data-dir", dir, "--json", ...args], {
+      env: fullEnv,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const out = await new Response(p.stdout).text();
     if ((await p.exited) !== 0) throw new Error(`${args.join(" ")}: ${await new Response(p.stderr).text()}`);
     return JSON.parse(out);
   };
   const account = await cli("accounts", "create", "--name", "bench");
   const key = (await cli("keys", "create", "--account", account.id, "--name", "bench")).key;
-  const server = Bun.spawn([BUN, join(ROOT, "src", "main.ts"), "--data-dir", dir, "--json", "serve", "--port", "0"], { env: fullEnv, stdout: "pipe", stderr: "inherit" });
+  const server = Bun.spawn([BUN, join(ROOT, "src", "main.ts"), "--data-dir", dir, "--json", "serve", "--port", "0"], {
+    env: fullEnv,
+    stdout: "pipe",
+    stderr: "inherit",
+  });
   const reader = server.stdout.getReader();
   let line = "";
-  for (let i = 0; i < 100 && !line.includes("}"); i++) line += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
+  for (let i = 0; i < 100 && !line.includes("}"); i++)
+    line += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
   const { url } = JSON.parse(line);
-  const col = await fetch(`${url}/v1/collections`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: '{"name":"bench"}' });
+  const col = await fetch(`${url}/v1/collections`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: '{"name":"bench"}',
+  });
   const collectionId = ((await col.json()) as any).data.id;
   return {
     url,
@@ -58,4 +71,5 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
   };
 }
 
-export const loadAvg = () => (readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).map(Number) as [number, number, number]);
+export const loadAvg = () =>
+  readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).map(Number) as [number, number, number];

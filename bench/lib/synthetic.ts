@@ -86,7 +86,14 @@ export interface Dataset {
   /** Per row: shot number, global (clustered set only; random: same as video). */
   shot: Int32Array;
   /** Internal directions the queries are built from (clustered only). */
-  basis?: { global: Float32Array; videoDir: Float32Array; shotDir: Float32Array; scale: Float32Array; videoTopic: Int32Array; topicDir: Float32Array };
+  basis?: {
+    global: Float32Array;
+    videoDir: Float32Array;
+    shotDir: Float32Array;
+    scale: Float32Array;
+    videoTopic: Int32Array;
+    topicDir: Float32Array;
+  };
 }
 
 export interface DatasetOptions {
@@ -113,7 +120,12 @@ const W_SHOT = 0.18;
 const W_FRAME = 0.12;
 
 /** Random unit directions with the dataset's uneven per-dimension scales. */
-function directions(count: number, dim: number, scale: Float32Array, gauss: ReturnType<typeof gaussianSource>): Float32Array {
+function directions(
+  count: number,
+  dim: number,
+  scale: Float32Array,
+  gauss: ReturnType<typeof gaussianSource>,
+): Float32Array {
   const out = new Float32Array(count * dim);
   gauss(out);
   for (let o = 0; o < out.length; o += dim) for (let j = 0; j < dim; j++) out[o + j] *= scale[j];
@@ -210,10 +222,15 @@ export function clusteredStream(opts: Omit<DatasetOptions, "kind" | "out">): Dat
   const videoTopic = new Int32Array(videoLen.length);
   for (let v = 0; v < videoTopic.length; v++) videoTopic[v] = r() % topics;
 
-  const a = Math.sqrt(W_GLOBAL), t = Math.sqrt(W_TOPIC), b = Math.sqrt(W_VIDEO), c = Math.sqrt(W_SHOT), d = Math.sqrt(W_FRAME);
+  const a = Math.sqrt(W_GLOBAL),
+    t = Math.sqrt(W_TOPIC),
+    b = Math.sqrt(W_VIDEO),
+    c = Math.sqrt(W_SHOT),
+    d = Math.sqrt(W_FRAME);
   let next = 0;
   const fill = (from: number, to: number, out: Float32Array) => {
-    if (from !== next || to < from || to > n) throw new Error(`fill(${from}, ${to}): rows must come in order from ${next}, up to ${n}`);
+    if (from !== next || to < from || to > n)
+      throw new Error(`fill(${from}, ${to}): rows must come in order from ${next}, up to ${n}`);
     if (out.length < (to - from) * dim) throw new Error("out is too small");
     if (dim % 2 && (from > 0 || to < n)) throw new Error("chunks need an even dim");
     const vectors = out.subarray(0, (to - from) * dim);
@@ -229,15 +246,27 @@ export function clusteredStream(opts: Omit<DatasetOptions, "kind" | "out">): Dat
         s += x * x;
       }
       const inv = d / Math.sqrt(s);
-      const vo = video[i] * dim, so = shot[i] * dim, to2 = videoTopic[video[i]] * dim;
+      const vo = video[i] * dim,
+        so = shot[i] * dim,
+        to2 = videoTopic[video[i]] * dim;
       for (let j = 0; j < dim; j++) {
-        vectors[o + j] = vectors[o + j] * inv + a * global[j] + t * topicDir[to2 + j] + b * videoDir[vo + j] + c * shotDir[so + j];
+        vectors[o + j] =
+          vectors[o + j] * inv + a * global[j] + t * topicDir[to2 + j] + b * videoDir[vo + j] + c * shotDir[so + j];
       }
     }
     normalizeRows(vectors, dim);
     next = to;
   };
-  return { kind: "clustered", n, dim, video, collection, shot, basis: { global, videoDir, shotDir, scale, videoTopic, topicDir }, fill };
+  return {
+    kind: "clustered",
+    n,
+    dim,
+    video,
+    collection,
+    shot,
+    basis: { global, videoDir, shotDir, scale, videoTopic, topicDir },
+    fill,
+  };
 }
 
 export type QueryKind = "image" | "text" | "random";
@@ -248,7 +277,12 @@ export type QueryKind = "image" | "text" | "random";
  * and noise, so it sits ~0.32 from its target shot and ~0.18 from unrelated frames. "random": a
  * gaussian vector (the only kind that makes sense on the random set).
  */
-export function generateQueries(ds: Dataset | (Omit<Dataset, "vectors"> & { row(i: number): Float32Array }), count: number, kind: QueryKind, seed = 7): Float32Array {
+export function generateQueries(
+  ds: Dataset | (Omit<Dataset, "vectors"> & { row(i: number): Float32Array }),
+  count: number,
+  kind: QueryKind,
+  seed = 7,
+): Float32Array {
   const { dim } = ds;
   const rowOf = "row" in ds ? ds.row : (i: number) => ds.vectors.subarray(i * dim, (i + 1) * dim);
   const out = new Float32Array(count * dim);
@@ -276,11 +310,17 @@ export function generateQueries(ds: Dataset | (Omit<Dataset, "vectors"> & { row(
       const x = rowOf(row);
       for (let j = 0; j < dim; j++) out[o + j] = x[j] + 0.45 * noise[j];
     } else {
-      const v = ds.video[row], s = ds.shot[row], t = videoTopic[v];
+      const v = ds.video[row],
+        s = ds.shot[row],
+        t = videoTopic[v];
       for (let j = 0; j < dim; j++) {
         out[o + j] =
-          0.29 * global[j] + 0.06 * topicDir[t * dim + j] + 0.15 * videoDir[v * dim + j] + 0.17 * shotDir[s * dim + j] +
-          0.7 * textDir[j] + 0.6 * noise[j];
+          0.29 * global[j] +
+          0.06 * topicDir[t * dim + j] +
+          0.15 * videoDir[v * dim + j] +
+          0.17 * shotDir[s * dim + j] +
+          0.7 * textDir[j] +
+          0.6 * noise[j];
       }
     }
   }

@@ -33,7 +33,10 @@ export const nameSchema = z
   .trim()
   .min(1, "must not be empty or only whitespace")
   .max(255, "must be at most 255 characters")
-  .refine((s) => !CONTROL_CHARS.test(s), "must not contain control characters (escape sequences, newlines, tabs, bidi overrides)");
+  .refine(
+    (s) => !CONTROL_CHARS.test(s),
+    "must not contain control characters (escape sequences, newlines, tabs, bidi overrides)",
+  );
 
 export const accountInputSchema = z.object({ name: nameSchema, plan: z.enum(PLANS).default("enterprise") });
 export const userInputSchema = z.object({

@@ -26,7 +26,8 @@ export class AccountService {
 
   setPlan(id: string, plan: string): Account {
     this.getAccount(id);
-    if (!PLANS.includes(plan as Plan)) throw new AppError(400, "INVALID_PLAN", `plan must be one of ${PLANS.join(", ")}`);
+    if (!PLANS.includes(plan as Plan))
+      throw new AppError(400, "INVALID_PLAN", `plan must be one of ${PLANS.join(", ")}`);
     this.store.setPlan(id, plan as Plan);
     return this.getAccount(id);
   }
@@ -39,7 +40,13 @@ export class AccountService {
     }
     // argon2id: slow on purpose, so a stolen database does not give away passwords.
     const password_hash = await Bun.password.hash(parsed.password, { algorithm: "argon2id" });
-    const user: User = { id: newId("mbr"), account_id: parsed.account_id, email: parsed.email, role: parsed.role, created_at: nowIso() };
+    const user: User = {
+      id: newId("mbr"),
+      account_id: parsed.account_id,
+      email: parsed.email,
+      role: parsed.role,
+      created_at: nowIso(),
+    };
     this.store.insertUser({ ...user, password_hash });
     return user;
   }

@@ -15,11 +15,15 @@ export class AccountStore {
   }
 
   getAccount(id: string): Account | null {
-    return this.db.query<Account, [string]>("SELECT id, name, plan, credits_balance, created_at FROM accounts WHERE id = ?").get(id);
+    return this.db
+      .query<Account, [string]>("SELECT id, name, plan, credits_balance, created_at FROM accounts WHERE id = ?")
+      .get(id);
   }
 
   listAccounts(): Account[] {
-    return this.db.query<Account, []>("SELECT id, name, plan, credits_balance, created_at FROM accounts ORDER BY rowid").all();
+    return this.db
+      .query<Account, []>("SELECT id, name, plan, credits_balance, created_at FROM accounts ORDER BY rowid")
+      .all();
   }
 
   setPlan(id: string, plan: Plan): void {
@@ -45,17 +49,23 @@ export class AccountStore {
 
   findUserByEmail(email: string): UserWithHash | null {
     return this.db
-      .query<UserWithHash, [string]>("SELECT id, account_id, email, password_hash, role, created_at FROM users WHERE email = ?")
+      .query<UserWithHash, [string]>(
+        "SELECT id, account_id, email, password_hash, role, created_at FROM users WHERE email = ?",
+      )
       .get(email);
   }
 
   getUser(id: string): User | null {
-    return this.db.query<User, [string]>("SELECT id, account_id, email, role, created_at FROM users WHERE id = ?").get(id);
+    return this.db
+      .query<User, [string]>("SELECT id, account_id, email, role, created_at FROM users WHERE id = ?")
+      .get(id);
   }
 
   listUsers(accountId: string): User[] {
     return this.db
-      .query<User, [string]>("SELECT id, account_id, email, role, created_at FROM users WHERE account_id = ? ORDER BY rowid")
+      .query<User, [string]>(
+        "SELECT id, account_id, email, role, created_at FROM users WHERE account_id = ? ORDER BY rowid",
+      )
       .all(accountId);
   }
 }

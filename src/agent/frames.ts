@@ -48,7 +48,12 @@ export class FrameGrabber {
    * Input seeking is exact and costs one GOP. Past the last frame there is nothing to decode;
    * the caller validates the time against the duration, and the last second is retried from the end.
    */
-  async frame(source: string, timestampSecs: number, maxSide: number, opts: { hdr?: boolean } = {}): Promise<Uint8Array> {
+  async frame(
+    source: string,
+    timestampSecs: number,
+    maxSide: number,
+    opts: { hdr?: boolean } = {},
+  ): Promise<Uint8Array> {
     const hdr = opts.hdr ?? (await this.isHdr(source));
     const filters = [
       "scale=w='trunc(iw*sar)':h=ih",
@@ -58,10 +63,25 @@ export class FrameGrabber {
       ...(hdr ? ["scale=w='max(2,trunc(iw/2)*2)':h='max(2,trunc(ih/2)*2)'", HDR_TO_SDR] : []),
       "setsar=1",
     ];
-    const out = ["-map", "0:v:0", "-vf", filters.join(","), "-frames:v", "1", ...jpegCodecArgs(85), "-f", "image2pipe", "pipe:1"];
+    const out = [
+      "-map",
+      "0:v:0",
+      "-vf",
+      filters.join(","),
+      "-frames:v",
+      "1",
+      ...jpegCodecArgs(85),
+      "-f",
+      "image2pipe",
+      "pipe:1",
+    ];
     let jpeg = await this.run(["-ss", timestampSecs.toFixed(6), "-i", source, ...out]);
     // A time in the last frame's span can land after the last decodable timestamp: take the last frame.
-    if (!jpeg.length) jpeg = await this.run(["-sseof", "-1", "-i", source, ...out.filter((a, k) => a !== "-frames:v" && out[k - 1] !== "-frames:v")], true);
+    if (!jpeg.length)
+      jpeg = await this.run(
+        ["-sseof", "-1", "-i", source, ...out.filter((a, k) => a !== "-frames:v" && out[k - 1] !== "-frames:v")],
+        true,
+      );
     if (!jpegSize(jpeg)) throw new AppError(409, "DECODE_FAILED", "No frame could be decoded at that time");
     return jpeg;
   }
@@ -71,7 +91,18 @@ export class FrameGrabber {
     const size = jpegSize(jpeg);
     if (!size) return null;
     if (size.width <= maxWidth) return jpeg;
-    const out = await this.run(["-i", path, "-vf", `scale=w=${maxWidth}:h=-2`, "-frames:v", "1", ...jpegCodecArgs(85), "-f", "image2pipe", "pipe:1"]);
+    const out = await this.run([
+      "-i",
+      path,
+      "-vf",
+      `scale=w=${maxWidth}:h=-2`,
+      "-frames:v",
+      "1",
+      ...jpegCodecArgs(85),
+      "-f",
+      "image2pipe",
+      "pipe:1",
+    ]);
     return jpegSize(out) ? out : null;
   }
 
@@ -95,10 +126,14 @@ export class FrameGrabber {
   private async run(args: string[], lastOnly = false): Promise<Uint8Array> {
     await this.acquire();
     try {
-      const exit = await runTool(this.bins.ffmpeg, ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-threads", "1", ...args], {
-        timeoutMs: this.timeoutMs,
-        maxStdoutBytes: 16 * 1024 * 1024,
-      });
+      const exit = await runTool(
+        this.bins.ffmpeg,
+        ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-threads", "1", ...args],
+        {
+          timeoutMs: this.timeoutMs,
+          maxStdoutBytes: 16 * 1024 * 1024,
+        },
+      );
       if (exit.code !== 0) throw new AppError(409, "DECODE_FAILED", "The video could not be decoded at that time");
       return lastOnly ? lastJpeg(exit.stdout) : exit.stdout;
     } finally {

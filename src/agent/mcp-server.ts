@@ -67,7 +67,13 @@ export function buildMcpServer(toolbox: AgentToolbox, opts: McpServerOptions): M
         description: t.description,
         inputSchema: t.input as never,
         outputSchema: t.output as never,
-        annotations: { title: t.title, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+        annotations: {
+          title: t.title,
+          readOnlyHint: true,
+          destructiveHint: false,
+          idempotentHint: true,
+          openWorldHint: false,
+        },
       },
       // Not reached while the handler below answers tools/call; a complete tool all the same.
       (async (args: unknown) => toolResult(t, await toolbox.run(opts.accountId, t, args))) as never,

@@ -22,8 +22,19 @@ export const THUMB_MAX_WIDTH = 320;
 
 export const searchVideosInput = z
   .object({
-    query: z.string().trim().min(1).max(1000).optional().describe("What to find, in words: what is seen or said, e.g. \"a dog catching a frisbee\""),
-    image_url: z.string().min(1).max(2048).optional().describe("http(s) URL of a JPEG/PNG reference image (the server's network rules apply)"),
+    query: z
+      .string()
+      .trim()
+      .min(1)
+      .max(1000)
+      .optional()
+      .describe('What to find, in words: what is seen or said, e.g. "a dog catching a frisbee"'),
+    image_url: z
+      .string()
+      .min(1)
+      .max(2048)
+      .optional()
+      .describe("http(s) URL of a JPEG/PNG reference image (the server's network rules apply)"),
     collection_id: id("Search only this collection", "col_8Hq2mZ0aP4xR7tY1uW3e").optional(),
     video_id: id("Search only this video", "vid_Qm3x9T0bL2vK7cP5sN1a").optional(),
     modes: z
@@ -31,9 +42,24 @@ export const searchVideosInput = z
       .min(1)
       .max(3)
       .optional()
-      .describe("video = what frames show, scene = shots (picture, labels, caption), transcript = what is said. Default: all that can run"),
-    limit: z.number().int().min(1).max(MAX_SEARCH_LIMIT).default(10).describe(`Clips to return, best first (1-${MAX_SEARCH_LIMIT})`),
-    min_score: z.number().min(0).max(1).optional().describe("Replaces the per-mode relevance thresholds for this search (0-1, as REST search): 0 returns the best matches ranked whatever their score; higher is stricter"),
+      .describe(
+        "video = what frames show, scene = shots (picture, labels, caption), transcript = what is said. Default: all that can run",
+      ),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_SEARCH_LIMIT)
+      .default(10)
+      .describe(`Clips to return, best first (1-${MAX_SEARCH_LIMIT})`),
+    min_score: z
+      .number()
+      .min(0)
+      .max(1)
+      .optional()
+      .describe(
+        "Replaces the per-mode relevance thresholds for this search (0-1, as REST search): 0 returns the best matches ranked whatever their score; higher is stricter",
+      ),
   })
   .strict();
 
@@ -43,7 +69,11 @@ export const clipSchema = z.object({
   collection_id: z.string(),
   start_secs: z.number(),
   end_secs: z.number(),
-  relevance_score: z.number().min(0).max(1).describe("Calibrated per mode (0-1): one cut means the same across queries"),
+  relevance_score: z
+    .number()
+    .min(0)
+    .max(1)
+    .describe("Calibrated per mode (0-1): one cut means the same across queries"),
   raw_score: z.number().describe("The mode's own similarity (cosine, BM25, word coverage)"),
   type: z.enum(["frame", "transcript", "scene", "ocr"]),
   text_snippet: z.string().nullable().describe("What is said, or the shot's caption / labels"),
@@ -52,7 +82,9 @@ export const clipSchema = z.object({
   thumbnail_base64: z
     .string()
     .nullable()
-    .describe(`The clip's thumbnail as a base64 JPEG at most ${THUMB_MAX_WIDTH} px wide (over MCP it is sent as image content instead)`),
+    .describe(
+      `The clip's thumbnail as a base64 JPEG at most ${THUMB_MAX_WIDTH} px wide (over MCP it is sent as image content instead)`,
+    ),
 });
 export type Clip = z.infer<typeof clipSchema>;
 
@@ -80,13 +112,15 @@ const pageOutput = {
 export const listCollectionsInput = z.object({ ...pageInput }).strict();
 export const listCollectionsOutput = z.object({ collections: z.array(collectionSchema), ...pageOutput });
 
-export const getCollectionInput = z.object({ collection_id: id("The collection", "col_8Hq2mZ0aP4xR7tY1uW3e") }).strict();
+export const getCollectionInput = z
+  .object({ collection_id: id("The collection", "col_8Hq2mZ0aP4xR7tY1uW3e") })
+  .strict();
 export const getCollectionOutput = z.object({ collection: collectionDetailSchema });
 
 export const listVideosInput = z
   .object({
     collection_id: id("Only videos of this collection", "col_8Hq2mZ0aP4xR7tY1uW3e").optional(),
-    status: z.array(z.enum(VIDEO_STATUSES)).min(1).max(4).optional().describe("Only these statuses, e.g. [\"ready\"]"),
+    status: z.array(z.enum(VIDEO_STATUSES)).min(1).max(4).optional().describe('Only these statuses, e.g. ["ready"]'),
     ...pageInput,
   })
   .strict();
@@ -95,7 +129,9 @@ export const listVideosOutput = z.object({ videos: z.array(videoSchema), ...page
 export const getVideoInput = z.object({ video_id: id("The video", "vid_Qm3x9T0bL2vK7cP5sN1a") }).strict();
 export const getVideoOutput = z.object({ video: videoDetailSchema });
 
-export const getJobStatusInput = z.object({ job_id: id("The indexing job (from an upload)", "job_T4n8Yq2wE6rU0iO3pA5s") }).strict();
+export const getJobStatusInput = z
+  .object({ job_id: id("The indexing job (from an upload)", "job_T4n8Yq2wE6rU0iO3pA5s") })
+  .strict();
 export const getJobStatusOutput = z.object({ job: jobSchema });
 
 /** A moment of a video: what get_moment describes and get_frame shows. */
@@ -137,7 +173,9 @@ export const getTranscriptOutput = z.object({
   video_id: z.string(),
   filename: z.string(),
   segments: z.array(transcriptSegmentSchema),
-  truncated: z.boolean().describe(`More than ${MAX_TRANSCRIPT_SEGMENTS} segments matched; ask again with start = the last end_secs`),
+  truncated: z
+    .boolean()
+    .describe(`More than ${MAX_TRANSCRIPT_SEGMENTS} segments matched; ask again with start = the last end_secs`),
 });
 
 export const getFrameInput = videoMomentInput;
@@ -149,5 +187,7 @@ export const getFrameOutput = z.object({
   image_base64: z
     .string()
     .nullable()
-    .describe(`The frame as a base64 JPEG, at most ${FRAME_MAX_SIDE} px on its longer side (over MCP it is sent as image content instead)`),
+    .describe(
+      `The frame as a base64 JPEG, at most ${FRAME_MAX_SIDE} px on its longer side (over MCP it is sent as image content instead)`,
+    ),
 });

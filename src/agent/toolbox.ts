@@ -17,7 +17,10 @@ const DRAFT = "https://json-schema.org/draft/2020-12/schema";
 
 /** JSON Schema (draft 2020-12) of a zod schema; `$schema` only on the document, not on each part. */
 function jsonSchema(s: z.ZodType, io: "input" | "output"): Record<string, unknown> {
-  const { $schema: _, ...rest } = z.toJSONSchema(s, { io, target: "draft-2020-12", unrepresentable: "any" }) as Record<string, unknown>;
+  const { $schema: _, ...rest } = z.toJSONSchema(s, { io, target: "draft-2020-12", unrepresentable: "any" }) as Record<
+    string,
+    unknown
+  >;
   return rest;
 }
 
@@ -40,7 +43,13 @@ export class AgentToolbox {
     const t = typeof name === "string" ? this.byName.get(name) : undefined;
     if (!t) {
       throw new ValidationError([
-        { loc: ["tool"], msg: `Unknown tool; one of ${[...this.byName.keys()].join(", ")}`, type: "enum", input: name, ctx: { expected: [...this.byName.keys()].join(", ") } },
+        {
+          loc: ["tool"],
+          msg: `Unknown tool; one of ${[...this.byName.keys()].join(", ")}`,
+          type: "enum",
+          input: name,
+          ctx: { expected: [...this.byName.keys()].join(", ") },
+        },
       ]);
     }
     const parsed = t.input.safeParse(input ?? {});

@@ -57,11 +57,24 @@ const nextPage = (page: number, limit: number, total: number) => (page * limit <
 /** Another layer's 422 (`body.x`, `query.x`) points into the tool's input instead. */
 function asInputError(e: unknown): unknown {
   if (!(e instanceof ValidationError)) return e;
-  return new ValidationError(e.issues.map((i) => ({ ...i, loc: ["input", ...(["body", "query", "path", "input"].includes(String(i.loc[0])) ? i.loc.slice(1) : i.loc)] })));
+  return new ValidationError(
+    e.issues.map((i) => ({
+      ...i,
+      loc: ["input", ...(["body", "query", "path", "input"].includes(String(i.loc[0])) ? i.loc.slice(1) : i.loc)],
+    })),
+  );
 }
 
 const timeIssue = (timestamp: number, duration: number) =>
-  new ValidationError([{ loc: ["input", "timestamp"], msg: `timestamp is past the end of the video (${duration} s)`, type: "less_than_equal", input: timestamp, ctx: { max: duration } }]);
+  new ValidationError([
+    {
+      loc: ["input", "timestamp"],
+      msg: `timestamp is past the end of the video (${duration} s)`,
+      type: "less_than_equal",
+      input: timestamp,
+      ctx: { max: duration },
+    },
+  ]);
 
 /** A clip's stored thumbnail (shot, or the poster) at most THUMB_MAX_WIDTH wide, base64; null when there is none. */
 async function clipThumbnail(d: AgentDeps, url: string | null): Promise<string | null> {
@@ -72,7 +85,12 @@ async function clipThumbnail(d: AgentDeps, url: string | null): Promise<string |
   const item: MediaItem = m[2] === undefined ? { kind: "poster" } : { kind: "shot", index: Number(m[2]) };
   try {
     // The link was signed a moment ago by the same search; open() checks it and finds the file.
-    const file = d.media.open(m[1], item, u.searchParams.get("expires") ?? undefined, u.searchParams.get("signature") ?? undefined);
+    const file = d.media.open(
+      m[1],
+      item,
+      u.searchParams.get("expires") ?? undefined,
+      u.searchParams.get("signature") ?? undefined,
+    );
     const jpeg = await d.frames.fitWidth(readFileSync(file.path), file.path, S.THUMB_MAX_WIDTH);
     return jpeg ? Buffer.from(jpeg).toString("base64") : null;
   } catch (e) {
@@ -109,7 +127,8 @@ export const TOOLS: AgentTool[] = [
       });
       const all = r.videos.flatMap((v) => v.segments.map((s) => ({ v, s }))).sort((a, b) => a.s.rank - b.s.rank);
       const clips: S.Clip[] = [];
-      for (const { v, s } of all.slice(0, i.limit)) clips.push({ ...clipOf(v, s), thumbnail_base64: await clipThumbnail(d, s.thumbnail_url) });
+      for (const { v, s } of all.slice(0, i.limit))
+        clips.push({ ...clipOf(v, s), thumbnail_base64: await clipThumbnail(d, s.thumbnail_url) });
       return {
         clips,
         total_videos: r.total,
@@ -140,7 +159,9 @@ export const TOOLS: AgentTool[] = [
     summary: (o) =>
       o.total
         ? `${o.total} collection${o.total === 1 ? "" : "s"}${o.next_page ? ` (page ${o.page}; more on page ${o.next_page})` : ""}:\n` +
-          o.collections.map((c) => `- ${c.name} (${c.id}): ${c.video_count} video${c.video_count === 1 ? "" : "s"}`).join("\n")
+          o.collections
+            .map((c) => `- ${c.name} (${c.id}): ${c.video_count} video${c.video_count === 1 ? "" : "s"}`)
+            .join("\n")
         : "This account has no collections yet.",
   }),
   tool({
@@ -152,22 +173,33 @@ export const TOOLS: AgentTool[] = [
     async run(d, accountId, i) {
       return { collection: d.collections.get(accountId, i.collection_id) };
     },
-    summary: ({ collection: c }) => `${c.name} (${c.id}): ${c.video_count} videos, ${clock(c.total_duration_secs)} in total.`,
+    summary: ({ collection: c }) =>
+      `${c.name} (${c.id}): ${c.video_count} videos, ${clock(c.total_duration_secs)} in total.`,
   }),
   tool({
     name: "list_videos",
     title: "List videos",
-    description: "The account's videos, newest first; filter by collection and status (queued, processing, ready, failed).",
+    description:
+      "The account's videos, newest first; filter by collection and status (queued, processing, ready, failed).",
     input: S.listVideosInput,
     output: S.listVideosOutput,
     async run(d, accountId, i) {
-      const { items, total } = d.videos.list(accountId, { collectionId: i.collection_id, statuses: i.status }, { page: i.page, perPage: i.limit });
+      const { items, total } = d.videos.list(
+        accountId,
+        { collectionId: i.collection_id, statuses: i.status },
+        { page: i.page, perPage: i.limit },
+      );
       return { videos: items, total, page: i.page, next_page: nextPage(i.page, i.limit, total) };
     },
     summary: (o) =>
       o.total
         ? `${o.total} video${o.total === 1 ? "" : "s"}${o.next_page ? ` (page ${o.page}; more on page ${o.next_page})` : ""}:\n` +
-          o.videos.map((v) => `- ${v.filename} (${v.id}): ${v.status}${v.duration_secs !== null ? `, ${clock(v.duration_secs)}` : ""}`).join("\n")
+          o.videos
+            .map(
+              (v) =>
+                `- ${v.filename} (${v.id}): ${v.status}${v.duration_secs !== null ? `, ${clock(v.duration_secs)}` : ""}`,
+            )
+            .join("\n")
         : "No video matched.",
   }),
   tool({
@@ -186,29 +218,44 @@ export const TOOLS: AgentTool[] = [
   tool({
     name: "get_job_status",
     title: "Get an indexing job",
-    description: "Status, stage and percent of an indexing job (from an upload): poll until done before searching the video.",
+    description:
+      "Status, stage and percent of an indexing job (from an upload): poll until done before searching the video.",
     input: S.getJobStatusInput,
     output: S.getJobStatusOutput,
     async run(d, accountId, i) {
       return { job: d.jobs.get(accountId, i.job_id) };
     },
     summary: ({ job: j }) =>
-      `Job ${j.id} for ${j.video_id}: ${j.status}${j.stage ? ` (${j.stage})` : ""}, ${j.progress_pct}%` + (j.error ? `; ${j.error.code}: ${j.error.message}` : "."),
+      `Job ${j.id} for ${j.video_id}: ${j.status}${j.stage ? ` (${j.stage})` : ""}, ${j.progress_pct}%` +
+      (j.error ? `; ${j.error.code}: ${j.error.message}` : "."),
   }),
   tool({
     name: "get_moment",
     title: "What happens at a moment",
-    description: "The shot covering a time in a video: caption, labels, what is said and what text is shown on screen during it, its span and thumbnail link.",
+    description:
+      "The shot covering a time in a video: caption, labels, what is said and what text is shown on screen during it, its span and thumbnail link.",
     input: S.getMomentInput,
     output: S.getMomentOutput,
     async run(d, accountId, i) {
       const video = d.videos.require(accountId, i.video_id);
       const m = d.moments.moment(accountId, i.video_id, i.timestamp);
-      return { filename: video.filename, ...m, on_screen_text: m.on_screen_text.map(({ text, start, end, confidence }) => ({ text, start, end, confidence })) };
+      return {
+        filename: video.filename,
+        ...m,
+        on_screen_text: m.on_screen_text.map(({ text, start, end, confidence }) => ({ text, start, end, confidence })),
+      };
     },
     summary: (m) => {
-      const span = m.scene_start !== null && m.scene_end !== null ? cite(m.filename, m.scene_start, m.scene_end) : `[${m.filename} ${clock(m.timestamp)}]`;
-      const parts = [m.caption && `caption: ${m.caption}`, m.labels.length && `labels: ${m.labels.join(", ")}`, m.transcript && `said: "${snippet(m.transcript)}"`, m.on_screen_text.length && `on screen: ${m.on_screen_text.map((l) => `"${snippet(l.text)}"`).join(", ")}`].filter(Boolean);
+      const span =
+        m.scene_start !== null && m.scene_end !== null
+          ? cite(m.filename, m.scene_start, m.scene_end)
+          : `[${m.filename} ${clock(m.timestamp)}]`;
+      const parts = [
+        m.caption && `caption: ${m.caption}`,
+        m.labels.length && `labels: ${m.labels.join(", ")}`,
+        m.transcript && `said: "${snippet(m.transcript)}"`,
+        m.on_screen_text.length && `on screen: ${m.on_screen_text.map((l) => `"${snippet(l.text)}"`).join(", ")}`,
+      ].filter(Boolean);
       return `${span} ${parts.length ? parts.join("; ") : "nothing is known about this moment beyond its picture (try get_frame)"}`;
     },
   }),
@@ -221,13 +268,28 @@ export const TOOLS: AgentTool[] = [
     async run(d, accountId, i) {
       const video = d.videos.require(accountId, i.video_id);
       if (i.start !== undefined && i.end !== undefined && i.end < i.start) {
-        throw new ValidationError([{ loc: ["input", "end"], msg: "end must not be before start", type: "greater_than_equal", input: i.end, ctx: { min: i.start } }]);
+        throw new ValidationError([
+          {
+            loc: ["input", "end"],
+            msg: "end must not be before start",
+            type: "greater_than_equal",
+            input: i.end,
+            ctx: { min: i.start },
+          },
+        ]);
       }
       // The export's reading of the transcript, kept to the segments overlapping [start, end].
       const [from, to] = [i.start ?? -1, i.end ?? Number.MAX_VALUE];
       const rows = d.exports.segments(accountId, i.video_id).filter((r) => r.start_secs < to && r.end_secs > from);
-      const segments = rows.slice(0, S.MAX_TRANSCRIPT_SEGMENTS).map((r) => ({ start_secs: secs(r.start_secs), end_secs: secs(r.end_secs), text: r.text }));
-      return { video_id: video.id, filename: video.filename, segments, truncated: rows.length > S.MAX_TRANSCRIPT_SEGMENTS };
+      const segments = rows
+        .slice(0, S.MAX_TRANSCRIPT_SEGMENTS)
+        .map((r) => ({ start_secs: secs(r.start_secs), end_secs: secs(r.end_secs), text: r.text }));
+      return {
+        video_id: video.id,
+        filename: video.filename,
+        segments,
+        truncated: rows.length > S.MAX_TRANSCRIPT_SEGMENTS,
+      };
     },
     summary: (o) =>
       o.segments.length
@@ -243,18 +305,41 @@ export const TOOLS: AgentTool[] = [
     output: S.getFrameOutput,
     async run(d, accountId, i) {
       const video = d.videos.require(accountId, i.video_id);
-      if (video.duration_secs === null) throw new AppError(409, "VIDEO_NOT_READY", `Video ${video.id} has not been probed yet (status ${video.status})`);
-      if (i.timestamp > video.duration_secs + 1e-3) throw timeIssue(i.timestamp, Math.round(video.duration_secs * 1000) / 1000);
-      const jpeg = await d.frames.frame(d.files.abs(video.source_path), Math.min(i.timestamp, video.duration_secs), S.FRAME_MAX_SIDE);
+      if (video.duration_secs === null)
+        throw new AppError(
+          409,
+          "VIDEO_NOT_READY",
+          `Video ${video.id} has not been probed yet (status ${video.status})`,
+        );
+      if (i.timestamp > video.duration_secs + 1e-3)
+        throw timeIssue(i.timestamp, Math.round(video.duration_secs * 1000) / 1000);
+      const jpeg = await d.frames.frame(
+        d.files.abs(video.source_path),
+        Math.min(i.timestamp, video.duration_secs),
+        S.FRAME_MAX_SIDE,
+      );
       const size = jpegSize(jpeg)!;
-      return { video_id: video.id, filename: video.filename, timestamp: i.timestamp, ...size, mime_type: "image/jpeg" as const, image_base64: Buffer.from(jpeg).toString("base64") };
+      return {
+        video_id: video.id,
+        filename: video.filename,
+        timestamp: i.timestamp,
+        ...size,
+        mime_type: "image/jpeg" as const,
+        image_base64: Buffer.from(jpeg).toString("base64"),
+      };
     },
     summary: (f) => `Frame of [${f.filename} ${clock(f.timestamp)}] (${f.timestamp} s), ${f.width}×${f.height} JPEG.`,
-    images: (f) => ({ structured: { ...f, image_base64: null }, images: f.image_base64 ? [{ data: f.image_base64, caption: `[${f.filename} ${clock(f.timestamp)}]` }] : [] }),
+    images: (f) => ({
+      structured: { ...f, image_base64: null },
+      images: f.image_base64 ? [{ data: f.image_base64, caption: `[${f.filename} ${clock(f.timestamp)}]` }] : [],
+    }),
   }),
 ];
 
-function clipOf(v: { video_id: string; filename: string; collection_id: string }, s: SearchSegment): Omit<S.Clip, "thumbnail_base64"> {
+function clipOf(
+  v: { video_id: string; filename: string; collection_id: string },
+  s: SearchSegment,
+): Omit<S.Clip, "thumbnail_base64"> {
   return {
     video_id: v.video_id,
     filename: v.filename,

@@ -27,7 +27,11 @@ export class ApiKeyService {
     if (!account) throw notFound("NOT_FOUND", `Account ${accountId}`);
     const limit = PLAN_LIMITS[account.plan].apiKeys;
     if (limit !== null && this.store.countActive(accountId) >= limit) {
-      throw new AppError(402, "API_KEY_LIMIT_REACHED", `The ${account.plan} plan allows ${limit} active API key(s); revoke one first`);
+      throw new AppError(
+        402,
+        "API_KEY_LIMIT_REACHED",
+        `The ${account.plan} plan allows ${limit} active API key(s); revoke one first`,
+      );
     }
     const key = API_KEY_PREFIX + randomBase62(40);
     const record: ApiKey = {

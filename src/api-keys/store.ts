@@ -25,7 +25,9 @@ export class ApiKeyStore {
   }
 
   list(accountId: string): ApiKey[] {
-    return this.db.query<ApiKey, [string]>(`SELECT ${COLUMNS} FROM api_keys WHERE account_id = ? ORDER BY rowid`).all(accountId);
+    return this.db
+      .query<ApiKey, [string]>(`SELECT ${COLUMNS} FROM api_keys WHERE account_id = ? ORDER BY rowid`)
+      .all(accountId);
   }
 
   get(id: string): ApiKey | null {
@@ -38,7 +40,9 @@ export class ApiKeyStore {
 
   /** Returns false when the key was already revoked (a second revoke is a 409). */
   revoke(id: string, at: string): boolean {
-    return this.db.query("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(at, id).changes === 1;
+    return (
+      this.db.query("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(at, id).changes === 1
+    );
   }
 
   touch(id: string, at: string): void {

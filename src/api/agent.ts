@@ -21,7 +21,24 @@ export function registerAgentRoutes(app: Api, deps: HttpDeps) {
       responses: {
         200: {
           description: "The tools",
-          content: { "application/json": { schema: z.object({ $schema: z.string(), tools: z.array(z.object({ type: z.literal("function"), name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()), output_schema: z.record(z.string(), z.unknown()) }).passthrough()) }) } },
+          content: {
+            "application/json": {
+              schema: z.object({
+                $schema: z.string(),
+                tools: z.array(
+                  z
+                    .object({
+                      type: z.literal("function"),
+                      name: z.string(),
+                      description: z.string(),
+                      parameters: z.record(z.string(), z.unknown()),
+                      output_schema: z.record(z.string(), z.unknown()),
+                    })
+                    .passthrough(),
+                ),
+              }),
+            },
+          },
         },
       },
     }),
@@ -46,7 +63,13 @@ export function registerAgentRoutes(app: Api, deps: HttpDeps) {
               schema: z
                 .object({
                   tool: z.string().openapi({ example: "search_videos", description: `One of ${names.join(", ")}` }),
-                  input: z.record(z.string(), z.unknown()).optional().openapi({ example: { query: "a dog on the beach", limit: 5 }, description: "The tool's input (see /v1/agent/schema.json); default {}" }),
+                  input: z
+                    .record(z.string(), z.unknown())
+                    .optional()
+                    .openapi({
+                      example: { query: "a dog on the beach", limit: 5 },
+                      description: "The tool's input (see /v1/agent/schema.json); default {}",
+                    }),
                 })
                 .strict(),
             },
@@ -56,10 +79,16 @@ export function registerAgentRoutes(app: Api, deps: HttpDeps) {
       responses: {
         200: dataResponse("The tool's output", z.record(z.string(), z.unknown())),
         402: jsonError("Out of credits (INSUFFICIENT_CREDITS; search_videos)"),
-        404: jsonError("A named collection, video or job is not in this account (COLLECTION_NOT_FOUND, VIDEO_NOT_FOUND, JOB_NOT_FOUND)"),
-        409: jsonError("get_frame on a video not yet probed (VIDEO_NOT_READY), or whose file cannot be decoded at that time (DECODE_FAILED)"),
+        404: jsonError(
+          "A named collection, video or job is not in this account (COLLECTION_NOT_FOUND, VIDEO_NOT_FOUND, JOB_NOT_FOUND)",
+        ),
+        409: jsonError(
+          "get_frame on a video not yet probed (VIDEO_NOT_READY), or whose file cannot be decoded at that time (DECODE_FAILED)",
+        ),
         503: {
-          ...jsonError("search_videos: a requested mode's model is not installed (MODEL_NOT_INSTALLED), or the search index is still loading after a restart (SEARCH_UNAVAILABLE; see Retry-After)"),
+          ...jsonError(
+            "search_videos: a requested mode's model is not installed (MODEL_NOT_INSTALLED), or the search index is still loading after a restart (SEARCH_UNAVAILABLE; see Retry-After)",
+          ),
           headers: RETRY_AFTER_HEADER,
         },
       },
@@ -70,7 +99,8 @@ export function registerAgentRoutes(app: Api, deps: HttpDeps) {
         return ok(c, await toolbox.call(c.get("principal").accountId, body.tool, body.input));
       } catch (e) {
         // The toolbox names fields from the tool's point of view (`tool`, `input.limit`); here they sit in the body.
-        if (e instanceof ValidationError) throw new ValidationError(e.issues.map((i) => ({ ...i, loc: ["body", ...i.loc] })));
+        if (e instanceof ValidationError)
+          throw new ValidationError(e.issues.map((i) => ({ ...i, loc: ["body", ...i.loc] })));
         throw e;
       }
     },

@@ -54,7 +54,13 @@ export const ROUTE_MODULES: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)
   registerDashboardRoutes,
 ];
 
-const TARGET_ROOT: Record<string, string> = { json: "body", form: "body", query: "query", param: "path", header: "header" };
+const TARGET_ROOT: Record<string, string> = {
+  json: "body",
+  form: "body",
+  query: "query",
+  param: "path",
+  header: "header",
+};
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -63,7 +69,14 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     // One validation shape for every route: FastAPI's 422 `detail[]`.
     defaultHook: (result, c) => {
       if (!result.success) {
-        return validationResponse(c as never, zodIssuesToValidation(result.error.issues, (result as { data?: unknown }).data, TARGET_ROOT[result.target] ?? result.target));
+        return validationResponse(
+          c as never,
+          zodIssuesToValidation(
+            result.error.issues,
+            (result as { data?: unknown }).data,
+            TARGET_ROOT[result.target] ?? result.target,
+          ),
+        );
       }
     },
   });
@@ -116,7 +129,8 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     scheme: "bearer",
     description: "Session token from POST /v1/auth/sessions",
   });
-  for (const [name, header] of Object.entries(RESPONSE_HEADERS)) app.openAPIRegistry.registerComponent("headers", name, header);
+  for (const [name, header] of Object.entries(RESPONSE_HEADERS))
+    app.openAPIRegistry.registerComponent("headers", name, header);
 
   registerProbeDocs(app);
   app.get("/healthz", (c) => c.json({ status: "ok", version: opts.version }));

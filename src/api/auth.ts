@@ -18,9 +18,18 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
     request: { body: jsonBody(signInSchema) },
     responses: {
       // The handler counts attempts itself (per address, per e-mail), so the rate headers are declared here.
-      201: { description: "Signed in", headers: RATE_LIMIT_HEADERS, content: { "application/json": { schema: envelopeOf(sessionSchema) } } },
+      201: {
+        description: "Signed in",
+        headers: RATE_LIMIT_HEADERS,
+        content: { "application/json": { schema: envelopeOf(sessionSchema) } },
+      },
       401: { ...jsonError("Wrong e-mail or password (UNAUTHORIZED)"), headers: RATE_LIMIT_HEADERS },
-      429: { ...jsonError("Too many sign-in attempts for this e-mail or from this address (RATE_LIMIT_EXCEEDED); see Retry-After"), headers: RATE_LIMIT_HEADERS },
+      429: {
+        ...jsonError(
+          "Too many sign-in attempts for this e-mail or from this address (RATE_LIMIT_EXCEEDED); see Retry-After",
+        ),
+        headers: RATE_LIMIT_HEADERS,
+      },
     },
   });
   app.openapi(signIn, async (c) => {
@@ -32,7 +41,8 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
     // count per (address, e-mail) and per e-mail — counted before the slow verify so parallel
     // attempts cannot slip past, and taken back when the password was right.
     const perAddress = limiter.hit("auth_address", address);
-    if (!perAddress.allowed) throw rateExceeded(perAddress, `Too many sign-in attempts from this address; retry in ${perAddress.resetSecs} s`);
+    if (!perAddress.allowed)
+      throw rateExceeded(perAddress, `Too many sign-in attempts from this address; retry in ${perAddress.resetSecs} s`);
     const guesses: [RateGroup, string][] = [
       ["auth", `${address}\u0000${email}`],
       ["auth_email", email],
@@ -63,7 +73,10 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
     tags: ["Auth"],
     summary: "End the current session",
     access: "read_only",
-    responses: { 204: { description: "Signed out" }, 400: jsonError("The credential is an API key, not a session (NOT_A_SESSION)") },
+    responses: {
+      204: { description: "Signed out" },
+      400: jsonError("The credential is an API key, not a session (NOT_A_SESSION)"),
+    },
   });
   app.openapi(signOut, (c) => {
     deps.auth.signOut(c.get("principal"));
@@ -82,7 +95,14 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
         description: "Caller",
         content: {
           "application/json": {
-            schema: envelopeOf(z.object({ user_id: z.string(), credential: z.enum(["api_key", "session"]), permissions: z.string(), role: z.string().nullable() })),
+            schema: envelopeOf(
+              z.object({
+                user_id: z.string(),
+                credential: z.enum(["api_key", "session"]),
+                permissions: z.string(),
+                role: z.string().nullable(),
+              }),
+            ),
           },
         },
       },

@@ -27,8 +27,21 @@ export async function dashboardAssets(): Promise<DashboardAssets> {
   // A variable specifier: the bundler must not follow web/bundle.ts (and Bun.build) into the binary.
   const bundler = "../../web/bundle.ts";
   const { bundleWeb } = (await import(bundler)) as typeof import("../../web/bundle.ts");
-  const web = (await bundleWeb()).map((a) => ({ path: a.path, type: a.type, immutable: a.immutable, body: async () => a.body }));
+  const web = (await bundleWeb()).map((a) => ({
+    path: a.path,
+    type: a.type,
+    immutable: a.immutable,
+    body: async () => a.body,
+  }));
   const require = createRequire(import.meta.url);
   const file = join(dirname(require.resolve("@scalar/api-reference")), "browser", "standalone.js");
-  return { web, scalar: { path: "/docs/scalar.js", type: "text/javascript; charset=utf-8", immutable: false, body: async () => Bun.file(file).bytes() } };
+  return {
+    web,
+    scalar: {
+      path: "/docs/scalar.js",
+      type: "text/javascript; charset=utf-8",
+      immutable: false,
+      body: async () => Bun.file(file).bytes(),
+    },
+  };
 }

@@ -19,7 +19,11 @@ export function registerJobRoutes(app: Api, deps: HttpDeps) {
     }),
     (c) => {
       const q = c.req.valid("query");
-      const { items, total } = svc.list(c.get("principal").accountId, { status: q.status, videoId: q.video_id }, { page: q.page, perPage: q.per_page });
+      const { items, total } = svc.list(
+        c.get("principal").accountId,
+        { status: q.status, videoId: q.video_id },
+        { page: q.page, perPage: q.per_page },
+      );
       return ok(c, items, 200, { total, page: q.page, per_page: q.per_page });
     },
   );

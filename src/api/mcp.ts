@@ -23,7 +23,15 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
   const toolbox = deps.services.agent;
 
   app.on(["GET", "DELETE"], "/v1/mcp", (c) =>
-    c.json({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "Method not allowed: this server is stateless; POST JSON-RPC messages" } }, 405, { Allow: "POST" }),
+    c.json(
+      {
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32000, message: "Method not allowed: this server is stateless; POST JSON-RPC messages" },
+      },
+      405,
+      { Allow: "POST" },
+    ),
   );
 
   const route = defineRoute(deps, {
@@ -36,9 +44,23 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
       "JSON-RPC 2.0 messages of MCP (initialize, tools/list, tools/call) with the agent tools of /v1/agent/schema.json. Stateless: no Mcp-Session-Id; answers are JSON. Tool failures (404, 422, 429 …) are tool results with isError and the text `CODE (status): message`; each tools/call counts against the `agent` rate group shared with /v1/agent/call, and over it the response carries Retry-After. See docs/AGENTS.md.",
     access: "read_only",
     maxBody: "stream",
-    request: { body: jsonBody(z.object({ jsonrpc: z.literal("2.0"), method: z.string(), id: z.union([z.string(), z.number()]).optional(), params: z.record(z.string(), z.unknown()).optional() }).passthrough()) },
+    request: {
+      body: jsonBody(
+        z
+          .object({
+            jsonrpc: z.literal("2.0"),
+            method: z.string(),
+            id: z.union([z.string(), z.number()]).optional(),
+            params: z.record(z.string(), z.unknown()).optional(),
+          })
+          .passthrough(),
+      ),
+    },
     responses: {
-      200: { description: "The JSON-RPC response (or 202 for a notification)", content: { "application/json": { schema: z.record(z.string(), z.unknown()) } } },
+      200: {
+        description: "The JSON-RPC response (or 202 for a notification)",
+        content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+      },
       400: { description: "Not JSON (JSON-RPC parse error)" },
       406: { description: "Accept must list application/json and text/event-stream (MCP streamable HTTP)" },
     },
@@ -46,7 +68,10 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
   // Registered with plain Hono: the SDK's transport validates JSON-RPC itself and answers in its terms.
   const { middleware, ...doc } = route;
   delete (doc.responses as Record<string, unknown>)[422]; // bad tool input is a tool result, not an HTTP 422
-  (doc.responses as Record<string, unknown>)[413] = { description: "Body over 1 MiB (PAYLOAD_TOO_LARGE)", headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" } } };
+  (doc.responses as Record<string, unknown>)[413] = {
+    description: "Body over 1 MiB (PAYLOAD_TOO_LARGE)",
+    headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" } },
+  };
   app.openAPIRegistry.registerPath(doc as never);
 
   const [authorize] = middleware; // maxBody "stream" and no rate group: authentication only (the body is read capped below)
@@ -59,7 +84,10 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
     try {
       body = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
     } catch {
-      return c.json({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error: the body is not JSON" } }, 400);
+      return c.json(
+        { jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error: the body is not JSON" } },
+        400,
+      );
     }
 
     let limitHeaders: Record<string, string> = {};
@@ -69,14 +97,25 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
       logger: c.get("log"),
       beforeCall: () => {
         const r = deps.limiter.hit("agent", who);
-        limitHeaders = { "X-RateLimit-Limit": String(r.limit), "X-RateLimit-Remaining": String(r.remaining), "X-RateLimit-Reset": String(r.resetSecs) };
+        limitHeaders = {
+          "X-RateLimit-Limit": String(r.limit),
+          "X-RateLimit-Remaining": String(r.remaining),
+          "X-RateLimit-Reset": String(r.resetSecs),
+        };
         if (!r.allowed) {
           limitHeaders["Retry-After"] = String(r.resetSecs);
-          throw new AppError(429, "RATE_LIMIT_EXCEEDED", `Rate limit of ${r.limit} tool calls per minute exceeded; retry in ${r.resetSecs} s`);
+          throw new AppError(
+            429,
+            "RATE_LIMIT_EXCEEDED",
+            `Rate limit of ${r.limit} tool calls per minute exceeded; retry in ${r.resetSecs} s`,
+          );
         }
       },
     });
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
     try {
       await server.connect(transport);
       const res = await transport.handleRequest(c.req.raw, { parsedBody: body });

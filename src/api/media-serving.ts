@@ -9,15 +9,23 @@ import { parseRange } from "../media-serving/range.ts";
 import type { MediaItem } from "../media-serving/service.ts";
 
 const signed = z.object({
-  expires: z.string().optional().openapi({ param: { name: "expires", in: "query" }, description: "Unix time the link stops working" }),
-  signature: z.string().optional().openapi({ param: { name: "signature", in: "query" }, description: "HMAC-SHA256 over path and expiry" }),
+  expires: z
+    .string()
+    .optional()
+    .openapi({ param: { name: "expires", in: "query" }, description: "Unix time the link stops working" }),
+  signature: z
+    .string()
+    .optional()
+    .openapi({ param: { name: "signature", in: "query" }, description: "HMAC-SHA256 over path and expiry" }),
 });
 const videoParam = z.string().openapi({ param: { name: "video_id", in: "path" }, example: "vid_Qm3x9T0bL2vK7cP5sN1a" });
 
 /** What a source is served as: the type its container was sniffed as at upload (a TS is video/mp2t). */
 const SOURCE_TYPES = [...new Set([...Object.values(CONTAINER_MIME), "video/mp2t"])];
 
-const binary = (types: string[]) => ({ content: Object.fromEntries(types.map((t) => [t, { schema: z.string().openapi({ format: "binary" }) }])) });
+const binary = (types: string[]) => ({
+  content: Object.fromEntries(types.map((t) => [t, { schema: z.string().openapi({ format: "binary" }) }])),
+});
 const responses = (types: string[]) => ({
   200: { description: "The whole file (also when `If-Range` no longer matches)", ...binary(types) },
   304: { description: "Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified)" },
@@ -34,7 +42,14 @@ const responses = (types: string[]) => ({
  */
 export function registerMediaRoutes(app: Api, deps: HttpDeps) {
   const svc = deps.services.media;
-  const entries: { path: string; doc: string; operationId: string; summary: string; types: string[]; item: (c: Context<AppEnv>) => MediaItem | null }[] = [
+  const entries: {
+    path: string;
+    doc: string;
+    operationId: string;
+    summary: string;
+    types: string[];
+    item: (c: Context<AppEnv>) => MediaItem | null;
+  }[] = [
     {
       path: "/media/videos/:video_id/source",
       doc: "/media/videos/{video_id}/source",
@@ -81,7 +96,13 @@ export function registerMediaRoutes(app: Api, deps: HttpDeps) {
   ];
   for (const e of entries) {
     const params = e.doc.includes("{file}")
-      ? z.object({ video_id: videoParam, file: z.string().openapi({ param: { name: "file", in: "path" }, example: e.doc.includes("/clips/") ? "12000-18500.mp4" : "3.jpg" }) })
+      ? z.object({
+          video_id: videoParam,
+          file: z.string().openapi({
+            param: { name: "file", in: "path" },
+            example: e.doc.includes("/clips/") ? "12000-18500.mp4" : "3.jpg",
+          }),
+        })
       : z.object({ video_id: videoParam });
     const route = defineRoute(deps, {
       method: "get",
@@ -99,7 +120,10 @@ export function registerMediaRoutes(app: Api, deps: HttpDeps) {
       const item = e.item(c);
       if (!item) return c.json({ detail: { code: "NOT_FOUND", message: "No such thumbnail" } }, 404);
       const file = svc.open(c.req.param("video_id") ?? "", item, c.req.query("expires"), c.req.query("signature"));
-      const validators = { etag: `"${file.size.toString(16)}-${Math.floor(file.mtimeMs).toString(16)}"`, lastModifiedMs: file.mtimeMs };
+      const validators = {
+        etag: `"${file.size.toString(16)}-${Math.floor(file.mtimeMs).toString(16)}"`,
+        lastModifiedMs: file.mtimeMs,
+      };
       const headers = new Headers({
         "Accept-Ranges": "bytes",
         "Content-Type": file.contentType,
@@ -107,11 +131,18 @@ export function registerMediaRoutes(app: Api, deps: HttpDeps) {
         ETag: validators.etag,
         "Last-Modified": new Date(file.mtimeMs).toUTCString(),
       });
-      if (notModified({ ifNoneMatch: c.req.header("if-none-match"), ifModifiedSince: c.req.header("if-modified-since") }, validators)) {
+      if (
+        notModified(
+          { ifNoneMatch: c.req.header("if-none-match"), ifModifiedSince: c.req.header("if-modified-since") },
+          validators,
+        )
+      ) {
         headers.delete("Content-Type");
         return new Response(null, { status: 304, headers });
       }
-      const range = rangeStillValid(c.req.header("if-range"), validators) ? parseRange(c.req.header("range"), file.size) : { kind: "full" as const };
+      const range = rangeStillValid(c.req.header("if-range"), validators)
+        ? parseRange(c.req.header("range"), file.size)
+        : { kind: "full" as const };
       if (range.kind === "unsatisfiable") {
         headers.set("Content-Range", `bytes */${file.size}`);
         headers.delete("Content-Type");

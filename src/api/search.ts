@@ -19,14 +19,20 @@ import {
 // Lives with the route, not in search/schema.ts: it extends the HTTP envelope's meta (a kit schema).
 export const searchMetaSchema = metaSchema
   .extend({
-    modes: z.array(z.enum(MODES as [Mode, ...Mode[]])).optional().openapi({ description: "Modes that ran" }),
+    modes: z
+      .array(z.enum(MODES as [Mode, ...Mode[]]))
+      .optional()
+      .openapi({ description: "Modes that ran" }),
     skipped_modes: z
       .record(z.string(), z.string())
       .optional()
       .openapi({
         description:
           "Defaulted modes that did not run, each with why. A mode skipped for a missing model reads `MODEL_NOT_INSTALLED: no <role> model installed; fix: <command>` — the role it needs and the command that installs one (e.g. `vsearch models pull whisper-tiny.en`); then `vsearch reindex` indexes the videos already there",
-        example: { transcript: "MODEL_NOT_INSTALLED: no speech model installed; fix: vsearch models pull whisper-tiny.en (air-gapped: vsearch models import <dir|tar> --role speech)" },
+        example: {
+          transcript:
+            "MODEL_NOT_INSTALLED: no speech model installed; fix: vsearch models pull whisper-tiny.en (air-gapped: vsearch models import <dir|tar> --role speech)",
+        },
       }),
   })
   .openapi("SearchMeta");
@@ -70,13 +76,18 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       tags: ["Search"],
       summary: "Find moments by text, image or both",
       description:
-        "Form body (multipart or urlencoded). Modes `video` (frames), `scene` (shots: embedding, labels, caption), `transcript` (what was said, BM25 with \"phrases\" and prefix*) and `ocr` (text shown on screen, BM25; needs no model), fused with Reciprocal Rank Fusion (k = 60). Results are videos, best first, each with its matching clips. See docs/SEARCH.md for scores and thresholds.",
+        'Form body (multipart or urlencoded). Modes `video` (frames), `scene` (shots: embedding, labels, caption), `transcript` (what was said, BM25 with "phrases" and prefix*) and `ocr` (text shown on screen, BM25; needs no model), fused with Reciprocal Rank Fusion (k = 60). Results are videos, best first, each with its matching clips. See docs/SEARCH.md for scores and thresholds.',
       access: "read_only",
       rateGroup: "search",
       maxBody: SEARCH_MAX_BODY,
       request: { body: form(searchFormSchema, ["modes", "labels"], { image: "image/jpeg, image/png" }) },
       responses: {
-        200: { description: "Matching videos and their clips", content: { "application/json": { schema: z.object({ data: z.array(searchVideoSchema), meta: searchMetaSchema }) } } },
+        200: {
+          description: "Matching videos and their clips",
+          content: {
+            "application/json": { schema: z.object({ data: z.array(searchVideoSchema), meta: searchMetaSchema }) },
+          },
+        },
         402: jsonError("Out of credits (INSUFFICIENT_CREDITS)"),
         404: jsonError("collection_id / video_id not in this account (COLLECTION_NOT_FOUND, VIDEO_NOT_FOUND)"),
         503: {
@@ -89,7 +100,14 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
     }),
     async (c) => {
       const r = await s.search.search(c.get("principal").accountId, await toRequest(c.req.valid("form")));
-      const meta = { total: r.total, page: r.page, per_page: r.perPage, facets: r.facets, modes: r.modes, skipped_modes: r.skippedModes };
+      const meta = {
+        total: r.total,
+        page: r.page,
+        per_page: r.perPage,
+        facets: r.facets,
+        modes: r.modes,
+        skipped_modes: r.skippedModes,
+      };
       return ok(c, r.videos, 200, meta as MetaExtra);
     },
   );
@@ -127,7 +145,10 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       access: "read_only",
       rateGroup: "search",
       request: { query: feedbackDeleteQuery },
-      responses: { 204: { description: "Cleared (also when there was none)" }, 404: jsonError("No such video in this account (VIDEO_NOT_FOUND)") },
+      responses: {
+        204: { description: "Cleared (also when there was none)" },
+        404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
+      },
     }),
     (c) => {
       const q = c.req.valid("query");
@@ -151,6 +172,10 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
         404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
       },
     }),
-    (c) => ok(c, s.moments.moment(c.get("principal").accountId, c.req.valid("param").video_id, c.req.valid("query").timestamp)),
+    (c) =>
+      ok(
+        c,
+        s.moments.moment(c.get("principal").accountId, c.req.valid("param").video_id, c.req.valid("query").timestamp),
+      ),
   );
 }

@@ -2,7 +2,9 @@ import { z } from "@hono/zod-openapi";
 import { dataResponse, defineRoute, jsonError, ok } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 
-const accepted = z.object({ job_id: z.string(), video_id: z.string(), status: z.literal("queued") }).openapi("UploadAccepted");
+const accepted = z
+  .object({ job_id: z.string(), video_id: z.string(), status: z.literal("queued") })
+  .openapi("UploadAccepted");
 
 export function registerUploadRoutes(app: Api, deps: HttpDeps) {
   const route = defineRoute(deps, {

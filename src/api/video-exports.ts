@@ -7,7 +7,12 @@ const videoId = idParam("video_id", "vid_Qm3x9T0bL2vK7cP5sN1a");
 const seconds = (name: string, example: number) =>
   z
     .preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : v), z.coerce.number().finite())
-    .openapi({ type: "number", param: { name, in: "query", required: true }, example, description: "Seconds from the start of the video" });
+    .openapi({
+      type: "number",
+      param: { name, in: "query", required: true },
+      example,
+      description: "Seconds from the start of the video",
+    });
 
 const clipSchema = z
   .object({
@@ -58,7 +63,12 @@ export function registerVideoExportRoutes(app: Api, deps: HttpDeps) {
       summary: "The transcript as JSON segments, SRT or WebVTT (an untranscribed video gives an empty document)",
       request: {
         params: videoId,
-        query: z.object({ format: z.enum(["json", "srt", "vtt"]).default("json").openapi({ param: { name: "format", in: "query" } }) }),
+        query: z.object({
+          format: z
+            .enum(["json", "srt", "vtt"])
+            .default("json")
+            .openapi({ param: { name: "format", in: "query" } }),
+        }),
       },
       responses: {
         200: {

@@ -24,7 +24,11 @@ export function registerVideoRoutes(app: Api, deps: HttpDeps) {
     (c) => {
       const q = c.req.valid("query");
       const statuses = q.status ? (q.status.split(",").map((s) => s.trim()) as VideoStatus[]) : undefined;
-      const { items, total } = svc.list(c.get("principal").accountId, { collectionId: q.collection_id, statuses }, { page: q.page, perPage: q.per_page });
+      const { items, total } = svc.list(
+        c.get("principal").accountId,
+        { collectionId: q.collection_id, statuses },
+        { page: q.page, perPage: q.per_page },
+      );
       return ok(c, items, 200, { total, page: q.page, per_page: q.per_page });
     },
   );

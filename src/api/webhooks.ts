@@ -1,7 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import { dataResponse, defineRoute, idParam, jsonBody, jsonError, ok, pageQuery } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
-import { createdWebhookSchema, createWebhookInput, deliverySchema, updateWebhookInput, webhookSchema } from "../webhooks/schema.ts";
+import {
+  createdWebhookSchema,
+  createWebhookInput,
+  deliverySchema,
+  updateWebhookInput,
+  webhookSchema,
+} from "../webhooks/schema.ts";
 
 const webhookId = idParam("webhook_id", "wh_9sKq2LmN4pR6tV8xZ0bC");
 const notFound = { 404: jsonError("No such webhook in this account (WEBHOOK_NOT_FOUND)") };
@@ -133,14 +139,24 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       summary: "Redeliver a failed delivery now (one attempt)",
       request: {
         params: z.object({
-          webhook_id: z.string().min(1).max(64).openapi({ param: { name: "webhook_id", in: "path" } }),
-          delivery_id: z.string().min(1).max(64).openapi({ param: { name: "delivery_id", in: "path" } }),
+          webhook_id: z
+            .string()
+            .min(1)
+            .max(64)
+            .openapi({ param: { name: "webhook_id", in: "path" } }),
+          delivery_id: z
+            .string()
+            .min(1)
+            .max(64)
+            .openapi({ param: { name: "delivery_id", in: "path" } }),
         }),
       },
       responses: {
         202: dataResponse("Queued", deliverySchema),
         404: jsonError("No such webhook or delivery (WEBHOOK_NOT_FOUND, DELIVERY_NOT_FOUND)"),
-        409: jsonError("Only failed deliveries can be retried (DELIVERY_NOT_FAILED); the endpoint is inactive (WEBHOOK_INACTIVE)"),
+        409: jsonError(
+          "Only failed deliveries can be retried (DELIVERY_NOT_FAILED); the endpoint is inactive (WEBHOOK_INACTIVE)",
+        ),
       },
     }),
     (c) => {

@@ -8,8 +8,9 @@ import { API_KEY_PREFIX } from "../api-keys/schema.ts";
 import type { SessionStore } from "./store.ts";
 import { type Principal, SESSION_TOKEN_PREFIX, signInSchema } from "./schema.ts";
 
-const unauthorized = (message = "Missing or malformed Authorization header; send `Bearer <API key or session token>`") =>
-  new AppError(401, "UNAUTHORIZED", message, { "WWW-Authenticate": "Bearer" });
+const unauthorized = (
+  message = "Missing or malformed Authorization header; send `Bearer <API key or session token>`",
+) => new AppError(401, "UNAUTHORIZED", message, { "WWW-Authenticate": "Bearer" });
 
 // A fixed argon2id hash to verify against when the e-mail is unknown, so a sign-in for an unknown
 // address costs as long as one with a wrong password (no user enumeration by timing).
@@ -46,7 +47,8 @@ export class AuthService {
   }
 
   signOut(principal: Principal): void {
-    if (principal.kind !== "session") throw new AppError(400, "NOT_A_SESSION", "Sign-out needs a session token, not an API key");
+    if (principal.kind !== "session")
+      throw new AppError(400, "NOT_A_SESSION", "Sign-out needs a session token, not an API key");
     this.sessions.end(principal.sessionId, nowIso(this.now()));
   }
 
@@ -59,8 +61,10 @@ export class AuthService {
     if (!token.startsWith(SESSION_TOKEN_PREFIX)) throw new AppError(401, "INVALID_API_KEY", "The API key is not valid");
     const hash = sha256Hex(token);
     const row = this.sessions.findByHash(hash);
-    if (!row || !constantTimeEqual(row.token_hash, hash) || row.ended_at) throw unauthorized("The session token is not valid");
-    if (Date.parse(row.expires_at) <= this.now()) throw new AppError(401, "SESSION_EXPIRED", "The session has expired; sign in again");
+    if (!row || !constantTimeEqual(row.token_hash, hash) || row.ended_at)
+      throw unauthorized("The session token is not valid");
+    if (Date.parse(row.expires_at) <= this.now())
+      throw new AppError(401, "SESSION_EXPIRED", "The session has expired; sign in again");
     return { kind: "session", accountId: row.account_id, sessionId: row.id, userId: row.user_id, role: row.role };
   }
 }

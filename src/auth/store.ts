@@ -16,7 +16,9 @@ export class SessionStore {
 
   insert(s: Omit<SessionRow, "ended_at" | "role">): void {
     this.db
-      .query("INSERT INTO sessions (id, token_hash, user_id, account_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)")
+      .query(
+        "INSERT INTO sessions (id, token_hash, user_id, account_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+      )
       .run(s.id, s.token_hash, s.user_id, s.account_id, s.created_at, s.expires_at);
   }
 

@@ -1,12 +1,30 @@
 import { randomBytes } from "node:crypto";
-import { createReadStream, createWriteStream, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { pipeline } from "node:stream/promises";
 import * as tar from "tar-stream";
 import { AppError } from "../core/errors.ts";
 import { isStorageError } from "../core/storage.ts";
 import { BackupStore } from "./store.ts";
-import { BACKUP_FORMAT, type BackupManifest, DB_NAME, MANIFEST_NAME, snapshotDir, sweepStaleSnapshots, TOP_LEVEL_FILES } from "./layout.ts";
+import {
+  BACKUP_FORMAT,
+  type BackupManifest,
+  DB_NAME,
+  MANIFEST_NAME,
+  snapshotDir,
+  sweepStaleSnapshots,
+  TOP_LEVEL_FILES,
+} from "./layout.ts";
 
 export interface BackupOptions {
   dataDir: string;
@@ -44,7 +62,8 @@ export interface BackupResult {
  */
 export async function createBackup(o: BackupOptions): Promise<BackupResult> {
   const out = resolve(o.out);
-  if (isInside(out, resolve(o.dataDir))) throw new AppError(400, "BAD_BACKUP_PATH", "write the backup outside the data dir (it would contain itself)");
+  if (isInside(out, resolve(o.dataDir)))
+    throw new AppError(400, "BAD_BACKUP_PATH", "write the backup outside the data dir (it would contain itself)");
   mkdirSync(dirname(out), { recursive: true });
   sweepStaleSnapshots(o.dataDir);
   mkdirSync(snapshotDir(o.dataDir), { recursive: true });
@@ -54,7 +73,12 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
     try {
       o.store.snapshotInto(snapshot);
     } catch (e) {
-      if (isStorageError(e)) throw new AppError(507, "INSUFFICIENT_STORAGE", "Not enough disk space in the data dir for the database snapshot");
+      if (isStorageError(e))
+        throw new AppError(
+          507,
+          "INSUFFICIENT_STORAGE",
+          "Not enough disk space in the data dir for the database snapshot",
+        );
       throw e;
     }
     const videoIds = BackupStore.withFile(snapshot, o.vecExtension, (snap) => snap.videoIds());
@@ -114,10 +138,18 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
     pack.finalize();
     await written;
     renameSync(partial, out);
-    return { file: out, bytes: statSync(out).size, videos: manifest.videos, files, include_models: o.includeModels, videos_without_files: missing };
+    return {
+      file: out,
+      bytes: statSync(out).size,
+      videos: manifest.videos,
+      files,
+      include_models: o.includeModels,
+      videos_without_files: missing,
+    };
   } catch (e) {
     rmSync(partial, { force: true });
-    if (isStorageError(e) && !(e instanceof AppError)) throw new AppError(507, "INSUFFICIENT_STORAGE", `Not enough disk space to write ${out}`);
+    if (isStorageError(e) && !(e instanceof AppError))
+      throw new AppError(507, "INSUFFICIENT_STORAGE", `Not enough disk space to write ${out}`);
     throw e;
   } finally {
     rmSync(snapshot, { force: true });

@@ -13,8 +13,18 @@ export class BackupService {
     private readonly o: { dataDir: string; modelsDir: string; vecExtension?: string; version: string },
   ) {}
 
-  create(opts: { out: string; includeModels: boolean; onProgress?: (done: number, total: number, what: string) => void }): Promise<BackupResult> {
-    return createBackup({ ...this.o, store: this.store, out: opts.out, includeModels: opts.includeModels, onProgress: opts.onProgress });
+  create(opts: {
+    out: string;
+    includeModels: boolean;
+    onProgress?: (done: number, total: number, what: string) => void;
+  }): Promise<BackupResult> {
+    return createBackup({
+      ...this.o,
+      store: this.store,
+      out: opts.out,
+      includeModels: opts.includeModels,
+      onProgress: opts.onProgress,
+    });
   }
 
   check(): IntegrityReport {

@@ -73,7 +73,10 @@ export class BackupStore {
     const foreignKeyViolations = this.db.query("PRAGMA foreign_key_check").all().length;
     const videos = this.db.query<{ id: string; source_path: string }, []>("SELECT id, source_path FROM videos").all();
     const jobs = Object.fromEntries(
-      this.db.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM jobs GROUP BY status").all().map((r) => [r.status, r.n]),
+      this.db
+        .query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM jobs GROUP BY status")
+        .all()
+        .map((r) => [r.status, r.n]),
     );
     return { integrity, foreignKeyViolations, videos, jobs };
   }

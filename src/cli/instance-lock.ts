@@ -75,7 +75,13 @@ export class InstanceLock {
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
         const fd = openSync(this.file, "wx", 0o644);
-        const me: LockInfo = { pid: process.pid, started_at: new Date().toISOString(), proc_start: processStartTicks(process.pid), boot_id: bootId(), ...info };
+        const me: LockInfo = {
+          pid: process.pid,
+          started_at: new Date().toISOString(),
+          proc_start: processStartTicks(process.pid),
+          boot_id: bootId(),
+          ...info,
+        };
         try {
           writeSync(fd, JSON.stringify(me));
         } catch (e) {

@@ -5,5 +5,9 @@ import { VERSION } from "../version.ts";
 
 /** Native paths for this process: node_modules in dev, extracted from the binary when compiled. */
 export function resolveRuntime(config: Config): Promise<AppRuntime> {
-  return prepareRuntime({ dataDir: config.dataDir, version: VERSION, overrides: { ffmpeg: config.ffmpegPath, ffprobe: config.ffprobePath } });
+  return prepareRuntime({
+    dataDir: config.dataDir,
+    version: VERSION,
+    overrides: { ffmpeg: config.ffmpegPath, ffprobe: config.ffprobePath },
+  });
 }

@@ -84,4 +84,5 @@ export class CollectionService {
   }
 }
 
-const taken = (name: string) => new AppError(409, "COLLECTION_NAME_TAKEN", `A collection named "${name}" already exists`);
+const taken = (name: string) =>
+  new AppError(409, "COLLECTION_NAME_TAKEN", `A collection named "${name}" already exists`);

@@ -21,7 +21,9 @@ export class CollectionStore {
   /** Returns false when the name is taken in this account (UNIQUE constraint). */
   insert(c: CollectionRow): boolean {
     try {
-      this.db.query("INSERT INTO collections (id, account_id, name, created_at) VALUES (?, ?, ?, ?)").run(c.id, c.user_id, c.name, c.created_at);
+      this.db
+        .query("INSERT INTO collections (id, account_id, name, created_at) VALUES (?, ?, ?, ?)")
+        .run(c.id, c.user_id, c.name, c.created_at);
       return true;
     } catch (e) {
       if (String((e as Error).message).includes("UNIQUE")) return false;
@@ -30,21 +32,29 @@ export class CollectionStore {
   }
 
   get(accountId: string, id: string): CollectionRow | null {
-    return this.db.query<CollectionRow, [string, string]>(`SELECT ${COLS} FROM collections WHERE account_id = ? AND id = ?`).get(accountId, id);
+    return this.db
+      .query<CollectionRow, [string, string]>(`SELECT ${COLS} FROM collections WHERE account_id = ? AND id = ?`)
+      .get(accountId, id);
   }
 
   findByName(accountId: string, name: string): CollectionRow | null {
-    return this.db.query<CollectionRow, [string, string]>(`SELECT ${COLS} FROM collections WHERE account_id = ? AND name = ?`).get(accountId, name);
+    return this.db
+      .query<CollectionRow, [string, string]>(`SELECT ${COLS} FROM collections WHERE account_id = ? AND name = ?`)
+      .get(accountId, name);
   }
 
   list(accountId: string, limit: number, offset: number): CollectionRow[] {
     return this.db
-      .query<CollectionRow, [string, number, number]>(`SELECT ${COLS} FROM collections WHERE account_id = ? ORDER BY rowid LIMIT ? OFFSET ?`)
+      .query<CollectionRow, [string, number, number]>(
+        `SELECT ${COLS} FROM collections WHERE account_id = ? ORDER BY rowid LIMIT ? OFFSET ?`,
+      )
       .all(accountId, limit, offset);
   }
 
   count(accountId: string): number {
-    return this.db.query<{ n: number }, [string]>("SELECT count(*) AS n FROM collections WHERE account_id = ?").get(accountId)!.n;
+    return this.db
+      .query<{ n: number }, [string]>("SELECT count(*) AS n FROM collections WHERE account_id = ?")
+      .get(accountId)!.n;
   }
 
   rename(accountId: string, id: string, name: string): boolean {

@@ -10,7 +10,9 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     .requiredOption("--name <name>", "display name")
     .option("--plan <plan>", "free | payg | enterprise", "enterprise")
     .action(async (opts: { name: string; plan: string }, cmd: Command) => {
-      const account = await ctx.withApp(cmd, (app) => app.services.accounts.createAccount({ name: opts.name, plan: opts.plan }));
+      const account = await ctx.withApp(cmd, (app) =>
+        app.services.accounts.createAccount({ name: opts.name, plan: opts.plan }),
+      );
       ctx.print(cmd, account, `Created account ${account.id} (${account.name}, plan ${account.plan})`);
     });
 
@@ -27,7 +29,11 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     .description("Delete an account: fires account.deleted to its webhooks, then purges all its data and files")
     .action(async (id: string, _o: unknown, cmd: Command) => {
       const r = await ctx.withApp(cmd, (app) => app.services.accountDeletion.delete(id));
-      ctx.print(cmd, r, `Deleted account ${r.user_id}: ${r.videos_deleted} video(s) purged; account.deleted sent to ${r.deliveries.length} endpoint(s) (${r.deliveries.map((d) => d.status).join(", ") || "none"})`);
+      ctx.print(
+        cmd,
+        r,
+        `Deleted account ${r.user_id}: ${r.videos_deleted} video(s) purged; account.deleted sent to ${r.deliveries.length} endpoint(s) (${r.deliveries.map((d) => d.status).join(", ") || "none"})`,
+      );
     });
 
   accounts
@@ -48,7 +54,12 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     .option("--admin", "give the admin role (needed to manage API keys)")
     .action(async (opts: { account: string; email: string; password: string; admin?: boolean }, cmd: Command) => {
       const user = await ctx.withApp(cmd, (app) =>
-        app.services.accounts.createUser({ account_id: opts.account, email: opts.email, password: opts.password, role: opts.admin ? "admin" : "member" }),
+        app.services.accounts.createUser({
+          account_id: opts.account,
+          email: opts.email,
+          password: opts.password,
+          role: opts.admin ? "admin" : "member",
+        }),
       );
       ctx.print(cmd, user, `Created ${user.role} ${user.email} (${user.id}) in account ${user.account_id}`);
     });

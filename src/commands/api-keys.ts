@@ -15,7 +15,11 @@ export function registerKeyCommands(program: Command, ctx: CliContext) {
         app.services.accounts.getAccount(opts.account);
         return app.services.apiKeys.create(opts.account, { name: opts.name, permissions: opts.permissions });
       });
-      ctx.print(cmd, key, `Created ${key.permissions} key ${key.id} "${key.name}"\n\n  ${key.key}\n\nThis secret is shown once; store it now.`);
+      ctx.print(
+        cmd,
+        key,
+        `Created ${key.permissions} key ${key.id} "${key.name}"\n\n  ${key.key}\n\nThis secret is shown once; store it now.`,
+      );
     });
 
   keys
@@ -26,7 +30,9 @@ export function registerKeyCommands(program: Command, ctx: CliContext) {
         app.services.accounts.getAccount(opts.account);
         return app.services.apiKeys.list(opts.account);
       });
-      ctx.print(cmd, list, () => table(list as never, ["id", "name", "prefix", "permissions", "last_used_at", "revoked_at"]));
+      ctx.print(cmd, list, () =>
+        table(list as never, ["id", "name", "prefix", "permissions", "last_used_at", "revoked_at"]),
+      );
     });
 
   keys

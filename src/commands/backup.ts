@@ -6,7 +6,9 @@ import { ProgressBar } from "../cli/progress.ts";
 export function registerBackupCommands(program: Command, ctx: CliContext) {
   program
     .command("backup <file>")
-    .description("Write one archive of the data dir (database snapshot, videos, thumbnails, model registry); safe while serve runs")
+    .description(
+      "Write one archive of the data dir (database snapshot, videos, thumbnails, model registry); safe while serve runs",
+    )
     .option("--include-models", "also carry the model folders (weights); default: only the registry")
     .action(async (file: string, opts: { includeModels?: boolean }, cmd: Command) => {
       const json = ctx.globals(cmd).json;
@@ -23,13 +25,17 @@ export function registerBackupCommands(program: Command, ctx: CliContext) {
         cmd,
         r,
         `Backup written to ${r.file} (${(r.bytes / 1048576).toFixed(1)} MiB, ${r.videos} videos, ${r.files} files${r.include_models ? ", with model weights" : ", model registry only"})` +
-          (r.videos_without_files.length ? `\n${r.videos_without_files.length} videos deleted during the backup were left out` : ""),
+          (r.videos_without_files.length
+            ? `\n${r.videos_without_files.length} videos deleted during the backup were left out`
+            : ""),
       );
     });
 
   program
     .command("check")
-    .description("Check the data dir: SQLite integrity, and that rows and files agree (run with serve stopped for an exact answer)")
+    .description(
+      "Check the data dir: SQLite integrity, and that rows and files agree (run with serve stopped for an exact answer)",
+    )
     .action(async (_o: unknown, cmd: Command) => {
       const r = await ctx.withApp(cmd, (app) => app.services.backup.check());
       ctx.print(cmd, r, () =>
@@ -37,7 +43,11 @@ export function registerBackupCommands(program: Command, ctx: CliContext) {
           r.ok ? "data dir ok" : "PROBLEMS FOUND",
           `sqlite     ${r.sqlite_integrity}; ${r.foreign_key_violations} foreign key violations`,
           `videos     ${r.videos}; ${r.videos_missing_source.length} without a source; ${r.orphan_video_dirs.length} folders without a row`,
-          `jobs       ${Object.entries(r.jobs).map(([k, v]) => `${v} ${k}`).join(", ") || "none"}`,
+          `jobs       ${
+            Object.entries(r.jobs)
+              .map(([k, v]) => `${v} ${k}`)
+              .join(", ") || "none"
+          }`,
           `temp       ${r.temp_uploads} temp uploads`,
           ...r.problems.map((p) => `problem    ${p}`),
         ].join("\n"),

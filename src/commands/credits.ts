@@ -18,7 +18,11 @@ export function registerCreditCommands(program: Command, ctx: CliContext) {
     .requiredOption("--account <id>", "account id (usr_…)")
     .action(async (opts: { account: string }, cmd: Command) => {
       await ctx.withApp(cmd, (app) => app.services.credits.setUnlimited(opts.account));
-      ctx.print(cmd, { user_id: opts.account, balance: null, metered: false }, `Account ${opts.account} is unlimited (not metered) again`);
+      ctx.print(
+        cmd,
+        { user_id: opts.account, balance: null, metered: false },
+        `Account ${opts.account} is unlimited (not metered) again`,
+      );
     });
   credits
     .command("show")
@@ -29,7 +33,9 @@ export function registerCreditCommands(program: Command, ctx: CliContext) {
         [
           `balance    ${r.balance === null ? "unlimited (not metered)" : r.balance}`,
           `low at     ${r.low_threshold}`,
-          ...r.ledger.map((l) => `${l.created_at}  ${l.delta > 0 ? "+" : ""}${l.delta}  ${l.reason}  → ${l.balance_after}`),
+          ...r.ledger.map(
+            (l) => `${l.created_at}  ${l.delta > 0 ? "+" : ""}${l.delta}  ${l.reason}  → ${l.balance_after}`,
+          ),
         ].join("\n"),
       );
     });

@@ -26,7 +26,11 @@ export interface CliIo {
 
 const defaultIo: CliIo = { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) };
 
-export function buildProgram(env: Record<string, string | undefined>, runtime: (c: Config) => Promise<AppRuntime>, io: CliIo = defaultIo) {
+export function buildProgram(
+  env: Record<string, string | undefined>,
+  runtime: (c: Config) => Promise<AppRuntime>,
+  io: CliIo = defaultIo,
+) {
   const ctx = createCliContext(env, runtime, io);
   const program = new Command("vsearch")
     .description("Self-hosted video search: index what is seen and said, find the moment.")
@@ -52,14 +56,20 @@ export function buildProgram(env: Record<string, string | undefined>, runtime: (
 }
 
 /** Runs the CLI; returns the exit code (0 ok, 1 error, 2 usage). Errors are one line on stderr. */
-export async function runCli(argv: string[], env: Record<string, string | undefined>, runtime: (c: Config) => Promise<AppRuntime>, io: CliIo = defaultIo): Promise<number> {
+export async function runCli(
+  argv: string[],
+  env: Record<string, string | undefined>,
+  runtime: (c: Config) => Promise<AppRuntime>,
+  io: CliIo = defaultIo,
+): Promise<number> {
   const program = buildProgram(env, runtime, io);
   try {
     await program.parseAsync(argv, { from: "user" });
     return 0;
   } catch (e) {
     if (e instanceof CommanderError) {
-      if (e.code === "commander.helpDisplayed" || e.code === "commander.version" || e.code === "commander.help") return 0;
+      if (e.code === "commander.helpDisplayed" || e.code === "commander.version" || e.code === "commander.help")
+        return 0;
       return 2;
     }
     io.stderr(`error: ${escapeControls(describe(e))}\n`);
@@ -68,7 +78,8 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
 }
 
 function describe(e: unknown): string {
-  if (e instanceof ValidationError) return e.issues.map((i) => `${i.loc.filter((l) => l !== "body").join(".")}: ${i.msg}`).join("; ");
+  if (e instanceof ValidationError)
+    return e.issues.map((i) => `${i.loc.filter((l) => l !== "body").join(".")}: ${i.msg}`).join("; ");
   if (e instanceof AppError) return `${e.message} (${e.code})`;
   if (e instanceof ConfigError) return `configuration: ${e.message}`;
   return e instanceof Error ? e.message : String(e);

@@ -4,7 +4,8 @@ import { JOB_STATUSES, type JobStatus } from "../jobs/schema.ts";
 
 /** A bad filter is a usage error (exit 2), as it is a 422 over HTTP — not an empty list. */
 const jobStatus = (v: string): JobStatus => {
-  if (!(JOB_STATUSES as readonly string[]).includes(v)) throw new InvalidArgumentError(`must be one of ${JOB_STATUSES.join(", ")}`);
+  if (!(JOB_STATUSES as readonly string[]).includes(v))
+    throw new InvalidArgumentError(`must be one of ${JOB_STATUSES.join(", ")}`);
   return v as JobStatus;
 };
 
@@ -16,14 +17,26 @@ export function registerJobCommands(program: Command, ctx: CliContext) {
     .option("--status <status>", "queued | pending | processing | done | failed", jobStatus)
     .option("--limit <n>", "how many", (v) => Number(v), 50)
     .action(async (opts: { account?: string; status?: JobStatus; limit: number }, cmd: Command) => {
-      if (!opts.account) cmd.error("error: required option '--account <id>' not specified", { exitCode: 2, code: "commander.missingMandatoryOptionValue" });
+      if (!opts.account)
+        cmd.error("error: required option '--account <id>' not specified", {
+          exitCode: 2,
+          code: "commander.missingMandatoryOptionValue",
+        });
       const account = opts.account;
       const list = await ctx.withApp(cmd, (app) => {
         app.services.accounts.getAccount(account);
         return app.services.jobs.list(account, { status: opts.status }, { page: 1, perPage: opts.limit }).items;
       });
       ctx.print(cmd, list, () =>
-        table(list.map((j) => ({ ...j, error: j.error ? j.error.code : null })) as never, ["id", "video_id", "status", "stage", "progress_pct", "error", "created_at"]),
+        table(list.map((j) => ({ ...j, error: j.error ? j.error.code : null })) as never, [
+          "id",
+          "video_id",
+          "status",
+          "stage",
+          "progress_pct",
+          "error",
+          "created_at",
+        ]),
       );
     });
   registerJobRetryCommand(jobs, ctx);
@@ -36,7 +49,13 @@ function registerJobRetryCommand(jobs: Command, ctx: CliContext) {
     .description("Run a failed job again from the start (after fixing what made it fail)")
     .option("--account <id>", "account id (usr_…); default: the job's own")
     .action(async (jobId: string, opts: { account?: string }, cmd: Command) => {
-      const job = await ctx.withApp(cmd, (app) => app.services.jobs.retry(opts.account ?? app.services.jobs.accountOf(jobId), jobId));
-      ctx.print(cmd, job, `Job ${job.id} queued again (video ${job.video_id}); a running server picks it up within a second, or run \`vsearch ingest\`/\`serve\``);
+      const job = await ctx.withApp(cmd, (app) =>
+        app.services.jobs.retry(opts.account ?? app.services.jobs.accountOf(jobId), jobId),
+      );
+      ctx.print(
+        cmd,
+        job,
+        `Job ${job.id} queued again (video ${job.video_id}); a running server picks it up within a second, or run \`vsearch ingest\`/\`serve\``,
+      );
     });
 }

@@ -42,7 +42,10 @@ export interface ReindexHint {
 export function reindexHint(app: App | null): ReindexHint {
   if (!app) return { videos: 0, command: "vsearch reindex" };
   const system = app.services.system;
-  const active = { imageText: system.activeModel("image-text")?.modelId ?? null, speech: system.activeModel("speech")?.modelId ?? null };
+  const active = {
+    imageText: system.activeModel("image-text")?.modelId ?? null,
+    speech: system.activeModel("speech")?.modelId ?? null,
+  };
   return { videos: app.services.videos.staleForModels(active).length, command: "vsearch reindex" };
 }
 
@@ -53,9 +56,14 @@ export function reindexLine(h: ReindexHint): string {
 }
 
 /** Where `pull` fetches from: `--base-url` / VSEARCH_MODELS_BASE_URL (a mirror), else the hub (HF_ENDPOINT). */
-function pullSource(ctx: CliContext, config: Config, flag: string | undefined): { baseUrl?: string; hubEndpoint: string } {
+function pullSource(
+  ctx: CliContext,
+  config: Config,
+  flag: string | undefined,
+): { baseUrl?: string; hubEndpoint: string } {
   const baseUrl = flag ?? config.modelsBaseUrl;
-  if (baseUrl !== undefined && baseUrl.trim() === "") throw new AppError(400, "INVALID_BASE_URL", "--base-url is empty");
+  if (baseUrl !== undefined && baseUrl.trim() === "")
+    throw new AppError(400, "INVALID_BASE_URL", "--base-url is empty");
   const hubEndpoint = ctx.env.HF_ENDPOINT?.trim() || DEFAULT_HF_ENDPOINT;
   if (baseUrl === undefined) checkEndpoint(hubEndpoint); // before a worker pool is started for nothing
   return { baseUrl, hubEndpoint };
@@ -81,11 +89,18 @@ function pullBar(ctx: CliContext, json: boolean) {
       stop: () => {},
     };
   }
-  const bar = new SingleBar({ stream: process.stderr, format: "{model} [{bar}] {percentage}% {have} / {size} {file}", barsize: 30, hideCursor: true, clearOnComplete: false });
+  const bar = new SingleBar({
+    stream: process.stderr,
+    format: "{model} [{bar}] {percentage}% {have} / {size} {file}",
+    barsize: 30,
+    hideCursor: true,
+    clearOnComplete: false,
+  });
   let started = false;
   return {
     update: (p: PullProgress) => {
-      const [value, total] = p.total !== null ? [p.bytes, p.total] : [p.fileBytes, p.fileTotal ?? Math.max(p.fileBytes, 1)];
+      const [value, total] =
+        p.total !== null ? [p.bytes, p.total] : [p.fileBytes, p.fileTotal ?? Math.max(p.fileBytes, 1)];
       const payload = { model: p.model, file: p.file, have: mib(value), size: mib(total) };
       if (!started) {
         bar.start(total, value, payload);
@@ -108,7 +123,8 @@ function installedLine(r: InstallResult): string {
   const lines = [
     `Installed ${m.name} (${m.role}, ${m.dtype}) as ${m.model_id}${r.activated ? ", now the active " + m.role + " model" : ""}: ${m.files.length} files, ${mib(size)}`,
   ];
-  if (r.skipped.length) lines.push(`  skipped ${r.skipped.length} ONNX file(s) not used at ${m.dtype}: ${r.skipped.join(", ")}`);
+  if (r.skipped.length)
+    lines.push(`  skipped ${r.skipped.length} ONNX file(s) not used at ${m.dtype}: ${r.skipped.join(", ")}`);
   if (r.replaced) lines.push(`  replaces ${r.replaced}: videos indexed with it need \`vsearch reindex\``);
   return lines.join("\n");
 }
@@ -156,49 +172,89 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
     .option("--dtype <dtype>", "q8 | fp32, when the folder has both (default q8)")
     .option("--no-activate", "install without making it the role's active model")
     .option("--no-load-check", "skip loading the model in the inference pool before installing")
-    .action(async (source: string, o: { role?: string; name?: string; dtype?: string; activate: boolean; loadCheck: boolean }, cmd: Command) => {
-      const role = o.role === undefined ? undefined : parseRole(o.role);
-      if (o.dtype !== undefined && o.dtype !== "q8" && o.dtype !== "fp32") throw new AppError(400, "INVALID_MODEL", `--dtype must be q8 or fp32, got "${o.dtype}"`);
-      const r = await withInstallApp(ctx, cmd, o.loadCheck, async (svc, verifyLoad, app) => {
-        const installed = await svc.importModel(source, { role, name: o.name, dtype: o.dtype as WeightDtype | undefined, activate: o.activate, verifyLoad });
-        return { ...installed, reindex: reindexHint(app) };
-      });
-      ctx.print(cmd, r, () => `${installedLine(r)}\n${reindexLine(r.reindex)}`);
-    });
+    .action(
+      async (
+        source: string,
+        o: { role?: string; name?: string; dtype?: string; activate: boolean; loadCheck: boolean },
+        cmd: Command,
+      ) => {
+        const role = o.role === undefined ? undefined : parseRole(o.role);
+        if (o.dtype !== undefined && o.dtype !== "q8" && o.dtype !== "fp32")
+          throw new AppError(400, "INVALID_MODEL", `--dtype must be q8 or fp32, got "${o.dtype}"`);
+        const r = await withInstallApp(ctx, cmd, o.loadCheck, async (svc, verifyLoad, app) => {
+          const installed = await svc.importModel(source, {
+            role,
+            name: o.name,
+            dtype: o.dtype as WeightDtype | undefined,
+            activate: o.activate,
+            verifyLoad,
+          });
+          return { ...installed, reindex: reindexHint(app) };
+        });
+        ctx.print(cmd, r, () => `${installedLine(r)}\n${reindexLine(r.reindex)}`);
+      },
+    );
 
   models
     .command("pull [names...]")
-    .description("Download models from the Hugging Face hub (or a mirror): the default set unless named; hash-checked and resumable")
-    .option("--base-url <url>", "a mirror serving <url>/<name>/<file> instead of the hub (env VSEARCH_MODELS_BASE_URL); {name} is replaced when present")
+    .description(
+      "Download models from the Hugging Face hub (or a mirror): the default set unless named; hash-checked and resumable",
+    )
+    .option(
+      "--base-url <url>",
+      "a mirror serving <url>/<name>/<file> instead of the hub (env VSEARCH_MODELS_BASE_URL); {name} is replaced when present",
+    )
     .option("--retries <n>", "extra attempts per file after a dropped connection", "3")
     .option("--no-activate", "install without making them the active models")
     .option("--no-load-check", "skip loading each model in the inference pool before installing")
-    .action(async (names: string[], o: { baseUrl?: string; retries: string; activate: boolean; loadCheck: boolean }, cmd: Command) => {
-      const from = pullSource(ctx, ctx.config(cmd), o.baseUrl);
-      const retries = Number(o.retries);
-      if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new AppError(400, "INVALID_MODEL", `--retries must be 0-100, got "${o.retries}"`);
-      const list = names.length > 0 ? names : builtinManifest().default;
-      const json = Boolean(ctx.globals(cmd).json);
-      const { results, reindex } = await withInstallApp(ctx, cmd, o.loadCheck, async (svc, verifyLoad, app) => {
-        const out = [];
-        for (const name of list) {
-          const bar = pullBar(ctx, json);
-          try {
-            const r = await svc.pull(name, { ...from, retries, activate: o.activate, verifyLoad, onProgress: (p) => bar.update(p) });
-            out.push(r);
-            bar.stop();
-            if (!json) ctx.stdout(installedLine(r) + `\n  from ${r.from}${r.commit ? ` (commit ${r.commit})` : ""}\n`);
-            if (!json && r.unverified.length) ctx.stderr(`warning: ${name}: no sha256 published for ${r.unverified.join(", ")}; recorded as downloaded (trust on first use)\n`);
-          } finally {
-            bar.stop();
+    .action(
+      async (
+        names: string[],
+        o: { baseUrl?: string; retries: string; activate: boolean; loadCheck: boolean },
+        cmd: Command,
+      ) => {
+        const from = pullSource(ctx, ctx.config(cmd), o.baseUrl);
+        const retries = Number(o.retries);
+        if (!Number.isInteger(retries) || retries < 0 || retries > 100)
+          throw new AppError(400, "INVALID_MODEL", `--retries must be 0-100, got "${o.retries}"`);
+        const list = names.length > 0 ? names : builtinManifest().default;
+        const json = Boolean(ctx.globals(cmd).json);
+        const { results, reindex } = await withInstallApp(ctx, cmd, o.loadCheck, async (svc, verifyLoad, app) => {
+          const out = [];
+          for (const name of list) {
+            const bar = pullBar(ctx, json);
+            try {
+              const r = await svc.pull(name, {
+                ...from,
+                retries,
+                activate: o.activate,
+                verifyLoad,
+                onProgress: (p) => bar.update(p),
+              });
+              out.push(r);
+              bar.stop();
+              if (!json)
+                ctx.stdout(installedLine(r) + `\n  from ${r.from}${r.commit ? ` (commit ${r.commit})` : ""}\n`);
+              if (!json && r.unverified.length)
+                ctx.stderr(
+                  `warning: ${name}: no sha256 published for ${r.unverified.join(", ")}; recorded as downloaded (trust on first use)\n`,
+                );
+            } finally {
+              bar.stop();
+            }
           }
-        }
-        return { results: out, reindex: reindexHint(app) };
-      });
-      // JSON stays a list of installs (one per model); each carries the reindex count after all of them.
-      if (json) ctx.print(cmd, results.map((r) => ({ ...r, reindex })), "");
-      else ctx.stdout(reindexLine(reindex) + "\n");
-    });
+          return { results: out, reindex: reindexHint(app) };
+        });
+        // JSON stays a list of installs (one per model); each carries the reindex count after all of them.
+        if (json)
+          ctx.print(
+            cmd,
+            results.map((r) => ({ ...r, reindex })),
+            "",
+          );
+        else ctx.stdout(reindexLine(reindex) + "\n");
+      },
+    );
 
   models
     .command("verify [name]")
@@ -213,14 +269,21 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
                 [
                   `${r.ok ? "ok  " : "FAIL"}  ${r.model_id}  (${r.checked} files checked)`,
                   ...r.missing.map((p) => `      missing   ${p}`),
-                  ...r.mismatched.map((m) => `      changed   ${m.path} (sha256 ${m.actual_sha256.slice(0, 12)}…, expected ${m.expected_sha256.slice(0, 12)}…)`),
+                  ...r.mismatched.map(
+                    (m) =>
+                      `      changed   ${m.path} (sha256 ${m.actual_sha256.slice(0, 12)}…, expected ${m.expected_sha256.slice(0, 12)}…)`,
+                  ),
                 ].join("\n"),
               )
               .join("\n"),
       );
       const bad = reports.filter((r) => !r.ok);
       if (bad.length) {
-        throw new AppError(409, "MODEL_VERIFY_FAILED", `${bad.map((r) => r.name).join(", ")} failed verification; re-import or pull ${bad.length === 1 ? "it" : "them"} again`);
+        throw new AppError(
+          409,
+          "MODEL_VERIFY_FAILED",
+          `${bad.map((r) => r.name).join(", ")} failed verification; re-import or pull ${bad.length === 1 ? "it" : "them"} again`,
+        );
       }
     });
 

@@ -14,10 +14,22 @@ export function registerRestoreCommand(program: Command, ctx: CliContext) {
       const holder = new InstanceLock(config.dataDir).read();
       const serverRunning = Boolean(holder && holder.pid !== process.pid && holderAlive(holder));
       const runtime = await ctx.runtime(config);
-      const r = await restoreBackup({ archive: file, dataDir: config.dataDir, force: Boolean(opts.force), vecExtension: runtime.vecExtension, serverRunning });
+      const r = await restoreBackup({
+        archive: file,
+        dataDir: config.dataDir,
+        force: Boolean(opts.force),
+        vecExtension: runtime.vecExtension,
+        serverRunning,
+      });
       ctx.print(
         cmd,
-        { data_dir: r.data_dir, files: r.files, videos: r.integrity.videos, jobs: r.integrity.jobs, backup: r.manifest },
+        {
+          data_dir: r.data_dir,
+          files: r.files,
+          videos: r.integrity.videos,
+          jobs: r.integrity.jobs,
+          backup: r.manifest,
+        },
         [
           `Restored ${r.integrity.videos} videos (${r.files} files) from ${file} into ${r.data_dir}`,
           `backup made ${r.manifest.created_at} by vsearch ${r.manifest.vsearch_version}`,

@@ -3,7 +3,13 @@ import { type CliContext, table } from "../cli/context.ts";
 import { AppError } from "../core/errors.ts";
 import { parseSearchRequest, type SearchResult } from "../search/schema.ts";
 
-const list = (v: string, prev: string[] = []) => [...prev, ...v.split(",").map((s) => s.trim()).filter(Boolean)];
+const list = (v: string, prev: string[] = []) => [
+  ...prev,
+  ...v
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean),
+];
 
 /** `vsearch search "…" --account ID`: the same SearchService as POST /v1/search, printed as a table of moments. */
 export function registerSearchCommands(program: Command, ctx: CliContext) {
@@ -22,7 +28,17 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
     .action(
       async (
         query: string,
-        opts: { account: string; collection?: string; video?: string; modes?: string[]; labels?: string[]; page: string; perPage: string; minScore?: string; includeHidden?: boolean },
+        opts: {
+          account: string;
+          collection?: string;
+          video?: string;
+          modes?: string[];
+          labels?: string[];
+          page: string;
+          perPage: string;
+          minScore?: string;
+          includeHidden?: boolean;
+        },
         cmd: Command,
       ) => {
         const result = await ctx.withApp(cmd, (app) => {
@@ -30,7 +46,12 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
           let collectionId: string | undefined;
           if (opts.collection !== undefined) {
             const c = app.services.collections.findByName(opts.account, opts.collection);
-            if (!c) throw new AppError(404, "COLLECTION_NOT_FOUND", `No collection named "${opts.collection}" in ${opts.account}`);
+            if (!c)
+              throw new AppError(
+                404,
+                "COLLECTION_NOT_FOUND",
+                `No collection named "${opts.collection}" in ${opts.account}`,
+              );
             collectionId = c.id;
           }
           // The same one validation as the HTTP form: field names as in the form.
@@ -47,7 +68,21 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
           });
           return app.services.search.search(opts.account, req);
         });
-        ctx.print(cmd, { data: result.videos, meta: { total: result.total, page: result.page, per_page: result.perPage, facets: result.facets, modes: result.modes, skipped_modes: result.skippedModes } }, () => human(result));
+        ctx.print(
+          cmd,
+          {
+            data: result.videos,
+            meta: {
+              total: result.total,
+              page: result.page,
+              per_page: result.perPage,
+              facets: result.facets,
+              modes: result.modes,
+              skipped_modes: result.skippedModes,
+            },
+          },
+          () => human(result),
+        );
       },
     );
 }
@@ -68,5 +103,11 @@ function human(r: SearchResult): string {
   );
   const skipped = Object.entries(r.skippedModes).map(([m, why]) => `skipped ${m}: ${why}`);
   const head = `${r.total} matching video${r.total === 1 ? "" : "s"} (page ${r.page}, modes ${r.modes.join(", ") || "none"})`;
-  return [head, ...skipped, rows.length ? table(rows, ["rank", "video", "type", "start", "end", "score", "threshold", "text", "hidden"]) : "No moment matched."].join("\n");
+  return [
+    head,
+    ...skipped,
+    rows.length
+      ? table(rows, ["rank", "video", "type", "start", "end", "score", "threshold", "text", "hidden"])
+      : "No moment matched.",
+  ].join("\n");
 }

@@ -25,7 +25,9 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
       }
       if (await portInUse(config.host, config.port).catch(() => false)) {
         lock.release();
-        throw new Error(`port ${config.port} on ${config.host} is already in use (another vsearch serve or another program); stop it or pick another --port`);
+        throw new Error(
+          `port ${config.port} on ${config.host} is already in use (another vsearch serve or another program); stop it or pick another --port`,
+        );
       }
       const logger = createLogger(config.logLevel);
       let app;
@@ -43,7 +45,11 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
       lock.update({ url });
       await app.start();
       logger.info("listening", { url, data_dir: config.dataDir });
-      ctx.print(cmd, { url, data_dir: config.dataDir, pid: process.pid }, `vsearch listening on ${url} (data dir ${config.dataDir})`);
+      ctx.print(
+        cmd,
+        { url, data_dir: config.dataDir, pid: process.pid },
+        `vsearch listening on ${url} (data dir ${config.dataDir})`,
+      );
 
       await new Promise<void>((resolve) => {
         const stop = async (signal: string) => {

@@ -9,14 +9,19 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
     .command("openapi")
     .description("Print the OpenAPI 3.1 document")
     .action(async (_o: unknown, cmd: Command) => {
-      const doc = await ctx.withApp(cmd, async (app) => (await app.fetch(new Request("http://local/v1/openapi.json"))).json());
+      const doc = await ctx.withApp(cmd, async (app) =>
+        (await app.fetch(new Request("http://local/v1/openapi.json"))).json(),
+      );
       ctx.stdout(JSON.stringify(doc, null, 2) + "\n");
     });
 
   program
     .command("doctor")
     .description("Check the native runtime, the store, the models and which accelerator is used (and why)")
-    .option("--model-dir <dir>", "also run this model folder once in a worker (default: the installed image-text model)")
+    .option(
+      "--model-dir <dir>",
+      "also run this model folder once in a worker (default: the installed image-text model)",
+    )
     .action(async (opts: { modelDir?: string }, cmd: Command) => {
       const report = await ctx.withApp(cmd, async (app) => {
         const system = app.services.system;
@@ -29,7 +34,10 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
           device: device.device === "unavailable" ? "cpu" : (device.device as "cpu"),
         });
         // Not failures (the service runs without models) but each missing piece, with its fix.
-        const coverage = app.services.videos.modelCoverage({ imageText: clip?.modelId ?? null, speech: speech?.modelId ?? null });
+        const coverage = app.services.videos.modelCoverage({
+          imageText: clip?.modelId ?? null,
+          speech: speech?.modelId ?? null,
+        });
         const warnings: { role: string; code: string; message: string; videos: number; fix: string }[] = [];
         for (const [role, m, adds] of [
           ["image-text", clip, "visual search (video and scene modes) and shot labels"],

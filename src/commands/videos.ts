@@ -7,7 +7,19 @@ import { type CliContext, table } from "../cli/context.ts";
 import { InstanceLock } from "../cli/instance-lock.ts";
 import { ProgressBar } from "../cli/progress.ts";
 
-const VIDEO_EXTENSIONS = new Set([".mp4", ".m4v", ".mov", ".avi", ".webm", ".mkv", ".mpg", ".mpeg", ".ts", ".m2ts", ".3gp"]);
+const VIDEO_EXTENSIONS = new Set([
+  ".mp4",
+  ".m4v",
+  ".mov",
+  ".avi",
+  ".webm",
+  ".mkv",
+  ".mpg",
+  ".mpeg",
+  ".ts",
+  ".m2ts",
+  ".3gp",
+]);
 
 /** Files given, plus video files found by walking folders (sorted, so runs are reproducible). */
 export function collectVideoFiles(paths: string[]): { files: string[]; missing: string[] } {
@@ -50,7 +62,9 @@ function noteSkipped(app: App, accountId: string, rows: IngestRow[]): void {
   for (const r of rows) {
     if (r.status !== "indexed" || !r.video_id) continue;
     const stages = app.services.videos.get(r.account_id ?? accountId, r.video_id).stages;
-    r.skipped_stages = Object.fromEntries(Object.entries(stages).flatMap(([k, v]) => (v.status === "skipped" ? [[k, v.reason ?? "skipped"]] : [])));
+    r.skipped_stages = Object.fromEntries(
+      Object.entries(stages).flatMap(([k, v]) => (v.status === "skipped" ? [[k, v.reason ?? "skipped"]] : [])),
+    );
   }
 }
 
@@ -65,7 +79,10 @@ export function skippedLines(rows: IngestRow[]): string[] {
       g.videos.add(r.video_id!);
     }
   }
-  return [...byReason].map(([reason, g]) => `skipped ${[...g.stages].join(", ")} on ${g.videos.size} video${g.videos.size === 1 ? "" : "s"}: ${reason}`);
+  return [...byReason].map(
+    ([reason, g]) =>
+      `skipped ${[...g.stages].join(", ")} on ${g.videos.size} video${g.videos.size === 1 ? "" : "s"}: ${reason}`,
+  );
 }
 
 export function registerVideoCommands(program: Command, ctx: CliContext) {
@@ -77,50 +94,83 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
     .option("--no-wait", "queue the jobs and return without waiting for indexing")
     .option("--force", "index files the collection already holds again (same content hash); default: skip them")
     .option("--timeout <secs>", "give up waiting after this many seconds", (v) => Number(v), 24 * 3600)
-    .action(async (paths: string[], opts: { account: string; collection: string; wait: boolean; force?: boolean; timeout: number }, cmd: Command) => {
-      const config = ctx.config(cmd);
-      const json = ctx.globals(cmd).json;
-      const { files, missing } = collectVideoFiles(paths);
-      if (files.length === 0) throw new AppError(400, "NO_FILES", `no video files found in ${paths.join(", ")}${missing.length ? ` (missing: ${missing.join(", ")})` : ""}`);
-      // Without a running server this process must do the indexing itself, so it takes the lock.
-      const lock = new InstanceLock(config.dataDir);
-      const rows: IngestRow[] = missing.map((p) => ({ path: p, video_id: null, job_id: null, status: "skipped", error: "not found" }));
-      const result = await ctx.withApp(cmd, async (app) => {
-        app.services.accounts.getAccount(opts.account);
-        const col =
-          app.services.collections.findByName(opts.account, opts.collection) ?? app.services.collections.create(opts.account, { name: opts.collection });
-        const bar = new ProgressBar(ctx.stderr, !json && process.stderr.isTTY);
-        for (const [i, path] of files.entries()) {
-          bar.update(i, files.length, `queueing ${path}`);
-          try {
-            const r = await app.services.uploads.ingestFile(opts.account, col.id, path, { force: opts.force });
-            rows.push({ path, video_id: r.video_id, job_id: r.job_id, status: r.status, error: null });
-          } catch (e) {
-            // Another ingest added the same bytes between our check and our insert.
-            if (e instanceof AppError && e.code === "DUPLICATE_CONTENT") {
-              rows.push({ path, video_id: null, job_id: null, status: "unchanged", error: null });
-              continue;
+    .action(
+      async (
+        paths: string[],
+        opts: { account: string; collection: string; wait: boolean; force?: boolean; timeout: number },
+        cmd: Command,
+      ) => {
+        const config = ctx.config(cmd);
+        const json = ctx.globals(cmd).json;
+        const { files, missing } = collectVideoFiles(paths);
+        if (files.length === 0)
+          throw new AppError(
+            400,
+            "NO_FILES",
+            `no video files found in ${paths.join(", ")}${missing.length ? ` (missing: ${missing.join(", ")})` : ""}`,
+          );
+        // Without a running server this process must do the indexing itself, so it takes the lock.
+        const lock = new InstanceLock(config.dataDir);
+        const rows: IngestRow[] = missing.map((p) => ({
+          path: p,
+          video_id: null,
+          job_id: null,
+          status: "skipped",
+          error: "not found",
+        }));
+        const result = await ctx.withApp(cmd, async (app) => {
+          app.services.accounts.getAccount(opts.account);
+          const col =
+            app.services.collections.findByName(opts.account, opts.collection) ??
+            app.services.collections.create(opts.account, { name: opts.collection });
+          const bar = new ProgressBar(ctx.stderr, !json && process.stderr.isTTY);
+          for (const [i, path] of files.entries()) {
+            bar.update(i, files.length, `queueing ${path}`);
+            try {
+              const r = await app.services.uploads.ingestFile(opts.account, col.id, path, { force: opts.force });
+              rows.push({ path, video_id: r.video_id, job_id: r.job_id, status: r.status, error: null });
+            } catch (e) {
+              // Another ingest added the same bytes between our check and our insert.
+              if (e instanceof AppError && e.code === "DUPLICATE_CONTENT") {
+                rows.push({ path, video_id: null, job_id: null, status: "unchanged", error: null });
+                continue;
+              }
+              rows.push({
+                path,
+                video_id: null,
+                job_id: null,
+                status: "skipped",
+                error: e instanceof AppError ? `${e.code}: ${e.message}` : String(e),
+              });
             }
-            rows.push({ path, video_id: null, job_id: null, status: "skipped", error: e instanceof AppError ? `${e.code}: ${e.message}` : String(e) });
           }
-        }
-        bar.done();
-        if (opts.wait) {
-          await waitForJobs(app, opts.account, rows, lock, opts.timeout, bar);
-          noteSkipped(app, opts.account, rows);
-        }
-        return { collection_id: col.id, files: rows };
-      });
-      const counts = rows.reduce<Record<string, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {});
-      ctx.print(cmd, { ...result, summary: counts }, () =>
-        [table(rows as never, ["path", "status", "video_id", "error"]), "", Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", "), ...skippedLines(rows)].join("\n"),
-      );
-      if (rows.some((r) => r.status === "failed" || r.status === "skipped")) process.exitCode = 1;
-    });
+          bar.done();
+          if (opts.wait) {
+            await waitForJobs(app, opts.account, rows, lock, opts.timeout, bar);
+            noteSkipped(app, opts.account, rows);
+          }
+          return { collection_id: col.id, files: rows };
+        });
+        const counts = rows.reduce<Record<string, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {});
+        ctx.print(cmd, { ...result, summary: counts }, () =>
+          [
+            table(rows as never, ["path", "status", "video_id", "error"]),
+            "",
+            Object.entries(counts)
+              .map(([k, v]) => `${v} ${k}`)
+              .join(", "),
+            ...skippedLines(rows),
+          ].join("\n"),
+        );
+        if (rows.some((r) => r.status === "failed" || r.status === "skipped")) process.exitCode = 1;
+      },
+    );
 
   program
     .command("reindex")
-    .description("Re-run indexing for videos built with other models than the active ones (after `models import`/`pull`)")
+    .description(
+      "Re-run indexing for videos built with other models than the active ones (after `models import`/`pull`)",
+    )
     .option("--account <id>", "only this account")
     .option("--all", "re-index every video, not only the stale ones")
     .option("--no-wait", "queue the jobs and return")
@@ -130,19 +180,49 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
       const lock = new InstanceLock(config.dataDir);
       const rows: IngestRow[] = [];
       await ctx.withApp(cmd, async (app) => {
-        const active = { imageText: app.services.system.activeModel("image-text")?.modelId ?? null, speech: app.services.system.activeModel("speech")?.modelId ?? null };
-        const ids = opts.all ? app.services.videos.allIds(opts.account) : app.services.videos.staleForModels(active, opts.account);
-        for (const q of app.services.videos.requeue(ids)) rows.push({ path: q.video_id, account_id: q.account_id, video_id: q.video_id, job_id: q.job_id, status: "queued", error: null });
-        if (opts.wait && rows.length) await waitForJobs(app, opts.account ?? "", rows, lock, 24 * 3600, new ProgressBar(ctx.stderr, !json && process.stderr.isTTY));
+        const active = {
+          imageText: app.services.system.activeModel("image-text")?.modelId ?? null,
+          speech: app.services.system.activeModel("speech")?.modelId ?? null,
+        };
+        const ids = opts.all
+          ? app.services.videos.allIds(opts.account)
+          : app.services.videos.staleForModels(active, opts.account);
+        for (const q of app.services.videos.requeue(ids))
+          rows.push({
+            path: q.video_id,
+            account_id: q.account_id,
+            video_id: q.video_id,
+            job_id: q.job_id,
+            status: "queued",
+            error: null,
+          });
+        if (opts.wait && rows.length)
+          await waitForJobs(
+            app,
+            opts.account ?? "",
+            rows,
+            lock,
+            24 * 3600,
+            new ProgressBar(ctx.stderr, !json && process.stderr.isTTY),
+          );
       });
       ctx.print(cmd, { requeued: rows.length, videos: rows }, () =>
-        rows.length ? table(rows as never, ["video_id", "job_id", "status", "error"]) : "Every video is indexed with the active models; nothing to do.",
+        rows.length
+          ? table(rows as never, ["video_id", "job_id", "status", "error"])
+          : "Every video is indexed with the active models; nothing to do.",
       );
       if (rows.some((r) => r.status === "failed")) process.exitCode = 1;
     });
 }
 
-export async function waitForJobs(app: App, accountId: string, rows: IngestRow[], lock: InstanceLock, timeoutSecs: number, bar: ProgressBar) {
+export async function waitForJobs(
+  app: App,
+  accountId: string,
+  rows: IngestRow[],
+  lock: InstanceLock,
+  timeoutSecs: number,
+  bar: ProgressBar,
+) {
   const pending = rows.filter((r) => r.job_id);
   if (!pending.length) return;
   const own = lock.acquire({});
@@ -159,7 +239,11 @@ export async function waitForJobs(app: App, accountId: string, rows: IngestRow[]
         if (job.status === "done" || job.status === "failed") done++;
         pct += job.status === "done" || job.status === "failed" ? 100 : job.progress_pct;
       }
-      bar.update(pct / 100, pending.length, `${done}/${pending.length} indexed${own.ok ? "" : " (by the running server)"}`);
+      bar.update(
+        pct / 100,
+        pending.length,
+        `${done}/${pending.length} indexed${own.ok ? "" : " (by the running server)"}`,
+      );
       if (done === pending.length) break;
       await Bun.sleep(500);
     }

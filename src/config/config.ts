@@ -189,11 +189,17 @@ const num = (name: string, v: string | undefined): number | undefined => {
   return n;
 };
 const ocrThreads = (n: number): number => {
-  if (!Number.isInteger(n) || n < 0 || n > 8) throw new ConfigError(`VSEARCH_OCR_THREADS must be an integer from 0 to 8, got ${n}`);
+  if (!Number.isInteger(n) || n < 0 || n > 8)
+    throw new ConfigError(`VSEARCH_OCR_THREADS must be an integer from 0 to 8, got ${n}`);
   return n;
 };
 const list = (v: string | undefined): string[] | undefined =>
-  v === undefined ? undefined : v.split(",").map((s) => s.trim()).filter(Boolean);
+  v === undefined
+    ? undefined
+    : v
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
 
 function readConfigFile(dataDir: string): z.infer<typeof fileSchema> {
   const file = join(dataDir, "config.json");
@@ -212,17 +218,17 @@ function readConfigFile(dataDir: string): z.infer<typeof fileSchema> {
   return parsed.data;
 }
 
-export function loadConfig(
-  flags: ConfigFlags = {},
-  env: Record<string, string | undefined> = {},
-): Config {
+export function loadConfig(flags: ConfigFlags = {}, env: Record<string, string | undefined> = {}): Config {
   const dataDir = resolve(flags.dataDir ?? env.VSEARCH_DATA_DIR ?? "./vsearch-data");
   const file = readConfigFile(dataDir);
   const pick = <T>(...vals: (T | undefined)[]): T | undefined => vals.find((v) => v !== undefined);
 
   const rateLimits = { ...DEFAULT_RATE_LIMITS };
   for (const g of RATE_GROUPS) {
-    const v = pick(num(`VSEARCH_RATE_LIMIT_${g.toUpperCase()}`, env[`VSEARCH_RATE_LIMIT_${g.toUpperCase()}`]), file.rate_limits?.[g]);
+    const v = pick(
+      num(`VSEARCH_RATE_LIMIT_${g.toUpperCase()}`, env[`VSEARCH_RATE_LIMIT_${g.toUpperCase()}`]),
+      file.rate_limits?.[g],
+    );
     if (v !== undefined) rateLimits[g] = v;
   }
   const device = pick(env.VSEARCH_DEVICE, file.device) ?? "auto";
@@ -233,13 +239,17 @@ export function loadConfig(
   if (signedInt8Weights !== "auto" && signedInt8Weights !== "off") {
     throw new ConfigError(`VSEARCH_SIGNED_INT8_WEIGHTS must be auto or off, got "${signedInt8Weights}"`);
   }
-  const speechMaxTokens = pick(num("VSEARCH_SPEECH_MAX_TOKENS", env.VSEARCH_SPEECH_MAX_TOKENS), file.speech_max_tokens) ?? 224;
+  const speechMaxTokens =
+    pick(num("VSEARCH_SPEECH_MAX_TOKENS", env.VSEARCH_SPEECH_MAX_TOKENS), file.speech_max_tokens) ?? 224;
   if (!Number.isInteger(speechMaxTokens) || speechMaxTokens < 16 || speechMaxTokens > 440) {
     throw new ConfigError(`VSEARCH_SPEECH_MAX_TOKENS must be an integer in 16..440, got ${speechMaxTokens}`);
   }
-  const frameIntervalSecs = pick(num("VSEARCH_FRAME_INTERVAL_SECS", env.VSEARCH_FRAME_INTERVAL_SECS), file.frame_interval_secs) ?? 1;
+  const frameIntervalSecs =
+    pick(num("VSEARCH_FRAME_INTERVAL_SECS", env.VSEARCH_FRAME_INTERVAL_SECS), file.frame_interval_secs) ?? 1;
   if (!(frameIntervalSecs >= 0.1 && frameIntervalSecs <= 60)) {
-    throw new ConfigError(`VSEARCH_FRAME_INTERVAL_SECS must be a number of seconds in 0.1..60, got ${frameIntervalSecs}`);
+    throw new ConfigError(
+      `VSEARCH_FRAME_INTERVAL_SECS must be a number of seconds in 0.1..60, got ${frameIntervalSecs}`,
+    );
   }
   const frameLoopFilter = pick(env.VSEARCH_FRAME_LOOP_FILTER, file.frame_loop_filter) ?? "auto";
   if (frameLoopFilter !== "auto" && frameLoopFilter !== "exact" && frameLoopFilter !== "skip") {
@@ -248,12 +258,17 @@ export function loadConfig(
   // Default 0 (one per core): on two quiet cores the split made the 250-frame bench clip ready in
   // 0.66× the time of one process; with other work holding a core it can be slower
   // (BENCHMARKS.md "Split decode").
-  const frameDecodeProcesses = pick(num("VSEARCH_FRAME_DECODE_PROCESSES", env.VSEARCH_FRAME_DECODE_PROCESSES), file.frame_decode_processes) ?? 0;
+  const frameDecodeProcesses =
+    pick(num("VSEARCH_FRAME_DECODE_PROCESSES", env.VSEARCH_FRAME_DECODE_PROCESSES), file.frame_decode_processes) ?? 0;
   if (!Number.isInteger(frameDecodeProcesses) || frameDecodeProcesses < 0 || frameDecodeProcesses > 64) {
-    throw new ConfigError(`VSEARCH_FRAME_DECODE_PROCESSES must be an integer in 0..64 (0: one per core), got ${frameDecodeProcesses}`);
+    throw new ConfigError(
+      `VSEARCH_FRAME_DECODE_PROCESSES must be an integer in 0..64 (0: one per core), got ${frameDecodeProcesses}`,
+    );
   }
-  const modelIdleUnloadSecs = pick(num("VSEARCH_MODEL_IDLE_UNLOAD_SECS", env.VSEARCH_MODEL_IDLE_UNLOAD_SECS), file.model_idle_unload_secs) ?? 300;
-  if (modelIdleUnloadSecs < 0) throw new ConfigError(`VSEARCH_MODEL_IDLE_UNLOAD_SECS must be 0 or more, got ${modelIdleUnloadSecs}`);
+  const modelIdleUnloadSecs =
+    pick(num("VSEARCH_MODEL_IDLE_UNLOAD_SECS", env.VSEARCH_MODEL_IDLE_UNLOAD_SECS), file.model_idle_unload_secs) ?? 300;
+  if (modelIdleUnloadSecs < 0)
+    throw new ConfigError(`VSEARCH_MODEL_IDLE_UNLOAD_SECS must be 0 or more, got ${modelIdleUnloadSecs}`);
   const logLevel = pick(flags.logLevel, env.VSEARCH_LOG_LEVEL as Config["logLevel"], file.log_level) ?? "info";
   const port = pick(flags.port, num("VSEARCH_PORT", env.VSEARCH_PORT), file.port) ?? 8080;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`port must be 0-65535, got ${port}`);
@@ -268,22 +283,29 @@ export function loadConfig(
   }
   const corsOrigins = pick(list(env.VSEARCH_CORS_ORIGINS), file.cors_origins) ?? [];
   for (const o of corsOrigins) {
-    if (!/^https?:\/\/[^/\s]+$/.test(o)) throw new ConfigError(`cors_origins: "${o}" is not an origin like https://app.example.com`);
+    if (!/^https?:\/\/[^/\s]+$/.test(o))
+      throw new ConfigError(`cors_origins: "${o}" is not an origin like https://app.example.com`);
   }
 
-  const rateLimitMaxClients = pick(num("VSEARCH_RATE_LIMIT_MAX_CLIENTS", env.VSEARCH_RATE_LIMIT_MAX_CLIENTS), file.rate_limit_max_clients) ?? 500_000;
+  const rateLimitMaxClients =
+    pick(num("VSEARCH_RATE_LIMIT_MAX_CLIENTS", env.VSEARCH_RATE_LIMIT_MAX_CLIENTS), file.rate_limit_max_clients) ??
+    500_000;
   if (!Number.isInteger(rateLimitMaxClients) || rateLimitMaxClients < 1000) {
     throw new ConfigError(`rate_limit_max_clients must be an integer ≥ 1000, got ${rateLimitMaxClients}`);
   }
 
-  const retry = pick(list(env.VSEARCH_WEBHOOK_RETRY_DELAYS)?.map((s) => num("VSEARCH_WEBHOOK_RETRY_DELAYS", s)!), file.webhook_retry_delays);
+  const retry = pick(
+    list(env.VSEARCH_WEBHOOK_RETRY_DELAYS)?.map((s) => num("VSEARCH_WEBHOOK_RETRY_DELAYS", s)!),
+    file.webhook_retry_delays,
+  );
 
   return {
     dataDir,
     host: pick(flags.host, env.VSEARCH_HOST, file.host) ?? "127.0.0.1",
     port,
     logLevel,
-    maxUploadBytes: pick(num("VSEARCH_MAX_UPLOAD_BYTES", env.VSEARCH_MAX_UPLOAD_BYTES), file.max_upload_bytes) ?? 5 * 1024 ** 3,
+    maxUploadBytes:
+      pick(num("VSEARCH_MAX_UPLOAD_BYTES", env.VSEARCH_MAX_UPLOAD_BYTES), file.max_upload_bytes) ?? 5 * 1024 ** 3,
     maxJsonBytes: 1024 * 1024,
     modelsDir: resolve(dataDir, pick(env.VSEARCH_MODELS_DIR, file.models_dir) ?? "models"),
     modelsBaseUrl: pick(env.VSEARCH_MODELS_BASE_URL, file.models_base_url),
@@ -303,18 +325,23 @@ export function loadConfig(
     ocrThreads: ocrThreads(pick(num("VSEARCH_OCR_THREADS", env.VSEARCH_OCR_THREADS), file.ocr_threads) ?? 1),
     ffmpegPath: pick(env.VSEARCH_FFMPEG_PATH, file.ffmpeg_path),
     ffprobePath: pick(env.VSEARCH_FFPROBE_PATH, file.ffprobe_path),
-    sessionTtlSecs: pick(num("VSEARCH_SESSION_TTL_SECS", env.VSEARCH_SESSION_TTL_SECS), file.session_ttl_secs) ?? 12 * 3600,
+    sessionTtlSecs:
+      pick(num("VSEARCH_SESSION_TTL_SECS", env.VSEARCH_SESSION_TTL_SECS), file.session_ttl_secs) ?? 12 * 3600,
     presignTtlSecs: pick(num("VSEARCH_PRESIGN_TTL_SECS", env.VSEARCH_PRESIGN_TTL_SECS), file.presign_ttl_secs) ?? 3600,
     publicBaseUrl: pick(env.VSEARCH_PUBLIC_BASE_URL, file.public_base_url),
     webhookRetryDelaysSecs: retry ?? [30, 60],
-    webhookTimeoutMs: pick(num("VSEARCH_WEBHOOK_TIMEOUT_MS", env.VSEARCH_WEBHOOK_TIMEOUT_MS), file.webhook_timeout_ms) ?? 10_000,
+    webhookTimeoutMs:
+      pick(num("VSEARCH_WEBHOOK_TIMEOUT_MS", env.VSEARCH_WEBHOOK_TIMEOUT_MS), file.webhook_timeout_ms) ?? 10_000,
     allowNetworks: pick(list(env.VSEARCH_WEBHOOK_ALLOW_NETWORKS), file.allow_networks) ?? [],
     trustedProxies,
     corsOrigins,
     rateLimitMaxClients,
     rateLimits,
-    creditsPerMinute: pick(num("VSEARCH_CREDITS_PER_MINUTE", env.VSEARCH_CREDITS_PER_MINUTE), file.credits_per_minute) ?? 1,
-    creditsPerSearch: pick(num("VSEARCH_CREDITS_PER_SEARCH", env.VSEARCH_CREDITS_PER_SEARCH), file.credits_per_search) ?? 0.1,
-    creditsLowThreshold: pick(num("VSEARCH_CREDITS_LOW_THRESHOLD", env.VSEARCH_CREDITS_LOW_THRESHOLD), file.credits_low_threshold) ?? 100,
+    creditsPerMinute:
+      pick(num("VSEARCH_CREDITS_PER_MINUTE", env.VSEARCH_CREDITS_PER_MINUTE), file.credits_per_minute) ?? 1,
+    creditsPerSearch:
+      pick(num("VSEARCH_CREDITS_PER_SEARCH", env.VSEARCH_CREDITS_PER_SEARCH), file.credits_per_search) ?? 0.1,
+    creditsLowThreshold:
+      pick(num("VSEARCH_CREDITS_LOW_THRESHOLD", env.VSEARCH_CREDITS_LOW_THRESHOLD), file.credits_low_threshold) ?? 100,
   };
 }

@@ -14,7 +14,20 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-export type IdPrefix = "usr" | "acc" | "col" | "vid" | "job" | "key" | "wh" | "del" | "evt" | "req" | "ses" | "fb" | "mbr";
+export type IdPrefix =
+  | "usr"
+  | "acc"
+  | "col"
+  | "vid"
+  | "job"
+  | "key"
+  | "wh"
+  | "del"
+  | "evt"
+  | "req"
+  | "ses"
+  | "fb"
+  | "mbr";
 
 /** Prefixed random id, e.g. `vid_3kT9…` (SPEC §2). */
 export const newId = (prefix: IdPrefix): string => `${prefix}_${randomBase62(20)}`;

@@ -21,7 +21,11 @@ export function isIoError(e: unknown): boolean {
 }
 
 export const insufficientStorage = () =>
-  new AppError(507, "INSUFFICIENT_STORAGE", "The server's disk is full; nothing was written. Reads still work; retry once space is freed");
+  new AppError(
+    507,
+    "INSUFFICIENT_STORAGE",
+    "The server's disk is full; nothing was written. Reads still work; retry once space is freed",
+  );
 
 /** Below this much free space the data dir counts as full for `/readyz`. */
 const MIN_FREE_BYTES = 1024 * 1024;

@@ -18,7 +18,11 @@ function issueType(issue: ZodIssue, input: unknown): string {
     case "invalid_type":
       return input === undefined ? "missing" : `${issue.expected}_type`;
     case "too_small":
-      return issue.origin === "string" ? "string_too_short" : issue.origin === "array" ? "too_short" : "greater_than_equal";
+      return issue.origin === "string"
+        ? "string_too_short"
+        : issue.origin === "array"
+          ? "too_short"
+          : "greater_than_equal";
     case "too_big":
       return issue.origin === "string" ? "string_too_long" : issue.origin === "array" ? "too_long" : "less_than_equal";
     case "invalid_value":
@@ -45,7 +49,8 @@ const ECHO_DEPTH = 3;
  */
 export function boundedEcho(v: unknown, depth = 0): unknown {
   if (typeof v === "string") return v.length > ECHO_STRING ? `${v.slice(0, ECHO_STRING)}…` : v;
-  if (v === null || typeof v !== "object") return typeof v === "bigint" || typeof v === "function" || typeof v === "symbol" ? String(v) : v;
+  if (v === null || typeof v !== "object")
+    return typeof v === "bigint" || typeof v === "function" || typeof v === "symbol" ? String(v) : v;
   if (depth >= ECHO_DEPTH) return Array.isArray(v) ? "[…]" : "{…}";
   if (Array.isArray(v)) {
     const out = v.slice(0, ECHO_ITEMS).map((x) => boundedEcho(x, depth + 1));
@@ -61,7 +66,10 @@ export function boundedEcho(v: unknown, depth = 0): unknown {
       out["…"] = "more keys";
       break;
     }
-    out[k.length > ECHO_STRING ? `${k.slice(0, ECHO_STRING)}…` : k] = boundedEcho((v as Record<string, unknown>)[k], depth + 1);
+    out[k.length > ECHO_STRING ? `${k.slice(0, ECHO_STRING)}…` : k] = boundedEcho(
+      (v as Record<string, unknown>)[k],
+      depth + 1,
+    );
   }
   return out;
 }
@@ -77,7 +85,12 @@ function convertIssues(issues: readonly ZodIssue[], data: unknown, root: string)
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
         const path = [...issue.path, key];
-        out.push({ loc: [root, ...(path as (string | number)[])], msg: "Extra inputs are not permitted", type: "extra_forbidden", input: valueAt(data, path) });
+        out.push({
+          loc: [root, ...(path as (string | number)[])],
+          msg: "Extra inputs are not permitted",
+          type: "extra_forbidden",
+          input: valueAt(data, path),
+        });
         if (out.length > MAX_ISSUES) return out;
       }
       continue;

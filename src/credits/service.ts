@@ -29,14 +29,27 @@ export class CreditService {
     private readonly bus: EventPublisher,
   ) {}
 
-  show(accountId: string): { user_id: string; balance: number | null; metered: boolean; low_threshold: number; ledger: LedgerRow[] } {
+  show(accountId: string): {
+    user_id: string;
+    balance: number | null;
+    metered: boolean;
+    low_threshold: number;
+    ledger: LedgerRow[];
+  } {
     const balance = this.store.balance(accountId);
     if (balance === undefined) throw notFound("NOT_FOUND", `Account ${accountId}`);
-    return { user_id: accountId, balance, metered: balance !== null, low_threshold: this.settings.lowThreshold, ledger: this.store.ledger(accountId, 20) };
+    return {
+      user_id: accountId,
+      balance,
+      metered: balance !== null,
+      low_threshold: this.settings.lowThreshold,
+      ledger: this.store.ledger(accountId, 20),
+    };
   }
 
   grant(accountId: string, amount: number): { balance: number } {
-    if (!Number.isFinite(amount) || amount <= 0) throw new AppError(400, "INVALID_AMOUNT", "amount must be a positive number");
+    if (!Number.isFinite(amount) || amount <= 0)
+      throw new AppError(400, "INVALID_AMOUNT", "amount must be a positive number");
     if (this.store.balance(accountId) === undefined) throw notFound("NOT_FOUND", `Account ${accountId}`);
     const after = this.uow.run(() => {
       const wasUnlimited = this.store.balance(accountId) === null;

@@ -13,7 +13,9 @@ export class CreditStore {
   constructor(private readonly db: Database) {}
 
   balance(accountId: string): number | null | undefined {
-    const row = this.db.query<{ b: number | null }, [string]>("SELECT credits_balance AS b FROM accounts WHERE id = ?").get(accountId);
+    const row = this.db
+      .query<{ b: number | null }, [string]>("SELECT credits_balance AS b FROM accounts WHERE id = ?")
+      .get(accountId);
     return row ? row.b : undefined;
   }
 
@@ -34,7 +36,9 @@ export class CreditStore {
 
   ledger(accountId: string, limit: number): LedgerRow[] {
     return this.db
-      .query<LedgerRow, [string, number]>("SELECT id, delta, reason, balance_after, created_at FROM credit_ledger WHERE account_id = ? ORDER BY id DESC LIMIT ?")
+      .query<LedgerRow, [string, number]>(
+        "SELECT id, delta, reason, balance_after, created_at FROM credit_ledger WHERE account_id = ? ORDER BY id DESC LIMIT ?",
+      )
       .all(accountId, limit);
   }
 }

@@ -52,7 +52,8 @@ export function jsonShape(text: string, maxDepth = Infinity, maxValues = Infinit
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
     if (inString) {
-      if (ch === 0x5c) i++; // backslash: skip the escaped char
+      if (ch === 0x5c)
+        i++; // backslash: skip the escaped char
       else if (ch === 0x22) inString = false;
     } else if (ch === 0x22) inString = true;
     else if (ch === 0x5b || ch === 0x7b) {
@@ -85,7 +86,8 @@ function fieldCount(ct: string, text: string | null, bytes: Uint8Array): number 
   return n - 1; // the closing delimiter is not a part
 }
 
-const tooMany = (msg: string, max: number) => new ValidationError([{ loc: ["body"], msg, type: "too_many_fields", ctx: { max } }]);
+const tooMany = (msg: string, max: number) =>
+  new ValidationError([{ loc: ["body"], msg, type: "too_many_fields", ctx: { max } }]);
 
 const tooLarge = (limit: number) => new AppError(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${limit} bytes`);
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -105,21 +107,32 @@ export function bodyGuard(limit: number): MiddlewareHandler<AppEnv> {
       try {
         text = utf8.decode(bytes);
       } catch {
-        throw new ValidationError([{ loc: ["body"], msg: "Request body is not valid UTF-8", type: "unicode_decode_error" }]);
+        throw new ValidationError([
+          { loc: ["body"], msg: "Request body is not valid UTF-8", type: "unicode_decode_error" },
+        ]);
       }
       if (ct.startsWith("application/") && ct.includes("json")) {
         const shape = jsonShape(text, MAX_JSON_DEPTH, MAX_JSON_VALUES);
         if (shape.depth > MAX_JSON_DEPTH) {
           throw new ValidationError([
-            { loc: ["body"], msg: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`, type: "json_too_deep", ctx: { max_depth: MAX_JSON_DEPTH } },
+            {
+              loc: ["body"],
+              msg: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
+              type: "json_too_deep",
+              ctx: { max_depth: MAX_JSON_DEPTH },
+            },
           ]);
         }
-        if (shape.values > MAX_JSON_VALUES) throw tooMany(`JSON with more than ${MAX_JSON_VALUES} values`, MAX_JSON_VALUES);
+        if (shape.values > MAX_JSON_VALUES)
+          throw tooMany(`JSON with more than ${MAX_JSON_VALUES} values`, MAX_JSON_VALUES);
       } else if (fieldCount(ct, text, bytes) > MAX_FORM_FIELDS) {
         throw tooMany(`More than ${MAX_FORM_FIELDS} form fields`, MAX_FORM_FIELDS);
       }
       (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text);
-    } else if (ct.startsWith("multipart/form-data") && fieldCount(c.req.header("content-type") ?? "", null, bytes) > MAX_FORM_FIELDS) {
+    } else if (
+      ct.startsWith("multipart/form-data") &&
+      fieldCount(c.req.header("content-type") ?? "", null, bytes) > MAX_FORM_FIELDS
+    ) {
       throw tooMany(`More than ${MAX_FORM_FIELDS} multipart parts`, MAX_FORM_FIELDS);
     }
     (c.req.bodyCache as Record<string, unknown>).arrayBuffer = Promise.resolve(bytes.buffer as ArrayBuffer);

@@ -28,7 +28,12 @@ export const tookMs = (c: Context<AppEnv>): number => Math.round((performance.no
 
 /** The success envelope of SPEC §2. */
 export function ok<T>(c: Context<AppEnv>, data: T): ReturnType<typeof envelopeJson<T, 200>>;
-export function ok<T, S extends ContentfulStatusCode>(c: Context<AppEnv>, data: T, status: S, meta?: MetaExtra): ReturnType<typeof envelopeJson<T, S>>;
+export function ok<T, S extends ContentfulStatusCode>(
+  c: Context<AppEnv>,
+  data: T,
+  status: S,
+  meta?: MetaExtra,
+): ReturnType<typeof envelopeJson<T, S>>;
 export function ok<T>(c: Context<AppEnv>, data: T, status: ContentfulStatusCode = 200, meta: MetaExtra = {}) {
   return envelopeJson(c, data, status, meta);
 }

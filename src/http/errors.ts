@@ -12,7 +12,13 @@ export function validationResponse(c: Context<AppEnv>, issues: ValidationIssue[]
   return c.json({ detail }, 422);
 }
 
-export function errorResponse(c: Context<AppEnv>, status: ContentfulStatusCode, code: string, message: string, headers: Record<string, string> = {}) {
+export function errorResponse(
+  c: Context<AppEnv>,
+  status: ContentfulStatusCode,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+) {
   for (const [k, v] of Object.entries(headers)) c.header(k, v);
   return c.json({ detail: { code, message } }, status);
 }
@@ -26,7 +32,12 @@ export function handleError(err: Error, c: Context<AppEnv>) {
     // The client went away mid-request (an abandoned upload): nothing failed on this side and
     // nobody is left to answer. Logged as what it is, counted as 499 (nginx's "client closed").
     c.get("log")?.info("client closed the connection", { err: err?.message });
-    return errorResponse(c, 499 as ContentfulStatusCode, "CLIENT_CLOSED_REQUEST", "The client closed the connection before the request was complete");
+    return errorResponse(
+      c,
+      499 as ContentfulStatusCode,
+      "CLIENT_CLOSED_REQUEST",
+      "The client closed the connection before the request was complete",
+    );
   }
   if (err instanceof ValidationError) return validationResponse(c, err.issues);
   if (!(err instanceof AppError) && isStorageError(err)) {
@@ -34,23 +45,46 @@ export function handleError(err: Error, c: Context<AppEnv>) {
     c.get("log")?.warn("write refused: disk full", { err: err?.message });
     err = insufficientStorage();
   }
-  if (err instanceof AppError) return errorResponse(c, err.status as ContentfulStatusCode, err.code, err.message, err.headers);
+  if (err instanceof AppError)
+    return errorResponse(c, err.status as ContentfulStatusCode, err.code, err.message, err.headers);
   if (err instanceof HTTPException) {
     // Hono's body validators: malformed JSON / form → 400, undeclared content type → 415.
     // Clients of this API get the FastAPI 422 shape for every body problem.
     if (err.status === 400) {
-      return validationResponse(c, [{ loc: ["body"], msg: err.message || "Malformed request body", type: "json_invalid" }]);
+      return validationResponse(c, [
+        { loc: ["body"], msg: err.message || "Malformed request body", type: "json_invalid" },
+      ]);
     }
     if (err.status === 415) {
       const ct = c.req.header("content-type") ?? "";
       return validationResponse(c, [
-        { loc: ["body"], msg: `Unsupported Content-Type${ct ? ` "${ct}"` : " (none sent)"}; see /v1/openapi.json for this route's body type`, type: "content_type", input: ct || null },
+        {
+          loc: ["body"],
+          msg: `Unsupported Content-Type${ct ? ` "${ct}"` : " (none sent)"}; see /v1/openapi.json for this route's body type`,
+          type: "content_type",
+          input: ct || null,
+        },
       ]);
     }
-    return errorResponse(c, err.status as ContentfulStatusCode, err.status === 404 ? "NOT_FOUND" : "HTTP_ERROR", err.message || "Request failed");
+    return errorResponse(
+      c,
+      err.status as ContentfulStatusCode,
+      err.status === 404 ? "NOT_FOUND" : "HTTP_ERROR",
+      err.message || "Request failed",
+    );
   }
-  c.get("log")?.error("unhandled error", { err: err?.message, name: err?.name, code: (err as { code?: string })?.code, stack: err?.stack });
-  return errorResponse(c, 500, "INTERNAL_ERROR", `Internal error; quote request id ${c.get("requestId")} when reporting it`);
+  c.get("log")?.error("unhandled error", {
+    err: err?.message,
+    name: err?.name,
+    code: (err as { code?: string })?.code,
+    stack: err?.stack,
+  });
+  return errorResponse(
+    c,
+    500,
+    "INTERNAL_ERROR",
+    `Internal error; quote request id ${c.get("requestId")} when reporting it`,
+  );
 }
 
 export const notFoundHandler = (c: Context<AppEnv>) =>

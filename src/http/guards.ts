@@ -35,7 +35,11 @@ export function declaredBodyLimit(config: Pick<Config, "maxUploadBytes">): Middl
   return async (c, next) => {
     const cl = c.req.header("content-length");
     if (cl && /^\d+$/.test(cl) && Number(cl) > max) {
-      throw new AppError(413, "UPLOAD_TOO_LARGE", `The request body (${cl} bytes declared) exceeds the upload limit of ${config.maxUploadBytes} bytes`);
+      throw new AppError(
+        413,
+        "UPLOAD_TOO_LARGE",
+        `The request body (${cl} bytes declared) exceeds the upload limit of ${config.maxUploadBytes} bytes`,
+      );
     }
     return next();
   };
@@ -48,8 +52,25 @@ export function corsFor(origins: readonly string[]): MiddlewareHandler<AppEnv> |
   return cors({
     origin: (origin) => (allowed.has(origin) ? origin : null),
     allowMethods: ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"],
-    allowHeaders: ["Authorization", "Content-Type", "X-Request-Id", "Range", "If-None-Match", "If-Range", "Idempotency-Key"],
-    exposeHeaders: ["X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "Content-Range", "ETag", "Allow"],
+    allowHeaders: [
+      "Authorization",
+      "Content-Type",
+      "X-Request-Id",
+      "Range",
+      "If-None-Match",
+      "If-Range",
+      "Idempotency-Key",
+    ],
+    exposeHeaders: [
+      "X-Request-Id",
+      "X-RateLimit-Limit",
+      "X-RateLimit-Remaining",
+      "X-RateLimit-Reset",
+      "Retry-After",
+      "Content-Range",
+      "ETag",
+      "Allow",
+    ],
     maxAge: 600,
   }) as MiddlewareHandler<AppEnv>;
 }
@@ -86,5 +107,8 @@ function patternOf(path: string): RegExp {
 
 export function methodNotAllowed(c: Context<AppEnv>, allow: string[]) {
   c.header("Allow", allow.join(", "));
-  return c.json({ detail: { code: "METHOD_NOT_ALLOWED", message: `${c.req.method} is not allowed here; use ${allow.join(", ")}` } }, 405);
+  return c.json(
+    { detail: { code: "METHOD_NOT_ALLOWED", message: `${c.req.method} is not allowed here; use ${allow.join(", ")}` } },
+    405,
+  );
 }

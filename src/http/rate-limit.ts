@@ -85,7 +85,10 @@ export const rateHeaders = (r: RateResult) => ({
   "X-RateLimit-Reset": String(r.resetSecs),
 });
 
-export function rateExceeded(r: RateResult, message = `Rate limit of ${r.limit} requests per minute exceeded; retry in ${r.resetSecs} s`) {
+export function rateExceeded(
+  r: RateResult,
+  message = `Rate limit of ${r.limit} requests per minute exceeded; retry in ${r.resetSecs} s`,
+) {
   return new AppError(429, "RATE_LIMIT_EXCEEDED", message, { ...rateHeaders(r), "Retry-After": String(r.resetSecs) });
 }
 

@@ -19,19 +19,35 @@ export interface RouteSpec extends Omit<RouteConfig, "middleware"> {
   maxBody?: number | "stream";
 }
 
-const jsonError = (description: string, schema = errorSchema) => ({ description, content: { "application/json": { schema } } });
+const jsonError = (description: string, schema = errorSchema) => ({
+  description,
+  content: { "application/json": { schema } },
+});
 
 /** A success answer: `schema` as the `data` of the `{data, meta}` envelope. */
-export const dataResponse = <T extends z.ZodType>(description: string, schema: T) => ({ description, content: { "application/json": { schema: envelopeOf(schema) } } });
+export const dataResponse = <T extends z.ZodType>(description: string, schema: T) => ({
+  description,
+  content: { "application/json": { schema: envelopeOf(schema) } },
+});
 
 /** A required JSON request body. */
-export const jsonBody = <T extends z.ZodType>(schema: T) => ({ required: true as const, content: { "application/json": { schema } } });
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  required: true as const,
+  content: { "application/json": { schema } },
+});
 
 /** Response headers, as `#/components/headers/…` (registered once in api/app.ts: `RESPONSE_HEADERS`). */
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 export const RESPONSE_HEADERS = {
-  RequestId: { description: "The caller's X-Request-Id when it is 1–128 of [A-Za-z0-9._:-], else a new `req_…` id (also `meta.request_id`)", schema: { type: "string" } },
-  RateLimitLimit: { description: "Requests allowed per minute for this credential and route group", schema: { type: "integer" } },
+  RequestId: {
+    description:
+      "The caller's X-Request-Id when it is 1–128 of [A-Za-z0-9._:-], else a new `req_…` id (also `meta.request_id`)",
+    schema: { type: "string" },
+  },
+  RateLimitLimit: {
+    description: "Requests allowed per minute for this credential and route group",
+    schema: { type: "integer" },
+  },
   RateLimitRemaining: { description: "Requests left in the current window", schema: { type: "integer" } },
   RateLimitReset: { description: "Seconds until the window resets", schema: { type: "integer" } },
   RetryAfter: { description: "Seconds to wait before retrying", schema: { type: "integer" } },
@@ -69,25 +85,43 @@ export function defineRoute<R extends RouteSpec>(deps: HttpDeps, spec: R) {
   if (rateGroup) middleware.push(rateLimit(deps.limiter, rateGroup));
   if (maxBody !== "stream") middleware.push(bodyGuard(maxBody ?? deps.config.maxJsonBytes));
   const responses: RouteConfig["responses"] = { ...route.responses };
-  responses[422] ??= { description: "Validation error", content: { "application/json": { schema: validationErrorSchema } } };
+  responses[422] ??= {
+    description: "Validation error",
+    content: { "application/json": { schema: validationErrorSchema } },
+  };
   if (access !== "public") {
-    responses[401] ??= jsonError("Missing, invalid or revoked credential (UNAUTHORIZED, INVALID_API_KEY, SESSION_EXPIRED)");
+    responses[401] ??= jsonError(
+      "Missing, invalid or revoked credential (UNAUTHORIZED, INVALID_API_KEY, SESSION_EXPIRED)",
+    );
     responses[403] ??= jsonError("Credential lacks the permission (FORBIDDEN)");
   }
   if (rateGroup) responses[429] ??= jsonError("Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After");
-  if (route.method !== "get") responses[507] ??= jsonError("The server's disk is full (INSUFFICIENT_STORAGE); nothing was written");
+  if (route.method !== "get")
+    responses[507] ??= jsonError("The server's disk is full (INSUFFICIENT_STORAGE); nothing was written");
   // The body guard reads every body but GET/HEAD ones; a streamed route documents its own cap.
-  if (maxBody !== "stream" && route.method !== "get" && route.method !== "head") responses[413] ??= jsonError("Body over the route's cap (PAYLOAD_TOO_LARGE)");
+  if (maxBody !== "stream" && route.method !== "get" && route.method !== "head")
+    responses[413] ??= jsonError("Body over the route's cap (PAYLOAD_TOO_LARGE)");
   responses[500] ??= jsonError("Unexpected error (INTERNAL_ERROR); the server log has it under the request id");
   for (const [status, r] of Object.entries(responses)) {
-    if (r && !("$ref" in r)) responses[status] = { ...r, headers: { ...headersFor(status, !!rateGroup), ...(r.headers as object | undefined) } } as typeof r;
+    if (r && !("$ref" in r))
+      responses[status] = {
+        ...r,
+        headers: { ...headersFor(status, !!rateGroup), ...(r.headers as object | undefined) },
+      } as typeof r;
   }
   return createRoute({
     ...route,
     responses,
-    security: access === "public" ? [] : access === "admin_session" ? [{ sessionToken: [] }] : [{ apiKey: [] }, { sessionToken: [] }],
+    security:
+      access === "public"
+        ? []
+        : access === "admin_session"
+          ? [{ sessionToken: [] }]
+          : [{ apiKey: [] }, { sessionToken: [] }],
     middleware,
-  } as unknown as RouteConfig) as unknown as Omit<R, "access" | "rateGroup" | "maxBody"> & { middleware: MiddlewareHandler<AppEnv>[] };
+  } as unknown as RouteConfig) as unknown as Omit<R, "access" | "rateGroup" | "maxBody"> & {
+    middleware: MiddlewareHandler<AppEnv>[];
+  };
 }
 
 export { jsonError };

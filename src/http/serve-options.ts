@@ -26,7 +26,8 @@ export function bunServeOptions(app: FetchHandler, config: Pick<Config, "host" |
   return {
     hostname: config.host,
     port: config.port,
-    fetch: (req: Request, server: Bun.Server<unknown>) => (req.url.startsWith("http") ? app.fetch(req, server) : badHost()),
+    fetch: (req: Request, server: Bun.Server<unknown>) =>
+      req.url.startsWith("http") ? app.fetch(req, server) : badHost(),
     maxRequestBodySize: Math.max(config.maxUploadBytes + BODY_OVERHEAD_BYTES, 2 ** 52),
     idleTimeout: 255,
     development: false,

@@ -90,7 +90,10 @@ export class IndexStore {
   }
 
   private ids(sql: string, videoId: string): number[] {
-    return this.db.query<{ id: number }, [string]>(sql).all(videoId).map((r) => r.id);
+    return this.db
+      .query<{ id: number }, [string]>(sql)
+      .all(videoId)
+      .map((r) => r.id);
   }
 
   replaceFrames(scope: VideoScope, frames: FrameInput[], modelId: string): number[] {
@@ -102,10 +105,19 @@ export class IndexStore {
       );
       const vec = this.db.query("INSERT INTO frame_vectors (frame_id, embedding) VALUES (?, ?)");
       const table = frames.length ? this.vecTable("frames", frames[0].embedding.length) : null;
-      const vecIndex = table ? this.db.query(`INSERT INTO ${table} (id, account_id, embedding) VALUES (?, ?, ?)`) : null;
+      const vecIndex = table
+        ? this.db.query(`INSERT INTO ${table} (id, account_id, embedding) VALUES (?, ?, ?)`)
+        : null;
       const ids: number[] = [];
       for (const f of frames) {
-        const { id } = insert.get(scope.videoId, scope.accountId, scope.collectionId, f.shotIndex, f.timestamp, modelId)!;
+        const { id } = insert.get(
+          scope.videoId,
+          scope.accountId,
+          scope.collectionId,
+          f.shotIndex,
+          f.timestamp,
+          modelId,
+        )!;
         vec.run(id, blob(f.embedding));
         vecIndex?.run(id, scope.accountId, blob(f.embedding));
         ids.push(id);
@@ -125,12 +137,23 @@ export class IndexStore {
       const vec = this.db.query("INSERT INTO shot_vectors (shot_id, embedding) VALUES (?, ?)");
       const withVec = shots.find((s) => s.embedding);
       const table = withVec ? this.vecTable("shots", withVec.embedding!.length) : null;
-      const vecIndex = table ? this.db.query(`INSERT INTO ${table} (id, account_id, embedding) VALUES (?, ?, ?)`) : null;
+      const vecIndex = table
+        ? this.db.query(`INSERT INTO ${table} (id, account_id, embedding) VALUES (?, ?, ?)`)
+        : null;
       const ids: number[] = [];
       for (const s of shots) {
         const { id } = insert.get(
-          scope.videoId, scope.accountId, scope.collectionId, s.shotIndex, s.start, s.end, s.keyframe,
-          s.thumbnailPath, JSON.stringify(s.labels), s.caption, s.embedding ? modelId : null,
+          scope.videoId,
+          scope.accountId,
+          scope.collectionId,
+          s.shotIndex,
+          s.start,
+          s.end,
+          s.keyframe,
+          s.thumbnailPath,
+          JSON.stringify(s.labels),
+          s.caption,
+          s.embedding ? modelId : null,
         )!;
         if (s.embedding) {
           vec.run(id, blob(s.embedding));
@@ -148,7 +171,8 @@ export class IndexStore {
       const insert = this.db.query(
         "INSERT INTO transcript_segments (video_id, account_id, collection_id, start_secs, end_secs, text, model_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
       );
-      for (const s of segments) insert.run(scope.videoId, scope.accountId, scope.collectionId, s.start, s.end, s.text, modelId);
+      for (const s of segments)
+        insert.run(scope.videoId, scope.accountId, scope.collectionId, s.start, s.end, s.text, modelId);
     })();
   }
 
@@ -161,7 +185,19 @@ export class IndexStore {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
       for (const l of lines) {
-        insert.run(scope.videoId, scope.accountId, scope.collectionId, l.start, l.end, l.text, l.confidence, l.box.x, l.box.y, l.box.w, l.box.h);
+        insert.run(
+          scope.videoId,
+          scope.accountId,
+          scope.collectionId,
+          l.start,
+          l.end,
+          l.text,
+          l.confidence,
+          l.box.x,
+          l.box.y,
+          l.box.w,
+          l.box.h,
+        );
       }
     })();
   }
@@ -176,7 +212,9 @@ export class IndexStore {
   }
 
   /** The video's frames in time order, with their model and whether the exact vector is stored (checks and tests). */
-  framesOf(videoId: string): { id: number; timestamp: number; shot_index: number; model_id: string; has_vector: boolean }[] {
+  framesOf(
+    videoId: string,
+  ): { id: number; timestamp: number; shot_index: number; model_id: string; has_vector: boolean }[] {
     return this.db
       .query<{ id: number; timestamp: number; shot_index: number; model_id: string; has_vector: number }, [string]>(
         `SELECT f.id, f.timestamp, f.shot_index, f.model_id, EXISTS (SELECT 1 FROM frame_vectors v WHERE v.frame_id = f.id) AS has_vector
@@ -191,8 +229,6 @@ export class IndexStore {
     this.deleteVectors("frames", this.ids("SELECT id FROM frames WHERE video_id = ?", videoId));
     this.deleteVectors("shots", this.ids("SELECT id FROM shots WHERE video_id = ?", videoId));
   }
-
-
 
   /**
    * Ready videos indexed with a model other than the active one — or not indexed for a role at
@@ -209,16 +245,31 @@ export class IndexStore {
    * model (`vsearch reindex`): indexed without one or with another version. One pass, for
    * `reindex`, `doctor` and the model commands' hints.
    */
-  modelCoverage(active: { imageText: string | null; speech: string | null }, accountId?: string): Record<"image-text" | "speech", { without: string[]; stale: string[] }> {
+  modelCoverage(
+    active: { imageText: string | null; speech: string | null },
+    accountId?: string,
+  ): Record<"image-text" | "speech", { without: string[]; stale: string[] }> {
     const rows = this.db
-      .query<{ id: string; stages: string; has_audio: number; frame_models: string | null; transcript_models: string | null }, string[]>(
+      .query<
+        {
+          id: string;
+          stages: string;
+          has_audio: number;
+          frame_models: string | null;
+          transcript_models: string | null;
+        },
+        string[]
+      >(
         `SELECT v.id, v.stages, v.has_audio,
                 (SELECT group_concat(DISTINCT model_id) FROM frames f WHERE f.video_id = v.id) AS frame_models,
                 (SELECT group_concat(DISTINCT model_id) FROM transcript_segments t WHERE t.video_id = v.id) AS transcript_models
            FROM videos v WHERE v.status IN ('ready', 'failed') ${accountId ? "AND v.account_id = ?" : ""} ORDER BY v.id`,
       )
       .all(...(accountId ? [accountId] : []));
-    const out = { "image-text": { without: [] as string[], stale: [] as string[] }, speech: { without: [] as string[], stale: [] as string[] } };
+    const out = {
+      "image-text": { without: [] as string[], stale: [] as string[] },
+      speech: { without: [] as string[], stale: [] as string[] },
+    };
     for (const r of rows) {
       const stages = JSON.parse(r.stages) as Record<string, { status: string; model_id?: string }>;
       const imageModel = stages.embeddings?.model_id ?? r.frame_models;

@@ -77,9 +77,16 @@ export function clipImageSpec(pre: Record<string, any>): ClipImageSpec {
   const width = typeof crop === "number" ? crop : (crop?.width ?? crop?.shortest_edge);
   const height = typeof crop === "number" ? crop : (crop?.height ?? crop?.shortest_edge);
   const triple = (x: unknown, fallback: number): [number, number, number] =>
-    Array.isArray(x) && x.length === 3 ? [x[0], x[1], x[2]] : typeof x === "number" ? [x, x, x] : [fallback, fallback, fallback];
+    Array.isArray(x) && x.length === 3
+      ? [x[0], x[1], x[2]]
+      : typeof x === "number"
+        ? [x, x, x]
+        : [fallback, fallback, fallback];
   if (!Number.isInteger(width) || !Number.isInteger(height)) {
-    throw new InferenceError("MODEL_LOAD_FAILED", `preprocessor_config.json has no usable crop_size: ${JSON.stringify(crop)}`);
+    throw new InferenceError(
+      "MODEL_LOAD_FAILED",
+      `preprocessor_config.json has no usable crop_size: ${JSON.stringify(crop)}`,
+    );
   }
   return {
     width,
@@ -172,7 +179,8 @@ export class ClipModel {
       }
     }
     const need = ["config.json"];
-    if (towers.includes("text")) need.push("tokenizer.json", "tokenizer_config.json", onnxFile("text_model", opts.dtype));
+    if (towers.includes("text"))
+      need.push("tokenizer.json", "tokenizer_config.json", onnxFile("text_model", opts.dtype));
     if (towers.includes("vision")) need.push("preprocessor_config.json", onnxFile("vision_model", opts.dtype));
     await requireFiles(dir, need, `CLIP (${dtypeKey(opts.dtype)})`);
 
@@ -207,7 +215,9 @@ export class ClipModel {
       await Promise.allSettled([textModel?.dispose(), visionModel?.dispose()]);
       throw loadFailed(e, what, device);
     }
-    const imageSpec = towers.includes("vision") ? clipImageSpec(await readJson(join(dir, "preprocessor_config.json"))) : null;
+    const imageSpec = towers.includes("vision")
+      ? clipImageSpec(await readJson(join(dir, "preprocessor_config.json")))
+      : null;
     // The id names the installed weights (both towers when present), not what this instance loaded,
     // so text and image vectors of one install always carry the same id.
     const idFiles = ["config.json"];
@@ -218,7 +228,19 @@ export class ClipModel {
     }
     const id = await fingerprint(dir, idFiles);
     const batchSize = Math.max(1, Math.floor(opts.batchSize ?? 8));
-    return new ClipModel(dir, id, dim, opts.dtype, device, towers, batchSize, imageSpec, tokenizer, textModel, visionModel);
+    return new ClipModel(
+      dir,
+      id,
+      dim,
+      opts.dtype,
+      device,
+      towers,
+      batchSize,
+      imageSpec,
+      tokenizer,
+      textModel,
+      visionModel,
+    );
   }
 
   /** Token ids as the text tower sees them (right-padded to the longest, truncated to 77). */
@@ -267,7 +289,10 @@ export class ClipModel {
     const spec = this.requireVision();
     if (count === 0) return [];
     if (pixelValues.length !== count * 3 * spec.width * spec.height) {
-      throw new InferenceError("INVALID_INPUT", `pixel_values length ${pixelValues.length} != ${count}x3x${spec.height}x${spec.width}`);
+      throw new InferenceError(
+        "INVALID_INPUT",
+        `pixel_values length ${pixelValues.length} != ${count}x3x${spec.height}x${spec.width}`,
+      );
     }
     const pixel_values = new Tensor("float32", pixelValues, [count, 3, spec.height, spec.width]);
     let embeds: Tensor;
@@ -298,14 +323,20 @@ export class ClipModel {
 
   private requireTokenizer(): PreTrainedTokenizer {
     if (!this.tokenizer || !this.textModel) {
-      throw new InferenceError("MODEL_NOT_INSTALLED", `CLIP ${this.id}: text tower not installed/loaded (${onnxFile("text_model", this.dtype)})`);
+      throw new InferenceError(
+        "MODEL_NOT_INSTALLED",
+        `CLIP ${this.id}: text tower not installed/loaded (${onnxFile("text_model", this.dtype)})`,
+      );
     }
     return this.tokenizer;
   }
 
   private requireVision(): ClipImageSpec {
     if (!this.visionModel || !this.imageSpec) {
-      throw new InferenceError("MODEL_NOT_INSTALLED", `CLIP ${this.id}: vision tower not installed/loaded (${onnxFile("vision_model", this.dtype)})`);
+      throw new InferenceError(
+        "MODEL_NOT_INSTALLED",
+        `CLIP ${this.id}: vision tower not installed/loaded (${onnxFile("vision_model", this.dtype)})`,
+      );
     }
     return this.imageSpec;
   }

@@ -39,7 +39,11 @@ interface Marker {
  * Returns the folder to load `onnxFiles` (paths relative to `modelDir`, e.g. `onnx/x_quantized.onnx`)
  * from, converting them into `root/<model>-<key>/` on first use.
  */
-export async function signedWeightsModelDir(modelDir: string, onnxFiles: string[], root: string): Promise<PreparedModelDir> {
+export async function signedWeightsModelDir(
+  modelDir: string,
+  onnxFiles: string[],
+  root: string,
+): Promise<PreparedModelDir> {
   const source = await realpath(modelDir);
   const prefix = `${basename(source)}-${sha(source).slice(0, 8)}`;
   const idParts: unknown[] = [CONVERTER_VERSION, source];
@@ -69,7 +73,10 @@ export async function signedWeightsModelDir(modelDir: string, onnxFiles: string[
       await writeParts(join(tmp, f), r.parts);
     }
     if (converted > 0) await mirror(source, tmp, "", rewritten);
-    await writeFile(join(tmp, MARKER), JSON.stringify({ version: CONVERTER_VERSION, source, converted } satisfies Marker));
+    await writeFile(
+      join(tmp, MARKER),
+      JSON.stringify({ version: CONVERTER_VERSION, source, converted } satisfies Marker),
+    );
     try {
       await rename(tmp, target);
     } catch (e) {
@@ -93,7 +100,16 @@ export async function pruneDerivedModels(root: string): Promise<number> {
   let removed = 0;
   for (const name of await readdir(root).catch(() => [] as string[])) {
     const dir = join(root, name);
-    const stale = name.startsWith(".tmp-") ? true : await readMarker(dir).then((m) => (m ? stat(m.source).then(() => false, () => true) : true));
+    const stale = name.startsWith(".tmp-")
+      ? true
+      : await readMarker(dir).then((m) =>
+          m
+            ? stat(m.source).then(
+                () => false,
+                () => true,
+              )
+            : true,
+        );
     if (stale) {
       await rm(dir, { recursive: true, force: true }).catch(() => {});
       removed++;
@@ -137,7 +153,11 @@ async function readMarker(dir: string): Promise<Marker | null> {
 /** Derived folders of the same installed folder made from older files. Best effort. */
 async function removeStale(root: string, prefix: string, keep: string): Promise<void> {
   const names = await readdir(root).catch(() => [] as string[]);
-  await Promise.all(names.filter((n) => n !== keep && n.startsWith(`${prefix}-`)).map((n) => rm(join(root, n), { recursive: true, force: true }).catch(() => {})));
+  await Promise.all(
+    names
+      .filter((n) => n !== keep && n.startsWith(`${prefix}-`))
+      .map((n) => rm(join(root, n), { recursive: true, force: true }).catch(() => {})),
+  );
 }
 
 function sha(s: string): string {

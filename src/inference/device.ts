@@ -56,9 +56,14 @@ async function runProbe(probe: DeviceProbe, device: GpuDevice): Promise<ProbeRes
  * the decision needs (none for `cpu`).
  */
 export async function chooseDevice(requested: string, probe: DeviceProbe): Promise<DeviceChoice> {
-  const req = String(requested ?? "").trim().toLowerCase() as DeviceRequest;
+  const req = String(requested ?? "")
+    .trim()
+    .toLowerCase() as DeviceRequest;
   if (!REQUESTS.includes(req)) {
-    throw new InferenceError("INVALID_INPUT", `VSEARCH_DEVICE must be one of ${REQUESTS.join(", ")}, got "${requested}"`);
+    throw new InferenceError(
+      "INVALID_INPUT",
+      `VSEARCH_DEVICE must be one of ${REQUESTS.join(", ")}, got "${requested}"`,
+    );
   }
   const probes: DeviceChoice["probes"] = {};
   if (req === "cpu") {
@@ -73,7 +78,12 @@ export async function chooseDevice(requested: string, probe: DeviceProbe): Promi
           `Use VSEARCH_DEVICE=auto or cpu to run on the CPU.`,
       );
     }
-    return { requested: req, device: req, reason: `${req} requested and its execution provider loads (${r.detail})`, probes };
+    return {
+      requested: req,
+      device: req,
+      reason: `${req} requested and its execution provider loads (${r.detail})`,
+      probes,
+    };
   }
   for (const d of AUTO_CANDIDATES) {
     const r = (probes[d] = await runProbe(probe, d));
@@ -96,7 +106,13 @@ export function createPoolProbe(opts: {
   logger?: Logger;
 }): (device: ExecDevice) => Promise<ProbeResult> {
   return async (device) => {
-    const pool = createInferencePool({ workerFile: opts.workerFile, threads: 1, intraOpThreads: 1, device, logger: opts.logger });
+    const pool = createInferencePool({
+      workerFile: opts.workerFile,
+      threads: 1,
+      intraOpThreads: 1,
+      device,
+      logger: opts.logger,
+    });
     try {
       const r = await pool.selfTest(opts.modelDir, { dtype: opts.dtype });
       return { ok: true, detail: `${r.ran} of ${r.modelId} ran in ${r.runMs.toFixed(1)} ms` };

@@ -20,7 +20,8 @@ export function isWeightDtype(x: unknown): x is WeightDtype {
 /** The dtype that applies to one ONNX file stem; a per-file map must name every file it is used for. */
 export function dtypeFor(dtype: Dtype, stem: string): WeightDtype {
   if (typeof dtype === "string") {
-    if (!isWeightDtype(dtype)) throw new InferenceError("INVALID_INPUT", `unsupported dtype "${dtype}" (use fp32 or q8)`);
+    if (!isWeightDtype(dtype))
+      throw new InferenceError("INVALID_INPUT", `unsupported dtype "${dtype}" (use fp32 or q8)`);
     return dtype;
   }
   const d = dtype[stem];

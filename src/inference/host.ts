@@ -80,10 +80,16 @@ export class InferenceHost {
   async device(): Promise<DeviceChoice> {
     if (!this.choice) {
       const probeModel = this.models.active("image-text") ?? this.models.active("speech");
-      const poolProbe = probeModel ? createPoolProbe({ workerFile: this.workerFile, modelDir: probeModel.dir, logger: this.logger }) : null;
+      const poolProbe = probeModel
+        ? createPoolProbe({ workerFile: this.workerFile, modelDir: probeModel.dir, logger: this.logger })
+        : null;
       this.choice = await chooseDevice(this.config.device, async (device) => {
         if (device === "cuda" && !cudaProviderPresent(this.runtimeDir)) {
-          return { ok: false, detail: "this ONNX Runtime build has no CUDA execution provider (libonnxruntime_providers_cuda.so not found)" };
+          return {
+            ok: false,
+            detail:
+              "this ONNX Runtime build has no CUDA execution provider (libonnxruntime_providers_cuda.so not found)",
+          };
         }
         return poolProbe ? poolProbe(device) : { ok: false, detail: "no model installed to probe a GPU provider with" };
       });
@@ -148,7 +154,14 @@ export class InferenceHost {
     }
     if (closing.length === 0) return 0;
     const rssBefore = process.memoryUsage().rss;
-    await Promise.all(closing.map(({ pool }) => pool.then((p) => p.close(), () => undefined)));
+    await Promise.all(
+      closing.map(({ pool }) =>
+        pool.then(
+          (p) => p.close(),
+          () => undefined,
+        ),
+      ),
+    );
     this.logger.info("models unloaded after idle", {
       pools: closing.map((c) => c.role),
       idle_secs: this.config.modelIdleUnloadSecs,

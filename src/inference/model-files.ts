@@ -142,7 +142,8 @@ export async function openModelDir(
   name: string,
 ): Promise<{ dir: string; device: ExecDevice; config: Record<string, any> }> {
   const dir = resolveModelDir(modelDir);
-  if (opts.dtype === undefined) throw new InferenceError("INVALID_INPUT", `${name} load: dtype is required (fp32 or q8)`);
+  if (opts.dtype === undefined)
+    throw new InferenceError("INVALID_INPUT", `${name} load: dtype is required (fp32 or q8)`);
   const device = opts.device ?? "cpu";
   const config = await readModelConfig(dir);
   if (config.model_type !== modelType) {

@@ -72,7 +72,10 @@ export function dropLibraryPages(path: RegExp): number {
     const m = /^([0-9a-f]+)-([0-9a-f]+) (\S{4}) \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (m) {
       const start = Number.parseInt(m[1], 16);
-      cur = m[3][1] !== "w" && m[4].startsWith("/") && path.test(m[4]) ? { start, len: Number.parseInt(m[2], 16) - start, rss: -1, anon: -1 } : null;
+      cur =
+        m[3][1] !== "w" && m[4].startsWith("/") && path.test(m[4])
+          ? { start, len: Number.parseInt(m[2], 16) - start, rss: -1, anon: -1 }
+          : null;
       if (cur) candidates.push(cur);
       continue;
     }

@@ -12,14 +12,7 @@ import type { Logger } from "../core/logger.ts";
 import type { RgbFrame } from "./clip.ts";
 import { InferenceError, describeError } from "./errors.ts";
 import { type Dtype, type ExecDevice, type WeightDtype, dtypeKey } from "./dtype.ts";
-import type {
-  EmbedValue,
-  InferenceTask,
-  TaskReply,
-  TaskRuntime,
-  TranscribeValue,
-  WorkerMeta,
-} from "./protocol.ts";
+import type { EmbedValue, InferenceTask, TaskReply, TaskRuntime, TranscribeValue, WorkerMeta } from "./protocol.ts";
 import type { SelfTestResult } from "./selftest.ts";
 import type { TranscriptSegment } from "./whisper.ts";
 
@@ -125,7 +118,10 @@ export function createInferencePool(opts: InferencePoolOptions): InferencePool {
   const plan = planThreads(opts.cores ?? availableParallelism(), opts.threads, opts.intraOpThreads);
   const device = opts.device ?? "cpu";
   if (!["cpu", "cuda", "webgpu"].includes(device)) {
-    throw new InferenceError("INVALID_INPUT", `pool device must be cpu, cuda or webgpu (resolve "auto" with chooseDevice first), got "${device}"`);
+    throw new InferenceError(
+      "INVALID_INPUT",
+      `pool device must be cpu, cuda or webgpu (resolve "auto" with chooseDevice first), got "${device}"`,
+    );
   }
   const filename = workerPath(opts.workerFile);
   const log = opts.logger?.child({ component: "inference" });
@@ -153,7 +149,9 @@ export function createInferencePool(opts: InferencePoolOptions): InferencePool {
       reply = await piscina.run(task, { transferList: transferList as any });
     } catch (e) {
       if (e instanceof InferenceError) throw e;
-      const msg = closed ? "inference pool closed while the task was running" : `inference worker failed: ${describeError(e)}`;
+      const msg = closed
+        ? "inference pool closed while the task was running"
+        : `inference worker failed: ${describeError(e)}`;
       log?.error("inference task crashed", { kind: task.kind, error: describeError(e) });
       throw new InferenceError("INFERENCE_FAILED", msg, { cause: e });
     }
@@ -191,30 +189,47 @@ export function createInferencePool(opts: InferencePoolOptions): InferencePool {
       if (!Array.isArray(frames)) throw new InferenceError("INVALID_INPUT", "embedImages: frames must be an array");
       const buffers = new Set<ArrayBuffer>();
       frames.forEach((f, i) => {
-        if (!f || !(f.rgb instanceof Uint8Array)) throw new InferenceError("INVALID_INPUT", `frame ${i}: rgb must be a Uint8Array`);
+        if (!f || !(f.rgb instanceof Uint8Array))
+          throw new InferenceError("INVALID_INPUT", `frame ${i}: rgb must be a Uint8Array`);
         if (f.rgb.buffer.byteLength === 0 && f.width * f.height > 0) {
           throw new InferenceError("INVALID_INPUT", `frame ${i}: its buffer is detached (already sent to a worker)`);
         }
         if (f.rgb.buffer instanceof ArrayBuffer) buffers.add(f.rgb.buffer);
       });
       const { value, meta } = await submit<EmbedValue>(
-        { kind: "embedImages", modelDir: model.modelDir, dtype: model.dtype, batchSize: model.batchSize, frames, ...runtime },
+        {
+          kind: "embedImages",
+          modelDir: model.modelDir,
+          dtype: model.dtype,
+          batchSize: model.batchSize,
+          frames,
+          ...runtime,
+        },
         [...buffers],
       );
       return unpack(value, meta);
     },
 
     async embedTexts(model, texts) {
-      if (!Array.isArray(texts)) throw new InferenceError("INVALID_INPUT", "embedTexts: texts must be an array of strings");
+      if (!Array.isArray(texts))
+        throw new InferenceError("INVALID_INPUT", "embedTexts: texts must be an array of strings");
       const { value, meta } = await submit<EmbedValue>(
-        { kind: "embedTexts", modelDir: model.modelDir, dtype: model.dtype, batchSize: model.batchSize, texts, ...runtime },
+        {
+          kind: "embedTexts",
+          modelDir: model.modelDir,
+          dtype: model.dtype,
+          batchSize: model.batchSize,
+          texts,
+          ...runtime,
+        },
         [],
       );
       return unpack(value, meta);
     },
 
     async transcribe(model, samples, offsetSecs = 0, o = {}) {
-      if (!(samples instanceof Float32Array)) throw new InferenceError("INVALID_INPUT", "transcribe: samples must be a Float32Array");
+      if (!(samples instanceof Float32Array))
+        throw new InferenceError("INVALID_INPUT", "transcribe: samples must be a Float32Array");
       const copy = samples.slice();
       const { value, meta } = await submit<TranscribeValue>(
         {
@@ -235,7 +250,10 @@ export function createInferencePool(opts: InferencePoolOptions): InferencePool {
 
     async transcribeWindows(model, windows, o = {}) {
       if (!Array.isArray(windows) || windows.some((w) => !(w?.samples instanceof Float32Array))) {
-        throw new InferenceError("INVALID_INPUT", "transcribeWindows: windows must be [{samples: Float32Array, offsetSecs}]");
+        throw new InferenceError(
+          "INVALID_INPUT",
+          "transcribeWindows: windows must be [{samples: Float32Array, offsetSecs}]",
+        );
       }
       const copies = windows.map((w) => ({ samples: w.samples.slice(), offsetSecs: w.offsetSecs }));
       const { value, meta } = await submit<TranscribeValue>(
@@ -256,7 +274,10 @@ export function createInferencePool(opts: InferencePoolOptions): InferencePool {
     },
 
     async selfTest(modelDir, o = {}) {
-      const { value, meta } = await submit<SelfTestResult>({ kind: "selfTest", modelDir, dtype: o.dtype, ...runtime }, []);
+      const { value, meta } = await submit<SelfTestResult>(
+        { kind: "selfTest", modelDir, dtype: o.dtype, ...runtime },
+        [],
+      );
       return { ...value, worker: meta };
     },
 

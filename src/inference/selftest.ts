@@ -61,7 +61,10 @@ export async function selfTestModel(modelDir: string, opts: SelfTestOptions = {}
       }
     }
     if (!pick) {
-      throw new InferenceError("MODEL_NOT_INSTALLED", `${dir}: no CLIP ONNX files${opts.dtype ? ` for ${opts.dtype}` : ""}`);
+      throw new InferenceError(
+        "MODEL_NOT_INSTALLED",
+        `${dir}: no CLIP ONNX files${opts.dtype ? ` for ${opts.dtype}` : ""}`,
+      );
     }
     const { tower, dtype } = pick;
     const model = await ClipModel.load(dir, { ...opts, device, dtype, towers: [tower] });
@@ -78,7 +81,16 @@ export async function selfTestModel(modelDir: string, opts: SelfTestOptions = {}
       if (vecs.length !== 1 || vecs[0].length !== model.dim || !vecs[0].every(Number.isFinite)) {
         throw new InferenceError("INFERENCE_FAILED", `self test of ${model.id}: bad output`);
       }
-      return { ok: true, modelType: "clip", modelId: model.id, dtype, device, ran: `clip ${tower} tower`, loadMs: t1 - t0, runMs };
+      return {
+        ok: true,
+        modelType: "clip",
+        modelId: model.id,
+        dtype,
+        device,
+        ran: `clip ${tower} tower`,
+        loadMs: t1 - t0,
+        runMs,
+      };
     } finally {
       await model.dispose();
     }
@@ -94,12 +106,24 @@ export async function selfTestModel(modelDir: string, opts: SelfTestOptions = {}
       if (tokens.length !== 1 || !Number.isInteger(tokens[0])) {
         throw new InferenceError("INFERENCE_FAILED", `self test of ${model.id}: bad output`);
       }
-      return { ok: true, modelType: "whisper", modelId: model.id, dtype, device, ran: "whisper encoder+decoder", loadMs: t1 - t0, runMs };
+      return {
+        ok: true,
+        modelType: "whisper",
+        modelId: model.id,
+        dtype,
+        device,
+        ran: "whisper encoder+decoder",
+        loadMs: t1 - t0,
+        runMs,
+      };
     } finally {
       await model.dispose();
     }
   }
-  throw new InferenceError("MODEL_LOAD_FAILED", `${dir}: model_type "${config.model_type}" is neither clip nor whisper`);
+  throw new InferenceError(
+    "MODEL_LOAD_FAILED",
+    `${dir}: model_type "${config.model_type}" is neither clip nor whisper`,
+  );
 }
 
 /** In-process variant of device.ts `createPoolProbe` (loads ONNX Runtime in the calling thread). */

@@ -78,8 +78,12 @@ export function signMatMulIntegerWeights(model: Uint8Array): SignedWeightsResult
     if (f.field === F.graphInitializer && f.wire === 2) {
       const t = readTensorHeader(model, f);
       inits.set(t.name, t);
-    } else if ((f.field === F.graphInput || f.field === F.graphOutput || f.field === F.graphValueInfo) && f.wire === 2) {
-      for (const g of fields(model, f.valueStart, f.end)) if (g.field === F.valueInfoName) declared.add(fieldString(model, g));
+    } else if (
+      (f.field === F.graphInput || f.field === F.graphOutput || f.field === F.graphValueInfo) &&
+      f.wire === 2
+    ) {
+      for (const g of fields(model, f.valueStart, f.end))
+        if (g.field === F.valueInfoName) declared.add(fieldString(model, g));
     }
   }
 
@@ -91,13 +95,22 @@ export function signMatMulIntegerWeights(model: Uint8Array): SignedWeightsResult
   const candidate = new Set<string>();
   for (const [name, t] of inits) {
     const u = uses.get(name);
-    if (t.dataType !== ONNX_DTYPE.uint8 || t.external || declared.has(name) || shadowed.has(name) || !u?.length) continue;
-    if (u.every((x) => x.opType === "MatMulInteger" && (x.domain === "" || x.domain === "ai.onnx") && (x.slot === 1 || x.slot === 3))) candidate.add(name);
+    if (t.dataType !== ONNX_DTYPE.uint8 || t.external || declared.has(name) || shadowed.has(name) || !u?.length)
+      continue;
+    if (
+      u.every(
+        (x) =>
+          x.opType === "MatMulInteger" && (x.domain === "" || x.domain === "ai.onnx") && (x.slot === 1 || x.slot === 3),
+      )
+    )
+      candidate.add(name);
   }
   for (let changed = true; changed; ) {
     changed = false;
     for (const name of [...candidate]) {
-      const ok = uses.get(name)!.every((x) => x.b !== "" && x.bZeroPoint !== "" && candidate.has(x.b) && candidate.has(x.bZeroPoint));
+      const ok = uses
+        .get(name)!
+        .every((x) => x.b !== "" && x.bZeroPoint !== "" && candidate.has(x.b) && candidate.has(x.bZeroPoint));
       if (!ok) {
         candidate.delete(name);
         changed = true;
@@ -121,7 +134,9 @@ export function signMatMulIntegerWeights(model: Uint8Array): SignedWeightsResult
   graphParts.push(model.subarray(run, graph.end));
   const graphLength = graphParts.reduce((n, p) => n + p.length, 0);
   const header = concatBytes([encodeVarint(F.modelGraph * 8 + 2), encodeVarint(graphLength)]);
-  const parts = [model.subarray(0, graph.start), header, ...graphParts, model.subarray(graph.end)].filter((p) => p.length > 0);
+  const parts = [model.subarray(0, graph.start), header, ...graphParts, model.subarray(graph.end)].filter(
+    (p) => p.length > 0,
+  );
   return { parts, converted: candidate.size, nodes: nodes.size };
 }
 
@@ -156,7 +171,13 @@ function readTensorHeader(buf: Uint8Array, t: ProtoField): Initializer {
 }
 
 /** Records every node input's consumer, in the graph and (recursively) in subgraph attributes. */
-function walkNodes(buf: Uint8Array, graph: ProtoField, depth: number, uses: Map<string, Use[]>, shadowed: Set<string>): void {
+function walkNodes(
+  buf: Uint8Array,
+  graph: ProtoField,
+  depth: number,
+  uses: Map<string, Use[]>,
+  shadowed: Set<string>,
+): void {
   if (depth > 16) throw new ProtoError("subgraphs nested too deeply");
   for (const f of fields(buf, graph.valueStart, graph.end)) {
     // A subgraph that defines a name of its own hides the outer initializer of that name.
@@ -223,7 +244,12 @@ export function cpuHasVnni(cpuinfo: string | null): boolean {
   if (!cpuinfo) return false;
   const flags = cpuinfo.split("\n").find((l) => /^flags\s*:/.test(l));
   if (!flags) return false;
-  const set = new Set(flags.slice(flags.indexOf(":") + 1).trim().split(/\s+/));
+  const set = new Set(
+    flags
+      .slice(flags.indexOf(":") + 1)
+      .trim()
+      .split(/\s+/),
+  );
   return set.has("avx512_vnni") || set.has("avx_vnni");
 }
 
@@ -235,7 +261,15 @@ export interface SignedWeightsDecision {
 
 /** Whether to load int8 models with signed weights: the setting, then the CPU. */
 export function signedWeightsDecision(setting: "auto" | "off", cpuinfo: string | null): SignedWeightsDecision {
-  if (setting === "off") return { enabled: false, reason: "off (signed_int8_weights = off): int8 models load as installed" };
-  if (cpuHasVnni(cpuinfo)) return { enabled: true, reason: "signed (CPU has VNNI): uint8 MatMulInteger weights are loaded as int8, same outputs, faster kernels" };
-  return { enabled: false, reason: "as installed: no VNNI on this CPU (there, ONNX Runtime's u8×s8 kernel may saturate)" };
+  if (setting === "off")
+    return { enabled: false, reason: "off (signed_int8_weights = off): int8 models load as installed" };
+  if (cpuHasVnni(cpuinfo))
+    return {
+      enabled: true,
+      reason: "signed (CPU has VNNI): uint8 MatMulInteger weights are loaded as int8, same outputs, faster kernels",
+    };
+  return {
+    enabled: false,
+    reason: "as installed: no VNNI on this CPU (there, ONNX Runtime's u8×s8 kernel may saturate)",
+  };
 }

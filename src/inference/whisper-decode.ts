@@ -194,7 +194,11 @@ export interface AudioWindow {
  * the whole window consumed. Degenerate and empty segments are dropped, and so is a whole pass
  * whose text is one loop; times are shifted by `offsetSecs`.
  */
-export async function seekTranscribe(samples: Float32Array, offsetSecs: number, deps: SeekDeps): Promise<TranscriptSegment[]> {
+export async function seekTranscribe(
+  samples: Float32Array,
+  offsetSecs: number,
+  deps: SeekDeps,
+): Promise<TranscriptSegment[]> {
   const [segments] = await seekTranscribeWindows([{ samples, offsetSecs }], {
     ...deps,
     maxBatch: 1,
@@ -210,9 +214,13 @@ export async function seekTranscribe(samples: Float32Array, offsetSecs: number, 
  * one (4.5 ms for 1 row, 6.4 ms for 2 with Whisper tiny q8 on 2 cores), so this is where batching
  * pays. Returns each stream's segments, in input order.
  */
-export async function seekTranscribeWindows(windows: AudioWindow[], deps: BatchSeekDeps): Promise<TranscriptSegment[][]> {
+export async function seekTranscribeWindows(
+  windows: AudioWindow[],
+  deps: BatchSeekDeps,
+): Promise<TranscriptSegment[][]> {
   for (const w of windows) {
-    if (!Number.isFinite(w.offsetSecs) || w.offsetSecs < 0) throw new InferenceError("INVALID_INPUT", `offsetSecs must be ≥ 0, got ${w.offsetSecs}`);
+    if (!Number.isFinite(w.offsetSecs) || w.offsetSecs < 0)
+      throw new InferenceError("INVALID_INPUT", `offsetSecs must be ≥ 0, got ${w.offsetSecs}`);
   }
   const minSamples = WHISPER_SAMPLE_RATE / 10;
   const lanes = windows.map((w) => ({ ...w, seek: 0, out: [] as TranscriptSegment[] }));
@@ -223,9 +231,18 @@ export async function seekTranscribeWindows(windows: AudioWindow[], deps: BatchS
     const chunks = round.map((l) => l.samples.subarray(l.seek, l.seek + deps.windowSamples));
     const secs = chunks.map((c) => c.length / WHISPER_SAMPLE_RATE);
     const tokens = await deps.decodeWindows(chunks, secs);
-    if (tokens.length !== round.length) throw new InferenceError("INFERENCE_FAILED", `decoder returned ${tokens.length} results for ${round.length} windows`);
+    if (tokens.length !== round.length)
+      throw new InferenceError(
+        "INFERENCE_FAILED",
+        `decoder returned ${tokens.length} results for ${round.length} windows`,
+      );
     round.forEach((lane, i) => {
-      const { segments, advanceSecs } = readPass(tokens[i], secs[i], lane.offsetSecs + lane.seek / WHISPER_SAMPLE_RATE, deps);
+      const { segments, advanceSecs } = readPass(
+        tokens[i],
+        secs[i],
+        lane.offsetSecs + lane.seek / WHISPER_SAMPLE_RATE,
+        deps,
+      );
       lane.out.push(...segments);
       lane.seek += Math.max(1, Math.round(advanceSecs * WHISPER_SAMPLE_RATE));
     });
@@ -250,6 +267,9 @@ function readPass(tokens: number[], chunkSecs: number, baseSecs: number, deps: P
     pass.push({ start: round3(baseSecs + s.start), end: round3(baseSecs + Math.max(s.end, s.start)), text });
   }
   // A loop can also be spread over many short segments ("Thank you." × 20): judge the pass as a whole.
-  const loop = isDegenerate(keep.flatMap((s) => s.tokens), pass.map((s) => s.text).join(" "));
+  const loop = isDegenerate(
+    keep.flatMap((s) => s.tokens),
+    pass.map((s) => s.text).join(" "),
+  );
   return { segments: loop ? [] : pass, advanceSecs };
 }

@@ -96,13 +96,23 @@ export class WhisperModel {
   static async load(modelDir: string, opts: WhisperLoadOptions): Promise<WhisperModel> {
     const { dir, device, config } = await openModelDir(modelDir, opts, "whisper", "Whisper");
     const onnx = [onnxFile("encoder_model", opts.dtype), onnxFile("decoder_model_merged", opts.dtype)];
-    const need = ["config.json", "generation_config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", ...onnx];
+    const need = [
+      "config.json",
+      "generation_config.json",
+      "preprocessor_config.json",
+      "tokenizer.json",
+      "tokenizer_config.json",
+      ...onnx,
+    ];
     await requireFiles(dir, need, `Whisper (${dtypeKey(opts.dtype)})`);
 
     const gen = await readJson(join(dir, "generation_config.json"));
     const pre = await readJson(join(dir, "preprocessor_config.json"));
     if (pre.sampling_rate !== WHISPER_SAMPLE_RATE) {
-      throw new InferenceError("MODEL_LOAD_FAILED", `${dir}: sampling_rate ${pre.sampling_rate}, expected ${WHISPER_SAMPLE_RATE}`);
+      throw new InferenceError(
+        "MODEL_LOAD_FAILED",
+        `${dir}: sampling_rate ${pre.sampling_rate}, expected ${WHISPER_SAMPLE_RATE}`,
+      );
     }
     const eos = Array.isArray(gen.eos_token_id) ? gen.eos_token_id[0] : gen.eos_token_id;
     const tokenSpec: WhisperTokenSpec = {
@@ -113,7 +123,10 @@ export class WhisperModel {
       timePrecision: (pre.chunk_length ?? 30) / (config.max_source_positions ?? 1500),
     };
     if (![tokenSpec.eos, tokenSpec.decoderStart, tokenSpec.noTimestamps].every(Number.isInteger)) {
-      throw new InferenceError("MODEL_LOAD_FAILED", `${dir}/generation_config.json lacks eos/decoder_start/no_timestamps token ids`);
+      throw new InferenceError(
+        "MODEL_LOAD_FAILED",
+        `${dir}/generation_config.json lacks eos/decoder_start/no_timestamps token ids`,
+      );
     }
     const maxTarget = config.max_target_positions ?? 448;
     const maxNewTokens = Math.max(1, Math.min(Math.floor(opts.maxNewTokens ?? 224), maxTarget - 4));
@@ -126,7 +139,9 @@ export class WhisperModel {
     let featureExtractor: WhisperFeatureExtractor;
     try {
       tokenizer = await AutoTokenizer.from_pretrained(dir, { local_files_only: true });
-      featureExtractor = (await WhisperFeatureExtractor.from_pretrained(dir, { local_files_only: true })) as WhisperFeatureExtractor;
+      featureExtractor = (await WhisperFeatureExtractor.from_pretrained(dir, {
+        local_files_only: true,
+      })) as WhisperFeatureExtractor;
       model = (await WhisperForConditionalGeneration.from_pretrained(loadDir, {
         device,
         local_files_only: true,
@@ -171,7 +186,12 @@ export class WhisperModel {
    */
   async generateTokens(features: Float32Array, opts: GenerateOptions & { audioSecs?: number }): Promise<number[]> {
     const { audioSecs, ...rest } = opts;
-    return (await this.generateTokensBatch([features], { ...rest, audioSecs: audioSecs === undefined ? undefined : [audioSecs] }))[0];
+    return (
+      await this.generateTokensBatch([features], {
+        ...rest,
+        audioSecs: audioSecs === undefined ? undefined : [audioSecs],
+      })
+    )[0];
   }
 
   /**
@@ -190,10 +210,16 @@ export class WhisperModel {
     if (features.length === 0) return [];
     const nMels = features[0].length / 3000;
     if (!Number.isInteger(nMels) || features.some((f) => f.length !== features[0].length)) {
-      throw new InferenceError("INVALID_INPUT", `features must all be n_mels × 3000 (got lengths ${features.map((f) => f.length).join(", ")})`);
+      throw new InferenceError(
+        "INVALID_INPUT",
+        `features must all be n_mels × 3000 (got lengths ${features.map((f) => f.length).join(", ")})`,
+      );
     }
     if (features.length > 1 && !opts.timestamps) {
-      throw new InferenceError("INVALID_INPUT", "batched decoding needs timestamps on (finished rows are held at end-of-text by the timestamp rules)");
+      throw new InferenceError(
+        "INVALID_INPUT",
+        "batched decoding needs timestamps on (finished rows are held at end-of-text by the timestamp rules)",
+      );
     }
     const lang = this.languageArgs(opts.language, opts.task);
     // Prompt, as transformers.js builds it (_retrieve_init_tokens): sot, [lang, task], [notimestamps].
@@ -205,24 +231,33 @@ export class WhisperModel {
         const secs = Math.min(opts.audioSecs?.[i] ?? windowSecs, windowSecs);
         return Math.ceil(secs / this.tokenSpec.timePrecision - 1e-6);
       });
-      logits_processor.push(new WhisperTimestampRules(this.tokenSpec, promptLen, this.maxInitialTimestampIndex, maxIndex));
+      logits_processor.push(
+        new WhisperTimestampRules(this.tokenSpec, promptLen, this.maxInitialTimestampIndex, maxIndex),
+      );
     }
     const input = new Float32Array(features.length * features[0].length);
     features.forEach((f, i) => input.set(f, i * f.length));
     let out: Tensor;
     try {
-      out = await this.generateBatch(new Tensor("float32", input, [features.length, nMels, 3000]), {
-        max_new_tokens: Math.max(1, Math.floor(opts.maxNewTokens ?? this.maxNewTokens)),
-        return_timestamps: opts.timestamps,
-        ...lang,
-      }, logits_processor);
+      out = await this.generateBatch(
+        new Tensor("float32", input, [features.length, nMels, 3000]),
+        {
+          max_new_tokens: Math.max(1, Math.floor(opts.maxNewTokens ?? this.maxNewTokens)),
+          return_timestamps: opts.timestamps,
+          ...lang,
+        },
+        logits_processor,
+      );
     } catch (e) {
       throw asInferenceError(e, "INFERENCE_FAILED", `Whisper generate (${this.id})`);
     }
     return (out.tolist() as bigint[][]).map((row) => {
       const seq = row.map(Number);
       const prompt = seq.slice(0, promptLen);
-      if (prompt[0] !== this.tokenSpec.decoderStart || prompt.some((t) => t <= this.tokenSpec.eos || t >= this.tokenSpec.timestampBegin)) {
+      if (
+        prompt[0] !== this.tokenSpec.decoderStart ||
+        prompt.some((t) => t <= this.tokenSpec.eos || t >= this.tokenSpec.timestampBegin)
+      ) {
         throw new InferenceError("INFERENCE_FAILED", `Whisper (${this.id}): unexpected decoder prompt [${prompt}]`);
       }
       const gen = seq.slice(promptLen);
@@ -239,14 +274,19 @@ export class WhisperModel {
    * suppression at the first step) after ours, and the prompt given once per row to the base
    * generate. Batch 1 takes this path too, so the parity tests cover it.
    */
-  private async generateBatch(inputs: Tensor, kwargs: Record<string, unknown>, processors: LogitsProcessorList): Promise<Tensor> {
+  private async generateBatch(
+    inputs: Tensor,
+    kwargs: Record<string, unknown>,
+    processors: LogitsProcessorList,
+  ): Promise<Tensor> {
     const whisper = this.model as unknown as {
       _prepare_generation_config(config: unknown, kwargs: Record<string, unknown>): Record<string, any>;
       _retrieve_init_tokens(config: unknown): number[];
     };
     const generation_config = whisper._prepare_generation_config(null, kwargs);
     const init = whisper._retrieve_init_tokens(generation_config);
-    if (generation_config.return_timestamps) processors.push(new WhisperTimeStampLogitsProcessor(generation_config as any, init));
+    if (generation_config.return_timestamps)
+      processors.push(new WhisperTimeStampLogitsProcessor(generation_config as any, init));
     if (generation_config.begin_suppress_tokens) {
       processors.push(new SuppressTokensAtBeginLogitsProcessor(generation_config.begin_suppress_tokens, init.length));
     }
@@ -270,7 +310,8 @@ export class WhisperModel {
    * `offsetSecs` (where this audio starts in the media). Empty or sub-0.1 s audio gives [].
    */
   async transcribe(samples: Float32Array, offsetSecs = 0, opts: TranscribeOptions = {}): Promise<TranscriptSegment[]> {
-    if (!(samples instanceof Float32Array)) throw new InferenceError("INVALID_INPUT", "transcribe takes a Float32Array of 16 kHz mono samples");
+    if (!(samples instanceof Float32Array))
+      throw new InferenceError("INVALID_INPUT", "transcribe takes a Float32Array of 16 kHz mono samples");
     this.languageArgs(opts.language, opts.task); // validate before spending time
     return seekTranscribe(samples, offsetSecs, {
       windowSamples: this.windowSamples,
@@ -285,12 +326,19 @@ export class WhisperModel {
    * Timestamped transcripts of independent windows (consecutive ≤ 30 s pieces of one soundtrack),
    * decoded `maxBatch` at a time (default 4); segments of all windows, in window order.
    */
-  async transcribeWindows(windows: AudioWindow[], opts: TranscribeOptions & { maxBatch?: number } = {}): Promise<TranscriptSegment[]> {
+  async transcribeWindows(
+    windows: AudioWindow[],
+    opts: TranscribeOptions & { maxBatch?: number } = {},
+  ): Promise<TranscriptSegment[]> {
     if (!Array.isArray(windows) || windows.some((w) => !(w?.samples instanceof Float32Array))) {
       throw new InferenceError("INVALID_INPUT", "transcribeWindows takes [{samples: Float32Array, offsetSecs}]");
     }
     const tooLong = windows.find((w) => w.samples.length > this.windowSamples);
-    if (tooLong) throw new InferenceError("INVALID_INPUT", `a window holds at most ${this.windowSamples} samples (30 s), got ${tooLong.samples.length}`);
+    if (tooLong)
+      throw new InferenceError(
+        "INVALID_INPUT",
+        `a window holds at most ${this.windowSamples} samples (30 s), got ${tooLong.samples.length}`,
+      );
     this.languageArgs(opts.language, opts.task); // validate before spending time
     const perWindow = await seekTranscribeWindows(windows, {
       windowSamples: this.windowSamples,
@@ -298,7 +346,11 @@ export class WhisperModel {
       maxBatch: opts.maxBatch ?? 4,
       decodeText: (tokens) => this.decode(tokens),
       decodeWindows: async (chunks, audioSecs) =>
-        this.generateTokensBatch(await Promise.all(chunks.map((c) => this.extractFeatures(c))), { ...opts, timestamps: true, audioSecs }),
+        this.generateTokensBatch(await Promise.all(chunks.map((c) => this.extractFeatures(c))), {
+          ...opts,
+          timestamps: true,
+          audioSecs,
+        }),
     });
     return perWindow.flat();
   }
@@ -314,7 +366,10 @@ export class WhisperModel {
     }
     if (!this.isMultilingual) {
       if (language !== undefined && !/^(en|english)$/i.test(language)) {
-        throw new InferenceError("INVALID_INPUT", `Whisper model ${this.id} is English-only; language "${language}" is not available`);
+        throw new InferenceError(
+          "INVALID_INPUT",
+          `Whisper model ${this.id} is English-only; language "${language}" is not available`,
+        );
       }
       if (task === "translate") {
         throw new InferenceError("INVALID_INPUT", `Whisper model ${this.id} is English-only and cannot translate`);

@@ -36,7 +36,15 @@ const cache = new Map<string, CacheEntry>();
 const loadCounts = new Map<string, number>();
 
 function cacheKey(kind: Kind, modelDir: string, dtype: Dtype, rt: TaskRuntime): string {
-  return [kind, modelDir, dtypeKey(dtype), rt.device, rt.intraOpThreads, rt.allowSpinning ? "spin" : "nospin", rt.signedWeightsDir ?? ""].join("|");
+  return [
+    kind,
+    modelDir,
+    dtypeKey(dtype),
+    rt.device,
+    rt.intraOpThreads,
+    rt.allowSpinning ? "spin" : "nospin",
+    rt.signedWeightsDir ?? "",
+  ].join("|");
 }
 
 async function getModel<K extends Kind>(
@@ -57,7 +65,9 @@ async function getModel<K extends Kind>(
       signedWeightsDir: task.signedWeightsDir,
     };
     const model =
-      kind === "clip" ? ClipModel.load(modelDir, { ...rt, dtype: task.dtype }) : WhisperModel.load(modelDir, { ...rt, dtype: task.dtype });
+      kind === "clip"
+        ? ClipModel.load(modelDir, { ...rt, dtype: task.dtype })
+        : WhisperModel.load(modelDir, { ...rt, dtype: task.dtype });
     entry = { model };
     cache.set(key, entry);
     loadCounts.set(key, (loadCounts.get(key) ?? 0) + 1);
@@ -89,23 +99,39 @@ function movable<T>(value: T, transfer: ArrayBuffer[]): T {
   } as any) as unknown as T;
 }
 
-async function run(task: InferenceTask): Promise<{ value: EmbedValue | TranscribeValue | SelfTestResult; transfer: ArrayBuffer[]; key?: string; loadMs: number }> {
+async function run(task: InferenceTask): Promise<{
+  value: EmbedValue | TranscribeValue | SelfTestResult;
+  transfer: ArrayBuffer[];
+  key?: string;
+  loadMs: number;
+}> {
   if (task === null || typeof task !== "object" || typeof (task as any).kind !== "string") {
     throw new InferenceError("INVALID_INPUT", "inference task must be an object with a kind");
   }
   switch (task.kind) {
     case "embedImages": {
-      if (!Array.isArray(task.frames)) throw new InferenceError("INVALID_INPUT", "embedImages: frames must be an array");
+      if (!Array.isArray(task.frames))
+        throw new InferenceError("INVALID_INPUT", "embedImages: frames must be an array");
       const { model, key, loadMs } = await getModel("clip", task);
       const rows = await model.embedImages(task.frames, { batchSize: task.batchSize });
       const data = packRows(rows, model.dim);
-      return { value: { modelId: model.id, dim: model.dim, count: rows.length, data }, transfer: [data.buffer as ArrayBuffer], key, loadMs };
+      return {
+        value: { modelId: model.id, dim: model.dim, count: rows.length, data },
+        transfer: [data.buffer as ArrayBuffer],
+        key,
+        loadMs,
+      };
     }
     case "embedTexts": {
       const { model, key, loadMs } = await getModel("clip", task);
       const rows = await model.embedTexts(task.texts, { batchSize: task.batchSize });
       const data = packRows(rows, model.dim);
-      return { value: { modelId: model.id, dim: model.dim, count: rows.length, data }, transfer: [data.buffer as ArrayBuffer], key, loadMs };
+      return {
+        value: { modelId: model.id, dim: model.dim, count: rows.length, data },
+        transfer: [data.buffer as ArrayBuffer],
+        key,
+        loadMs,
+      };
     }
     case "transcribe": {
       const { model, key, loadMs } = await getModel("whisper", task);
@@ -117,7 +143,8 @@ async function run(task: InferenceTask): Promise<{ value: EmbedValue | Transcrib
       return { value: { modelId: model.id, segments }, transfer: [], key, loadMs };
     }
     case "transcribeWindows": {
-      if (!Array.isArray(task.windows)) throw new InferenceError("INVALID_INPUT", "transcribeWindows: windows must be an array");
+      if (!Array.isArray(task.windows))
+        throw new InferenceError("INVALID_INPUT", "transcribeWindows: windows must be an array");
       const { model, key, loadMs } = await getModel("whisper", task);
       const segments = await model.transcribeWindows(task.windows, {
         language: task.language,
@@ -160,4 +187,3 @@ export default async function handleInferenceTask(task: InferenceTask): Promise<
     return { ok: false, error: { code, message }, meta: meta(undefined, 0) };
   }
 }
-

@@ -133,7 +133,12 @@ export class JobRunner {
     this.backoffMs = Math.min(this.maxBackoffMs, this.backoffMs ? this.backoffMs * 2 : this.pollMs);
     this.resumeAt = Date.now() + this.backoffMs;
     this.opts.onStoreError?.(e);
-    this.opts.logger.warn("store error; backing off", { while: what, err: (e as Error)?.message, retry_in_ms: this.backoffMs, disk_full: isStorageError(e) });
+    this.opts.logger.warn("store error; backing off", {
+      while: what,
+      err: (e as Error)?.message,
+      retry_in_ms: this.backoffMs,
+      disk_full: isStorageError(e),
+    });
   }
 
   /**
@@ -174,7 +179,14 @@ export class JobRunner {
     const log = this.opts.logger.child({ job_id: job.id, video_id: job.video_id });
     if (job.attempts > this.maxAttempts) {
       log.error("job failed repeatedly; giving up", { attempts: job.attempts });
-      await this.finishFailed(job, { code: "CRASHED_REPEATEDLY", message: `Indexing stopped unexpectedly ${job.attempts - 1} times. ${CRASHED_REPEATEDLY_HINT}` }, log);
+      await this.finishFailed(
+        job,
+        {
+          code: "CRASHED_REPEATEDLY",
+          message: `Indexing stopped unexpectedly ${job.attempts - 1} times. ${CRASHED_REPEATEDLY_HINT}`,
+        },
+        log,
+      );
       return;
     }
     let lastBeat = 0;
@@ -210,14 +222,19 @@ export class JobRunner {
         );
         return;
       }
-      const error = e instanceof JobFailure ? { code: e.code, message: e.message } : { code: "INTERNAL_ERROR", message: "Indexing failed unexpectedly" };
-      if (!(e instanceof JobFailure)) log.error("job crashed", { err: (e as Error)?.message, stack: (e as Error)?.stack });
+      const error =
+        e instanceof JobFailure
+          ? { code: e.code, message: e.message }
+          : { code: "INTERNAL_ERROR", message: "Indexing failed unexpectedly" };
+      if (!(e instanceof JobFailure))
+        log.error("job crashed", { err: (e as Error)?.message, stack: (e as Error)?.stack });
       else log.warn("job failed", error);
       await this.finishFailed(job, error, log);
       return;
     }
     try {
-      if (await this.settle("completing a job", () => this.handler.complete(job, this.owner))) log.info("job done", { took_ms: this.now() - started });
+      if (await this.settle("completing a job", () => this.handler.complete(job, this.owner)))
+        log.info("job done", { took_ms: this.now() - started });
     } catch (e) {
       log.error("completing the job failed", { err: (e as Error)?.message, stack: (e as Error)?.stack });
       await this.finishFailed(job, { code: "INTERNAL_ERROR", message: "Indexing failed unexpectedly" }, log);

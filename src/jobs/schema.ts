@@ -13,7 +13,8 @@ export const jobSchema = z
     stage: z.string().nullable(),
     progress_pct: z.number(),
     stages_pending: z.array(z.string()).openapi({
-      description: "Stages still to run after the video became searchable (progressive indexing, e.g. `ocr`); empty when none are left",
+      description:
+        "Stages still to run after the video became searchable (progressive indexing, e.g. `ocr`); empty when none are left",
     }),
     error: z.object({ code: z.string(), message: z.string() }).nullable(),
     created_at: z.string(),

@@ -48,7 +48,10 @@ export class JobService {
   }
 
   list(accountId: string, f: { status?: JobStatus; videoId?: string }, page: Page): { items: Job[]; total: number } {
-    return { items: this.store.list(accountId, f, page.perPage, offsetOf(page)).map(toJob), total: this.store.count(accountId, f) };
+    return {
+      items: this.store.list(accountId, f, page.perPage, offsetOf(page)).map(toJob),
+      total: this.store.count(accountId, f),
+    };
   }
 
   /** The account a job belongs to (operator commands address jobs by id alone). */
@@ -67,16 +70,23 @@ export class JobService {
   retry(accountId: string, id: string): Job {
     if (!this.uow || !this.hooks) throw new Error("JobService.retry needs the unit of work and hooks");
     const hooks = this.hooks;
-    const row = this.uow.run(() => {
-      const current = this.store.get(accountId, id);
-      if (!current) throw notFound("JOB_NOT_FOUND", `Job ${id}`);
-      if (current.status !== "failed") {
-        throw new AppError(409, "JOB_NOT_RETRYABLE", `Job ${id} is ${current.status}; only failed jobs can be retried`);
-      }
-      const r = this.store.retry(accountId, id)!;
-      hooks.resetVideo(r.video_id);
-      return r;
-    }, { immediate: true });
+    const row = this.uow.run(
+      () => {
+        const current = this.store.get(accountId, id);
+        if (!current) throw notFound("JOB_NOT_FOUND", `Job ${id}`);
+        if (current.status !== "failed") {
+          throw new AppError(
+            409,
+            "JOB_NOT_RETRYABLE",
+            `Job ${id} is ${current.status}; only failed jobs can be retried`,
+          );
+        }
+        const r = this.store.retry(accountId, id)!;
+        hooks.resetVideo(r.video_id);
+        return r;
+      },
+      { immediate: true },
+    );
     hooks.bus.publish({ type: "job.retried", jobId: row.id });
     return toJob(row);
   }
@@ -110,7 +120,8 @@ export class JobService {
   }
 
   private completionParts(): { uow: UnitOfWork; hooks: JobHooks; events: EventStore } {
-    if (!this.uow || !this.hooks || !this.events) throw new Error("JobService completion needs the unit of work, hooks and event store");
+    if (!this.uow || !this.hooks || !this.events)
+      throw new Error("JobService completion needs the unit of work, hooks and event store");
     return { uow: this.uow, hooks: this.hooks, events: this.events };
   }
 }

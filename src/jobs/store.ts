@@ -12,12 +12,16 @@ export class JobStore {
 
   insert(j: Pick<JobRow, "id" | "account_id" | "video_id" | "created_at">): void {
     this.db
-      .query("INSERT INTO jobs (id, account_id, video_id, status, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?)")
+      .query(
+        "INSERT INTO jobs (id, account_id, video_id, status, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?)",
+      )
       .run(j.id, j.account_id, j.video_id, j.created_at, j.created_at);
   }
 
   get(accountId: string, id: string): JobRow | null {
-    return this.db.query<JobRow, [string, string]>("SELECT * FROM jobs WHERE account_id = ? AND id = ?").get(accountId, id);
+    return this.db
+      .query<JobRow, [string, string]>("SELECT * FROM jobs WHERE account_id = ? AND id = ?")
+      .get(accountId, id);
   }
 
   getById(id: string): JobRow | null {
@@ -35,7 +39,9 @@ export class JobStore {
   list(accountId: string, f: { status?: JobStatus; videoId?: string }, limit: number, offset: number): JobRow[] {
     const w = this.where(accountId, f);
     return this.db
-      .query<JobRow, (string | number)[]>(`SELECT * FROM jobs WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
+      .query<JobRow, (string | number)[]>(
+        `SELECT * FROM jobs WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`,
+      )
       .all(...w.args, limit, offset);
   }
 
@@ -105,17 +111,23 @@ export class JobStore {
 
   /** The stages this job still has to run after its video became searchable (progressive indexing). */
   setPending(id: string, owner: string, stages: readonly string[]): void {
-    this.db.query("UPDATE jobs SET stages_pending = ?, updated_at = ? WHERE id = ? AND lease_owner = ?").run(JSON.stringify(stages), nowIso(), id, owner);
+    this.db
+      .query("UPDATE jobs SET stages_pending = ?, updated_at = ? WHERE id = ? AND lease_owner = ?")
+      .run(JSON.stringify(stages), nowIso(), id, owner);
   }
 
   /** At `serve` start (the instance lock is held, so no other worker is alive): release every lease. */
   releaseAllLeases(): number {
     return this.db
-      .query("UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL WHERE status IN ('pending', 'processing')")
+      .query(
+        "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL WHERE status IN ('pending', 'processing')",
+      )
       .run().changes;
   }
 
   countsByStatus(): { status: string; n: number }[] {
-    return this.db.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM jobs GROUP BY status").all();
+    return this.db
+      .query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM jobs GROUP BY status")
+      .all();
   }
 }

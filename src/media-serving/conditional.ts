@@ -15,7 +15,10 @@ function etagList(header: string): string[] | "*" {
 }
 
 /** True when the client's copy is current: answer 304. `If-None-Match` wins over `If-Modified-Since`. */
-export function notModified(headers: { ifNoneMatch?: string | null; ifModifiedSince?: string | null }, v: Validators): boolean {
+export function notModified(
+  headers: { ifNoneMatch?: string | null; ifModifiedSince?: string | null },
+  v: Validators,
+): boolean {
   if (headers.ifNoneMatch) {
     const tags = etagList(headers.ifNoneMatch);
     return tags === "*" || tags.includes(v.etag.replace(/^W\//, ""));

@@ -3,7 +3,10 @@
  * and anything malformed or in another unit are answered with the whole file (a server may ignore
  * Range); a well-formed range that lies entirely past the end is unsatisfiable (416).
  */
-export type RangeResult = { kind: "full" } | { kind: "partial"; start: number; end: number } | { kind: "unsatisfiable" };
+export type RangeResult =
+  | { kind: "full" }
+  | { kind: "partial"; start: number; end: number }
+  | { kind: "unsatisfiable" };
 
 const SINGLE = /^bytes=(\d*)-(\d*)$/;
 

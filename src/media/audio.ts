@@ -30,7 +30,11 @@ export interface AudioStreamOptions {
  * The caller normally checks `hasAudio` first; a file without audio still fails fast with
  * MediaError NO_AUDIO_STREAM (ffmpeg refuses the `-map 0:a:0` at once), never a hang.
  */
-export function streamAudio16kMono(bins: MediaBins, file: string, opts: AudioStreamOptions = {}): AsyncIterable<AudioWindow> {
+export function streamAudio16kMono(
+  bins: MediaBins,
+  file: string,
+  opts: AudioStreamOptions = {},
+): AsyncIterable<AudioWindow> {
   const windowSecs = opts.windowSecs ?? 30;
   if (!(windowSecs > 0) || windowSecs * AUDIO_SAMPLE_RATE < 1) throw new RangeError("windowSecs must be > 0");
   const windowSamples = Math.round(windowSecs * AUDIO_SAMPLE_RATE);
@@ -39,10 +43,27 @@ export function streamAudio16kMono(bins: MediaBins, file: string, opts: AudioStr
     const proc = new ToolProcess(
       bins.ffmpeg,
       [
-        "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+error",
-        "-i", file, "-map", "0:a:0", "-vn", "-sn", "-dn",
-        "-af", "aresample=async=1:first_pts=0", "-ac", "1", "-ar", String(AUDIO_SAMPLE_RATE),
-        "-f", "f32le", "pipe:1",
+        "-hide_banner",
+        "-nostdin",
+        "-nostats",
+        "-loglevel",
+        "repeat+level+error",
+        "-i",
+        file,
+        "-map",
+        "0:a:0",
+        "-vn",
+        "-sn",
+        "-dn",
+        "-af",
+        "aresample=async=1:first_pts=0",
+        "-ac",
+        "1",
+        "-ar",
+        String(AUDIO_SAMPLE_RATE),
+        "-f",
+        "f32le",
+        "pipe:1",
       ],
       { timeoutMs: opts.timeoutMs, stallTimeoutMs: opts.stallTimeoutMs ?? 60_000 },
     );

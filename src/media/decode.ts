@@ -73,9 +73,29 @@ export function decodeSkipArgs(skip: DecodeSkip | undefined, loopFilter: LoopFil
  * packet carries none (another encoder, or not H.264). Reads one packet, no decoding (~50 ms).
  */
 export async function readX264Options(bins: MediaBins, file: string): Promise<Record<string, string> | null> {
-  const exit = await runTool(bins.ffmpeg, ["-hide_banner", "-nostdin", "-v", "error", "-i", file, "-map", "0:v:0", "-c", "copy", "-frames:v", "1", "-f", "h264", "pipe:1"], {
-    timeoutMs: 30_000,
-  }).catch(() => null);
+  const exit = await runTool(
+    bins.ffmpeg,
+    [
+      "-hide_banner",
+      "-nostdin",
+      "-v",
+      "error",
+      "-i",
+      file,
+      "-map",
+      "0:v:0",
+      "-c",
+      "copy",
+      "-frames:v",
+      "1",
+      "-f",
+      "h264",
+      "pipe:1",
+    ],
+    {
+      timeoutMs: 30_000,
+    },
+  ).catch(() => null);
   if (!exit || exit.code !== 0 || !exit.stdout) return null;
   return parseX264Options(exit.stdout);
 }
@@ -94,7 +114,12 @@ export function parseX264Options(bytes: Uint8Array): Record<string, string> | nu
 }
 
 /** What a full decode of this file may skip: "bidir" where it is exact (x264, ref=1), else "noref". */
-export async function fullDecodeSkip(bins: MediaBins, file: string, codec: string | null, x264?: Record<string, string> | null): Promise<DecodeSkip> {
+export async function fullDecodeSkip(
+  bins: MediaBins,
+  file: string,
+  codec: string | null,
+  x264?: Record<string, string> | null,
+): Promise<DecodeSkip> {
   if (codec !== "h264") return "noref";
   const o = x264 !== undefined ? x264 : await readX264Options(bins, file);
   return o?.ref === "1" ? "bidir" : "noref";

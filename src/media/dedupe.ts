@@ -38,7 +38,10 @@ export const SIGNATURE_SIDE = 16;
  * passed since the last kept frame (so a long static shot still gets a frame every few seconds and
  * search can point into it). The first frame is always kept. Holds one signature, never frames.
  */
-export function dropNearDuplicates<F extends DedupeFrame>(frames: AsyncIterable<F>, opts: DedupeOptions = {}): DedupeStream<F> {
+export function dropNearDuplicates<F extends DedupeFrame>(
+  frames: AsyncIterable<F>,
+  opts: DedupeOptions = {},
+): DedupeStream<F> {
   const minDiff = opts.minDiff ?? 3;
   const maxGap = opts.maxGapSecs ?? 4;
   const stats: DedupeStats = { kept: 0, dropped: 0 };
@@ -72,7 +75,8 @@ export function dropNearDuplicates<F extends DedupeFrame>(frames: AsyncIterable<
 export function lumaSignature(rgb: Uint8Array, width?: number): Float32Array {
   const w = width ?? Math.round(Math.sqrt(rgb.length / 3));
   const h = Math.floor(rgb.length / 3 / w);
-  if (w < 1 || h < 1 || w * h * 3 !== rgb.length) throw new RangeError(`frame of ${rgb.length} bytes is not ${w} px wide RGB`);
+  if (w < 1 || h < 1 || w * h * 3 !== rgb.length)
+    throw new RangeError(`frame of ${rgb.length} bytes is not ${w} px wide RGB`);
   const n = SIGNATURE_SIDE;
   const sums = new Float64Array(n * n);
   const counts = new Uint32Array(n * n);

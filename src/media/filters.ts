@@ -14,10 +14,15 @@ export const HDR_TO_SDR =
  * frames it decodes anyway (frames.ts `jpegs`).
  */
 export function thumbnailFilters(asked: number, hdr: boolean): string[] {
-  if (!Number.isInteger(asked) || asked < 16 || asked > 7680) throw new RangeError("width must be an integer in 16..7680");
+  if (!Number.isInteger(asked) || asked < 16 || asked > 7680)
+    throw new RangeError("width must be an integer in 16..7680");
   // zimg (the HDR chain) refuses odd sizes in 4:2:0, so HDR thumbnails round the width down to even.
   const width = hdr ? asked - (asked % 2) : asked;
-  return [`scale=w=${width}:h='max(2,trunc(${width}/dar/2)*2)':flags=bicubic`, ...(hdr ? [HDR_TO_SDR] : []), "setsar=1"];
+  return [
+    `scale=w=${width}:h='max(2,trunc(${width}/dar/2)*2)':flags=bicubic`,
+    ...(hdr ? [HDR_TO_SDR] : []),
+    "setsar=1",
+  ];
 }
 
 /** JPEG quality 1–100 (higher is better) as ffmpeg mjpeg arguments (q 31..2). */

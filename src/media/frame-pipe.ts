@@ -58,7 +58,12 @@ export interface PipedFrame {
  * end of the stream (a partial frame means ffmpeg died: its exit status says why). One frame is
  * read at a time, so a slow consumer blocks ffmpeg instead of filling memory.
  */
-export async function* pipedFrames(proc: ToolProcess, frameBytes: number, infos: ShowinfoQueue, extras: readonly number[]): AsyncGenerator<PipedFrame> {
+export async function* pipedFrames(
+  proc: ToolProcess,
+  frameBytes: number,
+  infos: ShowinfoQueue,
+  extras: readonly number[],
+): AsyncGenerator<PipedFrame> {
   let extraAt = 0;
   let prevTime = -Infinity;
   for (let index = 0; ; index++) {
@@ -66,7 +71,8 @@ export async function* pipedFrames(proc: ToolProcess, frameBytes: number, infos:
     const got = await proc.readFull(bytes);
     if (got < frameBytes) return;
     const info = await infos.next();
-    if (!info) throw new MediaError("TOOL_FAILED", "ffmpeg wrote a frame without its showinfo line", proc.stderrTail.join("\n"));
+    if (!info)
+      throw new MediaError("TOOL_FAILED", "ffmpeg wrote a frame without its showinfo line", proc.stderrTail.join("\n"));
     const t = Number.isNaN(info.time) ? Math.max(0, prevTime) : Math.max(0, info.time);
     let forced = false;
     while (extraAt < extras.length && extras[extraAt] - 1e-4 <= t) {

@@ -8,7 +8,15 @@ import { cutAnalysisFilters, filterBoundaries, MIN_SHOT_SECS, SCENE_THRESHOLD } 
 import { keyframesCloseEnough, samplingExpression, type KeyframeSpacing } from "./select.ts";
 import { createShowinfoParser, isErrorLine } from "./showinfo.ts";
 import { pipedFrames, ShowinfoQueue, type PipedFrame } from "./frame-pipe.ts";
-import { joinFirstFrameKept, keyframesNearSeams, planSegments, ReadAhead, splitMayPay, type DecodeSegment, type SplitOptions } from "./split-decode.ts";
+import {
+  joinFirstFrameKept,
+  keyframesNearSeams,
+  planSegments,
+  ReadAhead,
+  splitMayPay,
+  type DecodeSegment,
+  type SplitOptions,
+} from "./split-decode.ts";
 
 export interface SampleFramesOptions {
   /** Output side in pixels (CLIP: 224). Frames are size × size RGB. */
@@ -121,16 +129,30 @@ const MAX_INLINE_FILTER = 32 * 1024;
  * Each iteration runs ffmpeg afresh; leaving the loop early kills it.
  */
 export function sampleFrames(bins: MediaBins, file: string, opts: SampleFramesOptions = {}): FrameStream {
-  const stats: FrameStats = { mode: null, keyframeSpacing: null, framesEmitted: 0, decodeErrors: 0, errorSamples: [], cuts: null };
+  const stats: FrameStats = {
+    mode: null,
+    keyframeSpacing: null,
+    framesEmitted: 0,
+    decodeErrors: 0,
+    errorSamples: [],
+    cuts: null,
+  };
   return { stats, [Symbol.asyncIterator]: () => run(bins, file, opts, stats) };
 }
 
-async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, stats: FrameStats): AsyncGenerator<SampledFrame> {
+async function* run(
+  bins: MediaBins,
+  file: string,
+  opts: SampleFramesOptions,
+  stats: FrameStats,
+): AsyncGenerator<SampledFrame> {
   const size = opts.size ?? 224;
   const every = opts.everySecs ?? 1;
   if (!Number.isInteger(size) || size < 8 || size > 4096) throw new RangeError("size must be an integer in 8..4096");
   if (!(every > 0)) throw new RangeError("everySecs must be > 0");
-  const extras = [...new Set(opts.extraTimestamps ?? [])].filter((t) => Number.isFinite(t) && t >= 0).sort((a, b) => a - b);
+  const extras = [...new Set(opts.extraTimestamps ?? [])]
+    .filter((t) => Number.isFinite(t) && t >= 0)
+    .sort((a, b) => a - b);
 
   const keyframes = await chooseKeyframeMode(bins, file, opts, every, stats);
   stats.mode = keyframes ? "keyframes" : "all";
@@ -139,7 +161,10 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
   const poster = opts.poster && Number.isFinite(opts.poster.atSecs) ? opts.poster : undefined;
   const cuts = !keyframes && opts.cuts ? cutOptions(opts.cuts) : null;
   const plan: DecodePlan = { size, every, extras, hdr: opts.hdr ?? false, poster, cuts, keyframes };
-  const segments = !keyframes && opts.split && opts.durationSecs ? await splitInto(bins, file, opts.split, opts.durationSecs, plan) : null;
+  const segments =
+    !keyframes && opts.split && opts.durationSecs
+      ? await splitInto(bins, file, opts.split, opts.durationSecs, plan)
+      : null;
   const procs: ToolProcess[] = [];
   try {
     if (!segments) {
@@ -156,7 +181,8 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
     // consumer takes them in time order, and the next range starts when one is used up.
     const cutLists = segments.map((): number[] => []);
     const running: ReadAhead[] = [];
-    const start = (i: number) => (running[i] = new ReadAhead(decodeRange(bins, file, opts, plan, segments[i], stats, cutLists[i], procs)));
+    const start = (i: number) =>
+      (running[i] = new ReadAhead(decodeRange(bins, file, opts, plan, segments[i], stats, cutLists[i], procs)));
     for (let i = 0; i < Math.min(opts.split!.processes, segments.length); i++) start(i);
     const unpicked: number[] = [];
     let lastPicked: number | null = null;
@@ -169,7 +195,8 @@ async function* run(bins: MediaBins, file: string, opts: SampleFramesOptions, st
           // landing past it loses pictures. Counted like corrupt data, not silently.
           if (!f.keyframe || f.timestamp > segments[i].start! + 1e-3) {
             stats.decodeErrors++;
-            if (stats.errorSamples.length < 5) stats.errorSamples.push(`split decode: the range from ${segments[i].start} s began at ${f.timestamp} s`);
+            if (stats.errorSamples.length < 5)
+              stats.errorSamples.push(`split decode: the range from ${segments[i].start} s began at ${f.timestamp} s`);
           }
           if (!joinFirstFrameKept(f.timestamp, lastPicked, every, extras)) {
             unpicked.push(f.index);
@@ -206,12 +233,30 @@ interface DecodePlan {
   keyframes: boolean;
 }
 
-const sampled = (f: PipedFrame): SampledFrame => ({ index: f.index, timestamp: f.timestamp, rgb: f.bytes, keyframe: f.keyframe, forced: f.forced });
+const sampled = (f: PipedFrame): SampledFrame => ({
+  index: f.index,
+  timestamp: f.timestamp,
+  rgb: f.bytes,
+  keyframe: f.keyframe,
+  forced: f.forced,
+});
 const jpegPath = (dir: string, index: number) => join(dir, `${String(index).padStart(8, "0")}.jpg`);
 
 /** The ranges of a split decode, or null where one process decodes the file (split-decode.ts). */
-async function splitInto(bins: MediaBins, file: string, split: SplitOptions, durationSecs: number, plan: DecodePlan): Promise<DecodeSegment[] | null> {
-  const probe = { durationSecs, everySecs: plan.every, posterSecs: plan.poster?.atSecs ?? null, extraCount: plan.extras.length, split };
+async function splitInto(
+  bins: MediaBins,
+  file: string,
+  split: SplitOptions,
+  durationSecs: number,
+  plan: DecodePlan,
+): Promise<DecodeSegment[] | null> {
+  const probe = {
+    durationSecs,
+    everySecs: plan.every,
+    posterSecs: plan.poster?.atSecs ?? null,
+    extraCount: plan.extras.length,
+    split,
+  };
   if (!splitMayPay(split, durationSecs)) return null;
   const keyframes = await keyframesNearSeams(bins, file, durationSecs, split).catch(() => null);
   return keyframes ? planSegments(keyframes, probe) : null;
@@ -235,7 +280,10 @@ async function* decodeRange(
   const ends = seg?.end != null ? `*lt(t,${(seg.end - 1e-3).toFixed(6)})` : "";
   const expr = ends ? `(${samplingExpression(every, extras)})${ends}` : samplingExpression(every, extras);
   const from = seg?.start ?? 0;
-  const poster = plan.poster && (seg === null || (plan.poster.atSecs >= from && (seg.end === null || plan.poster.atSecs < seg.end))) ? plan.poster : undefined;
+  const poster =
+    plan.poster && (seg === null || (plan.poster.atSecs >= from && (seg.end === null || plan.poster.atSecs < seg.end)))
+      ? plan.poster
+      : undefined;
   const trim = seg?.start != null ? `trim=start=${(seg.start - 1e-3).toFixed(6)}` : null;
   const complex = Boolean(opts.jpegs || cuts);
   // With cuts, the decoded pictures are split first: the analysis must see every decoded picture,
@@ -249,7 +297,8 @@ async function* decodeRange(
       ? `${input}${filterGraph(expr, size, hdr)}[rgb]`
       : `${trim ? `${trim},` : ""}${filterGraph(expr, size, hdr)}`;
   const range = seg ? { fromThirdPicture: seg.start !== null } : undefined;
-  if (cuts) graph = `${source}split[cutsrc][main];[cutsrc]${cutAnalysisFilters(cuts.width, cuts.threshold, "cuts", range)},nullsink;${graph}`;
+  if (cuts)
+    graph = `${source}split[cutsrc][main];[cutsrc]${cutAnalysisFilters(cuts.width, cuts.threshold, "cuts", range)},nullsink;${graph}`;
   graph = root + graph;
   let scriptDir: string | null = null;
   let filterArgs = [complex ? "-filter_complex" : "-vf", graph];
@@ -263,9 +312,20 @@ async function* decodeRange(
   const rgbOut = ["-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"];
   const outputs = opts.jpegs
     ? [
-        "-map", "[rgb]", ...rgbOut,
-        "-map", "[jpg]", ...jpegCodecArgs(opts.jpegs.quality), "-f", "image2", "-start_number", String(seg?.indexBase ?? 0), join(opts.jpegs.dir, "%08d.jpg"),
-        ...(poster ? ["-map", "[poster]", ...jpegCodecArgs(poster.quality), "-update", "1", "-f", "image2", poster.path] : []),
+        "-map",
+        "[rgb]",
+        ...rgbOut,
+        "-map",
+        "[jpg]",
+        ...jpegCodecArgs(opts.jpegs.quality),
+        "-f",
+        "image2",
+        "-start_number",
+        String(seg?.indexBase ?? 0),
+        join(opts.jpegs.dir, "%08d.jpg"),
+        ...(poster
+          ? ["-map", "[poster]", ...jpegCodecArgs(poster.quality), "-update", "1", "-f", "image2", poster.path]
+          : []),
       ]
     : cuts
       ? ["-map", "[rgb]", ...rgbOut]
@@ -275,7 +335,8 @@ async function* decodeRange(
   // little past its end.
   const rangeArgs = seg
     ? [
-        "-copyts", "-start_at_zero",
+        "-copyts",
+        "-start_at_zero",
         ...(seg.seekSecs !== null ? ["-noaccurate_seek", "-ss", seg.seekSecs.toFixed(6)] : []),
         ...(seg.readSecs !== null ? ["-t", seg.readSecs.toFixed(6)] : []),
       ]
@@ -287,15 +348,26 @@ async function* decodeRange(
   const proc = new ToolProcess(
     bins.ffmpeg,
     [
-      "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
+      "-hide_banner",
+      "-nostdin",
+      "-nostats",
+      "-loglevel",
+      "repeat+level+info",
+      "-progress",
+      "pipe:2",
       // Keyframes only: nothing is predicted from the decoded pictures, so skipping the deblocking
       // filter cannot drift; it saves ~10 % of the decode and moves 224 px pixels by < 1/255 on
       // average (0.2 on 1080p H.264, 0.7 on a 300 kbit/s 360p one).
-      ...(keyframes ? ["-skip_frame", "nokey", "-skip_loop_filter", "all"] : decodeSkipArgs(opts.skipFrames, opts.loopFilter)),
+      ...(keyframes
+        ? ["-skip_frame", "nokey", "-skip_loop_filter", "all"]
+        : decodeSkipArgs(opts.skipFrames, opts.loopFilter)),
       // A range of a split decode runs on one thread: the ranges are the parallelism.
       ...(opts.threads || seg ? ["-threads", String(opts.threads ?? 1)] : []),
       ...rangeArgs,
-      "-i", file, ...filterArgs, ...outputs,
+      "-i",
+      file,
+      ...filterArgs,
+      ...outputs,
     ],
     {
       timeoutMs: opts.timeoutMs,
@@ -333,12 +405,21 @@ async function* decodeRange(
   }
 }
 
-async function chooseKeyframeMode(bins: MediaBins, file: string, opts: SampleFramesOptions, every: number, stats: FrameStats): Promise<boolean> {
+async function chooseKeyframeMode(
+  bins: MediaBins,
+  file: string,
+  opts: SampleFramesOptions,
+  every: number,
+  stats: FrameStats,
+): Promise<boolean> {
   const mode = opts.keyframesOnly ?? "auto";
   if (typeof mode === "boolean") return mode;
   // Short clips: a full decode costs little and gives the best frames; skip the measurement.
   if (opts.durationSecs != null && opts.durationSecs <= 15) return false;
-  const { ok, spacing } = await keyframesCloseEnough(bins, file, { durationSecs: opts.durationSecs ?? null, maxGapSecs: opts.maxKeyframeGapSecs ?? 2 * every });
+  const { ok, spacing } = await keyframesCloseEnough(bins, file, {
+    durationSecs: opts.durationSecs ?? null,
+    maxGapSecs: opts.maxKeyframeGapSecs ?? 2 * every,
+  });
   stats.keyframeSpacing = spacing;
   return ok;
 }
@@ -359,13 +440,22 @@ export function filterGraph(selectExpr: string, size: number, hdr: boolean): str
  * drop or re-time one), and its per-frame checksums cost 224² pixels there instead of the source
  * size (at 1080p ~2.5 ms a frame: 0.1 CPU-s of a 0.65 CPU-s keyframe decode of 60 s).
  */
-export function filterGraphWithJpegs(selectExpr: string, size: number, hdr: boolean, jpegWidth: number, poster?: { atSecs: number; width: number }, input = "[0:v:0]"): string {
+export function filterGraphWithJpegs(
+  selectExpr: string,
+  size: number,
+  hdr: boolean,
+  jpegWidth: number,
+  poster?: { atSecs: number; width: number },
+  input = "[0:v:0]",
+): string {
   return (
     `${input}select='${selectExpr}',split=${poster ? 3 : 2}[model][thumb]${poster ? "[post]" : ""};` +
     `[model]${modelInputFilters(size, hdr).join(",")},showinfo[rgb];` +
     `[thumb]${thumbnailFilters(jpegWidth, hdr).join(",")}[jpg]` +
     // One frame only: the first one at or after the poster time (select keeps its own state).
-    (poster ? `;[post]select='isnan(prev_selected_t)*gte(t,${Math.max(0, poster.atSecs).toFixed(6)})',${thumbnailFilters(poster.width, hdr).join(",")}[poster]` : "")
+    (poster
+      ? `;[post]select='isnan(prev_selected_t)*gte(t,${Math.max(0, poster.atSecs).toFixed(6)})',${thumbnailFilters(poster.width, hdr).join(",")}[poster]`
+      : "")
   );
 }
 

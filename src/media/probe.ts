@@ -96,7 +96,8 @@ export async function probeMedia(bins: MediaBins, file: string, opts: ProbeOptio
   }
   if (json.error || run.code !== 0 || !json.format) {
     const why = json.error?.string ?? run.tail.at(-1) ?? `exit code ${run.code}`;
-    if (looksLikeVideoContainer(header)) throw new MediaError("DECODE_FAILED", `cannot read the file: ${why}`, run.tail.join("\n"));
+    if (looksLikeVideoContainer(header))
+      throw new MediaError("DECODE_FAILED", `cannot read the file: ${why}`, run.tail.join("\n"));
     throw new MediaError("UNSUPPORTED_FORMAT", "not a video file in a supported format", why);
   }
 
@@ -168,8 +169,24 @@ async function checkFirstFrameDecodes(bins: MediaBins, file: string, timeoutMs: 
   let frames = 0;
   const run = await runTool(
     bins.ffmpeg,
-    ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-progress", "pipe:2",
-     "-i", file, "-map", "0:v:0", "-frames:v", "1", "-f", "null", "-"],
+    [
+      "-hide_banner",
+      "-nostdin",
+      "-nostats",
+      "-v",
+      "error",
+      "-progress",
+      "pipe:2",
+      "-i",
+      file,
+      "-map",
+      "0:v:0",
+      "-frames:v",
+      "1",
+      "-f",
+      "null",
+      "-",
+    ],
     {
       timeoutMs,
       onStderrLine: (line) => {
@@ -221,5 +238,5 @@ function rotationOf(s: FfStream | undefined): number {
   // The matrix gives counter-clockwise degrees (-90 = turn right); the tag gives clockwise.
   const cw = fromMatrix !== undefined ? -fromMatrix : Number(s.tags?.rotate ?? 0);
   if (!Number.isFinite(cw)) return 0;
-  return ((Math.round(cw / 90) * 90) % 360 + 360) % 360;
+  return (((Math.round(cw / 90) * 90) % 360) + 360) % 360;
 }

@@ -183,7 +183,11 @@ export class ToolProcess {
     }
     this.throwIfKilled();
     const signal = this.proc.signalCode;
-    return { code: this.proc.exitCode, signal: signal === null || signal === undefined ? null : String(signal), tail: [...this.tail] };
+    return {
+      code: this.proc.exitCode,
+      signal: signal === null || signal === undefined ? null : String(signal),
+      tail: [...this.tail],
+    };
   }
 
   get stderrTail(): string[] {

@@ -27,7 +27,9 @@ export function gridTerm(everySecs: number): string {
  * T is nudged 0.1 ms earlier so a boundary printed with 6 decimals still matches its own frame.
  */
 export function atOrAfterTerm(times: readonly number[]): string {
-  const ts = [...new Set(times.filter((t) => Number.isFinite(t) && t >= 0))].sort((a, b) => a - b).map((t) => fmt(Math.max(0, t - 1e-4)));
+  const ts = [...new Set(times.filter((t) => Number.isFinite(t) && t >= 0))]
+    .sort((a, b) => a - b)
+    .map((t) => fmt(Math.max(0, t - 1e-4)));
   if (ts.length === 0) return "";
   const build = (lo: number, hi: number): string => {
     if (lo === hi) return `lt(prev_t,${ts[lo]})`;
@@ -95,7 +97,11 @@ export async function readKeyframeTimes(
 }
 
 /** Gaps between keyframe times, the gap from the last one to the end of the scanned window included. */
-export function keyframeSpacing(times: readonly number[], scanSecs: number, durationSecs: number | null): KeyframeSpacing {
+export function keyframeSpacing(
+  times: readonly number[],
+  scanSecs: number,
+  durationSecs: number | null,
+): KeyframeSpacing {
   // ffprobe's times are not shifted to the file start (a TS may start at 1.4 s); gaps do not care.
   const start = times[0] ?? 0;
   const scanned = durationSecs === null ? scanSecs : Math.min(scanSecs, durationSecs);
@@ -143,7 +149,8 @@ export async function keyframesCloseEnough(
   if (packets) {
     const spacing = keyframeSpacing(packets, KEYFRAME_SCAN_SECS, opts.durationSecs);
     if (spacing.maxGapSecs <= opts.maxGapSecs) return { ok: true, spacing, method: "packets" };
-    if (packets.length && (await opts.packetsFlagEveryKeyframe?.().catch(() => false))) return { ok: false, spacing, method: "packets" };
+    if (packets.length && (await opts.packetsFlagEveryKeyframe?.().catch(() => false)))
+      return { ok: false, spacing, method: "packets" };
   }
   const spacing = await measureKeyframeSpacing(bins, file, { durationSecs: opts.durationSecs });
   return { ok: spacing.maxGapSecs <= opts.maxGapSecs, spacing, method: "decode" };

@@ -47,7 +47,11 @@ export interface ShotDetectionOptions {
  * streams, so memory is the list of boundaries. `-progress` lines keep the stall watchdog fed
  * through long shots that select nothing.
  */
-export async function detectShotBoundaries(bins: MediaBins, file: string, opts: ShotDetectionOptions = {}): Promise<number[]> {
+export async function detectShotBoundaries(
+  bins: MediaBins,
+  file: string,
+  opts: ShotDetectionOptions = {},
+): Promise<number[]> {
   const threshold = opts.threshold ?? SCENE_THRESHOLD;
   const minShot = opts.minShotSecs ?? MIN_SHOT_SECS;
   const width = opts.analysisWidth ?? 160;
@@ -59,12 +63,29 @@ export async function detectShotBoundaries(bins: MediaBins, file: string, opts: 
   const proc = new ToolProcess(
     bins.ffmpeg,
     [
-      "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
+      "-hide_banner",
+      "-nostdin",
+      "-nostats",
+      "-loglevel",
+      "repeat+level+info",
+      "-progress",
+      "pipe:2",
       ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : decodeSkipArgs(opts.skipFrames, opts.loopFilter)),
       ...(opts.threads ? ["-threads", String(opts.threads)] : []),
-      "-i", file, "-map", "0:v:0", "-an", "-sn", "-dn",
-      "-vf", cutAnalysisFilters(width, threshold),
-      "-vsync", "passthrough", "-f", "null", "-",
+      "-i",
+      file,
+      "-map",
+      "0:v:0",
+      "-an",
+      "-sn",
+      "-dn",
+      "-vf",
+      cutAnalysisFilters(width, threshold),
+      "-vsync",
+      "passthrough",
+      "-f",
+      "null",
+      "-",
     ],
     {
       timeoutMs: opts.timeoutMs ?? defaultTimeout(opts.durationSecs),

@@ -22,11 +22,14 @@ export interface ShowinfoFrame {
  * unnamed ones (`Parsed_showinfo_N`).
  */
 export function createShowinfoParser(instance?: string): (line: string) => ShowinfoFrame | null {
-  if (instance !== undefined && !/^\w+$/.test(instance)) throw new RangeError("showinfo instance names are word characters");
+  if (instance !== undefined && !/^\w+$/.test(instance))
+    throw new RangeError("showinfo instance names are word characters");
   const tag = instance === undefined ? "Parsed_showinfo_" : `showinfo@${instance} @`;
   const name = instance === undefined ? String.raw`Parsed_showinfo_\d+ @` : `showinfo@${instance} @`;
   const CONFIG_RE = new RegExp(String.raw`${name} [^\]]+\] (?:\[\w+\] )?config in time_base: (\d+)\/(\d+)`);
-  const FRAME_RE = new RegExp(String.raw`${name} [^\]]+\] (?:\[\w+\] )?n:\s*(\d+)\s+pts:\s*(-?\d+|NOPTS)\s+pts_time:(\S+)(?:.*?\biskey:(\d))?`);
+  const FRAME_RE = new RegExp(
+    String.raw`${name} [^\]]+\] (?:\[\w+\] )?n:\s*(\d+)\s+pts:\s*(-?\d+|NOPTS)\s+pts_time:(\S+)(?:.*?\biskey:(\d))?`,
+  );
   let num = 0;
   let den = 0;
   return (line) => {

@@ -66,7 +66,8 @@ export function splitMayPay(split: SplitOptions, durationSecs: number): boolean 
   return split.processes >= 2 && durationSecs >= (split.minDurationSecs ?? 20);
 }
 
-const rangeCount = (split: SplitOptions, durationSecs: number) => Math.max(split.processes, Math.ceil(durationSecs / (split.maxSegmentSecs ?? 120)));
+const rangeCount = (split: SplitOptions, durationSecs: number) =>
+  Math.max(split.processes, Math.ceil(durationSecs / (split.maxSegmentSecs ?? 120)));
 
 /** How far the range before a seam reads past it: enough to decode the two pictures its cut score needs. */
 export const READ_PAST_SECS = 1;
@@ -89,9 +90,11 @@ export function planSegments(
     const frac = k / e - Math.floor(k / e);
     return (
       next - k >= 0.5 &&
-      frac > 1e-3 / e && frac < 1 - 1e-3 / e &&
+      frac > 1e-3 / e &&
+      frac < 1 - 1e-3 / e &&
       (o.posterSecs == null || Math.abs(k - o.posterSecs) >= 2 * e) &&
-      k >= MIN_SEGMENT_SECS && dur - k >= MIN_SEGMENT_SECS
+      k >= MIN_SEGMENT_SECS &&
+      dur - k >= MIN_SEGMENT_SECS
     );
   };
   const seams: { k: number; next: number }[] = [];
@@ -113,7 +116,13 @@ export function planSegments(
     const start = i === 0 ? null : seams[i - 1].k;
     const end = i === seams.length ? null : seams[i].k;
     const seekSecs = i === 0 ? null : start! + Math.min(0.4, (seams[i - 1].next - start!) / 2);
-    out.push({ start, end, seekSecs, readSecs: end === null ? null : end + READ_PAST_SECS - (seekSecs ?? 0), indexBase });
+    out.push({
+      start,
+      end,
+      seekSecs,
+      readSecs: end === null ? null : end + READ_PAST_SECS - (seekSecs ?? 0),
+      indexBase,
+    });
     // An upper bound of the frames this range can emit (one per grid bucket it touches, plus the
     // extra times), so the next range's numbers never collide with these.
     indexBase += Math.ceil(((end ?? dur) - (start ?? 0)) / e) + 2 + o.extraCount;
@@ -126,10 +135,17 @@ export function planSegments(
  * 60 s of 1080p), read in windows around the seams wanted, so a long film does not list every
  * packet. Packets list IDR frames only in MP4, which is what a seam needs.
  */
-export async function keyframesNearSeams(bins: MediaBins, file: string, durationSecs: number, split: SplitOptions): Promise<number[]> {
+export async function keyframesNearSeams(
+  bins: MediaBins,
+  file: string,
+  durationSecs: number,
+  split: SplitOptions,
+): Promise<number[]> {
   const n = rangeCount(split, durationSecs);
   const half = Math.min(30, durationSecs / n / 2);
-  const windows = Array.from({ length: n - 1 }, (_, i) => (durationSecs * (i + 1)) / n).map((t) => `${Math.max(0, t - half).toFixed(3)}%${(t + half).toFixed(3)}`);
+  const windows = Array.from({ length: n - 1 }, (_, i) => (durationSecs * (i + 1)) / n).map(
+    (t) => `${Math.max(0, t - half).toFixed(3)}%${(t + half).toFixed(3)}`,
+  );
   if (!windows.length) return [];
   return readKeyframesFromStart(bins, file, windows.join(","));
 }
@@ -143,7 +159,19 @@ export async function keyframesNearSeams(bins: MediaBins, file: string, duration
 export async function readKeyframesFromStart(bins: MediaBins, file: string, intervals: string): Promise<number[]> {
   const run = await runTool(
     bins.ffprobe,
-    ["-v", "error", "-select_streams", "v:0", "-read_intervals", intervals, "-show_entries", "packet=pts_time,flags:format=start_time", "-of", "csv=p=0", file],
+    [
+      "-v",
+      "error",
+      "-select_streams",
+      "v:0",
+      "-read_intervals",
+      intervals,
+      "-show_entries",
+      "packet=pts_time,flags:format=start_time",
+      "-of",
+      "csv=p=0",
+      file,
+    ],
     { timeoutMs: 60_000 },
   );
   if (run.code !== 0) throw new MediaError("DECODE_FAILED", "cannot read keyframes", run.tail.join("\n"));
@@ -151,8 +179,10 @@ export async function readKeyframesFromStart(bins: MediaBins, file: string, inte
   let start = 0;
   for (const line of new TextDecoder().decode(run.stdout).split("\n")) {
     const cols = line.trim().split(",");
-    if (cols.length === 1 && cols[0] !== "" && Number.isFinite(Number(cols[0]))) start = Number(cols[0]); // the format's start_time
-    else if (cols.length >= 2 && /^K/.test(cols[1]) && cols[0] !== "" && Number.isFinite(Number(cols[0]))) keys.push(Number(cols[0]));
+    if (cols.length === 1 && cols[0] !== "" && Number.isFinite(Number(cols[0])))
+      start = Number(cols[0]); // the format's start_time
+    else if (cols.length >= 2 && /^K/.test(cols[1]) && cols[0] !== "" && Number.isFinite(Number(cols[0])))
+      keys.push(Number(cols[0]));
   }
   return [...new Set(keys.map((k) => Math.round((k - start) * 1e6) / 1e6))].sort((a, b) => a - b);
 }
@@ -162,7 +192,12 @@ export async function readKeyframesFromStart(bins: MediaBins, file: string, inte
  * of its grid bucket after the last frame picked before the seam (`lastPicked`, null if none), or
  * an extra time (nudged 0.1 ms earlier, as select.ts atOrAfterTerm) lies in (lastPicked, t].
  */
-export function joinFirstFrameKept(t: number, lastPicked: number | null, everySecs: number, extras: readonly number[]): boolean {
+export function joinFirstFrameKept(
+  t: number,
+  lastPicked: number | null,
+  everySecs: number,
+  extras: readonly number[],
+): boolean {
   if (lastPicked === null) return true;
   if (Math.floor(t / everySecs) > Math.floor(lastPicked / everySecs)) return true;
   return extras.some((x) => x - 1e-4 > lastPicked && x - 1e-4 <= t);

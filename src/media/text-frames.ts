@@ -57,7 +57,12 @@ export interface TextFrame {
 const MAX_INLINE_FILTER = 32 * 1024;
 
 /** Output size: the display shape scaled down to fit, even sides (zimg and the scaler like them). */
-export function textFrameSize(displayWidth: number, displayHeight: number, maxLong = 1280, maxShort = 720): { width: number; height: number } {
+export function textFrameSize(
+  displayWidth: number,
+  displayHeight: number,
+  maxLong = 1280,
+  maxShort = 720,
+): { width: number; height: number } {
   const landscape = displayWidth >= displayHeight;
   const [maxW, maxH] = landscape ? [maxLong, maxShort] : [maxShort, maxLong];
   const f = Math.min(1, maxW / displayWidth, maxH / displayHeight);
@@ -65,12 +70,18 @@ export function textFrameSize(displayWidth: number, displayHeight: number, maxLo
   return { width: even(displayWidth), height: even(displayHeight) };
 }
 
-export async function* sampleTextFrames(bins: MediaBins, file: string, opts: TextFramesOptions): AsyncGenerator<TextFrame> {
+export async function* sampleTextFrames(
+  bins: MediaBins,
+  file: string,
+  opts: TextFramesOptions,
+): AsyncGenerator<TextFrame> {
   const every = opts.everySecs ?? 1;
   if (!(every > 0)) throw new RangeError("everySecs must be > 0");
   if (!(opts.displayWidth > 0 && opts.displayHeight > 0)) throw new RangeError("display size must be positive");
   const { width, height } = textFrameSize(opts.displayWidth, opts.displayHeight, opts.maxLong, opts.maxShort);
-  const extras = [...new Set(opts.extraTimestamps ?? [])].filter((t) => Number.isFinite(t) && t >= 0).sort((a, b) => a - b);
+  const extras = [...new Set(opts.extraTimestamps ?? [])]
+    .filter((t) => Number.isFinite(t) && t >= 0)
+    .sort((a, b) => a - b);
   const graph = [
     `select='${samplingExpression(every, extras)}'`,
     // Area averaging when shrinking keeps thin strokes; bicubic rings around them.
@@ -92,12 +103,32 @@ export async function* sampleTextFrames(bins: MediaBins, file: string, opts: Tex
   const proc = new ToolProcess(
     bins.ffmpeg,
     [
-      "-hide_banner", "-nostdin", "-nostats", "-loglevel", "repeat+level+info", "-progress", "pipe:2",
+      "-hide_banner",
+      "-nostdin",
+      "-nostats",
+      "-loglevel",
+      "repeat+level+info",
+      "-progress",
+      "pipe:2",
       ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : decodeSkipArgs(opts.skipFrames)),
       // One decoder thread: this runs while CLIP and Whisper may be busy on the other cores.
-      "-threads", "1",
-      "-i", file, ...filterArgs,
-      "-map", "0:v:0", "-an", "-sn", "-dn", "-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray", "pipe:1",
+      "-threads",
+      "1",
+      "-i",
+      file,
+      ...filterArgs,
+      "-map",
+      "0:v:0",
+      "-an",
+      "-sn",
+      "-dn",
+      "-vsync",
+      "passthrough",
+      "-f",
+      "rawvideo",
+      "-pix_fmt",
+      "gray",
+      "pipe:1",
     ],
     {
       stallTimeoutMs: opts.stallTimeoutMs ?? 60_000,

@@ -73,7 +73,14 @@ export async function writeThumbnails(
 ): Promise<void> {
   const batch = Math.max(1, Math.min(32, opts.batchSize ?? 8));
   for (const r of requests) if (!(r.timestampSecs >= 0)) throw new RangeError("timestampSecs must be ≥ 0");
-  const seeks = opts.keyframesOnly || !opts.seeksExactly || requests.length === 0 ? null : await keyframeSeeks(bins, file, requests.map((r) => r.timestampSecs));
+  const seeks =
+    opts.keyframesOnly || !opts.seeksExactly || requests.length === 0
+      ? null
+      : await keyframeSeeks(
+          bins,
+          file,
+          requests.map((r) => r.timestampSecs),
+        );
   for (let i = 0; i < requests.length; i += batch) {
     const part = requests.slice(i, i + batch);
     const temps = part.map((r) => tempNameFor(r.outPath));
@@ -124,8 +131,22 @@ export async function writePoster(
   try {
     const exit = await runTool(
       bins.ffmpeg,
-      ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-y", "-ss", start.toFixed(6), "-i", file, "-map", "0:v:0",
-       ...jpegOutputArgs({ ...opts, width: opts.width ?? 640 }, "thumbnail=60"), tmp],
+      [
+        "-hide_banner",
+        "-nostdin",
+        "-nostats",
+        "-v",
+        "error",
+        "-y",
+        "-ss",
+        start.toFixed(6),
+        "-i",
+        file,
+        "-map",
+        "0:v:0",
+        ...jpegOutputArgs({ ...opts, width: opts.width ?? 640 }, "thumbnail=60"),
+        tmp,
+      ],
       { timeoutMs: opts.timeoutMs ?? 60_000 },
     );
     if (exit.code !== 0) throw failureFromExit("poster failed", exit);
@@ -141,7 +162,22 @@ async function lastFrameTo(bins: MediaBins, file: string, tmp: string, opts: Thu
   const args = jpegOutputArgs(opts).filter((a, i, all) => !(a === "-frames:v" || all[i - 1] === "-frames:v"));
   const exit = await runTool(
     bins.ffmpeg,
-    ["-hide_banner", "-nostdin", "-nostats", "-v", "error", "-y", "-sseof", "-3", "-i", file, "-map", "0:v:0", ...args, tmp],
+    [
+      "-hide_banner",
+      "-nostdin",
+      "-nostats",
+      "-v",
+      "error",
+      "-y",
+      "-sseof",
+      "-3",
+      "-i",
+      file,
+      "-map",
+      "0:v:0",
+      ...args,
+      tmp,
+    ],
     { timeoutMs: opts.timeoutMs ?? 60_000 },
   );
   if (exit.code !== 0) throw failureFromExit("thumbnail failed", exit);

@@ -59,7 +59,12 @@ export async function downloadResumable(o: DownloadOptions): Promise<void> {
   try {
     let res: Response;
     try {
-      res = await o.fetchImpl(o.url, { headers: have > 0 ? { range: `bytes=${have}-`, "accept-encoding": "identity" } : { "accept-encoding": "identity" }, signal: ac.signal, redirect: "follow" });
+      res = await o.fetchImpl(o.url, {
+        headers:
+          have > 0 ? { range: `bytes=${have}-`, "accept-encoding": "identity" } : { "accept-encoding": "identity" },
+        signal: ac.signal,
+        redirect: "follow",
+      });
     } catch (e) {
       throw interrupted(`GET ${o.url}: ${(e as Error).message}`);
     }
@@ -78,7 +83,9 @@ export async function downloadResumable(o: DownloadOptions): Promise<void> {
       const cr = contentRange(res.headers.get("content-range"));
       if (cr?.start !== have) {
         await res.body?.cancel();
-        throw failed(`GET ${o.url}: asked for bytes ${have}- and got ${res.headers.get("content-range") ?? "no Content-Range"}`);
+        throw failed(
+          `GET ${o.url}: asked for bytes ${have}- and got ${res.headers.get("content-range") ?? "no Content-Range"}`,
+        );
       }
       append = true;
       total = cr.total;
@@ -93,7 +100,11 @@ export async function downloadResumable(o: DownloadOptions): Promise<void> {
     }
     if (total !== null && o.expectedSize !== null && total !== o.expectedSize) {
       await res.body?.cancel();
-      throw new AppError(400, "MODEL_HASH_MISMATCH", `${o.url}: the server has ${total} bytes, the manifest says ${o.expectedSize}`);
+      throw new AppError(
+        400,
+        "MODEL_HASH_MISMATCH",
+        `${o.url}: the server has ${total} bytes, the manifest says ${o.expectedSize}`,
+      );
     }
     if (!res.body) throw interrupted(`GET ${o.url}: empty response`);
 
@@ -104,7 +115,11 @@ export async function downloadResumable(o: DownloadOptions): Promise<void> {
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
         arm();
         if (limit !== null && have + got + chunk.length > limit) {
-          throw new AppError(400, "MODEL_HASH_MISMATCH", `${o.url}: the server sent more than the ${limit} bytes announced`);
+          throw new AppError(
+            400,
+            "MODEL_HASH_MISMATCH",
+            `${o.url}: the server sent more than the ${limit} bytes announced`,
+          );
         }
         await out.write(chunk);
         got += chunk.length;
@@ -116,7 +131,9 @@ export async function downloadResumable(o: DownloadOptions): Promise<void> {
         await rm(o.partFile, { force: true });
         throw e;
       }
-      throw interrupted(`GET ${o.url}: connection lost after ${have + got} bytes (${ac.signal.aborted ? String(ac.signal.reason?.message) : (e as Error).message})`);
+      throw interrupted(
+        `GET ${o.url}: connection lost after ${have + got} bytes (${ac.signal.aborted ? String(ac.signal.reason?.message) : (e as Error).message})`,
+      );
     } finally {
       await out.close().catch(() => {});
     }

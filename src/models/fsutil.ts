@@ -113,7 +113,6 @@ export async function sizeOf(path: string): Promise<number | null> {
   );
 }
 
-
 /**
  * One changing `models` command per models folder (import, pull, activate): two concurrent pulls
  * would append to the same `.part` files and two registry writers would lose one's update. The
@@ -130,7 +129,11 @@ export async function withModelsLock<T>(modelsDir: string, fn: () => Promise<T>)
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       const pid = Number.parseInt(readFileSync(file, "utf8").trim(), 10);
       if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-        throw new AppError(409, "MODELS_BUSY", `another vsearch models command (pid ${pid}) is changing ${modelsDir}; try again when it has finished (or delete ${file} if that process is not vsearch)`);
+        throw new AppError(
+          409,
+          "MODELS_BUSY",
+          `another vsearch models command (pid ${pid}) is changing ${modelsDir}; try again when it has finished (or delete ${file} if that process is not vsearch)`,
+        );
       }
       // Our own pid is stale too: in a container every run may get the same pid, and a crashed
       // run must not lock the folder forever. Same-process overlap is refused by the caller.

@@ -9,7 +9,9 @@ import type { ModelRole } from "./types.ts";
 /** `vsearch models pull <default for the role>` (connected), `vsearch models import … --role R` (air-gapped). */
 export function modelFix(role: ModelRole): string {
   const b = builtinManifest();
-  const name = b.default.find((n) => b.models.find((m) => m.name === n)?.role === role) ?? b.models.find((m) => m.role === role)?.name;
+  const name =
+    b.default.find((n) => b.models.find((m) => m.name === n)?.role === role) ??
+    b.models.find((m) => m.role === role)?.name;
   const pull = name ? `vsearch models pull ${name}` : "vsearch models pull";
   return `${pull} (air-gapped: vsearch models import <dir|tar> --role ${role})`;
 }

@@ -52,14 +52,16 @@ export function checkEndpoint(endpoint: string): string {
   } catch {
     throw new AppError(400, "INVALID_BASE_URL", `hub endpoint "${endpoint}" (HF_ENDPOINT) is not a URL`);
   }
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw new AppError(400, "INVALID_BASE_URL", `hub endpoint must be http(s), got "${endpoint}"`);
+  if (u.protocol !== "http:" && u.protocol !== "https:")
+    throw new AppError(400, "INVALID_BASE_URL", `hub endpoint must be http(s), got "${endpoint}"`);
   return endpoint.replace(/\/+$/, "");
 }
 
 const enc = (p: string) => p.split("/").map(encodeURIComponent).join("/");
 
 /** `{endpoint}/{repo}/resolve/{revision}` (the repo's `org/name` slash kept). */
-export const hubBase = (endpoint: string, ref: HubRef) => `${checkEndpoint(endpoint)}/${enc(ref.repo)}/resolve/${encodeURIComponent(ref.revision)}`;
+export const hubBase = (endpoint: string, ref: HubRef) =>
+  `${checkEndpoint(endpoint)}/${enc(ref.repo)}/resolve/${encodeURIComponent(ref.revision)}`;
 
 export const hubFileUrl = (endpoint: string, ref: HubRef, path: string) => `${hubBase(endpoint, ref)}/${enc(path)}`;
 
@@ -80,7 +82,12 @@ export async function hubFileMeta(resolveUrl: string, fetchImpl: FetchImpl, time
   for (let hop = 0; ; hop++) {
     let res: Response;
     try {
-      res = await fetchImpl(url, { method: "HEAD", redirect: "manual", headers: { "accept-encoding": "identity" }, signal: AbortSignal.timeout(timeoutMs) });
+      res = await fetchImpl(url, {
+        method: "HEAD",
+        redirect: "manual",
+        headers: { "accept-encoding": "identity" },
+        signal: AbortSignal.timeout(timeoutMs),
+      });
     } catch (e) {
       throw new AppError(502, INTERRUPTED, `HEAD ${url}: ${(e as Error).message}`);
     }
@@ -92,7 +99,9 @@ export async function hubFileMeta(resolveUrl: string, fetchImpl: FetchImpl, time
         url: target,
         sha256: etag && /^[0-9a-f]{64}$/.test(etag) ? etag : null,
         gitSha1: !linked && etag && /^[0-9a-f]{40}$/.test(etag) ? etag : null,
-        size: num(res.headers.get("x-linked-size")) ?? (linked || res.headers.get("content-encoding") ? null : num(res.headers.get("content-length"))),
+        size:
+          num(res.headers.get("x-linked-size")) ??
+          (linked || res.headers.get("content-encoding") ? null : num(res.headers.get("content-length"))),
         commit: res.headers.get("x-repo-commit"),
       };
     };
@@ -101,14 +110,23 @@ export async function hubFileMeta(resolveUrl: string, fetchImpl: FetchImpl, time
       if (!loc) throw new AppError(502, "MODEL_DOWNLOAD_FAILED", `HEAD ${url}: HTTP ${res.status} without a Location`);
       const next = new URL(loc, url);
       if (next.origin !== new URL(url).origin) return meta(next.toString());
-      if (hop >= MAX_SAME_ORIGIN_REDIRECTS) throw new AppError(502, "MODEL_DOWNLOAD_FAILED", `HEAD ${resolveUrl}: more than ${MAX_SAME_ORIGIN_REDIRECTS} redirects`);
+      if (hop >= MAX_SAME_ORIGIN_REDIRECTS)
+        throw new AppError(
+          502,
+          "MODEL_DOWNLOAD_FAILED",
+          `HEAD ${resolveUrl}: more than ${MAX_SAME_ORIGIN_REDIRECTS} redirects`,
+        );
       url = next.toString();
       continue;
     }
     if (res.ok) return meta(url);
     const msg = `HEAD ${url}: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}`;
     if (res.status === 401 || res.status === 403) {
-      throw new AppError(502, "MODEL_DOWNLOAD_FAILED", `${msg}: the repository is private or gated (vsearch sends no token); download it yourself and use vsearch models import`);
+      throw new AppError(
+        502,
+        "MODEL_DOWNLOAD_FAILED",
+        `${msg}: the repository is private or gated (vsearch sends no token); download it yourself and use vsearch models import`,
+      );
     }
     if (res.status === 404) throw new AppError(502, "MODEL_DOWNLOAD_FAILED", `${msg}: no such file at this revision`);
     throw new AppError(502, res.status >= 500 || res.status === 429 ? INTERRUPTED : "MODEL_DOWNLOAD_FAILED", msg);

@@ -20,7 +20,13 @@ export const ROLE_LAYOUT: Record<ModelRole, RoleLayout> = {
     stems: ["vision_model", "text_model"],
   },
   speech: {
-    files: ["config.json", "generation_config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json"],
+    files: [
+      "config.json",
+      "generation_config.json",
+      "preprocessor_config.json",
+      "tokenizer.json",
+      "tokenizer_config.json",
+    ],
     stems: ["encoder_model", "decoder_model_merged"],
   },
   // Sentence embeddings (transformers.js feature-extraction layout): one ONNX graph.
@@ -72,7 +78,11 @@ export function checkLayout(paths: Iterable<string>, role: ModelRole, want?: Wei
     missing.push(`the ONNX weights (${options.join(", or ")})`);
   }
   if (missing.length > 0 || dtype === null) {
-    throw new AppError(400, "INVALID_MODEL", `not a complete ${role} model (transformers.js layout): missing ${missing.join(", ")}`);
+    throw new AppError(
+      400,
+      "INVALID_MODEL",
+      `not a complete ${role} model (transformers.js layout): missing ${missing.join(", ")}`,
+    );
   }
   const onnx = onnxFilesFor(role, dtype);
   const loaded = [...spec.files, ...onnx, ...[...present].filter((p) => onnx.some((o) => isExternalDataOf(p, o)))];
@@ -96,7 +106,11 @@ export function checkConfig(text: string, role: ModelRole): void {
   }
   const allowed = ROLE_MODEL_TYPES[role];
   if (allowed && !allowed.includes(type)) {
-    throw new AppError(400, "INVALID_MODEL", `config.json says model_type "${type}"; role ${role} needs ${allowed.join(" or ")}`);
+    throw new AppError(
+      400,
+      "INVALID_MODEL",
+      `config.json says model_type "${type}"; role ${role} needs ${allowed.join(" or ")}`,
+    );
   }
 }
 

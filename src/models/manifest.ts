@@ -28,7 +28,12 @@ function checkPaths(files: readonly ManifestFile[], where: string): void {
   const seen = new Set<string>();
   for (const f of files) {
     const c = checkRelPath(f.path);
-    if (!c.ok || c.path !== f.path) throw new AppError(400, "INVALID_MODEL", `${where}: file path "${f.path}" refused (${c.ok ? "not normalised" : c.reason})`);
+    if (!c.ok || c.path !== f.path)
+      throw new AppError(
+        400,
+        "INVALID_MODEL",
+        `${where}: file path "${f.path}" refused (${c.ok ? "not normalised" : c.reason})`,
+      );
     if (seen.has(f.path)) throw new AppError(400, "INVALID_MODEL", `${where}: "${f.path}" listed twice`);
     seen.add(f.path);
   }
@@ -40,7 +45,8 @@ export function builtinManifest(raw: unknown = builtinJson): BuiltinManifest {
   if (!parsed.success) throw new Error(`models/manifest.json: ${firstIssue(parsed.error)}`);
   for (const m of parsed.data.models) checkPaths(m.files, `models/manifest.json ${m.name}`);
   for (const d of parsed.data.default) {
-    if (!parsed.data.models.some((m) => m.name === d)) throw new Error(`models/manifest.json: default "${d}" is not listed`);
+    if (!parsed.data.models.some((m) => m.name === d))
+      throw new Error(`models/manifest.json: default "${d}" is not listed`);
   }
   return parsed.data;
 }
@@ -86,24 +92,45 @@ export interface PullPlan {
 }
 
 /** Combines the mirror's manifest (may be null: not served) with the built-in entry (may be null). */
-export function planPull(name: string, mirror: ModelManifest | null, builtin: ManifestEntry | null, mirrorUrl: string): PullPlan {
+export function planPull(
+  name: string,
+  mirror: ModelManifest | null,
+  builtin: ManifestEntry | null,
+  mirrorUrl: string,
+): PullPlan {
   if (!mirror && !builtin) {
-    throw new AppError(404, "MODEL_NOT_FOUND", `model "${name}" is not in the built-in list and ${mirrorUrl} serves no manifest for it`);
+    throw new AppError(
+      404,
+      "MODEL_NOT_FOUND",
+      `model "${name}" is not in the built-in list and ${mirrorUrl} serves no manifest for it`,
+    );
   }
   if (mirror && mirror.name !== name) {
     throw new AppError(400, "INVALID_MODEL", `${mirrorUrl} describes "${mirror.name}", not "${name}"`);
   }
   if (mirror && builtin && mirror.role !== builtin.role) {
-    throw new AppError(400, "INVALID_MODEL", `${mirrorUrl} says role ${mirror.role}; the built-in list says ${builtin.role} for "${name}"`);
+    throw new AppError(
+      400,
+      "INVALID_MODEL",
+      `${mirrorUrl} says role ${mirror.role}; the built-in list says ${builtin.role} for "${name}"`,
+    );
   }
   const known = new Map((builtin?.files ?? []).map((f) => [f.path, f]));
   const files = (mirror ?? builtin)!.files.map((f) => {
     const b = known.get(f.path);
     if (b?.sha256 && f.sha256 && b.sha256 !== f.sha256) {
-      throw new AppError(400, "MODEL_HASH_MISMATCH", `${mirrorUrl}: ${f.path} has sha256 ${f.sha256}, the built-in list says ${b.sha256}`);
+      throw new AppError(
+        400,
+        "MODEL_HASH_MISMATCH",
+        `${mirrorUrl}: ${f.path} has sha256 ${f.sha256}, the built-in list says ${b.sha256}`,
+      );
     }
     if (b?.size != null && f.size != null && b.size !== f.size) {
-      throw new AppError(400, "MODEL_HASH_MISMATCH", `${mirrorUrl}: ${f.path} has size ${f.size}, the built-in list says ${b.size}`);
+      throw new AppError(
+        400,
+        "MODEL_HASH_MISMATCH",
+        `${mirrorUrl}: ${f.path} has size ${f.size}, the built-in list says ${b.size}`,
+      );
     }
     return { path: f.path, size: f.size ?? b?.size ?? null, sha256: f.sha256 ?? b?.sha256 ?? null };
   });

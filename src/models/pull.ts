@@ -42,12 +42,16 @@ export function modelBaseUrl(baseUrl: string, name: string): string {
   } catch {
     throw new AppError(400, "INVALID_BASE_URL", `models base URL "${baseUrl}" is not a URL`);
   }
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw new AppError(400, "INVALID_BASE_URL", `models base URL must be http(s), got "${baseUrl}"`);
+  if (u.protocol !== "http:" && u.protocol !== "https:")
+    throw new AppError(400, "INVALID_BASE_URL", `models base URL must be http(s), got "${baseUrl}"`);
   const seg = encodeURIComponent(name);
-  return baseUrl.includes("{name}") ? baseUrl.replaceAll("{name}", seg).replace(/\/+$/, "") : `${baseUrl.replace(/\/+$/, "")}/${seg}`;
+  return baseUrl.includes("{name}")
+    ? baseUrl.replaceAll("{name}", seg).replace(/\/+$/, "")
+    : `${baseUrl.replace(/\/+$/, "")}/${seg}`;
 }
 
-export const fileUrl = (modelBase: string, path: string) => `${modelBase}/${path.split("/").map(encodeURIComponent).join("/")}`;
+export const fileUrl = (modelBase: string, path: string) =>
+  `${modelBase}/${path.split("/").map(encodeURIComponent).join("/")}`;
 
 /** Where each file of a pull is fetched, and what that source reports about it. */
 export interface FileSource {
@@ -70,7 +74,11 @@ export const hubSource = (endpoint: string, ref: HubRef, fetchImpl: FetchImpl, t
 });
 
 /** The mirror's `<name>/manifest.json`, or null when it serves none (404: use the built-in entry). */
-export async function fetchMirrorManifest(modelBase: string, fetchImpl: FetchImpl, stallMs: number): Promise<ModelManifest | null> {
+export async function fetchMirrorManifest(
+  modelBase: string,
+  fetchImpl: FetchImpl,
+  stallMs: number,
+): Promise<ModelManifest | null> {
   const url = `${modelBase}/${MODEL_MANIFEST_FILE}`;
   let res: Response;
   try {
@@ -84,7 +92,11 @@ export async function fetchMirrorManifest(modelBase: string, fetchImpl: FetchImp
   }
   if (!res.ok) {
     await res.body?.cancel();
-    throw new AppError(502, "MODEL_DOWNLOAD_FAILED", `GET ${url}: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}`);
+    throw new AppError(
+      502,
+      "MODEL_DOWNLOAD_FAILED",
+      `GET ${url}: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}`,
+    );
   }
   const text = await res.text();
   if (text.length > 1 << 20) throw new AppError(400, "INVALID_MODEL", `${url}: manifest larger than 1 MiB`);
@@ -104,7 +116,12 @@ export interface FetchedFiles {
 }
 
 /** Downloads every file of the plan into `partDir`, checking size and hash of each. */
-export async function fetchFiles(plan: PullPlan, source: FileSource, partDir: string, o: FetchFilesOptions): Promise<FetchedFiles> {
+export async function fetchFiles(
+  plan: PullPlan,
+  source: FileSource,
+  partDir: string,
+  o: FetchFilesOptions,
+): Promise<FetchedFiles> {
   const partFile = (p: string) => join(partDir, `${p}.part`);
   const sizes = plan.files.map((f) => f.size);
   const total = sizes.every((s) => s !== null) ? (sizes as number[]).reduce((a, b) => a + b, 0) : null;
@@ -117,7 +134,11 @@ export async function fetchFiles(plan: PullPlan, source: FileSource, partDir: st
   const refuse = async (part: string, path: string, wrong: string) => {
     // Resuming onto bad bytes would never succeed: the next pull starts this file over.
     await rm(part, { force: true });
-    return new AppError(400, "MODEL_HASH_MISMATCH", `${plan.name}: ${path} from ${source.label} ${wrong}; nothing was installed`);
+    return new AppError(
+      400,
+      "MODEL_HASH_MISMATCH",
+      `${plan.name}: ${path} from ${source.label} ${wrong}; nothing was installed`,
+    );
   };
 
   for (const f of plan.files) {
@@ -130,8 +151,10 @@ export async function fetchFiles(plan: PullPlan, source: FileSource, partDir: st
       try {
         loc = await source.locate(f.path);
         commit ??= loc.commit;
-        if (f.sha256 && loc.sha256 && f.sha256 !== loc.sha256) throw await refuse(part, f.path, `is reported with sha256 ${loc.sha256}, the built-in list pins ${f.sha256}`);
-        if (f.size !== null && loc.size !== null && f.size !== loc.size) throw await refuse(part, f.path, `is reported as ${loc.size} bytes, the built-in list says ${f.size}`);
+        if (f.sha256 && loc.sha256 && f.sha256 !== loc.sha256)
+          throw await refuse(part, f.path, `is reported with sha256 ${loc.sha256}, the built-in list pins ${f.sha256}`);
+        if (f.size !== null && loc.size !== null && f.size !== loc.size)
+          throw await refuse(part, f.path, `is reported as ${loc.size} bytes, the built-in list says ${f.size}`);
         const size = f.size ?? loc.size;
         if (attempt === 0 && before > 0 && (size === null || before < size)) resumed.push(f.path);
         await downloadResumable({
@@ -143,14 +166,25 @@ export async function fetchFiles(plan: PullPlan, source: FileSource, partDir: st
           onBytes: (delta, have) => {
             downloaded += delta;
             onDisk = have;
-            o.onProgress?.({ model: plan.name, file: f.path, bytes: done + have, total, fileBytes: have, fileTotal: size });
+            o.onProgress?.({
+              model: plan.name,
+              file: f.path,
+              bytes: done + have,
+              total,
+              fileBytes: have,
+              fileTotal: size,
+            });
           },
         });
         break;
       } catch (e) {
         if (!(e instanceof AppError) || e.code !== INTERRUPTED || attempt >= o.retries) {
           throw e instanceof AppError && e.code === INTERRUPTED
-            ? new AppError(502, "MODEL_DOWNLOAD_FAILED", `${e.message}; ${onDisk} bytes kept, run the same pull again to resume`)
+            ? new AppError(
+                502,
+                "MODEL_DOWNLOAD_FAILED",
+                `${e.message}; ${onDisk} bytes kept, run the same pull again to resume`,
+              )
             : e;
         }
         await new Promise((r) => setTimeout(r, o.retryDelayMs * (attempt + 1)));

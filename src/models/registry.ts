@@ -52,7 +52,11 @@ export class ModelRegistry implements ModelCatalog {
     try {
       raw = JSON.parse(text);
     } catch (e) {
-      throw new AppError(500, "MODEL_REGISTRY_INVALID", `${this.file} is not valid JSON (${(e as Error).message}); restore it from a backup or re-import the models`);
+      throw new AppError(
+        500,
+        "MODEL_REGISTRY_INVALID",
+        `${this.file} is not valid JSON (${(e as Error).message}); restore it from a backup or re-import the models`,
+      );
     }
     const parsed = registrySchema.safeParse(raw);
     if (!parsed.success) throw new AppError(500, "MODEL_REGISTRY_INVALID", `${this.file}: ${firstIssue(parsed.error)}`);
@@ -65,7 +69,9 @@ export class ModelRegistry implements ModelCatalog {
 
   list(): InstalledModel[] {
     return Object.values(this.read().models)
-      .sort((a, b) => (a.role === b.role ? (a.name < b.name ? -1 : 1) : MODEL_ROLES.indexOf(a.role) - MODEL_ROLES.indexOf(b.role)))
+      .sort((a, b) =>
+        a.role === b.role ? (a.name < b.name ? -1 : 1) : MODEL_ROLES.indexOf(a.role) - MODEL_ROLES.indexOf(b.role),
+      )
       .map((r) => this.view(r));
   }
 

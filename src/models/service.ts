@@ -16,7 +16,15 @@ import { exists, hashFile, sizeOf, syncDir, withModelsLock } from "./fsutil.ts";
 import { checkConfig, checkLayout, computeModelId, type Layout } from "./layout.ts";
 import { builtinManifest, manifestOf, planPull } from "./manifest.ts";
 import { DEFAULT_HF_ENDPOINT } from "./hub.ts";
-import { fetchFiles, fetchMirrorManifest, type FileSource, hubSource, mirrorSource, modelBaseUrl, type PullProgress } from "./pull.ts";
+import {
+  fetchFiles,
+  fetchMirrorManifest,
+  type FileSource,
+  hubSource,
+  mirrorSource,
+  modelBaseUrl,
+  type PullProgress,
+} from "./pull.ts";
 import { ModelRegistry } from "./registry.ts";
 import { type Staged, sourceKind, stageFolder, stageTar } from "./source.ts";
 import { writeTar } from "./tar.ts";
@@ -103,7 +111,13 @@ export interface VerifyReport {
   ok: boolean;
   checked: number;
   missing: string[];
-  mismatched: { path: string; expected_size: number; actual_size: number; expected_sha256: string; actual_sha256: string }[];
+  mismatched: {
+    path: string;
+    expected_size: number;
+    actual_size: number;
+    expected_sha256: string;
+    actual_sha256: string;
+  }[];
 }
 
 export interface ModelListing {
@@ -141,12 +155,21 @@ export class ModelService {
 
   list(): ModelListing {
     const state = this.registry.read();
-    const active = Object.fromEntries(MODEL_ROLES.map((r) => [r, state.active[r] ?? null])) as Record<ModelRole, string | null>;
+    const active = Object.fromEntries(MODEL_ROLES.map((r) => [r, state.active[r] ?? null])) as Record<
+      ModelRole,
+      string | null
+    >;
     const installed = this.registry.list().map((m) => ({ ...m, active: active[m.role] === m.name }));
     const b = this.builtin();
     const available = b.models
       .filter((m) => !state.models[m.name])
-      .map((m) => ({ name: m.name, role: m.role, license: m.license ?? null, description: m.description ?? null, default: b.default.includes(m.name) }));
+      .map((m) => ({
+        name: m.name,
+        role: m.role,
+        license: m.license ?? null,
+        description: m.description ?? null,
+        default: b.default.includes(m.name),
+      }));
     return { active, installed, available };
   }
 
@@ -168,7 +191,13 @@ export class ModelService {
           staged = await stageTar(source, staging);
         }
         const { role, name } = early.meta ?? this.identify(o, staged.manifest, staged.nameHint);
-        const lay = early.layout ?? checkLayout(staged.files.map((f) => f.path), role, o.dtype ?? staged.manifest?.dtype);
+        const lay =
+          early.layout ??
+          checkLayout(
+            staged.files.map((f) => f.path),
+            role,
+            o.dtype ?? staged.manifest?.dtype,
+          );
         const skipped = await this.prune(staged, lay);
         if (staged.manifest) checkAgainstManifest(staged.files, staged.manifest, lay, source);
         return await this.install(staged, lay, {
@@ -203,13 +232,27 @@ export class ModelService {
         plan = planPull(name, mirror, builtin, `${base}/${MODEL_MANIFEST_FILE}`);
         source = mirrorSource(base);
       } else {
-        if (!builtin) throw new AppError(404, "MODEL_NOT_FOUND", `model "${name}" is not in the built-in list (vsearch models list shows what can be pulled); pass --base-url for a mirror`);
-        if (!builtin.hub) throw new AppError(400, "INVALID_BASE_URL", `model "${name}" has no Hugging Face repository in the built-in list; pass --base-url for a mirror`);
+        if (!builtin)
+          throw new AppError(
+            404,
+            "MODEL_NOT_FOUND",
+            `model "${name}" is not in the built-in list (vsearch models list shows what can be pulled); pass --base-url for a mirror`,
+          );
+        if (!builtin.hub)
+          throw new AppError(
+            400,
+            "INVALID_BASE_URL",
+            `model "${name}" has no Hugging Face repository in the built-in list; pass --base-url for a mirror`,
+          );
         source = hubSource(o.hubEndpoint ?? DEFAULT_HF_ENDPOINT, builtin.hub, fetchImpl, stallMs);
         plan = planPull(name, null, builtin, source.label);
       }
       // Check the file list before downloading gigabytes that could never be installed.
-      const lay = checkLayout(plan.files.map((f) => f.path), plan.role, plan.dtype);
+      const lay = checkLayout(
+        plan.files.map((f) => f.path),
+        plan.role,
+        plan.dtype,
+      );
       const partDir = join(this.modelsDir, ".partial", name);
       const got = await fetchFiles({ ...plan, files: plan.files.filter((f) => lay.keep(f.path)) }, source, partDir, {
         fetchImpl,
@@ -258,7 +301,15 @@ export class ModelService {
     const models = name ? [this.registry.require(name)] : this.registry.list();
     const reports: VerifyReport[] = [];
     for (const m of models) {
-      const r: VerifyReport = { name: m.name, model_id: m.model_id, dir: m.dir, ok: true, checked: 0, missing: [], mismatched: [] };
+      const r: VerifyReport = {
+        name: m.name,
+        model_id: m.model_id,
+        dir: m.dir,
+        ok: true,
+        checked: 0,
+        missing: [],
+        mismatched: [],
+      };
       for (const f of m.files) {
         const path = join(m.dir, f.path);
         if ((await sizeOf(path)) === null) {
@@ -268,7 +319,13 @@ export class ModelService {
         const got = await hashFile(path);
         r.checked++;
         if (got.sha256 !== f.sha256 || got.size !== f.size) {
-          r.mismatched.push({ path: f.path, expected_size: f.size, actual_size: got.size, expected_sha256: f.sha256, actual_sha256: got.sha256 });
+          r.mismatched.push({
+            path: f.path,
+            expected_size: f.size,
+            actual_size: got.size,
+            expected_sha256: f.sha256,
+            actual_sha256: got.sha256,
+          });
         }
       }
       r.ok = r.missing.length === 0 && r.mismatched.length === 0;
@@ -286,7 +343,11 @@ export class ModelService {
     for (const f of m.files) {
       const size = await sizeOf(join(m.dir, f.path));
       if (size !== f.size) {
-        throw new AppError(409, "MODEL_HASH_MISMATCH", `${name}: ${f.path} is ${size === null ? "missing" : `${size} bytes, expected ${f.size}`}; run vsearch models verify`);
+        throw new AppError(
+          409,
+          "MODEL_HASH_MISMATCH",
+          `${name}: ${f.path} is ${size === null ? "missing" : `${size} bytes, expected ${f.size}`}; run vsearch models verify`,
+        );
       }
     }
     const manifest: ModelManifest = manifestOf(m);
@@ -303,7 +364,11 @@ export class ModelService {
       // The archive carries what was read, so it is checked, not the files beforehand.
       for (const f of m.files) {
         if (written.get(`${name}/${f.path}`)?.sha256 !== f.sha256) {
-          throw new AppError(409, "MODEL_HASH_MISMATCH", `${name}: ${f.path} does not match its recorded sha256; run vsearch models verify`);
+          throw new AppError(
+            409,
+            "MODEL_HASH_MISMATCH",
+            `${name}: ${f.path} does not match its recorded sha256; run vsearch models verify`,
+          );
         }
       }
       await rename(tmp, tarPath);
@@ -333,12 +398,25 @@ export class ModelService {
 
   // ------------------------------------------------------------------ internals
 
-  private identify(o: ImportOptions, manifest: ModelManifest | null, nameHint: string): { role: ModelRole; name: string } {
+  private identify(
+    o: ImportOptions,
+    manifest: ModelManifest | null,
+    nameHint: string,
+  ): { role: ModelRole; name: string } {
     if (o.role && manifest && manifest.role !== o.role) {
-      throw new AppError(400, "INVALID_MODEL", `the source's manifest says role ${manifest.role}, --role says ${o.role}`);
+      throw new AppError(
+        400,
+        "INVALID_MODEL",
+        `the source's manifest says role ${manifest.role}, --role says ${o.role}`,
+      );
     }
     const role = o.role ?? manifest?.role;
-    if (!role) throw new AppError(400, "INVALID_MODEL", `the role is required (--role ${MODEL_ROLES.join("|")}): the source has no vsearch manifest`);
+    if (!role)
+      throw new AppError(
+        400,
+        "INVALID_MODEL",
+        `the role is required (--role ${MODEL_ROLES.join("|")}): the source has no vsearch manifest`,
+      );
     const base = nameHint.split("/").filter(Boolean).pop() ?? "";
     return { role, name: checkName(o.name ?? manifest?.name ?? base) };
   }
@@ -373,7 +451,11 @@ export class ModelService {
       try {
         await verifyLoad(staged.dir, x.role, layout.dtype);
       } catch (e) {
-        throw new AppError(400, "MODEL_LOAD_FAILED", `${x.name} (${x.role}, ${layout.dtype}) does not load: ${(e as Error).message ?? String(e)}`);
+        throw new AppError(
+          400,
+          "MODEL_LOAD_FAILED",
+          `${x.name} (${x.role}, ${layout.dtype}) does not load: ${(e as Error).message ?? String(e)}`,
+        );
       }
     }
     const dirName = `${x.name}-${modelId.slice(modelId.lastIndexOf("@") + 1)}`;
@@ -435,14 +517,23 @@ export class ModelService {
 }
 
 /** An exported tar's manifest must match what was extracted, byte for byte. */
-function checkAgainstManifest(files: readonly InstalledFile[], manifest: ModelManifest, layout: Layout, source: string): void {
+function checkAgainstManifest(
+  files: readonly InstalledFile[],
+  manifest: ModelManifest,
+  layout: Layout,
+  source: string,
+): void {
   const byPath = new Map(files.map((f) => [f.path, f]));
   for (const want of manifest.files) {
     if (!layout.keep(want.path)) continue;
     const got = byPath.get(want.path);
     if (!got) throw new AppError(400, "INVALID_MODEL", `${source}: ${want.path} is listed in its manifest but missing`);
     if ((want.size !== null && got.size !== want.size) || (want.sha256 !== null && got.sha256 !== want.sha256)) {
-      throw new AppError(400, "MODEL_HASH_MISMATCH", `${source}: ${want.path} has sha256 ${got.sha256} (${got.size} bytes), its manifest says ${want.sha256} (${want.size} bytes)`);
+      throw new AppError(
+        400,
+        "MODEL_HASH_MISMATCH",
+        `${source}: ${want.path} has sha256 ${got.sha256} (${got.size} bytes), its manifest says ${want.sha256} (${want.size} bytes)`,
+      );
     }
   }
 }

@@ -29,7 +29,11 @@ async function readOwnManifest(dir: string, where: string): Promise<ModelManifes
 }
 
 /** Copies a model folder into `staging/m`, skipping what `keep` rejects (unused ONNX variants). */
-export async function stageFolder(src: string, staging: string, keep: (paths: string[], manifest: ModelManifest | null) => (p: string) => boolean): Promise<Staged> {
+export async function stageFolder(
+  src: string,
+  staging: string,
+  keep: (paths: string[], manifest: ModelManifest | null) => (p: string) => boolean,
+): Promise<Staged> {
   const from = resolve(src);
   const manifest = await readOwnManifest(from, join(from, MODEL_MANIFEST_FILE));
   const paths = (await listFiles(from)).filter((p) => !(manifest && p === MODEL_MANIFEST_FILE));
@@ -55,7 +59,11 @@ export async function stageTar(tarFile: string, staging: string): Promise<Staged
   if (!atRoot) {
     const top = (await readdir(x, { withFileTypes: true })).filter((e) => !e.name.startsWith("."));
     if (top.length !== 1 || !top[0].isDirectory()) {
-      throw new AppError(400, "INVALID_MODEL", `${tarFile}: no config.json at the top of the archive or in a single top-level folder`);
+      throw new AppError(
+        400,
+        "INVALID_MODEL",
+        `${tarFile}: no config.json at the top of the archive or in a single top-level folder`,
+      );
     }
     prefix = `${top[0].name}/`;
   }

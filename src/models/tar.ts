@@ -47,12 +47,20 @@ function archiveError(tarFile: string, e: unknown, entries: number): unknown {
   if (err.code === "Z_DATA_ERROR" || err.code === "Z_BUF_ERROR" || /unexpected end of file/i.test(err.message)) {
     return bad(tarFile, `corrupt or truncated gzip data (${err.message})`);
   }
-  if (/unexpected end of data/i.test(err.message)) return bad(tarFile, entries === 0 ? "empty or not a tar archive (it ends inside the first header)" : "truncated tar archive");
+  if (/unexpected end of data/i.test(err.message))
+    return bad(
+      tarFile,
+      entries === 0 ? "empty or not a tar archive (it ends inside the first header)" : "truncated tar archive",
+    );
   if (/invalid tar header|invalid header/i.test(err.message)) {
-    return bad(tarFile, entries === 0 ? "not a tar archive (bad header checksum)" : "corrupt tar header (bad checksum)");
+    return bad(
+      tarFile,
+      entries === 0 ? "not a tar archive (bad header checksum)" : "corrupt tar header (bad checksum)",
+    );
   }
   if (/header exceeds max size/i.test(err.message)) return bad(tarFile, "oversized extended header");
-  if (err.code === "ENOTDIR" || err.code === "EISDIR" || err.code === "EEXIST") return bad(tarFile, `conflicting entries: ${err.message}`);
+  if (err.code === "ENOTDIR" || err.code === "EISDIR" || err.code === "EEXIST")
+    return bad(tarFile, `conflicting entries: ${err.message}`);
   return e;
 }
 
@@ -84,13 +92,15 @@ export async function extractTar(tarFile: string, dest: string): Promise<Install
         throw bad(tarFile, `refusing entry "${name}": ${checked.reason}`);
       }
       const path = checked.path;
-      if (type === "symlink" || type === "link") throw bad(tarFile, `refusing entry "${name}": links are not allowed in a model archive`);
+      if (type === "symlink" || type === "link")
+        throw bad(tarFile, `refusing entry "${name}": links are not allowed in a model archive`);
       if (type === "directory") {
         entry.resume();
         if (!isHiddenPath(path)) await mkdir(join(dest, path), { recursive: true });
         continue;
       }
-      if (type !== "file" && type !== "contiguous-file") throw bad(tarFile, `refusing entry "${name}": unsupported type '${type}' (only files and folders)`);
+      if (type !== "file" && type !== "contiguous-file")
+        throw bad(tarFile, `refusing entry "${name}": unsupported type '${type}' (only files and folders)`);
       if (!Number.isSafeInteger(size) || (size ?? -1) < 0) throw bad(tarFile, `entry "${name}" has an invalid size`);
       if (isHiddenPath(path)) {
         entry.resume();
@@ -108,7 +118,13 @@ export async function extractTar(tarFile: string, dest: string): Promise<Install
   return [...files.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
 }
 
-async function writeEntry(entry: AsyncIterable<Buffer>, target: string, path: string, size: number, tarFile: string): Promise<InstalledFile> {
+async function writeEntry(
+  entry: AsyncIterable<Buffer>,
+  target: string,
+  path: string,
+  size: number,
+  tarFile: string,
+): Promise<InstalledFile> {
   await mkdir(dirname(target), { recursive: true });
   const h = createHash("sha256");
   const out = await open(target, "w", 0o644);
@@ -139,11 +155,17 @@ async function put(sink: Writable, chunk: Buffer): Promise<void> {
  * returns the sha256 of every member as written, so the caller can check them against what it
  * expected before publishing.
  */
-export async function writeTar(out: string, inputs: TarInput[], opts: { gzip: boolean; mtime?: number }): Promise<Map<string, InstalledFile>> {
+export async function writeTar(
+  out: string,
+  inputs: TarInput[],
+  opts: { gzip: boolean; mtime?: number },
+): Promise<Map<string, InstalledFile>> {
   const hashes = new Map<string, InstalledFile>();
   const p = tarPack();
   const packed = p as unknown as Readable;
-  const written = opts.gzip ? pipeline(packed, createGzip(), createWriteStream(out)) : pipeline(packed, createWriteStream(out));
+  const written = opts.gzip
+    ? pipeline(packed, createGzip(), createWriteStream(out))
+    : pipeline(packed, createWriteStream(out));
   const mtime = new Date(Math.floor(opts.mtime ?? 0) * 1000);
   try {
     for (const input of inputs) {
@@ -165,7 +187,12 @@ export async function writeTar(out: string, inputs: TarInput[], opts: { gzip: bo
           if (take.length) await put(sink, take);
         }
       }
-      if (n !== size) throw new AppError(409, "MODEL_HASH_MISMATCH", `${input.path} changed size while being archived (${n} of ${size} bytes)`);
+      if (n !== size)
+        throw new AppError(
+          409,
+          "MODEL_HASH_MISMATCH",
+          `${input.path} changed size while being archived (${n} of ${size} bytes)`,
+        );
       sink.end();
       hashes.set(input.path, { path: input.path, size, sha256: h.digest("hex") });
     }

@@ -54,7 +54,11 @@ const hubSchema = z
     /** `org/name` on the hub. */
     repo: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/, "must be org/name"),
     /** A commit sha pins the files; a branch name (main) follows the repository. */
-    revision: z.string().min(1).max(100).regex(/^[A-Za-z0-9._-]+$/, "must be a commit sha, tag or branch"),
+    revision: z
+      .string()
+      .min(1)
+      .max(100)
+      .regex(/^[A-Za-z0-9._-]+$/, "must be a commit sha, tag or branch"),
   })
   .strict();
 
@@ -75,7 +79,9 @@ export type BuiltinManifest = z.infer<typeof builtinManifestSchema>;
 export type ModelManifest = z.infer<typeof modelManifestSchema>;
 
 /** One installed file as the registry records it (path relative to the model's folder). */
-const installedFileSchema = z.object({ path: z.string(), size: z.number().int().nonnegative(), sha256: z.string().regex(SHA256_RE) }).strict();
+const installedFileSchema = z
+  .object({ path: z.string(), size: z.number().int().nonnegative(), sha256: z.string().regex(SHA256_RE) })
+  .strict();
 export type InstalledFile = z.infer<typeof installedFileSchema>;
 
 const installedSchema = z
@@ -96,7 +102,9 @@ const installedSchema = z
 export const registrySchema = z
   .object({
     format: z.literal(REGISTRY_FORMAT),
-    active: z.object({ "image-text": nameSchema.optional(), speech: nameSchema.optional(), text: nameSchema.optional() }).strict(),
+    active: z
+      .object({ "image-text": nameSchema.optional(), speech: nameSchema.optional(), text: nameSchema.optional() })
+      .strict(),
     models: z.record(z.string(), installedSchema),
   })
   .strict();
@@ -114,13 +122,18 @@ export function isRole(x: unknown): x is ModelRole {
 }
 
 export function parseRole(x: unknown): ModelRole {
-  if (!isRole(x)) throw new AppError(400, "INVALID_MODEL", `role must be one of ${MODEL_ROLES.join(", ")}, got "${String(x)}"`);
+  if (!isRole(x))
+    throw new AppError(400, "INVALID_MODEL", `role must be one of ${MODEL_ROLES.join(", ")}, got "${String(x)}"`);
   return x;
 }
 
 export function checkName(name: string): string {
   if (!MODEL_NAME_RE.test(name)) {
-    throw new AppError(400, "INVALID_MODEL", `model name "${name}" is not allowed: use letters, digits, '.', '_' or '-' (max 100, no leading dot)`);
+    throw new AppError(
+      400,
+      "INVALID_MODEL",
+      `model name "${name}" is not allowed: use letters, digits, '.', '_' or '-' (max 100, no leading dot)`,
+    );
   }
   return name;
 }

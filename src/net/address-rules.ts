@@ -2,7 +2,18 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import { NetError } from "./errors.ts";
 import { formatIPv4, formatIPv6, type IpAddress, ipv4, parseHost, parseIp } from "./ip-text.ts";
 
-export { formatIPv4, formatIPv6, type IpAddress, ipv4, ipv6, parseHost, parseIp, parseIPv4, parseIPv6, type ParsedHost } from "./ip-text.ts";
+export {
+  formatIPv4,
+  formatIPv6,
+  type IpAddress,
+  ipv4,
+  ipv6,
+  parseHost,
+  parseIp,
+  parseIPv4,
+  parseIPv6,
+  type ParsedHost,
+} from "./ip-text.ts";
 
 /**
  * Address rules for outbound requests (SPEC §7 "Target addresses", §6 `image_url`): a target must
@@ -61,7 +72,7 @@ const V4_RANGES: readonly V4Range[] = [
 function inV4(value: number, base: number, prefix: number): boolean {
   if (prefix === 0) return true;
   const mask = prefix === 32 ? 0xffffffff : ~(0xffffffff >>> prefix);
-  return ((value & mask) >>> 0) === ((base & mask) >>> 0);
+  return (value & mask) >>> 0 === (base & mask) >>> 0;
 }
 
 function inV6(value: bigint, base: bigint, prefix: number): boolean {
@@ -76,7 +87,7 @@ function classifyV4(value: number): "public" | AddressReason {
 
 /** An IPv6 network base from its first four 16-bit groups (all special ranges are ≤ /64). */
 const v6 = (g0: number, g1 = 0, g2 = 0, g3 = 0): bigint =>
-  ((BigInt(g0) << 112n) | (BigInt(g1) << 96n) | (BigInt(g2) << 80n) | (BigInt(g3) << 64n));
+  (BigInt(g0) << 112n) | (BigInt(g1) << 96n) | (BigInt(g2) << 80n) | (BigInt(g3) << 64n);
 
 const LOW32 = 0xffffffffn;
 

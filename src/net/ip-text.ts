@@ -79,7 +79,8 @@ function endsInNumber(host: string): boolean {
   return /^[0-9]+$/.test(last) || /^0x[0-9a-f]*$/i.test(last);
 }
 
-const DOTTED_QUAD = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+const DOTTED_QUAD =
+  /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 
 /**
  * IPv6 text (RFC 4291 §2.2), with an optional dotted-quad tail and an optional zone id (`%eth0`,
@@ -198,4 +199,3 @@ export function parseHost(host: string): ParsedHost {
   if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?$/.test(h) || h.length > 254) return { kind: "invalid", input: host };
   return { kind: "name", name: h };
 }
-

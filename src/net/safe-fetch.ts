@@ -106,14 +106,17 @@ export function pinnedLookup(addresses: readonly IpAddress[]) {
   ): void => {
     const opts = typeof options === "object" && options !== null ? options : { family: options };
     const family = opts.family === "IPv4" ? 4 : opts.family === "IPv6" ? 6 : Number(opts.family ?? 0);
-    const usable = addresses.filter((a) => family !== 4 && family !== 6 ? true : a.family === family);
+    const usable = addresses.filter((a) => (family !== 4 && family !== 6 ? true : a.family === family));
     process.nextTick(() => {
       if (usable.length === 0) {
         const err: NodeJS.ErrnoException = new Error(`no checked address of family ${family}`);
         err.code = "ENOTFOUND";
         callback(err, opts.all ? [] : "", undefined);
       } else if (opts.all) {
-        callback(null, usable.map((a) => ({ address: a.text, family: a.family })));
+        callback(
+          null,
+          usable.map((a) => ({ address: a.text, family: a.family })),
+        );
       } else {
         callback(null, usable[0].text, usable[0].family);
       }
@@ -221,10 +224,7 @@ export async function safeFetch(url: string | URL, options: SafeFetchOptions = {
   stop.signal.addEventListener("abort", destroy, { once: true });
 
   try {
-    const target = await untilAborted(
-      checkTarget(url, { allowNetworks, resolve: options.resolve }),
-      stop.signal,
-    );
+    const target = await untilAborted(checkTarget(url, { allowNetworks, resolve: options.resolve }), stop.signal);
     let gotResponse = false;
     try {
       const res = await untilAborted(

@@ -5,14 +5,20 @@
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 const labelText = (labels: Record<string, string>) => {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`);
+  const parts = Object.entries(labels).map(
+    ([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`,
+  );
   return parts.length ? `{${parts.join(",")}}` : "";
 };
 
 export class Metrics {
   private readonly counters = new Map<string, { help: string; values: Map<string, number> }>();
   private readonly histo = new Map<string, { count: number; sum: number; buckets: number[] }>();
-  private readonly gauges: { name: string; help: string; read: () => { labels?: Record<string, string>; value: number }[] }[] = [];
+  private readonly gauges: {
+    name: string;
+    help: string;
+    read: () => { labels?: Record<string, string>; value: number }[];
+  }[] = [];
 
   inc(name: string, help: string, labels: Record<string, string> = {}, by = 1): void {
     let c = this.counters.get(name);
@@ -22,7 +28,11 @@ export class Metrics {
   }
 
   observeRequest(route: string, method: string, status: number, seconds: number): void {
-    this.inc("vsearch_http_requests_total", "HTTP requests by route, method and status", { route, method, status: String(status) });
+    this.inc("vsearch_http_requests_total", "HTTP requests by route, method and status", {
+      route,
+      method,
+      status: String(status),
+    });
     const key = labelText({ route, method });
     let h = this.histo.get(key);
     if (!h) this.histo.set(key, (h = { count: 0, sum: 0, buckets: BUCKETS.map(() => 0) }));
@@ -48,7 +58,11 @@ export class Metrics {
     for (const [labels, h] of this.histo) {
       const inner = labels.slice(1, -1);
       BUCKETS.forEach((b, i) => out.push(`${hn}_bucket{${inner},le="${b}"} ${h.buckets[i]}`));
-      out.push(`${hn}_bucket{${inner},le="+Inf"} ${h.count}`, `${hn}_sum${labels} ${h.sum}`, `${hn}_count${labels} ${h.count}`);
+      out.push(
+        `${hn}_bucket{${inner},le="+Inf"} ${h.count}`,
+        `${hn}_sum${labels} ${h.sum}`,
+        `${hn}_count${labels} ${h.count}`,
+      );
     }
     for (const g of this.gauges) {
       out.push(`# HELP ${g.name} ${g.help}`, `# TYPE ${g.name} gauge`);

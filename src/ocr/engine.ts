@@ -95,7 +95,12 @@ export class OcrEngine {
             lines.push({
               text,
               confidence: Math.round(l.confidence * 10) / 10,
-              box: { x: x0 / frame.width, y: y0 / frame.height, w: (x1 - x0) / frame.width, h: (y1 - y0) / frame.height },
+              box: {
+                x: x0 / frame.width,
+                y: y0 / frame.height,
+                w: (x1 - x0) / frame.width,
+                h: (y1 - y0) / frame.height,
+              },
             });
           }
         }
@@ -194,7 +199,8 @@ export class OcrEngine {
     // tesseract.js never settles createWorker when its language data cannot be read (the
     // rejection is swallowed inside), so look first; the time limit covers anything else.
     const data = join(p.langDir, "eng.traineddata.gz");
-    if (!statSync(data, { throwIfNoEntry: false })?.isFile()) throw new OcrError(`the OCR language data is missing (${data})`);
+    if (!statSync(data, { throwIfNoEntry: false })?.isFile())
+      throw new OcrError(`the OCR language data is missing (${data})`);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const starting = createWorker("eng", OEM.LSTM_ONLY, {
       workerPath: p.workerFile,

@@ -41,7 +41,10 @@ export async function readFrame(engine: OcrEngine, frame: GrayFrame): Promise<Fr
   for (const l of second) {
     const over = lines.filter((k) => overlap(k.box, l.box) > 0.3);
     if (over.length === 0) lines = [...lines, l];
-    else if ((l.confidence >= SURE || over.every((k) => k.confidence < SURE)) && letters(l.text) > over.reduce((s, k) => s + letters(k.text), 0)) {
+    else if (
+      (l.confidence >= SURE || over.every((k) => k.confidence < SURE)) &&
+      letters(l.text) > over.reduce((s, k) => s + letters(k.text), 0)
+    ) {
       lines = [...lines.filter((k) => !over.includes(k)), l];
     }
   }
@@ -136,7 +139,15 @@ export function outlinedFill(f: GrayFrame): GrayFrame {
   return { width: w, height: h, pixels: out };
 }
 
-interface Box { id: number; x0: number; y0: number; x1: number; y1: number; n: number; max: number }
+interface Box {
+  id: number;
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+  n: number;
+  max: number;
+}
 
 /** 4-connected pieces of pixels ≥ BRIGHT_TEXT: a label per pixel (0 = not bright, else id + 1) and each piece's box. */
 function brightPieces(f: GrayFrame): { label: Int32Array; boxes: Box[] } {
@@ -161,10 +172,22 @@ function brightPieces(f: GrayFrame): { label: Int32Array; boxes: Box[] } {
       if (x > box.x1) box.x1 = x;
       if (y < box.y0) box.y0 = y;
       if (y > box.y1) box.y1 = y;
-      if (x > 0 && label[i - 1] === 0 && pixels[i - 1] >= BRIGHT_TEXT) { label[i - 1] = id + 1; stack[top++] = i - 1; }
-      if (x < w - 1 && label[i + 1] === 0 && pixels[i + 1] >= BRIGHT_TEXT) { label[i + 1] = id + 1; stack[top++] = i + 1; }
-      if (y > 0 && label[i - w] === 0 && pixels[i - w] >= BRIGHT_TEXT) { label[i - w] = id + 1; stack[top++] = i - w; }
-      if (y < h - 1 && label[i + w] === 0 && pixels[i + w] >= BRIGHT_TEXT) { label[i + w] = id + 1; stack[top++] = i + w; }
+      if (x > 0 && label[i - 1] === 0 && pixels[i - 1] >= BRIGHT_TEXT) {
+        label[i - 1] = id + 1;
+        stack[top++] = i - 1;
+      }
+      if (x < w - 1 && label[i + 1] === 0 && pixels[i + 1] >= BRIGHT_TEXT) {
+        label[i + 1] = id + 1;
+        stack[top++] = i + 1;
+      }
+      if (y > 0 && label[i - w] === 0 && pixels[i - w] >= BRIGHT_TEXT) {
+        label[i - w] = id + 1;
+        stack[top++] = i - w;
+      }
+      if (y < h - 1 && label[i + w] === 0 && pixels[i + w] >= BRIGHT_TEXT) {
+        label[i + w] = id + 1;
+        stack[top++] = i + w;
+      }
     }
     boxes.push(box);
   }

@@ -1,7 +1,10 @@
 // tesseract.js ships types for its public API only; the worker internals that
 // src/ocr/tesseract-worker.ts reuses are plain CommonJS.
 declare module "tesseract.js/src/worker-script/index.js" {
-  const worker: { dispatchHandlers(packet: unknown, send: (obj: unknown) => void): void; setAdapter(adapter: Record<string, unknown>): void };
+  const worker: {
+    dispatchHandlers(packet: unknown, send: (obj: unknown) => void): void;
+    setAdapter(adapter: Record<string, unknown>): void;
+  };
   export default worker;
 }
 declare module "tesseract.js/src/worker-script/node/gunzip.js" {

@@ -29,7 +29,10 @@ function wasmFiles(): OcrWasmPaths {
   if (published) return published;
   // Dev (bun run / vitest): the files as npm installed them.
   const require = createRequire(import.meta.url);
-  return { simd: require.resolve("tesseract.js-core/tesseract-core-simd-lstm.wasm"), plain: require.resolve("tesseract.js-core/tesseract-core-lstm.wasm") };
+  return {
+    simd: require.resolve("tesseract.js-core/tesseract-core-simd-lstm.wasm"),
+    plain: require.resolve("tesseract.js-core/tesseract-core-lstm.wasm"),
+  };
 }
 
 let core: CoreFactory | null = null;

@@ -62,10 +62,19 @@ export class TextTracker {
       if (o) {
         o.lastSeen = t;
         o.end = t;
-        if (line.confidence > o.confidence) Object.assign(o, { text: line.text, confidence: line.confidence, box: line.box, key });
+        if (line.confidence > o.confidence)
+          Object.assign(o, { text: line.text, confidence: line.confidence, box: line.box, key });
         seen.add(o);
       } else {
-        const n: Open = { start: t, end: t, lastSeen: t, text: line.text, confidence: line.confidence, box: line.box, key };
+        const n: Open = {
+          start: t,
+          end: t,
+          lastSeen: t,
+          text: line.text,
+          confidence: line.confidence,
+          box: line.box,
+          key,
+        };
         this.open.push(n);
         seen.add(n);
       }
@@ -84,7 +93,13 @@ export class TextTracker {
   /** Shown until the next sampled frame without it (at most one interval past the last sighting). */
   private close(o: Open, next: number): void {
     const end = Math.max(o.lastSeen, Math.min(next, o.lastSeen + this.intervalSecs));
-    this.done.push({ start: o.start, end: end > o.start ? end : o.start + Math.min(this.intervalSecs, 1), text: o.text, confidence: o.confidence, box: o.box });
+    this.done.push({
+      start: o.start,
+      end: end > o.start ? end : o.start + Math.min(this.intervalSecs, 1),
+      text: o.text,
+      confidence: o.confidence,
+      box: o.box,
+    });
   }
 }
 

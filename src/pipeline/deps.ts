@@ -10,7 +10,6 @@ import type { VideoStore } from "../videos/store.ts";
 import type { ActiveModel, ModelCatalog } from "../models/roles.ts";
 import type { OcrEngine } from "../ocr/engine.ts";
 
-
 export interface PipelineDeps {
   videos: VideoStore;
   jobs: JobStore;

@@ -10,7 +10,14 @@ import type { VideoRow } from "../videos/schema.ts";
 import type { VideoScope } from "../indexing/store.ts";
 import type { ActiveModel } from "../models/roles.ts";
 import type { PipelineDeps } from "./deps.ts";
-import { fullDecodeSkip, loopFilterFor, readX264Options, x264ClosedGops, type DecodeSkip, type LoopFilter } from "../media/decode.ts";
+import {
+  fullDecodeSkip,
+  loopFilterFor,
+  readX264Options,
+  x264ClosedGops,
+  type DecodeSkip,
+  type LoopFilter,
+} from "../media/decode.ts";
 import { embedFrames, shotIndexAt, type EmbeddedFrame } from "./stage-frames.ts";
 import { StageRun } from "./stage-run.ts";
 import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
@@ -80,7 +87,13 @@ export class IngestPipeline implements JobHandler {
 
   constructor(private readonly d: PipelineDeps) {
     this.labels = new LabelEmbeddings(d);
-    this.enrichments = [{ name: "ocr", pendingReason: "on-screen text is read after the video is searchable", run: (r, v) => this.ocr(r, v) }];
+    this.enrichments = [
+      {
+        name: "ocr",
+        pendingReason: "on-screen text is read after the video is searchable",
+        run: (r, v) => this.ocr(r, v),
+      },
+    ];
   }
 
   async process(job: JobRow, progress: (stage: string, pct: number) => void, signal: AbortSignal): Promise<void> {
@@ -94,7 +107,9 @@ export class IngestPipeline implements JobHandler {
     const onAbort = () => stop.abort();
     signal.addEventListener("abort", onAbort, { once: true });
     try {
-      const first = (await this.resume(job, video, source, progress, stop)) ?? (await this.index(job, video, source, progress, signal, stop));
+      const first =
+        (await this.resume(job, video, source, progress, stop)) ??
+        (await this.index(job, video, source, progress, signal, stop));
       await this.enrich(job, first.run, first.visual, signal);
     } finally {
       signal.removeEventListener("abort", onAbort);
@@ -102,12 +117,24 @@ export class IngestPipeline implements JobHandler {
   }
 
   /** The first stages: when they are done the video is `ready` (searchable). */
-  private async index(job: JobRow, video: VideoRow, source: string, progress: (stage: string, pct: number) => void, jobSignal: AbortSignal, stop: AbortController) {
+  private async index(
+    job: JobRow,
+    video: VideoRow,
+    source: string,
+    progress: (stage: string, pct: number) => void,
+    jobSignal: AbortSignal,
+    stop: AbortController,
+  ) {
     const d = this.d;
     const stages = new StageRun(d.videos, video.id, progress, stop.signal);
     d.videos.update(video.id, { status: "processing", stages: "{}", error_code: null, error_message: null });
     for (const e of this.enrichments) stages.pending(e.name, e.pendingReason);
-    if (job.lease_owner) d.jobs.setPending(job.id, job.lease_owner, this.enrichments.map((e) => e.name));
+    if (job.lease_owner)
+      d.jobs.setPending(
+        job.id,
+        job.lease_owner,
+        this.enrichments.map((e) => e.name),
+      );
 
     // probe (the keyframe packet scan runs beside it: it decides the decode mode below)
     stages.report("probe", 0);
@@ -115,7 +142,9 @@ export class IngestPipeline implements JobHandler {
     // No first-frame decode check here: the upload's sniff (both paths) already made it on these
     // bytes, and a file that stops decoding later fails in the frame decode with its own error.
     // On 60 s of 1080p the check is ~0.1 s of a ~1.3 s ingest with 2 s keyframes.
-    const [info, probeMs] = await stages.timed(() => probeMedia(d.bins, source, { decodeCheck: false }).catch(toFailure));
+    const [info, probeMs] = await stages.timed(() =>
+      probeMedia(d.bins, source, { decodeCheck: false }).catch(toFailure),
+    );
     d.videos.update(video.id, {
       duration_secs: info.durationSecs,
       width: info.width,
@@ -168,13 +197,19 @@ export class IngestPipeline implements JobHandler {
       // The one write of the shots (with their thumbnails, after both exist), the video becoming
       // searchable and the stage's outcome, in one transaction; search hears of it on commit.
       d.content.commitStage(video.id, () => {
-        d.content.replaceShots(run.scope, scenes.map((s, i) => ({ ...s, thumbnailPath: thumbs.shots[i] })), clip?.modelId ?? null);
+        d.content.replaceShots(
+          run.scope,
+          scenes.map((s, i) => ({ ...s, thumbnailPath: thumbs.shots[i] })),
+          clip?.modelId ?? null,
+        );
         d.videos.update(video.id, { poster_path: thumbs.poster, status: "ready" });
         stages.record("thumbnails", {
           status: "ran",
           took_ms: thumbsMs,
           count: thumbs.shots.filter(Boolean).length,
-          ...(thumbs.shotsFromPass || thumbs.posterFromPass ? { reason: passNote(thumbs.shotsFromPass, thumbs.posterFromPass) } : {}),
+          ...(thumbs.shotsFromPass || thumbs.posterFromPass
+            ? { reason: passNote(thumbs.shotsFromPass, thumbs.posterFromPass) }
+            : {}),
         });
       });
       const shots: Shot[] = scenes.map((s, i) => ({ index: i, start: s.start, end: s.end }));
@@ -190,21 +225,40 @@ export class IngestPipeline implements JobHandler {
    * attempt), video `ready`, thumbnails recorded, some enrichment `pending`. A new job for the
    * video (reindex) always starts from the top.
    */
-  private async resume(job: JobRow, video: VideoRow, source: string, progress: (stage: string, pct: number) => void, stop: AbortController) {
+  private async resume(
+    job: JobRow,
+    video: VideoRow,
+    source: string,
+    progress: (stage: string, pct: number) => void,
+    stop: AbortController,
+  ) {
     const d = this.d;
     const recorded = JSON.parse(video.stages || "{}") as Partial<Record<StageName, StageOutcome>>;
     const pending = this.enrichments.filter((e) => recorded[e.name]?.status === "pending");
-    if (job.attempts < 2 || video.status !== "ready" || recorded.thumbnails?.status !== "ran" || pending.length === 0) return null;
+    if (job.attempts < 2 || video.status !== "ready" || recorded.thumbnails?.status !== "ran" || pending.length === 0)
+      return null;
     const stages = new StageRun(d.videos, video.id, progress, stop.signal, recorded);
     // A crash between the commit that made the video ready and the clean-up after it leaves the
     // first stages' scratch JPEGs behind; nothing after that commit reads them.
     d.files.removePassJpegsDir(video.id);
-    if (job.lease_owner) d.jobs.setPending(job.id, job.lease_owner, pending.map((e) => e.name));
+    if (job.lease_owner)
+      d.jobs.setPending(
+        job.id,
+        job.lease_owner,
+        pending.map((e) => e.name),
+      );
     const info = await probeMedia(d.bins, source, { decodeCheck: false }).catch(toFailure);
     const plan = await planDecode(d, source, info, null);
     const scope = { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id };
-    d.logger.info("resuming at the enrichment stages", { job_id: job.id, video_id: video.id, stages: pending.map((e) => e.name) });
-    return { run: { stages, source, info, scope, signal: stop.signal } as Run, visual: { shots: d.content.shotSpans(video.id), ...plan } };
+    d.logger.info("resuming at the enrichment stages", {
+      job_id: job.id,
+      video_id: video.id,
+      stages: pending.map((e) => e.name),
+    });
+    return {
+      run: { stages, source, info, scope, signal: stop.signal } as Run,
+      visual: { shots: d.content.shotSpans(video.id), ...plan },
+    };
   }
 
   /** The stages after the video is searchable, in order; each one's rows are searchable as soon as it ends. */
@@ -218,10 +272,21 @@ export class IngestPipeline implements JobHandler {
         outcome = await e.run(r, visual);
       } catch (err) {
         if (jobSignal.aborted || r.signal.aborted) throw new JobFailure("ABORTED", "Indexing was interrupted");
-        const known = err instanceof JobFailure || err instanceof OcrError || isMediaError(err) || isInferenceError(err);
-        if (!known) this.d.logger.error("enrichment stage failed", { stage: e.name, video_id: r.scope.videoId, err: err instanceof Error ? err.stack : String(err) });
+        const known =
+          err instanceof JobFailure || err instanceof OcrError || isMediaError(err) || isInferenceError(err);
+        if (!known)
+          this.d.logger.error("enrichment stage failed", {
+            stage: e.name,
+            video_id: r.scope.videoId,
+            err: err instanceof Error ? err.stack : String(err),
+          });
         const code = known ? (err as { code: string }).code : "INTERNAL_ERROR";
-        outcome = { status: "failed", reason: known ? `${code}: ${(err as Error).message}` : `${code}: the stage failed unexpectedly (see the server log)` };
+        outcome = {
+          status: "failed",
+          reason: known
+            ? `${code}: ${(err as Error).message}`
+            : `${code}: the stage failed unexpectedly (see the server log)`,
+        };
       }
       left.shift();
       // Its outcome is recorded with the announcement: search reads the stage's rows from here on.
@@ -239,7 +304,9 @@ export class IngestPipeline implements JobHandler {
     if (!r.info.width || !r.info.height) return { status: "skipped", reason: "the video stream has no picture size" };
     const engine = d.ocr;
     const [res, ms] = await r.stages.timed(() =>
-      readOnScreenText(d.bins, engine, r.source, r.info, visual.shots, visual, r.signal, (f) => r.stages.report("ocr", f)).catch(toFailure),
+      readOnScreenText(d.bins, engine, r.source, r.info, visual.shots, visual, r.signal, (f) =>
+        r.stages.report("ocr", f),
+      ).catch(toFailure),
     );
     r.stages.check(); // stopped mid-way: write nothing
     d.content.replaceOcrLines(r.scope, res.lines);
@@ -258,7 +325,12 @@ export class IngestPipeline implements JobHandler {
    * the sampler and ffmpeg's scene analysis in one filtergraph (frames.ts `cuts`). Without an image
    * model only shots are found. Every mode decodes the video once.
    */
-  private async visual(r: Run, clip: ActiveModel | null, plan: DecodePlan, jpegDir: string | null): Promise<{ shots: Shot[]; frames: EmbeddedFrame[] }> {
+  private async visual(
+    r: Run,
+    clip: ActiveModel | null,
+    plan: DecodePlan,
+    jpegDir: string | null,
+  ): Promise<{ shots: Shot[]; frames: EmbeddedFrame[] }> {
     const { stages, info } = r;
     const d = this.d;
     stages.report("shots", 0);
@@ -272,7 +344,9 @@ export class IngestPipeline implements JobHandler {
       }).catch(toFailure);
       return shotsFromBoundaries(boundaries, info.durationSecs ?? 0);
     };
-    const decodeNote = keyframesOnly ? "keyframe decode" : `full decode (${skipFrames} pictures skipped${loopFilter === "skip" ? ", no loop filter" : ""})`;
+    const decodeNote = keyframesOnly
+      ? "keyframe decode"
+      : `full decode (${skipFrames} pictures skipped${loopFilter === "skip" ? ", no loop filter" : ""})`;
     if (!clip) {
       const [shots, ms] = await stages.timed(detectShots);
       stages.record("shots", { status: "ran", took_ms: ms, count: shots.length, reason: decodeNote });
@@ -282,7 +356,15 @@ export class IngestPipeline implements JobHandler {
       return { shots, frames: [] };
     }
     const [result, ms] = await stages.timed(() =>
-      embedFrames(d, r.source, info, clip, { keyframesOnly, skipFrames, loopFilter, jpegDir: jpegDir ?? undefined }, r.signal, (f) => stages.report("embeddings", f)).catch(toFailure),
+      embedFrames(
+        d,
+        r.source,
+        info,
+        clip,
+        { keyframesOnly, skipFrames, loopFilter, jpegDir: jpegDir ?? undefined },
+        r.signal,
+        (f) => stages.report("embeddings", f),
+      ).catch(toFailure),
     );
     stages.check(); // stopped mid-way: write nothing
     const shots = shotsFromBoundaries(result.boundaries ?? [], info.durationSecs ?? 0);
@@ -291,10 +373,16 @@ export class IngestPipeline implements JobHandler {
       status: "ran",
       took_ms: 0,
       count: shots.length,
-      reason: keyframesOnly ? `${decodeNote}, scored on the sampled frames` : `${decodeNote}, cuts found in the same pass as the frames`,
+      reason: keyframesOnly
+        ? `${decodeNote}, scored on the sampled frames`
+        : `${decodeNote}, cuts found in the same pass as the frames`,
     });
     const frames = result.frames.map((f) => ({ ...f, shotIndex: shotIndexAt(shots, f.timestamp) }));
-    d.content.replaceFrames(r.scope, frames.map((f) => ({ shotIndex: f.shotIndex, timestamp: f.timestamp, embedding: f.vector })), clip.modelId);
+    d.content.replaceFrames(
+      r.scope,
+      frames.map((f) => ({ shotIndex: f.shotIndex, timestamp: f.timestamp, embedding: f.vector })),
+      clip.modelId,
+    );
     stages.record("frames", { status: "ran", count: result.sampled, reason: result.note });
     stages.record("embeddings", { status: "ran", took_ms: ms, count: frames.length, model_id: clip.modelId });
     stages.check();
@@ -318,7 +406,13 @@ export class IngestPipeline implements JobHandler {
         : null;
       return buildScenes(labelVectors, finalShots, frames);
     });
-    r.stages.record("scenes", { status: "ran", took_ms: ms, count: scenes.length, ...(clip ? { model_id: clip.modelId } : {}), ...(labelNote ? { reason: labelNote } : {}) });
+    r.stages.record("scenes", {
+      status: "ran",
+      took_ms: ms,
+      count: scenes.length,
+      ...(clip ? { model_id: clip.modelId } : {}),
+      ...(labelNote ? { reason: labelNote } : {}),
+    });
     r.stages.check();
     return scenes;
   }
@@ -336,7 +430,9 @@ export class IngestPipeline implements JobHandler {
       r.stages.record("transcript", { status: "skipped", reason: missingModel("speech") });
     } else {
       const [segments, ms] = await r.stages.timed(() =>
-        transcribeAudio(d, r.source, r.info, whisper, r.signal, (f) => r.stages.report("transcript", f)).catch(toFailure),
+        transcribeAudio(d, r.source, r.info, whisper, r.signal, (f) => r.stages.report("transcript", f)).catch(
+          toFailure,
+        ),
       );
       r.stages.check(); // stopped mid-way: write nothing
       d.content.replaceTranscript(r.scope, segments, whisper.modelId);
@@ -369,19 +465,35 @@ function toFailure(e: unknown): never {
  * picture (x264 ref=1: every B picture; else non-reference pictures). The one decision for every
  * decode of the video: the frame decode, shot detection without a model, and OCR.
  */
-async function planDecode(d: PipelineDeps, source: string, info: MediaInfo, packetTimes: number[] | null): Promise<DecodePlan> {
+async function planDecode(
+  d: PipelineDeps,
+  source: string,
+  info: MediaInfo,
+  packetTimes: number[] | null,
+): Promise<DecodePlan> {
   // x264's settings (one packet read, ~50 ms), read at most once and only where a full decode is
   // likely: they say what it may skip, and whether the packets' keyframes can be trusted.
   let x264: Promise<Record<string, string> | null> | null = null;
-  const x264Options = () => (x264 ??= info.videoCodec === "h264" ? readX264Options(d.bins, source) : Promise.resolve(null));
+  const x264Options = () =>
+    (x264 ??= info.videoCodec === "h264" ? readX264Options(d.bins, source) : Promise.resolve(null));
   const keyframesOnly = await useKeyframes(d, source, info, packetTimes, x264Options);
   if (keyframesOnly) return { keyframesOnly };
   const loopFilter = loopFilterFor(d.frameLoopFilter ?? "auto", info.width, info.height);
-  return { keyframesOnly, skipFrames: await fullDecodeSkip(d.bins, source, info.videoCodec, await x264Options()), loopFilter };
+  return {
+    keyframesOnly,
+    skipFrames: await fullDecodeSkip(d.bins, source, info.videoCodec, await x264Options()),
+    loopFilter,
+  };
 }
 
 /** Short clips always decode every frame; longer ones use keyframes when they are close enough. */
-async function useKeyframes(d: PipelineDeps, source: string, info: MediaInfo, packetTimes: number[] | null, x264Options: () => Promise<Record<string, string> | null>): Promise<boolean> {
+async function useKeyframes(
+  d: PipelineDeps,
+  source: string,
+  info: MediaInfo,
+  packetTimes: number[] | null,
+  x264Options: () => Promise<Record<string, string> | null>,
+): Promise<boolean> {
   if (!info.durationSecs || info.durationSecs <= 15 || !info.width) return false;
   const r = await keyframesCloseEnough(d.bins, source, {
     durationSecs: info.durationSecs,
@@ -400,7 +512,9 @@ function firstCause(results: PromiseSettledResult<unknown>[]): unknown {
 }
 
 function passNote(shots: number, poster: boolean): string {
-  const what = [shots ? `${shots} shot${shots === 1 ? "" : "s"}` : "", poster ? "the poster" : ""].filter(Boolean).join(" and ");
+  const what = [shots ? `${shots} shot${shots === 1 ? "" : "s"}` : "", poster ? "the poster" : ""]
+    .filter(Boolean)
+    .join(" and ");
   return `${what} from the frame decode`;
 }
 

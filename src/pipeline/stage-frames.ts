@@ -85,7 +85,10 @@ export async function embedFrames(
   // Split only where a seek lands on the keyframe asked for: MP4/MOV seek by their sample table.
   // (An MPEG-TS seek lands wherever a timestamp search ends — past the keyframe, losing pictures.)
   const seeksExactly = info.container === "mp4" || info.container === "mov";
-  const split = !opts.keyframesOnly && seeksExactly && (d.frameDecodeProcesses ?? 1) > 1 ? { processes: d.frameDecodeProcesses! } : undefined;
+  const split =
+    !opts.keyframesOnly && seeksExactly && (d.frameDecodeProcesses ?? 1) > 1
+      ? { processes: d.frameDecodeProcesses! }
+      : undefined;
   const stream = sampleFrames(d.bins, source, {
     size: CLIP_SIZE,
     everySecs: d.frameIntervalSecs ?? DEFAULT_FRAME_INTERVAL_SECS,
@@ -94,14 +97,18 @@ export async function embedFrames(
     keyframesOnly: opts.keyframesOnly,
     hdr: info.hdr,
     jpegs: opts.jpegDir ? { dir: opts.jpegDir, width: SHOT_THUMB_WIDTH } : undefined,
-    poster: opts.jpegDir ? { path: passPosterPath(opts.jpegDir), atSecs: posterTimeSecs(info.durationSecs), width: POSTER_WIDTH } : undefined,
+    poster: opts.jpegDir
+      ? { path: passPosterPath(opts.jpegDir), atSecs: posterTimeSecs(info.durationSecs), width: POSTER_WIDTH }
+      : undefined,
     // Keyframes decode fast on one thread; the model has both cores busy anyway, and a single
     // decoder thread spends ~10 % less CPU than ffmpeg's frame threads. A full decode of a long
     // file is split over time into one process per core instead (with -skip_frame, frame threads
     // do not parallelise H.264: media/split-decode.ts).
     threads: opts.keyframesOnly ? 1 : undefined,
     split,
-    ...(opts.keyframesOnly ? {} : { cuts: {}, skipFrames: opts.skipFrames ?? FULL_DECODE_SKIP, loopFilter: opts.loopFilter }),
+    ...(opts.keyframesOnly
+      ? {}
+      : { cuts: {}, skipFrames: opts.skipFrames ?? FULL_DECODE_SKIP, loopFilter: opts.loopFilter }),
   });
   const tracker = opts.keyframesOnly ? new ShotTracker() : null;
   const dropped: Promise<void>[] = [];
@@ -115,7 +122,8 @@ export async function embedFrames(
     for await (const f of stream) {
       tracker?.push(f.timestamp, f.rgb);
       yield f;
-      if (opts.jpegDir && keptIndex !== f.index) dropped.push(rm(frameJpegPath(opts.jpegDir, f.index), { force: true }));
+      if (opts.jpegDir && keptIndex !== f.index)
+        dropped.push(rm(frameJpegPath(opts.jpegDir, f.index), { force: true }));
     }
   }
   const deduped = dropNearDuplicates(decoded(), { maxGapSecs: 4 });
@@ -161,7 +169,9 @@ export async function embedFrames(
   const st = stream.stats;
   const note =
     `${st.mode === "keyframes" ? "keyframe decode" : `full decode (${opts.skipFrames ?? FULL_DECODE_SKIP} pictures skipped${opts.loopFilter === "skip" ? ", no loop filter" : ""})`}` +
-    (st.seams?.length ? `, in ${st.seams.length + 1} processes split at keyframes ${st.seams.map((t) => t.toFixed(2)).join(", ")} s` : "") +
+    (st.seams?.length
+      ? `, in ${st.seams.length + 1} processes split at keyframes ${st.seams.map((t) => t.toFixed(2)).join(", ")} s`
+      : "") +
     `; ${deduped.stats.dropped} near-duplicates dropped` +
     (st.decodeErrors ? `; ${st.decodeErrors} corrupt frame(s) skipped` : "");
   return { frames: out, sampled: st.framesEmitted, boundaries: tracker ? tracker.boundaries() : st.cuts, note };

@@ -3,7 +3,17 @@ import type { StageName, StageOutcome } from "../videos/schema.ts";
 import type { VideoStore } from "../videos/store.ts";
 
 /** Share of progress_pct each stage accounts for (they add up to 100). */
-const WEIGHT: Record<StageName, number> = { probe: 2, shots: 8, frames: 5, embeddings: 40, scenes: 5, audio: 2, transcript: 23, thumbnails: 5, ocr: 10 };
+const WEIGHT: Record<StageName, number> = {
+  probe: 2,
+  shots: 8,
+  frames: 5,
+  embeddings: 40,
+  scenes: 5,
+  audio: 2,
+  transcript: 23,
+  thumbnails: 5,
+  ocr: 10,
+};
 
 /**
  * Bookkeeping for one run of the pipeline over one video: each stage's outcome (ran / skipped with

@@ -14,7 +14,9 @@ export function buildScenes(labelVectors: Float32Array[] | null, shots: Shot[], 
   return shots.map((s) => {
     const own = frames.filter((f) => f.shotIndex === s.index);
     const mid = (s.start + s.end) / 2;
-    const keyframe = own.length ? own.reduce((a, b) => (Math.abs(b.timestamp - mid) < Math.abs(a.timestamp - mid) ? b : a)).timestamp : s.start;
+    const keyframe = own.length
+      ? own.reduce((a, b) => (Math.abs(b.timestamp - mid) < Math.abs(a.timestamp - mid) ? b : a)).timestamp
+      : s.start;
     const embedding = meanVector(own.map((f) => f.vector));
     return {
       shotIndex: s.index,

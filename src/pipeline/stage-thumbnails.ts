@@ -3,7 +3,15 @@ import type { ShotInput } from "../indexing/store.ts";
 import { nonEmpty, writeThumbnail, writeThumbnails, type ThumbnailRequest } from "../media/thumbnails.ts";
 import type { VideoRow } from "../videos/schema.ts";
 import type { PipelineDeps } from "./deps.ts";
-import { FULL_DECODE_SKIP, POSTER_WIDTH, SHOT_THUMB_WIDTH, frameJpegPath, passPosterPath, posterTimeSecs, type FrameEmbedding } from "./stage-frames.ts";
+import {
+  FULL_DECODE_SKIP,
+  POSTER_WIDTH,
+  SHOT_THUMB_WIDTH,
+  frameJpegPath,
+  passPosterPath,
+  posterTimeSecs,
+  type FrameEmbedding,
+} from "./stage-frames.ts";
 
 /** JPEGs the visual pass wrote of the frames it embedded (see embedFrames `jpegDir`). */
 export interface PassJpegs {
@@ -27,7 +35,10 @@ export async function writeVideoThumbnails(
   pass: PassJpegs | null,
 ) {
   d.files.ensureDir(video.id);
-  const requests = scenes.map((s) => ({ timestampSecs: s.keyframe, outPath: d.files.shotThumbFile(video.id, s.shotIndex) }));
+  const requests = scenes.map((s) => ({
+    timestampSecs: s.keyframe,
+    outPath: d.files.shotThumbFile(video.id, s.shotIndex),
+  }));
   const missing: ThumbnailRequest[] = [];
   const byTime = new Map(pass?.frames.map((f) => [f.timestamp, f.frameIndex]) ?? []);
   for (const r of requests) {
@@ -40,13 +51,30 @@ export async function writeVideoThumbnails(
   // a picture the full decode's analysis saw: a noref seek (exact for every codec) skips ~half the
   // decoding on its way there and lands on that picture or the next decoded one.
   const seeksExactly = video.container === "mp4" || video.container === "mov";
-  await writeThumbnails(d.bins, source, missing, { width: SHOT_THUMB_WIDTH, hdr, keyframesOnly, skipFrames: keyframesOnly ? undefined : FULL_DECODE_SKIP, seeksExactly });
+  await writeThumbnails(d.bins, source, missing, {
+    width: SHOT_THUMB_WIDTH,
+    hdr,
+    keyframesOnly,
+    skipFrames: keyframesOnly ? undefined : FULL_DECODE_SKIP,
+    seeksExactly,
+  });
   // The poster shows the video at 10 % of its length. The visual pass wrote it when it ran;
   // otherwise one seek and one GOP decode.
   const poster = d.files.posterFile(video.id);
   const fromPass = pass ? passPosterPath(pass.dir) : null;
   const posterFromPass = fromPass !== null && (await nonEmpty(fromPass));
   if (posterFromPass) await rename(fromPass, poster);
-  else await writeThumbnail(d.bins, source, posterTimeSecs(video.duration_secs), poster, { width: POSTER_WIDTH, hdr, keyframesOnly, skipFrames: keyframesOnly ? undefined : FULL_DECODE_SKIP });
-  return { shots: requests.map((r) => d.files.rel(r.outPath)), poster: d.files.rel(poster), shotsFromPass: requests.length - missing.length, posterFromPass };
+  else
+    await writeThumbnail(d.bins, source, posterTimeSecs(video.duration_secs), poster, {
+      width: POSTER_WIDTH,
+      hdr,
+      keyframesOnly,
+      skipFrames: keyframesOnly ? undefined : FULL_DECODE_SKIP,
+    });
+  return {
+    shots: requests.map((r) => d.files.rel(r.outPath)),
+    poster: d.files.rel(poster),
+    shotsFromPass: requests.length - missing.length,
+    posterFromPass,
+  };
 }

@@ -28,7 +28,11 @@ export async function transcribeAudio(
     if (pending.length === 0) return;
     const windows = pending;
     pending = [];
-    const t = await pool.transcribeWindows({ modelDir: model.dir, dtype: model.dtype, maxNewTokens: d.speechMaxTokens }, windows, { maxBatch: WINDOWS_PER_BATCH });
+    const t = await pool.transcribeWindows(
+      { modelDir: model.dir, dtype: model.dtype, maxNewTokens: d.speechMaxTokens },
+      windows,
+      { maxBatch: WINDOWS_PER_BATCH },
+    );
     for (const s of t.segments) {
       const text = s.text.trim();
       if (text) out.push({ start: s.start, end: Math.max(s.end, s.start), text });

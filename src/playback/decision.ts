@@ -54,13 +54,22 @@ export function decideRendition(s: PlaybackSource): RenditionDecision {
     return { needed: true, reason: `${container ?? "unknown"} container: browsers cannot demux it` };
   }
   if (container === "mkv" && !DIRECT_VIDEO.mkv!.includes(v)) {
-    return { needed: true, reason: `${v} video in mkv: browsers play Matroska only with WebM's codecs (VP8/VP9/AV1, Opus/Vorbis)` };
+    return {
+      needed: true,
+      reason: `${v} video in mkv: browsers play Matroska only with WebM's codecs (VP8/VP9/AV1, Opus/Vorbis)`,
+    };
   }
   if (container === "mkv" && s.audioCodec && !DIRECT_AUDIO.mkv!.includes(s.audioCodec)) {
-    return { needed: true, reason: `${s.audioCodec} audio in mkv: browsers play Matroska only with WebM's codecs (VP8/VP9/AV1, Opus/Vorbis)` };
+    return {
+      needed: true,
+      reason: `${s.audioCodec} audio in mkv: browsers play Matroska only with WebM's codecs (VP8/VP9/AV1, Opus/Vorbis)`,
+    };
   }
   if (!DIRECT_VIDEO[container]!.includes(v)) {
-    return { needed: true, reason: `${v} video in ${container}: browsers do not decode it (${WHY_NOT[v] ?? "not a web codec"})` };
+    return {
+      needed: true,
+      reason: `${v} video in ${container}: browsers do not decode it (${WHY_NOT[v] ?? "not a web codec"})`,
+    };
   }
   const pix = s.pixFmt ?? "";
   if (v === "h264" && !H264_8BIT_420.has(pix)) {
@@ -70,9 +79,15 @@ export function decideRendition(s: PlaybackSource): RenditionDecision {
     return { needed: true, reason: `${v} with ${pix} pixels: browsers decode only 4:2:0 at 8 or 10 bits` };
   }
   if (s.audioCodec && !DIRECT_AUDIO[container]!.includes(s.audioCodec)) {
-    return { needed: true, reason: `${s.audioCodec} audio in ${container}: browsers do not decode it (${WHY_NOT[s.audioCodec] ?? "not a web codec"})` };
+    return {
+      needed: true,
+      reason: `${s.audioCodec} audio in ${container}: browsers do not decode it (${WHY_NOT[s.audioCodec] ?? "not a web codec"})`,
+    };
   }
-  return { needed: false, reason: `${v}${s.audioCodec ? ` + ${s.audioCodec}` : ""} in ${container} plays in browsers as it is` };
+  return {
+    needed: false,
+    reason: `${v}${s.audioCodec ? ` + ${s.audioCodec}` : ""} in ${container} plays in browsers as it is`,
+  };
 }
 
 const WHY_NOT: Record<string, string> = {

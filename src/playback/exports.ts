@@ -53,7 +53,11 @@ export class ExportService {
   async clip(accountId: string, videoId: string, start: number, end: number): Promise<ClipExport> {
     const video = this.videos.require(accountId, videoId);
     if (video.status !== "ready" || video.duration_secs === null) {
-      throw new AppError(409, "VIDEO_NOT_READY", `Video ${videoId} is ${video.status}; clips can be cut once it is ready`);
+      throw new AppError(
+        409,
+        "VIDEO_NOT_READY",
+        `Video ${videoId} is ${video.status}; clips can be cut once it is ready`,
+      );
     }
     const duration = video.duration_secs;
     const startMs = Math.round(start * 1000);
@@ -62,11 +66,17 @@ export class ExportService {
     const issue = (field: string, msg: string, type: string, input: number, ctx: Record<string, unknown>) =>
       new ValidationError([{ loc: ["query", field], msg, type, input, ctx }]);
     if (start < 0) throw issue("start", "start must not be negative", "greater_than_equal", start, { ge: 0 });
-    if (startMs >= Math.floor(duration * 1000)) throw issue("start", `start must be before the end of the video (${duration} s)`, "less_than", start, { lt: duration });
-    if (end > duration + 0.5) throw issue("end", `end is past the end of the video (${duration} s)`, "less_than_equal", end, { le: duration });
+    if (startMs >= Math.floor(duration * 1000))
+      throw issue("start", `start must be before the end of the video (${duration} s)`, "less_than", start, {
+        lt: duration,
+      });
+    if (end > duration + 0.5)
+      throw issue("end", `end is past the end of the video (${duration} s)`, "less_than_equal", end, { le: duration });
     if (endMs <= startMs) throw issue("end", "end must be after start", "greater_than", end, { gt: start });
     if (endMs - startMs > this.opts.clipMaxSecs * 1000) {
-      throw issue("end", `a clip may be at most ${this.opts.clipMaxSecs} s long`, "less_than_equal", end, { le: start + this.opts.clipMaxSecs });
+      throw issue("end", `a clip may be at most ${this.opts.clipMaxSecs} s long`, "less_than_equal", end, {
+        le: start + this.opts.clipMaxSecs,
+      });
     }
 
     const dir = join(this.files.dir(videoId), "clips");
@@ -78,7 +88,9 @@ export class ExportService {
     } else {
       let job = this.inFlight.get(file);
       if (!job) {
-        job = this.encode(videoId, dir, file, startMs / 1000, (endMs - startMs) / 1000).finally(() => this.inFlight.delete(file));
+        job = this.encode(videoId, dir, file, startMs / 1000, (endMs - startMs) / 1000).finally(() =>
+          this.inFlight.delete(file),
+        );
         this.inFlight.set(file, job);
       }
       await job;
@@ -111,7 +123,13 @@ export class ExportService {
     mkdirSync(dir, { recursive: true });
     const tmp = `${file}.${process.pid}.tmp`;
     try {
-      await encodeWebMp4(this.bins, source, tmp, { hdr: info.hdr, hasAudio: info.hasAudio, start, duration, timeoutMs: 60_000 + duration * 4000 });
+      await encodeWebMp4(this.bins, source, tmp, {
+        hdr: info.hdr,
+        hasAudio: info.hasAudio,
+        start,
+        duration,
+        timeoutMs: 60_000 + duration * 4000,
+      });
       renameSync(tmp, file);
     } finally {
       rmSync(tmp, { force: true });
@@ -148,8 +166,16 @@ export class ExportService {
     return this.store.transcript(videoId);
   }
 
-  transcript(accountId: string, videoId: string, format: TranscriptFormat): { contentType: string; body: string } | { json: { video_id: string; segments: Segment[] } } {
-    const segments = this.segments(accountId, videoId).map((s) => ({ start: round(s.start_secs), end: round(s.end_secs), text: s.text.trim() }));
+  transcript(
+    accountId: string,
+    videoId: string,
+    format: TranscriptFormat,
+  ): { contentType: string; body: string } | { json: { video_id: string; segments: Segment[] } } {
+    const segments = this.segments(accountId, videoId).map((s) => ({
+      start: round(s.start_secs),
+      end: round(s.end_secs),
+      text: s.text.trim(),
+    }));
     if (format === "srt") return { contentType: "application/x-subrip; charset=utf-8", body: toSrt(segments) };
     if (format === "vtt") return { contentType: "text/vtt; charset=utf-8", body: toVtt(segments) };
     return { json: { video_id: videoId, segments } };

@@ -85,17 +85,28 @@ export class RenditionWorker {
   private async run(row: RenditionRow, signal: AbortSignal): Promise<void> {
     const log = this.opts.logger.child({ video_id: row.video_id, rendition: true });
     if (row.attempts > this.maxAttempts) {
-      this.store.finish(row.video_id, this.owner, { status: "failed", reason: `the encoder stopped unexpectedly ${row.attempts - 1} times` });
+      this.store.finish(row.video_id, this.owner, {
+        status: "failed",
+        reason: `the encoder stopped unexpectedly ${row.attempts - 1} times`,
+      });
       return;
     }
-    const beat = setInterval(() => this.store.renew(row.video_id, this.owner, this.now() + this.leaseMs), Math.max(1000, this.leaseMs / 3));
+    const beat = setInterval(
+      () => this.store.renew(row.video_id, this.owner, this.now() + this.leaseMs),
+      Math.max(1000, this.leaseMs / 3),
+    );
     const dir = this.files.dir(row.video_id);
     const tmp = join(dir, "web.mp4.tmp");
     try {
       const source = this.store.sourcePath(row.video_id);
       if (!source) return; // the video was deleted meanwhile; its row went with it
       const info = await probeMedia(this.bins, this.files.abs(source), { strict: false, decodeCheck: false });
-      const decision = decideRendition({ container: info.container, videoCodec: info.videoCodec, pixFmt: info.pixFmt, audioCodec: info.audioCodec });
+      const decision = decideRendition({
+        container: info.container,
+        videoCodec: info.videoCodec,
+        pixFmt: info.pixFmt,
+        audioCodec: info.audioCodec,
+      });
       if (!decision.needed) {
         this.store.finish(row.video_id, this.owner, { status: "not_needed", reason: decision.reason });
         return;
@@ -103,12 +114,25 @@ export class RenditionWorker {
       const started = this.now();
       // A generous bound: veryfast x264 runs well above realtime at the sizes we index.
       const timeoutMs = 120_000 + (info.durationSecs ?? 3600) * 4000;
-      await encodeWebMp4(this.bins, this.files.abs(source), tmp, { hdr: info.hdr, hasAudio: info.hasAudio, maxBitRate: info.bitRate, timeoutMs, signal });
+      await encodeWebMp4(this.bins, this.files.abs(source), tmp, {
+        hdr: info.hdr,
+        hasAudio: info.hasAudio,
+        maxBitRate: info.bitRate,
+        timeoutMs,
+        signal,
+      });
       if (signal.aborted) return;
       const out = join(dir, "web.mp4");
       renameSync(tmp, out);
       const size = statSync(out).size;
-      if (!this.store.finish(row.video_id, this.owner, { status: "ready", reason: decision.reason, path: this.files.rel(out), sizeBytes: size })) {
+      if (
+        !this.store.finish(row.video_id, this.owner, {
+          status: "ready",
+          reason: decision.reason,
+          path: this.files.rel(out),
+          sizeBytes: size,
+        })
+      ) {
         rmSync(out, { force: true }); // deleted meanwhile (the row cascaded away)
         return;
       }

@@ -54,26 +54,43 @@ export class PlaybackStore {
   }
 
   renew(videoId: string, owner: string, until: number): boolean {
-    return this.db.query("UPDATE renditions SET lease_expires_at = ? WHERE video_id = ? AND lease_owner = ? AND status = 'processing'").run(until, videoId, owner).changes > 0;
+    return (
+      this.db
+        .query(
+          "UPDATE renditions SET lease_expires_at = ? WHERE video_id = ? AND lease_owner = ? AND status = 'processing'",
+        )
+        .run(until, videoId, owner).changes > 0
+    );
   }
 
   /** Records the outcome if this owner still holds the row (a deleted video has none). */
-  finish(videoId: string, owner: string, f: { status: "ready" | "failed" | "not_needed" | "pending"; reason: string; path?: string; sizeBytes?: number }): boolean {
+  finish(
+    videoId: string,
+    owner: string,
+    f: { status: "ready" | "failed" | "not_needed" | "pending"; reason: string; path?: string; sizeBytes?: number },
+  ): boolean {
     return this.db.transaction(() => {
-      const done = this.db
-        .query(
-          `UPDATE renditions SET status = ?, reason = ?, path = ?, size_bytes = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+      const done =
+        this.db
+          .query(
+            `UPDATE renditions SET status = ?, reason = ?, path = ?, size_bytes = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
            WHERE video_id = ? AND lease_owner = ? AND status = 'processing'`,
-        )
-        .run(f.status, f.reason, f.path ?? null, f.sizeBytes ?? null, new Date().toISOString(), videoId, owner).changes > 0;
-      if (done && f.sizeBytes) this.db.query("UPDATE videos SET storage_bytes = storage_bytes + ? WHERE id = ?").run(f.sizeBytes, videoId);
+          )
+          .run(f.status, f.reason, f.path ?? null, f.sizeBytes ?? null, new Date().toISOString(), videoId, owner)
+          .changes > 0;
+      if (done && f.sizeBytes)
+        this.db.query("UPDATE videos SET storage_bytes = storage_bytes + ? WHERE id = ?").run(f.sizeBytes, videoId);
       return done;
     })();
   }
 
   /** At server start (the instance lock is held): encodes of a previous process are queued again. */
   releaseAllLeases(): number {
-    return this.db.query("UPDATE renditions SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL WHERE status = 'processing'").run().changes;
+    return this.db
+      .query(
+        "UPDATE renditions SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL WHERE status = 'processing'",
+      )
+      .run().changes;
   }
 
   get(videoId: string): RenditionRow | null {
@@ -82,16 +99,25 @@ export class PlaybackStore {
 
   /** The rendition's relative path when it is ready (what playback links and the media route use). */
   readyPath(videoId: string): string | null {
-    return this.db.query<{ path: string }, [string]>("SELECT path FROM renditions WHERE video_id = ? AND status = 'ready'").get(videoId)?.path ?? null;
+    return (
+      this.db
+        .query<{ path: string }, [string]>("SELECT path FROM renditions WHERE video_id = ? AND status = 'ready'")
+        .get(videoId)?.path ?? null
+    );
   }
 
   sourcePath(videoId: string): string | null {
-    return this.db.query<{ source_path: string }, [string]>("SELECT source_path FROM videos WHERE id = ?").get(videoId)?.source_path ?? null;
+    return (
+      this.db.query<{ source_path: string }, [string]>("SELECT source_path FROM videos WHERE id = ?").get(videoId)
+        ?.source_path ?? null
+    );
   }
 
   transcript(videoId: string): TranscriptSegmentRow[] {
     return this.db
-      .query<TranscriptSegmentRow, [string]>("SELECT start_secs, end_secs, text FROM transcript_segments WHERE video_id = ? ORDER BY start_secs, id")
+      .query<TranscriptSegmentRow, [string]>(
+        "SELECT start_secs, end_secs, text FROM transcript_segments WHERE video_id = ? ORDER BY start_secs, id",
+      )
       .all(videoId);
   }
 }

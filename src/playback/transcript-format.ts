@@ -26,7 +26,9 @@ const cueText = (t: string) => t.replace(/\s+/g, " ").replace(/-->/g, "->").trim
 
 /** Cues with no text are dropped; an end before the start is raised to the start. */
 const cues = (segments: Segment[]) =>
-  segments.map((s) => ({ start: s.start, end: Math.max(s.start, s.end), text: cueText(s.text) })).filter((s) => s.text !== "");
+  segments
+    .map((s) => ({ start: s.start, end: Math.max(s.start, s.end), text: cueText(s.text) }))
+    .filter((s) => s.text !== "");
 
 export function toSrt(segments: Segment[]): string {
   return cues(segments)

@@ -43,7 +43,8 @@ export async function fingerprint(path: string): Promise<string> {
   const file = Bun.file(path);
   const hash = createHash("sha256").update(String(size));
   hash.update(new Uint8Array(await file.slice(0, Math.min(size, SAMPLE_BYTES)).arrayBuffer()));
-  if (size > SAMPLE_BYTES) hash.update(new Uint8Array(await file.slice(Math.max(SAMPLE_BYTES, size - SAMPLE_BYTES), size).arrayBuffer()));
+  if (size > SAMPLE_BYTES)
+    hash.update(new Uint8Array(await file.slice(Math.max(SAMPLE_BYTES, size - SAMPLE_BYTES), size).arrayBuffer()));
   return `${size}:${hash.digest("hex").slice(0, 32)}`;
 }
 
@@ -96,7 +97,8 @@ export async function extractFile(job: ExtractJob, dir: string): Promise<Extract
     await Bun.write(tmp, Bun.file(job.source));
     chmodSync(tmp, job.executable ? 0o755 : 0o644);
     const [want, have] = await Promise.all([fingerprint(job.source), fingerprint(tmp)]);
-    if (want !== have) throw new Error(`copy of ${job.source} to ${tmp} does not match (${have} != ${want}); is the disk full?`);
+    if (want !== have)
+      throw new Error(`copy of ${job.source} to ${tmp} does not match (${have} != ${want}); is the disk full?`);
     renameSync(tmp, dest);
   } catch (e) {
     rmSync(tmp, { force: true });

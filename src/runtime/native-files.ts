@@ -53,7 +53,13 @@ export function resolveNativeFiles(from: string = import.meta.url): NativeFiles 
   }
   const require = createRequire(from);
   const platformArch = `${process.platform}-${process.arch}`;
-  const ortDir = join(dirname(require.resolve("onnxruntime-node/package.json")), "bin", "napi-v6", process.platform, process.arch);
+  const ortDir = join(
+    dirname(require.resolve("onnxruntime-node/package.json")),
+    "bin",
+    "napi-v6",
+    process.platform,
+    process.arch,
+  );
   const sharpLib = join(dirname(require.resolve(`@img/sharp-${platformArch}/package`)), "lib");
   const sharpNode = readdirSync(sharpLib).filter((f) => f.endsWith(".node"));
   if (sharpNode.length !== 1) throw new Error(`expected one .node file in ${sharpLib}, found ${sharpNode.length}`);
@@ -65,7 +71,11 @@ export function resolveNativeFiles(from: string = import.meta.url): NativeFiles 
     sharpLibvips: require.resolve(`@img/sharp-libvips-${platformArch}/binary`),
     ocrWasmSimd: require.resolve("tesseract.js-core/tesseract-core-simd-lstm.wasm"),
     ocrWasm: require.resolve("tesseract.js-core/tesseract-core-lstm.wasm"),
-    ocrLang: join(dirname(require.resolve("@tesseract.js-data/eng/package.json")), OCR_LANG_MODEL, "eng.traineddata.gz"),
+    ocrLang: join(
+      dirname(require.resolve("@tesseract.js-data/eng/package.json")),
+      OCR_LANG_MODEL,
+      "eng.traineddata.gz",
+    ),
   };
 }
 
@@ -84,7 +94,10 @@ export function runtimeLayout(files: NativeFiles): Record<NativeKey, LayoutEntry
     ortBinding: { target: "onnxruntime/onnxruntime_binding.node", executable: false },
     ortLibrary: { target: `onnxruntime/${basename(files.ortLibrary)}`, executable: false },
     sharpBinding: { target: `@img/sharp-${platformArch}/lib/${basename(files.sharpBinding)}`, executable: false },
-    sharpLibvips: { target: `@img/sharp-libvips-${platformArch}/lib/${basename(files.sharpLibvips)}`, executable: false },
+    sharpLibvips: {
+      target: `@img/sharp-libvips-${platformArch}/lib/${basename(files.sharpLibvips)}`,
+      executable: false,
+    },
     ocrWasmSimd: { target: `tesseract/${basename(files.ocrWasmSimd)}`, executable: false },
     ocrWasm: { target: `tesseract/${basename(files.ocrWasm)}`, executable: false },
     // tesseract.js reads `<langPath>/eng.traineddata.gz`: the name is fixed.

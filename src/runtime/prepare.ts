@@ -55,7 +55,8 @@ function prepareDev(overrides: RuntimeOverrides = {}): RuntimePaths {
 
 /** One path segment: the version names a folder. */
 function versionSegment(version: string): string {
-  if (!/^[0-9A-Za-z][0-9A-Za-z._+-]*$/.test(version)) throw new Error(`runtime version "${version}" is not usable as a folder name`);
+  if (!/^[0-9A-Za-z][0-9A-Za-z._+-]*$/.test(version))
+    throw new Error(`runtime version "${version}" is not usable as a folder name`);
   return version;
 }
 
@@ -64,19 +65,30 @@ function versionSegment(version: string): string {
  * tests can drive it with ordinary files: extract to `<dataDir>/runtime/<version>/` and publish the
  * addon paths to worker threads.
  */
-export async function prepareFromEmbedded(embedded: EmbeddedAssets, opts: PrepareRuntimeOptions): Promise<RuntimePaths> {
+export async function prepareFromEmbedded(
+  embedded: EmbeddedAssets,
+  opts: PrepareRuntimeOptions,
+): Promise<RuntimePaths> {
   const here = `${process.platform}-${process.arch}`;
-  if (embedded.platform !== here) throw new Error(`this vsearch binary was built for ${embedded.platform}, not ${here}`);
+  if (embedded.platform !== here)
+    throw new Error(`this vsearch binary was built for ${embedded.platform}, not ${here}`);
   for (const [name, path] of Object.entries(embedded.entries)) {
-    if (!statSync(path, { throwIfNoEntry: false })?.isFile()) throw new Error(`this vsearch binary lacks its ${name} entry point (${path}); rebuild it with build.ts`);
+    if (!statSync(path, { throwIfNoEntry: false })?.isFile())
+      throw new Error(`this vsearch binary lacks its ${name} entry point (${path}); rebuild it with build.ts`);
   }
   const ffmpeg = override("ffmpeg", opts.overrides?.ffmpeg);
   const ffprobe = override("ffprobe", opts.overrides?.ffprobe);
   const runtimeDir = join(resolve(opts.dataDir), "runtime", versionSegment(opts.version));
 
   // An operator's own ffmpeg/ffprobe replaces ours: ours is then not written to disk at all.
-  const keys = (Object.keys(embedded.files) as NativeKey[]).filter((k) => !(k === "ffmpeg" && ffmpeg) && !(k === "ffprobe" && ffprobe));
-  const jobs: ExtractJob[] = keys.map((k) => ({ source: embedded.files[k].path, target: embedded.files[k].target, executable: embedded.files[k].executable }));
+  const keys = (Object.keys(embedded.files) as NativeKey[]).filter(
+    (k) => !(k === "ffmpeg" && ffmpeg) && !(k === "ffprobe" && ffprobe),
+  );
+  const jobs: ExtractJob[] = keys.map((k) => ({
+    source: embedded.files[k].path,
+    target: embedded.files[k].target,
+    executable: embedded.files[k].executable,
+  }));
   const results = await extractAll(jobs, runtimeDir);
   const at = (k: NativeKey) => join(runtimeDir, embedded.files[k].target);
 

@@ -18,7 +18,15 @@ export interface SelfTestReport {
   /** Only with `modelDir`: an ONNX session loaded and ran inside an inference pool worker thread. */
   onnx_ok?: boolean;
   device?: string;
-  onnx?: { model_id: string; model_type: string; ran: string; dtype: string; load_ms: number; run_ms: number; worker_thread_id: number };
+  onnx?: {
+    model_id: string;
+    model_type: string;
+    ran: string;
+    dtype: string;
+    load_ms: number;
+    run_ms: number;
+    worker_thread_id: number;
+  };
   /** One line per failed check. */
   errors: string[];
 }
@@ -54,7 +62,12 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, limit]).finally(() => clearTimeout(timer));
 }
 
-async function checkOnnx(paths: RuntimePaths, modelDir: string, device: ExecDevice, timeoutMs: number): Promise<NonNullable<SelfTestReport["onnx"]> & { device: string }> {
+async function checkOnnx(
+  paths: RuntimePaths,
+  modelDir: string,
+  device: ExecDevice,
+  timeoutMs: number,
+): Promise<NonNullable<SelfTestReport["onnx"]> & { device: string }> {
   // Imported here, not at the top: the pool is only needed when a model is given.
   const { createInferencePool } = await import("../inference/pool.ts");
   const pool = createInferencePool({ workerFile: paths.inferenceWorkerFile, threads: 1, device });

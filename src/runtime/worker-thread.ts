@@ -15,7 +15,8 @@ export function nativeLoadPaths(): NativeLoadPaths {
     );
   }
   for (const p of [paths.ortBinding, paths.sharpBinding]) {
-    if (!statSync(p, { throwIfNoEntry: false })?.isFile()) throw new Error(`native library ${p} is missing; was the data dir's runtime/ folder removed while vsearch ran?`);
+    if (!statSync(p, { throwIfNoEntry: false })?.isFile())
+      throw new Error(`native library ${p} is missing; was the data dir's runtime/ folder removed while vsearch ran?`);
   }
   return paths;
 }

@@ -26,7 +26,10 @@ export const PRIOR_WEIGHT = 16;
 
 export function dot(a: Float32Array, b: Float32Array, bOffset = 0): number {
   // Four independent sums: one accumulator makes the loop wait on each addition.
-  let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  let s0 = 0,
+    s1 = 0,
+    s2 = 0,
+    s3 = 0;
   const n = a.length;
   let i = 0;
   for (; i + 3 < n; i += 4) {

@@ -32,7 +32,12 @@ export interface SearchDomainOptions {
   /** The background warm-up of the in-memory index after the app starts (slice, page, a search's wait). */
   warm?: IndexWarmOptions;
   files: VideoFiles;
-  videos: { require(accountId: string, id: string): { id: string; collection_id: string; duration_secs: number | null; poster_path: string | null } };
+  videos: {
+    require(
+      accountId: string,
+      id: string,
+    ): { id: string; collection_id: string; duration_secs: number | null; poster_path: string | null };
+  };
   collections: { require(accountId: string, id: string): unknown };
   links: MediaLinks;
   ffmpeg: string;
@@ -57,10 +62,14 @@ export interface SearchDomain {
 /** Builds the search domain for the composition root. */
 export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
   const store = o.stores.search;
-  const indexes = new SearchIndexes(store, new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0), o.vectorIndex), {
-    ...o.warm,
-    logger: o.logger,
-  });
+  const indexes = new SearchIndexes(
+    store,
+    new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0), o.vectorIndex),
+    {
+      ...o.warm,
+      logger: o.logger,
+    },
+  );
   const encoder = new QueryEncoder(o.embedder);
   const ocr = o.stores.ocr;
   const feedbackStore = o.stores.feedback;

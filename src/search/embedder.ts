@@ -35,7 +35,17 @@ export interface TranscriptSemanticSearch {
     scope: { accountId: string; collectionId?: string; videoId?: string },
     query: string,
     k: number,
-  ): Promise<{ segmentId: number; videoId: string; start: number; end: number; text: string; similarity: number; score: number }[]>;
+  ): Promise<
+    {
+      segmentId: number;
+      videoId: string;
+      start: number;
+      end: number;
+      text: string;
+      similarity: number;
+      score: number;
+    }[]
+  >;
 }
 
 /** The server's embedder: the active `image-text` model of the registry, run in the worker pool. */

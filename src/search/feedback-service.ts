@@ -60,7 +60,14 @@ export class FeedbackService {
         updated_at: at,
       };
       if (existing) this.store.updateFeedback(existing.id, row);
-      else this.store.insertFeedback({ ...row, account_id: accountId, video_id: input.video_id, timestamp_start: input.timestamp_start, created_at: at });
+      else
+        this.store.insertFeedback({
+          ...row,
+          account_id: accountId,
+          video_id: input.video_id,
+          timestamp_start: input.timestamp_start,
+          created_at: at,
+        });
     });
   }
 
@@ -82,7 +89,14 @@ export class FeedbackService {
     const row = this.store.thresholds(accountId).get(key);
     const current = row?.value ?? spec.defaultValue;
     const next = round6(clampThreshold(spec, current + feedbackStep(spec, signal)));
-    this.store.upsertThreshold(accountId, key, next, (row?.ups ?? 0) + (signal === "up" ? 1 : 0), (row?.downs ?? 0) + (signal === "down" ? 1 : 0), at);
+    this.store.upsertThreshold(
+      accountId,
+      key,
+      next,
+      (row?.ups ?? 0) + (signal === "up" ? 1 : 0),
+      (row?.downs ?? 0) + (signal === "down" ? 1 : 0),
+      at,
+    );
     return round6(next - current);
   }
 
@@ -93,7 +107,14 @@ export class FeedbackService {
     const current = row?.value ?? spec.defaultValue;
     const ups = Math.max(0, (row?.ups ?? 0) - (fb.signal === "up" ? 1 : 0));
     const downs = Math.max(0, (row?.downs ?? 0) - (fb.signal === "down" ? 1 : 0));
-    this.store.upsertThreshold(accountId, spec.key, round6(clampThreshold(spec, current - fb.threshold_delta)), ups, downs, at);
+    this.store.upsertThreshold(
+      accountId,
+      spec.key,
+      round6(clampThreshold(spec, current - fb.threshold_delta)),
+      ups,
+      downs,
+      at,
+    );
   }
 }
 

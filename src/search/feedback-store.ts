@@ -44,12 +44,28 @@ export class FeedbackStore {
         `INSERT INTO search_feedback (account_id, video_id, timestamp_start, signal, query, raw_score, threshold_key, threshold_delta, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(r.account_id, r.video_id, r.timestamp_start, r.signal, r.query, r.raw_score, r.threshold_key, r.threshold_delta, r.created_at, r.updated_at);
+      .run(
+        r.account_id,
+        r.video_id,
+        r.timestamp_start,
+        r.signal,
+        r.query,
+        r.raw_score,
+        r.threshold_key,
+        r.threshold_delta,
+        r.created_at,
+        r.updated_at,
+      );
   }
 
-  updateFeedback(id: number, r: Pick<FeedbackRow, "signal" | "query" | "raw_score" | "threshold_key" | "threshold_delta" | "updated_at">): void {
+  updateFeedback(
+    id: number,
+    r: Pick<FeedbackRow, "signal" | "query" | "raw_score" | "threshold_key" | "threshold_delta" | "updated_at">,
+  ): void {
     this.db
-      .query("UPDATE search_feedback SET signal = ?, query = ?, raw_score = ?, threshold_key = ?, threshold_delta = ?, updated_at = ? WHERE id = ?")
+      .query(
+        "UPDATE search_feedback SET signal = ?, query = ?, raw_score = ?, threshold_key = ?, threshold_delta = ?, updated_at = ? WHERE id = ?",
+      )
       .run(r.signal, r.query, r.raw_score, r.threshold_key, r.threshold_delta, r.updated_at, id);
   }
 
@@ -76,7 +92,9 @@ export class FeedbackStore {
   }
 
   thresholds(accountId: string): Map<string, ThresholdRow> {
-    const rows = this.db.query<ThresholdRow, [string]>("SELECT key, value, ups, downs FROM search_thresholds WHERE account_id = ?").all(accountId);
+    const rows = this.db
+      .query<ThresholdRow, [string]>("SELECT key, value, ups, downs FROM search_thresholds WHERE account_id = ?")
+      .all(accountId);
     return new Map(rows.map((r) => [r.key, r]));
   }
 

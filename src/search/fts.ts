@@ -27,7 +27,10 @@ const literal = (token: string) => `"${token.replaceAll('"', '""')}"`;
  * "i" ("deploy*" would only find "deploying" → "deploi", not "deployment" → "deploy"); the
  * prefix without its "y" is added so both stems match.
  */
-const prefix = (word: string) => (/[yY]$/.test(word) && [...word].length >= 4 ? `(${literal(word)}* OR ${literal(word.slice(0, -1))}*)` : `${literal(word)}*`);
+const prefix = (word: string) =>
+  /[yY]$/.test(word) && [...word].length >= 4
+    ? `(${literal(word)}* OR ${literal(word.slice(0, -1))}*)`
+    : `${literal(word)}*`;
 
 export function buildFtsQuery(input: string): FtsQuery | null {
   const units: string[] = [];

@@ -19,7 +19,11 @@ const byScore = (a: Candidate, b: Candidate) => b.score - a.score || b.raw - a.r
  */
 export function fuseModes(lists: Map<string, Candidate[]>, k = RRF_K): Fused[] {
   const ranked = new Map<string, { c: Candidate; rank: number }[]>();
-  for (const [mode, list] of lists) ranked.set(mode, [...list].sort(byScore).map((c, i) => ({ c, rank: i + 1 })));
+  for (const [mode, list] of lists)
+    ranked.set(
+      mode,
+      [...list].sort(byScore).map((c, i) => ({ c, rank: i + 1 })),
+    );
   // Per mode and video, the clips in rank order, for the overlap look-ups.
   const byVideo = new Map<string, Map<string, { c: Candidate; rank: number }[]>>();
   for (const [mode, list] of ranked) {
@@ -37,7 +41,9 @@ export function fuseModes(lists: Map<string, Candidate[]>, k = RRF_K): Fused[] {
       let fused = 1 / (k + rank);
       for (const [other, videos] of byVideo) {
         if (other === mode) continue;
-        const hit = videos.get(c.videoId)?.find((e) => Math.min(e.c.end, c.end) > Math.max(e.c.start, c.start) || sameStart(e.c.start, c.start));
+        const hit = videos
+          .get(c.videoId)
+          ?.find((e) => Math.min(e.c.end, c.end) > Math.max(e.c.start, c.start) || sameStart(e.c.start, c.start));
         if (hit) fused += 1 / (k + hit.rank);
       }
       out.push({ ...c, fused });

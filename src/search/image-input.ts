@@ -42,7 +42,12 @@ export function readImageHeader(b: Uint8Array): ImageHeader | null {
     if (String.fromCharCode(b[12], b[13], b[14], b[15]) !== "IHDR") return null;
     const channels = PNG_CHANNELS[b[25]];
     if (!channels) return null;
-    return { format: "png", width: dv.getUint32(16), height: dv.getUint32(20), bytesPerPixel: channels * Math.max(1, b[24] / 8) };
+    return {
+      format: "png",
+      width: dv.getUint32(16),
+      height: dv.getUint32(20),
+      bytesPerPixel: channels * Math.max(1, b[24] / 8),
+    };
   }
   if (b.length >= 4 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) {
     let off = 2;
@@ -59,7 +64,12 @@ export function readImageHeader(b: Uint8Array): ImageHeader | null {
       const isSof = m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc;
       if (isSof) {
         if (off + 7 > b.length) return null;
-        return { format: "jpeg", height: (b[off + 3] << 8) | b[off + 4], width: (b[off + 5] << 8) | b[off + 6], bytesPerPixel: 3 };
+        return {
+          format: "jpeg",
+          height: (b[off + 3] << 8) | b[off + 4],
+          width: (b[off + 5] << 8) | b[off + 6],
+          bytesPerPixel: 3,
+        };
       }
       off += len;
     }
@@ -79,16 +89,26 @@ export function checkImage(bytes: Uint8Array, loc: "image" | "image_url"): Image
   const h = readImageHeader(bytes);
   if (!h) throw invalid(loc, "The image must be a JPEG or PNG file", "image_format");
   if (h.width < MIN_IMAGE_SIDE || h.height < MIN_IMAGE_SIDE) {
-    throw invalid(loc, `The image is ${h.width}×${h.height}; at least ${MIN_IMAGE_SIDE}×${MIN_IMAGE_SIDE} is needed`, "image_too_small", {
-      min: MIN_IMAGE_SIDE,
-    });
+    throw invalid(
+      loc,
+      `The image is ${h.width}×${h.height}; at least ${MIN_IMAGE_SIDE}×${MIN_IMAGE_SIDE} is needed`,
+      "image_too_small",
+      {
+        min: MIN_IMAGE_SIDE,
+      },
+    );
   }
   const decoded = h.width * h.height * h.bytesPerPixel;
   if (decoded > MAX_DECODED_BYTES) {
     const maxPixels = Math.floor(MAX_DECODED_BYTES / h.bytesPerPixel);
-    throw invalid(loc, `The image is ${h.width}×${h.height}; at most ${(maxPixels / 1e6).toFixed(1)} megapixels of this kind can be decoded`, "image_too_large", {
-      max_pixels: maxPixels,
-    });
+    throw invalid(
+      loc,
+      `The image is ${h.width}×${h.height}; at most ${(maxPixels / 1e6).toFixed(1)} megapixels of this kind can be decoded`,
+      "image_too_large",
+      {
+        max_pixels: maxPixels,
+      },
+    );
   }
   return h;
 }
@@ -98,7 +118,12 @@ export function checkImage(bytes: Uint8Array, loc: "image" | "image_url"): Image
  * to 224 (bicubic), centre crop. ffmpeg reads it from a temp file in the data dir's upload temp
  * folder (swept at start-up), which is removed again at once.
  */
-export async function decodeImageRgb(ffmpeg: string, tmpDir: string, bytes: Uint8Array, loc: "image" | "image_url"): Promise<Uint8Array> {
+export async function decodeImageRgb(
+  ffmpeg: string,
+  tmpDir: string,
+  bytes: Uint8Array,
+  loc: "image" | "image_url",
+): Promise<Uint8Array> {
   const release = await decodeSlots.acquire();
   try {
     return await decodeOne(ffmpeg, tmpDir, bytes, loc);
@@ -127,7 +152,9 @@ export class DecodeSlots {
   async acquire(): Promise<() => void> {
     if (this.active >= this.max) {
       if (this.waiting.length >= this.maxWaiting) {
-        throw new AppError(503, "SEARCH_UNAVAILABLE", "Too many image queries are being decoded; retry shortly", { "Retry-After": "1" });
+        throw new AppError(503, "SEARCH_UNAVAILABLE", "Too many image queries are being decoded; retry shortly", {
+          "Retry-After": "1",
+        });
       }
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     } else this.active++;
@@ -136,7 +163,8 @@ export class DecodeSlots {
       if (released) return;
       released = true;
       const next = this.waiting.shift();
-      if (next) next(); // the slot passes straight to the next waiter
+      if (next)
+        next(); // the slot passes straight to the next waiter
       else this.active--;
     };
   }
@@ -144,7 +172,12 @@ export class DecodeSlots {
 
 export const decodeSlots = new DecodeSlots(MAX_PARALLEL_DECODES, MAX_DECODE_WAITING);
 
-async function decodeOne(ffmpeg: string, tmpDir: string, bytes: Uint8Array, loc: "image" | "image_url"): Promise<Uint8Array> {
+async function decodeOne(
+  ffmpeg: string,
+  tmpDir: string,
+  bytes: Uint8Array,
+  loc: "image" | "image_url",
+): Promise<Uint8Array> {
   const s = QUERY_IMAGE_SIDE;
   const file = join(tmpDir, `query-${process.pid}-${randomBytes(8).toString("hex")}.img`);
   writeFileSync(file, bytes, { mode: 0o600 });
@@ -152,7 +185,25 @@ async function decodeOne(ffmpeg: string, tmpDir: string, bytes: Uint8Array, loc:
     const vf = `scale=w='max(${s},ceil(${s}*dar))':h='max(${s},ceil(${s}/dar))':flags=bicubic+accurate_rnd+full_chroma_int,crop=${s}:${s},setsar=1`;
     const run = await runTool(
       ffmpeg,
-      ["-nostdin", "-hide_banner", "-loglevel", "error", "-threads", "1", "-i", file, "-frames:v", "1", "-vf", vf, "-pix_fmt", "rgb24", "-f", "rawvideo", "pipe:1"],
+      [
+        "-nostdin",
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-threads",
+        "1",
+        "-i",
+        file,
+        "-frames:v",
+        "1",
+        "-vf",
+        vf,
+        "-pix_fmt",
+        "rgb24",
+        "-f",
+        "rawvideo",
+        "pipe:1",
+      ],
       { timeoutMs: DECODE_TIMEOUT_MS, maxStdoutBytes: s * s * 3 + 1 },
     ).catch(() => null);
     if (!run || run.code !== 0 || run.stdout.byteLength !== s * s * 3) {
@@ -184,7 +235,10 @@ export async function fetchImageUrl(url: string, allowNetworks: readonly string[
     if (!(e instanceof NetError)) throw e;
     const why: Record<string, [string, string]> = {
       INVALID_URL: ["url_parsing", "image_url is not a valid http(s) URL"],
-      TARGET_FORBIDDEN: ["url_forbidden", `image_url points at an address that may not be fetched${e.reason ? ` (${e.reason})` : ""}`],
+      TARGET_FORBIDDEN: [
+        "url_forbidden",
+        `image_url points at an address that may not be fetched${e.reason ? ` (${e.reason})` : ""}`,
+      ],
       DNS_FAILED: ["url_unreachable", "image_url's host name did not resolve"],
       CONNECT_FAILED: ["url_unreachable", "image_url could not be reached"],
       TLS_FAILED: ["url_unreachable", "image_url's TLS connection failed"],
@@ -194,7 +248,8 @@ export async function fetchImageUrl(url: string, allowNetworks: readonly string[
     const [type, msg] = why[e.code] ?? ["url_unreachable", "image_url could not be fetched"];
     throw invalid("image_url", msg, type);
   }
-  if (res.status >= 300 && res.status < 400) throw invalid("image_url", `image_url answered ${res.status}; redirects are not followed`, "url_redirect");
+  if (res.status >= 300 && res.status < 400)
+    throw invalid("image_url", `image_url answered ${res.status}; redirects are not followed`, "url_redirect");
   if (res.status !== 200) throw invalid("image_url", `image_url answered HTTP ${res.status}`, "url_status");
   return res.body;
 }

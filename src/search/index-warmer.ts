@@ -19,7 +19,8 @@ export interface WarmableIndex {
   accountWarm(accountId: string, modelId: string): boolean;
 }
 
-export const isWarmable = (b: object): b is WarmableIndex => typeof (b as Partial<WarmableIndex>).warmStep === "function";
+export const isWarmable = (b: object): b is WarmableIndex =>
+  typeof (b as Partial<WarmableIndex>).warmStep === "function";
 
 export interface IndexWarmOptions {
   /** A slice reads pages until this much time has passed, then yields to the event loop (default 8 ms). */
@@ -101,7 +102,13 @@ export class IndexWarmer {
     const p = this.index.warmProgress ?? { rows: 0, fraction: 0, done: false };
     const secs = (performance.now() - this.startedAt) / 1000;
     const etaSecs = this.state === "warming" && p.fraction > 0 ? (secs * (1 - p.fraction)) / p.fraction : null;
-    return { ...p, state: this.state, etaSecs, longestSliceMs: this.longestSliceMs, longestSliceCpuMs: this.longestSliceCpuMs };
+    return {
+      ...p,
+      state: this.state,
+      etaSecs,
+      longestSliceMs: this.longestSliceMs,
+      longestSliceCpuMs: this.longestSliceCpuMs,
+    };
   }
 
   /**
@@ -136,7 +143,10 @@ export class IndexWarmer {
     } catch (e) {
       // The pass resumes from its cursor; the page is read before anything of it is added.
       const retryMs = Math.min(RETRY_MAX_MS, RETRY_MS * 2 ** this.failuresInARow++);
-      this.logger?.error("search index warm-up: a page failed; retrying", { err: e instanceof Error ? e.message : String(e), retry_ms: retryMs });
+      this.logger?.error("search index warm-up: a page failed; retrying", {
+        err: e instanceof Error ? e.message : String(e),
+        retry_ms: retryMs,
+      });
       this.next = setTimeout(() => this.slice(), retryMs);
       return;
     }
@@ -152,7 +162,10 @@ export class IndexWarmer {
     }
     this.state = "warm";
     const p = this.index.warmProgress;
-    this.logger?.info("search index warm", { rows: p?.rows ?? 0, secs: Math.round(performance.now() - this.startedAt) / 1000 });
+    this.logger?.info("search index warm", {
+      rows: p?.rows ?? 0,
+      secs: Math.round(performance.now() - this.startedAt) / 1000,
+    });
     this.wake();
   }
 

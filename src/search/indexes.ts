@@ -78,7 +78,13 @@ export const NULL_SAMPLE_SIZE = 1024;
 const SHOT_VIDEOS_MAX = 5_000;
 
 /** A per-account cache of computed values, at most `max` per account, least recently used out first. */
-function remember<T>(byAccount: Map<string, Map<string, unknown>>, accountId: string, key: string, max: number, compute: () => T): T {
+function remember<T>(
+  byAccount: Map<string, Map<string, unknown>>,
+  accountId: string,
+  key: string,
+  max: number,
+  compute: () => T,
+): T {
   let m = byAccount.get(accountId);
   if (!m) byAccount.set(accountId, (m = new Map()));
   if (m.has(key)) {
@@ -134,9 +140,16 @@ export class StoreVectorBackend implements VectorBackend {
     const filtered = scope.collectionId !== undefined || req.allowShots !== undefined;
     const fetchK = Math.min(VEC0_MAX_K, filtered ? k * 4 : k + Math.ceil(k / 4));
     const near = this.store.vecNearest(kind, query.length, scope.accountId, query, fetchK);
-    const inScope = this.store.filterIds(kind, near.map((n) => n.id), scope, modelId);
+    const inScope = this.store.filterIds(
+      kind,
+      near.map((n) => n.id),
+      scope,
+      modelId,
+    );
     const allowed = req.allowShots ? this.allowedIds(kind, req.allowShots) : null;
-    const hits = near.filter((n) => inScope.has(n.id) && (!allowed || allowed.has(n.id))).map((n) => ({ id: n.id, raw: 1 - n.distance }));
+    const hits = near
+      .filter((n) => inScope.has(n.id) && (!allowed || allowed.has(n.id)))
+      .map((n) => ({ id: n.id, raw: 1 - n.distance }));
     return topK(hits, k);
   }
 
@@ -223,7 +236,10 @@ export class SearchIndexes {
       if (left <= WARM_POLL_MS || warmer.status().state !== "warming") break;
     }
     const s = warmer.status();
-    if (s.state === "stopped") throw new AppError(503, "SEARCH_UNAVAILABLE", "The server is shutting down; retry shortly", { "Retry-After": "5" });
+    if (s.state === "stopped")
+      throw new AppError(503, "SEARCH_UNAVAILABLE", "The server is shutting down; retry shortly", {
+        "Retry-After": "5",
+      });
     const retry = Math.min(60, Math.max(1, Math.ceil(s.etaSecs ?? 5)));
     throw new AppError(
       503,
@@ -276,7 +292,10 @@ export class SearchIndexes {
       if (ids.length <= NULL_SAMPLE_SIZE) picked.push(...ids);
       else for (let i = 0; i < NULL_SAMPLE_SIZE; i++) picked.push(ids[Math.floor((i * ids.length) / NULL_SAMPLE_SIZE)]);
       const blobs = this.store.vectors(kind, picked);
-      const rows = picked.map((id) => blobs.get(id)).filter((b): b is Uint8Array => !!b).map(toFloat32);
+      const rows = picked
+        .map((id) => blobs.get(id))
+        .filter((b): b is Uint8Array => !!b)
+        .map(toFloat32);
       const dim = rows[0]?.length ?? 0;
       const packed = new Float32Array(rows.filter((r) => r.length === dim).length * dim);
       let at = 0;
@@ -305,7 +324,11 @@ export class SearchIndexes {
       const read = this.store.shotsOfVideos(missing);
       if (byVideo.size + missing.length > SHOT_VIDEOS_MAX) byVideo.clear();
       // Parsed once here: facets and segments read the labels of the same shots query after query.
-      for (const v of missing) byVideo.set(v, (read.get(v) ?? []).map((r) => ({ ...r, parsedLabels: labelsOf(r) })));
+      for (const v of missing)
+        byVideo.set(
+          v,
+          (read.get(v) ?? []).map((r) => ({ ...r, parsedLabels: labelsOf(r) })),
+        );
     }
     return new Map(videoIds.map((v) => [v, byVideo!.get(v) ?? []]));
   }

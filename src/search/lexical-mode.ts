@@ -55,7 +55,10 @@ export function lexicalCandidates<H extends LexicalHit>(
   const units = fts.units.map((u) => ({
     idf: idf(indexes.memo(account, `${m}-df\u0000${u}`, () => source.docFreq(account, u))),
     // One unit: every hit matched it.
-    matching: fts.units.length === 1 ? all : indexes.memoResult(account, `${m}-unit\u0000${key}\u0000${u}`, () => source.matching(u, ids)),
+    matching:
+      fts.units.length === 1
+        ? all
+        : indexes.memoResult(account, `${m}-unit\u0000${key}\u0000${u}`, () => source.matching(u, ids)),
   }));
   const total = units.reduce((s, u) => s + u.idf, 0);
   const out: Candidate[] = [];

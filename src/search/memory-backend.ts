@@ -1,6 +1,14 @@
 import { AppError } from "../core/errors.ts";
 import { toFloat32 } from "../indexing/store.ts";
-import { createVectorIndex, type AllowFilter, type ScanReuse, type SearchStats, type VectorIndex, type VectorIndexOptions, type VectorRow } from "../vector/index.ts";
+import {
+  createVectorIndex,
+  type AllowFilter,
+  type ScanReuse,
+  type SearchStats,
+  type VectorIndex,
+  type VectorIndexOptions,
+  type VectorRow,
+} from "../vector/index.ts";
 import type { NearestRequest, VectorBackend, VectorHit, VectorSearchInfo } from "./indexes.ts";
 import type { WarmableIndex, WarmProgress } from "./index-warmer.ts";
 import type { IndexRow, SearchStore, VectorKind } from "./store.ts";
@@ -94,7 +102,12 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     let ki = this.indexes.get(key);
     if (!ki) {
       const source = { getVectors: (ids: readonly number[]) => this.exact(key, kind, ids) };
-      ki = { kind, index: createVectorIndex({ ...this.indexOptions, dim, source }), loaded: new Set(), byVideo: new Map() };
+      ki = {
+        kind,
+        index: createVectorIndex({ ...this.indexOptions, dim, source }),
+        loaded: new Set(),
+        byVideo: new Map(),
+      };
       this.indexes.set(key, ki);
     }
     return ki;
@@ -136,15 +149,30 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     return ids.map((id) => found.get(id));
   }
 
-  private indexRow(ki: KindIndex, accountId: string, r: { id: number; video_id: string; collection_id: string }, vector: Float32Array): VectorRow {
+  private indexRow(
+    ki: KindIndex,
+    accountId: string,
+    r: { id: number; video_id: string; collection_id: string },
+    vector: Float32Array,
+  ): VectorRow {
     let list = ki.byVideo.get(r.video_id);
     if (!list) ki.byVideo.set(r.video_id, (list = []));
     list.push(r.id);
-    return { rowId: r.id, vector, partition: accountId, groupA: this.group(r.collection_id), groupB: this.group(r.video_id) };
+    return {
+      rowId: r.id,
+      vector,
+      partition: accountId,
+      groupA: this.group(r.collection_id),
+      groupB: this.group(r.video_id),
+    };
   }
 
   /** One account's rows of one index (a first search without a warm-up pass). */
-  private addRows(ki: KindIndex, accountId: string, rows: Iterable<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }>): void {
+  private addRows(
+    ki: KindIndex,
+    accountId: string,
+    rows: Iterable<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }>,
+  ): void {
     const dim = ki.index.dim;
     let batch = [];
     for (const r of rows) {
@@ -160,7 +188,11 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   }
 
   /** Rows of any account and model, each into the index of its model and dimension when `keep` says so. Returns how many went in. */
-  private addIndexRows(kind: VectorKind, rows: readonly IndexRow[], keep: (ki: KindIndex, r: IndexRow) => boolean): number {
+  private addIndexRows(
+    kind: VectorKind,
+    rows: readonly IndexRow[],
+    keep: (ki: KindIndex, r: IndexRow) => boolean,
+  ): number {
     const batches = new Map<KindIndex, VectorRow[]>();
     let n = 0;
     for (const r of rows) {
@@ -239,9 +271,15 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     if (!ki.loaded.has(scope.accountId) && !this.warm) {
       this.addRows(ki, scope.accountId, this.store.rowsForIndex(kind, { accountId: scope.accountId }, modelId));
       ki.loaded.add(scope.accountId);
-    } else if (!ki.loaded.has(scope.accountId) && !this.warmProgress!.done && !this.accountWarm(scope.accountId, modelId)) {
+    } else if (
+      !ki.loaded.has(scope.accountId) &&
+      !this.warmProgress!.done &&
+      !this.accountWarm(scope.accountId, modelId)
+    ) {
       // SearchIndexes.assertSearchable waits for the pass before a search gets here; never answer from half an index.
-      throw new AppError(503, "SEARCH_UNAVAILABLE", "The search index is loading after a restart; retry shortly", { "Retry-After": "1" });
+      throw new AppError(503, "SEARCH_UNAVAILABLE", "The search index is loading after a restart; retry shortly", {
+        "Retry-After": "1",
+      });
     }
     // Within one look-up session (the same query asked again with a larger k) the filter, the
     // exact vectors read and the index's coarse pass are all reused.
@@ -251,8 +289,23 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     if (ki.index.partitionSize(scope.accountId) === 0 || allow.videos?.length === 0) return [];
     this.sessionVectors = s?.vectors ?? null;
     try {
-      const stats: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
-      const hits = ki.index.search(query, { partition: scope.accountId, k: req.k, allow, reuse: s?.scan, probe: req.probe?.share, probeSqrtAt: req.probe?.sqrtAt, stats });
+      const stats: SearchStats = {
+        path: "empty",
+        allowed: 0,
+        coarse: 0,
+        middle: 0,
+        rescored: 0,
+        ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 },
+      };
+      const hits = ki.index.search(query, {
+        partition: scope.accountId,
+        k: req.k,
+        allow,
+        reuse: s?.scan,
+        probe: req.probe?.share,
+        probeSqrtAt: req.probe?.sqrtAt,
+        stats,
+      });
       this.lastSearch = { kind, probe: req.probe, lists: stats.lists ?? 0, scanned: stats.scanned ?? 0 };
       return hits.map((r) => ({ id: r.rowId, raw: r.score }));
     } finally {
@@ -298,7 +351,8 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     if (!accountId) return;
     for (const kind of KINDS) {
       // Without a pass only accounts loaded on demand hold rows: skip the read when none of this kind does.
-      if (!this.warm && ![...this.indexes.values()].some((ki) => ki.kind === kind && ki.loaded.has(accountId))) continue;
+      if (!this.warm && ![...this.indexes.values()].some((ki) => ki.kind === kind && ki.loaded.has(accountId)))
+        continue;
       this.addIndexRows(kind, this.store.indexRowsOfVideo(kind, videoId), (ki, r) => this.held(ki, r));
     }
   }

@@ -16,14 +16,24 @@ export class MomentService {
   constructor(
     private readonly store: SearchStore,
     private readonly ocr: OcrSearchStore,
-    private readonly videos: { require(accountId: string, id: string): { id: string; duration_secs: number | null; poster_path: string | null } },
+    private readonly videos: {
+      require(accountId: string, id: string): { id: string; duration_secs: number | null; poster_path: string | null };
+    },
     private readonly links: MediaLinks,
   ) {}
 
   moment(accountId: string, videoId: string, timestamp: number): Moment {
     const video = this.videos.require(accountId, videoId);
     if (!Number.isFinite(timestamp) || timestamp < 0) {
-      throw new ValidationError([{ loc: ["query", "timestamp"], msg: "timestamp is seconds ≥ 0", type: "greater_than_equal", input: timestamp, ctx: { min: 0 } }]);
+      throw new ValidationError([
+        {
+          loc: ["query", "timestamp"],
+          msg: "timestamp is seconds ≥ 0",
+          type: "greater_than_equal",
+          input: timestamp,
+          ctx: { min: 0 },
+        },
+      ]);
     }
     if (video.duration_secs !== null && timestamp > video.duration_secs + 1e-3) {
       throw new ValidationError([

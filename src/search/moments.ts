@@ -107,7 +107,10 @@ export function framesToMoments(hits: FrameHit[], opts: MomentOptions): Candidat
     for (const h of list) {
       const prev = run[run.length - 1];
       const gap = prev ? h.timestamp - prev.timestamp : 0;
-      const consecutive = prev?.nextTimestamp !== null && prev?.nextTimestamp !== undefined && Math.abs(prev.nextTimestamp - h.timestamp) < 1e-6;
+      const consecutive =
+        prev?.nextTimestamp !== null &&
+        prev?.nextTimestamp !== undefined &&
+        Math.abs(prev.nextTimestamp - h.timestamp) < 1e-6;
       if (prev && !(gap <= maxGap || (consecutive && gap <= maxDedupGap))) flush();
       run.push(h);
     }

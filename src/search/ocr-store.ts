@@ -62,7 +62,9 @@ export class OcrSearchStore {
   }
 
   count(accountId: string): number {
-    return this.db.query<{ n: number }, [string]>("SELECT count(*) AS n FROM ocr_lines WHERE account_id = ?").get(accountId)!.n;
+    return this.db
+      .query<{ n: number }, [string]>("SELECT count(*) AS n FROM ocr_lines WHERE account_id = ?")
+      .get(accountId)!.n;
   }
 
   /** Lines on screen during [start, end), top to bottom. */
@@ -74,5 +76,4 @@ export class OcrSearchStore {
       )
       .all(videoId, end, start);
   }
-
 }

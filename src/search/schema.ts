@@ -23,17 +23,38 @@ const id = (example: string) => z.string().min(1).max(64).openapi({ example });
  */
 export const searchFormSchema = z
   .object({
-    query: z.string().trim().min(1).max(1000).optional().openapi({ description: "Natural-language text", example: "a dog catching a frisbee" }),
-    image: z.any().optional().openapi({ type: "string", format: "binary", description: "Reference image: JPEG or PNG, ≤ 10 MB, ≥ 64×64 (multipart only)" }),
-    image_url: z.string().min(1).max(2048).optional().openapi({ description: "Public http(s) URL of a JPEG/PNG reference image" }),
-    collection_id: id("col_8Hq2mZ0aP4xR7tY1uW3e").optional().openapi({ description: "Search one collection (default: the whole account)" }),
+    query: z
+      .string()
+      .trim()
+      .min(1)
+      .max(1000)
+      .optional()
+      .openapi({ description: "Natural-language text", example: "a dog catching a frisbee" }),
+    image: z.any().optional().openapi({
+      type: "string",
+      format: "binary",
+      description: "Reference image: JPEG or PNG, ≤ 10 MB, ≥ 64×64 (multipart only)",
+    }),
+    image_url: z
+      .string()
+      .min(1)
+      .max(2048)
+      .optional()
+      .openapi({ description: "Public http(s) URL of a JPEG/PNG reference image" }),
+    collection_id: id("col_8Hq2mZ0aP4xR7tY1uW3e")
+      .optional()
+      .openapi({ description: "Search one collection (default: the whole account)" }),
     video_id: id("vid_Qm3x9T0bL2vK7cP5sN1a").optional().openapi({ description: "Search one video" }),
     modes: repeated(z.enum(MODES as [Mode, ...Mode[]]), MODES.length).openapi({
       description: "Repeatable; default all four (`ocr` = text shown on screen)",
       type: "array",
       items: { type: "string", enum: [...MODES] },
     }),
-    labels: repeated(z.string().trim().min(1).max(100), 20).openapi({ description: "Repeatable scene-label filter (any of)", type: "array", items: { type: "string" } }),
+    labels: repeated(z.string().trim().min(1).max(100), 20).openapi({
+      description: "Repeatable scene-label filter (any of)",
+      type: "array",
+      items: { type: "string" },
+    }),
     page: z.coerce.number().int().min(1).max(10_000).default(1),
     per_page: z.coerce.number().int().min(1).max(50).default(10),
     min_score: z
@@ -43,16 +64,25 @@ export const searchFormSchema = z
         type: "number",
         minimum: 0,
         maximum: 1,
-        description: "Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked",
+        description:
+          "Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked",
         example: 0.3,
       }),
-    include_hidden: formBool.default(false).openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
-    include_thumbnail_base64: formBool.default(false).openapi({ description: "Add each segment's thumbnail as base64 JPEG" }),
+    include_hidden: formBool
+      .default(false)
+      .openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
+    include_thumbnail_base64: formBool
+      .default(false)
+      .openapi({ description: "Add each segment's thumbnail as base64 JPEG" }),
   })
   .strict()
   .superRefine((f, ctx) => {
     if (f.image !== undefined && !(f.image instanceof Blob)) {
-      ctx.addIssue({ code: "custom", path: ["image"], message: "image must be one uploaded file (multipart/form-data)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["image"],
+        message: "image must be one uploaded file (multipart/form-data)",
+      });
     }
   });
 
@@ -106,15 +136,27 @@ export const segmentSchema = z
   .object({
     timestamp_start: z.number().openapi({ description: "Seconds" }),
     timestamp_end: z.number(),
-    score: z.number().min(0).max(1).openapi({ description: "Calibrated per mode: one cut means the same across queries" }),
+    score: z
+      .number()
+      .min(0)
+      .max(1)
+      .openapi({ description: "Calibrated per mode: one cut means the same across queries" }),
     type: z.enum(SEGMENT_TYPES),
     text_content: z.string().nullable().openapi({ description: "Transcript text, or the shot's caption / labels" }),
     video_url: z.string().openapi({ description: "Presigned playback URL ending in #t=start,end" }),
     thumbnail_url: z.string().nullable(),
-    thumbnail_base64: z.string().optional().openapi({ description: "JPEG, base64; only with include_thumbnail_base64" }),
+    thumbnail_base64: z
+      .string()
+      .optional()
+      .openapi({ description: "JPEG, base64; only with include_thumbnail_base64" }),
     hidden: z.boolean(),
-    rank: z.number().int().openapi({ description: "Position in the fused ranking of all matching segments (1 = best)" }),
-    raw_score: z.number().openapi({ description: "The mode's own similarity (cosine, BM25, label/caption word coverage)" }),
+    rank: z
+      .number()
+      .int()
+      .openapi({ description: "Position in the fused ranking of all matching segments (1 = best)" }),
+    raw_score: z
+      .number()
+      .openapi({ description: "The mode's own similarity (cosine, BM25, label/caption word coverage)" }),
     threshold_key: z.string().openapi({ example: "video:default" }),
   })
   .openapi("SearchSegment");
@@ -182,7 +224,12 @@ export const feedbackDeleteQuery = z.object({
 });
 
 export const momentQuery = z.object({
-  timestamp: secs().openapi({ type: "number", description: "Seconds into the video", example: 12.5, param: { name: "timestamp", in: "query", required: true } }),
+  timestamp: secs().openapi({
+    type: "number",
+    description: "Seconds into the video",
+    example: 12.5,
+    param: { name: "timestamp", in: "query", required: true },
+  }),
 });
 
 export const onScreenLineSchema = z
@@ -191,7 +238,9 @@ export const onScreenLineSchema = z
     start: z.number().openapi({ description: "Seconds: when the line appeared" }),
     end: z.number(),
     confidence: z.number().openapi({ description: "0–100" }),
-    box: z.object({ x: z.number(), y: z.number(), w: z.number(), h: z.number() }).openapi({ description: "Fractions of the frame (0–1) from the top left" }),
+    box: z
+      .object({ x: z.number(), y: z.number(), w: z.number(), h: z.number() })
+      .openapi({ description: "Fractions of the frame (0–1) from the top left" }),
   })
   .openapi("OnScreenLine");
 
@@ -202,7 +251,10 @@ export const momentSchema = z
     caption: z.string().nullable(),
     labels: z.array(z.string()),
     transcript: z.string().nullable().openapi({ description: "What is said during the shot" }),
-    on_screen_text: z.array(onScreenLineSchema).openapi({ description: "Text shown during the shot (OCR), in order of appearance, each text once; empty when none was read (or OCR is still pending)" }),
+    on_screen_text: z.array(onScreenLineSchema).openapi({
+      description:
+        "Text shown during the shot (OCR), in order of appearance, each text once; empty when none was read (or OCR is still pending)",
+    }),
     scene_start: z.number().nullable(),
     scene_end: z.number().nullable(),
     thumbnail_url: z.string().nullable(),

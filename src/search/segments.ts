@@ -26,7 +26,11 @@ export function toSegment(
 ): SearchSegment {
   const shot = shotOf(shots, c);
   const thumbPath = shot?.thumbnail_path ?? info.poster_path;
-  const thumbnailUrl = shot?.thumbnail_path ? d.links.shotThumbnailUrl(info.id, shot.shot_index) : info.poster_path ? d.links.posterUrl(info.id) : null;
+  const thumbnailUrl = shot?.thumbnail_path
+    ? d.links.shotThumbnailUrl(info.id, shot.shot_index)
+    : info.poster_path
+      ? d.links.posterUrl(info.id)
+      : null;
   const seg: SearchSegment = {
     timestamp_start: secs(c.start),
     timestamp_end: secs(c.end),

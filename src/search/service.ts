@@ -127,21 +127,45 @@ export class SearchService {
     if (vectorModes) await this.d.indexes.assertSearchable(accountId, modelId);
 
     // min_score replaces every per-mode cut for this request (SPEC §6); 0 keeps whatever matched.
-    const thresholds = req.minScore === undefined ? this.thresholds(accountId) : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
+    const thresholds =
+      req.minScore === undefined
+        ? this.thresholds(accountId)
+        : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
     const vector = vectorModes ? await this.queryVector(req, p.text) : null;
     // Image-only queries probe a few inverted lists; text and filtered ones read every row.
-    const probe = vector && !p.text && (req.image || req.imageUrl !== undefined) && !p.scope.collectionId && !allowShots ? IMAGE_QUERY_PROBE : undefined;
+    const probe =
+      vector && !p.text && (req.image || req.imageUrl !== undefined) && !p.scope.collectionId && !allowShots
+        ? IMAGE_QUERY_PROBE
+        : undefined;
 
     const lists = new Map<ListName, Candidate[]>();
     for (const mode of p.modes) {
-      if (mode === "video") lists.set("video", this.videoMode(p.scope, modelId!, vector!, thresholds, allowShots, req.minScore === undefined ? undefined : MIN_SCORE_BAND, probe));
-      if (mode === "scene") lists.set("scene", this.sceneMode(p.scope, modelId!, vector!, p.text, thresholds, allowShots, probe));
+      if (mode === "video")
+        lists.set(
+          "video",
+          this.videoMode(
+            p.scope,
+            modelId!,
+            vector!,
+            thresholds,
+            allowShots,
+            req.minScore === undefined ? undefined : MIN_SCORE_BAND,
+            probe,
+          ),
+        );
+      if (mode === "scene")
+        lists.set("scene", this.sceneMode(p.scope, modelId!, vector!, p.text, thresholds, allowShots, probe));
       if (mode === "transcript") {
-        lists.set("transcript", this.lexicalMode("transcript", p.scope, p.text!, thresholds["transcript:default"], allowShots));
-        if (this.d.semantic?.available()) lists.set("transcript-semantic", await this.semanticTranscript(p.scope, p.text!, thresholds, allowShots));
+        lists.set(
+          "transcript",
+          this.lexicalMode("transcript", p.scope, p.text!, thresholds["transcript:default"], allowShots),
+        );
+        if (this.d.semantic?.available())
+          lists.set("transcript-semantic", await this.semanticTranscript(p.scope, p.text!, thresholds, allowShots));
       }
-      if (mode === "ocr") lists.set("ocr", this.lexicalMode("ocr", p.scope, p.text!, thresholds["ocr:default"], allowShots));
+      if (mode === "ocr")
+        lists.set("ocr", this.lexicalMode("ocr", p.scope, p.text!, thresholds["ocr:default"], allowShots));
     }
 
     // Fuse, drop near-duplicates (hidden segments still suppress theirs), then hide.
@@ -165,7 +189,8 @@ export class SearchService {
     const facets = { scene_labels: {} as Record<string, number>, types: {} as Record<string, number> };
     for (const { c } of visible) {
       facets.types[c.type] = (facets.types[c.type] ?? 0) + 1;
-      for (const label of labelsOf(shotOf(shots.get(c.videoId) ?? [], c))) facets.scene_labels[label] = (facets.scene_labels[label] ?? 0) + 1;
+      for (const label of labelsOf(shotOf(shots.get(c.videoId) ?? [], c)))
+        facets.scene_labels[label] = (facets.scene_labels[label] ?? 0) + 1;
     }
 
     const pageIds = videoIds.slice((req.page - 1) * req.perPage, req.page * req.perPage);
@@ -178,12 +203,26 @@ export class SearchService {
         filename: info.filename,
         collection_id: info.collection_id,
         status: info.status,
-        segments: groups.get(videoId)!.map((x) => toSegment(this.d, info, shots.get(videoId) ?? [], x.c, { hidden: x.hidden, rank: x.rank, withBase64: req.includeThumbnailBase64 })),
+        segments: groups.get(videoId)!.map((x) =>
+          toSegment(this.d, info, shots.get(videoId) ?? [], x.c, {
+            hidden: x.hidden,
+            rank: x.rank,
+            withBase64: req.includeThumbnailBase64,
+          }),
+        ),
       });
     }
 
     await credits.chargeSearch(accountId);
-    return { videos, total: videoIds.length, page: req.page, perPage: req.perPage, facets, modes: p.modes, skippedModes: p.skipped };
+    return {
+      videos,
+      total: videoIds.length,
+      page: req.page,
+      perPage: req.perPage,
+      facets,
+      modes: p.modes,
+      skippedModes: p.skipped,
+    };
   }
 
   // ---- request checks ------------------------------------------------------------------------
@@ -196,16 +235,27 @@ export class SearchService {
   private prepare(accountId: string, req: SearchRequest): Prepared {
     const issues: ValidationIssue[] = [];
     const text = req.query ?? null;
-    if (req.image && req.imageUrl) issues.push({ loc: ["body", "image_url"], msg: "Send either image or image_url, not both", type: "value_error" });
+    if (req.image && req.imageUrl)
+      issues.push({ loc: ["body", "image_url"], msg: "Send either image or image_url, not both", type: "value_error" });
     if (req.query === undefined && !req.image && req.imageUrl === undefined) {
       issues.push({ loc: ["body", "query"], msg: "One of query, image or image_url is required", type: "missing" });
     }
     const requested = req.modes ? [...new Set(req.modes)] : null;
     if (requested?.includes("transcript") && !text && !issues.length) {
-      issues.push({ loc: ["body", "modes"], msg: "transcript mode searches what was said: it needs a text query", type: "value_error", input: "transcript" });
+      issues.push({
+        loc: ["body", "modes"],
+        msg: "transcript mode searches what was said: it needs a text query",
+        type: "value_error",
+        input: "transcript",
+      });
     }
     if (requested?.includes("ocr") && !text && !issues.length) {
-      issues.push({ loc: ["body", "modes"], msg: "ocr mode searches text shown on screen: it needs a text query", type: "value_error", input: "ocr" });
+      issues.push({
+        loc: ["body", "modes"],
+        msg: "ocr mode searches text shown on screen: it needs a text query",
+        type: "value_error",
+        input: "ocr",
+      });
     }
     if (issues.length) throw new ValidationError(issues);
 
@@ -222,25 +272,41 @@ export class SearchService {
     const embedder = this.d.encoder.embedder;
     // Transcripts are searchable without a speech model when some were made earlier; with neither,
     // the mode could only answer [] — it says why instead.
-    const noSpeech = this.d.speechModel && !this.d.speechModel() && this.d.indexes.memo(accountId, "transcript-n", () => this.d.store.transcriptCount(accountId)) === 0;
+    const noSpeech =
+      this.d.speechModel &&
+      !this.d.speechModel() &&
+      this.d.indexes.memo(accountId, "transcript-n", () => this.d.store.transcriptCount(accountId)) === 0;
     const modes: Mode[] = [];
     const skipped: Record<string, string> = {};
     for (const mode of requested ?? MODES) {
       if (LEXICAL_MODES.includes(mode)) {
         if (!text) skipped[mode] = "needs a text query";
         else if (mode !== "transcript" || !noSpeech) modes.push(mode);
-        else if (requested) throw new AppError(503, "MODEL_NOT_INSTALLED", `The transcript mode needs transcripts and there are none: ${missingModel("speech")}; then vsearch reindex`);
+        else if (requested)
+          throw new AppError(
+            503,
+            "MODEL_NOT_INSTALLED",
+            `The transcript mode needs transcripts and there are none: ${missingModel("speech")}; then vsearch reindex`,
+          );
         else skipped[mode] = `MODEL_NOT_INSTALLED: ${missingModel("speech")}`;
       } else if (embedder.available()) {
         modes.push(mode);
       } else if (requested) {
-        throw new AppError(503, "MODEL_NOT_INSTALLED", `The ${mode} mode needs an image-text model: ${missingModel("image-text")}`);
+        throw new AppError(
+          503,
+          "MODEL_NOT_INSTALLED",
+          `The ${mode} mode needs an image-text model: ${missingModel("image-text")}`,
+        );
       } else {
         skipped[mode] = `MODEL_NOT_INSTALLED: ${missingModel("image-text")}`;
       }
     }
     if (!modes.length && (req.image || req.imageUrl !== undefined)) {
-      throw new AppError(503, "MODEL_NOT_INSTALLED", `An image query needs an image-text model: ${missingModel("image-text")}`);
+      throw new AppError(
+        503,
+        "MODEL_NOT_INSTALLED",
+        `An image query needs an image-text model: ${missingModel("image-text")}`,
+      );
     }
     return { scope, modes, skipped, text };
   }
@@ -270,19 +336,39 @@ export class SearchService {
 
   // ---- modes ---------------------------------------------------------------------------------
 
-  private videoMode(scope: SearchScope, modelId: string, q: Float32Array, th: Record<string, number>, allowShots?: Map<string, Set<number>>, band?: number, probe?: ProbePolicy): Candidate[] {
+  private videoMode(
+    scope: SearchScope,
+    modelId: string,
+    q: Float32Array,
+    th: Record<string, number>,
+    allowShots?: Map<string, Set<number>>,
+    band?: number,
+    probe?: ProbePolicy,
+  ): Candidate[] {
     const sample = this.d.indexes.sample("frames", scope.accountId, modelId);
     if (!sample.dim || sample.dim !== q.length) return [];
     const stats = this.d.indexes.nullStatsOf(sample, q);
     const cut = th["video:default"];
-    const admitted = this.admitted({ kind: "frames", scope, modelId, query: q, k: FRAME_K, allowShots, probe }, stats, cut);
+    const admitted = this.admitted(
+      { kind: "frames", scope, modelId, query: q, k: FRAME_K, allowShots, probe },
+      stats,
+      cut,
+    );
     if (!admitted.length) return [];
     const meta = new Map(this.d.store.frames(admitted.map((h) => h.id)).map((f) => [f.id, f]));
     const durations = this.d.store.videos(scope.accountId, [...new Set([...meta.values()].map((f) => f.video_id))]);
     const hits: FrameHit[] = [];
     for (const h of admitted) {
       const f = meta.get(h.id);
-      if (f) hits.push({ videoId: f.video_id, timestamp: f.timestamp, nextTimestamp: f.next_timestamp, shotIndex: f.shot_index, raw: h.raw, score: h.score });
+      if (f)
+        hits.push({
+          videoId: f.video_id,
+          timestamp: f.timestamp,
+          nextTimestamp: f.next_timestamp,
+          shotIndex: f.shot_index,
+          raw: h.raw,
+          score: h.score,
+        });
     }
     return framesToMoments(hits, {
       intervalSecs: this.interval,
@@ -305,7 +391,11 @@ export class SearchService {
     const sample = this.d.indexes.sample("shots", scope.accountId, modelId);
     if (sample.dim && sample.dim === q.length) {
       const stats = this.d.indexes.nullStatsOf(sample, q);
-      for (const h of this.admitted({ kind: "shots", scope, modelId, query: q, k: SHOT_K, allowShots, probe }, stats, th["scene:default"])) {
+      for (const h of this.admitted(
+        { kind: "shots", scope, modelId, query: q, k: SHOT_K, allowShots, probe },
+        stats,
+        th["scene:default"],
+      )) {
         best.set(h.id, { shot: null, score: h.score, raw: h.raw, key: "scene:default" });
       }
     }
@@ -313,8 +403,10 @@ export class SearchService {
     const textShots = new Map<number, ShotRow>();
     if (words.length && this.mayMentionScene(scope.accountId, words)) {
       const terms = mentionTerms(text!);
-      const mentioned = this.d.indexes.memoResult(scope.accountId, `scene-text\u0000${scopeKey(scope)}\u0000${terms.join(" ")}`, () =>
-        this.d.store.shotsMentioning(scope, terms, SCENE_TEXT_K),
+      const mentioned = this.d.indexes.memoResult(
+        scope.accountId,
+        `scene-text\u0000${scopeKey(scope)}\u0000${terms.join(" ")}`,
+        () => this.d.store.shotsMentioning(scope, terms, SCENE_TEXT_K),
       );
       for (const s of mentioned) {
         if (allowShots && !allowShots.get(s.video_id)?.has(s.shot_index)) continue;
@@ -384,14 +476,37 @@ export class SearchService {
   }
 
   /** A lexical mode (what was said, what was shown): lexical-mode.ts finds and scores it. */
-  private lexicalMode(mode: "transcript" | "ocr", scope: SearchScope, text: string, cut: number, allowShots?: Map<string, Set<number>>): Candidate[] {
+  private lexicalMode(
+    mode: "transcript" | "ocr",
+    scope: SearchScope,
+    text: string,
+    cut: number,
+    allowShots?: Map<string, Set<number>>,
+  ): Candidate[] {
     const source: LexicalSource<LexicalHit> = mode === "transcript" ? this.transcripts : this.ocrLines;
-    return lexicalCandidates(source, this.d.indexes, scope, text, cut, allowShots ? (hits) => this.insideShots(hits, allowShots) : undefined);
+    return lexicalCandidates(
+      source,
+      this.d.indexes,
+      scope,
+      text,
+      cut,
+      allowShots ? (hits) => this.insideShots(hits, allowShots) : undefined,
+    );
   }
 
-  private async semanticTranscript(scope: SearchScope, text: string, th: Record<string, number>, allowShots?: Map<string, Set<number>>): Promise<Candidate[]> {
+  private async semanticTranscript(
+    scope: SearchScope,
+    text: string,
+    th: Record<string, number>,
+    allowShots?: Map<string, Set<number>>,
+  ): Promise<Candidate[]> {
     const hits = await this.d.semantic!.search(scope, text, TRANSCRIPT_K);
-    const kept = allowShots ? this.insideShots(hits.map((h) => ({ ...h, video_id: h.videoId, start_secs: h.start, end_secs: h.end })), allowShots) : hits;
+    const kept = allowShots
+      ? this.insideShots(
+          hits.map((h) => ({ ...h, video_id: h.videoId, start_secs: h.start, end_secs: h.end })),
+          allowShots,
+        )
+      : hits;
     return kept
       .filter((h) => h.score >= th["transcript:default"])
       .map((h) => ({
@@ -409,10 +524,15 @@ export class SearchService {
   }
 
   /** Transcript hits overlapping an allowed shot (label filter). */
-  private insideShots<T extends { video_id: string; start_secs: number; end_secs: number }>(hits: T[], allow: Map<string, Set<number>>): T[] {
+  private insideShots<T extends { video_id: string; start_secs: number; end_secs: number }>(
+    hits: T[],
+    allow: Map<string, Set<number>>,
+  ): T[] {
     const shots = this.d.store.shotsOfVideos([...allow.keys()]);
     return hits.filter((h) =>
-      (shots.get(h.video_id) ?? []).some((s) => allow.get(h.video_id)!.has(s.shot_index) && s.start_secs < h.end_secs && s.end_secs > h.start_secs),
+      (shots.get(h.video_id) ?? []).some(
+        (s) => allow.get(h.video_id)!.has(s.shot_index) && s.start_secs < h.end_secs && s.end_secs > h.start_secs,
+      ),
     );
   }
 }

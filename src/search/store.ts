@@ -104,14 +104,19 @@ export class SearchStore {
   videos(accountId: string, ids: string[]): Map<string, VideoInfoRow> {
     const rows = inChunks(ids, (part, marks) =>
       this.db
-        .query<VideoInfoRow, string[]>(`SELECT id, filename, collection_id, status, duration_secs, poster_path FROM videos WHERE account_id = ? AND id IN (${marks})`)
+        .query<VideoInfoRow, string[]>(
+          `SELECT id, filename, collection_id, status, duration_secs, poster_path FROM videos WHERE account_id = ? AND id IN (${marks})`,
+        )
         .all(accountId, ...part),
     );
     return new Map(rows.map((r) => [r.id, r]));
   }
 
   accountOfVideo(videoId: string): string | null {
-    return this.db.query<{ account_id: string }, [string]>("SELECT account_id FROM videos WHERE id = ?").get(videoId)?.account_id ?? null;
+    return (
+      this.db.query<{ account_id: string }, [string]>("SELECT account_id FROM videos WHERE id = ?").get(videoId)
+        ?.account_id ?? null
+    );
   }
 
   // ---- vectors -------------------------------------------------------------------------------
@@ -122,7 +127,10 @@ export class SearchStore {
       kind === "frames"
         ? "SELECT f.id FROM frames f WHERE f.account_id = ? AND f.model_id = ? ORDER BY f.id"
         : "SELECT s.id FROM shots s JOIN shot_vectors v ON v.shot_id = s.id WHERE s.account_id = ? AND s.model_id = ? ORDER BY s.id";
-    return this.db.query<{ id: number }, [string, string]>(sql).all(accountId, modelId).map((r) => r.id);
+    return this.db
+      .query<{ id: number }, [string, string]>(sql)
+      .all(accountId, modelId)
+      .map((r) => r.id);
   }
 
   /** Exact vectors by id (frame_vectors / shot_vectors). Read in rowid order (B-tree locality). */
@@ -131,7 +139,11 @@ export class SearchStore {
     const out = new Map<number, Uint8Array>();
     const sorted = Array.from(Float64Array.from(ids).sort());
     const rows = inChunks(sorted, (part, marks) =>
-      this.db.query<{ id: number; embedding: Uint8Array }, number[]>(`SELECT ${col} AS id, embedding FROM ${table} WHERE ${col} IN (${marks})`).all(...part),
+      this.db
+        .query<{ id: number; embedding: Uint8Array }, number[]>(
+          `SELECT ${col} AS id, embedding FROM ${table} WHERE ${col} IN (${marks})`,
+        )
+        .all(...part),
     );
     for (const r of rows) out.set(r.id, r.embedding);
     return out;
@@ -151,13 +163,19 @@ export class SearchStore {
    * Rows for the in-memory index (id, video, collection, vector) of one model inside a scope,
    * streamed from SQLite so a large account is never held as one array.
    */
-  *rowsForIndex(kind: VectorKind, scope: SearchScope, modelId: string): Generator<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }> {
+  *rowsForIndex(
+    kind: VectorKind,
+    scope: SearchScope,
+    modelId: string,
+  ): Generator<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }> {
     const w = this.scopeSql("x", scope);
     const sql =
       kind === "frames"
         ? `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE ${w.sql} AND x.model_id = ?`
         : `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ?`;
-    yield* this.db.query<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }, string[]>(sql).iterate(...w.args, modelId);
+    yield* this.db
+      .query<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }, string[]>(sql)
+      .iterate(...w.args, modelId);
   }
 
   /**
@@ -184,7 +202,11 @@ export class SearchStore {
 
   /** The highest row id of a kind, 0 when there is none (the warm-up's progress is measured against it). */
   lastIndexRowId(kind: VectorKind): number {
-    return this.db.query<{ n: number | null }, []>(`SELECT max(id) AS n FROM ${kind === "frames" ? "frames" : "shots"}`).get()!.n ?? 0;
+    return (
+      this.db
+        .query<{ n: number | null }, []>(`SELECT max(id) AS n FROM ${kind === "frames" ? "frames" : "shots"}`)
+        .get()!.n ?? 0
+    );
   }
 
   /**
@@ -193,7 +215,13 @@ export class SearchStore {
    */
   lastIndexRowIdOf(kind: VectorKind, accountId: string, modelId: string): number {
     const table = kind === "frames" ? "frames" : "shots";
-    return this.db.query<{ n: number | null }, [string, string]>(`SELECT max(id) AS n FROM ${table} WHERE account_id = ? AND model_id = ?`).get(accountId, modelId)!.n ?? 0;
+    return (
+      this.db
+        .query<{ n: number | null }, [string, string]>(
+          `SELECT max(id) AS n FROM ${table} WHERE account_id = ? AND model_id = ?`,
+        )
+        .get(accountId, modelId)!.n ?? 0
+    );
   }
 
   /** Number of an account's vectors of one model inside a scope. */
@@ -212,7 +240,13 @@ export class SearchStore {
   }
 
   /** k nearest by cosine in the account's vec0 partition: `[{id, distance}]`, nearest first. */
-  vecNearest(kind: VectorKind, dim: number, accountId: string, query: Float32Array, k: number): { id: number; distance: number }[] {
+  vecNearest(
+    kind: VectorKind,
+    dim: number,
+    accountId: string,
+    query: Float32Array,
+    k: number,
+  ): { id: number; distance: number }[] {
     const table = vecTableName(kind, dim);
     if (!table) return [];
     return this.db
@@ -228,7 +262,9 @@ export class SearchStore {
     const w = this.scopeSql("x", scope);
     const rows = inChunks(ids, (part, marks) =>
       this.db
-        .query<{ id: number }, (string | number)[]>(`SELECT x.id FROM ${table} x WHERE x.id IN (${marks}) AND ${w.sql} AND x.model_id = ?`)
+        .query<{ id: number }, (string | number)[]>(
+          `SELECT x.id FROM ${table} x WHERE x.id IN (${marks}) AND ${w.sql} AND x.model_id = ?`,
+        )
         .all(...part, ...w.args, modelId),
     );
     return new Set(rows.map((r) => r.id));
@@ -240,7 +276,11 @@ export class SearchStore {
     const out = new Set<number>();
     for (const [videoId, idx] of shots) {
       const rows = inChunks([...idx], (part, marks) =>
-        this.db.query<{ id: number }, (string | number)[]>(`SELECT id FROM ${table} WHERE video_id = ? AND shot_index IN (${marks})`).all(videoId, ...part),
+        this.db
+          .query<{ id: number }, (string | number)[]>(
+            `SELECT id FROM ${table} WHERE video_id = ? AND shot_index IN (${marks})`,
+          )
+          .all(videoId, ...part),
       );
       for (const r of rows) out.add(r.id);
     }
@@ -265,7 +305,11 @@ export class SearchStore {
 
   shotsById(ids: number[]): ShotRow[] {
     return inChunks(ids, (part, marks) =>
-      this.db.query<ShotRow, number[]>(`SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots WHERE id IN (${marks})`).all(...part),
+      this.db
+        .query<ShotRow, number[]>(
+          `SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots WHERE id IN (${marks})`,
+        )
+        .all(...part),
     );
   }
 
@@ -339,7 +383,11 @@ export class SearchStore {
       )
       .all(accountId)
       .map((r) => r.label);
-    const captions = this.db.query<{ n: number }, [string]>("SELECT count(*) AS n FROM shots WHERE account_id = ? AND caption IS NOT NULL AND caption != ''").get(accountId)!.n;
+    const captions = this.db
+      .query<{ n: number }, [string]>(
+        "SELECT count(*) AS n FROM shots WHERE account_id = ? AND caption IS NOT NULL AND caption != ''",
+      )
+      .get(accountId)!.n;
     return { labels, captions };
   }
 
@@ -353,7 +401,9 @@ export class SearchStore {
         .get(videoId, t + 1e-6, t) ??
       // The last shot's end is inclusive; a time in a gap belongs to the shot before it.
       this.db
-        .query<ShotRow, [string, number]>(`SELECT ${cols} FROM shots WHERE video_id = ? AND start_secs <= ? ORDER BY start_secs DESC LIMIT 1`)
+        .query<ShotRow, [string, number]>(
+          `SELECT ${cols} FROM shots WHERE video_id = ? AND start_secs <= ? ORDER BY start_secs DESC LIMIT 1`,
+        )
         .get(videoId, t + 1e-6)
     );
   }
@@ -395,10 +445,16 @@ export class SearchStore {
   }
 
   transcriptCount(accountId: string): number {
-    return this.db.query<{ n: number }, [string]>("SELECT count(*) AS n FROM transcript_segments WHERE account_id = ?").get(accountId)!.n;
+    return this.db
+      .query<{ n: number }, [string]>("SELECT count(*) AS n FROM transcript_segments WHERE account_id = ?")
+      .get(accountId)!.n;
   }
 
-  transcriptOverlapping(videoId: string, start: number, end: number): { start_secs: number; end_secs: number; text: string }[] {
+  transcriptOverlapping(
+    videoId: string,
+    start: number,
+    end: number,
+  ): { start_secs: number; end_secs: number; text: string }[] {
     return this.db
       .query<{ start_secs: number; end_secs: number; text: string }, [string, number, number]>(
         "SELECT start_secs, end_secs, text FROM transcript_segments WHERE video_id = ? AND start_secs < ? AND end_secs > ? ORDER BY start_secs",
@@ -417,5 +473,4 @@ export class SearchStore {
       )
       .get(videoId, t, videoId, t, videoId, t, videoId, t);
   }
-
 }

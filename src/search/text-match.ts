@@ -28,7 +28,11 @@ export function stem(word: string): string {
   return w;
 }
 
-const words = (text: string): string[] => (text.normalize("NFC").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+const words = (text: string): string[] =>
+  text
+    .normalize("NFC")
+    .toLowerCase()
+    .match(/[\p{L}\p{N}]+/gu) ?? [];
 
 /** The query's content words (stemmed, distinct, at most 12). */
 export function contentWords(query: string): string[] {

@@ -75,4 +75,5 @@ export const thresholdSpec = (key: string): ThresholdSpec | undefined => BY_KEY.
 export const clampThreshold = (spec: ThresholdSpec, v: number): number => Math.min(spec.max, Math.max(spec.min, v));
 
 /** The signed step one feedback row applies to its threshold. */
-export const feedbackStep = (spec: ThresholdSpec, signal: "up" | "down"): number => (signal === "down" ? spec.step : -spec.step);
+export const feedbackStep = (spec: ThresholdSpec, signal: "up" | "down"): number =>
+  signal === "down" ? spec.step : -spec.step;

@@ -19,7 +19,10 @@ export interface OpenStore {
  * `openDatabase` plus its unit of work: what the composition root opens. `onError` hears of an
  * after-commit callback that threw (the change is committed; the others still ran).
  */
-export function openStore(file: string, opts: OpenDatabaseOptions & { onError?: (err: unknown) => void } = {}): OpenStore {
+export function openStore(
+  file: string,
+  opts: OpenDatabaseOptions & { onError?: (err: unknown) => void } = {},
+): OpenStore {
   const db = openDatabase(file, opts);
   return { db, uow: new SqliteUnitOfWork(db, opts.onError), close: () => db.close() };
 }
@@ -53,9 +56,14 @@ export function openDatabase(file: string, opts: OpenDatabaseOptions = {}): Data
 }
 
 export function migrate(db: Database): void {
-  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+  db.exec(
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+  );
   const applied = new Set(
-    db.query<{ version: number }, []>("SELECT version FROM schema_migrations").all().map((r) => r.version),
+    db
+      .query<{ version: number }, []>("SELECT version FROM schema_migrations")
+      .all()
+      .map((r) => r.version),
   );
   for (const m of MIGRATIONS) {
     if (applied.has(m.version)) continue;

@@ -22,7 +22,12 @@ export function inChunks<T, R>(items: readonly T[], query: (part: T[], marks: st
  * ids' rowid range, intersected here — FTS5 answers `rowid IN (…)` by scanning the whole list once
  * per id. `ftsTable` is a fixed table name from the calling store, never input.
  */
-export function ftsMatching(db: Database, ftsTable: "transcript_fts" | "ocr_fts", match: string, ids: number[]): Set<number> {
+export function ftsMatching(
+  db: Database,
+  ftsTable: "transcript_fts" | "ocr_fts",
+  match: string,
+  ids: number[],
+): Set<number> {
   const out = new Set<number>();
   if (!ids.length) return out;
   const wanted = new Set(ids);
@@ -33,7 +38,9 @@ export function ftsMatching(db: Database, ftsTable: "transcript_fts" | "ocr_fts"
     if (id > hi) hi = id;
   }
   const rows = db
-    .query<{ id: number }, [string, number, number]>(`SELECT rowid AS id FROM ${ftsTable} WHERE ${ftsTable} MATCH ? AND rowid BETWEEN ? AND ?`)
+    .query<{ id: number }, [string, number, number]>(
+      `SELECT rowid AS id FROM ${ftsTable} WHERE ${ftsTable} MATCH ? AND rowid BETWEEN ? AND ?`,
+    )
     .all(match, lo, hi);
   for (const r of rows) if (wanted.has(r.id)) out.add(r.id);
   return out;

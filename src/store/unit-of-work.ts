@@ -49,7 +49,8 @@ export class SqliteUnitOfWork implements UnitOfWork {
       const tx = this.db.transaction(() => {
         const r = fn();
         // An async fn would commit at its first await, before the rest of its writes: refuse it (rolled back).
-        if (r instanceof Promise) throw new TypeError("UnitOfWork.run takes a synchronous function (transactions cannot span an await)");
+        if (r instanceof Promise)
+          throw new TypeError("UnitOfWork.run takes a synchronous function (transactions cannot span an await)");
         return r;
       });
       result = opts.immediate ? tx.immediate() : tx();

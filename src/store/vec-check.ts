@@ -21,14 +21,29 @@ export function checkVecExtension(vecExtension: string): VecCheck {
     const v = db.query<{ s: string; v: string }, []>("SELECT sqlite_version() AS s, vec_version() AS v").get()!;
     db.exec("CREATE VIRTUAL TABLE t USING vec0(embedding float[4])");
     const put = db.query("INSERT INTO t(rowid, embedding) VALUES (?, ?)");
-    const rows: [number, number[]][] = [[1, [1, 0, 0, 0]], [2, [0, 1, 0, 0]], [3, [0.9, 0.1, 0, 0]]];
+    const rows: [number, number[]][] = [
+      [1, [1, 0, 0, 0]],
+      [2, [0, 1, 0, 0]],
+      [3, [0.9, 0.1, 0, 0]],
+    ];
     for (const [id, vec] of rows) put.run(id, new Uint8Array(new Float32Array(vec).buffer));
     const got = db
-      .query<{ rowid: number; distance: number }, [Uint8Array]>("SELECT rowid, distance FROM t WHERE embedding MATCH ? AND k = 2 ORDER BY distance")
+      .query<{ rowid: number; distance: number }, [Uint8Array]>(
+        "SELECT rowid, distance FROM t WHERE embedding MATCH ? AND k = 2 ORDER BY distance",
+      )
       .all(new Uint8Array(new Float32Array([1, 0, 0, 0]).buffer));
     const ok =
-      got.length === 2 && got[0].rowid === 1 && got[1].rowid === 3 && Math.abs(got[0].distance) < 1e-6 && Math.abs(got[1].distance - Math.sqrt(0.02)) < 1e-4;
-    return { sqlite_version: v.s, vec_version: v.v, vec_query_ok: ok, error: ok ? undefined : `vec0 KNN query returned ${JSON.stringify(got)}` };
+      got.length === 2 &&
+      got[0].rowid === 1 &&
+      got[1].rowid === 3 &&
+      Math.abs(got[0].distance) < 1e-6 &&
+      Math.abs(got[1].distance - Math.sqrt(0.02)) < 1e-4;
+    return {
+      sqlite_version: v.s,
+      vec_version: v.v,
+      vec_query_ok: ok,
+      error: ok ? undefined : `vec0 KNN query returned ${JSON.stringify(got)}`,
+    };
   } finally {
     db.close();
   }

@@ -74,7 +74,10 @@ export class IdleMemory {
       try {
         r.run();
       } catch (e) {
-        this.opts.logger.warn("idle release failed", { release: r.name, err: e instanceof Error ? e.message : String(e) });
+        this.opts.logger.warn("idle release failed", {
+          release: r.name,
+          err: e instanceof Error ? e.message : String(e),
+        });
       }
     }
     Bun.gc(true);

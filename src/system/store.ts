@@ -35,11 +35,15 @@ export class SystemStore {
   tablesMentioning(needles: string[]): Map<string, string[]> {
     const out = new Map<string, string[]>();
     const tables = this.db
-      .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .query<{ name: string }, []>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+      )
       .all()
       .map((r) => r.name);
     for (const name of tables) {
-      const text = JSON.stringify(this.db.query(`SELECT * FROM "${name.replace(/"/g, '""')}"`).all(), (_k, v) => (v instanceof Uint8Array ? null : v));
+      const text = JSON.stringify(this.db.query(`SELECT * FROM "${name.replace(/"/g, '""')}"`).all(), (_k, v) =>
+        v instanceof Uint8Array ? null : v,
+      );
       for (const n of needles) if (text.includes(n)) out.set(n, [...(out.get(n) ?? []), name]);
     }
     return out;

@@ -68,7 +68,11 @@ function parseHeaders(raw: string): PartHeaders {
   return { name, filename, contentType };
 }
 
-export async function readMultipart(body: ReadableStream<Uint8Array>, boundary: string, h: PartHandlers): Promise<void> {
+export async function readMultipart(
+  body: ReadableStream<Uint8Array>,
+  boundary: string,
+  h: PartHandlers,
+): Promise<void> {
   const delimiter = Buffer.from(`\r\n--${boundary}`);
   // Pretend the body starts with CRLF so the first boundary looks like every other delimiter.
   let buf: Buffer = Buffer.from("\r\n");

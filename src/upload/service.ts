@@ -11,7 +11,11 @@ import { boundaryOf, MultipartError, readMultipart } from "./multipart-stream.ts
 
 /** What the upload needs to know about a file: what container it is, and whether it has video. */
 export interface ContainerSniffer {
-  sniff(file: string): Promise<{ ok: true; container: string; ext: string; mimeType: string } | { ok: false; code: string; message: string }>;
+  sniff(
+    file: string,
+  ): Promise<
+    { ok: true; container: string; ext: string; mimeType: string } | { ok: false; code: string; message: string }
+  >;
 }
 
 export interface UploadRequest {
@@ -45,7 +49,12 @@ export class UploadService {
     const boundary = boundaryOf(req.contentType);
     if (!boundary || !req.body) {
       throw new ValidationError([
-        { loc: ["body"], msg: "Expected a multipart/form-data body with a `file` part and a `collection_id` field", type: "content_type", input: req.contentType },
+        {
+          loc: ["body"],
+          msg: "Expected a multipart/form-data body with a `file` part and a `collection_id` field",
+          type: "content_type",
+          input: req.contentType,
+        },
       ]);
     }
     this.beforeAccept(accountId);
@@ -81,7 +90,8 @@ export class UploadService {
               for (let off = 0; off < chunk.byteLength; ) off += writeSync(fh.fd, chunk, off);
             } else if (c.name === "collection_id" || c.name === "filename") {
               c.textBytes += chunk.byteLength;
-              if (c.textBytes > MAX_FIELD_BYTES) throw new ValidationError([{ loc: ["body", c.name], msg: "Field too long", type: "string_too_long" }]);
+              if (c.textBytes > MAX_FIELD_BYTES)
+                throw new ValidationError([{ loc: ["body", c.name], msg: "Field too long", type: "string_too_long" }]);
               c.text.push(Buffer.from(chunk));
             }
             // Unknown parts are drained and ignored.
@@ -101,14 +111,27 @@ export class UploadService {
       const collectionId = fields.get("collection_id")?.trim();
       if (!collectionId) issues.push(missing("collection_id"));
       if (issues.length) throw new ValidationError(issues);
-      if (size === 0) throw new ValidationError([{ loc: ["body", "file"], msg: "The uploaded file is empty", type: "value_error", input: filename }]);
+      if (size === 0)
+        throw new ValidationError([
+          { loc: ["body", "file"], msg: "The uploaded file is empty", type: "value_error", input: filename },
+        ]);
       this.collections.require(accountId, collectionId!);
 
       const name = fields.get("filename") ?? filename;
-      return await this.accept(accountId, collectionId!, tmp, (ext) => name ?? `upload.${ext}`, (await stat(tmp)).size, null);
+      return await this.accept(
+        accountId,
+        collectionId!,
+        tmp,
+        (ext) => name ?? `upload.${ext}`,
+        (await stat(tmp)).size,
+        null,
+      );
     } catch (e) {
       await rm(tmp, { force: true });
-      if (e instanceof MultipartError) throw new ValidationError([{ loc: ["body"], msg: `Malformed multipart body: ${e.message}`, type: "value_error" }]);
+      if (e instanceof MultipartError)
+        throw new ValidationError([
+          { loc: ["body"], msg: `Malformed multipart body: ${e.message}`, type: "value_error" },
+        ]);
       throw e;
     }
   }
@@ -122,7 +145,10 @@ export class UploadService {
     collectionId: string,
     path: string,
     opts: { force?: boolean } = {},
-  ): Promise<{ job_id: string; video_id: string; status: "queued" | "requeued" } | { job_id: null; video_id: string; status: "unchanged" }> {
+  ): Promise<
+    | { job_id: string; video_id: string; status: "queued" | "requeued" }
+    | { job_id: null; video_id: string; status: "unchanged" }
+  > {
     const st = await stat(path).catch(() => null);
     if (!st?.isFile()) throw new AppError(400, "FILE_NOT_FOUND", `${path} is not a readable file`);
     if (st.size === 0) throw new AppError(415, "UNSUPPORTED_FORMAT", "The file is empty");
@@ -196,6 +222,9 @@ async function sha256File(path: string): Promise<string> {
 /** Keeps the client's name for display, minus any path and control characters. */
 export function cleanFilename(name: string): string {
   const base = name.split(/[\\/]/).pop() ?? "";
-  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, "").trim().slice(0, 255);
+  const cleaned = base
+    .replace(/[\u0000-\u001f\u007f]/g, "")
+    .trim()
+    .slice(0, 255);
   return cleaned || "upload";
 }

@@ -14,10 +14,20 @@ export function ffprobeSniffer(bins: { ffmpeg: string; ffprobe: string }): Conta
         const ext = container === "mpeg" ? (info.formatName === "mpegts" ? "ts" : "mpg") : EXT[container];
         return { ok: true, container, ext, mimeType: info.mimeType! };
       } catch (e) {
-        if (isMediaError(e, "NO_VIDEO_STREAM")) return { ok: false, code: e.code, message: "The file has no video stream (audio-only files are not accepted)" };
-        if (isMediaError(e, "DECODE_FAILED")) return { ok: false, code: e.code, message: `The file could not be decoded: ${e.message}` };
+        if (isMediaError(e, "NO_VIDEO_STREAM"))
+          return {
+            ok: false,
+            code: e.code,
+            message: "The file has no video stream (audio-only files are not accepted)",
+          };
+        if (isMediaError(e, "DECODE_FAILED"))
+          return { ok: false, code: e.code, message: `The file could not be decoded: ${e.message}` };
         if (isMediaError(e, "UNSUPPORTED_FORMAT") || isMediaError(e, "EMPTY_FILE")) {
-          return { ok: false, code: "UNSUPPORTED_FORMAT", message: "Unsupported format: upload an MP4, MOV, AVI, WebM, MPEG or MKV video" };
+          return {
+            ok: false,
+            code: "UNSUPPORTED_FORMAT",
+            message: "Unsupported format: upload an MP4, MOV, AVI, WebM, MPEG or MKV video",
+          };
         }
         throw e;
       }

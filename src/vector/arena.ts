@@ -31,7 +31,10 @@ export class Arena {
    * `blockSizes`: the block sizes in use (each a multiple of 64), largest first. `initialBytes`:
    * the memory's first size (a compaction sizes its fresh arena to the live data plus headroom).
    */
-  constructor(readonly blockSizes: readonly number[], initialBytes = 4 * PAGE) {
+  constructor(
+    readonly blockSizes: readonly number[],
+    initialBytes = 4 * PAGE,
+  ) {
     for (const b of blockSizes) {
       if (b % 64 || b <= 0) throw new RangeError("block sizes must be positive multiples of 64");
       this.free.set(b, []);

@@ -53,7 +53,20 @@ export interface CompactionStats {
 }
 
 export function emptyCompactionStats(): CompactionStats {
-  return { count: 0, pending: 0, abandoned: 0, bytesGivenBack: 0, lastMs: 0, maxMs: 0, lastCpuMs: 0, slices: 0, maxSliceMs: 0, maxSliceCpuMs: 0, peakBytes: 0, errors: 0 };
+  return {
+    count: 0,
+    pending: 0,
+    abandoned: 0,
+    bytesGivenBack: 0,
+    lastMs: 0,
+    maxMs: 0,
+    lastCpuMs: 0,
+    slices: 0,
+    maxSliceMs: 0,
+    maxSliceCpuMs: 0,
+    peakBytes: 0,
+    errors: 0,
+  };
 }
 
 /** Arena bytes a partition's live data needs: its chunks' scan and side blocks and its centroid run. */
@@ -115,11 +128,22 @@ export class Compaction {
       for (const b of p.scanBlocks) if (b >= 0) liveChunks++;
       // Every live chunk belongs to exactly one list: anything else would lose or double rows.
       if (order.length !== liveChunks || new Set(order).size !== order.length) {
-        throw new Error(`compaction: partition ${p.name} has ${liveChunks} live chunks but its lists hold ${order.length}`);
+        throw new Error(
+          `compaction: partition ${p.name} has ${liveChunks} live chunks but its lists hold ${order.length}`,
+        );
       }
-      const copy: PartCopy = { p, order, next: 0, scan: p.scanBlocks.map(() => -1), side: p.sideBlocks.map(() => -1), cent: p.centroids, centRun: -1 };
+      const copy: PartCopy = {
+        p,
+        order,
+        next: 0,
+        scan: p.scanBlocks.map(() => -1),
+        side: p.sideBlocks.map(() => -1),
+        cent: p.centroids,
+        centRun: -1,
+      };
       if (order.length > 0) {
-        const scanRun = fresh.allocContiguous(L.scanBlockBytes, order.length), sideRun = fresh.allocContiguous(L.sideBlockBytes, order.length);
+        const scanRun = fresh.allocContiguous(L.scanBlockBytes, order.length),
+          sideRun = fresh.allocContiguous(L.sideBlockBytes, order.length);
         for (let i = 0; i < order.length; i++) {
           copy.scan[order[i]] = scanRun + i * L.scanBlockBytes;
           copy.side[order[i]] = sideRun + i * L.sideBlockBytes;
@@ -156,7 +180,8 @@ export class Compaction {
    */
   finish(holds: (p: Partition) => boolean, added: Partition[]): () => void {
     this.step(Infinity, Infinity);
-    const L = this.L, fresh = this.fresh;
+    const L = this.L,
+      fresh = this.fresh;
     const known = new Set(this.parts.map((c) => c.p));
     // Partitions begun during the compaction: copied whole now (every chunk counts as written).
     for (const p of added) {
@@ -188,7 +213,8 @@ export class Compaction {
       const scan = p.scanBlocks.map((b, c) => (b >= 0 ? part.scan[c] : -1));
       const side = p.sideBlocks.map((b, c) => (b >= 0 ? part.side[c] : -1));
       for (let c = 0; c < scan.length; c++) {
-        if (p.scanBlocks[c] >= 0 && !(scan[c] >= 0 && side[c] >= 0)) throw new Error(`compaction: chunk ${c} of ${p.name} has no fresh block`);
+        if (p.scanBlocks[c] >= 0 && !(scan[c] >= 0 && side[c] >= 0))
+          throw new Error(`compaction: chunk ${c} of ${p.name} has no fresh block`);
       }
       const cent = p.centroids;
       if (cent !== part.cent || p.target) throw new Error(`compaction: partition ${p.name} was retrained during it`);
@@ -217,9 +243,12 @@ export class Compaction {
   }
 
   private copyChunk(part: PartCopy, c: number): void {
-    const p = part.p, L = this.L;
-    const src = this.old.views().u8, dst = this.fresh.views().u8;
-    const s = p.scanBlocks[c], d = p.sideBlocks[c];
+    const p = part.p,
+      L = this.L;
+    const src = this.old.views().u8,
+      dst = this.fresh.views().u8;
+    const s = p.scanBlocks[c],
+      d = p.sideBlocks[c];
     if (s < 0) return; // freed since the order was taken: its number is dirty
     dst.set(src.subarray(s, s + L.scanBlockBytes), part.scan[c]);
     dst.set(src.subarray(d, d + L.sideBlockBytes), part.side[c]);

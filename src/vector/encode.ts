@@ -61,14 +61,19 @@ const SPREAD = (() => {
 })();
 
 /** Threshold candidates of the 2-bit grid, in units of the row's coordinate RMS: bins of BIN_W up to BINS·BIN_W. */
-const BINS = 64, BIN_W = 0.05, T_FIRST = 8, T_LAST = 40;
+const BINS = 64,
+  BIN_W = 0.05,
+  T_FIRST = 8,
+  T_LAST = 40;
 
 /**
  * Where refine2 reads q8: per 16-byte block of codes (128 dims) and bit k, the 16 dims 128·blk + 8·i + k
  * (i = 0..15) — so one AND + compare of a block's code bytes with bit k masks them all at once.
  */
 export function qvecOrder2(j: number): number {
-  const blk = j >> 7, i = (j & 127) >> 3, k = j & 7;
+  const blk = j >> 7,
+    i = (j & 127) >> 3,
+    k = j & 7;
   return blk * 128 + k * 16 + i;
 }
 
@@ -104,11 +109,15 @@ export class Encoder {
 
   /** Encodes `vector` into row `row` of a chunk: codes + factor in its scan block, refine + scale in its side block. */
   encodeRow(vector: Float32Array, views: RowViews, scanBase: number, sideBase: number, row: number): void {
-    const L = this.layout, n = L.padDim, r = this.tmp, rc = this.rotatedCenter;
+    const L = this.layout,
+      n = L.padDim,
+      r = this.tmp,
+      rc = this.rotatedCenter;
     let s = 0;
     for (let j = 0; j < L.dim; j++) s += vector[j] * vector[j];
     this.rotation.apply(vector, r, s > 0 ? 1 / Math.sqrt(s) : 0);
-    let nrm2 = 0, l1 = 0;
+    let nrm2 = 0,
+      l1 = 0;
     for (let j = 0; j < n; j++) {
       const v = r[j] - rc[j];
       r[j] = v;
@@ -117,14 +126,16 @@ export class Encoder {
     }
     // The loops below are branch-free: a row's signs and bins are coin flips, and a mispredicted
     // branch per dimension made encodeRow ~20 µs of a 27 µs add (1 M-row build, 2-bit layout).
-    const u8 = views.u8, ri = this.tmpBits;
+    const u8 = views.u8,
+      ri = this.tmpBits;
     const codeAt = scanBase + L.offCodes + row * L.codeBytes;
     for (let b = 0; b < L.codeBytes; b++) {
       let byte = 0;
       for (let k = 0; k < 8; k++) byte |= positive(ri[b * 8 + k]) << k;
       u8[codeAt + b] = byte;
     }
-    views.u16[(scanBase + L.offFactor) / 2 + row] = l1 > 0 ? Math.min(65535, Math.round((nrm2 / l1) * FACTOR_SCALE)) : 0;
+    views.u16[(scanBase + L.offFactor) / 2 + row] =
+      l1 > 0 ? Math.min(65535, Math.round((nrm2 / l1) * FACTOR_SCALE)) : 0;
     const refAt = sideBase + L.offRefine + row * L.refineBytes;
     if (L.refineBits === 4) {
       views.f32[(sideBase + L.offScale) / 4 + row] = writeNibbles(r, n, nrm2, u8, refAt);
@@ -132,17 +143,24 @@ export class Encoder {
     }
     // 2 bits: the threshold t (|r_j| ≥ t → outer level ±1.5, else ±0.5) that maximises
     // cos(r, l) = (0.5·Σ|r| + Σ_{|r_j| ≥ t} |r_j|) / |r| / √(0.25·n + 2·#{|r_j| ≥ t}), over bin edges of |r|/rms.
-    const rms = Math.sqrt(nrm2 / n), binOf = rms > 0 ? 1 / (rms * BIN_W) : 0;
-    const cnt = this.binCount, sum = this.binSum, bins = this.bins;
+    const rms = Math.sqrt(nrm2 / n),
+      binOf = rms > 0 ? 1 / (rms * BIN_W) : 0;
+    const cnt = this.binCount,
+      sum = this.binSum,
+      bins = this.bins;
     cnt.fill(0);
     sum.fill(0);
     for (let j = 0; j < n; j++) {
-      const v = Math.abs(r[j]), b = Math.min((v * binOf) | 0, BINS - 1);
+      const v = Math.abs(r[j]),
+        b = Math.min((v * binOf) | 0, BINS - 1);
       bins[j] = b;
       cnt[b]++;
       sum[b] += v;
     }
-    let big = 0, bigSum = 0, bestB = T_LAST, bestScore = -1;
+    let big = 0,
+      bigSum = 0,
+      bestB = T_LAST,
+      bestScore = -1;
     for (let b = BINS - 1; b >= T_FIRST; b--) {
       big += cnt[b];
       bigSum += sum[b];
@@ -160,7 +178,8 @@ export class Encoder {
       for (let k = 0; k < 8; k++) {
         // u = 2·sign + extra: positive 2 (inner) / 3 (outer), negative 1 (inner) / 0 (outer),
         // so extra = 1 when sign and outer agree. Branch-free: the bits are coin flips.
-        const j = b * 8 + k, outer = (bestB - 1 - bins[j]) >>> 31; // bins[j] ≥ bestB
+        const j = b * 8 + k,
+          outer = (bestB - 1 - bins[j]) >>> 31; // bins[j] ≥ bestB
         byte |= (1 ^ positive(ri[j]) ^ outer) << k;
         dot += Math.abs(r[j]) * (0.5 + outer);
       }
@@ -174,7 +193,10 @@ export class Encoder {
    * query's side of list scoring (lists.ts listScores), which wants more than 2 bits of the query.
    */
   encodeNibbles(vector: Float32Array, u8: Uint8Array, at: number): void {
-    const L = this.layout, n = L.padDim, r = this.tmp, rc = this.rotatedCenter;
+    const L = this.layout,
+      n = L.padDim,
+      r = this.tmp,
+      rc = this.rotatedCenter;
     let s = 0;
     for (let j = 0; j < L.dim; j++) s += vector[j] * vector[j];
     this.rotation.apply(vector, r, s > 0 ? 1 / Math.sqrt(s) : 0);
@@ -199,10 +221,13 @@ export class Encoder {
       u8.copyWithin(dst, ref, ref + L.refineBytes);
       return;
     }
-    const code = scanBase + L.offCodes + row * L.codeBytes, u = this.bins, u32 = this.bins32;
+    const code = scanBase + L.offCodes + row * L.codeBytes,
+      u = this.bins,
+      u32 = this.bins32;
     // Per byte: its 8 bits spread to 8 bytes of 0/1 (two u32 words); 5·(2·sign + extra) per byte lane, no carries.
     for (let b = 0; b < L.codeBytes; b++) {
-      const sb = u8[code + b] << 1, eb = u8[ref + b] << 1;
+      const sb = u8[code + b] << 1,
+        eb = u8[ref + b] << 1;
       u32[2 * b] = (2 * SPREAD[sb] + SPREAD[eb]) * 5;
       u32[2 * b + 1] = (2 * SPREAD[sb + 1] + SPREAD[eb + 1]) * 5;
     }
@@ -214,19 +239,23 @@ export class Encoder {
 
   /** Normalises and rotates the query and builds everything the kernels read. */
   prepareQuery(query: Float32Array, out: PreparedQuery): void {
-    const L = this.layout, n = L.padDim, qr = out.rotated;
+    const L = this.layout,
+      n = L.padDim,
+      qr = out.rotated;
     let s = 0;
     for (let j = 0; j < L.dim; j++) s += query[j] * query[j];
     this.rotation.apply(query, qr, s > 0 ? 1 / Math.sqrt(s) : 0);
     let max = 0;
     for (let j = 0; j < n; j++) max = Math.max(max, Math.abs(qr[j]));
-    const step = max / 15, inv = step > 0 ? 1 / step : 0;
+    const step = max / 15,
+      inv = step > 0 ? 1 / step : 0;
     const { code, planes } = out;
     code.fill(0);
     planes.fill(0);
     let sumM = 0;
     for (let j = 0; j < n; j++) {
-      const byte = j >> 3, bit = 1 << (j & 7);
+      const byte = j >> 3,
+        bit = 1 << (j & 7);
       if (qr[j] > 0) code[byte] |= bit;
       const m = Math.round(Math.abs(qr[j]) * inv);
       sumM += m;

@@ -89,7 +89,8 @@ export class IdMap {
     this.slots = new Int32Array(cap);
     this.mask = cap - 1;
     this.size = 0;
-    for (let i = 0; i < parts.length; i++) if (parts[i] !== EMPTY) this.set(this.keyOf(parts[i], slots[i]), parts[i], slots[i]);
+    for (let i = 0; i < parts.length; i++)
+      if (parts[i] !== EMPTY) this.set(this.keyOf(parts[i], slots[i]), parts[i], slots[i]);
   }
 
   get byteLength(): number {

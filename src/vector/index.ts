@@ -7,7 +7,18 @@ import type { VectorIndex, VectorIndexOptions, VectorSource } from "./types.ts";
 import { SegmentedIndex } from "./segments.ts";
 
 export type {
-  AllowFilter, CompactionResult, CompactionStats, ScanReuse, SearchOptions, SearchResult, SearchStats, TrainingStats, VectorIndex, VectorIndexOptions, VectorRow, VectorSource,
+  AllowFilter,
+  CompactionResult,
+  CompactionStats,
+  ScanReuse,
+  SearchOptions,
+  SearchResult,
+  SearchStats,
+  TrainingStats,
+  VectorIndex,
+  VectorIndexOptions,
+  VectorRow,
+  VectorSource,
 } from "./types.ts";
 
 export function createVectorIndex(options: VectorIndexOptions): VectorIndex {

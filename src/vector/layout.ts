@@ -78,7 +78,8 @@ export interface Layout {
 }
 
 export function makeLayout(dim: number, refineBits: RefineBits = 2, chunkRows: number = DEFAULT_CHUNK_ROWS): Layout {
-  if (!(CHUNK_ROWS_CHOICES as readonly number[]).includes(chunkRows)) throw new RangeError(`chunkRows must be 32, 64 or 128, got ${chunkRows}`);
+  if (!(CHUNK_ROWS_CHOICES as readonly number[]).includes(chunkRows))
+    throw new RangeError(`chunkRows must be 32, 64 or 128, got ${chunkRows}`);
   if (refineBits !== 2 && refineBits !== 4) throw new RangeError(`refineBits must be 2 or 4, got ${refineBits}`);
   if (!Number.isInteger(dim) || dim < 1) throw new RangeError(`dim must be a positive integer, got ${dim}`);
   let padDim = 128;
@@ -97,9 +98,22 @@ export function makeLayout(dim: number, refineBits: RefineBits = 2, chunkRows: n
   const offGroupB = offGroupA + R * 4;
   const sideBlockBytes = offGroupB + R * 4;
   return {
-    dim, chunkRows: R, chunkShift: Math.log2(R), refineBits, nibbleBytes, padDim, codeBytes, refineBytes,
-    offCodes, offFactor, scanBlockBytes,
-    offRefine, offScale, offGroupA, offGroupB, sideBlockBytes,
+    dim,
+    chunkRows: R,
+    chunkShift: Math.log2(R),
+    refineBits,
+    nibbleBytes,
+    padDim,
+    codeBytes,
+    refineBytes,
+    offCodes,
+    offFactor,
+    scanBlockBytes,
+    offRefine,
+    offScale,
+    offGroupA,
+    offGroupB,
+    sideBlockBytes,
   };
 }
 
@@ -107,7 +121,16 @@ export function makeLayout(dim: number, refineBits: RefineBits = 2, chunkRows: n
  * Copies one encoded row between chunk rows: every column of both blocks, as listed above (a
  * column added to the layout is added here too).
  */
-export function copyRow(L: Layout, u8: Uint8Array, fromScan: number, fromSide: number, fr: number, toScan: number, toSide: number, tr: number): void {
+export function copyRow(
+  L: Layout,
+  u8: Uint8Array,
+  fromScan: number,
+  fromSide: number,
+  fr: number,
+  toScan: number,
+  toSide: number,
+  tr: number,
+): void {
   const col = (fromBase: number, toBase: number, off: number, bytes: number) => {
     const f = fromBase + off + fr * bytes;
     u8.copyWithin(toBase + off + tr * bytes, f, f + bytes);

@@ -48,7 +48,16 @@ export function listsFor(n: number): number {
  * Unit centroids `f32` (m × padDim) → i16 at arena offset `at` (scaled to ±I16_MAX each), with
  * their 7.5·Σc16 and 1/scale: a row's r·ĉ is then step · invScale · (dots4 − sum16).
  */
-function quantize(d: number, a: Arena, f32: Float32Array, m: number, at: number, sum16: Float32Array, invScale: Float32Array, first = 0): void {
+function quantize(
+  d: number,
+  a: Arena,
+  f32: Float32Array,
+  m: number,
+  at: number,
+  sum16: Float32Array,
+  invScale: Float32Array,
+  first = 0,
+): void {
   a.views();
   for (let k = 0; k < m; k++) {
     let max = 0;
@@ -67,10 +76,22 @@ function quantize(d: number, a: Arena, f32: Float32Array, m: number, at: number,
 }
 
 /** Index of the best of `m` centroids for the nibbles at `rp` (all rows' steps are positive, so they drop out). */
-function best(K: Kernels, a: Arena, rp: number, at: number, m: number, sums: number, sum16: Float32Array, invScale: Float32Array, first: number): number {
+function best(
+  K: Kernels,
+  a: Arena,
+  rp: number,
+  at: number,
+  m: number,
+  sums: number,
+  sum16: Float32Array,
+  invScale: Float32Array,
+  first: number,
+): number {
   K.dots4(rp, at, m, sums);
-  const i32 = a.i32, s0 = sums >> 2;
-  let bi = 0, bs = -Infinity;
+  const i32 = a.i32,
+    s0 = sums >> 2;
+  let bi = 0,
+    bs = -Infinity;
   for (let k = 0; k < m; k++) {
     const score = (i32[s0 + k] - sum16[first + k]) * invScale[first + k];
     if (score > bs) {
@@ -89,8 +110,12 @@ export function nearestList(L: Layout, a: Arena, K: Kernels, c: Centroids, rp: n
   const d2 = L.padDim * 2;
   // The best GROUPS_SEARCHED groups: a row near a group boundary often belongs to a list of the runner-up.
   K.dots4(rp, c.coarseAt, c.groups, c.sumsAt);
-  const i32 = a.i32, s0 = c.sumsAt >> 2;
-  let g1 = 0, g2 = -1, b1 = -Infinity, b2 = -Infinity;
+  const i32 = a.i32,
+    s0 = c.sumsAt >> 2;
+  let g1 = 0,
+    g2 = -1,
+    b1 = -Infinity,
+    b2 = -Infinity;
   for (let g = 0; g < c.groups; g++) {
     const score = (i32[s0 + g] - c.coarseSum16[g]) * c.coarseInvScale[g];
     if (score > b1) {
@@ -103,9 +128,11 @@ export function nearestList(L: Layout, a: Arena, K: Kernels, c: Centroids, rp: n
       b2 = score;
     }
   }
-  let bestList = 0, bestScore = -Infinity;
+  let bestList = 0,
+    bestScore = -Infinity;
   for (const g of g2 >= 0 && g2 !== g1 ? [g1, g2] : [g1]) {
-    const from = c.groupStart[g], m = c.groupStart[g + 1] - from;
+    const from = c.groupStart[g],
+      m = c.groupStart[g + 1] - from;
     if (m === 0) continue;
     const k = from + best(K, a, rp, c.at + from * d2, m, c.sumsAt, c.sum16, c.invScale, from);
     const score = (i32[s0 + k - from] - c.sum16[k]) * c.invScale[k];
@@ -120,7 +147,8 @@ export function nearestList(L: Layout, a: Arena, K: Kernels, c: Centroids, rp: n
 /** Score of every list for a query encoded (centred, rotated, 4-bit) at `rp`: q·ĉ up to a positive factor. */
 export function listScores(a: Arena, K: Kernels, c: Centroids, rp: number, out: Float32Array): void {
   K.dots4(rp, c.at, c.count, c.sumsAt);
-  const i32 = a.views().i32, s0 = c.sumsAt >> 2;
+  const i32 = a.views().i32,
+    s0 = c.sumsAt >> 2;
   for (let k = 0; k < c.count; k++) out[k] = (i32[s0 + k] - c.sum16[k]) * c.invScale[k];
 }
 
@@ -149,14 +177,27 @@ const STEP_ROWS = 64;
  * generator: it yields every STEP_ROWS rows so a caller can spread training over event-loop
  * turns (the arena may grow in between, hence a.views() after each yield).
  */
-function* kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Array, rows: Int32Array, m: number, scratch: number, rand: () => number): Generator<void, Float32Array> {
+function* kmeans(
+  d: number,
+  a: Arena,
+  K: Kernels,
+  X: Float32Array,
+  ptr: Int32Array,
+  rows: Int32Array,
+  m: number,
+  scratch: number,
+  rand: () => number,
+): Generator<void, Float32Array> {
   const S = rows.length;
   const cent = new Float32Array(m * d);
   for (let k = 0; k < m; k++) {
     const r = rows[Math.floor((k * S) / m)] * d;
     cent.set(X.subarray(r, r + d), k * d);
   }
-  const sum16 = new Float32Array(m), inv = new Float32Array(m), sizes = new Int32Array(m), assign = new Int32Array(S);
+  const sum16 = new Float32Array(m),
+    inv = new Float32Array(m),
+    sizes = new Int32Array(m),
+    assign = new Int32Array(S);
   const sums = scratch + m * d * 2;
   for (let it = 0; it <= ITERATIONS; it++) {
     quantize(d, a, cent, m, scratch, sum16, inv);
@@ -171,7 +212,8 @@ function* kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Arr
     cent.fill(0);
     sizes.fill(0);
     for (let i = 0; i < S; i++) {
-      const o = assign[i] * d, x = rows[i] * d;
+      const o = assign[i] * d,
+        x = rows[i] * d;
       sizes[assign[i]]++;
       for (let j = 0; j < d; j++) cent[o + j] += X[x + j];
       if (i % (4 * STEP_ROWS) === 0) yield;
@@ -207,7 +249,12 @@ function* kmeans(d: number, a: Arena, K: Kernels, X: Float32Array, ptr: Int32Arr
  * once returned.
  */
 export function* trainCentroids(
-  L: Layout, a: Arena, K: Kernels, p: Partition, count: number, nibblesOf: (slot: number, dst: number) => void,
+  L: Layout,
+  a: Arena,
+  K: Kernels,
+  p: Partition,
+  count: number,
+  nibblesOf: (slot: number, dst: number) => void,
 ): Generator<void, Centroids> {
   const d = L.padDim;
   const n0 = p.n;
@@ -221,7 +268,9 @@ export function* trainCentroids(
     {
       // Strided over the partition as it is now; rows removed meanwhile only shorten the walk.
       const every = p.n / S;
-      let i = 0, next = 0, seen = 0;
+      let i = 0,
+        next = 0,
+        seen = 0;
       for (const l of p.lists) {
         for (let pos = 0; pos < l.n && i < S; pos++, seen++) {
           if (seen < next) continue;
@@ -253,7 +302,8 @@ export function* trainCentroids(
     const all = Int32Array.from({ length: S }, (_, i) => i);
     const coarse = yield* kmeans(d, a, K, X, ptr, all, groups, scratch, rand);
     // Rows of each coarse group (final assignment, recomputed here).
-    const gsum = new Float32Array(groups), ginv = new Float32Array(groups);
+    const gsum = new Float32Array(groups),
+      ginv = new Float32Array(groups);
     quantize(d, a, coarse, groups, scratch, gsum, ginv);
     const members: number[][] = Array.from({ length: groups }, () => []);
     for (let i = 0; i < S; i++) {
@@ -275,13 +325,23 @@ export function* trainCentroids(
     }
     // The run now holds: fine i16, coarse i16, then the dots4 sums.
     const c: Centroids = {
-      count: total, groups, groupStart, trainedAt: n0, run: run.off, runBytes: run.bytes,
-      at: run.off, coarseAt: run.off + total * d * 2, sumsAt: run.off + (total + groups) * d * 2,
-      sum16: new Float32Array(total), invScale: new Float32Array(total),
-      coarseSum16: new Float32Array(groups), coarseInvScale: new Float32Array(groups),
+      count: total,
+      groups,
+      groupStart,
+      trainedAt: n0,
+      run: run.off,
+      runBytes: run.bytes,
+      at: run.off,
+      coarseAt: run.off + total * d * 2,
+      sumsAt: run.off + (total + groups) * d * 2,
+      sum16: new Float32Array(total),
+      invScale: new Float32Array(total),
+      coarseSum16: new Float32Array(groups),
+      coarseInvScale: new Float32Array(groups),
     };
     for (let g = 0; g < groups; g++) {
-      const from = groupStart[g], m = groupStart[g + 1] - from;
+      const from = groupStart[g],
+        m = groupStart[g + 1] - from;
       if (m) quantize(d, a, fine[g], m, c.at + from * d * 2, c.sum16, c.invScale, from);
     }
     quantize(d, a, coarse, groups, c.coarseAt, c.coarseSum16, c.coarseInvScale);
@@ -301,7 +361,8 @@ function decodeAt(L: Layout, a: Arena, rp: number, out: Float32Array, at: number
     const p = rp + g / 2;
     for (let i = 0; i < 16; i++) {
       const b = u8[p + i];
-      const lo = (b & 15) - 7.5, hi = (b >> 4) - 7.5;
+      const lo = (b & 15) - 7.5,
+        hi = (b >> 4) - 7.5;
       out[at + g + i] = lo;
       out[at + g + 16 + i] = hi;
       nn += lo * lo + hi * hi;
@@ -318,7 +379,12 @@ function decodeAt(L: Layout, a: Arena, rp: number, out: Float32Array, at: number
  * `allowedIn(list)` estimates a list's allowed rows (filters), `allowedTotal` their sum.
  */
 export function probeLists(
-  p: Partition, scores: Float32Array, wantRows: number, allowedIn: (li: number) => number, fullAbove: number, allowedTotal = p.n,
+  p: Partition,
+  scores: Float32Array,
+  wantRows: number,
+  allowedIn: (li: number) => number,
+  fullAbove: number,
+  allowedTotal = p.n,
 ): { lists: number[]; rows: number; allowed: number } | null {
   const c = p.centroids!;
   // Only the best few hundred lists are ever needed: select them (4× the share of lists that
@@ -326,11 +392,13 @@ export function probeLists(
   // 8 192 lists at 1 M a 1-in-20 collection filter found only ~1.5 k of its 4 096 rows in the
   // best 256 lists and fell back to the full scan (image+coll p50 165 ms instead of ~15).
   const m = Math.min(c.count, Math.max(256, Math.ceil((4 * c.count * wantRows) / Math.max(1, allowedTotal))));
-  const idx = new Int32Array(c.count), work = new Float32Array(c.count);
+  const idx = new Int32Array(c.count),
+    work = new Float32Array(c.count);
   const got = topIndices(scores, c.count, m, idx, work);
   const order = Array.from(idx.subarray(0, got)).sort((x, y) => scores[y] - scores[x]);
   const lists: number[] = [];
-  let rows = 0, allowed = 0;
+  let rows = 0,
+    allowed = 0;
   for (const k of order) {
     if (allowed >= wantRows) break;
     const l = p.lists[k];

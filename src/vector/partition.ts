@@ -153,7 +153,9 @@ export class Partition {
   setRowId(slot: number, rowId: number): void {
     if (slot >= this.rowIds.length) {
       // 1.25× growth: doubling left up to 8 B a row unused (rowIds are 8 of the ~190 B a row).
-      const grown = new Float64Array(Math.max(Math.ceil(this.rowIds.length * 1.25 / this.chunkRows) * this.chunkRows, slot + this.chunkRows));
+      const grown = new Float64Array(
+        Math.max(Math.ceil((this.rowIds.length * 1.25) / this.chunkRows) * this.chunkRows, slot + this.chunkRows),
+      );
       grown.set(this.rowIds);
       this.rowIds = grown;
     }

@@ -59,7 +59,13 @@ export interface Selection {
  * the probe would cover most of the partition anyway.
  */
 export function selectChunks(
-p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | undefined, exactBelow: number, listScores: () => Float32Array,
+  p: Partition,
+  flags: number,
+  idsA: number[],
+  idsB: number[],
+  probe: number | undefined,
+  exactBelow: number,
+  listScores: () => Float32Array,
   probeSqrtAt = Infinity,
 ): Selection {
   let lists: number[] | null = null;
@@ -88,9 +94,12 @@ p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | und
     }
   }
   const order = lists ?? p.lists.map((_, i) => i);
-  const R = p.chunkRows, shift = p.chunkShift;
-  const chunks: number[] = [], tails: number[] = [];
-  let tableRows = 0, listCount = 0;
+  const R = p.chunkRows,
+    shift = p.chunkShift;
+  const chunks: number[] = [],
+    tails: number[] = [];
+  let tableRows = 0,
+    listCount = 0;
   for (const li of order) {
     const l = p.lists[li];
     if (l.n === 0) continue;
@@ -111,7 +120,8 @@ p: Partition, flags: number, idsA: number[], idsB: number[], probe: number | und
  * over the whole partition (39 ms at 10 M rows).
  */
 export function selectSlots(p: Partition, slots: readonly number[]): Selection {
-  const R = p.chunkRows, shift = p.chunkShift;
+  const R = p.chunkRows,
+    shift = p.chunkShift;
   const chunks = [...new Set(slots.map((s) => s >> shift))].sort((a, b) => a - b);
   const fill = new Uint8Array(chunks.length).fill(R);
   const tails: number[] = [];
@@ -147,7 +157,13 @@ export function thresholdFor(u32: Uint32Array, hist: number, padDim: number, wan
  * 0.94 / 0.96 / 0.98. bench/vector-bench.ts reproduces the sweep.
  */
 export function stageSizes(
-  allowed: number, k: number, candidates?: number, probed = false, rescore?: number, rescoreMin = RESCORE_MIN, rescoreShare = 0,
+  allowed: number,
+  k: number,
+  candidates?: number,
+  probed = false,
+  rescore?: number,
+  rescoreMin = RESCORE_MIN,
+  rescoreShare = 0,
 ): { coarse: number; middle: number; rescore: number } {
   // A full scan keeps COARSE_PER_SQRT·√allowed (= 4 % at 1 M): the candidates a top-10 needs grow
   // more slowly than the rows, but faster than a fixed count (1 collection of 20 at 10 M — 500 k
@@ -156,9 +172,10 @@ export function stageSizes(
   const coarse = Math.min(allowed, Math.max(1, Math.floor(candidates ?? clamp(auto, COARSE_MIN, COARSE_MAX))));
   const estimateWanted = Math.max(rescoreMin, RESCORE_PER_K * k);
   const middle = Math.min(coarse, Math.max(estimateWanted, MIDDLE_MIN, Math.ceil(coarse * MIDDLE_FRACTION)));
-  const rescoreWanted = rescore !== undefined
-    ? Math.max(k, Math.floor(rescore))
-    : Math.max(rescoreMin, Math.ceil(middle * rescoreShare), Math.min(estimateWanted, k + RESCORE_MARGIN));
+  const rescoreWanted =
+    rescore !== undefined
+      ? Math.max(k, Math.floor(rescore))
+      : Math.max(rescoreMin, Math.ceil(middle * rescoreShare), Math.min(estimateWanted, k + RESCORE_MARGIN));
   // A caller's larger `rescore` also widens the middle pass, so there are that many to rescore.
   const mid = Math.max(middle, Math.min(coarse, rescoreWanted));
   return { coarse, middle: mid, rescore: Math.min(mid, rescoreWanted) };

@@ -34,7 +34,15 @@ export class Retrainer<K> {
   private readonly begun = new Set<Generator<void, void>>();
   private queued = false;
   private waiters: (() => void)[] = [];
-  readonly stats: TrainingStats = { retrains: 0, pending: 0, slices: 0, maxSliceMs: 0, maxSliceCpuMs: 0, cpuMs: 0, errors: 0 };
+  readonly stats: TrainingStats = {
+    retrains: 0,
+    pending: 0,
+    slices: 0,
+    maxSliceMs: 0,
+    maxSliceCpuMs: 0,
+    cpuMs: 0,
+    errors: 0,
+  };
 
   /** `afterSteps` runs after any steps ran (the store bumps its version: rows moved). */
   constructor(private readonly afterSteps: () => void) {}
@@ -110,7 +118,8 @@ export class Retrainer<K> {
   private slice(): void {
     this.queued = false;
     if (this.jobs.size === 0) return;
-    const t0 = performance.now(), c0 = process.cpuUsage();
+    const t0 = performance.now(),
+      c0 = process.cpuUsage();
     let now = t0;
     for (const [key, job] of [...this.jobs]) {
       while (now - t0 < SLICE_MS && this.jobs.get(key) === job) {

@@ -31,13 +31,16 @@ export class Rotation {
 
   /** out (length padDim) = rotation of `src` (length ≥ dim) scaled by `scale`. */
   apply(src: ArrayLike<number>, out: Float32Array, scale = 1): void {
-    const n = this.padDim, d = this.dim, signs = this.signs;
+    const n = this.padDim,
+      d = this.dim,
+      signs = this.signs;
     for (let j = 0; j < d; j++) out[j] = src[j] * signs[j];
     for (let j = d; j < n; j++) out[j] = 0;
     for (let h = 1; h < n; h <<= 1) {
       for (let i = 0; i < n; i += h << 1) {
         for (let j = i, e = i + h; j < e; j++) {
-          const a = out[j], b = out[j + h];
+          const a = out[j],
+            b = out[j + h];
           out[j] = a + b;
           out[j + h] = a - b;
         }

@@ -74,7 +74,8 @@ export class RowStore {
     this.stageSide = arena.allocBlock(layout.sideBlockBytes);
     this.nibbleAt = arena.allocRun(layout.nibbleBytes).off;
     if (center) {
-      if (center.length !== layout.dim) throw new RangeError(`center has ${center.length} dims, expected ${layout.dim}`);
+      if (center.length !== layout.dim)
+        throw new RangeError(`center has ${center.length} dims, expected ${layout.dim}`);
       this.centerValue = Float32Array.from(center);
       this.encoder.setCenter(this.centerValue);
     } else {
@@ -103,8 +104,19 @@ export class RowStore {
   }
 
   /** Where the bytes go (benches): live chunks' blocks, reserved scan blocks, row slots vs rows. */
-  get breakdown(): { rows: number; chunkRows: number; chunks: number; stashBlocks: number; scanBytes: number; sideBytes: number; idMapBytes: number; rowIdBytes: number } {
-    let chunks = 0, stash = 0, rowIdBytes = 0;
+  get breakdown(): {
+    rows: number;
+    chunkRows: number;
+    chunks: number;
+    stashBlocks: number;
+    scanBytes: number;
+    sideBytes: number;
+    idMapBytes: number;
+    rowIdBytes: number;
+  } {
+    let chunks = 0,
+      stash = 0,
+      rowIdBytes = 0;
     for (const p of this.partitions.values()) {
       for (const b of p.scanBlocks) if (b >= 0) chunks++;
       for (const l of p.lists) stash += l.scanStash.length;
@@ -112,9 +124,14 @@ export class RowStore {
     }
     const L = this.layout;
     return {
-      rows: this.size, chunkRows: L.chunkRows, chunks, stashBlocks: stash,
-      scanBytes: chunks * L.scanBlockBytes, sideBytes: chunks * L.sideBlockBytes,
-      idMapBytes: this.ids.byteLength, rowIdBytes,
+      rows: this.size,
+      chunkRows: L.chunkRows,
+      chunks,
+      stashBlocks: stash,
+      scanBytes: chunks * L.scanBlockBytes,
+      sideBytes: chunks * L.sideBlockBytes,
+      idMapBytes: this.ids.byteLength,
+      rowIdBytes,
     };
   }
 
@@ -142,7 +159,8 @@ export class RowStore {
    */
   relocateScratch(fresh: Arena): () => void {
     const L = this.layout;
-    const stageScan = fresh.allocBlock(L.scanBlockBytes), stageSide = fresh.allocBlock(L.sideBlockBytes);
+    const stageScan = fresh.allocBlock(L.scanBlockBytes),
+      stageSide = fresh.allocBlock(L.sideBlockBytes);
     const nibbleAt = fresh.allocRun(L.nibbleBytes).off;
     return () => {
       this.stageScan = stageScan;
@@ -181,7 +199,8 @@ export class RowStore {
       // Learned as soon as the sample is full, so a huge first batch is not held as floats.
       if (this.centerSample && this.centerSample.size >= this.centerTarget) this.learnCenter();
     }
-    for (const p of touched) if (this.partitions.get(p.name) === p && this.trainingDue(p)) this.retrains.start(p, this.retrain(p));
+    for (const p of touched)
+      if (this.partitions.get(p.name) === p && this.trainingDue(p)) this.retrains.start(p, this.retrain(p));
   }
 
   /** Lists are trained once the centre is known and the partition reached trainAt, then again after retrainGrowth-fold growth. */
@@ -216,15 +235,19 @@ export class RowStore {
    * the partition plus one part-filled chunk per list, plus the sample's codes while training).
    */
   private *retrain(p: Partition): Generator<void, void> {
-    const L = this.layout, a = this.arena;
+    const L = this.layout,
+      a = this.arena;
     const count = this.policy.lists > 0 ? this.policy.lists : listsFor(p.n);
-    const cent = yield* trainCentroids(L, a, this.kernels, p, Math.max(2, Math.min(count, p.n >> 4)), (slot, dst) => this.nibbles(p, slot, dst));
+    const cent = yield* trainCentroids(L, a, this.kernels, p, Math.max(2, Math.min(count, p.n >> 4)), (slot, dst) =>
+      this.nibbles(p, slot, dst),
+    );
     // Each row's new list, by rowId (rows may move or go between steps; searches still probe the old lists).
     const members: number[][] = Array.from({ length: cent.count }, () => []);
     let steps = 0;
     for (let k = 0; k < p.lists.length; k++) {
       for (let pos = 0; pos < p.lists[k].n; pos++) {
-        const l = p.lists[k], slot = p.slotOf(l, pos);
+        const l = p.lists[k],
+          slot = p.slotOf(l, pos);
         members[nearestList(L, a.views(), this.kernels, cent, this.nibbles(p, slot))].push(p.rowIds[slot]);
         if (++steps % STEP_ROWS === 0) yield;
       }
@@ -237,7 +260,8 @@ export class RowStore {
     for (const m of members) total += Math.ceil(m.length / this.layout.chunkRows);
     const run = a.allocContiguous(L.scanBlockBytes, total);
     for (let k = 0, at = 0; k < cent.count; k++) {
-      const l = new List(), blocks = Math.ceil(members[k].length / this.layout.chunkRows);
+      const l = new List(),
+        blocks = Math.ceil(members[k].length / this.layout.chunkRows);
       for (let j = blocks - 1; j >= 0; j--) l.scanStash.push(run + (at + j) * L.scanBlockBytes);
       at += blocks;
       p.lists.push(l);
@@ -295,11 +319,14 @@ export class RowStore {
    */
   private moveRow(p: Partition, slot: number, li: number): void {
     const L = this.layout;
-    const c = slot >> this.layout.chunkShift, r = slot & (this.layout.chunkRows - 1);
-    const l = p.lists[p.chunkList[c]], dst = p.lists[li];
+    const c = slot >> this.layout.chunkShift,
+      r = slot & (this.layout.chunkRows - 1);
+    const l = p.lists[p.chunkList[c]],
+      dst = p.lists[li];
     if (dst.n === dst.chunks.length * this.layout.chunkRows) this.appendChunk(p, li);
     const to = p.slotOf(dst, dst.n);
-    const nc = to >> this.layout.chunkShift, nr = to & (this.layout.chunkRows - 1);
+    const nc = to >> this.layout.chunkShift,
+      nr = to & (this.layout.chunkRows - 1);
     const a = this.arena.views();
     copyRow(this.layout, this.arena.u8, p.scanBlocks[c], p.sideBlocks[c], r, p.scanBlocks[nc], p.sideBlocks[nc], nr);
     p.dirty?.add(nc);
@@ -326,7 +353,8 @@ export class RowStore {
   /** A new chunk at the end of list `li`. */
   private appendChunk(p: Partition, li: number): void {
     const L = this.layout;
-    const blk = this.takeScanBlock(p.lists[li]), sideBlk = this.arena.allocBlock(L.sideBlockBytes);
+    const blk = this.takeScanBlock(p.lists[li]),
+      sideBlk = this.arena.allocBlock(L.sideBlockBytes);
     // The filter kernel (buildMask) looks every row of a chunk up in the group tables, the rows
     // past the list's end too: their group ids must be small. A reused block may hold anything (a
     // freed scratch run is cut into blocks), so the group columns start at 0.
@@ -350,7 +378,13 @@ export class RowStore {
   /** The row at `slot` as 4-bit nibbles (what list assignment and training read) at `dst` (default: the scratch at nibbleAt); returns dst. */
   private nibbles(p: Partition, slot: number, dst = this.nibbleAt): number {
     const c = slot >> this.layout.chunkShift;
-    this.encoder.nibblesOf(this.arena.views().u8, p.scanBlocks[c], p.sideBlocks[c], slot & (this.layout.chunkRows - 1), dst);
+    this.encoder.nibblesOf(
+      this.arena.views().u8,
+      p.scanBlocks[c],
+      p.sideBlocks[c],
+      slot & (this.layout.chunkRows - 1),
+      dst,
+    );
     return dst;
   }
 
@@ -362,8 +396,18 @@ export class RowStore {
   private fillHole(p: Partition, l: List, slot: number): void {
     const last = p.slotOf(l, l.n - 1);
     if (slot !== last) {
-      const lc = last >> this.layout.chunkShift, c = slot >> this.layout.chunkShift;
-      copyRow(this.layout, this.arena.u8, p.scanBlocks[lc], p.sideBlocks[lc], last & (this.layout.chunkRows - 1), p.scanBlocks[c], p.sideBlocks[c], slot & (this.layout.chunkRows - 1));
+      const lc = last >> this.layout.chunkShift,
+        c = slot >> this.layout.chunkShift;
+      copyRow(
+        this.layout,
+        this.arena.u8,
+        p.scanBlocks[lc],
+        p.sideBlocks[lc],
+        last & (this.layout.chunkRows - 1),
+        p.scanBlocks[c],
+        p.sideBlocks[c],
+        slot & (this.layout.chunkRows - 1),
+      );
       p.dirty?.add(c);
       const movedId = p.rowIds[last];
       p.rowIds[slot] = movedId;
@@ -389,7 +433,8 @@ export class RowStore {
     for (let j = 0; j < dim; j++) s += row.vector[j] * row.vector[j];
     if (!Number.isFinite(s)) throw new RangeError(`row ${row.rowId}: vector has non-finite values`);
     if (typeof row.partition !== "string") throw new RangeError(`row ${row.rowId}: partition must be a string`);
-    if (!Number.isFinite(row.groupA) || !Number.isFinite(row.groupB)) throw new RangeError(`row ${row.rowId}: groups must be numbers`);
+    if (!Number.isFinite(row.groupA) || !Number.isFinite(row.groupB))
+      throw new RangeError(`row ${row.rowId}: groups must be numbers`);
   }
 
   private partitionFor(name: string): Partition {
@@ -404,7 +449,8 @@ export class RowStore {
   }
 
   private addOne(row: VectorRow): Partition {
-    const L = this.layout, a = this.arena;
+    const L = this.layout,
+      a = this.arena;
     const p = this.partitionFor(row.partition);
     let li = 0;
     let scan: number, side: number, r: number;
@@ -476,7 +522,13 @@ export class RowStore {
       const p = this.partById[this.ids.partAt(b)]!;
       const slot = this.ids.slotAt(b);
       const chunk = slot >> this.layout.chunkShift;
-      this.encoder.encodeRow(v, this.arena, p.scanBlocks[chunk], p.sideBlocks[chunk], slot & (this.layout.chunkRows - 1));
+      this.encoder.encodeRow(
+        v,
+        this.arena,
+        p.scanBlocks[chunk],
+        p.sideBlocks[chunk],
+        slot & (this.layout.chunkRows - 1),
+      );
       p.dirty?.add(chunk);
     }
   }
@@ -484,12 +536,14 @@ export class RowStore {
   private removeOne(rowId: number): boolean {
     const b = this.ids.find(rowId);
     if (b < 0) return false;
-    const L = this.layout, a = this.arena.views();
+    const L = this.layout,
+      a = this.arena.views();
     const p = this.partById[this.ids.partAt(b)]!;
     const slot = this.ids.slotAt(b);
     this.ids.delete(rowId);
     this.centerSample?.delete(rowId);
-    const c = slot >> this.layout.chunkShift, r = slot & (this.layout.chunkRows - 1);
+    const c = slot >> this.layout.chunkShift,
+      r = slot & (this.layout.chunkRows - 1);
     const l = p.lists[p.chunkList[c]];
     const gA = a.i32[(p.sideBlocks[c] + L.offGroupA) / 4 + r];
     p.groupA.release(gA);

@@ -42,7 +42,6 @@ const SAMPLE_MIN_ROWS = 32768;
 /** Up to this many ids per group filter, the mask compares ids with SIMD; above, it looks rows up in a table. */
 const MAX_EQ_IDS = 8;
 
-
 export class Searcher {
   private run: { off: number; bytes: number } | null = null;
   private work = new Float32Array(0);
@@ -75,7 +74,11 @@ export class Searcher {
   search(query: Float32Array, opts: SearchOptions): SearchResult[] {
     const t0 = performance.now();
     const stats: SearchStats = {
-      path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0,
+      path: "empty",
+      allowed: 0,
+      coarse: 0,
+      middle: 0,
+      rescored: 0,
       ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 },
     };
     const done = (out: SearchResult[]) => {
@@ -83,14 +86,16 @@ export class Searcher {
       if (opts.stats) Object.assign(opts.stats, stats);
       return out;
     };
-    const L = this.rows.layout, K = this.kernels;
+    const L = this.rows.layout,
+      K = this.kernels;
 
     if (!(query instanceof Float32Array) || query.length !== L.dim) {
       throw new RangeError(`query must be a Float32Array of ${L.dim}`);
     }
     const k = opts.k;
     if (!Number.isInteger(k) || k < 1) throw new RangeError(`k must be a positive integer, got ${k}`);
-    if (opts.rescore !== undefined && !(opts.rescore >= 1)) throw new RangeError(`rescore must be a number ≥ 1, got ${opts.rescore}`);
+    if (opts.rescore !== undefined && !(opts.rescore >= 1))
+      throw new RangeError(`rescore must be a number ≥ 1, got ${opts.rescore}`);
     const unit = this.unit;
     let qs = 0;
     for (let j = 0; j < L.dim; j++) qs += query[j] * query[j];
@@ -104,7 +109,8 @@ export class Searcher {
     // Filters → dense group ids / slots of this partition.
     const allow = opts.allow ?? {};
     let flags = 0;
-    let idsA: number[] = [], idsB: number[] = [];
+    let idsA: number[] = [],
+      idsB: number[] = [];
     if (allow.collections) {
       idsA = denseIds(allow.collections, (v) => p.groupA.lookup(v));
       if (idsA.length === 0) return done([]);
@@ -139,11 +145,23 @@ export class Searcher {
     this.encoder.prepareQuery(query, q);
     const bySlots = onlySlots && selectSlots(p, onlySlots);
     // Rows spread over most of the partition's chunks: the plain selection reads the same.
-    const sel = bySlots && bySlots.tableRows <= p.n / 2 ? bySlots : selectChunks(p, flags, idsA, idsB, onlySlots ? undefined : opts.probe, this.exactBelow, () => {
-      if (this.scores.length < p.centroids!.count) this.scores = new Float32Array(p.centroids!.count);
-      this.rows.listScores(p, query, this.scores);
-      return this.scores;
-    }, opts.probeSqrtAt);
+    const sel =
+      bySlots && bySlots.tableRows <= p.n / 2
+        ? bySlots
+        : selectChunks(
+            p,
+            flags,
+            idsA,
+            idsB,
+            onlySlots ? undefined : opts.probe,
+            this.exactBelow,
+            () => {
+              if (this.scores.length < p.centroids!.count) this.scores = new Float32Array(p.centroids!.count);
+              this.rows.listScores(p, query, this.scores);
+              return this.scores;
+            },
+            opts.probeSqrtAt,
+          );
     const chunks = sel.chunks;
     // Table positions of the excluded rows and of an explicit filter's rows.
     let posOf: Int32Array | null = null;
@@ -166,9 +184,18 @@ export class Searcher {
     const tableRows = sel.tableRows;
 
     // Scratch for this query (sizes are upper bounds; the allowed count is known only later).
-    const caps = stageSizes(tableRows, k, opts.candidates, sel.probed, opts.rescore, this.rescoreMin, this.rescoreShare);
+    const caps = stageSizes(
+      tableRows,
+      k,
+      opts.candidates,
+      sel.probed,
+      opts.rescore,
+      this.rescoreMin,
+      this.rescoreShare,
+    );
     const bufferCap = Math.max(Math.min(tableRows, CANDIDATE_BUFFER * caps.coarse), this.exactBelow + 1);
-    const nChunks = chunks.length, rows = nChunks * L.chunkRows;
+    const nChunks = chunks.length,
+      rows = nChunks * L.chunkRows;
     const lay = carve({
       codeTable: nChunks * 4,
       sideTable: nChunks * 4,
@@ -191,7 +218,8 @@ export class Searcher {
     const base = this.ensureScratch(lay.total);
     const at = (name: keyof typeof lay) => base + lay[name];
     const a = this.arena.views();
-    const codeTable = at("codeTable") / 4, sideTable = at("sideTable") / 4;
+    const codeTable = at("codeTable") / 4,
+      sideTable = at("sideTable") / 4;
     for (let i = 0; i < nChunks; i++) {
       a.i32[codeTable + i] = p.scanBlocks[chunks[i]];
       a.i32[sideTable + i] = p.sideBlocks[chunks[i]];
@@ -245,7 +273,15 @@ export class Searcher {
     }
 
     stats.path = "approx";
-    const { coarse, middle, rescore } = stageSizes(allowed, k, opts.candidates, sel.probed, opts.rescore, this.rescoreMin, this.rescoreShare);
+    const { coarse, middle, rescore } = stageSizes(
+      allowed,
+      k,
+      opts.candidates,
+      sel.probed,
+      opts.rescore,
+      this.rescoreMin,
+      this.rescoreShare,
+    );
     // Unfiltered queries skip the mask: rows past the end of a list (tails of last chunks) may
     // then pass too, so the buffer has room for them; they are dropped after the scan.
     const cap = Math.min(bufferCap, allowed) + (useMask ? 0 : rows - tableRows);
@@ -262,8 +298,19 @@ export class Searcher {
     const scanCandidates = useMask ? K.scanMasked : K.scanAll;
     const scan = (T: number) =>
       scanCandidates(
-        at("codeTable"), 0, nChunks, at("code"), at("planes"), q.sumAbs, q.twoStep, at("mask"), T,
-        at("compact"), at("candSlots"), at("candEst"), cap,
+        at("codeTable"),
+        0,
+        nChunks,
+        at("code"),
+        at("planes"),
+        q.sumAbs,
+        q.twoStep,
+        at("mask"),
+        T,
+        at("compact"),
+        at("candSlots"),
+        at("candEst"),
+        cap,
       );
     const distances = (first: number, chunks: number) => {
       K.scanDist(at("codeTable"), first, chunks, at("code"), at("mask"), at("dist"));
@@ -272,7 +319,16 @@ export class Searcher {
     // The coarse candidates do not depend on k: a search that only raises k for the same query
     // and filters takes them from the earlier one (opts.reuse) instead of scanning again.
     const reuse = opts.reuse as ReuseState | undefined;
-    const key: ReuseKey = { query, allow: opts.allow, partition: opts.partition, version: this.rows.version, coarse, cap, probe: opts.probe, probeSqrtAt: opts.probeSqrtAt };
+    const key: ReuseKey = {
+      query,
+      allow: opts.allow,
+      partition: opts.partition,
+      version: this.rows.version,
+      coarse,
+      cap,
+      probe: opts.probe,
+      probeSqrtAt: opts.probeSqrtAt,
+    };
     const reused = reuse?.key && reuse.slots && reuse.est && sameKey(reuse.key, key) ? reuse : null;
     let count: number;
     stats.scanReused = !!reused;
@@ -283,7 +339,8 @@ export class Searcher {
     } else {
       a.u32.fill(0, hist, hist + L.padDim + 1);
       let T: number;
-      const sampleChunks = SAMPLE_MIN_ROWS >> L.chunkShift, run = SAMPLE_RUN_ROWS >> L.chunkShift;
+      const sampleChunks = SAMPLE_MIN_ROWS >> L.chunkShift,
+        run = SAMPLE_RUN_ROWS >> L.chunkShift;
       if (nChunks >= sampleChunks) {
         // Runs of `run` adjacent chunks (prefetch-friendly), spread so that ~SAMPLE_MIN_ROWS rows
         // are sampled; the threshold is scaled from the sample's histogram.
@@ -308,7 +365,11 @@ export class Searcher {
     }
     if (!useMask) {
       // Unmasked scan: drop candidates past the end of their list's last chunk.
-      const slots = a.i32, est = a.f32, s0 = at("candSlots") / 4, e0 = at("candEst") / 4, fill = sel.fill;
+      const slots = a.i32,
+        est = a.f32,
+        s0 = at("candSlots") / 4,
+        e0 = at("candEst") / 4,
+        fill = sel.fill;
       const m = Math.min(count, cap);
       let w = 0;
       for (let i = 0; i < m; i++) {
@@ -362,18 +423,35 @@ export class Searcher {
       const v = vectors[i];
       if (!v || v.length !== dim) continue;
       // Four independent sums: the loop is latency-bound on one accumulator.
-      let d0 = 0, d1 = 0, d2 = 0, d3 = 0, n0 = 0, n1 = 0, n2 = 0, n3 = 0;
+      let d0 = 0,
+        d1 = 0,
+        d2 = 0,
+        d3 = 0,
+        n0 = 0,
+        n1 = 0,
+        n2 = 0,
+        n3 = 0;
       let j = 0;
       for (; j + 3 < dim; j += 4) {
-        const a = v[j], b = v[j + 1], c = v[j + 2], e = v[j + 3];
-        d0 += unit[j] * a; d1 += unit[j + 1] * b; d2 += unit[j + 2] * c; d3 += unit[j + 3] * e;
-        n0 += a * a; n1 += b * b; n2 += c * c; n3 += e * e;
+        const a = v[j],
+          b = v[j + 1],
+          c = v[j + 2],
+          e = v[j + 3];
+        d0 += unit[j] * a;
+        d1 += unit[j + 1] * b;
+        d2 += unit[j + 2] * c;
+        d3 += unit[j + 3] * e;
+        n0 += a * a;
+        n1 += b * b;
+        n2 += c * c;
+        n3 += e * e;
       }
       for (; j < dim; j++) {
         d0 += unit[j] * v[j];
         n0 += v[j] * v[j];
       }
-      const dot = d0 + d1 + d2 + d3, nn = n0 + n1 + n2 + n3;
+      const dot = d0 + d1 + d2 + d3,
+        nn = n0 + n1 + n2 + n3;
       scored.push({ rowId: rowIds[i], score: nn > 0 ? dot / Math.sqrt(nn) : 0 });
     }
     return bestK(scored, k);
@@ -431,5 +509,14 @@ interface ReuseKey {
 }
 
 function sameKey(a: ReuseKey, b: ReuseKey): boolean {
-  return a.query === b.query && a.allow === b.allow && a.partition === b.partition && a.version === b.version && a.coarse === b.coarse && a.cap === b.cap && a.probe === b.probe && a.probeSqrtAt === b.probeSqrtAt;
+  return (
+    a.query === b.query &&
+    a.allow === b.allow &&
+    a.partition === b.partition &&
+    a.version === b.version &&
+    a.coarse === b.coarse &&
+    a.cap === b.cap &&
+    a.probe === b.probe &&
+    a.probeSqrtAt === b.probeSqrtAt
+  );
 }

@@ -10,7 +10,15 @@
  */
 import { emptyCompactionStats, type CompactionStats } from "./compact.ts";
 import type { TrainingStats } from "./retrain.ts";
-import type { CompactionResult, SearchOptions, SearchResult, SearchStats, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
+import type {
+  CompactionResult,
+  SearchOptions,
+  SearchResult,
+  SearchStats,
+  VectorIndex,
+  VectorIndexOptions,
+  VectorRow,
+} from "./types.ts";
 import { VectorIndexImpl } from "./vector-index.ts";
 
 const DEFAULT_SEGMENT_BYTES = 1.5 * 2 ** 30;
@@ -63,7 +71,15 @@ export class SegmentedIndex implements VectorIndex {
 
   get training(): TrainingStats {
     const all = this.segs.map((s) => s.training);
-    const t: TrainingStats = { retrains: 0, pending: 0, slices: 0, maxSliceMs: 0, maxSliceCpuMs: 0, cpuMs: 0, errors: 0 };
+    const t: TrainingStats = {
+      retrains: 0,
+      pending: 0,
+      slices: 0,
+      maxSliceMs: 0,
+      maxSliceCpuMs: 0,
+      cpuMs: 0,
+      errors: 0,
+    };
     for (const s of all) {
       t.retrains += s.retrains;
       t.pending += s.pending;
@@ -154,12 +170,23 @@ export class SegmentedIndex implements VectorIndex {
       return seg.search(query, { ...opts, reuse: this.segReuse(opts, this.segs.indexOf(seg)) });
     }
     const all: SearchResult[] = [];
-    const total: SearchStats = { path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, lists: 0, scanned: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } };
+    const total: SearchStats = {
+      path: "empty",
+      allowed: 0,
+      coarse: 0,
+      middle: 0,
+      rescored: 0,
+      lists: 0,
+      scanned: 0,
+      ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 },
+    };
     for (const seg of holding) {
       const st = { ...total, ms: { ...total.ms } };
-      for (const r of seg.search(query, { ...opts, stats: st, reuse: this.segReuse(opts, this.segs.indexOf(seg)) })) all.push(r);
+      for (const r of seg.search(query, { ...opts, stats: st, reuse: this.segReuse(opts, this.segs.indexOf(seg)) }))
+        all.push(r);
       if (st.path === "approx" || (st.path === "exact" && total.path === "empty")) total.path = st.path;
-      for (const key of ["allowed", "coarse", "middle", "rescored", "lists", "scanned"] as const) total[key] = (total[key] ?? 0) + (st[key] ?? 0);
+      for (const key of ["allowed", "coarse", "middle", "rescored", "lists", "scanned"] as const)
+        total[key] = (total[key] ?? 0) + (st[key] ?? 0);
       for (const key of ["filter", "scan", "estimate", "rescore", "total"] as const) total.ms[key] += st.ms[key];
     }
     if (opts.stats) Object.assign(opts.stats, total);

@@ -13,7 +13,8 @@ export function topIndices(values: Float32Array, n: number, m: number, out: Int3
     return n;
   }
   if (m <= 0) return 0;
-  let lo = Infinity, hi = -Infinity;
+  let lo = Infinity,
+    hi = -Infinity;
   for (let i = 0; i < n; i++) {
     const v = values[i];
     if (v < lo) lo = v;
@@ -23,10 +24,12 @@ export function topIndices(values: Float32Array, n: number, m: number, out: Int3
     for (let i = 0; i < m; i++) out[i] = i;
     return m;
   }
-  const B = BUCKETS, scale = (B - 1) / (hi - lo);
+  const B = BUCKETS,
+    scale = (B - 1) / (hi - lo);
   const counts = new Int32Array(B);
   for (let i = 0; i < n; i++) counts[((values[i] - lo) * scale) | 0]++;
-  let cut = B - 1, above = 0;
+  let cut = B - 1,
+    above = 0;
   for (; cut > 0 && above + counts[cut] < m; cut--) above += counts[cut];
   // Values in bucket `cut`: the (m - above) largest of them complete the set.
   let inCut = 0;
@@ -45,13 +48,17 @@ const BUCKETS = 2048;
 
 /** The value that would be at index k (0-based) if a[0..n) were sorted descending; reorders a. */
 export function kthLargest(a: Float32Array, n: number, k: number): number {
-  let lo = 0, hi = n - 1;
+  let lo = 0,
+    hi = n - 1;
   while (hi > lo) {
     // Median of three as pivot: no quadratic case on sorted input.
     const mid = (lo + hi) >>> 1;
-    const x = a[lo], y = a[mid], z = a[hi];
+    const x = a[lo],
+      y = a[mid],
+      z = a[hi];
     const pivot = x > y ? (y > z ? y : x > z ? z : x) : x > z ? x : y > z ? z : y;
-    let i = lo, j = hi;
+    let i = lo,
+      j = hi;
     while (i <= j) {
       while (a[i] > pivot) i++;
       while (a[j] < pivot) j--;

@@ -3,14 +3,27 @@
  * per-partition chunks (rows.ts), searches in stages (search.ts).
  */
 import { Arena } from "./arena.ts";
-import { COMPACT_FREE_SHARE, COMPACT_MIN_FREE_BYTES, Compaction, emptyCompactionStats, type CompactionStats } from "./compact.ts";
+import {
+  COMPACT_FREE_SHARE,
+  COMPACT_MIN_FREE_BYTES,
+  Compaction,
+  emptyCompactionStats,
+  type CompactionStats,
+} from "./compact.ts";
 import { Encoder } from "./encode.ts";
 import { makeLayout } from "./layout.ts";
 import { Rotation } from "./rotation.ts";
 import { RowStore } from "./rows.ts";
 import { SLICE_MS, type TrainingStats } from "./retrain.ts";
 import { Searcher } from "./search.ts";
-import type { CompactionResult, SearchOptions, SearchResult, VectorIndex, VectorIndexOptions, VectorRow } from "./types.ts";
+import type {
+  CompactionResult,
+  SearchOptions,
+  SearchResult,
+  VectorIndex,
+  VectorIndexOptions,
+  VectorRow,
+} from "./types.ts";
 import { compileKernels, instantiateKernels, type Kernels } from "./wasm/kernels.ts";
 
 /**
@@ -45,7 +58,8 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     this.arena = new Arena([layout.sideBlockBytes, layout.scanBlockBytes]);
     this.kernelModule = compileKernels(layout);
     const kernels = (this.kernels = { ...instantiateKernels(layout, this.arena.memory, this.kernelModule) });
-    if (opts.compactFreeShare !== undefined && !(opts.compactFreeShare > 0)) throw new RangeError(`compactFreeShare must be > 0, got ${opts.compactFreeShare}`);
+    if (opts.compactFreeShare !== undefined && !(opts.compactFreeShare > 0))
+      throw new RangeError(`compactFreeShare must be > 0, got ${opts.compactFreeShare}`);
     this.compactFreeShare = opts.compactFreeShare ?? COMPACT_FREE_SHARE;
     const encoder = new Encoder(layout, new Rotation(layout.dim, layout.padDim, opts.seed));
     const policy = {
@@ -53,13 +67,31 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
       trainAt: Math.max(2, opts.trainAt ?? 65_536),
       retrainGrowth: Math.max(1.5, opts.retrainGrowth ?? 4),
     };
-    this.rows = new RowStore(layout, this.arena, encoder, kernels, opts.center, Math.max(1, Math.floor(opts.centerSample ?? 1024)), policy);
+    this.rows = new RowStore(
+      layout,
+      this.arena,
+      encoder,
+      kernels,
+      opts.center,
+      Math.max(1, Math.floor(opts.centerSample ?? 1024)),
+      policy,
+    );
     const exactBelow = Math.max(0, Math.floor(opts.exactBelow ?? 1024));
     const two = layout.refineBits === 2;
-    if (opts.rescoreMin !== undefined && !(opts.rescoreMin >= 1)) throw new RangeError(`rescoreMin must be a number ≥ 1, got ${opts.rescoreMin}`);
+    if (opts.rescoreMin !== undefined && !(opts.rescoreMin >= 1))
+      throw new RangeError(`rescoreMin must be a number ≥ 1, got ${opts.rescoreMin}`);
     const rescoreMin = Math.max(1, Math.floor(opts.rescoreMin ?? (two ? RESCORE_MIN_2BIT : 64)));
     const rescoreShare = opts.rescoreMin !== undefined || !two ? 0 : RESCORE_SHARE_2BIT;
-    this.searcher = new Searcher(this.rows, this.arena, kernels, encoder, opts.source, exactBelow, rescoreMin, rescoreShare);
+    this.searcher = new Searcher(
+      this.rows,
+      this.arena,
+      kernels,
+      encoder,
+      opts.source,
+      exactBelow,
+      rescoreMin,
+      rescoreShare,
+    );
     this.rows.onRetrainsIdle = () => this.maybeCompact();
   }
 
@@ -83,12 +115,19 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
   }
 
   /** A compaction under way: the copy, when it began, its work so far and the memory it started from. */
-  private compaction: { run: Compaction; bytesBefore: number; workMs: number; cpuMs: number; retrainsAtStart: number } | null = null;
+  private compaction: {
+    run: Compaction;
+    bytesBefore: number;
+    workMs: number;
+    cpuMs: number;
+    retrainsAtStart: number;
+  } | null = null;
   private compactionQueued = false;
 
   /** Reserves the fresh memory and starts copying (compact.ts); false when it would not be smaller or cannot be had. */
   private startCompaction(): boolean {
-    const t0 = performance.now(), c0 = process.cpuUsage();
+    const t0 = performance.now(),
+      c0 = process.cpuUsage();
     const bytesBefore = this.arena.byteLength;
     // + a few pages for the arena's first bytes and run rounding (compact.ts: no headroom).
     const want = this.rows.liveArenaBytes + this.searcher.scratchBytes + 4 * 65536;
@@ -120,7 +159,8 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     if (this.dropStaleCompaction()) return;
     const c = this.compaction;
     if (!c) return;
-    const t0 = performance.now(), c0 = process.cpuUsage();
+    const t0 = performance.now(),
+      c0 = process.cpuUsage();
     const done = c.run.step(t0 + SLICE_MS);
     this.noteSlice(t0, c0);
     if (done) this.finishCompaction();
@@ -145,7 +185,9 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
 
   /** Accounts one turn of compaction work begun at (t0, c0): wall and CPU ms (on a loaded box the wall time includes other processes' turns). */
   private noteSlice(t0: number, c0: NodeJS.CpuUsage, c = this.compaction): void {
-    const ms = performance.now() - t0, cpu = process.cpuUsage(c0), cpuMs = (cpu.user + cpu.system) / 1000;
+    const ms = performance.now() - t0,
+      cpu = process.cpuUsage(c0),
+      cpuMs = (cpu.user + cpu.system) / 1000;
     const st = this.compactStats;
     st.slices++;
     if (c) {
@@ -161,7 +203,8 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     if (this.dropStaleCompaction()) return null;
     const c = this.compaction;
     if (!c) return null;
-    const t0 = performance.now(), c0 = process.cpuUsage();
+    const t0 = performance.now(),
+      c0 = process.cpuUsage();
     this.compaction = null;
     this.compactStats.pending = 0;
     try {
@@ -179,7 +222,8 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
       Object.assign(this.kernels, kernels);
       this.noteSlice(t0, c0, c);
       const ms = c.workMs;
-      const bytesAfter = this.arena.byteLength, st = this.compactStats;
+      const bytesAfter = this.arena.byteLength,
+        st = this.compactStats;
       st.count++;
       st.bytesGivenBack += Math.max(0, c.bytesBefore - bytesAfter);
       st.lastMs = ms;
@@ -246,7 +290,12 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
 
   /** Memory accounting for benches: arena bytes in use and allocated, JS-side bytes, and rows.breakdown. */
   get memoryStats() {
-    return { arenaUsed: this.arena.usedBytes, arenaBytes: this.arena.byteLength, jsBytes: this.rows.jsBytes + this.searcher.jsBytes, ...this.rows.breakdown };
+    return {
+      arenaUsed: this.arena.usedBytes,
+      arenaBytes: this.arena.byteLength,
+      jsBytes: this.rows.jsBytes + this.searcher.jsBytes,
+      ...this.rows.breakdown,
+    };
   }
 
   has(rowId: number): boolean {

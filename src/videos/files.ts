@@ -96,7 +96,10 @@ export class VideoFiles {
     const walk = (d: string): number =>
       !existsSync(d)
         ? 0
-        : readdirSync(d, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? walk(join(d, e.name)) : statSync(join(d, e.name)).size), 0);
+        : readdirSync(d, { withFileTypes: true }).reduce(
+            (n, e) => n + (e.isDirectory() ? walk(join(d, e.name)) : statSync(join(d, e.name)).size),
+            0,
+          );
     return walk(this.dir(videoId));
   }
 

@@ -3,13 +3,24 @@ import { z } from "@hono/zod-openapi";
 export const VIDEO_STATUSES = ["queued", "processing", "ready", "failed"] as const;
 export type VideoStatus = (typeof VIDEO_STATUSES)[number];
 
-export const STAGE_NAMES = ["probe", "shots", "frames", "embeddings", "scenes", "audio", "transcript", "thumbnails", "ocr"] as const;
+export const STAGE_NAMES = [
+  "probe",
+  "shots",
+  "frames",
+  "embeddings",
+  "scenes",
+  "audio",
+  "transcript",
+  "thumbnails",
+  "ocr",
+] as const;
 export type StageName = (typeof STAGE_NAMES)[number];
 
 export const stageOutcomeSchema = z
   .object({
     status: z.enum(["ran", "skipped", "failed", "pending"]).openapi({
-      description: "`pending`: a stage that runs after the video is already searchable (e.g. `ocr`) and has not run yet",
+      description:
+        "`pending`: a stage that runs after the video is already searchable (e.g. `ocr`) and has not run yet",
     }),
     reason: z.string().optional(),
     took_ms: z.number().optional(),
@@ -46,9 +57,13 @@ export const RENDITION_STATUSES = ["pending", "processing", "ready", "failed", "
 export const renditionSchema = z
   .object({
     status: z.enum(RENDITION_STATUSES).openapi({
-      description: "`not_needed`: browsers play the source as it is; `pending`/`processing`: queued or encoding (the source is served meanwhile); `ready`: `playback_url` is the rendition; `failed`: see `reason`",
+      description:
+        "`not_needed`: browsers play the source as it is; `pending`/`processing`: queued or encoding (the source is served meanwhile); `ready`: `playback_url` is the rendition; `failed`: see `reason`",
     }),
-    reason: z.string().nullable().openapi({ description: "Why the source does (not) need a rendition, or why it failed" }),
+    reason: z
+      .string()
+      .nullable()
+      .openapi({ description: "Why the source does (not) need a rendition, or why it failed" }),
     size_bytes: z.number().int().nullable(),
   })
   .openapi("WebRendition");
@@ -56,10 +71,19 @@ export type WebRendition = z.infer<typeof renditionSchema>;
 
 export const videoDetailSchema = videoSchema
   .extend({
-    playback_url: z.string().openapi({ description: "Presigned; the web rendition when there is one, else the source" }),
-    has_web_rendition: z.boolean().openapi({ description: "true when `playback_url` is an H.264 + AAC MP4 made for browsers (SPEC §11)" }),
-    rendition: renditionSchema.nullable().openapi({ description: "The web rendition's state; null until the video is searchable" }),
-    segments_count: z.number().int().openapi({ description: "Searchable segments: frames + shots + transcript segments + on-screen text lines" }),
+    playback_url: z
+      .string()
+      .openapi({ description: "Presigned; the web rendition when there is one, else the source" }),
+    has_web_rendition: z
+      .boolean()
+      .openapi({ description: "true when `playback_url` is an H.264 + AAC MP4 made for browsers (SPEC §11)" }),
+    rendition: renditionSchema
+      .nullable()
+      .openapi({ description: "The web rendition's state; null until the video is searchable" }),
+    segments_count: z
+      .number()
+      .int()
+      .openapi({ description: "Searchable segments: frames + shots + transcript segments + on-screen text lines" }),
     stages: z.record(z.string(), stageOutcomeSchema),
     error: z.object({ code: z.string(), message: z.string() }).nullable(),
   })

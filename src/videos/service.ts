@@ -64,40 +64,53 @@ export class VideoService {
     const dest = this.files.sourceFile(videoId, v.ext);
     renameSync(v.tempFile, dest);
     try {
-      this.uow.run(() => {
-        const contentHash = v.contentHash ?? null;
-        const existing = contentHash ? this.store.findByContent(v.accountId, v.collectionId, contentHash) : null;
-        if (existing) throw new AppError(409, "DUPLICATE_CONTENT", `This collection already holds this file as video ${existing.id}`);
-        this.store.insert({
-          id: videoId,
-          account_id: v.accountId,
-          collection_id: v.collectionId,
-          filename: v.filename,
-          status: "queued",
-          progress_pct: 0,
-          container: v.container,
-          mime_type: v.mimeType,
-          duration_secs: null,
-          width: null,
-          height: null,
-          fps: null,
-          codec: null,
-          audio_codec: null,
-          has_audio: 0,
-          file_size_bytes: v.sizeBytes,
-          storage_bytes: v.sizeBytes,
-          source_path: this.files.rel(dest),
-          poster_path: null,
-          stages: "{}",
-          error_code: null,
-          error_message: null,
-          content_hash: contentHash,
-          created_at: at,
-          updated_at: at,
-        });
-        this.jobs.insert({ id: jobId, account_id: v.accountId, video_id: videoId, created_at: at });
-        this.events.record(v.accountId, "video.created", { video_id: videoId, job_id: jobId, collection_id: v.collectionId, filename: v.filename }, at);
-      }, { immediate: true }); // the duplicate check and the insert see the same state
+      this.uow.run(
+        () => {
+          const contentHash = v.contentHash ?? null;
+          const existing = contentHash ? this.store.findByContent(v.accountId, v.collectionId, contentHash) : null;
+          if (existing)
+            throw new AppError(
+              409,
+              "DUPLICATE_CONTENT",
+              `This collection already holds this file as video ${existing.id}`,
+            );
+          this.store.insert({
+            id: videoId,
+            account_id: v.accountId,
+            collection_id: v.collectionId,
+            filename: v.filename,
+            status: "queued",
+            progress_pct: 0,
+            container: v.container,
+            mime_type: v.mimeType,
+            duration_secs: null,
+            width: null,
+            height: null,
+            fps: null,
+            codec: null,
+            audio_codec: null,
+            has_audio: 0,
+            file_size_bytes: v.sizeBytes,
+            storage_bytes: v.sizeBytes,
+            source_path: this.files.rel(dest),
+            poster_path: null,
+            stages: "{}",
+            error_code: null,
+            error_message: null,
+            content_hash: contentHash,
+            created_at: at,
+            updated_at: at,
+          });
+          this.jobs.insert({ id: jobId, account_id: v.accountId, video_id: videoId, created_at: at });
+          this.events.record(
+            v.accountId,
+            "video.created",
+            { video_id: videoId, job_id: jobId, collection_id: v.collectionId, filename: v.filename },
+            at,
+          );
+        },
+        { immediate: true },
+      ); // the duplicate check and the insert see the same state
     } catch (e) {
       this.files.remove(videoId);
       throw e;

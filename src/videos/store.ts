@@ -11,11 +11,15 @@ export class VideoStore {
 
   insert(v: VideoRow): void {
     const cols = Object.keys(v);
-    this.db.query(`INSERT INTO videos (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`).run(...(Object.values(v) as never[]));
+    this.db
+      .query(`INSERT INTO videos (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`)
+      .run(...(Object.values(v) as never[]));
   }
 
   get(accountId: string, id: string): VideoRow | null {
-    return this.db.query<VideoRow, [string, string]>("SELECT * FROM videos WHERE account_id = ? AND id = ?").get(accountId, id);
+    return this.db
+      .query<VideoRow, [string, string]>("SELECT * FROM videos WHERE account_id = ? AND id = ?")
+      .get(accountId, id);
   }
 
   getById(id: string): VideoRow | null {
@@ -39,7 +43,9 @@ export class VideoStore {
   list(accountId: string, f: VideoFilter, limit: number, offset: number): VideoRow[] {
     const w = this.where(accountId, f);
     return this.db
-      .query<VideoRow, (string | number)[]>(`SELECT * FROM videos WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
+      .query<VideoRow, (string | number)[]>(
+        `SELECT * FROM videos WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`,
+      )
       .all(...w.args, limit, offset);
   }
 
@@ -71,12 +77,17 @@ export class VideoStore {
 
   findByContent(accountId: string, collectionId: string, hash: string): VideoRow | null {
     return this.db
-      .query<VideoRow, [string, string, string]>("SELECT * FROM videos WHERE account_id = ? AND collection_id = ? AND content_hash = ?")
+      .query<VideoRow, [string, string, string]>(
+        "SELECT * FROM videos WHERE account_id = ? AND collection_id = ? AND content_hash = ?",
+      )
       .get(accountId, collectionId, hash);
   }
 
   allIds(accountId?: string): string[] {
     const where = accountId ? " WHERE account_id = ?" : "";
-    return this.db.query<{ id: string }, string[]>(`SELECT id FROM videos${where}`).all(...(accountId ? [accountId] : [])).map((r) => r.id);
+    return this.db
+      .query<{ id: string }, string[]>(`SELECT id FROM videos${where}`)
+      .all(...(accountId ? [accountId] : []))
+      .map((r) => r.id);
   }
 }

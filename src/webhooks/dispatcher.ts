@@ -24,7 +24,8 @@ export interface DispatcherOptions {
 
 const EXCERPT_BYTES = 1024;
 
-export const signBody = (secret: string, body: string) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+export const signBody = (secret: string, body: string) =>
+  `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
 
 /**
  * Delivers the outbox. Fan-out (event → one delivery row per subscribed active endpoint) happens
@@ -74,7 +75,10 @@ export class WebhookDispatcher {
       this.fanOut();
       this.attemptDue();
     } catch (e) {
-      this.opts.logger.error("webhook dispatcher tick failed", { err: (e as Error).message, stack: (e as Error).stack });
+      this.opts.logger.error("webhook dispatcher tick failed", {
+        err: (e as Error).message,
+        stack: (e as Error).stack,
+      });
     }
     if (this.running) this.timer = setTimeout(() => void this.tick(), this.opts.pollMs ?? 250);
   }
@@ -88,7 +92,9 @@ export class WebhookDispatcher {
         // A test ping goes to the endpoint it was sent from, whatever that endpoint subscribed to.
         const targets: WebhookRow[] =
           ev.type === "webhook.ping"
-            ? [this.store.getById(String(data.webhook_id))].filter((w): w is WebhookRow => !!w && w.is_active === 1 && w.account_id === ev.account_id)
+            ? [this.store.getById(String(data.webhook_id))].filter(
+                (w): w is WebhookRow => !!w && w.is_active === 1 && w.account_id === ev.account_id,
+              )
             : this.store.subscribers(ev.account_id, ev.type);
         const body = JSON.stringify({ id: ev.id, event: ev.type, created_at: ev.created_at, data });
         for (const w of targets) {
@@ -157,7 +163,10 @@ export class WebhookDispatcher {
   async deliverEventNow(accountId: string, eventId: string): Promise<{ webhook_id: string; status: string }[]> {
     const rows = this.store.pendingForEvent(accountId, eventId);
     await Promise.allSettled(rows.map((d) => this.track(d)));
-    return rows.map((d) => ({ webhook_id: d.webhook_id, status: this.store.getDelivery(d.webhook_id, d.id)?.status ?? "unknown" }));
+    return rows.map((d) => ({
+      webhook_id: d.webhook_id,
+      status: this.store.getDelivery(d.webhook_id, d.id)?.status ?? "unknown",
+    }));
   }
 
   private async attempt(d: DeliveryRow): Promise<void> {
@@ -167,7 +176,12 @@ export class WebhookDispatcher {
     const attemptNo = d.attempts + 1;
     // Claim: if this process dies during the request, the delivery is due again after the hold.
     if (!this.store.beginAttempt(d.id, d.attempts, this.now() + this.opts.timeoutMs + 5_000)) return;
-    const log = this.opts.logger.child({ delivery_id: d.id, webhook_id: d.webhook_id, event: d.event, attempt: attemptNo });
+    const log = this.opts.logger.child({
+      delivery_id: d.id,
+      webhook_id: d.webhook_id,
+      event: d.event,
+      attempt: attemptNo,
+    });
     let status: number | null = null;
     let excerpt: string | null = null;
     let error: string | null = null;
@@ -191,13 +205,21 @@ export class WebhookDispatcher {
       });
       status = res.status;
       excerpt = new TextDecoder().decode(res.body).slice(0, EXCERPT_BYTES);
-      if (status < 200 || status >= 300) error = status >= 300 && status < 400 ? `redirect ${status} not followed` : `HTTP ${status}`;
+      if (status < 200 || status >= 300)
+        error = status >= 300 && status < 400 ? `redirect ${status} not followed` : `HTTP ${status}`;
     } catch (e) {
       error = e instanceof NetError ? `${e.code}: ${e.message}` : `delivery error: ${(e as Error).message}`;
     }
     const t = this.now();
     if (error === null) {
-      this.store.recordOutcome(d.id, { status: "succeeded", nextAttemptAt: null, responseStatus: status, excerpt, error: null, deliveredAt: nowIso(t) });
+      this.store.recordOutcome(d.id, {
+        status: "succeeded",
+        nextAttemptAt: null,
+        responseStatus: status,
+        excerpt,
+        error: null,
+        deliveredAt: nowIso(t),
+      });
       log.info("webhook delivered", { status });
       return;
     }

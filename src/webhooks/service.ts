@@ -88,7 +88,8 @@ export class WebhookService {
   /** `webhook.ping` through the outbox, like any event; it goes to this endpoint only. */
   ping(accountId: string, id: string): { event_id: string; webhook_id: string } {
     const row = this.require(accountId, id);
-    if (!row.is_active) throw new AppError(409, "WEBHOOK_INACTIVE", "The webhook is inactive; activate it before testing");
+    if (!row.is_active)
+      throw new AppError(409, "WEBHOOK_INACTIVE", "The webhook is inactive; activate it before testing");
     const eventId = this.events.record(accountId, "webhook.ping", { webhook_id: id }, nowIso(this.now()));
     this.bus.publish({ type: "outbox.written", accountId });
     return { event_id: eventId, webhook_id: id };
@@ -96,7 +97,10 @@ export class WebhookService {
 
   deliveries(accountId: string, id: string, page: Page): { items: Delivery[]; total: number } {
     this.require(accountId, id);
-    return { items: this.store.listDeliveries(id, page.perPage, offsetOf(page)).map(toDelivery), total: this.store.countDeliveries(id) };
+    return {
+      items: this.store.listDeliveries(id, page.perPage, offsetOf(page)).map(toDelivery),
+      total: this.store.countDeliveries(id),
+    };
   }
 
   /**
@@ -108,7 +112,8 @@ export class WebhookService {
     const webhook = this.require(accountId, webhookId);
     const d = this.store.getDelivery(webhookId, deliveryId);
     if (!d) throw notFound("DELIVERY_NOT_FOUND", `Delivery ${deliveryId}`);
-    if (!webhook.is_active) throw new AppError(409, "WEBHOOK_INACTIVE", "The webhook is inactive; activate it before retrying");
+    if (!webhook.is_active)
+      throw new AppError(409, "WEBHOOK_INACTIVE", "The webhook is inactive; activate it before retrying");
     if (!this.store.requeueFailed(deliveryId, this.now())) {
       throw new AppError(409, "DELIVERY_NOT_FAILED", `Only failed deliveries can be retried; this one is ${d.status}`);
     }
@@ -120,7 +125,11 @@ export class WebhookService {
     const account = this.accounts.getAccount(accountId);
     const limit = account ? PLAN_LIMITS[account.plan].webhooks : null;
     if (limit !== null && this.store.countActive(accountId) >= limit) {
-      throw new AppError(402, "WEBHOOK_LIMIT_REACHED", `The ${account!.plan} plan allows ${limit} active webhook endpoints`);
+      throw new AppError(
+        402,
+        "WEBHOOK_LIMIT_REACHED",
+        `The ${account!.plan} plan allows ${limit} active webhook endpoints`,
+      );
     }
   }
 
@@ -133,7 +142,13 @@ export class WebhookService {
       if (!(e instanceof NetError)) throw e;
       const why = e.code === "TARGET_FORBIDDEN" && e.details.reason ? ` (${e.details.reason})` : "";
       throw new ValidationError([
-        { loc: ["body", "url"], msg: `The webhook target is not allowed: ${e.message}${why}`, type: "value_error", input: url, ctx: { code: e.code, reason: e.details.reason } },
+        {
+          loc: ["body", "url"],
+          msg: `The webhook target is not allowed: ${e.message}${why}`,
+          type: "value_error",
+          input: url,
+          ctx: { code: e.code, reason: e.details.reason },
+        },
       ]);
     }
   }

@@ -35,12 +35,16 @@ export class WebhookStore {
 
   insert(w: WebhookRow): void {
     this.db
-      .query("INSERT INTO webhooks (id, account_id, url, events, secret_sealed, is_active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+      .query(
+        "INSERT INTO webhooks (id, account_id, url, events, secret_sealed, is_active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      )
       .run(w.id, w.account_id, w.url, w.events, w.secret_sealed, w.is_active, w.created_at, w.updated_at);
   }
 
   get(accountId: string, id: string): WebhookRow | null {
-    return this.db.query<WebhookRow, [string, string]>("SELECT * FROM webhooks WHERE account_id = ? AND id = ?").get(accountId, id);
+    return this.db
+      .query<WebhookRow, [string, string]>("SELECT * FROM webhooks WHERE account_id = ? AND id = ?")
+      .get(accountId, id);
   }
 
   getById(id: string): WebhookRow | null {
@@ -48,11 +52,15 @@ export class WebhookStore {
   }
 
   list(accountId: string): WebhookRow[] {
-    return this.db.query<WebhookRow, [string]>("SELECT * FROM webhooks WHERE account_id = ? ORDER BY rowid").all(accountId);
+    return this.db
+      .query<WebhookRow, [string]>("SELECT * FROM webhooks WHERE account_id = ? ORDER BY rowid")
+      .all(accountId);
   }
 
   countActive(accountId: string): number {
-    return this.db.query<{ n: number }, [string]>("SELECT count(*) AS n FROM webhooks WHERE account_id = ? AND is_active = 1").get(accountId)!.n;
+    return this.db
+      .query<{ n: number }, [string]>("SELECT count(*) AS n FROM webhooks WHERE account_id = ? AND is_active = 1")
+      .get(accountId)!.n;
   }
 
   update(id: string, f: { url?: string; events?: string; is_active?: number }): void {
@@ -76,27 +84,46 @@ export class WebhookStore {
       .all(accountId, type);
   }
 
-  insertDelivery(d: Omit<DeliveryRow, "response_status" | "response_excerpt" | "error" | "delivered_at" | "manual_retry">): void {
+  insertDelivery(
+    d: Omit<DeliveryRow, "response_status" | "response_excerpt" | "error" | "delivered_at" | "manual_retry">,
+  ): void {
     this.db
       .query(
         `INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, account_id, event_id, event, payload, status, attempts, next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(d.id, d.webhook_id, d.account_id, d.event_id, d.event, d.payload, d.status, d.attempts, d.next_attempt_at, d.created_at);
+      .run(
+        d.id,
+        d.webhook_id,
+        d.account_id,
+        d.event_id,
+        d.event,
+        d.payload,
+        d.status,
+        d.attempts,
+        d.next_attempt_at,
+        d.created_at,
+      );
   }
 
   getDelivery(webhookId: string, id: string): DeliveryRow | null {
-    return this.db.query<DeliveryRow, [string, string]>("SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND id = ?").get(webhookId, id);
+    return this.db
+      .query<DeliveryRow, [string, string]>("SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND id = ?")
+      .get(webhookId, id);
   }
 
   listDeliveries(webhookId: string, limit: number, offset: number): DeliveryRow[] {
     return this.db
-      .query<DeliveryRow, [string, number, number]>("SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?")
+      .query<DeliveryRow, [string, number, number]>(
+        "SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+      )
       .all(webhookId, limit, offset);
   }
 
   countDeliveries(webhookId: string): number {
-    return this.db.query<{ n: number }, [string]>("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?").get(webhookId)!.n;
+    return this.db
+      .query<{ n: number }, [string]>("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?")
+      .get(webhookId)!.n;
   }
 
   /**
@@ -136,14 +163,23 @@ export class WebhookStore {
   beginAttempt(id: string, expectedAttempts: number, holdUntil: number): boolean {
     return (
       this.db
-        .query("UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ? AND attempts = ? AND status = 'pending'")
+        .query(
+          "UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ? AND attempts = ? AND status = 'pending'",
+        )
         .run(holdUntil, id, expectedAttempts).changes === 1
     );
   }
 
   recordOutcome(
     id: string,
-    o: { status: DeliveryRow["status"]; nextAttemptAt: number | null; responseStatus: number | null; excerpt: string | null; error: string | null; deliveredAt: string | null },
+    o: {
+      status: DeliveryRow["status"];
+      nextAttemptAt: number | null;
+      responseStatus: number | null;
+      excerpt: string | null;
+      error: string | null;
+      deliveredAt: string | null;
+    },
   ): void {
     this.db
       .query(
@@ -156,7 +192,9 @@ export class WebhookStore {
   requeueFailed(id: string, nowMs: number): boolean {
     return (
       this.db
-        .query("UPDATE webhook_deliveries SET status = 'pending', manual_retry = 1, next_attempt_at = ?, error = NULL WHERE id = ? AND status = 'failed'")
+        .query(
+          "UPDATE webhook_deliveries SET status = 'pending', manual_retry = 1, next_attempt_at = ?, error = NULL WHERE id = ? AND status = 'failed'",
+        )
         .run(nowMs, id).changes === 1
     );
   }

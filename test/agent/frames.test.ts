@@ -40,7 +40,11 @@ describe("FrameGrabber", () => {
     expect(jpegSize(rotated)).toEqual({ width: 160, height: 320 });
     const rgb = await rgbOf(rotated, 16, 32);
     const at = (x: number, y: number) => [...rgb.subarray((y * 16 + x) * 3, (y * 16 + x) * 3 + 3)];
-    const colour = (p: number[]) => nearestColour(p, [[255, 0, 0], [0, 0, 255]]);
+    const colour = (p: number[]) =>
+      nearestColour(p, [
+        [255, 0, 0],
+        [0, 0, 255],
+      ]);
     expect(colour(at(2, 16))).not.toBe(colour(at(13, 16)));
     expect(colour(at(2, 2))).toBe(colour(at(2, 29)));
   });

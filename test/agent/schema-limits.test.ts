@@ -3,7 +3,15 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toolResult } from "../../src/agent/mcp-server.ts";
 import { TOOLS } from "../../src/agent/tools.ts";
-import { addVideo, createCollection, createTenant, indexVideo, type SearchTestApp, startSearchApp, type Tenant } from "../search/helpers.ts";
+import {
+  addVideo,
+  createCollection,
+  createTenant,
+  indexVideo,
+  type SearchTestApp,
+  startSearchApp,
+  type Tenant,
+} from "../search/helpers.ts";
 
 /**
  * schema.json against what /v1/agent/call accepts, the shared agent rate limit on both HTTP
@@ -37,19 +45,55 @@ afterAll(async () => {
   await t?.close();
 });
 
-const newKey = (permissions: "all" | "read_only" = "read_only") => t.app.services.apiKeys.create(tenant.accountId, { name: `k${Math.random()}`, permissions }).key;
+const newKey = (permissions: "all" | "read_only" = "read_only") =>
+  t.app.services.apiKeys.create(tenant.accountId, { name: `k${Math.random()}`, permissions }).key;
 
 async function call(key: string, tool: unknown, input: unknown) {
-  const res = await fetch(`${base}/v1/agent/call`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ tool, input }) });
+  const res = await fetch(`${base}/v1/agent/call`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ tool, input }),
+  });
   return { res, body: (await res.json()) as any };
 }
 
 // ---- a structural JSON Schema check (draft 2020-12 keywords, types, references) -------------------
 
 const KEYWORDS = new Set([
-  "$schema", "$id", "$ref", "$defs", "type", "properties", "required", "additionalProperties", "items", "prefixItems", "enum", "const",
-  "anyOf", "oneOf", "allOf", "not", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern",
-  "format", "minItems", "maxItems", "uniqueItems", "propertyNames", "description", "title", "default", "examples", "readOnly", "writeOnly",
+  "$schema",
+  "$id",
+  "$ref",
+  "$defs",
+  "type",
+  "properties",
+  "required",
+  "additionalProperties",
+  "items",
+  "prefixItems",
+  "enum",
+  "const",
+  "anyOf",
+  "oneOf",
+  "allOf",
+  "not",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "minLength",
+  "maxLength",
+  "pattern",
+  "format",
+  "minItems",
+  "maxItems",
+  "uniqueItems",
+  "propertyNames",
+  "description",
+  "title",
+  "default",
+  "examples",
+  "readOnly",
+  "writeOnly",
 ]);
 const TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
 
@@ -64,13 +108,18 @@ function schemaProblems(s: unknown, at: string, root: any): string[] {
   for (const ty of types) if (!TYPES.has(ty)) out.push(`${at}: bad type ${ty}`);
   if (o.properties !== undefined) {
     if (typeof o.properties !== "object") out.push(`${at}: properties is an object`);
-    else for (const [k, v] of Object.entries(o.properties)) out.push(...schemaProblems(v, `${at}.properties.${k}`, root));
+    else
+      for (const [k, v] of Object.entries(o.properties)) out.push(...schemaProblems(v, `${at}.properties.${k}`, root));
   }
   if (o.required !== undefined) {
-    if (!Array.isArray(o.required) || o.required.some((r: unknown) => typeof r !== "string")) out.push(`${at}: required is a list of names`);
-    else for (const r of o.required) if (!o.properties || !(r in o.properties)) out.push(`${at}: required ${r} is not a property`);
+    if (!Array.isArray(o.required) || o.required.some((r: unknown) => typeof r !== "string"))
+      out.push(`${at}: required is a list of names`);
+    else
+      for (const r of o.required)
+        if (!o.properties || !(r in o.properties)) out.push(`${at}: required ${r} is not a property`);
   }
-  if (o.additionalProperties !== undefined && typeof o.additionalProperties !== "boolean") out.push(...schemaProblems(o.additionalProperties, `${at}.additionalProperties`, root));
+  if (o.additionalProperties !== undefined && typeof o.additionalProperties !== "boolean")
+    out.push(...schemaProblems(o.additionalProperties, `${at}.additionalProperties`, root));
   if (o.items !== undefined) out.push(...schemaProblems(o.items, `${at}.items`, root));
   for (const k of ["anyOf", "oneOf", "allOf"]) {
     if (o[k] !== undefined) {
@@ -79,7 +128,8 @@ function schemaProblems(s: unknown, at: string, root: any): string[] {
     }
   }
   if (o.enum !== undefined && (!Array.isArray(o.enum) || !o.enum.length)) out.push(`${at}: enum is a non-empty list`);
-  for (const k of ["minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"]) if (o[k] !== undefined && typeof o[k] !== "number") out.push(`${at}: ${k} is a number`);
+  for (const k of ["minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"])
+    if (o[k] !== undefined && typeof o[k] !== "number") out.push(`${at}: ${k} is a number`);
   if (o.$ref !== undefined) {
     const m = /^#\/\$defs\/(.+)$/.exec(o.$ref);
     if (!m || !root.$defs?.[m[1]]) out.push(`${at}: $ref ${o.$ref} does not resolve`);
@@ -102,7 +152,8 @@ function validValue(name: string, s: any): unknown {
 }
 
 /** A value of the wrong JSON type for the schema. */
-const wrongValue = (s: any): unknown => ((Array.isArray(s.type) ? s.type : [s.type]).includes("string") ? 12 : "twelve");
+const wrongValue = (s: any): unknown =>
+  (Array.isArray(s.type) ? s.type : [s.type]).includes("string") ? 12 : "twelve";
 
 describe("GET /v1/agent/schema.json", () => {
   it("is well-formed draft 2020-12 JSON Schema, public, one entry per tool", async () => {
@@ -171,7 +222,11 @@ describe("GET /v1/agent/schema.json", () => {
   it("an unknown tool, a missing tool and a non-object input are 422 at the field", async () => {
     const key = newKey();
     expect((await call(key, "drop_tables", {})).body.detail[0]).toMatchObject({ loc: ["body", "tool"], type: "enum" });
-    const noTool = await fetch(`${base}/v1/agent/call`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ input: {} }) });
+    const noTool = await fetch(`${base}/v1/agent/call`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ input: {} }),
+    });
     expect(noTool.status).toBe(422);
     expect((await noTool.json()).detail[0].loc).toEqual(["body", "tool"]);
     const notObject = await call(key, "list_videos", "everything");
@@ -191,7 +246,12 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
       seen.status = res.status;
       return res;
     };
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/v1/mcp`), { fetch: fetchRecording, requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${base}/v1/mcp`), {
+        fetch: fetchRecording,
+        requestInit: { headers: { authorization: `Bearer ${key}` } },
+      }),
+    );
     return { client, seen };
   }
 
@@ -253,15 +313,28 @@ describe("get_transcript and get_moment read what was said", () => {
       ],
       truncated: false,
     });
-    expect((await call(key, "get_transcript", { video_id: videoId, start: 3, end: 11 })).body.data.segments.map((s: any) => s.text)).toEqual(["general kenobi", "much later"]);
-    expect((await call(key, "get_transcript", { video_id: videoId, start: 6 })).body.data.segments.map((s: any) => s.text)).toEqual(["much later"]);
-    expect((await call(key, "get_transcript", { video_id: videoId, end: 1 })).body.data.segments.map((s: any) => s.text)).toEqual(["hello there"]);
+    expect(
+      (await call(key, "get_transcript", { video_id: videoId, start: 3, end: 11 })).body.data.segments.map(
+        (s: any) => s.text,
+      ),
+    ).toEqual(["general kenobi", "much later"]);
+    expect(
+      (await call(key, "get_transcript", { video_id: videoId, start: 6 })).body.data.segments.map((s: any) => s.text),
+    ).toEqual(["much later"]);
+    expect(
+      (await call(key, "get_transcript", { video_id: videoId, end: 1 })).body.data.segments.map((s: any) => s.text),
+    ).toEqual(["hello there"]);
     const bad = await call(key, "get_transcript", { video_id: videoId, start: 5, end: 1 });
     expect(bad.res.status).toBe(422);
     expect(bad.body.detail[0].loc).toEqual(["body", "input", "end"]);
 
     const moment = await call(key, "get_moment", { video_id: videoId, timestamp: 2.5 });
-    expect(moment.body.data).toMatchObject({ video_id: videoId, filename: "talk.mp4", transcript: "hello there general kenobi", scene_start: null });
+    expect(moment.body.data).toMatchObject({
+      video_id: videoId,
+      filename: "talk.mp4",
+      transcript: "hello there general kenobi",
+      scene_start: null,
+    });
     const past = await call(key, "get_moment", { video_id: videoId, timestamp: 31 });
     expect(past.res.status).toBe(422);
     expect(past.body.detail[0].loc).toEqual(["body", "input", "timestamp"]);
@@ -269,12 +342,15 @@ describe("get_transcript and get_moment read what was said", () => {
 
   it("a long transcript comes in pages of 500 segments", async () => {
     const long = addVideo(t, tenant.accountId, collectionId, { filename: "long.mp4", duration: 600 });
-    indexVideo(t, long, { transcript: Array.from({ length: 501 }, (_, i) => ({ start: i, end: i + 1, text: `line ${i}` })) });
+    indexVideo(t, long, {
+      transcript: Array.from({ length: 501 }, (_, i) => ({ start: i, end: i + 1, text: `line ${i}` })),
+    });
     const key = newKey();
     const first = (await call(key, "get_transcript", { video_id: long })).body.data;
     expect(first.segments).toHaveLength(500);
     expect(first.truncated).toBe(true);
-    const rest = (await call(key, "get_transcript", { video_id: long, start: first.segments.at(-1).end_secs })).body.data;
+    const rest = (await call(key, "get_transcript", { video_id: long, start: first.segments.at(-1).end_secs })).body
+      .data;
     expect(rest.segments.map((s: any) => s.text)).toEqual(["line 500"]);
     expect(rest.truncated).toBe(false);
   });
@@ -285,8 +361,18 @@ describe("MCP answers", () => {
     const search = TOOLS.find((x) => x.name === "search_videos")!;
     const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xd9]).toString("base64");
     const clips = Array.from({ length: 12 }, (_, i) => ({
-      video_id: "vid_a", filename: "a.mp4", collection_id: "col_a", start_secs: i * 65, end_secs: i * 65 + 3, relevance_score: 0.9, raw_score: 0.3,
-      type: "frame", text_snippet: null, clip_url: "http://x/#t=0,1", thumbnail_url: null, thumbnail_base64: jpeg,
+      video_id: "vid_a",
+      filename: "a.mp4",
+      collection_id: "col_a",
+      start_secs: i * 65,
+      end_secs: i * 65 + 3,
+      relevance_score: 0.9,
+      raw_score: 0.3,
+      type: "frame",
+      text_snippet: null,
+      clip_url: "http://x/#t=0,1",
+      thumbnail_url: null,
+      thumbnail_base64: jpeg,
     }));
     const r = toolResult(search, { clips, total_videos: 1, modes: ["video"], skipped_modes: {}, suggestions: [] });
     expect(r.content.filter((c) => c.type === "image")).toHaveLength(8);

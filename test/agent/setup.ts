@@ -31,8 +31,13 @@ async function upload(url: string, key: string, collectionId: string, file: stri
   const fd = new FormData();
   fd.append("collection_id", collectionId);
   fd.append("file", Bun.file(file), name);
-  const res = await fetch(`${url}/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: fd });
-  if (res.status !== 202 && res.status !== 201 && res.status !== 200) throw new Error(`upload: ${res.status} ${await res.text()}`);
+  const res = await fetch(`${url}/v1/upload`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}` },
+    body: fd,
+  });
+  if (res.status !== 202 && res.status !== 201 && res.status !== 200)
+    throw new Error(`upload: ${res.status} ${await res.text()}`);
   return (await res.json()).data as { video_id: string; job_id: string };
 }
 
@@ -42,39 +47,75 @@ async function upload(url: string, key: string, collectionId: string, file: stri
  */
 async function waitForJob(url: string, key: string, jobId: string) {
   const deadline = Date.now() + 90_000;
-  const get = async (path: string) => (await (await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${key}` } })).json()).data;
+  const get = async (path: string) =>
+    (await (await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${key}` } })).json()).data;
   for (;;) {
     const job = await get(`/v1/jobs/${jobId}`);
     if (job.status === "done") {
       const video = await get(`/v1/videos/${job.video_id}`);
       if (!["pending", "processing"].includes(video.rendition?.status)) return;
     }
-    if (job.status === "failed" || Date.now() > deadline) throw new Error(`ingest did not finish: ${JSON.stringify(job)}`);
+    if (job.status === "failed" || Date.now() > deadline)
+      throw new Error(`ingest did not finish: ${JSON.stringify(job)}`);
     await Bun.sleep(200);
   }
 }
 
 async function createCollection(url: string, key: string, name: string): Promise<string> {
-  const res = await fetch(`${url}/v1/collections`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ name }) });
+  const res = await fetch(`${url}/v1/collections`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ name }),
+  });
   return (await res.json()).data.id;
 }
 
 export async function startAgentFixture(env: Record<string, string> = {}): Promise<AgentFixture> {
   const dir = mkdtempSync(join(tmpdir(), "vsearch-agent-"));
   const d = ["--data-dir", dir];
-  await runCliJson([...d, "models", "import", join(FIXTURE_MODELS, "tiny-random-clip"), "--role", "image-text", "--no-load-check"], ENV);
-  await runCliJson([...d, "models", "import", join(FIXTURE_MODELS, "tiny-random-whisper"), "--role", "speech", "--no-load-check"], ENV);
+  await runCliJson(
+    [...d, "models", "import", join(FIXTURE_MODELS, "tiny-random-clip"), "--role", "image-text", "--no-load-check"],
+    ENV,
+  );
+  await runCliJson(
+    [...d, "models", "import", join(FIXTURE_MODELS, "tiny-random-whisper"), "--role", "speech", "--no-load-check"],
+    ENV,
+  );
   const account = await runCliJson([...d, "accounts", "create", "--name", "Agents", "--plan", "enterprise"], ENV);
   const other = await runCliJson([...d, "accounts", "create", "--name", "Others", "--plan", "enterprise"], ENV);
   const key = (await runCliJson([...d, "keys", "create", "--account", account.id, "--name", "all"], ENV)).key;
-  const readOnlyKey = (await runCliJson([...d, "keys", "create", "--account", account.id, "--name", "ro", "--permissions", "read_only"], ENV)).key;
+  const readOnlyKey = (
+    await runCliJson(
+      [...d, "keys", "create", "--account", account.id, "--name", "ro", "--permissions", "read_only"],
+      ENV,
+    )
+  ).key;
   const otherKey = (await runCliJson([...d, "keys", "create", "--account", other.id, "--name", "all"], ENV)).key;
 
   const clip = await cutsMp4(dir, "cuts.mp4");
 
-  const wide = await ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=10:duration=2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(dir, "wide.mp4"));
+  const wide = await ffmpeg(
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=size=1280x720:rate=10:duration=2",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+    ],
+    join(dir, "wide.mp4"),
+  );
 
-  const server = await startServer(dir, { VSEARCH_RATE_LIMIT_AGENT: "100000", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_VIDEOS: "100000", ...env });
+  const server = await startServer(dir, {
+    VSEARCH_RATE_LIMIT_AGENT: "100000",
+    VSEARCH_RATE_LIMIT_JOBS: "100000",
+    VSEARCH_RATE_LIMIT_VIDEOS: "100000",
+    ...env,
+  });
   try {
     const collectionId = await createCollection(server.url, key, "Beach");
     const up = await upload(server.url, key, collectionId, clip, "beach day.mp4");

@@ -41,10 +41,12 @@ function mcpCaller(client: Client): Caller {
       const m = /^([A-Z_]+) \((\d{3})\): /.exec(text);
       return { ok: false, status: m ? Number(m[2]) : 0, code: m ? m[1] : "MCP_ERROR", text };
     }
-    const images = r.content.filter((c: any) => c.type === "image").map((c: any) => {
-      expect(c.mimeType).toBe("image/jpeg");
-      return c.data as string;
-    });
+    const images = r.content
+      .filter((c: any) => c.type === "image")
+      .map((c: any) => {
+        expect(c.mimeType).toBe("image/jpeg");
+        return c.data as string;
+      });
     return { ok: true, data: r.structuredContent, images, text };
   };
 }
@@ -52,17 +54,30 @@ function mcpCaller(client: Client): Caller {
 beforeAll(async () => {
   f = await startAgentFixture(ENV);
   const red = await ffmpeg(["-f", "lavfi", "-i", "color=c=red:size=200x150", "-frames:v", "1"], join(f.dir, "red.png"));
-  imageServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(Bun.file(red), { headers: { "content-type": "image/png" } }) });
+  imageServer = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: () => new Response(Bun.file(red), { headers: { "content-type": "image/png" } }),
+  });
   redUrl = `http://127.0.0.1:${imageServer.port}/red.png`;
 
   callers.call = async (tool, input) => {
     const res = await postCall(f.readOnlyKey, { tool, input });
     const body = await res.json();
     if (res.status === 200) return { ok: true, data: body.data, images: [], text: "" };
-    return { ok: false, status: res.status, code: Array.isArray(body.detail) ? "VALIDATION_ERROR" : body.detail.code, text: JSON.stringify(body.detail) };
+    return {
+      ok: false,
+      status: res.status,
+      code: Array.isArray(body.detail) ? "VALIDATION_ERROR" : body.detail.code,
+      text: JSON.stringify(body.detail),
+    };
   };
   httpClient = new Client({ name: "test", version: "1" });
-  await httpClient.connect(new StreamableHTTPClientTransport(new URL(`${f.url}/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${f.readOnlyKey}` } } }));
+  await httpClient.connect(
+    new StreamableHTTPClientTransport(new URL(`${f.url}/v1/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${f.readOnlyKey}` } },
+    }),
+  );
   callers["mcp-http"] = mcpCaller(httpClient);
 
   const stdio = new StdioClientTransport({
@@ -92,7 +107,14 @@ function normalize(v: any): any {
   if (Array.isArray(v)) return v.map(normalize);
   if (v && typeof v === "object") {
     return Object.fromEntries(
-      Object.entries(v).map(([k, x]) => [k, k === "thumbnail_base64" || k === "image_base64" ? null : typeof x === "string" && /^https?:\/\//.test(x) ? new URL(x).pathname + new URL(x).hash : normalize(x)]),
+      Object.entries(v).map(([k, x]) => [
+        k,
+        k === "thumbnail_base64" || k === "image_base64"
+          ? null
+          : typeof x === "string" && /^https?:\/\//.test(x)
+            ? new URL(x).pathname + new URL(x).hash
+            : normalize(x),
+      ]),
     );
   }
   return v;
@@ -100,7 +122,11 @@ function normalize(v: any): any {
 
 /** One tool call through all three transports; the answers must agree. Returns the /call answer and the MCP images. */
 async function everywhere(tool: string, input: unknown) {
-  const [rest, http, stdio] = [await callers.call(tool, input), await callers["mcp-http"](tool, input), await callers["mcp-stdio"](tool, input)];
+  const [rest, http, stdio] = [
+    await callers.call(tool, input),
+    await callers["mcp-http"](tool, input),
+    await callers["mcp-stdio"](tool, input),
+  ];
   for (const mcp of [http, stdio]) {
     expect(mcp.ok, `${tool} over MCP: ${mcp.text}`).toBe(rest.ok);
     if (rest.ok && mcp.ok) expect(normalize(mcp.data)).toEqual(normalize(rest.data));
@@ -116,7 +142,17 @@ describe("every tool, three transports", () => {
   it("lists the same nine read-only tools over MCP (HTTP and stdio) as schema.json", async () => {
     const schema = await (await fetch(`${f.url}/v1/agent/schema.json`)).json();
     const names = schema.tools.map((t: any) => t.name);
-    expect(names).toEqual(["search_videos", "list_collections", "get_collection", "list_videos", "get_video", "get_job_status", "get_moment", "get_transcript", "get_frame"]);
+    expect(names).toEqual([
+      "search_videos",
+      "list_collections",
+      "get_collection",
+      "list_videos",
+      "get_video",
+      "get_job_status",
+      "get_moment",
+      "get_transcript",
+      "get_frame",
+    ]);
     for (const client of [httpClient, stdioClient]) {
       const listed = (await client.listTools()).tools;
       expect(listed.map((t) => t.name)).toEqual(names);
@@ -156,14 +192,22 @@ describe("every tool, three transports", () => {
   });
 
   it("search_videos by words matches a shot's labels; min_score above every clip leaves none, and says what to try", async () => {
-    const hit = await everywhere("search_videos", { query: "people walking", modes: ["scene"], collection_id: f.collectionId });
+    const hit = await everywhere("search_videos", {
+      query: "people walking",
+      modes: ["scene"],
+      collection_id: f.collectionId,
+    });
     if (!hit.rest.ok) throw new Error(hit.rest.text);
     expect(hit.rest.data.clips[0].text_snippet).toContain("people walking");
     expect(hit.rest.data.modes).toEqual(["scene"]);
 
     const best = (await callers.call("search_videos", { image_url: redUrl })) as any;
     const above = Math.min(1, Math.max(...best.data.clips.map((c: any) => c.relevance_score)) + 0.001);
-    const { rest, http, stdio } = await everywhere("search_videos", { image_url: redUrl, modes: ["video"], min_score: above });
+    const { rest, http, stdio } = await everywhere("search_videos", {
+      image_url: redUrl,
+      modes: ["video"],
+      min_score: above,
+    });
     if (!rest.ok) throw new Error(rest.text);
     expect(rest.data.clips).toEqual([]);
     expect(rest.data.suggestions.join(" ")).toMatch(/Lower min_score/);
@@ -199,7 +243,9 @@ describe("every tool, three transports", () => {
 
     const video = await everywhere("get_video", { video_id: f.videoId });
     if (!video.rest.ok) throw new Error(video.rest.text);
-    const restVideo = await (await fetch(`${f.url}/v1/videos/${f.videoId}`, { headers: { authorization: `Bearer ${f.key}` } })).json();
+    const restVideo = await (
+      await fetch(`${f.url}/v1/videos/${f.videoId}`, { headers: { authorization: `Bearer ${f.key}` } })
+    ).json();
     expect(normalize(video.rest.data.video)).toEqual(normalize(restVideo.data));
     expect(video.http.text).toContain("beach day.mp4");
 
@@ -211,7 +257,13 @@ describe("every tool, three transports", () => {
   it("get_moment and get_transcript", async () => {
     const m = await everywhere("get_moment", { video_id: f.videoId, timestamp: 3 });
     if (!m.rest.ok) throw new Error(m.rest.text);
-    expect(m.rest.data).toMatchObject({ video_id: f.videoId, filename: "beach day.mp4", timestamp: 3, scene_start: 2, scene_end: 4 });
+    expect(m.rest.data).toMatchObject({
+      video_id: f.videoId,
+      filename: "beach day.mp4",
+      timestamp: 3,
+      scene_start: 2,
+      scene_end: 4,
+    });
     expect(m.rest.data.labels).toContain("people walking");
     expect(m.http.text).toContain("[beach day.mp4 00:02–00:04]");
 
@@ -248,7 +300,9 @@ describe("every tool, three transports", () => {
     const past = await everywhere("get_frame", { video_id: f.videoId, timestamp: 6.5 });
     expect(past.rest).toMatchObject({ ok: false, status: 422 });
     expect(past.rest.text).toContain('"input","timestamp"');
-    expect((await callers["mcp-http"]("get_frame", { video_id: f.videoId, timestamp: 6.5 })).text).toMatch(/^VALIDATION_ERROR \(422\): input\.timestamp: timestamp is past the end/);
+    expect((await callers["mcp-http"]("get_frame", { video_id: f.videoId, timestamp: 6.5 })).text).toMatch(
+      /^VALIDATION_ERROR \(422\): input\.timestamp: timestamp is past the end/,
+    );
   });
 
   it("another account's video, collection or job is a 404 tool error with the REST code on every transport", async () => {
@@ -269,10 +323,16 @@ describe("every tool, three transports", () => {
 
   it("bad input or an unknown tool over MCP is the /call 422 as a tool error naming the field, not a transport failure", async () => {
     for (const c of [callers["mcp-http"], callers["mcp-stdio"]]) {
-      expect((await c("search_videos", { query: "x", limit: 50 })).text).toMatch(/^VALIDATION_ERROR \(422\): input\.limit: /);
+      expect((await c("search_videos", { query: "x", limit: 50 })).text).toMatch(
+        /^VALIDATION_ERROR \(422\): input\.limit: /,
+      );
       expect((await c("get_video", {})).text).toMatch(/^VALIDATION_ERROR \(422\): input\.video_id: Field required/);
-      expect((await c("list_videos", { colection_id: "col_x" })).text).toMatch(/^VALIDATION_ERROR \(422\): input\.colection_id: Extra inputs/);
-      expect((await c("search_videos", {})).text).toMatch(/^VALIDATION_ERROR \(422\): input\.query: One of query, image or image_url is required/);
+      expect((await c("list_videos", { colection_id: "col_x" })).text).toMatch(
+        /^VALIDATION_ERROR \(422\): input\.colection_id: Extra inputs/,
+      );
+      expect((await c("search_videos", {})).text).toMatch(
+        /^VALIDATION_ERROR \(422\): input\.query: One of query, image or image_url is required/,
+      );
       const unknown = await c("delete_everything", {});
       expect(unknown).toMatchObject({ ok: false, status: 422, code: "VALIDATION_ERROR" });
       expect(unknown.text).toContain("tool: Unknown tool; one of search_videos");
@@ -291,7 +351,10 @@ describe("every tool, three transports", () => {
 
 describe("permissions", () => {
   it("read_only keys call every tool (the callers above use one); a revoked key and no key are 401 on both HTTP transports", async () => {
-    const created = await runCliJson(["--data-dir", f.dir, "keys", "create", "--account", f.accountId, "--name", "gone"], { VSEARCH_LOG_LEVEL: "silent" });
+    const created = await runCliJson(
+      ["--data-dir", f.dir, "keys", "create", "--account", f.accountId, "--name", "gone"],
+      { VSEARCH_LOG_LEVEL: "silent" },
+    );
     expect((await postCall(created.key, { tool: "list_collections", input: {} })).status).toBe(200);
     await runCliJson(["--data-dir", f.dir, "keys", "revoke", created.id], { VSEARCH_LOG_LEVEL: "silent" });
 
@@ -300,21 +363,41 @@ describe("permissions", () => {
     expect((await revoked.json()).detail.code).toMatch(/INVALID_API_KEY|UNAUTHORIZED/);
     expect((await postCall(null, { tool: "list_collections", input: {} })).status).toBe(401);
 
-    const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+    const init = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    };
     for (const auth of [`Bearer ${created.key}`, null]) {
       const res = await fetch(`${f.url}/v1/mcp`, {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(auth ? { authorization: auth } : {}) },
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...(auth ? { authorization: auth } : {}),
+        },
         body: JSON.stringify(init),
       });
       expect(res.status).toBe(401);
     }
     const client = new Client({ name: "t", version: "1" });
-    await expect(client.connect(new StreamableHTTPClientTransport(new URL(`${f.url}/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${created.key}` } } }))).rejects.toThrow();
+    await expect(
+      client.connect(
+        new StreamableHTTPClientTransport(new URL(`${f.url}/v1/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${created.key}` } },
+        }),
+      ),
+    ).rejects.toThrow();
   });
 
   it("vsearch mcp refuses an unknown account", async () => {
-    const r = Bun.spawn([BUN, MAIN, "--data-dir", f.dir, "mcp", "--account", "usr_nope"], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, VSEARCH_LOG_LEVEL: "silent" } });
+    const r = Bun.spawn([BUN, MAIN, "--data-dir", f.dir, "mcp", "--account", "usr_nope"], {
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, VSEARCH_LOG_LEVEL: "silent" },
+    });
     const code = await Promise.race([r.exited, Bun.sleep(30_000).then(() => -1)]);
     expect(code).toBe(1);
     expect(await new Response(r.stdout).text()).toBe("");
@@ -327,10 +410,19 @@ describe("vsearch mcp alone on a data dir", () => {
     const dir = join(f.dir, "quiet");
     const env = { VSEARCH_LOG_LEVEL: "silent" };
     const account = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "Quiet"], env);
-    const ingest = await runCliJson(["--data-dir", dir, "ingest", f.clip, "--account", account.id, "--collection", "Inbox", "--no-wait"], env);
+    const ingest = await runCliJson(
+      ["--data-dir", dir, "ingest", f.clip, "--account", account.id, "--collection", "Inbox", "--no-wait"],
+      env,
+    );
     const jobId = ingest.files[0].job_id as string;
     const client = new Client({ name: "test", version: "1" });
-    await client.connect(new StdioClientTransport({ command: BUN, args: [MAIN, "--data-dir", dir, "mcp", "--account", account.id], env: { ...(process.env as Record<string, string>), ...env } }));
+    await client.connect(
+      new StdioClientTransport({
+        command: BUN,
+        args: [MAIN, "--data-dir", dir, "mcp", "--account", account.id],
+        env: { ...(process.env as Record<string, string>), ...env },
+      }),
+    );
     try {
       const first: any = await client.callTool({ name: "get_job_status", arguments: { job_id: jobId } });
       expect(first.structuredContent.job.status).toBe("queued");
@@ -345,13 +437,17 @@ describe("vsearch mcp alone on a data dir", () => {
   });
 });
 
-const mmss = (t: number) => `${String(Math.floor(t / 60)).padStart(2, "0")}:${String(Math.floor(t % 60)).padStart(2, "0")}`;
+const mmss = (t: number) =>
+  `${String(Math.floor(t / 60)).padStart(2, "0")}:${String(Math.floor(t % 60)).padStart(2, "0")}`;
 
 /** The frame's average colour, decoded by ffmpeg to one RGB pixel. */
 async function meanColour(jpeg: Uint8Array): Promise<string> {
   const path = join(f.dir, `frame-${Math.random().toString(36).slice(2)}.jpg`);
   await Bun.write(path, jpeg);
-  const out = await ffmpeg(["-i", path, "-vf", "scale=1:1:flags=area", "-f", "rawvideo", "-pix_fmt", "rgb24"], `${path}.rgb`);
+  const out = await ffmpeg(
+    ["-i", path, "-vf", "scale=1:1:flags=area", "-f", "rawvideo", "-pix_fmt", "rgb24"],
+    `${path}.rgb`,
+  );
   const [r, g, b] = new Uint8Array(await Bun.file(out).arrayBuffer());
   return r > 150 && g < 80 && b < 80 ? "red" : b > 150 && r < 80 && g < 80 ? "blue" : `rgb(${r},${g},${b})`;
 }

@@ -66,12 +66,21 @@ describe("sessions", () => {
 
 describe("API keys (seed + SPEC §3)", () => {
   test("create: vsk_ + 40 base62, prefix of 12, secret only once, SHA-256 stored", async () => {
-    const res = await t.request("POST", "/v1/api_keys", { token: a.adminToken, json: { name: "ci", permissions: "read_only" } });
+    const res = await t.request("POST", "/v1/api_keys", {
+      token: a.adminToken,
+      json: { name: "ci", permissions: "read_only" },
+    });
     expect(res.status).toBe(201);
     const { data } = await json(res);
     expect(data.key).toMatch(/^vsk_[0-9A-Za-z]{40}$/);
     expect(data.prefix).toBe(data.key.slice(0, 12));
-    expect(data).toMatchObject({ user_id: a.accountId, name: "ci", permissions: "read_only", last_used_at: null, revoked_at: null });
+    expect(data).toMatchObject({
+      user_id: a.accountId,
+      name: "ci",
+      permissions: "read_only",
+      last_used_at: null,
+      revoked_at: null,
+    });
     const list = (await json(await t.request("GET", "/v1/api_keys", { token: a.adminToken }))).data;
     const listed = list.find((k: any) => k.id === data.id);
     expect(listed).toBeDefined();
@@ -85,7 +94,11 @@ describe("API keys (seed + SPEC §3)", () => {
 
   test("only admin sessions manage keys: API key or member session → 403", async () => {
     for (const token of [a.key, a.readOnlyKey, a.memberToken]) {
-      for (const [method, path] of [["GET", "/v1/api_keys"], ["POST", "/v1/api_keys"], ["DELETE", "/v1/api_keys/key_x"]] as const) {
+      for (const [method, path] of [
+        ["GET", "/v1/api_keys"],
+        ["POST", "/v1/api_keys"],
+        ["DELETE", "/v1/api_keys/key_x"],
+      ] as const) {
         const res = await t.request(method, path, { token, json: method === "POST" ? { name: "x" } : undefined });
         expect(res.status).toBe(403);
         expect((await json(res)).detail.code).toBe("FORBIDDEN");
@@ -94,7 +107,9 @@ describe("API keys (seed + SPEC §3)", () => {
   });
 
   test("revoke: immediate, permanent, 409 on repeat, stays listed; other account's key is 404", async () => {
-    const created = (await json(await t.request("POST", "/v1/api_keys", { token: a.adminToken, json: { name: "temp" } }))).data;
+    const created = (
+      await json(await t.request("POST", "/v1/api_keys", { token: a.adminToken, json: { name: "temp" } }))
+    ).data;
     expect((await t.request("GET", "/v1/collections", { token: created.key })).status).toBe(200);
     expect((await t.request("DELETE", `/v1/api_keys/${created.id}`, { token: b.adminToken })).status).toBe(404);
     const del = await t.request("DELETE", `/v1/api_keys/${created.id}`, { token: a.adminToken });
@@ -106,16 +121,22 @@ describe("API keys (seed + SPEC §3)", () => {
     const again = await t.request("DELETE", `/v1/api_keys/${created.id}`, { token: a.adminToken });
     expect(again.status).toBe(409);
     expect((await json(again)).detail.code).toBe("API_KEY_ALREADY_REVOKED");
-    const listed = (await json(await t.request("GET", "/v1/api_keys", { token: a.adminToken }))).data.find((k: any) => k.id === created.id);
+    const listed = (await json(await t.request("GET", "/v1/api_keys", { token: a.adminToken }))).data.find(
+      (k: any) => k.id === created.id,
+    );
     expect(listed.revoked_at).not.toBeNull();
     const missing = await t.request("DELETE", "/v1/api_keys/key_doesnotexist", { token: a.adminToken });
     expect((await json(missing)).detail.code).toBe("API_KEY_NOT_FOUND");
   });
 
   test("last_used_at is set on use", async () => {
-    const created = (await json(await t.request("POST", "/v1/api_keys", { token: a.adminToken, json: { name: "used" } }))).data;
+    const created = (
+      await json(await t.request("POST", "/v1/api_keys", { token: a.adminToken, json: { name: "used" } }))
+    ).data;
     await t.request("GET", "/v1/collections", { token: created.key });
-    const listed = (await json(await t.request("GET", "/v1/api_keys", { token: a.adminToken }))).data.find((k: any) => k.id === created.id);
+    const listed = (await json(await t.request("GET", "/v1/api_keys", { token: a.adminToken }))).data.find(
+      (k: any) => k.id === created.id,
+    );
     expect(listed.last_used_at).not.toBeNull();
   });
 
@@ -127,12 +148,20 @@ describe("API keys (seed + SPEC §3)", () => {
     expect(second.status).toBe(402);
     expect((await json(second)).detail.code).toBe("API_KEY_LIMIT_REACHED");
     await t.request("DELETE", `/v1/api_keys/${(await json(first)).data.id}`, { token: free.adminToken });
-    expect((await t.request("POST", "/v1/api_keys", { token: free.adminToken, json: { name: "three" } })).status).toBe(201);
+    expect((await t.request("POST", "/v1/api_keys", { token: free.adminToken, json: { name: "three" } })).status).toBe(
+      201,
+    );
   });
 
   test("key input validation: bad permissions, unknown fields, empty and long names", async () => {
     t.clock.now += 61_000; // a fresh rate-limit window: the tests above used this session's budget
-    for (const body of [{ name: "x", permissions: "root" }, { name: "x", extra: 1 }, { name: "   " }, { name: "x".repeat(256) }, { name: 5 }]) {
+    for (const body of [
+      { name: "x", permissions: "root" },
+      { name: "x", extra: 1 },
+      { name: "   " },
+      { name: "x".repeat(256) },
+      { name: 5 },
+    ]) {
       const res = await t.request("POST", "/v1/api_keys", { token: a.adminToken, json: body });
       expect(res.status).toBe(422);
     }

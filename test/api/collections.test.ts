@@ -64,7 +64,13 @@ describe("collections (SPEC §4)", () => {
     const paged = await json(await t.request("GET", "/v1/collections?page=2&per_page=2", { token: fresh.key }));
     expect(paged.data.map((c: any) => c.name)).toEqual(["three"]);
     const got = await json(await t.request("GET", `/v1/collections/${body.data[0].id}`, { token: fresh.key }));
-    expect(got.data).toMatchObject({ name: "one", video_count: 0, total_duration_secs: 0, storage_bytes: 0, thumbnail_urls: [] });
+    expect(got.data).toMatchObject({
+      name: "one",
+      video_count: 0,
+      total_duration_secs: 0,
+      storage_bytes: 0,
+      thumbnail_urls: [],
+    });
     expect((await t.request("GET", "/v1/collections?per_page=101", { token: fresh.key })).status).toBe(422);
   });
 

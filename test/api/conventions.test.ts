@@ -26,9 +26,15 @@ describe("HTTP conventions (SPEC §2)", () => {
   });
 
   test("a caller-supplied X-Request-Id is kept; a hostile one is replaced", async () => {
-    const kept = await t.request("GET", "/v1/collections", { token: tenant.key, headers: { "x-request-id": "trace-123" } });
+    const kept = await t.request("GET", "/v1/collections", {
+      token: tenant.key,
+      headers: { "x-request-id": "trace-123" },
+    });
     expect((await json(kept)).meta.request_id).toBe("trace-123");
-    const replaced = await t.request("GET", "/v1/collections", { token: tenant.key, headers: { "x-request-id": "bad id\u0007" } });
+    const replaced = await t.request("GET", "/v1/collections", {
+      token: tenant.key,
+      headers: { "x-request-id": "bad id\u0007" },
+    });
     expect((await json(replaced)).meta.request_id).toMatch(/^req_/);
   });
 
@@ -41,7 +47,11 @@ describe("HTTP conventions (SPEC §2)", () => {
 
   test("malformed JSON is a 422 detail[] and changes nothing", async () => {
     const before = count();
-    const res = await t.request("POST", "/v1/collections", { token: tenant.key, body: "{bad", headers: { "content-type": "application/json" } });
+    const res = await t.request("POST", "/v1/collections", {
+      token: tenant.key,
+      body: "{bad",
+      headers: { "content-type": "application/json" },
+    });
     expect(res.status).toBe(422);
     const body = await json(res);
     expect(body.detail[0]).toMatchObject({ loc: ["body"], type: "json_invalid" });
@@ -49,7 +59,11 @@ describe("HTTP conventions (SPEC §2)", () => {
   });
 
   test("wrong content type is a 422 detail[]", async () => {
-    const res = await t.request("POST", "/v1/collections", { token: tenant.key, body: "name=x", headers: { "content-type": "text/plain" } });
+    const res = await t.request("POST", "/v1/collections", {
+      token: tenant.key,
+      body: "name=x",
+      headers: { "content-type": "text/plain" },
+    });
     expect(res.status).toBe(422);
     expect((await json(res)).detail[0]).toMatchObject({ loc: ["body"], type: "content_type" });
   });
@@ -57,20 +71,35 @@ describe("HTTP conventions (SPEC §2)", () => {
   test("a missing body is a 422 with loc body.name", async () => {
     const res = await t.request("POST", "/v1/collections", { token: tenant.key });
     expect(res.status).toBe(422);
-    expect((await json(res)).detail[0]).toMatchObject({ loc: ["body", "name"], type: "missing", msg: "Field required" });
+    expect((await json(res)).detail[0]).toMatchObject({
+      loc: ["body", "name"],
+      type: "missing",
+      msg: "Field required",
+    });
   });
 
   test("non-UTF-8 bytes are refused, not stored as replacement characters", async () => {
     const before = count();
-    const bytes = new Uint8Array([...new TextEncoder().encode('{"name":"caf'), 0xe9, ...new TextEncoder().encode('"}')]);
-    const res = await t.request("POST", "/v1/collections", { token: tenant.key, body: bytes, headers: { "content-type": "application/json" } });
+    const bytes = new Uint8Array([
+      ...new TextEncoder().encode('{"name":"caf'),
+      0xe9,
+      ...new TextEncoder().encode('"}'),
+    ]);
+    const res = await t.request("POST", "/v1/collections", {
+      token: tenant.key,
+      body: bytes,
+      headers: { "content-type": "application/json" },
+    });
     expect(res.status).toBe(422);
     expect((await json(res)).detail[0].type).toBe("unicode_decode_error");
     expect(count()).toBe(before);
   });
 
   test("huge bodies are capped with 413", async () => {
-    const res = await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "x".repeat(2 * 1024 * 1024) } });
+    const res = await t.request("POST", "/v1/collections", {
+      token: tenant.key,
+      json: { name: "x".repeat(2 * 1024 * 1024) },
+    });
     expect(res.status).toBe(413);
     expect((await json(res)).detail.code).toBe("PAYLOAD_TOO_LARGE");
   });
@@ -105,7 +134,6 @@ describe("HTTP conventions (SPEC §2)", () => {
     expect(post.responses["422"]).toBeDefined();
     expect(doc.paths["/v1/api_keys"].get.security).toEqual([{ sessionToken: [] }]);
   });
-
 
   test("healthz, readyz and metrics", async () => {
     expect((await t.request("GET", "/healthz")).status).toBe(200);

@@ -60,7 +60,8 @@ export function readTree(root: string): SourceFile[] {
     for (const name of readdirSync(dir).sort()) {
       const p = join(dir, name);
       if (statSync(p).isDirectory()) walk(p);
-      else if (/\.(ts|tsx|mts)$/.test(name)) out.push({ path: relative(root, p).split("\\").join("/"), text: readFileSync(p, "utf8") });
+      else if (/\.(ts|tsx|mts)$/.test(name))
+        out.push({ path: relative(root, p).split("\\").join("/"), text: readFileSync(p, "utf8") });
     }
   };
   walk(root);
@@ -124,16 +125,24 @@ export function checkImports(files: SourceFile[], rules: Rules): string[] {
   // 1. Domains never import an edge.
   for (const e of edges) {
     if (!domains.has(e.from)) continue;
-    if (e.to && EDGE_FOLDERS.has(e.to)) problems.push(`${e.file}: domain folder ${e.from} imports ${e.spec} (an edge: ${e.to})`);
-    if (e.to === null && isHono(e.spec) && !(e.spec === "@hono/zod-openapi" && posix.basename(e.file) === "schema.ts")) {
-      problems.push(`${e.file}: domain folder ${e.from} imports ${e.spec} (only a schema.ts may import @hono/zod-openapi)`);
+    if (e.to && EDGE_FOLDERS.has(e.to))
+      problems.push(`${e.file}: domain folder ${e.from} imports ${e.spec} (an edge: ${e.to})`);
+    if (
+      e.to === null &&
+      isHono(e.spec) &&
+      !(e.spec === "@hono/zod-openapi" && posix.basename(e.file) === "schema.ts")
+    ) {
+      problems.push(
+        `${e.file}: domain folder ${e.from} imports ${e.spec} (only a schema.ts may import @hono/zod-openapi)`,
+      );
     }
   }
 
   // 2. Layers: every node placed; no upward import outside the allow-list; no cycle in a layer.
   const nodes = new Set(files.map((f) => nodeOf(f.path)));
   for (const n of [...nodes].sort()) {
-    if (!layerOf.has(n)) problems.push(`${n} is in no layer: place it in LAYERS (test/architecture/layers.ts) and docs/ARCHITECTURE.md`);
+    if (!layerOf.has(n))
+      problems.push(`${n} is in no layer: place it in LAYERS (test/architecture/layers.ts) and docs/ARCHITECTURE.md`);
   }
   const used = new Set<AllowedUpward>();
   const sameLayer = new Map<string, Set<string>>();
@@ -145,19 +154,24 @@ export function checkImports(files: SourceFile[], rules: Rules): string[] {
     const allowed = rules.allowUpward.find((x) => x.from === e.file && x.to === e.to);
     if (b > a) {
       if (allowed) used.add(allowed);
-      else problems.push(`${e.file}: upward import ${e.from} → ${e.to} (${e.spec}); turn it around or add it to the allow-list with a reason`);
+      else
+        problems.push(
+          `${e.file}: upward import ${e.from} → ${e.to} (${e.spec}); turn it around or add it to the allow-list with a reason`,
+        );
     } else if (a === b && !allowed) {
       (sameLayer.get(e.from) ?? sameLayer.set(e.from, new Set()).get(e.from)!).add(e.to);
     }
   }
   for (const x of rules.allowUpward) {
-    if (!used.has(x)) problems.push(`allow-list entry ${x.from} → ${x.to} matches no upward import any more: remove it`);
+    if (!used.has(x))
+      problems.push(`allow-list entry ${x.from} → ${x.to} matches no upward import any more: remove it`);
   }
   for (const group of findCycles(sameLayer)) problems.push(`import cycle inside a layer among ${group.join(", ")}`);
 
   // 4. The test seam stays a test seam.
   for (const f of files) {
-    if (f.path !== "app.ts" && /\.internals\b/.test(f.text)) problems.push(`${f.path}: reads app.internals (a benchmark seam only; use services)`);
+    if (f.path !== "app.ts" && /\.internals\b/.test(f.text))
+      problems.push(`${f.path}: reads app.internals (a benchmark seam only; use services)`);
   }
 
   // 5. The store seam.
@@ -167,14 +181,20 @@ export function checkImports(files: SourceFile[], rules: Rules): string[] {
     if (isStoreModule(e.file)) continue;
     if (e.spec === "bun:sqlite") {
       if (exceptions.some((x) => x.file === e.file)) usedExceptions.add(e.file);
-      else problems.push(`${e.file}: imports bun:sqlite outside a store; take a UnitOfWork (store/unit-of-work.ts) and stores instead`);
+      else
+        problems.push(
+          `${e.file}: imports bun:sqlite outside a store; take a UnitOfWork (store/unit-of-work.ts) and stores instead`,
+        );
     }
     if (e.target === "store/database.ts" && e.file !== "app.ts") {
-      problems.push(`${e.file}: imports the database handle (store/database.ts); only stores and the composition root (app.ts) may`);
+      problems.push(
+        `${e.file}: imports the database handle (store/database.ts); only stores and the composition root (app.ts) may`,
+      );
     }
   }
   for (const x of exceptions) {
-    if (!usedExceptions.has(x.file)) problems.push(`bun:sqlite exception ${x.file} matches no import any more: remove it`);
+    if (!usedExceptions.has(x.file))
+      problems.push(`bun:sqlite exception ${x.file} matches no import any more: remove it`);
   }
   return problems;
 }

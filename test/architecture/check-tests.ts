@@ -78,7 +78,9 @@ function internalsReads(f: SourceFile): number[] {
     const hit =
       (ts.isPropertyAccessExpression(n) && n.name.text === "internals") ||
       (ts.isStringLiteralLike(n) && n.text === "internals") ||
-      (ts.isBindingElement(n) && ts.isObjectBindingPattern(n.parent) && (n.propertyName ?? n.name).getText(sf) === "internals");
+      (ts.isBindingElement(n) &&
+        ts.isObjectBindingPattern(n.parent) &&
+        (n.propertyName ?? n.name).getText(sf) === "internals");
     if (hit) lines.add(sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1);
     ts.forEachChild(n, visit);
   };
@@ -108,16 +110,22 @@ export function checkTests(files: SourceFile[], exceptions: TestRuleException[])
   for (const f of files) {
     const internals = internalsReads(f);
     if (internals.length && !excused(f.path, "app-internals")) {
-      problems.push(`${f.path}:${internals.join(",")}: reads app.internals (a benchmark seam); go through HTTP, services or t.stores`);
+      problems.push(
+        `${f.path}:${internals.join(",")}: reads app.internals (a benchmark seam); go through HTTP, services or t.stores`,
+      );
     }
     const opens = f.path === DATABASE_OPENER ? [] : databaseImports(f);
     if (opens.length && !excused(f.path, "database")) {
-      problems.push(`${f.path}: opens a database (imports ${opens.join(", ")}); read and set up state through ${DATABASE_OPENER}`);
+      problems.push(
+        `${f.path}: opens a database (imports ${opens.join(", ")}); read and set up state through ${DATABASE_OPENER}`,
+      );
     }
     const sql = sqlTexts(f);
     if (sql.length && !excused(f.path, "sql")) {
       for (const [line, text] of sql) {
-        problems.push(`${f.path}:${line}: SQL text ${JSON.stringify(text.trim().slice(0, 60))}; use a store method (a narrow new one in src/<domain>/store.ts if none fits)`);
+        problems.push(
+          `${f.path}:${line}: SQL text ${JSON.stringify(text.trim().slice(0, 60))}; use a store method (a narrow new one in src/<domain>/store.ts if none fits)`,
+        );
       }
     }
   }

@@ -31,11 +31,17 @@ describe("the checker, on a synthetic tree", () => {
   };
   const tree = (extra: SourceFile[] = []): SourceFile[] => [
     { path: "core/ids.ts", text: "export const id = 1;" },
-    { path: "videos/service.ts", text: 'import { id } from "../core/ids.ts";\nimport type { Job } from "../jobs/store.ts";' },
+    {
+      path: "videos/service.ts",
+      text: 'import { id } from "../core/ids.ts";\nimport type { Job } from "../jobs/store.ts";',
+    },
     { path: "videos/schema.ts", text: 'import { z } from "@hono/zod-openapi";' },
     { path: "jobs/store.ts", text: "export interface Job {}" },
     { path: "http/route.ts", text: 'import type { Context } from "hono";' },
-    { path: "api/videos.ts", text: 'import { ok } from "../http/route.ts";\nimport type { VideoService } from "../videos/service.ts";' },
+    {
+      path: "api/videos.ts",
+      text: 'import { ok } from "../http/route.ts";\nimport type { VideoService } from "../videos/service.ts";',
+    },
     { path: "app.ts", text: 'import { register } from "./api/videos.ts";' },
     ...extra,
   ];
@@ -58,10 +64,15 @@ describe("the checker, on a synthetic tree", () => {
     const domainLines = problems.filter((p) => p.includes(": domain folder "));
     expect(domainLines).toHaveLength(5);
     // The two edge imports also point upward through the layers; the hono ones are packages.
-    expect(problems.filter((p) => p.includes("upward import")).map((p) => p.split(":")[0])).toEqual(["videos/routes.ts", "jobs/service.ts"]);
+    expect(problems.filter((p) => p.includes("upward import")).map((p) => p.split(":")[0])).toEqual([
+      "videos/routes.ts",
+      "jobs/service.ts",
+    ]);
     expect(problems).toHaveLength(7);
     expect(domainLines[0]).toMatch(/^videos\/routes\.ts: domain folder videos\/ imports \.\.\/http\/route\.ts/);
-    expect(problems.some((p) => p.startsWith("jobs/service.ts: domain folder jobs/ imports ../api/videos.ts"))).toBe(true);
+    expect(problems.some((p) => p.startsWith("jobs/service.ts: domain folder jobs/ imports ../api/videos.ts"))).toBe(
+      true,
+    );
     expect(problems.some((p) => p.startsWith("videos/store.ts:") && p.includes("hono"))).toBe(true);
     expect(problems.some((p) => p.startsWith("jobs/schema.ts:") && p.includes("hono/http-exception"))).toBe(true);
     expect(problems.some((p) => p.startsWith("jobs/types.ts:") && p.includes("@hono/zod-openapi"))).toBe(true);
@@ -90,7 +101,9 @@ describe("the checker, on a synthetic tree", () => {
 
   test("only app.ts reads app.internals", () => {
     const leak = tree([{ path: "api/doctor.ts", text: "export const f = (app: any) => app.internals.db;" }]);
-    expect(checkImports(leak, rules)).toEqual(["api/doctor.ts: reads app.internals (a benchmark seam only; use services)"]);
+    expect(checkImports(leak, rules)).toEqual([
+      "api/doctor.ts: reads app.internals (a benchmark seam only; use services)",
+    ]);
   });
 
   test("only store modules import bun:sqlite, unless excepted; only stores and app.ts import store/database.ts", () => {
@@ -98,9 +111,15 @@ describe("the checker, on a synthetic tree", () => {
       { path: "store/database.ts", text: 'import { Database } from "bun:sqlite";' },
       { path: "store/unit-of-work.ts", text: 'import type { Database } from "bun:sqlite";' },
       { path: "jobs/store.ts", text: 'import type { Database } from "bun:sqlite";' },
-      { path: "videos/feedback-store.ts", text: 'import type { Database } from "bun:sqlite";\nimport { openDatabase } from "../store/database.ts";' },
+      {
+        path: "videos/feedback-store.ts",
+        text: 'import type { Database } from "bun:sqlite";\nimport { openDatabase } from "../store/database.ts";',
+      },
       // The composition root (replacing the plain app.ts) opens the store.
-      { path: "app.ts", text: 'import { register } from "./api/videos.ts";\nimport { openStore } from "./store/database.ts";' },
+      {
+        path: "app.ts",
+        text: 'import { register } from "./api/videos.ts";\nimport { openStore } from "./store/database.ts";',
+      },
     ]).filter((f) => f.path !== "app.ts" || f.text.includes("openStore"));
     const layered: Rules = { ...rules, layers: [["core/", "store/"], ...rules.layers.slice(1)] };
     expect(checkImports(stores, layered)).toEqual([]);
@@ -116,12 +135,18 @@ describe("the checker, on a synthetic tree", () => {
       "videos/purge.ts: imports bun:sqlite outside a store; take a UnitOfWork (store/unit-of-work.ts) and stores instead",
       "jobs/runner.ts: imports the database handle (store/database.ts); only stores and the composition root (app.ts) may",
     ]);
-    const excepted = { ...layered, sqliteExceptions: [{ file: "jobs/service.ts", reason: "test" }, { file: "videos/purge.ts", reason: "test" }] };
+    const excepted = {
+      ...layered,
+      sqliteExceptions: [
+        { file: "jobs/service.ts", reason: "test" },
+        { file: "videos/purge.ts", reason: "test" },
+      ],
+    };
     expect(checkImports(leaky, excepted)).toEqual([
       "jobs/runner.ts: imports the database handle (store/database.ts); only stores and the composition root (app.ts) may",
     ]);
-    expect(checkImports(tree(), { ...layered, sqliteExceptions: [{ file: "jobs/service.ts", reason: "test" }] })).toEqual([
-      "bun:sqlite exception jobs/service.ts matches no import any more: remove it",
-    ]);
+    expect(
+      checkImports(tree(), { ...layered, sqliteExceptions: [{ file: "jobs/service.ts", reason: "test" }] }),
+    ).toEqual(["bun:sqlite exception jobs/service.ts matches no import any more: remove it"]);
   });
 });

@@ -7,7 +7,20 @@ import type { AllowedUpward } from "./check-imports.ts";
 
 /** From the bottom up. A new top-level folder goes into the lowest layer that holds all it imports. */
 export const LAYERS: string[][] = [
-  ["core/", "version.ts", "sql.d.ts", "config/", "observability/", "net/", "signing/", "store/", "vector/", "media/", "runtime/", "ocr/"],
+  [
+    "core/",
+    "version.ts",
+    "sql.d.ts",
+    "config/",
+    "observability/",
+    "net/",
+    "signing/",
+    "store/",
+    "vector/",
+    "media/",
+    "runtime/",
+    "ocr/",
+  ],
   ["inference/"],
   ["models/"],
   ["events/", "indexing/", "jobs/"],
@@ -26,11 +39,27 @@ export const LAYERS: string[][] = [
 ];
 
 export const ALLOW_UPWARD: AllowedUpward[] = [
-  { from: "runtime/self-test.ts", to: "inference/", reason: "the self-test proves the embedded ONNX Runtime by running one session in a pool worker" },
-  { from: "inference/host.ts", to: "models/", reason: "the host reads which model serves each role (ModelCatalog, a type) to probe devices and start pools" },
-  { from: "api-keys/service.ts", to: "auth/", reason: "a key's permissions are checked against the caller, whose Principal type lives in auth/schema.ts" },
+  {
+    from: "runtime/self-test.ts",
+    to: "inference/",
+    reason: "the self-test proves the embedded ONNX Runtime by running one session in a pool worker",
+  },
+  {
+    from: "inference/host.ts",
+    to: "models/",
+    reason: "the host reads which model serves each role (ModelCatalog, a type) to probe devices and start pools",
+  },
+  {
+    from: "api-keys/service.ts",
+    to: "auth/",
+    reason: "a key's permissions are checked against the caller, whose Principal type lives in auth/schema.ts",
+  },
   { from: "accounts/deletion.ts", to: "videos/", reason: "deleting an account purges its videos and their files" },
-  { from: "accounts/deletion.ts", to: "webhooks/", reason: "deleting an account delivers account.deleted, then drops its subscriptions" },
+  {
+    from: "accounts/deletion.ts",
+    to: "webhooks/",
+    reason: "deleting an account delivers account.deleted, then drops its subscriptions",
+  },
 ];
 
 /**

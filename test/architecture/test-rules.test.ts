@@ -25,12 +25,15 @@ describe("test/ rules", () => {
 
   test("the SQL matcher finds the statements the stores run", () => {
     // Vacuity guard: the same matcher over src/'s stores must find their SQL.
-    const stores = readTree(join(ROOT, "src")).filter((f) => /(^|\/)[\w-]*store\.ts$/.test(f.path) || f.path.startsWith("store/"));
+    const stores = readTree(join(ROOT, "src")).filter(
+      (f) => /(^|\/)[\w-]*store\.ts$/.test(f.path) || f.path.startsWith("store/"),
+    );
     expect(stores.length).toBeGreaterThan(15);
     const found = stores.flatMap((f) => sqlTexts(f));
     expect(found.length).toBeGreaterThan(100);
     const starts = new Set(found.map(([, text]) => text.trim().split(/\s+/)[0].toUpperCase()));
-    for (const verb of ["SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "PRAGMA"]) expect(starts, verb).toContain(verb);
+    for (const verb of ["SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "PRAGMA"])
+      expect(starts, verb).toContain(verb);
   });
 });
 
@@ -44,7 +47,7 @@ describe("the checker, on synthetic files", () => {
       'const m = /^(\\d+)$/.exec("42");',
       'expect(text).not.toContain("secret internals");',
       'test("credits grant/show and accounts delete from the CLI", () => {});',
-      "search({ query: \"'; DROP TABLE shots; --\" });",
+      'search({ query: "\'; DROP TABLE shots; --" });',
       'bad({ threshold_key: "DROP TABLE" });',
       "// SELECT * FROM videos, in a comment, is prose",
     ].join("\n"),
@@ -52,7 +55,10 @@ describe("the checker, on synthetic files", () => {
 
   test("a clean file passes; the stores helper may open the database", () => {
     expect(checkTests([clean], [])).toEqual([]);
-    const opener = { path: DATABASE_OPENER, text: 'import { openDatabase } from "../../src/store/database.ts";\nexport const open = (f: string) => openDatabase(f);' };
+    const opener = {
+      path: DATABASE_OPENER,
+      text: 'import { openDatabase } from "../../src/store/database.ts";\nexport const open = (f: string) => openDatabase(f);',
+    };
     expect(checkTests([opener], [])).toEqual([]);
   });
 
@@ -93,7 +99,7 @@ describe("the checker, on synthetic files", () => {
         text: [
           'const n = store.db.query("SELECT count(*) AS n FROM videos").get();',
           "db.run(`DELETE FROM ${table} WHERE id = ?`, id);",
-          "db.exec(\"UPDATE videos \" + \"SET status = 'ready'\");",
+          'db.exec("UPDATE videos " + "SET status = \'ready\'");',
           "db.query('select id from videos').all();",
           'db.exec("PRAGMA foreign_keys = OFF");',
           "db.exec(`\n  INSERT OR REPLACE INTO jobs (id) VALUES (?)`);",
@@ -106,18 +112,35 @@ describe("the checker, on synthetic files", () => {
     ];
     const problems = checkTests(files, []);
     expect(problems.map((p) => p.split(": SQL text")[0])).toEqual([
-      "sql.test.ts:1", "sql.test.ts:2", "sql.test.ts:3", "sql.test.ts:4", "sql.test.ts:5", "sql.test.ts:6", "sql.test.ts:8", "sql.test.ts:9", "sql.test.ts:10",
+      "sql.test.ts:1",
+      "sql.test.ts:2",
+      "sql.test.ts:3",
+      "sql.test.ts:4",
+      "sql.test.ts:5",
+      "sql.test.ts:6",
+      "sql.test.ts:8",
+      "sql.test.ts:9",
+      "sql.test.ts:10",
       `${DATABASE_OPENER}:1`,
     ]);
-    expect(problems[1]).toBe('sql.test.ts:2: SQL text "DELETE FROM ? WHERE id = ?"; use a store method (a narrow new one in src/<domain>/store.ts if none fits)');
+    expect(problems[1]).toBe(
+      'sql.test.ts:2: SQL text "DELETE FROM ? WHERE id = ?"; use a store method (a narrow new one in src/<domain>/store.ts if none fits)',
+    );
   });
 
   test("an exception excuses one rule in one file; one that matches nothing fails", () => {
-    const bad: SourceFile = { path: "raw.test.ts", text: 'import { Database } from "bun:sqlite";\nnew Database(":memory:").run("CREATE TABLE t (v INTEGER)");' };
+    const bad: SourceFile = {
+      path: "raw.test.ts",
+      text: 'import { Database } from "bun:sqlite";\nnew Database(":memory:").run("CREATE TABLE t (v INTEGER)");',
+    };
     const database: TestRuleException = { file: "raw.test.ts", rule: "database", reason: "test" };
     const sql: TestRuleException = { file: "raw.test.ts", rule: "sql", reason: "test" };
-    expect(checkTests([bad], [database])).toEqual([expect.stringMatching(/^raw\.test\.ts:2: SQL text "CREATE TABLE t/)]);
+    expect(checkTests([bad], [database])).toEqual([
+      expect.stringMatching(/^raw\.test\.ts:2: SQL text "CREATE TABLE t/),
+    ]);
     expect(checkTests([bad], [database, sql])).toEqual([]);
-    expect(checkTests([clean], [database])).toEqual(["exception raw.test.ts (database) matches nothing any more: remove it"]);
+    expect(checkTests([clean], [database])).toEqual([
+      "exception raw.test.ts (database) matches nothing any more: remove it",
+    ]);
   });
 });

@@ -10,7 +10,11 @@ import { FIXTURE_MODELS } from "../helpers/models.ts";
 const root = mkdtempSync(join(tmpdir(), "vsearch-backup-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const env = { VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_SEARCH: "100000", VSEARCH_RATE_LIMIT_UPLOAD: "1000" };
+const env = {
+  VSEARCH_RATE_LIMIT_JOBS: "100000",
+  VSEARCH_RATE_LIMIT_SEARCH: "100000",
+  VSEARCH_RATE_LIMIT_UPLOAD: "1000",
+};
 
 /** What a search answers, without what legitimately differs between two servers (URLs, timing). */
 async function searchResults(url: string, key: string, image: string) {
@@ -19,19 +23,35 @@ async function searchResults(url: string, key: string, image: string) {
   fd.append("image", Bun.file(image), "frame.png");
   fd.append("modes", "video");
   fd.append("modes", "scene");
-  const res = await fetch(`${url}/v1/search`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: fd });
+  const res = await fetch(`${url}/v1/search`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}` },
+    body: fd,
+  });
   const body = (await res.json()) as any;
   expect(res.status, JSON.stringify(body)).toBe(200);
   return body.data.map((v: any) => ({
     video_id: v.video_id,
     filename: v.filename,
-    segments: v.segments.map((s: any) => ({ start: s.timestamp_start, end: s.timestamp_end, score: s.score, raw: s.raw_score, type: s.type })),
+    segments: v.segments.map((s: any) => ({
+      start: s.timestamp_start,
+      end: s.timestamp_end,
+      score: s.score,
+      raw: s.raw_score,
+      type: s.type,
+    })),
   }));
 }
 
 async function waitJobs(url: string, key: string, ids: string[]) {
   for (let i = 0; i < 1200; i++) {
-    const jobs = await Promise.all(ids.map(async (id) => ((await (await fetch(`${url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as any).data));
+    const jobs = await Promise.all(
+      ids.map(
+        async (id) =>
+          ((await (await fetch(`${url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as any)
+            .data,
+      ),
+    );
     if (jobs.every((j) => j.status === "done" || j.status === "failed")) return jobs;
     await Bun.sleep(50);
   }
@@ -42,12 +62,35 @@ test("backup while serve runs → restore into an empty dir → the same search 
   const media = scratchDir("backup");
   const clips = await Promise.all(
     ["testsrc2", "smptebars", "rgbtestsrc"].map((src, i) =>
-      ffmpeg(["-f", "lavfi", "-i", `${src}=size=320x240:rate=10:duration=${3 + i}`, "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(media, `${src}.mp4`)),
+      ffmpeg(
+        [
+          "-f",
+          "lavfi",
+          "-i",
+          `${src}=size=320x240:rate=10:duration=${3 + i}`,
+          "-c:v",
+          "libx264",
+          "-preset",
+          "ultrafast",
+          "-pix_fmt",
+          "yuv420p",
+        ],
+        join(media, `${src}.mp4`),
+      ),
     ),
   );
   const frame = await ffmpeg(["-ss", "1", "-i", clips[0], "-frames:v", "1"], join(media, "frame.png"));
   const a = join(root, "a");
-  await runCliJson(["--data-dir", a, "models", "import", join(FIXTURE_MODELS, "tiny-random-clip"), "--role", "image-text", "--no-load-check"]);
+  await runCliJson([
+    "--data-dir",
+    a,
+    "models",
+    "import",
+    join(FIXTURE_MODELS, "tiny-random-clip"),
+    "--role",
+    "image-text",
+    "--no-load-check",
+  ]);
   const acct = await runCliJson(["--data-dir", a, "accounts", "create", "--name", "backup"]);
   const key = (await runCliJson(["--data-dir", a, "keys", "create", "--account", acct.id, "--name", "k"])).key;
   const auth = { authorization: `Bearer ${key}` };
@@ -59,7 +102,8 @@ test("backup while serve runs → restore into an empty dir → the same search 
   try {
     const col = await postCollection(server.url, key);
     const jobIds: string[] = [];
-    for (const clip of clips.slice(0, 2)) jobIds.push((await postUpload(server.url, key, col, clip, clip.split("/").pop()!)).job_id);
+    for (const clip of clips.slice(0, 2))
+      jobIds.push((await postUpload(server.url, key, col, clip, clip.split("/").pop()!)).job_id);
     expect((await waitJobs(server.url, key, jobIds)).map((j) => j.status)).toEqual(["done", "done"]);
     before = await searchResults(server.url, key, frame);
     expect(before.length).toBeGreaterThan(0);
@@ -70,7 +114,9 @@ test("backup while serve runs → restore into an empty dir → the same search 
     fd.append("collection_id", col);
     fd.append("file", Bun.file(clips[2]), "late.mp4");
     const [late, backup] = await Promise.all([
-      fetch(`${server.url}/v1/upload`, { method: "POST", headers: auth, body: fd }).then(async (r) => ((await r.json()) as any).data),
+      fetch(`${server.url}/v1/upload`, { method: "POST", headers: auth, body: fd }).then(
+        async (r) => ((await r.json()) as any).data,
+      ),
       runCliJson(["--data-dir", a, "backup", archive, "--include-models"], env),
     ]);
     expect(backup).toMatchObject({ file: archive, include_models: true, videos_without_files: [] });
@@ -91,7 +137,13 @@ test("backup while serve runs → restore into an empty dir → the same search 
   expect(restored.backup.include_models).toBe(true);
   expect(restored.videos).toBeGreaterThanOrEqual(2);
   const check = await runCliJson(["--data-dir", b, "check"]);
-  expect(check).toMatchObject({ ok: true, sqlite_integrity: "ok", foreign_key_violations: 0, orphan_video_dirs: [], videos_missing_source: [] });
+  expect(check).toMatchObject({
+    ok: true,
+    sqlite_integrity: "ok",
+    foreign_key_violations: 0,
+    orphan_video_dirs: [],
+    videos_missing_source: [],
+  });
 
   // A non-empty dir is refused, nothing changes; --force replaces it.
   const c = join(root, "c");
@@ -137,10 +189,16 @@ test("backup while serve runs → restore into an empty dir → the same search 
     // A job the snapshot caught mid-run runs again on start; then the corpus is the same.
     const jobs = ((await (await fetch(`${server.url}/v1/jobs?per_page=100`, { headers: auth })).json()) as any).data;
     expect(jobs).toHaveLength(inSnapshot);
-    await waitJobs(server.url, key, jobs.map((j: any) => j.id));
+    await waitJobs(
+      server.url,
+      key,
+      jobs.map((j: any) => j.id),
+    );
     const after = await searchResults(server.url, key, frame);
     expect(after).toEqual(before);
-    const media = ((await (await fetch(`${server.url}/v1/videos/${before[0].video_id}`, { headers: auth })).json()) as any).data;
+    const media = (
+      (await (await fetch(`${server.url}/v1/videos/${before[0].video_id}`, { headers: auth })).json()) as any
+    ).data;
     const poster = await fetch(media.thumbnail_url);
     expect(poster.status).toBe(200);
     expect(poster.headers.get("content-type")).toContain("image/jpeg");

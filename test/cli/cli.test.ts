@@ -9,10 +9,33 @@ describe("CLI as a subprocess", () => {
     const d = tempDir();
     const acct = await runCliJson(["--data-dir", d, "accounts", "create", "--name", "Acme", "--plan", "payg"]);
     expect(acct).toMatchObject({ id: expect.stringMatching(/^usr_/), name: "Acme", plan: "payg" });
-    const user = await runCliJson(["--data-dir", d, "users", "create", "--account", acct.id, "--email", "Ops@Example.com", "--password", "hunter2hunter2", "--admin"]);
+    const user = await runCliJson([
+      "--data-dir",
+      d,
+      "users",
+      "create",
+      "--account",
+      acct.id,
+      "--email",
+      "Ops@Example.com",
+      "--password",
+      "hunter2hunter2",
+      "--admin",
+    ]);
     expect(user).toMatchObject({ email: "ops@example.com", role: "admin", account_id: acct.id });
     expect(user.password_hash).toBeUndefined();
-    const key = await runCliJson(["--data-dir", d, "keys", "create", "--account", acct.id, "--name", "ci", "--permissions", "read_only"]);
+    const key = await runCliJson([
+      "--data-dir",
+      d,
+      "keys",
+      "create",
+      "--account",
+      acct.id,
+      "--name",
+      "ci",
+      "--permissions",
+      "read_only",
+    ]);
     expect(key.key).toMatch(/^vsk_[0-9A-Za-z]{40}$/);
     const list = await runCliJson(["--data-dir", d, "keys", "list", "--account", acct.id]);
     expect(list).toHaveLength(1);
@@ -79,7 +102,9 @@ describe("credits and account deletion from the CLI", () => {
     const acct = await runCliJson(["--data-dir", d, "accounts", "create", "--name", "Meter"]);
     const shown = await runCliJson(["--data-dir", d, "credits", "show", "--account", acct.id]);
     expect(shown).toMatchObject({ balance: null, metered: false });
-    expect(await runCliJson(["--data-dir", d, "credits", "grant", "--account", acct.id, "--amount", "50"])).toMatchObject({ balance: 50 });
+    expect(
+      await runCliJson(["--data-dir", d, "credits", "grant", "--account", acct.id, "--amount", "50"]),
+    ).toMatchObject({ balance: 50 });
     const bad = await runCli(["--data-dir", d, "credits", "grant", "--account", acct.id, "--amount", "-3"]);
     expect(bad.code).toBe(1);
     const deleted = await runCliJson(["--data-dir", d, "accounts", "delete", acct.id]);

@@ -12,10 +12,39 @@ test("ingest of the same folder twice adds only new files; --force re-indexes; o
   const media = scratchDir("ingest-twice");
   const folder = join(media, "folder");
   mkdirSync(folder, { recursive: true });
-  const a = await ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(folder, "a.mp4"));
-  await ffmpeg(["-f", "lavfi", "-i", "smptebars=size=160x120:rate=10:duration=1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(folder, "b.mp4"));
+  const a = await ffmpeg(
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc=size=160x120:rate=10:duration=1",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+    ],
+    join(folder, "a.mp4"),
+  );
+  await ffmpeg(
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "smptebars=size=160x120:rate=10:duration=1",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+    ],
+    join(folder, "b.mp4"),
+  );
   const acct = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "twice"]);
-  const ingest = (...extra: string[]) => runCliJson(["--data-dir", dir, "ingest", folder, "--account", acct.id, "--collection", "clips", ...extra]);
+  const ingest = (...extra: string[]) =>
+    runCliJson(["--data-dir", dir, "ingest", folder, "--account", acct.id, "--collection", "clips", ...extra]);
 
   const first = await ingest();
   expect(first.summary).toEqual({ indexed: 2 });
@@ -23,7 +52,21 @@ test("ingest of the same folder twice adds only new files; --force re-indexes; o
 
   // The same bytes under another name count as known; a new file is added.
   copyFileSync(a, join(folder, "a-copy.mp4"));
-  await ffmpeg(["-f", "lavfi", "-i", "rgbtestsrc=size=160x120:rate=10:duration=1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(folder, "c.mp4"));
+  await ffmpeg(
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "rgbtestsrc=size=160x120:rate=10:duration=1",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+    ],
+    join(folder, "c.mp4"),
+  );
   const second = await ingest();
   expect(second.summary).toEqual({ unchanged: 3, indexed: 1 });
   const byName = Object.fromEntries(second.files.map((f: any) => [f.path.split("/").pop(), f]));
@@ -41,22 +84,41 @@ test("ingest of the same folder twice adds only new files; --force re-indexes; o
   const key = (await runCliJson(["--data-dir", dir, "keys", "create", "--account", acct.id, "--name", "k"])).key;
   const server = await startServer(dir, { VSEARCH_RATE_LIMIT_VIDEOS: "1000" });
   try {
-    const videos = async (q = "") => ((await (await fetch(`${server.url}/v1/videos?per_page=100${q}`, { headers: { authorization: `Bearer ${key}` } })).json()) as any);
+    const videos = async (q = "") =>
+      (await (
+        await fetch(`${server.url}/v1/videos?per_page=100${q}`, { headers: { authorization: `Bearer ${key}` } })
+      ).json()) as any;
     expect((await videos()).meta.total).toBe(3);
-    const jobs = ((await (await fetch(`${server.url}/v1/jobs?per_page=100`, { headers: { authorization: `Bearer ${key}` } })).json()) as any);
+    const jobs = (await (
+      await fetch(`${server.url}/v1/jobs?per_page=100`, { headers: { authorization: `Bearer ${key}` } })
+    ).json()) as any;
     expect(jobs.meta.total).toBe(2 + 1 + 4); // first run, c, then one forced re-run per file (a and its copy share a video)
     // An HTTP upload of known bytes is still a new video (the API's contract is unchanged).
     const col = (await videos()).data[0].collection_id;
     const fd = new FormData();
     fd.append("collection_id", col);
     fd.append("file", Bun.file(a), "again.mp4");
-    const up = await fetch(`${server.url}/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: fd });
+    const up = await fetch(`${server.url}/v1/upload`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    });
     expect(up.status).toBe(202);
     expect((await videos()).meta.total).toBe(4);
   } finally {
     await server.stop();
   }
   // Another collection is its own set.
-  const other = await runCliJson(["--data-dir", dir, "ingest", join(folder, "a.mp4"), "--account", acct.id, "--collection", "other", "--no-wait"]);
+  const other = await runCliJson([
+    "--data-dir",
+    dir,
+    "ingest",
+    join(folder, "a.mp4"),
+    "--account",
+    acct.id,
+    "--collection",
+    "other",
+    "--no-wait",
+  ]);
   expect(other.files[0].status).toBe("queued");
 }, 120_000);

@@ -9,10 +9,38 @@ const dir = tempDir("vsearch-reindex-");
 
 test("ingest a folder, then a new model version makes `reindex` re-embed with it", async () => {
   const media = scratchDir("reindex");
-  await ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=3", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(media, "a.mp4"));
-  await ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x120:rate=10:duration=3", "-c:v", "libvpx", "-b:v", "200k"], join(media, "b.webm"));
+  await ffmpeg(
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc=size=160x120:rate=10:duration=3",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+    ],
+    join(media, "a.mp4"),
+  );
+  await ffmpeg(
+    ["-f", "lavfi", "-i", "testsrc2=size=160x120:rate=10:duration=3", "-c:v", "libvpx", "-b:v", "200k"],
+    join(media, "b.webm"),
+  );
   const clip = join(FIXTURE_MODELS, "tiny-random-clip");
-  const first = await runCliJson(["--data-dir", dir, "models", "import", clip, "--role", "image-text", "--dtype", "q8", "--no-load-check"]);
+  const first = await runCliJson([
+    "--data-dir",
+    dir,
+    "models",
+    "import",
+    clip,
+    "--role",
+    "image-text",
+    "--dtype",
+    "q8",
+    "--no-load-check",
+  ]);
   const acct = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "r"]);
 
   const ingest = await runCliJson(["--data-dir", dir, "ingest", media, "--account", acct.id, "--collection", "clips"]);
@@ -22,7 +50,20 @@ test("ingest a folder, then a new model version makes `reindex` re-embed with it
   const nothing = await runCliJson(["--data-dir", dir, "reindex"]);
   expect(nothing.requeued).toBe(0);
 
-  const second = await runCliJson(["--data-dir", dir, "models", "import", clip, "--role", "image-text", "--dtype", "fp32", "--name", "tiny-clip-fp32", "--no-load-check"]);
+  const second = await runCliJson([
+    "--data-dir",
+    dir,
+    "models",
+    "import",
+    clip,
+    "--role",
+    "image-text",
+    "--dtype",
+    "fp32",
+    "--name",
+    "tiny-clip-fp32",
+    "--no-load-check",
+  ]);
   expect(first.model.model_id).toMatch(/^tiny-random-clip@[0-9a-f]{12}$/);
   expect(second.model.model_id).toMatch(/^tiny-clip-fp32@[0-9a-f]{12}$/);
   const re = await runCliJson(["--data-dir", dir, "reindex"]);
@@ -34,6 +75,15 @@ test("ingest a folder, then a new model version makes `reindex` re-embed with it
   const again = await runCliJson(["--data-dir", dir, "reindex"]);
   expect(again.requeued).toBe(0);
 
-  const missing = await runCli(["--data-dir", dir, "ingest", join(media, "nope"), "--account", acct.id, "--collection", "clips"]);
+  const missing = await runCli([
+    "--data-dir",
+    dir,
+    "ingest",
+    join(media, "nope"),
+    "--account",
+    acct.id,
+    "--collection",
+    "clips",
+  ]);
   expect(missing.code).toBe(1);
 }, 120_000);

@@ -22,7 +22,9 @@ test("serve on a port already in use refuses with a clear message (another vsear
     // Another data dir, the same port: without the check the kernel would split connections between the two.
     const second = await runCli(["--data-dir", tempDir(), "serve", "--port", port], {}, 15_000);
     expect(second.code).toBe(1);
-    expect(second.stderr.trim().split("\n")).toEqual([`error: port ${port} on 127.0.0.1 is already in use (another vsearch serve or another program); stop it or pick another --port`]);
+    expect(second.stderr.trim().split("\n")).toEqual([
+      `error: port ${port} on 127.0.0.1 is already in use (another vsearch serve or another program); stop it or pick another --port`,
+    ]);
     const third = await runCli(["--data-dir", tempDir(), "serve", "--port", String(other.port)], {}, 15_000);
     expect(third.code).toBe(1);
     expect(third.stderr).toContain("already in use");
@@ -40,7 +42,10 @@ test("a serve.lock whose pid now belongs to another process is taken over; a liv
   try {
     const bootId = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
     // Written by a vsearch that crashed; its pid was then reused (here: a live `sleep`).
-    writeFileSync(join(d, "serve.lock"), JSON.stringify({ pid: sleeper.pid, started_at: "2026-01-01T00:00:00Z", proc_start: "1", boot_id: bootId }));
+    writeFileSync(
+      join(d, "serve.lock"),
+      JSON.stringify({ pid: sleeper.pid, started_at: "2026-01-01T00:00:00Z", proc_start: "1", boot_id: bootId }),
+    );
     const s1 = await startServer(d);
     await s1.stop();
     // A lock from an older version (no start time): a live pid that is not vsearch is not a holder either.
@@ -77,19 +82,48 @@ test("names with control characters are refused (HTTP 422, CLI exit 1); the CLI 
   try {
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
     for (const name of [evil, "line\nbreak", "bell\u0007", "c1\u009b31m", "rtl\u202etxt.exe"]) {
-      const res = await fetch(`${server.url}/v1/collections`, { method: "POST", headers, body: JSON.stringify({ name }) });
+      const res = await fetch(`${server.url}/v1/collections`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ name }),
+      });
       expect(res.status, JSON.stringify(name)).toBe(422);
-      expect(((await res.json()) as any).detail[0]).toMatchObject({ loc: ["body", "name"], type: "value_error", msg: expect.stringContaining("control characters") });
+      expect(((await res.json()) as any).detail[0]).toMatchObject({
+        loc: ["body", "name"],
+        type: "value_error",
+        msg: expect.stringContaining("control characters"),
+      });
     }
-    const col = ((await (await fetch(`${server.url}/v1/collections`, { method: "POST", headers, body: '{"name":"fine"}' })).json()) as any).data;
-    const rename = await fetch(`${server.url}/v1/collections/${col.id}`, { method: "PATCH", headers, body: JSON.stringify({ name: evil }) });
+    const col = (
+      (await (
+        await fetch(`${server.url}/v1/collections`, { method: "POST", headers, body: '{"name":"fine"}' })
+      ).json()) as any
+    ).data;
+    const rename = await fetch(`${server.url}/v1/collections/${col.id}`, {
+      method: "PATCH",
+      headers,
+      body: JSON.stringify({ name: evil }),
+    });
     expect(rename.status).toBe(422);
-    expect(((await (await fetch(`${server.url}/v1/collections/${col.id}`, { headers })).json()) as any).data.name).toBe("fine");
+    expect(((await (await fetch(`${server.url}/v1/collections/${col.id}`, { headers })).json()) as any).data.name).toBe(
+      "fine",
+    );
     // A bad job filter is a 422 over HTTP, and a usage error (exit 2) on the CLI.
     expect((await fetch(`${server.url}/v1/jobs?status=weird`, { headers })).status).toBe(422);
     // The OpenAPI document names the new route and the disk-full answer of every write.
     const doc = (await (await fetch(`${server.url}/v1/openapi.json`)).json()) as any;
-    expect(Object.keys(doc.paths["/v1/jobs/{job_id}/retry"].post.responses).sort()).toEqual(["202", "401", "403", "404", "409", "413", "422", "429", "500", "507"]);
+    expect(Object.keys(doc.paths["/v1/jobs/{job_id}/retry"].post.responses).sort()).toEqual([
+      "202",
+      "401",
+      "403",
+      "404",
+      "409",
+      "413",
+      "422",
+      "429",
+      "500",
+      "507",
+    ]);
     expect(doc.paths["/v1/upload"].post.responses["507"].description).toContain("INSUFFICIENT_STORAGE");
     expect(doc.paths["/v1/collections"].post.responses["507"]).toBeDefined();
     expect(doc.paths["/v1/collections"].get.responses["507"]).toBeUndefined();
@@ -106,7 +140,18 @@ test("names with control characters are refused (HTTP 422, CLI exit 1); the CLI 
   const named = join(media, "evil\u202egpj.\u009b2Jmp4");
   copyFileSync(clip, named);
   for (const json of [false, true]) {
-    const out = await runCli(["--data-dir", d, ...(json ? ["--json"] : []), "ingest", named, "--account", acct.id, "--collection", "fine", "--no-wait"]);
+    const out = await runCli([
+      "--data-dir",
+      d,
+      ...(json ? ["--json"] : []),
+      "ingest",
+      named,
+      "--account",
+      acct.id,
+      "--collection",
+      "fine",
+      "--no-wait",
+    ]);
     expect(out.code, out.stderr).toBe(0);
     for (const raw of ["\u202e", "\u009b", "\u001b"]) expect(out.stdout).not.toContain(raw);
     expect(out.stdout).toContain(json ? "\\u202e" : "\\u202e");

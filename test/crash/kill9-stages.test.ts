@@ -16,7 +16,12 @@ const root = mkdtempSync(join(tmpdir(), "vsearch-kill9-stages-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 // Batch size 1: many small pool round trips, wide windows to kill in.
-const env = { VSEARCH_BATCH_SIZE: "1", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_UPLOAD: "1000", VSEARCH_RATE_LIMIT_VIDEOS: "100000" };
+const env = {
+  VSEARCH_BATCH_SIZE: "1",
+  VSEARCH_RATE_LIMIT_JOBS: "100000",
+  VSEARCH_RATE_LIMIT_UPLOAD: "1000",
+  VSEARCH_RATE_LIMIT_VIDEOS: "100000",
+};
 
 type Stages = Record<string, { status: string }>;
 /**
@@ -34,10 +39,29 @@ const IN_STAGE: Record<string, (s: Stages, jobStage: string | null) => boolean> 
 };
 
 async function setup(dir: string) {
-  await runCliJson(["--data-dir", dir, "models", "import", join(FIXTURE_MODELS, "tiny-random-clip"), "--role", "image-text", "--no-load-check"]);
-  await runCliJson(["--data-dir", dir, "models", "import", join(FIXTURE_MODELS, "tiny-random-whisper"), "--role", "speech", "--no-load-check"]);
+  await runCliJson([
+    "--data-dir",
+    dir,
+    "models",
+    "import",
+    join(FIXTURE_MODELS, "tiny-random-clip"),
+    "--role",
+    "image-text",
+    "--no-load-check",
+  ]);
+  await runCliJson([
+    "--data-dir",
+    dir,
+    "models",
+    "import",
+    join(FIXTURE_MODELS, "tiny-random-whisper"),
+    "--role",
+    "speech",
+    "--no-load-check",
+  ]);
   const acct = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "crash"]);
-  const key = (await runCliJson(["--data-dir", dir, "keys", "create", "--account", acct.id, "--name", "k"])).key as string;
+  const key = (await runCliJson(["--data-dir", dir, "keys", "create", "--account", acct.id, "--name", "k"]))
+    .key as string;
   return { acct, key, auth: { authorization: `Bearer ${key}` } };
 }
 
@@ -49,10 +73,19 @@ function client(url: string, auth: Record<string, string>) {
       const fd = new FormData();
       fd.append("collection_id", col);
       fd.append("file", Bun.file(file), "clip.mp4");
-      return ((await (await fetch(`${url}/v1/upload`, { method: "POST", headers: auth, body: fd })).json()) as any).data as { job_id: string; video_id: string };
+      return ((await (await fetch(`${url}/v1/upload`, { method: "POST", headers: auth, body: fd })).json()) as any)
+        .data as { job_id: string; video_id: string };
     },
     async collection(name: string) {
-      return ((await (await fetch(`${url}/v1/collections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ name }) })).json()) as any).data.id as string;
+      return (
+        (await (
+          await fetch(`${url}/v1/collections`, {
+            method: "POST",
+            headers: { ...auth, "content-type": "application/json" },
+            body: JSON.stringify({ name }),
+          })
+        ).json()) as any
+      ).data.id as string;
     },
     async finished(jobId: string) {
       for (let i = 0; i < 2400; i++) {
@@ -66,7 +99,12 @@ function client(url: string, auth: Record<string, string>) {
 }
 
 /** Polls until the run is inside `stage`, then kill -9. Returns the recorded stages at the kill, or null if the job finished first. */
-async function killIn(server: Awaited<ReturnType<typeof startServer>>, auth: Record<string, string>, stage: string, up: { job_id: string; video_id: string }) {
+async function killIn(
+  server: Awaited<ReturnType<typeof startServer>>,
+  auth: Record<string, string>,
+  stage: string,
+  up: { job_id: string; video_id: string },
+) {
   const c = client(server.url, auth);
   for (let i = 0; i < 20_000; i++) {
     const [job, video] = await Promise.all([c.get(`/v1/jobs/${up.job_id}`), c.get(`/v1/videos/${up.video_id}`)]);
@@ -82,8 +120,27 @@ async function killIn(server: Awaited<ReturnType<typeof startServer>>, auth: Rec
 
 const clipOf = (media: string) =>
   ffmpeg(
-    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=10:duration=24", "-f", "lavfi", "-i", "sine=frequency=300:duration=24",
-     "-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=size=320x240:rate=10:duration=24",
+      "-f",
+      "lavfi",
+      "-i",
+      "sine=frequency=300:duration=24",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-g",
+      "10",
+      "-pix_fmt",
+      "yuv420p",
+      "-c:a",
+      "aac",
+      "-shortest",
+    ],
     join(media, "clip24.mp4"),
   );
 
@@ -113,8 +170,14 @@ test("kill -9 inside each ingest stage → restart → the job completes by itse
       const video = await c.get(`/v1/videos/${up.video_id}`);
       // Same rows as the uninterrupted run: nothing lost, nothing duplicated.
       expect(video.segments_count, stage).toBe(expected.segments_count);
-      expect(Object.fromEntries(Object.entries(video.stages as Stages).map(([k, v]: [string, any]) => [k, [v.status, v.count]]))).toEqual(
-        Object.fromEntries(Object.entries(expected.stages as Stages).map(([k, v]: [string, any]) => [k, [v.status, v.count]])),
+      expect(
+        Object.fromEntries(
+          Object.entries(video.stages as Stages).map(([k, v]: [string, any]) => [k, [v.status, v.count]]),
+        ),
+      ).toEqual(
+        Object.fromEntries(
+          Object.entries(expected.stages as Stages).map(([k, v]: [string, any]) => [k, [v.status, v.count]]),
+        ),
       );
     }
   } finally {
@@ -126,9 +189,18 @@ test("kill -9 inside each ingest stage → restart → the job completes by itse
   for (const s of ["embeddings", "transcript"]) expect(hit).toContain(s);
   expect(hit.length).toBeGreaterThanOrEqual(4);
   const check = await runCliJson(["--data-dir", dir, "check"]);
-  expect(check).toMatchObject({ ok: true, sqlite_integrity: "ok", foreign_key_violations: 0, orphan_video_dirs: [], videos_missing_source: [], temp_uploads: 0 });
+  expect(check).toMatchObject({
+    ok: true,
+    sqlite_integrity: "ok",
+    foreign_key_violations: 0,
+    orphan_video_dirs: [],
+    videos_missing_source: [],
+    temp_uploads: 0,
+  });
   expect(Object.keys(check.jobs)).toEqual(["done"]);
-  expect(readdirSync(join(dir, "videos")).every((v) => !readdirSync(join(dir, "videos", v)).includes("frames.tmp"))).toBe(true);
+  expect(
+    readdirSync(join(dir, "videos")).every((v) => !readdirSync(join(dir, "videos", v)).includes("frames.tmp")),
+  ).toBe(true);
 }, 300_000);
 
 test("killed three times → CRASHED_REPEATEDLY (says how to retry) → POST /v1/jobs/{id}/retry → done; a model failure retried from the CLI", async () => {
@@ -153,11 +225,17 @@ test("killed three times → CRASHED_REPEATEDLY (says how to retry) → POST /v1
     expect(crashed.error.message).toContain(`POST /v1/jobs/{id}/retry`);
     expect((await c.get(`/v1/videos/${up.video_id}`)).status).toBe("failed");
 
-    const retry = (k: string, id: string) => fetch(`${server.url}/v1/jobs/${id}/retry`, { method: "POST", headers: { authorization: `Bearer ${k}` } });
+    const retry = (k: string, id: string) =>
+      fetch(`${server.url}/v1/jobs/${id}/retry`, { method: "POST", headers: { authorization: `Bearer ${k}` } });
     expect((await retry(otherKey, up.job_id)).status).toBe(404); // another account's job
     const res = await retry(key, up.job_id);
     expect(res.status).toBe(202);
-    expect(((await res.json()) as any).data).toMatchObject({ id: up.job_id, status: "queued", error: null, progress_pct: 0 });
+    expect(((await res.json()) as any).data).toMatchObject({
+      id: up.job_id,
+      status: "queued",
+      error: null,
+      progress_pct: 0,
+    });
     expect((await c.finished(up.job_id)).status).toBe("done");
     expect((await c.get(`/v1/videos/${up.video_id}`)).status).toBe("ready");
     const again = await retry(key, up.job_id);
@@ -168,7 +246,18 @@ test("killed three times → CRASHED_REPEATEDLY (says how to retry) → POST /v1
     const broken = join(root, "broken-clip");
     cpSync(join(FIXTURE_MODELS, "tiny-random-clip"), broken, { recursive: true });
     for (const f of readdirSync(join(broken, "onnx"))) writeFileSync(join(broken, "onnx", f), "not an onnx graph");
-    await runCliJson(["--data-dir", dir, "models", "import", broken, "--role", "image-text", "--name", "broken", "--no-load-check"]);
+    await runCliJson([
+      "--data-dir",
+      dir,
+      "models",
+      "import",
+      broken,
+      "--role",
+      "image-text",
+      "--name",
+      "broken",
+      "--no-load-check",
+    ]);
     await server.stop();
     server = await startServer(dir, env);
     c = client(server.url, auth);
@@ -183,7 +272,7 @@ test("killed three times → CRASHED_REPEATEDLY (says how to retry) → POST /v1
     const notFailed = await runCli(["--data-dir", dir, "jobs", "retry", bad.job_id]);
     expect(notFailed.code).toBe(1);
     expect(notFailed.stderr).toContain("JOB_NOT_RETRYABLE");
-    expect((await runCliJson(["--data-dir", dir, "jobs", "--account", acct.id, "--status", "failed"]))).toEqual([]);
+    expect(await runCliJson(["--data-dir", dir, "jobs", "--account", acct.id, "--status", "failed"])).toEqual([]);
   } finally {
     await server.stop();
   }

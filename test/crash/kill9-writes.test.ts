@@ -17,32 +17,62 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
   rmSync(out, { recursive: true, force: true });
 });
-const env = { VSEARCH_RATE_LIMIT_UPLOAD: "1000", VSEARCH_RATE_LIMIT_VIDEOS: "100000", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_COLLECTIONS_WRITE: "1000" };
+const env = {
+  VSEARCH_RATE_LIMIT_UPLOAD: "1000",
+  VSEARCH_RATE_LIMIT_VIDEOS: "100000",
+  VSEARCH_RATE_LIMIT_JOBS: "100000",
+  VSEARCH_RATE_LIMIT_COLLECTIONS_WRITE: "1000",
+};
 
 async function healthyAfterRestart(auth: Record<string, string>) {
   const server = await startServer(dir, env);
   try {
-    const get = async (path: string) => ((await (await fetch(`${server.url}${path}`, { headers: auth })).json()) as any);
+    const get = async (path: string) => (await (await fetch(`${server.url}${path}`, { headers: auth })).json()) as any;
     for (let i = 0; i < 1200; i++) {
       const jobs = (await get("/v1/jobs?per_page=100")).data as any[];
       if (jobs.every((j) => j.status === "done" || (j.status === "failed" && j.error?.code))) break;
       await Bun.sleep(50);
     }
     const jobs = (await get("/v1/jobs?per_page=100")).data as any[];
-    for (const j of jobs) expect(j.status === "done" || (j.status === "failed" && j.error.code), JSON.stringify(j)).toBeTruthy();
+    for (const j of jobs)
+      expect(j.status === "done" || (j.status === "failed" && j.error.code), JSON.stringify(j)).toBeTruthy();
   } finally {
     await server.stop();
   }
   const check = await runCliJson(["--data-dir", dir, "check"]);
-  expect(check).toMatchObject({ ok: true, sqlite_integrity: "ok", foreign_key_violations: 0, orphan_video_dirs: [], videos_missing_source: [], temp_uploads: 0 });
+  expect(check).toMatchObject({
+    ok: true,
+    sqlite_integrity: "ok",
+    foreign_key_violations: 0,
+    orphan_video_dirs: [],
+    videos_missing_source: [],
+    temp_uploads: 0,
+  });
   return check;
 }
 
 test("kill -9 during an upload, a backup and a collection delete: nothing half-written survives a restart", async () => {
   const media = scratchDir("kill9-writes");
-  const small = await ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(media, "small.mp4"));
+  const small = await ffmpeg(
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc=size=160x120:rate=10:duration=1",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+    ],
+    join(media, "small.mp4"),
+  );
   // ~110 MB of uncompressed video: wide windows to kill a backup (or an upload) in.
-  const big = await ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=20", "-c:v", "rawvideo", "-pix_fmt", "rgb24"], join(media, "big.avi"));
+  const big = await ffmpeg(
+    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=20", "-c:v", "rawvideo", "-pix_fmt", "rgb24"],
+    join(media, "big.avi"),
+  );
   const acct = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "writes"]);
   const key = (await runCliJson(["--data-dir", dir, "keys", "create", "--account", acct.id, "--name", "k"])).key;
   const auth = { authorization: `Bearer ${key}` };
@@ -54,16 +84,31 @@ test("kill -9 during an upload, a backup and a collection delete: nothing half-w
   let sent = 0;
   const body = new ReadableStream<Uint8Array>({
     async pull(ctl) {
-      if (sent === 0) ctl.enqueue(new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="collection_id"\r\n\r\n${col}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.mp4"\r\nContent-Type: video/mp4\r\n\r\n`));
+      if (sent === 0)
+        ctl.enqueue(
+          new TextEncoder().encode(
+            `--${boundary}\r\nContent-Disposition: form-data; name="collection_id"\r\n\r\n${col}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.mp4"\r\nContent-Type: video/mp4\r\n\r\n`,
+          ),
+        );
       sent++;
       if (sent > 2000) return ctl.close(); // bounded; the server is killed long before
       ctl.enqueue(new Uint8Array(256 * 1024).fill(sent & 0xff));
       await Bun.sleep(5);
     },
   });
-  const pending = fetch(`${server.url}/v1/upload`, { method: "POST", headers: { ...auth, "content-type": `multipart/form-data; boundary=${boundary}` }, body, duplex: "half" } as RequestInit).catch((e) => e);
+  const pending = fetch(`${server.url}/v1/upload`, {
+    method: "POST",
+    headers: { ...auth, "content-type": `multipart/form-data; boundary=${boundary}` },
+    body,
+    duplex: "half",
+  } as RequestInit).catch((e) => e);
   const tmp = join(dir, "uploads", "tmp");
-  for (let i = 0; i < 2000 && !(existsSync(tmp) && readdirSync(tmp).some((f) => statSync(join(tmp, f)).size > 1024 * 1024)); i++) await Bun.sleep(5);
+  for (
+    let i = 0;
+    i < 2000 && !(existsSync(tmp) && readdirSync(tmp).some((f) => statSync(join(tmp, f)).size > 1024 * 1024));
+    i++
+  )
+    await Bun.sleep(5);
   expect(readdirSync(tmp)).toHaveLength(1); // mid-upload
   await server.stop("SIGKILL");
   expect(await pending).toBeInstanceOf(Error);
@@ -74,8 +119,17 @@ test("kill -9 during an upload, a backup and a collection delete: nothing half-w
   server = await startServer(dir, env); // the backup runs beside a live server
   const archive = join(out, "backup.tar");
   try {
-    const proc = Bun.spawn([BUN, MAIN, "--data-dir", dir, "backup", archive], { env: { ...process.env, VSEARCH_LOG_LEVEL: "silent" }, stdout: "ignore", stderr: "ignore" });
-    for (let i = 0; i < 20_000 && !(existsSync(`${archive}.partial`) && statSync(`${archive}.partial`).size > 1024 * 1024); i++) await Bun.sleep(1);
+    const proc = Bun.spawn([BUN, MAIN, "--data-dir", dir, "backup", archive], {
+      env: { ...process.env, VSEARCH_LOG_LEVEL: "silent" },
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    for (
+      let i = 0;
+      i < 20_000 && !(existsSync(`${archive}.partial`) && statSync(`${archive}.partial`).size > 1024 * 1024);
+      i++
+    )
+      await Bun.sleep(1);
     proc.kill("SIGKILL");
     await proc.exited;
     expect(existsSync(`${archive}.partial`)).toBe(true); // killed mid-copy
@@ -94,9 +148,34 @@ test("kill -9 during an upload, a backup and a collection delete: nothing half-w
   const doomedDir = scratchDir("kill9-doomed");
   for (let i = 0; i < 12; i++) {
     // Distinct bytes (the title), so ingest does not treat them as one file.
-    await ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-metadata", `title=clip ${i}`], join(doomedDir, `clip-${i}.mp4`));
+    await ffmpeg(
+      [
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=size=160x120:rate=10:duration=1",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-pix_fmt",
+        "yuv420p",
+        "-metadata",
+        `title=clip ${i}`,
+      ],
+      join(doomedDir, `clip-${i}.mp4`),
+    );
   }
-  const doomed = await runCliJson(["--data-dir", dir, "ingest", doomedDir, "--account", acct.id, "--collection", "doomed"]);
+  const doomed = await runCliJson([
+    "--data-dir",
+    dir,
+    "ingest",
+    doomedDir,
+    "--account",
+    acct.id,
+    "--collection",
+    "doomed",
+  ]);
   const doomedCol = doomed.collection_id;
   expect(doomed.summary).toEqual({ indexed: 12 });
   server = await startServer(dir, env);

@@ -13,7 +13,12 @@ let t: TestApp;
 let mp4: string;
 beforeAll(async () => {
   t = await startTestApp(
-    { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "0.2,0.2", VSEARCH_RATE_LIMIT_UPLOAD: "1000", VSEARCH_RATE_LIMIT_WEBHOOKS: "1000" },
+    {
+      VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8",
+      VSEARCH_WEBHOOK_RETRY_DELAYS: "0.2,0.2",
+      VSEARCH_RATE_LIMIT_UPLOAD: "1000",
+      VSEARCH_RATE_LIMIT_WEBHOOKS: "1000",
+    },
     { models: fixedCatalog({ "image-text": tinyClip }) },
   );
   await t.app.start();
@@ -69,7 +74,12 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
     const memoryRowsBefore = (await memoryRows())!;
     expect(memoryRowsBefore).toBeGreaterThan(0);
     const doomedIds = [
-      doomed.accountId, mine.video_id, mine.job_id, mine.col, wh.id, off.id,
+      doomed.accountId,
+      mine.video_id,
+      mine.job_id,
+      mine.col,
+      wh.id,
+      off.id,
       ...[wh.id, off.id].flatMap((id) => t.stores.webhooks.listDeliveries(id, 1000, 0).map((d) => d.id)),
       ...t.stores.events.list({ accountId: doomed.accountId }).map((e) => e.id),
       ...t.stores.accounts.listUsers(doomed.accountId).map((u) => u.id),
@@ -78,7 +88,11 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
     expect(doomedIds.length).toBeGreaterThan(10);
 
     const r = await t.app.services.accountDeletion.delete(doomed.accountId);
-    expect(r).toEqual({ user_id: doomed.accountId, videos_deleted: 1, deliveries: [{ webhook_id: wh.id, status: "succeeded" }] });
+    expect(r).toEqual({
+      user_id: doomed.accountId,
+      videos_deleted: 1,
+      deliveries: [{ webhook_id: wh.id, status: "succeeded" }],
+    });
     const last = rx.hits.at(-1)!;
     expect(last.signatureOk).toBe(true);
     expect(last.body).toMatchObject({ event: "account.deleted", data: { user_id: doomed.accountId } });
@@ -102,7 +116,9 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
     // The other account is untouched.
     expect((await t.request("GET", `/v1/videos/${theirs.video_id}`, { token: survivor.key })).status).toBe(200);
     expect((await search(survivor)).status).toBe(200);
-    expect((await json(await t.request("GET", "/v1/webhooks", { token: survivor.key }))).data.map((w: any) => w.id)).toEqual([whSurvivor.id]);
+    expect(
+      (await json(await t.request("GET", "/v1/webhooks", { token: survivor.key }))).data.map((w: any) => w.id),
+    ).toEqual([whSurvivor.id]);
     expect(rxSurvivor.hits.map((h) => h.body.event)).not.toContain("account.deleted");
     expect(t.stores.index.framesOf(theirs.video_id)).toHaveLength(frames);
   } finally {

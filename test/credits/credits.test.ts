@@ -22,10 +22,15 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const eventsOf = (accountId: string, type: EventType) => t.stores.events.list({ accountId, type }).map((e) => JSON.parse(e.payload));
+const eventsOf = (accountId: string, type: EventType) =>
+  t.stores.events.list({ accountId, type }).map((e) => JSON.parse(e.payload));
 
 const upload = async (ten: Tenant) => {
-  const col = (await json(await t.request("POST", "/v1/collections", { token: ten.key, json: { name: `c${Date.now()}${Math.random()}` } }))).data.id;
+  const col = (
+    await json(
+      await t.request("POST", "/v1/collections", { token: ten.key, json: { name: `c${Date.now()}${Math.random()}` } }),
+    )
+  ).data.id;
   return uploadAs(t, ten, col, mp4, { filename: "x.mp4" });
 };
 
@@ -62,7 +67,13 @@ describe("credits", () => {
     const s = await search(ten);
     expect(s.status).toBe(402);
     expect((await json(s)).detail.code).toBe("INSUFFICIENT_CREDITS");
-    expect(credits.show(ten.accountId).ledger.map((l) => l.reason)).toEqual(["indexing", "indexing", "indexing", "indexing", "grant"]);
+    expect(credits.show(ten.accountId).ledger.map((l) => l.reason)).toEqual([
+      "indexing",
+      "indexing",
+      "indexing",
+      "indexing",
+      "grant",
+    ]);
     expect(() => credits.grant(ten.accountId, -1)).toThrow(/positive/);
     expect(() => credits.grant(ten.accountId, Number.NaN)).toThrow(/positive/);
     expect(() => credits.grant("usr_nobody", 5)).toThrow(/usr_nobody/);
@@ -82,7 +93,11 @@ describe("credits", () => {
     // credits.exhausted fires once each time the balance reaches zero from above.
     credits.chargeIndexing(ten.accountId, 60); // costs 10, 3 left: takes the 3, never below zero
     expect(credits.show(ten.accountId).balance).toBe(0);
-    expect(credits.show(ten.accountId).ledger[0]).toMatchObject({ delta: -3, reason: "indexing (7 unpaid)", balance_after: 0 });
+    expect(credits.show(ten.accountId).ledger[0]).toMatchObject({
+      delta: -3,
+      reason: "indexing (7 unpaid)",
+      balance_after: 0,
+    });
     expect(eventsOf(ten.accountId, "credits.exhausted")).toHaveLength(2);
     credits.chargeIndexing(ten.accountId, 60); // at zero: nothing to take, no ledger row, no new events
     expect(credits.show(ten.accountId).balance).toBe(0);
@@ -96,12 +111,20 @@ describe("credits", () => {
     const credits = t.app.services.credits;
     const rx = startReceiver();
     try {
-      const wh = (await json(await t.request("POST", "/v1/webhooks", { token: ten.key, json: { url: rx.url, events: ["credits.low", "credits.exhausted"] } }))).data;
+      const wh = (
+        await json(
+          await t.request("POST", "/v1/webhooks", {
+            token: ten.key,
+            json: { url: rx.url, events: ["credits.low", "credits.exhausted"] },
+          }),
+        )
+      ).data;
       rx.setSecret(wh.secret);
       credits.grant(ten.accountId, 6);
       const up = (await json(await upload(ten))).data;
       expect(await until(() => t.app.services.jobs.get(ten.accountId, up.job_id).status === "done", 30_000)).toBe(true);
-      const duration = (await json(await t.request("GET", `/v1/videos/${up.video_id}`, { token: ten.key }))).data.duration_secs;
+      const duration = (await json(await t.request("GET", `/v1/videos/${up.video_id}`, { token: ten.key }))).data
+        .duration_secs;
       expect(duration).toBeGreaterThan(0.5);
       const [charge] = credits.show(ten.accountId).ledger;
       expect(charge.reason).toBe("indexing");
@@ -113,7 +136,8 @@ describe("credits", () => {
       // 6 - ~0.17 = ~5.83: at 0.5 a search, the second crosses 5 (credits.low) on the second one, then reaches zero.
       expect((await search(ten)).status).toBe(200);
       expect(credits.show(ten.accountId).ledger[0]).toMatchObject({ reason: "search", delta: -0.5 });
-      for (let i = 0; i < 20 && (credits.show(ten.accountId).balance ?? 0) >= 0.5; i++) expect((await search(ten)).status).toBe(200);
+      for (let i = 0; i < 20 && (credits.show(ten.accountId).balance ?? 0) >= 0.5; i++)
+        expect((await search(ten)).status).toBe(200);
       // Less than one search's price left (~0.33): refused before it runs, the balance untouched.
       const left = credits.show(ten.accountId).balance!;
       expect(left).toBeGreaterThan(0);
@@ -125,7 +149,9 @@ describe("credits", () => {
       // Indexing may still use up the rest (uploads need only a positive balance); it stops at zero.
       for (let i = 0; i < 5 && credits.show(ten.accountId).balance! > 0; i++) {
         const more = (await json(await upload(ten))).data;
-        expect(await until(() => t.app.services.jobs.get(ten.accountId, more.job_id).status === "done", 30_000)).toBe(true);
+        expect(await until(() => t.app.services.jobs.get(ten.accountId, more.job_id).status === "done", 30_000)).toBe(
+          true,
+        );
       }
       expect(credits.show(ten.accountId).balance).toBe(0);
       expect((await upload(ten)).status).toBe(402);

@@ -28,7 +28,12 @@ export class Steps {
       console.log(`ok   ${name} (${Math.round(performance.now() - t0)} ms)${detail ? ` — ${detail}` : ""}`);
       return true;
     } catch (e) {
-      const msg = e instanceof Skip ? `not run: ${e.message}` : e instanceof Error ? e.message.split("\n").slice(0, 6).join(" | ") : String(e);
+      const msg =
+        e instanceof Skip
+          ? `not run: ${e.message}`
+          : e instanceof Error
+            ? e.message.split("\n").slice(0, 6).join(" | ")
+            : String(e);
       this.results.push({ name, ok: false, ms: performance.now() - t0, detail: msg });
       console.log(`FAIL ${name} — ${msg}`);
       if (page) await this.shot(page, `FAILED-${name.replace(/\W+/g, "-")}`).catch(() => {});
@@ -48,7 +53,10 @@ export function expectThat(cond: unknown, what: string): asserts cond {
 
 /** Runs ffmpeg (bounded); throws with its stderr on failure. */
 async function ffmpeg(argv: string[]): Promise<void> {
-  const proc = Bun.spawn([ffmpegInstaller.path, "-hide_banner", "-v", "error", "-y", ...argv], { stdout: "ignore", stderr: "pipe" });
+  const proc = Bun.spawn([ffmpegInstaller.path, "-hide_banner", "-v", "error", "-y", ...argv], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
   const code = await Promise.race([proc.exited, Bun.sleep(60_000).then(() => "timeout")]);
   if (code !== 0) throw new Error(`ffmpeg: ${code} ${await new Response(proc.stderr).text()}`);
 }
@@ -56,9 +64,39 @@ async function ffmpeg(argv: string[]): Promise<void> {
 /** 10 s: 5 s of a moving test pattern, then 5 s of red (a cut), a tone throughout; 2 s GOP. */
 export function makeClip(path: string): Promise<void> {
   return ffmpeg([
-    "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=5", "-f", "lavfi", "-i", "color=c=red:s=320x240:r=25:d=5",
-    "-f", "lavfi", "-i", "sine=f=440:d=10", "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]", "-map", "[v]", "-map", "2:a",
-    "-c:v", "libx264", "-preset", "veryfast", "-g", "50", "-keyint_min", "50", "-sc_threshold", "0", "-c:a", "aac", "-movflags", "+faststart", path,
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc2=s=320x240:r=25:d=5",
+    "-f",
+    "lavfi",
+    "-i",
+    "color=c=red:s=320x240:r=25:d=5",
+    "-f",
+    "lavfi",
+    "-i",
+    "sine=f=440:d=10",
+    "-filter_complex",
+    "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]",
+    "-map",
+    "[v]",
+    "-map",
+    "2:a",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "veryfast",
+    "-g",
+    "50",
+    "-keyint_min",
+    "50",
+    "-sc_threshold",
+    "0",
+    "-c:a",
+    "aac",
+    "-movflags",
+    "+faststart",
+    path,
   ]);
 }
 
@@ -94,8 +132,15 @@ export function startReceiver() {
     port: 0,
     async fetch(req) {
       const path = new URL(req.url).pathname;
-      got.push({ path, event: req.headers.get("x-service-event"), signature: req.headers.get("x-service-signature"), body: await req.text() });
-      return path === "/flaky" && state.flaky ? new Response("down for maintenance", { status: 500 }) : new Response("ok");
+      got.push({
+        path,
+        event: req.headers.get("x-service-event"),
+        signature: req.headers.get("x-service-signature"),
+        body: await req.text(),
+      });
+      return path === "/flaky" && state.flaky
+        ? new Response("down for maintenance", { status: 500 })
+        : new Response("ok");
     },
   });
   const base = `http://127.0.0.1:${server.port}`;
@@ -103,7 +148,11 @@ export function startReceiver() {
 }
 
 /** Clicks the card's Refresh until a delivery row matches (bounded); returns the rows. */
-export async function deliveryRows(card: ReturnType<Page["getByRole"]>, want: RegExp, timeoutMs = 30_000): Promise<string[]> {
+export async function deliveryRows(
+  card: ReturnType<Page["getByRole"]>,
+  want: RegExp,
+  timeoutMs = 30_000,
+): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
   let rows: string[] = [];
   while (Date.now() < deadline) {
@@ -126,7 +175,8 @@ export function watchRequests(context: BrowserContext, base: string, outside: st
 
 export function watchConsole(page: Page, cspErrors: string[]): void {
   page.on("console", (m) => {
-    if (m.type() === "error" && /Content Security Policy|Refused to/i.test(m.text())) cspErrors.push(`${page.url()}: ${m.text().slice(0, 200)}`);
+    if (m.type() === "error" && /Content Security Policy|Refused to/i.test(m.text()))
+      cspErrors.push(`${page.url()}: ${m.text().slice(0, 200)}`);
   });
 }
 

@@ -26,7 +26,11 @@ export interface TestApp {
   readonly stores: Stores;
   /** The app's domain event bus: a test that writes index rows as the pipeline does publishes its event here. */
   bus: EventBus;
-  request(method: string, path: string, opts?: { token?: string; json?: unknown; body?: BodyInit; headers?: Record<string, string> }): Promise<Response>;
+  request(
+    method: string,
+    path: string,
+    opts?: { token?: string; json?: unknown; body?: BodyInit; headers?: Record<string, string> },
+  ): Promise<Response>;
   close(): Promise<void>;
 }
 
@@ -65,7 +69,10 @@ export async function startTestApp(env: Record<string, string> = {}, opts: TestA
     },
   };
   const wired: { bus?: EventBus } = {};
-  const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("silent"), now: () => clock.now,
+  const app = await createApp(config, {
+    runtime: await resolveRuntime(config),
+    logger: createLogger("silent"),
+    now: () => clock.now,
     onEventBus: (b) => (wired.bus = b),
     models: opts.models,
     resolve: opts.resolve,
@@ -132,7 +139,12 @@ export async function createTenant(t: Pick<TestApp, "app">, name = "Acme", plan 
   const account = s.accounts.createAccount({ name, plan });
   const email = `admin-${account.id}@example.com`.toLowerCase();
   await s.accounts.createUser({ account_id: account.id, email, password: "correct horse", role: "admin" });
-  await s.accounts.createUser({ account_id: account.id, email: `m-${email}`, password: "correct horse", role: "member" });
+  await s.accounts.createUser({
+    account_id: account.id,
+    email: `m-${email}`,
+    password: "correct horse",
+    role: "member",
+  });
   const adminToken = (await s.auth.signIn({ email, password: "correct horse" })).token;
   const memberToken = (await s.auth.signIn({ email: `m-${email}`, password: "correct horse" })).token;
   const key = plan === "free" ? "" : s.apiKeys.create(account.id, { name: "all", permissions: "all" }).key;
@@ -144,7 +156,10 @@ export async function createTenant(t: Pick<TestApp, "app">, name = "Acme", plan 
  * The common setup of a two-account file: an app (started when `start`, so jobs and webhooks
  * run) with tenants A and B. Use in `beforeAll`: `({ t, a, b } = await startWithTenants(ENV));`.
  */
-export async function startWithTenants(env: Record<string, string> = {}, opts: TestAppOptions & { start?: boolean } = {}): Promise<{ t: TestApp; a: Tenant; b: Tenant }> {
+export async function startWithTenants(
+  env: Record<string, string> = {},
+  opts: TestAppOptions & { start?: boolean } = {},
+): Promise<{ t: TestApp; a: Tenant; b: Tenant }> {
   const t = await startTestApp(env, opts);
   if (opts.start) await t.app.start();
   const [a, b] = await Promise.all([createTenant(t, "A"), createTenant(t, "B")]);
@@ -159,7 +174,13 @@ export async function json<T = any>(res: Response): Promise<T> {
  * POSTs the file at `path` as multipart `file` + `collection_id` with the tenant's `all` key (or
  * `opts.token`), named `opts.filename` (default: the file's own name).
  */
-export function upload(t: TestApp, tenant: Tenant, collectionId: string, path: string, opts: { token?: string; filename?: string } = {}): Promise<Response> {
+export function upload(
+  t: TestApp,
+  tenant: Tenant,
+  collectionId: string,
+  path: string,
+  opts: { token?: string; filename?: string } = {},
+): Promise<Response> {
   const fd = new FormData();
   fd.append("collection_id", collectionId);
   fd.append("file", Bun.file(path), opts.filename ?? path.split("/").pop());

@@ -18,7 +18,11 @@ export async function runCli(args: string[], env: Record<string, string> = {}, t
     stderr: "pipe",
   });
   const timer = setTimeout(() => proc.kill(), timeoutMs);
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   clearTimeout(timer);
   return { code, stdout, stderr };
 }
@@ -65,14 +69,28 @@ export async function startServer(dataDir: string, env: Record<string, string> =
 
 /** POST /v1/collections on a served instance (startServer) with `key`; the new collection's id. */
 export async function postCollection(url: string, key: string, name = "c"): Promise<string> {
-  const res = await fetch(`${url}/v1/collections`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ name }) });
+  const res = await fetch(`${url}/v1/collections`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ name }),
+  });
   return ((await res.json()) as any).data.id;
 }
 
 /** POST /v1/upload of the file at `path` (sent as `filename`) into a collection of a served instance; the answer's data. */
-export async function postUpload(url: string, key: string, collectionId: string, path: string, filename: string): Promise<{ job_id: string; video_id: string }> {
+export async function postUpload(
+  url: string,
+  key: string,
+  collectionId: string,
+  path: string,
+  filename: string,
+): Promise<{ job_id: string; video_id: string }> {
   const fd = new FormData();
   fd.append("collection_id", collectionId);
   fd.append("file", Bun.file(path), filename);
-  return ((await (await fetch(`${url}/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: fd })).json()) as any).data;
+  return (
+    (await (
+      await fetch(`${url}/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: fd })
+    ).json()) as any
+  ).data;
 }

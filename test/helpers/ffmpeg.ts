@@ -7,7 +7,10 @@ export const FFMPEG = ffmpegInstaller.path;
 
 /** Runs ffmpeg (bounded) and returns the output path; throws with stderr on failure. */
 export async function ffmpeg(args: string[], out: string, timeoutMs = 60_000): Promise<string> {
-  const proc = Bun.spawn([FFMPEG, "-hide_banner", "-loglevel", "error", "-y", ...args, out], { stdout: "ignore", stderr: "pipe" });
+  const proc = Bun.spawn([FFMPEG, "-hide_banner", "-loglevel", "error", "-y", ...args, out], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
   const timer = setTimeout(() => proc.kill(), timeoutMs);
   const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
   clearTimeout(timer);
@@ -24,18 +27,66 @@ export function scratchDir(name: string): string {
 /** A short H.264/AAC MP4: test pattern + tone. */
 export const smallMp4 = (dir: string, secs = 1) =>
   ffmpeg(
-    ["-f", "lavfi", "-i", `testsrc=size=160x120:rate=10:duration=${secs}`, "-f", "lavfi", "-i", `sine=frequency=440:duration=${secs}`,
-     "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      `testsrc=size=160x120:rate=10:duration=${secs}`,
+      "-f",
+      "lavfi",
+      "-i",
+      `sine=frequency=440:duration=${secs}`,
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+      "-c:a",
+      "aac",
+      "-shortest",
+    ],
     join(dir, `small-${secs}s.mp4`),
   );
 
 /** 2 s test pattern, 2 s solid red, 2 s solid blue (two hard cuts) at 320×240, with a 6 s tone. */
 export const cutsMp4 = (dir: string, name = "cuts.mp4") =>
   ffmpeg(
-    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "color=c=red:size=320x240:rate=12:duration=2",
-     "-f", "lavfi", "-i", "color=c=blue:size=320x240:rate=12:duration=2", "-f", "lavfi", "-i", "sine=frequency=440:duration=6",
-     "-filter_complex", "[0:v][1:v][2:v]concat=n=3:v=1:a=0[v]", "-map", "[v]", "-map", "3:a",
-     "-c:v", "libx264", "-preset", "ultrafast", "-g", "12", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=size=320x240:rate=12:duration=2",
+      "-f",
+      "lavfi",
+      "-i",
+      "color=c=red:size=320x240:rate=12:duration=2",
+      "-f",
+      "lavfi",
+      "-i",
+      "color=c=blue:size=320x240:rate=12:duration=2",
+      "-f",
+      "lavfi",
+      "-i",
+      "sine=frequency=440:duration=6",
+      "-filter_complex",
+      "[0:v][1:v][2:v]concat=n=3:v=1:a=0[v]",
+      "-map",
+      "[v]",
+      "-map",
+      "3:a",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-g",
+      "12",
+      "-pix_fmt",
+      "yuv420p",
+      "-c:a",
+      "aac",
+      "-shortest",
+    ],
     join(dir, name),
   );
 

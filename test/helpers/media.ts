@@ -42,7 +42,16 @@ export const COLORS = {
   fps: 24000 / 1001,
   framesPerSegment: 24,
   palette: ["red", "lime", "blue", "yellow", "magenta", "cyan", "white", "black"] as const,
-  rgb: [[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0], [255, 0, 255], [0, 255, 255], [255, 255, 255], [0, 0, 0]] as const,
+  rgb: [
+    [255, 0, 0],
+    [0, 255, 0],
+    [0, 0, 255],
+    [255, 255, 0],
+    [255, 0, 255],
+    [0, 255, 255],
+    [255, 255, 255],
+    [0, 0, 0],
+  ] as const,
   gop: 60,
   /** Index into `palette` of the segment shown at time t. */
   segmentAt(t: number): number {
@@ -70,89 +79,339 @@ type Gen = (out: string, get: (name: string) => Promise<string>) => Promise<void
 
 /** name → [file name (the extension is what the file *claims* to be), generator]. */
 const FIXTURES = {
-  cuts: ["cuts.mp4", async (out) => {
-    const seg = (src: string, d: number, extra = "") => lavfi(`${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`);
-    await ffmpeg([
-      ...seg("testsrc2", 2), ...seg("color=c=red", 1.6), ...seg("smptebars", 2), ...seg("color=c=blue", 1.2),
-      ...seg("testsrc2", 1.2, ",negate"), ...lavfi("sine=f=440:d=8:sample_rate=44100"),
-      "-filter_complex", "[0:v][1:v][2:v][3:v][4:v]concat=n=5:v=1:a=0,format=yuv420p[v]",
-      "-map", "[v]", "-map", "5:a", ...x264, "-g", "50", "-c:a", "aac", "-b:a", "64k", "-ac", "1", out,
-    ]);
-  }],
-  longCuts: ["long-cuts.mp4", async (out) => {
-    const seg = (src: string, extra = "") => lavfi(`${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=4${extra}`);
-    await ffmpeg([
-      ...seg("testsrc2"), ...seg("color=c=red"), ...seg("smptebars"), ...seg("color=c=blue"), ...seg("testsrc2", ",negate"),
-      ...lavfi("sine=f=440:d=20:sample_rate=16000"),
-      "-filter_complex", "[0:v][1:v][2:v][3:v][4:v]concat=n=5:v=1:a=0,format=yuv420p[v]",
-      "-map", "[v]", "-map", "5:a", ...x264, "-g", "50", "-keyint_min", "50", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "32k", "-ac", "1", out,
-    ]);
-  }],
-  cutsFaststart: ["cuts-faststart.mp4", async (out, get) => ffmpeg(["-i", await get("cuts"), "-c", "copy", "-movflags", "+faststart", out])],
+  cuts: [
+    "cuts.mp4",
+    async (out) => {
+      const seg = (src: string, d: number, extra = "") =>
+        lavfi(`${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`);
+      await ffmpeg([
+        ...seg("testsrc2", 2),
+        ...seg("color=c=red", 1.6),
+        ...seg("smptebars", 2),
+        ...seg("color=c=blue", 1.2),
+        ...seg("testsrc2", 1.2, ",negate"),
+        ...lavfi("sine=f=440:d=8:sample_rate=44100"),
+        "-filter_complex",
+        "[0:v][1:v][2:v][3:v][4:v]concat=n=5:v=1:a=0,format=yuv420p[v]",
+        "-map",
+        "[v]",
+        "-map",
+        "5:a",
+        ...x264,
+        "-g",
+        "50",
+        "-c:a",
+        "aac",
+        "-b:a",
+        "64k",
+        "-ac",
+        "1",
+        out,
+      ]);
+    },
+  ],
+  longCuts: [
+    "long-cuts.mp4",
+    async (out) => {
+      const seg = (src: string, extra = "") =>
+        lavfi(`${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=4${extra}`);
+      await ffmpeg([
+        ...seg("testsrc2"),
+        ...seg("color=c=red"),
+        ...seg("smptebars"),
+        ...seg("color=c=blue"),
+        ...seg("testsrc2", ",negate"),
+        ...lavfi("sine=f=440:d=20:sample_rate=16000"),
+        "-filter_complex",
+        "[0:v][1:v][2:v][3:v][4:v]concat=n=5:v=1:a=0,format=yuv420p[v]",
+        "-map",
+        "[v]",
+        "-map",
+        "5:a",
+        ...x264,
+        "-g",
+        "50",
+        "-keyint_min",
+        "50",
+        "-sc_threshold",
+        "0",
+        "-c:a",
+        "aac",
+        "-b:a",
+        "32k",
+        "-ac",
+        "1",
+        out,
+      ]);
+    },
+  ],
+  cutsFaststart: [
+    "cuts-faststart.mp4",
+    async (out, get) => ffmpeg(["-i", await get("cuts"), "-c", "copy", "-movflags", "+faststart", out]),
+  ],
   cutsTs: ["cuts.ts", async (out, get) => ffmpeg(["-i", await get("cuts"), "-c", "copy", "-f", "mpegts", out])],
   /** moov atom at the end, cut off: ffprobe cannot open it. */
   truncated: ["truncated.mp4", async (out, get) => cutFile(await get("cuts"), out, 0.5)],
   /** moov first, samples cut at 55%: opens fine, decoding stops early. */
   truncatedFaststart: ["truncated-faststart.mp4", async (out, get) => cutFile(await get("cutsFaststart"), out, 0.55)],
   /** cuts.ts with 10% of its bytes overwritten by noise in the middle. */
-  corruptTs: ["corrupt.ts", async (out, get) => {
-    const b = new Uint8Array(await readFile(await get("cutsTs")));
-    let seed = 12345;
-    for (let i = Math.floor(b.length * 0.4); i < Math.floor(b.length * 0.5); i++) {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      b[i] = seed >>> 24;
-    }
-    await writeFile(out, b);
-  }],
-  colors: ["colors.mp4", async (out) => {
-    const inputs = COLORS.palette.flatMap((c) => lavfi(`color=c=${c}:s=160x120:r=24000/1001:d=${COLORS.framesPerSegment * 1001 / 24000}`));
-    const n = COLORS.palette.length;
-    const chain = Array.from({ length: n }, (_, i) => `[${i}:v]`).join("") + `concat=n=${n}:v=1:a=0,format=yuv420p[v]`;
-    await ffmpeg([...inputs, "-filter_complex", chain, "-map", "[v]", ...x264, "-g", String(COLORS.gop), "-keyint_min", String(COLORS.gop), "-sc_threshold", "0", "-bf", "0", out]);
-  }],
-  static: ["static.mp4", async (out) => {
-    await ffmpeg([...lavfi("color=c=gray:s=64x64:r=5:d=9"), ...lavfi("color=c=green:s=64x64:r=5:d=3"),
-      "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]", "-map", "[v]", ...x264, out]);
-  }],
+  corruptTs: [
+    "corrupt.ts",
+    async (out, get) => {
+      const b = new Uint8Array(await readFile(await get("cutsTs")));
+      let seed = 12345;
+      for (let i = Math.floor(b.length * 0.4); i < Math.floor(b.length * 0.5); i++) {
+        seed = (seed * 1103515245 + 12345) >>> 0;
+        b[i] = seed >>> 24;
+      }
+      await writeFile(out, b);
+    },
+  ],
+  colors: [
+    "colors.mp4",
+    async (out) => {
+      const inputs = COLORS.palette.flatMap((c) =>
+        lavfi(`color=c=${c}:s=160x120:r=24000/1001:d=${(COLORS.framesPerSegment * 1001) / 24000}`),
+      );
+      const n = COLORS.palette.length;
+      const chain =
+        Array.from({ length: n }, (_, i) => `[${i}:v]`).join("") + `concat=n=${n}:v=1:a=0,format=yuv420p[v]`;
+      await ffmpeg([
+        ...inputs,
+        "-filter_complex",
+        chain,
+        "-map",
+        "[v]",
+        ...x264,
+        "-g",
+        String(COLORS.gop),
+        "-keyint_min",
+        String(COLORS.gop),
+        "-sc_threshold",
+        "0",
+        "-bf",
+        "0",
+        out,
+      ]);
+    },
+  ],
+  static: [
+    "static.mp4",
+    async (out) => {
+      await ffmpeg([
+        ...lavfi("color=c=gray:s=64x64:r=5:d=9"),
+        ...lavfi("color=c=green:s=64x64:r=5:d=3"),
+        "-filter_complex",
+        "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]",
+        "-map",
+        "[v]",
+        ...x264,
+        out,
+      ]);
+    },
+  ],
   short: ["short.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=320x240:r=25:d=0.5"), ...x264, out])],
   // testsrc (RGB) keeps odd sizes; testsrc2 (4:2:0) rounds them to even. VP9 codes odd 4:2:0 sizes.
-  odd: ["odd.webm", async (out) => ffmpeg([...lavfi("testsrc=s=333x197:r=25:d=1"), "-c:v", "libvpx-vp9", "-pix_fmt", "yuv420p", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "200k", out])],
+  odd: [
+    "odd.webm",
+    async (out) =>
+      ffmpeg([
+        ...lavfi("testsrc=s=333x197:r=25:d=1"),
+        "-c:v",
+        "libvpx-vp9",
+        "-pix_fmt",
+        "yuv420p",
+        "-deadline",
+        "realtime",
+        "-cpu-used",
+        "8",
+        "-b:v",
+        "200k",
+        out,
+      ]),
+  ],
   // Drawn at 960×540 and blown up: rendering testsrc2 at 4K costs 4× more than encoding it.
-  uhd: ["uhd.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=960x540:r=25:d=1"), "-vf", "scale=3840:2160:flags=neighbor",
-    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", out])],
-  hdr: ["hdr.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=640x360:r=25:d=1"), "-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "log-level=error",
-    "-pix_fmt", "yuv420p10le", "-color_trc", "smpte2084", "-color_primaries", "bt2020", "-colorspace", "bt2020nc", "-tag:v", "hvc1", out])],
+  uhd: [
+    "uhd.mp4",
+    async (out) =>
+      ffmpeg([
+        ...lavfi("testsrc2=s=960x540:r=25:d=1"),
+        "-vf",
+        "scale=3840:2160:flags=neighbor",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-pix_fmt",
+        "yuv420p",
+        out,
+      ]),
+  ],
+  hdr: [
+    "hdr.mp4",
+    async (out) =>
+      ffmpeg([
+        ...lavfi("testsrc2=s=640x360:r=25:d=1"),
+        "-c:v",
+        "libx265",
+        "-preset",
+        "ultrafast",
+        "-x265-params",
+        "log-level=error",
+        "-pix_fmt",
+        "yuv420p10le",
+        "-color_trc",
+        "smpte2084",
+        "-color_primaries",
+        "bt2020",
+        "-colorspace",
+        "bt2020nc",
+        "-tag:v",
+        "hvc1",
+        out,
+      ]),
+  ],
   /** 320×160, red top half and blue bottom half, tagged to be shown rotated by 90°. */
   // ffmpeg 4.1 drops the rotate tag when it encodes, so tag in a second, copying pass.
-  rotated: ["rotated.mp4", async (out) => {
-    const plain = `${out}.plain.mp4`;
-    await ffmpeg([...lavfi("color=c=red:s=320x80:d=1"), ...lavfi("color=c=blue:s=320x80:d=1"),
-      "-filter_complex", "[0:v][1:v]vstack,format=yuv420p[v]", "-map", "[v]", ...x264, plain]);
-    await ffmpeg(["-i", plain, "-c", "copy", "-metadata:s:v:0", "rotate=90", out]);
-    await rm(plain, { force: true });
-  }],
+  rotated: [
+    "rotated.mp4",
+    async (out) => {
+      const plain = `${out}.plain.mp4`;
+      await ffmpeg([
+        ...lavfi("color=c=red:s=320x80:d=1"),
+        ...lavfi("color=c=blue:s=320x80:d=1"),
+        "-filter_complex",
+        "[0:v][1:v]vstack,format=yuv420p[v]",
+        "-map",
+        "[v]",
+        ...x264,
+        plain,
+      ]);
+      await ffmpeg(["-i", plain, "-c", "copy", "-metadata:s:v:0", "rotate=90", out]);
+      await rm(plain, { force: true });
+    },
+  ],
   /** 160×240 stored, 2:1 pixels: displayed 320×240. */
-  anamorphic: ["anamorphic.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=160x240:r=25:d=0.5"), "-vf", "setsar=2/1", ...x264, out])],
+  anamorphic: [
+    "anamorphic.mp4",
+    async (out) => ffmpeg([...lavfi("testsrc2=s=160x240:r=25:d=0.5"), "-vf", "setsar=2/1", ...x264, out]),
+  ],
   mov: ["tiny.mov", async (out) => ffmpeg([...lavfi("testsrc2=s=176x144:r=25:d=0.5"), ...x264, "-f", "mov", out])],
-  avi: ["tiny.avi", async (out) => ffmpeg([...lavfi("testsrc2=s=176x144:r=25:d=0.5"), ...lavfi("sine=d=0.5"), "-c:v", "mpeg4", "-c:a", "libmp3lame", "-shortest", out])],
-  mkv: ["tiny.mkv", async (out) => ffmpeg([...lavfi("testsrc2=s=176x144:r=25:d=0.5"), ...lavfi("sine=d=0.5"), ...x264, "-c:a", "aac", "-shortest", out])],
-  webm: ["tiny.webm", async (out) => ffmpeg([...lavfi("testsrc2=s=176x144:r=25:d=0.5"), ...lavfi("sine=d=0.5"), "-c:v", "libvpx", "-deadline", "realtime", "-c:a", "libvorbis", "-shortest", out])],
-  mpg: ["tiny.mpg", async (out) => ffmpeg([...lavfi("testsrc2=s=176x144:r=25:d=0.5"), ...lavfi("sine=d=0.5"), "-c:v", "mpeg1video", "-c:a", "mp2", "-shortest", "-f", "mpeg", out])],
-  threeGp: ["tiny.3gp", async (out) => ffmpeg([...lavfi("testsrc2=s=176x144:r=25:d=0.5"), ...lavfi("sine=d=0.5:sample_rate=8000"), "-c:v", "h263", "-c:a", "aac", "-ar", "8000", "-ac", "1", "-shortest", "-f", "3gp", out])],
+  avi: [
+    "tiny.avi",
+    async (out) =>
+      ffmpeg([
+        ...lavfi("testsrc2=s=176x144:r=25:d=0.5"),
+        ...lavfi("sine=d=0.5"),
+        "-c:v",
+        "mpeg4",
+        "-c:a",
+        "libmp3lame",
+        "-shortest",
+        out,
+      ]),
+  ],
+  mkv: [
+    "tiny.mkv",
+    async (out) =>
+      ffmpeg([
+        ...lavfi("testsrc2=s=176x144:r=25:d=0.5"),
+        ...lavfi("sine=d=0.5"),
+        ...x264,
+        "-c:a",
+        "aac",
+        "-shortest",
+        out,
+      ]),
+  ],
+  webm: [
+    "tiny.webm",
+    async (out) =>
+      ffmpeg([
+        ...lavfi("testsrc2=s=176x144:r=25:d=0.5"),
+        ...lavfi("sine=d=0.5"),
+        "-c:v",
+        "libvpx",
+        "-deadline",
+        "realtime",
+        "-c:a",
+        "libvorbis",
+        "-shortest",
+        out,
+      ]),
+  ],
+  mpg: [
+    "tiny.mpg",
+    async (out) =>
+      ffmpeg([
+        ...lavfi("testsrc2=s=176x144:r=25:d=0.5"),
+        ...lavfi("sine=d=0.5"),
+        "-c:v",
+        "mpeg1video",
+        "-c:a",
+        "mp2",
+        "-shortest",
+        "-f",
+        "mpeg",
+        out,
+      ]),
+  ],
+  threeGp: [
+    "tiny.3gp",
+    async (out) =>
+      ffmpeg([
+        ...lavfi("testsrc2=s=176x144:r=25:d=0.5"),
+        ...lavfi("sine=d=0.5:sample_rate=8000"),
+        "-c:v",
+        "h263",
+        "-c:a",
+        "aac",
+        "-ar",
+        "8000",
+        "-ac",
+        "1",
+        "-shortest",
+        "-f",
+        "3gp",
+        out,
+      ]),
+  ],
   /** 3 s of red; the 440 Hz tone's timestamps start at 1 s (audio begins after the video). */
-  lateAudio: ["late-audio.mkv", async (out) => ffmpeg([...lavfi("color=c=red:s=64x64:r=25:d=3"), "-itsoffset", "1", ...lavfi("sine=f=440:d=2"),
-    "-map", "0:v", "-map", "1:a", ...x264, "-c:a", "aac", out])],
+  lateAudio: [
+    "late-audio.mkv",
+    async (out) =>
+      ffmpeg([
+        ...lavfi("color=c=red:s=64x64:r=25:d=3"),
+        "-itsoffset",
+        "1",
+        ...lavfi("sine=f=440:d=2"),
+        "-map",
+        "0:v",
+        "-map",
+        "1:a",
+        ...x264,
+        "-c:a",
+        "aac",
+        out,
+      ]),
+  ],
   audioM4a: ["tone.m4a", async (out) => ffmpeg([...lavfi("sine=f=440:d=3"), "-c:a", "aac", out])],
   audioMp3: ["tone.mp3", async (out) => ffmpeg([...lavfi("sine=f=440:d=3"), "-c:a", "libmp3lame", out])],
   empty: ["empty.mp4", async (out) => writeFile(out, new Uint8Array(0))],
-  pngAsMp4: ["picture.mp4", async (out) => ffmpeg([...lavfi("testsrc2=s=64x64"), "-frames:v", "1", "-f", "image2", "-c:v", "png", out])],
+  pngAsMp4: [
+    "picture.mp4",
+    async (out) => ffmpeg([...lavfi("testsrc2=s=64x64"), "-frames:v", "1", "-f", "image2", "-c:v", "png", out]),
+  ],
   textAsMp4: ["notes.mp4", async (out) => writeFile(out, "These are meeting notes, not a video.\n".repeat(40))],
   randomBytes: ["random.mp4", async (out) => writeFile(out, noise(64 * 1024, 7))],
   /** A real ftyp box (claims ISO MP4) followed by noise. */
-  garbageMp4: ["garbage.mp4", async (out) => {
-    const ftyp = new Uint8Array([0, 0, 0, 0x18, ...ascii("ftypisom"), 0, 0, 2, 0, ...ascii("isomiso2")]);
-    await writeFile(out, new Uint8Array([...ftyp, ...noise(64 * 1024, 9)]));
-  }],
+  garbageMp4: [
+    "garbage.mp4",
+    async (out) => {
+      const ftyp = new Uint8Array([0, 0, 0, 0x18, ...ascii("ftypisom"), 0, 0, 2, 0, ...ascii("isomiso2")]);
+      await writeFile(out, new Uint8Array([...ftyp, ...noise(64 * 1024, 9)]));
+    },
+  ],
 } satisfies Record<string, [string, Gen]>;
 
 export type FixtureName = keyof typeof FIXTURES;
@@ -171,7 +430,10 @@ export async function mediaFixture(name: FixtureName): Promise<string> {
       fh = await open(lock, "wx");
     } catch {
       // Another worker is generating it; wait, and break a lock left by a killed worker.
-      const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+      const age = await stat(lock).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
       if (age > 60_000) await rm(lock, { force: true });
       if (Date.now() > deadline) throw new Error(`timed out waiting for fixture ${name}`);
       await Bun.sleep(50);
@@ -202,17 +464,20 @@ async function runDir(): Promise<string> {
   if (!existsSync(dir)) {
     for (const old of readdirSync(base)) {
       const m = /^vsearch-media-fixtures-(\d+)$/.exec(old);
-      if (m && Number(m[1]) !== process.ppid && !alive(Number(m[1]))) rmSync(join(base, old), { recursive: true, force: true });
+      if (m && Number(m[1]) !== process.ppid && !alive(Number(m[1])))
+        rmSync(join(base, old), { recursive: true, force: true });
     }
     await mkdir(dir, { recursive: true });
   }
   return dir;
 }
 
-
 /** Runs the test ffmpeg (time-limited) and throws with its stderr on failure. */
 export async function ffmpeg(args: string[], timeoutMs = 60_000): Promise<void> {
-  const proc = Bun.spawn([mediaBins().ffmpeg, "-hide_banner", "-nostdin", "-v", "error", "-y", ...args], { stdout: "ignore", stderr: "pipe" });
+  const proc = Bun.spawn([mediaBins().ffmpeg, "-hide_banner", "-nostdin", "-v", "error", "-y", ...args], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
   const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
   const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
   clearTimeout(timer);
@@ -278,7 +543,10 @@ export function isJpeg(b: Uint8Array): boolean {
 
 /** Width and height of an image (or a video's first stream), as ffprobe reads them. */
 export async function imageDimensions(path: string): Promise<[number, number]> {
-  const p = Bun.spawn([mediaBins().ffprobe, "-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", path], { stdout: "pipe" });
+  const p = Bun.spawn(
+    [mediaBins().ffprobe, "-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", path],
+    { stdout: "pipe" },
+  );
   const [w, h] = (await new Response(p.stdout).text()).trim().split(",").map(Number);
   return [w, h];
 }
@@ -290,13 +558,23 @@ export async function imageDimensions(path: string): Promise<[number, number]> {
 export function loggedFfmpeg(dir: string): { path: string; calls(): string[][] } {
   const log = join(dir, "ffmpeg-calls.log");
   const path = join(dir, "ffmpeg-logged");
-  writeFileSync(path, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> '${log}'; done\nprintf '\\n' >> '${log}'\nexec '${mediaBins().ffmpeg}' "$@"\n`);
+  writeFileSync(
+    path,
+    `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> '${log}'; done\nprintf '\\n' >> '${log}'\nexec '${mediaBins().ffmpeg}' "$@"\n`,
+  );
   chmodSync(path, 0o755);
   return {
     path,
-    calls: () => (existsSync(log) ? readFileSync(log, "utf8").split("\n\n").filter(Boolean).map((c) => c.split("\n")) : []),
+    calls: () =>
+      existsSync(log)
+        ? readFileSync(log, "utf8")
+            .split("\n\n")
+            .filter(Boolean)
+            .map((c) => c.split("\n"))
+        : [],
   };
 }
 
 /** The filter graph of a logged ffmpeg call ("" if none). */
-export const filterGraphOf = (args: string[]) => args[args.findIndex((a) => a === "-filter_complex" || a === "-vf") + 1] ?? "";
+export const filterGraphOf = (args: string[]) =>
+  args[args.findIndex((a) => a === "-filter_complex" || a === "-vf") + 1] ?? "";

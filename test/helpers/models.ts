@@ -3,8 +3,18 @@ import type { ActiveModel, ModelCatalog, ModelRole } from "../../src/models/role
 
 export const FIXTURE_MODELS = join(import.meta.dirname, "..", "fixtures", "models");
 
-export const tinyClip: ActiveModel = { name: "tiny-random-clip", dir: join(FIXTURE_MODELS, "tiny-random-clip"), dtype: "fp32", modelId: "tiny-random-clip@test" };
-export const tinyWhisper: ActiveModel = { name: "tiny-random-whisper", dir: join(FIXTURE_MODELS, "tiny-random-whisper"), dtype: "fp32", modelId: "tiny-random-whisper@test" };
+export const tinyClip: ActiveModel = {
+  name: "tiny-random-clip",
+  dir: join(FIXTURE_MODELS, "tiny-random-clip"),
+  dtype: "fp32",
+  modelId: "tiny-random-clip@test",
+};
+export const tinyWhisper: ActiveModel = {
+  name: "tiny-random-whisper",
+  dir: join(FIXTURE_MODELS, "tiny-random-whisper"),
+  dtype: "fp32",
+  modelId: "tiny-random-whisper@test",
+};
 
 /** A fixed catalog for tests that need models but not the registry. */
 export function fixedCatalog(models: Partial<Record<ModelRole, ActiveModel>>): ModelCatalog {

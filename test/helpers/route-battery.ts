@@ -15,7 +15,15 @@
  * specific failure on a synthetic route (test/api/route-battery.test.ts).
  */
 
-export const CHECKS = ["unauthenticated", "revoked", "read_only", "session_only", "foreign_id", "rate_limit", "validation"] as const;
+export const CHECKS = [
+  "unauthenticated",
+  "revoked",
+  "read_only",
+  "session_only",
+  "foreign_id",
+  "rate_limit",
+  "validation",
+] as const;
 export type Check = (typeof CHECKS)[number];
 
 /** An operation the battery leaves out of some checks, and why (keep the list short). */
@@ -70,12 +78,18 @@ export function operations(doc: any): Operation[] {
 
 const isPublic = (op: any) => Array.isArray(op.security) && op.security.length === 0;
 const sessionOnly = (op: any) =>
-  Array.isArray(op.security) && op.security.length > 0 && op.security.every((s: Record<string, unknown>) => Object.keys(s).length === 1 && "sessionToken" in s);
+  Array.isArray(op.security) &&
+  op.security.length > 0 &&
+  op.security.every((s: Record<string, unknown>) => Object.keys(s).length === 1 && "sessionToken" in s);
 
 /** Resolves a `$ref` into components, one level at a time. */
 function deref(doc: any, schema: any): any {
   let s = schema;
-  for (let i = 0; s?.$ref && i < 10; i++) s = s.$ref.split("/").slice(1).reduce((o: any, k: string) => o?.[k], doc);
+  for (let i = 0; s?.$ref && i < 10; i++)
+    s = s.$ref
+      .split("/")
+      .slice(1)
+      .reduce((o: any, k: string) => o?.[k], doc);
   return s;
 }
 
@@ -83,14 +97,20 @@ function deref(doc: any, schema: any): any {
 export function sampleOf(doc: any, schema: any, name = ""): unknown {
   const s = deref(doc, schema) ?? {};
   if (s.enum) return s.enum[0];
-  if (s.anyOf || s.oneOf) return sampleOf(doc, (s.anyOf ?? s.oneOf).find((x: any) => deref(doc, x)?.type !== "null"), name);
+  if (s.anyOf || s.oneOf)
+    return sampleOf(
+      doc,
+      (s.anyOf ?? s.oneOf).find((x: any) => deref(doc, x)?.type !== "null"),
+      name,
+    );
   const type = Array.isArray(s.type) ? s.type.find((x: string) => x !== "null") : s.type;
   switch (type) {
     case "object": {
       const o: Record<string, unknown> = {};
       for (const k of s.required ?? []) o[k] = sampleOf(doc, s.properties?.[k], k);
       // "At least one field" objects (PATCH bodies): add optional fields, in order, up to the minimum.
-      for (const k of Object.keys(s.properties ?? {})) if (Object.keys(o).length < (s.minProperties ?? 0) && !(k in o)) o[k] = sampleOf(doc, s.properties[k], k);
+      for (const k of Object.keys(s.properties ?? {}))
+        if (Object.keys(o).length < (s.minProperties ?? 0) && !(k in o)) o[k] = sampleOf(doc, s.properties[k], k);
       return o;
     }
     case "array":
@@ -130,7 +150,8 @@ function build(doc: any, { path, op }: Operation, ids: Record<string, string>): 
     if (p.in === "path") {
       // Every `*_id` path parameter must take another account's real id; others (a file name) a sample.
       const v = idFor(p.name, p.name.endsWith("_id") ? undefined : sampleOf(doc, p.schema, p.name));
-      if (v === undefined) throw new Error(`no id for path parameter "${p.name}"; add one to the battery's foreign ids`);
+      if (v === undefined)
+        throw new Error(`no id for path parameter "${p.name}"; add one to the battery's foreign ids`);
       url = url.replace(`{${p.name}}`, encodeURIComponent(String(v)));
     } else if (p.in === "query" && p.required) {
       query.set(p.name, String(idFor(p.name, sampleOf(doc, p.schema, p.name))));
@@ -143,7 +164,8 @@ function build(doc: any, { path, op }: Operation, ids: Record<string, string>): 
   const sample = sampleOf(doc, media.schema) as Record<string, unknown>;
   const schema = deref(doc, media.schema);
   for (const k of Object.keys(sample)) sample[k] = idFor(k, sample[k]);
-  for (const k of schema?.required ?? []) if (!(k in sample)) sample[k] = idFor(k, sampleOf(doc, schema.properties?.[k], k));
+  for (const k of schema?.required ?? [])
+    if (!(k in sample)) sample[k] = idFor(k, sampleOf(doc, schema.properties?.[k], k));
   if (type === "application/json") return { url, body: JSON.stringify(sample), contentType: type, foreign };
   if (type === "multipart/form-data") {
     const fd = new FormData();
@@ -172,18 +194,26 @@ export async function runBattery(target: BatteryTarget, only: readonly Check[] =
   const doc = target.doc;
   let forwarded = 0;
 
-  const send = async (o: Operation, b: { url: string; body?: BodyInit; contentType?: string }, token?: string, extra: Record<string, string> = {}) => {
+  const send = async (
+    o: Operation,
+    b: { url: string; body?: BodyInit; contentType?: string },
+    token?: string,
+    extra: Record<string, string> = {},
+  ) => {
     const headers: Record<string, string> = { ...extra };
     if (token) headers.authorization = `Bearer ${token}`;
     if (b.contentType) headers["content-type"] = b.contentType;
     // One client address per request: limits keyed by address (sign-in) never mix the checks.
     headers["x-forwarded-for"] ??= `198.51.100.${++forwarded % 250}`;
-    return target.fetch(new Request(`http://localhost${b.url}`, { method: o.method.toUpperCase(), headers, body: b.body }));
+    return target.fetch(
+      new Request(`http://localhost${b.url}`, { method: o.method.toUpperCase(), headers, body: b.body }),
+    );
   };
 
   const name = (o: Operation) => `${o.method.toUpperCase()} ${o.path}`;
   const documented = (o: Operation, res: Response, check: Check) => {
-    if (!(String(res.status) in (o.op.responses ?? {}))) failures.push(`${name(o)} [${check}]: answered ${res.status}, which the document does not list`);
+    if (!(String(res.status) in (o.op.responses ?? {})))
+      failures.push(`${name(o)} [${check}]: answered ${res.status}, which the document does not list`);
   };
   const expectStatus = async (o: Operation, check: Check, res: Response, want: number, code?: string) => {
     documented(o, res, check);
@@ -200,13 +230,17 @@ export async function runBattery(target: BatteryTarget, only: readonly Check[] =
       return null;
     }
     if (code && parsed?.detail?.code !== code && !(Array.isArray(parsed?.detail) && code === "detail[]")) {
-      failures.push(`${name(o)} [${check}]: expected code ${code}, got ${JSON.stringify(parsed?.detail).slice(0, 160)}`);
+      failures.push(
+        `${name(o)} [${check}]: expected code ${code}, got ${JSON.stringify(parsed?.detail).slice(0, 160)}`,
+      );
     }
     return parsed;
   };
 
   for (const o of operations(doc)) {
-    const skip = new Set(target.exceptions.filter((e) => e.method === o.method && e.path === o.path).flatMap((e) => e.skip));
+    const skip = new Set(
+      target.exceptions.filter((e) => e.method === o.method && e.path === o.path).flatMap((e) => e.skip),
+    );
     const run = (c: Check) => only.includes(c) && !skip.has(c);
     let built: Built;
     try {
@@ -219,17 +253,46 @@ export async function runBattery(target: BatteryTarget, only: readonly Check[] =
 
     if (run("unauthenticated")) await expectStatus(o, "unauthenticated", await send(o, built), 401, "UNAUTHORIZED");
     if (run("revoked")) await expectStatus(o, "revoked", await send(o, built, target.caller.revokedKey), 401);
-    if (run("read_only") && !READS.has(o.method)) await expectStatus(o, "read_only", await send(o, build(doc, o, target.foreignIds), target.caller.readOnlyKey), 403, "FORBIDDEN");
-    if (run("session_only") && sessionOnly(o.op)) await expectStatus(o, "session_only", await send(o, build(doc, o, target.foreignIds), target.caller.key), 403, "FORBIDDEN");
+    if (run("read_only") && !READS.has(o.method))
+      await expectStatus(
+        o,
+        "read_only",
+        await send(o, build(doc, o, target.foreignIds), target.caller.readOnlyKey),
+        403,
+        "FORBIDDEN",
+      );
+    if (run("session_only") && sessionOnly(o.op))
+      await expectStatus(
+        o,
+        "session_only",
+        await send(o, build(doc, o, target.foreignIds), target.caller.key),
+        403,
+        "FORBIDDEN",
+      );
     if (run("foreign_id") && built.foreign.length > 0) {
       await expectStatus(o, "foreign_id", await send(o, build(doc, o, target.foreignIds), owner), 404);
     }
     if (run("validation") && o.op.requestBody) {
       const m = malformed(o.op);
-      const parsed = await expectStatus(o, "validation", await send(o, { url: built.url, ...m }, owner), 422, "detail[]");
+      const parsed = await expectStatus(
+        o,
+        "validation",
+        await send(o, { url: built.url, ...m }, owner),
+        422,
+        "detail[]",
+      );
       const items = parsed?.detail;
-      if (parsed && !(Array.isArray(items) && items.length > 0 && items.every((d: any) => Array.isArray(d.loc) && typeof d.msg === "string" && typeof d.type === "string"))) {
-        failures.push(`${name(o)} [validation]: 422 body is not {detail: [{loc, msg, type}]}: ${JSON.stringify(parsed).slice(0, 160)}`);
+      if (
+        parsed &&
+        !(
+          Array.isArray(items) &&
+          items.length > 0 &&
+          items.every((d: any) => Array.isArray(d.loc) && typeof d.msg === "string" && typeof d.type === "string")
+        )
+      ) {
+        failures.push(
+          `${name(o)} [validation]: 422 body is not {detail: [{loc, msg, type}]}: ${JSON.stringify(parsed).slice(0, 160)}`,
+        );
       }
     }
     if (run("rate_limit")) {
@@ -240,7 +303,8 @@ export async function runBattery(target: BatteryTarget, only: readonly Check[] =
       documented(o, first, "rate_limit");
       await first.arrayBuffer();
       if (first.status === 429) failures.push(`${name(o)} [rate_limit]: the first request was already limited`);
-      else if (!first.headers.get("x-ratelimit-limit")) failures.push(`${name(o)} [rate_limit]: no X-RateLimit-Limit header (${first.status}): is the route limited?`);
+      else if (!first.headers.get("x-ratelimit-limit"))
+        failures.push(`${name(o)} [rate_limit]: no X-RateLimit-Limit header (${first.status}): is the route limited?`);
       const second = await send(o, build(doc, o, target.foreignIds), token, address);
       if (await expectStatus(o, "rate_limit", second, 429, "RATE_LIMIT_EXCEEDED")) {
         for (const h of ["retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]) {

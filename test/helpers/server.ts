@@ -12,7 +12,10 @@ export interface TestServer extends TestApp {
 }
 
 /** A real app behind a real Bun.serve on 127.0.0.1:0, wired exactly as `vsearch serve` wires it. */
-export async function startTestServer(env: Record<string, string> = {}, opts: { models?: ModelCatalog; resolve?: Resolver } = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  opts: { models?: ModelCatalog; resolve?: Resolver } = {},
+): Promise<TestServer> {
   const t = await startTestApp({ VSEARCH_HOST: "127.0.0.1", VSEARCH_PORT: "0", ...env }, opts);
   const server = Bun.serve(bunServeOptions(t.app, t.config));
   const url = `http://127.0.0.1:${server.port}`;
@@ -44,7 +47,11 @@ export interface RawResponse {
  * Sends bytes over a plain TCP socket and reads until the server closes or `ms` pass: for
  * requests no HTTP client library would send (HTTP/1.0 without Host, lying Content-Length…).
  */
-export function rawRequest(port: number, bytes: string | Uint8Array, opts: { ms?: number; endAfterWrite?: boolean; localAddress?: string } = {}): Promise<RawResponse> {
+export function rawRequest(
+  port: number,
+  bytes: string | Uint8Array,
+  opts: { ms?: number; endAfterWrite?: boolean; localAddress?: string } = {},
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     // Any 127.x.y.z is this machine: a different local address is a different client to the server.
@@ -83,7 +90,12 @@ function parseRaw(raw: string): RawResponse {
 }
 
 /** A JSON POST over a raw socket from `localAddress`, with optional extra headers. */
-export function rawJson(port: number, path: string, body: unknown, opts: { localAddress?: string; headers?: Record<string, string> } = {}): Promise<RawResponse> {
+export function rawJson(
+  port: number,
+  path: string,
+  body: unknown,
+  opts: { localAddress?: string; headers?: Record<string, string> } = {},
+): Promise<RawResponse> {
   const text = JSON.stringify(body);
   const extra = Object.entries(opts.headers ?? {})
     .map(([k, v]) => `${k}: ${v}\r\n`)

@@ -70,7 +70,11 @@ export function openStores(dataDir: string, opts: { vecExtension?: string } = {}
     videos: new VideoStore(db),
     webhooks: new WebhookStore(db),
     searchDomain: (deps) =>
-      createSearchDomain({ ...deps, uow, stores: { search: new SearchStore(db), ocr: new OcrSearchStore(db), feedback: new FeedbackStore(db) } }),
+      createSearchDomain({
+        ...deps,
+        uow,
+        stores: { search: new SearchStore(db), ocr: new OcrSearchStore(db), feedback: new FeedbackStore(db) },
+      }),
     transaction: (fn) => uow.run(fn),
     close: () => db.close(),
   };
@@ -90,7 +94,8 @@ export function databaseFilesContain(dataDir: string, text: string): boolean {
 }
 
 /** Collections of every account (a refused create must store none, for anyone). */
-export const allCollections = (s: Stores): number => s.accounts.listAccounts().reduce((n, a) => n + s.collections.count(a.id), 0);
+export const allCollections = (s: Stores): number =>
+  s.accounts.listAccounts().reduce((n, a) => n + s.collections.count(a.id), 0);
 
 /**
  * Store files a test file keeps for itself: for the tests of what lies under the stores (the unit

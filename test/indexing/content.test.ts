@@ -45,7 +45,16 @@ function setup() {
   const index = new IndexStore(db, true);
   const content = new VideoContent(uow, index, files, bus);
   const outbox = new EventStore(db);
-  const videos = new VideoService(uow, videoStore, new JobStore(db), outbox, index, files, { posterUrl: () => "", playbackUrl: () => "" }, content);
+  const videos = new VideoService(
+    uow,
+    videoStore,
+    new JobStore(db),
+    outbox,
+    index,
+    files,
+    { posterUrl: () => "", playbackUrl: () => "" },
+    content,
+  );
 
   /** An account, a collection and a ready video with a source file and `shots` thumbnails on disk. */
   const addVideo = (accountId: string, id: string, shots: number) => {
@@ -57,25 +66,69 @@ function setup() {
     writeFileSync(files.sourceFile(id, "mp4"), "source");
     for (let i = 0; i < shots; i++) writeFileSync(files.shotThumbFile(id, i), `thumb ${i}`);
     videoStore.insert({
-      id, account_id: accountId, collection_id: `col_${accountId}`, filename: "a.mp4", status: "ready", progress_pct: 100,
-      container: "mp4", mime_type: "video/mp4", duration_secs: 30, width: 64, height: 48, fps: 25, codec: "h264", audio_codec: null,
-      has_audio: 0, file_size_bytes: 6, storage_bytes: 6, source_path: files.rel(files.sourceFile(id, "mp4")), poster_path: null,
-      stages: "{}", error_code: null, error_message: null, created_at: at, updated_at: at,
+      id,
+      account_id: accountId,
+      collection_id: `col_${accountId}`,
+      filename: "a.mp4",
+      status: "ready",
+      progress_pct: 100,
+      container: "mp4",
+      mime_type: "video/mp4",
+      duration_secs: 30,
+      width: 64,
+      height: 48,
+      fps: 25,
+      codec: "h264",
+      audio_codec: null,
+      has_audio: 0,
+      file_size_bytes: 6,
+      storage_bytes: 6,
+      source_path: files.rel(files.sourceFile(id, "mp4")),
+      poster_path: null,
+      stages: "{}",
+      error_code: null,
+      error_message: null,
+      created_at: at,
+      updated_at: at,
     });
     return { videoId: id, accountId, collectionId: `col_${accountId}` };
   };
   const shotRows = (scope: { videoId: string }, n: number, offset = 0): ShotInput[] =>
     Array.from({ length: n }, (_, i) => ({
-      shotIndex: i, start: i * 10, end: i * 10 + 10, keyframe: i * 10 + 1, labels: [], caption: null,
-      thumbnailPath: files.rel(files.shotThumbFile(scope.videoId, i)), embedding: vec(offset + i / 10),
+      shotIndex: i,
+      start: i * 10,
+      end: i * 10 + 10,
+      keyframe: i * 10 + 1,
+      labels: [],
+      caption: null,
+      thumbnailPath: files.rel(files.shotThumbFile(scope.videoId, i)),
+      embedding: vec(offset + i / 10),
     }));
   const fill = (scope: ReturnType<typeof addVideo>, shots: number) => {
-    content.replaceFrames(scope, [0, 1, 2].map((i) => ({ shotIndex: 0, timestamp: i, embedding: vec(i / 10) })), "m");
+    content.replaceFrames(
+      scope,
+      [0, 1, 2].map((i) => ({ shotIndex: 0, timestamp: i, embedding: vec(i / 10) })),
+      "m",
+    );
     content.replaceTranscript(scope, [{ start: 0, end: 2, text: "hello there" }], "w");
-    content.replaceOcrLines(scope, [{ start: 0, end: 2, text: "EXIT", confidence: 90, box: { x: 0, y: 0, w: 1, h: 1 } }]);
+    content.replaceOcrLines(scope, [
+      { start: 0, end: 2, text: "EXIT", confidence: 90, box: { x: 0, y: 0, w: 1, h: 1 } },
+    ]);
     content.commitStage(scope.videoId, () => content.replaceShots(scope, shotRows(scope, shots), "m"));
   };
-  return { files, content, videos, videoStore, outbox, search: new SearchStore(db), ocr: new OcrSearchStore(db), seen, addVideo, shotRows, fill };
+  return {
+    files,
+    content,
+    videos,
+    videoStore,
+    outbox,
+    search: new SearchStore(db),
+    ocr: new OcrSearchStore(db),
+    seen,
+    addVideo,
+    shotRows,
+    fill,
+  };
 }
 
 describe("VideoContent", () => {
@@ -90,7 +143,12 @@ describe("VideoContent", () => {
     content.replaceFrames(v, [{ shotIndex: 0, timestamp: 0, embedding: vec(0) }], "m");
     content.commitStage(v.videoId, () => content.replaceShots(v, shotRows(v, 2), "m"));
     expect(search.countInScope("frames", v, "m")).toBe(1);
-    expect(search.shotsOfVideos([v.videoId]).get(v.videoId)!.map((s) => s.shot_index)).toEqual([0, 1]);
+    expect(
+      search
+        .shotsOfVideos([v.videoId])
+        .get(v.videoId)!
+        .map((s) => s.shot_index),
+    ).toEqual([0, 1]);
     expect(readdirSync(join(files.dir(v.videoId), "shots")).sort()).toEqual(["0.jpg", "1.jpg"]);
     expect(seen.map((s) => s.event.type)).toEqual(["video.content_changed", "video.content_changed"]);
   });
@@ -130,7 +188,9 @@ describe("VideoContent", () => {
     expect(search.transcriptCount("acc_a")).toBe(0);
     expect(ocr.count("acc_a")).toBe(0);
     expect(nearest("acc_a")).toBe(0); // the vec0 rows SQLite cannot cascade
-    expect(outbox.undispatched(10).map((e) => [e.type, JSON.parse(e.payload).video_id])).toEqual([["video.deleted", mine.videoId]]);
+    expect(outbox.undispatched(10).map((e) => [e.type, JSON.parse(e.payload).video_id])).toEqual([
+      ["video.deleted", mine.videoId],
+    ]);
     expect(seen).toEqual([{ event: { type: "videos.deleted", videoIds: [mine.videoId] }, inTransaction: false }]);
 
     expect(videoStore.getById(theirs.videoId)).not.toBeNull();

@@ -71,11 +71,18 @@ describe("CLIP model", () => {
 
   it("tokenizes exactly like the reference tokenizer (padded batch and one by one)", () => {
     expect(fp32.tokenize(ref.text.inputs)).toEqual(ref.text.input_ids_padded);
-    ref.text.inputs.forEach((t: string, i: number) => expect(fp32.tokenize([t])).toEqual([ref.text.input_ids_unpadded[i]]));
+    ref.text.inputs.forEach((t: string, i: number) =>
+      expect(fp32.tokenize([t])).toEqual([ref.text.input_ids_unpadded[i]]),
+    );
   });
 
   it("fp32 text_embeds match PyTorch, batched and unbatched", async () => {
-    expectClose(await fp32.embedTexts(ref.text.inputs, { normalize: false }), ref.text.text_embeds_fp32, FP32_MAX_ABS, FP32_COS);
+    expectClose(
+      await fp32.embedTexts(ref.text.inputs, { normalize: false }),
+      ref.text.text_embeds_fp32,
+      FP32_MAX_ABS,
+      FP32_COS,
+    );
     const one = await fp32.embedTexts(ref.text.inputs, { normalize: false, batchSize: 1 });
     expectClose(one, ref.text.text_embeds_fp32_unbatched, FP32_MAX_ABS, FP32_COS);
   });
@@ -127,15 +134,22 @@ describe("CLIP model", () => {
       expect(cosine(v, ref.synthetic_image.image_embeds_q8_ort[i])).toBeGreaterThanOrEqual(0.998);
     });
     const img = await q8.embedImages(frames, { normalize: false });
-    img.forEach((v, i) => expect(cosine(v, ref.image.image_embeds_fp32_transformersjs_preproc[i])).toBeGreaterThanOrEqual(Q8_COS));
+    img.forEach((v, i) =>
+      expect(cosine(v, ref.image.image_embeds_fp32_transformersjs_preproc[i])).toBeGreaterThanOrEqual(Q8_COS),
+    );
   });
 
   it("rejects frames that are not 224×224 RGB24", async () => {
     const bad = { rgb: new Uint8Array(10 * 10 * 3), width: 10, height: 10 };
-    await expect(fp32.embedImages([bad])).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringMatching(/224x224/) });
+    await expect(fp32.embedImages([bad])).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+      message: expect.stringMatching(/224x224/),
+    });
     const short = { rgb: new Uint8Array(100), width: 224, height: 224 };
     await expect(fp32.embedImages([short])).rejects.toMatchObject({ code: "INVALID_INPUT" });
-    expect(() => pixelValuesFromFrames([bad], clipImageSpec({ crop_size: { width: 224, height: 224 } }))).toThrow(InferenceError);
+    expect(() => pixelValuesFromFrames([bad], clipImageSpec({ crop_size: { width: 224, height: 224 } }))).toThrow(
+      InferenceError,
+    );
   });
 });
 
@@ -170,7 +184,11 @@ describe("CLIP loading errors", () => {
   });
 
   it("a vision-only install embeds images and says the text tower is missing", async () => {
-    const dir = partialCopy("vision-only", ["config.json", "preprocessor_config.json", "onnx/vision_model_quantized.onnx"]);
+    const dir = partialCopy("vision-only", [
+      "config.json",
+      "preprocessor_config.json",
+      "onnx/vision_model_quantized.onnx",
+    ]);
     const m = await ClipModel.load(dir, { dtype: "q8" });
     try {
       expect(m.towers).toEqual(["vision"]);
@@ -180,7 +198,12 @@ describe("CLIP loading errors", () => {
       await m.dispose();
     }
     // The self test falls back to the vision tower (the bench model is such an install).
-    expect(await selfTestModel(dir)).toMatchObject({ ok: true, ran: "clip vision tower", dtype: "q8", modelId: expect.stringMatching(/^vision-only@/) });
+    expect(await selfTestModel(dir)).toMatchObject({
+      ok: true,
+      ran: "clip vision tower",
+      dtype: "q8",
+      modelId: expect.stringMatching(/^vision-only@/),
+    });
     await expect(selfTestModel(dir, { dtype: "fp32" })).rejects.toMatchObject({ code: "MODEL_NOT_INSTALLED" });
   });
 

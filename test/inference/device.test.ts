@@ -25,7 +25,11 @@ function fakeProbe(results: Partial<Record<GpuDevice, ProbeResult | Error>>) {
 describe("chooseDevice", () => {
   it("cpu never probes", async () => {
     const { probe, calls } = fakeProbe({ cuda: { ok: true, detail: "ok" } });
-    expect(await chooseDevice("cpu", probe)).toMatchObject({ device: "cpu", requested: "cpu", reason: "cpu requested" });
+    expect(await chooseDevice("cpu", probe)).toMatchObject({
+      device: "cpu",
+      requested: "cpu",
+      reason: "cpu requested",
+    });
     expect(calls).toEqual([]);
   });
 
@@ -35,7 +39,10 @@ describe("chooseDevice", () => {
     expect(choice).toMatchObject({ device: "cuda", requested: "auto" });
     expect(choice.reason).toContain("text tower ran in 3 ms");
 
-    const no = fakeProbe({ cuda: { ok: false, detail: "Failed to load shared library" }, webgpu: { ok: true, detail: "ok" } });
+    const no = fakeProbe({
+      cuda: { ok: false, detail: "Failed to load shared library" },
+      webgpu: { ok: true, detail: "ok" },
+    });
     const fallback = await chooseDevice("auto", no.probe);
     expect(fallback.device).toBe("cpu");
     expect(fallback.reason).toMatch(/no GPU execution provider.*Failed to load shared library/);
@@ -68,7 +75,10 @@ describe("chooseDevice", () => {
   it("accepts any case and surrounding spaces, refuses unknown values", async () => {
     const { probe } = fakeProbe({ cuda: { ok: true, detail: "ok" } });
     expect((await chooseDevice(" CUDA ", probe)).device).toBe("cuda");
-    await expect(chooseDevice("tpu", probe)).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("tpu") });
+    await expect(chooseDevice("tpu", probe)).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+      message: expect.stringContaining("tpu"),
+    });
   });
 });
 
@@ -82,7 +92,9 @@ describe("real probes (onnxruntime-node as installed)", () => {
   });
 
   it("a probe of a missing model fails with its reason", async () => {
-    await expect(createPoolProbe({ workerFile: WORKER_FILE, modelDir: "/nonexistent/clip" })("cpu")).rejects.toMatchObject({
+    await expect(
+      createPoolProbe({ workerFile: WORKER_FILE, modelDir: "/nonexistent/clip" })("cpu"),
+    ).rejects.toMatchObject({
       code: "MODEL_NOT_INSTALLED",
     });
   });

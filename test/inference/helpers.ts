@@ -17,7 +17,8 @@ export function reference(modelDir: string): any {
 /** 16-bit PCM mono WAV → float32 in [-1, 1) (what soundfile/librosa give the reference). */
 export function readWav16(path: string): { samples: Float32Array; sampleRate: number } {
   const buf = readFileSync(path);
-  if (buf.toString("ascii", 0, 4) !== "RIFF" || buf.toString("ascii", 8, 12) !== "WAVE") throw new Error(`${path}: not a WAV file`);
+  if (buf.toString("ascii", 0, 4) !== "RIFF" || buf.toString("ascii", 8, 12) !== "WAVE")
+    throw new Error(`${path}: not a WAV file`);
   let off = 12;
   let sampleRate = 0;
   let channels = 0;

@@ -24,13 +24,24 @@ afterEach(async () => {
 
 function host(idleSecs: number, onUnloaded: (() => void) | null = null): InferenceHost {
   const dir = dirs.make();
-  const config = loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_MODEL_IDLE_UNLOAD_SECS: String(idleSecs), VSEARCH_DEVICE: "cpu" });
-  const h = new InferenceHost(config, WORKER_FILE, fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }), createLogger("silent"), null, onUnloaded);
+  const config = loadConfig(
+    { dataDir: dir, logLevel: "silent" },
+    { VSEARCH_MODEL_IDLE_UNLOAD_SECS: String(idleSecs), VSEARCH_DEVICE: "cpu" },
+  );
+  const h = new InferenceHost(
+    config,
+    WORKER_FILE,
+    fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }),
+    createLogger("silent"),
+    null,
+    onUnloaded,
+  );
   hosts.push(h);
   return h;
 }
 
-const embed = async (h: InferenceHost, text: string) => (await h.get()).embedTexts({ modelDir: tinyClip.dir, dtype: tinyClip.dtype }, [text]);
+const embed = async (h: InferenceHost, text: string) =>
+  (await h.get()).embedTexts({ modelDir: tinyClip.dir, dtype: tinyClip.dtype }, [text]);
 
 describe("idle model unloading", () => {
   test("a pool with no task for the idle time closes; the next task starts it again with the same answer", async () => {
@@ -51,8 +62,14 @@ describe("idle model unloading", () => {
   test("a pool is never closed while a task is in flight, however long it runs", async () => {
     const h = host(0.05);
     const pool = await h.get();
-    const windows = Array.from({ length: 2 }, (_, i) => ({ samples: new Float32Array(16000 * 20), offsetSecs: i * 20 }));
-    const running = pool.transcribeWindows({ modelDir: tinyWhisper.dir, dtype: tinyWhisper.dtype, maxNewTokens: 32 }, windows);
+    const windows = Array.from({ length: 2 }, (_, i) => ({
+      samples: new Float32Array(16000 * 20),
+      offsetSecs: i * 20,
+    }));
+    const running = pool.transcribeWindows(
+      { modelDir: tinyWhisper.dir, dtype: tinyWhisper.dtype, maxNewTokens: 32 },
+      windows,
+    );
     // Check repeatedly while the task runs: the speech pool must stay up.
     let closedMidTask = 0;
     let done = false;
@@ -135,7 +152,14 @@ describe("idle memory passes", () => {
     let unused = false;
     const m = new IdleMemory({
       busy: () => false,
-      release: [{ name: "broken", run: () => { throw new Error("boom"); } }],
+      release: [
+        {
+          name: "broken",
+          run: () => {
+            throw new Error("boom");
+          },
+        },
+      ],
       libraries: { path: /\/libc\.so\.6$/, unused: () => unused },
       logger,
     });

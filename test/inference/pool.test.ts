@@ -5,7 +5,17 @@ import { ClipModel, type RgbFrame } from "../../src/inference/clip.ts";
 import { InferenceError } from "../../src/inference/errors.ts";
 import { createInferencePool, planThreads, type InferencePool } from "../../src/inference/pool.ts";
 import { WhisperModel } from "../../src/inference/whisper.ts";
-import { CLIP_DIR, TESTDATA, WHISPER_DIR, WORKER_FILE, clipFrameLikeTransformersJs, cosine, maxAbsDiff, readWav16, reference } from "./helpers.ts";
+import {
+  CLIP_DIR,
+  TESTDATA,
+  WHISPER_DIR,
+  WORKER_FILE,
+  clipFrameLikeTransformersJs,
+  cosine,
+  maxAbsDiff,
+  readWav16,
+  reference,
+} from "./helpers.ts";
 
 const ref = reference(CLIP_DIR);
 const fox = readWav16(`${TESTDATA}/fox.wav`);
@@ -89,7 +99,10 @@ describe("inference pool (2 workers × 1 ORT thread)", () => {
     const r = await pool.embedImages(FP32, views);
     expect(r.vectors.length).toBe(2);
     expect(shared.byteLength).toBe(0); // detached: it moved to the worker
-    await expect(pool.embedImages(FP32, views)).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("detached") });
+    await expect(pool.embedImages(FP32, views)).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+      message: expect.stringContaining("detached"),
+    });
 
     const samples = fox.samples.slice();
     await pool.transcribe({ modelDir: WHISPER_DIR, dtype: "q8", maxNewTokens: 8 }, samples, 0);
@@ -108,7 +121,9 @@ describe("inference pool (2 workers × 1 ORT thread)", () => {
     expect(threads.size).toBeLessThanOrEqual(2);
     for (const r of replies) expect(r.worker.modelLoads).toBe(1);
     // Over the whole file so far: one "model loaded" per worker and model (folder + dtype), never more.
-    const loads = logLines.filter((l) => l.msg === "model loaded").map((l) => `${l.thread_id}|${l.model_dir}|${l.dtype}`);
+    const loads = logLines
+      .filter((l) => l.msg === "model loaded")
+      .map((l) => `${l.thread_id}|${l.model_dir}|${l.dtype}`);
     expect(loads.length).toBeGreaterThan(0);
     expect(new Set(loads).size).toBe(loads.length);
     expect(replies.filter((r) => r.worker.loadMs > 0).length).toBeLessThanOrEqual(2);
@@ -118,7 +133,8 @@ describe("inference pool (2 workers × 1 ORT thread)", () => {
     const local = await WhisperModel.load(WHISPER_DIR, { dtype: "fp32", intraOpThreads: 1 });
     try {
       const long = new Float32Array(16000 * 33);
-      for (let at = 0; at + fox.samples.length <= long.length; at += fox.samples.length + 8000) long.set(fox.samples, at);
+      for (let at = 0; at + fox.samples.length <= long.length; at += fox.samples.length + 8000)
+        long.set(fox.samples, at);
       const viaPool = await pool.transcribe({ modelDir: WHISPER_DIR, dtype: "fp32", maxNewTokens: 40 }, long, 7);
       const want = await local.transcribe(long, 7, { maxNewTokens: 40 });
       expect(viaPool.modelId).toBe(local.id);
@@ -132,8 +148,15 @@ describe("inference pool (2 workers × 1 ORT thread)", () => {
   it("transcribes independent windows in one batched task like the in-process model, and keeps the caller's buffers", async () => {
     const local = await WhisperModel.load(WHISPER_DIR, { dtype: "fp32", intraOpThreads: 1 });
     try {
-      const windows = [0, 30].map((offsetSecs, i) => ({ samples: fox.samples.map((x) => x * (1 - 0.3 * i)), offsetSecs }));
-      const viaPool = await pool.transcribeWindows({ modelDir: WHISPER_DIR, dtype: "fp32", maxNewTokens: 40 }, windows, { maxBatch: 2 });
+      const windows = [0, 30].map((offsetSecs, i) => ({
+        samples: fox.samples.map((x) => x * (1 - 0.3 * i)),
+        offsetSecs,
+      }));
+      const viaPool = await pool.transcribeWindows(
+        { modelDir: WHISPER_DIR, dtype: "fp32", maxNewTokens: 40 },
+        windows,
+        { maxBatch: 2 },
+      );
       const want = await local.transcribeWindows(windows, { maxNewTokens: 40, maxBatch: 2 });
       expect(viaPool.modelId).toBe(local.id);
       expect(viaPool.segments).toEqual(want);
@@ -151,12 +174,16 @@ describe("inference pool (2 workers × 1 ORT thread)", () => {
       code: "MODEL_NOT_INSTALLED",
       message: expect.stringContaining("/nonexistent/models/clip"),
     });
-    await expect(pool.transcribe({ modelDir: "/nonexistent/whisper", dtype: "q8" }, fox.samples)).rejects.toMatchObject({
-      code: "MODEL_NOT_INSTALLED",
-    });
+    await expect(pool.transcribe({ modelDir: "/nonexistent/whisper", dtype: "q8" }, fox.samples)).rejects.toMatchObject(
+      {
+        code: "MODEL_NOT_INSTALLED",
+      },
+    );
     const wrongSize = { rgb: new Uint8Array(32 * 32 * 3), width: 32, height: 32 };
     await expect(pool.embedImages(FP32, [wrongSize])).rejects.toMatchObject({ code: "INVALID_INPUT" });
-    await expect(pool.transcribe({ modelDir: WHISPER_DIR, dtype: "q8" }, fox.samples, 0, { language: "fr" })).rejects.toMatchObject({
+    await expect(
+      pool.transcribe({ modelDir: WHISPER_DIR, dtype: "q8" }, fox.samples, 0, { language: "fr" }),
+    ).rejects.toMatchObject({
       code: "INVALID_INPUT",
     });
     expect(logLines.some((l) => l.level === "warn" && l.code === "MODEL_NOT_INSTALLED")).toBe(true);
@@ -182,7 +209,10 @@ describe("pool lifecycle", () => {
     expect(small.intraOpThreads).toBe(2);
     expect((await small.embedTexts(Q8, ["one"])).vectors[0].length).toBe(ref.projection_dim);
     await small.close();
-    await expect(small.embedTexts(Q8, ["two"])).rejects.toMatchObject({ code: "INFERENCE_FAILED", message: expect.stringContaining("closed") });
+    await expect(small.embedTexts(Q8, ["two"])).rejects.toMatchObject({
+      code: "INFERENCE_FAILED",
+      message: expect.stringContaining("closed"),
+    });
     await small.close(); // idempotent
   });
 });

@@ -3,13 +3,31 @@
  * rewrite at the byte level, the derived model folder, the CPU policy, and the outputs of the real
  * CLIP and Whisper loaders with and without it.
  */
-import { cpSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  utimesSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ClipModel } from "../../src/inference/clip.ts";
 import { pruneDerivedModels, signedWeightsModelDir } from "../../src/inference/derived-model.ts";
 import { concatBytes } from "../../src/core/bytes.ts";
-import { ONNX_DTYPE, ONNX_FIELD as F, ProtoError, fieldString, fieldVarint, fieldVarints, fields } from "../../src/inference/onnx-proto.ts";
+import {
+  ONNX_DTYPE,
+  ONNX_FIELD as F,
+  ProtoError,
+  fieldString,
+  fieldVarint,
+  fieldVarints,
+  fields,
+} from "../../src/inference/onnx-proto.ts";
 import { cpuHasVnni, signMatMulIntegerWeights, signedWeightsDecision } from "../../src/inference/signed-weights.ts";
 import { WhisperModel } from "../../src/inference/whisper.ts";
 import { CLIP_DIR, WHISPER_DIR, clipFrameLikeTransformersJs, cosine, TESTDATA, readWav16 } from "./helpers.ts";
@@ -107,8 +125,14 @@ describe("policy", () => {
     expect(cpuHasVnni("Features\t: fp asimd asimddp\n")).toBe(false);
     expect(cpuHasVnni(null)).toBe(false);
     expect(signedWeightsDecision("auto", "flags : avx512_vnni").enabled).toBe(true);
-    expect(signedWeightsDecision("off", "flags : avx512_vnni")).toMatchObject({ enabled: false, reason: expect.stringContaining("off") });
-    expect(signedWeightsDecision("auto", "flags : avx2")).toMatchObject({ enabled: false, reason: expect.stringContaining("no VNNI") });
+    expect(signedWeightsDecision("off", "flags : avx512_vnni")).toMatchObject({
+      enabled: false,
+      reason: expect.stringContaining("off"),
+    });
+    expect(signedWeightsDecision("auto", "flags : avx2")).toMatchObject({
+      enabled: false,
+      reason: expect.stringContaining("no VNNI"),
+    });
   });
 });
 
@@ -145,7 +169,11 @@ describe("derived model folder", () => {
     const files = ["onnx/decoder_model_merged_quantized.onnx"];
     const first = await signedWeightsModelDir(WHISPER_DIR, files, root);
     expect(first).toMatchObject({ dir: WHISPER_DIR, converted: 0, reused: false });
-    expect(await signedWeightsModelDir(WHISPER_DIR, files, root)).toMatchObject({ dir: WHISPER_DIR, converted: 0, reused: true });
+    expect(await signedWeightsModelDir(WHISPER_DIR, files, root)).toMatchObject({
+      dir: WHISPER_DIR,
+      converted: 0,
+      reused: true,
+    });
   });
 
   it("prune removes derived folders of models no longer installed, and crash leftovers", async () => {
@@ -174,9 +202,15 @@ describe("derived model folder", () => {
 
 describe("loaders with signed weights", () => {
   it("CLIP: same model id, and the same image embeddings (bit for bit on VNNI CPUs)", async () => {
-    const frames = await Promise.all(["astronaut.png", "chelsea.png"].map((f) => clipFrameLikeTransformersJs(`${TESTDATA}/${f}`)));
+    const frames = await Promise.all(
+      ["astronaut.png", "chelsea.png"].map((f) => clipFrameLikeTransformersJs(`${TESTDATA}/${f}`)),
+    );
     const plain = await ClipModel.load(CLIP_DIR, { dtype: "q8", intraOpThreads: 1 });
-    const signed = await ClipModel.load(CLIP_DIR, { dtype: "q8", intraOpThreads: 1, signedWeightsDir: join(tmp, "loader") });
+    const signed = await ClipModel.load(CLIP_DIR, {
+      dtype: "q8",
+      intraOpThreads: 1,
+      signedWeightsDir: join(tmp, "loader"),
+    });
     try {
       expect(signed.id).toBe(plain.id);
       const a = await plain.embedImages(frames.map((f) => ({ ...f, rgb: f.rgb.slice() })));
@@ -188,7 +222,9 @@ describe("loaders with signed weights", () => {
       // It really loaded from a derived folder (a failed conversion would fall back silently).
       const derived = readdirSync(join(tmp, "loader")).filter((n) => !n.startsWith("."));
       expect(derived.length).toBe(1);
-      expect(lstatSync(join(tmp, "loader", derived[0], "onnx/vision_model_quantized.onnx")).isSymbolicLink()).toBe(false);
+      expect(lstatSync(join(tmp, "loader", derived[0], "onnx/vision_model_quantized.onnx")).isSymbolicLink()).toBe(
+        false,
+      );
     } finally {
       await Promise.all([plain.dispose(), signed.dispose()]);
     }
@@ -197,16 +233,28 @@ describe("loaders with signed weights", () => {
   it("Whisper: the encoder converts and greedy tokens stay the same", async () => {
     const { samples } = readWav16(`${TESTDATA}/fox.wav`);
     const plain = await WhisperModel.load(WHISPER_DIR, { dtype: "q8", intraOpThreads: 1 });
-    const signed = await WhisperModel.load(WHISPER_DIR, { dtype: "q8", intraOpThreads: 1, signedWeightsDir: join(tmp, "loader-w") });
+    const signed = await WhisperModel.load(WHISPER_DIR, {
+      dtype: "q8",
+      intraOpThreads: 1,
+      signedWeightsDir: join(tmp, "loader-w"),
+    });
     try {
       expect(signed.id).toBe(plain.id);
-      const a = await plain.generateTokens(await plain.extractFeatures(samples), { timestamps: false, maxNewTokens: 20 });
-      const b = await signed.generateTokens(await signed.extractFeatures(samples), { timestamps: false, maxNewTokens: 20 });
+      const a = await plain.generateTokens(await plain.extractFeatures(samples), {
+        timestamps: false,
+        maxNewTokens: 20,
+      });
+      const b = await signed.generateTokens(await signed.extractFeatures(samples), {
+        timestamps: false,
+        maxNewTokens: 20,
+      });
       if (HOST_VNNI) expect(b).toEqual(a);
       else expect(b.slice(0, 5)).toEqual(a.slice(0, 5));
       const derived = readdirSync(join(tmp, "loader-w")).filter((n) => !n.startsWith("."));
       expect(derived.length).toBe(1);
-      expect(lstatSync(join(tmp, "loader-w", derived[0], "onnx/encoder_model_quantized.onnx")).isSymbolicLink()).toBe(false);
+      expect(lstatSync(join(tmp, "loader-w", derived[0], "onnx/encoder_model_quantized.onnx")).isSymbolicLink()).toBe(
+        false,
+      );
     } finally {
       await Promise.all([plain.dispose(), signed.dispose()]);
     }

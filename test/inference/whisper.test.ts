@@ -33,7 +33,13 @@ afterAll(async () => {
   await Promise.all([fp32?.dispose(), q8?.dispose()]);
 });
 
-const SPEC: WhisperTokenSpec = { eos: 50256, decoderStart: 50257, noTimestamps: 50362, timestampBegin: 50363, timePrecision: 0.02 };
+const SPEC: WhisperTokenSpec = {
+  eos: 50256,
+  decoderStart: 50257,
+  noTimestamps: 50362,
+  timestampBegin: 50363,
+  timePrecision: 0.02,
+};
 const ts = (secs: number) => SPEC.timestampBegin + Math.round(secs / SPEC.timePrecision);
 
 describe("Whisper parity", () => {
@@ -64,7 +70,10 @@ describe("Whisper parity", () => {
 
   it("fp32 greedy tokens are identical to PyTorch (speech and synthetic features)", async () => {
     const n = ref.max_new_tokens;
-    const speech = await fp32.generateTokens(await fp32.extractFeatures(fox.samples), { timestamps: false, maxNewTokens: n });
+    const speech = await fp32.generateTokens(await fp32.extractFeatures(fox.samples), {
+      timestamps: false,
+      maxNewTokens: n,
+    });
     expect(speech).toEqual(ref.audio.tokens_fp32);
     expect(fp32.decode(speech)).toBe(ref.audio.text_fp32.trim());
     const synthetic = await fp32.generateTokens(syntheticWhisperFeatures(), { timestamps: false, maxNewTokens: n });
@@ -73,7 +82,10 @@ describe("Whisper parity", () => {
 
   it("q8 greedy tokens agree with onnxruntime-python's q8 (first tokens and count, per reference.json)", async () => {
     const n = ref.max_new_tokens;
-    const speech = await q8.generateTokens(await q8.extractFeatures(fox.samples), { timestamps: false, maxNewTokens: n });
+    const speech = await q8.generateTokens(await q8.extractFeatures(fox.samples), {
+      timestamps: false,
+      maxNewTokens: n,
+    });
     const synthetic = await q8.generateTokens(syntheticWhisperFeatures(), { timestamps: false, maxNewTokens: n });
     expect(speech.length).toBe(n);
     expect(synthetic.length).toBe(n);
@@ -83,13 +95,18 @@ describe("Whisper parity", () => {
 
   it("timestamp decoding obeys the rules: first ≤ 0.02 s, never backwards, never past the audio", async () => {
     const audioSecs = fox.samples.length / 16000;
-    const tokens = await fp32.generateTokens(await fp32.extractFeatures(fox.samples), { timestamps: true, audioSecs, maxNewTokens: 60 });
+    const tokens = await fp32.generateTokens(await fp32.extractFeatures(fox.samples), {
+      timestamps: true,
+      audioSecs,
+      maxNewTokens: 60,
+    });
     expect(tokens.length).toBeGreaterThan(0);
     expect(tokens[0]).toBeGreaterThanOrEqual(SPEC.timestampBegin);
     expect(tokens[0]).toBeLessThanOrEqual(SPEC.timestampBegin + 1);
     const stamps = tokens.filter((t) => t >= SPEC.timestampBegin);
     for (let i = 1; i < stamps.length; i++) expect(stamps[i]).toBeGreaterThanOrEqual(stamps[i - 1]);
-    for (const s of stamps) expect((s - SPEC.timestampBegin) * SPEC.timePrecision).toBeLessThanOrEqual(audioSecs + SPEC.timePrecision);
+    for (const s of stamps)
+      expect((s - SPEC.timestampBegin) * SPEC.timePrecision).toBeLessThanOrEqual(audioSecs + SPEC.timePrecision);
   });
 });
 
@@ -131,13 +148,19 @@ describe("Whisper transcribe", () => {
     const audioSecs = inputs.map((x) => x.length / 16000);
     const batch = await fp32.generateTokensBatch(features, { timestamps: true, maxNewTokens: 40, audioSecs });
     const alone = [];
-    for (let i = 0; i < inputs.length; i++) alone.push(await fp32.generateTokens(features[i], { timestamps: true, maxNewTokens: 40, audioSecs: audioSecs[i] }));
+    for (let i = 0; i < inputs.length; i++)
+      alone.push(
+        await fp32.generateTokens(features[i], { timestamps: true, maxNewTokens: 40, audioSecs: audioSecs[i] }),
+      );
     expect(batch).toEqual(alone);
     expect(batch.every((t) => t.length > 0 && t.length <= 40)).toBe(true);
   });
 
   it("transcribeWindows: maxBatch windows per pass, each window's segments in order at its offset", async () => {
-    const windows = [0, 30, 60].map((offsetSecs, i) => ({ samples: fox.samples.map((x) => x * (1 - i * 0.2)), offsetSecs }));
+    const windows = [0, 30, 60].map((offsetSecs, i) => ({
+      samples: fox.samples.map((x) => x * (1 - i * 0.2)),
+      offsetSecs,
+    }));
     const spy = vi.spyOn(fp32, "generateTokensBatch");
     try {
       const got = await fp32.transcribeWindows(windows, { maxBatch: 2, maxNewTokens: 30 });
@@ -148,8 +171,12 @@ describe("Whisper transcribe", () => {
     } finally {
       spy.mockRestore();
     }
-    await expect(fp32.transcribeWindows([{ samples: new Float32Array(16000 * 31), offsetSecs: 0 }])).rejects.toMatchObject({ code: "INVALID_INPUT" });
-    await expect(fp32.generateTokensBatch([new Float32Array(80 * 3000), new Float32Array(80 * 3000)], { timestamps: false })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    await expect(
+      fp32.transcribeWindows([{ samples: new Float32Array(16000 * 31), offsetSecs: 0 }]),
+    ).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    await expect(
+      fp32.generateTokensBatch([new Float32Array(80 * 3000), new Float32Array(80 * 3000)], { timestamps: false }),
+    ).rejects.toMatchObject({ code: "INVALID_INPUT" });
   });
 
   it("English-only models take no language or task (and say so clearly)", async () => {
@@ -157,9 +184,15 @@ describe("Whisper transcribe", () => {
       code: "INVALID_INPUT",
       message: expect.stringContaining("English-only"),
     });
-    await expect(fp32.transcribe(fox.samples, 0, { task: "translate" })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    await expect(fp32.transcribe(fox.samples, 0, { task: "translate" })).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+    });
     // "en" is what the model does anyway: accepted, and not passed on (transformers.js would throw).
-    const tokens = await fp32.generateTokens(await fp32.extractFeatures(fox.samples), { timestamps: false, maxNewTokens: 3, language: "en" });
+    const tokens = await fp32.generateTokens(await fp32.extractFeatures(fox.samples), {
+      timestamps: false,
+      maxNewTokens: 3,
+      language: "en",
+    });
     expect(tokens).toEqual(ref.audio.tokens_fp32.slice(0, 3));
   });
 
@@ -170,7 +203,9 @@ describe("Whisper transcribe", () => {
   });
 
   it("a missing install is MODEL_NOT_INSTALLED", async () => {
-    await expect(WhisperModel.load("/nonexistent/whisper", { dtype: "q8" })).rejects.toMatchObject({ code: "MODEL_NOT_INSTALLED" });
+    await expect(WhisperModel.load("/nonexistent/whisper", { dtype: "q8" })).rejects.toMatchObject({
+      code: "MODEL_NOT_INSTALLED",
+    });
   });
 });
 
@@ -201,7 +236,9 @@ describe("timestamp parsing and degenerate output", () => {
     expect(isDegenerate(ref.synthetic_features.tokens_fp32, ref.synthetic_features.text_fp32)).toBe(true);
     expect(isDegenerate(ref.audio.tokens_fp32, ref.audio.text_fp32)).toBe(false);
     expect(isDegenerate([1, 2, 3, 4], "Thank you. Thank you. Thank you. Thank you. Thank you. Thank you.")).toBe(true);
-    expect(isDegenerate([1, 2, 3, 4, 5, 6, 7, 8], "The quick brown fox jumps over the lazy dog near the river bank.")).toBe(false);
+    expect(
+      isDegenerate([1, 2, 3, 4, 5, 6, 7, 8], "The quick brown fox jumps over the lazy dog near the river bank."),
+    ).toBe(false);
   });
 });
 
@@ -218,11 +255,22 @@ describe("WhisperTimestampRules", () => {
 
   it("holds a row that has ended at end-of-text, and applies each row's own audio limit", () => {
     const logits = new Tensor("float32", new Float32Array(2 * V).fill(1), [2, V]);
-    new WhisperTimestampRules(SPEC, 1, 1, [1500, 140])._call([[50257n, ...[ts(0), 10, SPEC.eos, 11].map(BigInt)], [50257n, ...[ts(0), 10].map(BigInt)]], logits);
+    new WhisperTimestampRules(SPEC, 1, 1, [1500, 140])._call(
+      [
+        [50257n, ...[ts(0), 10, SPEC.eos, 11].map(BigInt)],
+        [50257n, ...[ts(0), 10].map(BigInt)],
+      ],
+      logits,
+    );
     const d = logits.data as Float32Array;
-    const finite = (row: number) => [...d.subarray(row * V, (row + 1) * V).keys()].filter((i) => d[row * V + i] > -Infinity);
+    const finite = (row: number) =>
+      [...d.subarray(row * V, (row + 1) * V).keys()].filter((i) => d[row * V + i] > -Infinity);
     expect(finite(0)).toEqual([SPEC.eos]);
-    expect(finite(1).filter((t) => t >= SPEC.timestampBegin).at(-1)).toBe(SPEC.timestampBegin + 140);
+    expect(
+      finite(1)
+        .filter((t) => t >= SPEC.timestampBegin)
+        .at(-1),
+    ).toBe(SPEC.timestampBegin + 140);
   });
 
   it("caps the first timestamp at max_initial_timestamp_index", () => {
@@ -339,11 +387,20 @@ describe("seek loop", () => {
       },
     });
     expect(calls).toEqual([
-      [{ startSecs: 0, secs: 30, offset: 0 }, { startSecs: 0, secs: 30, offset: 30 }],
-      [{ startSecs: 10, secs: 20, offset: 0 }, { startSecs: 0, secs: 30, offset: 60 }],
+      [
+        { startSecs: 0, secs: 30, offset: 0 },
+        { startSecs: 0, secs: 30, offset: 30 },
+      ],
+      [
+        { startSecs: 10, secs: 20, offset: 0 },
+        { startSecs: 0, secs: 30, offset: 60 },
+      ],
     ]);
     expect(out).toEqual([
-      [{ start: 0, end: 10, text: "w1" }, { start: 10, end: 30, text: "w5" }],
+      [
+        { start: 0, end: 10, text: "w1" },
+        { start: 10, end: 30, text: "w5" },
+      ],
       [{ start: 30, end: 35, text: "w4" }],
       [{ start: 61, end: 62, text: "w6" }],
     ]);

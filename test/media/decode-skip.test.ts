@@ -9,7 +9,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decodeSkipArgs, fullDecodeSkip, loopFilterFor, parseX264Options, readX264Options, type DecodeSkip, type LoopFilter } from "../../src/media/decode.ts";
+import {
+  decodeSkipArgs,
+  fullDecodeSkip,
+  loopFilterFor,
+  parseX264Options,
+  readX264Options,
+  type DecodeSkip,
+  type LoopFilter,
+} from "../../src/media/decode.ts";
 import { sampleFrames } from "../../src/media/frames.ts";
 import { ffmpeg, mediaBins } from "../helpers/media.ts";
 
@@ -21,7 +29,10 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const CODECS = {
   h264: ["h264.mp4", ["-c:v", "libx264", "-pix_fmt", "yuv420p"]], // x264 defaults: 3 B-frames, b-pyramid
   h264Ref1: ["h264-ref1.mp4", ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p"]], // ref=1, still 3 B-frames
-  hevc: ["hevc.mp4", ["-c:v", "libx265", "-preset", "veryfast", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p"]],
+  hevc: [
+    "hevc.mp4",
+    ["-c:v", "libx265", "-preset", "veryfast", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p"],
+  ],
   mpeg4: ["mpeg4.avi", ["-c:v", "mpeg4", "-bf", "2"]],
   mpeg2: ["mpeg2.mpg", ["-c:v", "mpeg2video", "-bf", "2"]],
   vp9: ["vp9.webm", ["-c:v", "libvpx-vp9", "-deadline", "good", "-cpu-used", "8", "-b:v", "200k"]],
@@ -37,9 +48,19 @@ beforeAll(async () => {
 }, 120_000);
 
 /** Every decoded picture (a select grid finer than the frame rate), 32×32 RGB, by timestamp. */
-async function decodeAll(file: string, skipFrames: DecodeSkip, loopFilter: LoopFilter = "exact"): Promise<Map<number, Uint8Array>> {
+async function decodeAll(
+  file: string,
+  skipFrames: DecodeSkip,
+  loopFilter: LoopFilter = "exact",
+): Promise<Map<number, Uint8Array>> {
   const out = new Map<number, Uint8Array>();
-  for await (const f of sampleFrames(bins, file, { size: 32, everySecs: 0.001, keyframesOnly: false, skipFrames, loopFilter })) {
+  for await (const f of sampleFrames(bins, file, {
+    size: 32,
+    everySecs: 0.001,
+    keyframesOnly: false,
+    skipFrames,
+    loopFilter,
+  })) {
     out.set(Math.round(f.timestamp * 1000), f.rgb);
   }
   return out;
@@ -53,7 +74,14 @@ function differing(full: Map<number, Uint8Array>, part: Map<number, Uint8Array>)
 
 describe("-skip_frame noref per codec", () => {
   // Pictures decoded with noref (of 50): fewer where the codec marks non-reference pictures.
-  const expected: Record<Codec, "fewer" | "all"> = { h264: "fewer", h264Ref1: "fewer", hevc: "fewer", mpeg4: "fewer", mpeg2: "fewer", vp9: "all" };
+  const expected: Record<Codec, "fewer" | "all"> = {
+    h264: "fewer",
+    h264Ref1: "fewer",
+    hevc: "fewer",
+    mpeg4: "fewer",
+    mpeg2: "fewer",
+    vp9: "all",
+  };
   for (const codec of Object.keys(CODECS) as Codec[]) {
     it(`${codec}: ${expected[codec] === "fewer" ? "skips non-reference pictures" : "skips nothing"}; the rest are bit-exact at their own timestamps`, async () => {
       const full = await decodeAll(files[codec], "none");
@@ -119,15 +147,44 @@ describe("-skip_frame noref per codec", () => {
   });
 
   it("parses x264's SEI options and ignores anything else", () => {
-    const sei = new TextEncoder().encode("\x00\x00\x01\x06\x05x264 - core 157 - H.264/MPEG-4 AVC codec - options: cabac=1 ref=1 deblock=1:0:0 bframes=3\x00\x80");
+    const sei = new TextEncoder().encode(
+      "\x00\x00\x01\x06\x05x264 - core 157 - H.264/MPEG-4 AVC codec - options: cabac=1 ref=1 deblock=1:0:0 bframes=3\x00\x80",
+    );
     expect(parseX264Options(sei)).toMatchObject({ cabac: "1", ref: "1", deblock: "1:0:0", bframes: "3" });
     expect(parseX264Options(new TextEncoder().encode("no encoder string here"))).toBeNull();
   });
 
   it("bidir's complaint about dropping a B-ref it never decoded is not counted as a corrupt frame", async () => {
     const clip = join(tmp, "vf12.mp4"); // 12 s: long enough for x264 to emit the MMCO that trips it
-    await ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=12", "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", clip]);
-    const p = Bun.spawn([bins.ffmpeg, "-hide_banner", "-loglevel", "repeat+level+error", "-skip_frame", "bidir", "-i", clip, "-f", "null", "-"], { stderr: "pipe" });
+    await ffmpeg([
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=s=320x240:r=25:d=12",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "veryfast",
+      "-pix_fmt",
+      "yuv420p",
+      clip,
+    ]);
+    const p = Bun.spawn(
+      [
+        bins.ffmpeg,
+        "-hide_banner",
+        "-loglevel",
+        "repeat+level+error",
+        "-skip_frame",
+        "bidir",
+        "-i",
+        clip,
+        "-f",
+        "null",
+        "-",
+      ],
+      { stderr: "pipe" },
+    );
     expect(await new Response(p.stderr).text()).toContain("mmco: unref short failure"); // ffmpeg does complain
     const stream = sampleFrames(bins, clip, { size: 32, keyframesOnly: false, skipFrames: "bidir" });
     for await (const _ of stream);

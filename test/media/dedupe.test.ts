@@ -38,7 +38,8 @@ describe("lumaSignature / signatureDistance", () => {
     const a = solid(0, 128).rgb;
     const b = a.slice();
     // Swap brightness between the left and right halves: same mean, different picture.
-    for (let y = 0; y < SIZE; y++) for (let x = 0; x < SIZE; x++) for (let c = 0; c < 3; c++) b[(y * SIZE + x) * 3 + c] = x < SIZE / 2 ? 88 : 168;
+    for (let y = 0; y < SIZE; y++)
+      for (let x = 0; x < SIZE; x++) for (let c = 0; c < 3; c++) b[(y * SIZE + x) * 3 + c] = x < SIZE / 2 ? 88 : 168;
     expect(signatureDistance(lumaSignature(a), lumaSignature(b))).toBeGreaterThan(30);
   });
 });
@@ -89,7 +90,8 @@ describe("dropNearDuplicates", () => {
   it("on real frames: a static shot is thinned to the cadence, the cut frame is kept", async () => {
     const bins = mediaBins();
     const file = await mediaFixture("static");
-    const sample = () => sampleFrames(bins, file, { size: 32, keyframesOnly: false, extraTimestamps: [STATIC.cutSecs] });
+    const sample = () =>
+      sampleFrames(bins, file, { size: 32, keyframesOnly: false, extraTimestamps: [STATIC.cutSecs] });
     // Grey 0–9 s, green 9–12 s, one frame a second: 0..11 with 9 forced.
     const kept: number[] = [];
     for await (const f of dropNearDuplicates(sample(), { maxGapSecs: 4 })) kept.push(f.timestamp);

@@ -2,7 +2,16 @@ import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { sampleFrames, type SampledFrame, type SampleFramesOptions } from "../../src/media/frames.ts";
 import { createShowinfoParser } from "../../src/media/showinfo.ts";
-import { COLORS, CUTS, mediaBins, mediaFixture, meanRgb, nearestColour, pixel, type FixtureName } from "../helpers/media.ts";
+import {
+  COLORS,
+  CUTS,
+  mediaBins,
+  mediaFixture,
+  meanRgb,
+  nearestColour,
+  pixel,
+  type FixtureName,
+} from "../helpers/media.ts";
 
 const bins = mediaBins();
 
@@ -33,24 +42,65 @@ const isFrameTime = (t: number, fps: number) => Math.abs(t * fps - Math.round(t 
 /** The same job done with `fps=1` (what this module deliberately does not use), for comparison. */
 async function fpsFilterFrames(file: string, keyframesOnly: boolean): Promise<{ time: number; rgb: number[] }[]> {
   const proc = Bun.spawn(
-    [bins.ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "repeat+level+info", ...(keyframesOnly ? ["-skip_frame", "nokey"] : []),
-     "-i", file, "-vf", "fps=1,scale=8:8,showinfo", "-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"],
+    [
+      bins.ffmpeg,
+      "-hide_banner",
+      "-nostdin",
+      "-loglevel",
+      "repeat+level+info",
+      ...(keyframesOnly ? ["-skip_frame", "nokey"] : []),
+      "-i",
+      file,
+      "-vf",
+      "fps=1,scale=8:8,showinfo",
+      "-vsync",
+      "passthrough",
+      "-f",
+      "rawvideo",
+      "-pix_fmt",
+      "rgb24",
+      "pipe:1",
+    ],
     { stdout: "pipe", stderr: "pipe" },
   );
-  const [out, err] = await Promise.all([new Response(proc.stdout).arrayBuffer(), new Response(proc.stderr).text(), proc.exited]);
+  const [out, err] = await Promise.all([
+    new Response(proc.stdout).arrayBuffer(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   const parse = createShowinfoParser();
-  const times = err.split("\n").map(parse).filter((f) => f !== null).map((f) => f.time);
+  const times = err
+    .split("\n")
+    .map(parse)
+    .filter((f) => f !== null)
+    .map((f) => f.time);
   const bytes = new Uint8Array(out);
   return times.map((time, i) => ({ time, rgb: [...meanRgb(bytes.subarray(i * 192, (i + 1) * 192))] }));
 }
 
 describe("sampleFrames", () => {
   it("emits one size×size RGB frame per second plus the boundary frames, at true times", async () => {
-    const { frames, stats } = await collect("cuts", { keyframesOnly: false, extraTimestamps: [...CUTS.boundaries, 3.3] });
+    const { frames, stats } = await collect("cuts", {
+      keyframesOnly: false,
+      extraTimestamps: [...CUTS.boundaries, 3.3],
+    });
     const times = frames.map((f) => f.timestamp);
     // Grid 0..7 s, the cuts 3.6/5.6/6.8 (2.0 is on the grid), and 3.3 → the frame at 3.32.
     expect(times.map((t) => +t.toFixed(2))).toEqual([0, 1, 2, 3, 3.32, 3.6, 4, 5, 5.6, 6, 6.8, 7]);
-    expect(frames.map((f) => f.forced)).toEqual([false, false, true, false, true, true, false, false, true, false, true, false]);
+    expect(frames.map((f) => f.forced)).toEqual([
+      false,
+      false,
+      true,
+      false,
+      true,
+      true,
+      false,
+      false,
+      true,
+      false,
+      true,
+      false,
+    ]);
     expect(frames.map((f) => f.index)).toEqual(times.map((_, i) => i));
     for (const f of frames) expect(f.rgb.length).toBe(224 * 224 * 3);
     expect(stats).toMatchObject({ mode: "all", framesEmitted: frames.length, decodeErrors: 0 });
@@ -99,7 +149,7 @@ describe("sampleFrames", () => {
     expect(cuts.stats.keyframeSpacing!.maxGapSecs).toBeLessThanOrEqual(2 + 1e-6);
     const colors = await collect("colors", { keyframesOnly: "auto" });
     expect(colors.stats.mode).toBe("all");
-    expect(colors.stats.keyframeSpacing!.maxGapSecs).toBeCloseTo((COLORS.gop / COLORS.fps), 3);
+    expect(colors.stats.keyframeSpacing!.maxGapSecs).toBeCloseTo(COLORS.gop / COLORS.fps, 3);
     // A known short duration skips the measurement and decodes everything.
     const short = await collect("cuts", { keyframesOnly: "auto", durationSecs: CUTS.durationSecs });
     expect(short.stats).toMatchObject({ mode: "all", keyframeSpacing: null });
@@ -118,7 +168,11 @@ describe("sampleFrames", () => {
     const { frames } = await collect("rotated", { size: 32 });
     const [left, right] = [pixel(frames[0].rgb, 32, 2, 16), pixel(frames[0].rgb, 32, 29, 16)];
     const [top, bottom] = [pixel(frames[0].rgb, 32, 16, 2), pixel(frames[0].rgb, 32, 16, 29)];
-    const colour = (p: number[]) => nearestColour(p, [[255, 0, 0], [0, 0, 255]]);
+    const colour = (p: number[]) =>
+      nearestColour(p, [
+        [255, 0, 0],
+        [0, 0, 255],
+      ]);
     expect(colour(left)).not.toBe(colour(right));
     expect(colour(top)).toBe(colour(bottom));
   });
@@ -129,7 +183,8 @@ describe("sampleFrames", () => {
     expect(mapped.frames.length).toBe(plain.frames.length);
     expect(mapped.frames[0].rgb.length).toBe(32 * 32 * 3);
     let diff = 0;
-    for (let i = 0; i < plain.frames[0].rgb.length; i++) diff += Math.abs(plain.frames[0].rgb[i] - mapped.frames[0].rgb[i]);
+    for (let i = 0; i < plain.frames[0].rgb.length; i++)
+      diff += Math.abs(plain.frames[0].rgb[i] - mapped.frames[0].rgb[i]);
     expect(diff / plain.frames[0].rgb.length).toBeGreaterThan(5);
   });
 
@@ -158,7 +213,10 @@ describe("sampleFrames", () => {
 
   it("stops ffmpeg when the consumer leaves early, and can iterate again", async () => {
     // 0.777777 makes this run's command line unique ("0.777677" in the graph) so we can find it.
-    const stream = sampleFrames(bins, await mediaFixture("uhd"), { keyframesOnly: false, extraTimestamps: [0.2, 0.4, 0.6, 0.777777] });
+    const stream = sampleFrames(bins, await mediaFixture("uhd"), {
+      keyframesOnly: false,
+      extraTimestamps: [0.2, 0.4, 0.6, 0.777777],
+    });
     for await (const f of stream) {
       expect(f.index).toBe(0);
       expect(ffmpegsRunning("0.777677")).toBe(1); // still running: 4 frames to go

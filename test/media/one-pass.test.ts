@@ -27,11 +27,35 @@ let file: string;
 
 beforeAll(async () => {
   file = join(tmp, "long-gop.mp4");
-  const seg = (src: string, d: number, extra = "") => ["-f", "lavfi", "-i", `${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`];
+  const seg = (src: string, d: number, extra = "") => [
+    "-f",
+    "lavfi",
+    "-i",
+    `${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`,
+  ];
   await ffmpeg([
-    ...seg("testsrc2", 3), ...seg("color=c=red", 3), ...seg("smptebars", 3.2), ...seg("color=c=blue", 0.6), ...seg("testsrc2", 3.2, ",negate"),
-    "-filter_complex", "[0:v][1:v][2:v][3:v][4:v]concat=n=5:v=1:a=0,format=yuv420p[v]", "-map", "[v]",
-    "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", "250", "-keyint_min", "250", "-sc_threshold", "0", file,
+    ...seg("testsrc2", 3),
+    ...seg("color=c=red", 3),
+    ...seg("smptebars", 3.2),
+    ...seg("color=c=blue", 0.6),
+    ...seg("testsrc2", 3.2, ",negate"),
+    "-filter_complex",
+    "[0:v][1:v][2:v][3:v][4:v]concat=n=5:v=1:a=0,format=yuv420p[v]",
+    "-map",
+    "[v]",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "veryfast",
+    "-pix_fmt",
+    "yuv420p",
+    "-g",
+    "250",
+    "-keyint_min",
+    "250",
+    "-sc_threshold",
+    "0",
+    file,
   ]);
 }, 60_000);
 
@@ -49,7 +73,13 @@ describe("one decode for frames and cuts (full decode)", () => {
   it("finds the cuts detectShotBoundaries finds, while sampling the 1 s grid once", async () => {
     const separate = await detectShotBoundaries(bins, file, { skipFrames: "noref" });
     const plain = await detectShotBoundaries(bins, file);
-    const stream = sampleFrames(bins, file, { size: 32, everySecs: 1, keyframesOnly: false, cuts: {}, skipFrames: "noref" });
+    const stream = sampleFrames(bins, file, {
+      size: 32,
+      everySecs: 1,
+      keyframesOnly: false,
+      cuts: {},
+      skipFrames: "noref",
+    });
     expect(stream.stats.cuts).toBeNull(); // final only once the stream has ended
     const frames = await collect(stream);
     expect(stream.stats.mode).toBe("all");
@@ -59,21 +89,37 @@ describe("one decode for frames and cuts (full decode)", () => {
     separate.forEach((c, i) => expect(Math.abs(c - plain[i])).toBeLessThanOrEqual(0.08 + 1e-6));
     LONG_GOP.cuts.forEach((c, i) => expect(Math.abs(separate[i] - c)).toBeLessThanOrEqual(0.08 + 1e-6));
     // One frame per 1 s bucket, in order: the grid is sampled once.
-    expect(frames.map((f) => Math.floor(f.timestamp))).toEqual(Array.from({ length: LONG_GOP.durationSecs }, (_, i) => i));
+    expect(frames.map((f) => Math.floor(f.timestamp))).toEqual(
+      Array.from({ length: LONG_GOP.durationSecs }, (_, i) => i),
+    );
     expect(frames.every((f, i) => f.index === i)).toBe(true);
   }, 60_000);
 
   it("a shot shorter than the grid gets no frame of its own at 1 s; a 0.5 s grid gives it one", async () => {
     const [a, b] = LONG_GOP.shortShot;
     const inShort = (fs: SampledFrame[]) => fs.filter((f) => f.timestamp >= a && f.timestamp < b);
-    const coarse = sampleFrames(bins, file, { size: 32, everySecs: 1, keyframesOnly: false, cuts: {}, skipFrames: "noref" });
+    const coarse = sampleFrames(bins, file, {
+      size: 32,
+      everySecs: 1,
+      keyframesOnly: false,
+      cuts: {},
+      skipFrames: "noref",
+    });
     expect(inShort(await collect(coarse))).toHaveLength(0);
     expect(coarse.stats.cuts).toHaveLength(4); // the shot itself is still found
-    const fine = sampleFrames(bins, file, { size: 32, everySecs: 0.5, keyframesOnly: false, cuts: {}, skipFrames: "noref" });
+    const fine = sampleFrames(bins, file, {
+      size: 32,
+      everySecs: 0.5,
+      keyframesOnly: false,
+      cuts: {},
+      skipFrames: "noref",
+    });
     const own = inShort(await collect(fine));
     expect(own.length).toBeGreaterThanOrEqual(1);
     // ...and it shows the blue shot.
-    const [r, g, bl] = [0, 1, 2].map((c) => own[0].rgb.filter((_, i) => i % 3 === c).reduce((s, v) => s + v, 0) / (32 * 32));
+    const [r, g, bl] = [0, 1, 2].map(
+      (c) => own[0].rgb.filter((_, i) => i % 3 === c).reduce((s, v) => s + v, 0) / (32 * 32),
+    );
     expect(bl).toBeGreaterThan(150);
     expect(r + g).toBeLessThan(60);
   }, 60_000);
@@ -82,24 +128,48 @@ describe("one decode for frames and cuts (full decode)", () => {
     const dir = join(tmp, "jpegs");
     mkdirSync(dir);
     const stream = sampleFrames(bins, file, {
-      size: 32, keyframesOnly: false, cuts: {}, skipFrames: "noref",
-      jpegs: { dir, width: 160 }, poster: { path: join(dir, "poster.jpg"), atSecs: 1.3, width: 200 },
+      size: 32,
+      keyframesOnly: false,
+      cuts: {},
+      skipFrames: "noref",
+      jpegs: { dir, width: 160 },
+      poster: { path: join(dir, "poster.jpg"), atSecs: 1.3, width: 200 },
     });
     const frames = await collect(stream);
     expect(stream.stats.cuts).toEqual(await detectShotBoundaries(bins, file, { skipFrames: "noref" }));
-    expect(readdirSync(dir).sort()).toEqual([...frames.map((f) => `${String(f.index).padStart(8, "0")}.jpg`), "poster.jpg"].sort());
+    expect(readdirSync(dir).sort()).toEqual(
+      [...frames.map((f) => `${String(f.index).padStart(8, "0")}.jpg`), "poster.jpg"].sort(),
+    );
   }, 60_000);
 
   it("keyframe mode leaves the cuts to the caller (scored in JS), and a bad threshold is refused", async () => {
     const stream = sampleFrames(bins, file, { size: 32, keyframesOnly: true, cuts: {} });
     await collect(stream);
     expect(stream.stats.cuts).toBeNull();
-    await expect(collect(sampleFrames(bins, file, { keyframesOnly: false, cuts: { threshold: 1.5 } }))).rejects.toThrow(/threshold/);
+    await expect(collect(sampleFrames(bins, file, { keyframesOnly: false, cuts: { threshold: 1.5 } }))).rejects.toThrow(
+      /threshold/,
+    );
   }, 60_000);
 
   it("a noref seek gives the thumbnail of a shot the grid missed, and the same picture as a plain seek", async () => {
     const avg = async (jpeg: string) => {
-      const p = Bun.spawn([bins.ffmpeg, "-v", "error", "-i", jpeg, "-vf", "scale=1:1:flags=area", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], { stdout: "pipe" });
+      const p = Bun.spawn(
+        [
+          bins.ffmpeg,
+          "-v",
+          "error",
+          "-i",
+          jpeg,
+          "-vf",
+          "scale=1:1:flags=area",
+          "-f",
+          "rawvideo",
+          "-pix_fmt",
+          "rgb24",
+          "pipe:1",
+        ],
+        { stdout: "pipe" },
+      );
       return [...new Uint8Array(await new Response(p.stdout).arrayBuffer())];
     };
     const cut = (await detectShotBoundaries(bins, file, { skipFrames: "noref" }))[2]; // the blue shot's start

@@ -114,7 +114,9 @@ describe("probeMedia", () => {
   });
 
   it("kills a probe that runs past its time limit", async () => {
-    await expect(probeMedia(bins, await mediaFixture("cuts"), { timeoutMs: 1 })).rejects.toMatchObject({ code: "TIMEOUT" });
+    await expect(probeMedia(bins, await mediaFixture("cuts"), { timeoutMs: 1 })).rejects.toMatchObject({
+      code: "TIMEOUT",
+    });
   });
 
   it("accepts a truncated file whose index is intact (decoding copes later)", async () => {

@@ -21,7 +21,8 @@ async function firstFrame(file: string, hdr: boolean): Promise<SampledFrame> {
 /** Mean chroma spread (max − min channel): washed-out HDR decoded as SDR is nearly grey. */
 function saturation(rgb: Uint8Array): number {
   let s = 0;
-  for (let i = 0; i < rgb.length; i += 3) s += Math.max(rgb[i], rgb[i + 1], rgb[i + 2]) - Math.min(rgb[i], rgb[i + 1], rgb[i + 2]);
+  for (let i = 0; i < rgb.length; i += 3)
+    s += Math.max(rgb[i], rgb[i + 1], rgb[i + 2]) - Math.min(rgb[i], rgb[i + 1], rgb[i + 2]);
   return s / (rgb.length / 3);
 }
 
@@ -29,7 +30,14 @@ function saturation(rgb: Uint8Array): number {
 describe.skipIf(!existsSync(TS) || !existsSync(HDR) || !existsSync(FRIDAY))("real clips", () => {
   it("probes and samples the 1080p MPEG-2 transport stream (2 programs)", async () => {
     const info = await probeMedia(bins, TS);
-    expect(info).toMatchObject({ container: "mpeg", mimeType: "video/mp2t", width: 1920, height: 1080, videoCodec: "mpeg2video", audioCodec: "mp2" });
+    expect(info).toMatchObject({
+      container: "mpeg",
+      mimeType: "video/mp2t",
+      width: 1920,
+      height: 1080,
+      videoCodec: "mpeg2video",
+      audioCodec: "mp2",
+    });
     expect(info.durationSecs).toBeCloseTo(2.5, 1);
     const frames: SampledFrame[] = [];
     for await (const f of sampleFrames(bins, TS, { durationSecs: info.durationSecs, size: 64 })) frames.push(f);

@@ -24,7 +24,10 @@ describe("detectShotBoundaries", () => {
 
   it("finds every colour change of the 23.976 fps clip at its true frame time", async () => {
     const found = await detectShotBoundaries(bins, await mediaFixture("colors"));
-    const expected = Array.from({ length: COLORS.palette.length - 1 }, (_, i) => ((i + 1) * COLORS.framesPerSegment) / COLORS.fps);
+    const expected = Array.from(
+      { length: COLORS.palette.length - 1 },
+      (_, i) => ((i + 1) * COLORS.framesPerSegment) / COLORS.fps,
+    );
     expectBoundaries(found, expected, 1e-3);
   });
 
@@ -50,16 +53,22 @@ describe("detectShotBoundaries", () => {
   });
 
   it("refuses a file without video with NO_VIDEO_STREAM", async () => {
-    await expect(detectShotBoundaries(bins, await mediaFixture("audioM4a"))).rejects.toMatchObject({ code: "NO_VIDEO_STREAM" });
+    await expect(detectShotBoundaries(bins, await mediaFixture("audioM4a"))).rejects.toMatchObject({
+      code: "NO_VIDEO_STREAM",
+    });
   });
 
   it("reports an unreadable file as DECODE_FAILED", async () => {
-    await expect(detectShotBoundaries(bins, await mediaFixture("truncated"))).rejects.toMatchObject({ code: "DECODE_FAILED" });
+    await expect(detectShotBoundaries(bins, await mediaFixture("truncated"))).rejects.toMatchObject({
+      code: "DECODE_FAILED",
+    });
   });
 
   it("stops a run that exceeds its time limit with TIMEOUT", async () => {
     // Decoding the 4K clip takes several hundred ms; 50 ms cannot be enough.
-    await expect(detectShotBoundaries(bins, await mediaFixture("uhd"), { timeoutMs: 50 })).rejects.toMatchObject({ code: "TIMEOUT" });
+    await expect(detectShotBoundaries(bins, await mediaFixture("uhd"), { timeoutMs: 50 })).rejects.toMatchObject({
+      code: "TIMEOUT",
+    });
   });
 });
 

@@ -32,7 +32,14 @@ describe("sceneScore", () => {
   it("ShotTracker applies the threshold and the minimum shot length, and copes with detached buffers", () => {
     const t = new ShotTracker({ threshold: 0.3, minShotSecs: 0.5 });
     const frame = (v: number) => new Uint8Array(30).fill(v);
-    const feed = [[0, 0], [1, 0], [2, 200], [2.2, 0], [3, 0], [4, 255]] as const;
+    const feed = [
+      [0, 0],
+      [1, 0],
+      [2, 200],
+      [2.2, 0],
+      [3, 0],
+      [4, 255],
+    ] as const;
     for (const [time, v] of feed) {
       const rgb = frame(v);
       t.push(time, rgb);
@@ -71,7 +78,11 @@ describe("one keyframe decode: frames, shots and thumbnails", () => {
     mkdirSync(dir);
     // Thousands of extra timestamps make the select expression longer than an argv string may be.
     const extra = Array.from({ length: 3000 }, (_, i) => 20 + i * 0.001);
-    const stream = sampleFrames(bins, file, { keyframesOnly: false, extraTimestamps: [...extra, 5.02], jpegs: { dir, width: 64 } });
+    const stream = sampleFrames(bins, file, {
+      keyframesOnly: false,
+      extraTimestamps: [...extra, 5.02],
+      jpegs: { dir, width: 64 },
+    });
     const frames: SampledFrame[] = [];
     for await (const f of stream) frames.push(f);
     expect(frames.some((f) => f.forced && Math.abs(f.timestamp - 5.04) < 0.05)).toBe(true);
@@ -84,7 +95,11 @@ describe("the poster branch", () => {
     const dir = join(tmp, name);
     mkdirSync(dir);
     const path = join(dir, "poster.jpg");
-    const stream = sampleFrames(bins, await mediaFixture("longCuts"), { keyframesOnly: true, jpegs: { dir, width: 64 }, poster: { path, atSecs, width: 200 } });
+    const stream = sampleFrames(bins, await mediaFixture("longCuts"), {
+      keyframesOnly: true,
+      jpegs: { dir, width: 64 },
+      poster: { path, atSecs, width: 200 },
+    });
     let n = 0;
     for await (const _ of stream) n++;
     return { path, n, jpegs: readdirSync(dir).filter((f) => f !== "poster.jpg").length };
@@ -96,7 +111,10 @@ describe("the poster branch", () => {
     expect(isJpeg(readFileSync(path))).toBe(true);
     expect(await imageDimensions(path)).toEqual([200, 150]);
     // 4.5 s → the keyframe at 6 s, inside the red shot (4–8 s).
-    const p = Bun.spawn([bins.ffmpeg, "-v", "error", "-i", path, "-vf", "scale=8:8", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], { stdout: "pipe" });
+    const p = Bun.spawn(
+      [bins.ffmpeg, "-v", "error", "-i", path, "-vf", "scale=8:8", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"],
+      { stdout: "pipe" },
+    );
     const [r, g, b] = meanRgb(new Uint8Array(await new Response(p.stdout).arrayBuffer()));
     expect(r).toBeGreaterThan(200);
     expect(g + b).toBeLessThan(80);
@@ -110,7 +128,12 @@ describe("the poster branch", () => {
     ] as const) {
       const dir = join(tmp, `shape-${name}`);
       mkdirSync(dir);
-      const stream = sampleFrames(bins, await mediaFixture(name), { keyframesOnly: false, hdr, jpegs: { dir, width: 320 }, poster: { path: join(dir, "poster.jpg"), atSecs: 0, width: 640 } });
+      const stream = sampleFrames(bins, await mediaFixture(name), {
+        keyframesOnly: false,
+        hdr,
+        jpegs: { dir, width: 320 },
+        poster: { path: join(dir, "poster.jpg"), atSecs: 0, width: 640 },
+      });
       for await (const _ of stream);
       expect(await imageDimensions(join(dir, "00000000.jpg")), name).toEqual([...thumb]);
       expect(await imageDimensions(join(dir, "poster.jpg")), name).toEqual([...poster]);
@@ -127,7 +150,10 @@ describe("the poster branch", () => {
 describe("keyframe mode decision", () => {
   it("packet flags give the keyframe times a keyframe decode gives, at a fraction of the cost", async () => {
     const file = await mediaFixture("longCuts");
-    const [packets, decoded] = await Promise.all([readKeyframeTimes(bins, file, { method: "packets" }), readKeyframeTimes(bins, file)]);
+    const [packets, decoded] = await Promise.all([
+      readKeyframeTimes(bins, file, { method: "packets" }),
+      readKeyframeTimes(bins, file),
+    ]);
     expect(packets).toEqual(decoded);
     expect(packets.length).toBe(10);
     const r = await keyframesCloseEnough(bins, file, { durationSecs: LONG_CUTS.durationSecs, maxGapSecs: 2.5 });
@@ -140,7 +166,11 @@ describe("keyframe mode decision", () => {
     const r = await keyframesCloseEnough(bins, file, { durationSecs: COLORS.durationSecs, maxGapSecs: 2 });
     expect(r).toMatchObject({ ok: false, method: "decode" });
     // Times already read beside the probe are used instead of a second packet scan.
-    const again = await keyframesCloseEnough(bins, file, { durationSecs: COLORS.durationSecs, maxGapSecs: 3, packetTimes: r.spacing.keyframeTimes });
+    const again = await keyframesCloseEnough(bins, file, {
+      durationSecs: COLORS.durationSecs,
+      maxGapSecs: 3,
+      packetTimes: r.spacing.keyframeTimes,
+    });
     expect(again).toMatchObject({ ok: true, method: "packets" });
   });
 });

@@ -31,13 +31,36 @@ let file: string;
 
 beforeAll(async () => {
   file = join(tmp, "seams.mp4");
-  const seg = (src: string, d: number, extra = "") => ["-f", "lavfi", "-i", `${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`];
+  const seg = (src: string, d: number, extra = "") => [
+    "-f",
+    "lavfi",
+    "-i",
+    `${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`,
+  ];
   await ffmpeg([
-    ...seg("testsrc2", 4.4), ...seg("color=c=red", 3.96), ...seg("smptebars", 3.64), ...seg("testsrc2", 2, ",negate"),
-    ...seg("color=c=black", 4, ",format=rgb24,geq=r='255*mod(N\\,2)':g=0:b='255*(1-mod(N\\,2))'"), ...seg("color=c=blue", 6),
-    "-filter_complex", "[0:v][1:v][2:v][3:v][4:v][5:v]concat=n=6:v=1:a=0,format=yuv420p[v]", "-map", "[v]",
-    "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", "1000", "-sc_threshold", "0",
-    "-force_key_frames", CLIP.keyframes.join(","), file,
+    ...seg("testsrc2", 4.4),
+    ...seg("color=c=red", 3.96),
+    ...seg("smptebars", 3.64),
+    ...seg("testsrc2", 2, ",negate"),
+    ...seg("color=c=black", 4, ",format=rgb24,geq=r='255*mod(N\\,2)':g=0:b='255*(1-mod(N\\,2))'"),
+    ...seg("color=c=blue", 6),
+    "-filter_complex",
+    "[0:v][1:v][2:v][3:v][4:v][5:v]concat=n=6:v=1:a=0,format=yuv420p[v]",
+    "-map",
+    "[v]",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "veryfast",
+    "-pix_fmt",
+    "yuv420p",
+    "-g",
+    "1000",
+    "-sc_threshold",
+    "0",
+    "-force_key_frames",
+    CLIP.keyframes.join(","),
+    file,
   ]);
 }, 60_000);
 
@@ -45,8 +68,15 @@ async function decode(skipFrames: DecodeSkip, processes: number, extraTimestamps
   const dir = join(tmp, `${skipFrames}-${processes}-${extraTimestamps.length}`);
   mkdirSync(dir);
   const stream = sampleFrames(bins, file, {
-    size: 32, everySecs: 1, keyframesOnly: false, cuts: {}, skipFrames, durationSecs: CLIP.durationSecs, extraTimestamps,
-    jpegs: { dir, width: 96 }, poster: { path: join(dir, "poster.jpg"), atSecs: 2.4, width: 128 },
+    size: 32,
+    everySecs: 1,
+    keyframesOnly: false,
+    cuts: {},
+    skipFrames,
+    durationSecs: CLIP.durationSecs,
+    extraTimestamps,
+    jpegs: { dir, width: 96 },
+    poster: { path: join(dir, "poster.jpg"), atSecs: 2.4, width: 128 },
     split: processes > 1 ? { processes } : undefined,
   });
   const frames: SampledFrame[] = [];
@@ -67,7 +97,9 @@ describe("split decode", () => {
       const split = await decode(skip, 3, extras);
       expect(one.stats.seams).toBeUndefined();
       expect(split.stats.seams).toEqual([8.36, 15.72]);
-      expect(split.frames.map((f) => [f.timestamp, f.keyframe, f.forced])).toEqual(one.frames.map((f) => [f.timestamp, f.keyframe, f.forced]));
+      expect(split.frames.map((f) => [f.timestamp, f.keyframe, f.forced])).toEqual(
+        one.frames.map((f) => [f.timestamp, f.keyframe, f.forced]),
+      );
       split.frames.forEach((f, i) => {
         expect(Buffer.from(f.rgb).equals(Buffer.from(one.frames[i].rgb))).toBe(true);
         expect(split.jpeg(f).equals(one.jpeg(one.frames[i]))).toBe(true);
@@ -75,7 +107,9 @@ describe("split decode", () => {
       // Indices stay unique and increasing (a range numbers from its own base), each with its JPEG,
       // and nothing else is left in the folder.
       expect(split.frames.every((f, i) => i === 0 || f.index > split.frames[i - 1].index)).toBe(true);
-      expect(readdirSync(split.dir).sort()).toEqual([...split.frames.map((f) => `${String(f.index).padStart(8, "0")}.jpg`), "poster.jpg"].sort());
+      expect(readdirSync(split.dir).sort()).toEqual(
+        [...split.frames.map((f) => `${String(f.index).padStart(8, "0")}.jpg`), "poster.jpg"].sort(),
+      );
       expect(readFileSync(join(split.dir, "poster.jpg")).equals(readFileSync(join(one.dir, "poster.jpg")))).toBe(true);
       // The cuts: the same list, the one on a seam and the one just after the other seam found
       // once, and no cut invented in the strobe.
@@ -94,7 +128,11 @@ describe("split decode", () => {
     expect(x264ClosedGops(await readX264Options(bins, file))).toBe(true);
     expect(x264ClosedGops({ open_gop: "1" })).toBe(false);
     expect(x264ClosedGops(null)).toBe(false);
-    const trusted = await keyframesCloseEnough(bins, file, { durationSecs: CLIP.durationSecs, maxGapSecs: 2.5, packetsFlagEveryKeyframe: async () => true });
+    const trusted = await keyframesCloseEnough(bins, file, {
+      durationSecs: CLIP.durationSecs,
+      maxGapSecs: 2.5,
+      packetsFlagEveryKeyframe: async () => true,
+    });
     const checked = await keyframesCloseEnough(bins, file, { durationSecs: CLIP.durationSecs, maxGapSecs: 2.5 });
     expect([trusted.ok, trusted.method]).toEqual([false, "packets"]);
     expect([checked.ok, checked.method]).toEqual([false, "decode"]);
@@ -106,16 +144,42 @@ describe("split decode", () => {
     expect(await readKeyframesFromStart(bins, file, "7%9,14%16")).toEqual([0, 8.36, 15.72]);
     const times = [8.36, 12.5, 15.68, 15.72, 20.04];
     const out = times.map((t) => join(tmp, `thumb-${t}.jpg`));
-    await writeThumbnails(bins, file, times.map((t, i) => ({ timestampSecs: t, outPath: out[i] })), { width: 96, skipFrames: "noref", seeksExactly: true });
+    await writeThumbnails(
+      bins,
+      file,
+      times.map((t, i) => ({ timestampSecs: t, outPath: out[i] })),
+      { width: 96, skipFrames: "noref", seeksExactly: true },
+    );
     for (const [i, t] of times.entries()) {
       const plain = join(tmp, `plain-${t}.jpg`);
-      await ffmpeg([...decodeSkipArgs("noref"), "-ss", t.toFixed(6), "-i", file, "-map", "0:v:0", "-vf", thumbnailFilters(96, false).join(","), "-frames:v", "1", ...jpegCodecArgs(), "-f", "image2", plain]);
+      await ffmpeg([
+        ...decodeSkipArgs("noref"),
+        "-ss",
+        t.toFixed(6),
+        "-i",
+        file,
+        "-map",
+        "0:v:0",
+        "-vf",
+        thumbnailFilters(96, false).join(","),
+        "-frames:v",
+        "1",
+        ...jpegCodecArgs(),
+        "-f",
+        "image2",
+        plain,
+      ]);
       expect(readFileSync(out[i]).equals(readFileSync(plain)), String(t)).toBe(true);
     }
   }, 60_000);
 
   it("a short file, or one process, is decoded in one", async () => {
-    const short = sampleFrames(bins, file, { size: 32, keyframesOnly: false, durationSecs: 15, split: { processes: 2 } });
+    const short = sampleFrames(bins, file, {
+      size: 32,
+      keyframesOnly: false,
+      durationSecs: 15,
+      split: { processes: 2 },
+    });
     for await (const _ of short);
     expect(short.stats.seams).toBeUndefined();
   }, 60_000);
@@ -127,15 +191,23 @@ describe("planSegments", () => {
   it("splits at the usable keyframe nearest each seam, numbering each range past the one before", () => {
     const ks = [0, 5, 8.266667, 10.1, 13.966667, 18.266667, 26.6, 27.466667, 35.333333, 45.066667, 57.233333];
     const segs = planSegments(ks, base)!;
-    expect(segs.map((s) => [s.start, s.end])).toEqual([[null, 27.466667], [27.466667, null]]);
+    expect(segs.map((s) => [s.start, s.end])).toEqual([
+      [null, 27.466667],
+      [27.466667, null],
+    ]);
     expect(segs[1].seekSecs).toBeCloseTo(27.866667, 5); // past the keyframe: the seek lands on it
     expect(segs[0].readSecs).toBeCloseTo(28.466667, 5); // and the range before reads past it
     expect(segs[1].indexBase).toBeGreaterThanOrEqual(29); // ≥ the frames [0, 27.47) can emit
-    expect(planSegments(ks, { ...base, split: { processes: 3 } })!.map((s) => s.start)).toEqual([null, 18.266667, 35.333333]);
+    expect(planSegments(ks, { ...base, split: { processes: 3 } })!.map((s) => s.start)).toEqual([
+      null,
+      18.266667,
+      35.333333,
+    ]);
   });
 
   it("refuses keyframes on a grid line, near the poster, too close to the next keyframe or an end", () => {
-    const only = (k: number, extra: Partial<typeof base> = {}, next = 56) => planSegments([0, k, next], { ...base, ...extra });
+    const only = (k: number, extra: Partial<typeof base> = {}, next = 56) =>
+      planSegments([0, k, next], { ...base, ...extra });
     expect(only(30)).toBeNull(); // on a 1 s grid line
     expect(only(30.5)).not.toBeNull();
     expect(only(30.5, { posterSecs: 29 })).toBeNull();

@@ -24,14 +24,34 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const files = { ref1: join(tmp, "ref1.mp4"), ref3: join(tmp, "ref3.mp4") };
 beforeAll(async () => {
   const seg = (src: string, extra = "") => ["-f", "lavfi", "-i", `${src}=s=320x240:r=25:d=3${extra}`];
-  const common = [...seg("testsrc2"), ...seg("smptebars"), ...seg("testsrc2", ",negate"),
-    "-filter_complex", "[0:v][1:v][2:v]concat=n=3:v=1:a=0,format=yuv420p[v]", "-map", "[v]", "-g", "250", "-keyint_min", "250", "-sc_threshold", "0"];
+  const common = [
+    ...seg("testsrc2"),
+    ...seg("smptebars"),
+    ...seg("testsrc2", ",negate"),
+    "-filter_complex",
+    "[0:v][1:v][2:v]concat=n=3:v=1:a=0,format=yuv420p[v]",
+    "-map",
+    "[v]",
+    "-g",
+    "250",
+    "-keyint_min",
+    "250",
+    "-sc_threshold",
+    "0",
+  ];
   await ffmpeg([...common, "-c:v", "libx264", "-preset", "veryfast", files.ref1]);
   await ffmpeg([...common, "-c:v", "libx264", files.ref3]);
 }, 120_000);
 
 const text = (file: string, skipFrames: DecodeSkip, everySecs: number, extraTimestamps: number[] = []) =>
-  sampleTextFrames(bins, file, { displayWidth: 320, displayHeight: 240, everySecs, extraTimestamps, keyframesOnly: false, skipFrames });
+  sampleTextFrames(bins, file, {
+    displayWidth: 320,
+    displayHeight: 240,
+    everySecs,
+    extraTimestamps,
+    keyframesOnly: false,
+    skipFrames,
+  });
 async function all(it: AsyncIterable<TextFrame>): Promise<TextFrame[]> {
   const out: TextFrame[] = [];
   for await (const f of it) out.push(f);
@@ -40,7 +60,10 @@ async function all(it: AsyncIterable<TextFrame>): Promise<TextFrame[]> {
 const ms = (t: number) => Math.round(t * 1000);
 
 describe("OCR frames decoded with the frame decode's skip", () => {
-  for (const [name, expected] of [["ref1", "bidir"], ["ref3", "noref"]] as const) {
+  for (const [name, expected] of [
+    ["ref1", "bidir"],
+    ["ref3", "noref"],
+  ] as const) {
     it(`${name}: fullDecodeSkip says ${expected}; every picture it decodes is bit-exact, the grid and the shot starts are all there`, async () => {
       const file = files[name];
       const skip = await fullDecodeSkip(bins, file, "h264");
@@ -70,12 +93,20 @@ describe("OCR frames decoded with the frame decode's skip", () => {
       // B-frames: 0.12 s at 25 fps); a grid point and a shot start may then share a picture (the
       // skip decode finds the cut at 6 s on the first picture it decodes after it, 6.04 s).
       for (const p of gridPlain) {
-        expect(gridSkip.some((f) => f.timestamp >= p.timestamp - 1e-6 && f.timestamp - p.timestamp <= 3 / 25 + 1e-6), `${name} sample at ${p.timestamp}`).toBe(true);
+        expect(
+          gridSkip.some((f) => f.timestamp >= p.timestamp - 1e-6 && f.timestamp - p.timestamp <= 3 / 25 + 1e-6),
+          `${name} sample at ${p.timestamp}`,
+        ).toBe(true);
       }
       expect(gridSkip.length).toBeGreaterThanOrEqual(gridPlain.length - cuts.length);
-      for (const f of gridSkip) expect(Buffer.from(f.pixels).equals(Buffer.from(plain.get(ms(f.timestamp))!))).toBe(true);
+      for (const f of gridSkip)
+        expect(Buffer.from(f.pixels).equals(Buffer.from(plain.get(ms(f.timestamp))!))).toBe(true);
       // Each shot start is sampled at exactly its own time, and marked as one.
-      for (const c of cuts) expect(gridSkip.some((f) => f.forced && Math.abs(f.timestamp - c) < 1e-3), `cut ${c}`).toBe(true);
+      for (const c of cuts)
+        expect(
+          gridSkip.some((f) => f.forced && Math.abs(f.timestamp - c) < 1e-3),
+          `cut ${c}`,
+        ).toBe(true);
     }, 90_000);
   }
 });

@@ -15,7 +15,10 @@ function expectJpeg(path: string) {
 }
 
 async function meanColour(path: string): Promise<[number, number, number]> {
-  const p = Bun.spawn([bins.ffmpeg, "-v", "error", "-i", path, "-vf", "scale=16:16", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], { stdout: "pipe" });
+  const p = Bun.spawn(
+    [bins.ffmpeg, "-v", "error", "-i", path, "-vf", "scale=16:16", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"],
+    { stdout: "pipe" },
+  );
   return meanRgb(new Uint8Array(await new Response(p.stdout).arrayBuffer()));
 }
 
@@ -74,8 +77,12 @@ describe("writeThumbnail", () => {
 
   it("fails with NO_VIDEO_STREAM / DECODE_FAILED and leaves nothing behind", async () => {
     const out = join(dir, "bad.jpg");
-    await expect(writeThumbnail(bins, await mediaFixture("audioM4a"), 1, out)).rejects.toMatchObject({ code: "NO_VIDEO_STREAM" });
-    await expect(writeThumbnail(bins, await mediaFixture("truncated"), 1, out)).rejects.toMatchObject({ code: "DECODE_FAILED" });
+    await expect(writeThumbnail(bins, await mediaFixture("audioM4a"), 1, out)).rejects.toMatchObject({
+      code: "NO_VIDEO_STREAM",
+    });
+    await expect(writeThumbnail(bins, await mediaFixture("truncated"), 1, out)).rejects.toMatchObject({
+      code: "DECODE_FAILED",
+    });
     expect(readdirSync(dir).filter((f) => f.startsWith("bad.jpg"))).toEqual([]);
   });
 });

@@ -90,32 +90,51 @@ describe("vsearch models", () => {
     const src = tmp.make();
     const mirrorDir = join(src, "mirror");
     mkdirSync(mirrorDir);
-    expect((await cli(["--data-dir", src, "models", "import", CLIP_SRC, "--role", "image-text", "--no-load-check"])).code).toBe(0);
-    expect((await cli(["--data-dir", src, "models", "export", "tiny-random-clip", join(src, "c.tar.gz")])).code).toBe(0);
+    expect(
+      (await cli(["--data-dir", src, "models", "import", CLIP_SRC, "--role", "image-text", "--no-load-check"])).code,
+    ).toBe(0);
+    expect((await cli(["--data-dir", src, "models", "export", "tiny-random-clip", join(src, "c.tar.gz")])).code).toBe(
+      0,
+    );
     sysTar(["-xzf", join(src, "c.tar.gz"), "-C", mirrorDir]);
     mirror = startMirror(mirrorDir);
 
     const data = tmp.make();
-    const r = await cli(["--data-dir", data, "models", "pull", "tiny-random-clip", "--no-load-check"], { VSEARCH_MODELS_BASE_URL: mirror.url });
+    const r = await cli(["--data-dir", data, "models", "pull", "tiny-random-clip", "--no-load-check"], {
+      VSEARCH_MODELS_BASE_URL: mirror.url,
+    });
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^Installed tiny-random-clip \(image-text, q8\) as tiny-random-clip@[0-9a-f]{12}, now the active image-text model/);
+    expect(r.stdout).toMatch(
+      /^Installed tiny-random-clip \(image-text, q8\) as tiny-random-clip@[0-9a-f]{12}, now the active image-text model/,
+    );
     expect(r.stderr).toContain("tiny-random-clip: onnx/text_model_quantized.onnx 0.8 MiB\n");
     expect(r.stdout).toContain(`  from ${mirror.url}/tiny-random-clip\n`);
     // A data dir with no database yet: nothing to reindex, and none was created to say so.
     expect(r.stdout).toContain("nothing to reindex");
     expect(existsSync(join(data, "vsearch.db"))).toBe(false);
     expect(existsSync(join(data, "models", "registry.json"))).toBe(true);
-    const quiet = await cli(["--data-dir", tmp.make(), "--json", "models", "pull", "tiny-random-clip", "--no-load-check"], { VSEARCH_MODELS_BASE_URL: mirror.url });
+    const quiet = await cli(
+      ["--data-dir", tmp.make(), "--json", "models", "pull", "tiny-random-clip", "--no-load-check"],
+      { VSEARCH_MODELS_BASE_URL: mirror.url },
+    );
     expect(quiet.stderr).toBe("");
-    expect(JSON.parse(quiet.stdout)[0]).toMatchObject({ source: "mirror", from: `${mirror.url}/tiny-random-clip`, reindex: { videos: 0, command: "vsearch reindex" } });
+    expect(JSON.parse(quiet.stdout)[0]).toMatchObject({
+      source: "mirror",
+      from: `${mirror.url}/tiny-random-clip`,
+      reindex: { videos: 0, command: "vsearch reindex" },
+    });
 
     const badHub = await cli(["--data-dir", data, "models", "pull"], { HF_ENDPOINT: "not a url" });
     expect(badHub).toMatchObject({ code: 1, stdout: "" });
-    expect(badHub.stderr).toMatch(/^error: hub endpoint "not a url" \(HF_ENDPOINT\) is not a URL \(INVALID_BASE_URL\)\n$/);
+    expect(badHub.stderr).toMatch(
+      /^error: hub endpoint "not a url" \(HF_ENDPOINT\) is not a URL \(INVALID_BASE_URL\)\n$/,
+    );
     const badMirror = await cli(["--data-dir", data, "models", "pull", "--base-url", "ftp://mirror"]);
     expect(badMirror.stderr).toContain("(INVALID_BASE_URL)");
     const noRole = await cli(["--data-dir", data, "models", "import", WHISPER_SRC]);
     expect(noRole.stderr).toMatch(/^error: the role is required .*\(INVALID_MODEL\)\n$/);
-    expect((await cli(["--data-dir", data, "models", "import", WHISPER_SRC, "--role", "audio"])).stderr).toContain("role must be one of");
+    expect((await cli(["--data-dir", data, "models", "import", WHISPER_SRC, "--role", "audio"])).stderr).toContain(
+      "role must be one of",
+    );
   });
 });

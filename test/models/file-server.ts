@@ -26,9 +26,13 @@ export function rangedResponse(req: Request, data: Uint8Array, opts: RangedOptio
   if (range) {
     const m = range.match(/^bytes=(\d+)-$/);
     start = m ? Number(m[1]) : 0;
-    if (start >= data.length) return new Response(null, { status: 416, headers: { "content-range": `bytes */${data.length}` } });
+    if (start >= data.length)
+      return new Response(null, { status: 416, headers: { "content-range": `bytes */${data.length}` } });
   }
-  const headers: Record<string, string> = { ...opts.headers, ...(start > 0 ? { "content-range": `bytes ${start}-${data.length - 1}/${data.length}` } : {}) };
+  const headers: Record<string, string> = {
+    ...opts.headers,
+    ...(start > 0 ? { "content-range": `bytes ${start}-${data.length - 1}/${data.length}` } : {}),
+  };
   const status = start > 0 ? 206 : 200;
   if (opts.cut?.()) {
     const half = data.subarray(start, start + Math.floor((data.length - start) / 2));

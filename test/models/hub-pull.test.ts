@@ -20,7 +20,15 @@ afterEach(async () => {
 });
 
 const REV = "a".repeat(40);
-const clipFiles = ["config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "onnx/text_model_quantized.onnx", "onnx/vision_model_quantized.onnx"];
+const clipFiles = [
+  "config.json",
+  "preprocessor_config.json",
+  "tokenizer.json",
+  "tokenizer_config.json",
+  "special_tokens_map.json",
+  "onnx/text_model_quantized.onnx",
+  "onnx/vision_model_quantized.onnx",
+];
 const whisperFiles = [
   "config.json",
   "generation_config.json",
@@ -36,14 +44,30 @@ const builtin: BuiltinManifest = {
   format: "vsearch-models/1",
   default: ["clip", "whisper"],
   models: [
-    { name: "clip", role: "image-text", dtype: "q8", license: "MIT", hub: { repo: "test-org/tiny-clip", revision: REV }, files: unpinned(clipFiles) },
-    { name: "whisper", role: "speech", dtype: "q8", license: "MIT", hub: { repo: "test-org/tiny-whisper", revision: "main" }, files: unpinned(whisperFiles) },
+    {
+      name: "clip",
+      role: "image-text",
+      dtype: "q8",
+      license: "MIT",
+      hub: { repo: "test-org/tiny-clip", revision: REV },
+      files: unpinned(clipFiles),
+    },
+    {
+      name: "whisper",
+      role: "speech",
+      dtype: "q8",
+      license: "MIT",
+      hub: { repo: "test-org/tiny-whisper", revision: "main" },
+      files: unpinned(whisperFiles),
+    },
     {
       name: "pinned",
       role: "image-text",
       dtype: "q8",
       hub: { repo: "test-org/tiny-clip", revision: REV },
-      files: unpinned(clipFiles).map((f) => (f.path === "onnx/vision_model_quantized.onnx" ? { ...f, sha256: "b".repeat(64) } : f)),
+      files: unpinned(clipFiles).map((f) =>
+        f.path === "onnx/vision_model_quantized.onnx" ? { ...f, sha256: "b".repeat(64) } : f,
+      ),
     },
     { name: "no-hub", role: "speech", files: unpinned(whisperFiles) },
   ],
@@ -62,7 +86,10 @@ const partOf = (modelsDir: string, name: string, path: string) => join(modelsDir
 describe("pull from the hub", () => {
   test("resolves every file at the pinned revision, follows the 302 to the CDN, checks each hash and installs", async () => {
     const { svc, h } = setup();
-    const ref = await new ModelService({ modelsDir: join(tmp.make(), "models") }).importModel(CLIP_SRC, { role: "image-text", name: "clip" });
+    const ref = await new ModelService({ modelsDir: join(tmp.make(), "models") }).importModel(CLIP_SRC, {
+      role: "image-text",
+      name: "clip",
+    });
     const r = await svc.pull("clip", { hubEndpoint: h.url, ...fast });
 
     expect(r.model.model_id).toBe(ref.model.model_id);
@@ -75,9 +102,13 @@ describe("pull from the hub", () => {
     expect(heads.sort()).toEqual(clipFiles.map((p) => `/test-org/tiny-clip/resolve/${REV}/${p}`).sort());
     const cdnGets = h.requests.filter((q) => q.origin === "cdn" && q.method === "GET");
     expect(cdnGets.map((q) => q.path).sort()).toEqual(
-      ["onnx/text_model_quantized.onnx", "onnx/vision_model_quantized.onnx"].map((p) => `/blobs/${sha256(join(CLIP_SRC, p))}`).sort(),
+      ["onnx/text_model_quantized.onnx", "onnx/vision_model_quantized.onnx"]
+        .map((p) => `/blobs/${sha256(join(CLIP_SRC, p))}`)
+        .sort(),
     );
-    const hubGets = h.requests.filter((q) => q.origin === "hub" && q.method === "GET").map((q) => q.path.split("/").slice(5).join("/"));
+    const hubGets = h.requests
+      .filter((q) => q.origin === "hub" && q.method === "GET")
+      .map((q) => q.path.split("/").slice(5).join("/"));
     expect(hubGets.sort()).toEqual(clipFiles.filter((p) => !p.endsWith(".onnx")).sort());
     expect((await svc.verify("clip"))[0].ok).toBe(true);
   });
@@ -99,7 +130,9 @@ describe("pull from the hub", () => {
     h.requests.length = 0;
     const r = await svc.pull("whisper", { hubEndpoint: h.url, ...fast });
     expect(r.resumed).toEqual([file]);
-    const get = h.requests.find((q) => q.origin === "cdn" && q.method === "GET" && q.path === `/blobs/${sha256(join(WHISPER_SRC, file))}`);
+    const get = h.requests.find(
+      (q) => q.origin === "cdn" && q.method === "GET" && q.path === `/blobs/${sha256(join(WHISPER_SRC, file))}`,
+    );
     expect(get?.range).toBe(`bytes=${kept}-`);
     // The files finished before the cut stayed as verified .part files: only the rest is fetched.
     expect(r.downloaded_bytes).toBe(full - kept);
@@ -111,7 +144,9 @@ describe("pull from the hub", () => {
     h2.requests.length = 0;
     const r2 = await svc2.pull("whisper", { hubEndpoint: h2.url, retries: 2, retryDelayMs: 0, stallMs: 5000 });
     expect(r2.model.model_id).toBe(r.model.model_id);
-    const ranges = h2.requests.filter((q) => q.origin === "cdn" && q.path.endsWith(sha256(join(WHISPER_SRC, file)))).map((q) => q.range);
+    const ranges = h2.requests
+      .filter((q) => q.origin === "cdn" && q.path.endsWith(sha256(join(WHISPER_SRC, file))))
+      .map((q) => q.range);
     expect(ranges[0]).toBeNull();
     expect(ranges[1]).toMatch(/^bytes=\d+-$/);
   });
@@ -144,24 +179,43 @@ describe("pull from the hub", () => {
     const err = await appError(svc.pull("pinned", { hubEndpoint: h.url, ...fast }));
     expect(err.code).toBe("MODEL_HASH_MISMATCH");
     expect(err.message).toContain(`the built-in list pins ${"b".repeat(64)}`);
-    expect(h.requests.some((q) => q.origin === "cdn" && q.path === `/blobs/${sha256(join(CLIP_SRC, "onnx/vision_model_quantized.onnx"))}`)).toBe(false);
+    expect(
+      h.requests.some(
+        (q) => q.origin === "cdn" && q.path === `/blobs/${sha256(join(CLIP_SRC, "onnx/vision_model_quantized.onnx"))}`,
+      ),
+    ).toBe(false);
     expect(svc.registry.list()).toEqual([]);
   });
 
   test("a renamed repository's relative redirect is followed on the hub before the CDN hop", async () => {
     hub = startHub({ [`test-org/tiny-clip@${REV}`]: CLIP_SRC }, { "old-org/tiny-clip": "test-org/tiny-clip" });
-    const moved: BuiltinManifest = { ...builtin, models: builtin.models.map((m) => (m.name === "clip" ? { ...m, hub: { repo: "old-org/tiny-clip", revision: REV } } : m)) };
+    const moved: BuiltinManifest = {
+      ...builtin,
+      models: builtin.models.map((m) =>
+        m.name === "clip" ? { ...m, hub: { repo: "old-org/tiny-clip", revision: REV } } : m,
+      ),
+    };
     const svc = new ModelService({ modelsDir: join(tmp.make(), "models"), builtin: moved });
     const r = await svc.pull("clip", { hubEndpoint: hub.url, ...fast });
     expect(r.unverified).toEqual([]);
-    const heads = hub.requests.filter((q) => q.method === "HEAD" && q.path.endsWith("/onnx/vision_model_quantized.onnx")).map((q) => q.path);
-    expect(heads).toEqual([`/old-org/tiny-clip/resolve/${REV}/onnx/vision_model_quantized.onnx`, `/test-org/tiny-clip/resolve/${REV}/onnx/vision_model_quantized.onnx`]);
+    const heads = hub.requests
+      .filter((q) => q.method === "HEAD" && q.path.endsWith("/onnx/vision_model_quantized.onnx"))
+      .map((q) => q.path);
+    expect(heads).toEqual([
+      `/old-org/tiny-clip/resolve/${REV}/onnx/vision_model_quantized.onnx`,
+      `/test-org/tiny-clip/resolve/${REV}/onnx/vision_model_quantized.onnx`,
+    ]);
     expect((await svc.verify("clip"))[0].ok).toBe(true);
   });
 
   test("unknown revision or model, and a model with no hub repository, fail with the reason", async () => {
     const { svc, h } = setup();
-    const other: BuiltinManifest = { ...builtin, models: builtin.models.map((m) => (m.name === "clip" ? { ...m, hub: { repo: "test-org/tiny-clip", revision: "nope" } } : m)) };
+    const other: BuiltinManifest = {
+      ...builtin,
+      models: builtin.models.map((m) =>
+        m.name === "clip" ? { ...m, hub: { repo: "test-org/tiny-clip", revision: "nope" } } : m,
+      ),
+    };
     const svc2 = new ModelService({ modelsDir: svc.modelsDir, builtin: other });
     const e1 = await appError(svc2.pull("clip", { hubEndpoint: h.url, ...fast }));
     expect(e1.code).toBe("MODEL_DOWNLOAD_FAILED");

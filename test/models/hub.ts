@@ -61,7 +61,11 @@ export function startHub(repos: Record<string, string>, renamed: Record<string, 
   };
 
   const ranged = (req: Request, path: string, data: Uint8Array, extra: Record<string, string>): Response =>
-    rangedResponse(req, data, { headers: { ...extra, "accept-ranges": "bytes" }, cut: () => req.method === "GET" && cutOnce.delete(path), who: "hub" });
+    rangedResponse(req, data, {
+      headers: { ...extra, "accept-ranges": "bytes" },
+      cut: () => req.method === "GET" && cutOnce.delete(path),
+      who: "hub",
+    });
 
   const cdn = serveLoopback((req) => {
     const u = new URL(req.url);
@@ -77,9 +81,11 @@ export function startHub(repos: Record<string, string>, renamed: Record<string, 
     const path = decodeURIComponent(u.pathname);
     requests.push({ origin: "hub", method: req.method, path, range: req.headers.get("range") });
     const m = path.match(/^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/);
-    if (m && renamed[m[1]]) return new Response(null, { status: 307, headers: { location: `/${renamed[m[1]]}/resolve/${m[2]}/${m[3]}` } });
+    if (m && renamed[m[1]])
+      return new Response(null, { status: 307, headers: { location: `/${renamed[m[1]]}/resolve/${m[2]}/${m[3]}` } });
     const root = m ? repos[`${m[1]}@${m[2]}`] : undefined;
-    if (!m || !root) return new Response("Repository not found", { status: 404, headers: { "x-error-code": "RepoNotFound" } });
+    if (!m || !root)
+      return new Response("Repository not found", { status: 404, headers: { "x-error-code": "RepoNotFound" } });
     const file = normalize(join(root, m[3]));
     if (!file.startsWith(root) || !existsSync(file) || !statSync(file).isFile()) {
       return new Response("Entry not found", { status: 404, headers: { "x-error-code": "EntryNotFound" } });

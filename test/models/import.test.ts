@@ -16,7 +16,12 @@ function setup(opts: { calls?: { dir: string; role: string; dtype: string }[] } 
 }
 
 /** What is in the models folder besides the registry (no staging or lock may be left behind). */
-const leftovers = (modelsDir: string) => (existsSync(modelsDir) ? readdirSync(modelsDir).filter((e) => e !== "registry.json").sort() : []);
+const leftovers = (modelsDir: string) =>
+  existsSync(modelsDir)
+    ? readdirSync(modelsDir)
+        .filter((e) => e !== "registry.json")
+        .sort()
+    : [];
 
 describe("importModel", () => {
   test("a CLIP folder: copied, hashed, q8 chosen, load-checked, registered and active", async () => {
@@ -50,9 +55,17 @@ describe("importModel", () => {
 
     // Another reader (the server) sees it through the registry file.
     const registry = new ModelRegistry(modelsDir);
-    expect(registry.active("image-text")).toEqual({ name: m.name, role: "image-text", dir: m.dir, dtype: "q8", modelId: m.model_id });
+    expect(registry.active("image-text")).toEqual({
+      name: m.name,
+      role: "image-text",
+      dir: m.dir,
+      dtype: "q8",
+      modelId: m.model_id,
+    });
     expect(registry.active("speech")).toBeNull();
-    expect(JSON.parse(readFileSync(join(modelsDir, "registry.json"), "utf8")).models["tiny-random-clip"].dir).toBe(`tiny-random-clip-${m.model_id.split("@")[1]}`);
+    expect(JSON.parse(readFileSync(join(modelsDir, "registry.json"), "utf8")).models["tiny-random-clip"].dir).toBe(
+      `tiny-random-clip-${m.model_id.split("@")[1]}`,
+    );
     expect(leftovers(modelsDir)).toEqual([`tiny-random-clip-${m.model_id.split("@")[1]}`]);
   });
 
@@ -109,7 +122,9 @@ describe("importModel", () => {
     const { svc } = setup();
     expect((await appError(svc.importModel(WHISPER_SRC, { role: "image-text" }))).code).toBe("INVALID_MODEL");
     expect((await appError(svc.importModel(CLIP_SRC, {}))).message).toContain("role is required");
-    expect((await appError(svc.importModel(CLIP_SRC, { role: "image-text", name: "../x" }))).code).toBe("INVALID_MODEL");
+    expect((await appError(svc.importModel(CLIP_SRC, { role: "image-text", name: "../x" }))).code).toBe(
+      "INVALID_MODEL",
+    );
     expect((await appError(svc.importModel("/nonexistent/model", { role: "image-text" }))).status).toBe(404);
   });
 
@@ -139,7 +154,10 @@ describe("importModel", () => {
     const q8 = await svc.importModel(CLIP_SRC, { role: "image-text", name: "c8" });
     const fp = await svc.importModel(CLIP_SRC, { role: "image-text", name: "c32", dtype: "fp32" });
     expect(fp.model.dtype).toBe("fp32");
-    expect(fp.model.files.filter((f) => f.path.startsWith("onnx/")).map((f) => f.path)).toEqual(["onnx/text_model.onnx", "onnx/vision_model.onnx"]);
+    expect(fp.model.files.filter((f) => f.path.startsWith("onnx/")).map((f) => f.path)).toEqual([
+      "onnx/text_model.onnx",
+      "onnx/vision_model.onnx",
+    ]);
     expect(fp.model.model_id.split("@")[1]).not.toBe(q8.model.model_id.split("@")[1]);
     expect(svc.list().active["image-text"]).toBe("c32");
     await svc.activate("c8");

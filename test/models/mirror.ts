@@ -35,7 +35,11 @@ export function startMirror(root: string): Mirror {
     if (!file.startsWith(root) || missing.has(path) || !existsSync(file) || !statSync(file).isFile()) {
       return new Response("not found", { status: 404, statusText: "Not Found" });
     }
-    return rangedResponse(req, readFileSync(file), { cut: () => cutOnce.delete(path), stall: () => stallOnce.delete(path), who: "mirror" });
+    return rangedResponse(req, readFileSync(file), {
+      cut: () => cutOnce.delete(path),
+      stall: () => stallOnce.delete(path),
+      who: "mirror",
+    });
   });
   return {
     url: `http://127.0.0.1:${server.port}`,

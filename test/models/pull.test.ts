@@ -63,7 +63,12 @@ describe("pull", () => {
     expect(r.downloaded_bytes).toBe(total);
     expect(progress.at(-1)).toMatchObject({ model: "clip", bytes: total, total });
     expect(m.requests[0]).toEqual({ path: "/clip/manifest.json", range: null });
-    expect(m.requests.slice(1).map((q) => q.path).sort()).toEqual(r.model.files.map((f) => `/clip/${f.path}`).sort());
+    expect(
+      m.requests
+        .slice(1)
+        .map((q) => q.path)
+        .sort(),
+    ).toEqual(r.model.files.map((f) => `/clip/${f.path}`).sort());
     expect(m.requests.every((q) => q.range === null)).toBe(true);
     expect(existsSync(join(modelsDir, ".partial", "clip"))).toBe(false);
     expect((await svc.verify("clip"))[0].ok).toBe(true);
@@ -90,7 +95,9 @@ describe("pull", () => {
     expect(again).toEqual([{ path: `/whisper/${file}`, range: `bytes=${kept}-` }]);
     // Files finished in the first run are not fetched again.
     expect(m.requests.filter((q) => q.path === "/whisper/config.json")).toEqual([]);
-    const fetchedWhole = r.model.files.filter((f) => f.path !== file && m.requests.some((q) => q.path === `/whisper/${f.path}`));
+    const fetchedWhole = r.model.files.filter(
+      (f) => f.path !== file && m.requests.some((q) => q.path === `/whisper/${f.path}`),
+    );
     expect(r.downloaded_bytes).toBe(full - kept + fetchedWhole.reduce((a, f) => a + f.size, 0));
     expect((await svc.verify("whisper"))[0].ok).toBe(true);
   });
@@ -155,7 +162,14 @@ describe("pull", () => {
           role: "image-text",
           dtype: "q8",
           license: "MIT",
-          files: ["config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "onnx/text_model_quantized.onnx", "onnx/vision_model_quantized.onnx"].map((path) => ({ path, size: null, sha256: null })),
+          files: [
+            "config.json",
+            "preprocessor_config.json",
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "onnx/text_model_quantized.onnx",
+            "onnx/vision_model_quantized.onnx",
+          ].map((path) => ({ path, size: null, sha256: null })),
         },
       ],
     };
@@ -174,7 +188,9 @@ describe("pull", () => {
     const pinned: BuiltinManifest = {
       format: "vsearch-models/1",
       default: [],
-      models: [{ name: "clip", role: "image-text", files: [{ path: "config.json", size: null, sha256: "0".repeat(64) }] }],
+      models: [
+        { name: "clip", role: "image-text", files: [{ path: "config.json", size: null, sha256: "0".repeat(64) }] },
+      ],
     };
     const svc2 = new ModelService({ modelsDir: svc.modelsDir, builtin: pinned });
     const err = await appError(svc2.pull("clip", { baseUrl: m.url, ...fast }));

@@ -48,13 +48,22 @@ describe("extractTar", () => {
     expect((await extractTar(gnu, join(d, "a"))).map((f) => f.path)).toEqual([long]);
 
     const ours = join(d, "ours.tar.gz");
-    await writeTar(ours, [{ path: long, data: Buffer.from("{}") }, { path: `${"p".repeat(90)}/${"q".repeat(90)}.onnx`, data: Buffer.alloc(700, 1) }], { gzip: true });
+    await writeTar(
+      ours,
+      [
+        { path: long, data: Buffer.from("{}") },
+        { path: `${"p".repeat(90)}/${"q".repeat(90)}.onnx`, data: Buffer.alloc(700, 1) },
+      ],
+      { gzip: true },
+    );
     mkdirSync(join(d, "b"));
     sysTar(["-xzf", ours, "-C", join(d, "b")]);
     expect(readFileSync(join(d, "b", long), "utf8")).toBe("{}");
     expect(readFileSync(join(d, "b", "p".repeat(90), `${"q".repeat(90)}.onnx`)).length).toBe(700);
     mkdirSync(join(d, "c"));
-    expect((await extractTar(ours, join(d, "c"))).map((f) => f.path).sort()).toEqual([long, `${"p".repeat(90)}/${"q".repeat(90)}.onnx`].sort());
+    expect((await extractTar(ours, join(d, "c"))).map((f) => f.path).sort()).toEqual(
+      [long, `${"p".repeat(90)}/${"q".repeat(90)}.onnx`].sort(),
+    );
   });
 
   test.each([

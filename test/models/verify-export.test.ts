@@ -34,7 +34,11 @@ describe("verify", () => {
     expect(report.ok).toBe(false);
     expect(report.missing).toEqual(["tokenizer_config.json"]);
     expect(report.mismatched).toHaveLength(1);
-    expect(report.mismatched[0]).toMatchObject({ path: "onnx/vision_model_quantized.onnx", expected_size: bytes.length, actual_size: bytes.length });
+    expect(report.mismatched[0]).toMatchObject({
+      path: "onnx/vision_model_quantized.onnx",
+      expected_size: bytes.length,
+      actual_size: bytes.length,
+    });
     expect(report.mismatched[0].actual_sha256).not.toBe(report.mismatched[0].expected_sha256);
     expect((await svc.verify("tiny-random-whisper"))[0].ok).toBe(true);
     expect(whisper.model_id).toMatch(/^tiny-random-whisper@/);
@@ -54,7 +58,13 @@ describe("export", () => {
     mkdirSync(x);
     sysTar(["-xzf", out, "-C", x]);
     const manifest = JSON.parse(readFileSync(join(x, "tiny-random-clip", "manifest.json"), "utf8"));
-    expect(manifest).toMatchObject({ format: "vsearch-model/1", name: "tiny-random-clip", role: "image-text", dtype: "q8", model_id: clip.model_id });
+    expect(manifest).toMatchObject({
+      format: "vsearch-model/1",
+      name: "tiny-random-clip",
+      role: "image-text",
+      dtype: "q8",
+      model_id: clip.model_id,
+    });
     expect(manifest.files).toEqual(clip.files);
 
     const other = new ModelService({ modelsDir: join(root, "appliance", "models"), verifyLoad: ortVerifyLoad() });
@@ -83,7 +93,10 @@ describe("export", () => {
 
   test("exporting a corrupted model fails and leaves no archive", async () => {
     const { root, svc, clip } = await installed();
-    writeFileSync(join(clip.dir, "config.json"), readFileSync(join(clip.dir, "config.json"), "utf8").replace("clip", "CLIP"));
+    writeFileSync(
+      join(clip.dir, "config.json"),
+      readFileSync(join(clip.dir, "config.json"), "utf8").replace("clip", "CLIP"),
+    );
     const err = await appError(svc.exportModel("tiny-random-clip", join(root, "out.tar")));
     expect(err.code).toBe("MODEL_HASH_MISMATCH");
     expect(readdirSync(root).filter((f) => f.startsWith("out.tar"))).toEqual([]);

@@ -289,7 +289,9 @@ describe("checkTarget", () => {
   });
 
   it("accepts a public name, resolving once, and returns every checked address", async () => {
-    const { resolve, calls } = fakeResolver({ "hooks.example": ["93.184.216.34", "2606:2800:220:1::1", "93.184.216.34"] });
+    const { resolve, calls } = fakeResolver({
+      "hooks.example": ["93.184.216.34", "2606:2800:220:1::1", "93.184.216.34"],
+    });
     const t = await checkTarget("https://hooks.example:8443/in?x=1", { resolve });
     expect(calls).toEqual(["hooks.example"]);
     expect(t.isName).toBe(true);

@@ -34,7 +34,10 @@ function forbidRequests() {
   const attempt = () => {
     throw new Error("a refused target must never be connected to");
   };
-  return [vi.spyOn(http, "request").mockImplementation(attempt), vi.spyOn(https, "request").mockImplementation(attempt)];
+  return [
+    vi.spyOn(http, "request").mockImplementation(attempt),
+    vi.spyOn(https, "request").mockImplementation(attempt),
+  ];
 }
 
 describe("refusals (default rules: nothing non-public is open)", () => {
@@ -151,7 +154,9 @@ describe("requests to opened loopback networks", () => {
     expect(new TextDecoder().decode(res.body)).toBe("real");
     expect(calls).toEqual(["localhost"]);
     expect(res.remoteAddress).toBe("127.0.0.2");
-    expect(pinned.requests.map((r) => [r.localAddress, r.headers.host])).toEqual([["127.0.0.2", `localhost:${decoy.port}`]]);
+    expect(pinned.requests.map((r) => [r.localAddress, r.headers.host])).toEqual([
+      ["127.0.0.2", `localhost:${decoy.port}`],
+    ]);
     expect(decoy.connections).toBe(0);
   });
 
@@ -267,9 +272,9 @@ describe("time limit", () => {
     setTimeout(() => ac.abort(), 100);
     const err = await failure(`http://127.0.0.1:${server.port}/`, { allowNetworks: LOOPBACK, signal: ac.signal });
     expect(err.code).toBe("ABORTED");
-    expect((await failure(`http://127.0.0.1:${server.port}/`, { allowNetworks: LOOPBACK, signal: ac.signal })).code).toBe(
-      "ABORTED",
-    );
+    expect(
+      (await failure(`http://127.0.0.1:${server.port}/`, { allowNetworks: LOOPBACK, signal: ac.signal })).code,
+    ).toBe("ABORTED");
   });
 });
 
@@ -303,7 +308,10 @@ describe("size limit", () => {
 
   it("an endless chunked body → RESPONSE_TOO_LARGE, and the connection is dropped", async () => {
     const server = await track(endless());
-    const err = await failure(`http://127.0.0.1:${server.port}/`, { allowNetworks: LOOPBACK, maxResponseBytes: 100_000 });
+    const err = await failure(`http://127.0.0.1:${server.port}/`, {
+      allowNetworks: LOOPBACK,
+      maxResponseBytes: 100_000,
+    });
     expect(err.code).toBe("RESPONSE_TOO_LARGE");
     expect(await eventually(() => server.closedConnections === 1)).toBe(true);
   });
@@ -324,7 +332,10 @@ describe("size limit", () => {
 
   it("a body of exactly maxResponseBytes is complete, not truncated", async () => {
     const server = await track(serve((_req, res) => res.end(Buffer.alloc(5000, 0x62))));
-    const res = await safeFetch(`http://127.0.0.1:${server.port}/`, { allowNetworks: LOOPBACK, maxResponseBytes: 5000 });
+    const res = await safeFetch(`http://127.0.0.1:${server.port}/`, {
+      allowNetworks: LOOPBACK,
+      maxResponseBytes: 5000,
+    });
     expect([res.body.byteLength, res.truncated]).toEqual([5000, false]);
   });
 
@@ -349,7 +360,11 @@ describe("https", () => {
   it("connects to the pinned address, sends SNI and checks the certificate against the URL's name", async () => {
     const server = await track(serve((_req, res) => res.end("secure"), { tls: true }));
     const { resolve, calls } = fakeResolver({ localhost: ["127.0.0.1"] });
-    const res = await safeFetch(`https://localhost:${server.port}/x`, { allowNetworks: LOOPBACK, resolve, ca: fixtureCert() });
+    const res = await safeFetch(`https://localhost:${server.port}/x`, {
+      allowNetworks: LOOPBACK,
+      resolve,
+      ca: fixtureCert(),
+    });
     expect(new TextDecoder().decode(res.body)).toBe("secure");
     expect(calls).toEqual(["localhost"]);
     expect(server.requests[0].servername).toBe("localhost");

@@ -20,16 +20,36 @@ const media = scratchDir("ocr-idle");
 const slide = (name: string, text: string) =>
   ffmpeg(
     [
-      "-f", "lavfi", "-i", "color=c=navy:size=1280x720:rate=5:duration=2",
-      "-vf", `drawtext=fontfile=${FONT}:text='${text}':fontcolor=white:fontsize=40:x=120:y=320`,
-      "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
+      "-f",
+      "lavfi",
+      "-i",
+      "color=c=navy:size=1280x720:rate=5:duration=2",
+      "-vf",
+      `drawtext=fontfile=${FONT}:text='${text}':fontcolor=white:fontsize=40:x=120:y=320`,
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
     ],
     join(media, `${name}.mp4`),
   );
 
 async function grayFrame(text: string): Promise<GrayFrame> {
   const out = await ffmpeg(
-    ["-f", "lavfi", "-i", "color=c=black:size=1280x720", "-vf", `drawtext=fontfile=${FONT}:text='${text}':fontcolor=white:fontsize=40:x=100:y=100,format=gray`, "-frames:v", "1", "-f", "rawvideo"],
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "color=c=black:size=1280x720",
+      "-vf",
+      `drawtext=fontfile=${FONT}:text='${text}':fontcolor=white:fontsize=40:x=100:y=100,format=gray`,
+      "-frames:v",
+      "1",
+      "-f",
+      "rawvideo",
+    ],
     join(media, `${text.replace(/\W/g, "_")}.gray`),
   );
   return { width: 1280, height: 720, pixels: new Uint8Array(readFileSync(out)) };
@@ -37,7 +57,15 @@ async function grayFrame(text: string): Promise<GrayFrame> {
 
 const ocrSearch = async (t: TestApp, key: string, query: string) => {
   const body = new URLSearchParams({ query, modes: "ocr" }).toString();
-  return (await json(await t.request("POST", "/v1/search", { token: key, body, headers: { "content-type": "application/x-www-form-urlencoded" } }))).data;
+  return (
+    await json(
+      await t.request("POST", "/v1/search", {
+        token: key,
+        body,
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      }),
+    )
+  ).data;
 };
 
 describe("idle OCR workers", () => {
@@ -45,11 +73,18 @@ describe("idle OCR workers", () => {
   afterAll(() => t?.close());
 
   test("the worker ends after the idle time, memory is handed back, and the next video's text is read by a fresh one", async () => {
-    const [first, second] = await Promise.all([slide("first", "Quarterly revenue forecast"), slide("second", "Harbour lighthouse tour")]);
-    t = await startTestApp({ VSEARCH_MODEL_IDLE_UNLOAD_SECS: "10", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_VIDEOS: "100000" }, { models: fixedCatalog({}) });
+    const [first, second] = await Promise.all([
+      slide("first", "Quarterly revenue forecast"),
+      slide("second", "Harbour lighthouse tour"),
+    ]);
+    t = await startTestApp(
+      { VSEARCH_MODEL_IDLE_UNLOAD_SECS: "10", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_VIDEOS: "100000" },
+      { models: fixedCatalog({}) },
+    );
     await t.app.start();
     const tenant = await createTenant(t);
-    const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
+    const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } })))
+      .data.id;
     expect(await metric(t, "vsearch_ocr_workers")).toBe(0); // none before the first frame with text
 
     const a = await uploadAndWait(t, tenant, col, first);
@@ -59,7 +94,9 @@ describe("idle OCR workers", () => {
     expect((await ocrSearch(t, tenant.key, "revenue")).map((v: any) => v.video_id)).toEqual([a.video_id]);
     expect(await until(async () => (await metric(t!, "vsearch_ocr_workers")) === 0, 20_000, 100)).toBe(true);
     // Nothing in flight: the idle pass (1 s after the close) hands memory back.
-    expect(await until(async () => ((await metric(t!, "vsearch_idle_memory_passes")) ?? 0) >= 1, 10_000, 100)).toBe(true);
+    expect(await until(async () => ((await metric(t!, "vsearch_idle_memory_passes")) ?? 0) >= 1, 10_000, 100)).toBe(
+      true,
+    );
 
     const b = await uploadAndWait(t, tenant, col, second);
     expect(b.job.status).toBe("done");
@@ -70,7 +107,12 @@ describe("idle OCR workers", () => {
 
   test("an engine never ends a worker while a frame is read or waits; closeIdle ends them once all are idle", async () => {
     const closed: number[] = [];
-    const engine = new OcrEngine({ paths: devOcrPaths(), workers: 1, idleCloseMs: 60_000, onIdleClosed: (n) => closed.push(n) });
+    const engine = new OcrEngine({
+      paths: devOcrPaths(),
+      workers: 1,
+      idleCloseMs: 60_000,
+      onIdleClosed: (n) => closed.push(n),
+    });
     try {
       const frame = await grayFrame("Platform nine");
       const reads = [engine.recognize(frame), engine.recognize(frame)];

@@ -16,15 +16,30 @@ async function makeClip(): Promise<string> {
   const text = (t: string, extra: string) => `drawtext=fontfile=${FONT}:text='${t}':fontcolor=white:${extra}`;
   return ffmpeg(
     [
-      "-f", "lavfi", "-i", "color=c=navy:size=1280x720:rate=10:duration=4",
+      "-f",
+      "lavfi",
+      "-i",
+      "color=c=navy:size=1280x720:rate=10:duration=4",
       // "Footage": a moving test pattern blurred into soft colour fields, with grain.
       // (blurred small and scaled up: a 1280×720 blur of every frame is slow on a busy box)
-      "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=10:duration=5",
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=size=320x180:rate=10:duration=5",
       "-filter_complex",
       `[0:v]${text("Quarterly revenue forecast", "fontsize=40:x=120:y=320")}[a];` +
         `[1:v]gblur=sigma=6,scale=1280:720:flags=bicubic,noise=alls=14:allf=t,${text("Harbour lighthouse tour", "fontsize=36:x=(w-tw)/2:y=h-120:box=1:boxcolor=black:boxborderw=12")}[b];` +
         "[a][b]concat=n=2:v=1:a=0[v]",
-      "-map", "[v]", "-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-pix_fmt", "yuv420p",
+      "-map",
+      "[v]",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-g",
+      "10",
+      "-pix_fmt",
+      "yuv420p",
     ],
     join(media, "slides.mp4"),
     180_000,
@@ -48,11 +63,15 @@ describe("on-screen text with no model imported", () => {
 
   beforeAll(async () => {
     const clip = await makeClip();
-    t = await startTestApp({ VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_VIDEOS: "100000" }, { models: fixedCatalog({}) });
+    t = await startTestApp(
+      { VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_VIDEOS: "100000" },
+      { models: fixedCatalog({}) },
+    );
     await t.app.start();
     tenant = await createTenant(t);
     other = await createTenant(t, "Other");
-    const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
+    const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } })))
+      .data.id;
     const up = await upload(t, tenant, col, clip, { filename: "slides.mp4" });
     expect(up.status).toBe(202);
     ({ video_id: videoId, job_id: jobId } = (await json(up)).data);
@@ -84,7 +103,10 @@ describe("on-screen text with no model imported", () => {
   });
 
   test("modes=ocr finds a word shown on screen, as one clip over the time it was shown", async () => {
-    const res = await t.request("POST", "/v1/search", { token: tenant.key, ...form({ query: "lighthouse", modes: "ocr" }) });
+    const res = await t.request("POST", "/v1/search", {
+      token: tenant.key,
+      ...form({ query: "lighthouse", modes: "ocr" }),
+    });
     expect(res.status).toBe(200);
     const body = await json(res);
     expect(body.data).toHaveLength(1);
@@ -99,7 +121,9 @@ describe("on-screen text with no model imported", () => {
   });
 
   test("the default modes include ocr; the other modes are skipped without their models, each saying why", async () => {
-    const body = await json(await t.request("POST", "/v1/search", { token: tenant.key, ...form({ query: "revenue forecast" }) }));
+    const body = await json(
+      await t.request("POST", "/v1/search", { token: tenant.key, ...form({ query: "revenue forecast" }) }),
+    );
     expect(body.meta.modes).toEqual(["ocr"]);
     expect(Object.keys(body.meta.skipped_modes).sort()).toEqual(["scene", "transcript", "video"]);
     expect(body.meta.skipped_modes.transcript).toMatch(/^MODEL_NOT_INSTALLED: no speech model/);
@@ -112,15 +136,22 @@ describe("on-screen text with no model imported", () => {
   });
 
   test("a word that is not shown finds nothing; another tenant finds nothing", async () => {
-    const none = await json(await t.request("POST", "/v1/search", { token: tenant.key, ...form({ query: "submarine", modes: "ocr" }) }));
+    const none = await json(
+      await t.request("POST", "/v1/search", { token: tenant.key, ...form({ query: "submarine", modes: "ocr" }) }),
+    );
     expect(none.data).toEqual([]);
-    const theirs = await json(await t.request("POST", "/v1/search", { token: other.key, ...form({ query: "lighthouse", modes: "ocr" }) }));
+    const theirs = await json(
+      await t.request("POST", "/v1/search", { token: other.key, ...form({ query: "lighthouse", modes: "ocr" }) }),
+    );
     expect(theirs.data).toEqual([]);
     expect((await t.request("GET", `/v1/videos/${videoId}/moment?timestamp=1`, { token: other.key })).status).toBe(404);
   });
 
   test("modes=ocr without a text query is a 422", async () => {
-    const res = await t.request("POST", "/v1/search", { token: tenant.key, ...form({ modes: "ocr", image_url: "http://example.com/x.jpg" }) });
+    const res = await t.request("POST", "/v1/search", {
+      token: tenant.key,
+      ...form({ modes: "ocr", image_url: "http://example.com/x.jpg" }),
+    });
     expect(res.status).toBe(422);
     expect((await json(res)).detail[0]).toMatchObject({ loc: ["body", "modes"] });
   });
@@ -137,18 +168,31 @@ describe("on-screen text with no model imported", () => {
     expect(line.box.x).toBeCloseTo(120 / 1280, 1);
     expect(line.box.y).toBeCloseTo(320 / 720, 1);
     expect(line.box.w).toBeGreaterThan(0.2);
-    const later = (await json(await t.request("GET", `/v1/videos/${videoId}/moment?timestamp=6`, { token: tenant.key }))).data;
+    const later = (
+      await json(await t.request("GET", `/v1/videos/${videoId}/moment?timestamp=6`, { token: tenant.key }))
+    ).data;
     expect(later.on_screen_text.map((l: any) => l.text).join(" ")).toMatch(/lighthouse/i);
   });
 
   test("feedback finds an ocr segment by its start", async () => {
-    const hit = (await json(await t.request("POST", "/v1/search", { token: tenant.key, ...form({ query: "lighthouse", modes: "ocr" }) }))).data[0].segments[0];
+    const hit = (
+      await json(
+        await t.request("POST", "/v1/search", { token: tenant.key, ...form({ query: "lighthouse", modes: "ocr" }) }),
+      )
+    ).data[0].segments[0];
     const res = await t.request("POST", "/v1/search/feedback", {
       token: tenant.key,
-      ...form({ video_id: videoId, timestamp_start: String(hit.timestamp_start), signal: "down", threshold_key: "ocr:default" }),
+      ...form({
+        video_id: videoId,
+        timestamp_start: String(hit.timestamp_start),
+        signal: "down",
+        threshold_key: "ocr:default",
+      }),
     });
     expect(res.status).toBeLessThan(300);
-    const after = await json(await t.request("POST", "/v1/search", { token: tenant.key, ...form({ query: "lighthouse", modes: "ocr" }) }));
+    const after = await json(
+      await t.request("POST", "/v1/search", { token: tenant.key, ...form({ query: "lighthouse", modes: "ocr" }) }),
+    );
     expect(after.data).toEqual([]);
   });
 });

@@ -16,8 +16,20 @@ const FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 /** 3 s of a slide with one line of text. */
 const slide = () =>
   ffmpeg(
-    ["-f", "lavfi", "-i", "color=c=black:size=640x360:rate=10:duration=3", "-vf", `drawtext=fontfile=${FONT}:text='Annual report':fontsize=40:fontcolor=white:x=60:y=150`,
-     "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"],
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "color=c=black:size=640x360:rate=10:duration=3",
+      "-vf",
+      `drawtext=fontfile=${FONT}:text='Annual report':fontsize=40:fontcolor=white:x=60:y=150`,
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+    ],
     join(media, "slide.mp4"),
   );
 
@@ -26,14 +38,28 @@ async function indexWith(env: Record<string, string>, ocrPaths?: ReturnType<type
   const dir = mkdtempSync(join(tmpdir(), "vsearch-ocr-prog-"));
   const config = loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_RATE_LIMIT_JOBS: "100000", ...env });
   const runtime = await resolveRuntime(config);
-  const app: App = await createApp(config, { runtime: { ...runtime, ...(ocrPaths ? { ocr: ocrPaths } : {}) }, logger: createLogger("silent"), models: fixedCatalog({}) });
+  const app: App = await createApp(config, {
+    runtime: { ...runtime, ...(ocrPaths ? { ocr: ocrPaths } : {}) },
+    logger: createLogger("silent"),
+    models: fixedCatalog({}),
+  });
   await app.start();
   const s = app.services;
   const account = s.accounts.createAccount({ name: "p", plan: "enterprise" });
   const key = s.apiKeys.create(account.id, { name: "k", permissions: "all" }).key;
   const req = (method: string, path: string, body?: BodyInit, headers: Record<string, string> = {}) =>
-    Promise.resolve(app.fetch(new Request(`http://localhost${path}`, { method, body, headers: { authorization: `Bearer ${key}`, ...headers } }))).then((r) => r.json() as Promise<any>);
-  const col = (await req("POST", "/v1/collections", JSON.stringify({ name: "c" }), { "content-type": "application/json" })).data.id;
+    Promise.resolve(
+      app.fetch(
+        new Request(`http://localhost${path}`, {
+          method,
+          body,
+          headers: { authorization: `Bearer ${key}`, ...headers },
+        }),
+      ),
+    ).then((r) => r.json() as Promise<any>);
+  const col = (
+    await req("POST", "/v1/collections", JSON.stringify({ name: "c" }), { "content-type": "application/json" })
+  ).data.id;
   const fd = new FormData();
   fd.append("collection_id", col);
   fd.append("file", Bun.file(await slide()), "slide.mp4");
@@ -46,7 +72,9 @@ async function indexWith(env: Record<string, string>, ocrPaths?: ReturnType<type
     await Bun.sleep(50);
   }
   const video = (await req("GET", `/v1/videos/${data.video_id}`)).data;
-  const search = await req("POST", "/v1/search", "query=annual+report", { "content-type": "application/x-www-form-urlencoded" });
+  const search = await req("POST", "/v1/search", "query=annual+report", {
+    "content-type": "application/x-www-form-urlencoded",
+  });
   await app.close();
   rmSync(dir, { recursive: true, force: true });
   return { job, video, search };

@@ -11,7 +11,23 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 test("kill -9 during OCR, restart: the job picks up at the pending stage, the video stays searchable, the first stages are not redone", async () => {
   const media = scratchDir("ocr-resume");
   // 40 s of a test pattern whose clock changes every frame: every sampled frame is read (a wide window to kill in).
-  const clip = await ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=5:duration=40", "-c:v", "libx264", "-preset", "ultrafast", "-g", "5", "-pix_fmt", "yuv420p"], join(media, "clock.mp4"));
+  const clip = await ffmpeg(
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=size=640x360:rate=5:duration=40",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-g",
+      "5",
+      "-pix_fmt",
+      "yuv420p",
+    ],
+    join(media, "clock.mp4"),
+  );
   const env = { VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_VIDEOS: "100000" };
   const acct = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "resume"]);
   const key = (await runCliJson(["--data-dir", dir, "keys", "create", "--account", acct.id, "--name", "k"])).key;
@@ -19,7 +35,13 @@ test("kill -9 during OCR, restart: the job picks up at the pending stage, the vi
 
   let server = await startServer(dir, env);
   const get = async (path: string) => (await (await fetch(`${server.url}${path}`, { headers: auth })).json()).data;
-  const { job_id, video_id } = await postUpload(server.url, key, await postCollection(server.url, key), clip, "clock.mp4");
+  const { job_id, video_id } = await postUpload(
+    server.url,
+    key,
+    await postCollection(server.url, key),
+    clip,
+    "clock.mp4",
+  );
 
   // Wait (bounded) until OCR is under way, then kill -9.
   let before: any = null;
@@ -49,7 +71,8 @@ test("kill -9 during OCR, restart: the job picks up at the pending stage, the vi
     expect([...statuses]).toEqual(["ready"]);
     const after = await get(`/v1/videos/${video_id}`);
     // The first stages' outcomes are the ones from before the kill (same timings: not run again).
-    for (const s of ["probe", "shots", "frames", "embeddings", "scenes", "thumbnails"]) expect(after.stages[s], s).toEqual(before.stages[s]);
+    for (const s of ["probe", "shots", "frames", "embeddings", "scenes", "thumbnails"])
+      expect(after.stages[s], s).toEqual(before.stages[s]);
     expect(after.stages.ocr.status).toBe("ran");
     expect(after.stages.ocr.reason).toMatch(/^\d+ frames: /);
   } finally {

@@ -24,23 +24,43 @@ const lowContrast = join(tmp, "low-contrast.mp4");
 beforeAll(async () => {
   // 6 s: moving grain from 640×360 scaled to 1280×720; a 24 px caption with a shadow from 3 s on.
   await ffmpeg([
-    "-f", "lavfi", "-i", "color=gray:s=640x360:r=2:d=6,noise=alls=50:allf=t:all_seed=7,scale=1280:720:flags=bicubic",
-    "-vf", `drawtext=fontfile=${FONT}:text='Harbour museum opening hours':fontsize=24:fontcolor=white:shadowx=2:shadowy=2:x=64:y=620:enable='gte(t,3)'`,
-    "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", clip,
+    "-f",
+    "lavfi",
+    "-i",
+    "color=gray:s=640x360:r=2:d=6,noise=alls=50:allf=t:all_seed=7,scale=1280:720:flags=bicubic",
+    "-vf",
+    `drawtext=fontfile=${FONT}:text='Harbour museum opening hours':fontsize=24:fontcolor=white:shadowx=2:shadowy=2:x=64:y=620:enable='gte(t,3)'`,
+    "-c:v",
+    "libx264",
+    "-preset",
+    "veryfast",
+    "-pix_fmt",
+    "yuv420p",
+    clip,
   ]);
   // 4 s over flat dark gray (0x40): text 96 levels brighter for 2 s, then 48 levels brighter.
   await ffmpeg([
-    "-f", "lavfi", "-i", "color=0x404040:s=1280x720:r=2:d=4",
+    "-f",
+    "lavfi",
+    "-i",
+    "color=0x404040:s=1280x720:r=2:d=4",
     "-vf",
     `drawtext=fontfile=${FONT}:text='Quarterly revenue meeting':fontsize=32:fontcolor=0xa0a0a0:x=64:y=300:enable='lt(t,2)',` +
       `drawtext=fontfile=${FONT}:text='Quarterly revenue meeting':fontsize=32:fontcolor=0x707070:x=64:y=300:enable='gte(t,2)'`,
-    "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", lowContrast,
+    "-c:v",
+    "libx264",
+    "-preset",
+    "veryfast",
+    "-pix_fmt",
+    "yuv420p",
+    lowContrast,
   ]);
 }, 60_000);
 
 async function frames(file: string): Promise<TextFrame[]> {
   const out: TextFrame[] = [];
-  for await (const f of sampleTextFrames(bins, file, { displayWidth: 1280, displayHeight: 720, keyframesOnly: false })) out.push(f);
+  for await (const f of sampleTextFrames(bins, file, { displayWidth: 1280, displayHeight: 720, keyframesOnly: false }))
+    out.push(f);
   return out;
 }
 

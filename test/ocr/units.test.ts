@@ -4,7 +4,11 @@ import { tidy, type GrayFrame, type OcrLine } from "../../src/ocr/engine.ts";
 import { changed, mayHaveText, signature } from "../../src/ocr/frame-test.ts";
 import { plausible, similar, textKey, TextTracker } from "../../src/ocr/tracks.ts";
 
-const line = (text: string, confidence = 90, y = 0.5): OcrLine => ({ text, confidence, box: { x: 0.1, y, w: 0.5, h: 0.05 } });
+const line = (text: string, confidence = 90, y = 0.5): OcrLine => ({
+  text,
+  confidence,
+  box: { x: 0.1, y, w: 0.5, h: 0.05 },
+});
 
 describe("TextTracker: identical text over consecutive frames is one time range", () => {
   test("a caption read at 2, 3, 4 s and gone at 5 s is one range 2–5 s, with its best reading", () => {
@@ -14,7 +18,9 @@ describe("TextTracker: identical text over consecutive frames is one time range"
     t.push(3, [line("Harbour ligh house tour", 94)]); // one frame's jitter: still the same caption
     t.push(4, [line("Harbour lighthouse tour", 96)]);
     t.push(5, []);
-    expect(t.finish(10)).toEqual([{ start: 2, end: 5, text: "Harbour lighthouse tour", confidence: 96, box: line("x").box }]);
+    expect(t.finish(10)).toEqual([
+      { start: 2, end: 5, text: "Harbour lighthouse tour", confidence: 96, box: line("x").box },
+    ]);
   });
 
   test("a caption that leaves and comes back is two ranges; two lines on screen together are two rows", () => {
@@ -66,11 +72,17 @@ describe("TextTracker: identical text over consecutive frames is one time range"
 });
 
 /** A flat frame with dark "strokes": `n` 3-px bars every 8 px in a band (what text looks like to the test). */
-function frame(width: number, height: number, fill: number, strokes?: { x: number; y: number; w: number; h: number; value: number }): GrayFrame {
+function frame(
+  width: number,
+  height: number,
+  fill: number,
+  strokes?: { x: number; y: number; w: number; h: number; value: number },
+): GrayFrame {
   const pixels = new Uint8Array(width * height).fill(fill);
   if (strokes) {
     for (let y = strokes.y; y < strokes.y + strokes.h; y++) {
-      for (let x = strokes.x; x < strokes.x + strokes.w; x++) if ((x - strokes.x) % 8 < 3) pixels[y * width + x] = strokes.value;
+      for (let x = strokes.x; x < strokes.x + strokes.w; x++)
+        if ((x - strokes.x) % 8 < 3) pixels[y * width + x] = strokes.value;
     }
   }
   return { width, height, pixels };
@@ -80,7 +92,8 @@ describe("the cheap tests before OCR", () => {
   test("a flat colour or a smooth gradient carries no text; a band of sharp strokes may", () => {
     expect(mayHaveText(frame(1280, 720, 40))).toBe(false);
     const grad = frame(1280, 720, 0);
-    for (let y = 0; y < 720; y++) for (let x = 0; x < 1280; x++) grad.pixels[y * 1280 + x] = Math.floor((x / 1280) * 255);
+    for (let y = 0; y < 720; y++)
+      for (let x = 0; x < 1280; x++) grad.pixels[y * 1280 + x] = Math.floor((x / 1280) * 255);
     expect(mayHaveText(grad)).toBe(false);
     expect(mayHaveText(frame(1280, 720, 30, { x: 200, y: 300, w: 400, h: 30, value: 240 }))).toBe(true);
     // A single stroke is not a word.

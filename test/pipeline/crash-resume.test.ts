@@ -11,20 +11,69 @@ const dir = tempDir("vsearch-crash-");
 test("kill -9 mid-ingest, restart: the job resumes by itself and nothing is duplicated", async () => {
   const media = scratchDir("crash");
   const clip = await ffmpeg(
-    ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=10:duration=60", "-f", "lavfi", "-i", "sine=frequency=300:duration=60",
-     "-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=size=320x240:rate=10:duration=60",
+      "-f",
+      "lavfi",
+      "-i",
+      "sine=frequency=300:duration=60",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-g",
+      "10",
+      "-pix_fmt",
+      "yuv420p",
+      "-c:a",
+      "aac",
+      "-shortest",
+    ],
     join(media, "long.mp4"),
   );
   // Batch size 1: many small pool round trips, a wide window to kill in. Polling needs a high jobs rate limit.
   const env = { VSEARCH_BATCH_SIZE: "1", VSEARCH_RATE_LIMIT_JOBS: "100000" };
-  await runCliJson(["--data-dir", dir, "models", "import", join(FIXTURE_MODELS, "tiny-random-clip"), "--role", "image-text", "--no-load-check"], env);
-  await runCliJson(["--data-dir", dir, "models", "import", join(FIXTURE_MODELS, "tiny-random-whisper"), "--role", "speech", "--no-load-check"], env);
+  await runCliJson(
+    [
+      "--data-dir",
+      dir,
+      "models",
+      "import",
+      join(FIXTURE_MODELS, "tiny-random-clip"),
+      "--role",
+      "image-text",
+      "--no-load-check",
+    ],
+    env,
+  );
+  await runCliJson(
+    [
+      "--data-dir",
+      dir,
+      "models",
+      "import",
+      join(FIXTURE_MODELS, "tiny-random-whisper"),
+      "--role",
+      "speech",
+      "--no-load-check",
+    ],
+    env,
+  );
   const acct = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "crash"]);
   const key = (await runCliJson(["--data-dir", dir, "keys", "create", "--account", acct.id, "--name", "k"])).key;
   const auth = { authorization: `Bearer ${key}` };
 
   let server = await startServer(dir, env);
-  const { job_id, video_id } = await postUpload(server.url, key, await postCollection(server.url, key), clip, "long.mp4");
+  const { job_id, video_id } = await postUpload(
+    server.url,
+    key,
+    await postCollection(server.url, key),
+    clip,
+    "long.mp4",
+  );
 
   // Wait (bounded) until indexing is under way and some frames are written, then kill -9.
   let killedAt: any = null;

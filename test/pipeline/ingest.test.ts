@@ -8,7 +8,23 @@ import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
 
 /** An image's pixels as RGB24, scaled down to 16×16. */
 async function decodeRgb(path: string): Promise<Uint8Array> {
-  const p = Bun.spawn([mediaBins().ffmpeg, "-v", "error", "-i", path, "-vf", "scale=16:16", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], { stdout: "pipe" });
+  const p = Bun.spawn(
+    [
+      mediaBins().ffmpeg,
+      "-v",
+      "error",
+      "-i",
+      path,
+      "-vf",
+      "scale=16:16",
+      "-f",
+      "rawvideo",
+      "-pix_fmt",
+      "rgb24",
+      "pipe:1",
+    ],
+    { stdout: "pipe" },
+  );
   return new Uint8Array(await new Response(p.stdout).arrayBuffer());
 }
 
@@ -19,7 +35,21 @@ let silentVideo: string;
 /** Three 2-second colour segments (two hard cuts) with a tone track. */
 async function makeMedia() {
   withCuts = await cutsMp4(media, "cuts.mp4");
-  silentVideo = await ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(media, "silent.mp4"));
+  silentVideo = await ffmpeg(
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc=size=160x120:rate=10:duration=2",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+    ],
+    join(media, "silent.mp4"),
+  );
 }
 
 describe("ingest pipeline with the tiny models", () => {
@@ -28,7 +58,10 @@ describe("ingest pipeline with the tiny models", () => {
   let col: string;
   beforeAll(async () => {
     await makeMedia();
-    t = await startTestApp({ VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }) });
+    t = await startTestApp(
+      { VSEARCH_RATE_LIMIT_JOBS: "100000" },
+      { models: fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }) },
+    );
     await t.app.start();
     tenant = await createTenant(t);
     col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
@@ -75,9 +108,17 @@ describe("ingest pipeline with the tiny models", () => {
     const { video_id, job } = await uploadAndWait(t, tenant, col, file);
     expect(job.status).toBe("done");
     const v = (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
-    expect(v.stages.shots).toMatchObject({ status: "ran", count: 5, reason: "keyframe decode, scored on the sampled frames" });
+    expect(v.stages.shots).toMatchObject({
+      status: "ran",
+      count: 5,
+      reason: "keyframe decode, scored on the sampled frames",
+    });
     expect(v.stages.frames.reason).toMatch(/^keyframe decode/);
-    expect(v.stages.thumbnails).toMatchObject({ status: "ran", count: 5, reason: "5 shots and the poster from the frame decode" });
+    expect(v.stages.thumbnails).toMatchObject({
+      status: "ran",
+      count: 5,
+      reason: "5 shots and the poster from the frame decode",
+    });
     // The poster is the first sampled frame at 10 % (2 s): the testsrc2 shot, 640 wide.
     expect(await imageDimensions(join(t.dir, "videos", video_id, "poster.jpg"))).toEqual([640, 480]);
     const shots = t.stores.search.shotsOfVideos([video_id]).get(video_id)!;
@@ -110,13 +151,19 @@ describe("speech beside the visual stages", () => {
     const broken = join(media, "broken-whisper");
     cpSync(tinyWhisper.dir, broken, { recursive: true });
     writeFileSync(join(broken, "onnx", "encoder_model.onnx"), "not an onnx model");
-    const t = await startTestApp({ VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip, speech: { ...tinyWhisper, dir: broken } }) });
+    const t = await startTestApp(
+      { VSEARCH_RATE_LIMIT_JOBS: "100000" },
+      { models: fixedCatalog({ "image-text": tinyClip, speech: { ...tinyWhisper, dir: broken } }) },
+    );
     try {
       const seen: number[] = [];
       await t.app.start();
       const tenant = await createTenant(t);
-      const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
-      const { video_id, job } = await uploadAndWait(t, tenant, col, withCuts, { onPoll: (j) => seen.push(j.progress_pct) });
+      const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } })))
+        .data.id;
+      const { video_id, job } = await uploadAndWait(t, tenant, col, withCuts, {
+        onPoll: (j) => seen.push(j.progress_pct),
+      });
       expect(job.status).toBe("failed");
       expect(job.error.code).toBe("MODEL_LOAD_FAILED");
       expect(job.error.message).toContain("Whisper");
@@ -135,12 +182,19 @@ describe("ingest without models", () => {
     try {
       await t.app.start();
       const tenant = await createTenant(t);
-      const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
+      const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } })))
+        .data.id;
       const { video_id, job } = await uploadAndWait(t, tenant, col, withCuts);
       expect(job.status).toBe("done");
       const v = (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
-      expect(v.stages.embeddings).toMatchObject({ status: "skipped", reason: expect.stringContaining("no image-text model") });
-      expect(v.stages.transcript).toMatchObject({ status: "skipped", reason: expect.stringContaining("no speech model") });
+      expect(v.stages.embeddings).toMatchObject({
+        status: "skipped",
+        reason: expect.stringContaining("no image-text model"),
+      });
+      expect(v.stages.transcript).toMatchObject({
+        status: "skipped",
+        reason: expect.stringContaining("no speech model"),
+      });
       expect(v.stages.thumbnails.status).toBe("ran");
       expect(await metric(t, "vsearch_inference_running")).toBe(0);
     } finally {

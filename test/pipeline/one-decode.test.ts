@@ -19,7 +19,8 @@ const calls = () => logged.calls();
 
 /** Uploads the clip, waits for its job, returns the video. */
 async function ingest(t: TestApp, tenant: Tenant): Promise<any> {
-  const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
+  const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data
+    .id;
   const up = await upload(t, tenant, col, clip, { filename: "long-gop.mp4" });
   expect(up.status).toBe(202);
   const { video_id, job_id } = (await json(up)).data;
@@ -37,15 +38,40 @@ describe("ingest at a 250-frame keyframe interval", () => {
   let tenant: Tenant;
   beforeAll(async () => {
     // 18 s (past the 15 s below which everything is decoded anyway), keyframes 10 s apart, cuts at 4, 8, 12.
-    const seg = (src: string, d: number, extra = "") => ["-f", "lavfi", "-i", `${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`];
+    const seg = (src: string, d: number, extra = "") => [
+      "-f",
+      "lavfi",
+      "-i",
+      `${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`,
+    ];
     clip = await ffmpeg(
-      [...seg("testsrc2", 4), ...seg("color=c=red", 4), ...seg("smptebars", 4), ...seg("testsrc2", 6, ",negate"),
-       "-filter_complex", "[0:v][1:v][2:v][3:v]concat=n=4:v=1:a=0,format=yuv420p[v]",
-       "-map", "[v]", "-c:v", "libx264", "-preset", "veryfast", "-g", "250", "-keyint_min", "250", "-sc_threshold", "0"],
+      [
+        ...seg("testsrc2", 4),
+        ...seg("color=c=red", 4),
+        ...seg("smptebars", 4),
+        ...seg("testsrc2", 6, ",negate"),
+        "-filter_complex",
+        "[0:v][1:v][2:v][3:v]concat=n=4:v=1:a=0,format=yuv420p[v]",
+        "-map",
+        "[v]",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "veryfast",
+        "-g",
+        "250",
+        "-keyint_min",
+        "250",
+        "-sc_threshold",
+        "0",
+      ],
       join(dir, "long-gop.mp4"),
     );
     logged = loggedFfmpeg(dir);
-    t = await startTestApp({ VSEARCH_FFMPEG_PATH: logged.path, VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+    t = await startTestApp(
+      { VSEARCH_FFMPEG_PATH: logged.path, VSEARCH_RATE_LIMIT_JOBS: "100000" },
+      { models: fixedCatalog({ "image-text": tinyClip }) },
+    );
     await t.app.start();
     tenant = await createTenant(t);
   }, 90_000);
@@ -83,7 +109,10 @@ describe("ingest at a 250-frame keyframe interval", () => {
   }, 120_000);
 
   test("frame_loop_filter skip: the frame decode runs without the loop filter, the OCR decode with it; same cuts", async () => {
-    const t2 = await startTestApp({ VSEARCH_FFMPEG_PATH: logged.path, VSEARCH_FRAME_LOOP_FILTER: "skip", VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+    const t2 = await startTestApp(
+      { VSEARCH_FFMPEG_PATH: logged.path, VSEARCH_FRAME_LOOP_FILTER: "skip", VSEARCH_RATE_LIMIT_JOBS: "100000" },
+      { models: fixedCatalog({ "image-text": tinyClip }) },
+    );
     try {
       await t2.app.start();
       const before = calls().length;
@@ -91,7 +120,7 @@ describe("ingest at a 250-frame keyframe interval", () => {
       expect(video.stages.shots).toMatchObject({ status: "ran", count: 4 });
       expect(video.stages.shots.reason).toMatch(/^full decode \(bidir pictures skipped, no loop filter\)/);
       const after = calls().slice(before);
-        const sampling = after.filter((args) => filterGraphOf(args).includes("crop=224:224"));
+      const sampling = after.filter((args) => filterGraphOf(args).includes("crop=224:224"));
       expect(sampling).toHaveLength(1);
       expect(sampling[0].join(" ")).toContain("-skip_frame bidir -skip_loop_filter all");
       const ocr = after.filter((args) => filterGraphOf(args).includes("format=gray"));
@@ -101,12 +130,17 @@ describe("ingest at a 250-frame keyframe interval", () => {
       await t2.close();
     }
     for (const bad of ["off", "all", ""]) {
-      expect(() => loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_FRAME_LOOP_FILTER: bad }), bad).toThrow(/VSEARCH_FRAME_LOOP_FILTER must be/);
+      expect(() => loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_FRAME_LOOP_FILTER: bad }), bad).toThrow(
+        /VSEARCH_FRAME_LOOP_FILTER must be/,
+      );
     }
   }, 120_000);
 
   test("frame_interval_secs sets the grid (2 s: 9 frames of 18 s, same cuts); out of range stops the start", async () => {
-    const t2 = await startTestApp({ VSEARCH_FRAME_INTERVAL_SECS: "2", VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+    const t2 = await startTestApp(
+      { VSEARCH_FRAME_INTERVAL_SECS: "2", VSEARCH_RATE_LIMIT_JOBS: "100000" },
+      { models: fixedCatalog({ "image-text": tinyClip }) },
+    );
     try {
       await t2.app.start();
       const video = await ingest(t2, await createTenant(t2));
@@ -116,7 +150,9 @@ describe("ingest at a 250-frame keyframe interval", () => {
       await t2.close();
     }
     for (const bad of ["0", "-1", "61", "soon"]) {
-      expect(() => loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_FRAME_INTERVAL_SECS: bad }), bad).toThrow(/VSEARCH_FRAME_INTERVAL_SECS must be/);
+      expect(() => loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_FRAME_INTERVAL_SECS: bad }), bad).toThrow(
+        /VSEARCH_FRAME_INTERVAL_SECS must be/,
+      );
     }
   }, 120_000);
 });

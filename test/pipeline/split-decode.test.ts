@@ -27,7 +27,8 @@ async function ingestWith(processes: string): Promise<{ video: any; sampling: st
     await t.app.start();
     const tenant = await createTenant(t);
     const before = calls().length;
-    const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
+    const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } })))
+      .data.id;
     const up = await upload(t, tenant, col, clip, { filename: "long-gop.mp4" });
     const { video_id, job_id } = (await json(up)).data;
     let job: any;
@@ -37,7 +38,12 @@ async function ingestWith(processes: string): Promise<{ video: any; sampling: st
     }
     expect(job.status).toBe("done");
     const video = (await json(await t.request("GET", `/v1/videos/${video_id}`, { token: tenant.key }))).data;
-    return { video, sampling: calls().slice(before).filter((args) => filterGraphOf(args).includes("crop=224:224")) };
+    return {
+      video,
+      sampling: calls()
+        .slice(before)
+        .filter((args) => filterGraphOf(args).includes("crop=224:224")),
+    };
   } finally {
     await t.close();
   }
@@ -47,11 +53,27 @@ describe("split decode in the pipeline", () => {
   beforeAll(async () => {
     // 26 s, 25 fps, x264's default keyframe rules (250 frames, a keyframe at each hard cut: 6.4,
     // 13.4 and 19.2), so the seam falls on a cut.
-    const seg = (src: string, d: number, extra = "") => ["-f", "lavfi", "-i", `${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`];
+    const seg = (src: string, d: number, extra = "") => [
+      "-f",
+      "lavfi",
+      "-i",
+      `${src}${src.includes("=") ? ":" : "="}s=320x240:r=25:d=${d}${extra}`,
+    ];
     clip = await ffmpeg(
-      [...seg("testsrc2", 6.4), ...seg("color=c=red", 7), ...seg("smptebars", 5.8), ...seg("testsrc2", 6.8, ",negate"),
-       "-filter_complex", "[0:v][1:v][2:v][3:v]concat=n=4:v=1:a=0,format=yuv420p[v]",
-       "-map", "[v]", "-c:v", "libx264", "-preset", "veryfast"],
+      [
+        ...seg("testsrc2", 6.4),
+        ...seg("color=c=red", 7),
+        ...seg("smptebars", 5.8),
+        ...seg("testsrc2", 6.8, ",negate"),
+        "-filter_complex",
+        "[0:v][1:v][2:v][3:v]concat=n=4:v=1:a=0,format=yuv420p[v]",
+        "-map",
+        "[v]",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "veryfast",
+      ],
       join(dir, "long-gop.mp4"),
     );
     logged = loggedFfmpeg(dir);
@@ -65,14 +87,18 @@ describe("split decode in the pipeline", () => {
     expect(two.sampling[1].join(" ")).toMatch(/-copyts -start_at_zero -noaccurate_seek -ss 13\.\d+/);
     expect(two.video.stages.frames.reason).toMatch(/in 2 processes split at keyframes 13\.40 s/);
     expect(one.video.stages.frames.reason).not.toMatch(/processes/);
-    for (const k of ["frames", "embeddings", "shots"]) expect(two.video.stages[k].count, k).toBe(one.video.stages[k].count);
+    for (const k of ["frames", "embeddings", "shots"])
+      expect(two.video.stages[k].count, k).toBe(one.video.stages[k].count);
     expect(one.video.stages.shots.count).toBe(4);
     expect(two.video.stages.thumbnails.reason).toBe("4 shots and the poster from the frame decode");
   }, 120_000);
 
   test("frame_decode_processes out of range stops the start", () => {
     for (const bad of ["-1", "65", "1.5", "many"]) {
-      expect(() => loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_FRAME_DECODE_PROCESSES: bad }), bad).toThrow(/VSEARCH_FRAME_DECODE_PROCESSES must be/);
+      expect(
+        () => loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_FRAME_DECODE_PROCESSES: bad }),
+        bad,
+      ).toThrow(/VSEARCH_FRAME_DECODE_PROCESSES must be/);
     }
   });
 });

@@ -9,11 +9,22 @@ import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTenant, type Tenant, type TestApp, startTestApp } from "../helpers/app.ts";
 import { scratchDir } from "../helpers/ffmpeg.ts";
-import { CHROMIUM_FLAGS, collection, frameIn, makeFormat, PLAYER_PAGE, PROBLEM_FORMATS, type ProblemFormat, uploadAndIndex, waitForRendition } from "./helpers.ts";
+import {
+  CHROMIUM_FLAGS,
+  collection,
+  frameIn,
+  makeFormat,
+  PLAYER_PAGE,
+  PROBLEM_FORMATS,
+  type ProblemFormat,
+  uploadAndIndex,
+  waitForRendition,
+} from "./helpers.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) console.warn(`[playback browser test] skipped: ${CHROMIUM} is absent (apt-get install -y chromium)`);
+if (!HAVE_CHROMIUM)
+  console.warn(`[playback browser test] skipped: ${CHROMIUM} is absent (apt-get install -y chromium)`);
 
 describe.skipIf(!HAVE_CHROMIUM)("playback in Chromium", () => {
   let t: TestApp;
@@ -26,7 +37,11 @@ describe.skipIf(!HAVE_CHROMIUM)("playback in Chromium", () => {
     const media = scratchDir("browser");
     const names = Object.keys(PROBLEM_FORMATS) as ProblemFormat[];
     const files = await Promise.all(names.map((n) => makeFormat(media, n)));
-    t = await startTestApp({ VSEARCH_RATE_LIMIT_VIDEOS: "100000", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_RATE_LIMIT_UPLOAD: "100000" });
+    t = await startTestApp({
+      VSEARCH_RATE_LIMIT_VIDEOS: "100000",
+      VSEARCH_RATE_LIMIT_JOBS: "100000",
+      VSEARCH_RATE_LIMIT_UPLOAD: "100000",
+    });
     server = Bun.serve({
       hostname: "127.0.0.1",
       port: 0,
@@ -41,11 +56,19 @@ describe.skipIf(!HAVE_CHROMIUM)("playback in Chromium", () => {
     a = await createTenant(t);
     // Uploads go over the socket, like a client's.
     const http = {
-      request: (method: string, path: string, o: { token?: string; json?: unknown; body?: BodyInit; headers?: Record<string, string> } = {}) => {
+      request: (
+        method: string,
+        path: string,
+        o: { token?: string; json?: unknown; body?: BodyInit; headers?: Record<string, string> } = {},
+      ) => {
         const headers: Record<string, string> = { ...o.headers };
         if (o.token) headers.authorization = `Bearer ${o.token}`;
         if (o.json !== undefined) headers["content-type"] = "application/json";
-        return fetch(`${origin}${path}`, { method, headers, body: o.json !== undefined ? JSON.stringify(o.json) : o.body });
+        return fetch(`${origin}${path}`, {
+          method,
+          headers,
+          body: o.json !== undefined ? JSON.stringify(o.json) : o.body,
+        });
       },
     };
     const col = await collection(http, a);
@@ -62,7 +85,14 @@ describe.skipIf(!HAVE_CHROMIUM)("playback in Chromium", () => {
 
   test("each format's rendition decision", () => {
     const status = Object.fromEntries([...videos].map(([n, v]) => [n, v.rendition.status]));
-    expect(status).toEqual({ "mpeg4-avi": "ready", "mpeg2-ts": "ready", "mpeg1-mpg": "ready", "h263-3gp": "ready", "hevc10-mp4": "ready", "h264-mp4": "not_needed" });
+    expect(status).toEqual({
+      "mpeg4-avi": "ready",
+      "mpeg2-ts": "ready",
+      "mpeg1-mpg": "ready",
+      "h263-3gp": "ready",
+      "hevc10-mp4": "ready",
+      "h264-mp4": "not_needed",
+    });
   });
 
   test("every format plays video frames from its playback_url", async () => {

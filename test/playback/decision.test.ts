@@ -1,7 +1,12 @@
 import { describe, expect, test } from "vitest";
 import { decideRendition, type PlaybackSource } from "../../src/playback/decision.ts";
 
-const src = (container: PlaybackSource["container"], videoCodec: string, pixFmt: string, audioCodec: string | null): PlaybackSource => ({ container, videoCodec, pixFmt, audioCodec });
+const src = (
+  container: PlaybackSource["container"],
+  videoCodec: string,
+  pixFmt: string,
+  audioCodec: string | null,
+): PlaybackSource => ({ container, videoCodec, pixFmt, audioCodec });
 
 describe("which sources get a web rendition (SPEC §11; Chromium 156 as tried in stack-findings)", () => {
   test.each([

@@ -14,12 +14,18 @@ const ffmpegLog = join(media, "ffmpeg-runs.log");
 function countingFfmpeg(): string {
   const script = join(media, "ffmpeg-counting.sh");
   // One line when a run starts and one when it ends, so overlapping runs can be counted.
-  writeFileSync(script, `#!/bin/sh\necho "start $*" >> '${ffmpegLog}'\n'${FFMPEG}' "$@"\nrc=$?\necho "end $*" >> '${ffmpegLog}'\nexit $rc\n`);
+  writeFileSync(
+    script,
+    `#!/bin/sh\necho "start $*" >> '${ffmpegLog}'\n'${FFMPEG}' "$@"\nrc=$?\necho "end $*" >> '${ffmpegLog}'\nexit $rc\n`,
+  );
   chmodSync(script, 0o755);
   writeFileSync(ffmpegLog, "");
   return script;
 }
-const clipEncodes = (file: string) => readFileSync(ffmpegLog, "utf8").split("\n").filter((l) => l.startsWith("start ") && l.includes(`/clips/${file}.`)).length;
+const clipEncodes = (file: string) =>
+  readFileSync(ffmpegLog, "utf8")
+    .split("\n")
+    .filter((l) => l.startsWith("start ") && l.includes(`/clips/${file}.`)).length;
 /** The most clip encodes that ran at the same time, from the wrapper's start/end lines. */
 function peakClipEncodes(): number {
   let now = 0;
@@ -46,7 +52,13 @@ describe("clip and transcript export", () => {
     const [mp4, ts] = await Promise.all([makeFormat(media, "h264-mp4"), makeFormat(media, "mpeg2-ts")]);
     // With a speech model the transcript stage runs (the tiny random Whisper writes no segments on a tone).
     t = await startTestApp(
-      { VSEARCH_RATE_LIMIT_VIDEOS: "100000", VSEARCH_RATE_LIMIT_JOBS: "100000", VSEARCH_CLIP_MAX_SECS: "1.5", VSEARCH_CLIP_CACHE_MB: "0", VSEARCH_FFMPEG_PATH: countingFfmpeg() },
+      {
+        VSEARCH_RATE_LIMIT_VIDEOS: "100000",
+        VSEARCH_RATE_LIMIT_JOBS: "100000",
+        VSEARCH_CLIP_MAX_SECS: "1.5",
+        VSEARCH_CLIP_CACHE_MB: "0",
+        VSEARCH_FFMPEG_PATH: countingFfmpeg(),
+      },
       { models: fixedCatalog({ speech: tinyWhisper }) },
     );
     await t.app.start();
@@ -57,7 +69,8 @@ describe("clip and transcript export", () => {
   });
   afterAll(() => t.close());
 
-  const clip = (tenant: Tenant, id: string, q: string) => t.request("GET", `/v1/videos/${id}/clip?${q}`, { token: tenant.readOnlyKey });
+  const clip = (tenant: Tenant, id: string, q: string) =>
+    t.request("GET", `/v1/videos/${id}/clip?${q}`, { token: tenant.readOnlyKey });
 
   test("a clip is an H.264/AAC MP4 of exactly that span, behind a presigned URL", async () => {
     const res = await clip(a, video, "start=0.4&end=1.6");
@@ -81,7 +94,11 @@ describe("clip and transcript export", () => {
   });
 
   test("identical requests at once share one encode; a cached clip is answered again", async () => {
-    const [r1, r2, r3] = await Promise.all([clip(a, video, "start=0&end=1"), clip(a, video, "start=0&end=1"), clip(a, video, "start=0.0&end=1.000")]);
+    const [r1, r2, r3] = await Promise.all([
+      clip(a, video, "start=0&end=1"),
+      clip(a, video, "start=0&end=1"),
+      clip(a, video, "start=0.0&end=1.000"),
+    ]);
     const urls = await Promise.all([r1, r2, r3].map(async (r) => (await json(r)).data.url as string));
     expect(new Set(urls.map((u) => new URL(u).pathname)).size).toBe(1);
     const dir = join(t.dir, "videos", video, "clips");
@@ -150,7 +167,11 @@ describe("clip and transcript export", () => {
     expect(Array.isArray(data.segments)).toBe(true);
     const expected = data.segments
       .filter((s: any) => s.text.replace(/\s+/g, " ").trim() !== "")
-      .map((s: any) => ({ start: s.start, end: Math.max(s.start, s.end), text: s.text.replace(/\s+/g, " ").replace(/-->/g, "->").trim() }));
+      .map((s: any) => ({
+        start: s.start,
+        end: Math.max(s.start, s.end),
+        text: s.text.replace(/\s+/g, " ").replace(/-->/g, "->").trim(),
+      }));
 
     const srt = await t.request("GET", `/v1/videos/${video}/transcript?format=srt`, { token: a.key });
     expect(srt.headers.get("content-type")).toContain("application/x-subrip");
@@ -178,7 +199,9 @@ describe("clip and transcript export", () => {
     const doc = await json(await t.request("GET", "/v1/openapi.json"));
     expect(doc.paths["/v1/videos/{video_id}/clip"].get.operationId).toBe("exportClip");
     expect(doc.paths["/v1/videos/{video_id}/transcript"].get.operationId).toBe("exportTranscript");
-    expect(Object.keys(doc.paths["/v1/videos/{video_id}/clip"].get.responses)).toEqual(expect.arrayContaining(["200", "404", "409", "422", "429"]));
+    expect(Object.keys(doc.paths["/v1/videos/{video_id}/clip"].get.responses)).toEqual(
+      expect.arrayContaining(["200", "404", "409", "422", "429"]),
+    );
     expect(JSON.stringify(doc.components.schemas.VideoDetail)).toContain("has_web_rendition");
     expect(doc.paths["/media/videos/{video_id}/web.mp4"]).toBeDefined();
     expect(existsSync(join(t.dir, "videos", video))).toBe(true);
@@ -207,5 +230,19 @@ describe("clip of a video that is not indexed yet", () => {
 
 async function makeSilent(): Promise<string> {
   const { ffmpeg } = await import("../helpers/ffmpeg.ts");
-  return ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], join(media, "silent.mp4"));
+  return ffmpeg(
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc=size=160x120:rate=10:duration=2",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+    ],
+    join(media, "silent.mp4"),
+  );
 }

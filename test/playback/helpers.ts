@@ -5,7 +5,12 @@ import { json, type Tenant, type TestApp } from "../helpers/app.ts";
 import { ffmpeg } from "../helpers/ffmpeg.ts";
 
 const SECS = 2;
-const pattern = (size: string, rate = 25) => ["-f", "lavfi", "-i", `testsrc2=size=${size}:rate=${rate}:duration=${SECS}`];
+const pattern = (size: string, rate = 25) => [
+  "-f",
+  "lavfi",
+  "-i",
+  `testsrc2=size=${size}:rate=${rate}:duration=${SECS}`,
+];
 const tone = ["-f", "lavfi", "-i", `sine=frequency=440:duration=${SECS}`];
 
 /**
@@ -13,15 +18,73 @@ const tone = ["-f", "lavfi", "-i", `sine=frequency=440:duration=${SECS}`];
  * control. 2 s, small frames: what matters is the codec and container, not the size.
  */
 export const PROBLEM_FORMATS = {
-  "mpeg4-avi": { file: "mpeg4.avi", args: [...pattern("320x240"), ...tone, "-c:v", "mpeg4", "-q:v", "5", "-c:a", "mp2"] },
-  "mpeg2-ts": { file: "mpeg2.ts", args: [...pattern("320x240"), ...tone, "-c:v", "mpeg2video", "-q:v", "5", "-c:a", "mp2", "-f", "mpegts"] },
-  "mpeg1-mpg": { file: "mpeg1.mpg", args: [...pattern("320x240"), ...tone, "-c:v", "mpeg1video", "-q:v", "5", "-c:a", "mp2", "-f", "mpeg"] },
-  "h263-3gp": { file: "h263.3gp", args: [...pattern("352x288", 15), ...tone, "-c:v", "h263", "-q:v", "5", "-c:a", "aac", "-ar", "8000", "-ac", "1", "-f", "3gp"] },
+  "mpeg4-avi": {
+    file: "mpeg4.avi",
+    args: [...pattern("320x240"), ...tone, "-c:v", "mpeg4", "-q:v", "5", "-c:a", "mp2"],
+  },
+  "mpeg2-ts": {
+    file: "mpeg2.ts",
+    args: [...pattern("320x240"), ...tone, "-c:v", "mpeg2video", "-q:v", "5", "-c:a", "mp2", "-f", "mpegts"],
+  },
+  "mpeg1-mpg": {
+    file: "mpeg1.mpg",
+    args: [...pattern("320x240"), ...tone, "-c:v", "mpeg1video", "-q:v", "5", "-c:a", "mp2", "-f", "mpeg"],
+  },
+  "h263-3gp": {
+    file: "h263.3gp",
+    args: [
+      ...pattern("352x288", 15),
+      ...tone,
+      "-c:v",
+      "h263",
+      "-q:v",
+      "5",
+      "-c:a",
+      "aac",
+      "-ar",
+      "8000",
+      "-ac",
+      "1",
+      "-f",
+      "3gp",
+    ],
+  },
   "hevc10-mp4": {
     file: "hevc10.mp4",
-    args: [...pattern("320x240"), ...tone, "-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p10le", "-tag:v", "hvc1", "-c:a", "aac"],
+    args: [
+      ...pattern("320x240"),
+      ...tone,
+      "-c:v",
+      "libx265",
+      "-preset",
+      "ultrafast",
+      "-x265-params",
+      "log-level=error",
+      "-pix_fmt",
+      "yuv420p10le",
+      "-tag:v",
+      "hvc1",
+      "-c:a",
+      "aac",
+    ],
   },
-  "h264-mp4": { file: "h264.mp4", args: [...pattern("320x240"), ...tone, "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-movflags", "+faststart"] },
+  "h264-mp4": {
+    file: "h264.mp4",
+    args: [
+      ...pattern("320x240"),
+      ...tone,
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+      "-c:a",
+      "aac",
+      "-movflags",
+      "+faststart",
+    ],
+  },
 } as const;
 export type ProblemFormat = keyof typeof PROBLEM_FORMATS;
 
@@ -38,7 +101,12 @@ export async function collection(t: Requester, tenant: Pick<Tenant, "key">, name
 }
 
 /** Uploads through the HTTP API; resolves once the ingest job is done (the video is searchable). */
-export async function uploadAndIndex(t: Requester, tenant: Pick<Tenant, "key">, collectionId: string, path: string): Promise<string> {
+export async function uploadAndIndex(
+  t: Requester,
+  tenant: Pick<Tenant, "key">,
+  collectionId: string,
+  path: string,
+): Promise<string> {
   const fd = new FormData();
   fd.append("collection_id", collectionId);
   fd.append("file", Bun.file(path), path.split("/").pop());
@@ -56,7 +124,12 @@ export async function uploadAndIndex(t: Requester, tenant: Pick<Tenant, "key">, 
 }
 
 /** Polls the video record until its rendition is settled (ready, not_needed or failed). */
-export async function waitForRendition(t: Requester, tenant: Pick<Tenant, "key">, videoId: string, timeoutMs = 120_000): Promise<any> {
+export async function waitForRendition(
+  t: Requester,
+  tenant: Pick<Tenant, "key">,
+  videoId: string,
+  timeoutMs = 120_000,
+): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   let v: any;
   while (Date.now() < deadline) {
@@ -76,29 +149,43 @@ export function parseCues(doc: string, kind: "srt" | "vtt"): { start: number; en
     if (!/^WEBVTT(\n|$)/.test(body)) throw new Error("no WEBVTT header");
     body = body.replace(/^WEBVTT\n/, "");
   }
-  const blocks = body.split(/\n\n+/).map((b) => b.trim()).filter(Boolean);
+  const blocks = body
+    .split(/\n\n+/)
+    .map((b) => b.trim())
+    .filter(Boolean);
   return blocks.map((b, i) => {
     const lines = b.split("\n");
     if (kind === "srt" && lines.shift() !== String(i + 1)) throw new Error(`cue ${i + 1} is misnumbered`);
     const m = ts.exec(lines.shift() ?? "");
     if (!m) throw new Error(`cue ${i + 1} has a malformed timing line`);
     const n = m.slice(1).map(Number);
-    return { start: n[0]! * 3600 + n[1]! * 60 + n[2]! + n[3]! / 1000, end: n[4]! * 3600 + n[5]! * 60 + n[6]! + n[7]! / 1000, text: lines.join("\n") };
+    return {
+      start: n[0]! * 3600 + n[1]! * 60 + n[2]! + n[3]! / 1000,
+      end: n[4]! * 3600 + n[5]! * 60 + n[6]! + n[7]! / 1000,
+      text: lines.join("\n"),
+    };
   });
 }
 
-
 /** stack-findings "Headless Chromium for browser tests": without these it calls Google's hosts at start. */
 export const CHROMIUM_FLAGS = [
-  "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--autoplay-policy=no-user-gesture-required",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--autoplay-policy=no-user-gesture-required",
 ];
 
 /** A blank page the test server answers itself, so the video is same-origin and its pixels readable. */
 export const PLAYER_PAGE = "/__playback-test.html";
 
 /** Runs in the page: load, seek to 1 s, draw the frame, count pixels that are not black. */
-export async function frameIn(src: string): Promise<{ error: string | null; videoWidth: number; videoHeight: number; nonBlack: number; currentTime: number }> {
+export async function frameIn(
+  src: string,
+): Promise<{ error: string | null; videoWidth: number; videoHeight: number; nonBlack: number; currentTime: number }> {
   const video = document.createElement("video");
   video.muted = true;
   video.preload = "auto";
@@ -107,7 +194,11 @@ export async function frameIn(src: string): Promise<{ error: string | null; vide
     new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no ${ev} in 20 s`)), 20_000);
       video.addEventListener(ev, () => (clearTimeout(timer), resolve()), { once: true });
-      video.addEventListener("error", () => (clearTimeout(timer), reject(new Error(`MediaError ${video.error?.code}: ${video.error?.message}`))), { once: true });
+      video.addEventListener(
+        "error",
+        () => (clearTimeout(timer), reject(new Error(`MediaError ${video.error?.code}: ${video.error?.message}`))),
+        { once: true },
+      );
     });
   try {
     const loaded = once("loadeddata"); // listeners before src: a cached file may fire at once
@@ -125,9 +216,20 @@ export async function frameIn(src: string): Promise<{ error: string | null; vide
     const px = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
     let nonBlack = 0;
     for (let i = 0; i < px.length; i += 4) if (px[i]! + px[i + 1]! + px[i + 2]! > 60) nonBlack++;
-    return { error: null, videoWidth: video.videoWidth, videoHeight: video.videoHeight, nonBlack, currentTime: video.currentTime };
+    return {
+      error: null,
+      videoWidth: video.videoWidth,
+      videoHeight: video.videoHeight,
+      nonBlack,
+      currentTime: video.currentTime,
+    };
   } catch (e) {
-    return { error: (e as Error).message, videoWidth: video.videoWidth, videoHeight: video.videoHeight, nonBlack: 0, currentTime: video.currentTime };
+    return {
+      error: (e as Error).message,
+      videoWidth: video.videoWidth,
+      videoHeight: video.videoHeight,
+      nonBlack: 0,
+      currentTime: video.currentTime,
+    };
   }
 }
-

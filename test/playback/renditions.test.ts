@@ -41,7 +41,10 @@ describe("web renditions", () => {
   beforeAll(async () => {
     [avi, control] = await Promise.all([makeFormat(media, "mpeg4-avi"), makeFormat(media, "h264-mp4")]);
     // The tiny CLIP model: so a search finds the video and its video_url can be checked.
-    t = await startTestApp({ ...ENV, VSEARCH_RATE_LIMIT_SEARCH: "100000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+    t = await startTestApp(
+      { ...ENV, VSEARCH_RATE_LIMIT_SEARCH: "100000" },
+      { models: fixedCatalog({ "image-text": tinyClip }) },
+    );
     await t.app.start();
     a = await createTenant(t);
     col = await collection(t, a);
@@ -59,7 +62,14 @@ describe("web renditions", () => {
 
     const file = join(t.dir, "videos", id, "web.mp4");
     const info = await probeMedia(mediaBins(), file);
-    expect(info).toMatchObject({ container: "mp4", videoCodec: "h264", audioCodec: "aac", pixFmt: "yuv420p", width: 320, height: 240 });
+    expect(info).toMatchObject({
+      container: "mp4",
+      videoCodec: "h264",
+      audioCodec: "aac",
+      pixFmt: "yuv420p",
+      width: 320,
+      height: 240,
+    });
     expect(info.durationSecs).toBeCloseTo(2, 0);
     const bytes = new Uint8Array(await Bun.file(file).arrayBuffer());
     const moov = topLevelBox(bytes, "moov");
@@ -87,7 +97,10 @@ describe("web renditions", () => {
     const found = await json(await t.request("POST", "/v1/search", { token: a.key, body: fd }));
     const mine = found.data.find((r: any) => r.video_id === id);
     expect(mine.segments.length).toBeGreaterThan(0);
-    for (const seg of mine.segments) expect(seg.video_url).toMatch(new RegExp(`/media/videos/${id}/web\\.mp4\\?expires=\\d+&signature=[0-9a-f]+#t=[\\d.]+,[\\d.]+$`));
+    for (const seg of mine.segments)
+      expect(seg.video_url).toMatch(
+        new RegExp(`/media/videos/${id}/web\\.mp4\\?expires=\\d+&signature=[0-9a-f]+#t=[\\d.]+,[\\d.]+$`),
+      );
   });
 
   test("a browser-playable H.264 MP4 is served as it is", async () => {
@@ -129,7 +142,13 @@ describe("the rendition queue survives a restart", () => {
         const headers: Record<string, string> = { ...o.headers };
         if (o.token) headers.authorization = `Bearer ${o.token}`;
         if (o.json !== undefined) headers["content-type"] = "application/json";
-        return app.fetch(new Request(`http://localhost${path}`, { method, headers, body: o.json !== undefined ? JSON.stringify(o.json) : o.body }));
+        return app.fetch(
+          new Request(`http://localhost${path}`, {
+            method,
+            headers,
+            body: o.json !== undefined ? JSON.stringify(o.json) : o.body,
+          }),
+        );
       },
     });
     try {

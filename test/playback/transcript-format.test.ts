@@ -31,7 +31,11 @@ describe("transcript documents", () => {
   test("WebVTT: header, dot milliseconds, same cues", () => {
     const doc = toVtt(segments);
     expect(doc.startsWith("WEBVTT\n\n")).toBe(true);
-    expect(parseCues(doc, "vtt").map((c) => c.text)).toEqual(["Hello there.", "A long line -> with an arrow", "ends before it starts"]);
+    expect(parseCues(doc, "vtt").map((c) => c.text)).toEqual([
+      "Hello there.",
+      "A long line -> with an arrow",
+      "ends before it starts",
+    ]);
   });
 
   test("an empty transcript is a valid empty document", () => {

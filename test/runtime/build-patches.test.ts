@@ -10,18 +10,23 @@ const ROOT = join(import.meta.dirname, "..", "..");
 describe("build.ts dependency patches", () => {
   const patches = dependencyPatches("/$bunfs/root/runtime/piscina-worker.js", `${process.platform}-${process.arch}`);
 
-  test.each(patches.map((p) => [p.name, p] as const))("%s: its text occurs exactly once in the installed file", (_name, p) => {
-    const file = join(ROOT, "node_modules", p.pkg, p.file);
-    expect(patchFileRegExp(p).test(file)).toBe(true);
-    const text = readFileSync(file, "utf8");
-    const patched = applyPatch(p, text, file);
-    expect(patched).not.toContain(p.find);
-    expect(patched).toContain(p.replace);
-  });
+  test.each(patches.map((p) => [p.name, p] as const))(
+    "%s: its text occurs exactly once in the installed file",
+    (_name, p) => {
+      const file = join(ROOT, "node_modules", p.pkg, p.file);
+      expect(patchFileRegExp(p).test(file)).toBe(true);
+      const text = readFileSync(file, "utf8");
+      const patched = applyPatch(p, text, file);
+      expect(patched).not.toContain(p.find);
+      expect(patched).toContain(p.replace);
+    },
+  );
 
   test("a patch whose text is missing or repeated stops the build with the file's name", () => {
     const p = patches[0];
-    expect(() => applyPatch(p, "nothing here", "/x/piscina/dist/index.js")).toThrow(/patch "piscina worker path".*in \/x\/piscina\/dist\/index\.js, found none/);
+    expect(() => applyPatch(p, "nothing here", "/x/piscina/dist/index.js")).toThrow(
+      /patch "piscina worker path".*in \/x\/piscina\/dist\/index\.js, found none/,
+    );
     expect(() => applyPatch(p, `${p.find};${p.find}`, "f.js")).toThrow(/found several/);
   });
 

@@ -1,5 +1,14 @@
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  truncateSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { describe, expect, test } from "vitest";
@@ -13,7 +22,10 @@ const EXTRACT_TS = join(ROOT, "src", "runtime", "extract.ts");
 const tempDir = tempDirs("vsearch-extract-").make;
 
 const sha = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
-const leftovers = (dir: string) => readdirSync(dir, { recursive: true }).map(String).filter((f) => f.includes(".tmp-"));
+const leftovers = (dir: string) =>
+  readdirSync(dir, { recursive: true })
+    .map(String)
+    .filter((f) => f.includes(".tmp-"));
 
 function source(dir: string, bytes: number, name = "tool"): string {
   const p = join(dir, name);
@@ -60,25 +72,33 @@ describe("extractFile", () => {
   });
 
   test("a truncated copy (size mismatch) is replaced", async () => {
-    const { src, path, again } = await reextractAfter(200_000, { target: "tool", executable: true }, (path) => truncateSync(path, 1000));
+    const { src, path, again } = await reextractAfter(200_000, { target: "tool", executable: true }, (path) =>
+      truncateSync(path, 1000),
+    );
     expect(again.written).toBe(true);
     expect(sha(path)).toBe(sha(src));
   });
 
   test("a same-size copy of different bytes (another build) is replaced; the fingerprint sees its tail", async () => {
-    const { src, path, again } = await reextractAfter(500_000, { target: "tool", executable: false }, async (path, src) => {
-      const other = readFileSync(src);
-      other[other.length - 10] ^= 0xff;
-      writeFileSync(path, other);
-      expect(statSync(path).size).toBe(statSync(src).size);
-      expect(await fingerprint(path)).not.toBe(await fingerprint(src));
-    });
+    const { src, path, again } = await reextractAfter(
+      500_000,
+      { target: "tool", executable: false },
+      async (path, src) => {
+        const other = readFileSync(src);
+        other[other.length - 10] ^= 0xff;
+        writeFileSync(path, other);
+        expect(statSync(path).size).toBe(statSync(src).size);
+        expect(await fingerprint(path)).not.toBe(await fingerprint(src));
+      },
+    );
     expect(again.written).toBe(true);
     expect(sha(path)).toBe(sha(src));
   });
 
   test("an executable that lost its x bit is rewritten", async () => {
-    const { path, again } = await reextractAfter(10_000, { target: "ffmpeg", executable: true }, (path) => chmodSync(path, 0o644));
+    const { path, again } = await reextractAfter(10_000, { target: "ffmpeg", executable: true }, (path) =>
+      chmodSync(path, 0o644),
+    );
     expect(again.written).toBe(true);
     expect(statSync(path).mode & 0o111).toBe(0o111);
   });
@@ -104,7 +124,9 @@ describe("extractFile", () => {
     const out = join(d, "rt");
     mkdirSync(join(out, "tool"), { recursive: true }); // a directory where the file should go: rename fails
     writeFileSync(join(out, "tool", "x"), "");
-    await expect(extractFile({ source: src, target: "tool", executable: true }, out)).rejects.toThrow(/cannot extract tool to/);
+    await expect(extractFile({ source: src, target: "tool", executable: true }, out)).rejects.toThrow(
+      /cannot extract tool to/,
+    );
     expect(leftovers(out)).toEqual([]);
   });
 
@@ -145,7 +167,11 @@ describe("concurrent extraction into one folder", () => {
     await Bun.sleep(300);
     writeFileSync(go, "");
     const results = await Promise.all(
-      procs.map(async (p) => ({ code: await p.exited, out: await new Response(p.stdout).text(), err: await new Response(p.stderr).text() })),
+      procs.map(async (p) => ({
+        code: await p.exited,
+        out: await new Response(p.stdout).text(),
+        err: await new Response(p.stderr).text(),
+      })),
     );
     for (const r of results) {
       expect(r.err).toBe("");

@@ -44,7 +44,11 @@ function fakeEmbedded(dir: string): EmbeddedAssets {
   const ocrWorker = join(dir, "tesseract-worker.js");
   writeFileSync(piscinaWorker, "");
   writeFileSync(ocrWorker, "");
-  return { platform: `${process.platform}-${process.arch}`, files, entries: { inferenceWorker, piscinaWorker, ocrWorker } };
+  return {
+    platform: `${process.platform}-${process.arch}`,
+    files,
+    entries: { inferenceWorker, piscinaWorker, ocrWorker },
+  };
 }
 
 /** What a worker thread started now sees of the runtime (runs src/runtime/worker-thread.ts there). */
@@ -118,10 +122,17 @@ describe("prepareFromEmbedded (the compiled binary's path, driven with ordinary 
       ocr: {
         workerFile: embedded.entries.ocrWorker,
         langDir: join(rt, "tesseract"),
-        wasm: { simd: join(rt, "tesseract", "tesseract-core-simd-lstm.wasm"), plain: join(rt, "tesseract", "tesseract-core-lstm.wasm") },
+        wasm: {
+          simd: join(rt, "tesseract", "tesseract-core-simd-lstm.wasm"),
+          plain: join(rt, "tesseract", "tesseract-core-lstm.wasm"),
+        },
       },
     });
-    expect(first.extracted.sort()).toEqual(Object.values(embedded.files).map((f) => f.target).sort());
+    expect(first.extracted.sort()).toEqual(
+      Object.values(embedded.files)
+        .map((f) => f.target)
+        .sort(),
+    );
     expect(executable(first.ffmpeg)).toBe(true);
 
     const second = await prepareFromEmbedded(embedded, { dataDir, version: "0.1.0" });
@@ -130,7 +141,10 @@ describe("prepareFromEmbedded (the compiled binary's path, driven with ordinary 
     const seen = await inWorker();
     expect(seen).toEqual({
       ok: true,
-      paths: { ortBinding: join(rt, "onnxruntime", "onnxruntime_binding.node"), sharpBinding: join(rt, "@img/sharp-x/lib/sharp.node") },
+      paths: {
+        ortBinding: join(rt, "onnxruntime", "onnxruntime_binding.node"),
+        sharpBinding: join(rt, "@img/sharp-x/lib/sharp.node"),
+      },
     });
     // The worker bootstrap reports a removed runtime folder by name instead of failing in dlopen.
     rmSync(join(rt, "onnxruntime"), { recursive: true });
@@ -155,8 +169,12 @@ describe("prepareFromEmbedded (the compiled binary's path, driven with ordinary 
   test("refuses a version that is not one folder name, and a binary that lacks an entry point", async () => {
     const d = tempDir();
     const embedded = fakeEmbedded(d);
-    await expect(prepareFromEmbedded(embedded, { dataDir: d, version: "../x" })).rejects.toThrow(/not usable as a folder name/);
+    await expect(prepareFromEmbedded(embedded, { dataDir: d, version: "../x" })).rejects.toThrow(
+      /not usable as a folder name/,
+    );
     rmSync(embedded.entries.piscinaWorker);
-    await expect(prepareFromEmbedded(embedded, { dataDir: d, version: "1" })).rejects.toThrow(/lacks its piscinaWorker entry point/);
+    await expect(prepareFromEmbedded(embedded, { dataDir: d, version: "1" })).rejects.toThrow(
+      /lacks its piscinaWorker entry point/,
+    );
   });
 });

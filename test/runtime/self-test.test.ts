@@ -14,7 +14,14 @@ describe("runSelfTest", () => {
     const paths = await prepareRuntime({ dataDir: tempDir(), version: "0.0.0" });
     const r = await runSelfTest(paths, { modelDir: CLIP });
     expect(r.errors).toEqual([]);
-    expect(r).toMatchObject({ ok: true, compiled: false, vec_query_ok: true, vec_version: expect.stringMatching(/^v0\.1\./), onnx_ok: true, device: "cpu" });
+    expect(r).toMatchObject({
+      ok: true,
+      compiled: false,
+      vec_query_ok: true,
+      vec_version: expect.stringMatching(/^v0\.1\./),
+      onnx_ok: true,
+      device: "cpu",
+    });
     expect(r.sqlite_version).toMatch(/^3\.\d+\.\d+$/);
     expect(r.ffmpeg_version).toBeTruthy();
     expect(r.ffprobe_version).toBeTruthy();
@@ -40,7 +47,14 @@ describe("runSelfTest", () => {
       { ...paths, ffmpeg: failing, ffprobe: chatty, vecExtension: join(d, "missing-vec0.so") },
       { modelDir: join(d, "no-model"), timeoutMs: 30_000 },
     );
-    expect(r).toMatchObject({ ok: false, vec_query_ok: false, vec_version: null, ffmpeg_version: null, ffprobe_version: null, onnx_ok: false });
+    expect(r).toMatchObject({
+      ok: false,
+      vec_query_ok: false,
+      vec_version: null,
+      ffmpeg_version: null,
+      ffprobe_version: null,
+      onnx_ok: false,
+    });
     expect(r.errors).toHaveLength(4);
     expect(r.errors[0]).toMatch(/^sqlite-vec \(.*missing-vec0\.so\)/);
     expect(r.errors.find((e) => e.startsWith("ffmpeg"))).toMatch(/ffmpeg \(.*\): .*(exit|code|failed)/i);

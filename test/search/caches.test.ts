@@ -77,13 +77,22 @@ describe("against the store", () => {
     const v = addVideo(t, account, col, { duration: 3 });
     const scope = scopeOf(t, v);
     const query = concept(0);
-    const nearest = () => backend.nearest({ kind: "frames", scope: { accountId: account, videoId: v }, modelId: HAND_MODEL, query, k: 3 });
-    t.index.replaceFrames(scope, [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: near(0, 0.95, r) })), HAND_MODEL);
+    const nearest = () =>
+      backend.nearest({ kind: "frames", scope: { accountId: account, videoId: v }, modelId: HAND_MODEL, query, k: 3 });
+    t.index.replaceFrames(
+      scope,
+      [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: near(0, 0.95, r) })),
+      HAND_MODEL,
+    );
     const before = nearest();
     expect(before.every((h) => h.raw > 0.9)).toBe(true);
     expect(cache.sizeBytes).toBeGreaterThan(0);
     // Re-indexed: the old rows go, the new ones take the same ids (they were the highest).
-    t.index.replaceFrames(scope, [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: background(r) })), HAND_MODEL);
+    t.index.replaceFrames(
+      scope,
+      [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: background(r) })),
+      HAND_MODEL,
+    );
     expect(new Set(store.frames(before.map((h) => h.id)).map((f) => f.video_id))).toEqual(new Set([v]));
     backend.onVideoIndexed(v, account);
     const after = nearest();
@@ -137,10 +146,20 @@ describe("against the store", () => {
     const first = indexes.shotsOfVideos(account, [v]).get(v)!;
     expect(first.map((s) => s.end_secs)).toEqual([10]);
     expect(indexes.shotsOfVideos(account, [v]).get(v)).toBe(first);
-    indexVideo(t, v, { shots: [{ start: 0, end: 4 }, { start: 4, end: 10 }] });
+    indexVideo(t, v, {
+      shots: [
+        { start: 0, end: 4 },
+        { start: 4, end: 10 },
+      ],
+    });
     expect(indexes.shotsOfVideos(account, [v]).get(v)).toBe(first); // nothing told it yet
     indexes.onVideoIndexed(v);
-    expect(indexes.shotsOfVideos(account, [v]).get(v)!.map((s) => s.end_secs)).toEqual([4, 10]);
+    expect(
+      indexes
+        .shotsOfVideos(account, [v])
+        .get(v)!
+        .map((s) => s.end_secs),
+    ).toEqual([4, 10]);
   });
 });
 
@@ -155,9 +174,13 @@ describe("a repeated query", () => {
       // 400 red frames, and a library of unrelated footage so the account's null sample looks like
       // real content: well over half of the first 128 answers pass the cut.
       const library = addVideo(t, tenant.accountId, col, { duration: 3000 });
-      indexVideo(t, library, { frames: Array.from({ length: 3000 }, (_, s) => ({ timestamp: s, embedding: background(r) })) });
+      indexVideo(t, library, {
+        frames: Array.from({ length: 3000 }, (_, s) => ({ timestamp: s, embedding: background(r) })),
+      });
       const v = addVideo(t, tenant.accountId, col, { duration: 400 });
-      indexVideo(t, v, { frames: Array.from({ length: 400 }, (_, s) => ({ timestamp: s, embedding: near(0, 0.9, r) })) });
+      indexVideo(t, v, {
+        frames: Array.from({ length: 400 }, (_, s) => ({ timestamp: s, embedding: near(0, 0.9, r) })),
+      });
       // The look-ups are watched on a search domain of its own over the same file (same stores and
       // embedder); what it answers is checked against the app's answer over HTTP.
       const domain = searchDomainOf(t, { embedder });
@@ -172,10 +195,13 @@ describe("a repeated query", () => {
       const again = await red();
       expect(ks()).toEqual([walked.at(-1)]);
       expect(again.videos).toEqual(first.videos);
-      const moments = (videos: { video_id: string; segments: { timestamp_start: number; timestamp_end: number; score: number }[] }[]) =>
-        videos.flatMap((v) => v.segments.map((s) => [v.video_id, s.timestamp_start, s.timestamp_end, s.score]));
+      const moments = (
+        videos: { video_id: string; segments: { timestamp_start: number; timestamp_end: number; score: number }[] }[],
+      ) => videos.flatMap((v) => v.segments.map((s) => [v.video_id, s.timestamp_start, s.timestamp_end, s.score]));
       expect(moments(first.videos).length).toBeGreaterThan(0);
-      expect(moments((await search(t, tenant.key, { query: "red", modes: "video" })).body.data)).toEqual(moments(first.videos));
+      expect(moments((await search(t, tenant.key, { query: "red", modes: "video" })).body.data)).toEqual(
+        moments(first.videos),
+      );
     } finally {
       await t.close();
     }

@@ -20,10 +20,14 @@ beforeAll(async () => {
   dir = scratchDir("search-e2e");
   // 2 s test pattern, 2 s solid red, 2 s solid blue (two hard cuts), with a tone.
   const clip = await cutsMp4(dir, "cuts.mp4");
-  t = await startTestApp({ VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }) });
+  t = await startTestApp(
+    { VSEARCH_RATE_LIMIT_JOBS: "100000" },
+    { models: fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }) },
+  );
   await t.app.start();
   tenant = await createTenant(t);
-  const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "e2e" } }))).data.id;
+  const col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "e2e" } })))
+    .data.id;
   const up = await uploadAndWait(t, tenant, col, clip, { timeoutMs: 60_000, filename: "cuts.mp4" });
   if (up.job.status !== "done") throw new Error(`ingest did not finish: ${JSON.stringify(up.job)}`);
   videoId = up.video_id;
@@ -39,7 +43,11 @@ const local = (url: string) => {
 describe("search over a video the pipeline indexed", () => {
   it("a red picture finds the red shot; its thumbnail and clip are served", async () => {
     const red = await ffmpeg(["-f", "lavfi", "-i", "color=c=red:size=200x150", "-frames:v", "1"], join(dir, "red.png"));
-    const b = multipart({ image: new Blob([Uint8Array.from(readFileSync(red))], { type: "image/png" }), modes: "video", include_thumbnail_base64: "true" });
+    const b = multipart({
+      image: new Blob([Uint8Array.from(readFileSync(red))], { type: "image/png" }),
+      modes: "video",
+      include_thumbnail_base64: "true",
+    });
     const res = await t.request("POST", "/v1/search", { token: tenant.readOnlyKey, body: b.body });
     expect(res.status).toBe(200);
     const body = await res.json();
@@ -69,7 +77,9 @@ describe("search over a video the pipeline indexed", () => {
   });
 
   it("the moment of the red shot has its labels, span and thumbnail", async () => {
-    const { data } = await json(await t.request("GET", `/v1/videos/${videoId}/moment?timestamp=3`, { token: tenant.key }));
+    const { data } = await json(
+      await t.request("GET", `/v1/videos/${videoId}/moment?timestamp=3`, { token: tenant.key }),
+    );
     expect(data.scene_start).toBeCloseTo(2, 0);
     expect(data.scene_end).toBeCloseTo(4, 0);
     expect(data.labels.length).toBeGreaterThan(0);

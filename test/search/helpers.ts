@@ -21,11 +21,23 @@ export interface SearchTestApp extends TestApp {
 
 /** The test app (test/helpers/app.ts) with search limits lifted, an optional embedder and vector index tuning, and its index store. */
 export async function startSearchApp(
-  opts: { env?: Record<string, string>; embedder?: QueryEmbedder; vectorIndex?: MemoryIndexOptions; vectorBackend?: "memory" | "sqlite-vec"; indexWarm?: IndexWarmOptions } = {},
+  opts: {
+    env?: Record<string, string>;
+    embedder?: QueryEmbedder;
+    vectorIndex?: MemoryIndexOptions;
+    vectorBackend?: "memory" | "sqlite-vec";
+    indexWarm?: IndexWarmOptions;
+  } = {},
 ): Promise<SearchTestApp> {
   const t = await startTestApp(
     { VSEARCH_RATE_LIMIT_SEARCH: "100000", VSEARCH_RATE_LIMIT_MOMENT: "100000", ...opts.env },
-    { queryEmbedder: opts.embedder, vectorIndex: opts.vectorIndex, vectorBackend: opts.vectorBackend, indexWarm: opts.indexWarm, prefix: "vsearch-search-" },
+    {
+      queryEmbedder: opts.embedder,
+      vectorIndex: opts.vectorIndex,
+      vectorBackend: opts.vectorBackend,
+      indexWarm: opts.indexWarm,
+      prefix: "vsearch-search-",
+    },
   );
   return Object.assign(t, { index: t.stores.index });
 }
@@ -35,7 +47,10 @@ export async function startSearchApp(
  * `searchDomain`): same stores, services and embedder, so its answers are the app's answers, and a
  * test can watch its index. Build it once the rows it should see are written.
  */
-export function searchDomainOf(t: SearchTestApp, o: { embedder: QueryEmbedder; vectorIndex?: MemoryIndexOptions }): SearchDomain {
+export function searchDomainOf(
+  t: SearchTestApp,
+  o: { embedder: QueryEmbedder; vectorIndex?: MemoryIndexOptions },
+): SearchDomain {
   return t.stores.searchDomain({
     files: new VideoFiles(t.dir),
     videos: t.app.services.videos,
@@ -90,11 +105,21 @@ export function scopeOf(t: SearchTestApp, videoId: string) {
 export function indexVideo(
   t: SearchTestApp,
   videoId: string,
-  data: { modelId?: string; frames?: { timestamp: number; shotIndex?: number; embedding: Float32Array }[]; shots?: Partial<ShotInput>[]; transcript?: TranscriptInput[] },
+  data: {
+    modelId?: string;
+    frames?: { timestamp: number; shotIndex?: number; embedding: Float32Array }[];
+    shots?: Partial<ShotInput>[];
+    transcript?: TranscriptInput[];
+  },
 ): void {
   const scope = scopeOf(t, videoId);
   const modelId = data.modelId ?? HAND_MODEL;
-  if (data.frames) t.index.replaceFrames(scope, data.frames.map((f) => ({ shotIndex: f.shotIndex ?? 0, timestamp: f.timestamp, embedding: f.embedding })), modelId);
+  if (data.frames)
+    t.index.replaceFrames(
+      scope,
+      data.frames.map((f) => ({ shotIndex: f.shotIndex ?? 0, timestamp: f.timestamp, embedding: f.embedding })),
+      modelId,
+    );
   if (data.shots) {
     t.index.replaceShots(
       scope,
@@ -208,11 +233,17 @@ export function multipart(fields: FormFields): { body: FormData; headers: Record
   return { body: f, headers: {} };
 }
 
-export async function search(t: SearchTestApp, token: string, fields: FormFields, encoding: "urlencoded" | "multipart" = "urlencoded") {
+export async function search(
+  t: SearchTestApp,
+  token: string,
+  fields: FormFields,
+  encoding: "urlencoded" | "multipart" = "urlencoded",
+) {
   const b = encoding === "urlencoded" ? urlencoded(fields) : multipart(fields);
   const res = await t.request("POST", "/v1/search", { token, body: b.body, headers: b.headers });
   return { res, body: (await res.json()) as any };
 }
 
 /** Every segment of a search response, flattened, with its video id. */
-export const segmentsOf = (body: any): any[] => (body.data ?? []).flatMap((v: any) => v.segments.map((s: any) => ({ ...s, video_id: v.video_id })));
+export const segmentsOf = (body: any): any[] =>
+  (body.data ?? []).flatMap((v: any) => v.segments.map((s: any) => ({ ...s, video_id: v.video_id })));

@@ -5,7 +5,19 @@ import { ClipModel } from "../../src/inference/clip.ts";
 import { ClipQueryEmbedder, type QueryEmbedder } from "../../src/search/embedder.ts";
 import { decodeImageRgb } from "../../src/search/image-input.ts";
 import { ffmpeg, FFMPEG, scratchDir } from "../helpers/ffmpeg.ts";
-import { addVideo, createCollection, createTenant, indexVideo, rng, search, type SearchTestApp, segmentsOf, startSearchApp, type Tenant, unit } from "./helpers.ts";
+import {
+  addVideo,
+  createCollection,
+  createTenant,
+  indexVideo,
+  rng,
+  search,
+  type SearchTestApp,
+  segmentsOf,
+  startSearchApp,
+  type Tenant,
+  unit,
+} from "./helpers.ts";
 
 /**
  * Image queries with the real tiny CLIP (random weights, real code path): a query image must
@@ -13,7 +25,18 @@ import { addVideo, createCollection, createTenant, indexVideo, rng, search, type
  */
 const CLIP_DIR = join(import.meta.dirname, "..", "fixtures", "models", "tiny-random-clip");
 const TESTDATA = join(import.meta.dirname, "..", "fixtures", "testdata");
-const SOURCES = ["testsrc", "smptebars", "mandelbrot", "rgbtestsrc", "color=c=red", "color=c=navy", "cellauto", "testsrc2", "yuvtestsrc", "pal100bars"];
+const SOURCES = [
+  "testsrc",
+  "smptebars",
+  "mandelbrot",
+  "rgbtestsrc",
+  "color=c=red",
+  "color=c=navy",
+  "cellauto",
+  "testsrc2",
+  "yuvtestsrc",
+  "pal100bars",
+];
 
 /** Counts model calls, to see the query-embedding cache at work. */
 class Counting implements QueryEmbedder {
@@ -42,7 +65,12 @@ let pngBytes: (i: number) => Uint8Array<ArrayBuffer>;
 beforeAll(async () => {
   dir = scratchDir("search-images");
   for (const [i, src] of SOURCES.entries()) {
-    files.push(await ffmpeg(["-f", "lavfi", "-i", `${src}${src.includes("=") ? ":" : "="}size=320x240`, "-frames:v", "1"], join(dir, `${i}.png`)));
+    files.push(
+      await ffmpeg(
+        ["-f", "lavfi", "-i", `${src}${src.includes("=") ? ":" : "="}size=320x240`, "-frames:v", "1"],
+        join(dir, `${i}.png`),
+      ),
+    );
   }
   files.push(join(TESTDATA, "astronaut.png"), join(TESTDATA, "chelsea.png"));
   pngBytes = (i) => Uint8Array.from(readFileSync(files[i]));
@@ -59,14 +87,20 @@ beforeAll(async () => {
   const rgbs = [];
   for (const f of files) rgbs.push(await decodeImageRgb(FFMPEG, dir, Uint8Array.from(readFileSync(f)), "image"));
   const vectors = await clip.embedImages(rgbs.map((rgb) => ({ rgb, width: 224, height: 224 })));
-  indexVideo(t, video, { modelId: clip.id, frames: vectors.map((embedding, i) => ({ timestamp: 10 * i, shotIndex: i, embedding })) });
+  indexVideo(t, video, {
+    modelId: clip.id,
+    frames: vectors.map((embedding, i) => ({ timestamp: 10 * i, shotIndex: i, embedding })),
+  });
 
   // Unrelated footage of the same model, so the account's null sample is not just these pictures.
   const r = rng(3);
   const library = addVideo(t, a.accountId, col, { filename: "library.mp4", duration: 300 });
   indexVideo(t, library, {
     modelId: clip.id,
-    frames: Array.from({ length: 300 }, (_, s) => ({ timestamp: s, embedding: unit(Float32Array.from({ length: clip.dim }, () => r() - 0.5)) })),
+    frames: Array.from({ length: 300 }, (_, s) => ({
+      timestamp: s,
+      embedding: unit(Float32Array.from({ length: clip.dim }, () => r() - 0.5)),
+    })),
   });
 });
 
@@ -83,7 +117,12 @@ const top = (body: any) => {
 describe("image queries", () => {
   it("a PNG upload finds its own frame first", async () => {
     const i = files.length - 1; // chelsea.png
-    const { res, body } = await search(t, a.key, { image: new Blob([pngBytes(i)], { type: "image/png" }), modes: "video" }, "multipart");
+    const { res, body } = await search(
+      t,
+      a.key,
+      { image: new Blob([pngBytes(i)], { type: "image/png" }), modes: "video" },
+      "multipart",
+    );
     expect(res.status).toBe(200);
     expect(body.meta.modes).toEqual(["video"]);
     expect(top(body)).toMatchObject({ timestamp_start: 10 * i, timestamp_end: 10 * i + 1, type: "frame" });
@@ -108,7 +147,8 @@ describe("image queries", () => {
       port: 0,
       fetch: (req) => {
         const path = new URL(req.url).pathname;
-        if (path === "/astronaut.png") return new Response(pngBytes(files.length - 2), { headers: { "content-type": "image/png" } });
+        if (path === "/astronaut.png")
+          return new Response(pngBytes(files.length - 2), { headers: { "content-type": "image/png" } });
         if (path === "/moved") return new Response(null, { status: 302, headers: { location: "/astronaut.png" } });
         if (path === "/text") return new Response("hello, not an image");
         return new Response("nope", { status: 404 });
@@ -142,7 +182,12 @@ describe("image queries", () => {
     const strict = await startSearchApp({ embedder });
     try {
       const c = createTenant(strict);
-      for (const url of [`http://127.0.0.1:${server.port}/x.png`, `http://localhost:${server.port}/x.png`, `http://[::ffff:127.0.0.1]:${server.port}/x.png`, "http://169.254.169.254/latest"]) {
+      for (const url of [
+        `http://127.0.0.1:${server.port}/x.png`,
+        `http://localhost:${server.port}/x.png`,
+        `http://[::ffff:127.0.0.1]:${server.port}/x.png`,
+        "http://169.254.169.254/latest",
+      ]) {
         const r = await search(strict, c.key, { image_url: url, modes: "video" });
         expect(r.res.status, url).toBe(422);
         expect(r.body.detail[0]).toMatchObject({ loc: ["body", "image_url"], type: "url_forbidden" });
@@ -180,7 +225,12 @@ describe("image queries", () => {
     await search(t, a.key, { query: "  A photo   of a CAT ", modes: ["video", "scene"] });
     expect(embedder.texts).toBe(before + 1);
     // Text and image together: one vector from both.
-    const both = await search(t, a.key, { query: "cat", image: new Blob([pngBytes(files.length - 1)]), modes: "video" }, "multipart");
+    const both = await search(
+      t,
+      a.key,
+      { query: "cat", image: new Blob([pngBytes(files.length - 1)]), modes: "video" },
+      "multipart",
+    );
     expect(both.res.status).toBe(200);
   });
 });

@@ -2,7 +2,19 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadOrCreateSecret, UrlSigner } from "../../src/signing/url-signer.ts";
-import { addVideo, concept, createCollection, createTenant, HandEmbedder, indexVideo, search, type SearchTestApp, segmentsOf, startSearchApp, type Tenant } from "./helpers.ts";
+import {
+  addVideo,
+  concept,
+  createCollection,
+  createTenant,
+  HandEmbedder,
+  indexVideo,
+  search,
+  type SearchTestApp,
+  segmentsOf,
+  startSearchApp,
+  type Tenant,
+} from "./helpers.ts";
 
 /** Presigned media: no Authorization, HMAC over path + expiry, byte ranges for seeking. */
 const SIZE = 10_000;
@@ -21,12 +33,18 @@ const local = (url: string) => {
   const u = new URL(url);
   return `${u.pathname}${u.search}`;
 };
-const get = (url: string, headers: Record<string, string> = {}, method = "GET") => t.request(method, local(url), { headers });
+const get = (url: string, headers: Record<string, string> = {}, method = "GET") =>
+  t.request(method, local(url), { headers });
 const bytes = async (res: Response) => new Uint8Array(await res.arrayBuffer());
 
 beforeAll(async () => {
   t = await startSearchApp({ embedder: new HandEmbedder({ red: concept(0) }) });
-  signer = new UrlSigner(loadOrCreateSecret(join(t.dir, "secret.key")), () => "http://localhost", t.config.presignTtlSecs, () => t.clock.now);
+  signer = new UrlSigner(
+    loadOrCreateSecret(join(t.dir, "secret.key")),
+    () => "http://localhost",
+    t.config.presignTtlSecs,
+    () => t.clock.now,
+  );
   a = createTenant(t);
   const col = createCollection(t, a.accountId, "Media");
   vid = addVideo(t, a.accountId, col, { bytes: SOURCE, mime: "video/webm", ext: "webm", duration: 10 });
@@ -131,7 +149,9 @@ describe("thumbnails", () => {
   it("search results carry a presigned shot thumbnail (and base64 when asked); the poster is served too", async () => {
     const { body } = await search(t, a.key, { query: "red", modes: "video", include_thumbnail_base64: "true" });
     const seg = segmentsOf(body)[0];
-    expect(seg.thumbnail_url).toMatch(new RegExp(`/media/videos/${vid}/shots/0\\.jpg\\?expires=\\d+&signature=[0-9a-f]{64}$`));
+    expect(seg.thumbnail_url).toMatch(
+      new RegExp(`/media/videos/${vid}/shots/0\\.jpg\\?expires=\\d+&signature=[0-9a-f]{64}$`),
+    );
     expect(seg.thumbnail_base64).toBe(Buffer.from(JPEG).toString("base64"));
     const thumb = await get(seg.thumbnail_url);
     expect(thumb.status).toBe(200);

@@ -1,7 +1,16 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addVideo, createCollection, createTenant, HandEmbedder, indexVideo, type SearchTestApp, startSearchApp, type Tenant } from "./helpers.ts";
+import {
+  addVideo,
+  createCollection,
+  createTenant,
+  HandEmbedder,
+  indexVideo,
+  type SearchTestApp,
+  startSearchApp,
+  type Tenant,
+} from "./helpers.ts";
 
 /** GET /v1/videos/{id}/moment: the shot covering a time, with what is known about it. */
 let t: SearchTestApp;
@@ -9,7 +18,8 @@ let a: Tenant;
 let vid: string;
 let bare: string;
 
-const moment = (id: string, q: string, token = a.readOnlyKey) => t.request("GET", `/v1/videos/${id}/moment${q}`, { token });
+const moment = (id: string, q: string, token = a.readOnlyKey) =>
+  t.request("GET", `/v1/videos/${id}/moment${q}`, { token });
 
 beforeAll(async () => {
   t = await startSearchApp({ embedder: new HandEmbedder({}) });
@@ -19,7 +29,17 @@ beforeAll(async () => {
   writeFileSync(join(t.dir, "videos", vid, "shots", "0.jpg"), new Uint8Array([0xff, 0xd8, 0xff, 0xd9]));
   indexVideo(t, vid, {
     shots: [
-      { shotIndex: 0, start: 0, end: 8, labels: [{ label: "car", score: 0.7 }, { label: "road", score: 0.2 }], caption: "a red car on a road", thumbnailPath: `videos/${vid}/shots/0.jpg` },
+      {
+        shotIndex: 0,
+        start: 0,
+        end: 8,
+        labels: [
+          { label: "car", score: 0.7 },
+          { label: "road", score: 0.2 },
+        ],
+        caption: "a red car on a road",
+        thumbnailPath: `videos/${vid}/shots/0.jpg`,
+      },
       { shotIndex: 1, start: 8, end: 20 },
     ],
     transcript: [
@@ -53,14 +73,28 @@ describe("moment", () => {
 
   it("empty fields are normal: a shot with no caption, labels or thumbnail", async () => {
     const { data } = await (await moment(vid, "?timestamp=8")).json();
-    expect(data).toMatchObject({ caption: null, labels: [], transcript: "Right past the camera. And it is gone.", scene_start: 8, scene_end: 20, thumbnail_url: null });
+    expect(data).toMatchObject({
+      caption: null,
+      labels: [],
+      transcript: "Right past the camera. And it is gone.",
+      scene_start: 8,
+      scene_end: 20,
+      thumbnail_url: null,
+    });
     // The end of the video belongs to the last shot.
     expect((await (await moment(vid, "?timestamp=20")).json()).data.scene_start).toBe(8);
   });
 
   it("a video without shots answers with the transcript around the time", async () => {
     const { data } = await (await moment(bare, "?timestamp=11")).json();
-    expect(data).toMatchObject({ caption: null, labels: [], transcript: "No shots were stored for this one.", scene_start: null, scene_end: null, thumbnail_url: null });
+    expect(data).toMatchObject({
+      caption: null,
+      labels: [],
+      transcript: "No shots were stored for this one.",
+      scene_start: null,
+      scene_end: null,
+      thumbnail_url: null,
+    });
     expect((await (await moment(bare, "?timestamp=25")).json()).data.transcript).toBeNull();
   });
 

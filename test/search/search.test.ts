@@ -37,7 +37,10 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
 
   beforeAll(async () => {
     // The default is the in-memory index; the other backend answers from sqlite-vec (vec0 even for small scopes).
-    t = await startSearchApp({ embedder: new HandEmbedder({ red: concept(RED), beach: concept(1), nothing: concept(15) }), vectorBackend: backend });
+    t = await startSearchApp({
+      embedder: new HandEmbedder({ red: concept(RED), beach: concept(1), nothing: concept(15) }),
+      vectorBackend: backend,
+    });
     a = createTenant(t, "A");
     b = createTenant(t, "B");
     trips = createCollection(t, a.accountId, "Trips");
@@ -52,12 +55,23 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       shotIndex: s < 10 ? 0 : s < 20 ? 1 : 2,
       embedding: strength[s] ? near(RED, strength[s], r) : background(r),
     }));
-    const mean = (lo: number, hi: number) => unit(frames.slice(lo, hi).reduce((acc, f) => acc.map((x, i) => x + f.embedding[i]), new Float32Array(64)));
+    const mean = (lo: number, hi: number) =>
+      unit(frames.slice(lo, hi).reduce((acc, f) => acc.map((x, i) => x + f.embedding[i]), new Float32Array(64)));
     indexVideo(t, v1, {
       frames,
       shots: [
         { shotIndex: 0, start: 0, end: 10, labels: [{ label: "car", score: 0.6 }], embedding: mean(0, 10) },
-        { shotIndex: 1, start: 10, end: 20, labels: [{ label: "beach", score: 0.7 }, { label: "ocean", score: 0.2 }], caption: "waves on a sunny beach", embedding: mean(10, 20) },
+        {
+          shotIndex: 1,
+          start: 10,
+          end: 20,
+          labels: [
+            { label: "beach", score: 0.7 },
+            { label: "ocean", score: 0.2 },
+          ],
+          caption: "waves on a sunny beach",
+          embedding: mean(10, 20),
+        },
         { shotIndex: 2, start: 20, end: 30, labels: [{ label: "dog", score: 0.8 }], embedding: mean(20, 30) },
       ],
       transcript: [
@@ -71,15 +85,27 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
     // (consecutive frames, 4 s apart) → one moment; red at 17 is consecutive too but 11 s on → its own.
     v2 = addVideo(t, a.accountId, home, { filename: "garden.mp4", duration: 20 });
     indexVideo(t, v2, {
-      frames: [0, 1, 2, 6, 7, 17, 18].map((s) => ({ timestamp: s, embedding: [2, 6, 17].includes(s) ? near(RED, 0.88, r) : background(r) })),
+      frames: [0, 1, 2, 6, 7, 17, 18].map((s) => ({
+        timestamp: s,
+        embedding: [2, 6, 17].includes(s) ? near(RED, 0.88, r) : background(r),
+      })),
       shots: [{ shotIndex: 0, start: 0, end: 20, labels: [{ label: "garden", score: 0.9 }], embedding: background(r) }],
     });
 
     // v3: a library of unrelated footage, so the account's null sample looks like real content.
     v3 = addVideo(t, a.accountId, trips, { filename: "library.mp4", duration: 200 });
     indexVideo(t, v3, {
-      frames: Array.from({ length: 200 }, (_, s) => ({ timestamp: s, shotIndex: Math.floor(s / 10), embedding: background(r) })),
-      shots: Array.from({ length: 20 }, (_, i) => ({ shotIndex: i, start: i * 10, end: i * 10 + 10, embedding: background(r) })),
+      frames: Array.from({ length: 200 }, (_, s) => ({
+        timestamp: s,
+        shotIndex: Math.floor(s / 10),
+        embedding: background(r),
+      })),
+      shots: Array.from({ length: 20 }, (_, i) => ({
+        shotIndex: i,
+        start: i * 10,
+        end: i * 10 + 10,
+        embedding: background(r),
+      })),
     });
   });
 
@@ -106,7 +132,11 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
         expect(s.score).toBeGreaterThanOrEqual(0.5);
         expect(s.score).toBeLessThanOrEqual(1);
         expect(s.raw_score).toBeGreaterThan(0.8);
-        expect(s.video_url).toMatch(new RegExp(`/media/videos/${v1}/source\\?expires=\\d+&signature=[0-9a-f]{64}#t=${s.timestamp_start},${s.timestamp_end}$`));
+        expect(s.video_url).toMatch(
+          new RegExp(
+            `/media/videos/${v1}/source\\?expires=\\d+&signature=[0-9a-f]{64}#t=${s.timestamp_start},${s.timestamp_end}$`,
+          ),
+        );
         expect(s.hidden).toBe(false);
       }
       // Best first: the strongest frames (15-16) lead when only one mode runs.
@@ -136,12 +166,19 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       const { body } = await search(t, a.key, { query: "red", modes: ["video", "transcript"], video_id: v1 });
       const segs = body.data[0].segments;
       const said = segs.find((s: any) => s.type === "transcript");
-      expect(said).toMatchObject({ timestamp_start: 4, timestamp_end: 7.5, text_content: "the red car drives away", threshold_key: "transcript:default" });
+      expect(said).toMatchObject({
+        timestamp_start: 4,
+        timestamp_end: 7.5,
+        text_content: "the red car drives away",
+        threshold_key: "transcript:default",
+      });
       const at = (start: number) => segs.findIndex((s: any) => s.timestamp_start === start);
       expect(at(5)).toBeLessThan(at(15));
       expect(at(4)).toBeLessThan(at(15));
       // rank is the position in the fused list
-      expect(segs.map((s: any) => s.rank)).toEqual([...segs.map((s: any) => s.rank)].sort((x: number, y: number) => x - y));
+      expect(segs.map((s: any) => s.rank)).toEqual(
+        [...segs.map((s: any) => s.rank)].sort((x: number, y: number) => x - y),
+      );
       expect(segs[0].rank).toBe(1);
     });
 
@@ -150,7 +187,10 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       expect(all.body.meta).toMatchObject({ total: 2, page: 1, per_page: 10, modes: ["video", "transcript"] });
       expect(all.body.data.map((v: any) => v.video_id)).toEqual([v1, v2]);
       expect(all.body.data[0]).toMatchObject({ filename: "beach-day.mp4", collection_id: trips, status: "ready" });
-      const types = segmentsOf(all.body).reduce((m: Record<string, number>, s: any) => ({ ...m, [s.type]: (m[s.type] ?? 0) + 1 }), {});
+      const types = segmentsOf(all.body).reduce(
+        (m: Record<string, number>, s: any) => ({ ...m, [s.type]: (m[s.type] ?? 0) + 1 }),
+        {},
+      );
       expect(all.body.meta.facets.types).toEqual(types);
       expect(all.body.meta.facets.scene_labels).toMatchObject({ car: 3, beach: 1, ocean: 1, dog: 1, garden: 2 });
 
@@ -167,7 +207,11 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
     });
 
     it("the labels filter keeps only clips inside shots with those labels", async () => {
-      const { body } = await search(t, a.key, { query: "red", modes: ["video", "transcript"], labels: ["Beach", "nothing-like-this"] });
+      const { body } = await search(t, a.key, {
+        query: "red",
+        modes: ["video", "transcript"],
+        labels: ["Beach", "nothing-like-this"],
+      });
       const segs = segmentsOf(body);
       expect(segs.map((s) => [s.video_id, s.timestamp_start])).toEqual([[v1, 15]]);
     });
@@ -179,7 +223,12 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       expect(body.meta.skipped_modes).toEqual({});
       const segs = segmentsOf(body);
       const scene = segs.find((s) => s.type === "scene");
-      expect(scene).toMatchObject({ timestamp_start: 10, timestamp_end: 20, text_content: "waves on a sunny beach", video_id: v1 });
+      expect(scene).toMatchObject({
+        timestamp_start: 10,
+        timestamp_end: 20,
+        text_content: "waves on a sunny beach",
+        video_id: v1,
+      });
       expect(["scene:default", "scene:text"]).toContain(scene.threshold_key);
       expect(segs.some((s) => s.type === "transcript" && s.text_content === "waves crash on the beach")).toBe(true);
     });
@@ -212,9 +261,16 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       expect(zero[0].timestamp_end - zero[0].timestamp_start).toBeLessThan(5);
       expect(zero[0].score).toBe(Math.max(...zero.map((z) => z.score)));
       // A transcript hit with half the query's words is under the default 0.5 only when min_score says so.
-      const half = segmentsOf((await search(t, a.key, { query: "red ball", modes: "transcript", min_score: "0" })).body);
-      expect(half.map((s) => s.text_content).sort()).toEqual(["a dog is running after the ball", "the red car drives away"]);
-      expect(segmentsOf((await search(t, a.key, { query: "red ball", modes: "transcript", min_score: "1" })).body)).toEqual([]);
+      const half = segmentsOf(
+        (await search(t, a.key, { query: "red ball", modes: "transcript", min_score: "0" })).body,
+      );
+      expect(half.map((s) => s.text_content).sort()).toEqual([
+        "a dog is running after the ball",
+        "the red car drives away",
+      ]);
+      expect(
+        segmentsOf((await search(t, a.key, { query: "red ball", modes: "transcript", min_score: "1" })).body),
+      ).toEqual([]);
     });
   });
 
@@ -255,14 +311,18 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       await fb(a.key, { video_id: v1, timestamp_start: "15", signal: "down", threshold_key: "video:default" });
       expect(thresholds()["video:default"]).toBeCloseTo(0.52, 6);
 
-      const del = await t.request("DELETE", `/v1/search/feedback?video_id=${v1}&timestamp_start=15`, { token: a.readOnlyKey });
+      const del = await t.request("DELETE", `/v1/search/feedback?video_id=${v1}&timestamp_start=15`, {
+        token: a.readOnlyKey,
+      });
       expect(del.status).toBe(204);
       expect(await del.text()).toBe("");
       expect(thresholds()["video:default"]).toBeCloseTo(0.5, 6);
       const restored = segmentsOf((await search(t, a.key, q)).body);
       expect(restored.find((s) => s.timestamp_start === 15)).toMatchObject({ hidden: false });
       // Clearing again is fine.
-      expect((await t.request("DELETE", `/v1/search/feedback?video_id=${v1}&timestamp_start=15`, { token: a.key })).status).toBe(204);
+      expect(
+        (await t.request("DELETE", `/v1/search/feedback?video_id=${v1}&timestamp_start=15`, { token: a.key })).status,
+      ).toBe(204);
     });
 
     it("up lowers the named threshold; changing the signal swaps the step; bounded", async () => {
@@ -273,9 +333,16 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       await t.request("DELETE", `/v1/search/feedback?video_id=${v1}&timestamp_start=5`, { token: a.key });
       expect(thresholds()["video:default"]).toBeCloseTo(0.5, 6);
       // Many segments pushing one way stop at the bound (transcript: +0.05 each, max 1).
-      for (let s = 0; s < 12; s++) await fb(a.key, { video_id: v3, timestamp_start: String(s), signal: "down", threshold_key: "transcript:default" });
+      for (let s = 0; s < 12; s++)
+        await fb(a.key, {
+          video_id: v3,
+          timestamp_start: String(s),
+          signal: "down",
+          threshold_key: "transcript:default",
+        });
       expect(thresholds()["transcript:default"]).toBe(1);
-      for (let s = 0; s < 12; s++) await t.request("DELETE", `/v1/search/feedback?video_id=${v3}&timestamp_start=${s}`, { token: a.key });
+      for (let s = 0; s < 12; s++)
+        await t.request("DELETE", `/v1/search/feedback?video_id=${v3}&timestamp_start=${s}`, { token: a.key });
       expect(thresholds()["transcript:default"]).toBeCloseTo(0.5, 6);
     });
 
@@ -290,10 +357,18 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       await bad({ video_id: v1, signal: "up" }, "body.timestamp_start");
       await bad({ video_id: v1, timestamp_start: "", signal: "up" }, "body.timestamp_start");
       await bad({ video_id: v1, timestamp_start: "5.5", signal: "up" }, "body.timestamp_start");
-      await bad({ video_id: v1, timestamp_start: "5", signal: "up", threshold_key: "video:nope" }, "body.threshold_key");
-      await bad({ video_id: v1, timestamp_start: "5", signal: "up", threshold_key: "DROP TABLE" }, "body.threshold_key");
+      await bad(
+        { video_id: v1, timestamp_start: "5", signal: "up", threshold_key: "video:nope" },
+        "body.threshold_key",
+      );
+      await bad(
+        { video_id: v1, timestamp_start: "5", signal: "up", threshold_key: "DROP TABLE" },
+        "body.threshold_key",
+      );
       expect((await fb(b.key, { video_id: v1, timestamp_start: "5", signal: "down" })).status).toBe(404);
-      expect((await t.request("DELETE", `/v1/search/feedback?video_id=${v1}&timestamp_start=5`, { token: b.key })).status).toBe(404);
+      expect(
+        (await t.request("DELETE", `/v1/search/feedback?video_id=${v1}&timestamp_start=5`, { token: b.key })).status,
+      ).toBe(404);
       expect((await t.request("DELETE", `/v1/search/feedback?video_id=${v1}`, { token: a.key })).status).toBe(422);
     });
   });
@@ -320,14 +395,26 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       for (const [fields, loc] of cases) {
         const { res, body } = await search(t, a.key, fields);
         expect(res.status, JSON.stringify(fields)).toBe(422);
-        expect(body.detail.map((d: any) => d.loc.join(".")), JSON.stringify(fields)).toContain(loc);
+        expect(
+          body.detail.map((d: any) => d.loc.join(".")),
+          JSON.stringify(fields),
+        ).toContain(loc);
       }
       // image together with image_url (multipart)
-      const both = await search(t, a.key, { image: new Blob([new Uint8Array(10)], { type: "image/png" }), image_url: "http://example.com/a.png" }, "multipart");
+      const both = await search(
+        t,
+        a.key,
+        { image: new Blob([new Uint8Array(10)], { type: "image/png" }), image_url: "http://example.com/a.png" },
+        "multipart",
+      );
       expect(both.res.status).toBe(422);
       expect(both.body.detail[0].loc).toEqual(["body", "image_url"]);
       // A JSON body is not a form.
-      const json = await t.request("POST", "/v1/search", { token: a.key, body: JSON.stringify({ query: "red" }), headers: { "content-type": "application/json" } });
+      const json = await t.request("POST", "/v1/search", {
+        token: a.key,
+        body: JSON.stringify({ query: "red" }),
+        headers: { "content-type": "application/json" },
+      });
       expect(json.status).toBe(422);
     });
 
@@ -336,7 +423,9 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       const u = await search(t, a.key, f, "urlencoded");
       const m = await search(t, a.key, f, "multipart");
       expect(m.res.status).toBe(200);
-      expect(segmentsOf(m.body).map((s) => [s.timestamp_start, s.type])).toEqual(segmentsOf(u.body).map((s) => [s.timestamp_start, s.type]));
+      expect(segmentsOf(m.body).map((s) => [s.timestamp_start, s.type])).toEqual(
+        segmentsOf(u.body).map((s) => [s.timestamp_start, s.type]),
+      );
     });
 
     it("another account sees none of it: its ids are 404s, its searches find nothing", async () => {
@@ -360,14 +449,16 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
     });
   });
 
-
   describe("index hooks", () => {
     it("re-indexing and deleting a video keep the vector index in step", async () => {
       const temp = createCollection(t, a.accountId, "Temp");
       const v4 = addVideo(t, a.accountId, temp, { duration: 5 });
       const r = rng(99);
       const red = () => [0, 1, 2].map((s) => ({ timestamp: s, embedding: near(RED, 0.95, r) }));
-      const found = async () => segmentsOf((await search(t, a.key, { query: "red", modes: "video", collection_id: temp })).body).map((s) => s.video_id);
+      const found = async () =>
+        segmentsOf((await search(t, a.key, { query: "red", modes: "video", collection_id: temp })).body).map(
+          (s) => s.video_id,
+        );
       const rows = () => metric(t, "vsearch_search_index_vectors");
       const before = (await rows())!;
       indexVideo(t, v4, { frames: red() });
@@ -433,7 +524,11 @@ describe("without an image-text model", () => {
   });
 
   it("an explicitly requested mode is a 503 MODEL_NOT_INSTALLED; so is an image query", async () => {
-    for (const fields of [{ query: "budget", modes: "video" }, { query: "budget", modes: ["transcript", "scene"] }, { image_url: "http://example.com/x.png" }]) {
+    for (const fields of [
+      { query: "budget", modes: "video" },
+      { query: "budget", modes: ["transcript", "scene"] },
+      { image_url: "http://example.com/x.png" },
+    ]) {
       const { res, body } = await search(t2, c.key, fields);
       expect(res.status, JSON.stringify(fields)).toBe(503);
       expect(body.detail.code).toBe("MODEL_NOT_INSTALLED");

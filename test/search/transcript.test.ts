@@ -1,5 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addVideo, createCollection, createTenant, HandEmbedder, indexVideo, search, type SearchTestApp, segmentsOf, startSearchApp, type Tenant } from "./helpers.ts";
+import {
+  addVideo,
+  createCollection,
+  createTenant,
+  HandEmbedder,
+  indexVideo,
+  search,
+  type SearchTestApp,
+  segmentsOf,
+  startSearchApp,
+  type Tenant,
+} from "./helpers.ts";
 
 /** Transcript mode on known text: BM25 with phrases, porter stems and prefixes; hostile FTS syntax is just text. */
 let t: SearchTestApp;
@@ -43,13 +54,25 @@ describe("transcript search", () => {
   it("finds a word, returns the segment's span and text, typed transcript", async () => {
     const segs = await said("quarterly");
     expect(segs).toHaveLength(1);
-    expect(segs[0]).toMatchObject({ type: "transcript", timestamp_start: 0, timestamp_end: 4, video_id: v1, threshold_key: "transcript:default", score: 1 });
+    expect(segs[0]).toMatchObject({
+      type: "transcript",
+      timestamp_start: 0,
+      timestamp_end: 4,
+      video_id: v1,
+      threshold_key: "transcript:default",
+      score: 1,
+    });
     expect(segs[0].raw_score).toBeGreaterThan(0);
   });
 
   it("stems: 'run' finds running and runners", async () => {
     expect(await texts("run")).toEqual(["The runners were running through the park all morning."]);
-    expect(await texts("reviews")).toEqual(expect.arrayContaining(["Welcome everyone to the quarterly budget review.", "Marketing review follows after lunch."]));
+    expect(await texts("reviews")).toEqual(
+      expect.arrayContaining([
+        "Welcome everyone to the quarterly budget review.",
+        "Marketing review follows after lunch.",
+      ]),
+    );
   });
 
   it("quoted phrases match the words in order only", async () => {
@@ -68,7 +91,8 @@ describe("transcript search", () => {
     const byText = Object.fromEntries(segs.map((s) => [s.text_content, s.score]));
     expect(byText["Our budget for marketing doubled this year."]).toBe(1);
     // Each of the others holds about half of the query's IDF weight (at or under the 0.5 cut).
-    for (const s of segs) if (s.text_content !== "Our budget for marketing doubled this year.") expect(s.score).toBeGreaterThanOrEqual(0.5);
+    for (const s of segs)
+      if (s.text_content !== "Our budget for marketing doubled this year.") expect(s.score).toBeGreaterThanOrEqual(0.5);
     expect(segs[0].text_content).toBe("Our budget for marketing doubled this year.");
   });
 
@@ -78,7 +102,23 @@ describe("transcript search", () => {
   });
 
   it("hostile FTS5 syntax never errors: it is searched as plain words", async () => {
-    for (const q of ['"unbalanced', "NEAR(", "NEAR(river bridge, 2)", "river AND", "OR", "text:river", "^river", "-river", "river*)", '"" AND ""', "*", "(((", "col:* NOT", "'; DROP TABLE transcript_fts; --", "\u0000river"]) {
+    for (const q of [
+      '"unbalanced',
+      "NEAR(",
+      "NEAR(river bridge, 2)",
+      "river AND",
+      "OR",
+      "text:river",
+      "^river",
+      "-river",
+      "river*)",
+      '"" AND ""',
+      "*",
+      "(((",
+      "col:* NOT",
+      "'; DROP TABLE transcript_fts; --",
+      "\u0000river",
+    ]) {
       await said(q);
     }
     expect(await texts("NEAR(river")).toEqual(["He said NEAR the river AND the bridge."]);

@@ -29,7 +29,15 @@ it("retries a failed page after 1, 2, 4 … 30 s, and from 1 s again once a page
     },
   };
   const errors: number[] = [];
-  const logger = { debug() {}, info() {}, warn() {}, error: (_m: string, f?: Record<string, unknown>) => errors.push(Number(f?.retry_ms)), child() { return logger; } };
+  const logger = {
+    debug() {},
+    info() {},
+    warn() {},
+    error: (_m: string, f?: Record<string, unknown>) => errors.push(Number(f?.retry_ms)),
+    child() {
+      return logger;
+    },
+  };
   const warmer = new IndexWarmer(index, { sliceMs: 1 }, logger as never);
   const t0 = Date.now();
   warmer.start();

@@ -47,8 +47,16 @@ afterEach(async () => {
 function fill(app: SearchTestApp, videoId: string, seed: number, c: number, frames = FRAMES): void {
   const r = rng(seed);
   indexVideo(app, videoId, {
-    frames: Array.from({ length: frames }, (_, i) => ({ timestamp: i, shotIndex: Math.floor(i / 10), embedding: i % 10 === 0 ? near(c, 0.6, r) : background(r) })),
-    shots: Array.from({ length: Math.ceil(frames / 10) }, (_, i) => ({ start: i * 10, end: i * 10 + 10, embedding: i === 0 ? near(c, 0.6, r) : background(r) })),
+    frames: Array.from({ length: frames }, (_, i) => ({
+      timestamp: i,
+      shotIndex: Math.floor(i / 10),
+      embedding: i % 10 === 0 ? near(c, 0.6, r) : background(r),
+    })),
+    shots: Array.from({ length: Math.ceil(frames / 10) }, (_, i) => ({
+      start: i * 10,
+      end: i * 10 + 10,
+      embedding: i === 0 ? near(c, 0.6, r) : background(r),
+    })),
   });
 }
 
@@ -114,10 +122,15 @@ describe("index warm-up after start", () => {
     const { res, body } = await search(t, tenant.key, { query: "dog" });
     expect(res.status).toBe(503);
     expect(body.detail.code).toBe("SEARCH_UNAVAILABLE");
-    expect(body.detail.message).toMatch(/index is loading after a restart: \d+ vectors in, \d+% done; retry in about \d+ s/);
+    expect(body.detail.message).toMatch(
+      /index is loading after a restart: \d+ vectors in, \d+% done; retry in about \d+ s/,
+    );
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     // The agent tool answers the same (the REST error, Retry-After included).
-    const tool = await t.request("POST", "/v1/agent/call", { token: tenant.key, json: { tool: "search_videos", input: { query: "dog" } } });
+    const tool = await t.request("POST", "/v1/agent/call", {
+      token: tenant.key,
+      json: { tool: "search_videos", input: { query: "dog" } },
+    });
     expect(tool.status).toBe(503);
     expect((await json(tool)).detail.code).toBe("SEARCH_UNAVAILABLE");
     expect(Number(tool.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
@@ -171,7 +184,9 @@ describe("index warm-up after start", () => {
       expect(answer(warm.body.data)).toEqual(await freshLoadAnswer(t, tenant.accountId, query, EXACT));
     }
     const kite = await search(t, tenant.key, { query: "kite" });
-    expect(new Set(kite.body.data.map((v: any) => v.video_id))).toEqual(new Set([videos[1], videos[VIDEOS - 1], added]));
+    expect(new Set(kite.body.data.map((v: any) => v.video_id))).toEqual(
+      new Set([videos[1], videos[VIDEOS - 1], added]),
+    );
     const everything = segmentsOf((await search(t, tenant.key, { query: "dog", min_score: "0" })).body);
     expect(everything.some((s) => s.video_id === videos[2] || s.video_id === videos[VIDEOS - 2])).toBe(false);
   });
@@ -213,7 +228,10 @@ describe("index warm-up after start", () => {
     expect(early.res.status).toBe(200);
     expect(answer(early.body.data)).toEqual(await freshLoadAnswer(t, a.tenant.accountId, "dog", EXACT));
     // The new tenant's first video, written mid-load, has ids past the cursor: it waits for the pass.
-    const v = addVideo(t, fresh.accountId, createCollection(t, fresh.accountId, "c"), { duration: FRAMES, filename: "c.mp4" });
+    const v = addVideo(t, fresh.accountId, createCollection(t, fresh.accountId, "c"), {
+      duration: FRAMES,
+      filename: "c.mp4",
+    });
     fill(t, v, 77, 0);
     expect((await search(t, fresh.key, { query: "dog" })).res.status).toBe(503);
     await untilWarm();
@@ -245,7 +263,9 @@ describe("the pass and the event hooks split the rows at the cursor", () => {
     t = await startSearchApp({ embedder: embedder() });
     const tenant = createTenant(t, "A");
     const col = createCollection(t, tenant.accountId, "c");
-    const videos = Array.from({ length: 5 }, (_, i) => addVideo(t!, tenant.accountId, col, { duration: 30, filename: `${i}.mp4` }));
+    const videos = Array.from({ length: 5 }, (_, i) =>
+      addVideo(t!, tenant.accountId, col, { duration: 30, filename: `${i}.mp4` }),
+    );
     videos.forEach((v, i) => fill(t!, v, 10 + i, i % 3, 20));
     const last = videos[4]; // holds the highest ids: re-indexed, its new rows take the ids it freed, some below the cursor
     const everything = (b: MemoryVectorBackend, kind: "frames" | "shots") =>
@@ -260,7 +280,8 @@ describe("the pass and the event hooks split the rows at the cursor", () => {
       warming.onVideoIndexed(last, tenant.accountId); // what the bus does after the commit
       while (warming.warmStep(10));
       const fresh = new MemoryVectorBackend(t.stores.search); // no pass: loads the account on its first search
-      for (const kind of ["frames", "shots"] as const) expect(everything(warming, kind), `${kind} after ${steps} steps`).toEqual(everything(fresh, kind));
+      for (const kind of ["frames", "shots"] as const)
+        expect(everything(warming, kind), `${kind} after ${steps} steps`).toEqual(everything(fresh, kind));
       expect(warming.rows()).toBe(fresh.rows());
     }
   });

@@ -16,12 +16,22 @@ describe("issue 9 configuration keys", () => {
   });
 
   test("env and config.json are read; env wins", () => {
-    writeFileSync(join(dir, "config.json"), JSON.stringify({ trusted_proxies: ["10.0.0.0/8"], cors_origins: ["https://a.example"], rate_limits: { auth_email: 5 } }));
+    writeFileSync(
+      join(dir, "config.json"),
+      JSON.stringify({
+        trusted_proxies: ["10.0.0.0/8"],
+        cors_origins: ["https://a.example"],
+        rate_limits: { auth_email: 5 },
+      }),
+    );
     const file = loadConfig({ dataDir: dir }, {});
     expect(file.trustedProxies).toEqual(["10.0.0.0/8"]);
     expect(file.corsOrigins).toEqual(["https://a.example"]);
     expect(file.rateLimits.auth_email).toBe(5);
-    const env = loadConfig({ dataDir: dir }, { VSEARCH_TRUSTED_PROXIES: "192.168.0.1, fd00::/8", VSEARCH_CORS_ORIGINS: "http://localhost:3000" });
+    const env = loadConfig(
+      { dataDir: dir },
+      { VSEARCH_TRUSTED_PROXIES: "192.168.0.1, fd00::/8", VSEARCH_CORS_ORIGINS: "http://localhost:3000" },
+    );
     expect(env.trustedProxies).toEqual(["192.168.0.1", "fd00::/8"]);
     expect(env.corsOrigins).toEqual(["http://localhost:3000"]);
     rmSync(join(dir, "config.json"));

@@ -13,7 +13,16 @@ let size: number;
 beforeAll(async () => {
   s = await startTestServer({ VSEARCH_CORS_ORIGINS: "https://app.example.com" });
   a = await createTenant(s);
-  const col = (await json(await s.http("/v1/collections", { method: "POST", token: a.key, headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "c" }) }))).data.id;
+  const col = (
+    await json(
+      await s.http("/v1/collections", {
+        method: "POST",
+        token: a.key,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "c" }),
+      }),
+    )
+  ).data.id;
   const mp4 = await smallMp4(scratchDir("security-media"));
   size = readFileSync(mp4).byteLength;
   const fd = new FormData();
@@ -82,7 +91,11 @@ describe("CORS", () => {
     expect(res.headers.get("access-control-expose-headers")).toContain("X-Request-Id");
     const pre = await s.http("/v1/search", {
       method: "OPTIONS",
-      headers: { Origin: "https://app.example.com", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization" },
+      headers: {
+        Origin: "https://app.example.com",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization",
+      },
     });
     expect(pre.status).toBe(204);
     expect(pre.headers.get("access-control-allow-headers")?.toLowerCase()).toContain("authorization");
@@ -101,7 +114,10 @@ describe("CORS", () => {
       const res = await plain.http("/v1/collections", { token: t.key, headers: { Origin: "https://app.example.com" } });
       expect(res.status).toBe(200);
       expect(res.headers.get("access-control-allow-origin")).toBeNull();
-      const pre = await plain.http("/v1/collections", { method: "OPTIONS", headers: { Origin: "https://app.example.com", "Access-Control-Request-Method": "POST" } });
+      const pre = await plain.http("/v1/collections", {
+        method: "OPTIONS",
+        headers: { Origin: "https://app.example.com", "Access-Control-Request-Method": "POST" },
+      });
       expect(pre.status).toBe(405);
       expect(pre.headers.get("access-control-allow-origin")).toBeNull();
       expect(pre.headers.get("allow")).toBe("GET, HEAD, POST");

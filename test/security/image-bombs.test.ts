@@ -21,7 +21,10 @@ const png = async (name: string, src: string, extra: string[] = []) =>
   Uint8Array.from(readFileSync(await ffmpeg(["-f", "lavfi", "-i", src, "-frames:v", "1", ...extra], join(dir, name))));
 
 beforeAll(async () => {
-  s = await startTestServer({ VSEARCH_RATE_LIMIT_SEARCH: "1000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
+  s = await startTestServer(
+    { VSEARCH_RATE_LIMIT_SEARCH: "1000" },
+    { models: fixedCatalog({ "image-text": tinyClip }) },
+  );
   a = await createTenant(s);
   bomb = await png("bomb.png", "color=c=blue:size=10000x8000"); // 80 Mpx, ~250 kB
   rgbaOver = await png("rgba.png", "color=c=red:size=5200x5200", ["-pix_fmt", "rgba"]); // 27 Mpx × 4 B
@@ -44,7 +47,11 @@ describe("decompression bombs", () => {
     const t0 = performance.now();
     const res = await searchImage(bytes());
     expect(res.status).toBe(422);
-    expect((await json(res)).detail[0]).toMatchObject({ loc: ["body", "image"], type: "image_too_large", ctx: { max_pixels: expect.any(Number) } });
+    expect((await json(res)).detail[0]).toMatchObject({
+      loc: ["body", "image"],
+      type: "image_too_large",
+      ctx: { max_pixels: expect.any(Number) },
+    });
     expect(performance.now() - t0).toBeLessThan(2000);
   });
 

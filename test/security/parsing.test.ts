@@ -13,11 +13,21 @@ let col: string;
 beforeAll(async () => {
   s = await startTestServer({ VSEARCH_MAX_UPLOAD_BYTES: String(1024 * 1024), VSEARCH_RATE_LIMIT_UPLOAD: "1000" });
   a = await createTenant(s);
-  col = (await json(await s.http("/v1/collections", { method: "POST", token: a.key, headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "c" }) }))).data.id;
+  col = (
+    await json(
+      await s.http("/v1/collections", {
+        method: "POST",
+        token: a.key,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "c" }),
+      }),
+    )
+  ).data.id;
 });
 afterAll(() => s.close());
 
-const collectionNames = async () => (await json(await s.http("/v1/collections", { token: a.key }))).data.map((c: { name: string }) => c.name).sort();
+const collectionNames = async () =>
+  (await json(await s.http("/v1/collections", { token: a.key }))).data.map((c: { name: string }) => c.name).sort();
 const tmpFiles = () => (existsSync(join(s.dir, "uploads", "tmp")) ? readdirSync(join(s.dir, "uploads", "tmp")) : []);
 
 describe("deeply nested JSON", () => {
@@ -29,17 +39,26 @@ describe("deeply nested JSON", () => {
     ["authenticated collection create", "/v1/collections", "key", deepObj],
   ])("%s: 422 json_too_deep, nothing created", async (_name, path, who, body) => {
     const before = await collectionNames();
-    const res = await s.http(path, { method: "POST", token: who ? a.key : undefined, headers: { "content-type": "application/json" }, body });
+    const res = await s.http(path, {
+      method: "POST",
+      token: who ? a.key : undefined,
+      headers: { "content-type": "application/json" },
+      body,
+    });
     expect(res.status).toBe(422);
     expect(res.headers.get("x-request-id")).toMatch(/^req_/);
-    expect(await json(res)).toEqual({ detail: [{ loc: ["body"], msg: expect.stringContaining("32"), type: "json_too_deep", ctx: { max_depth: 32 } }] });
+    expect(await json(res)).toEqual({
+      detail: [{ loc: ["body"], msg: expect.stringContaining("32"), type: "json_too_deep", ctx: { max_depth: 32 } }],
+    });
     expect(await collectionNames()).toEqual(before);
   });
 
   test("a burst of deep bodies does not hold up a cheap request", async () => {
     // Eight 100 kB deep bodies in flight, then /healthz: answered while they are served.
     const bombs = Array.from({ length: 8 }, () =>
-      s.http("/v1/auth/sessions", { method: "POST", headers: { "content-type": "application/json" }, body: deep }).then((r) => r.status),
+      s
+        .http("/v1/auth/sessions", { method: "POST", headers: { "content-type": "application/json" }, body: deep })
+        .then((r) => r.status),
     );
     const t0 = performance.now();
     const health = await s.http("/healthz");
@@ -52,13 +71,19 @@ describe("deeply nested JSON", () => {
 
   test("a wide body is echoed in bounded form: ≤ 50 issues, ≤ 20 items and 256 chars per input", async () => {
     const body = JSON.stringify({ email: Array.from({ length: 9000 }, (_, i) => i), password: "p".repeat(5000) });
-    const res = await s.http("/v1/auth/sessions", { method: "POST", headers: { "content-type": "application/json" }, body });
+    const res = await s.http("/v1/auth/sessions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
     expect(res.status).toBe(422);
     const text = await res.text();
     expect(text.length).toBeLessThan(20_000);
     const detail = JSON.parse(text).detail;
     expect(detail.length).toBeLessThanOrEqual(50);
-    const emailIssue = detail.find((d: { loc: string[]; type: string }) => d.loc[1] === "email" && d.type === "string_type");
+    const emailIssue = detail.find(
+      (d: { loc: string[]; type: string }) => d.loc[1] === "email" && d.type === "string_type",
+    );
     expect(emailIssue.input).toHaveLength(21);
     expect(emailIssue.input[20]).toBe("… 8980 more");
   });
@@ -66,19 +91,44 @@ describe("deeply nested JSON", () => {
 
 describe("wide bodies", () => {
   test.each([
-    ["100 000 urlencoded fields", "/v1/search", "application/x-www-form-urlencoded", "query=x&" + "modes=zz&".repeat(100_000), 1000],
-    ["5 000 multipart parts", "/v1/search", "multipart/form-data; boundary=B", `${'--B\r\nContent-Disposition: form-data; name="labels"\r\n\r\nx\r\n'.repeat(5000)}--B--\r\n`, 1000],
-    ["a 50 000-key JSON object", "/v1/collections", "application/json", JSON.stringify(Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, i]))), 10_000],
+    [
+      "100 000 urlencoded fields",
+      "/v1/search",
+      "application/x-www-form-urlencoded",
+      "query=x&" + "modes=zz&".repeat(100_000),
+      1000,
+    ],
+    [
+      "5 000 multipart parts",
+      "/v1/search",
+      "multipart/form-data; boundary=B",
+      `${'--B\r\nContent-Disposition: form-data; name="labels"\r\n\r\nx\r\n'.repeat(5000)}--B--\r\n`,
+      1000,
+    ],
+    [
+      "a 50 000-key JSON object",
+      "/v1/collections",
+      "application/json",
+      JSON.stringify(Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, i]))),
+      10_000,
+    ],
   ])("%s: 422 too_many_fields before parsing", async (_n, path, ct, body, max) => {
     const before = await collectionNames();
     const res = await s.http(path, { method: "POST", token: a.key, headers: { "content-type": ct }, body });
     expect(res.status).toBe(422);
-    expect((await json(res)).detail).toEqual([{ loc: ["body"], msg: expect.any(String), type: "too_many_fields", ctx: { max } }]);
+    expect((await json(res)).detail).toEqual([
+      { loc: ["body"], msg: expect.any(String), type: "too_many_fields", ctx: { max } },
+    ]);
     expect(await collectionNames()).toEqual(before);
   });
 
   test("a form at the limit is still parsed and validated field by field", async () => {
-    const res = await s.http("/v1/search", { method: "POST", token: a.key, headers: { "content-type": "application/x-www-form-urlencoded" }, body: "query=x&" + "modes=zz&".repeat(900) });
+    const res = await s.http("/v1/search", {
+      method: "POST",
+      token: a.key,
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "query=x&" + "modes=zz&".repeat(900),
+    });
     expect(res.status).toBe(422);
     const detail = (await json(res)).detail;
     expect(detail.length).toBeLessThanOrEqual(50);
@@ -134,7 +184,11 @@ describe("multipart", () => {
       body: multipart(`form-data; name="file"; filename*=UTF-8''%ZZ.mp4`),
     });
     expect(res.status).toBe(422);
-    expect((await json(res)).detail[0]).toMatchObject({ loc: ["body"], type: "value_error", msg: expect.stringContaining("filename*") });
+    expect((await json(res)).detail[0]).toMatchObject({
+      loc: ["body"],
+      type: "value_error",
+      msg: expect.stringContaining("filename*"),
+    });
     expect((await json(await s.http("/v1/videos", { token: a.key }))).data).toEqual([]);
     expect(tmpFiles()).toEqual([]);
   });

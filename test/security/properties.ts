@@ -50,7 +50,25 @@ const boundaryArb = fc.stringMatching(/^[A-Za-z0-9'()+_,-./:=?]{1,40}$/).filter(
 const multipartNoise = fc
   .array(
     fc.oneof(
-      fc.constantFrom("%", "%ZZ", "%C3%A9", "%C3", "\r\n", "\r\n\r\n", "--b", "--b--", "\r\n--b\r\n", '"', ";", " name=", 'name="f"', "filename=", "filename*=UTF-8''", "Content-Disposition: form-data", ":"),
+      fc.constantFrom(
+        "%",
+        "%ZZ",
+        "%C3%A9",
+        "%C3",
+        "\r\n",
+        "\r\n\r\n",
+        "--b",
+        "--b--",
+        "\r\n--b\r\n",
+        '"',
+        ";",
+        " name=",
+        'name="f"',
+        "filename=",
+        "filename*=UTF-8''",
+        "Content-Disposition: form-data",
+        ":",
+      ),
       fc.string({ maxLength: 8 }),
     ),
     { maxLength: 40 },
@@ -62,7 +80,7 @@ export const properties: Record<string, (runs: number) => Promise<void>> = {
   async "multipart: any bytes in any chunks → parts or a MultipartError, never another throw"(runs) {
     await fc.assert(
       fc.asyncProperty(multipartNoise, fc.boolean(), cuts, async (noise, framed, cutsAt) => {
-        const prefix = framed ? '--b\r\nContent-Disposition: form-data; name="x"; filename*=UTF-8\'\'' : "";
+        const prefix = framed ? "--b\r\nContent-Disposition: form-data; name=\"x\"; filename*=UTF-8''" : "";
         const body = new TextEncoder().encode(prefix + noise);
         try {
           await parseAll(chunked(body, cutsAt), "b");
@@ -75,22 +93,38 @@ export const properties: Record<string, (runs: number) => Promise<void>> = {
   },
 
   async "multipart: a well-formed body parses to its parts however it is chunked"(runs) {
-    const part = fc.record({ name: fieldName, filename: fc.option(fc.stringMatching(/^[a-z0-9. ]{1,20}$/), { nil: null }), data: fc.uint8Array({ maxLength: 200 }) });
+    const part = fc.record({
+      name: fieldName,
+      filename: fc.option(fc.stringMatching(/^[a-z0-9. ]{1,20}$/), { nil: null }),
+      data: fc.uint8Array({ maxLength: 200 }),
+    });
     await fc.assert(
-      fc.asyncProperty(fc.array(part, { minLength: 1, maxLength: 4 }), boundaryArb, cuts, async (parts, boundary, cutsAt) => {
-        const enc = new TextEncoder();
-        const bytes: number[] = [];
-        for (const p of parts) {
-          // A boundary inside the data would end the part there: such inputs are not well-formed.
-          fc.pre(!Buffer.from(p.data).includes(`\r\n--${boundary}`) && !Buffer.from(p.data).includes(`--${boundary}`));
-          const fn = p.filename === null ? "" : `; filename="${p.filename}"`;
-          bytes.push(...enc.encode(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${fn}\r\n\r\n`), ...p.data, ...enc.encode("\r\n"));
-        }
-        bytes.push(...enc.encode(`--${boundary}--\r\n`));
-        const got = await parseAll(chunked(Uint8Array.from(bytes), cutsAt), boundary);
-        const want = parts.map((p) => ({ name: p.name, filename: p.filename, data: [...p.data] }));
-        if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`parsed ${JSON.stringify(got)} want ${JSON.stringify(want)}`);
-      }),
+      fc.asyncProperty(
+        fc.array(part, { minLength: 1, maxLength: 4 }),
+        boundaryArb,
+        cuts,
+        async (parts, boundary, cutsAt) => {
+          const enc = new TextEncoder();
+          const bytes: number[] = [];
+          for (const p of parts) {
+            // A boundary inside the data would end the part there: such inputs are not well-formed.
+            fc.pre(
+              !Buffer.from(p.data).includes(`\r\n--${boundary}`) && !Buffer.from(p.data).includes(`--${boundary}`),
+            );
+            const fn = p.filename === null ? "" : `; filename="${p.filename}"`;
+            bytes.push(
+              ...enc.encode(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${fn}\r\n\r\n`),
+              ...p.data,
+              ...enc.encode("\r\n"),
+            );
+          }
+          bytes.push(...enc.encode(`--${boundary}--\r\n`));
+          const got = await parseAll(chunked(Uint8Array.from(bytes), cutsAt), boundary);
+          const want = parts.map((p) => ({ name: p.name, filename: p.filename, data: [...p.data] }));
+          if (JSON.stringify(got) !== JSON.stringify(want))
+            throw new Error(`parsed ${JSON.stringify(got)} want ${JSON.stringify(want)}`);
+        },
+      ),
       { numRuns: runs },
     );
   },
@@ -98,16 +132,22 @@ export const properties: Record<string, (runs: number) => Promise<void>> = {
   async "Range: any header, any size → full, 416, or a range inside the file"(runs) {
     const header = fc.oneof(
       fc.string(),
-      fc.tuple(fc.option(fc.nat(), { nil: undefined }), fc.option(fc.nat(), { nil: undefined })).map(([a, b]) => `bytes=${a ?? ""}-${b ?? ""}`),
+      fc
+        .tuple(fc.option(fc.nat(), { nil: undefined }), fc.option(fc.nat(), { nil: undefined }))
+        .map(([a, b]) => `bytes=${a ?? ""}-${b ?? ""}`),
       fc.constantFrom("bytes=-0", "bytes=0-", "bytes=1-0", "BYTES=0-1", "bytes=0-1,2-3", "bytes=99999999999999999999-"),
     );
     await fc.assert(
       fc.property(header, fc.nat({ max: 1e12 }), (h, size) => {
         const r = parseRange(h, size);
-        if (r.kind === "partial" && !(Number.isSafeInteger(r.start) && r.start >= 0 && r.start <= r.end && r.end < size)) {
+        if (
+          r.kind === "partial" &&
+          !(Number.isSafeInteger(r.start) && r.start >= 0 && r.start <= r.end && r.end < size)
+        ) {
           throw new Error(`range ${r.start}-${r.end} outside a ${size}-byte file`);
         }
-        if (r.kind === "unsatisfiable" && size > 0 && !/^\s*bytes=/i.test(h)) throw new Error("416 for a non-bytes header");
+        if (r.kind === "unsatisfiable" && size > 0 && !/^\s*bytes=/i.test(h))
+          throw new Error("416 for a non-bytes header");
       }),
       { numRuns: runs },
     );
@@ -156,20 +196,33 @@ export const properties: Record<string, (runs: number) => Promise<void>> = {
   },
 
   async "presigned URLs: only the signature the server made verifies; nothing throws"(runs) {
-    const signer = new UrlSigner(Buffer.alloc(32, 7), () => "http://h", 3600, () => 1_700_000_000_000);
+    const signer = new UrlSigner(
+      Buffer.alloc(32, 7),
+      () => "http://h",
+      3600,
+      () => 1_700_000_000_000,
+    );
     const path = fc.stringMatching(/^\/media\/videos\/[A-Za-z0-9_]{1,24}\/(source|poster\.jpg)$/);
     await fc.assert(
-      fc.property(path, fc.string(), fc.string(), fc.nat({ max: 63 }), fc.nat({ max: 15 }), (p, expires, signature, at, digit) => {
-        const url = new URL(signer.sign(p));
-        const e = url.searchParams.get("expires")!;
-        const sig = url.searchParams.get("signature")!;
-        if (signer.verify(p, e, sig) !== "ok") throw new Error("own signature refused");
-        const flipped = sig.slice(0, at) + digit.toString(16) + sig.slice(at + 1);
-        if (flipped !== sig && signer.verify(p, e, flipped) !== "bad") throw new Error("altered signature accepted");
-        if (signer.verify(`${p}x`, e, sig) !== "bad") throw new Error("signature valid for another path");
-        if (signer.verify(p, String(Number(e) + 1), sig) !== "bad") throw new Error("signature valid for another expiry");
-        if (signer.verify(p, expires, signature) === "ok") throw new Error("random input verified");
-      }),
+      fc.property(
+        path,
+        fc.string(),
+        fc.string(),
+        fc.nat({ max: 63 }),
+        fc.nat({ max: 15 }),
+        (p, expires, signature, at, digit) => {
+          const url = new URL(signer.sign(p));
+          const e = url.searchParams.get("expires")!;
+          const sig = url.searchParams.get("signature")!;
+          if (signer.verify(p, e, sig) !== "ok") throw new Error("own signature refused");
+          const flipped = sig.slice(0, at) + digit.toString(16) + sig.slice(at + 1);
+          if (flipped !== sig && signer.verify(p, e, flipped) !== "bad") throw new Error("altered signature accepted");
+          if (signer.verify(`${p}x`, e, sig) !== "bad") throw new Error("signature valid for another path");
+          if (signer.verify(p, String(Number(e) + 1), sig) !== "bad")
+            throw new Error("signature valid for another expiry");
+          if (signer.verify(p, expires, signature) === "ok") throw new Error("random input verified");
+        },
+      ),
       { numRuns: runs },
     );
   },
@@ -188,31 +241,37 @@ export const properties: Record<string, (runs: number) => Promise<void>> = {
 
   async "decode slots: never more than max holders, never more than maxWaiting queued"(runs) {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 12 }), async (max, maxWaiting, n) => {
-        const slots = new DecodeSlots(max, maxWaiting);
-        let holders = 0;
-        let peak = 0;
-        let refused = 0;
-        await Promise.all(
-          Array.from({ length: n }, async () => {
-            let release;
-            try {
-              release = await slots.acquire();
-            } catch (e) {
-              if (!(e instanceof AppError) || e.status !== 503) throw e;
-              refused++;
-              return;
-            }
-            peak = Math.max(peak, ++holders);
-            await Promise.resolve();
-            holders--;
-            release();
-          }),
-        );
-        if (peak > max) throw new Error(`${peak} holders > ${max}`);
-        if (refused !== Math.max(0, n - max - maxWaiting)) throw new Error(`${refused} refused of ${n} (max ${max}, queue ${maxWaiting})`);
-        if (slots.stats.active !== 0 || slots.stats.waiting !== 0) throw new Error("slots leaked");
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 0, max: 4 }),
+        fc.integer({ min: 1, max: 12 }),
+        async (max, maxWaiting, n) => {
+          const slots = new DecodeSlots(max, maxWaiting);
+          let holders = 0;
+          let peak = 0;
+          let refused = 0;
+          await Promise.all(
+            Array.from({ length: n }, async () => {
+              let release;
+              try {
+                release = await slots.acquire();
+              } catch (e) {
+                if (!(e instanceof AppError) || e.status !== 503) throw e;
+                refused++;
+                return;
+              }
+              peak = Math.max(peak, ++holders);
+              await Promise.resolve();
+              holders--;
+              release();
+            }),
+          );
+          if (peak > max) throw new Error(`${peak} holders > ${max}`);
+          if (refused !== Math.max(0, n - max - maxWaiting))
+            throw new Error(`${refused} refused of ${n} (max ${max}, queue ${maxWaiting})`);
+          if (slots.stats.active !== 0 || slots.stats.waiting !== 0) throw new Error("slots leaked");
+        },
+      ),
       { numRuns: runs },
     );
   },

@@ -9,7 +9,12 @@ import { rawJson, startTestServer, type TestServer } from "../helpers/server.ts"
  * Issue 9: rate limits that can be neither escaped nor turned into a lock-out. Clients are told
  * apart by the socket's local address (127.0.0.x), as a server behind no proxy sees them.
  */
-const LIMITS = { VSEARCH_RATE_LIMIT_AUTH: "3", VSEARCH_RATE_LIMIT_AUTH_EMAIL: "6", VSEARCH_RATE_LIMIT_AUTH_ADDRESS: "8", VSEARCH_RATE_LIMIT_COLLECTIONS_READ: "4" };
+const LIMITS = {
+  VSEARCH_RATE_LIMIT_AUTH: "3",
+  VSEARCH_RATE_LIMIT_AUTH_EMAIL: "6",
+  VSEARCH_RATE_LIMIT_AUTH_ADDRESS: "8",
+  VSEARCH_RATE_LIMIT_COLLECTIONS_READ: "4",
+};
 const PASSWORD = "correct horse";
 
 async function userIn(s: TestServer, email: string) {
@@ -30,7 +35,10 @@ describe("sign-in limits without a proxy: the socket peer is the client", () => 
 
   test("rotating X-Forwarded-For buys no guesses; the victim at another address still signs in", async () => {
     const statuses = [];
-    for (let i = 0; i < 5; i++) statuses.push((await signIn(s, "victim@x.io", `guess${i}`, "127.0.0.2", { "X-Forwarded-For": `10.0.0.${i}` })).status);
+    for (let i = 0; i < 5; i++)
+      statuses.push(
+        (await signIn(s, "victim@x.io", `guess${i}`, "127.0.0.2", { "X-Forwarded-For": `10.0.0.${i}` })).status,
+      );
     expect(statuses).toEqual([401, 401, 401, 429, 429]);
     const limited = await signIn(s, "victim@x.io", "guess9", "127.0.0.2", { "X-Forwarded-For": "10.9.9.9" });
     expect(JSON.parse(limited.body).detail.code).toBe("RATE_LIMIT_EXCEEDED");
@@ -81,7 +89,10 @@ describe("behind a trusted proxy", () => {
   test("X-Forwarded-For is read right to left: the hop the proxy appended counts, the client's own entries do not", async () => {
     const statuses = [];
     // The proxy (peer 127.0.0.1) appends the real client 203.0.113.7; the client forges the left part.
-    for (let i = 0; i < 4; i++) statuses.push((await signIn(s, "p@x.io", "nope", "127.0.0.1", { "X-Forwarded-For": `6.6.6.${i}, 203.0.113.7` })).status);
+    for (let i = 0; i < 4; i++)
+      statuses.push(
+        (await signIn(s, "p@x.io", "nope", "127.0.0.1", { "X-Forwarded-For": `6.6.6.${i}, 203.0.113.7` })).status,
+      );
     expect(statuses).toEqual([401, 401, 401, 429]);
     // A different real client behind the same proxy has its own budget.
     expect((await signIn(s, "p@x.io", "nope", "127.0.0.1", { "X-Forwarded-For": "203.0.113.8" })).status).toBe(401);
@@ -89,7 +100,10 @@ describe("behind a trusted proxy", () => {
 
   test("a peer that is not a trusted proxy cannot use X-Forwarded-For", async () => {
     const statuses = [];
-    for (let i = 0; i < 4; i++) statuses.push((await signIn(s, "q@x.io", "nope", "127.0.0.9", { "X-Forwarded-For": `203.0.113.${50 + i}` })).status);
+    for (let i = 0; i < 4; i++)
+      statuses.push(
+        (await signIn(s, "q@x.io", "nope", "127.0.0.9", { "X-Forwarded-For": `203.0.113.${50 + i}` })).status,
+      );
     expect(statuses).toEqual([401, 401, 401, 429]);
   });
 });
@@ -104,7 +118,8 @@ describe("sessions count against their user", () => {
 
   test("two sessions of one user share one budget", async () => {
     const tokens = [];
-    for (let i = 0; i < 2; i++) tokens.push(JSON.parse((await signIn(s, "many@x.io", PASSWORD, "127.0.0.1")).body).data.token);
+    for (let i = 0; i < 2; i++)
+      tokens.push(JSON.parse((await signIn(s, "many@x.io", PASSWORD, "127.0.0.1")).body).data.token);
     const statuses = [];
     for (let i = 0; i < 6; i++) statuses.push((await s.http("/v1/collections", { token: tokens[i % 2] })).status);
     expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);

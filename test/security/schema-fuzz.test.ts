@@ -10,11 +10,22 @@ let ids: string[];
 beforeAll(async () => {
   // Every name resolves to a private address: image_url and webhook targets fail fast, offline.
   t = await startTestApp(
-    { VSEARCH_RATE_LIMIT_COLLECTIONS_READ: "1000000", VSEARCH_RATE_LIMIT_COLLECTIONS_WRITE: "1000000", VSEARCH_RATE_LIMIT_SEARCH: "1000000", VSEARCH_RATE_LIMIT_API_KEYS: "1000000", VSEARCH_RATE_LIMIT_WEBHOOKS: "1000000", VSEARCH_RATE_LIMIT_VIDEOS: "1000000", VSEARCH_RATE_LIMIT_JOBS: "1000000", VSEARCH_RATE_LIMIT_MOMENT: "1000000", VSEARCH_RATE_LIMIT_AGENT: "1000000" },
+    {
+      VSEARCH_RATE_LIMIT_COLLECTIONS_READ: "1000000",
+      VSEARCH_RATE_LIMIT_COLLECTIONS_WRITE: "1000000",
+      VSEARCH_RATE_LIMIT_SEARCH: "1000000",
+      VSEARCH_RATE_LIMIT_API_KEYS: "1000000",
+      VSEARCH_RATE_LIMIT_WEBHOOKS: "1000000",
+      VSEARCH_RATE_LIMIT_VIDEOS: "1000000",
+      VSEARCH_RATE_LIMIT_JOBS: "1000000",
+      VSEARCH_RATE_LIMIT_MOMENT: "1000000",
+      VSEARCH_RATE_LIMIT_AGENT: "1000000",
+    },
     { models: fixedCatalog({ "image-text": tinyClip }), resolve: async () => [{ address: "10.0.0.1", family: 4 }] },
   );
   a = await createTenant(t);
-  const col = (await json(await t.request("POST", "/v1/collections", { token: a.key, json: { name: "kept" } }))).data.id;
+  const col = (await json(await t.request("POST", "/v1/collections", { token: a.key, json: { name: "kept" } }))).data
+    .id;
   ids = [col, "col_000000000000000000000", "vid_000000000000000000000", "key_x", "wh_x"];
 });
 afterAll(() => t.close());
@@ -22,7 +33,9 @@ afterAll(() => t.close());
 test("the fuzzer reaches every documented operation but the streamed upload", async () => {
   const ops = await operations(t);
   expect(ops.length).toBeGreaterThan(20);
-  expect(ops.map((o) => `${o.method} ${o.path}`)).toEqual(expect.arrayContaining(["POST /v1/search", "POST /v1/collections", "POST /v1/auth/sessions", "POST /v1/webhooks"]));
+  expect(ops.map((o) => `${o.method} ${o.path}`)).toEqual(
+    expect.arrayContaining(["POST /v1/search", "POST /v1/collections", "POST /v1/auth/sessions", "POST /v1/webhooks"]),
+  );
 });
 
 test("arbitrary input to every request schema: no 5xx, rejected writes change nothing", async () => {

@@ -48,7 +48,22 @@ const resolve = (doc: any, s: any) => (s?.$ref ? doc.components.schemas[s.$ref.s
 const junkValue = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
   fc.string(),
-  fc.constantFrom("", "0", "-1", "1e309", "NaN", "true", "null", "col_", "vid_x", "../../etc/passwd", "\u0000", "a".repeat(5000), "http://127.0.0.1/", "https://[::1]/x"),
+  fc.constantFrom(
+    "",
+    "0",
+    "-1",
+    "1e309",
+    "NaN",
+    "true",
+    "null",
+    "col_",
+    "vid_x",
+    "../../etc/passwd",
+    "\u0000",
+    "a".repeat(5000),
+    "http://127.0.0.1/",
+    "https://[::1]/x",
+  ),
 );
 
 function requestArb(op: Op, ids: string[]) {
@@ -58,21 +73,34 @@ function requestArb(op: Op, ids: string[]) {
     op.pathParams.forEach((n, i) => (p = p.replace(`{${n}}`, encodeURIComponent(vals[i] as string))));
     return p;
   });
-  const queryArb = fc.dictionary(fc.oneof(fc.constantFrom(...(op.query.length ? op.query : ["x"])), fc.string()), fc.string(), { maxKeys: 4 });
+  const queryArb = fc.dictionary(
+    fc.oneof(fc.constantFrom(...(op.query.length ? op.query : ["x"])), fc.string()),
+    fc.string(),
+    { maxKeys: 4 },
+  );
   const bodyArb = op.body
     ? fc.oneof(
-        fc.dictionary(fc.oneof(fc.constantFrom(...(op.body.fields.length ? op.body.fields : ["x"])), fc.string()), junkValue, { maxKeys: 6 }),
+        fc.dictionary(
+          fc.oneof(fc.constantFrom(...(op.body.fields.length ? op.body.fields : ["x"])), fc.string()),
+          junkValue,
+          { maxKeys: 6 },
+        ),
         junkValue,
       )
     : fc.constant(undefined);
-  return fc.record({ path: pathArb, query: queryArb, body: bodyArb, contentType: fc.constantFrom(op.body?.type ?? "application/json", "application/json", "text/plain") });
+  return fc.record({
+    path: pathArb,
+    query: queryArb,
+    body: bodyArb,
+    contentType: fc.constantFrom(op.body?.type ?? "application/json", "application/json", "text/plain"),
+  });
 }
 
 function encodeBody(type: string, body: unknown): string | FormData | undefined {
   if (body === undefined) return undefined;
   if (type === "application/json") return JSON.stringify(body);
   const flat = body !== null && typeof body === "object" && !Array.isArray(body) ? Object.entries(body) : [["x", body]];
-  const strings = flat.map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v) ?? ""] as [string, string]);
+  const strings = flat.map(([k, v]) => [k, typeof v === "string" ? v : (JSON.stringify(v) ?? "")] as [string, string]);
   if (type === "multipart/form-data") {
     const fd = new FormData();
     for (const [k, v] of strings) fd.append(k, v);
@@ -91,7 +119,12 @@ async function fingerprint(t: TestApp, token: string): Promise<string> {
   return parts.join("\n");
 }
 
-export async function fuzzSchemas(t: TestApp, tenant: Tenant, runs: number, ids: string[]): Promise<{ cases: number; statuses: Record<number, number> }> {
+export async function fuzzSchemas(
+  t: TestApp,
+  tenant: Tenant,
+  runs: number,
+  ids: string[],
+): Promise<{ cases: number; statuses: Record<number, number> }> {
   const ops = await operations(t);
   const statuses: Record<number, number> = {};
   let cases = 0;
@@ -102,14 +135,20 @@ export async function fuzzSchemas(t: TestApp, tenant: Tenant, runs: number, ids:
       const before = write ? await fingerprint(t, tenant.adminToken) : "";
       const qs = new URLSearchParams(req.query).toString();
       const body = encodeBody(req.contentType, req.body);
-      const headers: Record<string, string> = body instanceof FormData || body === undefined ? {} : { "content-type": req.contentType };
-      const res = await t.request(op.method, `${req.path}${qs ? `?${qs}` : ""}`, { token: tenant.adminToken, body, headers });
+      const headers: Record<string, string> =
+        body instanceof FormData || body === undefined ? {} : { "content-type": req.contentType };
+      const res = await t.request(op.method, `${req.path}${qs ? `?${qs}` : ""}`, {
+        token: tenant.adminToken,
+        body,
+        headers,
+      });
       const text = await res.text();
       cases++;
       statuses[res.status] = (statuses[res.status] ?? 0) + 1;
       if (res.status >= 500) {
         const code = JSON.parse(text)?.detail?.code;
-        if (!(res.status === 503 && ["MODEL_NOT_INSTALLED", "SEARCH_UNAVAILABLE"].includes(code))) throw new Error(`${op.method} ${req.path} → ${res.status} ${text.slice(0, 300)}`);
+        if (!(res.status === 503 && ["MODEL_NOT_INSTALLED", "SEARCH_UNAVAILABLE"].includes(code)))
+          throw new Error(`${op.method} ${req.path} → ${res.status} ${text.slice(0, 300)}`);
       }
       if (res.status >= 400 && write) {
         const after = await fingerprint(t, tenant.adminToken);

@@ -108,7 +108,9 @@ describe("SqliteUnitOfWork", () => {
     a.uow.run(
       () => {
         // A deferred transaction would hold no lock yet; this one already does.
-        expect(() => b.uow.run(() => new EventStore(b.db).record("acc_b", "video.created", {}))).toThrow(/locked|busy/i);
+        expect(() => b.uow.run(() => new EventStore(b.db).record("acc_b", "video.created", {}))).toThrow(
+          /locked|busy/i,
+        );
       },
       { immediate: true },
     );

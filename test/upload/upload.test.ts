@@ -25,7 +25,12 @@ afterAll(() => t.close());
 function form(fields: Record<string, string>, file?: { path?: string; bytes?: Uint8Array; name: string }) {
   const fd = new FormData();
   for (const [k, v] of Object.entries(fields)) fd.append(k, v);
-  if (file) fd.append("file", file.path ? Bun.file(file.path) : new Blob([(file.bytes ?? new Uint8Array()) as Uint8Array<ArrayBuffer>]), file.name);
+  if (file)
+    fd.append(
+      "file",
+      file.path ? Bun.file(file.path) : new Blob([(file.bytes ?? new Uint8Array()) as Uint8Array<ArrayBuffer>]),
+      file.name,
+    );
   return fd;
 }
 
@@ -48,15 +53,38 @@ describe("POST /v1/upload", () => {
     const res = await upload(a.key, form({ collection_id: colA }, { path: mp4, name: "My Clip.mp4" }));
     expect(res.status).toBe(202);
     const { data } = await json(res);
-    expect(data).toEqual({ job_id: expect.stringMatching(/^job_/), video_id: expect.stringMatching(/^vid_/), status: "queued" });
+    expect(data).toEqual({
+      job_id: expect.stringMatching(/^job_/),
+      video_id: expect.stringMatching(/^vid_/),
+      status: "queued",
+    });
     const video = (await json(await t.request("GET", `/v1/videos/${data.video_id}`, { token: a.readOnlyKey }))).data;
-    expect(video).toMatchObject({ id: data.video_id, filename: "My Clip.mp4", collection_id: colA, user_id: a.accountId, status: "queued", mime_type: "video/mp4" });
+    expect(video).toMatchObject({
+      id: data.video_id,
+      filename: "My Clip.mp4",
+      collection_id: colA,
+      user_id: a.accountId,
+      status: "queued",
+      mime_type: "video/mp4",
+    });
     expect(video.file_size_bytes).toBe(Bun.file(mp4).size);
     expect(video.playback_url).toContain(`/media/videos/${data.video_id}/source?expires=`);
     const job = (await json(await t.request("GET", `/v1/jobs/${data.job_id}`, { token: a.key }))).data;
-    expect(job).toMatchObject({ id: data.job_id, job_id: data.job_id, video_id: data.video_id, user_id: a.accountId, status: "queued", error: null });
+    expect(job).toMatchObject({
+      id: data.job_id,
+      job_id: data.job_id,
+      video_id: data.video_id,
+      user_id: a.accountId,
+      status: "queued",
+      error: null,
+    });
     const ev = t.stores.events.list({ accountId: a.accountId, type: "video.created" });
-    expect(ev.map((e) => JSON.parse(e.payload))).toContainEqual({ video_id: data.video_id, job_id: data.job_id, collection_id: colA, filename: "My Clip.mp4" });
+    expect(ev.map((e) => JSON.parse(e.payload))).toContainEqual({
+      video_id: data.video_id,
+      job_id: data.job_id,
+      collection_id: colA,
+      filename: "My Clip.mp4",
+    });
     expect(await metric(t, "vsearch_jobs", { status: "queued" })).toBeGreaterThanOrEqual(1);
     const stored = readdirSync(join(t.dir, "videos", data.video_id));
     expect(stored).toContain("source.mp4");
@@ -105,7 +133,10 @@ describe("POST /v1/upload", () => {
     writeFileSync(renamed, await Bun.file(png).bytes());
     const text = join(media, "notes.mp4");
     writeFileSync(text, "just some text, not a video\n".repeat(50));
-    const audio = await ffmpeg(["-f", "lavfi", "-i", "sine=frequency=300:duration=1", "-c:a", "aac"], join(media, "tone.m4a"));
+    const audio = await ffmpeg(
+      ["-f", "lavfi", "-i", "sine=frequency=300:duration=1", "-c:a", "aac"],
+      join(media, "tone.m4a"),
+    );
     for (const path of [renamed, text, audio]) {
       const before = snapshot();
       const res = await upload(a.key, form({ collection_id: colA }, { path, name: path.split("/").pop()! }));
@@ -143,14 +174,18 @@ describe("POST /v1/upload", () => {
 describe("videos and jobs", () => {
   test("list, filter, get; another account's ids are 404; delete removes files, rows and records video.deleted", async () => {
     const { data } = await json(await upload(a.key, form({ collection_id: colA }, { path: mp4, name: "del.mp4" })));
-    const list = await json(await t.request("GET", `/v1/videos?collection_id=${colA}&status=queued,processing`, { token: a.key }));
+    const list = await json(
+      await t.request("GET", `/v1/videos?collection_id=${colA}&status=queued,processing`, { token: a.key }),
+    );
     expect(list.data.map((v: any) => v.id)).toContain(data.video_id);
     expect(list.meta).toMatchObject({ page: 1, per_page: 20 });
     expect((await t.request("GET", "/v1/videos?status=bogus", { token: a.key })).status).toBe(422);
     expect((await t.request("GET", "/v1/videos?per_page=101", { token: a.key })).status).toBe(422);
     expect((await t.request("GET", `/v1/videos/${data.video_id}`, { token: b.key })).status).toBe(404);
     expect((await t.request("GET", `/v1/jobs/${data.job_id}`, { token: b.key })).status).toBe(404);
-    expect((await json(await t.request("GET", `/v1/jobs?video_id=${data.video_id}`, { token: a.key }))).data).toHaveLength(1);
+    expect(
+      (await json(await t.request("GET", `/v1/jobs?video_id=${data.video_id}`, { token: a.key }))).data,
+    ).toHaveLength(1);
     expect((await json(await t.request("GET", "/v1/jobs?status=done", { token: a.key }))).data).toEqual([]);
     expect((await t.request("GET", "/v1/jobs?status=nope", { token: a.key })).status).toBe(422);
     expect((await t.request("DELETE", `/v1/videos/${data.video_id}`, { token: b.key })).status).toBe(404);
@@ -167,7 +202,8 @@ describe("videos and jobs", () => {
   });
 
   test("deleting a collection cascades to its videos and their files", async () => {
-    const col = (await json(await t.request("POST", "/v1/collections", { token: a.key, json: { name: "doomed" } }))).data.id;
+    const col = (await json(await t.request("POST", "/v1/collections", { token: a.key, json: { name: "doomed" } })))
+      .data.id;
     const { data } = await json(await upload(a.key, form({ collection_id: col }, { path: mp4, name: "c.mp4" })));
     const got = (await json(await t.request("GET", `/v1/collections/${col}`, { token: a.key }))).data;
     expect(got.video_count).toBe(1);

@@ -12,8 +12,22 @@ import type { SearchDomain } from "../../src/search/domain.ts";
 import type { SearchRequest } from "../../src/search/schema.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 import {
-  addVideo, background, concept, createCollection, createTenant, HandEmbedder, indexVideo, multipart, near, rng, searchDomainOf, searchRequest, type SearchTestApp,
-  segmentsOf, startSearchApp, type Tenant,
+  addVideo,
+  background,
+  concept,
+  createCollection,
+  createTenant,
+  HandEmbedder,
+  indexVideo,
+  multipart,
+  near,
+  rng,
+  searchDomainOf,
+  searchRequest,
+  type SearchTestApp,
+  segmentsOf,
+  startSearchApp,
+  type Tenant,
 } from "../search/helpers.ts";
 
 const FRAMES = 20_000;
@@ -26,7 +40,10 @@ const embedder = new HandEmbedder({ wall: concept(3) });
 const VECTOR_INDEX = { trainAt: 4096, lists: 64, centerSample: 256 };
 
 beforeAll(async () => {
-  png = await ffmpeg(["-f", "lavfi", "-i", "color=c=red:size=64x64", "-frames:v", "1"], join(scratchDir("app-probe"), "red.png"));
+  png = await ffmpeg(
+    ["-f", "lavfi", "-i", "color=c=red:size=64x64", "-frames:v", "1"],
+    join(scratchDir("app-probe"), "red.png"),
+  );
   // The hand embedder maps any image to concept 14 and "wall" to concept 3.
   t = await startSearchApp({ embedder, vectorIndex: VECTOR_INDEX });
   a = createTenant(t);
@@ -50,7 +67,9 @@ async function post(body: FormData) {
 const imageBytes = () => Uint8Array.from(readFileSync(png));
 const imageQuery = () => multipart({ image: new Blob([imageBytes()], { type: "image/png" }), modes: "video" }).body;
 async function run(req: SearchRequest) {
-  return segmentsOf({ data: (await domain.search.search(a.accountId, req)).videos }).sort((x: any, y: any) => x.rank - y.rank);
+  return segmentsOf({ data: (await domain.search.search(a.accountId, req)).videos }).sort(
+    (x: any, y: any) => x.rank - y.rank,
+  );
 }
 
 describe("image-only searches probe the inverted lists", () => {
@@ -90,7 +109,10 @@ describe("image-only searches probe the inverted lists", () => {
     const small = addVideo(t, a.accountId, createCollection(t, a.accountId, "Short"), { duration: 300 });
     const r = rng(9);
     const framesOf = (wallAt: number) =>
-      Array.from({ length: 300 }, (_, i) => ({ timestamp: i, embedding: i >= wallAt && i < wallAt + 3 ? near(3, 0.97, r) : background(r) }));
+      Array.from({ length: 300 }, (_, i) => ({
+        timestamp: i,
+        embedding: i >= wallAt && i < wallAt + 3 ? near(3, 0.97, r) : background(r),
+      }));
     // This domain is the app's twin, not the app: it hears of the app's writes by the same hook.
     indexVideo(t, small, { frames: framesOf(100) });
     domain.indexes.onVideoIndexed(small);

@@ -13,7 +13,12 @@ import { exactTopK, indexOf, recallAt, row } from "./helpers.ts";
 const dim = 512;
 const ds = generateDataset({ n: 12_000, dim, kind: "clustered", seed: 41, collections: 5, framesPerVideo: 100 });
 const q = (Q: Float32Array, i: number) => Q.subarray(i * dim, (i + 1) * dim);
-const built = new Map([32, 64, 128].map((c) => [c, indexOf(ds, { trainAt: 4096, lists: 200, chunkRows: c as 32 | 64 | 128 }, undefined, true).index]));
+const built = new Map(
+  [32, 64, 128].map((c) => [
+    c,
+    indexOf(ds, { trainAt: 4096, lists: 200, chunkRows: c as 32 | 64 | 128 }, undefined, true).index,
+  ]),
+);
 
 it("rejects a chunk size the kernels are not built for", () => {
   expect(() => makeLayout(dim, 2, 48)).toThrow(RangeError);
@@ -26,10 +31,14 @@ describe.each([32, 64])("%i rows a chunk", (chunkRows) => {
 
   it("image-like probes and text-like flat scans keep recall@10 ≥ 0.95", () => {
     expect(index.listCount("acct")).toBeGreaterThan(150);
-    const QI = generateQueries(ds, 15, "image", 7), QT = generateQueries(ds, 10, "text", 8);
-    let image = 0, text = 0;
-    for (let i = 0; i < 15; i++) image += recallAt(index.search(q(QI, i), { partition: "acct", k: 10, probe: 0.2 }), exactTopK(ds, q(QI, i), 10));
-    for (let i = 0; i < 10; i++) text += recallAt(index.search(q(QT, i), { partition: "acct", k: 10 }), exactTopK(ds, q(QT, i), 10));
+    const QI = generateQueries(ds, 15, "image", 7),
+      QT = generateQueries(ds, 10, "text", 8);
+    let image = 0,
+      text = 0;
+    for (let i = 0; i < 15; i++)
+      image += recallAt(index.search(q(QI, i), { partition: "acct", k: 10, probe: 0.2 }), exactTopK(ds, q(QI, i), 10));
+    for (let i = 0; i < 10; i++)
+      text += recallAt(index.search(q(QT, i), { partition: "acct", k: 10 }), exactTopK(ds, q(QT, i), 10));
     expect(image / 15).toBeGreaterThanOrEqual(0.95);
     expect(text / 10).toBeGreaterThanOrEqual(0.95);
   });
@@ -40,10 +49,17 @@ describe.each([32, 64])("%i rows a chunk", (chunkRows) => {
       const col = ds.collection[i * 1000];
       const got = index.search(q(Q, i), { partition: "acct", k: 10, allow: { collections: [col] } });
       for (const g of got) expect(ds.collection[g.rowId - 1000]).toBe(col);
-      expect(recallAt(got, exactTopK(ds, q(Q, i), 10, (j) => ds.collection[j] === col))).toBeGreaterThanOrEqual(0.8);
+      expect(
+        recallAt(
+          got,
+          exactTopK(ds, q(Q, i), 10, (j) => ds.collection[j] === col),
+        ),
+      ).toBeGreaterThanOrEqual(0.8);
       const vid = ds.video[i * 1000 + 7];
       const inVideo = index.search(q(Q, i), { partition: "acct", k: 5, allow: { videos: [vid] } });
-      expect(inVideo.map((r) => r.rowId)).toEqual(exactTopK(ds, q(Q, i), 5, (j) => ds.video[j] === vid).map((r) => r.rowId));
+      expect(inVideo.map((r) => r.rowId)).toEqual(
+        exactTopK(ds, q(Q, i), 5, (j) => ds.video[j] === vid).map((r) => r.rowId),
+      );
       const first = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.3 });
       const excluded = first.slice(0, 3).map((r) => r.rowId);
       const again = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.3, allow: { excludeRowIds: excluded } });

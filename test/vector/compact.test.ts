@@ -6,7 +6,13 @@
  */
 import { describe, expect, it } from "vitest";
 import { generateDataset, generateQueries } from "../../bench/lib/synthetic.ts";
-import { createMemoryVectorSource, createVectorIndex, type SearchOptions, type VectorIndex, type VectorRow } from "../../src/vector/index.ts";
+import {
+  createMemoryVectorSource,
+  createVectorIndex,
+  type SearchOptions,
+  type VectorIndex,
+  type VectorRow,
+} from "../../src/vector/index.ts";
 import { exactTopK, row } from "./helpers.ts";
 
 const dim = 512;
@@ -21,16 +27,30 @@ function rowsOf(ids: Iterable<number>, source: ReturnType<typeof createMemoryVec
   const rows: VectorRow[] = [];
   for (const i of ids) {
     source.set(1000 + i, row(ds, i));
-    rows.push({ rowId: 1000 + i, vector: row(ds, i), partition: "acct", groupA: ds.collection[i], groupB: ds.video[i] });
+    rows.push({
+      rowId: 1000 + i,
+      vector: row(ds, i),
+      partition: "acct",
+      groupA: ds.collection[i],
+      groupB: ds.video[i],
+    });
   }
   return rows;
 }
 
-function build(opts: { compactFreeShare?: number; segmentBytes?: number } = {}): { idx: VectorIndex; source: ReturnType<typeof createMemoryVectorSource> } {
+function build(opts: { compactFreeShare?: number; segmentBytes?: number } = {}): {
+  idx: VectorIndex;
+  source: ReturnType<typeof createMemoryVectorSource>;
+} {
   const source = createMemoryVectorSource();
   const idx = createVectorIndex({ dim, source, trainAt: 4096, ...opts });
   for (let i = 0; i < ds.n; i += 3000) {
-    idx.add(rowsOf(Array.from({ length: 3000 }, (_, j) => i + j), source));
+    idx.add(
+      rowsOf(
+        Array.from({ length: 3000 }, (_, j) => i + j),
+        source,
+      ),
+    );
     idx.flushTraining();
   }
   return { idx, source };
@@ -47,15 +67,25 @@ function allRows(idx: VectorIndex): number[] {
 
 /** Answers to a fixed set of searches: flat, probing, under a collection filter, under a video filter. */
 function answers(idx: VectorIndex): unknown[] {
-  const variants: Partial<SearchOptions>[] = [{}, { probe: 0.05 }, { allow: { collections: [2] } }, { allow: { videos: videos.slice(0, 40) } }, { k: 100 }];
+  const variants: Partial<SearchOptions>[] = [
+    {},
+    { probe: 0.05 },
+    { allow: { collections: [2] } },
+    { allow: { videos: videos.slice(0, 40) } },
+    { k: 100 },
+  ];
   const out: unknown[] = [];
   for (const Q of [text, image]) {
-    for (let i = 0; i < 6; i++) for (const v of variants) out.push(idx.search(q(Q, i), { partition: "acct", k: 10, ...v }));
+    for (let i = 0; i < 6; i++)
+      for (const v of variants) out.push(idx.search(q(Q, i), { partition: "acct", k: 10, ...v }));
   }
   return out;
 }
 
-const expectedIds = (keep: (i: number) => boolean) => Array.from({ length: ds.n }, (_, i) => i).filter(keep).map((i) => 1000 + i);
+const expectedIds = (keep: (i: number) => boolean) =>
+  Array.from({ length: ds.n }, (_, i) => i)
+    .filter(keep)
+    .map((i) => 1000 + i);
 
 describe("compaction", () => {
   it("after a rebuild gives memory back, keeps every row once and every answer the same", () => {
@@ -64,7 +94,9 @@ describe("compaction", () => {
     idx.rebuild("acct");
     expect(idx.segments).toBeGreaterThan(1);
     expect(idx.compactions.count).toBe(0);
-    const before = answers(idx), rowsBefore = allRows(idx), bytes = idx.memoryBytes;
+    const before = answers(idx),
+      rowsBefore = allRows(idx),
+      bytes = idx.memoryBytes;
     expect(rowsBefore).toEqual(expectedIds(() => true));
 
     const r = idx.compact();
@@ -96,7 +128,8 @@ describe("compaction", () => {
     // Remove 40 % of the rows: the freed blocks pass 25 % of the memory and it is compacted (the
     // 64 lists of ~375 rows keep a part-filled last chunk each, so chunks fall by ~1/3 only).
     const gone = (i: number) => i % 5 < 2;
-    const c1 = idx.compactions.count, bytes1 = idx.memoryBytes;
+    const c1 = idx.compactions.count,
+      bytes1 = idx.memoryBytes;
     for (let i = 0; i < ds.n; i += 1000) {
       const ids = Array.from({ length: 1000 }, (_, j) => i + j).filter(gone);
       expect(idx.remove(ids.map((j) => 1000 + j))).toBe(ids.length);
@@ -134,10 +167,22 @@ describe("compaction", () => {
     const n = 16_000;
     const exact = (i: number) => exactTopK(ds, q(text, i), 10, (j) => j < n).map((r) => r.rowId);
     const got = (i: number) => idx.search(q(text, i), { partition: "acct", k: 10 }).map((r) => r.rowId);
-    idx.add(rowsOf(Array.from({ length: 8000 }, (_, i) => i), source));
-    idx.add(rowsOf(Array.from({ length: 8000 }, (_, i) => 8000 + i), source));
+    idx.add(
+      rowsOf(
+        Array.from({ length: 8000 }, (_, i) => i),
+        source,
+      ),
+    );
+    idx.add(
+      rowsOf(
+        Array.from({ length: 8000 }, (_, i) => 8000 + i),
+        source,
+      ),
+    );
     expect(idx.training.pending).toBe(1);
-    let turns = 0, skipped = 0, compactingTurns = 0;
+    let turns = 0,
+      skipped = 0,
+      compactingTurns = 0;
     while (idx.training.pending > 0 || idx.compactions.pending > 0) {
       if (idx.compactions.pending > 0) compactingTurns++;
       await turn();
@@ -170,8 +215,10 @@ describe("compaction", () => {
       const idx = createVectorIndex({ dim, source, trainAt: 4096, ...(compactFreeShare ? { compactFreeShare } : {}) });
       return { idx, source };
     };
-    const a = make(), b = make(Infinity);
-    const both = (f: (x: { idx: VectorIndex; source: ReturnType<typeof createMemoryVectorSource> }) => void) => [a, b].forEach(f);
+    const a = make(),
+      b = make(Infinity);
+    const both = (f: (x: { idx: VectorIndex; source: ReturnType<typeof createMemoryVectorSource> }) => void) =>
+      [a, b].forEach(f);
     const live = new Set<number>();
     const add = (ids: number[]) => {
       both((x) => x.idx.add(rowsOf(ids, x.source)));
@@ -189,7 +236,8 @@ describe("compaction", () => {
     // Half the rows go: a compaction starts (sliced), and work goes on during it.
     remove(Array.from({ length: 20_000 }, (_, i) => i).filter((i) => i % 2 === 0));
     expect(a.idx.compactions.pending).toBe(1);
-    let turns = 0, next = 20_000;
+    let turns = 0,
+      next = 20_000;
     // Searches that depend on the codes: 64 coarse candidates, 8 rescored exactly.
     const strict = { candidates: 64, rescore: 8 };
     while (a.idx.compactions.pending > 0) {
@@ -201,17 +249,21 @@ describe("compaction", () => {
         add(Array.from({ length: 40 }, (_, j) => next + j));
         next += 40;
       }
-      add([turns * 2 % 20_000]);
+      add([(turns * 2) % 20_000]);
       // Removes fill each hole with their list's last row: chunks written all over the partition.
       remove(Array.from({ length: 30 }, (_, j) => (turns * 331 + j * 661) % 20_000));
       const qi = turns % 6;
       for (const o of [{}, { probe: 0.05 }, { allow: { collections: [turns % 4] } }, strict]) {
-        for (const Q of [text, image]) expect(a.idx.search(q(Q, qi), { partition: "acct", k: 10, ...o })).toEqual(b.idx.search(q(Q, qi), { partition: "acct", k: 10, ...o }));
+        for (const Q of [text, image])
+          expect(a.idx.search(q(Q, qi), { partition: "acct", k: 10, ...o })).toEqual(
+            b.idx.search(q(Q, qi), { partition: "acct", k: 10, ...o }),
+          );
       }
     }
     // Every live row found by its own vector through its code (few candidates, few rescored): a
     // row whose code was left stale in the fresh memory would be missed.
-    for (const i of live) expect(a.idx.search(row(ds, i), { partition: "acct", k: 1, ...strict })[0]?.rowId).toBe(1000 + i);
+    for (const i of live)
+      expect(a.idx.search(row(ds, i), { partition: "acct", k: 1, ...strict })[0]?.rowId).toBe(1000 + i);
     expect(turns).toBeGreaterThan(1);
     expect(a.idx.compactions.count).toBeGreaterThan(0);
     expect(a.idx.compactions.errors).toBe(0);
@@ -230,7 +282,11 @@ describe("compaction", () => {
     const { idx } = build();
     idx.rebuild("acct");
     const gone = (i: number) => i % 2 === 1;
-    idx.remove(Array.from({ length: ds.n }, (_, i) => i).filter(gone).map((i) => 1000 + i));
+    idx.remove(
+      Array.from({ length: ds.n }, (_, i) => i)
+        .filter(gone)
+        .map((i) => 1000 + i),
+    );
     expect(idx.compactions.pending).toBe(1);
     const c0 = idx.compactions;
     idx.rebuild("acct");
@@ -239,6 +295,7 @@ describe("compaction", () => {
     expect(c1.abandoned).toBe(c0.abandoned + 1);
     expect(c1.errors).toBe(0);
     expect(allRows(idx)).toEqual(expectedIds((i) => !gone(i)));
-    for (let i = 0; i < ds.n; i += 2 * 37) expect(idx.search(row(ds, i), { partition: "acct", k: 1, candidates: 64, rescore: 8 })[0].rowId).toBe(1000 + i);
+    for (let i = 0; i < ds.n; i += 2 * 37)
+      expect(idx.search(row(ds, i), { partition: "acct", k: 1, candidates: 64, rescore: 8 })[0].rowId).toBe(1000 + i);
   }, 120_000);
 });

@@ -1,4 +1,9 @@
-import { createMemoryVectorSource, createVectorIndex, type VectorIndex, type VectorIndexOptions } from "../../src/vector/index.ts";
+import {
+  createMemoryVectorSource,
+  createVectorIndex,
+  type VectorIndex,
+  type VectorIndexOptions,
+} from "../../src/vector/index.ts";
 import type { Dataset } from "../../bench/lib/synthetic.ts";
 
 export function row(ds: Dataset, i: number): Float32Array {
@@ -18,7 +23,13 @@ export function indexOf(
   const rows = [];
   for (let i = 0; i < ds.n; i++) {
     source.set(1000 + i, row(ds, i));
-    rows.push({ rowId: 1000 + i, vector: row(ds, i), partition: partitionOf(i), groupA: ds.collection[i], groupB: ds.video[i] });
+    rows.push({
+      rowId: 1000 + i,
+      vector: row(ds, i),
+      partition: partitionOf(i),
+      groupA: ds.collection[i],
+      groupB: ds.video[i],
+    });
   }
   for (let i = 0; i < rows.length; i += 2048) {
     index.add(rows.slice(i, i + 2048));
@@ -30,7 +41,12 @@ export function indexOf(
 }
 
 /** Exact top-k (rowId = 1000 + row) by cosine among rows passing `keep`, best first. */
-export function exactTopK(ds: Dataset, query: Float32Array, k: number, keep: (i: number) => boolean = () => true): { rowId: number; score: number }[] {
+export function exactTopK(
+  ds: Dataset,
+  query: Float32Array,
+  k: number,
+  keep: (i: number) => boolean = () => true,
+): { rowId: number; score: number }[] {
   const { dim } = ds;
   let qn = 0;
   for (let j = 0; j < dim; j++) qn += query[j] * query[j];
@@ -38,7 +54,8 @@ export function exactTopK(ds: Dataset, query: Float32Array, k: number, keep: (i:
   const scored: { rowId: number; score: number }[] = [];
   for (let i = 0; i < ds.n; i++) {
     if (!keep(i)) continue;
-    let dot = 0, nn = 0;
+    let dot = 0,
+      nn = 0;
     for (let j = 0; j < dim; j++) {
       const x = ds.vectors[i * dim + j];
       dot += query[j] * x;

@@ -4,7 +4,14 @@ import { createMemoryVectorSource, createVectorIndex, type SearchStats } from ".
 import { exactTopK, indexOf, recallAt, row } from "./helpers.ts";
 
 const dim = 512;
-const newStats = (): SearchStats => ({ path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } });
+const newStats = (): SearchStats => ({
+  path: "empty",
+  allowed: 0,
+  coarse: 0,
+  middle: 0,
+  rescored: 0,
+  ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 },
+});
 
 // 40 000 clustered rows: above the sampling threshold (256 chunks = 32 768 rows), so the whole
 // approximate path runs; built once for the read-only tests.
@@ -32,7 +39,8 @@ describe("recall against an exact scan (clustered set)", () => {
 
   it("a tiny candidate pool really is approximate (the knob reaches the scan)", () => {
     const Q = generateQueries(big, 10, "text", 5);
-    let small = 0, large = 0;
+    let small = 0,
+      large = 0;
     for (let i = 0; i < 10; i++) {
       const q = Q.subarray(i * dim, (i + 1) * dim);
       const truth = exactTopK(big, q, 10);
@@ -90,11 +98,12 @@ describe("raising k for the same query", () => {
 
   it("rescores max(rescoreMin, 4k) rows for small k and k + 256 for large k", () => {
     const q = Q.subarray(0, dim);
-    const sizes = (opts: { rescore?: number } = {}) => [10, 128, 512].map((k) => {
-      const st = newStats();
-      bigIndex.search(q, { partition: "acct", k, stats: st, ...opts });
-      return [st.rescored, st.middle];
-    });
+    const sizes = (opts: { rescore?: number } = {}) =>
+      [10, 128, 512].map((k) => {
+        const st = newStats();
+        bigIndex.search(q, { partition: "acct", k, stats: st, ...opts });
+        return [st.rescored, st.middle];
+      });
     const def = sizes();
     // rescoreMin defaults to 128 with the 2-bit middle pass (64 with refineBits 4), and 1/16 of the middle stage (1 024 rows here).
     expect(def.map(([r]) => r)).toEqual([128, 384, 768]);
@@ -219,7 +228,10 @@ describe("small partitions, edge cases", () => {
     const q = generateQueries(small, 1, "image", 8);
     const top = exactTopK(small, q, 10);
     // Remove the 5 best and every third row: slots get refilled from the tail.
-    const gone = new Set([...top.slice(0, 5).map((t) => t.rowId), ...Array.from({ length: 1000 }, (_, i) => 1000 + 3 * i)]);
+    const gone = new Set([
+      ...top.slice(0, 5).map((t) => t.rowId),
+      ...Array.from({ length: 1000 }, (_, i) => 1000 + 3 * i),
+    ]);
     expect(index.remove([...gone, 999_999])).toBe(gone.size);
     expect(index.size).toBe(3000 - gone.size);
     for (const id of gone) expect(index.has(id)).toBe(false);
@@ -267,7 +279,13 @@ describe("small partitions, edge cases", () => {
     const q = row(small, 0);
     expect(index.size).toBe(0);
     expect(index.search(q, { partition: "acct", k: 10 })).toEqual([]);
-    const rows = [0, 1, 2, 3, 4].map((i) => ({ rowId: 50 + i, vector: row(small, i * 500), partition: "acct", groupA: 1, groupB: i }));
+    const rows = [0, 1, 2, 3, 4].map((i) => ({
+      rowId: 50 + i,
+      vector: row(small, i * 500),
+      partition: "acct",
+      groupA: 1,
+      groupB: i,
+    }));
     for (const r of rows) source.set(r.rowId, r.vector);
     index.add(rows);
     const got = index.search(q, { partition: "acct", k: 100 });
@@ -283,14 +301,22 @@ describe("small partitions, edge cases", () => {
     source.set(1, row(small, 2000));
     index.add([{ rowId: 1, vector: row(small, 2000), partition: "acct", groupA: 2, groupB: 2 }]);
     expect(index.size).toBe(1);
-    expect(index.search(row(small, 2000), { partition: "acct", k: 1, allow: { collections: [2] } })[0].score).toBeCloseTo(1, 5);
+    expect(
+      index.search(row(small, 2000), { partition: "acct", k: 1, allow: { collections: [2] } })[0].score,
+    ).toBeCloseTo(1, 5);
     expect(index.search(row(small, 2000), { partition: "acct", k: 1, allow: { collections: [1] } })).toEqual([]);
   });
 
   it("learns the centre once the sample is full and re-encodes the rows added before", () => {
     const source = createMemoryVectorSource();
     const learned = createVectorIndex({ dim, source, centerSample: 500, exactBelow: 0 });
-    const rows = Array.from({ length: 900 }, (_, i) => ({ rowId: 5000 + i, vector: row(small, i), partition: "acct", groupA: 0, groupB: small.video[i] }));
+    const rows = Array.from({ length: 900 }, (_, i) => ({
+      rowId: 5000 + i,
+      vector: row(small, i),
+      partition: "acct",
+      groupA: 0,
+      groupB: small.video[i],
+    }));
     for (const r of rows) source.set(r.rowId, r.vector);
     learned.add(rows.slice(0, 400));
     expect(learned.center).toBeNull();
@@ -307,7 +333,9 @@ describe("small partitions, edge cases", () => {
     const Q = generateQueries(small, 30, "text", 6);
     for (let i = 0; i < 30; i++) {
       const q = Q.subarray(i * dim, (i + 1) * dim);
-      expect(learned.search(q, { partition: "acct", k: 5, candidates: 40 })).toEqual(given.search(q, { partition: "acct", k: 5, candidates: 40 }));
+      expect(learned.search(q, { partition: "acct", k: 5, candidates: 40 })).toEqual(
+        given.search(q, { partition: "acct", k: 5, candidates: 40 }),
+      );
     }
   });
 

@@ -9,7 +9,14 @@ import { createMemoryVectorSource, createVectorIndex, type SearchStats } from ".
 import { exactTopK, indexOf, recallAt, row } from "./helpers.ts";
 
 const dim = 512;
-const newStats = (): SearchStats => ({ path: "empty", allowed: 0, coarse: 0, middle: 0, rescored: 0, ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 } });
+const newStats = (): SearchStats => ({
+  path: "empty",
+  allowed: 0,
+  coarse: 0,
+  middle: 0,
+  rescored: 0,
+  ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 },
+});
 
 // 24 000 clustered rows, lists trained at 4 096 rows and retrained at 16 384 (4×),
 const ds = generateDataset({ n: 24_000, dim, kind: "clustered", seed: 5, collections: 6, framesPerVideo: 120 });
@@ -22,7 +29,12 @@ describe("inverted lists: training and probing", () => {
     const small = indexOf(generateDataset({ n: 3000, dim, kind: "clustered", seed: 6 }), { trainAt: 4096 }).index;
     expect(small.listCount("acct")).toBe(1);
     // Default list counts: ~n / 256 at each training (16 at 4 096 rows, 64 at 16 384).
-    const grown = indexOf(generateDataset({ n: 17_000, dim, kind: "clustered", seed: 7 }), { trainAt: 4096 }, undefined, true).index;
+    const grown = indexOf(
+      generateDataset({ n: 17_000, dim, kind: "clustered", seed: 7 }),
+      { trainAt: 4096 },
+      undefined,
+      true,
+    ).index;
     expect(grown.listCount("acct")).toBeGreaterThanOrEqual(56);
     expect(grown.listCount("acct")).toBeLessThanOrEqual(72);
     // `lists: 96` is a target: each of the 16 coarse groups' share is rounded.
@@ -34,7 +46,8 @@ describe("inverted lists: training and probing", () => {
 
   it("image-like queries: probing a fraction of the rows keeps recall@10 ≥ 0.95 against brute force", () => {
     const Q = generateQueries(ds, 20, "image", 3);
-    let sum = 0, scanned = 0;
+    let sum = 0,
+      scanned = 0;
     for (let i = 0; i < 20; i++) {
       const stats = newStats();
       const got = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.2, stats });
@@ -63,7 +76,8 @@ describe("inverted lists: training and probing", () => {
   it("a larger probe never lowers recall on average and reads more rows", () => {
     const Q = generateQueries(ds, 12, "text", 9);
     const run = (probe: number) => {
-      let r = 0, rows = 0;
+      let r = 0,
+        rows = 0;
       for (let i = 0; i < 12; i++) {
         const stats = newStats();
         r += recallAt(index.search(q(Q, i), { partition: "acct", k: 10, probe, stats }), exactTopK(ds, q(Q, i), 10));
@@ -71,7 +85,8 @@ describe("inverted lists: training and probing", () => {
       }
       return { r, rows };
     };
-    const lo = run(0.05), hi = run(0.4);
+    const lo = run(0.05),
+      hi = run(0.4);
     expect(hi.rows).toBeGreaterThan(lo.rows);
     expect(hi.r).toBeGreaterThanOrEqual(lo.r);
   });
@@ -80,7 +95,9 @@ describe("inverted lists: training and probing", () => {
     const Q = generateQueries(ds, 12, "image", 11);
     // probe·√(probeSqrtAt·n) rows: 0.4 × √(6 000 × 24 000) = 4 800 rows, what probe 0.2 reads.
     for (let i = 0; i < 12; i++) {
-      const sqrt = newStats(), share = newStats(), open = newStats();
+      const sqrt = newStats(),
+        share = newStats(),
+        open = newStats();
       const a = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.4, probeSqrtAt: 6000, stats: sqrt });
       const b = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.2, stats: share });
       index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.4, stats: open });
@@ -90,7 +107,8 @@ describe("inverted lists: training and probing", () => {
       expect(open.scanned!).toBeGreaterThan(sqrt.scanned!);
     }
     // A partition smaller than probeSqrtAt reads a larger share: 0.2 × √(4 n · n) = 0.4 n.
-    const under = newStats(), plain = newStats();
+    const under = newStats(),
+      plain = newStats();
     index.search(q(Q, 1), { partition: "acct", k: 10, probe: 0.2, probeSqrtAt: 4 * ds.n, stats: under });
     index.search(q(Q, 1), { partition: "acct", k: 10, probe: 0.4, stats: plain });
     expect(under.scanned).toBe(plain.scanned);
@@ -111,7 +129,10 @@ describe("inverted lists: filters are applied before ranking", () => {
       const got = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.2, allow: { collections: [c] } });
       expect(got.length).toBe(10);
       for (const g of got) expect(ds.collection[g.rowId - 1000]).toBe(c);
-      sum += recallAt(got, exactTopK(ds, q(Q, i), 10, (j) => ds.collection[j] === c));
+      sum += recallAt(
+        got,
+        exactTopK(ds, q(Q, i), 10, (j) => ds.collection[j] === c),
+      );
     }
     expect(sum / 12).toBeGreaterThanOrEqual(0.9);
   });
@@ -131,20 +152,25 @@ describe("inverted lists: filters are applied before ranking", () => {
     const Q = generateQueries(ds, 6, "text", 17);
     for (let i = 0; i < 6; i++) {
       // Two videos' rows, plus ids the partition does not hold (ignored).
-      const v1 = ds.video[(i * 4001) % ds.n], v2 = ds.video[(i * 7001 + 13) % ds.n];
+      const v1 = ds.video[(i * 4001) % ds.n],
+        v2 = ds.video[(i * 7001 + 13) % ds.n];
       const ids: number[] = [999_999_000 + i];
       for (let j = 0; j < ds.n; j++) if (ds.video[j] === v1 || ds.video[j] === v2) ids.push(1000 + j);
       const stats = newStats();
       const got = index.search(q(Q, i), { partition: "acct", k: 10, allow: { rowIds: ids }, stats });
       const inSet = new Set(ids);
-      expect(got.map((g) => g.rowId)).toEqual(exactTopK(ds, q(Q, i), 10, (j) => inSet.has(1000 + j)).map((t) => t.rowId));
+      expect(got.map((g) => g.rowId)).toEqual(
+        exactTopK(ds, q(Q, i), 10, (j) => inSet.has(1000 + j)).map((t) => t.rowId),
+      );
       // Far fewer rows read than the partition holds: the chunks of ~240 rows, not 24 000.
       expect(stats.scanned).toBeLessThan(ds.n / 4);
       expect(stats.scanned).toBeGreaterThanOrEqual(ids.length - 1);
       // With a collection filter too, the answer is the exact one over rows passing both.
       const c = ds.collection[ids[1] - 1000];
       const both = index.search(q(Q, i), { partition: "acct", k: 10, allow: { rowIds: ids, collections: [c] } });
-      expect(both.map((g) => g.rowId)).toEqual(exactTopK(ds, q(Q, i), 10, (j) => inSet.has(1000 + j) && ds.collection[j] === c).map((t) => t.rowId));
+      expect(both.map((g) => g.rowId)).toEqual(
+        exactTopK(ds, q(Q, i), 10, (j) => inSet.has(1000 + j) && ds.collection[j] === c).map((t) => t.rowId),
+      );
     }
   });
 
@@ -156,7 +182,10 @@ describe("inverted lists: filters are applied before ranking", () => {
     const tenVideos: number[] = [];
     for (let j = 0; j < ds.n; j++) if (vids.has(ds.video[j])) tenVideos.push(1000 + j);
     const spread = Array.from({ length: 3000 }, (_, j) => 1000 + 3 * j);
-    for (const [ids, readsAll] of [[tenVideos, false], [spread, true]] as const) {
+    for (const [ids, readsAll] of [
+      [tenVideos, false],
+      [spread, true],
+    ] as const) {
       const inSet = new Set(ids);
       let sum = 0;
       for (let i = 0; i < 8; i++) {
@@ -167,7 +196,10 @@ describe("inverted lists: filters are applied before ranking", () => {
         if (readsAll) expect(stats.scanned).toBe(ds.n);
         else expect(stats.scanned).toBeLessThan(ds.n / 2);
         for (const g of got) expect(inSet.has(g.rowId)).toBe(true);
-        sum += recallAt(got, exactTopK(ds, q(Q, i), 10, (j) => inSet.has(1000 + j)));
+        sum += recallAt(
+          got,
+          exactTopK(ds, q(Q, i), 10, (j) => inSet.has(1000 + j)),
+        );
       }
       expect(sum / 8).toBeGreaterThanOrEqual(0.95);
     }
@@ -248,7 +280,8 @@ describe("inverted lists: writes and rebuilds", () => {
     idx.rebuild("acct");
     idx.rebuild("acct");
     expect(idx.memoryBytes).toBeLessThanOrEqual(bytes * 1.01);
-    for (let i = 0; i < 8000; i += 397) expect(idx.search(row(d3, i), { partition: "acct", k: 1, probe: 0.1 })[0].rowId).toBe(1000 + i);
+    for (let i = 0; i < 8000; i += 397)
+      expect(idx.search(row(d3, i), { partition: "acct", k: 1, probe: 0.1 })[0].rowId).toBe(1000 + i);
   });
 
   it("partitions keep their own lists (another account's rows never appear)", () => {

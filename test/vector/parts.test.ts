@@ -44,7 +44,8 @@ describe("IdMap", () => {
 describe("GroupIds", () => {
   it("hands out dense ids, counts rows and reuses ids of emptied groups", () => {
     const g = new GroupIds();
-    const a = g.acquire(77), b = g.acquire(88);
+    const a = g.acquire(77),
+      b = g.acquire(88);
     expect(g.acquire(77)).toBe(a);
     expect(g.rowCount(a)).toBe(2);
     g.release(b);
@@ -60,11 +61,14 @@ describe("selection", () => {
     for (const n of [1, 7, 100, 5000]) {
       const v = Float32Array.from({ length: n }, () => (r() % 50) / 7);
       for (const m of [0, 1, 3, n >> 1, n, n + 5]) {
-        const out = new Int32Array(n), work = new Float32Array(n);
+        const out = new Int32Array(n),
+          work = new Float32Array(n);
         const c = topIndices(v, n, m, out, work);
         expect(c).toBe(Math.min(m, n));
         const picked = Array.from(out.subarray(0, c), (i) => v[i]).sort((x, y) => y - x);
-        const want = Array.from(v).sort((x, y) => y - x).slice(0, c);
+        const want = Array.from(v)
+          .sort((x, y) => y - x)
+          .slice(0, c);
         expect(picked).toEqual(want);
         expect(new Set(out.subarray(0, c)).size).toBe(c);
       }
@@ -79,8 +83,18 @@ describe("selection", () => {
   });
 
   it("bestK orders by score, then rowId", () => {
-    const got = bestK([{ rowId: 3, score: 0.5 }, { rowId: 1, score: 0.9 }, { rowId: 2, score: 0.5 }], 2);
-    expect(got).toEqual([{ rowId: 1, score: 0.9 }, { rowId: 2, score: 0.5 }]);
+    const got = bestK(
+      [
+        { rowId: 3, score: 0.5 },
+        { rowId: 1, score: 0.9 },
+        { rowId: 2, score: 0.5 },
+      ],
+      2,
+    );
+    expect(got).toEqual([
+      { rowId: 1, score: 0.9 },
+      { rowId: 2, score: 0.5 },
+    ]);
   });
 });
 
@@ -88,13 +102,18 @@ describe("Rotation", () => {
   it("is orthogonal (preserves dot products) and deterministic, with zero padding", () => {
     const rot = new Rotation(300, 512, 42);
     const g = gaussianSource(1);
-    const x = new Float32Array(300), y = new Float32Array(300);
+    const x = new Float32Array(300),
+      y = new Float32Array(300);
     g(x);
     g(y);
-    const rx = new Float32Array(512), ry = new Float32Array(512);
+    const rx = new Float32Array(512),
+      ry = new Float32Array(512);
     rot.apply(x, rx);
     rot.apply(y, ry);
-    let d0 = 0, d1 = 0, n0 = 0, n1 = 0;
+    let d0 = 0,
+      d1 = 0,
+      n0 = 0,
+      n1 = 0;
     for (let j = 0; j < 300; j++) (d0 += x[j] * y[j]), (n0 += x[j] * x[j]);
     for (let j = 0; j < 512; j++) (d1 += rx[j] * ry[j]), (n1 += rx[j] * rx[j]);
     expect(d1).toBeCloseTo(d0, 2);

@@ -26,7 +26,13 @@ describe("background retraining", () => {
       for (let i = from; i < to; i++) {
         source.set(1000 + i, row(ds, i));
         live.add(i);
-        rows.push({ rowId: 1000 + i, vector: row(ds, i), partition: "acct", groupA: ds.collection[i], groupB: ds.video[i] });
+        rows.push({
+          rowId: 1000 + i,
+          vector: row(ds, i),
+          partition: "acct",
+          groupA: ds.collection[i],
+          groupB: ds.video[i],
+        });
       }
       return rows;
     };
@@ -49,7 +55,11 @@ describe("background retraining", () => {
 
     // Each event-loop turn is timed from here, in CPU time of this process: on the shared box
     // (load ~15 on 2 cores) wall time mostly measures other processes.
-    let turns = 0, maxGap = 0, maxGapCpu = 0, next = 16_000, checks = 0;
+    let turns = 0,
+      maxGap = 0,
+      maxGapCpu = 0,
+      next = 16_000,
+      checks = 0;
     const removed: number[] = [];
     while (idx.training.pending > 0) {
       t0 = performance.now();
@@ -86,8 +96,10 @@ describe("background retraining", () => {
     expect(maxGapCpu).toBeLessThan(100);
     expect(t.maxSliceCpuMs).toBeLessThan(100);
     expect(t.maxSliceCpuMs).toBeLessThan(t.cpuMs / 3);
-    console.log(`retrain: ${t.slices} slices, longest ${t.maxSliceCpuMs.toFixed(1)} ms CPU (${t.maxSliceMs.toFixed(1)} ms wall), ` +
-      `${t.cpuMs.toFixed(0)} ms CPU in all; longest turn seen by the test ${maxGapCpu.toFixed(1)} ms CPU / ${maxGap.toFixed(1)} ms wall`);
+    console.log(
+      `retrain: ${t.slices} slices, longest ${t.maxSliceCpuMs.toFixed(1)} ms CPU (${t.maxSliceMs.toFixed(1)} ms wall), ` +
+        `${t.cpuMs.toFixed(0)} ms CPU in all; longest turn seen by the test ${maxGapCpu.toFixed(1)} ms CPU / ${maxGap.toFixed(1)} ms wall`,
+    );
     expect(checks).toBeGreaterThan(0);
     expect(removed.length).toBeGreaterThan(0);
     expect(next).toBeGreaterThan(16_000);

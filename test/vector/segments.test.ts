@@ -43,11 +43,18 @@ describe("segments (more than one WebAssembly memory)", () => {
       const got = index.search(q(Q, i), { partition: "acct", k: 10, allow: { collections: [c] } });
       expect(got.length).toBe(10);
       for (const g of got) expect(ds.collection[g.rowId - 1000]).toBe(c);
-      expect(recallAt(got, exactTopK(ds, q(Q, i), 10, (j) => ds.collection[j] === c))).toBeGreaterThanOrEqual(0.8);
+      expect(
+        recallAt(
+          got,
+          exactTopK(ds, q(Q, i), 10, (j) => ds.collection[j] === c),
+        ),
+      ).toBeGreaterThanOrEqual(0.8);
       // One video: exact in each segment, so the merged answer is the exact top-k.
       const v = ds.video[(i * 1499) % ds.n];
       const inVideo = index.search(q(Q, i), { partition: "acct", k: 5, allow: { videos: [v] } });
-      expect(inVideo.map((g) => g.rowId)).toEqual(exactTopK(ds, q(Q, i), 5, (j) => ds.video[j] === v).map((t) => t.rowId));
+      expect(inVideo.map((g) => g.rowId)).toEqual(
+        exactTopK(ds, q(Q, i), 5, (j) => ds.video[j] === v).map((t) => t.rowId),
+      );
     }
   });
 

@@ -7,19 +7,36 @@ import { makeTempDir, removeDir, tempDir } from "../helpers/temp.ts";
 const dir = tempDir("vsearch-wh-crash-");
 
 test("kill -9 between attempts → restart → the schedule continues; exactly one success", async () => {
-  const env = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "2,2", VSEARCH_RATE_LIMIT_WEBHOOKS: "100000" };
+  const env = {
+    VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8",
+    VSEARCH_WEBHOOK_RETRY_DELAYS: "2,2",
+    VSEARCH_RATE_LIMIT_WEBHOOKS: "100000",
+  };
   const rx = startReceiver((n) => (n === 1 ? 500 : 200));
   try {
     const acct = await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "wh"]);
     const key = (await runCliJson(["--data-dir", dir, "keys", "create", "--account", acct.id, "--name", "k"])).key;
     const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
     let server = await startServer(dir, env);
-    const wh = (await (await fetch(`${server.url}/v1/webhooks`, { method: "POST", headers: auth, body: JSON.stringify({ url: rx.url, events: ["webhook.ping"] }) })).json()).data;
+    const wh = (
+      await (
+        await fetch(`${server.url}/v1/webhooks`, {
+          method: "POST",
+          headers: auth,
+          body: JSON.stringify({ url: rx.url, events: ["webhook.ping"] }),
+        })
+      ).json()
+    ).data;
     rx.setSecret(wh.secret);
     await fetch(`${server.url}/v1/webhooks/${wh.id}/test`, { method: "POST", headers: auth });
     expect(await until(() => rx.hits.length === 1)).toBe(true);
-    const first = async (url: string) => (await (await fetch(`${url}/v1/webhooks/${wh.id}/deliveries`, { headers: auth })).json()).data[0];
-    expect(await until(async () => (await first(server.url))?.attempts === 1 && (await first(server.url)).status === "pending")).toBe(true);
+    const first = async (url: string) =>
+      (await (await fetch(`${url}/v1/webhooks/${wh.id}/deliveries`, { headers: auth })).json()).data[0];
+    expect(
+      await until(
+        async () => (await first(server.url))?.attempts === 1 && (await first(server.url)).status === "pending",
+      ),
+    ).toBe(true);
     await server.stop("SIGKILL"); // while the retry is waiting for its due time
 
     server = await startServer(dir, env);
@@ -42,7 +59,12 @@ test("kill -9 between attempts → restart → the schedule continues; exactly o
 test("kill -9 during an attempt → restart → the claimed delivery is attempted again, once", async () => {
   const dir2 = makeTempDir("vsearch-wh-crash-mid-");
   // A short attempt timeout keeps the claim (timeout + 5 s) short; the first request never gets an answer.
-  const env = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "30,60", VSEARCH_WEBHOOK_TIMEOUT_MS: "500", VSEARCH_RATE_LIMIT_WEBHOOKS: "100000" };
+  const env = {
+    VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8",
+    VSEARCH_WEBHOOK_RETRY_DELAYS: "30,60",
+    VSEARCH_WEBHOOK_TIMEOUT_MS: "500",
+    VSEARCH_RATE_LIMIT_WEBHOOKS: "100000",
+  };
   let release = () => {};
   const hanging = new Promise<void>((r) => (release = r));
   const rx = startReceiver();
@@ -61,7 +83,15 @@ test("kill -9 during an attempt → restart → the claimed delivery is attempte
     const key = (await runCliJson(["--data-dir", dir2, "keys", "create", "--account", acct.id, "--name", "k"])).key;
     const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
     let server = await startServer(dir2, env);
-    const wh = (await (await fetch(`${server.url}/v1/webhooks`, { method: "POST", headers: auth, body: JSON.stringify({ url: `http://127.0.0.1:${held.port}/hook`, events: ["webhook.ping"] }) })).json()).data;
+    const wh = (
+      await (
+        await fetch(`${server.url}/v1/webhooks`, {
+          method: "POST",
+          headers: auth,
+          body: JSON.stringify({ url: `http://127.0.0.1:${held.port}/hook`, events: ["webhook.ping"] }),
+        })
+      ).json()
+    ).data;
     rx.setSecret(wh.secret);
     await fetch(`${server.url}/v1/webhooks/${wh.id}/test`, { method: "POST", headers: auth });
     expect(await until(() => rx.hits.length === 1)).toBe(true);
@@ -70,7 +100,8 @@ test("kill -9 during an attempt → restart → the claimed delivery is attempte
 
     server = await startServer(dir2, env);
     try {
-      const first = async () => (await (await fetch(`${server.url}/v1/webhooks/${wh.id}/deliveries`, { headers: auth })).json()).data[0];
+      const first = async () =>
+        (await (await fetch(`${server.url}/v1/webhooks/${wh.id}/deliveries`, { headers: auth })).json()).data[0];
       expect(await first()).toMatchObject({ status: "pending", attempts: 1 });
       expect(await until(async () => (await first())?.status === "succeeded", 15_000)).toBe(true);
       expect(await first()).toMatchObject({ attempts: 2, response_status: 200 });
@@ -83,7 +114,11 @@ test("kill -9 during an attempt → restart → the claimed delivery is attempte
       await server.stop();
     }
     // The store came through the kill whole (SQLite integrity, rows and files agree).
-    expect(await runCliJson(["--data-dir", dir2, "check"])).toMatchObject({ ok: true, sqlite_integrity: "ok", foreign_key_violations: 0 });
+    expect(await runCliJson(["--data-dir", dir2, "check"])).toMatchObject({
+      ok: true,
+      sqlite_integrity: "ok",
+      foreign_key_violations: 0,
+    });
   } finally {
     release();
     held.stop(true);

@@ -21,8 +21,10 @@ afterAll(() => t.close());
 
 const register = async (url: string, events: string[] = ["webhook.ping"], token = a.key) =>
   (await json(await t.request("POST", "/v1/webhooks", { token, json: { url, events } }))).data;
-const ping = async (id: string) => (await json(await t.request("POST", `/v1/webhooks/${id}/test`, { token: a.key }))).data;
-const history = async (id: string, query = "") => json(await t.request("GET", `/v1/webhooks/${id}/deliveries${query}`, { token: a.key }));
+const ping = async (id: string) =>
+  (await json(await t.request("POST", `/v1/webhooks/${id}/test`, { token: a.key }))).data;
+const history = async (id: string, query = "") =>
+  json(await t.request("GET", `/v1/webhooks/${id}/deliveries${query}`, { token: a.key }));
 
 describe("delivery history", () => {
   test("newest first, paged, with meta.total; read_only may read it but not test or retry", async () => {
@@ -31,20 +33,33 @@ describe("delivery history", () => {
       const wh = await register(rx.url);
       const eventIds: string[] = [];
       for (let i = 0; i < 5; i++) eventIds.push((await ping(wh.id)).event_id);
-      expect(await until(async () => (await history(wh.id)).data.filter((d: any) => d.status === "succeeded").length === 5)).toBe(true);
+      expect(
+        await until(async () => (await history(wh.id)).data.filter((d: any) => d.status === "succeeded").length === 5),
+      ).toBe(true);
       const p1 = await history(wh.id, "?page=1&per_page=2");
       expect(p1.meta).toMatchObject({ total: 5, page: 1, per_page: 2 });
       const p3 = await history(wh.id, "?page=3&per_page=2");
       expect(p3.data).toHaveLength(1);
       const all = [...p1.data, ...(await history(wh.id, "?page=2&per_page=2")).data, ...p3.data];
       expect(all.map((d: any) => d.event_id)).toEqual([...eventIds].reverse());
-      expect(all[0]).toMatchObject({ webhook_id: wh.id, event: "webhook.ping", status: "succeeded", attempts: 1, response_status: 200, response_excerpt: "status 200", next_attempt_at: null });
+      expect(all[0]).toMatchObject({
+        webhook_id: wh.id,
+        event: "webhook.ping",
+        status: "succeeded",
+        attempts: 1,
+        response_status: 200,
+        response_excerpt: "status 200",
+        next_attempt_at: null,
+      });
       expect(all[0].delivered_at).toEqual(expect.any(String));
 
       const ro = await t.request("GET", `/v1/webhooks/${wh.id}/deliveries`, { token: a.readOnlyKey });
       expect(ro.status).toBe(200);
       expect((await t.request("POST", `/v1/webhooks/${wh.id}/test`, { token: a.readOnlyKey })).status).toBe(403);
-      expect((await t.request("POST", `/v1/webhooks/${wh.id}/deliveries/${all[0].id}/retry`, { token: a.readOnlyKey })).status).toBe(403);
+      expect(
+        (await t.request("POST", `/v1/webhooks/${wh.id}/deliveries/${all[0].id}/retry`, { token: a.readOnlyKey }))
+          .status,
+      ).toBe(403);
     } finally {
       rx.stop();
     }
@@ -75,7 +90,9 @@ describe("delivery history", () => {
       expect(count()).toBe(1);
       expect((await t.request("DELETE", `/v1/webhooks/${wh.id}`, { token: a.key })).status).toBe(204);
       expect(count()).toBe(0);
-      expect((await json(await t.request("GET", `/v1/webhooks/${wh.id}/deliveries`, { token: a.key }))).detail.code).toBe("WEBHOOK_NOT_FOUND");
+      expect(
+        (await json(await t.request("GET", `/v1/webhooks/${wh.id}/deliveries`, { token: a.key }))).detail.code,
+      ).toBe("WEBHOOK_NOT_FOUND");
     } finally {
       rx.stop();
     }
@@ -89,14 +106,18 @@ describe("active flag and concurrency", () => {
     try {
       const wh = await register(rx.url);
       await ping(wh.id);
-      expect(await until(async () => (await history(wh.id)).data[0]?.attempts === 1 && rx.hits.length === 1)).toBe(true);
+      expect(await until(async () => (await history(wh.id)).data[0]?.attempts === 1 && rx.hits.length === 1)).toBe(
+        true,
+      );
       await t.request("PATCH", `/v1/webhooks/${wh.id}`, { token: a.key, json: { is_active: false } });
       await Bun.sleep(1_500); // three times the retry delay
       expect(rx.hits).toHaveLength(1);
       const held = (await history(wh.id)).data[0];
       expect(held).toMatchObject({ status: "pending", attempts: 1 });
       // Nothing is sent to an inactive endpoint, not even on request.
-      expect((await json(await t.request("POST", `/v1/webhooks/${wh.id}/test`, { token: a.key }))).detail.code).toBe("WEBHOOK_INACTIVE");
+      expect((await json(await t.request("POST", `/v1/webhooks/${wh.id}/test`, { token: a.key }))).detail.code).toBe(
+        "WEBHOOK_INACTIVE",
+      );
       const retry = await t.request("POST", `/v1/webhooks/${wh.id}/deliveries/${held.id}/retry`, { token: a.key });
       expect(retry.status).toBe(409);
 
@@ -129,7 +150,9 @@ describe("active flag and concurrency", () => {
     try {
       const wh = await register(`http://127.0.0.1:${slow.port}/slow`);
       for (let i = 0; i < 6; i++) await ping(wh.id);
-      expect(await until(async () => (await history(wh.id)).data.filter((d: any) => d.status === "succeeded").length === 6)).toBe(true);
+      expect(
+        await until(async () => (await history(wh.id)).data.filter((d: any) => d.status === "succeeded").length === 6),
+      ).toBe(true);
       expect(peak).toBe(2);
     } finally {
       slow.stop(true);
@@ -137,7 +160,11 @@ describe("active flag and concurrency", () => {
     }
   });
   test("a slow endpoint's backlog does not hold up another endpoint", async () => {
-    const slow = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: async () => (await Bun.sleep(400), new Response("ok")) });
+    const slow = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: async () => (await Bun.sleep(400), new Response("ok")),
+    });
     const rx = startReceiver();
     try {
       const busy = await register(`http://127.0.0.1:${slow.port}/slow`);
@@ -146,7 +173,18 @@ describe("active flag and concurrency", () => {
       const due = Date.now() - 1_000;
       t.stores.transaction(() => {
         for (let i = 0; i < 150; i++) {
-          t.stores.webhooks.insertDelivery({ id: `del_backlog${i}`, webhook_id: busy.id, account_id: a.accountId, event_id: `evt_backlog${i}`, event: "webhook.ping", payload: "{}", status: "pending", attempts: 0, next_attempt_at: due + i, created_at: new Date(due).toISOString() });
+          t.stores.webhooks.insertDelivery({
+            id: `del_backlog${i}`,
+            webhook_id: busy.id,
+            account_id: a.accountId,
+            event_id: `evt_backlog${i}`,
+            event: "webhook.ping",
+            payload: "{}",
+            status: "pending",
+            attempts: 0,
+            next_attempt_at: due + i,
+            created_at: new Date(due).toISOString(),
+          });
         }
       });
       await ping(quiet.id);
@@ -166,7 +204,8 @@ describe("events from the services", () => {
     try {
       const wh = await register(rx.url, ["video.created", "job.completed", "video.deleted"]);
       rx.setSecret(wh.secret);
-      const col = (await json(await t.request("POST", "/v1/collections", { token: a.key, json: { name: "hooks" } }))).data.id;
+      const col = (await json(await t.request("POST", "/v1/collections", { token: a.key, json: { name: "hooks" } })))
+        .data.id;
       const clip = await smallMp4(scratchDir("webhook-events"));
       const up = (await json(await upload(t, a, col, clip, { filename: "clip.mp4" }))).data;
       expect(await until(() => rx.hits.length === 2, 30_000)).toBe(true);

@@ -14,9 +14,29 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const endpoint = (id: string, isActive = 1) =>
-  store.insert({ id, account_id: a.accountId, url: "https://hooks.example.com/x", events: '["webhook.ping"]', secret_sealed: "v1.x.y.z", is_active: isActive, created_at: "2026-01-01T00:00:00.000Z", updated_at: "2026-01-01T00:00:00.000Z" });
+  store.insert({
+    id,
+    account_id: a.accountId,
+    url: "https://hooks.example.com/x",
+    events: '["webhook.ping"]',
+    secret_sealed: "v1.x.y.z",
+    is_active: isActive,
+    created_at: "2026-01-01T00:00:00.000Z",
+    updated_at: "2026-01-01T00:00:00.000Z",
+  });
 const delivery = (webhookId: string, n: number, dueAt: number) =>
-  store.insertDelivery({ id: `del_${webhookId}_${n}`, webhook_id: webhookId, account_id: a.accountId, event_id: `evt_${n}`, event: "webhook.ping", payload: "{}", status: "pending", attempts: 0, next_attempt_at: dueAt, created_at: "2026-01-01T00:00:00.000Z" });
+  store.insertDelivery({
+    id: `del_${webhookId}_${n}`,
+    webhook_id: webhookId,
+    account_id: a.accountId,
+    event_id: `evt_${n}`,
+    event: "webhook.ping",
+    payload: "{}",
+    status: "pending",
+    attempts: 0,
+    next_attempt_at: dueAt,
+    created_at: "2026-01-01T00:00:00.000Z",
+  });
 
 test("due rows: oldest first, active endpoints only, endpoints at their limit left out", () => {
   endpoint("wh_busy");
@@ -35,11 +55,27 @@ test("due rows: oldest first, active endpoints only, endpoints at their limit le
 
   // Fan-out is idempotent per (endpoint, event): a second row for the same pair is ignored.
   delivery("wh_quiet", 0, 1_500);
-  store.insertDelivery({ id: "del_dup", webhook_id: "wh_quiet", account_id: a.accountId, event_id: "evt_0", event: "webhook.ping", payload: "{}", status: "pending", attempts: 0, next_attempt_at: 1, created_at: "x" });
+  store.insertDelivery({
+    id: "del_dup",
+    webhook_id: "wh_quiet",
+    account_id: a.accountId,
+    event_id: "evt_0",
+    event: "webhook.ping",
+    payload: "{}",
+    status: "pending",
+    attempts: 0,
+    next_attempt_at: 1,
+    created_at: "x",
+  });
   expect(store.countDeliveries("wh_quiet")).toBe(2);
 
   // Account deletion's immediate attempt looks up one event's pending rows on active endpoints.
-  expect(store.pendingForEvent(a.accountId, "evt_0").map((d) => d.webhook_id).sort()).toEqual(["wh_busy", "wh_quiet"]);
+  expect(
+    store
+      .pendingForEvent(a.accountId, "evt_0")
+      .map((d) => d.webhook_id)
+      .sort(),
+  ).toEqual(["wh_busy", "wh_quiet"]);
   store.deactivateAll(a.accountId);
   expect(store.pendingForEvent(a.accountId, "evt_0")).toEqual([]);
   expect(store.due(5_000, 100)).toEqual([]);

@@ -5,7 +5,12 @@ import { until } from "../helpers/wait.ts";
 import { startReceiver } from "./receiver.ts";
 import { VERSION } from "../../src/version.ts";
 
-const ENV = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "0.2,0.4", VSEARCH_WEBHOOK_TIMEOUT_MS: "2000", VSEARCH_RATE_LIMIT_WEBHOOKS: "10000" };
+const ENV = {
+  VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8",
+  VSEARCH_WEBHOOK_RETRY_DELAYS: "0.2,0.4",
+  VSEARCH_WEBHOOK_TIMEOUT_MS: "2000",
+  VSEARCH_RATE_LIMIT_WEBHOOKS: "10000",
+};
 let t: TestApp;
 let a: Tenant;
 let b: Tenant;
@@ -14,7 +19,8 @@ afterAll(() => t.close());
 
 const register = async (token: string, url: string, events: string[] = ["webhook.ping"]) =>
   t.request("POST", "/v1/webhooks", { token, json: { url, events } });
-const deliveries = async (id: string) => (await json(await t.request("GET", `/v1/webhooks/${id}/deliveries`, { token: a.key }))).data;
+const deliveries = async (id: string) =>
+  (await json(await t.request("GET", `/v1/webhooks/${id}/deliveries`, { token: a.key }))).data;
 /** Registers `url` for A, sends it a test ping and waits (bounded) until that delivery ends as `status`. */
 async function pingUntil(url: string, status: "succeeded" | "failed") {
   const { data } = await json(await register(a.key, url));
@@ -31,19 +37,38 @@ describe("webhook endpoints", () => {
       const res = await register(a.key, rx.url, ["job.completed", "video.created"]);
       expect(res.status).toBe(201);
       const { data } = await json(res);
-      expect(data).toMatchObject({ id: expect.stringMatching(/^wh_/), user_id: a.accountId, url: rx.url, events: ["job.completed", "video.created"], is_active: true });
+      expect(data).toMatchObject({
+        id: expect.stringMatching(/^wh_/),
+        user_id: a.accountId,
+        url: rx.url,
+        events: ["job.completed", "video.created"],
+        is_active: true,
+      });
       expect(data.secret).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
       // Sealed at rest: the secret is nowhere in the database files (the scan does see the new row).
       expect(databaseFilesContain(t.dir, data.id)).toBe(true);
       expect(databaseFilesContain(t.dir, data.secret)).toBe(false);
       const listed = (await json(await t.request("GET", "/v1/webhooks", { token: a.readOnlyKey }))).data;
       expect(listed.find((w: any) => w.id === data.id).secret).toBeUndefined();
-      const patched = await t.request("PATCH", `/v1/webhooks/${data.id}`, { token: a.key, json: { is_active: false, events: ["video.deleted"] } });
+      const patched = await t.request("PATCH", `/v1/webhooks/${data.id}`, {
+        token: a.key,
+        json: { is_active: false, events: ["video.deleted"] },
+      });
       expect((await json(patched)).data).toMatchObject({ is_active: false, events: ["video.deleted"] });
       expect((await t.request("GET", `/v1/webhooks/${data.id}`, { token: b.key })).status).toBe(404);
       expect((await t.request("DELETE", `/v1/webhooks/${data.id}`, { token: b.key })).status).toBe(404);
-      expect((await t.request("POST", "/v1/webhooks", { token: a.readOnlyKey, json: { url: rx.url, events: ["job.completed"] } })).status).toBe(403);
-      expect((await t.request("PATCH", `/v1/webhooks/${data.id}`, { token: a.readOnlyKey, json: { is_active: true } })).status).toBe(403);
+      expect(
+        (
+          await t.request("POST", "/v1/webhooks", {
+            token: a.readOnlyKey,
+            json: { url: rx.url, events: ["job.completed"] },
+          })
+        ).status,
+      ).toBe(403);
+      expect(
+        (await t.request("PATCH", `/v1/webhooks/${data.id}`, { token: a.readOnlyKey, json: { is_active: true } }))
+          .status,
+      ).toBe(403);
       expect((await t.request("DELETE", `/v1/webhooks/${data.id}`, { token: a.key })).status).toBe(204);
       const gone = await t.request("GET", `/v1/webhooks/${data.id}`, { token: a.key });
       expect((await json(gone)).detail.code).toBe("WEBHOOK_NOT_FOUND");
@@ -55,7 +80,14 @@ describe("webhook endpoints", () => {
   test("bad input is 422 and stores nothing", async () => {
     const all = () => t.stores.accounts.listAccounts().reduce((n, x) => n + t.stores.webhooks.list(x.id).length, 0);
     const before = all();
-    for (const body of [{ url: "http://127.0.0.1:9/x", events: [] }, { url: "http://127.0.0.1:9/x", events: ["nope"] }, { url: "http://127.0.0.1:9/x" }, { url: "not a url", events: ["job.completed"] }, { url: "http://127.0.0.1:9/x", events: ["job.completed"], extra: 1 }, { url: "ftp://127.0.0.1/x", events: ["job.completed"] }]) {
+    for (const body of [
+      { url: "http://127.0.0.1:9/x", events: [] },
+      { url: "http://127.0.0.1:9/x", events: ["nope"] },
+      { url: "http://127.0.0.1:9/x" },
+      { url: "not a url", events: ["job.completed"] },
+      { url: "http://127.0.0.1:9/x", events: ["job.completed"], extra: 1 },
+      { url: "ftp://127.0.0.1/x", events: ["job.completed"] },
+    ]) {
       const res = await t.request("POST", "/v1/webhooks", { token: a.key, json: body });
       expect(res.status, JSON.stringify(body)).toBe(422);
     }
@@ -65,14 +97,18 @@ describe("webhook endpoints", () => {
   test("plan limit: free allows 3 active endpoints → 402 WEBHOOK_LIMIT_REACHED, also on re-activation", async () => {
     const free = await createTenant(t, "Free", "free");
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await json(await register(free.adminToken, `http://127.0.0.1:9/${i}`))).data.id);
+    for (let i = 0; i < 3; i++)
+      ids.push((await json(await register(free.adminToken, `http://127.0.0.1:9/${i}`))).data.id);
     const fourth = await register(free.adminToken, "http://127.0.0.1:9/4");
     expect(fourth.status).toBe(402);
     expect((await json(fourth)).detail.code).toBe("WEBHOOK_LIMIT_REACHED");
     await t.request("PATCH", `/v1/webhooks/${ids[0]}`, { token: free.adminToken, json: { is_active: false } });
     const fifth = (await json(await register(free.adminToken, "http://127.0.0.1:9/5"))).data.id;
     expect(fifth).toBeDefined();
-    const back = await t.request("PATCH", `/v1/webhooks/${ids[0]}`, { token: free.adminToken, json: { is_active: true } });
+    const back = await t.request("PATCH", `/v1/webhooks/${ids[0]}`, {
+      token: free.adminToken,
+      json: { is_active: true },
+    });
     expect(back.status).toBe(402);
   });
 });
@@ -93,10 +129,21 @@ describe("delivery", () => {
       expect(hit.headers["content-type"]).toBe("application/json");
       expect(hit.headers["user-agent"]).toBe(`vsearch-webhooks/${VERSION}`);
       expect(hit.headers["x-service-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/);
-      expect(hit.body).toEqual({ id: expect.stringMatching(/^evt_/), event: "webhook.ping", created_at: expect.any(String), data: { webhook_id: data.id } });
+      expect(hit.body).toEqual({
+        id: expect.stringMatching(/^evt_/),
+        event: "webhook.ping",
+        created_at: expect.any(String),
+        data: { webhook_id: data.id },
+      });
       expect(await until(async () => (await deliveries(data.id))[0]?.status === "succeeded")).toBe(true);
       const [d] = await deliveries(data.id);
-      expect(d).toMatchObject({ id: hit.headers["x-service-delivery"], event: "webhook.ping", attempts: 1, response_status: 200, error: null });
+      expect(d).toMatchObject({
+        id: hit.headers["x-service-delivery"],
+        event: "webhook.ping",
+        attempts: 1,
+        response_status: 200,
+        error: null,
+      });
       // a wrong secret does not verify
       rx.setSecret("whsec_wrong");
       await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
@@ -149,7 +196,12 @@ describe("delivery", () => {
       const i = (await json(await register(a.key, inactive.url, ["video.created", "video.deleted"]))).data;
       await t.request("PATCH", `/v1/webhooks/${i.id}`, { token: a.key, json: { is_active: false } });
       // Events enter the outbox exactly as the services write them, and the same event wakes the dispatcher.
-      t.stores.events.record(a.accountId, "video.created", { video_id: "vid_x", job_id: "job_x", collection_id: "col_x", filename: "x.mp4" });
+      t.stores.events.record(a.accountId, "video.created", {
+        video_id: "vid_x",
+        job_id: "job_x",
+        collection_id: "col_x",
+        filename: "x.mp4",
+      });
       t.stores.events.record(a.accountId, "video.deleted", { video_id: "vid_x", collection_id: "col_x" });
       t.bus.publish({ type: "outbox.written", accountId: a.accountId });
       expect(await until(() => subscribed.hits.length >= 1)).toBe(true);

@@ -37,7 +37,12 @@ export const onSignedOut = new Set<() => void>();
 
 function toError(status: number, body: any): ApiError {
   const d = body?.detail;
-  if (Array.isArray(d)) return new ApiError(status, "VALIDATION_ERROR", d.map((i: any) => `${(i.loc ?? []).slice(1).join(".") || "input"}: ${i.msg}`).join("; "));
+  if (Array.isArray(d))
+    return new ApiError(
+      status,
+      "VALIDATION_ERROR",
+      d.map((i: any) => `${(i.loc ?? []).slice(1).join(".") || "input"}: ${i.msg}`).join("; "),
+    );
   if (d && typeof d === "object") return new ApiError(status, d.code ?? "ERROR", d.message ?? `HTTP ${status}`);
   return new ApiError(status, "HTTP_ERROR", `HTTP ${status}`);
 }
@@ -66,7 +71,11 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
 }
 
 /** Upload with XMLHttpRequest: fetch() cannot report upload progress. */
-export function upload(file: File, collectionId: string, onProgress: (fraction: number) => void): Promise<{ job_id: string; video_id: string }> {
+export function upload(
+  file: File,
+  collectionId: string,
+  onProgress: (fraction: number) => void,
+): Promise<{ job_id: string; video_id: string }> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open("POST", "/v1/upload");
@@ -95,6 +104,13 @@ export const fmtTime = (s: number | null | undefined): string => {
   return `${m}:${sec.toFixed(1).padStart(4, "0")}`;
 };
 
-export const fmtBytes = (n: number): string => (n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : n < 1024 ** 3 ? `${(n / 1024 ** 2).toFixed(1)} MiB` : `${(n / 1024 ** 3).toFixed(2)} GiB`);
+export const fmtBytes = (n: number): string =>
+  n < 1024
+    ? `${n} B`
+    : n < 1024 ** 2
+      ? `${(n / 1024).toFixed(1)} KiB`
+      : n < 1024 ** 3
+        ? `${(n / 1024 ** 2).toFixed(1)} MiB`
+        : `${(n / 1024 ** 3).toFixed(2)} GiB`;
 
 export const fmtDate = (iso: string | null): string => (iso ? new Date(iso).toLocaleString() : "never");

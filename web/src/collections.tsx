@@ -40,7 +40,7 @@ export function CollectionsPage() {
     try {
       const { data } = await api<Collection[]>("GET", "/v1/collections?per_page=100");
       setCols(data);
-      setOpenId((cur) => (cur && data.some((c) => c.id === cur) ? cur : data[0]?.id ?? null));
+      setOpenId((cur) => (cur && data.some((c) => c.id === cur) ? cur : (data[0]?.id ?? null)));
     } catch (e) {
       setError(e);
     }
@@ -91,7 +91,8 @@ export function CollectionsPage() {
     }
   };
 
-  const patch = (key: number, p: Partial<UploadItem>) => setUploads((list) => list.map((u) => (u.key === key ? { ...u, ...p } : u)));
+  const patch = (key: number, p: Partial<UploadItem>) =>
+    setUploads((list) => list.map((u) => (u.key === key ? { ...u, ...p } : u)));
   const track = async (key: number, jobId: string) => {
     // Bounded: a job that stays unfinished for an hour stops being polled (the list still shows it).
     for (let i = 0; i < 3600; i++) {
@@ -104,7 +105,8 @@ export function CollectionsPage() {
           return;
         }
       } catch (e) {
-        if (!(e instanceof ApiError) || e.status !== 429) return patch(key, { phase: "failed", error: { code: (e as ApiError).code, message: (e as Error).message } });
+        if (!(e instanceof ApiError) || e.status !== 429)
+          return patch(key, { phase: "failed", error: { code: (e as ApiError).code, message: (e as Error).message } });
       }
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
@@ -136,7 +138,9 @@ export function CollectionsPage() {
         </label>
         <button type="submit">Create collection</button>
       </form>
-      {cols && cols.length === 0 ? <p class="muted">No collections yet: create one, then drop videos into it.</p> : null}
+      {cols && cols.length === 0 ? (
+        <p class="muted">No collections yet: create one, then drop videos into it.</p>
+      ) : null}
       <ul class="cards" aria-label="Collections">
         {cols?.map((c) => (
           <li class={`card collection${c.id === openId ? " open" : ""}`} key={c.id}>
@@ -165,7 +169,12 @@ export function CollectionsPage() {
               {c.video_count} video{c.video_count === 1 ? "" : "s"}
             </p>
             <div class="row">
-              <button type="button" class="secondary small" onClick={() => setRenaming(c.id)} aria-label={`Rename ${c.name}`}>
+              <button
+                type="button"
+                class="secondary small"
+                onClick={() => setRenaming(c.id)}
+                aria-label={`Rename ${c.name}`}
+              >
                 Rename
               </button>
               <button type="button" class="danger small" onClick={() => remove(c)} aria-label={`Delete ${c.name}`}>
@@ -190,7 +199,12 @@ export function CollectionsPage() {
             }}
           >
             <span>Drop video files here, or choose files</span>
-            <input type="file" accept="video/*,.mkv,.avi,.mov,.mpg,.mpeg,.webm,.mp4" multiple onChange={(e) => addFiles((e.target as HTMLInputElement).files ?? [])} />
+            <input
+              type="file"
+              accept="video/*,.mkv,.avi,.mov,.mpg,.mpeg,.webm,.mp4"
+              multiple
+              onChange={(e) => addFiles((e.target as HTMLInputElement).files ?? [])}
+            />
           </label>
           {uploads.length ? (
             <ul class="uploads" aria-live="polite" aria-label="Uploads">
@@ -199,7 +213,8 @@ export function CollectionsPage() {
                   <span class="name">{u.name}</span> <span class="muted">{fmtBytes(u.size)}</span>
                   {u.phase === "uploading" ? (
                     <>
-                      <progress max={1} value={u.sent} aria-label={`Uploading ${u.name}`} /> <span>uploading {Math.round(u.sent * 100)}%</span>
+                      <progress max={1} value={u.sent} aria-label={`Uploading ${u.name}`} />{" "}
+                      <span>uploading {Math.round(u.sent * 100)}%</span>
                     </>
                   ) : u.phase === "failed" ? (
                     <span class="error">
@@ -228,7 +243,11 @@ export function CollectionsPage() {
             {videos.map((v) => (
               <li class="card" key={v.id}>
                 <a href={`#/videos/${v.id}`} class="video-link">
-                  {v.thumbnail_url ? <img src={v.thumbnail_url} alt="" loading="lazy" class="poster" /> : <div class="poster" />}
+                  {v.thumbnail_url ? (
+                    <img src={v.thumbnail_url} alt="" loading="lazy" class="poster" />
+                  ) : (
+                    <div class="poster" />
+                  )}
                   <span class="title">{v.filename}</span>
                 </a>
                 <p class="muted">

@@ -3,8 +3,19 @@ import { api, fmtDate } from "./api.ts";
 import { ColumnHeads, CreateOutcome, useSecretList } from "./ui.tsx";
 
 export function KeysPage() {
-  const { items: keys, load, error, setError, secret, clearSecret, create } = useSecretList("/v1/api_keys?per_page=100");
-  const createKey = create(async (f) => (await api("POST", "/v1/api_keys", { name: f.get("name"), permissions: f.get("permissions") })).data.key);
+  const {
+    items: keys,
+    load,
+    error,
+    setError,
+    secret,
+    clearSecret,
+    create,
+  } = useSecretList("/v1/api_keys?per_page=100");
+  const createKey = create(
+    async (f) =>
+      (await api("POST", "/v1/api_keys", { name: f.get("name"), permissions: f.get("permissions") })).data.key,
+  );
   const revoke = async (k: any) => {
     if (!confirm(`Revoke the key "${k.name}" (${k.prefix}…)? Programs using it stop working at once.`)) return;
     try {
@@ -39,13 +50,20 @@ export function KeysPage() {
             {keys.map((k) => (
               <tr key={k.id}>
                 <th scope="row">{k.name}</th>
-                <td data-label="Prefix" class="mono">{k.prefix}…</td>
+                <td data-label="Prefix" class="mono">
+                  {k.prefix}…
+                </td>
                 <td data-label="Permissions">{k.permissions}</td>
                 <td data-label="Last used">{fmtDate(k.last_used_at)}</td>
                 <td data-label="Status">{k.revoked_at ? `revoked ${fmtDate(k.revoked_at)}` : "active"}</td>
                 <td>
                   {k.revoked_at ? null : (
-                    <button type="button" class="danger small" onClick={() => revoke(k)} aria-label={`Revoke ${k.name}`}>
+                    <button
+                      type="button"
+                      class="danger small"
+                      onClick={() => revoke(k)}
+                      aria-label={`Revoke ${k.name}`}
+                    >
                       Revoke
                     </button>
                   )}

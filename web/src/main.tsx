@@ -59,7 +59,8 @@ function SignIn({ onIn }: { onIn: (me: Me) => void }) {
           {busy ? "Signing in…" : "Sign in"}
         </button>
         <p class="muted">
-          Accounts and users are created with the CLI (<code>vsearch users create</code>). API reference: <a href="/docs">/docs</a>
+          Accounts and users are created with the CLI (<code>vsearch users create</code>). API reference:{" "}
+          <a href="/docs">/docs</a>
         </p>
       </form>
     </main>

@@ -61,7 +61,8 @@ export function SearchPage() {
     if (modes.length === 0) return setError(new ApiError(0, "NO_MODE", "Tick at least one mode"));
     if (modes.length < MODES.length) {
       const usable = modes.filter((m) => query || !TEXT_MODES.includes(m));
-      if (usable.length === 0) return setError(new ApiError(0, "NEEDS_TEXT", "Speech and on-screen text search need words to look for"));
+      if (usable.length === 0)
+        return setError(new ApiError(0, "NEEDS_TEXT", "Speech and on-screen text search need words to look for"));
       for (const m of usable) body.append("modes", m);
     }
     if (f.get("collection_id")) body.append("collection_id", String(f.get("collection_id")));
@@ -84,11 +85,27 @@ export function SearchPage() {
   };
 
   const feedback = async (r: Result, s: Segment, signal: "up" | "down") => {
-    const body = new URLSearchParams({ video_id: r.video_id, timestamp_start: String(s.timestamp_start), signal, query: lastQuery, raw_score: String(s.raw_score), threshold_key: s.threshold_key });
+    const body = new URLSearchParams({
+      video_id: r.video_id,
+      timestamp_start: String(s.timestamp_start),
+      signal,
+      query: lastQuery,
+      raw_score: String(s.raw_score),
+      threshold_key: s.threshold_key,
+    });
     try {
       await api("POST", "/v1/search/feedback", body);
-      setNote(signal === "down" ? `Hidden the moment at ${fmtTime(s.timestamp_start)} of ${r.filename}` : `Marked the moment at ${fmtTime(s.timestamp_start)} as a good match`);
-      if (signal === "down") setResults((list) => list!.map((x) => (x === r ? { ...x, segments: x.segments.map((y) => (y === s ? { ...y, hidden: true } : y)) } : x)));
+      setNote(
+        signal === "down"
+          ? `Hidden the moment at ${fmtTime(s.timestamp_start)} of ${r.filename}`
+          : `Marked the moment at ${fmtTime(s.timestamp_start)} as a good match`,
+      );
+      if (signal === "down")
+        setResults((list) =>
+          list!.map((x) =>
+            x === r ? { ...x, segments: x.segments.map((y) => (y === s ? { ...y, hidden: true } : y)) } : x,
+          ),
+        );
     } catch (e) {
       setError(e);
     }
@@ -97,7 +114,11 @@ export function SearchPage() {
     try {
       await api("DELETE", `/v1/search/feedback?video_id=${r.video_id}&timestamp_start=${s.timestamp_start}`);
       setNote(`The moment at ${fmtTime(s.timestamp_start)} is shown again`);
-      setResults((list) => list!.map((x) => (x === r ? { ...x, segments: x.segments.map((y) => (y === s ? { ...y, hidden: false } : y)) } : x)));
+      setResults((list) =>
+        list!.map((x) =>
+          x === r ? { ...x, segments: x.segments.map((y) => (y === s ? { ...y, hidden: false } : y)) } : x,
+        ),
+      );
     } catch (e) {
       setError(e);
     }
@@ -116,7 +137,12 @@ export function SearchPage() {
         <div class="row">
           <label class="grow">
             <span class="sr-only">What to find</span>
-            <input name="query" type="search" placeholder="Describe a moment, or quote words that were said" maxLength={1000} />
+            <input
+              name="query"
+              type="search"
+              placeholder="Describe a moment, or quote words that were said"
+              maxLength={1000}
+            />
           </label>
           <button type="submit" disabled={busy}>
             {busy ? "Searching…" : "Search"}
@@ -144,7 +170,20 @@ export function SearchPage() {
             ))}
           </fieldset>
           <label>
-            Min score <input type="number" min={0} max={1} step={0.05} value={minScore ?? ""} placeholder="auto" onInput={(e) => { const v = (e.target as HTMLInputElement).value; setMinScore(v === "" ? null : Math.min(1, Math.max(0, Number(v) || 0))); }} class="narrow" />
+            Min score{" "}
+            <input
+              type="number"
+              min={0}
+              max={1}
+              step={0.05}
+              value={minScore ?? ""}
+              placeholder="auto"
+              onInput={(e) => {
+                const v = (e.target as HTMLInputElement).value;
+                setMinScore(v === "" ? null : Math.min(1, Math.max(0, Number(v) || 0)));
+              }}
+              class="narrow"
+            />
           </label>
           <label>
             <input type="checkbox" name="include_hidden" value="true" /> Show hidden
@@ -158,24 +197,41 @@ export function SearchPage() {
       {results ? (
         <p class="muted" aria-live="polite">
           {meta?.total ?? results.length} matching video{(meta?.total ?? results.length) === 1 ? "" : "s"}
-          {meta?.skipped_modes && Object.keys(meta.skipped_modes).length ? ` (skipped: ${Object.entries(meta.skipped_modes).map(([m, why]) => `${m} — ${why}`).join("; ")})` : ""}
+          {meta?.skipped_modes && Object.keys(meta.skipped_modes).length
+            ? ` (skipped: ${Object.entries(meta.skipped_modes)
+                .map(([m, why]) => `${m} — ${why}`)
+                .join("; ")})`
+            : ""}
         </p>
       ) : null}
       <ol class="results">
         {results?.map((r) => {
           const segs = r.segments;
           if (segs.length === 0) return null;
-          const hits = segs.filter((s) => !s.hidden).map((s) => ({ start: s.timestamp_start, end: s.timestamp_end, label: `${s.type} ${Math.round(s.score * 100)}%` }));
+          const hits = segs
+            .filter((s) => !s.hidden)
+            .map((s) => ({
+              start: s.timestamp_start,
+              end: s.timestamp_end,
+              label: `${s.type} ${Math.round(s.score * 100)}%`,
+            }));
           return (
             <li class="result card" key={r.video_id}>
               <h2>
                 <a href={`#/videos/${r.video_id}`}>{r.filename}</a>
               </h2>
-              {playing?.videoId === r.video_id ? <Player src={segs[0].video_url} start={playing.start} hits={hits} /> : null}
+              {playing?.videoId === r.video_id ? (
+                <Player src={segs[0].video_url} start={playing.start} hits={hits} />
+              ) : null}
               <ul class="moments" aria-label={`Moments in ${r.filename}`}>
                 {segs.map((s) => (
                   <li class={`moment${s.hidden ? " hidden-seg" : ""}`} key={`${s.type}-${s.timestamp_start}`}>
-                    <button type="button" class="thumb" onClick={() => setPlaying({ videoId: r.video_id, start: s.timestamp_start })} aria-label={`Play ${r.filename} from ${fmtTime(s.timestamp_start)}`}>
+                    <button
+                      type="button"
+                      class="thumb"
+                      onClick={() => setPlaying({ videoId: r.video_id, start: s.timestamp_start })}
+                      aria-label={`Play ${r.filename} from ${fmtTime(s.timestamp_start)}`}
+                    >
                       {s.thumbnail_url ? <img src={s.thumbnail_url} alt="" loading="lazy" /> : <span class="noimg" />}
                       <span class="time">{fmtTime(s.timestamp_start)}</span>
                     </button>
@@ -186,7 +242,12 @@ export function SearchPage() {
                       </span>
                       {s.text_content ? <q class="text">{s.text_content}</q> : null}
                       <span class="row">
-                        <button type="button" class="small secondary" onClick={() => feedback(r, s, "up")} aria-label={`Good match at ${fmtTime(s.timestamp_start)}`}>
+                        <button
+                          type="button"
+                          class="small secondary"
+                          onClick={() => feedback(r, s, "up")}
+                          aria-label={`Good match at ${fmtTime(s.timestamp_start)}`}
+                        >
                           ▲ Good
                         </button>
                         {s.hidden ? (
@@ -194,7 +255,12 @@ export function SearchPage() {
                             Unhide
                           </button>
                         ) : (
-                          <button type="button" class="small secondary" onClick={() => feedback(r, s, "down")} aria-label={`Bad match at ${fmtTime(s.timestamp_start)}: hide it`}>
+                          <button
+                            type="button"
+                            class="small secondary"
+                            onClick={() => feedback(r, s, "down")}
+                            aria-label={`Bad match at ${fmtTime(s.timestamp_start)}: hide it`}
+                          >
                             ▼ Hide
                           </button>
                         )}

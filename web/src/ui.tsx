@@ -34,7 +34,14 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
         <strong>{label}</strong> — shown only now; store it somewhere safe.
       </p>
       <div class="row">
-        <input ref={ref} readOnly value={value} aria-label={label} class="mono grow" onFocus={(e) => (e.target as HTMLInputElement).select()} />
+        <input
+          ref={ref}
+          readOnly
+          value={value}
+          aria-label={label}
+          class="mono grow"
+          onFocus={(e) => (e.target as HTMLInputElement).select()}
+        />
         <button type="button" onClick={copy}>
           {copied ? "Copied" : "Copy"}
         </button>
@@ -70,7 +77,17 @@ export function ColumnHeads({ names, actions = false }: { names: string[]; actio
 }
 
 /** What an admin page (useSecretList) shows under its create form: the error, if any, and a new secret, once. */
-export function CreateOutcome({ error, secret, label, onDone }: { error: unknown; secret: string | null; label: string; onDone: () => void }) {
+export function CreateOutcome({
+  error,
+  secret,
+  label,
+  onDone,
+}: {
+  error: unknown;
+  secret: string | null;
+  label: string;
+  onDone: () => void;
+}) {
   return (
     <>
       <ErrorLine error={error} />
@@ -122,7 +139,21 @@ export interface Hit {
  * `<video>` on a presigned URL that starts at `start`, with a timeline bar under it marking every
  * hit; each marker is a button (keyboard and screen reader) that seeks to its moment.
  */
-export function Player({ src, start, nonce, hits, duration: knownDuration, onTime }: { src: string; start?: number; nonce?: number; hits: Hit[]; duration?: number | null; onTime?: (t: number) => void }) {
+export function Player({
+  src,
+  start,
+  nonce,
+  hits,
+  duration: knownDuration,
+  onTime,
+}: {
+  src: string;
+  start?: number;
+  nonce?: number;
+  hits: Hit[];
+  duration?: number | null;
+  onTime?: (t: number) => void;
+}) {
   const ref = useRef<HTMLVideoElement>(null);
   const [duration, setDuration] = useState<number>(knownDuration ?? 0);
   const [now, setNow] = useState(0);
@@ -154,21 +185,31 @@ export function Player({ src, start, nonce, hits, duration: knownDuration, onTim
         controls
         preload="metadata"
         playsInline
-        onLoadedMetadata={(e) => Number.isFinite((e.target as HTMLVideoElement).duration) && setDuration((e.target as HTMLVideoElement).duration)}
+        onLoadedMetadata={(e) =>
+          Number.isFinite((e.target as HTMLVideoElement).duration) &&
+          setDuration((e.target as HTMLVideoElement).duration)
+        }
         onTimeUpdate={(e) => {
           const t = (e.target as HTMLVideoElement).currentTime;
           setNow(t);
           onTime?.(t);
         }}
       />
-      <div class="timeline" role="group" aria-label={`Timeline with ${hits.length} matching moment${hits.length === 1 ? "" : "s"}`}>
+      <div
+        class="timeline"
+        role="group"
+        aria-label={`Timeline with ${hits.length} matching moment${hits.length === 1 ? "" : "s"}`}
+      >
         <div class="playhead" style={{ left: `${Math.min(100, (now / total) * 100)}%` }} aria-hidden="true" />
         {hits.map((h, i) => (
           <button
             type="button"
             key={i}
             class="marker"
-            style={{ left: `${(h.start / total) * 100}%`, width: `${Math.max(0.8, ((h.end - h.start) / total) * 100)}%` }}
+            style={{
+              left: `${(h.start / total) * 100}%`,
+              width: `${Math.max(0.8, ((h.end - h.start) / total) * 100)}%`,
+            }}
             aria-label={`Play from ${fmtTime(h.start)}: ${h.label}`}
             title={`${fmtTime(h.start)} ${h.label}`}
             onClick={() => seekTo(h.start)}

@@ -76,23 +76,40 @@ export function VideoPage({ id }: { id: string }) {
       <h1 tabIndex={-1}>{video.filename}</h1>
       <ErrorLine error={error} />
       <p class="muted">
-        {video.status} · {fmtTime(video.duration_secs)} · {video.width}×{video.height} · {video.codec ?? "?"} · {fmtBytes(video.file_size_bytes)}
+        {video.status} · {fmtTime(video.duration_secs)} · {video.width}×{video.height} · {video.codec ?? "?"} ·{" "}
+        {fmtBytes(video.file_size_bytes)}
         {video.has_audio ? " · audio" : " · no audio"}
       </p>
       {video.error ? <ErrorLine error={video.error} /> : null}
       <div class="video-layout">
         <div class="v-player">
-          <Player src={video.playback_url} start={seek.t} nonce={seek.n} duration={video.duration_secs} hits={shots.map((s, i) => ({ start: s.scene_start, end: s.scene_end, label: `shot ${i + 1}` }))} onTime={setNow} />
+          <Player
+            src={video.playback_url}
+            start={seek.t}
+            nonce={seek.n}
+            duration={video.duration_secs}
+            hits={shots.map((s, i) => ({ start: s.scene_start, end: s.scene_end, label: `shot ${i + 1}` }))}
+            onTime={setNow}
+          />
         </div>
         <div class="v-shots stack">
           <h2>Shots and transcript</h2>
-          {shots.length === 0 ? <p class="muted">{video.status === "ready" ? "Reading shots…" : "Shots appear once the video is indexed."}</p> : null}
+          {shots.length === 0 ? (
+            <p class="muted">
+              {video.status === "ready" ? "Reading shots…" : "Shots appear once the video is indexed."}
+            </p>
+          ) : null}
           <ol class="shots">
             {shots.map((s, i) => {
               const current = now >= s.scene_start && now < s.scene_end;
               return (
                 <li key={i} class={current ? "current" : ""} aria-current={current ? "true" : undefined}>
-                  <button type="button" class="shot" onClick={() => goTo(s.scene_start)} aria-label={`Play shot ${i + 1} from ${fmtTime(s.scene_start)}`}>
+                  <button
+                    type="button"
+                    class="shot"
+                    onClick={() => goTo(s.scene_start)}
+                    aria-label={`Play shot ${i + 1} from ${fmtTime(s.scene_start)}`}
+                  >
                     {s.thumbnail_url ? <img src={s.thumbnail_url} alt="" loading="lazy" /> : null}
                     <span class="time">
                       {fmtTime(s.scene_start)}–{fmtTime(s.scene_end)}
@@ -107,7 +124,9 @@ export function VideoPage({ id }: { id: string }) {
                       </span>
                     ) : null}
                     {s.caption ? <span>{s.caption}</span> : null}
-                    {s.on_screen_text?.length ? <span class="muted">On screen: {s.on_screen_text.map((l) => `“${l.text}”`).join(" ")}</span> : null}
+                    {s.on_screen_text?.length ? (
+                      <span class="muted">On screen: {s.on_screen_text.map((l) => `“${l.text}”`).join(" ")}</span>
+                    ) : null}
                     {s.transcript ? (
                       <button type="button" class="link transcript" onClick={() => goTo(s.scene_start)}>
                         “{s.transcript}”
@@ -123,15 +142,26 @@ export function VideoPage({ id }: { id: string }) {
         </div>
         <div class="v-transcript stack">
           <h2>Transcript</h2>
-          {said === null ? <p class="muted">{video.status === "ready" ? "Loading…" : "The transcript appears once the video is indexed."}</p> : null}
-          {said?.length === 0 ? <p class="muted">Nothing was transcribed (no speech model, no audio, or nothing said).</p> : null}
+          {said === null ? (
+            <p class="muted">
+              {video.status === "ready" ? "Loading…" : "The transcript appears once the video is indexed."}
+            </p>
+          ) : null}
+          {said?.length === 0 ? (
+            <p class="muted">Nothing was transcribed (no speech model, no audio, or nothing said).</p>
+          ) : null}
           {said?.length ? (
             <ol class="said">
               {said.map((l, i) => {
                 const current = now >= l.start && now < l.end;
                 return (
                   <li key={i} class={current ? "current" : ""} aria-current={current ? "true" : undefined}>
-                    <button type="button" class="link" onClick={() => goTo(l.start)} aria-label={`Play from ${fmtTime(l.start)}: ${l.text}`}>
+                    <button
+                      type="button"
+                      class="link"
+                      onClick={() => goTo(l.start)}
+                      aria-label={`Play from ${fmtTime(l.start)}: ${l.text}`}
+                    >
                       <span class="time">{fmtTime(l.start)}</span> {l.text}
                     </button>
                   </li>
@@ -149,7 +179,16 @@ export function VideoPage({ id }: { id: string }) {
                 <tr key={name}>
                   <th scope="row">{name}</th>
                   <td class={`st-${s.status}`}>{s.status}</td>
-                  <td class="muted">{[s.reason, s.count != null ? `${s.count} items` : null, s.took_ms != null ? `${Math.round(s.took_ms)} ms` : null, s.model_id].filter(Boolean).join(" · ")}</td>
+                  <td class="muted">
+                    {[
+                      s.reason,
+                      s.count != null ? `${s.count} items` : null,
+                      s.took_ms != null ? `${Math.round(s.took_ms)} ms` : null,
+                      s.model_id,
+                    ]
+                      .filter(Boolean)
+                      .join(" · ")}
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -3,7 +3,16 @@ import { useEffect, useState } from "preact/hooks";
 import { api, fmtDate } from "./api.ts";
 import { ColumnHeads, CreateOutcome, ErrorLine, useSecretList } from "./ui.tsx";
 
-const EVENTS = ["video.created", "video.deleted", "job.completed", "job.failed", "credits.low", "credits.exhausted", "account.deleted", "webhook.ping"];
+const EVENTS = [
+  "video.created",
+  "video.deleted",
+  "job.completed",
+  "job.failed",
+  "credits.low",
+  "credits.exhausted",
+  "account.deleted",
+  "webhook.ping",
+];
 
 function Deliveries({ webhookId, refresh }: { webhookId: string; refresh: number }) {
   const [list, setList] = useState<any[] | null>(null);
@@ -39,7 +48,9 @@ function Deliveries({ webhookId, refresh }: { webhookId: string; refresh: number
               {list.map((d) => (
                 <tr key={d.id}>
                   <th scope="row">{d.event}</th>
-                  <td data-label="Status" class={`st-${d.status}`}>{d.status}</td>
+                  <td data-label="Status" class={`st-${d.status}`}>
+                    {d.status}
+                  </td>
                   <td data-label="Attempts">{d.attempts}</td>
                   <td data-label="Response">{d.response_status ?? d.error ?? "–"}</td>
                   <td data-label="When">{fmtDate(d.delivered_at ?? d.created_at)}</td>
@@ -61,8 +72,18 @@ function Deliveries({ webhookId, refresh }: { webhookId: string; refresh: number
 }
 
 export function WebhooksPage() {
-  const { items: hooks, load, error, setError, secret, clearSecret, create } = useSecretList("/v1/webhooks?per_page=100");
-  const createHook = create(async (f) => (await api("POST", "/v1/webhooks", { url: f.get("url"), events: f.getAll("events") })).data.secret);
+  const {
+    items: hooks,
+    load,
+    error,
+    setError,
+    secret,
+    clearSecret,
+    create,
+  } = useSecretList("/v1/webhooks?per_page=100");
+  const createHook = create(
+    async (f) => (await api("POST", "/v1/webhooks", { url: f.get("url"), events: f.getAll("events") })).data.secret,
+  );
   const [refresh, setRefresh] = useState(0);
   const act = async (fn: () => Promise<unknown>) => {
     setError(null);
@@ -85,7 +106,13 @@ export function WebhooksPage() {
           <legend>Events</legend>
           {EVENTS.map((ev) => (
             <label>
-              <input type="checkbox" name="events" value={ev} defaultChecked={ev.startsWith("job.") || ev === "webhook.ping"} /> {ev}
+              <input
+                type="checkbox"
+                name="events"
+                value={ev}
+                defaultChecked={ev.startsWith("job.") || ev === "webhook.ping"}
+              />{" "}
+              {ev}
             </label>
           ))}
         </fieldset>
@@ -98,12 +125,25 @@ export function WebhooksPage() {
           <p class="muted">{h.events.join(", ")}</p>
           <div class="row wrap">
             <label>
-              <input type="checkbox" checked={h.is_active} onChange={(e) => act(() => api("PATCH", `/v1/webhooks/${h.id}`, { is_active: (e.target as HTMLInputElement).checked }))} /> Active
+              <input
+                type="checkbox"
+                checked={h.is_active}
+                onChange={(e) =>
+                  act(() => api("PATCH", `/v1/webhooks/${h.id}`, { is_active: (e.target as HTMLInputElement).checked }))
+                }
+              />{" "}
+              Active
             </label>
             <button type="button" class="small" onClick={() => act(() => api("POST", `/v1/webhooks/${h.id}/test`))}>
               Send test
             </button>
-            <button type="button" class="small danger" onClick={() => confirm(`Delete the webhook to ${h.url}?`) && act(() => api("DELETE", `/v1/webhooks/${h.id}`))}>
+            <button
+              type="button"
+              class="small danger"
+              onClick={() =>
+                confirm(`Delete the webhook to ${h.url}?`) && act(() => api("DELETE", `/v1/webhooks/${h.id}`))
+              }
+            >
               Delete
             </button>
           </div>

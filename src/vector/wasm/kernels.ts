@@ -69,12 +69,28 @@ function scan(L: Layout, v: ScanVariant): Fn {
   const W = L.codeBytes / 16;
   const qw = Array.from({ length: W }, () => f.local("v128"));
   const acc = [0, 1, 2, 3].map(() => f.local("v128"));
-  const s01 = f.local("v128"), s23 = f.local("v128"), dv = f.local("v128"), tv = f.local("v128");
-  const slotv = f.local("v128"), four = f.local("v128");
-  const c = f.local("i32"), base = f.local("i32"), codes = f.local("i32"), mp = f.local("i32"), dp = f.local("i32");
-  const row = f.local("i32"), tmp = f.local("i32"), bits = f.local("i32"), count = f.local("i32");
-  const i = f.local("i32"), end = f.local("i32"), slot = f.local("i32");
-  for (let w = 0; w < W; w++) f.get(qcode).vmem(Simd.v128_load, 16 * w).set(qw[w]);
+  const s01 = f.local("v128"),
+    s23 = f.local("v128"),
+    dv = f.local("v128"),
+    tv = f.local("v128");
+  const slotv = f.local("v128"),
+    four = f.local("v128");
+  const c = f.local("i32"),
+    base = f.local("i32"),
+    codes = f.local("i32"),
+    mp = f.local("i32"),
+    dp = f.local("i32");
+  const row = f.local("i32"),
+    tmp = f.local("i32"),
+    bits = f.local("i32"),
+    count = f.local("i32");
+  const i = f.local("i32"),
+    end = f.local("i32"),
+    slot = f.local("i32");
+  for (let w = 0; w < W; w++)
+    f.get(qcode)
+      .vmem(Simd.v128_load, 16 * w)
+      .set(qw[w]);
   if (v.candidates) {
     f.get(T).simd(Simd.i16x8_splat).set(tv);
     f.i32(4).simd(Simd.i32x4_splat).set(four);
@@ -83,12 +99,39 @@ function scan(L: Layout, v: ScanVariant): Fn {
 
   f.block().loop();
   f.get(nChunks).op(Op.i32_eqz).brIf(1);
-  f.get(codeTable).get(c).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).tee(base).i32(L.offCodes).op(Op.i32_add).set(codes);
-  if (v.masked) f.get(mask).get(c).i32(L.chunkShift + 1).op(Op.i32_shl).op(Op.i32_add).set(mp);
-  if (v.writeDist) f.get(dist).get(c).i32(L.chunkShift + 1).op(Op.i32_shl).op(Op.i32_add).set(dp);
+  f.get(codeTable)
+    .get(c)
+    .i32(2)
+    .op(Op.i32_shl)
+    .op(Op.i32_add)
+    .mem(Op.i32_load, 0, 2)
+    .tee(base)
+    .i32(L.offCodes)
+    .op(Op.i32_add)
+    .set(codes);
+  if (v.masked)
+    f.get(mask)
+      .get(c)
+      .i32(L.chunkShift + 1)
+      .op(Op.i32_shl)
+      .op(Op.i32_add)
+      .set(mp);
+  if (v.writeDist)
+    f.get(dist)
+      .get(c)
+      .i32(L.chunkShift + 1)
+      .op(Op.i32_shl)
+      .op(Op.i32_add)
+      .set(dp);
   if (v.candidates) {
     // slots of the group's four rows, and where this chunk's candidates start
-    f.get(c).i32(L.chunkShift).op(Op.i32_shl).simd(Simd.i32x4_splat).v128const([0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]).simd(Simd.i32x4_add).set(slotv);
+    f.get(c)
+      .i32(L.chunkShift)
+      .op(Op.i32_shl)
+      .simd(Simd.i32x4_splat)
+      .v128const([0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0])
+      .simd(Simd.i32x4_add)
+      .set(slotv);
     f.get(count).set(i);
   }
   f.i32(0).set(row);
@@ -97,14 +140,32 @@ function scan(L: Layout, v: ScanVariant): Fn {
   f.get(row).i32(L.chunkRows).op(Op.i32_ge_u).brIf(1);
   for (let r = 0; r < 4; r++) {
     for (let w = 0; w < W; w++) {
-      f.get(codes).vmem(Simd.v128_load, r * L.codeBytes + 16 * w).get(qw[w]).simd(Simd.v128_xor).simd(Simd.i8x16_popcnt);
+      f.get(codes)
+        .vmem(Simd.v128_load, r * L.codeBytes + 16 * w)
+        .get(qw[w])
+        .simd(Simd.v128_xor)
+        .simd(Simd.i8x16_popcnt);
       if (w > 0) f.simd(Simd.i8x16_add);
     }
     f.simd(Simd.i16x8_extadd_pairwise_i8x16_u).simd(Simd.i32x4_extadd_pairwise_i16x8_u).set(acc[r]);
   }
   // [a0 a1 a2 a3], each four partial sums → one vector of the four row totals.
-  f.get(acc[0]).get(acc[1]).shuffle32(0, 4, 2, 6).get(acc[0]).get(acc[1]).shuffle32(1, 5, 3, 7).simd(Simd.i32x4_add).set(s01);
-  f.get(acc[2]).get(acc[3]).shuffle32(0, 4, 2, 6).get(acc[2]).get(acc[3]).shuffle32(1, 5, 3, 7).simd(Simd.i32x4_add).set(s23);
+  f.get(acc[0])
+    .get(acc[1])
+    .shuffle32(0, 4, 2, 6)
+    .get(acc[0])
+    .get(acc[1])
+    .shuffle32(1, 5, 3, 7)
+    .simd(Simd.i32x4_add)
+    .set(s01);
+  f.get(acc[2])
+    .get(acc[3])
+    .shuffle32(0, 4, 2, 6)
+    .get(acc[2])
+    .get(acc[3])
+    .shuffle32(1, 5, 3, 7)
+    .simd(Simd.i32x4_add)
+    .set(s23);
   f.get(s01).get(s23).shuffle32(0, 1, 4, 5).get(s01).get(s23).shuffle32(2, 3, 6, 7).simd(Simd.i32x4_add).tee(dv);
   // Lanes 0–3 of dv = u16 distances (| mask); lanes 4–7 are don't-care.
   f.get(dv).simd(Simd.i16x8_narrow_i32x4_u);
@@ -118,13 +179,23 @@ function scan(L: Layout, v: ScanVariant): Fn {
     // every scanned row + 4, so there is no clamp here (clamping to `cap` cost ~0.9 ms per 1 M
     // rows); `cap` bounds the estimates below.
     f.get(outSlots).get(count).i32(2).op(Op.i32_shl).op(Op.i32_add);
-    f.get(slotv).get(compact).get(bits).i32(4).op(Op.i32_shl).op(Op.i32_add).vmem(Simd.v128_load, 0, 0).simd(Simd.i8x16_swizzle);
+    f.get(slotv)
+      .get(compact)
+      .get(bits)
+      .i32(4)
+      .op(Op.i32_shl)
+      .op(Op.i32_add)
+      .vmem(Simd.v128_load, 0, 0)
+      .simd(Simd.i8x16_swizzle);
     f.vmem(Simd.v128_store, 0, 2);
     f.get(count).get(bits).op(Op.i32_popcnt).op(Op.i32_add).set(count);
     f.get(slotv).get(four).simd(Simd.i32x4_add).set(slotv);
   }
 
-  f.get(codes).i32(4 * L.codeBytes).op(Op.i32_add).set(codes);
+  f.get(codes)
+    .i32(4 * L.codeBytes)
+    .op(Op.i32_add)
+    .set(codes);
   if (v.masked) f.get(mp).i32(8).op(Op.i32_add).set(mp);
   if (v.writeDist) f.get(dp).i32(8).op(Op.i32_add).set(dp);
   f.get(row).i32(4).op(Op.i32_add).set(row);
@@ -135,12 +206,26 @@ function scan(L: Layout, v: ScanVariant): Fn {
     f.get(count).get(cap).get(count).get(cap).op(Op.i32_lt_u).op(Op.select).set(end);
     f.block().loop();
     f.get(i).get(end).op(Op.i32_ge_u).brIf(1);
-    f.get(outSlots).get(i).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).i32(L.chunkRows - 1).op(Op.i32_and).set(slot);
+    f.get(outSlots)
+      .get(i)
+      .i32(2)
+      .op(Op.i32_shl)
+      .op(Op.i32_add)
+      .mem(Op.i32_load, 0, 2)
+      .i32(L.chunkRows - 1)
+      .op(Op.i32_and)
+      .set(slot);
     f.get(slot).i32(L.codeBytes).op(Op.i32_mul).get(base).op(Op.i32_add).i32(L.offCodes).op(Op.i32_add).set(tmp);
     for (let k = 0; k < 4; k++) {
       for (let w = 0; w < W; w++) {
-        f.get(tmp).vmem(Simd.v128_load, 16 * w).get(qw[w]).simd(Simd.v128_xor);
-        f.get(planes).vmem(Simd.v128_load, k * L.codeBytes + 16 * w).simd(Simd.v128_and).simd(Simd.i8x16_popcnt);
+        f.get(tmp)
+          .vmem(Simd.v128_load, 16 * w)
+          .get(qw[w])
+          .simd(Simd.v128_xor);
+        f.get(planes)
+          .vmem(Simd.v128_load, k * L.codeBytes + 16 * w)
+          .simd(Simd.v128_and)
+          .simd(Simd.i8x16_popcnt);
         if (w > 0) f.simd(Simd.i8x16_add);
       }
       // ≤ 8·W per byte lane; widen before weighting so 2048-dim codes cannot overflow.
@@ -150,7 +235,13 @@ function scan(L: Layout, v: ScanVariant): Fn {
     f.simd(Simd.i32x4_extadd_pairwise_i16x8_u).set(s01);
     // outEst[i] = factor · (sumAbs − twoStep · W), W = Σ lanes
     f.get(outEst).get(i).i32(2).op(Op.i32_shl).op(Op.i32_add);
-    f.get(base).get(slot).i32(1).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load16_u, L.offFactor, 1).op(Op.f32_convert_i32_s);
+    f.get(base)
+      .get(slot)
+      .i32(1)
+      .op(Op.i32_shl)
+      .op(Op.i32_add)
+      .mem(Op.i32_load16_u, L.offFactor, 1)
+      .op(Op.f32_convert_i32_s);
     f.get(sumAbs).get(twoStep);
     f.get(s01).lane(Simd.i32x4_extract_lane, 0).get(s01).lane(Simd.i32x4_extract_lane, 1).op(Op.i32_add);
     f.get(s01).lane(Simd.i32x4_extract_lane, 2).get(s01).lane(Simd.i32x4_extract_lane, 3).op(Op.i32_add).op(Op.i32_add);
@@ -189,8 +280,11 @@ function histogram(): Fn {
 function collect(): Fn {
   const f = new Fn("collect", ["i32", "i32", "i32", "i32", "i32", "i32"], ["i32"]);
   const [arr, nRows, lo, span, out, cap] = [0, 1, 2, 3, 4, 5];
-  const lov = f.local("v128"), spv = f.local("v128");
-  const i = f.local("i32"), m = f.local("i32"), count = f.local("i32");
+  const lov = f.local("v128"),
+    spv = f.local("v128");
+  const i = f.local("i32"),
+    m = f.local("i32"),
+    count = f.local("i32");
   f.get(lo).simd(Simd.i16x8_splat).set(lov);
   f.get(span).simd(Simd.i16x8_splat).set(spv);
   f.block().loop();
@@ -232,7 +326,10 @@ function eachChunkRows(
   f.block().loop();
   f.get(r).i32(L.chunkRows).op(Op.i32_ge_u).brIf(1);
   body();
-  f.get(mask).i32(2 * step).op(Op.i32_add).set(mask);
+  f.get(mask)
+    .i32(2 * step)
+    .op(Op.i32_add)
+    .set(mask);
   f.get(r).i32(step).op(Op.i32_add).set(r);
   f.br(0).end().end();
   f.get(sideTable).i32(4).op(Op.i32_add).set(sideTable);
@@ -248,7 +345,9 @@ function eachChunkRows(
 function buildMask(L: Layout): Fn {
   const f = new Fn("buildMask", ["i32", "i32", "i32", "i32", "i32", "i32"], []);
   const [sideTable, nChunks, tA, tB, flags, mask] = [0, 1, 2, 3, 4, 5];
-  const base = f.local("i32"), r = f.local("i32"), m = f.local("i32");
+  const base = f.local("i32"),
+    r = f.local("i32"),
+    m = f.local("i32");
   eachChunkRows(f, L, { sideTable, nChunks, mask, base, r }, 1, () => {
     f.i32(0).set(m);
     f.get(flags).i32(1).op(Op.i32_and).if();
@@ -273,8 +372,12 @@ function buildMask(L: Layout): Fn {
 function buildMaskIds(L: Layout): Fn {
   const f = new Fn("buildMaskIds", ["i32", "i32", "i32", "i32", "i32", "i32", "i32"], []);
   const [sideTable, nChunks, idsA, nA, idsB, nB, mask] = [0, 1, 2, 3, 4, 5, 6];
-  const base = f.local("i32"), r = f.local("i32"), j = f.local("i32");
-  const ok = f.local("v128"), okB = f.local("v128"), g = f.local("v128");
+  const base = f.local("i32"),
+    r = f.local("i32"),
+    j = f.local("i32");
+  const ok = f.local("v128"),
+    okB = f.local("v128"),
+    g = f.local("v128");
   const matchAny = (col: number, ids: number, n: number, out: number) => {
     // out = n == 0 ? all ones : OR_j (group == ids[j])
     f.get(n).op(Op.i32_eqz).if();
@@ -302,8 +405,19 @@ function buildMaskIds(L: Layout): Fn {
 }
 
 type ScanCandidates = (
-  codeTable: number, first: number, nChunks: number, qcode: number, planes: number, sumAbs: number, twoStep: number,
-  mask: number, T: number, compact: number, outSlots: number, outEst: number, cap: number,
+  codeTable: number,
+  first: number,
+  nChunks: number,
+  qcode: number,
+  planes: number,
+  sumAbs: number,
+  twoStep: number,
+  mask: number,
+  T: number,
+  compact: number,
+  outSlots: number,
+  outEst: number,
+  cap: number,
 ) => number;
 
 export interface Kernels {
@@ -313,9 +427,26 @@ export interface Kernels {
   histogram(arr: number, nRows: number, hist: number): void;
   collect(arr: number, nRows: number, lo: number, span: number, out: number, cap: number): number;
   /** The middle pass for the layout's refineBits (qvec: the query's q16, or q8 for 2 bits). */
-  refine(slots: number, n: number, codeTable: number, sideTable: number, qvec: number, invScale: number, offset: number, out: number): void;
+  refine(
+    slots: number,
+    n: number,
+    codeTable: number,
+    sideTable: number,
+    qvec: number,
+    invScale: number,
+    offset: number,
+    out: number,
+  ): void;
   buildMask(sideTable: number, nChunks: number, tableA: number, tableB: number, flags: number, mask: number): void;
-  buildMaskIds(sideTable: number, nChunks: number, idsA: number, nA: number, idsB: number, nB: number, mask: number): void;
+  buildMaskIds(
+    sideTable: number,
+    nChunks: number,
+    idsA: number,
+    nA: number,
+    idsB: number,
+    nB: number,
+    mask: number,
+  ): void;
   dots4(rp: number, cents: number, C: number, out: number): void;
 }
 
@@ -325,7 +456,12 @@ export function kernelModuleBytes(L: Layout): Uint8Array<ArrayBuffer> {
     scan(L, { name: "scanDist", masked: true, writeDist: true, candidates: false }),
     scan(L, { name: "scanMasked", masked: true, writeDist: false, candidates: true }),
     scan(L, { name: "scanAll", masked: false, writeDist: false, candidates: true }),
-    histogram(), collect(), L.refineBits === 4 ? refine(L) : refine2(L), buildMask(L), buildMaskIds(L), dots4(L),
+    histogram(),
+    collect(),
+    L.refineBits === 4 ? refine(L) : refine2(L),
+    buildMask(L),
+    buildMaskIds(L),
+    dots4(L),
   ]);
 }
 
@@ -335,8 +471,11 @@ export function compileKernels(L: Layout): WebAssembly.Module {
 }
 
 /** Instantiates the kernels against `memory` (compiling them unless `mod` is given). */
-export function instantiateKernels(L: Layout, memory: WebAssembly.Memory, mod: WebAssembly.Module = compileKernels(L)): Kernels {
+export function instantiateKernels(
+  L: Layout,
+  memory: WebAssembly.Memory,
+  mod: WebAssembly.Module = compileKernels(L),
+): Kernels {
   const inst = new WebAssembly.Instance(mod, { env: { memory } });
   return inst.exports as unknown as Kernels;
 }
-

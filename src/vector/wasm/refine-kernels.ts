@@ -14,10 +14,18 @@ import { Fn, Op, Simd } from "./asm.ts";
  * The inner loop shared by refine and dots4 (each emits it once, so its scratch locals are its own).
  */
 function dot4(f: Fn, L: Layout, codes: number, vec: number, nib: number): void {
-  const acc = f.local("v128"), v = f.local("v128"), lo = f.local("v128"), hi = f.local("v128");
+  const acc = f.local("v128"),
+    v = f.local("v128"),
+    lo = f.local("v128"),
+    hi = f.local("v128");
   f.i32(0).simd(Simd.i32x4_splat).set(acc);
   for (let g = 0; g < L.padDim / 32; g++) {
-    f.get(codes).vmem(Simd.v128_load, 16 * g).tee(v).get(nib).simd(Simd.v128_and).set(lo);
+    f.get(codes)
+      .vmem(Simd.v128_load, 16 * g)
+      .tee(v)
+      .get(nib)
+      .simd(Simd.v128_and)
+      .set(lo);
     f.get(v).i32(4).simd(Simd.i8x16_shr_u).set(hi);
     const parts: [number, number, number][] = [
       [lo, Simd.i16x8_extend_low_i8x16_u, 0],
@@ -26,7 +34,11 @@ function dot4(f: Fn, L: Layout, codes: number, vec: number, nib: number): void {
       [hi, Simd.i16x8_extend_high_i8x16_u, 24],
     ];
     for (const [src, ext, dimOff] of parts) {
-      f.get(src).simd(ext).get(vec).vmem(Simd.v128_load, (32 * g + dimOff) * 2).simd(Simd.i32x4_dot_i16x8_s);
+      f.get(src)
+        .simd(ext)
+        .get(vec)
+        .vmem(Simd.v128_load, (32 * g + dimOff) * 2)
+        .simd(Simd.i32x4_dot_i16x8_s);
       f.get(acc).simd(Simd.i32x4_add).set(acc);
     }
   }
@@ -43,14 +55,28 @@ function dot4(f: Fn, L: Layout, codes: number, vec: number, nib: number): void {
 export function refine(L: Layout): Fn {
   const f = new Fn("refine", ["i32", "i32", "i32", "i32", "i32", "f32", "f32", "i32"], []);
   const [slots, n, , sideTable, q16, invScale, offset, out] = [0, 1, 2, 3, 4, 5, 6, 7];
-  const slot = f.local("i32"), base = f.local("i32"), rp = f.local("i32"), row = f.local("i32");
+  const slot = f.local("i32"),
+    base = f.local("i32"),
+    rp = f.local("i32"),
+    row = f.local("i32");
   const nib = f.local("v128");
   f.i32(0x0f).simd(Simd.i8x16_splat).set(nib);
   f.block().loop();
   f.get(n).op(Op.i32_eqz).brIf(1);
   f.get(slots).mem(Op.i32_load, 0, 2).set(slot);
-  f.get(sideTable).get(slot).i32(L.chunkShift).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).set(base);
-  f.get(slot).i32(L.chunkRows - 1).op(Op.i32_and).set(row);
+  f.get(sideTable)
+    .get(slot)
+    .i32(L.chunkShift)
+    .op(Op.i32_shr_u)
+    .i32(2)
+    .op(Op.i32_shl)
+    .op(Op.i32_add)
+    .mem(Op.i32_load, 0, 2)
+    .set(base);
+  f.get(slot)
+    .i32(L.chunkRows - 1)
+    .op(Op.i32_and)
+    .set(row);
   f.get(base).get(row).i32(L.refineBytes).op(Op.i32_mul).op(Op.i32_add).i32(L.offRefine).op(Op.i32_add).set(rp);
   f.get(out);
   dot4(f, L, rp, q16, nib);
@@ -76,10 +102,21 @@ export function refine(L: Layout): Fn {
 export function refine2(L: Layout): Fn {
   const f = new Fn("refine", ["i32", "i32", "i32", "i32", "i32", "f32", "f32", "i32"], []);
   const [slots, n, codeTable, sideTable, q8, invScale, offset, out] = [0, 1, 2, 3, 4, 5, 6, 7];
-  const slot = f.local("i32"), base = f.local("i32"), sp = f.local("i32"), ep = f.local("i32"), row = f.local("i32");
-  const accS = f.local("v128"), accE = f.local("v128"), vs = f.local("v128"), ve = f.local("v128"), qk = f.local("v128");
+  const slot = f.local("i32"),
+    base = f.local("i32"),
+    sp = f.local("i32"),
+    ep = f.local("i32"),
+    row = f.local("i32");
+  const accS = f.local("v128"),
+    accE = f.local("v128"),
+    vs = f.local("v128"),
+    ve = f.local("v128"),
+    qk = f.local("v128");
   const bit = Array.from({ length: 8 }, () => f.local("v128"));
-  for (let k = 0; k < 8; k++) f.i32(1 << k).simd(Simd.i8x16_splat).set(bit[k]);
+  for (let k = 0; k < 8; k++)
+    f.i32(1 << k)
+      .simd(Simd.i8x16_splat)
+      .set(bit[k]);
   const W = L.codeBytes / 16;
   const hsum = (acc: number) => {
     f.get(acc).simd(Simd.i32x4_extadd_pairwise_i16x8_s).set(acc);
@@ -89,18 +126,45 @@ export function refine2(L: Layout): Fn {
   f.block().loop();
   f.get(n).op(Op.i32_eqz).brIf(1);
   f.get(slots).mem(Op.i32_load, 0, 2).set(slot);
-  f.get(slot).i32(L.chunkRows - 1).op(Op.i32_and).set(row);
-  f.get(codeTable).get(slot).i32(L.chunkShift).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2);
+  f.get(slot)
+    .i32(L.chunkRows - 1)
+    .op(Op.i32_and)
+    .set(row);
+  f.get(codeTable)
+    .get(slot)
+    .i32(L.chunkShift)
+    .op(Op.i32_shr_u)
+    .i32(2)
+    .op(Op.i32_shl)
+    .op(Op.i32_add)
+    .mem(Op.i32_load, 0, 2);
   f.get(row).i32(L.codeBytes).op(Op.i32_mul).op(Op.i32_add).i32(L.offCodes).op(Op.i32_add).set(sp);
-  f.get(sideTable).get(slot).i32(L.chunkShift).op(Op.i32_shr_u).i32(2).op(Op.i32_shl).op(Op.i32_add).mem(Op.i32_load, 0, 2).set(base);
+  f.get(sideTable)
+    .get(slot)
+    .i32(L.chunkShift)
+    .op(Op.i32_shr_u)
+    .i32(2)
+    .op(Op.i32_shl)
+    .op(Op.i32_add)
+    .mem(Op.i32_load, 0, 2)
+    .set(base);
   f.get(base).get(row).i32(L.refineBytes).op(Op.i32_mul).op(Op.i32_add).i32(L.offRefine).op(Op.i32_add).set(ep);
   f.i32(0).simd(Simd.i32x4_splat).tee(accS).set(accE);
   for (let w = 0; w < W; w++) {
-    f.get(sp).vmem(Simd.v128_load, 16 * w).set(vs);
-    f.get(ep).vmem(Simd.v128_load, 16 * w).set(ve);
+    f.get(sp)
+      .vmem(Simd.v128_load, 16 * w)
+      .set(vs);
+    f.get(ep)
+      .vmem(Simd.v128_load, 16 * w)
+      .set(ve);
     for (let k = 0; k < 8; k++) {
-      f.get(q8).vmem(Simd.v128_load, (w * 8 + k) * 16).set(qk);
-      for (const [v, acc] of [[vs, accS], [ve, accE]]) {
+      f.get(q8)
+        .vmem(Simd.v128_load, (w * 8 + k) * 16)
+        .set(qk);
+      for (const [v, acc] of [
+        [vs, accS],
+        [ve, accE],
+      ]) {
         f.get(acc);
         f.get(v).get(bit[k]).simd(Simd.v128_and).get(bit[k]).simd(Simd.i8x16_eq).get(qk).simd(Simd.v128_and);
         f.simd(Simd.i16x8_extadd_pairwise_i8x16_s).simd(Simd.i16x8_add).set(acc);
@@ -138,7 +202,10 @@ export function dots4(L: Layout): Fn {
   f.get(out);
   dot4(f, L, rp, cents, nib);
   f.mem(Op.i32_store, 0, 2);
-  f.get(cents).i32(L.padDim * 2).op(Op.i32_add).set(cents);
+  f.get(cents)
+    .i32(L.padDim * 2)
+    .op(Op.i32_add)
+    .set(cents);
   f.get(out).i32(4).op(Op.i32_add).set(out);
   f.get(C).i32(1).op(Op.i32_sub).set(C);
   f.br(0).end().end();
