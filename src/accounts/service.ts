@@ -26,8 +26,7 @@ export class AccountService {
 
   setPlan(id: string, plan: string): Account {
     this.getAccount(id);
-    if (!PLANS.includes(plan as Plan))
-      throw new AppError(400, "INVALID_PLAN", `plan must be one of ${PLANS.join(", ")}`);
+    if (!PLANS.includes(plan as Plan)) throw new AppError("INVALID_PLAN", `plan must be one of ${PLANS.join(", ")}`);
     this.store.setPlan(id, plan as Plan);
     return this.getAccount(id);
   }
@@ -36,7 +35,7 @@ export class AccountService {
     const parsed = parseInput(userInputSchema, input);
     this.getAccount(parsed.account_id);
     if (this.store.findUserByEmail(parsed.email)) {
-      throw new AppError(409, "EMAIL_TAKEN", `A user with email ${parsed.email} already exists`);
+      throw new AppError("EMAIL_TAKEN", `A user with email ${parsed.email} already exists`);
     }
     // argon2id: slow on purpose, so a stolen database does not give away passwords.
     const password_hash = await Bun.password.hash(parsed.password, { algorithm: "argon2id" });

@@ -82,7 +82,7 @@ export class FrameGrabber {
         ["-sseof", "-1", "-i", source, ...out.filter((a, k) => a !== "-frames:v" && out[k - 1] !== "-frames:v")],
         true,
       );
-    if (!jpegSize(jpeg)) throw new AppError(409, "DECODE_FAILED", "No frame could be decoded at that time");
+    if (!jpegSize(jpeg)) throw new AppError("DECODE_FAILED", "No frame could be decoded at that time");
     return jpeg;
   }
 
@@ -134,7 +134,7 @@ export class FrameGrabber {
           maxStdoutBytes: 16 * 1024 * 1024,
         },
       );
-      if (exit.code !== 0) throw new AppError(409, "DECODE_FAILED", "The video could not be decoded at that time");
+      if (exit.code !== 0) throw new AppError("DECODE_FAILED", "The video could not be decoded at that time");
       return lastOnly ? lastJpeg(exit.stdout) : exit.stdout;
     } finally {
       this.release();

@@ -306,11 +306,7 @@ export const TOOLS: AgentTool[] = [
     async run(d, accountId, i) {
       const video = d.videos.require(accountId, i.video_id);
       if (video.duration_secs === null)
-        throw new AppError(
-          409,
-          "VIDEO_NOT_READY",
-          `Video ${video.id} has not been probed yet (status ${video.status})`,
-        );
+        throw new AppError("VIDEO_NOT_READY", `Video ${video.id} has not been probed yet (status ${video.status})`);
       if (i.timestamp > video.duration_secs + 1e-3)
         throw timeIssue(i.timestamp, Math.round(video.duration_secs * 1000) / 1000);
       const jpeg = await d.frames.frame(

@@ -28,7 +28,6 @@ export class ApiKeyService {
     const limit = PLAN_LIMITS[account.plan].apiKeys;
     if (limit !== null && this.store.countActive(accountId) >= limit) {
       throw new AppError(
-        402,
         "API_KEY_LIMIT_REACHED",
         `The ${account.plan} plan allows ${limit} active API key(s); revoke one first`,
       );
@@ -56,7 +55,7 @@ export class ApiKeyService {
     const k = this.store.get(keyId);
     if (!k || k.user_id !== accountId) throw notFound("API_KEY_NOT_FOUND", `API key ${keyId}`);
     if (!this.store.revoke(keyId, nowIso(this.now()))) {
-      throw new AppError(409, "API_KEY_ALREADY_REVOKED", `API key ${keyId} was already revoked`);
+      throw new AppError("API_KEY_ALREADY_REVOKED", `API key ${keyId} was already revoked`);
     }
     this.lastTouched.delete(keyId);
     return this.store.get(keyId)!;
@@ -71,12 +70,12 @@ export class ApiKeyService {
 
   /** Resolves a presented key; revocation is checked on every request (no cache). */
   authenticate(key: string): Principal {
-    const invalid = new AppError(401, "INVALID_API_KEY", "The API key is not valid");
+    const invalid = new AppError("INVALID_API_KEY", "The API key is not valid");
     if (!API_KEY_PATTERN.test(key)) throw invalid;
     const hash = sha256Hex(key);
     const row = this.store.findByHash(hash);
     if (!row || !constantTimeEqual(row.key_hash, hash)) throw invalid;
-    if (row.revoked_at) throw new AppError(401, "INVALID_API_KEY", "The API key has been revoked");
+    if (row.revoked_at) throw new AppError("INVALID_API_KEY", "The API key has been revoked");
     const t = this.now();
     if (t - (this.lastTouched.get(row.id) ?? 0) >= TOUCH_INTERVAL_MS) {
       this.lastTouched.set(row.id, t);

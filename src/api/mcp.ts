@@ -105,7 +105,6 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
         if (!r.allowed) {
           limitHeaders["Retry-After"] = String(r.resetSecs);
           throw new AppError(
-            429,
             "RATE_LIMIT_EXCEEDED",
             `Rate limit of ${r.limit} tool calls per minute exceeded; retry in ${r.resetSecs} s`,
           );

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { errorResponse } from "../http/errors.ts";
 import { defineRoute, jsonError } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import type { AppEnv } from "../http/types.ts";
@@ -118,7 +119,7 @@ export function registerMediaRoutes(app: Api, deps: HttpDeps) {
     app.openAPIRegistry.registerPath(doc as never);
     app.get(e.path, ...(middleware as []), (c) => {
       const item = e.item(c);
-      if (!item) return c.json({ detail: { code: "NOT_FOUND", message: "No such thumbnail" } }, 404);
+      if (!item) return errorResponse(c, "NOT_FOUND", "No such thumbnail");
       const file = svc.open(c.req.param("video_id") ?? "", item, c.req.query("expires"), c.req.query("signature"));
       const validators = {
         etag: `"${file.size.toString(16)}-${Math.floor(file.mtimeMs).toString(16)}"`,

@@ -10,7 +10,7 @@ import { type Principal, SESSION_TOKEN_PREFIX, signInSchema } from "./schema.ts"
 
 const unauthorized = (
   message = "Missing or malformed Authorization header; send `Bearer <API key or session token>`",
-) => new AppError(401, "UNAUTHORIZED", message, { "WWW-Authenticate": "Bearer" });
+) => new AppError("UNAUTHORIZED", message, { "WWW-Authenticate": "Bearer" });
 
 // A fixed argon2id hash to verify against when the e-mail is unknown, so a sign-in for an unknown
 // address costs as long as one with a wrong password (no user enumeration by timing).
@@ -32,7 +32,7 @@ export class AuthService {
     const user = this.accounts.findUserByEmail(email.trim().toLowerCase());
     this.dummyHash ??= Bun.password.hash(DUMMY_PASSWORD, { algorithm: "argon2id" });
     const ok = await Bun.password.verify(password, user?.password_hash ?? (await this.dummyHash));
-    if (!user || !ok) throw new AppError(401, "UNAUTHORIZED", "Wrong e-mail or password");
+    if (!user || !ok) throw new AppError("UNAUTHORIZED", "Wrong e-mail or password");
     const token = SESSION_TOKEN_PREFIX + randomBase62(40);
     const expires_at = nowIso(this.now() + this.sessionTtlSecs * 1000);
     this.sessions.insert({
@@ -48,7 +48,7 @@ export class AuthService {
 
   signOut(principal: Principal): void {
     if (principal.kind !== "session")
-      throw new AppError(400, "NOT_A_SESSION", "Sign-out needs a session token, not an API key");
+      throw new AppError("NOT_A_SESSION", "Sign-out needs a session token, not an API key");
     this.sessions.end(principal.sessionId, nowIso(this.now()));
   }
 
@@ -58,13 +58,13 @@ export class AuthService {
     if (!m) throw unauthorized();
     const token = m[1];
     if (token.startsWith(API_KEY_PREFIX)) return this.apiKeys.authenticate(token);
-    if (!token.startsWith(SESSION_TOKEN_PREFIX)) throw new AppError(401, "INVALID_API_KEY", "The API key is not valid");
+    if (!token.startsWith(SESSION_TOKEN_PREFIX)) throw new AppError("INVALID_API_KEY", "The API key is not valid");
     const hash = sha256Hex(token);
     const row = this.sessions.findByHash(hash);
     if (!row || !constantTimeEqual(row.token_hash, hash) || row.ended_at)
       throw unauthorized("The session token is not valid");
     if (Date.parse(row.expires_at) <= this.now())
-      throw new AppError(401, "SESSION_EXPIRED", "The session has expired; sign in again");
+      throw new AppError("SESSION_EXPIRED", "The session has expired; sign in again");
     return { kind: "session", accountId: row.account_id, sessionId: row.id, userId: row.user_id, role: row.role };
   }
 }

@@ -63,7 +63,7 @@ export interface BackupResult {
 export async function createBackup(o: BackupOptions): Promise<BackupResult> {
   const out = resolve(o.out);
   if (isInside(out, resolve(o.dataDir)))
-    throw new AppError(400, "BAD_BACKUP_PATH", "write the backup outside the data dir (it would contain itself)");
+    throw new AppError("BAD_BACKUP_PATH", "write the backup outside the data dir (it would contain itself)");
   mkdirSync(dirname(out), { recursive: true });
   sweepStaleSnapshots(o.dataDir);
   mkdirSync(snapshotDir(o.dataDir), { recursive: true });
@@ -74,11 +74,7 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
       o.store.snapshotInto(snapshot);
     } catch (e) {
       if (isStorageError(e))
-        throw new AppError(
-          507,
-          "INSUFFICIENT_STORAGE",
-          "Not enough disk space in the data dir for the database snapshot",
-        );
+        throw new AppError("INSUFFICIENT_STORAGE", "Not enough disk space in the data dir for the database snapshot");
       throw e;
     }
     const videoIds = BackupStore.withFile(snapshot, o.vecExtension, (snap) => snap.videoIds());
@@ -149,7 +145,7 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
   } catch (e) {
     rmSync(partial, { force: true });
     if (isStorageError(e) && !(e instanceof AppError))
-      throw new AppError(507, "INSUFFICIENT_STORAGE", `Not enough disk space to write ${out}`);
+      throw new AppError("INSUFFICIENT_STORAGE", `Not enough disk space to write ${out}`);
     throw e;
   } finally {
     rmSync(snapshot, { force: true });

@@ -41,15 +41,14 @@ export interface RestoreResult {
  */
 export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
   const target = resolve(o.dataDir);
-  if (!existsSync(o.archive)) throw new AppError(400, "BACKUP_NOT_FOUND", `${o.archive} does not exist`);
+  if (!existsSync(o.archive)) throw new AppError("BACKUP_NOT_FOUND", `${o.archive} does not exist`);
   if (o.serverRunning)
-    throw new AppError(409, "SERVER_RUNNING", `a vsearch serve is using ${target}; stop it before restoring into it`);
+    throw new AppError("SERVER_RUNNING", `a vsearch serve is using ${target}; stop it before restoring into it`);
   mkdirSync(target, { recursive: true });
   // runtime/: native files extracted by the binary (maybe by this very process); never in a backup.
   const existing = readdirSync(target).filter((n) => !n.startsWith(".restore-") && n !== "runtime");
   if (existing.length && !o.force) {
     throw new AppError(
-      409,
       "DATA_DIR_NOT_EMPTY",
       `${target} is not empty (${existing.slice(0, 3).join(", ")}${existing.length > 3 ? ", …" : ""}); restore into an empty folder, or pass --force to replace its contents`,
     );
@@ -67,7 +66,7 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
         continue;
       }
       if (entry.header.type !== "file" && entry.header.type !== "contiguous-file") {
-        throw new AppError(422, "BACKUP_INVALID", `unexpected ${entry.header.type} entry ${name} in the archive`);
+        throw new AppError("BACKUP_INVALID", `unexpected ${entry.header.type} entry ${name} in the archive`);
       }
       const dest = join(staging, name);
       mkdirSync(dirname(dest), { recursive: true });
@@ -78,24 +77,19 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
 
     const manifestFile = join(staging, MANIFEST_NAME);
     if (!existsSync(manifestFile))
-      throw new AppError(
-        422,
-        "BACKUP_INVALID",
-        "the archive has no manifest: it is incomplete or not a vsearch backup",
-      );
+      throw new AppError("BACKUP_INVALID", "the archive has no manifest: it is incomplete or not a vsearch backup");
     const manifest = JSON.parse(readFileSync(manifestFile, "utf8")) as BackupManifest;
     if (manifest.format > BACKUP_FORMAT)
       throw new AppError(
-        422,
         "BACKUP_INVALID",
         `backup format ${manifest.format} is newer than this vsearch understands (${BACKUP_FORMAT})`,
       );
-    if (!existsSync(join(staging, DB_NAME))) throw new AppError(422, "BACKUP_INVALID", "the archive has no database");
+    if (!existsSync(join(staging, DB_NAME))) throw new AppError("BACKUP_INVALID", "the archive has no database");
     rmSync(manifestFile);
 
     const integrity = checkDataDir(staging, { vecExtension: o.vecExtension });
     if (!integrity.ok)
-      throw new AppError(422, "BACKUP_INVALID", `the restored data fails its checks: ${integrity.problems.join("; ")}`);
+      throw new AppError("BACKUP_INVALID", `the restored data fails its checks: ${integrity.problems.join("; ")}`);
 
     // Swap in: remove what the target held (force), move the staged entries up.
     for (const n of existing) rmSync(join(target, n), { recursive: true, force: true });
@@ -104,11 +98,7 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
   } catch (e) {
     if (e instanceof AppError) throw e;
     if (e instanceof SyntaxError || /tar|header|Unexpected end/i.test(String((e as Error)?.message))) {
-      throw new AppError(
-        422,
-        "BACKUP_INVALID",
-        `${o.archive} is not a readable vsearch backup (${(e as Error).message})`,
-      );
+      throw new AppError("BACKUP_INVALID", `${o.archive} is not a readable vsearch backup (${(e as Error).message})`);
     }
     throw e;
   } finally {
@@ -130,7 +120,7 @@ function safeName(name: string): string {
     clean.includes("\0") ||
     parts.some((p) => p === "" || p === "." || p === "..");
   if (unsafe || !ALLOWED_TOP.has(parts[0]) || (parts.length > 1 && parts[0] !== "videos" && parts[0] !== "models")) {
-    throw new AppError(422, "BACKUP_INVALID", `unexpected path in the archive: ${JSON.stringify(name)}`);
+    throw new AppError("BACKUP_INVALID", `unexpected path in the archive: ${JSON.stringify(name)}`);
   }
   return parts.join(sep);
 }

@@ -84,5 +84,4 @@ export class CollectionService {
   }
 }
 
-const taken = (name: string) =>
-  new AppError(409, "COLLECTION_NAME_TAKEN", `A collection named "${name}" already exists`);
+const taken = (name: string) => new AppError("COLLECTION_NAME_TAKEN", `A collection named "${name}" already exists`);

@@ -62,8 +62,7 @@ function pullSource(
   flag: string | undefined,
 ): { baseUrl?: string; hubEndpoint: string } {
   const baseUrl = flag ?? config.modelsBaseUrl;
-  if (baseUrl !== undefined && baseUrl.trim() === "")
-    throw new AppError(400, "INVALID_BASE_URL", "--base-url is empty");
+  if (baseUrl !== undefined && baseUrl.trim() === "") throw new AppError("INVALID_BASE_URL", "--base-url is empty");
   const hubEndpoint = ctx.env.HF_ENDPOINT?.trim() || DEFAULT_HF_ENDPOINT;
   if (baseUrl === undefined) checkEndpoint(hubEndpoint); // before a worker pool is started for nothing
   return { baseUrl, hubEndpoint };
@@ -180,7 +179,7 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
       ) => {
         const role = o.role === undefined ? undefined : parseRole(o.role);
         if (o.dtype !== undefined && o.dtype !== "q8" && o.dtype !== "fp32")
-          throw new AppError(400, "INVALID_MODEL", `--dtype must be q8 or fp32, got "${o.dtype}"`);
+          throw new AppError("INVALID_MODEL", `--dtype must be q8 or fp32, got "${o.dtype}"`);
         const r = await withInstallApp(ctx, cmd, o.loadCheck, async (svc, verifyLoad, app) => {
           const installed = await svc.importModel(source, {
             role,
@@ -216,7 +215,7 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
         const from = pullSource(ctx, ctx.config(cmd), o.baseUrl);
         const retries = Number(o.retries);
         if (!Number.isInteger(retries) || retries < 0 || retries > 100)
-          throw new AppError(400, "INVALID_MODEL", `--retries must be 0-100, got "${o.retries}"`);
+          throw new AppError("INVALID_MODEL", `--retries must be 0-100, got "${o.retries}"`);
         const list = names.length > 0 ? names : builtinManifest().default;
         const json = Boolean(ctx.globals(cmd).json);
         const { results, reindex } = await withInstallApp(ctx, cmd, o.loadCheck, async (svc, verifyLoad, app) => {
@@ -280,7 +279,6 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
       const bad = reports.filter((r) => !r.ok);
       if (bad.length) {
         throw new AppError(
-          409,
           "MODEL_VERIFY_FAILED",
           `${bad.map((r) => r.name).join(", ")} failed verification; re-import or pull ${bad.length === 1 ? "it" : "them"} again`,
         );

@@ -47,11 +47,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
           if (opts.collection !== undefined) {
             const c = app.services.collections.findByName(opts.account, opts.collection);
             if (!c)
-              throw new AppError(
-                404,
-                "COLLECTION_NOT_FOUND",
-                `No collection named "${opts.collection}" in ${opts.account}`,
-              );
+              throw new AppError("COLLECTION_NOT_FOUND", `No collection named "${opts.collection}" in ${opts.account}`);
             collectionId = c.id;
           }
           // The same one validation as the HTTP form: field names as in the form.

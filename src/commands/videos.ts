@@ -105,7 +105,6 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
         const { files, missing } = collectVideoFiles(paths);
         if (files.length === 0)
           throw new AppError(
-            400,
             "NO_FILES",
             `no video files found in ${paths.join(", ")}${missing.length ? ` (missing: ${missing.join(", ")})` : ""}`,
           );

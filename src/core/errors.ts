@@ -1,18 +1,22 @@
+import { ERROR_CODES, type ErrorCode, statusOf } from "./error-codes.ts";
+
 /**
  * The one error type that crosses layers. Services throw it; the HTTP layer turns it into
  * `{"detail": {"code", "message"}}` with `status`, the CLI into a one-line message and exit 1.
+ * The status is the code's, from the catalogue (src/core/error-codes.ts).
  * Services never import Hono, so this lives in core/, not http/.
  */
 export class AppError extends Error {
+  readonly status: number;
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     /** Extra response headers (e.g. Retry-After). */
     readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = "AppError";
+    this.status = statusOf(code);
   }
 }
 
@@ -32,5 +36,9 @@ export class ValidationError extends Error {
   }
 }
 
-export const notFound = (code: string, what: string) => new AppError(404, code, `${what} not found`);
-export const forbidden = (message = "This credential may not do that") => new AppError(403, "FORBIDDEN", message);
+/** A 404 with `code` (one of the catalogue's 404 codes): "<what> not found". */
+export const notFound = (code: NotFoundCode, what: string) => new AppError(code, `${what} not found`);
+export const forbidden = (message = "This credential may not do that") => new AppError("FORBIDDEN", message);
+
+/** The catalogue's codes answered with 404. */
+export type NotFoundCode = { [C in ErrorCode]: (typeof ERROR_CODES)[C]["status"] extends 404 ? C : never }[ErrorCode];

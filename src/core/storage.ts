@@ -22,7 +22,6 @@ export function isIoError(e: unknown): boolean {
 
 export const insufficientStorage = () =>
   new AppError(
-    507,
     "INSUFFICIENT_STORAGE",
     "The server's disk is full; nothing was written. Reads still work; retry once space is freed",
   );

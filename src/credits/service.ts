@@ -49,7 +49,7 @@ export class CreditService {
 
   grant(accountId: string, amount: number): { balance: number } {
     if (!Number.isFinite(amount) || amount <= 0)
-      throw new AppError(400, "INVALID_AMOUNT", "amount must be a positive number");
+      throw new AppError("INVALID_AMOUNT", "amount must be a positive number");
     if (this.store.balance(accountId) === undefined) throw notFound("NOT_FOUND", `Account ${accountId}`);
     const after = this.uow.run(() => {
       const wasUnlimited = this.store.balance(accountId) === null;
@@ -87,7 +87,6 @@ export class CreditService {
     if (b === null || b === undefined) return;
     if (b <= 0 || b < cost) {
       throw new AppError(
-        402,
         "INSUFFICIENT_CREDITS",
         b <= 0
           ? "This account has no credits left; ask an operator to grant more (vsearch credits grant)"

@@ -16,12 +16,12 @@ export function authorize(auth: AuthService, access: Access): MiddlewareHandler<
     c.set("log", c.get("log").child({ account_id: principal.accountId }));
     if (access === "admin_session") {
       if (principal.kind !== "session") {
-        throw new AppError(403, "FORBIDDEN", "API keys cannot manage API keys; sign in and use an admin session token");
+        throw new AppError("FORBIDDEN", "API keys cannot manage API keys; sign in and use an admin session token");
       }
-      if (principal.role !== "admin") throw new AppError(403, "FORBIDDEN", "Managing API keys needs the admin role");
+      if (principal.role !== "admin") throw new AppError("FORBIDDEN", "Managing API keys needs the admin role");
     }
     if (access === "all" && principal.kind === "api_key" && principal.permissions !== "all") {
-      throw new AppError(403, "FORBIDDEN", "This API key is read_only; it may search, list and get, not write");
+      throw new AppError("FORBIDDEN", "This API key is read_only; it may search, list and get, not write");
     }
     return next();
   };

@@ -89,7 +89,7 @@ function fieldCount(ct: string, text: string | null, bytes: Uint8Array): number 
 const tooMany = (msg: string, max: number) =>
   new ValidationError([{ loc: ["body"], msg, type: "too_many_fields", ctx: { max } }]);
 
-const tooLarge = (limit: number) => new AppError(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${limit} bytes`);
+const tooLarge = (limit: number) => new AppError("PAYLOAD_TOO_LARGE", `Request body exceeds ${limit} bytes`);
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**

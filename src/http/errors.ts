@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { type ErrorCode, statusOf } from "../core/error-codes.ts";
 import { AppError, ValidationError, type ValidationIssue } from "../core/errors.ts";
 import { boundedEcho, MAX_ISSUES } from "../core/validate.ts";
 import { insufficientStorage, isStorageError } from "../core/storage.ts";
@@ -12,15 +13,22 @@ export function validationResponse(c: Context<AppEnv>, issues: ValidationIssue[]
   return c.json({ detail }, 422);
 }
 
+/** The one place an error body is written: `{"detail": {"code", "message"}}` with the code's status. */
 export function errorResponse(
   c: Context<AppEnv>,
-  status: ContentfulStatusCode,
-  code: string,
+  code: ErrorCode,
   message: string,
   headers: Record<string, string> = {},
+  /** Only for HTTP_ERROR, which passes on the status of a framework exception. */
+  status: number = statusOf(code),
 ) {
   for (const [k, v] of Object.entries(headers)) c.header(k, v);
-  return c.json({ detail: { code, message } }, status);
+  return c.json({ detail: { code, message } }, status as ContentfulStatusCode);
+}
+
+/** The same body outside Hono (a request Bun cannot route). */
+export function errorJson(code: ErrorCode, message: string, headers: Record<string, string> = {}): Response {
+  return Response.json({ detail: { code, message } }, { status: statusOf(code), headers });
 }
 
 /**
@@ -34,7 +42,6 @@ export function handleError(err: Error, c: Context<AppEnv>) {
     c.get("log")?.info("client closed the connection", { err: err?.message });
     return errorResponse(
       c,
-      499 as ContentfulStatusCode,
       "CLIENT_CLOSED_REQUEST",
       "The client closed the connection before the request was complete",
     );
@@ -45,8 +52,7 @@ export function handleError(err: Error, c: Context<AppEnv>) {
     c.get("log")?.warn("write refused: disk full", { err: err?.message });
     err = insufficientStorage();
   }
-  if (err instanceof AppError)
-    return errorResponse(c, err.status as ContentfulStatusCode, err.code, err.message, err.headers);
+  if (err instanceof AppError) return errorResponse(c, err.code, err.message, err.headers);
   if (err instanceof HTTPException) {
     // Hono's body validators: malformed JSON / form → 400, undeclared content type → 415.
     // Clients of this API get the FastAPI 422 shape for every body problem.
@@ -66,12 +72,8 @@ export function handleError(err: Error, c: Context<AppEnv>) {
         },
       ]);
     }
-    return errorResponse(
-      c,
-      err.status as ContentfulStatusCode,
-      err.status === 404 ? "NOT_FOUND" : "HTTP_ERROR",
-      err.message || "Request failed",
-    );
+    if (err.status === 404) return errorResponse(c, "NOT_FOUND", err.message || "Request failed");
+    return errorResponse(c, "HTTP_ERROR", err.message || "Request failed", {}, err.status);
   }
   c.get("log")?.error("unhandled error", {
     err: err?.message,
@@ -79,13 +81,8 @@ export function handleError(err: Error, c: Context<AppEnv>) {
     code: (err as { code?: string })?.code,
     stack: err?.stack,
   });
-  return errorResponse(
-    c,
-    500,
-    "INTERNAL_ERROR",
-    `Internal error; quote request id ${c.get("requestId")} when reporting it`,
-  );
+  return errorResponse(c, "INTERNAL_ERROR", `Internal error; quote request id ${c.get("requestId")} when reporting it`);
 }
 
 export const notFoundHandler = (c: Context<AppEnv>) =>
-  errorResponse(c, 404, "NOT_FOUND", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`);
+  errorResponse(c, "NOT_FOUND", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`);

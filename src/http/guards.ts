@@ -3,6 +3,7 @@ import { cors } from "hono/cors";
 import type { Config } from "../config/config.ts";
 import { AppError } from "../core/errors.ts";
 import { ClientAddressResolver } from "./client-address.ts";
+import { errorResponse } from "./errors.ts";
 import { BODY_OVERHEAD_BYTES } from "./serve-options.ts";
 import type { AppEnv } from "./types.ts";
 
@@ -36,7 +37,6 @@ export function declaredBodyLimit(config: Pick<Config, "maxUploadBytes">): Middl
     const cl = c.req.header("content-length");
     if (cl && /^\d+$/.test(cl) && Number(cl) > max) {
       throw new AppError(
-        413,
         "UPLOAD_TOO_LARGE",
         `The request body (${cl} bytes declared) exceeds the upload limit of ${config.maxUploadBytes} bytes`,
       );
@@ -106,9 +106,7 @@ function patternOf(path: string): RegExp {
 }
 
 export function methodNotAllowed(c: Context<AppEnv>, allow: string[]) {
-  c.header("Allow", allow.join(", "));
-  return c.json(
-    { detail: { code: "METHOD_NOT_ALLOWED", message: `${c.req.method} is not allowed here; use ${allow.join(", ")}` } },
-    405,
-  );
+  return errorResponse(c, "METHOD_NOT_ALLOWED", `${c.req.method} is not allowed here; use ${allow.join(", ")}`, {
+    Allow: allow.join(", "),
+  });
 }

@@ -89,7 +89,7 @@ export function rateExceeded(
   r: RateResult,
   message = `Rate limit of ${r.limit} requests per minute exceeded; retry in ${r.resetSecs} s`,
 ) {
-  return new AppError(429, "RATE_LIMIT_EXCEEDED", message, { ...rateHeaders(r), "Retry-After": String(r.resetSecs) });
+  return new AppError("RATE_LIMIT_EXCEEDED", message, { ...rateHeaders(r), "Retry-After": String(r.resetSecs) });
 }
 
 /** Per API key or per signed-in user (SPEC §8); anonymous callers per client address. Runs after authentication. */

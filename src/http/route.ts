@@ -1,6 +1,7 @@
 import { createRoute, type RouteConfig, type z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { RateGroup } from "../config/config.ts";
+import { ERROR_CODES, type ErrorCode, isErrorCode, statusOf } from "../core/error-codes.ts";
 import type { Access } from "../auth/schema.ts";
 import { authorize } from "./auth.ts";
 import { bodyGuard } from "./body-guard.ts";
@@ -17,6 +18,13 @@ export interface RouteSpec extends Omit<RouteConfig, "middleware"> {
   rateGroup?: RateGroup;
   /** Body cap in bytes; `"stream"` leaves the body unread for routes that stream it themselves. */
   maxBody?: number | "stream";
+  /**
+   * Catalogue codes the handler can answer (src/core/error-codes.ts). Each is documented under its
+   * status: in a response written here when there is none for that status (its description lists
+   * the codes and their meanings), and in every error response's `x-error-codes`. The codes of the
+   * answers `defineRoute` adds itself (401, 403, 413, 429, 500, 507) need not be listed.
+   */
+  errors?: readonly ErrorCode[];
 }
 
 const jsonError = (description: string, schema = errorSchema) => ({
@@ -74,17 +82,39 @@ function headersFor(status: string, limited: boolean): Record<string, { $ref: st
   return h;
 }
 
+/** Declared codes grouped by their catalogue status, in the order given. */
+function byStatus(codes: readonly ErrorCode[]): Map<number, ErrorCode[]> {
+  const m = new Map<number, ErrorCode[]>();
+  for (const c of codes) m.set(statusOf(c), [...(m.get(statusOf(c)) ?? []), c]);
+  return m;
+}
+
+/**
+ * A response's codes: those its (hand-written) description names, then the declared ones of its
+ * status, each once. A named code of another status is not listed here; the architecture test
+ * (test/architecture/error-codes.test.ts) fails on it instead.
+ */
+export function errorCodesOf(status: number, description: string, declared: readonly ErrorCode[]): ErrorCode[] {
+  const tokens: string[] = description.match(/\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b/g) ?? [];
+  const named = tokens.filter(isErrorCode);
+  const all = [...named, ...declared].filter((c) => statusOf(c) === status);
+  return [...new Set(all)];
+}
+
 /**
  * Builds an OpenAPI route whose middleware chain is always, in order: authentication +
  * permission, rate limit, body cap. Validation (from the same zod schemas that generate the
  * document) runs after these, so an anonymous caller gets 401, not 422.
  */
 export function defineRoute<R extends RouteSpec>(deps: HttpDeps, spec: R) {
-  const { access, rateGroup, maxBody, ...route } = spec;
+  const { access, rateGroup, maxBody, errors = [], ...route } = spec;
   const middleware: MiddlewareHandler<AppEnv>[] = [authorize(deps.auth, access)];
   if (rateGroup) middleware.push(rateLimit(deps.limiter, rateGroup));
   if (maxBody !== "stream") middleware.push(bodyGuard(maxBody ?? deps.config.maxJsonBytes));
   const responses: RouteConfig["responses"] = { ...route.responses };
+  for (const [status, codes] of byStatus(errors)) {
+    responses[status] ??= jsonError(codes.map((c) => `${c}: ${ERROR_CODES[c].meaning}`).join(" "));
+  }
   responses[422] ??= {
     description: "Validation error",
     content: { "application/json": { schema: validationErrorSchema } },
@@ -103,11 +133,14 @@ export function defineRoute<R extends RouteSpec>(deps: HttpDeps, spec: R) {
     responses[413] ??= jsonError("Body over the route's cap (PAYLOAD_TOO_LARGE)");
   responses[500] ??= jsonError("Unexpected error (INTERNAL_ERROR); the server log has it under the request id");
   for (const [status, r] of Object.entries(responses)) {
-    if (r && !("$ref" in r))
+    if (r && !("$ref" in r)) {
+      const codes = errorCodesOf(Number(status), r.description ?? "", errors);
       responses[status] = {
         ...r,
         headers: { ...headersFor(status, !!rateGroup), ...(r.headers as object | undefined) },
+        ...(codes.length ? { "x-error-codes": codes } : {}),
       } as typeof r;
+    }
   }
   return createRoute({
     ...route,
@@ -119,7 +152,7 @@ export function defineRoute<R extends RouteSpec>(deps: HttpDeps, spec: R) {
           ? [{ sessionToken: [] }]
           : [{ apiKey: [] }, { sessionToken: [] }],
     middleware,
-  } as unknown as RouteConfig) as unknown as Omit<R, "access" | "rateGroup" | "maxBody"> & {
+  } as unknown as RouteConfig) as unknown as Omit<R, "access" | "rateGroup" | "maxBody" | "errors"> & {
     middleware: MiddlewareHandler<AppEnv>[];
   };
 }

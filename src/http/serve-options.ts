@@ -1,5 +1,6 @@
 import type { Config } from "../config/config.ts";
 import { newId } from "../core/ids.ts";
+import { errorJson } from "./errors.ts";
 
 /** Multipart framing on top of the largest allowed upload. */
 export const BODY_OVERHEAD_BYTES = 1024 * 1024;
@@ -40,9 +41,5 @@ export function bunServeOptions(app: FetchHandler, config: Pick<Config, "host" |
  * valid Host (RFC 9112 §3.2), so such a request is a 400 in the documented shape.
  */
 function badHost(): Response {
-  const requestId = newId("req");
-  return Response.json(
-    { detail: { code: "BAD_REQUEST", message: "Missing or invalid Host header" } },
-    { status: 400, headers: { "X-Request-Id": requestId } },
-  );
+  return errorJson("BAD_REQUEST", "Missing or invalid Host header", { "X-Request-Id": newId("req") });
 }

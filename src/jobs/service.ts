@@ -75,11 +75,7 @@ export class JobService {
         const current = this.store.get(accountId, id);
         if (!current) throw notFound("JOB_NOT_FOUND", `Job ${id}`);
         if (current.status !== "failed") {
-          throw new AppError(
-            409,
-            "JOB_NOT_RETRYABLE",
-            `Job ${id} is ${current.status}; only failed jobs can be retried`,
-          );
+          throw new AppError("JOB_NOT_RETRYABLE", `Job ${id} is ${current.status}; only failed jobs can be retried`);
         }
         const r = this.store.retry(accountId, id)!;
         hooks.resetVideo(r.video_id);

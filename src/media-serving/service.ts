@@ -59,8 +59,8 @@ export class MediaService {
     const path = pathOf(videoId, item);
     const check = this.signer.verify(path, expires, signature);
     if (check === "expired")
-      throw new AppError(403, "FORBIDDEN", "This media link has expired; ask the API for a fresh one");
-    if (check !== "ok") throw new AppError(403, "FORBIDDEN", "Missing or invalid media signature");
+      throw new AppError("FORBIDDEN", "This media link has expired; ask the API for a fresh one");
+    if (check !== "ok") throw new AppError("FORBIDDEN", "Missing or invalid media signature");
     const video = VIDEO_ID.test(videoId) ? this.store.video(videoId) : null;
     if (!video) throw notFound("VIDEO_NOT_FOUND", `Video ${videoId}`);
     let rel: string | null;

@@ -4,6 +4,7 @@
  * bytes are right is the caller's business (size and sha256 against the manifest).
  */
 import { open, rm, stat } from "node:fs/promises";
+import type { ErrorCode } from "../core/error-codes.ts";
 import { AppError } from "../core/errors.ts";
 
 export type FetchImpl = (input: string, init?: RequestInit) => Promise<Response>;
@@ -21,10 +22,10 @@ export interface DownloadOptions {
 }
 
 /** A failure worth another attempt (network, 5xx, connection closed early); the `.part` is kept. */
-export const INTERRUPTED = "MODEL_DOWNLOAD_INTERRUPTED";
+export const INTERRUPTED = "MODEL_DOWNLOAD_INTERRUPTED" satisfies ErrorCode;
 
-const interrupted = (msg: string) => new AppError(502, INTERRUPTED, msg);
-const failed = (msg: string) => new AppError(502, "MODEL_DOWNLOAD_FAILED", msg);
+const interrupted = (msg: string) => new AppError(INTERRUPTED, msg);
+const failed = (msg: string) => new AppError("MODEL_DOWNLOAD_FAILED", msg);
 
 async function partSize(path: string): Promise<number> {
   return stat(path).then(
@@ -101,7 +102,6 @@ export async function downloadResumable(o: DownloadOptions): Promise<void> {
     if (total !== null && o.expectedSize !== null && total !== o.expectedSize) {
       await res.body?.cancel();
       throw new AppError(
-        400,
         "MODEL_HASH_MISMATCH",
         `${o.url}: the server has ${total} bytes, the manifest says ${o.expectedSize}`,
       );
@@ -115,11 +115,7 @@ export async function downloadResumable(o: DownloadOptions): Promise<void> {
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
         arm();
         if (limit !== null && have + got + chunk.length > limit) {
-          throw new AppError(
-            400,
-            "MODEL_HASH_MISMATCH",
-            `${o.url}: the server sent more than the ${limit} bytes announced`,
-          );
+          throw new AppError("MODEL_HASH_MISMATCH", `${o.url}: the server sent more than the ${limit} bytes announced`);
         }
         await out.write(chunk);
         got += chunk.length;

@@ -47,7 +47,7 @@ export async function copyHashed(src: string, dst: string): Promise<{ size: numb
 export async function listFiles(root: string): Promise<string[]> {
   const out: string[] = [];
   const walk = async (rel: string, depth: number) => {
-    if (depth > 16) throw new AppError(400, "INVALID_MODEL", `${join(root, rel)}: folders nested too deep`);
+    if (depth > 16) throw new AppError("INVALID_MODEL", `${join(root, rel)}: folders nested too deep`);
     for (const name of await readdir(join(root, rel))) {
       const p = rel ? `${rel}/${name}` : name;
       if (isHiddenPath(p)) continue;
@@ -130,7 +130,6 @@ export async function withModelsLock<T>(modelsDir: string, fn: () => Promise<T>)
       const pid = Number.parseInt(readFileSync(file, "utf8").trim(), 10);
       if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
         throw new AppError(
-          409,
           "MODELS_BUSY",
           `another vsearch models command (pid ${pid}) is changing ${modelsDir}; try again when it has finished (or delete ${file} if that process is not vsearch)`,
         );
@@ -140,7 +139,7 @@ export async function withModelsLock<T>(modelsDir: string, fn: () => Promise<T>)
       rmSync(file, { force: true });
     }
   }
-  if (fd < 0) throw new AppError(409, "MODELS_BUSY", `cannot take ${file}`);
+  if (fd < 0) throw new AppError("MODELS_BUSY", `cannot take ${file}`);
   writeSync(fd, String(process.pid));
   closeSync(fd);
   try {

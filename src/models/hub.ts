@@ -50,10 +50,10 @@ export function checkEndpoint(endpoint: string): string {
   try {
     u = new URL(endpoint);
   } catch {
-    throw new AppError(400, "INVALID_BASE_URL", `hub endpoint "${endpoint}" (HF_ENDPOINT) is not a URL`);
+    throw new AppError("INVALID_BASE_URL", `hub endpoint "${endpoint}" (HF_ENDPOINT) is not a URL`);
   }
   if (u.protocol !== "http:" && u.protocol !== "https:")
-    throw new AppError(400, "INVALID_BASE_URL", `hub endpoint must be http(s), got "${endpoint}"`);
+    throw new AppError("INVALID_BASE_URL", `hub endpoint must be http(s), got "${endpoint}"`);
   return endpoint.replace(/\/+$/, "");
 }
 
@@ -89,7 +89,7 @@ export async function hubFileMeta(resolveUrl: string, fetchImpl: FetchImpl, time
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (e) {
-      throw new AppError(502, INTERRUPTED, `HEAD ${url}: ${(e as Error).message}`);
+      throw new AppError(INTERRUPTED, `HEAD ${url}: ${(e as Error).message}`);
     }
     await res.body?.cancel();
     const meta = (target: string): HubFileMeta => {
@@ -107,12 +107,11 @@ export async function hubFileMeta(resolveUrl: string, fetchImpl: FetchImpl, time
     };
     if (res.status >= 300 && res.status < 400) {
       const loc = res.headers.get("location");
-      if (!loc) throw new AppError(502, "MODEL_DOWNLOAD_FAILED", `HEAD ${url}: HTTP ${res.status} without a Location`);
+      if (!loc) throw new AppError("MODEL_DOWNLOAD_FAILED", `HEAD ${url}: HTTP ${res.status} without a Location`);
       const next = new URL(loc, url);
       if (next.origin !== new URL(url).origin) return meta(next.toString());
       if (hop >= MAX_SAME_ORIGIN_REDIRECTS)
         throw new AppError(
-          502,
           "MODEL_DOWNLOAD_FAILED",
           `HEAD ${resolveUrl}: more than ${MAX_SAME_ORIGIN_REDIRECTS} redirects`,
         );
@@ -123,13 +122,12 @@ export async function hubFileMeta(resolveUrl: string, fetchImpl: FetchImpl, time
     const msg = `HEAD ${url}: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}`;
     if (res.status === 401 || res.status === 403) {
       throw new AppError(
-        502,
         "MODEL_DOWNLOAD_FAILED",
         `${msg}: the repository is private or gated (vsearch sends no token); download it yourself and use vsearch models import`,
       );
     }
-    if (res.status === 404) throw new AppError(502, "MODEL_DOWNLOAD_FAILED", `${msg}: no such file at this revision`);
-    throw new AppError(502, res.status >= 500 || res.status === 429 ? INTERRUPTED : "MODEL_DOWNLOAD_FAILED", msg);
+    if (res.status === 404) throw new AppError("MODEL_DOWNLOAD_FAILED", `${msg}: no such file at this revision`);
+    throw new AppError(res.status >= 500 || res.status === 429 ? INTERRUPTED : "MODEL_DOWNLOAD_FAILED", msg);
   }
 }
 

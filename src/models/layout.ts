@@ -79,7 +79,6 @@ export function checkLayout(paths: Iterable<string>, role: ModelRole, want?: Wei
   }
   if (missing.length > 0 || dtype === null) {
     throw new AppError(
-      400,
       "INVALID_MODEL",
       `not a complete ${role} model (transformers.js layout): missing ${missing.join(", ")}`,
     );
@@ -98,16 +97,15 @@ export function checkConfig(text: string, role: ModelRole): void {
   try {
     config = JSON.parse(text);
   } catch (e) {
-    throw new AppError(400, "INVALID_MODEL", `config.json is not valid JSON: ${(e as Error).message}`);
+    throw new AppError("INVALID_MODEL", `config.json is not valid JSON: ${(e as Error).message}`);
   }
   const type = (config as { model_type?: unknown } | null)?.model_type;
   if (typeof config !== "object" || config === null || typeof type !== "string") {
-    throw new AppError(400, "INVALID_MODEL", "config.json has no model_type");
+    throw new AppError("INVALID_MODEL", "config.json has no model_type");
   }
   const allowed = ROLE_MODEL_TYPES[role];
   if (allowed && !allowed.includes(type)) {
     throw new AppError(
-      400,
       "INVALID_MODEL",
       `config.json says model_type "${type}"; role ${role} needs ${allowed.join(" or ")}`,
     );

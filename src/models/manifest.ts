@@ -30,11 +30,10 @@ function checkPaths(files: readonly ManifestFile[], where: string): void {
     const c = checkRelPath(f.path);
     if (!c.ok || c.path !== f.path)
       throw new AppError(
-        400,
         "INVALID_MODEL",
         `${where}: file path "${f.path}" refused (${c.ok ? "not normalised" : c.reason})`,
       );
-    if (seen.has(f.path)) throw new AppError(400, "INVALID_MODEL", `${where}: "${f.path}" listed twice`);
+    if (seen.has(f.path)) throw new AppError("INVALID_MODEL", `${where}: "${f.path}" listed twice`);
     seen.add(f.path);
   }
 }
@@ -58,12 +57,12 @@ export function parseModelManifest(text: string, where: string, opts: { strict: 
     raw = JSON.parse(text);
   } catch (e) {
     if (!opts.strict) return null;
-    throw new AppError(400, "INVALID_MODEL", `${where} is not valid JSON: ${(e as Error).message}`);
+    throw new AppError("INVALID_MODEL", `${where} is not valid JSON: ${(e as Error).message}`);
   }
   // A model folder may carry some other tool's manifest.json; only ours is metadata.
   if (!opts.strict && (raw as { format?: unknown } | null)?.format !== MODEL_MANIFEST_FORMAT) return null;
   const parsed = modelManifestSchema.safeParse(raw);
-  if (!parsed.success) throw new AppError(400, "INVALID_MODEL", `${where}: ${firstIssue(parsed.error)}`);
+  if (!parsed.success) throw new AppError("INVALID_MODEL", `${where}: ${firstIssue(parsed.error)}`);
   checkPaths(parsed.data.files, where);
   return parsed.data;
 }
@@ -100,17 +99,15 @@ export function planPull(
 ): PullPlan {
   if (!mirror && !builtin) {
     throw new AppError(
-      404,
       "MODEL_NOT_FOUND",
       `model "${name}" is not in the built-in list and ${mirrorUrl} serves no manifest for it`,
     );
   }
   if (mirror && mirror.name !== name) {
-    throw new AppError(400, "INVALID_MODEL", `${mirrorUrl} describes "${mirror.name}", not "${name}"`);
+    throw new AppError("INVALID_MODEL", `${mirrorUrl} describes "${mirror.name}", not "${name}"`);
   }
   if (mirror && builtin && mirror.role !== builtin.role) {
     throw new AppError(
-      400,
       "INVALID_MODEL",
       `${mirrorUrl} says role ${mirror.role}; the built-in list says ${builtin.role} for "${name}"`,
     );
@@ -120,14 +117,12 @@ export function planPull(
     const b = known.get(f.path);
     if (b?.sha256 && f.sha256 && b.sha256 !== f.sha256) {
       throw new AppError(
-        400,
         "MODEL_HASH_MISMATCH",
         `${mirrorUrl}: ${f.path} has sha256 ${f.sha256}, the built-in list says ${b.sha256}`,
       );
     }
     if (b?.size != null && f.size != null && b.size !== f.size) {
       throw new AppError(
-        400,
         "MODEL_HASH_MISMATCH",
         `${mirrorUrl}: ${f.path} has size ${f.size}, the built-in list says ${b.size}`,
       );

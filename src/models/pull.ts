@@ -40,10 +40,10 @@ export function modelBaseUrl(baseUrl: string, name: string): string {
   try {
     u = new URL(baseUrl.replaceAll("{name}", "x"));
   } catch {
-    throw new AppError(400, "INVALID_BASE_URL", `models base URL "${baseUrl}" is not a URL`);
+    throw new AppError("INVALID_BASE_URL", `models base URL "${baseUrl}" is not a URL`);
   }
   if (u.protocol !== "http:" && u.protocol !== "https:")
-    throw new AppError(400, "INVALID_BASE_URL", `models base URL must be http(s), got "${baseUrl}"`);
+    throw new AppError("INVALID_BASE_URL", `models base URL must be http(s), got "${baseUrl}"`);
   const seg = encodeURIComponent(name);
   return baseUrl.includes("{name}")
     ? baseUrl.replaceAll("{name}", seg).replace(/\/+$/, "")
@@ -84,7 +84,7 @@ export async function fetchMirrorManifest(
   try {
     res = await fetchImpl(url, { signal: AbortSignal.timeout(stallMs), redirect: "follow" });
   } catch (e) {
-    throw new AppError(502, "MODEL_DOWNLOAD_FAILED", `GET ${url}: ${(e as Error).message}`);
+    throw new AppError("MODEL_DOWNLOAD_FAILED", `GET ${url}: ${(e as Error).message}`);
   }
   if (res.status === 404) {
     await res.body?.cancel();
@@ -93,13 +93,12 @@ export async function fetchMirrorManifest(
   if (!res.ok) {
     await res.body?.cancel();
     throw new AppError(
-      502,
       "MODEL_DOWNLOAD_FAILED",
       `GET ${url}: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}`,
     );
   }
   const text = await res.text();
-  if (text.length > 1 << 20) throw new AppError(400, "INVALID_MODEL", `${url}: manifest larger than 1 MiB`);
+  if (text.length > 1 << 20) throw new AppError("INVALID_MODEL", `${url}: manifest larger than 1 MiB`);
   return parseModelManifest(text, url, { strict: true });
 }
 
@@ -135,7 +134,6 @@ export async function fetchFiles(
     // Resuming onto bad bytes would never succeed: the next pull starts this file over.
     await rm(part, { force: true });
     return new AppError(
-      400,
       "MODEL_HASH_MISMATCH",
       `${plan.name}: ${path} from ${source.label} ${wrong}; nothing was installed`,
     );
@@ -181,7 +179,6 @@ export async function fetchFiles(
         if (!(e instanceof AppError) || e.code !== INTERRUPTED || attempt >= o.retries) {
           throw e instanceof AppError && e.code === INTERRUPTED
             ? new AppError(
-                502,
                 "MODEL_DOWNLOAD_FAILED",
                 `${e.message}; ${onDisk} bytes kept, run the same pull again to resume`,
               )

@@ -53,13 +53,12 @@ export class ModelRegistry implements ModelCatalog {
       raw = JSON.parse(text);
     } catch (e) {
       throw new AppError(
-        500,
         "MODEL_REGISTRY_INVALID",
         `${this.file} is not valid JSON (${(e as Error).message}); restore it from a backup or re-import the models`,
       );
     }
     const parsed = registrySchema.safeParse(raw);
-    if (!parsed.success) throw new AppError(500, "MODEL_REGISTRY_INVALID", `${this.file}: ${firstIssue(parsed.error)}`);
+    if (!parsed.success) throw new AppError("MODEL_REGISTRY_INVALID", `${this.file}: ${firstIssue(parsed.error)}`);
     return parsed.data;
   }
 
@@ -82,7 +81,7 @@ export class ModelRegistry implements ModelCatalog {
 
   require(name: string): InstalledModel {
     const m = this.get(name);
-    if (!m) throw new AppError(404, "MODEL_NOT_FOUND", `model "${name}" is not installed (vsearch models list)`);
+    if (!m) throw new AppError("MODEL_NOT_FOUND", `model "${name}" is not installed (vsearch models list)`);
     return m;
   }
 
@@ -127,7 +126,7 @@ export class ModelRegistry implements ModelCatalog {
   async setActive(name: string): Promise<InstalledModel> {
     const m = this.require(name);
     await this.update((s) => {
-      if (!s.models[name]) throw new AppError(404, "MODEL_NOT_FOUND", `model "${name}" is not installed`);
+      if (!s.models[name]) throw new AppError("MODEL_NOT_FOUND", `model "${name}" is not installed`);
       s.active[m.role] = name;
     });
     return m;

@@ -234,13 +234,11 @@ export class ModelService {
       } else {
         if (!builtin)
           throw new AppError(
-            404,
             "MODEL_NOT_FOUND",
             `model "${name}" is not in the built-in list (vsearch models list shows what can be pulled); pass --base-url for a mirror`,
           );
         if (!builtin.hub)
           throw new AppError(
-            400,
             "INVALID_BASE_URL",
             `model "${name}" has no Hugging Face repository in the built-in list; pass --base-url for a mirror`,
           );
@@ -344,8 +342,7 @@ export class ModelService {
       const size = await sizeOf(join(m.dir, f.path));
       if (size !== f.size) {
         throw new AppError(
-          409,
-          "MODEL_HASH_MISMATCH",
+          "MODEL_FILES_CHANGED",
           `${name}: ${f.path} is ${size === null ? "missing" : `${size} bytes, expected ${f.size}`}; run vsearch models verify`,
         );
       }
@@ -365,8 +362,7 @@ export class ModelService {
       for (const f of m.files) {
         if (written.get(`${name}/${f.path}`)?.sha256 !== f.sha256) {
           throw new AppError(
-            409,
-            "MODEL_HASH_MISMATCH",
+            "MODEL_FILES_CHANGED",
             `${name}: ${f.path} does not match its recorded sha256; run vsearch models verify`,
           );
         }
@@ -404,16 +400,11 @@ export class ModelService {
     nameHint: string,
   ): { role: ModelRole; name: string } {
     if (o.role && manifest && manifest.role !== o.role) {
-      throw new AppError(
-        400,
-        "INVALID_MODEL",
-        `the source's manifest says role ${manifest.role}, --role says ${o.role}`,
-      );
+      throw new AppError("INVALID_MODEL", `the source's manifest says role ${manifest.role}, --role says ${o.role}`);
     }
     const role = o.role ?? manifest?.role;
     if (!role)
       throw new AppError(
-        400,
         "INVALID_MODEL",
         `the role is required (--role ${MODEL_ROLES.join("|")}): the source has no vsearch manifest`,
       );
@@ -452,7 +443,6 @@ export class ModelService {
         await verifyLoad(staged.dir, x.role, layout.dtype);
       } catch (e) {
         throw new AppError(
-          400,
           "MODEL_LOAD_FAILED",
           `${x.name} (${x.role}, ${layout.dtype}) does not load: ${(e as Error).message ?? String(e)}`,
         );
@@ -500,7 +490,7 @@ export class ModelService {
 
   /** One changing operation at a time: in this process (flag) and across processes (lock file). */
   private async exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.busy) throw new AppError(409, "MODELS_BUSY", "another models operation is running in this process");
+    if (this.busy) throw new AppError("MODELS_BUSY", "another models operation is running in this process");
     this.busy = true;
     try {
       return await withModelsLock(this.modelsDir, async () => {
@@ -527,10 +517,9 @@ function checkAgainstManifest(
   for (const want of manifest.files) {
     if (!layout.keep(want.path)) continue;
     const got = byPath.get(want.path);
-    if (!got) throw new AppError(400, "INVALID_MODEL", `${source}: ${want.path} is listed in its manifest but missing`);
+    if (!got) throw new AppError("INVALID_MODEL", `${source}: ${want.path} is listed in its manifest but missing`);
     if ((want.size !== null && got.size !== want.size) || (want.sha256 !== null && got.sha256 !== want.sha256)) {
       throw new AppError(
-        400,
         "MODEL_HASH_MISMATCH",
         `${source}: ${want.path} has sha256 ${got.sha256} (${got.size} bytes), its manifest says ${want.sha256} (${want.size} bytes)`,
       );

@@ -60,7 +60,6 @@ export async function stageTar(tarFile: string, staging: string): Promise<Staged
     const top = (await readdir(x, { withFileTypes: true })).filter((e) => !e.name.startsWith("."));
     if (top.length !== 1 || !top[0].isDirectory()) {
       throw new AppError(
-        400,
         "INVALID_MODEL",
         `${tarFile}: no config.json at the top of the archive or in a single top-level folder`,
       );
@@ -81,8 +80,8 @@ export async function stageTar(tarFile: string, staging: string): Promise<Staged
 /** `dir`, `tar` or a 404 for a path that is neither. */
 export async function sourceKind(src: string): Promise<"dir" | "tar"> {
   const s = await stat(src).catch(() => null);
-  if (!s) throw new AppError(404, "NOT_FOUND", `${src}: no such file or folder`);
+  if (!s) throw new AppError("NOT_FOUND", `${src}: no such file or folder`);
   if (s.isDirectory()) return "dir";
   if (s.isFile()) return "tar";
-  throw new AppError(400, "INVALID_MODEL", `${src} is neither a folder nor a tar archive`);
+  throw new AppError("INVALID_MODEL", `${src} is neither a folder nor a tar archive`);
 }

@@ -21,7 +21,7 @@ import { checkRelPath, isHiddenPath, type InstalledFile } from "./types.ts";
 
 const MAX_ENTRIES = 10_000;
 
-const bad = (file: string, why: string) => new AppError(400, "INVALID_MODEL", `${file}: ${why}`);
+const bad = (file: string, why: string) => new AppError("INVALID_MODEL", `${file}: ${why}`);
 
 async function openSource(file: string): Promise<Readable> {
   const fh = await open(file, "r").catch((e: NodeJS.ErrnoException) => {
@@ -189,8 +189,7 @@ export async function writeTar(
       }
       if (n !== size)
         throw new AppError(
-          409,
-          "MODEL_HASH_MISMATCH",
+          "MODEL_FILES_CHANGED",
           `${input.path} changed size while being archived (${n} of ${size} bytes)`,
         );
       sink.end();

@@ -123,14 +123,13 @@ export function isRole(x: unknown): x is ModelRole {
 
 export function parseRole(x: unknown): ModelRole {
   if (!isRole(x))
-    throw new AppError(400, "INVALID_MODEL", `role must be one of ${MODEL_ROLES.join(", ")}, got "${String(x)}"`);
+    throw new AppError("INVALID_MODEL", `role must be one of ${MODEL_ROLES.join(", ")}, got "${String(x)}"`);
   return x;
 }
 
 export function checkName(name: string): string {
   if (!MODEL_NAME_RE.test(name)) {
     throw new AppError(
-      400,
       "INVALID_MODEL",
       `model name "${name}" is not allowed: use letters, digits, '.', '_' or '-' (max 100, no leading dot)`,
     );

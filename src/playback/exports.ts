@@ -53,11 +53,7 @@ export class ExportService {
   async clip(accountId: string, videoId: string, start: number, end: number): Promise<ClipExport> {
     const video = this.videos.require(accountId, videoId);
     if (video.status !== "ready" || video.duration_secs === null) {
-      throw new AppError(
-        409,
-        "VIDEO_NOT_READY",
-        `Video ${videoId} is ${video.status}; clips can be cut once it is ready`,
-      );
+      throw new AppError("VIDEO_NOT_READY", `Video ${videoId} is ${video.status}; clips can be cut once it is ready`);
     }
     const duration = video.duration_secs;
     const startMs = Math.round(start * 1000);
@@ -117,7 +113,7 @@ export class ExportService {
 
   private async encodeNow(videoId: string, dir: string, file: string, start: number, duration: number): Promise<void> {
     const sourceRel = this.store.sourcePath(videoId);
-    if (!sourceRel) throw new AppError(404, "VIDEO_NOT_FOUND", `Video ${videoId} not found`);
+    if (!sourceRel) throw new AppError("VIDEO_NOT_FOUND", `Video ${videoId} not found`);
     const source = this.files.abs(sourceRel);
     const info = await probeMedia(this.bins, source, { strict: false, decodeCheck: false });
     mkdirSync(dir, { recursive: true });

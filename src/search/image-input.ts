@@ -152,7 +152,7 @@ export class DecodeSlots {
   async acquire(): Promise<() => void> {
     if (this.active >= this.max) {
       if (this.waiting.length >= this.maxWaiting) {
-        throw new AppError(503, "SEARCH_UNAVAILABLE", "Too many image queries are being decoded; retry shortly", {
+        throw new AppError("SEARCH_UNAVAILABLE", "Too many image queries are being decoded; retry shortly", {
           "Retry-After": "1",
         });
       }

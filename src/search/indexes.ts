@@ -237,12 +237,11 @@ export class SearchIndexes {
     }
     const s = warmer.status();
     if (s.state === "stopped")
-      throw new AppError(503, "SEARCH_UNAVAILABLE", "The server is shutting down; retry shortly", {
+      throw new AppError("SEARCH_UNAVAILABLE", "The server is shutting down; retry shortly", {
         "Retry-After": "5",
       });
     const retry = Math.min(60, Math.max(1, Math.ceil(s.etaSecs ?? 5)));
     throw new AppError(
-      503,
       "SEARCH_UNAVAILABLE",
       `The search index is loading after a restart: ${s.rows} vectors in, ${Math.floor(s.fraction * 100)}% done; retry in about ${retry} s`,
       { "Retry-After": String(retry) },

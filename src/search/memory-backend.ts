@@ -277,7 +277,7 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
       !this.accountWarm(scope.accountId, modelId)
     ) {
       // SearchIndexes.assertSearchable waits for the pass before a search gets here; never answer from half an index.
-      throw new AppError(503, "SEARCH_UNAVAILABLE", "The search index is loading after a restart; retry shortly", {
+      throw new AppError("SEARCH_UNAVAILABLE", "The search index is loading after a restart; retry shortly", {
         "Retry-After": "1",
       });
     }

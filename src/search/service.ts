@@ -284,7 +284,6 @@ export class SearchService {
         else if (mode !== "transcript" || !noSpeech) modes.push(mode);
         else if (requested)
           throw new AppError(
-            503,
             "MODEL_NOT_INSTALLED",
             `The transcript mode needs transcripts and there are none: ${missingModel("speech")}; then vsearch reindex`,
           );
@@ -293,7 +292,6 @@ export class SearchService {
         modes.push(mode);
       } else if (requested) {
         throw new AppError(
-          503,
           "MODEL_NOT_INSTALLED",
           `The ${mode} mode needs an image-text model: ${missingModel("image-text")}`,
         );
@@ -303,7 +301,6 @@ export class SearchService {
     }
     if (!modes.length && (req.image || req.imageUrl !== undefined)) {
       throw new AppError(
-        503,
         "MODEL_NOT_INSTALLED",
         `An image query needs an image-text model: ${missingModel("image-text")}`,
       );
@@ -326,9 +323,9 @@ export class SearchService {
       return parts.length === 1 ? parts[0] : meanNormalized(parts);
     } catch (e) {
       if (isInferenceError(e)) {
-        if (e.code === "MODEL_NOT_INSTALLED") throw new AppError(503, "MODEL_NOT_INSTALLED", e.message);
+        if (e.code === "MODEL_NOT_INSTALLED") throw new AppError("MODEL_NOT_INSTALLED", e.message);
         this.d.logger?.error("query embedding failed", { code: e.code, err: e.message });
-        throw new AppError(503, "SEARCH_UNAVAILABLE", "The model could not encode the query; try again");
+        throw new AppError("SEARCH_UNAVAILABLE", "The model could not encode the query; try again");
       }
       throw e;
     }

@@ -150,8 +150,8 @@ export class UploadService {
     | { job_id: null; video_id: string; status: "unchanged" }
   > {
     const st = await stat(path).catch(() => null);
-    if (!st?.isFile()) throw new AppError(400, "FILE_NOT_FOUND", `${path} is not a readable file`);
-    if (st.size === 0) throw new AppError(415, "UNSUPPORTED_FORMAT", "The file is empty");
+    if (!st?.isFile()) throw new AppError("FILE_NOT_FOUND", `${path} is not a readable file`);
+    if (st.size === 0) throw new AppError("UNSUPPORTED_FORMAT", "The file is empty");
     if (st.size > this.maxBytes) throw this.tooLarge();
     this.collections.require(accountId, collectionId);
     // Hashed before copying: on a second run over the same folder a known file costs one read,
@@ -188,7 +188,7 @@ export class UploadService {
     contentHash: string | null,
   ) {
     const sniffed = await this.sniffer.sniff(tmp);
-    if (!sniffed.ok) throw new AppError(415, "UNSUPPORTED_FORMAT", sniffed.message);
+    if (!sniffed.ok) throw new AppError("UNSUPPORTED_FORMAT", sniffed.message);
     const accepted = this.videos.createFromUpload({
       accountId,
       collectionId,
@@ -209,7 +209,7 @@ export class UploadService {
   }
 
   private tooLarge() {
-    return new AppError(413, "UPLOAD_TOO_LARGE", `The file exceeds the upload limit of ${this.maxBytes} bytes`);
+    return new AppError("UPLOAD_TOO_LARGE", `The file exceeds the upload limit of ${this.maxBytes} bytes`);
   }
 }
 

@@ -69,11 +69,7 @@ export class VideoService {
           const contentHash = v.contentHash ?? null;
           const existing = contentHash ? this.store.findByContent(v.accountId, v.collectionId, contentHash) : null;
           if (existing)
-            throw new AppError(
-              409,
-              "DUPLICATE_CONTENT",
-              `This collection already holds this file as video ${existing.id}`,
-            );
+            throw new AppError("DUPLICATE_CONTENT", `This collection already holds this file as video ${existing.id}`);
           this.store.insert({
             id: videoId,
             account_id: v.accountId,

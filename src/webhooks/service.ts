@@ -88,8 +88,7 @@ export class WebhookService {
   /** `webhook.ping` through the outbox, like any event; it goes to this endpoint only. */
   ping(accountId: string, id: string): { event_id: string; webhook_id: string } {
     const row = this.require(accountId, id);
-    if (!row.is_active)
-      throw new AppError(409, "WEBHOOK_INACTIVE", "The webhook is inactive; activate it before testing");
+    if (!row.is_active) throw new AppError("WEBHOOK_INACTIVE", "The webhook is inactive; activate it before testing");
     const eventId = this.events.record(accountId, "webhook.ping", { webhook_id: id }, nowIso(this.now()));
     this.bus.publish({ type: "outbox.written", accountId });
     return { event_id: eventId, webhook_id: id };
@@ -113,9 +112,9 @@ export class WebhookService {
     const d = this.store.getDelivery(webhookId, deliveryId);
     if (!d) throw notFound("DELIVERY_NOT_FOUND", `Delivery ${deliveryId}`);
     if (!webhook.is_active)
-      throw new AppError(409, "WEBHOOK_INACTIVE", "The webhook is inactive; activate it before retrying");
+      throw new AppError("WEBHOOK_INACTIVE", "The webhook is inactive; activate it before retrying");
     if (!this.store.requeueFailed(deliveryId, this.now())) {
-      throw new AppError(409, "DELIVERY_NOT_FAILED", `Only failed deliveries can be retried; this one is ${d.status}`);
+      throw new AppError("DELIVERY_NOT_FAILED", `Only failed deliveries can be retried; this one is ${d.status}`);
     }
     this.bus.publish({ type: "outbox.written", accountId });
     return toDelivery(this.store.getDelivery(webhookId, deliveryId)!);
@@ -125,11 +124,7 @@ export class WebhookService {
     const account = this.accounts.getAccount(accountId);
     const limit = account ? PLAN_LIMITS[account.plan].webhooks : null;
     if (limit !== null && this.store.countActive(accountId) >= limit) {
-      throw new AppError(
-        402,
-        "WEBHOOK_LIMIT_REACHED",
-        `The ${account!.plan} plan allows ${limit} active webhook endpoints`,
-      );
+      throw new AppError("WEBHOOK_LIMIT_REACHED", `The ${account!.plan} plan allows ${limit} active webhook endpoints`);
     }
   }
 

@@ -69,7 +69,7 @@ describe("vsearch models", () => {
     expect(bad.stderr).toBe("error: clip failed verification; re-import or pull it again (MODEL_VERIFY_FAILED)\n");
     const exp = await cli([...d, "models", "export", "clip", join(data, "clip.tar")]);
     expect(exp.code).toBe(1);
-    expect(exp.stderr).toContain("MODEL_HASH_MISMATCH");
+    expect(exp.stderr).toContain("MODEL_FILES_CHANGED");
   });
 
   test("a model that fails the pool load check is not installed", async () => {

@@ -98,7 +98,9 @@ describe("export", () => {
       readFileSync(join(clip.dir, "config.json"), "utf8").replace("clip", "CLIP"),
     );
     const err = await appError(svc.exportModel("tiny-random-clip", join(root, "out.tar")));
-    expect(err.code).toBe("MODEL_HASH_MISMATCH");
+    // The installed copy changed since install (409, state), not a bad incoming file (400, MODEL_HASH_MISMATCH).
+    expect(err.code).toBe("MODEL_FILES_CHANGED");
+    expect(err.status).toBe(409);
     expect(readdirSync(root).filter((f) => f.startsWith("out.tar"))).toEqual([]);
     expect(existsSync(join(root, "out.tar"))).toBe(false);
   });

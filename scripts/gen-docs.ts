@@ -1,0 +1,78 @@
+/**
+ * Rewrites the generated sections of the docs from the tables they document:
+ *   docs/ERRORS.md         ← src/core/error-codes.ts (ERROR_CODES)
+ *
+ *   bun scripts/gen-docs.ts          rewrite them
+ *   bun scripts/gen-docs.ts --check  exit 1, naming the file, when one has drifted
+ *
+ * Only the text between a section's two markers is generated; the prose around it is kept.
+ * test/architecture/generated-docs.test.ts fails when a doc differs from what this writes.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ERROR_CODES } from "../src/core/error-codes.ts";
+
+const ROOT = join(import.meta.dirname, "..");
+export const REGENERATE = "bun scripts/gen-docs.ts";
+
+export interface GeneratedSection {
+  /** Repository-relative path of the doc. */
+  file: string;
+  /** The marker name: `<!-- BEGIN GENERATED name -->` … `<!-- END GENERATED name -->`. */
+  name: string;
+  source: string;
+  render(): string;
+}
+
+const cell = (s: string) => s.replaceAll("|", "\\|").replaceAll("\n", " ");
+
+export const SECTIONS: GeneratedSection[] = [
+  {
+    file: "docs/ERRORS.md",
+    name: "error-codes",
+    source: "src/core/error-codes.ts",
+    render: () =>
+      [
+        "| code | status | meaning |",
+        "|---|---|---|",
+        ...Object.entries(ERROR_CODES).map(([code, e]) => `| \`${code}\` | ${e.status} | ${cell(e.meaning)} |`),
+      ].join("\n"),
+  },
+];
+
+const begin = (s: GeneratedSection) =>
+  `<!-- BEGIN GENERATED ${s.name}: from ${s.source} by \`${REGENERATE}\`; edit the source, not this table -->`;
+const end = (s: GeneratedSection) => `<!-- END GENERATED ${s.name} -->`;
+
+/** `text` with the section between its markers replaced; throws when the markers are missing. */
+export function withSection(text: string, s: GeneratedSection): string {
+  const from = text.indexOf(`<!-- BEGIN GENERATED ${s.name}:`);
+  const to = text.indexOf(end(s));
+  if (from < 0 || to < from) throw new Error(`${s.file}: the markers of the "${s.name}" section are missing`);
+  return `${text.slice(0, from)}${begin(s)}\n${s.render()}\n${text.slice(to)}`;
+}
+
+/** Each doc as it is and as it should be. */
+export function docsState(root = ROOT): { file: string; actual: string; expected: string }[] {
+  const files = [...new Set(SECTIONS.map((s) => s.file))];
+  return files.map((file) => {
+    const actual = readFileSync(join(root, file), "utf8");
+    const expected = SECTIONS.filter((s) => s.file === file).reduce(withSection, actual);
+    return { file, actual, expected };
+  });
+}
+
+if (import.meta.main) {
+  const check = process.argv.includes("--check");
+  let drifted = 0;
+  for (const d of docsState()) {
+    if (d.actual === d.expected) continue;
+    drifted++;
+    if (check) console.error(`${d.file} is out of date; run ${REGENERATE}`);
+    else {
+      writeFileSync(join(ROOT, d.file), d.expected);
+      console.log(`wrote ${d.file}`);
+    }
+  }
+  if (check && drifted) process.exit(1);
+}
