@@ -1,6 +1,7 @@
 /**
  * Rewrites the generated sections of the docs from the tables they document:
  *   docs/ERRORS.md         ← src/core/error-codes.ts (ERROR_CODES)
+ *   docs/CONFIGURATION.md  ← src/config/settings.ts (SETTINGS, the rate limit groups)
  *
  *   bun scripts/gen-docs.ts          rewrite them
  *   bun scripts/gen-docs.ts --check  exit 1, naming the file, when one has drifted
@@ -10,6 +11,14 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import {
+  DEFAULT_RATE_LIMITS,
+  RATE_LIMITS_KEY,
+  type RateGroup,
+  rateLimitEnv,
+  SETTINGS,
+  type SettingRow,
+} from "../src/config/settings.ts";
 import { ERROR_CODES } from "../src/core/error-codes.ts";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -26,6 +35,19 @@ export interface GeneratedSection {
 
 const cell = (s: string) => s.replaceAll("|", "\\|").replaceAll("\n", " ");
 
+/** A default as the docs show it when its row says nothing more. */
+function shownDefault(v: unknown): string {
+  if (v === undefined || (Array.isArray(v) && v.length === 0)) return "none";
+  if (Array.isArray(v)) return `\`${v.join(",")}\``;
+  return typeof v === "string" ? `\`${v}\`` : String(v);
+}
+
+function settingLine(r: SettingRow<unknown>): string {
+  const env = [`\`${r.env}\``, r.flag ? `(flag \`${r.flag}\`)` : "", r.range ?? ""].filter(Boolean).join(" ");
+  const key = r.key ? `\`${r.key}\`` : "–";
+  return `| ${r.doc} | ${env} | ${key} | ${r.defaultDoc ?? shownDefault(r.default)} |`;
+}
+
 export const SECTIONS: GeneratedSection[] = [
   {
     file: "docs/ERRORS.md",
@@ -36,6 +58,22 @@ export const SECTIONS: GeneratedSection[] = [
         "| code | status | meaning |",
         "|---|---|---|",
         ...Object.entries(ERROR_CODES).map(([code, e]) => `| \`${code}\` | ${e.status} | ${cell(e.meaning)} |`),
+      ].join("\n"),
+  },
+  {
+    file: "docs/CONFIGURATION.md",
+    name: "settings",
+    source: "src/config/settings.ts",
+    render: () =>
+      [
+        "| setting | env | config.json | default |",
+        "|---|---|---|---|",
+        ...Object.values(SETTINGS).map((r) => settingLine(r as SettingRow<unknown>)),
+        `| rate limits (per minute) | \`${rateLimitEnv("<group>" as RateGroup)}\` e.g. \`${rateLimitEnv("search")}=60\` | \`${RATE_LIMITS_KEY}: {"search": 60}\` | ${Object.entries(
+          DEFAULT_RATE_LIMITS,
+        )
+          .map(([g, n]) => `${g} ${n}`)
+          .join(", ")} |`,
       ].join("\n"),
   },
 ];
