@@ -154,12 +154,13 @@ export const SETTINGS = {
     env: "VSEARCH_SIGNED_INT8_WEIGHTS",
     schema: oneOf(SIGNED_INT8),
     envKind: "string",
-    requirement: words(SIGNED_INT8),
+    // "on" is named in the refusal: it could only differ from auto where it changes the outputs.
+    requirement: `${words(SIGNED_INT8)} (there is no "on": auto already converts wherever it is safe, on CPUs with AVX512-VNNI or AVX-VNNI; without VNNI signed weights change the outputs, as ONNX Runtime's u8×s8 kernel saturates)`,
     default: "auto",
     doc: "signed int8 weights",
     range: `= ${choices(SIGNED_INT8)}`,
     defaultDoc:
-      "`auto`: on CPUs with VNNI, uint8 weights of int8 models are loaded as int8 (same outputs, ~2× faster CLIP; a derived copy under `<data-dir>/runtime/signed-models`)",
+      "`auto`: on CPUs with VNNI, uint8 weights of int8 models are loaded as int8 (same outputs, ~2× faster CLIP; a derived copy under `<data-dir>/runtime/signed-models`); without VNNI they load as installed. No `on`: refused, since it could only differ from `auto` where it changes the outputs (docs/MODELS.md)",
   }),
   batchSize: row({
     key: "batch_size",

@@ -75,6 +75,8 @@ export class InferenceHost {
     private readonly runtimeDir: string | null = null,
     /** Called after idle pools were closed (not after `close()`). */
     private readonly onUnloaded: (() => void) | null = null,
+    /** The CPU's facts (/proc/cpuinfo text) the signed-weights decision reads; tests pass a CPU of their choice. */
+    private readonly cpuinfo: () => string | null = readCpuinfo,
   ) {}
 
   async device(): Promise<DeviceChoice> {
@@ -100,7 +102,7 @@ export class InferenceHost {
 
   /** Whether int8 models load with signed weights here, and why. */
   signedWeights(): SignedWeightsDecision {
-    this.signed ??= signedWeightsDecision(this.config.signedInt8Weights, readCpuinfo());
+    this.signed ??= signedWeightsDecision(this.config.signedInt8Weights, this.cpuinfo());
     return this.signed;
   }
 

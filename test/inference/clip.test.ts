@@ -22,10 +22,30 @@ import {
 } from "./helpers.ts";
 
 const ref = reference(CLIP_DIR);
-// reference.json tolerances: fp32 "suggest max_abs_diff < 1e-3 and cosine > 0.99999"; fixtures README: q8 vs fp32 cosine ≥ 0.999.
+// reference.json tolerances: fp32 "suggest max_abs_diff < 1e-3 and cosine > 0.99999" (fp32 matches on
+// every CPU: the vectors below agree to ~1e-5 with and without AVX-512).
 const FP32_MAX_ABS = 1e-3;
 const FP32_COS = 0.99999;
-const Q8_COS = 0.999;
+/**
+ * q8 is not bit-stable across CPUs: activations are quantised per tensor, so a last-bit difference
+ * in the float kernels (AVX-512 vs AVX2 code paths) moves values between int8 steps. The worst
+ * cosine of each check, on the two kinds of x86-64 CPU (ONNX Runtime 1.30, 1 thread):
+ *
+ * | check                                  | AVX-512 + VNNI (EPYC) | AVX2 only (qemu -cpu Haswell / EPYC-Rome) |
+ * |----------------------------------------|-----------------------|-------------------------------------------|
+ * | text vs PyTorch fp32                   | 0.99965               | 0.99854                                   |
+ * | text vs onnxruntime-python q8          | 1.00000               | 0.99911                                   |
+ * | synthetic image vs PyTorch fp32        | 0.99981               | 0.99981                                   |
+ * | synthetic image vs onnxruntime-python q8 | 0.99960             | 0.99960                                   |
+ * | photos vs fp32 (JS preprocessing)      | 0.99992               | 0.99992                                   |
+ *
+ * 0.997 allows 1 − cos = 3e-3, twice the largest deviation seen (1.46e-3, AVX2 text) — the int8
+ * products are exact on every kernel, so other CPUs reproduce one of these float paths — and is
+ * still 12× tighter than the closest two different inputs of this model come (cosine 0.963 between
+ * the two photos): a q8 run on the wrong tower, input or preprocessing fails it. (The fixture's own
+ * suggestion is > 0.99 vs fp32 and ≥ 0.998 vs onnxruntime-python.)
+ */
+const Q8_COS = 0.997;
 
 let fp32: ClipModel;
 let q8: ClipModel;
@@ -126,12 +146,12 @@ describe("CLIP model", () => {
     const text = await q8.embedTexts(ref.text.inputs, { normalize: false });
     text.forEach((v, i) => {
       expect(cosine(v, ref.text.text_embeds_fp32[i])).toBeGreaterThanOrEqual(Q8_COS);
-      expect(cosine(v, ref.text.text_embeds_q8_ort[i])).toBeGreaterThanOrEqual(0.998);
+      expect(cosine(v, ref.text.text_embeds_q8_ort[i])).toBeGreaterThanOrEqual(Q8_COS);
     });
     const syn = await q8.embedPixelValues(syntheticPixelValues(), 2, { normalize: false });
     syn.forEach((v, i) => {
       expect(cosine(v, ref.synthetic_image.image_embeds_fp32[i])).toBeGreaterThanOrEqual(Q8_COS);
-      expect(cosine(v, ref.synthetic_image.image_embeds_q8_ort[i])).toBeGreaterThanOrEqual(0.998);
+      expect(cosine(v, ref.synthetic_image.image_embeds_q8_ort[i])).toBeGreaterThanOrEqual(Q8_COS);
     });
     const img = await q8.embedImages(frames, { normalize: false });
     img.forEach((v, i) =>

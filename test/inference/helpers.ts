@@ -2,7 +2,9 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { RawImage } from "@huggingface/transformers";
+import { concatBytes } from "../../src/core/bytes.ts";
 import type { RgbFrame } from "../../src/inference/clip.ts";
+import { ONNX_DTYPE, ONNX_FIELD, lengthDelimited, varintField } from "../../src/inference/onnx-proto.ts";
 
 export const FIXTURES = fileURLToPath(new URL("../fixtures/", import.meta.url));
 export const CLIP_DIR = `${FIXTURES}models/tiny-random-clip`;
@@ -99,4 +101,67 @@ export function syntheticWhisperFeatures(): Float32Array {
   const out = new Float32Array(80 * 3000);
   for (let m = 0; m < 80; m++) for (let t = 0; t < 3000; t++) out[m * 3000 + t] = Math.sin(0.01 * t + 0.3 * m) * 0.8;
   return out;
+}
+
+/**
+ * What ONNX Runtime's u8 × s8 MatMulInteger kernel does on this CPU, asked of ORT itself: a 1×64
+ * by 64×16 product of 255s and 127s, whose exact sum (64·255·127 = 2 072 640) only a VNNI kernel
+ * (`vpdpbusd`, AVX512-VNNI or AVX-VNNI) reaches; the AVX2/AVX-512 kernels add products in int16
+ * pairs (`vpmaddubsw`), which saturate at 32 767 each (32 pairs → 1 048 544).
+ *
+ * Why not /proc/cpuinfo: it describes the host, not necessarily the CPU ORT runs on — under
+ * qemu-user (`qemu-x86_64 -cpu Haswell`, how the AVX2-only figures beside the thresholds were
+ * measured) it still lists the host's avx512_vnni while CPUID, which ORT reads, has none.
+ */
+export async function int8KernelIsExact(): Promise<boolean> {
+  const { InferenceSession, Tensor: OrtTensor } = await import("onnxruntime-node");
+  const K = 64;
+  const N = 16;
+  const utf8 = (field: number, s: string) => lengthDelimited(field, new TextEncoder().encode(s));
+  const valueInfo = (name: string, elemType: number, dims: number[]) =>
+    concatBytes([
+      utf8(1, name),
+      lengthDelimited(
+        2, // ValueInfoProto.type → TypeProto.tensor_type { elem_type, shape { dim { dim_value } } }
+        lengthDelimited(
+          1,
+          concatBytes([
+            varintField(1, elemType),
+            lengthDelimited(2, concatBytes(dims.map((d) => lengthDelimited(1, varintField(1, d))))),
+          ]),
+        ),
+      ),
+    ]);
+  const weights = concatBytes([
+    varintField(1, K),
+    varintField(1, N),
+    varintField(ONNX_FIELD.tensorDataType, ONNX_DTYPE.int8),
+    utf8(ONNX_FIELD.tensorName, "B"),
+    lengthDelimited(ONNX_FIELD.tensorRawData, new Uint8Array(K * N).fill(127)),
+  ]);
+  const node = concatBytes([utf8(1, "A"), utf8(1, "B"), utf8(2, "Y"), utf8(4, "MatMulInteger")]);
+  const INT32 = 6;
+  const graph = concatBytes([
+    lengthDelimited(ONNX_FIELD.graphNode, node),
+    utf8(2, "int8-kernel-probe"),
+    lengthDelimited(ONNX_FIELD.graphInitializer, weights),
+    lengthDelimited(ONNX_FIELD.graphInput, valueInfo("A", ONNX_DTYPE.uint8, [1, K])),
+    lengthDelimited(ONNX_FIELD.graphOutput, valueInfo("Y", INT32, [1, N])),
+  ]);
+  // ModelProto: ir_version 8, opset_import { domain "", version 13 }, graph.
+  const model = concatBytes([
+    varintField(1, 8),
+    lengthDelimited(8, concatBytes([utf8(1, ""), varintField(2, 13)])),
+    lengthDelimited(ONNX_FIELD.modelGraph, graph),
+  ]);
+  const session = await InferenceSession.create(model, { intraOpNumThreads: 1 });
+  try {
+    const out = await session.run({ A: new OrtTensor("uint8", new Uint8Array(K).fill(255), [1, K]) });
+    const got = (out.Y.data as Int32Array)[0];
+    if (got === K * 255 * 127) return true;
+    if (got === (K / 2) * 32767) return false;
+    throw new Error(`int8 kernel probe: unexpected ${got} (exact ${K * 255 * 127}, saturated ${(K / 2) * 32767})`);
+  } finally {
+    await session.release();
+  }
 }

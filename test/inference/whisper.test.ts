@@ -80,17 +80,33 @@ describe("Whisper parity", () => {
     expect(synthetic).toEqual(ref.synthetic_features.tokens_fp32);
   });
 
-  it("q8 greedy tokens agree with onnxruntime-python's q8 (first tokens and count, per reference.json)", async () => {
+  /*
+   * Greedy decoding on random weights is chaotic: near-ties between tokens are common, and q8's
+   * per-tensor activation quantisation moves logits by up to ~0.15 between CPU kinds, so one flip
+   * changes every later token. Measured (ONNX Runtime 1.30, 1 thread), q8 against
+   * onnxruntime-python's q8 tokens (reference.json):
+   *   AVX-512 + VNNI (EPYC): all 20 tokens equal, speech and synthetic;
+   *   AVX2 only (qemu -cpu Haswell / EPYC-Rome): speech equal only at [0] (then 14472 for 42808),
+   *   synthetic equal at [0..4] (35717 → 34509 at [5]).
+   * What holds on both, and why it is stable rather than lucky: the first step's top token leads
+   * the runner-up by 0.27–0.30 (speech) and ≥ 1.0 (synthetic, first three steps) in logits on both
+   * kinds, far beyond the ~0.15 the kernels move them (0.27–0.30 and 0.99–1.89 measured). So: speech [0], synthetic [0..2] — equal to
+   * the reference's q8 tokens and to this machine's own fp32 ones — and the count (no early
+   * end-of-text on either kind).
+   */
+  it("q8 greedy tokens agree with onnxruntime-python's q8 and with fp32 where decoding is stable on every CPU", async () => {
     const n = ref.max_new_tokens;
-    const speech = await q8.generateTokens(await q8.extractFeatures(fox.samples), {
-      timestamps: false,
-      maxNewTokens: n,
-    });
+    const features = await q8.extractFeatures(fox.samples);
+    const speech = await q8.generateTokens(features, { timestamps: false, maxNewTokens: n });
     const synthetic = await q8.generateTokens(syntheticWhisperFeatures(), { timestamps: false, maxNewTokens: n });
     expect(speech.length).toBe(n);
     expect(synthetic.length).toBe(n);
-    expect(speech.slice(0, 5)).toEqual(ref.audio.tokens_q8_ort.slice(0, 5));
-    expect(synthetic.slice(0, 5)).toEqual(ref.synthetic_features.tokens_q8_ort.slice(0, 5));
+    expect(speech.slice(0, 1)).toEqual(ref.audio.tokens_q8_ort.slice(0, 1));
+    expect(synthetic.slice(0, 3)).toEqual(ref.synthetic_features.tokens_q8_ort.slice(0, 3));
+    const fp32Speech = await fp32.generateTokens(features, { timestamps: false, maxNewTokens: 1 });
+    const fp32Synthetic = await fp32.generateTokens(syntheticWhisperFeatures(), { timestamps: false, maxNewTokens: 3 });
+    expect(speech.slice(0, 1)).toEqual(fp32Speech);
+    expect(synthetic.slice(0, 3)).toEqual(fp32Synthetic);
   });
 
   it("timestamp decoding obeys the rules: first ≤ 0.02 s, never backwards, never past the audio", async () => {
