@@ -3,7 +3,11 @@ import type { MiddlewareHandler } from "hono";
 import { AppError, ValidationError } from "../core/errors.ts";
 import type { AppEnv } from "./types.ts";
 
-/** Reads at most `limit` bytes of a request body; past that, 413 without reading the rest. */
+/**
+ * Reads at most `limit` bytes of a request body; past that, 413 without reading the rest. The
+ * rest is left to the server, never cancelled: after a cancelled body Bun.serve drops the answer
+ * when the client half-closes (see EARLY_ANSWER_LINGER_SECS in serve-options.ts).
+ */
 export async function readBodyCapped(req: Request, limit: number): Promise<Uint8Array> {
   const declared = Number(req.headers.get("content-length") ?? NaN);
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
@@ -16,7 +20,7 @@ export async function readBodyCapped(req: Request, limit: number): Promise<Uint8
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
-      await reader.cancel().catch(() => {});
+      reader.releaseLock();
       throw tooLarge(limit);
     }
     chunks.push(value);

@@ -23,12 +23,41 @@ export interface FetchHandler {
   fetch(req: Request, server?: unknown): Response | Promise<Response>;
 }
 
+/**
+ * Lingering close of an early answer (nginx's `lingering_close`). A client still sending its body
+ * when the answer comes (a 413 over the upload limit, a 401 on an upload, any error) must be able
+ * to read that answer: a server that closes over unread bytes sends a reset, and the client's
+ * stack then throws away the answer it had not read yet ("broken pipe", 0 bytes).
+ *
+ * What Bun.serve (1.4) does, measured with raw sockets (test/security/early-answer.test.ts): once
+ * the answer is sent it reads and discards the rest of the body itself, in native code, however
+ * long it is — a client declaring 10 GB was read to the end; JavaScript sees none of those bytes
+ * (the body stream reports its end). Two things are left to the app:
+ * - never cancel a body it stops reading (body-guard.ts, upload/multipart-stream.ts release it):
+ *   after a cancel, a client that half-closes once it has sent everything got the connection
+ *   closed with 0 bytes of the answer (6 of 6 tries on a bare Bun.serve, 6 of 20 through the app);
+ * - bound the discarding: `server.timeout(req, EARLY_ANSWER_LINGER_SECS)` on an error answer to a
+ *   request with a body closes the connection if the body has not ended that many seconds later
+ *   (Bun's timer ticks every 4 s, so 5–9 s; the discarded bytes do not restart it). A body that
+ *   ends in time leaves a normal keep-alive connection: the next request resets the timeout.
+ * The bound is in seconds only: the bytes Bun discards never reach JavaScript to be counted (on
+ * loopback here it discarded 0.3–1.2 GB/s; over a network, what the link carries in those seconds).
+ */
+export const EARLY_ANSWER_LINGER_SECS = 5;
+
+const declaresBody = (req: Request) =>
+  req.headers.has("transfer-encoding") || Number(req.headers.get("content-length") ?? 0) > 0;
+
 export function bunServeOptions(app: FetchHandler, config: Pick<Config, "host" | "port" | "maxUploadBytes">) {
   return {
     hostname: config.host,
     port: config.port,
-    fetch: (req: Request, server: Bun.Server<unknown>) =>
-      req.url.startsWith("http") ? app.fetch(req, server) : badHost(),
+    fetch: async (req: Request, server: Bun.Server<unknown>) => {
+      if (!req.url.startsWith("http")) return badHost();
+      const res = await app.fetch(req, server);
+      if (res.status >= 400 && declaresBody(req)) server.timeout(req, EARLY_ANSWER_LINGER_SECS);
+      return res;
+    },
     maxRequestBodySize: Math.max(config.maxUploadBytes + BODY_OVERHEAD_BYTES, 2 ** 52),
     idleTimeout: 255,
     development: false,

@@ -168,6 +168,8 @@ export async function readMultipart(
       } else buf = Buffer.concat([buf, chunk]);
     }
   } finally {
-    if (!ended) await reader.cancel().catch(() => {});
+    // Stopped early (an error, a limit): the unread rest is the server's to discard. Cancelling it
+    // made Bun.serve drop the answer when the client then half-closed (serve-options.ts).
+    if (!ended) reader.releaseLock();
   }
 }
