@@ -37,13 +37,15 @@ export interface FetchHandler {
  *   after a cancel, a client that half-closes once it has sent everything got the connection
  *   closed with 0 bytes of the answer (6 of 6 tries on a bare Bun.serve, 6 of 20 through the app);
  * - bound the discarding: `server.timeout(req, EARLY_ANSWER_LINGER_SECS)` on an error answer to a
- *   request with a body closes the connection if the body has not ended that many seconds later
- *   (Bun's timer ticks every 4 s, so 5–9 s; the discarded bytes do not restart it). A body that
- *   ends in time leaves a normal keep-alive connection: the next request resets the timeout.
+ *   request with a body closes the connection if the body has not ended by then. Bun counts
+ *   socket timeouts in 4 s ticks (uSockets: ⌈secs / 4⌉ ticks from the current one), so 8 means
+ *   "after 4 to 8 s" — a client always has more than 4 s to finish; the discarded bytes do not
+ *   restart the timer. A body that ends in time leaves a normal keep-alive connection: the next
+ *   request resets the timeout.
  * The bound is in seconds only: the bytes Bun discards never reach JavaScript to be counted (on
  * loopback here it discarded 0.3–1.2 GB/s; over a network, what the link carries in those seconds).
  */
-export const EARLY_ANSWER_LINGER_SECS = 5;
+export const EARLY_ANSWER_LINGER_SECS = 8;
 
 const declaresBody = (req: Request) =>
   req.headers.has("transfer-encoding") || Number(req.headers.get("content-length") ?? 0) > 0;

@@ -198,46 +198,45 @@ describe("an early answer reaches a client that is still sending", () => {
 
 describe("the server does not read an answered body forever", () => {
   test("a client that goes on sending (10 GiB declared) reads the 413, then is cut off", async () => {
-    const r = await new Promise<{
-      answer: { status: number; body: any } | null;
-      cutAfterMs: number | null;
-      sent: number;
-    }>((resolve) => {
-      const sock = connect({ port: s.port, host: "127.0.0.1" });
-      let buf = Buffer.alloc(0);
-      let answeredAt = 0;
-      let sent = 0;
-      let done = false;
-      const finish = (cut: boolean) => {
-        if (done) return;
-        done = true;
-        clearInterval(pump);
-        clearTimeout(deadline);
-        sock.destroy();
-        resolve({ answer: parseAnswer(buf), cutAfterMs: cut && answeredAt ? Date.now() - answeredAt : null, sent });
-      };
-      sock.on("data", (d: Buffer) => {
-        buf = Buffer.concat([buf, d]);
-        if (!answeredAt && parseAnswer(buf)) answeredAt = Date.now();
-      });
-      sock.on("error", () => finish(true));
-      sock.on("end", () => finish(true));
-      sock.write(`${upload(`Authorization: Bearer ${key}\r\n`)}Content-Length: ${10 * 1024 ** 3}\r\n\r\n`);
-      // Paced at ~13 MB/s so the test costs little CPU; the server sees a client that never pauses long.
-      const piece = Buffer.alloc(64 * 1024, 7);
-      const pump = setInterval(() => {
-        if (sock.writableLength < 4 * MiB) {
-          sock.write(piece);
-          sent += piece.length;
-        }
-      }, 5);
-      // Without the bound Bun reads the 10 GiB to the end: at this pace, not within the deadline.
-      const deadline = setTimeout(() => finish(false), 40_000);
-    });
+    const r = await new Promise<{ answer: ReturnType<typeof parseAnswer>; cutAfterMs: number | null; sent: number }>(
+      (resolve) => {
+        const sock = connect({ port: s.port, host: "127.0.0.1" });
+        let buf = Buffer.alloc(0);
+        let requestSentAt = 0;
+        let sent = 0;
+        let done = false;
+        const finish = (cut: boolean) => {
+          if (done) return;
+          done = true;
+          clearInterval(pump);
+          clearTimeout(deadline);
+          sock.destroy();
+          resolve({ answer: parseAnswer(buf), cutAfterMs: cut ? Date.now() - requestSentAt : null, sent });
+        };
+        sock.on("data", (d: Buffer) => (buf = Buffer.concat([buf, d])));
+        sock.on("error", () => finish(true));
+        sock.on("end", () => finish(true));
+        sock.write(`${upload(`Authorization: Bearer ${key}\r\n`)}Content-Length: ${10 * 1024 ** 3}\r\n\r\n`, () => {
+          requestSentAt = Date.now();
+        });
+        // Paced at ~13 MB/s so the test costs little CPU; the server sees a client that never pauses long.
+        const piece = Buffer.alloc(64 * 1024, 7);
+        const pump = setInterval(() => {
+          if (sock.writableLength < 4 * MiB) {
+            sock.write(piece);
+            sent += piece.length;
+          }
+        }, 5);
+        // Without the bound Bun reads the 10 GiB to the end: at this pace, not within the deadline.
+        const deadline = setTimeout(() => finish(false), 45_000);
+      },
+    );
     expect(r.answer).toMatchObject({ status: 413, body: { detail: { code: "UPLOAD_TOO_LARGE" } } });
-    expect(r.cutAfterMs, `still connected 40 s after the answer, ${r.sent} bytes sent`).not.toBeNull();
-    // Not before the bound: a client has EARLY_ANSWER_LINGER_SECS to finish sending.
-    expect(r.cutAfterMs!).toBeGreaterThanOrEqual(EARLY_ANSWER_LINGER_SECS * 1000 - 500);
+    expect(r.cutAfterMs, `still connected 45 s after the request, ${r.sent} bytes sent`).not.toBeNull();
+    // Never before the bound: the server set it after the request arrived, and Bun's 4 s ticks
+    // leave at least EARLY_ANSWER_LINGER_SECS − 4 s (serve-options.ts). No upper bound beyond the
+    // deadline: under load the cut comes late, never early.
+    expect(r.cutAfterMs!).toBeGreaterThan((EARLY_ANSWER_LINGER_SECS - 4) * 1000);
   }, 60_000);
 
   test("a body that ends in time leaves a normal keep-alive connection (no bound on the next request)", async () => {
@@ -253,14 +252,14 @@ describe("the server does not read an answered body forever", () => {
       expect(await until(() => parseAnswer(buf) !== null, 20_000)).toBe(true);
       expect(parseAnswer(buf)?.status).toBe(401);
       buf = Buffer.alloc(0);
-      // The next request on the same connection sends its body slowly, for longer than the bound
-      // plus Bun's 4 s timer tick: it is answered, not cut.
+      // The next request on the same connection sends its body slowly, for longer than the bound:
+      // it is answered, not cut.
       const json = Buffer.from(JSON.stringify({ name: "slow" }));
       sock.write(
         `POST /v1/collections HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\n` +
           "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
       );
-      const pieces = (EARLY_ANSWER_LINGER_SECS + 5) * 2;
+      const pieces = (EARLY_ANSWER_LINGER_SECS + 2) * 2;
       for (let i = 0; i < pieces; i++) {
         const part = json.subarray(
           Math.floor((i * json.length) / pieces),
