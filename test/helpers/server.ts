@@ -46,6 +46,8 @@ export interface RawResponse {
 /**
  * Sends bytes over a plain TCP socket and reads until the server closes or `ms` pass: for
  * requests no HTTP client library would send (HTTP/1.0 without Host, lying Content-Length…).
+ * It returns as soon as a whole response is in, so `ms` only bounds a server that never answers
+ * (30 s: a sign-in hashes a password, which took over 5 s at load ~40 on the 2-core test machine).
  */
 export function rawRequest(
   port: number,
@@ -61,7 +63,7 @@ export function rawRequest(
       sock.destroy();
       resolve(parseRaw(Buffer.concat(chunks).toString("latin1")));
     };
-    const timer = setTimeout(done, opts.ms ?? 5000);
+    const timer = setTimeout(done, opts.ms ?? 30_000);
     sock.on("data", (d: Buffer) => {
       chunks.push(d);
       // One response is enough: stop once its declared body has arrived.

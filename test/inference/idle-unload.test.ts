@@ -16,6 +16,13 @@ import { until } from "../helpers/wait.ts";
 import { WORKER_FILE } from "./helpers.ts";
 
 const dirs = tempDirs("vsearch-idle-");
+/**
+ * How long a test waits for a pool to close (or a pass to run) before calling it a failure. A
+ * bound on a hang, not a speed target: closing terminates worker threads, and on a loaded 2-core
+ * machine (load ~30) that took longer than the 5 s this used to be. Without the idle unload the
+ * condition never holds, so any bound catches it.
+ */
+const CLOSE_WAIT_MS = 30_000;
 const hosts: InferenceHost[] = [];
 afterEach(async () => {
   await Promise.all(hosts.splice(0).map((h) => h.close()));
@@ -49,9 +56,9 @@ describe("idle model unloading", () => {
     const h = host(0.3, () => unloads++);
     const first = await embed(h, "a red car");
     expect(h.started).toBe(true);
-    expect(await until(() => !h.started, 5_000)).toBe(true);
+    expect(await until(() => !h.started, CLOSE_WAIT_MS)).toBe(true);
     // The hook that hands memory back runs once the pool has closed.
-    expect(await until(() => unloads === 1, 5_000)).toBe(true);
+    expect(await until(() => unloads === 1, CLOSE_WAIT_MS)).toBe(true);
     const again = await embed(h, "a red car");
     expect(h.started).toBe(true);
     // A fresh worker loaded the model again (its load counter restarts at 1) and answers identically.
@@ -80,7 +87,7 @@ describe("idle model unloading", () => {
     }
     await running;
     expect(closedMidTask).toBe(0);
-    expect(await until(() => !h.started, 5_000)).toBe(true);
+    expect(await until(() => !h.started, CLOSE_WAIT_MS)).toBe(true);
   });
 
   test("busy counts tasks in flight only", async () => {
@@ -138,12 +145,12 @@ describe("idle memory passes", () => {
     m.schedule();
     m.schedule(); // a second unload before any pass: its passes replace the first one's
     expect(m.pending).toBe(true);
-    expect(await until(() => !m.pending, 5_000, 5)).toBe(true);
+    expect(await until(() => !m.pending, CLOSE_WAIT_MS, 5)).toBe(true);
     await Bun.sleep(100);
     expect(m.passCount).toBe(2);
     busy = true; // work in flight at both passes: nothing runs
     m.schedule();
-    expect(await until(() => !m.pending, 5_000, 5)).toBe(true);
+    expect(await until(() => !m.pending, CLOSE_WAIT_MS, 5)).toBe(true);
     expect(m.passCount).toBe(2);
     m.close();
   });
