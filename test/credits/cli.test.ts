@@ -61,7 +61,7 @@ test("credits grant/show and accounts delete from the CLI (no server running)", 
   } finally {
     rx.stop();
   }
-}, 30_000);
+}, 120_000);
 
 test("accounts delete while a server runs: account.deleted arrives once, nothing after it, the server refuses the key", async () => {
   const env = {
