@@ -121,7 +121,7 @@ try {
   }
 } finally {
   await browser?.close();
-  server.stop(true);
+  await server.stop(true);
   await t.close();
 }
 

@@ -28,13 +28,17 @@ export async function readMultipartBusboy(
   };
   // Parts arrive in order; each one's handlers run in a chain so onPartStart/Data/End never interleave.
   let chain: Promise<void> = Promise.resolve();
-  const then = (f: () => void | Promise<void>) => (chain = chain.then(() => (failure ? undefined : f())).catch(fail));
+  // The chain never rejects (it ends in .catch(fail)); a failure skips the handlers after it.
+  const then = (f: () => void | Promise<void>): void => {
+    chain = chain.then(() => (failure ? undefined : f())).catch(fail);
+  };
 
   bb.on("file", (name, stream, info) => {
     then(() => h.onPartStart({ name, filename: info.filename ?? null, contentType: info.mimeType ?? null }));
     stream.on("data", (chunk: Buffer) => {
       stream.pause();
-      then(() => h.onPartData(chunk)).then(() => stream.resume());
+      then(() => h.onPartData(chunk));
+      chain = chain.then(() => void stream.resume()); // resumed after the data is handled, even after a failure
     });
     stream.on("end", () => then(() => h.onPartEnd()));
   });

@@ -54,7 +54,10 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
       await new Promise<void>((resolve) => {
         const stop = async (signal: string) => {
           logger.info("shutting down", { signal });
-          server.stop();
+          // Not awaited: it resolves once in-flight requests finish, and a slow client (an upload
+          // trickling in) must not hold the shutdown; new connections are refused at once, and
+          // app.close() ends the work those requests depend on. It never rejects.
+          void server.stop();
           await app.close();
           lock.release();
           resolve();

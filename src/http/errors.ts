@@ -19,8 +19,16 @@ export function errorResponse(
   code: ErrorCode,
   message: string,
   headers: Record<string, string> = {},
-  /** Only for HTTP_ERROR, which passes on the status of a framework exception. */
-  status: number = statusOf(code),
+) {
+  return errorWithStatus(c, statusOf(code), code, message, headers);
+}
+
+function errorWithStatus(
+  c: Context<AppEnv>,
+  status: number,
+  code: ErrorCode,
+  message: string,
+  headers: Record<string, string>,
 ) {
   for (const [k, v] of Object.entries(headers)) c.header(k, v);
   return c.json({ detail: { code, message } }, status as ContentfulStatusCode);
@@ -73,7 +81,8 @@ export function handleError(err: Error, c: Context<AppEnv>) {
       ]);
     }
     if (err.status === 404) return errorResponse(c, "NOT_FOUND", err.message || "Request failed");
-    return errorResponse(c, "HTTP_ERROR", err.message || "Request failed", {}, err.status);
+    // The one code whose status is not the catalogue's: the framework's own 4xx, passed on.
+    return errorWithStatus(c, err.status, "HTTP_ERROR", err.message || "Request failed", {});
   }
   c.get("log")?.error("unhandled error", {
     err: err?.message,

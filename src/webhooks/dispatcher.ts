@@ -137,7 +137,16 @@ export class WebhookDispatcher {
     for (const d of this.store.due(this.now(), 100, full)) {
       if (this.attempts.size >= max) break;
       if ((this.inFlight.get(d.webhook_id) ?? 0) >= perEndpoint) continue;
-      this.track(d);
+      // Not awaited: attempts run side by side, and close() waits for them (this.attempts). An
+      // attempt that throws outside its own try (the store failing) is logged here, not left as an
+      // unhandled rejection that would end the process.
+      this.track(d).catch((e) =>
+        this.opts.logger.error("webhook attempt failed unexpectedly", {
+          delivery_id: d.id,
+          err: (e as Error)?.message,
+          stack: (e as Error)?.stack,
+        }),
+      );
     }
   }
 

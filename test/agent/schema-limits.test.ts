@@ -41,7 +41,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  server?.stop(true);
+  await server?.stop(true);
   await t?.close();
 });
 

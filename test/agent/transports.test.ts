@@ -98,7 +98,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await httpClient?.close();
   await stdioClient?.close();
-  imageServer?.stop();
+  await imageServer?.stop();
   await f?.stop();
 });
 

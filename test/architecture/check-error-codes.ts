@@ -9,14 +9,20 @@
  *   - a code named in the OpenAPI document or in a docs table sits under its catalogue status.
  *
  * "Answered with" means: the code argument of `new AppError(code, …)`, `notFound(code, …)`,
- * `errorResponse(c, code, …)`, `errorJson(code, …)`, or a string `satisfies ErrorCode` (a constant
- * passed on). Literals inside `a ? "X" : "Y"` and `a ?? "X"` count.
+ * `errorResponse(c, code, …)`, `errorJson(code, …)` (CODE_ARGUMENT), or a string
+ * `satisfies ErrorCode` (a constant passed on). Literals inside `a ? "X" : "Y"` and `a ?? "X"` count.
  */
 import ts from "typescript";
 import type { SourceFile } from "./check-imports.ts";
 
 /** Where each call takes its code (argument index). */
-export const CODE_ARGUMENT: Record<string, number> = { AppError: 0, notFound: 0, errorJson: 0, errorResponse: 1 };
+export const CODE_ARGUMENT: Record<string, number> = {
+  AppError: 0,
+  notFound: 0,
+  errorJson: 0,
+  errorResponse: 1,
+  errorWithStatus: 2, // src/http/errors.ts, private: HTTP_ERROR with the framework's status
+};
 /** The one file allowed to write `{ detail: { code, … } }`. */
 export const ERROR_BODY_WRITER = "http/errors.ts";
 

@@ -31,7 +31,7 @@ test("serve on a port already in use refuses with a clear message (another vsear
     // Every request still reaches the first server.
     for (let i = 0; i < 5; i++) expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
   } finally {
-    other.stop(true);
+    await other.stop(true);
     await first.stop();
   }
 }, 60_000);

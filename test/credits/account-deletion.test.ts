@@ -122,8 +122,8 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
     expect(rxSurvivor.hits.map((h) => h.body.event)).not.toContain("account.deleted");
     expect(t.stores.index.framesOf(theirs.video_id)).toHaveLength(frames);
   } finally {
-    rx.stop();
-    rxOff.stop();
-    rxSurvivor.stop();
+    await rx.stop();
+    await rxOff.stop();
+    await rxSurvivor.stop();
   }
 }, 60_000);

@@ -59,7 +59,7 @@ test("credits grant/show and accounts delete from the CLI (no server running)", 
     const again = await runCli(["--data-dir", dir, "accounts", "delete", acct.id]);
     expect(again.code).toBe(1);
   } finally {
-    rx.stop();
+    await rx.stop();
   }
 }, 120_000);
 
@@ -108,6 +108,6 @@ test("accounts delete while a server runs: account.deleted arrives once, nothing
     expect((await fetch(`${server.url}/v1/collections`, { headers: auth })).status).toBe(401);
   } finally {
     await server.stop();
-    rx.stop();
+    await rx.stop();
   }
 }, 60_000);

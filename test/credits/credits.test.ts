@@ -159,7 +159,7 @@ describe("credits", () => {
       expect(rx.hits.map((h) => h.body.event).sort()).toEqual(["credits.exhausted", "credits.low"]);
       expect(rx.hits.every((h) => h.signatureOk)).toBe(true);
     } finally {
-      rx.stop();
+      await rx.stop();
     }
   });
 });

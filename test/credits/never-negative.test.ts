@@ -71,6 +71,6 @@ test("a first grant below the threshold fires credits.low; a search it cannot pa
     expect(missing.code).toBe(1);
   } finally {
     await server.stop();
-    rx.stop();
+    await rx.stop();
   }
 }, 60_000);

@@ -160,7 +160,7 @@ async function main(): Promise<void> {
     await phoneAndMember(browser, base, await laptop(browser, base, receiver));
   } finally {
     await browser?.close().catch(() => {});
-    receiver.stop();
+    await receiver.stop();
     server.kill("SIGTERM");
     const code = await Promise.race([server.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
     if (code === "timeout") server.kill("SIGKILL");

@@ -30,7 +30,7 @@ export async function startTestServer(
       return fetch(url + path, { ...init, headers });
     },
     async close() {
-      server.stop(true);
+      await server.stop(true);
       await t.close();
     },
   };

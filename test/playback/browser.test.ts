@@ -79,7 +79,7 @@ describe.skipIf(!HAVE_CHROMIUM)("playback in Chromium", () => {
   }, 300_000);
 
   afterAll(async () => {
-    server?.stop(true);
+    await server?.stop(true);
     await t?.close();
   });
 

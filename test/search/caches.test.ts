@@ -100,7 +100,7 @@ describe("against the store", () => {
     expect(after.every((h) => h.raw < 0.5)).toBe(true);
   });
 
-  it("the shot text index follows writes and deletes, and finds stemmed forms", () => {
+  it("the shot text index follows writes and deletes, and finds stemmed forms", async () => {
     const store = t.stores.search;
     const v = addVideo(t, account, col, { duration: 20 });
     indexVideo(t, v, {
@@ -122,7 +122,7 @@ describe("against the store", () => {
     expect(find("airplane")).toEqual([0]);
     const count = () => store.shotTextRows();
     const n = count();
-    t.app.services.videos.delete(account, v);
+    await t.app.services.videos.delete(account, v);
     expect(count()).toBe(n - 1);
   });
 

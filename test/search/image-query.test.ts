@@ -172,7 +172,7 @@ describe("image queries", () => {
       expect(bad.res.status).toBe(422);
       expect(bad.body.detail[0].loc).toEqual(["body", "image_url"]);
     } finally {
-      server.stop(true);
+      await server.stop(true);
     }
   });
 
@@ -194,7 +194,7 @@ describe("image queries", () => {
       }
       expect(hits).toBe(0);
     } finally {
-      server.stop(true);
+      await server.stop(true);
       await strict.close();
     }
   });

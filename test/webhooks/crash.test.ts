@@ -52,7 +52,7 @@ test("kill -9 between attempts → restart → the schedule continues; exactly o
       await server.stop();
     }
   } finally {
-    rx.stop();
+    await rx.stop();
   }
 }, 60_000);
 
@@ -121,8 +121,8 @@ test("kill -9 during an attempt → restart → the claimed delivery is attempte
     });
   } finally {
     release();
-    held.stop(true);
-    rx.stop();
+    await held.stop(true);
+    await rx.stop();
     removeDir(dir2);
   }
 }, 60_000);

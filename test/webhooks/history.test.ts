@@ -61,7 +61,7 @@ describe("delivery history", () => {
           .status,
       ).toBe(403);
     } finally {
-      rx.stop();
+      await rx.stop();
     }
   });
 
@@ -94,7 +94,7 @@ describe("delivery history", () => {
         (await json(await t.request("GET", `/v1/webhooks/${wh.id}/deliveries`, { token: a.key }))).detail.code,
       ).toBe("WEBHOOK_NOT_FOUND");
     } finally {
-      rx.stop();
+      await rx.stop();
     }
   });
 });
@@ -127,7 +127,7 @@ describe("active flag and concurrency", () => {
       expect((await history(wh.id)).data[0].attempts).toBe(2);
       expect(rx.hits).toHaveLength(2);
     } finally {
-      rx.stop();
+      await rx.stop();
     }
   });
 
@@ -155,8 +155,8 @@ describe("active flag and concurrency", () => {
       ).toBe(true);
       expect(peak).toBe(2);
     } finally {
-      slow.stop(true);
-      rx.stop();
+      await slow.stop(true);
+      await rx.stop();
     }
   });
   test("a slow endpoint's backlog does not hold up another endpoint", async () => {
@@ -192,8 +192,8 @@ describe("active flag and concurrency", () => {
       expect(await until(() => rx.hits.length === 1, 2_000)).toBe(true);
       await t.request("DELETE", `/v1/webhooks/${busy.id}`, { token: a.key });
     } finally {
-      slow.stop(true);
-      rx.stop();
+      await slow.stop(true);
+      await rx.stop();
     }
   });
 });
@@ -221,7 +221,7 @@ describe("events from the services", () => {
       expect(rx.hits.every((h) => h.signatureOk && h.headers["x-service-event"] === h.body.event)).toBe(true);
       expect(new Set(rx.hits.map((h) => h.body.id)).size).toBe(3);
     } finally {
-      rx.stop();
+      await rx.stop();
     }
   });
 });

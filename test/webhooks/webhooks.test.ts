@@ -73,7 +73,7 @@ describe("webhook endpoints", () => {
       const gone = await t.request("GET", `/v1/webhooks/${data.id}`, { token: a.key });
       expect((await json(gone)).detail.code).toBe("WEBHOOK_NOT_FOUND");
     } finally {
-      rx.stop();
+      await rx.stop();
     }
   });
 
@@ -150,7 +150,7 @@ describe("delivery", () => {
       expect(await until(() => rx.hits.length === 2)).toBe(true);
       expect(rx.hits[1].signatureOk).toBe(false);
     } finally {
-      rx.stop();
+      await rx.stop();
     }
   });
 
@@ -162,7 +162,7 @@ describe("delivery", () => {
       expect(rx.hits).toHaveLength(3);
       expect(new Set(rx.hits.map((h) => h.raw)).size).toBe(1); // identical bytes every time
     } finally {
-      rx.stop();
+      await rx.stop();
     }
   });
 
@@ -184,7 +184,7 @@ describe("delivery", () => {
       const again = await t.request("POST", `/v1/webhooks/${data.id}/deliveries/${d.id}/retry`, { token: a.key });
       expect(again.status).toBe(409);
     } finally {
-      rx.stop();
+      await rx.stop();
     }
   });
 
@@ -211,8 +211,8 @@ describe("delivery", () => {
       expect(await deliveries(i.id)).toEqual([]);
       expect((await deliveries(s.id)).map((d: any) => d.event)).toEqual(["video.deleted"]);
     } finally {
-      subscribed.stop();
-      inactive.stop();
+      await subscribed.stop();
+      await inactive.stop();
     }
   });
 
@@ -225,8 +225,8 @@ describe("delivery", () => {
       expect(d.error).toContain("redirect");
       expect(target.hits).toHaveLength(0);
     } finally {
-      target.stop();
-      redirector.stop();
+      await target.stop();
+      await redirector.stop();
     }
   });
 });
