@@ -68,6 +68,7 @@ import { isStorageError, StorageHealth } from "./core/storage.ts";
 import { PlaybackStore } from "./playback/store.ts";
 import { RenditionWorker } from "./playback/renditions.ts";
 import { ExportService } from "./playback/exports.ts";
+import { sweepOrphanTools } from "./media/child-guard.ts";
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -234,7 +235,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     { purgeVideos: (accountId, ids) => videos.purgeVideos(accountId, ids) },
     mediaUrls,
   );
-  const bins = { ffmpeg: opts.runtime.ffmpeg, ffprobe: opts.runtime.ffprobe };
+  // Every decode runs under max_video_pixels (media/bounds.ts).
+  const bins = { ffmpeg: opts.runtime.ffmpeg, ffprobe: opts.runtime.ffprobe, maxPixels: config.maxVideoPixels };
   const models: ModelCatalog = opts.models ?? new ModelRegistry(config.modelsDir);
   // After the models (and, below, the OCR workers) unload on idle, memory goes back to the OS (idleMemory, below).
   const inference = new InferenceHost(
@@ -352,6 +354,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
 
   // Events: every reaction to a committed change, in one place (docs/ARCHITECTURE.md "Events").
   bus.subscribe("videos.deleted", (e) => search.indexes.onVideosDeleted(e.videoIds));
+  // A deleted video's clip encodes and frame grabs stop (their ffmpegs are killed).
+  bus.subscribe("videos.deleted", (e) => {
+    exports.onVideosDeleted(e.videoIds);
+    frames.onVideosDeleted(e.videoIds);
+  });
   bus.subscribe("video.content_changed", (e) => search.indexes.onVideoIndexed(e.videoId));
   bus.subscribe("video.accepted", () => {
     runner.wake();
@@ -360,6 +367,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   bus.subscribe("job.retried", () => runner.wake());
   bus.subscribe("job.completed", () => setTimeout(() => renditions.wake(), 0)); // after the job has left the runner
   bus.subscribe("outbox.written", () => dispatcher.wake());
+  const frames = new FrameGrabber(bins);
   const accountDeletion = new AccountDeletion(uow, accountStore, events, webhookStore, dispatcher, videos);
   const media = new MediaService(new MediaStore(db), files, signer);
   const exports = new ExportService(
@@ -435,7 +443,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       exports,
       media,
       files,
-      frames: new FrameGrabber(bins),
+      frames,
     }),
   };
 
@@ -530,10 +538,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
         storage.noteFull(); // renditions whose encoder died stay `processing` until their lease runs out
       }
       const swept = {
+        // ffmpeg/ffprobe a crashed server left running on this data dir (media/child-guard.ts).
+        orphan_tools_killed: sweepOrphanTools(bins, config.dataDir),
         ...files.sweepOrphans(new Set(videoStore.allIds())),
         backup_snapshots: sweepStaleSnapshots(config.dataDir),
       };
-      if (released || renditionsRequeued || swept.tmp || swept.videos || swept.backup_snapshots) {
+      if (Object.values(swept).some(Boolean) || released || renditionsRequeued) {
         logger.info("recovered after restart", {
           jobs_requeued: released,
           renditions_requeued: renditionsRequeued,

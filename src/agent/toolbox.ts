@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ValidationError } from "../core/errors.ts";
 import { zodIssuesToValidation } from "../core/validate.ts";
-import { type AgentDeps, type AgentTool, asInputError, TOOLS } from "./tools.ts";
+import { type AgentDeps, type AgentTool, asInputError, type ToolContext, TOOLS } from "./tools.ts";
 
 /** One function-calling entry of `GET /v1/agent/schema.json`. */
 export interface FunctionSchema {
@@ -31,6 +31,8 @@ function jsonSchema(s: z.ZodType, io: "input" | "output"): Record<string, unknow
 export class AgentToolbox {
   readonly tools: readonly AgentTool[] = TOOLS;
   private readonly byName = new Map(TOOLS.map((t) => [t.name, t]));
+  /** Answers that depend only on the tools (their JSON Schemas), made once. */
+  private readonly made = new Map<string, unknown>();
 
   constructor(private readonly deps: AgentDeps) {}
 
@@ -39,7 +41,12 @@ export class AgentToolbox {
   }
 
   /** Validates raw JSON input against the tool's schema (422 at `tool` / `input.<field>`) and runs it. */
-  async call(accountId: string, name: unknown, input: unknown): Promise<Record<string, unknown>> {
+  async call(
+    accountId: string,
+    name: unknown,
+    input: unknown,
+    ctx: ToolContext = {},
+  ): Promise<Record<string, unknown>> {
     const t = typeof name === "string" ? this.byName.get(name) : undefined;
     if (!t) {
       throw new ValidationError([
@@ -54,16 +61,22 @@ export class AgentToolbox {
     }
     const parsed = t.input.safeParse(input ?? {});
     if (!parsed.success) throw new ValidationError(zodIssuesToValidation(parsed.error.issues, input ?? {}, "input"));
-    return this.run(accountId, t, parsed.data);
+    return this.run(accountId, t, parsed.data, ctx);
   }
 
   /** Runs a tool on input its schema already parsed (the MCP SDK validates before calling). */
-  async run(accountId: string, t: AgentTool, input: unknown): Promise<Record<string, unknown>> {
+  async run(accountId: string, t: AgentTool, input: unknown, ctx: ToolContext = {}): Promise<Record<string, unknown>> {
     try {
-      return (await t.run(this.deps, accountId, input)) as Record<string, unknown>;
+      return (await t.run(this.deps, accountId, input, ctx)) as Record<string, unknown>;
     } catch (e) {
       throw asInputError(e);
     }
+  }
+
+  /** `make()` once per toolbox (e.g. MCP's tools/list: ~30 ms of schema conversion, once instead of per request). */
+  once<T>(key: string, make: () => T): T {
+    if (!this.made.has(key)) this.made.set(key, make());
+    return this.made.get(key) as T;
   }
 
   /** Function-calling schemas: the inputs as the zod schemas accept them, the outputs as returned. */

@@ -29,6 +29,11 @@ export interface AgentDeps {
   frames: FrameGrabber;
 }
 
+/** The call around a tool run: its signal aborts when the caller leaves or the request runs out of time. */
+export interface ToolContext {
+  signal?: AbortSignal;
+}
+
 /** A picture an answer carries; over MCP it becomes image content, over /call it stays base64 in the JSON. */
 export interface ToolImage {
   data: string;
@@ -41,7 +46,7 @@ export interface AgentTool<I extends z.ZodType = z.ZodType, O extends z.ZodObjec
   description: string;
   input: I;
   output: O;
-  run(d: AgentDeps, accountId: string, input: z.output<I>): Promise<z.output<O>>;
+  run(d: AgentDeps, accountId: string, input: z.output<I>, ctx: ToolContext): Promise<z.output<O>>;
   /** The short text an MCP answer leads with. */
   summary(out: z.output<O>): string;
   /** Moves the answer's inline JPEGs out of the structured part (MCP sends them as image content). */
@@ -77,7 +82,12 @@ const timeIssue = (timestamp: number, duration: number) =>
   ]);
 
 /** A clip's stored thumbnail (shot, or the poster) at most THUMB_MAX_WIDTH wide, base64; null when there is none. */
-async function clipThumbnail(d: AgentDeps, url: string | null): Promise<string | null> {
+async function clipThumbnail(
+  d: AgentDeps,
+  accountId: string,
+  url: string | null,
+  ctx: ToolContext,
+): Promise<string | null> {
   if (!url) return null;
   const u = new URL(url);
   const m = /^\/media\/videos\/([^/]+)\/(?:poster\.jpg|shots\/(\d+)\.jpg)$/.exec(u.pathname);
@@ -91,7 +101,10 @@ async function clipThumbnail(d: AgentDeps, url: string | null): Promise<string |
       u.searchParams.get("expires") ?? undefined,
       u.searchParams.get("signature") ?? undefined,
     );
-    const jpeg = await d.frames.fitWidth(readFileSync(file.path), file.path, S.THUMB_MAX_WIDTH);
+    const jpeg = await d.frames.fitWidth(accountId, readFileSync(file.path), file.path, S.THUMB_MAX_WIDTH, {
+      videoId: m[1],
+      signal: ctx.signal,
+    });
     return jpeg ? Buffer.from(jpeg).toString("base64") : null;
   } catch (e) {
     if (e instanceof AppError && e.status === 404) return null;
@@ -109,7 +122,7 @@ export const TOOLS: AgentTool[] = [
       "Find moments in the account's videos by what is seen (frames, shots) or said (transcript). Returns clips best first, each with a calibrated relevance_score, the matched text, a playback link and a small thumbnail. Give query and/or image_url.",
     input: S.searchVideosInput,
     output: S.searchVideosOutput,
-    async run(d, accountId, i) {
+    async run(d, accountId, i, ctx) {
       // The largest page (50 videos, ≤ 20 clips each), not just `limit` videos: clips are ranked
       // across videos, so the best `limit` clips may come from further down the video list.
       // min_score means what it means over REST (SPEC §6): it replaces the per-mode thresholds.
@@ -128,7 +141,7 @@ export const TOOLS: AgentTool[] = [
       const all = r.videos.flatMap((v) => v.segments.map((s) => ({ v, s }))).sort((a, b) => a.s.rank - b.s.rank);
       const clips: S.Clip[] = [];
       for (const { v, s } of all.slice(0, i.limit))
-        clips.push({ ...clipOf(v, s), thumbnail_base64: await clipThumbnail(d, s.thumbnail_url) });
+        clips.push({ ...clipOf(v, s), thumbnail_base64: await clipThumbnail(d, accountId, s.thumbnail_url, ctx) });
       return {
         clips,
         total_videos: r.total,
@@ -303,16 +316,18 @@ export const TOOLS: AgentTool[] = [
     description: `One frame of a video at a time, as a JPEG at most ${S.FRAME_MAX_SIDE} px on its longer side: look at it to check a search hit.`,
     input: S.getFrameInput,
     output: S.getFrameOutput,
-    async run(d, accountId, i) {
+    async run(d, accountId, i, ctx) {
       const video = d.videos.require(accountId, i.video_id);
       if (video.duration_secs === null)
         throw new AppError("VIDEO_NOT_READY", `Video ${video.id} has not been probed yet (status ${video.status})`);
       if (i.timestamp > video.duration_secs + 1e-3)
         throw timeIssue(i.timestamp, Math.round(video.duration_secs * 1000) / 1000);
       const jpeg = await d.frames.frame(
+        accountId,
         d.files.abs(video.source_path),
         Math.min(i.timestamp, video.duration_secs),
         S.FRAME_MAX_SIDE,
+        { videoId: video.id, signal: ctx.signal },
       );
       const size = jpegSize(jpeg)!;
       return {

@@ -82,12 +82,15 @@ export function registerAgentRoutes(app: Api, deps: HttpDeps) {
         404: jsonError(
           "A named collection, video or job is not in this account (COLLECTION_NOT_FOUND, VIDEO_NOT_FOUND, JOB_NOT_FOUND)",
         ),
+        429: jsonError(
+          "Rate limit exceeded (RATE_LIMIT_EXCEEDED), or get_frame / search thumbnails: this account already has 4 frame grabs running or waiting; see Retry-After",
+        ),
         409: jsonError(
           "get_frame on a video not yet probed (VIDEO_NOT_READY), or whose file cannot be decoded at that time (DECODE_FAILED)",
         ),
         503: {
           ...jsonError(
-            "search_videos: a requested mode's model is not installed (MODEL_NOT_INSTALLED), or the search index is still loading after a restart (SEARCH_UNAVAILABLE; see Retry-After)",
+            "search_videos: a requested mode's model is not installed (MODEL_NOT_INSTALLED), or the search index is still loading after a restart (SEARCH_UNAVAILABLE; see Retry-After); get_frame / thumbnails: too many frame grabs of all accounts are waiting (SERVER_BUSY; see Retry-After)",
           ),
           headers: RETRY_AFTER_HEADER,
         },
@@ -96,7 +99,10 @@ export function registerAgentRoutes(app: Api, deps: HttpDeps) {
     async (c) => {
       const body = c.req.valid("json");
       try {
-        return ok(c, await toolbox.call(c.get("principal").accountId, body.tool, body.input));
+        return ok(
+          c,
+          await toolbox.call(c.get("principal").accountId, body.tool, body.input, { signal: c.req.raw.signal }),
+        );
       } catch (e) {
         // The toolbox names fields from the tool's point of view (`tool`, `input.limit`); here they sit in the body.
         if (e instanceof ValidationError)

@@ -90,6 +90,15 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
     c.set("log", opts.logger.child({ request_id: requestId }));
     await next();
     c.res.headers.set("X-Request-Id", requestId);
+    // Never let a browser guess a type (a JSON answer sniffed as HTML); never let a cache keep
+    // what a credential read (an answer for one key must not be served to another).
+    c.res.headers.set("X-Content-Type-Options", "nosniff");
+    if (
+      (c.get("principal") || c.req.header("authorization")) &&
+      /json/i.test(c.res.headers.get("content-type") ?? "") &&
+      !c.res.headers.has("cache-control")
+    )
+      c.res.headers.set("Cache-Control", "no-store");
     const seconds = (performance.now() - startedAt) / 1000;
     const route = c.req.routePath || "unmatched";
     opts.metrics.observeRequest(route, c.req.method, c.res.status, seconds);

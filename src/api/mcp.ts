@@ -1,11 +1,13 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { buildMcpServer } from "../agent/mcp-server.ts";
-import { AppError } from "../core/errors.ts";
 import { z } from "@hono/zod-openapi";
 import { readBodyCapped } from "../http/body-guard.ts";
-import { defineRoute, jsonBody } from "../http/index.ts";
+import { defineRoute, jsonBody, RETRY_AFTER_HEADER } from "../http/index.ts";
+import { RATE_LIMIT_HEADERS } from "../http/route.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
-import { principalKey } from "../http/rate-limit.ts";
+import { principalKey, rateHeaders } from "../http/rate-limit.ts";
+import { jsonShape, MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../core/json-shape.ts";
+import type { Context } from "hono";
 import { VERSION } from "../version.ts";
 
 /**
@@ -15,9 +17,12 @@ import { VERSION } from "../version.ts";
  * every request. GET (a server-initiated stream) and DELETE (ending a session) have nothing to
  * do in this mode: 405, which the SDK's client expects.
  *
- * Rate limit (group `agent`, shared with /v1/agent/call): each tools/call counts one; the
- * handshake and tools/list are free. Over the limit the call is a tool error
- * RATE_LIMIT_EXCEEDED the agent can read, and the HTTP response carries Retry-After.
+ * Bounded like every other route (SPEC §8): the 1 MiB body cap and the JSON depth and value
+ * guards (answered as JSON-RPC errors, HTTP 400), batches of at most MAX_BATCH messages, every
+ * JSON-RPC message counted against the key's `agent` limit (shared with /v1/agent/call; the
+ * handshake and tools/list included), and each tools/call stopped after `agent_call_timeout_secs`
+ * (a TIMEOUT tool error). Over the limit a tools/call is a tool error RATE_LIMIT_EXCEEDED the
+ * agent can read, another request a JSON-RPC error, and the HTTP response carries Retry-After.
  */
 export function registerMcpRoutes(app: Api, deps: HttpDeps) {
   const toolbox = deps.services.agent;
@@ -41,7 +46,7 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
     tags: ["Agent tools"],
     summary: "Model Context Protocol (streamable HTTP, stateless)",
     description:
-      "JSON-RPC 2.0 messages of MCP (initialize, tools/list, tools/call) with the agent tools of /v1/agent/schema.json. Stateless: no Mcp-Session-Id; answers are JSON. Tool failures (404, 422, 429 …) are tool results with isError and the text `CODE (status): message`; each tools/call counts against the `agent` rate group shared with /v1/agent/call, and over it the response carries Retry-After. See docs/AGENTS.md.",
+      "JSON-RPC 2.0 messages of MCP (initialize, tools/list, tools/call) with the agent tools of /v1/agent/schema.json. Stateless: no Mcp-Session-Id; answers are JSON. Tool failures (404, 422, 429, 504 …) are tool results with isError and the text `CODE (status): message`. Every JSON-RPC message (batches: each one; at most 10 a batch) counts against the `agent` rate group shared with /v1/agent/call; over it nothing runs, tools/call gets a RATE_LIMIT_EXCEEDED tool error, other requests a JSON-RPC error, and the response carries Retry-After. A tools/call runs at most agent_call_timeout_secs (TIMEOUT). See docs/AGENTS.md.",
     access: "read_only",
     maxBody: "stream",
     request: {
@@ -61,13 +66,19 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
         description: "The JSON-RPC response (or 202 for a notification)",
         content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
       },
-      400: { description: "Not JSON (JSON-RPC parse error)" },
+      400: {
+        description:
+          "Not JSON (JSON-RPC -32700), or nested deeper than 32 levels, more than 10 000 values, or a batch of more than 10 messages (JSON-RPC -32600)",
+      },
       406: { description: "Accept must list application/json and text/event-stream (MCP streamable HTTP)" },
     },
   });
   // Registered with plain Hono: the SDK's transport validates JSON-RPC itself and answers in its terms.
   const { middleware, ...doc } = route;
   delete (doc.responses as Record<string, unknown>)[422]; // bad tool input is a tool result, not an HTTP 422
+  // Every answer carries the agent limit's counters; an answer over it also Retry-After.
+  const answered = (doc.responses as Record<string, { headers?: Record<string, unknown> }>)[200];
+  answered.headers = { ...answered.headers, ...RATE_LIMIT_HEADERS, ...RETRY_AFTER_HEADER };
   (doc.responses as Record<string, unknown>)[413] = {
     description: "Body over 1 MiB (PAYLOAD_TOO_LARGE)",
     headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" } },
@@ -75,41 +86,66 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
   app.openAPIRegistry.registerPath(doc as never);
 
   const [authorize] = middleware; // maxBody "stream" and no rate group: authentication only (the body is read capped below)
+  const callTimeoutMs = deps.config.agentCallTimeoutSecs * 1000;
   app.post("/v1/mcp", authorize, async (c) => {
     const principal = c.get("principal");
     // The same counter as /v1/agent/call (per key; a session counts against its user).
     const who = principalKey(principal);
     const bytes = await readBodyCapped(c.req.raw, deps.config.maxJsonBytes);
+    let text: string;
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    } catch {
+      return rpcError(c, 400, -32700, "Parse error: the body is not UTF-8");
+    }
+    // The shape guard every JSON route has, before anything parses the text (body-guard.ts).
+    const shape = jsonShape(text, MAX_JSON_DEPTH, MAX_JSON_VALUES);
+    if (shape.depth > MAX_JSON_DEPTH)
+      return rpcError(c, 400, -32600, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+    if (shape.values > MAX_JSON_VALUES)
+      return rpcError(c, 400, -32600, `Invalid Request: JSON with more than ${MAX_JSON_VALUES} values`);
     let body: unknown;
     try {
-      body = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+      body = JSON.parse(text);
     } catch {
-      return c.json(
-        { jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error: the body is not JSON" } },
+      return rpcError(c, 400, -32700, "Parse error: the body is not JSON");
+    }
+    const messages = Array.isArray(body) ? body : [body];
+    if (Array.isArray(body) && body.length > MAX_BATCH)
+      return rpcError(
+        c,
         400,
+        -32600,
+        `Invalid Request: a batch may hold at most ${MAX_BATCH} messages (this one has ${body.length})`,
       );
+
+    // Every message counts against the key's agent limit, batches included (SPEC §8): all of a
+    // batch or none of it. Over the limit nothing runs; each request is answered the way MCP
+    // clients read (a tool error for tools/call, a JSON-RPC error otherwise), with Retry-After.
+    const r = deps.limiter.hitMany("agent", who, Math.max(1, messages.length));
+    const headers: Record<string, string> = rateHeaders(r);
+    if (!r.allowed) {
+      headers["Retry-After"] = String(r.resetSecs);
+      const text = `RATE_LIMIT_EXCEEDED (429): Rate limit of ${r.limit} MCP messages per minute exceeded (each JSON-RPC message counts); retry in ${r.resetSecs} s`;
+      const answers = messages
+        .filter(isRequest)
+        .map((m) =>
+          m.method === "tools/call"
+            ? { jsonrpc: "2.0", id: m.id, result: { isError: true, content: [{ type: "text", text }] } }
+            : { jsonrpc: "2.0", id: m.id, error: { code: -32000, message: text } },
+        );
+      if (!answers.length) return c.body(null, 202, headers);
+      return c.json(Array.isArray(body) ? answers : answers[0], 200, headers);
     }
 
-    let limitHeaders: Record<string, string> = {};
+    // The request ends (its tools' work is told to stop) when the client leaves; each tools/call
+    // also has its own deadline (callTimeoutMs): the whole request is bounded by it.
     const server = buildMcpServer(toolbox, {
       accountId: principal.accountId,
       version: VERSION,
       logger: c.get("log"),
-      beforeCall: () => {
-        const r = deps.limiter.hit("agent", who);
-        limitHeaders = {
-          "X-RateLimit-Limit": String(r.limit),
-          "X-RateLimit-Remaining": String(r.remaining),
-          "X-RateLimit-Reset": String(r.resetSecs),
-        };
-        if (!r.allowed) {
-          limitHeaders["Retry-After"] = String(r.resetSecs);
-          throw new AppError(
-            "RATE_LIMIT_EXCEEDED",
-            `Rate limit of ${r.limit} tool calls per minute exceeded; retry in ${r.resetSecs} s`,
-          );
-        }
-      },
+      callTimeoutMs,
+      signal: c.req.raw.signal,
     });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -120,11 +156,29 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
       const res = await transport.handleRequest(c.req.raw, { parsedBody: body });
       // The JSON answer is complete once handleRequest resolves; copy it so headers can be added.
       const out = new Response(await res.arrayBuffer(), { status: res.status, headers: res.headers });
-      for (const [k, v] of Object.entries(limitHeaders)) out.headers.set(k, v);
+      for (const [k, v] of Object.entries(headers)) out.headers.set(k, v);
       return out;
     } finally {
       await transport.close().catch(() => {});
       await server.close().catch(() => {});
     }
   });
+}
+
+/**
+ * Most messages in one JSON-RPC batch. MCP 2025-06-18 dropped batching, but clients of 2025-03-26
+ * may still send one; each message costs a full dispatch (the SDK allows 100: ~0.9 s of event loop
+ * for 100 tools/list), and every message counts against the agent limit anyway, so a batch larger
+ * than a third of the default minute (30) is refused whole rather than half-served.
+ */
+export const MAX_BATCH = 10;
+
+const isRequest = (m: unknown): m is { id: string | number; method: string } =>
+  typeof m === "object" &&
+  m !== null &&
+  typeof (m as { method?: unknown }).method === "string" &&
+  (typeof (m as { id?: unknown }).id === "string" || typeof (m as { id?: unknown }).id === "number");
+
+function rpcError(c: Context, status: 400, code: number, message: string) {
+  return c.json({ jsonrpc: "2.0", id: null, error: { code, message } }, status);
 }

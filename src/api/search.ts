@@ -89,10 +89,13 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
           },
         },
         402: jsonError("Out of credits (INSUFFICIENT_CREDITS)"),
+        429: jsonError(
+          "Rate limit exceeded, or this account already has 4 query images being decoded or waiting (RATE_LIMIT_EXCEEDED); see Retry-After",
+        ),
         404: jsonError("collection_id / video_id not in this account (COLLECTION_NOT_FOUND, VIDEO_NOT_FOUND)"),
         503: {
           ...jsonError(
-            "A requested mode's model is not installed (MODEL_NOT_INSTALLED); or SEARCH_UNAVAILABLE: the model failed, or the in-memory index is still loading after a restart (the message says how far; vector modes wait up to 2 s for it first) — retry after Retry-After",
+            "A requested mode's model is not installed (MODEL_NOT_INSTALLED); or SEARCH_UNAVAILABLE: the model failed, or the in-memory index is still loading after a restart (the message says how far; vector modes wait up to 2 s for it first), or too many query images of all accounts wait to be decoded — retry after Retry-After",
           ),
           headers: RETRY_AFTER_HEADER,
         },

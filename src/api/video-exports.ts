@@ -1,12 +1,13 @@
 import { z } from "@hono/zod-openapi";
-import { dataResponse, defineRoute, envelopeOf, idParam, jsonError, ok } from "../http/index.ts";
+import { dataResponse, defineRoute, envelopeOf, idParam, jsonError, ok, RETRY_AFTER_HEADER } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
+import { parseDecimal } from "../core/numbers.ts";
 
 const videoId = idParam("video_id", "vid_Qm3x9T0bL2vK7cP5sN1a");
 /** Seconds in a query string: an empty value is missing, not 0 (Number("") would be). */
 const seconds = (name: string, example: number) =>
   z
-    .preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : v), z.coerce.number().finite())
+    .preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : parseDecimal(v)), z.number().finite())
     .openapi({
       type: "number",
       param: { name, in: "query", required: true },
@@ -47,11 +48,23 @@ export function registerVideoExportRoutes(app: Api, deps: HttpDeps) {
         404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
         409: jsonError("The video is not indexed yet (VIDEO_NOT_READY)"),
         422: jsonError("start/end outside the video, end not after start, or longer than clip_max_secs"),
+        429: jsonError(
+          "Rate limit exceeded, or this account already has 4 clip encodes running or waiting (RATE_LIMIT_EXCEEDED); see Retry-After",
+        ),
+        503: {
+          ...jsonError("Too many clip encodes of all accounts are waiting (SERVER_BUSY); see Retry-After"),
+          headers: RETRY_AFTER_HEADER,
+        },
       },
     }),
     async (c) => {
       const q = c.req.valid("query");
-      return ok(c, await svc.clip(c.get("principal").accountId, c.req.valid("param").video_id, q.start, q.end));
+      // A client that leaves stops its encode, unless another request waits for the same span.
+      const { signal } = c.req.raw;
+      return ok(
+        c,
+        await svc.clip(c.get("principal").accountId, c.req.valid("param").video_id, q.start, q.end, { signal }),
+      );
     },
   );
 

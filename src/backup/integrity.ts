@@ -1,5 +1,6 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { VideoFiles } from "../videos/files.ts";
 import { BackupStore } from "./store.ts";
 
 export interface IntegrityReport {
@@ -14,6 +15,13 @@ export interface IntegrityReport {
   videos_missing_source: string[];
   /** Temp uploads (in flight while a server runs; debris after a crash, removed at start). */
   temp_uploads: number;
+  /**
+   * Temp files of the data dir (uploads, half-written clips, renditions, thumbnails; paths
+   * relative to it). With no server running they are what a crash left: a problem, removed by the
+   * check (`temp_files_removed`); beside a running server they may be in flight and are left.
+   */
+  temp_files: string[];
+  temp_files_removed: boolean;
   videos: number;
   jobs: Record<string, number>;
 }
@@ -28,7 +36,12 @@ export function checkDataDir(dataDir: string, opts: { vecExtension?: string } = 
   return BackupStore.withFile(join(dataDir, "vsearch.db"), opts.vecExtension, (store) => checkWith(store, dataDir));
 }
 
-export function checkWith(store: BackupStore, dataDir: string): IntegrityReport {
+export interface CheckOptions {
+  /** No server runs on the data dir: temp files are stale, reported as a problem and removed. */
+  removeStaleTemp?: boolean;
+}
+
+export function checkWith(store: BackupStore, dataDir: string, opts: CheckOptions = {}): IntegrityReport {
   const problems: string[] = [];
   const { integrity, foreignKeyViolations: fk, videos: rows, jobs } = store.health();
   if (integrity !== "ok") problems.push(`integrity_check: ${integrity}`);
@@ -42,6 +55,16 @@ export function checkWith(store: BackupStore, dataDir: string): IntegrityReport 
   const missing = rows.filter((r) => !existsSync(join(dataDir, r.source_path))).map((r) => r.id);
   if (missing.length) problems.push(`${missing.length} videos without their source file`);
   const tmp = join(dataDir, "uploads", "tmp");
+  const temps = new VideoFiles(dataDir).tempFiles();
+  const tempUploads = existsSync(tmp) ? readdirSync(tmp).length : 0;
+  let removed = false;
+  if (opts.removeStaleTemp && temps.length) {
+    new VideoFiles(dataDir).removeTempFiles(temps);
+    removed = true;
+    problems.push(
+      `${temps.length} stale temp files a crash left (removed): ${temps.slice(0, 3).join(", ")}${temps.length > 3 ? ", …" : ""}`,
+    );
+  }
   return {
     ok: problems.length === 0,
     problems,
@@ -49,7 +72,9 @@ export function checkWith(store: BackupStore, dataDir: string): IntegrityReport 
     foreign_key_violations: fk,
     orphan_video_dirs: orphans,
     videos_missing_source: missing,
-    temp_uploads: existsSync(tmp) ? readdirSync(tmp).length : 0,
+    temp_uploads: tempUploads,
+    temp_files: temps,
+    temp_files_removed: removed,
     videos: rows.length,
     jobs,
   };

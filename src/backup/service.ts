@@ -1,5 +1,5 @@
 import { type BackupResult, createBackup } from "./backup.ts";
-import { checkWith, type IntegrityReport } from "./integrity.ts";
+import { type CheckOptions, checkWith, type IntegrityReport } from "./integrity.ts";
 import type { BackupStore } from "./store.ts";
 
 /**
@@ -27,7 +27,7 @@ export class BackupService {
     });
   }
 
-  check(): IntegrityReport {
-    return checkWith(this.store, this.o.dataDir);
+  check(opts: CheckOptions = {}): IntegrityReport {
+    return checkWith(this.store, this.o.dataDir, opts);
   }
 }

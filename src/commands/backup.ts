@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { CliContext } from "../cli/context.ts";
+import { holderAlive, InstanceLock } from "../cli/instance-lock.ts";
 import { ProgressBar } from "../cli/progress.ts";
 
 /** `vsearch backup <file>` (SPEC §11) and `vsearch check` (the data dir's health). */
@@ -37,7 +38,10 @@ export function registerBackupCommands(program: Command, ctx: CliContext) {
       "Check the data dir: SQLite integrity, and that rows and files agree (run with serve stopped for an exact answer)",
     )
     .action(async (_o: unknown, cmd: Command) => {
-      const r = await ctx.withApp(cmd, (app) => app.services.backup.check());
+      // Beside a running server temp files may be in flight; without one they are a crash's debris.
+      const holder = new InstanceLock(ctx.config(cmd).dataDir).read();
+      const serverRunning = Boolean(holder && holder.pid !== process.pid && holderAlive(holder));
+      const r = await ctx.withApp(cmd, (app) => app.services.backup.check({ removeStaleTemp: !serverRunning }));
       ctx.print(cmd, r, () =>
         [
           r.ok ? "data dir ok" : "PROBLEMS FOUND",
@@ -48,7 +52,7 @@ export function registerBackupCommands(program: Command, ctx: CliContext) {
               .map(([k, v]) => `${v} ${k}`)
               .join(", ") || "none"
           }`,
-          `temp       ${r.temp_uploads} temp uploads`,
+          `temp       ${r.temp_files.length} temp files${r.temp_files_removed ? " (stale: removed)" : serverRunning && r.temp_files.length ? " (a server runs: may be in flight, left)" : ""}`,
           ...r.problems.map((p) => `problem    ${p}`),
         ].join("\n"),
       );

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { buildMcpServer } from "../agent/mcp-server.ts";
+import { LineTransport } from "../agent/mcp-stdio.ts";
 import { createApp } from "../app.ts";
 import type { CliContext } from "../cli/context.ts";
 import { InstanceLock } from "../cli/instance-lock.ts";
@@ -29,8 +29,14 @@ export function registerMcpCommand(program: Command, ctx: CliContext) {
         const holder = new InstanceLock(config.dataDir).read();
         if (holder?.url && alive(holder.pid)) app.setBaseUrl(holder.url);
 
-        const server = buildMcpServer(app.services.agent, { accountId: opts.account, version: VERSION, logger });
-        const transport = new StdioServerTransport();
+        const server = buildMcpServer(app.services.agent, {
+          accountId: opts.account,
+          version: VERSION,
+          logger,
+          callTimeoutMs: config.agentCallTimeoutSecs * 1000,
+        });
+        // Lines over the JSON body cap, too deep or not JSON are answered with JSON-RPC errors (mcp-stdio.ts).
+        const transport = new LineTransport(process.stdin, process.stdout, { maxLineBytes: config.maxJsonBytes });
         const closed = new Promise<void>((resolve) => {
           transport.onclose = () => resolve();
           process.stdin.once("end", () => resolve());

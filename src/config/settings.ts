@@ -262,6 +262,27 @@ export const SETTINGS = {
     defaultDoc:
       "1024: all cached clips together, MiB; the least recently requested are deleted first (0 keeps only the newest)",
   }),
+  maxVideoPixels: row({
+    key: "max_video_pixels",
+    env: "VSEARCH_MAX_VIDEO_PIXELS",
+    schema: int(4096),
+    envKind: "number",
+    requirement: "an integer ≥ 4096 (64×64)",
+    default: 7680 * 4320,
+    doc: "largest video frame decoded",
+    defaultDoc:
+      "33177600 (8K, 7680×4320): pixels of one frame; a bigger one is refused at upload or probe (VIDEO_TOO_LARGE) and by every decoder",
+  }),
+  agentCallTimeoutSecs: row({
+    key: "agent_call_timeout_secs",
+    env: "VSEARCH_AGENT_CALL_TIMEOUT_SECS",
+    schema: z.number().positive().max(3600),
+    envKind: "number",
+    requirement: "a number of seconds in (0, 3600]",
+    default: 60,
+    doc: "agent tool call deadline",
+    defaultDoc: "60: longest one MCP tool call (HTTP or stdio) may run before it answers TIMEOUT",
+  }),
   jobConcurrency: row({
     key: "job_concurrency",
     env: "VSEARCH_JOB_CONCURRENCY",

@@ -126,6 +126,10 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: { status: 413, meaning: "The request body is over the route's cap." },
   UPLOAD_TOO_LARGE: { status: 413, meaning: "The file is over the upload limit (max_upload_bytes)." },
   UNSUPPORTED_FORMAT: { status: 415, meaning: "The file is empty or not a video in a supported container." },
+  VIDEO_TOO_LARGE: {
+    status: 415,
+    meaning: "The video's frames are larger than max_video_pixels (default 8K); it is not decoded.",
+  },
 
   // 422 in the code shape: only the CLI's restore (request bodies use the `detail[]` shape).
   BACKUP_INVALID: {
@@ -163,10 +167,18 @@ export const ERROR_CODES = {
     status: 503,
     meaning: "A model the request needs is not installed; the message says how to add it.",
   },
+  SERVER_BUSY: {
+    status: 503,
+    meaning: "Too many clip exports or frame grabs of all accounts are waiting; see Retry-After.",
+  },
   SEARCH_UNAVAILABLE: {
     status: 503,
     meaning:
       "Search cannot answer right now (index loading after a restart, model failure, shutting down); see Retry-After.",
+  },
+  TIMEOUT: {
+    status: 504,
+    meaning: "An agent tool call ran past agent_call_timeout_secs and was stopped.",
   },
   INSUFFICIENT_STORAGE: {
     status: 507,

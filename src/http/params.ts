@@ -1,15 +1,11 @@
 import { z } from "@hono/zod-openapi";
+import { pageField, perPageField } from "../core/numbers.ts";
 
+/** `page` and `per_page`, in plain decimal only (`page=0x10` is a 422, not page 16: core/numbers.ts). */
 export const pageQuery = (maxPerPage: number, defaultPerPage: number) =>
   z.object({
-    page: z.coerce.number().int().min(1).default(1).openapi({ example: 1 }),
-    per_page: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(maxPerPage)
-      .default(defaultPerPage)
-      .openapi({ example: defaultPerPage }),
+    page: pageField(),
+    per_page: perPageField(maxPerPage, defaultPerPage),
   });
 
 export const idParam = (name: string, example: string) =>

@@ -39,12 +39,20 @@ export class RateLimiter {
 
   /** Counts one request and says whether it is within the limit. */
   hit(group: RateGroup, who: string): RateResult {
-    return this.take(group, who, true);
+    return this.take(group, who, 1);
+  }
+
+  /**
+   * Counts `n` requests at once (a JSON-RPC batch: every message counts) if all of them fit in
+   * the window; otherwise counts none and says not allowed.
+   */
+  hitMany(group: RateGroup, who: string, n: number): RateResult {
+    return this.take(group, who, n);
   }
 
   /** Whether one more request would be allowed, without counting it. */
   peek(group: RateGroup, who: string): RateResult {
-    return this.take(group, who, false);
+    return this.take(group, who, 0);
   }
 
   /** Takes back one counted request (a sign-in that succeeded is not a guess). */
@@ -57,17 +65,17 @@ export class RateLimiter {
     return this.windows.size;
   }
 
-  private take(group: RateGroup, who: string, count: boolean): RateResult {
+  private take(group: RateGroup, who: string, n: number): RateResult {
     const limit = this.limits[group];
     const t = this.now();
     const key = `${group}\u0000${who}`;
     let w = this.windows.get(key);
     if (!w || t - w.start >= this.windowMs) {
       w = { start: t, count: 0 };
-      if (count) this.windows.set(key, w);
+      if (n > 0) this.windows.set(key, w);
     }
-    const allowed = w.count < limit;
-    if (allowed && count) w.count++;
+    const allowed = w.count + Math.max(1, n) <= limit;
+    if (allowed) w.count += n;
     const resetSecs = Math.max(1, Math.ceil((w.start + this.windowMs - t) / 1000));
     return { limit, remaining: Math.max(0, limit - w.count), resetSecs, allowed };
   }

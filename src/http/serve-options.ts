@@ -72,5 +72,8 @@ export function bunServeOptions(app: FetchHandler, config: Pick<Config, "host" |
  * valid Host (RFC 9112 §3.2), so such a request is a 400 in the documented shape.
  */
 function badHost(): Response {
-  return errorJson("BAD_REQUEST", "Missing or invalid Host header", { "X-Request-Id": newId("req") });
+  return errorJson("BAD_REQUEST", "Missing or invalid Host header", {
+    "X-Request-Id": newId("req"),
+    "X-Content-Type-Options": "nosniff",
+  });
 }

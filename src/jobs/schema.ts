@@ -1,3 +1,4 @@
+import { pageField, perPageField } from "../core/numbers.ts";
 import { z } from "@hono/zod-openapi";
 
 export const JOB_STATUSES = ["queued", "pending", "processing", "done", "failed"] as const;
@@ -42,8 +43,8 @@ export interface JobRow {
 }
 
 export const listJobsQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(20),
+  page: pageField(),
+  per_page: perPageField(100, 20),
   status: z.enum(JOB_STATUSES).optional(),
   video_id: z.string().min(1).max(64).optional(),
 });

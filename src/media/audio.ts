@@ -1,3 +1,4 @@
+import { decodeLimits } from "./bounds.ts";
 import { throwIfStreamRunFailed, ToolProcess, type MediaBins } from "./process.ts";
 
 export const AUDIO_SAMPLE_RATE = 16_000;
@@ -48,6 +49,7 @@ export function streamAudio16kMono(
         "-nostats",
         "-loglevel",
         "repeat+level+error",
+        ...decodeLimits(bins), // opening the input decodes a video frame too
         "-i",
         file,
         "-map",

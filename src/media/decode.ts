@@ -1,3 +1,4 @@
+import { decodeLimits } from "./bounds.ts";
 import { runTool, type MediaBins } from "./process.ts";
 
 /**
@@ -80,6 +81,7 @@ export async function readX264Options(bins: MediaBins, file: string): Promise<Re
       "-nostdin",
       "-v",
       "error",
+      ...decodeLimits(bins),
       "-i",
       file,
       "-map",

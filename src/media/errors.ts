@@ -19,7 +19,11 @@ export type MediaErrorCode =
   /** A subprocess ran past its wall-clock limit or stopped making progress; it was killed. */
   | "TIMEOUT"
   /** ffmpeg/ffprobe could not be started, crashed, or printed something we could not parse. */
-  | "TOOL_FAILED";
+  | "TOOL_FAILED"
+  /** Frames larger than `max_video_pixels` (declared, or refused by the decoder); media/bounds.ts. */
+  | "VIDEO_TOO_LARGE"
+  /** More frames than a job may count (media/bounds.ts). */
+  | "VIDEO_TOO_LONG";
 
 export class MediaError extends Error {
   constructor(

@@ -1,3 +1,4 @@
+import { decodeLimits } from "./bounds.ts";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -364,6 +365,7 @@ async function* decodeRange(
       // A range of a split decode runs on one thread: the ranges are the parallelism.
       ...(opts.threads || seg ? ["-threads", String(opts.threads ?? 1)] : []),
       ...rangeArgs,
+      ...decodeLimits(bins),
       "-i",
       file,
       ...filterArgs,

@@ -1,4 +1,5 @@
 import { open, stat } from "node:fs/promises";
+import { decodeLimits, maxPixelsOf, refusedSize, tooLarge } from "./bounds.ts";
 import { containerOf, looksLikeVideoContainer, mimeTypeOf, type Container } from "./container.ts";
 import { MediaError } from "./errors.ts";
 import { failureFromExit, runTool, type MediaBins } from "./process.ts";
@@ -40,6 +41,8 @@ export interface ProbeOptions {
   /** Also decode the first video frame with ffmpeg (the decoder ingest will use). Default true. */
   decodeCheck?: boolean;
   timeoutMs?: number;
+  /** Kills the tools when aborted (the caller left). */
+  signal?: AbortSignal;
 }
 
 interface FfStream {
@@ -82,10 +85,24 @@ export async function probeMedia(bins: MediaBins, file: string, opts: ProbeOptio
   const sizeBytes = await fileSize(file);
   const header = await readHeader(file);
 
+  // ffprobe decodes the first frames to fill in what the container leaves out: under the pixel
+  // bound like every decode (a 12000×12000 PNG frame took ffprobe alone 435 MB without it).
+  const stderr: string[] = [];
   const run = await runTool(
     bins.ffprobe,
-    ["-v", "error", "-hide_banner", "-print_format", "json", "-show_error", "-show_format", "-show_streams", file],
-    { timeoutMs },
+    [
+      "-v",
+      "error",
+      "-hide_banner",
+      ...decodeLimits(bins),
+      "-print_format",
+      "json",
+      "-show_error",
+      "-show_format",
+      "-show_streams",
+      file,
+    ],
+    { timeoutMs, signal: opts.signal, onStderrLine: (l) => stderr.length < 64 && stderr.push(l) },
   );
   if (run.signal) throw failureFromExit("ffprobe", run);
   let json: FfProbeJson;
@@ -112,6 +129,13 @@ export async function probeMedia(bins: MediaBins, file: string, opts: ProbeOptio
   if (strict && !container) throw new MediaError("UNSUPPORTED_FORMAT", `unsupported container (${formatName})`);
   if (strict && !video) throw new MediaError("NO_VIDEO_STREAM", "the file has no video stream");
 
+  // Over max_video_pixels: as declared, or as the first frame decoded (the container may say less).
+  const maxPixels = maxPixelsOf(bins);
+  if (video?.width && video.height && video.width * video.height > maxPixels)
+    throw tooLarge(video.width, video.height, maxPixels);
+  const refused = video ? refusedSize(stderr) : null;
+  if (refused && !(video?.width && video.height)) throw tooLarge(refused.width, refused.height, maxPixels);
+
   const rotation = rotationOf(video);
   const swap = rotation === 90 || rotation === 270;
   const info: MediaInfo = {
@@ -133,7 +157,7 @@ export async function probeMedia(bins: MediaBins, file: string, opts: ProbeOptio
     pixFmt: video?.pix_fmt ?? null,
     hdr: video?.color_transfer === "smpte2084" || video?.color_transfer === "arib-std-b67",
   };
-  if (video && (opts.decodeCheck ?? true)) await checkFirstFrameDecodes(bins, file, timeoutMs);
+  if (video && (opts.decodeCheck ?? true)) await checkFirstFrameDecodes(bins, file, timeoutMs, opts.signal);
   return info;
 }
 
@@ -165,8 +189,14 @@ async function readHeader(file: string): Promise<Uint8Array> {
  * garbage samples passes it). Decoding one frame with the *ffmpeg* binary — the one every later
  * stage uses, which is older than ffprobe and has a different decoder set — catches both.
  */
-async function checkFirstFrameDecodes(bins: MediaBins, file: string, timeoutMs: number): Promise<void> {
+async function checkFirstFrameDecodes(
+  bins: MediaBins,
+  file: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<void> {
   let frames = 0;
+  const seen: { refused: { width: number; height: number } | null } = { refused: null };
   const run = await runTool(
     bins.ffmpeg,
     [
@@ -177,6 +207,7 @@ async function checkFirstFrameDecodes(bins: MediaBins, file: string, timeoutMs: 
       "error",
       "-progress",
       "pipe:2",
+      ...decodeLimits(bins),
       "-i",
       file,
       "-map",
@@ -189,12 +220,16 @@ async function checkFirstFrameDecodes(bins: MediaBins, file: string, timeoutMs: 
     ],
     {
       timeoutMs,
+      signal,
       onStderrLine: (line) => {
         const m = /^frame=\s*(\d+)/.exec(line);
         if (m) frames = Number(m[1]);
+        else seen.refused ??= refusedSize([line]);
       },
     },
   );
+  // The decoder refused the picture: a first frame over the bound, whatever the container declared.
+  if (seen.refused && frames < 1) throw tooLarge(seen.refused.width, seen.refused.height, maxPixelsOf(bins));
   if (run.code !== 0 || run.signal) throw failureFromExit("cannot decode the video", run);
   if (frames < 1) throw new MediaError("DECODE_FAILED", "no video frame could be decoded", run.tail.join("\n"));
 }

@@ -1,4 +1,5 @@
 import { concatBytes } from "../core/bytes.ts";
+import { childGuard } from "./child-guard.ts";
 import { MediaError } from "./errors.ts";
 import { gconvGuardDir } from "./gconv.ts";
 
@@ -6,6 +7,8 @@ import { gconvGuardDir } from "./gconv.ts";
 export interface MediaBins {
   readonly ffmpeg: string;
   readonly ffprobe: string;
+  /** Largest decoded frame, in pixels (`max_video_pixels`; default 8K, media/bounds.ts). */
+  readonly maxPixels?: number;
 }
 
 export interface SpawnOptions {
@@ -24,6 +27,8 @@ export interface SpawnOptions {
   onStderrLine?: (line: string) => void;
   /** How many trailing stderr lines to keep for error messages. */
   tailLines?: number;
+  /** Kills the tool when aborted (the caller left); the run then ends as "stopped by caller". */
+  signal?: AbortSignal;
 }
 
 export interface ToolExit {
@@ -58,21 +63,31 @@ export class ToolProcess {
     args: string[],
     private readonly opts: SpawnOptions,
   ) {
+    // Started through a guard that makes the tool die with this process (child-guard.ts).
+    const guard = childGuard();
     try {
       this.proc = Bun.spawn({
-        cmd: [bin, ...args],
+        cmd: [...guard.prefix, bin, ...args],
         stdin: "ignore",
         stdout: "pipe",
         stderr: "pipe",
         // A minimal environment: the tools need nothing from ours (and must not see our secrets);
         // GCONV_PATH works around the static ffprobe crash on MPEG-TS (see gconv.ts).
-        env: { GCONV_PATH: gconvGuardDir() },
+        env: { GCONV_PATH: gconvGuardDir(), ...guard.env },
       });
     } catch (e) {
       throw new MediaError("TOOL_FAILED", `cannot start ${bin}: ${(e as Error).message}`);
     }
     this.reader = (this.proc.stdout as ReadableStream<Uint8Array>).getReader();
     this.stderrDone = this.pumpStderr(this.proc.stderr as ReadableStream<Uint8Array>);
+    if (opts.signal) {
+      const onAbort = () => this.kill();
+      if (opts.signal.aborted) onAbort();
+      else {
+        opts.signal.addEventListener("abort", onAbort, { once: true });
+        void this.proc.exited.then(() => opts.signal?.removeEventListener("abort", onAbort));
+      }
+    }
     if (opts.timeoutMs === undefined && opts.stallTimeoutMs === undefined) {
       this.kill("had no time limit");
       throw new MediaError("TOOL_FAILED", "internal: a tool run needs timeoutMs or stallTimeoutMs");

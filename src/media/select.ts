@@ -1,3 +1,4 @@
+import { decodeLimits } from "./bounds.ts";
 import { MediaError } from "./errors.ts";
 import { runTool, type MediaBins } from "./process.ts";
 
@@ -81,7 +82,19 @@ export async function readKeyframeTimes(
       : ["-skip_frame", "nokey", "-show_entries", "frame=best_effort_timestamp_time,pts_time"];
   const run = await runTool(
     bins.ffprobe,
-    ["-v", "error", "-select_streams", "v:0", "-read_intervals", `%+${scanSecs}`, ...what, "-of", "csv=p=0", file],
+    [
+      "-v",
+      "error",
+      ...decodeLimits(bins),
+      "-select_streams",
+      "v:0",
+      "-read_intervals",
+      `%+${scanSecs}`,
+      ...what,
+      "-of",
+      "csv=p=0",
+      file,
+    ],
     { timeoutMs: opts.timeoutMs ?? 60_000 },
   );
   if (run.code !== 0) throw new MediaError("DECODE_FAILED", "cannot read keyframes", run.tail.join("\n"));

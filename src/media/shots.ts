@@ -1,3 +1,4 @@
+import { decodeLimits } from "./bounds.ts";
 import { throwIfStreamRunFailed, ToolProcess, type MediaBins } from "./process.ts";
 import { decodeSkipArgs, type DecodeSkip, type LoopFilter } from "./decode.ts";
 import { createShowinfoParser } from "./showinfo.ts";
@@ -72,6 +73,7 @@ export async function detectShotBoundaries(
       "pipe:2",
       ...(opts.keyframesOnly ? ["-skip_frame", "nokey"] : decodeSkipArgs(opts.skipFrames, opts.loopFilter)),
       ...(opts.threads ? ["-threads", String(opts.threads)] : []),
+      ...decodeLimits(bins),
       "-i",
       file,
       "-map",

@@ -1,3 +1,4 @@
+import { decodeLimits } from "./bounds.ts";
 import type { PipedFrame } from "./frame-pipe.ts";
 import { MediaError } from "./errors.ts";
 import { runTool, type MediaBins } from "./process.ts";
@@ -162,6 +163,7 @@ export async function readKeyframesFromStart(bins: MediaBins, file: string, inte
     [
       "-v",
       "error",
+      ...decodeLimits(bins),
       "-select_streams",
       "v:0",
       "-read_intervals",

@@ -1,3 +1,4 @@
+import { decodeLimits } from "./bounds.ts";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -114,6 +115,7 @@ export async function* sampleTextFrames(
       // One decoder thread: this runs while CLIP and Whisper may be busy on the other cores.
       "-threads",
       "1",
+      ...decodeLimits(bins),
       "-i",
       file,
       ...filterArgs,

@@ -1,3 +1,4 @@
+import { decodeLimits } from "./bounds.ts";
 import { rename, rm, stat } from "node:fs/promises";
 import { threadId } from "node:worker_threads";
 import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
@@ -91,12 +92,23 @@ export async function writeThumbnails(
       else args.push(...decodeSkipArgs(opts.skipFrames));
       const seek = seeks?.[i + k] ?? null;
       if (seek === null) {
-        args.push("-threads", "1", "-ss", r.timestampSecs.toFixed(6), "-i", file);
+        args.push("-threads", "1", ...decodeLimits(bins), "-ss", r.timestampSecs.toFixed(6), "-i", file);
         trims.push(null);
       } else {
         // Keep the file's times, seek past the keyframe at or before T so the demuxer lands on it
         // (not on the one before: keyframeSeeks), and start the output at T.
-        args.push("-threads", "1", "-copyts", "-start_at_zero", "-noaccurate_seek", "-ss", seek.toFixed(6), "-i", file);
+        args.push(
+          "-threads",
+          "1",
+          ...decodeLimits(bins),
+          "-copyts",
+          "-start_at_zero",
+          "-noaccurate_seek",
+          "-ss",
+          seek.toFixed(6),
+          "-i",
+          file,
+        );
         trims.push(`trim=start=${Math.max(0, r.timestampSecs - 1e-3).toFixed(6)}`);
       }
     });
@@ -138,6 +150,7 @@ export async function writePoster(
         "-v",
         "error",
         "-y",
+        ...decodeLimits(bins),
         "-ss",
         start.toFixed(6),
         "-i",
@@ -169,6 +182,7 @@ async function lastFrameTo(bins: MediaBins, file: string, tmp: string, opts: Thu
       "-v",
       "error",
       "-y",
+      ...decodeLimits(bins),
       "-sseof",
       "-3",
       "-i",

@@ -1,3 +1,4 @@
+import { CODEC_THREADS, decodeLimits } from "./bounds.ts";
 import { MediaError } from "./errors.ts";
 import { HDR_TO_SDR } from "./filters.ts";
 import { failureFromExit, ToolProcess, type MediaBins } from "./process.ts";
@@ -38,6 +39,10 @@ export async function encodeWebMp4(bins: MediaBins, src: string, out: string, o:
     "-loglevel",
     "error",
     "-y",
+    // Memory: a bounded decoded size, and two decoder threads (each holds frames of its own).
+    ...decodeLimits(bins),
+    "-threads",
+    CODEC_THREADS,
     ...(o.start !== undefined ? ["-ss", o.start.toFixed(3)] : []),
     "-i",
     src,
@@ -47,8 +52,16 @@ export async function encodeWebMp4(bins: MediaBins, src: string, out: string, o:
     ...(o.hasAudio ? ["-map", "0:a:0"] : []),
     "-vf",
     vf,
+    "-filter_threads",
+    "1",
+    // The source's own timestamps, no frames made up to fill gaps: the work is the frames the file
+    // has (a file with one frame at t = 100 000 s was 2.5 million duplicated frames; bounds.ts).
+    "-vsync",
+    "vfr",
     "-c:v",
     "libx264",
+    "-threads",
+    CODEC_THREADS,
     "-preset",
     "veryfast",
     "-crf",

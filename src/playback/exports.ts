@@ -1,6 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { AppError, ValidationError } from "../core/errors.ts";
+import { FairScheduler, WorkCancelled } from "../core/fair-scheduler.ts";
+import { encodeTimeoutMs, scanTimeline } from "../media/bounds.ts";
 import { probeMedia, type MediaBins } from "../media/index.ts";
 import { encodeWebMp4 } from "../media/web-mp4.ts";
 import type { VideoFiles } from "../videos/files.ts";
@@ -25,6 +27,10 @@ export interface ExportOptions {
   clipCacheBytes: number;
   /** Clip encodes at once (default 2); more requests wait their turn instead of each starting an ffmpeg. */
   maxConcurrentEncodes?: number;
+  /** Distinct clip encodes one account may have running and waiting (default 4); one more is 429. */
+  encodesPerAccount?: number;
+  /** Waiting clip encodes of all accounts (default 32); one more is 503. */
+  maxWaitingEncodes?: number;
 }
 
 /** Clip files are named by their span in whole milliseconds: the cache key and the media path. */
@@ -36,10 +42,11 @@ export const CLIP_FILE = /^(\d{1,10})-(\d{1,10})\.mp4$/;
  * (another account's id is a 404) through VideoService.
  */
 export class ExportService {
-  /** Encodes in flight by file path: a second identical request waits for the first. */
-  private readonly inFlight = new Map<string, Promise<void>>();
-  private encoding = 0;
-  private readonly waiting: (() => void)[] = [];
+  /**
+   * Clip encodes, per account in turn (core/fair-scheduler.ts), keyed by file: a second request
+   * for the same span joins the first, and an encode stops once every request waiting for it left.
+   */
+  private readonly encodes: FairScheduler;
 
   constructor(
     private readonly videos: VideoService,
@@ -48,9 +55,37 @@ export class ExportService {
     private readonly bins: MediaBins,
     private readonly links: ClipLinks,
     private readonly opts: ExportOptions,
-  ) {}
+  ) {
+    this.encodes = new FairScheduler({
+      what: "clip export",
+      concurrency: opts.maxConcurrentEncodes ?? 2,
+      perAccount: opts.encodesPerAccount ?? 4,
+      maxWaiting: opts.maxWaitingEncodes ?? 32,
+      busyCode: "SERVER_BUSY",
+      retryAfterSecs: 2,
+    });
+  }
 
-  async clip(accountId: string, videoId: string, start: number, end: number): Promise<ClipExport> {
+  get encodeStats() {
+    return this.encodes.stats;
+  }
+
+  /** Stops the clip encodes of deleted videos (their folders are going). */
+  onVideosDeleted(videoIds: readonly string[]): void {
+    this.encodes.abortTagged(videoIds);
+  }
+
+  /**
+   * An MP4 of [start, end] (cached). `signal`: the caller leaving; its encode stops unless another
+   * request waits for the same span.
+   */
+  async clip(
+    accountId: string,
+    videoId: string,
+    start: number,
+    end: number,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<ClipExport> {
     const video = this.videos.require(accountId, videoId);
     if (video.status !== "ready" || video.duration_secs === null) {
       throw new AppError("VIDEO_NOT_READY", `Video ${videoId} is ${video.status}; clips can be cut once it is ready`);
@@ -82,40 +117,42 @@ export class ExportService {
       const t = new Date();
       utimesSync(file, t, t); // recently used: last to be evicted
     } else {
-      let job = this.inFlight.get(file);
-      if (!job) {
-        job = this.encode(videoId, dir, file, startMs / 1000, (endMs - startMs) / 1000).finally(() =>
-          this.inFlight.delete(file),
+      try {
+        await this.encodes.run(
+          accountId,
+          (signal) => this.encode(videoId, dir, file, startMs / 1000, (endMs - startMs) / 1000, signal),
+          { key: file, tag: videoId, signal: opts.signal },
         );
-        this.inFlight.set(file, job);
+      } catch (e) {
+        if (!(e instanceof WorkCancelled)) throw e;
+        if (opts.signal?.aborted)
+          throw new AppError("CLIENT_CLOSED_REQUEST", "The client left before the clip was ready");
+        throw new AppError("VIDEO_NOT_FOUND", `Video ${videoId} was deleted while its clip was being cut`);
       }
-      await job;
     }
     const link = this.links.clipUrl(videoId, name);
     return { url: link.url, expires_at: link.expiresAt, start: startMs / 1000, end: endMs / 1000 };
   }
 
   /**
-   * Each clip is up to `clip_max_secs` of re-encoding; without a bound, a caller asking for many
-   * different spans at once would start as many ffmpegs. Waiting requests are served in order.
+   * One clip: up to `clip_max_secs` of re-encoding, timed out in proportion to the frames it
+   * really decodes (the span's packets and the GOP before it; media/bounds.ts), killed when
+   * `signal` aborts (nobody waits any more, or the video was deleted).
    */
-  private async encode(videoId: string, dir: string, file: string, start: number, duration: number): Promise<void> {
-    if (this.encoding < (this.opts.maxConcurrentEncodes ?? 2)) this.encoding++;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve)); // a finishing encode hands its slot over
-    try {
-      await this.encodeNow(videoId, dir, file, start, duration);
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.encoding--;
-    }
-  }
-
-  private async encodeNow(videoId: string, dir: string, file: string, start: number, duration: number): Promise<void> {
+  private async encode(
+    videoId: string,
+    dir: string,
+    file: string,
+    start: number,
+    duration: number,
+    signal: AbortSignal,
+  ): Promise<void> {
     const sourceRel = this.store.sourcePath(videoId);
     if (!sourceRel) throw new AppError("VIDEO_NOT_FOUND", `Video ${videoId} not found`);
     const source = this.files.abs(sourceRel);
-    const info = await probeMedia(this.bins, source, { strict: false, decodeCheck: false });
+    const info = await probeMedia(this.bins, source, { strict: false, decodeCheck: false, signal });
+    const span = await scanTimeline(this.bins, source, { start, duration, timeoutMs: 60_000 });
+    if (signal.aborted) return;
     mkdirSync(dir, { recursive: true });
     const tmp = `${file}.${process.pid}.tmp`;
     try {
@@ -124,8 +161,10 @@ export class ExportService {
         hasAudio: info.hasAudio,
         start,
         duration,
-        timeoutMs: 60_000 + duration * 4000,
+        timeoutMs: encodeTimeoutMs(span.frames, (info.width ?? 1920) * (info.height ?? 1080)),
+        signal,
       });
+      if (signal.aborted) return;
       renameSync(tmp, file);
     } finally {
       rmSync(tmp, { force: true });

@@ -3,6 +3,7 @@ import { existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../core/logger.ts";
 import { isMediaError, probeMedia, type MediaBins } from "../media/index.ts";
+import { encodeTimeoutMs, scanTimeline } from "../media/bounds.ts";
 import { encodeWebMp4 } from "../media/web-mp4.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import { decideRendition } from "./decision.ts";
@@ -112,8 +113,9 @@ export class RenditionWorker {
         return;
       }
       const started = this.now();
-      // A generous bound: veryfast x264 runs well above realtime at the sizes we index.
-      const timeoutMs = 120_000 + (info.durationSecs ?? 3600) * 4000;
+      // Bounded by the frames the file has, not by the span its timestamps claim (media/bounds.ts).
+      const { frames } = await scanTimeline(this.bins, this.files.abs(source));
+      const timeoutMs = encodeTimeoutMs(frames, (info.width ?? 1920) * (info.height ?? 1080));
       await encodeWebMp4(this.bins, this.files.abs(source), tmp, {
         hdr: info.hdr,
         hasAudio: info.hasAudio,

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AppError, ValidationError } from "../core/errors.ts";
+import { FairScheduler, WorkCancelled } from "../core/fair-scheduler.ts";
 import { runTool } from "../media/process.ts";
 import { NetError } from "../net/errors.ts";
 import { safeFetch } from "../net/safe-fetch.ts";
@@ -20,6 +21,8 @@ export const MAX_DECODED_BYTES = 96 * 1024 * 1024;
 /** Decodes running at once; more wait, and past MAX_DECODE_WAITING the search is refused (503). */
 export const MAX_PARALLEL_DECODES = 2;
 export const MAX_DECODE_WAITING = 16;
+/** Decodes one account may have running and waiting; one more is 429 (QueryImageDecoder). */
+export const DECODES_PER_ACCOUNT = 4;
 export const IMAGE_URL_TIMEOUT_MS = 10_000;
 const DECODE_TIMEOUT_MS = 15_000;
 
@@ -114,69 +117,60 @@ export function checkImage(bytes: Uint8Array, loc: "image" | "image_url"): Image
 }
 
 /**
+ * Query-image decodes, scheduled per account (core/fair-scheduler.ts): MAX_PARALLEL_DECODES run at
+ * once, accounts take turns, one account holds at most DECODES_PER_ACCOUNT running and waiting
+ * (one more: 429 with Retry-After), and all accounts together at most MAX_DECODE_WAITING waiting
+ * (one more: 503 SEARCH_UNAVAILABLE with Retry-After). One account's burst of 24 images used to
+ * fill the one shared queue and make every other account's image search wait up to 55 s or fail.
+ */
+export class QueryImageDecoder {
+  private readonly slots = new FairScheduler({
+    what: "query image decode",
+    concurrency: MAX_PARALLEL_DECODES,
+    perAccount: DECODES_PER_ACCOUNT,
+    maxWaiting: MAX_DECODE_WAITING,
+    busyCode: "SEARCH_UNAVAILABLE",
+  });
+
+  constructor(
+    private readonly ffmpeg: string,
+    private readonly tmpDir: () => string,
+  ) {}
+
+  get stats() {
+    return this.slots.stats;
+  }
+
+  async decode(
+    accountId: string,
+    bytes: Uint8Array,
+    loc: "image" | "image_url",
+    signal?: AbortSignal,
+  ): Promise<Uint8Array> {
+    try {
+      return await this.slots.run(accountId, (s) => decodeImageRgb(this.ffmpeg, this.tmpDir(), bytes, loc, s), {
+        signal,
+      });
+    } catch (e) {
+      if (e instanceof WorkCancelled)
+        throw new AppError("CLIENT_CLOSED_REQUEST", "The client left before its image was decoded");
+      throw e;
+    }
+  }
+}
+
+/**
  * A checked JPEG/PNG → 224×224 RGB24 the way frames are prepared for CLIP: shortest side scaled
  * to 224 (bicubic), centre crop. ffmpeg reads it from a temp file in the data dir's upload temp
- * folder (swept at start-up), which is removed again at once.
+ * folder (swept at start-up), which is removed again at once. Unscheduled: QueryImageDecoder
+ * is what a search goes through.
  */
 export async function decodeImageRgb(
   ffmpeg: string,
   tmpDir: string,
   bytes: Uint8Array,
   loc: "image" | "image_url",
-): Promise<Uint8Array> {
-  const release = await decodeSlots.acquire();
-  try {
-    return await decodeOne(ffmpeg, tmpDir, bytes, loc);
-  } finally {
-    release();
-  }
-}
-
-/**
- * A counting semaphore with a bounded queue: at most `max` holders, at most `maxWaiting` waiting;
- * one more is refused at once (503 SEARCH_UNAVAILABLE, Retry-After) instead of piling up memory.
- */
-export class DecodeSlots {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(
-    private readonly max: number,
-    private readonly maxWaiting: number,
-  ) {}
-
-  get stats() {
-    return { active: this.active, waiting: this.waiting.length };
-  }
-
-  async acquire(): Promise<() => void> {
-    if (this.active >= this.max) {
-      if (this.waiting.length >= this.maxWaiting) {
-        throw new AppError("SEARCH_UNAVAILABLE", "Too many image queries are being decoded; retry shortly", {
-          "Retry-After": "1",
-        });
-      }
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    } else this.active++;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.waiting.shift();
-      if (next)
-        next(); // the slot passes straight to the next waiter
-      else this.active--;
-    };
-  }
-}
-
-export const decodeSlots = new DecodeSlots(MAX_PARALLEL_DECODES, MAX_DECODE_WAITING);
-
-async function decodeOne(
-  ffmpeg: string,
-  tmpDir: string,
-  bytes: Uint8Array,
-  loc: "image" | "image_url",
+  signal?: AbortSignal,
 ): Promise<Uint8Array> {
   const s = QUERY_IMAGE_SIDE;
   const file = join(tmpDir, `query-${process.pid}-${randomBytes(8).toString("hex")}.img`);
@@ -192,6 +186,9 @@ async function decodeOne(
         "error",
         "-threads",
         "1",
+        // The header check above is the bound; this is the decoder's own, should a header lie.
+        "-max_pixels",
+        String(Math.floor(MAX_DECODED_BYTES / 3)),
         "-i",
         file,
         "-frames:v",
@@ -204,7 +201,7 @@ async function decodeOne(
         "rawvideo",
         "pipe:1",
       ],
-      { timeoutMs: DECODE_TIMEOUT_MS, maxStdoutBytes: s * s * 3 + 1 },
+      { timeoutMs: DECODE_TIMEOUT_MS, maxStdoutBytes: s * s * 3 + 1, signal },
     ).catch(() => null);
     if (!run || run.code !== 0 || run.stdout.byteLength !== s * s * 3) {
       throw invalid(loc, "The image could not be decoded", "image_decode");
@@ -214,7 +211,6 @@ async function decodeOne(
     rmSync(file, { force: true });
   }
 }
-
 /**
  * `image_url`: one GET through the outbound rules (public targets only unless the operator opened
  * a network; the checked address is the one connected to; redirects are not followed), with a

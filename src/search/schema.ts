@@ -1,3 +1,4 @@
+import { fromDecimal, pageField, perPageField } from "../core/numbers.ts";
 import { z } from "@hono/zod-openapi";
 import { parseInput } from "../core/validate.ts";
 import { MODES, type Mode } from "./thresholds.ts";
@@ -12,7 +13,7 @@ const formBool = z
   .openapi({ type: "boolean" });
 
 /** Seconds as a form/query field: a number ≥ 0; an empty value is missing, not 0. */
-const secs = () => z.preprocess((v) => (v === "" ? undefined : v), z.coerce.number().finite().min(0));
+const secs = () => fromDecimal(z.number().finite().min(0));
 
 const id = (example: string) => z.string().min(1).max(64).openapi({ example });
 
@@ -55,19 +56,16 @@ export const searchFormSchema = z
       type: "array",
       items: { type: "string" },
     }),
-    page: z.coerce.number().int().min(1).max(10_000).default(1),
-    per_page: z.coerce.number().int().min(1).max(50).default(10),
-    min_score: z
-      .preprocess((v) => (v === "" ? undefined : v), z.coerce.number().finite().min(0).max(1))
-      .optional()
-      .openapi({
-        type: "number",
-        minimum: 0,
-        maximum: 1,
-        description:
-          "Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked",
-        example: 0.3,
-      }),
+    page: pageField(10_000),
+    per_page: perPageField(50, 10),
+    min_score: fromDecimal(z.number().finite().min(0).max(1)).optional().openapi({
+      type: "number",
+      minimum: 0,
+      maximum: 1,
+      description:
+        "Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked",
+      example: 0.3,
+    }),
     include_hidden: formBool
       .default(false)
       .openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
@@ -203,7 +201,7 @@ export const feedbackFormSchema = z
     signal: z.enum(["up", "down"]),
     query: optionalText(1000).openapi({ type: "string" }),
     raw_score: z
-      .union([z.literal(""), z.coerce.number().finite()])
+      .union([z.literal(""), fromDecimal(z.number().finite())])
       .optional()
       .transform((v) => (v === "" || v === undefined ? null : v))
       .openapi({ type: "number" }),

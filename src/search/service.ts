@@ -6,7 +6,7 @@ import type { VideoFiles } from "../videos/files.ts";
 import { calibrate, type NullStats } from "./calibration.ts";
 import { meanNormalized, type QueryEncoder, type TranscriptSemanticSearch } from "./embedder.ts";
 import { fuseModes, suppressDuplicates, type Fused } from "./fusion.ts";
-import { checkImage, decodeImageRgb, fetchImageUrl } from "./image-input.ts";
+import { checkImage, fetchImageUrl, QueryImageDecoder } from "./image-input.ts";
 import type { NearestRequest, ProbePolicy, SearchIndexes, VectorHit } from "./indexes.ts";
 import type { MediaLinks } from "./links.ts";
 import { type Candidate, type FrameHit, framesToMoments, MIN_SCORE_BAND, sameStart } from "./moments.ts";
@@ -88,9 +88,12 @@ export class SearchService {
   /** The two lexical modes' full-text tables, reached through their stores. */
   private readonly transcripts: LexicalSource<TranscriptHitRow>;
   private readonly ocrLines: LexicalSource<OcrHitRow>;
+  /** Query images (image / image_url), decoded per account in turn. */
+  private readonly images: QueryImageDecoder;
 
   constructor(private readonly d: SearchServiceDeps) {
     this.interval = d.frameIntervalSecs ?? 1;
+    this.images = new QueryImageDecoder(d.ffmpeg, () => d.files.ensureTmp());
     const st = d.store;
     this.transcripts = {
       mode: "transcript",
@@ -132,7 +135,7 @@ export class SearchService {
         ? this.thresholds(accountId)
         : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
-    const vector = vectorModes ? await this.queryVector(req, p.text) : null;
+    const vector = vectorModes ? await this.queryVector(accountId, req, p.text) : null;
     // Image-only queries probe a few inverted lists; text and filtered ones read every row.
     const probe =
       vector && !p.text && (req.image || req.imageUrl !== undefined) && !p.scope.collectionId && !allowShots
@@ -309,14 +312,14 @@ export class SearchService {
   }
 
   /** Text and/or image → one unit vector (both: their normalised mean). */
-  private async queryVector(req: SearchRequest, text: string | null): Promise<Float32Array> {
+  private async queryVector(accountId: string, req: SearchRequest, text: string | null): Promise<Float32Array> {
     try {
       const parts: Float32Array[] = [];
       if (req.image || req.imageUrl !== undefined) {
         const loc = req.image ? "image" : "image_url";
         const bytes = req.image ?? (await fetchImageUrl(req.imageUrl!, this.d.allowNetworks));
         checkImage(bytes, loc);
-        const rgb = await decodeImageRgb(this.d.ffmpeg, this.d.files.ensureTmp(), bytes, loc);
+        const rgb = await this.images.decode(accountId, bytes, loc);
         parts.push(await this.d.encoder.image(rgb));
       }
       if (text) parts.push(await this.d.encoder.text(text));

@@ -104,18 +104,40 @@ export class VideoFiles {
   }
 
   /**
-   * Start-up sweep: temp uploads are never resumable, and a video folder without a database row
-   * is what a crash between "file moved" and "row committed" leaves behind.
+   * Temp files in the data dir (paths relative to it): temp uploads and query images, and in each
+   * video folder a half-written clip (`clips/<span>.mp4.<pid>.tmp`), rendition (`web.mp4.tmp`),
+   * thumbnail (`*.tmp-…`) or a job's frame scratch folder (`frames.tmp`). With no server running
+   * every one of them is what a crash left (nothing resumes from them).
    */
-  sweepOrphans(knownVideoIds: Set<string>): { tmp: number; videos: number } {
-    let tmp = 0;
-    let videos = 0;
-    if (existsSync(this.uploadsTmp)) {
-      for (const f of readdirSync(this.uploadsTmp)) {
-        rmSync(join(this.uploadsTmp, f), { recursive: true, force: true });
-        tmp++;
+  tempFiles(): string[] {
+    const out: string[] = [];
+    if (existsSync(this.uploadsTmp)) for (const f of readdirSync(this.uploadsTmp)) out.push(join("uploads", "tmp", f));
+    if (!existsSync(this.videosRoot)) return out;
+    const isTemp = (name: string) => /\.tmp(-[\w.-]+)?$/.test(name);
+    for (const v of readdirSync(this.videosRoot)) {
+      const dir = join(this.videosRoot, v);
+      for (const sub of ["", "clips", "shots"]) {
+        const d = join(dir, sub);
+        if (!existsSync(d) || !statSync(d).isDirectory()) continue;
+        for (const f of readdirSync(d)) if (isTemp(f)) out.push(this.rel(join(d, f)));
       }
     }
+    return out;
+  }
+
+  /** Removes what `tempFiles` listed (paths relative to the data dir); returns how many went. */
+  removeTempFiles(rel: readonly string[]): number {
+    for (const r of rel) rmSync(this.abs(r), { recursive: true, force: true });
+    return rel.length;
+  }
+
+  /**
+   * Start-up sweep: temp files are never resumable (`tempFiles`), and a video folder without a
+   * database row is what a crash between "file moved" and "row committed" leaves behind.
+   */
+  sweepOrphans(knownVideoIds: Set<string>): { tmp: number; videos: number } {
+    const tmp = this.removeTempFiles(this.tempFiles());
+    let videos = 0;
     if (existsSync(this.videosRoot)) {
       for (const d of readdirSync(this.videosRoot)) {
         if (!knownVideoIds.has(d)) {

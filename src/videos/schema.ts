@@ -1,3 +1,4 @@
+import { pageField, perPageField } from "../core/numbers.ts";
 import { z } from "@hono/zod-openapi";
 
 export const VIDEO_STATUSES = ["queued", "processing", "ready", "failed"] as const;
@@ -122,8 +123,8 @@ export interface VideoRow {
 }
 
 export const listVideosQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(20),
+  page: pageField(),
+  per_page: perPageField(100, 20),
   collection_id: z.string().min(1).max(64).optional(),
   status: z
     .string()

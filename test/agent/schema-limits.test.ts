@@ -255,7 +255,20 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
     return { client, seen };
   }
 
-  it("the 31st /call is 429 with Retry-After; then MCP tool calls on that key are rate-limit tool errors, while the handshake and tools/list stay free", async () => {
+  /** One JSON-RPC request (or a batch) posted as an MCP client would, without the handshake (the route is stateless). */
+  const rpc = (key: string, body: unknown) =>
+    fetch(`${base}/v1/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-06-18",
+      },
+      body: JSON.stringify(body),
+    });
+
+  it("the 31st /call is 429 with Retry-After; then every MCP message on that key is refused readably: the handshake a JSON-RPC error, a tools/call a tool error", async () => {
     const key = newKey();
     for (let i = 0; i < 30; i++) {
       const { res } = await call(key, "list_collections", {});
@@ -267,14 +280,22 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
     expect(Number(over.res.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(over.body.detail.code).toBe("RATE_LIMIT_EXCEEDED");
 
-    const { client, seen } = await mcpClient(key);
-    expect((await client.listTools()).tools).toHaveLength(9);
-    const r: any = await client.callTool({ name: "list_collections", arguments: {} });
+    // The handshake counts too (SPEC §8: every MCP message): the client cannot even connect.
+    await expect(mcpClient(key)).rejects.toThrow(/RATE_LIMIT_EXCEEDED \(429\)/);
+    const list = await rpc(key, { jsonrpc: "2.0", id: 1, method: "tools/list" });
+    expect(list.status).toBe(200); // an answer the agent reads, not a transport failure
+    expect(Number(list.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await list.json()).error.message).toMatch(/^RATE_LIMIT_EXCEEDED \(429\): /);
+    const toolCall = await rpc(key, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "list_collections", arguments: {} },
+    });
+    expect(toolCall.status).toBe(200);
+    const r = (await toolCall.json()).result;
     expect(r.isError).toBe(true);
     expect(r.content[0].text).toMatch(/^RATE_LIMIT_EXCEEDED \(429\): /);
-    expect(seen.status).toBe(200); // a tool error, not a transport failure
-    expect(Number(seen.headers!.get("retry-after"))).toBeGreaterThan(0);
-    await client.close();
 
     // Another key is untouched; the window passing lets the first one in again.
     expect((await call(newKey(), "list_collections", {})).res.status).toBe(200);
@@ -282,20 +303,49 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
     expect((await call(key, "list_collections", {})).res.status).toBe(200);
   });
 
-  it("30 MCP tool calls spend the key's minute for /call too", async () => {
+  it("every MCP message spends the key's minute, the handshake and tools/list included; /call then gets 429", async () => {
     const key = newKey("all");
-    const { client, seen } = await mcpClient(key);
-    for (let i = 0; i < 30; i++) {
+    const { client, seen } = await mcpClient(key); // initialize + notifications/initialized: 2
+    expect((await client.listTools()).tools).toHaveLength(9); // 3
+    expect(seen.headers!.get("x-ratelimit-remaining")).toBe("27");
+    for (let i = 0; i < 27; i++) {
       const r: any = await client.callTool({ name: "get_transcript", arguments: { video_id: videoId } });
       expect(r.isError, r.content[0].text).toBeFalsy();
-      expect(seen.headers!.get("x-ratelimit-remaining")).toBe(String(29 - i));
+      expect(seen.headers!.get("x-ratelimit-remaining")).toBe(String(26 - i));
     }
     const r: any = await client.callTool({ name: "get_transcript", arguments: { video_id: videoId } });
     expect(r.content[0].text).toMatch(/^RATE_LIMIT_EXCEEDED/);
+    expect(seen.status).toBe(200);
+    expect(Number(seen.headers!.get("retry-after"))).toBeGreaterThan(0);
     await client.close();
     const rest = await call(key, "list_videos", {});
     expect(rest.res.status).toBe(429);
     expect(rest.res.headers.get("retry-after")).not.toBeNull();
+  });
+
+  it("a batch counts each of its messages, all or none: 10 tools/list spend 10; a batch that does not fit runs nothing; more than 10 is refused", async () => {
+    const key = newKey();
+    const batch = (n: number, from = 0) =>
+      Array.from({ length: n }, (_, k) => ({ jsonrpc: "2.0", id: from + k, method: "tools/list" }));
+    const first = await rpc(key, batch(10));
+    expect(first.status).toBe(200);
+    expect(first.headers.get("x-ratelimit-remaining")).toBe("20");
+    expect((await first.json()).map((m: any) => m.result.tools.length)).toEqual(Array(10).fill(9));
+    await rpc(key, batch(10, 10));
+    expect((await rpc(key, batch(5, 20))).headers.get("x-ratelimit-remaining")).toBe("5");
+    // 6 do not fit in the 5 left: none runs, each is answered over the limit, nothing is spent.
+    const over = await rpc(key, batch(6, 30));
+    expect(over.status).toBe(200);
+    expect(over.headers.get("x-ratelimit-remaining")).toBe("5");
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
+    const answers = await over.json();
+    expect(answers.map((m: any) => m.id)).toEqual([30, 31, 32, 33, 34, 35]);
+    expect(answers.every((m: any) => /^RATE_LIMIT_EXCEEDED/.test(m.error.message))).toBe(true);
+    expect((await rpc(key, batch(5, 40))).status).toBe(200);
+    // Past the batch bound: refused whole, before anything is counted.
+    const big = await rpc(newKey(), batch(11));
+    expect(big.status).toBe(400);
+    expect((await big.json()).error).toMatchObject({ code: -32600, message: expect.stringMatching(/at most 10/) });
   });
 });
 

@@ -109,11 +109,13 @@ describe("clip and transcript export", () => {
     expect(clipEncodes("0-1000.mp4")).toBe(1); // served from the cache
   });
 
-  test("different spans requested at once are encoded at most two at a time, and all answered", async () => {
+  test("different spans requested at once are encoded at most two at a time; an account's fifth waiting one is 429 with Retry-After", async () => {
     const spans = ["0.1&end=0.6", "0.2&end=0.7", "0.3&end=0.8", "0.4&end=0.9", "0.5&end=1.1"];
     const answers = await Promise.all(spans.map((q) => clip(a, video, `start=${q}`)));
-    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
-    expect(clipEncodes("100-600.mp4") + clipEncodes("500-1100.mp4")).toBe(2);
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 429]);
+    expect(answers[4].headers.get("retry-after")).toBe("2");
+    expect((await json(answers[4])).detail.code).toBe("RATE_LIMIT_EXCEEDED");
+    expect(clipEncodes("100-600.mp4") + clipEncodes("500-1100.mp4")).toBe(1);
     expect(peakClipEncodes()).toBe(2);
   });
 

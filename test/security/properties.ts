@@ -5,7 +5,7 @@ import { classifyAddress, parseIp as parseRuleIp, parseIPv4 } from "../../src/ne
 import { ClientAddressResolver } from "../../src/http/client-address.ts";
 import { UrlSigner } from "../../src/signing/url-signer.ts";
 import { MultipartError, readMultipart } from "../../src/upload/multipart-stream.ts";
-import { DecodeSlots } from "../../src/search/image-input.ts";
+import { FairScheduler } from "../../src/core/fair-scheduler.ts";
 import { AppError } from "../../src/core/errors.ts";
 
 /**
@@ -239,37 +239,69 @@ export const properties: Record<string, (runs: number) => Promise<void>> = {
     );
   },
 
-  async "decode slots: never more than max holders, never more than maxWaiting queued"(runs) {
+  async "fair scheduler: at most `concurrency` run, each account's cap and the waiting cap hold, accounts take turns, nothing leaks"(
+    runs,
+  ) {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 3 }),
-        fc.integer({ min: 0, max: 4 }),
-        fc.integer({ min: 1, max: 12 }),
-        async (max, maxWaiting, n) => {
-          const slots = new DecodeSlots(max, maxWaiting);
-          let holders = 0;
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 0, max: 6 }),
+        fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 24 }),
+        async (concurrency, perAccount, maxWaiting, accounts) => {
+          const sched = new FairScheduler({ what: "task", concurrency, perAccount, maxWaiting, busyCode: "SERVER_BUSY" });
+          let running = 0;
           let peak = 0;
-          let refused = 0;
-          await Promise.all(
-            Array.from({ length: n }, async () => {
-              let release;
-              try {
-                release = await slots.acquire();
-              } catch (e) {
-                if (!(e instanceof AppError) || e.status !== 503) throw e;
-                refused++;
-                return;
-              }
-              peak = Math.max(peak, ++holders);
-              await Promise.resolve();
-              holders--;
-              release();
-            }),
-          );
-          if (peak > max) throw new Error(`${peak} holders > ${max}`);
-          if (refused !== Math.max(0, n - max - maxWaiting))
-            throw new Error(`${refused} refused of ${n} (max ${max}, queue ${maxWaiting})`);
-          if (slots.stats.active !== 0 || slots.stats.waiting !== 0) throw new Error("slots leaked");
+          const starts: number[] = [];
+          const admitted = new Map<number, number>();
+          let tooMany = 0;
+          let busy = 0;
+          const gates: (() => void)[] = [];
+          const all = accounts.map((acct) => {
+            try {
+              const p = sched.run(`a${acct}`, async () => {
+                starts.push(acct);
+                peak = Math.max(peak, ++running);
+                await new Promise<void>((r) => gates.push(r)); // held until released below, in start order
+                running--;
+              });
+              admitted.set(acct, (admitted.get(acct) ?? 0) + 1);
+              return p;
+            } catch (e) {
+              if (!(e instanceof AppError)) throw e;
+              if (e.status === 429) tooMany++;
+              else if (e.status === 503) busy++;
+              else throw e;
+              if (!e.headers["Retry-After"]) throw new Error("refused without Retry-After");
+              return Promise.resolve();
+            }
+          });
+          const waitingAtPeak = sched.stats.waiting;
+          if (waitingAtPeak > maxWaiting) throw new Error(`${waitingAtPeak} waiting > ${maxWaiting}`);
+          for (const [a, n] of admitted)
+            if (n > perAccount) throw new Error(`account ${a}: ${n} admitted > ${perAccount}`);
+          // Release one task at a time, oldest first, until everything ran.
+          for (let guard = 0; guard < 1000 && (gates.length > 0 || sched.stats.running > 0); guard++) {
+            gates.shift()?.();
+            await new Promise((r) => setTimeout(r, 0));
+          }
+          await Promise.all(all);
+          if (peak > concurrency) throw new Error(`${peak} running > ${concurrency}`);
+          if (starts.length !== accounts.length - tooMany - busy) throw new Error("a task never ran");
+          // Turns: after the first `concurrency` starts (taken in arrival order), no account starts its
+          // (k+1)-th waiting task while another account with a k-th one still waits for it.
+          const waited = starts.slice(Math.min(concurrency, starts.length));
+          const seen = new Map<number, number>();
+          for (let i = 0; i < waited.length; i++) {
+            const a = waited[i];
+            const k = (seen.get(a) ?? 0) + 1;
+            seen.set(a, k);
+            for (const b of new Set(waited.slice(i + 1)))
+              if (b !== a && (seen.get(b) ?? 0) < k - 1) throw new Error(`account ${a} ran twice before ${b}'s turn`);
+          }
+          const st = sched.stats;
+          if (st.running !== 0 || st.waiting !== 0 || st.accounts !== 0)
+            throw new Error(`leaked: ${JSON.stringify(st)}`);
         },
       ),
       { numRuns: runs },
