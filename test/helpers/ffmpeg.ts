@@ -110,3 +110,64 @@ export function ffmpegChildren(): { n: number; rssKb: number } {
   }
   return { n, rssKb };
 }
+
+export interface ToolProcessInfo {
+  pid: number;
+  ppid: number;
+  name: "ffmpeg" | "ffprobe";
+  cmd: string;
+  rssKb: number;
+}
+
+/**
+ * Every ffmpeg/ffprobe on the machine whose command line contains `marker` (a data dir, a file),
+ * whoever started it: how a test sees children that outlived their server, and their memory.
+ */
+export function toolProcesses(marker: string): ToolProcessInfo[] {
+  const out: ToolProcessInfo[] = [];
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      const name = /^Name:\s*(\S+)$/m.exec(status)?.[1];
+      if (name !== "ffmpeg" && name !== "ffprobe") continue;
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
+      if (!cmd.includes(marker)) continue;
+      out.push({
+        pid: Number(pid),
+        ppid: Number(/^PPid:\s*(\d+)/m.exec(status)?.[1] ?? 0),
+        name,
+        cmd,
+        rssKb: Number(/^VmRSS:\s*(\d+)/m.exec(status)?.[1] ?? 0),
+      });
+    } catch {
+      // exited while being read
+    }
+  }
+  return out;
+}
+
+/** Samples `toolProcesses(marker)` every `everyMs` until `stop()`: the most at once and the peak summed RSS. */
+export function sampleTools(marker: string, everyMs = 20): { stop(): Promise<{ peakN: number; peakRssKb: number }> } {
+  let running = true;
+  let peakN = 0;
+  let peakRssKb = 0;
+  const loop = (async () => {
+    while (running) {
+      const now = toolProcesses(marker);
+      peakN = Math.max(peakN, now.length);
+      peakRssKb = Math.max(
+        peakRssKb,
+        now.reduce((n, p) => n + p.rssKb, 0),
+      );
+      await Bun.sleep(everyMs);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return { peakN, peakRssKb };
+    },
+  };
+}
