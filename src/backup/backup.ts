@@ -1,3 +1,4 @@
+import { isTempName } from "../videos/files.ts";
 import { randomBytes } from "node:crypto";
 import {
   createReadStream,
@@ -109,8 +110,9 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
         missing.push(id);
         continue;
       }
-      // frames.tmp: a running job's scratch; the restored job starts clean anyway.
-      await addTree(dir, `videos/${id}`, (rel) => rel.split(sep)[0] === "frames.tmp");
+      // frames.tmp: a running job's scratch; the restored job starts clean anyway. Half-written
+      // clips, renditions and thumbnails (`*.tmp`) are not files of the video either.
+      await addTree(dir, `videos/${id}`, (rel) => rel.split(sep).some(isTempName));
     }
     o.onProgress?.(videoIds.length, videoIds.length, "database");
     // Videos whose files vanished after the snapshot (deleted meanwhile) leave the snapshot too.

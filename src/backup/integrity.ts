@@ -13,6 +13,8 @@ export interface IntegrityReport {
   orphan_video_dirs: string[];
   /** Video rows whose source file is gone. */
   videos_missing_source: string[];
+  /** Stored file paths outside their video's folder (a tampered or foreign database). */
+  stray_paths: { column: string; video_id: string; path: string }[];
   /** Temp uploads (in flight while a server runs; debris after a crash, removed at start). */
   temp_uploads: number;
   /**
@@ -36,6 +38,17 @@ export function checkDataDir(dataDir: string, opts: { vecExtension?: string } = 
   return BackupStore.withFile(join(dataDir, "vsearch.db"), opts.vecExtension, (store) => checkWith(store, dataDir));
 }
 
+/** `videos/<id>/…`, normalized (no `.`/`..` segments, no doubled or trailing slash), relative. */
+export function insideVideoDir(path: string, videoId: string): boolean {
+  const parts = path.split("/");
+  return (
+    parts.length >= 3 &&
+    parts[0] === "videos" &&
+    parts[1] === videoId &&
+    parts.slice(2).every((p) => p !== "" && p !== "." && p !== ".." && !p.includes("\\") && !p.includes("\0"))
+  );
+}
+
 export interface CheckOptions {
   /** No server runs on the data dir: temp files are stale, reported as a problem and removed. */
   removeStaleTemp?: boolean;
@@ -52,7 +65,19 @@ export function checkWith(store: BackupStore, dataDir: string, opts: CheckOption
   const dirs = existsSync(videosRoot) ? readdirSync(videosRoot) : [];
   const orphans = dirs.filter((d) => !known.has(d));
   if (orphans.length) problems.push(`${orphans.length} video folders without a row (removed at the next serve start)`);
-  const missing = rows.filter((r) => !existsSync(join(dataDir, r.source_path))).map((r) => r.id);
+  // A stored path is relative and inside its own video's folder; anything else (absolute, `..`,
+  // another video's folder) would make clip, frame and media routes read where they must not.
+  const strays = store.storedPaths().filter((p) => !insideVideoDir(p.path, p.video_id));
+  if (strays.length) {
+    const [first] = strays;
+    problems.push(
+      `${strays.length} stored file paths point outside their video's folder (e.g. ${first.column} of ${first.video_id}: ${JSON.stringify(first.path.slice(0, 200))})`,
+    );
+  }
+  const strayIds = new Set(strays.map((p) => p.video_id));
+  const missing = rows
+    .filter((r) => !strayIds.has(r.id) && !existsSync(join(dataDir, r.source_path)))
+    .map((r) => r.id);
   if (missing.length) problems.push(`${missing.length} videos without their source file`);
   const tmp = join(dataDir, "uploads", "tmp");
   const temps = new VideoFiles(dataDir).tempFiles();
@@ -72,6 +97,7 @@ export function checkWith(store: BackupStore, dataDir: string, opts: CheckOption
     foreign_key_violations: fk,
     orphan_video_dirs: orphans,
     videos_missing_source: missing,
+    stray_paths: strays.slice(0, 20),
     temp_uploads: tempUploads,
     temp_files: temps,
     temp_files_removed: removed,

@@ -9,7 +9,7 @@ import {
   renameSync,
   rmSync,
 } from "node:fs";
-import { dirname, join, resolve, sep } from "node:path";
+import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { pipeline } from "node:stream/promises";
 import * as tar from "tar-stream";
 import { AppError } from "../core/errors.ts";
@@ -55,10 +55,19 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
   }
   const staging = join(target, `.restore-${randomBytes(4).toString("hex")}`);
   mkdirSync(staging);
+  let stopReading = () => {};
   try {
     let files = 0;
     const extract = tar.extract();
-    const done = pipeline(createReadStream(o.archive), extract);
+    const source = createReadStream(o.archive);
+    const done = pipeline(source, extract);
+    // Refusing an entry stops reading mid-archive; the pipeline then ends with "Premature close",
+    // which is the refusal's echo, not news (it used to surface as an unhandled stack trace).
+    done.catch(() => {});
+    stopReading = () => {
+      source.destroy();
+      extract.destroy();
+    };
     for await (const entry of extract) {
       const name = safeName(entry.header.name);
       if (entry.header.type === "directory") {
@@ -86,7 +95,9 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
       );
     if (!existsSync(join(staging, DB_NAME))) throw new AppError("BACKUP_INVALID", "the archive has no database");
     rmSync(manifestFile);
+    checkRegistry(staging);
 
+    // Integrity includes every stored file path: inside its own video's folder, or the restore is refused.
     const integrity = checkDataDir(staging, { vecExtension: o.vecExtension });
     if (!integrity.ok)
       throw new AppError("BACKUP_INVALID", `the restored data fails its checks: ${integrity.problems.join("; ")}`);
@@ -102,7 +113,30 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
     }
     throw e;
   } finally {
+    stopReading();
     rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+/** A restored model registry names folders inside the models folder only (relative, no `..`). */
+function checkRegistry(staging: string): void {
+  const file = join(staging, "models", "registry.json");
+  if (!existsSync(file)) return;
+  let reg: { models?: Record<string, { dir?: unknown }> };
+  try {
+    reg = JSON.parse(readFileSync(file, "utf8"));
+  } catch {
+    throw new AppError(422, "BACKUP_INVALID", "the archive's models/registry.json is not JSON");
+  }
+  for (const [name, m] of Object.entries(reg.models ?? {})) {
+    const dir = typeof m?.dir === "string" ? m.dir : "";
+    const parts = dir.split(/[\\/]/);
+    if (!dir || isAbsolute(dir) || parts.some((p) => p === ".." || p === "") || dir.includes("\0"))
+      throw new AppError(
+        422,
+        "BACKUP_INVALID",
+        `the archive's model registry points model ${JSON.stringify(name)} outside the models folder (${JSON.stringify(dir.slice(0, 200))})`,
+      );
   }
 }
 

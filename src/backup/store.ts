@@ -64,6 +64,22 @@ export class BackupStore {
     this.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
 
+  /**
+   * Every file path the database stores (relative to the data dir), with the video it belongs to:
+   * sources, posters, shot thumbnails, renditions. A restore checks them before the data dir is
+   * replaced; `vsearch check` reports any that point elsewhere.
+   */
+  storedPaths(): { column: string; video_id: string; path: string }[] {
+    return this.db
+      .query<{ column: string; video_id: string; path: string }, []>(
+        `SELECT 'videos.source_path' AS "column", id AS video_id, source_path AS path FROM videos
+         UNION ALL SELECT 'videos.poster_path', id, poster_path FROM videos WHERE poster_path IS NOT NULL
+         UNION ALL SELECT 'shots.thumbnail_path', video_id, thumbnail_path FROM shots WHERE thumbnail_path IS NOT NULL
+         UNION ALL SELECT 'renditions.path', video_id, path FROM renditions WHERE path IS NOT NULL`,
+      )
+      .all();
+  }
+
   health(): DatabaseHealth {
     const integrity = this.db
       .query<{ integrity_check: string }, []>("PRAGMA integrity_check")

@@ -1,6 +1,9 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 
+/** A half-written file's name (`x.tmp`, `x.<pid>.tmp`, `x.tmp-<pid>-…`) or a job's scratch folder (`frames.tmp`). */
+export const isTempName = (name: string) => /\.tmp(-[\w.-]+)?$/.test(name);
+
 /**
  * Where a video's files live: `<data-dir>/videos/<video_id>/` holds the source, the poster and
  * one JPEG per shot. Deleting a video is removing one folder. Paths in the database are
@@ -113,13 +116,12 @@ export class VideoFiles {
     const out: string[] = [];
     if (existsSync(this.uploadsTmp)) for (const f of readdirSync(this.uploadsTmp)) out.push(join("uploads", "tmp", f));
     if (!existsSync(this.videosRoot)) return out;
-    const isTemp = (name: string) => /\.tmp(-[\w.-]+)?$/.test(name);
     for (const v of readdirSync(this.videosRoot)) {
       const dir = join(this.videosRoot, v);
       for (const sub of ["", "clips", "shots"]) {
         const d = join(dir, sub);
         if (!existsSync(d) || !statSync(d).isDirectory()) continue;
-        for (const f of readdirSync(d)) if (isTemp(f)) out.push(this.rel(join(d, f)));
+        for (const f of readdirSync(d)) if (isTempName(f)) out.push(this.rel(join(d, f)));
       }
     }
     return out;
