@@ -133,7 +133,6 @@ function checkRegistry(staging: string): void {
     const parts = dir.split(/[\\/]/);
     if (!dir || isAbsolute(dir) || parts.some((p) => p === ".." || p === "") || dir.includes("\0"))
       throw new AppError(
-        422,
         "BACKUP_INVALID",
         `the archive's model registry points model ${JSON.stringify(name)} outside the models folder (${JSON.stringify(dir.slice(0, 200))})`,
       );

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_UNKNOWN_BYTES } from "../models/download.ts";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import { existsSync } from "node:fs";
@@ -204,18 +205,26 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
       "a mirror serving <url>/<name>/<file> instead of the hub (env VSEARCH_MODELS_BASE_URL); {name} is replaced when present",
     )
     .option("--retries <n>", "extra attempts per file after a dropped connection", "3")
+    .option(
+      "--max-file-bytes <n>",
+      "stop a file whose size neither the manifest nor the server gives once it passes this many bytes",
+      String(DEFAULT_MAX_UNKNOWN_BYTES),
+    )
     .option("--no-activate", "install without making them the active models")
     .option("--no-load-check", "skip loading each model in the inference pool before installing")
     .action(
       async (
         names: string[],
-        o: { baseUrl?: string; retries: string; activate: boolean; loadCheck: boolean },
+        o: { baseUrl?: string; retries: string; maxFileBytes: string; activate: boolean; loadCheck: boolean },
         cmd: Command,
       ) => {
         const from = pullSource(ctx, ctx.config(cmd), o.baseUrl);
         const retries = Number(o.retries);
         if (!Number.isInteger(retries) || retries < 0 || retries > 100)
           throw new AppError("INVALID_MODEL", `--retries must be 0-100, got "${o.retries}"`);
+        const maxFileBytes = /^\d{1,16}$/.test(o.maxFileBytes) ? Number(o.maxFileBytes) : NaN;
+        if (!(maxFileBytes >= 1))
+          throw new AppError("INVALID_MODEL", `--max-file-bytes must be a positive integer, got "${o.maxFileBytes}"`);
         const list = names.length > 0 ? names : builtinManifest().default;
         const json = Boolean(ctx.globals(cmd).json);
         const { results, reindex } = await withInstallApp(ctx, cmd, o.loadCheck, async (svc, verifyLoad, app) => {
@@ -226,6 +235,7 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
               const r = await svc.pull(name, {
                 ...from,
                 retries,
+                maxFileBytes,
                 activate: o.activate,
                 verifyLoad,
                 onProgress: (p) => bar.update(p),

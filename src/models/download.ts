@@ -17,8 +17,56 @@ export interface DownloadOptions {
   fetchImpl: FetchImpl;
   /** Abort when no byte arrives for this long. */
   stallMs: number;
+  /**
+   * Ceiling for a file whose size neither the manifest nor the server gives (an endless body
+   * wrote 2.4 GB in 25 s without one). Default DEFAULT_MAX_UNKNOWN_BYTES.
+   */
+  maxUnknownBytes?: number;
+  /**
+   * Redirects to another origin this GET may still follow (same-origin ones: up to 5). The hub's
+   * one cross-origin hop (to its CDN) was already taken by its HEAD, so its CDN GETs pass 0; a
+   * mirror's file may move once (1, the default).
+   */
+  crossOriginHops?: number;
   /** Bytes written since the last call (for progress); `have` is the size already on disk. */
   onBytes?: (delta: number, have: number, total: number | null) => void;
+}
+
+/** 8 GiB: larger than any one file of the models vsearch runs (a ViT-L/14 fp32 image tower is ~1.2 GB). */
+export const DEFAULT_MAX_UNKNOWN_BYTES = 8 * 1024 ** 3;
+
+const MAX_SAME_ORIGIN_REDIRECTS = 5;
+
+/**
+ * A request whose redirects are followed only as docs/MODELS.md says: within the origin (at most
+ * 5), and to another origin at most `crossOriginHops` times. Bodies are never decompressed
+ * (`decompress: false`): what is counted and hashed is what was sent. A redirect that goes
+ * further is an error naming where it pointed.
+ */
+export async function fetchFollowing(
+  fetchImpl: FetchImpl,
+  url: string,
+  init: RequestInit,
+  crossOriginHops: number,
+): Promise<{ res: Response; url: string }> {
+  let hopsLeft = crossOriginHops;
+  for (let same = 0; ; ) {
+    const res = await fetchImpl(url, { ...init, redirect: "manual", decompress: false } as RequestInit);
+    if (res.status < 300 || res.status >= 400 || res.status === 304) return { res, url };
+    await res.body?.cancel().catch(() => {});
+    const loc = res.headers.get("location");
+    if (!loc) throw failed(`${init.method ?? "GET"} ${url}: HTTP ${res.status} without a Location`);
+    const next = new URL(loc, url);
+    if (next.origin === new URL(url).origin) {
+      if (++same > MAX_SAME_ORIGIN_REDIRECTS)
+        throw failed(`${init.method ?? "GET"} ${url}: more than ${MAX_SAME_ORIGIN_REDIRECTS} redirects`);
+    } else if (hopsLeft-- <= 0) {
+      throw failed(
+        `${init.method ?? "GET"} ${url}: redirected to another host (${next.origin}); only the hub's one redirect to its CDN is followed (docs/MODELS.md)`,
+      );
+    }
+    url = next.toString();
+  }
 }
 
 /** A failure worth another attempt (network, 5xx, connection closed early); the `.part` is kept. */
@@ -60,14 +108,28 @@ export async function downloadResumable(o: DownloadOptions): Promise<void> {
   try {
     let res: Response;
     try {
-      res = await o.fetchImpl(o.url, {
-        headers:
-          have > 0 ? { range: `bytes=${have}-`, "accept-encoding": "identity" } : { "accept-encoding": "identity" },
-        signal: ac.signal,
-        redirect: "follow",
-      });
+      ({ res } = await fetchFollowing(
+        o.fetchImpl,
+        o.url,
+        {
+          headers:
+            have > 0 ? { range: `bytes=${have}-`, "accept-encoding": "identity" } : { "accept-encoding": "identity" },
+          signal: ac.signal,
+        },
+        o.crossOriginHops ?? 1,
+      ));
     } catch (e) {
+      if (e instanceof AppError) throw e;
       throw interrupted(`GET ${o.url}: ${(e as Error).message}`);
+    }
+    // `identity` was asked: a compressed body's length and bytes are not the file's (a gzip bomb
+    // wrote 7.2 GB in 60 s when it was decoded on the fly). Refused, not decoded.
+    const encoding = res.headers.get("content-encoding");
+    if (encoding && encoding.trim().toLowerCase() !== "identity") {
+      await res.body?.cancel().catch(() => {});
+      throw failed(
+        `GET ${o.url}: the server sent Content-Encoding "${encoding.slice(0, 40)}" although identity was asked; vsearch stores files exactly as sent and will not decode them`,
+      );
     }
 
     if (res.status === 416 && have > 0) {
@@ -109,6 +171,7 @@ export async function downloadResumable(o: DownloadOptions): Promise<void> {
     if (!res.body) throw interrupted(`GET ${o.url}: empty response`);
 
     const limit = total ?? o.expectedSize;
+    const ceiling = o.maxUnknownBytes ?? DEFAULT_MAX_UNKNOWN_BYTES;
     const out = await open(o.partFile, append ? "a" : "w");
     let got = 0;
     try {
@@ -116,6 +179,11 @@ export async function downloadResumable(o: DownloadOptions): Promise<void> {
         arm();
         if (limit !== null && have + got + chunk.length > limit) {
           throw new AppError("MODEL_HASH_MISMATCH", `${o.url}: the server sent more than the ${limit} bytes announced`);
+        }
+        if (limit === null && have + got + chunk.length > ceiling) {
+          throw failed(
+            `GET ${o.url}: more than ${ceiling} bytes and no size announced (manifest or Content-Length); stopped (--max-file-bytes raises the ceiling)`,
+          );
         }
         await out.write(chunk);
         got += chunk.length;

@@ -41,6 +41,8 @@ export interface HubFileMeta {
   size: number | null;
   /** `X-Repo-Commit`: the commit the revision resolved to. */
   commit: string | null;
+  /** `url` is on another origin than the resolve URL (the CDN): the one cross-origin hop is taken. */
+  crossOrigin?: boolean;
 }
 
 const MAX_SAME_ORIGIN_REDIRECTS = 5;
@@ -92,24 +94,30 @@ export async function hubFileMeta(resolveUrl: string, fetchImpl: FetchImpl, time
       throw new AppError(INTERRUPTED, `HEAD ${url}: ${(e as Error).message}`);
     }
     await res.body?.cancel();
-    const meta = (target: string): HubFileMeta => {
+    const meta = (target: string, crossOrigin = false): HubFileMeta => {
       const linked = normEtag(res.headers.get("x-linked-etag"));
       const etag = linked ?? normEtag(res.headers.get("etag"));
       return {
         url: target,
         sha256: etag && /^[0-9a-f]{64}$/.test(etag) ? etag : null,
         gitSha1: !linked && etag && /^[0-9a-f]{40}$/.test(etag) ? etag : null,
+        // A redirect's Content-Length is its own (often 0) body's, never the file's: only
+        // X-Linked-Size speaks for the target (a 302 with Content-Length: 0 read as a 0-byte file
+        // left no .part behind and failed with a raw ENOENT).
         size:
           num(res.headers.get("x-linked-size")) ??
-          (linked || res.headers.get("content-encoding") ? null : num(res.headers.get("content-length"))),
+          (linked || res.headers.get("content-encoding") || res.status >= 300
+            ? null
+            : num(res.headers.get("content-length"))),
         commit: res.headers.get("x-repo-commit"),
+        crossOrigin,
       };
     };
     if (res.status >= 300 && res.status < 400) {
       const loc = res.headers.get("location");
       if (!loc) throw new AppError("MODEL_DOWNLOAD_FAILED", `HEAD ${url}: HTTP ${res.status} without a Location`);
       const next = new URL(loc, url);
-      if (next.origin !== new URL(url).origin) return meta(next.toString());
+      if (next.origin !== new URL(url).origin) return meta(next.toString(), true);
       if (hop >= MAX_SAME_ORIGIN_REDIRECTS)
         throw new AppError(
           "MODEL_DOWNLOAD_FAILED",

@@ -7,7 +7,7 @@
 import { mkdir, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { AppError } from "../core/errors.ts";
-import { downloadResumable, type FetchImpl, INTERRUPTED } from "./download.ts";
+import { downloadResumable, type FetchImpl, fetchFollowing, INTERRUPTED } from "./download.ts";
 import { hashFile, sizeOf } from "./fsutil.ts";
 import { gitBlobSha1, type HubFileMeta, type HubRef, hubBase, hubFileMeta, hubFileUrl } from "./hub.ts";
 import { parseModelManifest, type PullPlan } from "./manifest.ts";
@@ -31,6 +31,8 @@ export interface FetchFilesOptions {
   retries: number;
   retryDelayMs: number;
   stallMs: number;
+  /** Ceiling for a file of unknown size (download.ts DEFAULT_MAX_UNKNOWN_BYTES when absent). */
+  maxUnknownBytes?: number;
   onProgress?: (p: PullProgress) => void;
 }
 
@@ -82,8 +84,9 @@ export async function fetchMirrorManifest(
   const url = `${modelBase}/${MODEL_MANIFEST_FILE}`;
   let res: Response;
   try {
-    res = await fetchImpl(url, { signal: AbortSignal.timeout(stallMs), redirect: "follow" });
+    ({ res } = await fetchFollowing(fetchImpl, url, { signal: AbortSignal.timeout(stallMs) }, 1));
   } catch (e) {
+    if (e instanceof AppError) throw e;
     throw new AppError("MODEL_DOWNLOAD_FAILED", `GET ${url}: ${(e as Error).message}`);
   }
   if (res.status === 404) {
@@ -97,8 +100,7 @@ export async function fetchMirrorManifest(
       `GET ${url}: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}`,
     );
   }
-  const text = await res.text();
-  if (text.length > 1 << 20) throw new AppError("INVALID_MODEL", `${url}: manifest larger than 1 MiB`);
+  const text = await readCapped(res, 1 << 20, url);
   return parseModelManifest(text, url, { strict: true });
 }
 
@@ -112,6 +114,21 @@ export interface FetchedFiles {
   unverified: string[];
   /** The commit the source resolved the revision to (hub `X-Repo-Commit`), when it said. */
   commit: string | null;
+}
+
+/** A small body (a manifest), read no further than `max` bytes. */
+async function readCapped(res: Response, max: number, url: string): Promise<string> {
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    n += chunk.length;
+    if (n > max) {
+      await res.body?.cancel().catch(() => {});
+      throw new AppError("INVALID_MODEL", `${url}: manifest larger than ${max} bytes`);
+    }
+    parts.push(chunk);
+  }
+  return new TextDecoder().decode(Buffer.concat(parts));
 }
 
 /** Downloads every file of the plan into `partDir`, checking size and hash of each. */
@@ -161,6 +178,9 @@ export async function fetchFiles(
           expectedSize: size,
           fetchImpl: o.fetchImpl,
           stallMs: o.stallMs,
+          maxUnknownBytes: o.maxUnknownBytes,
+          // The hub's HEAD already took the one cross-origin hop to the CDN.
+          crossOriginHops: loc.crossOrigin ? 0 : 1,
           onBytes: (delta, have) => {
             downloaded += delta;
             onDisk = have;
@@ -187,6 +207,10 @@ export async function fetchFiles(
         await new Promise((r) => setTimeout(r, o.retryDelayMs * (attempt + 1)));
       }
     }
+    if ((await sizeOf(part)) === null)
+      throw new AppError("MODEL_DOWNLOAD_FAILED",
+        `${plan.name}: ${f.path} from ${source.label}: nothing was downloaded (the source reported an empty file)`,
+      );
     const got = await hashFile(part);
     const size = f.size ?? loc!.size;
     const sha256 = f.sha256 ?? loc!.sha256;

@@ -76,6 +76,8 @@ export interface PullOptions {
   onProgress?: (p: PullProgress) => void;
   /** Extra attempts per file after an interruption (default 3). */
   retries?: number;
+  /** Ceiling for a file whose size neither the manifest nor the server gives (default 8 GiB). */
+  maxFileBytes?: number;
   retryDelayMs?: number;
   /** Give up on a connection that sends nothing for this long (default 60 s). */
   stallMs?: number;
@@ -257,6 +259,7 @@ export class ModelService {
         retries: o.retries ?? 3,
         retryDelayMs: o.retryDelayMs ?? 1000,
         stallMs,
+        maxUnknownBytes: o.maxFileBytes,
         onProgress: o.onProgress,
       });
       const staging = await this.newStaging();

@@ -9,7 +9,7 @@
  */
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, open } from "node:fs/promises";
+import { mkdir, open, statfs } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { once } from "node:events";
@@ -21,9 +21,31 @@ import { checkRelPath, isHiddenPath, type InstalledFile } from "./types.ts";
 
 const MAX_ENTRIES = 10_000;
 
+/**
+ * Bounds checked while an archive streams, so a bomb stops early instead of after the disk is
+ * full (a 3.2 GB write before any check, issue 21):
+ * - every entry's declared size, before a byte of it is written, against what is left of
+ *   `maxBytes` (all entries together; default 64 GiB, far above any model) and the free space of
+ *   the destination's filesystem;
+ * - for a gzip archive, the expansion: past `ratioAfterBytes` written, more than `maxRatio` bytes
+ *   out per byte in is refused. Model weights barely compress (ONNX int8 ~1.1×, fp32 ~1.1×;
+ *   tokenizer JSON ~4×), a tar of zeros is ~1000×.
+ */
+export interface ExtractLimits {
+  maxBytes: number;
+  maxRatio: number;
+  ratioAfterBytes: number;
+}
+
+export const DEFAULT_EXTRACT_LIMITS: ExtractLimits = {
+  maxBytes: 64 * 1024 ** 3,
+  maxRatio: 50,
+  ratioAfterBytes: 64 * 1024 ** 2,
+};
+
 const bad = (file: string, why: string) => new AppError("INVALID_MODEL", `${file}: ${why}`);
 
-async function openSource(file: string): Promise<Readable> {
+async function openSource(file: string): Promise<{ stream: Readable; compressedBytes: () => number | null }> {
   const fh = await open(file, "r").catch((e: NodeJS.ErrnoException) => {
     throw bad(file, e.code === "ENOENT" ? "no such file" : e.message);
   });
@@ -34,10 +56,10 @@ async function openSource(file: string): Promise<Readable> {
     await fh.close();
   }
   const raw = createReadStream(file, { highWaterMark: 1 << 20 });
-  if (magic[0] !== 0x1f || magic[1] !== 0x8b) return raw;
+  if (magic[0] !== 0x1f || magic[1] !== 0x8b) return { stream: raw, compressedBytes: () => null };
   const gunzip = createGunzip();
   raw.on("error", (e) => gunzip.destroy(e));
-  return raw.pipe(gunzip);
+  return { stream: raw.pipe(gunzip), compressedBytes: () => raw.bytesRead };
 }
 
 /** tar-stream's and zlib's errors as the archive's fault, in this module's words. */
@@ -69,8 +91,24 @@ function archiveError(tarFile: string, e: unknown, entries: number): unknown {
  * with its size and sha256 (hashed while written). Hidden members (`.git/…`, macOS `._x`) are
  * skipped; anything unsafe throws 400 INVALID_MODEL and leaves `dest` for the caller to delete.
  */
-export async function extractTar(tarFile: string, dest: string): Promise<InstalledFile[]> {
-  const source = await openSource(tarFile);
+export async function extractTar(
+  tarFile: string,
+  dest: string,
+  limits: ExtractLimits = DEFAULT_EXTRACT_LIMITS,
+): Promise<InstalledFile[]> {
+  const { stream: source, compressedBytes } = await openSource(tarFile);
+  let written = 0;
+  /** Throws before or while bytes are written past a bound (see ExtractLimits). */
+  const checkBounds = (name: string, more: number) => {
+    if (written + more > limits.maxBytes)
+      throw bad(tarFile, `"${name}" would take the archive past ${limits.maxBytes} bytes; refused before writing it`);
+    const packed = compressedBytes();
+    if (packed !== null && written + more > limits.ratioAfterBytes && written + more > packed * limits.maxRatio)
+      throw bad(
+        tarFile,
+        `expands more than ${limits.maxRatio}× (${written + more} bytes from ${packed} read): a decompression bomb, not model weights; stopped`,
+      );
+  };
   const ex = tarExtract();
   source.on("error", (e) => ex.destroy(e));
   source.pipe(ex as unknown as Writable);
@@ -106,7 +144,17 @@ export async function extractTar(tarFile: string, dest: string): Promise<Install
         entry.resume();
         continue;
       }
-      files.set(path, await writeEntry(entry as AsyncIterable<Buffer>, join(dest, path), path, size!, tarFile));
+      if (written + size! > limits.maxBytes) checkBounds(name, size!);
+      const free = await freeBytes(dest);
+      if (free !== null && size! > free)
+        throw bad(tarFile, `"${name}" is ${size} bytes and the disk has ${free} free; refused before writing it`);
+      files.set(
+        path,
+        await writeEntry(entry as AsyncIterable<Buffer>, join(dest, path), path, size!, tarFile, (n) => {
+          checkBounds(name, n);
+          written += n;
+        }),
+      );
     }
   } catch (e) {
     if (!(e instanceof AppError) && cause === null) await new Promise((r) => setImmediate(r)); // let the extractor report first
@@ -124,6 +172,7 @@ async function writeEntry(
   path: string,
   size: number,
   tarFile: string,
+  onBytes: (n: number) => void,
 ): Promise<InstalledFile> {
   await mkdir(dirname(target), { recursive: true });
   const h = createHash("sha256");
@@ -131,6 +180,7 @@ async function writeEntry(
   let got = 0;
   try {
     for await (const b of entry) {
+      onBytes(b.length); // throws past a bound: nothing more is written
       h.update(b);
       await out.write(b);
       got += b.length;
@@ -140,6 +190,16 @@ async function writeEntry(
   }
   if (got !== size) throw bad(tarFile, `truncated tar archive (in "${path}")`);
   return { path, size, sha256: h.digest("hex") };
+}
+
+/** Free bytes on the filesystem holding `dir` (null where statfs is not available). */
+async function freeBytes(dir: string): Promise<number | null> {
+  try {
+    const s = await statfs(dir);
+    return Number(s.bavail) * Number(s.bsize);
+  } catch {
+    return null;
+  }
 }
 
 // ---------------------------------------------------------------- writer
