@@ -75,9 +75,7 @@ export function checkWith(store: BackupStore, dataDir: string, opts: CheckOption
     );
   }
   const strayIds = new Set(strays.map((p) => p.video_id));
-  const missing = rows
-    .filter((r) => !strayIds.has(r.id) && !existsSync(join(dataDir, r.source_path)))
-    .map((r) => r.id);
+  const missing = rows.filter((r) => !strayIds.has(r.id) && !existsSync(join(dataDir, r.source_path))).map((r) => r.id);
   if (missing.length) problems.push(`${missing.length} videos without their source file`);
   const tmp = join(dataDir, "uploads", "tmp");
   const temps = new VideoFiles(dataDir).tempFiles();

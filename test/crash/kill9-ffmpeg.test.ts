@@ -88,7 +88,11 @@ test("the next start kills an ffmpeg a crash left on the data dir (its parent is
   await runCliJson(["--data-dir", dir, "accounts", "create", "--name", "A"]);
   // Orphaned the way a crash orphans: its parent (a shell) exits at once, init adopts it.
   const marker = join(dir, "uploads", "tmp", "orphan.progress");
-  const sh = Bun.spawn(["sh", "-c", `mkdir -p '${join(dir, "uploads", "tmp")}'; '${idleFfmpeg(marker).join("' '")}' >/dev/null 2>&1 &`]);
+  const sh = Bun.spawn([
+    "sh",
+    "-c",
+    `mkdir -p '${join(dir, "uploads", "tmp")}'; '${idleFfmpeg(marker).join("' '")}' >/dev/null 2>&1 &`,
+  ]);
   await sh.exited;
   expect(await until(() => toolProcesses(marker).length === 1, 10_000)).toBe(true);
   expect(toolProcesses(marker)[0].ppid).not.toBe(process.pid);
