@@ -50,8 +50,10 @@ export class WorkCancelled extends Error {
 /**
  * Per-account fair scheduling of short, shared, in-process work — clip encodes, frame grabs,
  * query-image decodes — so one account's backlog delays another's task by at most the length of
- * one task (SPEC §8). Accounts with waiting work take turns (round robin: an account served goes
- * to the back of the line), each account holds at most `perAccount` tasks running and waiting
+ * one task (SPEC §8). A free slot goes to the waiting account with the fewest tasks running (so an
+ * account with nothing running goes ahead of one that already holds slots, whatever it queued
+ * first), ties in turn (round robin: an account served goes to the back of the line); each
+ * account holds at most `perAccount` tasks running and waiting
  * (past it: 429 RATE_LIMIT_EXCEEDED with Retry-After), and all accounts together at most
  * `maxWaiting` waiting ones (past it: 503 with Retry-After). A task's work gets an AbortSignal:
  * aborted when every caller that waits for it has left, or when its tag is stopped.
@@ -67,6 +69,8 @@ export class FairScheduler {
   private readonly queues = new Map<string, Task[]>();
   /** Running + waiting tasks per account. */
   private readonly held = new Map<string, number>();
+  /** Running tasks per account. */
+  private readonly busy = new Map<string, number>();
   private readonly byKey = new Map<string, Task>();
   private readonly live = new Set<Task>();
 
@@ -166,6 +170,7 @@ export class FairScheduler {
   private start(task: Task): void {
     task.state = "running";
     this.running++;
+    this.busy.set(task.account, (this.busy.get(task.account) ?? 0) + 1);
     let p: Promise<unknown>;
     try {
       p = task.work(task.abort.signal);
@@ -185,6 +190,9 @@ export class FairScheduler {
     if (task.state !== "running") return;
     task.state = "done";
     this.running--;
+    const b = (this.busy.get(task.account) ?? 1) - 1;
+    if (b > 0) this.busy.set(task.account, b);
+    else this.busy.delete(task.account);
     this.release(task);
     settle();
     this.dispatch();
@@ -217,10 +225,13 @@ export class FairScheduler {
     else this.held.delete(task.account);
   }
 
-  /** Fills free slots, one task per account in turn. */
+  /** Fills free slots: the waiting account with the fewest tasks running first, ties in turn. */
   private dispatch(): void {
     while (this.running < this.o.concurrency && this.turns.length > 0) {
-      const account = this.turns.shift()!;
+      let pick = 0;
+      for (let i = 1; i < this.turns.length; i++)
+        if ((this.busy.get(this.turns[i]) ?? 0) < (this.busy.get(this.turns[pick]) ?? 0)) pick = i;
+      const [account] = this.turns.splice(pick, 1);
       const q = this.queues.get(account)!;
       const task = q.shift()!;
       this.waiting--;

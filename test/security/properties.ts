@@ -239,7 +239,7 @@ export const properties: Record<string, (runs: number) => Promise<void>> = {
     );
   },
 
-  async "fair scheduler: at most `concurrency` run, each account's cap and the waiting cap hold, accounts take turns, nothing leaks"(
+  async "fair scheduler: at most `concurrency` run, each account's cap and the waiting cap hold, a free slot goes to the waiting account with the fewest running (ties in turn), nothing leaks"(
     runs,
   ) {
     await fc.assert(
@@ -248,57 +248,66 @@ export const properties: Record<string, (runs: number) => Promise<void>> = {
         fc.integer({ min: 1, max: 4 }),
         fc.integer({ min: 0, max: 6 }),
         fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 24 }),
-        async (concurrency, perAccount, maxWaiting, accounts) => {
+        fc.array(fc.nat(), { minLength: 24, maxLength: 24 }),
+        async (concurrency, perAccount, maxWaiting, accounts, releaseOrder) => {
           const sched = new FairScheduler({ what: "task", concurrency, perAccount, maxWaiting, busyCode: "SERVER_BUSY" });
-          let running = 0;
           let peak = 0;
-          const starts: number[] = [];
+          let started = 0;
+          const runningOf = new Map<number, number>();
+          const waitingOf = new Map<number, number>();
           const admitted = new Map<number, number>();
-          let tooMany = 0;
-          let busy = 0;
-          const gates: (() => void)[] = [];
+          let refused = 0;
+          const gates: { acct: number; open: () => void }[] = [];
           const all = accounts.map((acct) => {
             try {
               const p = sched.run(`a${acct}`, async () => {
-                starts.push(acct);
-                peak = Math.max(peak, ++running);
-                await new Promise<void>((r) => gates.push(r)); // held until released below, in start order
-                running--;
+                started++;
+                // Started from the queue (the tasks started at admission ran before waitingOf was filled).
+                if ((waitingOf.get(acct) ?? 0) > 0) {
+                  // Every other account still waiting runs at least as many tasks as this one did.
+                  for (const [other, w] of waitingOf)
+                    if (other !== acct && w > 0 && (runningOf.get(other) ?? 0) < (runningOf.get(acct) ?? 0))
+                      throw new Error(
+                        `account ${acct} (${runningOf.get(acct)} running) went before ${other} (${runningOf.get(other) ?? 0})`,
+                      );
+                  waitingOf.set(acct, (waitingOf.get(acct) ?? 0) - 1);
+                }
+                runningOf.set(acct, (runningOf.get(acct) ?? 0) + 1);
+                peak = Math.max(
+                  peak,
+                  [...runningOf.values()].reduce((x, y) => x + y, 0),
+                );
+                await new Promise<void>((open) => gates.push({ acct, open }));
+                runningOf.set(acct, (runningOf.get(acct) ?? 1) - 1);
               });
               admitted.set(acct, (admitted.get(acct) ?? 0) + 1);
+              if (sched.stats.running + sched.stats.waiting > [...admitted.values()].reduce((x, y) => x + y, 0))
+                throw new Error("counted more tasks than admitted");
               return p;
             } catch (e) {
               if (!(e instanceof AppError)) throw e;
-              if (e.status === 429) tooMany++;
-              else if (e.status === 503) busy++;
-              else throw e;
+              if (e.status !== 429 && e.status !== 503) throw e;
               if (!e.headers["Retry-After"]) throw new Error("refused without Retry-After");
+              refused++;
               return Promise.resolve();
             }
           });
-          const waitingAtPeak = sched.stats.waiting;
-          if (waitingAtPeak > maxWaiting) throw new Error(`${waitingAtPeak} waiting > ${maxWaiting}`);
-          for (const [a, n] of admitted)
-            if (n > perAccount) throw new Error(`account ${a}: ${n} admitted > ${perAccount}`);
-          // Release one task at a time, oldest first, until everything ran.
-          for (let guard = 0; guard < 1000 && (gates.length > 0 || sched.stats.running > 0); guard++) {
-            gates.shift()?.();
+          // What waits now: admitted tasks that did not start at once.
+          const startedAtOnce = new Map<number, number>();
+          for (const g of gates) startedAtOnce.set(g.acct, (startedAtOnce.get(g.acct) ?? 0) + 1);
+          for (const [acct, n] of admitted) waitingOf.set(acct, n - (startedAtOnce.get(acct) ?? 0));
+          if (sched.stats.waiting > maxWaiting) throw new Error(`${sched.stats.waiting} waiting > ${maxWaiting}`);
+          for (const [acct, n] of admitted)
+            if (n > perAccount) throw new Error(`account ${acct}: ${n} admitted > ${perAccount}`);
+          // Release running tasks in an arbitrary order until everything ran.
+          for (let i = 0; i < 1000 && (gates.length > 0 || sched.stats.running > 0); i++) {
+            const g = gates.splice(releaseOrder[i % releaseOrder.length] % Math.max(1, gates.length), 1)[0];
+            g?.open();
             await new Promise((r) => setTimeout(r, 0));
           }
           await Promise.all(all);
           if (peak > concurrency) throw new Error(`${peak} running > ${concurrency}`);
-          if (starts.length !== accounts.length - tooMany - busy) throw new Error("a task never ran");
-          // Turns: after the first `concurrency` starts (taken in arrival order), no account starts its
-          // (k+1)-th waiting task while another account with a k-th one still waits for it.
-          const waited = starts.slice(Math.min(concurrency, starts.length));
-          const seen = new Map<number, number>();
-          for (let i = 0; i < waited.length; i++) {
-            const a = waited[i];
-            const k = (seen.get(a) ?? 0) + 1;
-            seen.set(a, k);
-            for (const b of new Set(waited.slice(i + 1)))
-              if (b !== a && (seen.get(b) ?? 0) < k - 1) throw new Error(`account ${a} ran twice before ${b}'s turn`);
-          }
+          if (started !== accounts.length - refused) throw new Error("a task never ran");
           const st = sched.stats;
           if (st.running !== 0 || st.waiting !== 0 || st.accounts !== 0)
             throw new Error(`leaked: ${JSON.stringify(st)}`);
