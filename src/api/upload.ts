@@ -37,7 +37,9 @@ export function registerUploadRoutes(app: Api, deps: HttpDeps) {
       402: jsonError("Out of credits (INSUFFICIENT_CREDITS)"),
       404: jsonError("No such collection (COLLECTION_NOT_FOUND)"),
       413: jsonError("File over the upload limit (UPLOAD_TOO_LARGE)"),
-      415: jsonError("Not a supported video container (UNSUPPORTED_FORMAT)"),
+      415: jsonError(
+        "Not a supported video container (UNSUPPORTED_FORMAT), or frames larger than max_video_pixels (VIDEO_TOO_LARGE)",
+      ),
     },
   });
   // Registered with plain Hono so no validator reads (buffers) the body before the service streams it.

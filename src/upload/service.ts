@@ -188,7 +188,9 @@ export class UploadService {
     contentHash: string | null,
   ) {
     const sniffed = await this.sniffer.sniff(tmp);
-    if (!sniffed.ok) throw new AppError("UNSUPPORTED_FORMAT", sniffed.message);
+    // A picture over max_video_pixels is its own code (media/bounds.ts): the file is a video, one we will not decode.
+    if (!sniffed.ok)
+      throw new AppError(sniffed.code === "VIDEO_TOO_LARGE" ? sniffed.code : "UNSUPPORTED_FORMAT", sniffed.message);
     const accepted = this.videos.createFromUpload({
       accountId,
       collectionId,

@@ -20,6 +20,8 @@ export function ffprobeSniffer(bins: { ffmpeg: string; ffprobe: string }): Conta
             code: e.code,
             message: "The file has no video stream (audio-only files are not accepted)",
           };
+        if (isMediaError(e, "VIDEO_TOO_LARGE"))
+          return { ok: false, code: e.code, message: `The video is too large to decode: ${e.message}` };
         if (isMediaError(e, "DECODE_FAILED"))
           return { ok: false, code: e.code, message: `The file could not be decoded: ${e.message}` };
         if (isMediaError(e, "UNSUPPORTED_FORMAT") || isMediaError(e, "EMPTY_FILE")) {
