@@ -126,7 +126,7 @@ function checkRegistry(staging: string): void {
   try {
     reg = JSON.parse(readFileSync(file, "utf8"));
   } catch {
-    throw new AppError(422, "BACKUP_INVALID", "the archive's models/registry.json is not JSON");
+    throw new AppError("BACKUP_INVALID", "the archive's models/registry.json is not JSON");
   }
   for (const [name, m] of Object.entries(reg.models ?? {})) {
     const dir = typeof m?.dir === "string" ? m.dir : "";

@@ -208,7 +208,8 @@ export async function fetchFiles(
       }
     }
     if ((await sizeOf(part)) === null)
-      throw new AppError("MODEL_DOWNLOAD_FAILED",
+      throw new AppError(
+        "MODEL_DOWNLOAD_FAILED",
         `${plan.name}: ${f.path} from ${source.label}: nothing was downloaded (the source reported an empty file)`,
       );
     const got = await hashFile(part);

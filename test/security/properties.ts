@@ -250,7 +250,13 @@ export const properties: Record<string, (runs: number) => Promise<void>> = {
         fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 24 }),
         fc.array(fc.nat(), { minLength: 24, maxLength: 24 }),
         async (concurrency, perAccount, maxWaiting, accounts, releaseOrder) => {
-          const sched = new FairScheduler({ what: "task", concurrency, perAccount, maxWaiting, busyCode: "SERVER_BUSY" });
+          const sched = new FairScheduler({
+            what: "task",
+            concurrency,
+            perAccount,
+            maxWaiting,
+            busyCode: "SERVER_BUSY",
+          });
           let peak = 0;
           let started = 0;
           const runningOf = new Map<number, number>();
