@@ -1,3 +1,4 @@
+import type { ErrorCode } from "../core/error-codes.ts";
 import { AppError } from "../core/errors.ts";
 import { FairScheduler, WorkCancelled } from "../core/fair-scheduler.ts";
 import { decodeLimits } from "../media/bounds.ts";
@@ -71,7 +72,7 @@ export class FrameGrabber {
       concurrency: opts.concurrency ?? 2,
       perAccount: opts.perAccount ?? 4,
       maxWaiting: opts.maxWaiting ?? 32,
-      busyCode: "SERVER_BUSY",
+      busyCode: "SERVER_BUSY" satisfies ErrorCode,
     });
   }
 

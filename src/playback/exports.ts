@@ -1,3 +1,4 @@
+import type { ErrorCode } from "../core/error-codes.ts";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { AppError, ValidationError } from "../core/errors.ts";
@@ -61,7 +62,7 @@ export class ExportService {
       concurrency: opts.maxConcurrentEncodes ?? 2,
       perAccount: opts.encodesPerAccount ?? 4,
       maxWaiting: opts.maxWaitingEncodes ?? 32,
-      busyCode: "SERVER_BUSY",
+      busyCode: "SERVER_BUSY" satisfies ErrorCode,
       retryAfterSecs: 2,
     });
   }

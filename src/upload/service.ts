@@ -190,7 +190,10 @@ export class UploadService {
     const sniffed = await this.sniffer.sniff(tmp);
     // A picture over max_video_pixels is its own code (media/bounds.ts): the file is a video, one we will not decode.
     if (!sniffed.ok)
-      throw new AppError(sniffed.code === "VIDEO_TOO_LARGE" ? sniffed.code : "UNSUPPORTED_FORMAT", sniffed.message);
+      throw new AppError(
+        sniffed.code === "VIDEO_TOO_LARGE" ? "VIDEO_TOO_LARGE" : "UNSUPPORTED_FORMAT",
+        sniffed.message,
+      );
     const accepted = this.videos.createFromUpload({
       accountId,
       collectionId,
