@@ -1,5 +1,5 @@
 /** The built-in tar reader/writer against GNU tar, and its refusals. */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, test } from "vitest";
@@ -83,6 +83,39 @@ describe("extractTar", () => {
     expect(err.message).toContain(reason);
     expect(existsSync(join(d, "out", "escape.txt"))).toBe(false);
     expect(existsSync(join(d, "escape.txt"))).toBe(false);
+  });
+
+  // Issue 21: a bomb stopped while it streams, not after the disk is full.
+  test("stops a gzip that expands past the ratio, having written little of it", async () => {
+    const d = tmp.make();
+    // 16 MiB of zeros in one entry: ~16 kB gzipped, ~1000×.
+    writeFileSync(join(d, "bomb.tar.gz"), gzipSync(rawTar([{ name: "m/model.onnx", data: "\0".repeat(16 << 20) }])));
+    mkdirSync(join(d, "out"));
+    const limits = { maxBytes: 1 << 30, maxRatio: 50, ratioAfterBytes: 1 << 20 };
+    const err = await appError(extractTar(join(d, "bomb.tar.gz"), join(d, "out"), limits));
+    expect(err.code).toBe("INVALID_MODEL");
+    expect(err.message).toContain("decompression bomb");
+    // Stopped within a few chunks past the 1 MiB where the ratio starts to count.
+    expect(statSync(join(d, "out", "m", "model.onnx")).size).toBeLessThan(4 << 20);
+  });
+
+  test("refuses an entry over what is left of the budget before writing a byte of it", async () => {
+    const d = tmp.make();
+    writeFileSync(
+      join(d, "big.tar"),
+      rawTar([
+        { name: "m/config.json", data: "{}" },
+        { name: "m/model.onnx", data: "x".repeat(3 << 20) },
+      ]),
+    );
+    mkdirSync(join(d, "out"));
+    const err = await appError(
+      extractTar(join(d, "big.tar"), join(d, "out"), { maxBytes: 2 << 20, maxRatio: 50, ratioAfterBytes: 1 << 20 }),
+    );
+    expect(err.code).toBe("INVALID_MODEL");
+    expect(err.message).toContain("refused before writing it");
+    expect(existsSync(join(d, "out", "m", "config.json"))).toBe(true);
+    expect(existsSync(join(d, "out", "m", "model.onnx"))).toBe(false);
   });
 
   test("refuses truncated and non-tar input", async () => {
