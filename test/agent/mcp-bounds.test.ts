@@ -30,7 +30,7 @@ beforeAll(async () => {
   hanging = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: () => new Promise<Response>(() => {}) });
 }, 60_000);
 afterAll(async () => {
-  hanging?.stop(true);
+  await hanging?.stop(true);
   await s?.close();
 });
 
@@ -122,7 +122,7 @@ describe("MCP over stdio (vsearch mcp)", () => {
       }
     })();
     const send = async (text: string) => {
-      proc.stdin.write(text);
+      await proc.stdin.write(text);
       await proc.stdin.flush();
     };
     const next = async (n: number) => {
@@ -158,7 +158,7 @@ describe("MCP over stdio (vsearch mcp)", () => {
       expect(listed.result.tools).toHaveLength(9);
       expect(proc.exitCode).toBeNull();
     } finally {
-      proc.stdin.end();
+      await proc.stdin.end();
       await Promise.race([proc.exited, Bun.sleep(10_000)]);
       proc.kill("SIGKILL");
       await reading.catch(() => {});
