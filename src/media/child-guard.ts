@@ -37,8 +37,7 @@ if (c.prctl(1, 9, 0, 0, 0) !== 0) process.exit(126);
 if (c.getppid() !== Number(parent)) process.exit(125);
 const keep = [];
 const list = (xs) => { const a = new BigUint64Array(xs.length + 1); xs.forEach((x, i) => { const b = Buffer.from(x + "\\0"); keep.push(b); a[i] = BigInt(ptr(b)); }); return a; };
-const { env: inherited } = process; // passed on to execve as is: the guard reads no setting
-const env = Object.entries(inherited).filter(([k]) => k !== "BUN_BE_BUN").map(([k, v]) => k + "=" + v);
+const env = Object.entries(process.env).filter(([k]) => k !== "BUN_BE_BUN").map(([k, v]) => k + "=" + v);
 const av = list(argv);
 c.execve(ptr(keep[0]), ptr(av), ptr(list(env)));
 process.exit(127);

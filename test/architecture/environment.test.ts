@@ -9,7 +9,13 @@ import { readTree, type SourceFile } from "./check-imports.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 /** Where the environment may be read: the entry point hands it to the CLI; config parses it. */
-const READERS = new Set(["main.ts", "config/config.ts"]);
+const READERS = new Set([
+  "main.ts",
+  "config/config.ts",
+  // The pdeathsig guard's source runs in its own child process and hands that process's
+  // environment to execve unchanged: it reads no setting.
+  "media/child-guard.ts",
+]);
 
 function envReaders(files: SourceFile[]): string[] {
   return files
