@@ -8,6 +8,7 @@ import { meanNormalized, type QueryEncoder, type TranscriptSemanticSearch } from
 import { fuseModes, suppressDuplicates, type Fused } from "./fusion.ts";
 import { checkImage, decodeImageRgb, fetchImageUrl } from "./image-input.ts";
 import type { NearestRequest, ProbePolicy, SearchIndexes, VectorHit } from "./indexes.ts";
+import { probeFor } from "./probe-policy.ts";
 import type { MediaLinks } from "./links.ts";
 import { type Candidate, type FrameHit, framesToMoments, MIN_SCORE_BAND, sameStart } from "./moments.ts";
 import type { SearchRequest, SearchResult, SearchVideo } from "./schema.ts";
@@ -17,7 +18,7 @@ import { LEXICAL_MODES, MODES, type Mode, THRESHOLDS } from "./thresholds.ts";
 import type { FeedbackStore } from "./feedback-store.ts";
 import { lexicalCandidates, LEXICAL_K, type LexicalHit, type LexicalSource } from "./lexical-mode.ts";
 import type { OcrHitRow, OcrSearchStore } from "./ocr-store.ts";
-import { shotOf, toSegment } from "./segments.ts";
+import { responseLinks, shotOf, toSegment } from "./segments.ts";
 
 /**
  * Credits hook (SPEC §3): when the account has a balance, a search must be affordable before it
@@ -54,16 +55,6 @@ export interface SearchServiceDeps {
 
 /** Nearest frames / shots fetched per search, and transcript segments. */
 const FRAME_K = 1000;
-/**
- * How much of an account's vectors an image-only query reads in the index's inverted lists: 2.8 %
- * at 1 M rows, the rows read growing as √n around that (VectorIndex probeSqrtAt). With the finer
- * lists (32-row chunks, ~n/256 lists up to 4.2 M rows), measured quiet: 100 k rows ~9 k read,
- * recall@10 0.99, < 1 ms; 1 M 28 k read, 0.99, ~1.8 ms; 10 M 112 k read, 0.958, 7.6 ms (3 %: 120 k,
- * 0.961, 9.3–10.3 ms; BENCHMARKS.md, "10 M after compaction"). Text queries, and image queries
- * under a collection or label filter (allowed neighbours far from the query: 0.87–0.94 at 1–2 %),
- * read every row.
- */
-export const IMAGE_QUERY_PROBE: ProbePolicy = { share: 0.028, sqrtAt: 1_000_000 };
 const SHOT_K = 300;
 const TRANSCRIPT_K = LEXICAL_K;
 const SCENE_TEXT_K = 500;
@@ -133,11 +124,15 @@ export class SearchService {
         : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
     const vector = vectorModes ? await this.queryVector(req, p.text) : null;
-    // Image-only queries probe a few inverted lists; text and filtered ones read every row.
-    const probe =
-      vector && !p.text && (req.image || req.imageUrl !== undefined) && !p.scope.collectionId && !allowShots
-        ? IMAGE_QUERY_PROBE
-        : undefined;
+    // How much of the index the vector modes read (probe-policy.ts): the lists nearest the query, or every row.
+    const probe = vector
+      ? probeFor({
+          hasText: !!p.text,
+          hasImage: !!req.image || req.imageUrl !== undefined,
+          filtered: !!p.scope.collectionId || !!allowShots,
+          exact: !!req.exact,
+        })
+      : undefined;
 
     const lists = new Map<ListName, Candidate[]>();
     for (const mode of p.modes) {
@@ -195,6 +190,7 @@ export class SearchService {
 
     const pageIds = videoIds.slice((req.page - 1) * req.perPage, req.page * req.perPage);
     const videos: SearchVideo[] = [];
+    const render = { links: responseLinks(this.d.links), files: this.d.files };
     for (const videoId of pageIds) {
       const info = infos.get(videoId);
       if (!info) continue;
@@ -204,7 +200,7 @@ export class SearchService {
         collection_id: info.collection_id,
         status: info.status,
         segments: groups.get(videoId)!.map((x) =>
-          toSegment(this.d, info, shots.get(videoId) ?? [], x.c, {
+          toSegment(render, info, shots.get(videoId) ?? [], x.c, {
             hidden: x.hidden,
             rank: x.rank,
             withBase64: req.includeThumbnailBase64,
