@@ -21,7 +21,7 @@ import type { Logger } from "../core/logger.ts";
  * ~190 B a row) before the old lists' are freed.
  */
 export const PEAK_FACTOR = 1.4;
-/** Bytes a row costs before the index measured its own (2-bit layout, 512 dims: ~190 B/row live). */
+/** Bytes a row costs when nothing says better (2-bit layout, 512 dims: ~190 B/row live). */
 const FIRST_ROW_BYTES = 256;
 /** A killed load's next try aims at this share of what it reached. */
 const RETRY_SHARE = 0.7;
@@ -171,4 +171,7 @@ export class MemoryAdmission {
   }
 }
 
-export const mb = (bytes: number) => (Number.isFinite(bytes) ? `${Math.round(bytes / 2 ** 20)} MiB` : "no limit");
+export const mb = (bytes: number) =>
+  !Number.isFinite(bytes)
+    ? "no limit"
+    : `${bytes < 10 * 2 ** 20 ? (bytes / 2 ** 20).toFixed(1) : Math.round(bytes / 2 ** 20)} MiB`;

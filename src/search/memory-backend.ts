@@ -106,12 +106,15 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
       opts.memoryBudgetBytes ?? 0,
       () => {
         let bytes = 0,
-          rows = 0;
+          rows = 0,
+          layout = 0;
         for (const ki of this.indexes.values()) {
           bytes += ki.index.memoryBytes;
           rows += ki.index.size;
+          layout = Math.max(layout, ki.index.rowBytes);
         }
-        return { bytes, perRow: rows >= 4096 ? bytes / rows : 0 };
+        // Measured once there are rows enough; before, what the layout says a row costs.
+        return { bytes, perRow: rows >= 4096 ? bytes / rows : layout };
       },
       opts.stateDir ?? null,
       opts.logger,

@@ -55,6 +55,10 @@ export class SegmentedIndex implements VectorIndex {
     return this.segs.reduce((n, s) => n + s.memoryBytes, 0);
   }
 
+  get rowBytes(): number {
+    return this.segs[0].rowBytes;
+  }
+
   get liveBytes(): number {
     return this.segs.reduce((n, s) => n + s.liveBytes, 0);
   }

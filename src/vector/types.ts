@@ -240,6 +240,8 @@ export interface VectorIndex {
   readonly memoryBytes: number;
   /** Bytes in use: memoryBytes less the WebAssembly memory's free blocks (kept for later adds). */
   readonly liveBytes: number;
+  /** What a row costs by the layout (its blocks, id and id-map bucket), before list tails and free blocks. */
+  readonly rowBytes: number;
   /** Calls `fn` for every row held: its id, partition and group values (groupA, groupB). */
   forEachRow(fn: (rowId: number, partition: string, groupA: number, groupB: number) => void): void;
   /** Changes with any change of the rows, the lists or where they live in memory. */

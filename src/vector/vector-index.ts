@@ -327,6 +327,12 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     return this.arena.byteLength + this.rows.jsBytes + this.searcher.jsBytes;
   }
 
+  /** What a row costs by the layout: its share of a chunk's two blocks, its id and its id-map bucket. */
+  get rowBytes(): number {
+    const L = this.rows.layout;
+    return (L.scanBlockBytes + L.sideBlockBytes) / L.chunkRows + 8 + 16;
+  }
+
   get liveBytes(): number {
     return this.arena.usedBytes + this.rows.jsBytes + this.searcher.jsBytes;
   }
