@@ -306,14 +306,28 @@ export interface TextQueryModel {
   semanticFrom?: "topic" | "library";
   /** Weight of the direction all text queries share (CLIP's modality gap; default 0.7). */
   gap?: number;
+  /**
+   * Where that direction lies: "random" (default), a random direction, along which the rows vary
+   * as along any other, so it ranks rows (every text query favours the same frames); "quiet",
+   * along the dimensions where the rows vary least (drawn with weights 1/scale²), as CLIP's gap
+   * mostly is: a shift between the text and image cones, little of it inside the images' spread.
+   */
+  gapAlong?: "random" | "quiet";
 }
 export const PESSIMISTIC: TextQueryModel = { noise: 0.6, semantic: 0 };
-export const REALISTIC: TextQueryModel = { noise: 0.45, semantic: 0.5, semanticShots: 8 };
+export const REALISTIC: TextQueryModel = {
+  noise: 0.3,
+  semantic: 0.5,
+  semanticShots: 4,
+  semanticFrom: "topic",
+  gap: 0.7,
+  gapAlong: "quiet",
+};
 /** `--text-model=pessimistic|realistic|NOISE:SEMANTIC[:SHOTS]` → a model (benches). */
 export function parseTextModel(spec: string | undefined): TextQueryModel & { name: string } {
   if (!spec || spec === "pessimistic") return { ...PESSIMISTIC, name: "pessimistic" };
   if (spec === "realistic") return { ...REALISTIC, name: "realistic" };
-  const [noiseS, semanticS, shotsS, from, gapS] = spec.split(":");
+  const [noiseS, semanticS, shotsS, from, gapS, along] = spec.split(":");
   const noise = Number(noiseS),
     semantic = Number(semanticS ?? 0),
     shots = Number(shotsS ?? 8);
@@ -327,17 +341,18 @@ export function parseTextModel(spec: string | undefined): TextQueryModel & { nam
   const semanticFrom = from === "library" ? "library" : "topic";
   return {
     ...(gapS ? { gap: Number(gapS) } : {}),
+    ...(along === "quiet" ? { gapAlong: "quiet" as const } : {}),
     noise,
     semantic,
     semanticShots: shots,
     semanticFrom,
-    name: `noise ${noise}, semantic ${semantic}${semantic ? ` (${shots} shots, ${semanticFrom})` : ""}${gapS ? `, gap ${gapS}` : ""}`,
+    name: `noise ${noise}, semantic ${semantic}${semantic ? ` (${shots} shots, ${semanticFrom})` : ""}${gapS ? `, gap ${gapS}` : ""}${along === "quiet" ? " (quiet dims)" : ""}`,
   };
 }
 /** A short tag for file names: "" for the pessimistic default (its files keep their names). */
 export function textModelTag(m: TextQueryModel): string {
-  if (m.noise === PESSIMISTIC.noise && m.semantic === 0) return "";
-  return `-t${m.noise}s${m.semantic}x${m.semanticShots ?? 8}${m.semanticFrom === "library" ? "L" : ""}`;
+  if (m.noise === PESSIMISTIC.noise && m.semantic === 0 && (m.gap ?? 0.7) === 0.7 && m.gapAlong !== "quiet") return "";
+  return `-t${m.noise}s${m.semantic}x${m.semanticShots ?? 8}${m.semanticFrom === "library" ? "L" : ""}g${m.gap ?? 0.7}${m.gapAlong === "quiet" ? "q" : ""}`;
 }
 
 /** Queries and, per query, the row it was built from (its shot and video are the query's target). */
@@ -391,6 +406,7 @@ export function generateQuerySet(
   // One "text tower" direction for all text queries: the modality gap.
   const textDir = new Float32Array(dim);
   gaussianSource(seed + 1)(textDir);
+  if (kind === "text" && model.gapAlong === "quiet") for (let j = 0; j < dim; j++) textDir[j] /= scale[j] * scale[j];
   normalizeRows(textDir, dim);
   const semShare = kind === "text" ? model.semantic : 0;
   const semShots = model.semanticShots ?? 8;

@@ -14,50 +14,22 @@
  * re-indexed video is dropped and its current rows up to the cursor added back), rows above it
  * are the pass's, read as they are when their page comes.
  *
- * The watermark a snapshot records is the latest change the index reflects: every change at or
- * below it was applied. The loader knows the change at which its state was complete (`base`: the
- * log's position when the pass began, or the loaded snapshot's watermark once its changes were
- * replayed) and the changes the hooks applied since; a video changed since that no hook applied
- * yet (a stage whose rows are written but not committed as a stage) holds the watermark below it.
- *
- * Snapshots are written when a load ends, every SNAPSHOT_EVERY_MS while the log moves, and at
- * close. The periodic writes run a few pieces per event-loop turn and are given up (and tried
- * later) when the index changes under them; the close writes at once.
+ * Saving the snapshot, and the watermark it records: index-snapshot.ts.
  */
 import { existsSync, rmSync } from "node:fs";
 import type { Logger } from "../core/logger.ts";
 import { type SegmentHeader, SnapshotMismatch, segmentBodyBytes } from "../vector/index.ts";
 import type { WarmProgress } from "./index-warmer.ts";
 import { KINDS, type KindIndex, type MemoryBackendOptions, type MemoryVectorBackend } from "./memory-backend.ts";
-import { openSnapshotFile, type SnapshotRead, type SnapshotWrite, writeSnapshotFile } from "./snapshot-file.ts";
+import { type SnapshotHeader, type SnapshotOptions, SnapshotSaver } from "./index-snapshot.ts";
+import { openSnapshotFile, type SnapshotRead } from "./snapshot-file.ts";
 import type { IndexRow, VectorKind } from "./store.ts";
 import type { VectorChangeRow, VectorChangeStore } from "./vector-changes.ts";
 
-export interface SnapshotOptions {
-  /** The snapshot file (`<data dir>/index/vectors.snap`). */
-  path: string;
-  /** How often a changed index is saved again (default SNAPSHOT_EVERY_MS). */
-  everyMs?: number;
-}
-
-const SNAPSHOT_EVERY_MS = 10 * 60_000;
-/** A periodic write's turn: pieces written until this many ms passed, then the next turn. */
-const WRITE_SLICE_MS = 8;
 /** Restore steps per `step` call (each reads ≤ 1024 chunks, a few MB). */
 const RESTORE_STEPS = 4;
 /** Videos replayed per `step` call. */
 const REPLAY_VIDEOS = 8;
-
-interface SnapshotHeader {
-  kind: "vsearch-vector-index";
-  watermark: number;
-  createdAt: string;
-  /** The index options it was built with (another set is not loaded: list training differs). */
-  options: MemoryBackendOptions["index"];
-  groups: [string, number][];
-  nextGroup: number;
-  indexes: { kind: VectorKind; modelId: string; dim: number; segments: SegmentHeader[] }[];
-}
 
 interface Pass {
   mode: "pass";
@@ -89,15 +61,8 @@ interface Replay {
 export class IndexLoader {
   private state: Pass | Restore | Replay | null = null;
   private finished = false;
-  /** Every change at or below this is in the index (see the header). */
-  private base = 0;
-  /** Videos changed after `base` that the hooks or the replay applied: the change they applied. */
-  private readonly applied = new Map<string, number>();
-  /** The watermark of the snapshot on disk (-1: none written by this process). */
-  private savedAt = -1;
-  private writing: { write: SnapshotWrite; versions: string[]; watermark: number } | null = null;
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private closed = false;
+  /** Saves the index and knows the watermark it reflects (null: no snapshot configured). */
+  private readonly saver: SnapshotSaver | null;
   /** Where the last load came from, for /readyz: the snapshot and what was replayed, or why it was not used. */
   source: string | null = null;
 
@@ -106,7 +71,10 @@ export class IndexLoader {
     private readonly changes: VectorChangeStore | null,
     private readonly snapshot: SnapshotOptions | null,
     private readonly logger?: Logger,
-  ) {}
+  ) {
+    this.saver =
+      snapshot && changes ? new SnapshotSaver(b, changes, snapshot, () => this.finished && !this.state, logger) : null;
+  }
 
   /** A load was begun (the app started): searches wait for it; without one, accounts load on first search. */
   get active(): boolean {
@@ -129,7 +97,7 @@ export class IndexLoader {
 
   private startPass(): void {
     // The log's position before the first page: every change after it is seen by the pass or a hook.
-    this.base = this.changes?.current() ?? 0;
+    this.saver?.completeAt(this.changes!.current());
     const s = this.b.store;
     this.state = {
       mode: "pass",
@@ -175,7 +143,7 @@ export class IndexLoader {
     for (let i = 0; i < REPLAY_VIDEOS && st.at < st.queue.length; i++, st.at++) {
       const c = st.queue[st.at];
       this.b.reloadVideo(c.video_id, this.b.store.accountOfVideo(c.video_id));
-      this.applied.set(c.video_id, Math.max(this.applied.get(c.video_id) ?? 0, c.seq));
+      this.saver?.appliedAt(c.video_id, c.seq);
     }
     if (st.at < st.queue.length) return true;
     this.finish();
@@ -205,7 +173,7 @@ export class IndexLoader {
     this.state = null;
     this.finished = true;
     this.b.admission.endLoad();
-    this.scheduleSave(0);
+    this.saver?.schedule(0);
   }
 
   get progress(): WarmProgress | null {
@@ -257,11 +225,12 @@ export class IndexLoader {
 
   /** The hooks applied these videos' current rows (or their deletion): noted for the watermark. */
   noteChanged(videoIds: string[]): void {
-    if (!this.changes || !this.active) return;
-    for (const v of videoIds) {
-      const seq = this.changes.of(v);
-      if (seq > this.base) this.applied.set(v, Math.max(this.applied.get(v) ?? 0, seq));
-    }
+    if (this.active) this.saver?.applied_(videoIds);
+  }
+
+  /** At close: the index saved now, when complete and idle. */
+  saveNow(): void {
+    this.saver?.saveNow();
   }
 
   // ---- snapshot: load ------------------------------------------------------------------------
@@ -319,8 +288,7 @@ export class IndexLoader {
         vs.add(v);
       });
     }
-    this.base = h.watermark;
-    this.savedAt = h.watermark;
+    this.saver?.completeAt(h.watermark, true);
     const rows = b.rows();
     const queue = this.changes!.after(h.watermark);
     this.logger?.info("search index snapshot loaded", {
@@ -331,141 +299,6 @@ export class IndexLoader {
     });
     this.state = { mode: "replay", queue, at: 0, rows };
     this.source = `from its snapshot, ${queue.length} changed video(s) read again`;
-  }
-
-  // ---- snapshot: save ------------------------------------------------------------------------
-
-  /**
-   * The latest change the index reflects: the log's position, unless a video changed after `base`
-   * that nothing applied yet; then just below the first such change.
-   */
-  private watermark(): number {
-    const now = this.changes!.current();
-    let w = now;
-    for (const c of this.changes!.after(this.base)) {
-      if (c.seq > now) break;
-      if ((this.applied.get(c.video_id) ?? 0) < c.seq) {
-        w = Math.min(w, c.seq - 1);
-        break;
-      }
-    }
-    return Math.max(this.base, w);
-  }
-
-  private scheduleSave(ms: number): void {
-    if (!this.snapshot || !this.changes || this.closed || this.timer) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      void this.saveInTurns();
-    }, ms);
-    this.timer.unref?.();
-  }
-
-  /** Whether a snapshot now would differ from the one on disk, and can be taken (load done, nothing retraining). */
-  private due(): boolean {
-    if (!this.finished || this.state || this.writing || !this.snapshot || !this.changes) return false;
-    for (const ki of this.b.indexes.values()) if (ki.index.training.pending > 0) return false;
-    return this.watermark() !== this.savedAt || this.savedAt < 0;
-  }
-
-  private begin_(): { write: SnapshotWrite; versions: string[]; watermark: number } {
-    const watermark = this.watermark();
-    const kis = [...this.b.indexes.values()].filter((ki) => ki.index.size > 0);
-    const snaps = kis.map((ki) => ki.index.snapshot());
-    const header: SnapshotHeader = {
-      kind: "vsearch-vector-index",
-      watermark,
-      createdAt: new Date().toISOString(),
-      options: this.b.options,
-      groups: [...this.b.groupIds],
-      nextGroup: this.b.nextGroup,
-      indexes: kis.map((ki, i) => ({
-        kind: ki.kind,
-        modelId: ki.modelId,
-        dim: ki.index.dim,
-        segments: snaps[i].headers,
-      })),
-    };
-    const body = (function* () {
-      for (const s of snaps) yield* s.body();
-    })();
-    return {
-      write: writeSnapshotFile(this.snapshot!.path, header, body),
-      versions: snaps.map((s) => s.version),
-      watermark,
-    };
-  }
-
-  private committed(w: { watermark: number }, ms: number): void {
-    this.savedAt = w.watermark;
-    // Everything at or below the watermark is in: it is the new base, and older tombstones can go.
-    this.base = w.watermark;
-    for (const [v, seq] of this.applied) if (seq <= w.watermark) this.applied.delete(v);
-    this.changes!.prune(w.watermark);
-    this.logger?.info("search index snapshot saved", {
-      watermark: w.watermark,
-      rows: this.b.rows(),
-      ms: Math.round(ms),
-    });
-  }
-
-  /** A periodic save, a few pieces per event-loop turn; given up when the index changes meanwhile. */
-  private async saveInTurns(): Promise<void> {
-    const every = this.snapshot?.everyMs ?? SNAPSHOT_EVERY_MS;
-    if (!this.due()) {
-      this.scheduleSave(every);
-      return;
-    }
-    const t0 = performance.now();
-    let w: ReturnType<IndexLoader["begin_"]> | null = null;
-    try {
-      w = this.writing = this.begin_();
-      const kis = [...this.b.indexes.values()].filter((ki) => ki.index.size > 0);
-      for (;;) {
-        const until = performance.now() + WRITE_SLICE_MS;
-        let more = true;
-        while (more && performance.now() < until) more = w.write.step();
-        if (!more) break;
-        await new Promise((r) => setImmediate(r));
-        if (this.closed || kis.some((ki, i) => ki.index.version !== w!.versions[i])) {
-          w.write.abort();
-          this.writing = null;
-          if (!this.closed) this.scheduleSave(30_000);
-          return;
-        }
-      }
-      w.write.commit();
-      this.committed(w, performance.now() - t0);
-    } catch (e) {
-      w?.write.abort();
-      this.logger?.warn("search index snapshot not saved", { err: e instanceof Error ? e.message : String(e) });
-    } finally {
-      this.writing = null;
-    }
-    this.scheduleSave(every);
-  }
-
-  /** At close: no more periodic saves; a due snapshot is written now, whole. */
-  saveNow(): void {
-    this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    if (this.writing) {
-      this.writing.write.abort();
-      this.writing = null;
-    }
-    if (!this.due()) return;
-    const t0 = performance.now();
-    let w: ReturnType<IndexLoader["begin_"]> | null = null;
-    try {
-      w = this.begin_();
-      while (w.write.step());
-      w.write.commit();
-      this.committed(w, performance.now() - t0);
-    } catch (e) {
-      w?.write.abort();
-      this.logger?.warn("search index snapshot not saved", { err: e instanceof Error ? e.message : String(e) });
-    }
   }
 
   /** Removes the snapshot (tests, tools). */

@@ -10,7 +10,8 @@ import {
   type VectorIndexOptions,
   type VectorRow,
 } from "../vector/index.ts";
-import { IndexLoader, type SnapshotOptions } from "./index-loader.ts";
+import { IndexLoader } from "./index-loader.ts";
+import type { SnapshotOptions } from "./index-snapshot.ts";
 import {
   StoreVectorBackend,
   type NearestRequest,
