@@ -41,6 +41,7 @@ import { bunServeOptions } from "../src/http/serve-options.ts";
 import { ClipModel } from "../src/inference/clip.ts";
 import { SearchIndexes, StoreVectorBackend } from "../src/search/indexes.ts";
 import { MemoryVectorBackend } from "../src/search/memory-backend.ts";
+import { FeedbackStore } from "../src/search/feedback-store.ts";
 import { OcrSearchStore } from "../src/search/ocr-store.ts";
 import { ExactVectorCache } from "../src/search/vector-cache.ts";
 import { SearchStore } from "../src/search/store.ts";
@@ -57,6 +58,13 @@ const QUERIES = arg("queries", 40);
 const REPEATS = arg("repeats", 3);
 const SECS = arg("secs", 15);
 const ROUNDS = arg("rounds", 2);
+/** --profile FILE: a one-client window under the JS profiler (main thread), written as a .cpuprofile, its top functions printed. */
+const PROFILE = (() => {
+  const i = process.argv.indexOf("--profile");
+  return i > 0 ? process.argv[i + 1] : null;
+})();
+/** --breakdown 0: no timed parts window. */
+const BREAKDOWN = arg("breakdown", 1) === 1;
 const IN_PROCESS = arg("in-process", 1) === 1;
 /** --keep DIR: the data dir to use and keep; one written by an earlier run (DIR/bench.json) is reused as is. */
 const KEEP = (() => {
@@ -76,6 +84,8 @@ const pct = (xs: number[], p: number) => {
 const median = (xs: number[]) => pct(xs, 50);
 const r2 = (x: number) => Math.round(x * 100) / 100;
 const cpuMs = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1000;
+/** This thread's CPU ms (Bun has Node's process.threadCpuUsage). */
+const threadCpu = () => cpuMs((process as unknown as { threadCpuUsage(): NodeJS.CpuUsage }).threadCpuUsage());
 
 /** Three query words; a new combination per call (8 000 before one repeats), so a query's embedding and rescored rows start cold. */
 let counter = 0;
@@ -86,51 +96,103 @@ function newText(): string {
 }
 
 /**
- * CPU timers around the parts of a search (bench-only: prototype methods wrapped here). Nested
- * calls count once, in the outermost part. `calls` counts the outermost calls.
+ * CPU timers around the parts of a search (bench-only: prototype methods wrapped here), exclusive:
+ * a part called inside another counts apart, and the outer one's time stops meanwhile. Main-thread
+ * CPU (process.threadCpuUsage) for the synchronous parts; the query embedding (async, its ONNX
+ * work on other threads) by process CPU between its call and its result (one client: nothing else
+ * runs then).
  */
 function installTimers(embedder: BenchEmbedder) {
   const parts: Record<string, { cpu: number; calls: number }> = {};
-  let depth = 0;
+  const threadMs = () => {
+    const c = (process as unknown as { threadCpuUsage(): NodeJS.CpuUsage }).threadCpuUsage();
+    return (c.user + c.system) / 1000;
+  };
+  const stack: { part: string; start: number }[] = [];
+  const add = (part: string, ms: number, call: boolean) => {
+    const e = (parts[part] ??= { cpu: 0, calls: 0 });
+    e.cpu += ms;
+    if (call) e.calls++;
+  };
   const wrapSync = (proto: object, name: string, part: string) => {
     const p = proto as Record<string, (...a: unknown[]) => unknown>;
     const orig = p[name];
     p[name] = function (this: unknown, ...a: unknown[]) {
-      if (depth > 0) return orig.apply(this, a);
-      depth++;
-      const c0 = process.cpuUsage();
+      const now = threadMs();
+      const top = stack[stack.length - 1];
+      if (top) add(top.part, now - top.start, false);
+      stack.push({ part, start: now });
       try {
         return orig.apply(this, a);
       } finally {
-        depth--;
-        const e = (parts[part] ??= { cpu: 0, calls: 0 });
-        e.cpu += cpuMs(process.cpuUsage(c0));
-        e.calls++;
+        const end = threadMs();
+        const me = stack.pop()!;
+        add(me.part, end - me.start, true);
+        const outer = stack[stack.length - 1];
+        if (outer) outer.start = end;
       }
     };
   };
-  wrapSync(SearchIndexes.prototype, "nearest", "vector search (index + exact vectors)");
+  wrapSync(SearchIndexes.prototype, "nearest", "vector index search (scan, estimates, rescoring)");
+  wrapSync(SearchStore.prototype, "vectors", "exact vectors read for rescoring (SQLite)");
   wrapSync(SearchIndexes.prototype, "sample", "calibration (null sample + stats)");
   wrapSync(SearchIndexes.prototype, "nullStatsOf", "calibration (null sample + stats)");
   for (const m of ["transcriptSearch", "transcriptMatching", "transcriptDocFreq", "transcriptCount"])
     wrapSync(SearchStore.prototype, m, "lexical: transcript FTS");
   for (const m of ["search", "matching", "docFreq", "count"]) wrapSync(OcrSearchStore.prototype, m, "lexical: OCR FTS");
-  wrapSync(SearchStore.prototype, "shotsMentioning", "lexical: scene text");
-  // Embedding: async; at one client nothing else runs meanwhile, so the process CPU between the
-  // call and its result is the encoder's (tokenizer + ONNX, whatever thread it runs on).
+  for (const m of ["shotsMentioning", "sceneVocabulary"]) wrapSync(SearchStore.prototype, m, "lexical: scene text");
+  for (const m of ["frames", "videos", "shotsById", "shotsOfVideos"])
+    wrapSync(SearchStore.prototype, m, "metadata: frames, shots, videos (SQLite)");
+  for (const m of ["hiddenStarts", "thresholds"]) wrapSync(FeedbackStore.prototype, m, "metadata: feedback (SQLite)");
   const origEmbed = embedder.embedText.bind(embedder);
   embedder.embedText = async (texts: string[]) => {
     const c0 = process.cpuUsage();
     try {
       return await origEmbed(texts);
     } finally {
-      const e = (parts["query embedding (tiny CLIP text tower)"] ??= { cpu: 0, calls: 0 });
-      e.cpu += cpuMs(process.cpuUsage(c0));
-      e.calls++;
+      add("query embedding (tiny CLIP text tower)", cpuMs(process.cpuUsage(c0)), true);
     }
   };
   return parts;
 }
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+/** Self and total ms per request of the profile's functions (by name and place), the top 30 by self time. */
+function summarize(profile: { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }, requests: number) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const name = (n: ProfileNode) =>
+    `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.replace(/^.*\/(src|node_modules)\//, "$1/")}:${n.callFrame.lineNumber + 1}`;
+  const self = new Map<string, number>(),
+    total = new Map<string, number>();
+  profile.samples.forEach((id, i) => {
+    const ms = (profile.timeDeltas[i] ?? 0) / 1000;
+    const n = byId.get(id)!;
+    self.set(name(n), (self.get(name(n)) ?? 0) + ms);
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const k = name(byId.get(cur)!);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      total.set(k, (total.get(k) ?? 0) + ms);
+    }
+  });
+  return [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 30)
+    .map(([k, v]) => ({
+      fn: k,
+      self_ms_per_req: r2(v / requests),
+      total_ms_per_req: r2((total.get(k) ?? 0) / requests),
+    }));
+}
+let profileSummary: unknown = null;
 
 async function main() {
   const started = new Date().toISOString();
@@ -259,6 +321,7 @@ async function main() {
         const queries = Array.from({ length: Math.min(1500, SECS * 100) }, () => newText());
         const load = loadavg()[0];
         const c0 = process.cpuUsage();
+        const th0 = threadCpu();
         const t0 = performance.now();
         const child = Bun.spawn([BUN, CLIENTS, url, key, String(clients), String(SECS)], {
           stdin: new Blob([JSON.stringify(queries)]),
@@ -269,6 +332,7 @@ async function main() {
         if ((await child.exited) !== 0) throw new Error(`clients failed: ${out}`);
         const wall = (performance.now() - t0) / 1000;
         const cpu = cpuMs(process.cpuUsage(c0));
+        const mainCpu = threadCpu() - th0;
         const r = JSON.parse(out) as { requests: number; errors: number; secs: number; lat: number[] };
         // The client's window is a little shorter than ours (its start-up): count the server CPU per request over ours.
         return {
@@ -279,6 +343,7 @@ async function main() {
           p50_ms: r2(median(r.lat)),
           p95_ms: r2(pct(r.lat, 95)),
           server_cpu_ms_per_req: r2(cpu / Math.max(1, r.requests)),
+          main_thread_cpu_ms_per_req: r2(mainCpu / Math.max(1, r.requests)),
           server_cpu_share: r2(cpu / 1000 / wall),
           load1: r2(load),
         };
@@ -291,22 +356,48 @@ async function main() {
         }
       }
       // CPU breakdown, one client (nothing interleaves): timers around the parts.
-      const parts = installTimers(embedder);
-      const w = await window(1);
-      const total = w.server_cpu_ms_per_req * w.requests;
-      const per = (x: number) => r2(x / Math.max(1, w.requests));
-      const named = Object.entries(parts).map(([k, v]) => ({
-        part: k,
-        cpu_ms_per_req: per(v.cpu),
-        calls_per_req: r2(v.calls / w.requests),
-      }));
-      const known = Object.values(parts).reduce((n, v) => n + v.cpu, 0);
-      named.push({
-        part: "the rest (HTTP, routing, auth, form, moments, fusion, rendering)",
-        cpu_ms_per_req: per(total - known),
-        calls_per_req: 1,
-      });
-      breakdown = { ...w, parts: named };
+      if (PROFILE) {
+        // The main thread's JS, sampled during a one-client window only (the data load and index
+        // build before it are not in it): node:inspector's profiler, as Bun provides it.
+        const { Session } = await import("node:inspector");
+        const session = new Session();
+        session.connect();
+        const post = (m: string, p?: object) =>
+          new Promise<any>((res, rej) => session.post(m, p ?? {}, (e: unknown, r: unknown) => (e ? rej(e) : res(r))));
+        await post("Profiler.enable");
+        await post("Profiler.setSamplingInterval", { interval: 200 });
+        await post("Profiler.start");
+        const w = await window(1);
+        const { profile } = await post("Profiler.stop");
+        writeFileSync(PROFILE, JSON.stringify(profile));
+        profileSummary = summarize(profile, w.requests);
+        console.log(`profile of ${w.requests} requests written to ${PROFILE}`);
+      }
+      if (BREAKDOWN) {
+        const parts = installTimers(embedder);
+        const w = await window(1);
+        const total = w.server_cpu_ms_per_req * w.requests;
+        const per = (x: number) => r2(x / Math.max(1, w.requests));
+        const named = Object.entries(parts).map(([k, v]) => ({
+          part: k,
+          cpu_ms_per_req: per(v.cpu),
+          calls_per_req: r2(v.calls / w.requests),
+        }));
+        const known = Object.values(parts).reduce((n, v) => n + v.cpu, 0);
+        const mainTotal = w.main_thread_cpu_ms_per_req * w.requests;
+        const embed = parts["query embedding (tiny CLIP text tower)"]?.cpu ?? 0;
+        named.push({
+          part: "the rest on the main thread (HTTP, routing, auth, form, moments, fusion, rendering)",
+          cpu_ms_per_req: per(mainTotal - (known - embed)),
+          calls_per_req: 1,
+        });
+        named.push({
+          part: "other threads (garbage collector, JIT compiler), beyond the embedding's",
+          cpu_ms_per_req: per(total - mainTotal - embed),
+          calls_per_req: 1,
+        });
+        breakdown = { ...w, parts: named };
+      }
     }
 
     const result = {
@@ -336,6 +427,7 @@ async function main() {
       rows,
       http,
       breakdown,
+      profile: profileSummary,
     };
     mkdirSync(join(OUT, ".."), { recursive: true });
     writeFileSync(OUT, JSON.stringify(result, null, 2) + "\n");
@@ -356,6 +448,7 @@ async function main() {
     };
     print(rows);
     print(http);
+    if (profileSummary) print(profileSummary as Record<string, unknown>[]);
     if (breakdown) {
       console.log(`CPU breakdown, 1 client: ${breakdown.server_cpu_ms_per_req} ms of server CPU per request`);
       print(breakdown.parts as Record<string, unknown>[]);
