@@ -244,6 +244,7 @@ export class IndexLoader {
       if (JSON.stringify(h.options ?? {}) !== JSON.stringify(this.b.options))
         throw new SnapshotMismatch("made with other index options");
       if (!(Number.isSafeInteger(h.watermark) && h.watermark >= 0)) throw new SnapshotMismatch("no watermark");
+      if (h.database !== this.changes!.databaseId()) throw new SnapshotMismatch("made for another database");
       if (h.watermark > this.changes!.current())
         throw new SnapshotMismatch(`watermark ${h.watermark} is ahead of the change log (another database?)`);
       const total = file.bodyBytes;

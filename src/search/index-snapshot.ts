@@ -31,6 +31,8 @@ export interface SnapshotOptions {
 export interface SnapshotHeader {
   kind: "vsearch-vector-index";
   watermark: number;
+  /** The change history the watermark counts in (VectorChangeStore.databaseId). */
+  database: string;
   createdAt: string;
   /** The index options it was built with (another set is not loaded: list training differs). */
   options: MemoryBackendOptions["index"];
@@ -127,6 +129,7 @@ export class SnapshotSaver {
     const header: SnapshotHeader = {
       kind: "vsearch-vector-index",
       watermark,
+      database: this.changes.databaseId(),
       createdAt: new Date().toISOString(),
       options: this.b.options,
       groups: [...this.b.groupIds],

@@ -20,6 +20,13 @@ export class VectorChangeStore {
     return this.db.query<{ seq: number }, []>("SELECT seq FROM vector_change_seq WHERE id = 1").get()?.seq ?? 0;
   }
 
+  /** The random name of this database's change history (a snapshot names the one it reflects). */
+  databaseId(): string {
+    return (
+      this.db.query<{ id: string }, []>("SELECT database_id AS id FROM vector_change_seq WHERE id = 1").get()?.id ?? ""
+    );
+  }
+
   /** Videos whose latest change is after `seq`, oldest change first. */
   after(seq: number): VectorChangeRow[] {
     return this.db

@@ -3,15 +3,16 @@
  * with the change-log position it reflects, and the next `start()` loads it and reads again only
  * the videos changed after that position — also those changed while no server ran (another
  * process, here a second app that never starts), also a video deleted whose row ids a new video
- * then took. A damaged or foreign snapshot is ignored (and says so in /readyz) and the index is
- * read from the store. Every answer must equal a fresh load's from the store.
+ * then took. A damaged or foreign snapshot (another format, other index options, another
+ * database's) is ignored (and says so in /readyz) and the index is read from the store. Every answer must equal a fresh load's from the store.
  */
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { json, metric } from "../helpers/app.ts";
 import { makeTempDir, removeDir } from "../helpers/temp.ts";
 import type { MemoryIndexOptions } from "../../src/search/memory-backend.ts";
+import { SearchStore } from "../../src/search/store.ts";
 import {
   addVideo,
   background,
@@ -138,9 +139,19 @@ describe("index snapshot across restarts", () => {
     await other.app.services.videos.delete(tenant.accountId, videos[3]);
     await stop(other);
 
+    // What the restart reads from the store: the changed videos' rows only, never a pass over every row.
+    const ofVideo = vi.spyOn(SearchStore.prototype, "indexRowsOfVideo");
+    const pass = vi.spyOn(SearchStore.prototype, "indexRowsAfter");
     const t = await app();
     await untilWarm(t);
-    expect(await readyLine(t)).toMatch(/from its snapshot, [1-9]\d* changed video\(s\) read again/);
+    const readVideos = new Set(ofVideo.mock.calls.map(([, videoId]) => videoId));
+    const passPages = pass.mock.calls.length;
+    ofVideo.mockRestore();
+    pass.mockRestore();
+    // Four changed (two deleted: dropped without a read), the other ten come from the file alone.
+    expect(await readyLine(t)).toMatch(/from its snapshot, 4 changed video\(s\) read again/);
+    expect(passPages).toBe(0);
+    expect([...readVideos].sort()).toEqual([reused, videos[0]].sort());
     for (const q of ["dog", "boat", "tree"])
       expect(await answer(t, tenant.accountId, q)).toEqual(await fresh(t, tenant.accountId, q));
     const ids = JSON.stringify(await answer(t, tenant.accountId, "dog"));
@@ -216,5 +227,21 @@ describe("index snapshot across restarts", () => {
     await untilWarm(t4);
     expect(await readyLine(t4)).toMatch(/snapshot not used \(made with other index options\)/);
     expect(await answer(t4, tenant.accountId, "boat")).toEqual(await fresh(t4, tenant.accountId, "boat"));
+  });
+
+  it("another database's snapshot (its change log counts the same numbers) is not used", async () => {
+    // Two data dirs with the same history of changes: the snapshot of one, copied into the other.
+    const first = await seeded();
+    const mine = readFileSync(first.snap);
+    const firstDir = dir;
+    dir = "";
+    const second = await seeded();
+    removeDir(firstDir);
+    writeFileSync(second.snap, mine);
+    const t = await app();
+    await untilWarm(t);
+    expect(await readyLine(t)).toMatch(/snapshot not used \(made for another database\): read from the store/);
+    expect(await answer(t, second.tenant.accountId, "dog")).toEqual(await fresh(t, second.tenant.accountId, "dog"));
+    expect(JSON.stringify(await answer(t, second.tenant.accountId, "dog"))).not.toContain(first.videos[0]);
   });
 });

@@ -13,11 +13,14 @@
 -- order. PostgreSQL (issue 25) keeps the same design: the counter row's lock is held to commit
 -- (a plain SEQUENCE is not: a later nextval can commit first and be passed by a watermark), and
 -- the same triggers in PL/pgSQL.
+-- database_id: a random name for this database's change history, written in the snapshot; a
+-- snapshot of another database (a data dir's files mixed by hand) names another one and is not used.
 CREATE TABLE vector_change_seq (
-  id  INTEGER PRIMARY KEY CHECK (id = 1),
-  seq INTEGER NOT NULL
+  id          INTEGER PRIMARY KEY CHECK (id = 1),
+  seq         INTEGER NOT NULL,
+  database_id TEXT NOT NULL
 );
-INSERT INTO vector_change_seq (id, seq) VALUES (1, 0);
+INSERT INTO vector_change_seq (id, seq, database_id) VALUES (1, 0, lower(hex(randomblob(16))));
 
 CREATE TABLE vector_changes (
   video_id   TEXT PRIMARY KEY,
