@@ -54,7 +54,7 @@ import { createSearchDomain, type SearchDomain } from "./search/domain.ts";
 import { SearchStore } from "./search/store.ts";
 import { OcrSearchStore } from "./search/ocr-store.ts";
 import { FeedbackStore } from "./search/feedback-store.ts";
-import { VectorChangeStore } from "./search/vector-changes.ts";
+import { VectorChangeStore } from "./search/vector-change-store.ts";
 import type { MemoryIndexOptions } from "./search/memory-backend.ts";
 import type { IndexWarmOptions } from "./search/index-warmer.ts";
 import { StoreVectorBackend } from "./search/indexes.ts";

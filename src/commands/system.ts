@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { memoryBudgetBytes } from "../config/memory-budget.ts";
 import { modelFix } from "../models/hints.ts";
 import { runSelfTest, type RuntimePaths } from "../runtime/index.ts";
 import { readAdmissionStatus } from "../search/memory-admission.ts";
@@ -67,7 +68,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
         }
         // The in-memory vector index against vector_memory_budget: what the running server wrote
         // (index/status.json), else an estimate from the stored vectors (~200 B a row).
-        const budget = app.config.vectorMemoryBudgetBytes;
+        const budget = memoryBudgetBytes(app.config.vectorMemoryBudget);
         const served = readAdmissionStatus(app.config.dataDir);
         const store = system.storeCounts();
         const estimate = store.frames * 200;

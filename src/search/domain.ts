@@ -14,7 +14,7 @@ import { type SearchCredits, SearchService } from "./service.ts";
 import type { SearchStore } from "./store.ts";
 import type { FeedbackStore } from "./feedback-store.ts";
 import type { OcrSearchStore } from "./ocr-store.ts";
-import type { VectorChangeStore } from "./vector-changes.ts";
+import type { VectorChangeStore } from "./vector-change-store.ts";
 
 /** The search domain's stores, built on the open store by the composition root. */
 export interface SearchStores {

@@ -24,7 +24,7 @@ import { KINDS, type KindIndex, type MemoryBackendOptions, type MemoryVectorBack
 import { type SnapshotHeader, type SnapshotOptions, SnapshotSaver } from "./index-snapshot.ts";
 import { openSnapshotFile, type SnapshotRead } from "./snapshot-file.ts";
 import type { IndexRow, VectorKind } from "./store.ts";
-import type { VectorChangeRow, VectorChangeStore } from "./vector-changes.ts";
+import type { VectorChangeRow, VectorChangeStore } from "./vector-change-store.ts";
 
 /** Restore steps per `step` call (each reads ≤ 1024 chunks, a few MB). */
 const RESTORE_STEPS = 4;

@@ -18,7 +18,7 @@ import type { SegmentHeader } from "../vector/index.ts";
 import type { MemoryBackendOptions, MemoryVectorBackend } from "./memory-backend.ts";
 import { type SnapshotWrite, writeSnapshotFile } from "./snapshot-file.ts";
 import type { VectorKind } from "./store.ts";
-import type { VectorChangeStore } from "./vector-changes.ts";
+import type { VectorChangeStore } from "./vector-change-store.ts";
 
 export interface SnapshotOptions {
   /** The snapshot file (`<data dir>/index/vectors.snap`). */

@@ -23,7 +23,7 @@ import type { WarmableIndex, WarmProgress } from "./index-warmer.ts";
 import { MemoryAdmission } from "./memory-admission.ts";
 import type { IndexRow, SearchStore, VectorKind } from "./store.ts";
 import { ExactVectorCache } from "./vector-cache.ts";
-import type { VectorChangeStore } from "./vector-changes.ts";
+import type { VectorChangeStore } from "./vector-change-store.ts";
 
 /** Vector index options the app may tune (see VectorIndexOptions). */
 export type MemoryIndexOptions = Partial<Pick<VectorIndexOptions, "trainAt" | "lists" | "centerSample" | "exactBelow">>;
