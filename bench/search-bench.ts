@@ -455,7 +455,7 @@ async function main() {
     }
     console.log(`wrote ${OUT}`);
   } finally {
-    server?.stop(true);
+    await server?.stop(true);
     await app.close();
     await tiny.dispose();
     if (!KEEP) rmSync(dir, { recursive: true, force: true });
