@@ -1,29 +1,35 @@
 /**
- * End-to-end search latency: `POST /v1/search` through `app.fetch` (auth, rate limit, form parsing,
- * validation, query encoding, vector search, calibration, moments, transcript BM25, fusion,
- * presigned URLs, JSON) on one account holding 100 k frames.
+ * End-to-end search cost: `POST /v1/search` on one account holding 100 k frames
+ * (bench/lib/search-data.ts: synthetic CLIP-like frames, shots, transcripts).
  *
  *   node_modules/.bin/bun bench/search-bench.ts [--frames 100000] [--queries 40] [--repeats 3]
+ *     [--secs 15] [--rounds 2] [--in-process 1] [--http 1]
  *
- * Data: bench/lib/synthetic.ts "clustered" CLIP-like frame embeddings (512-d, ~200 frames per
- * video at 1 fps, shots of ~10 frames with their mean vectors and labels) and its "text" queries
- * (modality gap: ~0.32 to the target shot, ~0.18 to unrelated frames); a 4-second transcript segment
- * every 8 s (~12.5 k), words drawn from a Zipf vocabulary, the query words said in ~1-2 % of them.
+ * In-process rows (`--in-process`): through `app.fetch` (auth, rate limit, form parsing,
+ * validation, query encoding, vector search, calibration, moments, transcript BM25, fusion,
+ * presigned URLs, JSON). "new" queries were never asked before (their prompts are encoded, and
+ * each gets a query vector of its own, so nothing it rescores was cached for it); "repeated" asks
+ * the same queries again (the query-embedding cache and the exact-vector cache answer).
+ *
+ * HTTP rows (`--http`, issue 27): the app behind Bun.serve on loopback, exactly as `vsearch serve`
+ * wires it (http/serve-options.ts), and the clients in a child process (bench/lib/search-clients.ts),
+ * so this process's CPU time is the server's alone. One client, then eight concurrent ones,
+ * alternated for `--rounds` windows of `--secs` each (the box is shared: both see the same load),
+ * every request a text query never asked before (all modes). Reported: requests/s, p50/p95, and
+ * server CPU ms per request (process CPU over the window / requests). Then the CPU breakdown of a
+ * text search, one client, from timers around the parts (a bench-only seam: the prototypes of the
+ * index backend, the stores and the embedder are wrapped here, nothing in src/ changes): query
+ * embedding, vector search (index + exact vectors for rescoring), calibration, lexical modes
+ * (transcript and on-screen-text full-text look-ups, scene-text look-up), and the rest.
  *
  * Text encoding: the full-size bench CLIP has no text tower, so each query's prompts (3 caption
  * templates) really run through the *tiny* CLIP text tower (tokenizer + ONNX), and the 512-d
- * vector searched is the synthetic text query assigned to that query. The README's figure for the
- * full-size B/32 text tower (8.3 ms fp32 / 2.4 ms q8 per 8-token prompt) is what a real
- * model adds instead; the tiny tower's own time is reported next to it.
+ * vector searched is the synthetic text query assigned to that query. A real B/32 text tower adds
+ * ≈ 3 × 2.4 ms (q8) instead.
  *
- * Rows: "new" queries were never asked before (their prompts are encoded, and each gets a query
- * vector of its own, so nothing it rescores was cached for it); "repeated" asks the same queries
- * again (the query-embedding cache and the exact-vector cache of rescored rows answer). The memory
- * backend runs with the app's default cache budget (search_cache_mb).
- *
- * Prints a table and writes bench/results/search.json. Not a test.
+ * Prints tables and writes bench/results/search.json. Not a test.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,16 +37,16 @@ import { createApp } from "../src/app.ts";
 import { resolveRuntime } from "../src/cli/runtime.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
+import { bunServeOptions } from "../src/http/serve-options.ts";
 import { ClipModel } from "../src/inference/clip.ts";
-import { IndexStore } from "../src/indexing/store.ts";
-import { SCENE_LABELS } from "../src/pipeline/labels.ts";
-import type { QueryEmbedder } from "../src/search/embedder.ts";
-import { StoreVectorBackend } from "../src/search/indexes.ts";
+import { SearchIndexes, StoreVectorBackend } from "../src/search/indexes.ts";
 import { MemoryVectorBackend } from "../src/search/memory-backend.ts";
+import { FeedbackStore } from "../src/search/feedback-store.ts";
+import { OcrSearchStore } from "../src/search/ocr-store.ts";
 import { ExactVectorCache } from "../src/search/vector-cache.ts";
 import { SearchStore } from "../src/search/store.ts";
-import { VideoStore } from "../src/videos/store.ts";
-import { generateDataset, generateQueries, prng } from "./lib/synthetic.ts";
+import { BenchEmbedder, DIM, type SearchData, WORDS, writeSearchData } from "./lib/search-data.ts";
+import { generateDataset, generateQueries } from "./lib/synthetic.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -50,57 +56,26 @@ const FRAMES = arg("frames", 100_000);
 const QUERIES = arg("queries", 40);
 /** Passes over the same queries for the "repeated" rows. */
 const REPEATS = arg("repeats", 3);
-const DIM = 512;
-const MODEL = "bench-clip-b32@synthetic";
+const SECS = arg("secs", 15);
+const ROUNDS = arg("rounds", 2);
+/** --profile FILE: a one-client window under the JS profiler (main thread), written as a .cpuprofile, its top functions printed. */
+const PROFILE = (() => {
+  const i = process.argv.indexOf("--profile");
+  return i > 0 ? process.argv[i + 1] : null;
+})();
+/** --breakdown 0: no timed parts window. */
+const BREAKDOWN = arg("breakdown", 1) === 1;
+const IN_PROCESS = arg("in-process", 1) === 1;
+/** --keep DIR: the data dir to use and keep; one written by an earlier run (DIR/bench.json) is reused as is. */
+const KEEP = (() => {
+  const i = process.argv.indexOf("--keep");
+  return i > 0 ? process.argv[i + 1] : null;
+})();
+const HTTP = arg("http", 1) === 1;
 const TINY_CLIP = fileURLToPath(new URL("../test/fixtures/models/tiny-random-clip", import.meta.url));
 const OUT = fileURLToPath(new URL("./results/search.json", import.meta.url));
-const WORDS = [
-  "harbor",
-  "sunset",
-  "budget",
-  "engine",
-  "garden",
-  "meeting",
-  "soccer",
-  "bridge",
-  "kitchen",
-  "camera",
-  "river",
-  "concert",
-  "airport",
-  "winter",
-  "market",
-  "laptop",
-  "forest",
-  "traffic",
-  "dinner",
-  "robot",
-];
-
-/**
- * Transcript words: a Zipf(1) vocabulary of 4 000 words (rank 1 is the most frequent, like "the"),
- * with the query words at ranks 100-119, so each is said in about 1-2 % of the segments.
- */
-const VOCAB = Array.from({ length: 4000 }, (_, i) =>
-  i >= 100 && i < 100 + WORDS.length ? WORDS[i - 100] : `w${i.toString(36)}x`,
-);
-const ZIPF_CDF = (() => {
-  const w = VOCAB.map((_, i) => 1 / (i + 1));
-  const total = w.reduce((a, b) => a + b, 0);
-  let acc = 0;
-  return w.map((x) => (acc += x / total));
-})();
-function zipfWord(r: () => number): string {
-  const u = r() / 4294967296;
-  let lo = 0;
-  let hi = ZIPF_CDF.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (ZIPF_CDF[mid] < u) lo = mid + 1;
-    else hi = mid;
-  }
-  return VOCAB[lo];
-}
+const CLIENTS = fileURLToPath(new URL("./lib/search-clients.ts", import.meta.url));
+const BUN = fileURLToPath(new URL("../node_modules/.bin/bun", import.meta.url));
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -108,40 +83,130 @@ const pct = (xs: number[], p: number) => {
 };
 const median = (xs: number[]) => pct(xs, 50);
 const r2 = (x: number) => Math.round(x * 100) / 100;
+const cpuMs = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1000;
+/** This thread's CPU ms (Bun has Node's process.threadCpuUsage). */
+const threadCpu = () => cpuMs((process as unknown as { threadCpuUsage(): NodeJS.CpuUsage }).threadCpuUsage());
 
-/** Tiny CLIP text tower for the encoding work; the 512-d synthetic query of `q<i>` for the vector. */
-class BenchEmbedder implements QueryEmbedder {
-  encodeMs: number[] = [];
-  private readonly assigned = new Map<string, number>();
-  constructor(
-    private readonly tiny: ClipModel,
-    private readonly queries: Float32Array,
-  ) {}
-  available = () => true;
-  modelId = () => MODEL;
-  async embedText(texts: string[]): Promise<Float32Array[]> {
-    const t0 = performance.now();
-    await this.tiny.embedTexts(texts);
-    this.encodeMs.push(performance.now() - t0);
-    // Every prompt of a query (the caption templates around it) maps to that query's vector; each
-    // new query gets a vector no earlier query had, so a "new query" row starts cold.
-    return texts.map((t) => {
-      const words = (t.match(/[a-z]+/g) ?? []).filter((w) => WORDS.includes(w)).join(" ");
-      let q = this.assigned.get(words);
-      if (q === undefined) this.assigned.set(words, (q = this.assigned.size % (this.queries.length / DIM)));
-      return this.queries.slice(q * DIM, (q + 1) * DIM);
-    });
-  }
-  async embedImageRgb(): Promise<Float32Array> {
-    throw new Error("not used");
-  }
+/** Three query words; a new combination per call (8 000 before one repeats), so a query's embedding and rescored rows start cold. */
+let counter = 0;
+function newText(): string {
+  const c = 1 + 37 * counter++;
+  if (counter > 8000) throw new Error("query texts ran out: fewer --secs or --rounds");
+  return [c % 20, Math.floor(c / 20) % 20, Math.floor(c / 400) % 20].map((i) => WORDS[i]).join(" ");
 }
+
+/**
+ * CPU timers around the parts of a search (bench-only: prototype methods wrapped here), exclusive:
+ * a part called inside another counts apart, and the outer one's time stops meanwhile. Main-thread
+ * CPU (process.threadCpuUsage) for the synchronous parts; the query embedding (async, its ONNX
+ * work on other threads) by process CPU between its call and its result (one client: nothing else
+ * runs then).
+ */
+function installTimers(embedder: BenchEmbedder) {
+  const parts: Record<string, { cpu: number; calls: number }> = {};
+  const threadMs = () => {
+    const c = (process as unknown as { threadCpuUsage(): NodeJS.CpuUsage }).threadCpuUsage();
+    return (c.user + c.system) / 1000;
+  };
+  const stack: { part: string; start: number }[] = [];
+  const add = (part: string, ms: number, call: boolean) => {
+    const e = (parts[part] ??= { cpu: 0, calls: 0 });
+    e.cpu += ms;
+    if (call) e.calls++;
+  };
+  const wrapSync = (proto: object, name: string, part: string) => {
+    const p = proto as Record<string, (...a: unknown[]) => unknown>;
+    const orig = p[name];
+    p[name] = function (this: unknown, ...a: unknown[]) {
+      const now = threadMs();
+      const top = stack[stack.length - 1];
+      if (top) add(top.part, now - top.start, false);
+      stack.push({ part, start: now });
+      try {
+        return orig.apply(this, a);
+      } finally {
+        const end = threadMs();
+        const me = stack.pop()!;
+        add(me.part, end - me.start, true);
+        const outer = stack[stack.length - 1];
+        if (outer) outer.start = end;
+      }
+    };
+  };
+  wrapSync(SearchIndexes.prototype, "nearest", "vector index search (scan, estimates, rescoring)");
+  wrapSync(SearchStore.prototype, "vectors", "exact vectors read for rescoring (SQLite)");
+  wrapSync(SearchIndexes.prototype, "sample", "calibration (null sample + stats)");
+  wrapSync(SearchIndexes.prototype, "nullStatsOf", "calibration (null sample + stats)");
+  for (const m of ["transcriptSearch", "transcriptMatching", "transcriptDocFreq", "transcriptCount"])
+    wrapSync(SearchStore.prototype, m, "lexical: transcript FTS");
+  for (const m of ["search", "matching", "docFreq", "count"]) wrapSync(OcrSearchStore.prototype, m, "lexical: OCR FTS");
+  for (const m of ["shotsMentioning", "sceneVocabulary"]) wrapSync(SearchStore.prototype, m, "lexical: scene text");
+  for (const m of ["frames", "videos", "shotsById", "shotsOfVideos"])
+    wrapSync(SearchStore.prototype, m, "metadata: frames, shots, videos (SQLite)");
+  for (const m of ["hiddenStarts", "thresholds"]) wrapSync(FeedbackStore.prototype, m, "metadata: feedback (SQLite)");
+  const origEmbed = embedder.embedText.bind(embedder);
+  embedder.embedText = async (texts: string[]) => {
+    const c0 = process.cpuUsage();
+    try {
+      return await origEmbed(texts);
+    } finally {
+      add("query embedding (tiny CLIP text tower)", cpuMs(process.cpuUsage(c0)), true);
+    }
+  };
+  return parts;
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+/** Self and total ms per request of the profile's functions (by name and place), the top 30 by self time. */
+function summarize(profile: { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }, requests: number) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const name = (n: ProfileNode) =>
+    `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.replace(/^.*\/(src|node_modules)\//, "$1/")}:${n.callFrame.lineNumber + 1}`;
+  const self = new Map<string, number>(),
+    total = new Map<string, number>();
+  profile.samples.forEach((id, i) => {
+    const ms = (profile.timeDeltas[i] ?? 0) / 1000;
+    const n = byId.get(id)!;
+    self.set(name(n), (self.get(name(n)) ?? 0) + ms);
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const k = name(byId.get(cur)!);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      total.set(k, (total.get(k) ?? 0) + ms);
+    }
+  });
+  return [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 30)
+    .map(([k, v]) => ({
+      fn: k,
+      self_ms_per_req: r2(v / requests),
+      total_ms_per_req: r2((total.get(k) ?? 0) / requests),
+    }));
+}
+let profileSummary: unknown = null;
 
 async function main() {
   const started = new Date().toISOString();
   const load0 = loadavg();
-  const dir = mkdtempSync(join(tmpdir(), "vsearch-search-bench-"));
-  const config = loadConfig({ dataDir: dir, logLevel: "silent" }, { VSEARCH_RATE_LIMIT_SEARCH: "1000000" });
+  const dir = KEEP ?? mkdtempSync(join(tmpdir(), "vsearch-search-bench-"));
+  mkdirSync(dir, { recursive: true });
+  const kept =
+    KEEP && existsSync(join(KEEP, "bench.json"))
+      ? (JSON.parse(readFileSync(join(KEEP, "bench.json"), "utf8")) as SearchData)
+      : null;
+  const config = loadConfig(
+    { dataDir: dir, logLevel: "silent", host: "127.0.0.1", port: 0 },
+    { VSEARCH_RATE_LIMIT_SEARCH: "1000000" },
+  );
   const tiny = await ClipModel.load(TINY_CLIP, { dtype: "fp32", towers: ["text"] });
   const ds = generateDataset({
     n: FRAMES,
@@ -159,82 +224,11 @@ async function main() {
     logger: createLogger("silent"),
     queryEmbedder: embedder,
   });
+  let server: ReturnType<typeof Bun.serve> | null = null;
   try {
-    const s = app.services;
-    const account = s.accounts.createAccount({ name: "Bench", plan: "enterprise" });
-    const key = s.apiKeys.create(account.id, { name: "bench", permissions: "read_only" }).key;
-    const collections = Array.from({ length: 10 }, (_, i) => s.collections.create(account.id, { name: `c${i}` }).id);
-
-    // ---- data ------------------------------------------------------------------------------------
-    const t0 = performance.now();
-    const index = new IndexStore(app.internals.db, true);
-    const videoStore = new VideoStore(app.internals.db);
-    const r = prng(5);
-    const nVideos = ds.video[FRAMES - 1] + 1;
-    let transcriptSegments = 0;
-    let shotsTotal = 0;
-    for (let v = 0, row = 0; v < nVideos; v++) {
-      const first = row;
-      while (row < FRAMES && ds.video[row] === v) row++;
-      const n = row - first;
-      const tmp = join(dir, `src-${v}.bin`);
-      writeFileSync(tmp, new Uint8Array(64));
-      const { video_id } = s.videos.createFromUpload({
-        accountId: account.id,
-        collectionId: collections[v % 10],
-        filename: `video-${v}.mp4`,
-        tempFile: tmp,
-        ext: "mp4",
-        container: "mp4",
-        mimeType: "video/mp4",
-        sizeBytes: 64,
-      });
-      videoStore.update(video_id, { status: "ready", progress_pct: 100, duration_secs: n });
-      const scope = { videoId: video_id, accountId: account.id, collectionId: collections[v % 10] };
-      const shotOf = (i: number) => ds.shot[i] - ds.shot[first];
-      index.replaceFrames(
-        scope,
-        Array.from({ length: n }, (_, k) => ({
-          timestamp: k,
-          shotIndex: shotOf(first + k),
-          embedding: ds.vectors.subarray((first + k) * DIM, (first + k + 1) * DIM),
-        })),
-        MODEL,
-      );
-      const shots = [];
-      for (let k = 0; k < n; ) {
-        const sh = shotOf(first + k);
-        let e = k;
-        while (e < n && shotOf(first + e) === sh) e++;
-        const mean = new Float32Array(DIM);
-        for (let i = k; i < e; i++) for (let j = 0; j < DIM; j++) mean[j] += ds.vectors[(first + i) * DIM + j];
-        const labels = [0, 1, 2].map((x) => ({
-          label: SCENE_LABELS[(r() + x) % SCENE_LABELS.length],
-          score: Math.round(((3 - x) / 6) * 100) / 100,
-        }));
-        shots.push({
-          shotIndex: sh,
-          start: k,
-          end: e,
-          keyframe: (k + e) / 2,
-          thumbnailPath: null,
-          labels,
-          caption: null,
-          embedding: mean,
-        });
-        k = e;
-      }
-      shotsTotal += shots.length;
-      index.replaceShots(scope, shots, MODEL);
-      const segs = [];
-      for (let t = 0; t + 4 <= n; t += 8)
-        segs.push({ start: t, end: t + 4, text: Array.from({ length: 14 }, () => zipfWord(r)).join(" ") });
-      transcriptSegments += segs.length;
-      index.replaceTranscript(scope, segs, "whisper@bench");
-    }
-    const insertMs = performance.now() - t0;
-
-    // ---- requests ----------------------------------------------------------------------------------
+    const data = kept ?? writeSearchData(app, ds, dir);
+    if (KEEP && !kept) writeFileSync(join(KEEP, "bench.json"), JSON.stringify(data));
+    const key = data.key;
     const post = async (fields: Record<string, string | string[]>) => {
       const p = new URLSearchParams();
       for (const [k, v] of Object.entries(fields)) for (const x of Array.isArray(v) ? v : [v]) p.append(k, x);
@@ -251,73 +245,158 @@ async function main() {
       if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(body)}`);
       return { ms, videos: body.meta.total, segments: body.data.reduce((n, v) => n + v.segments.length, 0) };
     };
-    // Three query words; a new combination per query and round, so "computed" rows never hit the cache.
-    let counter = 0;
     const texts = new Map<string, string>();
     const text = (round: string, q: number) => {
-      const key = `${round}/${q}`;
-      let t = texts.get(key);
-      if (!t) {
-        const c = 1 + 37 * counter++;
-        t = [c % 20, Math.floor(c / 20) % 20, Math.floor(c / 400) % 20].map((i) => WORDS[i]).join(" ");
-        texts.set(key, t);
-      }
+      const k = `${round}/${q}`;
+      let t = texts.get(k);
+      if (!t) texts.set(k, (t = newText()));
       return t;
     };
 
-    const store = new SearchStore(app.internals.db);
-    const backends = [
-      {
-        name: "memory (src/vector)",
-        backend: new MemoryVectorBackend(store, new ExactVectorCache(config.searchCacheMb * 1024 * 1024)),
-      },
-      { name: "sqlite-vec (vec0)", backend: new StoreVectorBackend(store) },
-    ];
+    // First search of the account: builds the in-memory index and the null samples; then the
+    // index's list training (background slices) is let finish: the rows below are the steady state.
+    const warm = await post({ query: text("warm", 0) });
+    const trainStart = performance.now();
+    await app.internals.search.indexes.whenVectorIndexIdle();
+    const retrainMs = performance.now() - trainStart;
+
     const rows: Record<string, unknown>[] = [];
-    let firstSearchMs = 0;
-    let retrainMs = 0;
-    for (const [bi, { name, backend }] of backends.entries()) {
-      app.internals.search.indexes.useBackend(backend);
-      // First search of the account: builds the in-memory index (memory backend) and the null samples.
-      const warm = await post({ query: text(`warm${bi}`, 0) });
-      if (bi === 0) firstSearchMs = warm.ms;
-      // That first load queues the index's list training (src/vector, in ≤ 8 ms slices between
-      // event-loop turns). Measured while it runs, every await of a query waited for a slice
-      // (the tiny text tower read 9 ms instead of 1): the rows below are the steady state.
-      const trainStart = performance.now();
-      await app.internals.search.indexes.whenVectorIndexIdle();
-      if (bi === 0) retrainMs = performance.now() - trainStart;
-      for (const [label, modes] of [
-        ["all modes", undefined],
-        ["video only", ["video"]],
-      ] as const) {
-        for (const cached of [false, true]) {
-          const round = `b${bi}${label[0]}`;
-          const encodeBefore = embedder.encodeMs.length;
-          const runs = [];
-          for (let q = 0; q < QUERIES; q++)
-            runs.push(await post({ query: text(round, q), ...(modes ? { modes: [...modes] } : {}) }));
-          if (cached) {
-            // The same queries, asked REPEATS more times (more samples: this box is shared).
-            runs.length = 0;
-            for (let rep = 0; rep < REPEATS; rep++)
-              for (let q = 0; q < QUERIES; q++)
-                runs.push(await post({ query: text(round, q), ...(modes ? { modes: [...modes] } : {}) }));
+    if (IN_PROCESS) {
+      const store = new SearchStore(app.internals.db);
+      const backends = [
+        {
+          name: "memory (src/vector)",
+          backend: new MemoryVectorBackend(store, new ExactVectorCache(config.searchCacheMb * 1024 * 1024)),
+        },
+        { name: "sqlite-vec (vec0)", backend: new StoreVectorBackend(store) },
+      ];
+      for (const [bi, { name, backend }] of backends.entries()) {
+        app.internals.search.indexes.useBackend(backend);
+        await post({ query: text(`warm${bi}`, 0) });
+        await app.internals.search.indexes.whenVectorIndexIdle();
+        for (const [label, modes] of [
+          ["all modes", undefined],
+          ["video only", ["video"]],
+        ] as const) {
+          for (const cached of [false, true]) {
+            const round = `b${bi}${label[0]}`;
+            const encodeBefore = embedder.encodeMs.length;
+            const runs = [];
+            for (let q = 0; q < QUERIES; q++)
+              runs.push(await post({ query: text(round, q), ...(modes ? { modes: [...modes] } : {}) }));
+            if (cached) {
+              runs.length = 0;
+              for (let rep = 0; rep < REPEATS; rep++)
+                for (let q = 0; q < QUERIES; q++)
+                  runs.push(await post({ query: text(round, q), ...(modes ? { modes: [...modes] } : {}) }));
+            }
+            const ms = runs.map((x) => x.ms);
+            const enc = embedder.encodeMs.slice(encodeBefore);
+            rows.push({
+              backend: name,
+              modes: label,
+              query: cached ? "repeated" : "new",
+              p50_ms: r2(median(ms)),
+              p95_ms: r2(pct(ms, 95)),
+              mean_ms: r2(ms.reduce((a, b) => a + b, 0) / ms.length),
+              tiny_text_tower_p50_ms: cached ? null : r2(median(enc)),
+              avg_videos: r2(runs.reduce((a, b) => a + b.videos, 0) / runs.length),
+              avg_segments_page1: r2(runs.reduce((a, b) => a + b.segments, 0) / runs.length),
+            });
           }
-          const ms = runs.map((x) => x.ms);
-          const enc = embedder.encodeMs.slice(encodeBefore);
-          rows.push({
-            backend: name,
-            modes: label,
-            query: cached ? "repeated" : "new",
-            p50_ms: r2(median(ms)),
-            p95_ms: r2(pct(ms, 95)),
-            mean_ms: r2(ms.reduce((a, b) => a + b, 0) / ms.length),
-            tiny_text_tower_p50_ms: cached ? null : r2(median(enc)),
-            avg_videos: r2(runs.reduce((a, b) => a + b.videos, 0) / runs.length),
-            avg_segments_page1: r2(runs.reduce((a, b) => a + b.segments, 0) / runs.length),
-          });
         }
+      }
+      // Back to the app's own backend (its index is already built) for the HTTP rows.
+      app.internals.search.indexes.useBackend(backends[0].backend);
+    }
+
+    // ---- HTTP: 1 and 8 clients, side by side ----------------------------------------------------
+    const http: Record<string, unknown>[] = [];
+    let breakdown: Record<string, unknown> | null = null;
+    if (HTTP) {
+      server = Bun.serve(bunServeOptions(app, config));
+      const url = `http://127.0.0.1:${server.port}`;
+      const window = async (clients: number) => {
+        // More than the window can use at ~100 requests/s per client, fewer than the texts there are.
+        const queries = Array.from({ length: Math.min(1500, SECS * 100) }, () => newText());
+        const load = loadavg()[0];
+        const c0 = process.cpuUsage();
+        const th0 = threadCpu();
+        const t0 = performance.now();
+        const child = Bun.spawn([BUN, CLIENTS, url, key, String(clients), String(SECS)], {
+          stdin: new Blob([JSON.stringify(queries)]),
+          stdout: "pipe",
+          stderr: "inherit",
+        });
+        const out = await new Response(child.stdout).text();
+        if ((await child.exited) !== 0) throw new Error(`clients failed: ${out}`);
+        const wall = (performance.now() - t0) / 1000;
+        const cpu = cpuMs(process.cpuUsage(c0));
+        const mainCpu = threadCpu() - th0;
+        const r = JSON.parse(out) as { requests: number; errors: number; secs: number; lat: number[] };
+        // The client's window is a little shorter than ours (its start-up): count the server CPU per request over ours.
+        return {
+          clients,
+          requests: r.requests,
+          errors: r.errors,
+          req_per_s: r2(r.requests / r.secs),
+          p50_ms: r2(median(r.lat)),
+          p95_ms: r2(pct(r.lat, 95)),
+          server_cpu_ms_per_req: r2(cpu / Math.max(1, r.requests)),
+          main_thread_cpu_ms_per_req: r2(mainCpu / Math.max(1, r.requests)),
+          server_cpu_share: r2(cpu / 1000 / wall),
+          load1: r2(load),
+        };
+      };
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const clients of [1, 8]) {
+          const w = await window(clients);
+          http.push({ round, ...w });
+          console.log(JSON.stringify(w));
+        }
+      }
+      // CPU breakdown, one client (nothing interleaves): timers around the parts.
+      if (PROFILE) {
+        // The main thread's JS, sampled during a one-client window only (the data load and index
+        // build before it are not in it): node:inspector's profiler, as Bun provides it.
+        const { Session } = await import("node:inspector");
+        const session = new Session();
+        session.connect();
+        const post = (m: string, p?: object) =>
+          new Promise<any>((res, rej) => session.post(m, p ?? {}, (e: unknown, r: unknown) => (e ? rej(e) : res(r))));
+        await post("Profiler.enable");
+        await post("Profiler.setSamplingInterval", { interval: 200 });
+        await post("Profiler.start");
+        const w = await window(1);
+        const { profile } = await post("Profiler.stop");
+        writeFileSync(PROFILE, JSON.stringify(profile));
+        profileSummary = summarize(profile, w.requests);
+        console.log(`profile of ${w.requests} requests written to ${PROFILE}`);
+      }
+      if (BREAKDOWN) {
+        const parts = installTimers(embedder);
+        const w = await window(1);
+        const total = w.server_cpu_ms_per_req * w.requests;
+        const per = (x: number) => r2(x / Math.max(1, w.requests));
+        const named = Object.entries(parts).map(([k, v]) => ({
+          part: k,
+          cpu_ms_per_req: per(v.cpu),
+          calls_per_req: r2(v.calls / w.requests),
+        }));
+        const known = Object.values(parts).reduce((n, v) => n + v.cpu, 0);
+        const mainTotal = w.main_thread_cpu_ms_per_req * w.requests;
+        const embed = parts["query embedding (tiny CLIP text tower)"]?.cpu ?? 0;
+        named.push({
+          part: "the rest on the main thread (HTTP, routing, auth, form, moments, fusion, rendering)",
+          cpu_ms_per_req: per(mainTotal - (known - embed)),
+          calls_per_req: 1,
+        });
+        named.push({
+          part: "other threads (garbage collector, JIT compiler), beyond the embedding's",
+          cpu_ms_per_req: per(total - mainTotal - embed),
+          calls_per_req: 1,
+        });
+        breakdown = { ...w, parts: named };
       }
     }
 
@@ -331,13 +410,14 @@ async function main() {
       data: {
         frames: FRAMES,
         dim: DIM,
-        videos: nVideos,
-        shots: shotsTotal,
-        transcript_segments: transcriptSegments,
+        videos: data.videos,
+        shots: data.shots,
+        transcript_segments: data.transcriptSegments,
         queries: QUERIES,
-        insert_ms: Math.round(insertMs),
+        insert_ms: Math.round(data.insertMs),
       },
-      first_search_ms: r2(firstSearchMs),
+      first_search_ms: r2(warm.ms),
+      retrain_ms: r2(retrainMs),
       text_encoding: {
         measured:
           "tiny-random-clip text tower (hidden 16): the 3 caption-template prompts of each query, batched, fp32",
@@ -345,35 +425,40 @@ async function main() {
           "CLIP B/32 text tower per 8-token prompt: 8.3 ms fp32, 2.4 ms q8 (shared/fixtures/README.md); ×3 prompts for a short query",
       },
       rows,
+      http,
+      breakdown,
+      profile: profileSummary,
     };
     mkdirSync(join(OUT, ".."), { recursive: true });
     writeFileSync(OUT, JSON.stringify(result, null, 2) + "\n");
 
     console.log(
-      `search bench: ${FRAMES} frames (512-d), ${nVideos} videos, ${shotsTotal} shots, ${transcriptSegments} transcript segments; ${QUERIES} new queries per row, the repeated rows ask them ${REPEATS} more times`,
+      `search bench: ${FRAMES} frames (512-d), ${data.videos} videos, ${data.shots} shots, ${data.transcriptSegments} transcript segments; ${result.cpu}, ${result.cores} cores, load ${load0.map((x) => x.toFixed(2)).join(" ")}`,
     );
     console.log(
-      `insert ${Math.round(insertMs)} ms; first search (index build + null samples) ${r2(firstSearchMs)} ms, then its background list training ${r2(retrainMs)} ms; ${result.cpu}, ${result.cores} cores, load ${load0.map((x) => x.toFixed(2)).join(" ")}`,
+      `insert ${Math.round(data.insertMs)} ms; first search ${r2(warm.ms)} ms, then list training ${r2(retrainMs)} ms`,
     );
-    const cols = [
-      "backend",
-      "modes",
-      "query",
-      "p50_ms",
-      "p95_ms",
-      "mean_ms",
-      "tiny_text_tower_p50_ms",
-      "avg_videos",
-      "avg_segments_page1",
-    ];
-    const w = cols.map((c) => Math.max(c.length, ...rows.map((row) => String(row[c] ?? "-").length)));
-    console.log(cols.map((c, i) => c.padEnd(w[i])).join("  "));
-    for (const row of rows) console.log(cols.map((c, i) => String(row[c] ?? "-").padEnd(w[i])).join("  "));
+    const print = (rs: Record<string, unknown>[]) => {
+      if (!rs.length) return;
+      const cols = Object.keys(rs[0]);
+      const w = cols.map((c) => Math.max(c.length, ...rs.map((row) => String(row[c] ?? "-").length)));
+      console.log(cols.map((c, i) => c.padEnd(w[i])).join("  "));
+      for (const row of rs) console.log(cols.map((c, i) => String(row[c] ?? "-").padEnd(w[i])).join("  "));
+      console.log("");
+    };
+    print(rows);
+    print(http);
+    if (profileSummary) print(profileSummary as Record<string, unknown>[]);
+    if (breakdown) {
+      console.log(`CPU breakdown, 1 client: ${breakdown.server_cpu_ms_per_req} ms of server CPU per request`);
+      print(breakdown.parts as Record<string, unknown>[]);
+    }
     console.log(`wrote ${OUT}`);
   } finally {
+    await server?.stop(true);
     await app.close();
     await tiny.dispose();
-    rmSync(dir, { recursive: true, force: true });
+    if (!KEEP) rmSync(dir, { recursive: true, force: true });
   }
 }
 

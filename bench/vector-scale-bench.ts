@@ -7,6 +7,7 @@
  *     [--gt-threads=1] [--max-anon-gb=14] [--data-dir=bench/results/vector-scale-data] [--keep-data=0]
  *     [--generate-only=1] [--truth-only=1] [--warm-pass=1] [--lists=N] [--wait-pid=PID] [--rebuild=0]
  *     [--sqrt-probes=0.02,0.03] (image queries at these shares under the app's √n policy) [--filtered=0]
+ *     [--text-probes=0.08,0.16,0.32] [--text-policy-shares=0.25,0.3] [--text-models=pessimistic,realistic]
  *     [--configs=chunkRows:lists,…] [--filtered=0]
  *
  * Per size: build time and RAM (RSS delta after GC), then p50/p99 and recall@10 against an exact
@@ -43,10 +44,18 @@ import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import usearch from "usearch";
 import { createVectorIndex, type CompactionStats, type SearchStats, type VectorSource } from "../src/vector/index.ts";
-import { IMAGE_QUERY_PROBE } from "../src/search/service.ts";
+import type { ProbePolicy } from "../src/search/indexes.ts";
+import { IMAGE_QUERY_PROBE, TEXT_QUERY_PROBE } from "../src/search/probe-policy.ts";
 import { mapRows, truthFromFileThreads } from "./lib/exact-file.ts";
 import { runQueries } from "./lib/run-queries.ts";
-import { clusteredStream, generateQueries } from "./lib/synthetic.ts";
+import {
+  clusteredStream,
+  generateQueries,
+  generateQuerySet,
+  parseTextModel,
+  taskHits,
+  textModelTag,
+} from "./lib/synthetic.ts";
 
 const DIM = 512;
 const K = 10;
@@ -55,7 +64,17 @@ const list = (name: string, def: string) => (argv.get(name) ?? def).split(",").f
 const SIZES = list("sizes", "100000,1000000");
 const NQ = Number(argv.get("queries") ?? 200);
 const PROBES = list("probes", "0.02,0.04,0.08,0.16");
+/** Shares text-like queries are probed at (default: --probes). */
+const TEXT_PROBES = argv.has("text-probes") ? list("text-probes", "") : PROBES;
+/**
+ * --text-models=pessimistic,realistic (default both; or NOISE:SEMANTIC[:SHOTS]): the generator's
+ * text-query models (bench/lib/synthetic.ts TextQueryModel), each a text query set of its own with
+ * its own exact answers. The filtered sets use the first.
+ */
+const TEXT_MODELS = (argv.get("text-models") ?? "pessimistic,realistic").split(",").map(parseTextModel);
 const SQRT_PROBES = list("sqrt-probes", "");
+/** Text queries at these shares under the app's text policy's growth (search/probe-policy.ts), to choose its share. */
+const TEXT_POLICY_SHARES = list("text-policy-shares", "");
 const EFS = list("efs", "16,64,256");
 /** --lists=N: list count per training instead of the default (~n / 256 up to 8 192, then n / 512 up to 16 384; src/vector/lists.ts listsFor). */
 const LISTS = Number(argv.get("lists") ?? 0);
@@ -109,6 +128,9 @@ interface Row {
   /** Mean CPU ms per query (process CPU time over the pass). */
   cpuMs: number;
   recall: number;
+  /** Task recall: share of queries with a row of their own shot / own video in the top-10. */
+  taskShot?: number;
+  taskVideo?: number;
   load1: number;
   stages?: Record<string, number>;
 }
@@ -157,11 +179,15 @@ const freeG = () => {
   return `MemTotal ${(kb("MemTotal") / 2 ** 20).toFixed(1)} GiB, MemAvailable ${(kb("MemAvailable") / 2 ** 20).toFixed(1)} GiB`;
 };
 
+/** The set's per-row shot and video (task recall), set per size. */
+let labels: { shot: Int32Array; video: Int32Array } = { shot: new Int32Array(0), video: new Int32Array(0) };
+
 function measure(
   base: Pick<Row, "n" | "engine" | "queries" | "setting">,
   Q: Float32Array,
   truth: Int32Array[],
   search: (q: Float32Array, i: number) => number[],
+  sources?: Int32Array,
 ): Row {
   if (WARM_PASS) {
     // Once untimed: the rows it rescores come into the page cache (a set larger than the cache
@@ -176,16 +202,46 @@ function measure(
   }
   // CPU time of the timed pass (its warm-up included) per query: less sensitive to the shared box's load than p50.
   const cpu0 = process.cpuUsage();
-  const { nq, lat, recall } = runQueries(Q, DIM, truth, search);
+  const { nq, lat, recall, results } = runQueries(Q, DIM, truth, search);
   const cpu = process.cpuUsage(cpu0),
     cpuMs = (cpu.user + cpu.system) / 1000 / (nq + Math.min(5, nq));
   lat.sort((a, b) => a - b);
   const row: Row = { ...base, nq, p50: pct(lat, 50), p99: pct(lat, 99), cpuMs, recall, load1: load1() };
+  if (sources) {
+    const t = taskHits(labels, sources, results);
+    row.taskShot = t.shot;
+    row.taskVideo = t.video;
+  }
   rows.push(row);
   log(
-    `n=${row.n} ${row.engine.padEnd(7)} ${row.queries.padEnd(11)} ${row.setting.padEnd(16)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} cpu ${row.cpuMs.toFixed(2)} recall ${row.recall.toFixed(3)} load ${row.load1}`,
+    `n=${row.n} ${row.engine.padEnd(7)} ${row.queries.padEnd(11)} ${row.setting.padEnd(16)} p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} cpu ${row.cpuMs.toFixed(2)} recall ${row.recall.toFixed(3)}${row.taskShot === undefined ? "" : ` task shot ${row.taskShot.toFixed(3)} video ${row.taskVideo!.toFixed(3)}`} load ${row.load1}`,
   );
   return row;
+}
+
+/** The exact top-10's own task recall (what a perfect index would give), as a row. */
+function exactRow(n: number, queries: string, truth: Int32Array[], sources: Int32Array): void {
+  const t = taskHits(
+    labels,
+    sources,
+    truth.map((ids) => Array.from(ids)),
+  );
+  const row: Row = {
+    n,
+    engine: "exact",
+    queries,
+    setting: "exact top-10",
+    nq: truth.length,
+    p50: 0,
+    p99: 0,
+    cpuMs: 0,
+    recall: 1,
+    taskShot: t.shot,
+    taskVideo: t.video,
+    load1: load1(),
+  };
+  rows.push(row);
+  log(`n=${n} exact ${queries}: task shot ${t.shot.toFixed(3)} video ${t.video.toFixed(3)}`);
 }
 
 /** Writes the clustered set's n rows to `path` chunk by chunk (never the whole set in memory). */
@@ -217,11 +273,14 @@ async function runSize(n: number): Promise<void> {
   );
   if (GENERATE_ONLY) return;
   const data = mapRows(path, n, DIM);
-  const { video, collection } = stream;
+  const { video, collection, shot } = stream;
+  labels = { shot, video };
   t = performance.now();
   const dsq = { ...stream, row: data.row };
+  const textSets = TEXT_MODELS.map((m) => ({ model: m, ...generateQuerySet(dsq, NQ, "text", 7, m) }));
+  const imageSet = generateQuerySet(dsq, NQ, "image", 7);
   const text = generateQueries(dsq, NQ, "text", 7),
-    image = generateQueries(dsq, NQ, "image", 7);
+    image = imageSet.queries;
   const textC = generateQueries(dsq, NQ / 2, "text", 8),
     textV = generateQueries(dsq, NQ / 2, "text", 9);
   const imageC = generateQueries(dsq, NQ / 2, "image", 8);
@@ -251,10 +310,24 @@ async function runSize(n: number): Promise<void> {
       );
   if (!truthCached) writeFileSync(truthPath, JSON.stringify(truths.map((set) => set.map((ids) => Array.from(ids)))));
   const [truthText, truthImage, truthC, truthIC, truthV] = truths;
-  const sets = [
-    { name: "text", Q: text, truth: truthText },
-    { name: "image", Q: image, truth: truthImage },
-  ];
+  // Text sets of the other generator models: exact answers of their own, kept beside the set.
+  const sets: { name: string; Q: Float32Array; truth: Int32Array[]; sources: Int32Array }[] = [];
+  for (const ts of textSets) {
+    const tag = textModelTag(ts.model);
+    let truth = truthText;
+    if (tag) {
+      const p2 = join(DATA_DIR, `truth-s1-d${DIM}-n${n}-q${NQ}-k${K}${tag}.json`);
+      if (existsSync(p2))
+        truth = (JSON.parse(readFileSync(p2, "utf8")) as number[][]).map((ids) => Int32Array.from(ids));
+      else {
+        [truth] = await truthFromFileThreads(path, n, DIM, K, [{ queries: ts.queries }], GT_THREADS);
+        writeFileSync(p2, JSON.stringify(truth.map((ids) => Array.from(ids))));
+      }
+    }
+    sets.push({ name: `text ${ts.model.name}`, Q: ts.queries, truth, sources: ts.sources });
+  }
+  sets.push({ name: "image", Q: image, truth: truthImage, sources: imageSet.sources });
+  for (const s of sets) exactRow(n, s.name, s.truth, s.sources);
   log(
     `n=${n}: ground truth (${NQ}+${NQ} queries, ${NQ / 2}×3 filtered, ${truthCached ? `read from ${truthPath}` : `${GT_THREADS} thread(s)`}) in ${((performance.now() - t) / 1000).toFixed(1)} s, load ${load1()}`,
   );
@@ -345,17 +418,26 @@ async function runSize(n: number): Promise<void> {
     rescored: 0,
     ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 },
   };
+  type Probe = number | ProbePolicy | undefined;
   const vs = (
     index: ReturnType<typeof createVectorIndex>,
-    probe: number | undefined,
+    probe: Probe,
     allowOf?: (i: number) => { collections?: number[]; videos?: number[]; rowIds?: number[] },
-    probeSqrtAt?: number,
   ) => {
+    const p = typeof probe === "number" ? { share: probe } : probe;
     const agg: Record<string, number> = { scanned: 0, coarse: 0, filter: 0, scan: 0, estimate: 0, rescore: 0 };
     let m = 0;
     const fn = (q: Float32Array, i: number) => {
       const out = index
-        .search(q, { partition: "acct", k: K, probe, probeSqrtAt, allow: allowOf?.(i), stats })
+        .search(q, {
+          partition: "acct",
+          k: K,
+          probe: p?.share,
+          probeAt: p?.at,
+          probeGrowth: p?.growth,
+          allow: allowOf?.(i),
+          stats,
+        })
         .map((r) => r.rowId);
       m++;
       agg.scanned += stats.scanned ?? 0;
@@ -374,33 +456,54 @@ async function runSize(n: number): Promise<void> {
     setting: string,
     Q: Float32Array,
     truth: Int32Array[],
-    probe: number | undefined,
+    probe: Probe,
     allowOf?: (i: number) => { collections?: number[]; videos?: number[]; rowIds?: number[] },
-    probeSqrtAt?: number,
+    sources?: Int32Array,
   ) => {
     for (const b of built) {
-      const h = vs(b.index, probe, allowOf, probeSqrtAt);
-      measure({ n, engine: `vsearch${b.label ? ` ${b.label}` : ""}`, queries, setting }, Q, truth, h.fn).stages =
-        h.stages();
+      const h = vs(b.index, probe, allowOf);
+      measure(
+        { n, engine: `vsearch${b.label ? ` ${b.label}` : ""}`, queries, setting },
+        Q,
+        truth,
+        h.fn,
+        sources,
+      ).stages = h.stages();
     }
   };
+  const policyName = (p: ProbePolicy) =>
+    `app: ${p.share}${p.at ? ` at ${p.at.toLocaleString("en")} rows, growth ${(p.growth ?? [0.5, 0.5]).join("/")}` : ""}`;
   for (const s of sets) {
-    for (const probe of [undefined, ...PROBES])
-      each(s.name, probe === undefined ? "default" : `probe=${probe}`, s.Q, s.truth, probe);
+    const probes = s.name === "image" ? PROBES : TEXT_PROBES;
+    for (const probe of [undefined, ...probes])
+      each(s.name, probe === undefined ? "flat" : `probe=${probe}`, s.Q, s.truth, probe, undefined, s.sources);
+    // What the app passes for an unfiltered query of this kind (search/probe-policy.ts).
+    const policy = s.name === "image" ? IMAGE_QUERY_PROBE : TEXT_QUERY_PROBE;
+    each(s.name, policyName(policy), s.Q, s.truth, policy, undefined, s.sources);
   }
-  // What the app passes for an image-only query (search/service.ts IMAGE_QUERY_PROBE): a share
-  // at 1 M rows, the rows read growing as √n around it (per segment).
-  each(
-    "image",
-    `app: ${IMAGE_QUERY_PROBE.share} at 1 M, √n`,
-    image,
-    truthImage,
-    IMAGE_QUERY_PROBE.share,
-    undefined,
-    IMAGE_QUERY_PROBE.sqrtAt,
-  );
-  // Other shares under the app's √n policy (--sqrt-probes), to choose the app's.
-  for (const share of SQRT_PROBES) each("image", `${share} at 1 M, √n`, image, truthImage, share, undefined, 1_000_000);
+  // Other shares under the app's image policy (--sqrt-probes), to choose the app's.
+  for (const share of SQRT_PROBES)
+    each(
+      "image",
+      `${share} at 1 M, √n`,
+      image,
+      truthImage,
+      { ...IMAGE_QUERY_PROBE, share },
+      undefined,
+      imageSet.sources,
+    );
+  // Other shares under the app's text policy (--text-policy-shares).
+  for (const share of TEXT_POLICY_SHARES)
+    for (const s of sets.filter((x) => x.name !== "image"))
+      each(
+        s.name,
+        policyName({ ...TEXT_QUERY_PROBE, share }),
+        s.Q,
+        s.truth,
+        { ...TEXT_QUERY_PROBE, share },
+        undefined,
+        s.sources,
+      );
   if (!SKIP_FILTERED) {
     each("text+coll", "default", textC, truthC, undefined, (i) => ({ collections: [coll[i]] }));
     for (const probe of [undefined, ...PROBES]) {
@@ -484,8 +587,12 @@ async function runSize(n: number): Promise<void> {
         u.load(join(dirFor(), `u-${n}.usearch`));
       }
       for (const s of sets) {
-        measure({ n, engine: "usearch", queries: s.name, setting: `ef=${efs}` }, s.Q, s.truth, (q) =>
-          Array.from(u.search(q, K, 1).keys, Number),
+        measure(
+          { n, engine: "usearch", queries: s.name, setting: `ef=${efs}` },
+          s.Q,
+          s.truth,
+          (q) => Array.from(u.search(q, K, 1).keys, Number),
+          s.sources,
         );
       }
     }
@@ -541,7 +648,21 @@ console.log(
 );
 console.log(
   `\n${fmt(
-    ["n", "engine", "queries", "setting", "nq", "rows read", "p50 ms", "p99 ms", "CPU ms/q", "recall@10", "load1"],
+    [
+      "n",
+      "engine",
+      "queries",
+      "setting",
+      "nq",
+      "rows read",
+      "p50 ms",
+      "p99 ms",
+      "CPU ms/q",
+      "recall@10",
+      "own shot",
+      "own video",
+      "load1",
+    ],
     rows.map((r) => [
       String(r.n),
       r.engine,
@@ -553,6 +674,8 @@ console.log(
       r.p99.toFixed(2),
       r.cpuMs.toFixed(2),
       r.recall.toFixed(3),
+      r.taskShot === undefined ? "" : r.taskShot.toFixed(3),
+      r.taskVideo === undefined ? "" : r.taskVideo.toFixed(3),
       String(r.load1),
     ]),
   )}`,

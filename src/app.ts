@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { Config } from "./config/config.ts";
+import { memoryBudgetBytes } from "./config/memory-budget.ts";
 import { createLogger, type Logger } from "./core/logger.ts";
 import { openStore, type StoreHandle } from "./store/database.ts";
 import { AccountStore } from "./accounts/store.ts";
@@ -53,6 +54,7 @@ import { createSearchDomain, type SearchDomain } from "./search/domain.ts";
 import { SearchStore } from "./search/store.ts";
 import { OcrSearchStore } from "./search/ocr-store.ts";
 import { FeedbackStore } from "./search/feedback-store.ts";
+import { VectorChangeStore } from "./search/vector-change-store.ts";
 import type { MemoryIndexOptions } from "./search/memory-backend.ts";
 import type { IndexWarmOptions } from "./search/index-warmer.ts";
 import { StoreVectorBackend } from "./search/indexes.ts";
@@ -248,7 +250,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     () => idleMemory.schedule(),
   );
   const search = createSearchDomain({
-    stores: { search: new SearchStore(db), ocr: new OcrSearchStore(db), feedback: new FeedbackStore(db) },
+    stores: {
+      search: new SearchStore(db),
+      ocr: new OcrSearchStore(db),
+      feedback: new FeedbackStore(db),
+      changes: new VectorChangeStore(db),
+    },
+    indexDir: join(config.dataDir, "index"),
+    vectorMemoryBudgetBytes: memoryBudgetBytes(config.vectorMemoryBudget),
     uow,
     vectorCacheBytes: config.searchCacheMb * 1024 * 1024,
     vectorIndex: opts.vectorIndex,
@@ -498,12 +507,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       checks.shutdown = closing ? "in progress" : "no";
       // Informational: while the index loads only vector searches wait (503 + Retry-After); the
       // rest of the server serves, so this never makes the instance unready.
-      const warm = search.indexes.warmStatus;
-      checks.search_index = !warm
-        ? "loads on first search"
-        : warm.state === "warming"
-          ? `loading: ${Math.floor(warm.fraction * 100)}% (${warm.rows} vectors)`
-          : warm.state;
+      checks.search_index = search.indexes.statusLine();
       return { ok: checks.database === "ok" && disk.ok && !closing, checks };
     },
   });
@@ -561,6 +565,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       await runner.stop();
       await renditions.stop();
       await dispatcher.stop();
+      search.indexes.saveSnapshot(); // nothing writes vectors any more; the store is still open
       idleMemory.close();
       await inference.close();
       await ocr?.close();

@@ -25,6 +25,10 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
     .option("--per-page <n>", "videos per page (1-50)", "10")
     .option("--min-score <n>", "0-1: replaces the per-mode thresholds; 0 lists the best matches whatever their score")
     .option("--include-hidden", "also show segments hidden by feedback")
+    .option(
+      "--exact",
+      "read every vector of the scope instead of the lists nearest the query (slower, full-scan recall)",
+    )
     .action(
       async (
         query: string,
@@ -38,6 +42,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
           perPage: string;
           minScore?: string;
           includeHidden?: boolean;
+          exact?: boolean;
         },
         cmd: Command,
       ) => {
@@ -61,6 +66,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
             per_page: opts.perPage,
             min_score: opts.minScore,
             include_hidden: opts.includeHidden ? "true" : undefined,
+            exact: opts.exact ? "true" : undefined,
           });
           return app.services.search.search(opts.account, req);
         });

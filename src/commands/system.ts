@@ -1,6 +1,8 @@
 import type { Command } from "commander";
+import { memoryBudgetBytes } from "../config/memory-budget.ts";
 import { modelFix } from "../models/hints.ts";
 import { runSelfTest, type RuntimePaths } from "../runtime/index.ts";
+import { readAdmissionStatus } from "../search/memory-admission.ts";
 import { VERSION } from "../version.ts";
 import type { CliContext } from "../cli/context.ts";
 
@@ -64,9 +66,32 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
             });
           }
         }
+        // The in-memory vector index against vector_memory_budget: what the running server wrote
+        // (index/status.json), else an estimate from the stored vectors (~200 B a row).
+        const budget = memoryBudgetBytes(app.config.vectorMemoryBudget);
+        const served = readAdmissionStatus(app.config.dataDir);
+        const store = system.storeCounts();
+        const estimate = store.frames * 200;
+        const searchIndex = {
+          budget_mb: budget > 0 ? Math.round(budget / 2 ** 20) : null,
+          estimated_mb: Math.round(estimate / 2 ** 20),
+          over_budget_accounts: served?.degraded ?? [],
+          reported_by_server: served ? { pid: served.pid, at: served.writtenAt, budget: served.budgetReason } : null,
+        };
+        if (searchIndex.over_budget_accounts.length || (budget > 0 && estimate > budget))
+          warnings.push({
+            role: "search",
+            code: "VECTOR_MEMORY_BUDGET",
+            message: searchIndex.over_budget_accounts.length
+              ? `${searchIndex.over_budget_accounts.length} account(s) over vector_memory_budget (${served!.budgetReason}): searched with exact scans from the database, slower`
+              : `the vector index needs ~${searchIndex.estimated_mb} MiB, over vector_memory_budget (${searchIndex.budget_mb} MiB): some accounts will be searched from the database`,
+            videos: 0,
+            fix: "raise vector_memory_budget (or give the machine more memory), then restart vsearch serve",
+          });
         return {
           ok: runtime.ok && device.device !== "unavailable",
           warnings,
+          search_index: searchIndex,
           version: VERSION,
           data_dir: app.config.dataDir,
           device: { requested: app.config.device, in_use: device.device, reason: device.reason },
@@ -77,7 +102,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
             text: system.activeModel("text")?.modelId ?? null,
           },
           runtime,
-          store: system.storeCounts(),
+          store,
         };
       });
       ctx.print(cmd, report, () =>
@@ -93,6 +118,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
           `image-text    ${report.models["image-text"]?.model_id ?? "not installed"}`,
           `speech        ${report.models.speech?.model_id ?? "not installed"}`,
           `store         ${report.store.accounts} accounts, ${report.store.videos} videos, ${report.store.frames} frames, ${report.store.jobs_waiting} jobs waiting, ${report.store.jobs_failed} failed`,
+          `vector index  ~${report.search_index.estimated_mb} MiB of vector_memory_budget ${report.search_index.budget_mb === null ? "(no limit)" : `${report.search_index.budget_mb} MiB`}${report.search_index.over_budget_accounts.length ? `; ${report.search_index.over_budget_accounts.length} account(s) over it, searched from the database` : ""}`,
           ...report.runtime.errors.map((e) => `error         ${e}`),
           ...report.warnings.flatMap((w) => [`warning       ${w.role}: ${w.message}`, `              fix: ${w.fix}`]),
         ].join("\n"),

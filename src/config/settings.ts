@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { z } from "@hono/zod-openapi";
 import { parseCidr } from "../net/address-rules.ts";
+import { memoryBudgetProblem } from "./memory-budget.ts";
 
 /**
  * The settings table: one row per setting. From it come the `Config` type (config.ts), the
@@ -229,6 +230,18 @@ export const SETTINGS = {
     default: 256,
     doc: "search vector cache",
     defaultDoc: "256 (exact vectors of recently rescored rows, MiB; 0 reads them from the store every time)",
+  }),
+  vectorMemoryBudget: row({
+    key: "vector_memory_budget",
+    env: "VSEARCH_VECTOR_MEMORY_BUDGET",
+    schema: z.union([z.number().min(0), z.string()]),
+    envKind: "string",
+    requirement: 'MiB (a number, 0: no limit) or a share of the memory like "50%"',
+    check: memoryBudgetProblem,
+    default: "50%",
+    doc: "vector index memory budget",
+    defaultDoc:
+      '"50%" (most memory the in-memory vector index may hold: MiB as a number, or a share of the RAM / container limit; 0: no limit). Accounts past it are searched with exact scans from the database; `/readyz` and `doctor` say which (docs/SEARCH.md, "Memory budget")',
   }),
   modelIdleUnloadSecs: row({
     key: "model_idle_unload_secs",

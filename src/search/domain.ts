@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import type { Logger } from "../core/logger.ts";
 import type { UnitOfWork } from "../store/unit-of-work.ts";
 import type { VideoFiles } from "../videos/files.ts";
@@ -13,12 +14,15 @@ import { type SearchCredits, SearchService } from "./service.ts";
 import type { SearchStore } from "./store.ts";
 import type { FeedbackStore } from "./feedback-store.ts";
 import type { OcrSearchStore } from "./ocr-store.ts";
+import type { VectorChangeStore } from "./vector-change-store.ts";
 
 /** The search domain's stores, built on the open store by the composition root. */
 export interface SearchStores {
   search: SearchStore;
   ocr: OcrSearchStore;
   feedback: FeedbackStore;
+  /** The vector rows' change log (the index snapshot's watermark); absent: no snapshot. */
+  changes?: VectorChangeStore;
 }
 
 export interface SearchDomainOptions {
@@ -29,6 +33,10 @@ export interface SearchDomainOptions {
   vectorCacheBytes?: number;
   /** In-memory vector index tuning (tests lower trainAt); defaults otherwise. */
   vectorIndex?: MemoryIndexOptions;
+  /** `<data dir>/index`: the index's snapshot and memory-budget state (absent: neither). */
+  indexDir?: string;
+  /** vector_memory_budget in bytes (0 or absent: no limit). */
+  vectorMemoryBudgetBytes?: number;
   /** The background warm-up of the in-memory index after the app starts (slice, page, a search's wait). */
   warm?: IndexWarmOptions;
   files: VideoFiles;
@@ -64,7 +72,14 @@ export function createSearchDomain(o: SearchDomainOptions): SearchDomain {
   const store = o.stores.search;
   const indexes = new SearchIndexes(
     store,
-    new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0), o.vectorIndex),
+    new MemoryVectorBackend(store, new ExactVectorCache(o.vectorCacheBytes ?? 0), {
+      index: o.vectorIndex,
+      changes: o.stores.changes,
+      snapshot: o.indexDir ? { path: join(o.indexDir, "vectors.snap") } : undefined,
+      memoryBudgetBytes: o.vectorMemoryBudgetBytes,
+      stateDir: o.indexDir,
+      logger: o.logger,
+    }),
     {
       ...o.warm,
       logger: o.logger,

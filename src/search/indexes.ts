@@ -21,16 +21,17 @@ export interface NearestRequest {
   session?: object;
   /**
    * How much of the scope the in-memory index reads, nearest inverted lists first (src/vector
-   * `probe`, `probeSqrtAt`); absent = every row. Set for image-only queries, whose neighbours
-   * sit in a few lists.
+   * `probe`, `probeAt`, `probeGrowth`); absent = every row (search/probe-policy.ts says when).
    */
   probe?: ProbePolicy;
 }
 
-/** A share of the scope's rows at `sqrtAt` rows, the rows read growing as √n around it (src/vector `probeSqrtAt`). */
+/** A share of the scope's rows at `at` rows, the rows read growing as n^growth around it (src/vector `probeAt`, `probeGrowth`; default √n). */
 export interface ProbePolicy {
   share: number;
-  sqrtAt?: number;
+  at?: number;
+  /** Exponents of the rows read in n, below and above `at` (default [0.5, 0.5]). */
+  growth?: readonly [number, number];
 }
 
 export interface VectorHit {
@@ -62,6 +63,8 @@ export interface VectorSearchInfo {
   /** Inverted lists read, and rows scanned in them. */
   lists: number;
   scanned: number;
+  /** The account is over the memory budget: the look-up read the database (exact scan) instead. */
+  fromDatabase?: boolean;
 }
 
 /** Largest k sqlite-vec answers. */
@@ -208,6 +211,31 @@ export class SearchIndexes {
   /** Stops the warm-up (the app's close); searches waiting for it are answered at once. */
   stopWarming(): void {
     this.warmer?.stop();
+  }
+
+  /** Saves the in-memory index to its snapshot, when it is complete and idle (the app's close, after the job runner stopped). */
+  saveSnapshot(): void {
+    (this.backend as VectorBackend & { saveSnapshot?: () => void }).saveSnapshot?.();
+  }
+
+  /**
+   * The index as /readyz reports it (informational: while it loads only vector searches wait):
+   * loading and how far, warm, and whether accounts are over the memory budget.
+   */
+  statusLine(): string {
+    const warm = this.warmStatus;
+    const base = !warm
+      ? "loads on first search"
+      : warm.state === "warming"
+        ? `loading: ${Math.floor(warm.fraction * 100)}% (${warm.rows} vectors)`
+        : warm.state;
+    const b = this.backend as VectorBackend & {
+      admission?: { line(): string | null };
+      loader?: { source: string | null };
+    };
+    const from = b.loader?.source;
+    const over = b.admission?.line();
+    return [base + (from && warm?.state === "warm" ? ` (${from})` : ""), over].filter(Boolean).join("; ");
   }
 
   /** Where the warm-up stands; null when none was started (rows then load on an account's first search). */

@@ -1,4 +1,5 @@
 import { AppError } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
 import { toFloat32 } from "../indexing/store.ts";
 import {
   createVectorIndex,
@@ -9,10 +10,20 @@ import {
   type VectorIndexOptions,
   type VectorRow,
 } from "../vector/index.ts";
-import type { NearestRequest, VectorBackend, VectorHit, VectorSearchInfo } from "./indexes.ts";
+import { IndexLoader } from "./index-loader.ts";
+import type { SnapshotOptions } from "./index-snapshot.ts";
+import {
+  StoreVectorBackend,
+  type NearestRequest,
+  type VectorBackend,
+  type VectorHit,
+  type VectorSearchInfo,
+} from "./indexes.ts";
 import type { WarmableIndex, WarmProgress } from "./index-warmer.ts";
+import { MemoryAdmission } from "./memory-admission.ts";
 import type { IndexRow, SearchStore, VectorKind } from "./store.ts";
 import { ExactVectorCache } from "./vector-cache.ts";
+import type { VectorChangeStore } from "./vector-change-store.ts";
 
 /** Vector index options the app may tune (see VectorIndexOptions). */
 export type MemoryIndexOptions = Partial<Pick<VectorIndexOptions, "trainAt" | "lists" | "centerSample" | "exactBelow">>;
@@ -24,34 +35,37 @@ interface SessionState {
   allow: AllowFilter | null;
 }
 
-interface KindIndex {
+export interface KindIndex {
+  key: string;
   kind: VectorKind;
+  modelId: string;
   index: VectorIndex;
   /** Accounts loaded on their first search (no warm-up pass running: the CLI, an app never started). */
   loaded: Set<string>;
   /** Row ids per video, to replace or drop a video's rows. */
   byVideo: Map<string, number[]>;
+  /** Videos per account (an account over the memory budget drops its rows). */
+  videosOf: Map<string, Set<string>>;
 }
 
-const KINDS: readonly VectorKind[] = ["frames", "shots"];
+export const KINDS: readonly VectorKind[] = ["frames", "shots"];
+
+/** The parts of a MemoryVectorBackend beyond the defaults: the snapshot, the memory budget. */
+export interface MemoryBackendOptions {
+  /** Index tuning (list training thresholds): tests lower `trainAt` to exercise inverted lists on a few thousand rows. */
+  index?: MemoryIndexOptions;
+  /** The vector rows' change log (migration 010): with `snapshot`, what a snapshot is checked against. */
+  changes?: VectorChangeStore;
+  /** Where the index is saved and loaded from (index-loader.ts); absent: every start reads the store. */
+  snapshot?: SnapshotOptions;
+  /** Most bytes the index may hold (vector_memory_budget); 0 or absent: no limit. */
+  memoryBudgetBytes?: number;
+  /** `<data dir>/index`: the load journal and status file of the budget (memory-admission.ts). */
+  stateDir?: string;
+  logger?: Logger;
+}
 /** Most rows a video filter passes to the index as explicit row ids (AllowFilter.rowIds). */
 const ROW_FILTER_MAX = 65_536;
-
-/**
- * The background load of every account's rows (index-warmer.ts drives it, a page per step), by
- * ascending row id, frames then shots. The split of work that keeps each row in the index exactly
- * once while videos change under it: rows of a kind with ids up to its cursor are the event hooks'
- * (a re-indexed video is dropped and its current rows up to the cursor added back), rows above it
- * are the pass's, read from the store as they are when their page comes.
- */
-interface WarmPass {
-  cursor: Record<VectorKind, number>;
-  /** Kinds whose last page was read: every row of theirs is the hooks' from then on. */
-  done: Record<VectorKind, boolean>;
-  /** The highest ids when the pass began (progress only: rows written later are read too). */
-  last: Record<VectorKind, number>;
-  rows: number;
-}
 
 /**
  * Nearest neighbours from the in-memory index of src/vector: one index per (model, kind, dim), one
@@ -65,23 +79,53 @@ interface WarmPass {
  */
 export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   readonly name = "memory";
-  private readonly indexes = new Map<string, KindIndex>();
+  /** The index of each (model, kind, dim); index-loader.ts fills and replaces them. */
+  readonly indexes = new Map<string, KindIndex>();
   /** Collection / video id → the index's group number (never reused: a counter, not the map size). */
-  private readonly groupIds = new Map<string, number>();
-  private nextGroup = 0;
+  readonly groupIds = new Map<string, number>();
+  nextGroup = 0;
   /** Exact vectors read during the current `nearest` call's session (see NearestRequest.session). */
   private sessionVectors: Map<number, Float32Array> | null = null;
   private readonly sessions = new WeakMap<object, Map<string, SessionState>>();
-  private warm: WarmPass | null = null;
+  private readonly indexOptions: MemoryIndexOptions;
+  /** The warm-up: a pass over the store, or a snapshot and the changes since (index-loader.ts). */
+  readonly loader: IndexLoader;
+  readonly admission: MemoryAdmission;
+  /** Accounts over the memory budget are searched here instead: exact scans of the database. */
+  private readonly fallback: StoreVectorBackend;
 
   lastSearch: VectorSearchInfo | null = null;
 
   constructor(
-    private readonly store: SearchStore,
+    readonly store: SearchStore,
     private readonly cache: ExactVectorCache = new ExactVectorCache(0),
-    /** Index tuning (list training thresholds): tests lower `trainAt` to exercise inverted lists on a few thousand rows. */
-    private readonly indexOptions: MemoryIndexOptions = {},
-  ) {}
+    opts: MemoryBackendOptions = {},
+  ) {
+    this.indexOptions = opts.index ?? {};
+    this.fallback = new StoreVectorBackend(store);
+    this.admission = new MemoryAdmission(
+      opts.memoryBudgetBytes ?? 0,
+      () => {
+        let bytes = 0,
+          rows = 0,
+          layout = 0;
+        for (const ki of this.indexes.values()) {
+          bytes += ki.index.memoryBytes;
+          rows += ki.index.size;
+          layout = Math.max(layout, ki.index.rowBytes);
+        }
+        // Measured once there are rows enough; before, what the layout says a row costs.
+        return { bytes, perRow: rows >= 4096 ? bytes / rows : layout };
+      },
+      opts.stateDir ?? null,
+      opts.logger,
+    );
+    this.loader = new IndexLoader(this, opts.changes ?? null, opts.snapshot ?? null, opts.logger);
+  }
+
+  get options(): MemoryIndexOptions {
+    return this.indexOptions;
+  }
 
   async whenIdle(): Promise<void> {
     await Promise.all([...this.indexes.values()].map((ki) => ki.index.whenTrained()));
@@ -91,43 +135,54 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     this.cache.clear();
   }
 
-  private group(id: string): number {
+  group(id: string): number {
     let n = this.groupIds.get(id);
     if (n === undefined) this.groupIds.set(id, (n = this.nextGroup++));
     return n;
   }
 
-  private kindIndex(kind: VectorKind, modelId: string, dim: number): KindIndex {
+  /** A new, empty index of one (model, kind, dim) (not registered: see kindIndex). */
+  newKindIndex(kind: VectorKind, modelId: string, dim: number): KindIndex {
     const key = `${modelId}\u0000${kind}\u0000${dim}`;
-    let ki = this.indexes.get(key);
-    if (!ki) {
-      const source = { getVectors: (ids: readonly number[]) => this.exact(key, kind, ids) };
-      ki = {
-        kind,
-        index: createVectorIndex({ ...this.indexOptions, dim, source }),
-        loaded: new Set(),
-        byVideo: new Map(),
-      };
-      this.indexes.set(key, ki);
-    }
-    return ki;
+    const source = { getVectors: (ids: readonly number[]) => this.exact(key, kind, ids) };
+    return {
+      key,
+      kind,
+      modelId,
+      index: createVectorIndex({ ...this.indexOptions, dim, source }),
+      loaded: new Set(),
+      byVideo: new Map(),
+      videosOf: new Map(),
+    };
   }
 
+  kindIndex(kind: VectorKind, modelId: string, dim: number): KindIndex {
+    const key = `${modelId}\u0000${kind}\u0000${dim}`;
+    let ki = this.indexes.get(key);
+    if (!ki) this.indexes.set(key, (ki = this.newKindIndex(kind, modelId, dim)));
+    return ki;
+  }
   /**
-   * Exact vectors for rescoring: from this query's session (the same query asked again with a
-   * larger k), then the cache, then SQLite. Blobs are copied into one array: asking each blob for
-   * its `.buffer` makes the engine allocate an ArrayBuffer object per blob, which cost more than
-   * the copy.
+   * Exact vectors for rescoring: from the cache, then this query's session (the same query asked
+   * again with a larger k: rows read while the cache is off or full), then SQLite. Written straight
+   * into the answer by position: a map of what was found, filled and read back per row, was a third
+   * of a text search's CPU at 100 k frames (issue 27's profile). Blobs are copied into one array:
+   * asking each blob for its `.buffer` makes the engine allocate an ArrayBuffer object per blob,
+   * which cost more than the copy.
    */
   private exact(index: string, kind: VectorKind, ids: readonly number[]): (Float32Array | undefined)[] {
     // Set only around the index's search of this very index (exact is its source), so it is ours.
     const reuse = this.sessionVectors;
-    const found = new Map<number, Float32Array>();
-    const missing: number[] = [];
-    for (const id of ids) {
-      const v = reuse?.get(id) ?? this.cache.get(index, id);
-      if (v) found.set(id, v);
-      else missing.push(id);
+    const out: (Float32Array | undefined)[] = new Array(ids.length);
+    const missing: number[] = [],
+      missingAt: number[] = [];
+    for (const i of this.cache.getInto(index, ids, out)) {
+      const v = reuse?.get(ids[i]);
+      if (v) out[i] = v;
+      else {
+        missing.push(ids[i]);
+        missingAt.push(i);
+      }
     }
     if (missing.length) {
       const blobs = this.store.vectors(kind, missing);
@@ -136,20 +191,22 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
       const all = new Float32Array(bytes >> 2);
       const allBytes = new Uint8Array(all.buffer);
       let at = 0;
-      for (const [id, b] of blobs) {
-        if (b.byteLength % 4 !== 0) continue;
+      for (let j = 0; j < missing.length; j++) {
+        const b = blobs.get(missing[j]);
+        if (!b || b.byteLength % 4 !== 0) continue;
         allBytes.set(b, at);
         const v = all.subarray(at >> 2, (at + b.byteLength) >> 2);
         at += b.byteLength;
-        found.set(id, v);
-        this.cache.set(index, id, v);
+        out[missingAt[j]] = v;
+        this.cache.set(index, missing[j], v);
+        reuse?.set(missing[j], v);
       }
     }
-    if (reuse) for (const [id, v] of found) reuse.set(id, v);
-    return ids.map((id) => found.get(id));
+    return out;
   }
 
-  private indexRow(
+  /** Files a row under its video and account and makes the index's row of it. */
+  indexRow(
     ki: KindIndex,
     accountId: string,
     r: { id: number; video_id: string; collection_id: string },
@@ -158,6 +215,9 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     let list = ki.byVideo.get(r.video_id);
     if (!list) ki.byVideo.set(r.video_id, (list = []));
     list.push(r.id);
+    let videos = ki.videosOf.get(accountId);
+    if (!videos) ki.videosOf.set(accountId, (videos = new Set()));
+    videos.add(r.video_id);
     return {
       rowId: r.id,
       vector,
@@ -165,6 +225,46 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
       groupA: this.group(r.collection_id),
       groupB: this.group(r.video_id),
     };
+  }
+
+  /**
+   * Adds a batch of one index's rows within the memory budget (memory-admission.ts): rows of an
+   * account over it are not added, and what the index held of that account goes, so the account
+   * is searched from the database whole. A WebAssembly memory that cannot grow settles the same way.
+   */
+  private admit(ki: KindIndex, batch: VectorRow[]): number {
+    const adm = this.admission;
+    const rows = batch.filter((r) => !adm.isDegraded(r.partition));
+    if (!rows.length) return 0;
+    if (!adm.fits(rows.length)) {
+      for (const a of new Set(rows.map((r) => r.partition))) this.degradeAccount(a, "over vector_memory_budget");
+      return 0;
+    }
+    try {
+      ki.index.add(rows);
+      return rows.length;
+    } catch (e) {
+      if (!(e instanceof RangeError)) throw e;
+      // memory.grow refused (the process's address space or memory): never retried.
+      for (const a of new Set(rows.map((r) => r.partition)))
+        this.degradeAccount(a, `the index could not grow: ${e.message}`);
+      return 0;
+    }
+  }
+
+  /** Drops an account's rows from every index; its searches read the database from now on. */
+  degradeAccount(accountId: string, reason: string): void {
+    for (const [key, ki] of this.indexes) {
+      for (const v of ki.videosOf.get(accountId) ?? []) {
+        const ids = ki.byVideo.get(v);
+        if (!ids) continue;
+        ki.index.remove(ids);
+        this.cache.drop(key, ids);
+        ki.byVideo.delete(v);
+      }
+      ki.videosOf.delete(accountId);
+    }
+    this.admission.degrade(accountId, reason);
   }
 
   /** One account's rows of one index (a first search without a warm-up pass). */
@@ -180,31 +280,27 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
       if (vector.length !== dim) continue;
       batch.push(this.indexRow(ki, accountId, r, vector));
       if (batch.length === 4096) {
-        ki.index.add(batch);
+        this.admit(ki, batch);
         batch = [];
       }
     }
-    ki.index.add(batch);
+    this.admit(ki, batch);
   }
 
   /** Rows of any account and model, each into the index of its model and dimension when `keep` says so. Returns how many went in. */
-  private addIndexRows(
-    kind: VectorKind,
-    rows: readonly IndexRow[],
-    keep: (ki: KindIndex, r: IndexRow) => boolean,
-  ): number {
+  addIndexRows(kind: VectorKind, rows: readonly IndexRow[], keep: (ki: KindIndex, r: IndexRow) => boolean): number {
     const batches = new Map<KindIndex, VectorRow[]>();
-    let n = 0;
     for (const r of rows) {
       if (!r.embedding.byteLength || r.embedding.byteLength % 4 !== 0) continue;
+      if (this.admission.isDegraded(r.account_id)) continue;
       const ki = this.kindIndex(kind, r.model_id, r.embedding.byteLength >> 2);
       if (!keep(ki, r)) continue;
       let batch = batches.get(ki);
       if (!batch) batches.set(ki, (batch = []));
       batch.push(this.indexRow(ki, r.account_id, r, toFloat32(r.embedding)));
-      n++;
     }
-    for (const [ki, batch] of batches) ki.index.add(batch);
+    let n = 0;
+    for (const [ki, batch] of batches) n += this.admit(ki, batch);
     return n;
   }
 
@@ -214,67 +310,44 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     return n;
   }
 
-  // ---- warm-up (index-warmer.ts) --------------------------------------------------------------
+  // ---- warm-up (index-warmer.ts drives it; index-loader.ts does it) ---------------------------
 
-  /** Starts the pass over every account's rows; accounts already loaded on demand keep theirs. */
   beginWarm(): void {
-    if (this.warm) return;
-    const last = { frames: this.store.lastIndexRowId("frames"), shots: this.store.lastIndexRowId("shots") };
-    this.warm = { cursor: { frames: 0, shots: 0 }, done: { frames: false, shots: false }, last, rows: 0 };
+    this.loader.begin();
   }
 
-  /**
-   * Loads the next page (at most `maxRows` rows, in id order) and moves the cursor past it, in
-   * one synchronous step: no hook can run between reading a page and owning its ids. False once
-   * every row is in.
-   */
   warmStep(maxRows: number): boolean {
-    const w = this.warm;
-    const kind = w && KINDS.find((k) => !w.done[k]);
-    if (!w || !kind) return false;
-    const page = this.store.indexRowsAfter(kind, w.cursor[kind], maxRows);
-    w.rows += this.addIndexRows(kind, page, (ki, r) => !ki.loaded.has(r.account_id));
-    if (page.length) w.cursor[kind] = page[page.length - 1].id;
-    if (page.length < maxRows) w.done[kind] = true;
-    return KINDS.some((k) => !w.done[k]);
+    return this.loader.step(maxRows);
   }
 
   get warmProgress(): WarmProgress | null {
-    const w = this.warm;
-    if (!w) return null;
-    const done = KINDS.every((k) => w.done[k]);
-    const total = w.last.frames + w.last.shots;
-    const at = KINDS.reduce((n, k) => n + (w.done[k] ? w.last[k] : Math.min(w.cursor[k], w.last[k])), 0);
-    return { rows: w.rows, fraction: done ? 1 : total ? at / total : 0, done };
+    return this.loader.progress;
   }
 
-  /**
-   * Every row of this account and model is in when, for each kind, the pass has read all of that
-   * kind or its cursor is at or past the account's highest id: rows up to the cursor are the
-   * pass's or the hooks' (see WarmPass), so none is missing. A tenant with no rows, or whose rows
-   * came early, searches without waiting for everyone else's.
-   */
   accountWarm(accountId: string, modelId: string): boolean {
-    const w = this.warm;
-    return !w || KINDS.every((k) => w.done[k] || this.store.lastIndexRowIdOf(k, accountId, modelId) <= w.cursor[k]);
+    return this.loader.accountWarm(accountId, modelId);
   }
 
-  /** Whether a row the hooks see belongs in the index now (see WarmPass). */
-  private held(ki: KindIndex, r: IndexRow): boolean {
-    const w = this.warm;
-    return ki.loaded.has(r.account_id) || (!!w && (w.done[ki.kind] || r.id <= w.cursor[ki.kind]));
+  /** Saves the index to its snapshot now, when it is complete and idle (the app's close). */
+  saveSnapshot(): void {
+    this.loader.saveNow();
   }
 
   nearest(req: NearestRequest): VectorHit[] {
     const { kind, scope, modelId, query } = req;
+    if (this.admission.isDegraded(scope.accountId)) {
+      this.lastSearch = { kind, probe: undefined, lists: 0, scanned: 0, fromDatabase: true };
+      return this.fallback.nearest(req);
+    }
     const ki = this.kindIndex(kind, modelId, query.length);
-    if (!ki.loaded.has(scope.accountId) && !this.warm) {
+    if (!ki.loaded.has(scope.accountId) && !this.loader.active) {
       this.addRows(ki, scope.accountId, this.store.rowsForIndex(kind, { accountId: scope.accountId }, modelId));
       ki.loaded.add(scope.accountId);
+      if (this.admission.isDegraded(scope.accountId)) return this.nearest(req);
     } else if (
       !ki.loaded.has(scope.accountId) &&
-      !this.warmProgress!.done &&
-      !this.accountWarm(scope.accountId, modelId)
+      !this.loader.progress!.done &&
+      !this.loader.accountWarm(scope.accountId, modelId)
     ) {
       // SearchIndexes.assertSearchable waits for the pass before a search gets here; never answer from half an index.
       throw new AppError("SEARCH_UNAVAILABLE", "The search index is loading after a restart; retry shortly", {
@@ -303,7 +376,8 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
         allow,
         reuse: s?.scan,
         probe: req.probe?.share,
-        probeSqrtAt: req.probe?.sqrtAt,
+        probeAt: req.probe?.at,
+        probeGrowth: req.probe?.growth,
         stats,
       });
       this.lastSearch = { kind, probe: req.probe, lists: stats.lists ?? 0, scanned: stats.scanned ?? 0 };
@@ -347,17 +421,23 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   }
 
   onVideoIndexed(videoId: string, accountId: string | null): void {
+    this.loader.noteChanged([videoId]);
+    this.reloadVideo(videoId, accountId);
+  }
+
+  /** Replaces a video's rows with what the store holds now (the hook, and the loader's replay of changes). */
+  reloadVideo(videoId: string, accountId: string | null): void {
     this.dropVideos([videoId]);
     if (!accountId) return;
     for (const kind of KINDS) {
       // Without a pass only accounts loaded on demand hold rows: skip the read when none of this kind does.
-      if (!this.warm && ![...this.indexes.values()].some((ki) => ki.kind === kind && ki.loaded.has(accountId)))
+      if (!this.loader.active && ![...this.indexes.values()].some((ki) => ki.kind === kind && ki.loaded.has(accountId)))
         continue;
-      this.addIndexRows(kind, this.store.indexRowsOfVideo(kind, videoId), (ki, r) => this.held(ki, r));
+      this.addIndexRows(kind, this.store.indexRowsOfVideo(kind, videoId), (ki, r) => this.loader.held(ki, r));
     }
   }
 
-  private dropVideos(videoIds: string[]): void {
+  dropVideos(videoIds: string[]): void {
     for (const [key, ki] of this.indexes) {
       for (const v of videoIds) {
         const old = ki.byVideo.get(v);
@@ -370,6 +450,7 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   }
 
   onVideosDeleted(videoIds: string[]): void {
+    this.loader.noteChanged(videoIds);
     this.dropVideos(videoIds);
     for (const v of videoIds) this.groupIds.delete(v);
   }

@@ -16,6 +16,25 @@ export function shotOf(shots: ShotRow[], c: { start: number; shotIndex: number |
   return found;
 }
 
+/**
+ * The links of one response, each signed once: a page shows up to 20 segments of each of its
+ * videos, and every playback link (a rendition look-up and an HMAC) and thumbnail link of a video
+ * or shot is the same for all of them.
+ */
+export function responseLinks(links: MediaLinks): MediaLinks {
+  const memo = new Map<string, string>();
+  const once = (key: string, make: () => string) => {
+    let v = memo.get(key);
+    if (v === undefined) memo.set(key, (v = make()));
+    return v;
+  };
+  return {
+    playbackUrl: (v) => once(`p\u0000${v}`, () => links.playbackUrl(v)),
+    posterUrl: (v) => once(`t\u0000${v}`, () => links.posterUrl(v)),
+    shotThumbnailUrl: (v, i) => once(`s\u0000${v}\u0000${i}`, () => links.shotThumbnailUrl(v, i)),
+  };
+}
+
 /** One result segment: its shot's thumbnail (or the poster), its playback link with the time fragment, rounded scores. */
 export function toSegment(
   d: { links: MediaLinks; files: VideoFiles },

@@ -3,21 +3,21 @@ import type { Logger } from "../core/logger.ts";
 import { isInferenceError } from "../inference/errors.ts";
 import { missingModel } from "../models/hints.ts";
 import type { VideoFiles } from "../videos/files.ts";
-import { calibrate, type NullStats } from "./calibration.ts";
 import { meanNormalized, type QueryEncoder, type TranscriptSemanticSearch } from "./embedder.ts";
 import { fuseModes, suppressDuplicates, type Fused } from "./fusion.ts";
 import { checkImage, fetchImageUrl, QueryImageDecoder } from "./image-input.ts";
-import type { NearestRequest, ProbePolicy, SearchIndexes, VectorHit } from "./indexes.ts";
+import type { SearchIndexes } from "./indexes.ts";
+import { probeFor } from "./probe-policy.ts";
+import { VectorModes } from "./vector-modes.ts";
 import type { MediaLinks } from "./links.ts";
-import { type Candidate, type FrameHit, framesToMoments, MIN_SCORE_BAND, sameStart } from "./moments.ts";
+import { type Candidate, MIN_SCORE_BAND, sameStart } from "./moments.ts";
 import type { SearchRequest, SearchResult, SearchVideo } from "./schema.ts";
-import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type TranscriptHitRow } from "./store.ts";
-import { contentWords, coverage, mentionTerms } from "./text-match.ts";
+import { labelsOf, type SearchScope, type SearchStore, type TranscriptHitRow } from "./store.ts";
 import { LEXICAL_MODES, MODES, type Mode, THRESHOLDS } from "./thresholds.ts";
 import type { FeedbackStore } from "./feedback-store.ts";
 import { lexicalCandidates, LEXICAL_K, type LexicalHit, type LexicalSource } from "./lexical-mode.ts";
 import type { OcrHitRow, OcrSearchStore } from "./ocr-store.ts";
-import { shotOf, toSegment } from "./segments.ts";
+import { responseLinks, shotOf, toSegment } from "./segments.ts";
 
 /**
  * Credits hook (SPEC §3): when the account has a balance, a search must be affordable before it
@@ -52,23 +52,7 @@ export interface SearchServiceDeps {
   speechModel?: () => boolean;
 }
 
-/** Nearest frames / shots fetched per search, and transcript segments. */
-const FRAME_K = 1000;
-/**
- * How much of an account's vectors an image-only query reads in the index's inverted lists: 2.8 %
- * at 1 M rows, the rows read growing as √n around that (VectorIndex probeSqrtAt). With the finer
- * lists (32-row chunks, ~n/256 lists up to 4.2 M rows), measured quiet: 100 k rows ~9 k read,
- * recall@10 0.99, < 1 ms; 1 M 28 k read, 0.99, ~1.8 ms; 10 M 112 k read, 0.958, 7.6 ms (3 %: 120 k,
- * 0.961, 9.3–10.3 ms; BENCHMARKS.md, "10 M after compaction"). Text queries, and image queries
- * under a collection or label filter (allowed neighbours far from the query: 0.87–0.94 at 1–2 %),
- * read every row.
- */
-export const IMAGE_QUERY_PROBE: ProbePolicy = { share: 0.028, sqrtAt: 1_000_000 };
-const SHOT_K = 300;
 const TRANSCRIPT_K = LEXICAL_K;
-const SCENE_TEXT_K = 500;
-/** k asked of the vector index first (see `admitted`). */
-const FIRST_K = 128;
 /** Segments returned per video (the best ones, in fused order). */
 export const MAX_SEGMENTS_PER_VIDEO = 20;
 
@@ -82,7 +66,8 @@ interface Prepared {
 }
 
 export class SearchService {
-  private readonly interval: number;
+  /** The video and scene modes (vector-modes.ts). */
+  private readonly vectorModes: VectorModes;
   /** Query vectors of image-only searches (they may probe the index's inverted lists). */
 
   /** The two lexical modes' full-text tables, reached through their stores. */
@@ -92,7 +77,7 @@ export class SearchService {
   private readonly images: QueryImageDecoder;
 
   constructor(private readonly d: SearchServiceDeps) {
-    this.interval = d.frameIntervalSecs ?? 1;
+    this.vectorModes = new VectorModes(d, d.frameIntervalSecs ?? 1);
     this.images = new QueryImageDecoder(d.ffmpeg, () => d.files.ensureTmp());
     const st = d.store;
     this.transcripts = {
@@ -136,18 +121,22 @@ export class SearchService {
         : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
     const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
     const vector = vectorModes ? await this.queryVector(accountId, req, p.text) : null;
-    // Image-only queries probe a few inverted lists; text and filtered ones read every row.
-    const probe =
-      vector && !p.text && (req.image || req.imageUrl !== undefined) && !p.scope.collectionId && !allowShots
-        ? IMAGE_QUERY_PROBE
-        : undefined;
+    // How much of the index the vector modes read (probe-policy.ts): the lists nearest the query, or every row.
+    const probe = vector
+      ? probeFor({
+          hasText: !!p.text,
+          hasImage: !!req.image || req.imageUrl !== undefined,
+          filtered: !!p.scope.collectionId || !!allowShots,
+          exact: !!req.exact,
+        })
+      : undefined;
 
     const lists = new Map<ListName, Candidate[]>();
     for (const mode of p.modes) {
       if (mode === "video")
         lists.set(
           "video",
-          this.videoMode(
+          this.vectorModes.video(
             p.scope,
             modelId!,
             vector!,
@@ -158,7 +147,7 @@ export class SearchService {
           ),
         );
       if (mode === "scene")
-        lists.set("scene", this.sceneMode(p.scope, modelId!, vector!, p.text, thresholds, allowShots, probe));
+        lists.set("scene", this.vectorModes.scene(p.scope, modelId!, vector!, p.text, thresholds, allowShots, probe));
       if (mode === "transcript") {
         lists.set(
           "transcript",
@@ -198,6 +187,7 @@ export class SearchService {
 
     const pageIds = videoIds.slice((req.page - 1) * req.perPage, req.page * req.perPage);
     const videos: SearchVideo[] = [];
+    const render = { links: responseLinks(this.d.links), files: this.d.files };
     for (const videoId of pageIds) {
       const info = infos.get(videoId);
       if (!info) continue;
@@ -207,7 +197,7 @@ export class SearchService {
         collection_id: info.collection_id,
         status: info.status,
         segments: groups.get(videoId)!.map((x) =>
-          toSegment(this.d, info, shots.get(videoId) ?? [], x.c, {
+          toSegment(render, info, shots.get(videoId) ?? [], x.c, {
             hidden: x.hidden,
             rank: x.rank,
             withBase64: req.includeThumbnailBase64,
@@ -336,145 +326,6 @@ export class SearchService {
 
   // ---- modes ---------------------------------------------------------------------------------
 
-  private videoMode(
-    scope: SearchScope,
-    modelId: string,
-    q: Float32Array,
-    th: Record<string, number>,
-    allowShots?: Map<string, Set<number>>,
-    band?: number,
-    probe?: ProbePolicy,
-  ): Candidate[] {
-    const sample = this.d.indexes.sample("frames", scope.accountId, modelId);
-    if (!sample.dim || sample.dim !== q.length) return [];
-    const stats = this.d.indexes.nullStatsOf(sample, q);
-    const cut = th["video:default"];
-    const admitted = this.admitted(
-      { kind: "frames", scope, modelId, query: q, k: FRAME_K, allowShots, probe },
-      stats,
-      cut,
-    );
-    if (!admitted.length) return [];
-    const meta = new Map(this.d.store.frames(admitted.map((h) => h.id)).map((f) => [f.id, f]));
-    const durations = this.d.store.videos(scope.accountId, [...new Set([...meta.values()].map((f) => f.video_id))]);
-    const hits: FrameHit[] = [];
-    for (const h of admitted) {
-      const f = meta.get(h.id);
-      if (f)
-        hits.push({
-          videoId: f.video_id,
-          timestamp: f.timestamp,
-          nextTimestamp: f.next_timestamp,
-          shotIndex: f.shot_index,
-          raw: h.raw,
-          score: h.score,
-        });
-    }
-    return framesToMoments(hits, {
-      intervalSecs: this.interval,
-      durationOf: (v) => durations.get(v)?.duration_secs ?? null,
-      thresholdKey: "video:default",
-      band,
-    });
-  }
-
-  private sceneMode(
-    scope: SearchScope,
-    modelId: string,
-    q: Float32Array,
-    text: string | null,
-    th: Record<string, number>,
-    allowShots?: Map<string, Set<number>>,
-    probe?: ProbePolicy,
-  ): Candidate[] {
-    const best = new Map<number, { shot: ShotRow | null; score: number; raw: number; key: string }>();
-    const sample = this.d.indexes.sample("shots", scope.accountId, modelId);
-    if (sample.dim && sample.dim === q.length) {
-      const stats = this.d.indexes.nullStatsOf(sample, q);
-      for (const h of this.admitted(
-        { kind: "shots", scope, modelId, query: q, k: SHOT_K, allowShots, probe },
-        stats,
-        th["scene:default"],
-      )) {
-        best.set(h.id, { shot: null, score: h.score, raw: h.raw, key: "scene:default" });
-      }
-    }
-    const words = text ? contentWords(text) : [];
-    const textShots = new Map<number, ShotRow>();
-    if (words.length && this.mayMentionScene(scope.accountId, words)) {
-      const terms = mentionTerms(text!);
-      const mentioned = this.d.indexes.memoResult(
-        scope.accountId,
-        `scene-text\u0000${scopeKey(scope)}\u0000${terms.join(" ")}`,
-        () => this.d.store.shotsMentioning(scope, terms, SCENE_TEXT_K),
-      );
-      for (const s of mentioned) {
-        if (allowShots && !allowShots.get(s.video_id)?.has(s.shot_index)) continue;
-        const cov = coverage(words, [...labelsOf(s), s.caption ?? ""]);
-        if (cov < th["scene:text"]) continue;
-        textShots.set(s.id, s);
-        const cur = best.get(s.id);
-        if (!cur || cov > cur.score) best.set(s.id, { shot: s, score: cov, raw: cov, key: "scene:text" });
-      }
-    }
-    const missing = [...best.keys()].filter((id) => !textShots.has(id));
-    const rows = new Map([...textShots, ...this.d.store.shotsById(missing).map((s) => [s.id, s] as const)]);
-    const out: Candidate[] = [];
-    for (const [id, b] of best) {
-      const s = rows.get(id);
-      if (!s) continue;
-      const labels = labelsOf(s);
-      out.push({
-        videoId: s.video_id,
-        type: "scene",
-        mode: "scene",
-        start: s.start_secs,
-        end: s.end_secs,
-        score: b.score,
-        raw: b.raw,
-        thresholdKey: b.key,
-        text: s.caption ?? (labels.length ? labels.join(", ") : null),
-        shotIndex: s.shot_index,
-      });
-    }
-    return out;
-  }
-
-  /**
-   * Nearest neighbours over the threshold. Most queries admit a few dozen rows, and the cost of a
-   * look-up grows with k (the index rescores ~4k exact vectors), so k starts small and grows ×4 up
-   * to `req.k` while at least half of the answers pass the cut (the index is approximate: its k-th
-   * answer may sit a little below the true k-th, so "all of them passed" would stop too early).
-   */
-  private admitted(req: NearestRequest, stats: NullStats, cut: number): (VectorHit & { score: number })[] {
-    // The same query (same cached vector) starts where it ended last time: the walk up would
-    // repeat itself, and starting higher only ever admits more rows above the cut, never fewer.
-    const hintKey = `${req.kind}\u0000${req.modelId}\u0000${scopeKey(req.scope)}\u0000${cut}\u0000${req.allowShots ? "labels" : ""}`;
-    let k = Math.min(req.k, this.d.indexes.startK(req.query, hintKey) ?? FIRST_K);
-    const session = {};
-    for (;;) {
-      const hits = this.d.indexes.nearest({ ...req, k, session });
-      const kept = hits.map((h) => ({ ...h, score: calibrate(h.raw, stats) })).filter((h) => h.score >= cut);
-      if (k >= req.k || hits.length < k || kept.length < k / 2) {
-        this.d.indexes.noteK(req.query, hintKey, k);
-        return kept;
-      }
-      k = Math.min(req.k, k * 4);
-    }
-  }
-
-  /**
-   * Whether scene text matching can find anything: some query word is one of the account's label
-   * words, or the account has captions at all (both remembered until its content changes).
-   */
-  private mayMentionScene(accountId: string, words: string[]): boolean {
-    const vocab = this.d.indexes.memo(accountId, "scene-words", () => {
-      const { labels, captions } = this.d.store.sceneVocabulary(accountId);
-      return { words: new Set(labels.flatMap((l) => contentWords(l))), captions };
-    });
-    return vocab.captions > 0 || words.some((w) => vocab.words.has(w));
-  }
-
   /** A lexical mode (what was said, what was shown): lexical-mode.ts finds and scores it. */
   private lexicalMode(
     mode: "transcript" | "ocr",
@@ -535,9 +386,4 @@ export class SearchService {
       ),
     );
   }
-}
-
-/** A scope as a memo key part. */
-function scopeKey(scope: SearchScope): string {
-  return `${scope.collectionId ?? ""}/${scope.videoId ?? ""}`;
 }

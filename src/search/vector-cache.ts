@@ -40,6 +40,20 @@ export class ExactVectorCache {
     return e.vector;
   }
 
+  /** `get` for many rows: out[i] = the vector of ids[i]; returns the positions it has none for. */
+  getInto(index: string, ids: readonly number[], out: (Float32Array | undefined)[]): number[] {
+    const m = this.entries.get(index);
+    const missing: number[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const e = m?.get(ids[i]);
+      if (e) {
+        e.used = ++this.clock;
+        out[i] = e.vector;
+      } else missing.push(i);
+    }
+    return missing;
+  }
+
   set(index: string, rowId: number, vector: Float32Array): void {
     if (this.budgetBytes <= 0 || vector.byteLength > this.budgetBytes) return;
     let m = this.entries.get(index);

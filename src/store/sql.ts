@@ -12,10 +12,19 @@ export function inChunks<T, R>(items: readonly T[], query: (part: T[], marks: st
   const out: R[] = [];
   for (let i = 0; i < items.length; i += IN_CHUNK) {
     const part = items.slice(i, i + IN_CHUNK);
-    for (const r of query(part, part.map(() => "?").join(","))) out.push(r);
+    // Lists padded (the last item repeated: `IN` ignores duplicates) to one of a few lengths, so
+    // the statement cache (db.query) answers instead of SQLite compiling a statement per length:
+    // a search asks such lists of every length (issue 27's per-request profile).
+    const size = Math.min(IN_CHUNK, 2 ** Math.ceil(Math.log2(part.length)));
+    while (part.length < size) part.push(part[part.length - 1]);
+    for (const r of query(part, MARKS[size] ?? part.map(() => "?").join(","))) out.push(r);
   }
   return out;
 }
+
+const MARKS: Record<number, string> = {};
+for (let n = 1; n <= IN_CHUNK; n *= 2) MARKS[n] = Array.from({ length: n }, () => "?").join(",");
+MARKS[IN_CHUNK] = Array.from({ length: IN_CHUNK }, () => "?").join(",");
 
 /**
  * Which of `ids` (rowids of an FTS5 table) match `match`: the expression's posting list inside the

@@ -6,8 +6,12 @@
 import type { VectorIndex, VectorIndexOptions, VectorSource } from "./types.ts";
 import { SegmentedIndex } from "./segments.ts";
 
+export { SnapshotMismatch, segmentBodyBytes } from "./snapshot.ts";
 export type {
   AllowFilter,
+  ByteSource,
+  IndexSnapshot,
+  SegmentHeader,
   CompactionResult,
   CompactionStats,
   ScanReuse,

@@ -44,6 +44,29 @@ export class GroupIds {
   rowCount(id: number): number {
     return this.counts[id] ?? 0;
   }
+
+  /** The value of a dense id. */
+  valueOf(id: number): number {
+    return this.values[id];
+  }
+
+  /** The table as plain arrays (snapshot.ts). */
+  toTable(): { values: number[]; counts: number[] } {
+    return { values: [...this.values], counts: [...this.counts] };
+  }
+
+  /** Replaces the table with one `toTable` gave (ids with no rows become free again). */
+  restoreTable(t: { values: number[]; counts: number[] }): void {
+    if (t.values.length !== t.counts.length) throw new RangeError("group table sizes differ");
+    this.byValue.clear();
+    this.values.length = this.counts.length = this.free.length = 0;
+    for (let id = 0; id < t.values.length; id++) {
+      this.values[id] = t.values[id];
+      this.counts[id] = t.counts[id];
+      if (t.counts[id] > 0) this.byValue.set(t.values[id], id);
+      else this.free.push(id);
+    }
+  }
 }
 
 /**

@@ -9,13 +9,16 @@
  * it preserves dot products, so estimates computed in the rotated space rank like the original.
  * The fast transform is O(n log n): ~2 300 butterflies for 512 dimensions.
  */
+/** The rotation's seed unless the index is given one (VectorIndexOptions.seed). */
+export const DEFAULT_SEED = 0x2545f491;
+
 export class Rotation {
   readonly signs: Float32Array;
 
   constructor(
     readonly dim: number,
     readonly padDim: number,
-    seed = 0x2545f491,
+    seed = DEFAULT_SEED,
   ) {
     if (padDim & (padDim - 1) || padDim < dim) throw new RangeError("padDim must be a power of two ≥ dim");
     this.signs = new Float32Array(padDim);

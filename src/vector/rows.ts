@@ -3,11 +3,12 @@
  * partition is large enough (lists.ts), the rowId → (partition, slot) map, and the data centre
  * (given, or learned from the first rows).
  *
- * Over the house's ~450 lines (~520) on purpose: every path that moves a row between slots (add,
+ * Over the house's ~450 lines (~600) on purpose: every path that moves a row between slots (add,
  * remove's hole filling, the retrain's moves, the centre's re-encode) must keep the scan block,
  * the side block and the id map in step — and, while a compaction copies the partition
  * (compact.ts), mark the chunk it wrote (`p.dirty`) — and they read best side by side in one
- * class (the byte copy itself is layout.ts copyRow, beside the column list it mirrors). Seams
+ * class (the byte copy itself is layout.ts copyRow, beside the column list it mirrors); the
+ * snapshot restore (snapshot.ts) registers its partitions through the same id map. Seams
  * looked at and not taken: the retrain generator reads the class's private state throughout; the
  * memory reports (jsBytes, breakdown, liveArenaBytes, ~35 lines) would need the id map and the
  * centre sample exposed to move out, for no reader's gain.
@@ -181,6 +182,58 @@ export class RowStore {
   slotIn(p: Partition, rowId: number): number | undefined {
     const b = this.ids.find(rowId);
     return b >= 0 && this.ids.partAt(b) === p.id ? this.ids.slotAt(b) : undefined;
+  }
+
+  /** Every row: its id, partition and group values (a snapshot's loader rebuilds its caller's tables from them). */
+  forEachRow(fn: (rowId: number, partition: string, groupA: number, groupB: number) => void): void {
+    const L = this.layout;
+    for (const p of this.partitions.values()) {
+      for (const l of p.lists) {
+        for (let pos = 0; pos < l.n; pos++) {
+          const slot = p.slotOf(l, pos),
+            side = p.sideBlocks[slot >> L.chunkShift],
+            r = slot & (L.chunkRows - 1);
+          const i32 = this.arena.views().i32;
+          fn(
+            p.rowIds[slot],
+            p.name,
+            p.groupA.valueOf(i32[(side + L.offGroupA) / 4 + r]),
+            p.groupB.valueOf(i32[(side + L.offGroupB) / 4 + r]),
+          );
+        }
+      }
+    }
+  }
+
+  /** The rows kept for learning the centre, until it is learned (snapshot.ts saves them). */
+  get centerSampleRows(): ReadonlyMap<number, Float32Array> | null {
+    return this.centerSample;
+  }
+
+  /**
+   * Snapshot restore (snapshot.ts): a partition whose blocks are already in this store's arena,
+   * built by `build` with the partition number it gets; its rows join the id map.
+   */
+  adoptPartition(build: (id: number) => Partition): void {
+    const id = this.freePartIds.pop() ?? this.partById.length;
+    const p = build(id);
+    if (this.partitions.has(p.name)) throw new RangeError(`partition ${p.name} exists`);
+    this.partitions.set(p.name, p);
+    this.partById[id] = p;
+    for (const l of p.lists)
+      for (let pos = 0; pos < l.n; pos++) {
+        const slot = p.slotOf(l, pos);
+        if (this.ids.find(p.rowIds[slot]) >= 0) throw new RangeError(`row ${p.rowIds[slot]} is held twice`);
+        this.ids.set(p.rowIds[slot], id, slot);
+      }
+    this.mutations++;
+  }
+
+  /** Snapshot restore: the learned centre, or (not learned yet) the rows it will be learned from. */
+  restoreCenter(center: Float32Array | null, sample: Map<number, Float32Array> | null): void {
+    this.centerValue = center;
+    this.centerSample = center ? null : (sample ?? new Map());
+    this.encoder.setCenter(center);
   }
 
   /** Changes with every add and remove (a search may reuse work only while it is unchanged). */

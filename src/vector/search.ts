@@ -160,7 +160,8 @@ export class Searcher {
               this.rows.listScores(p, query, this.scores);
               return this.scores;
             },
-            opts.probeSqrtAt,
+            opts.probeAt,
+            opts.probeGrowth,
           );
     const chunks = sel.chunks;
     // Table positions of the excluded rows and of an explicit filter's rows.
@@ -327,7 +328,8 @@ export class Searcher {
       coarse,
       cap,
       probe: opts.probe,
-      probeSqrtAt: opts.probeSqrtAt,
+      probeAt: opts.probeAt,
+      probeGrowth: opts.probeGrowth?.join(),
     };
     const reused = reuse?.key && reuse.slots && reuse.est && sameKey(reuse.key, key) ? reuse : null;
     let count: number;
@@ -505,7 +507,8 @@ interface ReuseKey {
   coarse: number;
   cap: number;
   probe: number | undefined;
-  probeSqrtAt: number | undefined;
+  probeAt: number | undefined;
+  probeGrowth: string | undefined;
 }
 
 function sameKey(a: ReuseKey, b: ReuseKey): boolean {
@@ -517,6 +520,7 @@ function sameKey(a: ReuseKey, b: ReuseKey): boolean {
     a.coarse === b.coarse &&
     a.cap === b.cap &&
     a.probe === b.probe &&
-    a.probeSqrtAt === b.probeSqrtAt
+    a.probeAt === b.probeAt &&
+    a.probeGrowth === b.probeGrowth
   );
 }

@@ -10,8 +10,10 @@
  */
 import { emptyCompactionStats, type CompactionStats } from "./compact.ts";
 import type { TrainingStats } from "./retrain.ts";
+import type { ByteSource, SegmentHeader } from "./snapshot.ts";
 import type {
   CompactionResult,
+  IndexSnapshot,
   SearchOptions,
   SearchResult,
   SearchStats,
@@ -51,6 +53,10 @@ export class SegmentedIndex implements VectorIndex {
 
   get memoryBytes(): number {
     return this.segs.reduce((n, s) => n + s.memoryBytes, 0);
+  }
+
+  get rowBytes(): number {
+    return this.segs[0].rowBytes;
   }
 
   get liveBytes(): number {
@@ -192,6 +198,36 @@ export class SegmentedIndex implements VectorIndex {
     if (opts.stats) Object.assign(opts.stats, total);
     all.sort((a, b) => b.score - a.score || a.rowId - b.rowId);
     return all.slice(0, opts.k);
+  }
+
+  forEachRow(fn: (rowId: number, partition: string, groupA: number, groupB: number) => void): void {
+    for (const s of this.segs) s.forEachRow(fn);
+  }
+
+  /** Changes with any change of any segment's rows or layout (and with their number). */
+  get version(): string {
+    return this.segs.map((s) => s.version).join("/");
+  }
+
+  snapshot(): IndexSnapshot {
+    const version = this.version;
+    const headers = this.segs.map((s) => s.snapshotHeader());
+    const segs = [...this.segs];
+    return {
+      headers,
+      version,
+      *body() {
+        for (let i = 0; i < segs.length; i++) yield* segs[i].snapshotBody(headers[i]);
+      },
+    };
+  }
+
+  *restore(headers: readonly SegmentHeader[], read: ByteSource): Generator<void, void> {
+    if (this.size > 0 || this.segs.length !== 1) throw new Error("restore: the index holds rows");
+    for (let i = 0; i < headers.length; i++) {
+      if (i > 0) this.segs.push(new VectorIndexImpl({ ...this.opts }));
+      yield* this.segs[i].restore(headers[i], read);
+    }
   }
 
   /** Each segment keeps its own coarse-pass reuse state inside the caller's object. */

@@ -1,8 +1,9 @@
 /** Public types of the vector index (see ./index.ts for the factory). */
 import type { CompactionStats } from "./compact.ts";
 import type { TrainingStats } from "./retrain.ts";
+import type { ByteSource, SegmentHeader } from "./snapshot.ts";
 
-export type { CompactionStats, TrainingStats };
+export type { ByteSource, CompactionStats, SegmentHeader, TrainingStats };
 
 /** One compaction (VectorIndex.compact): WebAssembly memory bytes before and after, and its duration. */
 export interface CompactionResult {
@@ -69,19 +70,27 @@ export interface SearchOptions {
   /**
    * Share of the allowed rows read in a partition split into inverted lists (the lists nearest
    * the query first, at least 4 096 rows): the second recall/latency knob. Default 1: every row
-   * (the flat scan), which text-like queries need; image-like queries (a frame, similar frames)
-   * reach recall@10 ≥ 0.95 at ~0.03. No effect on partitions without lists.
+   * (the flat scan). Image-like queries (a frame, similar frames) reach recall@10 ≥ 0.95 at ~0.03
+   * of 1 M rows, text-like ones (off the image manifold) at ~0.2–0.3 on the bench generator's
+   * pessimistic model (search/probe-policy.ts). No effect on partitions without lists.
    */
   probe?: number;
   /**
-   * With `probe`: the rows read are probe·√(probeSqrtAt·n) instead of probe·n (n: the allowed
-   * rows, per segment) — the share at probeSqrtAt rows, a larger share below, a smaller one
+   * With `probe`: the rows read are probe·at·(n/at)^g instead of probe·n (n: the allowed rows,
+   * per segment; g: `probeGrowth`, by default 0.5 on both sides, i.e. probe·√(at·n)) — the
+   * share at `at` rows, a larger share below, a smaller one
    * above. An image-like query's neighbours sit in its own video, and the rows needed to find them
    * grow as the library does, but much more slowly (recall ≥ 0.95 from ~20 k rows read at 1 M and
    * ~100 k at 10 M, while 4 k rows gave 0.90 at 100 k; BENCHMARKS.md "Probing at 10 M").
    * Default: none (a plain share).
    */
-  probeSqrtAt?: number;
+  probeAt?: number;
+  /**
+   * With `probeAt`: how the rows read grow with n below and above it, as exponents (default
+   * [0.5, 0.5]: √n). Text-like queries need a share that shrinks a little less fast, and not at
+   * all past 1 M rows: [0.9, 1] (search/probe-policy.ts).
+   */
+  probeGrowth?: readonly [number, number];
   /** Filled with what the search did (for benchmarks and diagnostics). */
   stats?: SearchStats;
   /**
@@ -179,6 +188,16 @@ export interface VectorIndexOptions {
   compactFreeShare?: number;
 }
 
+/** A snapshot of an index (VectorIndex.snapshot; the format is src/vector/snapshot.ts). */
+export interface IndexSnapshot {
+  /** One header per segment (JSON-able). */
+  headers: SegmentHeader[];
+  /** The bytes after the headers, piece by piece; each piece is valid until the next is asked for. */
+  body(): Generator<Uint8Array, void>;
+  /** The index's `version` when the snapshot began: once it moved, the body is no longer the snapshot's. */
+  version: string;
+}
+
 export interface VectorIndex {
   readonly dim: number;
   /** Adds rows (a row whose rowId is already present is replaced). O(rows), no index-wide work. */
@@ -221,4 +240,21 @@ export interface VectorIndex {
   readonly memoryBytes: number;
   /** Bytes in use: memoryBytes less the WebAssembly memory's free blocks (kept for later adds). */
   readonly liveBytes: number;
+  /** What a row costs by the layout (its blocks, id and id-map bucket), before list tails and free blocks. */
+  readonly rowBytes: number;
+  /** Calls `fn` for every row held: its id, partition and group values (groupA, groupB). */
+  forEachRow(fn: (rowId: number, partition: string, groupA: number, groupB: number) => void): void;
+  /** Changes with any change of the rows, the lists or where they live in memory. */
+  readonly version: string;
+  /**
+   * The index as it is now, to be written out (src/vector/snapshot.ts has the format): throws
+   * while a retrain is under way. The body must be read while `version` is unchanged.
+   */
+  snapshot(): IndexSnapshot;
+  /**
+   * Loads a snapshot's segments into this index, which must be new (no rows), in steps (run them
+   * between event-loop turns, or all at once). Throws `SnapshotMismatch` for a snapshot made by
+   * another layout, seed or encoder, or inconsistent with itself; the index is then to be dropped.
+   */
+  restore(headers: readonly SegmentHeader[], read: ByteSource): Generator<void, void>;
 }

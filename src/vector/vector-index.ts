@@ -12,7 +12,16 @@ import {
 } from "./compact.ts";
 import { Encoder } from "./encode.ts";
 import { makeLayout } from "./layout.ts";
-import { Rotation } from "./rotation.ts";
+import { DEFAULT_SEED, Rotation } from "./rotation.ts";
+import {
+  type ByteSource,
+  checkHeader,
+  loadSegment,
+  type SegmentHeader,
+  type SegmentParts,
+  segmentBody,
+  segmentHeader,
+} from "./snapshot.ts";
 import { RowStore } from "./rows.ts";
 import { SLICE_MS, type TrainingStats } from "./retrain.ts";
 import { Searcher } from "./search.ts";
@@ -37,7 +46,7 @@ import { compileKernels, instantiateKernels, type Kernels } from "./wasm/kernels
 const RESCORE_MIN_2BIT = 128;
 const RESCORE_SHARE_2BIT = 1 / 16;
 
-export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"> {
+export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact" | "snapshot" | "restore"> {
   readonly dim: number;
   private readonly arena: Arena;
   private readonly rows: RowStore;
@@ -51,6 +60,8 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
   private readonly kernels: Kernels;
   private readonly compactFreeShare: number;
   private readonly compactStats = emptyCompactionStats();
+  private readonly encoder: Encoder;
+  private readonly seed: number;
 
   constructor(opts: VectorIndexOptions) {
     const layout = makeLayout(opts.dim, opts.refineBits ?? 2, opts.chunkRows);
@@ -61,7 +72,8 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     if (opts.compactFreeShare !== undefined && !(opts.compactFreeShare > 0))
       throw new RangeError(`compactFreeShare must be > 0, got ${opts.compactFreeShare}`);
     this.compactFreeShare = opts.compactFreeShare ?? COMPACT_FREE_SHARE;
-    const encoder = new Encoder(layout, new Rotation(layout.dim, layout.padDim, opts.seed));
+    const encoder = (this.encoder = new Encoder(layout, new Rotation(layout.dim, layout.padDim, opts.seed)));
+    this.seed = opts.seed ?? DEFAULT_SEED;
     const policy = {
       lists: Math.max(0, Math.floor(opts.lists ?? 0)),
       trainAt: Math.max(2, opts.trainAt ?? 65_536),
@@ -93,6 +105,37 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
       rescoreShare,
     );
     this.rows.onRetrainsIdle = () => this.maybeCompact();
+  }
+
+  /** Changes with any change of the rows, the lists or where they live (a snapshot being written is then given up). */
+  get version(): string {
+    return `${this.rows.version}.${this.compactStats.count}.${this.compactStats.pending}`;
+  }
+
+  private get snapshotParts(): SegmentParts {
+    return { layout: this.rows.layout, arena: this.arena, rows: this.rows, encoder: this.encoder, seed: this.seed };
+  }
+
+  forEachRow(fn: (rowId: number, partition: string, groupA: number, groupB: number) => void): void {
+    this.rows.forEachRow(fn);
+  }
+
+  /** The segment's snapshot header (snapshot.ts); throws while a retrain is under way. */
+  snapshotHeader(): SegmentHeader {
+    if (this.rows.retrains.stats.pending > 0) throw new Error("snapshot: a retrain is under way");
+    return segmentHeader(this.snapshotParts);
+  }
+
+  /** The bytes after `header` (snapshot.ts segmentBody): valid while `version` is unchanged. */
+  snapshotBody(header: SegmentHeader): Generator<Uint8Array, void> {
+    return segmentBody(this.snapshotParts, header);
+  }
+
+  /** Loads a snapshot's segment into this segment, which must hold no rows (snapshot.ts). */
+  *restore(header: SegmentHeader, read: ByteSource): Generator<void, void> {
+    if (this.rows.size > 0) throw new Error("restore: the segment holds rows");
+    checkHeader(this.snapshotParts, header);
+    yield* loadSegment(this.snapshotParts, header, read);
   }
 
   /** Compactions so far (src/vector/compact.ts). */
@@ -282,6 +325,12 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
 
   get memoryBytes(): number {
     return this.arena.byteLength + this.rows.jsBytes + this.searcher.jsBytes;
+  }
+
+  /** What a row costs by the layout: its share of a chunk's two blocks, its id and its id-map bucket. */
+  get rowBytes(): number {
+    const L = this.rows.layout;
+    return (L.scanBlockBytes + L.sideBlockBytes) / L.chunkRows + 8 + 16;
   }
 
   get liveBytes(): number {

@@ -27,6 +27,8 @@ export async function startSearchApp(
     vectorIndex?: MemoryIndexOptions;
     vectorBackend?: "memory" | "sqlite-vec";
     indexWarm?: IndexWarmOptions;
+    /** An existing data dir (a restart); `close()` leaves it. */
+    dataDir?: string;
   } = {},
 ): Promise<SearchTestApp> {
   const t = await startTestApp(
@@ -36,6 +38,7 @@ export async function startSearchApp(
       vectorIndex: opts.vectorIndex,
       vectorBackend: opts.vectorBackend,
       indexWarm: opts.indexWarm,
+      dataDir: opts.dataDir,
       prefix: "vsearch-search-",
     },
   );

@@ -341,6 +341,9 @@ describe("the search request is validated once, by one schema (HTTP form and CLI
       minScore: undefined,
       includeHidden: false,
       includeThumbnailBase64: false,
+      exact: false,
     });
+    expect(parseSearchRequest({ query: "red", exact: "yes" }).exact).toBe(true);
+    expect(() => parseSearchRequest({ query: "red", exact: "maybe" })).toThrow(ValidationError);
   });
 });

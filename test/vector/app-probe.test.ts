@@ -1,5 +1,6 @@
 /**
- * Search passes `probe` to the vector index for image-only queries (and only for them): through
+ * Search passes `probe` to the vector index (search/probe-policy.ts: image-only and text queries
+ * without a collection or label filter, unless the request asks for `exact`): through
  * the search service, on an account over the index's `trainAt` (lowered through the `vectorIndex`
  * option) whose lists were retrained in the background. The index is watched on a search domain
  * of its own over the app's database file, built as the app's is; the app's answer over HTTP is
@@ -72,8 +73,8 @@ async function run(req: SearchRequest) {
   );
 }
 
-describe("image-only searches probe the inverted lists", () => {
-  it("passes probe for an image query once the account has lists, and not for text", async () => {
+describe("searches probe the inverted lists", () => {
+  it("passes probe for image and text queries once the account has lists, and none for `exact`", async () => {
     // First search loads the account into the index; that queues its retrain (background).
     const first = await run(searchRequest({ modes: "video" }, imageBytes()));
     expect(first[0].video_id).toBe(video);
@@ -82,7 +83,7 @@ describe("image-only searches probe the inverted lists", () => {
     const best = await run(searchRequest({ modes: "video" }, imageBytes()));
     const info = domain.indexes.lastVectorSearch!;
     // 2.8 % at a million rows, the rows read growing as √n around it.
-    expect(info.probe).toEqual({ share: 0.028, sqrtAt: 1_000_000 });
+    expect(info.probe).toEqual({ share: 0.028, at: 1_000_000 });
     // Only the lists nearest the query were read: ≥ 4 096 rows (the probe's floor), well under all.
     expect(info.scanned).toBeGreaterThanOrEqual(4096);
     expect(info.scanned).toBeLessThan(FRAMES / 2);
@@ -91,12 +92,26 @@ describe("image-only searches probe the inverted lists", () => {
     expect(best[0].timestamp_start).toBeLessThanOrEqual(5003);
     expect(best[0].timestamp_end).toBeGreaterThanOrEqual(5000);
 
+    // A text query probes a larger share (issue 27): 30 % from a million rows, more below.
     const text = await run(searchRequest({ query: "a wall", modes: "video" }));
     const textInfo = domain.indexes.lastVectorSearch!;
-    expect(textInfo.probe).toBeUndefined();
-    expect(textInfo.scanned).toBe(FRAMES);
+    expect(textInfo.probe).toEqual({ share: 0.3, at: 1_000_000, growth: [0.9, 1] });
+    expect(textInfo.scanned).toBeLessThan(FRAMES);
+    expect(textInfo.scanned).toBeGreaterThan(4096);
     expect(text[0].timestamp_start).toBeLessThanOrEqual(9003);
     expect(text[0].timestamp_end).toBeGreaterThanOrEqual(9000);
+
+    // `exact` reads every row, for text and image alike; so does a collection filter.
+    for (const req of [
+      searchRequest({ query: "a wall", modes: "video", exact: "true" }),
+      searchRequest({ modes: "video", exact: "1" }, imageBytes()),
+    ]) {
+      const hits = await run(req);
+      const exact = domain.indexes.lastVectorSearch!;
+      expect(exact.probe).toBeUndefined();
+      expect(exact.scanned).toBe(FRAMES);
+      expect(hits[0].video_id).toBe(video);
+    }
 
     // The app, over HTTP, finds the same moment for the same image (its own index, not yet retrained, scans every row).
     const viaHttp = await post(imageQuery());

@@ -91,14 +91,14 @@ describe("inverted lists: training and probing", () => {
     expect(hi.r).toBeGreaterThanOrEqual(lo.r);
   });
 
-  it("probeSqrtAt makes the rows read grow as √n: probe 0.4 at 6 000 rows reads what probe 0.2 reads", () => {
+  it("probeAt makes the rows read grow as √n: probe 0.4 at 6 000 rows reads what probe 0.2 reads", () => {
     const Q = generateQueries(ds, 12, "image", 11);
-    // probe·√(probeSqrtAt·n) rows: 0.4 × √(6 000 × 24 000) = 4 800 rows, what probe 0.2 reads.
+    // probe·√(probeAt·n) rows: 0.4 × √(6 000 × 24 000) = 4 800 rows, what probe 0.2 reads.
     for (let i = 0; i < 12; i++) {
       const sqrt = newStats(),
         share = newStats(),
         open = newStats();
-      const a = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.4, probeSqrtAt: 6000, stats: sqrt });
+      const a = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.4, probeAt: 6000, stats: sqrt });
       const b = index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.2, stats: share });
       index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.4, stats: open });
       expect(a).toEqual(b);
@@ -106,15 +106,15 @@ describe("inverted lists: training and probing", () => {
       expect(sqrt.lists).toBe(share.lists);
       expect(open.scanned!).toBeGreaterThan(sqrt.scanned!);
     }
-    // A partition smaller than probeSqrtAt reads a larger share: 0.2 × √(4 n · n) = 0.4 n.
+    // A partition smaller than probeAt reads a larger share: 0.2 × √(4 n · n) = 0.4 n.
     const under = newStats(),
       plain = newStats();
-    index.search(q(Q, 1), { partition: "acct", k: 10, probe: 0.2, probeSqrtAt: 4 * ds.n, stats: under });
+    index.search(q(Q, 1), { partition: "acct", k: 10, probe: 0.2, probeAt: 4 * ds.n, stats: under });
     index.search(q(Q, 1), { partition: "acct", k: 10, probe: 0.4, stats: plain });
     expect(under.scanned).toBe(plain.scanned);
     // The floor of 4 096 rows holds when the formula asks for fewer (0.4 × √(100 × 24 000) ≈ 620).
     const tiny = newStats();
-    index.search(q(Q, 0), { partition: "acct", k: 10, probe: 0.4, probeSqrtAt: 100, stats: tiny });
+    index.search(q(Q, 0), { partition: "acct", k: 10, probe: 0.4, probeAt: 100, stats: tiny });
     expect(tiny.scanned!).toBeGreaterThanOrEqual(4096);
     expect(tiny.scanned!).toBeLessThan(0.3 * ds.n);
   });

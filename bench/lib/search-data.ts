@@ -1,0 +1,192 @@
+/**
+ * The end-to-end search benches' library: 100 k synthetic CLIP-like frames (bench/lib/synthetic.ts,
+ * 512-d, ~200 frames per video at 1 fps, shots of ~10 frames with their mean vectors and labels)
+ * and a 4-second transcript segment every 8 s (~12.5 k), words drawn from a Zipf vocabulary with
+ * the query words said in ~1-2 % of them, written through the index store into one account of a
+ * BenchApp (bench/search-bench.ts). And the query embedder the benches give the app: the tiny CLIP
+ * text tower really runs on each query's prompts, the 512-d vector searched is the synthetic text
+ * query assigned to that query.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { BenchApp } from "../../src/app.ts";
+import type { ClipModel } from "../../src/inference/clip.ts";
+import { IndexStore } from "../../src/indexing/store.ts";
+import { SCENE_LABELS } from "../../src/pipeline/labels.ts";
+import type { QueryEmbedder } from "../../src/search/embedder.ts";
+import { VideoStore } from "../../src/videos/store.ts";
+import { type Dataset, prng } from "./synthetic.ts";
+
+export const DIM = 512;
+export const MODEL = "bench-clip-b32@synthetic";
+
+export const WORDS = [
+  "harbor",
+  "sunset",
+  "budget",
+  "engine",
+  "garden",
+  "meeting",
+  "soccer",
+  "bridge",
+  "kitchen",
+  "camera",
+  "river",
+  "concert",
+  "airport",
+  "winter",
+  "market",
+  "laptop",
+  "forest",
+  "traffic",
+  "dinner",
+  "robot",
+];
+
+/**
+ * Transcript words: a Zipf(1) vocabulary of 4 000 words (rank 1 is the most frequent, like "the"),
+ * with the query words at ranks 100-119, so each is said in about 1-2 % of the segments.
+ */
+const VOCAB = Array.from({ length: 4000 }, (_, i) =>
+  i >= 100 && i < 100 + WORDS.length ? WORDS[i - 100] : `w${i.toString(36)}x`,
+);
+const ZIPF_CDF = (() => {
+  const w = VOCAB.map((_, i) => 1 / (i + 1));
+  const total = w.reduce((a, b) => a + b, 0);
+  let acc = 0;
+  return w.map((x) => (acc += x / total));
+})();
+function zipfWord(r: () => number): string {
+  const u = r() / 4294967296;
+  let lo = 0;
+  let hi = ZIPF_CDF.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ZIPF_CDF[mid] < u) lo = mid + 1;
+    else hi = mid;
+  }
+  return VOCAB[lo];
+}
+
+/** Tiny CLIP text tower for the encoding work; the 512-d synthetic query of `q<i>` for the vector. */
+export class BenchEmbedder implements QueryEmbedder {
+  encodeMs: number[] = [];
+  private readonly assigned = new Map<string, number>();
+  constructor(
+    private readonly tiny: ClipModel,
+    private readonly queries: Float32Array,
+  ) {}
+  available = () => true;
+  modelId = () => MODEL;
+  async embedText(texts: string[]): Promise<Float32Array[]> {
+    const t0 = performance.now();
+    await this.tiny.embedTexts(texts);
+    this.encodeMs.push(performance.now() - t0);
+    // Every prompt of a query (the caption templates around it) maps to that query's vector; each
+    // new query gets a vector no earlier query had, so a "new query" row starts cold.
+    return texts.map((t) => {
+      const words = (t.match(/[a-z]+/g) ?? []).filter((w) => WORDS.includes(w)).join(" ");
+      let q = this.assigned.get(words);
+      if (q === undefined) this.assigned.set(words, (q = this.assigned.size % (this.queries.length / DIM)));
+      return this.queries.slice(q * DIM, (q + 1) * DIM);
+    });
+  }
+  async embedImageRgb(): Promise<Float32Array> {
+    throw new Error("not used");
+  }
+}
+
+export interface SearchData {
+  accountId: string;
+  /** A read_only API key of the account. */
+  key: string;
+  videos: number;
+  shots: number;
+  transcriptSegments: number;
+  insertMs: number;
+}
+
+/** Writes `ds` (frames, shot means, transcripts) into a new account of `app`, through the index store as the pipeline does. */
+export function writeSearchData(app: BenchApp, ds: Dataset, dir: string): SearchData {
+  const FRAMES = ds.n;
+  const s = app.services;
+  const account = s.accounts.createAccount({ name: "Bench", plan: "enterprise" });
+  const key = s.apiKeys.create(account.id, { name: "bench", permissions: "read_only" }).key;
+  const collections = Array.from({ length: 10 }, (_, i) => s.collections.create(account.id, { name: `c${i}` }).id);
+  const t0 = performance.now();
+  const index = new IndexStore(app.internals.db, true);
+  const videoStore = new VideoStore(app.internals.db);
+  const r = prng(5);
+  const nVideos = ds.video[FRAMES - 1] + 1;
+  let transcriptSegments = 0;
+  let shotsTotal = 0;
+  for (let v = 0, row = 0; v < nVideos; v++) {
+    const first = row;
+    while (row < FRAMES && ds.video[row] === v) row++;
+    const n = row - first;
+    const tmp = join(dir, `src-${v}.bin`);
+    writeFileSync(tmp, new Uint8Array(64));
+    const { video_id } = s.videos.createFromUpload({
+      accountId: account.id,
+      collectionId: collections[v % 10],
+      filename: `video-${v}.mp4`,
+      tempFile: tmp,
+      ext: "mp4",
+      container: "mp4",
+      mimeType: "video/mp4",
+      sizeBytes: 64,
+    });
+    videoStore.update(video_id, { status: "ready", progress_pct: 100, duration_secs: n });
+    const scope = { videoId: video_id, accountId: account.id, collectionId: collections[v % 10] };
+    const shotOf = (i: number) => ds.shot[i] - ds.shot[first];
+    index.replaceFrames(
+      scope,
+      Array.from({ length: n }, (_, k) => ({
+        timestamp: k,
+        shotIndex: shotOf(first + k),
+        embedding: ds.vectors.subarray((first + k) * DIM, (first + k + 1) * DIM),
+      })),
+      MODEL,
+    );
+    const shots = [];
+    for (let k = 0; k < n; ) {
+      const sh = shotOf(first + k);
+      let e = k;
+      while (e < n && shotOf(first + e) === sh) e++;
+      const mean = new Float32Array(DIM);
+      for (let i = k; i < e; i++) for (let j = 0; j < DIM; j++) mean[j] += ds.vectors[(first + i) * DIM + j];
+      const labels = [0, 1, 2].map((x) => ({
+        label: SCENE_LABELS[(r() + x) % SCENE_LABELS.length],
+        score: Math.round(((3 - x) / 6) * 100) / 100,
+      }));
+      shots.push({
+        shotIndex: sh,
+        start: k,
+        end: e,
+        keyframe: (k + e) / 2,
+        thumbnailPath: null,
+        labels,
+        caption: null,
+        embedding: mean,
+      });
+      k = e;
+    }
+    shotsTotal += shots.length;
+    index.replaceShots(scope, shots, MODEL);
+    const segs = [];
+    for (let t = 0; t + 4 <= n; t += 8)
+      segs.push({ start: t, end: t + 4, text: Array.from({ length: 14 }, () => zipfWord(r)).join(" ") });
+    transcriptSegments += segs.length;
+    index.replaceTranscript(scope, segs, "whisper@bench");
+  }
+  const insertMs = performance.now() - t0;
+
+  return {
+    accountId: account.id,
+    key,
+    videos: nVideos,
+    shots: shotsTotal,
+    transcriptSegments,
+    insertMs,
+  };
+}

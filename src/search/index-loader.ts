@@ -1,0 +1,309 @@
+/**
+ * How the in-memory index gets its rows at a start, and keeps a snapshot of them (issue 27).
+ *
+ * With a snapshot (`<data dir>/index/vectors.snap`, snapshot-file.ts): its indexes are loaded
+ * block by block (src/vector/snapshot.ts), then every video the change log (migration 010) shows
+ * changed after the snapshot's watermark is dropped and read again from the store as it is now
+ * ("replay"): rows added, replaced or deleted meanwhile, by this process before it stopped or by
+ * another, are all seen. Anything wrong with the file (another format, another layout or encoder,
+ * a size or hash that does not match, options that differ) is logged and the file ignored: the
+ * pass below runs instead, and the next snapshot replaces the file.
+ *
+ * Without one, a pass over the store: every account's rows by ascending id, a page per step,
+ * frames then shots. Rows of a kind with ids up to the pass's cursor are the event hooks' (a
+ * re-indexed video is dropped and its current rows up to the cursor added back), rows above it
+ * are the pass's, read as they are when their page comes.
+ *
+ * Saving the snapshot, and the watermark it records: index-snapshot.ts.
+ */
+import { existsSync, rmSync } from "node:fs";
+import type { Logger } from "../core/logger.ts";
+import { type SegmentHeader, SnapshotMismatch, segmentBodyBytes } from "../vector/index.ts";
+import type { WarmProgress } from "./index-warmer.ts";
+import { KINDS, type KindIndex, type MemoryBackendOptions, type MemoryVectorBackend } from "./memory-backend.ts";
+import { type SnapshotHeader, type SnapshotOptions, SnapshotSaver } from "./index-snapshot.ts";
+import { openSnapshotFile, type SnapshotRead } from "./snapshot-file.ts";
+import type { IndexRow, VectorKind } from "./store.ts";
+import type { VectorChangeRow, VectorChangeStore } from "./vector-change-store.ts";
+
+/** Restore steps per `step` call (each reads ≤ 1024 chunks, a few MB). */
+const RESTORE_STEPS = 4;
+/** Videos replayed per `step` call. */
+const REPLAY_VIDEOS = 8;
+
+interface Pass {
+  mode: "pass";
+  cursor: Record<VectorKind, number>;
+  /** Kinds whose last page was read: every row of theirs is the hooks' from then on. */
+  done: Record<VectorKind, boolean>;
+  /** The highest ids when the pass began (progress only: rows written later are read too). */
+  last: Record<VectorKind, number>;
+  rows: number;
+}
+
+interface Restore {
+  mode: "restore";
+  file: SnapshotRead;
+  header: SnapshotHeader;
+  total: number;
+  fresh: KindIndex[];
+  steps: Generator<void, void>;
+}
+
+interface Replay {
+  mode: "replay";
+  queue: VectorChangeRow[];
+  at: number;
+  /** Rows the snapshot held. */
+  rows: number;
+}
+
+export class IndexLoader {
+  private state: Pass | Restore | Replay | null = null;
+  private finished = false;
+  /** Saves the index and knows the watermark it reflects (null: no snapshot configured). */
+  private readonly saver: SnapshotSaver | null;
+  /** Where the last load came from, for /readyz: the snapshot and what was replayed, or why it was not used. */
+  source: string | null = null;
+
+  constructor(
+    private readonly b: MemoryVectorBackend,
+    private readonly changes: VectorChangeStore | null,
+    private readonly snapshot: SnapshotOptions | null,
+    private readonly logger?: Logger,
+  ) {
+    this.saver =
+      snapshot && changes ? new SnapshotSaver(b, changes, snapshot, () => this.finished && !this.state, logger) : null;
+  }
+
+  /** A load was begun (the app started): searches wait for it; without one, accounts load on first search. */
+  get active(): boolean {
+    return this.state !== null || this.finished;
+  }
+
+  begin(): void {
+    if (this.active) return;
+    this.b.admission.beginLoad();
+    if (this.snapshot && this.changes && existsSync(this.snapshot.path)) {
+      try {
+        this.state = this.openRestore(this.snapshot.path);
+        return;
+      } catch (e) {
+        this.ignoreSnapshot(e);
+      }
+    }
+    this.startPass();
+  }
+
+  private startPass(): void {
+    // The log's position before the first page: every change after it is seen by the pass or a hook.
+    this.saver?.completeAt(this.changes!.current());
+    const s = this.b.store;
+    this.state = {
+      mode: "pass",
+      cursor: { frames: 0, shots: 0 },
+      done: { frames: false, shots: false },
+      last: { frames: s.lastIndexRowId("frames"), shots: s.lastIndexRowId("shots") },
+      rows: 0,
+    };
+  }
+
+  private ignoreSnapshot(e: unknown): void {
+    const why = e instanceof Error ? e.message : String(e);
+    this.source = `snapshot not used (${why}): read from the store`;
+    this.logger?.warn("search index snapshot not used; reading every vector from the store", {
+      reason: why,
+      path: this.snapshot?.path,
+      corrupt: e instanceof SnapshotMismatch,
+    });
+  }
+
+  /** One step of the load; false once every row is in. */
+  step(maxRows: number): boolean {
+    const st = this.state;
+    if (!st) return false;
+    if (st.mode === "pass") return this.passStep(st, maxRows);
+    if (st.mode === "restore") {
+      try {
+        for (let i = 0; i < RESTORE_STEPS; i++) {
+          if (st.steps.next().done) {
+            st.file.finish();
+            this.adopt(st);
+            return true;
+          }
+        }
+        return true;
+      } catch (e) {
+        st.file.close();
+        this.ignoreSnapshot(e);
+        this.startPass();
+        return true;
+      }
+    }
+    for (let i = 0; i < REPLAY_VIDEOS && st.at < st.queue.length; i++, st.at++) {
+      const c = st.queue[st.at];
+      this.b.reloadVideo(c.video_id, this.b.store.accountOfVideo(c.video_id));
+      this.saver?.appliedAt(c.video_id, c.seq);
+    }
+    if (st.at < st.queue.length) return true;
+    this.finish();
+    return false;
+  }
+
+  /**
+   * Loads the next page (at most `maxRows` rows, in id order) and moves the cursor past it, in
+   * one synchronous step: no hook can run between reading a page and owning its ids.
+   */
+  private passStep(w: Pass, maxRows: number): boolean {
+    const kind = KINDS.find((k) => !w.done[k]);
+    if (!kind) {
+      this.finish();
+      return false;
+    }
+    const page = this.b.store.indexRowsAfter(kind, w.cursor[kind], maxRows);
+    w.rows += this.b.addIndexRows(kind, page, (ki, r) => !ki.loaded.has(r.account_id));
+    if (page.length) w.cursor[kind] = page[page.length - 1].id;
+    if (page.length < maxRows) w.done[kind] = true;
+    if (KINDS.some((k) => !w.done[k])) return true;
+    this.finish();
+    return false;
+  }
+
+  private finish(): void {
+    this.state = null;
+    this.finished = true;
+    this.b.admission.endLoad();
+    this.saver?.schedule(0);
+  }
+
+  get progress(): WarmProgress | null {
+    const st = this.state;
+    if (!st) return this.finished ? { rows: this.b.rows(), fraction: 1, done: true } : null;
+    if (st.mode === "pass") {
+      const total = st.last.frames + st.last.shots;
+      const at = KINDS.reduce((n, k) => n + (st.done[k] ? st.last[k] : Math.min(st.cursor[k], st.last[k])), 0);
+      return { rows: st.rows, fraction: total ? at / total : 0, done: false };
+    }
+    if (st.mode === "restore") {
+      const read = st.total - st.file.bodyBytes;
+      return {
+        rows: st.fresh.reduce((n, ki) => n + ki.index.size, 0),
+        fraction: (0.95 * read) / Math.max(1, st.total),
+        done: false,
+      };
+    }
+    return { rows: st.rows, fraction: 0.95 + (0.05 * st.at) / Math.max(1, st.queue.length), done: false };
+  }
+
+  /**
+   * Whether every vector of this account and model is in though the load is not done. A pass:
+   * for each kind, it read all of that kind or its cursor is at or past the account's highest id
+   * (rows up to the cursor are the pass's or the hooks'). A snapshot: loaded, and none of the
+   * account's changed videos waits for its replay.
+   */
+  accountWarm(accountId: string, modelId: string): boolean {
+    const st = this.state;
+    if (!st) return true;
+    if (st.mode === "restore") return false;
+    if (st.mode === "replay") {
+      for (let i = st.at; i < st.queue.length; i++) if (st.queue[i].account_id === accountId) return false;
+      return true;
+    }
+    return KINDS.every((k) => st.done[k] || this.b.store.lastIndexRowIdOf(k, accountId, modelId) <= st.cursor[k]);
+  }
+
+  /** Whether a row the hooks see belongs in the index now. */
+  held(ki: KindIndex, r: IndexRow): boolean {
+    const st = this.state;
+    if (ki.loaded.has(r.account_id)) return true;
+    if (!st) return this.finished;
+    // While a snapshot loads the hooks leave the index alone: their changes are after its watermark and are replayed.
+    if (st.mode === "restore") return false;
+    if (st.mode === "replay") return true;
+    return st.done[ki.kind] || r.id <= st.cursor[ki.kind];
+  }
+
+  /** The hooks applied these videos' current rows (or their deletion): noted for the watermark. */
+  noteChanged(videoIds: string[]): void {
+    if (this.active) this.saver?.applied_(videoIds);
+  }
+
+  /** At close: the index saved now, when complete and idle. */
+  saveNow(): void {
+    this.saver?.saveNow();
+  }
+
+  // ---- snapshot: load ------------------------------------------------------------------------
+
+  private openRestore(path: string): Restore {
+    const file = openSnapshotFile(path);
+    try {
+      const h = file.header as SnapshotHeader;
+      if (h?.kind !== "vsearch-vector-index" || !Array.isArray(h.indexes) || !Array.isArray(h.groups))
+        throw new SnapshotMismatch("not an index snapshot");
+      if (JSON.stringify(h.options ?? {}) !== JSON.stringify(this.b.options))
+        throw new SnapshotMismatch("made with other index options");
+      if (!(Number.isSafeInteger(h.watermark) && h.watermark >= 0)) throw new SnapshotMismatch("no watermark");
+      if (h.database !== this.changes!.databaseId()) throw new SnapshotMismatch("made for another database");
+      if (h.watermark > this.changes!.current())
+        throw new SnapshotMismatch(`watermark ${h.watermark} is ahead of the change log (another database?)`);
+      const total = file.bodyBytes;
+      let described = 0;
+      for (const x of h.indexes) for (const seg of x.segments) described += segmentBodyBytes(seg);
+      if (described !== total)
+        throw new SnapshotMismatch(`the header describes ${described} bytes, the file holds ${total}`);
+      if (!this.b.admission.fits(Math.ceil(total / 190)))
+        throw new Error(`its ${Math.round(total / 2 ** 20)} MiB do not fit vector_memory_budget`);
+      const fresh = h.indexes.map((x) => this.b.newKindIndex(x.kind, x.modelId, x.dim));
+      const steps = (function* () {
+        for (let i = 0; i < fresh.length; i++)
+          yield* fresh[i].index.restore(h.indexes[i].segments, (into) => file.read(into));
+      })();
+      return { mode: "restore", file, header: h, total, fresh, steps };
+    } catch (e) {
+      file.close();
+      throw e;
+    }
+  }
+
+  /** The snapshot is whole and checked: its indexes become the backend's, then its changes are replayed. */
+  private adopt(st: Restore): void {
+    const b = this.b;
+    const h = st.header;
+    b.indexes.clear();
+    b.groupIds.clear();
+    for (const [id, n] of h.groups) b.groupIds.set(id, n);
+    b.nextGroup = h.nextGroup;
+    const idOf = new Map<number, string>();
+    for (const [id, n] of h.groups) idOf.set(n, id);
+    for (const ki of st.fresh) {
+      b.indexes.set(ki.key, ki);
+      ki.index.forEachRow((rowId, account, _collection, video) => {
+        const v = idOf.get(video);
+        if (v === undefined) return;
+        let ids = ki.byVideo.get(v);
+        if (!ids) ki.byVideo.set(v, (ids = []));
+        ids.push(rowId);
+        let vs = ki.videosOf.get(account);
+        if (!vs) ki.videosOf.set(account, (vs = new Set()));
+        vs.add(v);
+      });
+    }
+    this.saver?.completeAt(h.watermark, true);
+    const rows = b.rows();
+    const queue = this.changes!.after(h.watermark);
+    this.logger?.info("search index snapshot loaded", {
+      rows,
+      watermark: h.watermark,
+      changed_videos: queue.length,
+      mb: Math.round(st.total / 2 ** 20),
+    });
+    this.state = { mode: "replay", queue, at: 0, rows };
+    this.source = `from its snapshot, ${queue.length} changed video(s) read again`;
+  }
+
+  /** Removes the snapshot (tests, tools). */
+  static remove(path: string): void {
+    rmSync(path, { force: true });
+  }
+}

@@ -1,0 +1,56 @@
+import type { Database } from "bun:sqlite";
+
+/** A video whose vector rows changed, and the sequence number of its latest change. */
+export interface VectorChangeRow {
+  video_id: string;
+  account_id: string;
+  seq: number;
+}
+
+/**
+ * The vector rows' change log (migration 010, written by triggers on frames / shots and their
+ * vectors): what the in-memory index's snapshot is checked against at a start (index-snapshot.ts).
+ * Sequence numbers only grow; a video keeps its latest one, a deleted video's row is its tombstone.
+ */
+export class VectorChangeStore {
+  constructor(private readonly db: Database) {}
+
+  /** The latest sequence number handed out (0 when nothing changed yet). */
+  current(): number {
+    return this.db.query<{ seq: number }, []>("SELECT seq FROM vector_change_seq WHERE id = 1").get()?.seq ?? 0;
+  }
+
+  /** The random name of this database's change history (a snapshot names the one it reflects). */
+  databaseId(): string {
+    return (
+      this.db.query<{ id: string }, []>("SELECT database_id AS id FROM vector_change_seq WHERE id = 1").get()?.id ?? ""
+    );
+  }
+
+  /** Videos whose latest change is after `seq`, oldest change first. */
+  after(seq: number): VectorChangeRow[] {
+    return this.db
+      .query<VectorChangeRow, [number]>(
+        "SELECT video_id, account_id, seq FROM vector_changes WHERE seq > ? ORDER BY seq",
+      )
+      .all(seq);
+  }
+
+  /** A video's latest change (0: none logged). */
+  of(videoId: string): number {
+    return (
+      this.db.query<{ seq: number }, [string]>("SELECT seq FROM vector_changes WHERE video_id = ?").get(videoId)?.seq ??
+      0
+    );
+  }
+
+  /**
+   * Forgets tombstones a snapshot at `seq` no longer needs: deleted videos whose deletion is at or
+   * before it. Returns how many went.
+   */
+  prune(seq: number): number {
+    return this.db
+      .query("DELETE FROM vector_changes WHERE seq <= ? AND NOT EXISTS (SELECT 1 FROM videos v WHERE v.id = video_id)")
+      .run(seq).changes;
+  }
+}
