@@ -7,7 +7,7 @@ import { readFrame } from "../ocr/read-frame.ts";
 import { TextTracker, type TextRange } from "../ocr/tracks.ts";
 import type { MediaBins } from "../media/process.ts";
 import type { DecodeSkip } from "../media/decode.ts";
-import { JobFailure } from "../jobs/runner.ts";
+import { JobFailure } from "../jobs/failure.ts";
 
 /** About one frame a second, like the image embeddings (plus every shot start). */
 export const OCR_INTERVAL_SECS = 1;
