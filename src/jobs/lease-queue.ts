@@ -252,7 +252,7 @@ export class LeaseQueue {
     this.running.set(task.id, entry);
     // One heartbeat for every task of this process, on its own timer: a stage that reports no
     // progress for minutes (one long ffmpeg step, one huge frame to read) keeps its lease.
-    this.beat ??= setInterval(() => this.heartbeat(), Math.max(250, Math.floor(this.leaseMs / 3)));
+    this.beat ??= setInterval(() => this.heartbeat(), Math.max(50, Math.floor(this.leaseMs / 3)));
   }
 
   private heartbeat(): void {

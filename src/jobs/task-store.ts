@@ -56,15 +56,17 @@ export class TaskStore {
   /**
    * Queues a task, once: a second task of the same kind for the same job (or a second rendition
    * of one video) is not added. An account that had no task waiting or running (renditions aside:
-   * they run when the box is idle and say nothing about competing for it) starts level with the
-   * least served account that has work (fair share; see migration 011). Returns whether a row was
-   * added. Call it inside the transaction that creates the work (the job, the video).
+   * they run when the box is idle and say nothing about competing for it) starts just ahead of
+   * the least served account that has work, counting that account's finished tasks but not the
+   * one it is running: the newcomer's tasks go next, until they have had as much service as that
+   * running task will have had (fair share; see migration 011). Returns whether a row was added.
+   * Call it inside the transaction that creates the work (the job, the video).
    */
   enqueue(t: NewTask): boolean {
     this.db
       .query(
         `INSERT INTO task_accounts (account_id, served_ms)
-         VALUES (?1, (SELECT coalesce(min(a.served_ms), 0) FROM task_accounts a
+         VALUES (?1, (SELECT coalesce(min(a.served_ms) - 1, 0) FROM task_accounts a
                        WHERE a.account_id IN (SELECT account_id FROM tasks WHERE kind <> 'rendition')
                          AND a.account_id <> ?1))
          ON CONFLICT (account_id) DO UPDATE SET served_ms = excluded.served_ms

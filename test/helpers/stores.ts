@@ -16,6 +16,7 @@ import { EventStore } from "../../src/events/store.ts";
 import { IndexStore } from "../../src/indexing/store.ts";
 import { JobStore } from "../../src/jobs/store.ts";
 import { TaskStore } from "../../src/jobs/task-store.ts";
+import { LeaseQueue, type LeaseQueueOptions } from "../../src/jobs/lease-queue.ts";
 import { PlaybackStore } from "../../src/playback/store.ts";
 import { createSearchDomain, type SearchDomain, type SearchDomainOptions } from "../../src/search/domain.ts";
 import { SearchStore } from "../../src/search/store.ts";
@@ -52,6 +53,11 @@ export interface Stores {
   searchDomain(deps: Omit<SearchDomainOptions, "stores" | "uow">): SearchDomain;
   /** Runs `fn` (store calls) in one transaction on this connection: the app sees all of it or none. */
   transaction<T>(fn: () => T): T;
+  /**
+   * A task queue worker over this connection, as a node runs one (register handlers, `start()`,
+   * `stop()` before `close()`): for tests that play several workers over one database.
+   */
+  leaseQueue(opts: LeaseQueueOptions): LeaseQueue;
   close(): void;
 }
 
@@ -87,6 +93,7 @@ export function openStores(
         stores: { search: new SearchStore(db), ocr: new OcrSearchStore(db), feedback: new FeedbackStore(db) },
       }),
     transaction: (fn) => uow.run(fn),
+    leaseQueue: (o) => new LeaseQueue(new TaskStore(db, clock), uow, o),
     close: () => db.close(),
   };
 }

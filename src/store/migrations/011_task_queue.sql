@@ -27,11 +27,11 @@ CREATE UNIQUE INDEX tasks_job_kind ON tasks (job_id, kind) WHERE job_id IS NOT N
 CREATE UNIQUE INDEX tasks_rendition ON tasks (video_id) WHERE kind = 'rendition';
 
 -- Fair share: the service (task ms) each account has had since it last had no work. The claim
--- serves the account with the least first; an account that comes back from idle starts level
--- with the least served account that has work, so it neither waits behind a backlog nor brings
--- banked credit from yesterday.
+-- serves the account with the least first; an account that comes back from idle starts just
+-- ahead of the least served account that has work, so it neither waits behind a backlog nor
+-- brings banked credit (or debt) from yesterday.
 CREATE TABLE task_accounts (
-  account_id TEXT PRIMARY KEY,
+  account_id TEXT PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
   served_ms  INTEGER NOT NULL DEFAULT 0,
   typical_ms INTEGER                          -- moving average of its tasks' lengths (Retry-After)
 );
