@@ -60,10 +60,24 @@ export class IngestPipeline implements TaskHandler {
     // Speech runs beside the visual stages (it has its own worker). One stop signal for both: when
     // either fails, the other stops too, and the job fails with the first real error.
     const stop = new AbortController();
-    const onAbort = () => stop.abort();
-    ctx.signal.addEventListener("abort", onAbort, { once: true });
+    // Told to stop (video deleted, lease lost, shutdown): ffmpeg is killed through `stop`, and the
+    // task ends now rather than when the model calls in flight return (a worker thread cannot be
+    // interrupted mid-batch); those finish in the background, and every stage checks the signal
+    // before it writes, so they write nothing.
+    let onAbort = () => {};
+    const stopped = new Promise<never>((_, reject) => {
+      onAbort = () => {
+        stop.abort();
+        reject(aborted());
+      };
+      if (ctx.signal.aborted) onAbort();
+      else ctx.signal.addEventListener("abort", onAbort, { once: true });
+    });
+    const work = this.index(job, video, source, jobProgress(d.jobs, job.id), ctx.signal, stop);
+    work.catch(() => {}); // settled in the background if the stop wins
+    stopped.catch(() => {});
     try {
-      return await this.index(job, video, source, jobProgress(d.jobs, job.id), ctx.signal, stop);
+      return await Promise.race([work, stopped]);
     } finally {
       ctx.signal.removeEventListener("abort", onAbort);
     }
@@ -218,6 +232,7 @@ export class IngestPipeline implements TaskHandler {
     const { keyframesOnly, skipFrames, loopFilter } = plan;
     const detectShots = async (): Promise<Shot[]> => {
       const boundaries = await detectShotBoundaries(d.bins, r.source, {
+        signal: r.signal,
         durationSecs: info.durationSecs ?? undefined,
         keyframesOnly,
         skipFrames,
@@ -287,6 +302,7 @@ export class IngestPipeline implements TaskHandler {
         : null;
       return buildScenes(labelVectors, finalShots, frames);
     });
+    r.stages.check(); // stopped while the labels were computed: write nothing
     r.stages.record("scenes", {
       status: "ran",
       took_ms: ms,

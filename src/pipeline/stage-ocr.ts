@@ -59,6 +59,7 @@ export async function readOnScreenText(
     // The frame decode's own shortcuts (pipeline planDecode): a long-GOP file costs what that decode costs.
     skipFrames: decode.skipFrames,
     hdr: info.hdr,
+    signal, // a stopped task (its video deleted) kills the decode at once
   });
   for await (const f of frames) {
     if (signal.aborted) throw new JobFailure("ABORTED", "Indexing was interrupted");

@@ -174,6 +174,21 @@ describe("leases", () => {
     expect(b.tasks.finish(taken.id, "node_b/1")).toBe(true);
   });
 
+  test("a task whose row is deleted elsewhere (its video, by another process) is stopped at the next heartbeat", async () => {
+    const dir = dirs.make();
+    const a = connect(dir);
+    const [videoId] = seedIngest(a, "usr_a", 1);
+    const r = recorder();
+    worker(a, "node_a", r.handler, { leaseMs: 900 }).start();
+    await until(() => r.log.ran.length === 1, 10_000);
+    const other = connect(dir);
+    other.videos.delete(videoId); // its job and task cascade
+    // No event reaches this worker (another connection deleted it): its heartbeat finds the row gone.
+    expect(await until(() => r.log.stopped.length === 1, 10_000, 10)).toBe(true);
+    expect(r.log.done).toEqual([]);
+    expect(other.tasks.list()).toEqual([]);
+  });
+
   test("a node's start frees what its previous incarnation held at once, and leaves another node's lease to run out", async () => {
     const dir = dirs.make();
     const clock = { ms: 0 };
