@@ -127,7 +127,7 @@ export interface AppOptions {
 /**
  * The parts createApp wires that callers must not drive directly: the database, the task queue,
  * the webhook dispatcher, the inference host (its worker pools), search internals, the signer.
- * A benchmark seam ONLY: bench/ scripts drive the runner and the worker pools directly. Nothing
+ * A benchmark seam ONLY: bench/ scripts drive the task queue and the worker pools directly. Nothing
  * in src/ and no test reads `app.internals` (tests go through HTTP, services and stores over the
  * database file, test/helpers/stores.ts) — test/architecture checks both.
  */
@@ -148,7 +148,7 @@ export interface AppInternals {
 
 /**
  * What the CLI, `serve` and the tests get: services, the config and the lifecycle — not the
- * database, the job runner or the worker pools.
+ * database, the task queue or the worker pools.
  */
 export interface App {
   config: Config;

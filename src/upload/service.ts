@@ -41,7 +41,7 @@ export class UploadService {
     private readonly sniffer: ContainerSniffer,
     private readonly maxBytes: number,
     private readonly beforeAccept: (accountId: string) => void = () => {},
-    /** `video.accepted` after the video and its job are committed (the runner starts it now). */
+    /** `video.accepted` after the video and its job are committed (the task queue starts it now). */
     private readonly bus: EventPublisher,
     /** Throws 429 QUEUE_FULL when the account has its cap of uploads waiting (jobs/lease-queue.ts). */
     private readonly queueRoom: (accountId: string) => void = () => {},
