@@ -19,6 +19,8 @@ export interface TaskContext {
 export interface TaskHandler {
   /** In the claim's transaction (the job turns `pending`, the rendition `processing`). */
   claimed?(task: TaskRow): void;
+  /** In the transaction that gives a task back to the queue unfinished (the job is `queued` again). */
+  released?(task: TaskRow): void;
   /**
    * Does the work and returns the write that records its outcome. The queue runs that write in
    * one transaction that first ends the task, and writes nothing if the task is no longer this
@@ -162,7 +164,11 @@ export class LeaseQueue {
       return 0;
     }
     try {
-      return this.store.releaseNode(this.opts.node);
+      return this.uow.run(() => {
+        const back = this.store.releaseNode(this.opts.node);
+        for (const task of back) this.handlers.get(task.kind)?.released?.(task);
+        return back.length;
+      });
     } finally {
       // Claims start even when that write failed (a full disk): those tasks then wait for their leases.
       this.stopped = false;
@@ -309,7 +315,7 @@ export class LeaseQueue {
           // is idempotent) and run it again once writes succeed.
           log.warn("task interrupted: disk full; it will run again", { err: (e as Error)?.message });
           this.storeFailed("running a task", e);
-          await this.settle("giving a task back", () => this.store.release(task.id, this.owner, true));
+          await this.settle("giving a task back", () => this.giveBack(task, handler));
           return;
         }
         const error =
@@ -332,7 +338,7 @@ export class LeaseQueue {
       if (r.why === "stop") {
         // Shutting down: hand it back now (not a crash) rather than make the next claimer wait out the lease.
         try {
-          this.store.release(task.id, this.owner, true);
+          this.giveBack(task, handler);
         } catch (e) {
           this.storeFailed("giving a task back", e); // its lease runs out instead
         }
@@ -343,6 +349,13 @@ export class LeaseQueue {
         log.warn("clean-up after a task failed", { err: (e as Error)?.message });
       }
     }
+  }
+
+  /** Hands a task this process holds back to the queue, not counted as a crash (stopping, disk full). */
+  private giveBack(task: TaskRow, handler: TaskHandler): void {
+    this.uow.run(() => {
+      if (this.store.release(task.id, this.owner, true)) handler.released?.(task);
+    });
   }
 
   private storeFailed(what: string, e: unknown): void {

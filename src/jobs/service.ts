@@ -102,6 +102,11 @@ export class JobService {
     this.store.started(job.id);
   }
 
+  /** Its ingest task went back to the queue unfinished (a stop, a full disk, a crash found at start): `queued`. */
+  requeued(job: JobRow): void {
+    this.store.requeued(job.id);
+  }
+
   /** Stage and progress of a running job (the pipeline reports them, throttled). */
   progress(jobId: string, stage: string, pct: number): void {
     this.store.progress(jobId, stage, pct);

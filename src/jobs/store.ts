@@ -57,6 +57,13 @@ export class JobStore {
       .run(nowIso(), id);
   }
 
+  /** Its ingest task went back to the queue unfinished (its worker stopped or died): `queued` again. */
+  requeued(id: string): void {
+    this.db
+      .query("UPDATE jobs SET status = 'queued', updated_at = ? WHERE id = ? AND status IN ('pending', 'processing')")
+      .run(nowIso(), id);
+  }
+
   /** What the job is doing now (stage and progress; throttled by the caller). Only while it runs. */
   progress(id: string, stage: string, progressPct: number): void {
     this.db

@@ -180,13 +180,14 @@ export class TaskStore {
    * instance lock says it is gone) held when it died are queued again at once instead of after
    * their leases. The claim they had still counts as an attempt.
    */
-  releaseNode(node: string): number {
+  releaseNode(node: string): TaskRow[] {
     return this.db
-      .query(
+      .query<TaskRow, [string]>(
         `UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_node = NULL, lease_expires_at = NULL, started_at = NULL
-          WHERE lease_node = ? AND state = 'running'`,
+          WHERE lease_node = ? AND state = 'running'
+          RETURNING *`,
       )
-      .run(node).changes;
+      .all(node);
   }
 
   /** Tasks of `kind` this account has waiting (the per-account cap on waiting work). */

@@ -13,7 +13,10 @@ import type { OcrEngine } from "../ocr/engine.ts";
 export interface PipelineDeps {
   videos: VideoStore;
   /** The job records the tasks report to, and the job's end (jobs/service.ts owns those transactions). */
-  jobs: Pick<JobService, "row" | "started" | "progress" | "setPending" | "searchable" | "complete" | "fail">;
+  jobs: Pick<
+    JobService,
+    "row" | "started" | "requeued" | "progress" | "setPending" | "searchable" | "complete" | "fail"
+  >;
   /** Where the ingest task queues the OCR task that follows it. */
   tasks: Pick<LeaseQueue, "enqueue">;
   /** Writes the stages' rows (frames, shots, transcript, OCR lines): the one owner of a video's derived content. */

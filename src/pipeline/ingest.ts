@@ -51,6 +51,11 @@ export class IngestPipeline implements TaskHandler {
     if (job) this.d.jobs.started(job);
   }
 
+  released(task: TaskRow): void {
+    const job = task.job_id ? this.d.jobs.row(task.job_id) : null;
+    if (job) this.d.jobs.requeued(job);
+  }
+
   async run(task: TaskRow, ctx: TaskContext): Promise<() => void> {
     const d = this.d;
     const job = task.job_id ? d.jobs.row(task.job_id) : null;

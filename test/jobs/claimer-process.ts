@@ -8,7 +8,6 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../src/core/logger.ts";
-import { TaskLost } from "../../src/jobs/lease-queue.ts";
 import { openStores } from "../helpers/stores.ts";
 
 const [dir, node, delay] = process.argv.slice(2);
@@ -31,9 +30,7 @@ q.handle("ingest", {
     await Bun.sleep(5 + Math.floor(Math.random() * 20));
     return () => void ended.push(task.id); // written only if the task was still this worker's
   },
-  fail: () => {
-    throw new TaskLost({ id: -1 } as never); // no task here fails; if one did, record nothing
-  },
+  fail: () => {}, // no task here fails (the run never throws)
 });
 q.start();
 for (let i = 0; i < 6000 && s.tasks.list().length > 0; i++) await Bun.sleep(10);
