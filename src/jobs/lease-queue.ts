@@ -246,7 +246,7 @@ export class LeaseQueue {
   }
 
   private launch(task: TaskRow, lane: string): void {
-    const entry = { task, lane, abort: new AbortController(), why: null } as unknown as Running;
+    const entry: Running = { task, lane, abort: new AbortController(), why: null, done: Promise.resolve() };
     entry.done = this.run(entry).finally(() => {
       this.running.delete(task.id);
       if (this.running.size === 0 && this.beat) {
