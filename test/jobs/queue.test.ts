@@ -137,6 +137,88 @@ describe("the claim order is fair across accounts", () => {
     s.tasks.finish(a0.id, "w/1");
     expect(claimAs(s, "w/1")?.video_id).toBe("vid_b_today_0");
   });
+
+  test("renditions are claimed by the same fair rule: another account's goes right after the encode running", () => {
+    const clock = { ms: 0 };
+    const s = connect(dirs.make(), clock);
+    const claimRendition = () =>
+      s.tasks.claim({ kinds: ["rendition"], owner: "w/r", node: "w", leaseMs: 60_000, maxRunningPerAccount: 0 });
+    const indexAll = () => {
+      for (let t = claimAs(s, "w/1"); t; t = claimAs(s, "w/1")) s.tasks.finish(t.id, "w/1");
+    };
+    // A's five videos are indexed; their renditions wait for the one encoding slot.
+    const aVideos = seedIngest(s, "usr_a", 5);
+    indexAll();
+    for (const videoId of aVideos) s.tasks.enqueue({ kind: "rendition", accountId: "usr_a", videoId });
+    const a0 = claimRendition()!;
+    expect(a0.video_id).toBe(aVideos[0]);
+    clock.ms += 60_000; // A's first encode runs a minute; B's video is indexed meanwhile
+    const [bVideo] = seedIngest(s, "usr_b", 1);
+    indexAll();
+    s.tasks.enqueue({ kind: "rendition", accountId: "usr_b", videoId: bVideo });
+    s.tasks.finish(a0.id, "w/r");
+    const order = [];
+    for (let t = claimRendition(); t; t = claimRendition()) {
+      order.push(t.video_id);
+      clock.ms += 1_000;
+      s.tasks.finish(t.id, "w/r");
+    }
+    expect(order).toEqual([bVideo, ...aVideos.slice(1)]);
+  });
+});
+
+describe("one queue for every kind", () => {
+  test("one heartbeat holds an ingest, an OCR and a rendition lease at once; a rendition's lease runs out on the database's clock", async () => {
+    const dir = dirs.make();
+    const clock = { ms: 0 };
+    const a = connect(dir, clock);
+    const [videoId] = seedIngest(a, "usr_a", 1);
+    a.tasks.enqueue({ kind: "ocr", accountId: "usr_a", videoId, jobId: "job_usr_a_0" });
+    a.tasks.enqueue({ kind: "rendition", accountId: "usr_a", videoId });
+    const lanes = [
+      { name: "index", kinds: ["ingest", "ocr"] as const, slots: 2 },
+      { name: "rendition", kinds: ["rendition"] as const, slots: 1 },
+    ];
+    const node = (s: Stores, name: string, handler: TaskHandler) => {
+      const q = s.leaseQueue({ node: name, lanes, logger: silent, leaseMs: 1_500, pollMs: 20 });
+      for (const kind of ["ingest", "ocr", "rendition"] as const) q.handle(kind, handler);
+      queues.push(q);
+      return q;
+    };
+    const holder = recorder(6_000);
+    node(a, "node_a", holder.handler).start();
+    expect(await until(() => holder.log.ran.length === 3, 10_000)).toBe(true);
+    // Another node polls for every kind all along; each task runs 4 leases without a word.
+    const other = recorder(10);
+    node(connect(dir, clock), "node_b", other.handler).start();
+    expect(await until(() => holder.log.done.length === 3, 20_000)).toBe(true);
+    expect(other.log.ran).toEqual([]);
+    expect(holder.log.stopped).toEqual([]);
+    expect(a.tasks.list()).toEqual([]);
+
+    // A rendition whose encoder froze (claimed, never renewed) is free once its lease ran out.
+    await Promise.all(queues.splice(-2).map((q) => q.stop()));
+    const [later] = seedIngest(a, "usr_a", 1, "later");
+    const indexed = claimAs(a, "w/1")!;
+    a.tasks.finish(indexed.id, "w/1");
+    const dead = connect(dir, clock);
+    dead.tasks.enqueue({ kind: "rendition", accountId: "usr_a", videoId: later });
+    const frozen = dead.tasks.claim({
+      kinds: ["rendition"],
+      owner: "node_c/1",
+      node: "node_c",
+      leaseMs: 1_500,
+      maxRunningPerAccount: 0,
+    });
+    expect(frozen?.video_id).toBe(later);
+    const taker = recorder(10);
+    node(connect(dir, clock), "node_b", taker.handler).start();
+    await Bun.sleep(300);
+    expect(taker.log.ran).toEqual([]); // held
+    clock.ms += 1_501;
+    expect(await until(() => taker.log.done.length === 1, 10_000)).toBe(true);
+    expect(dead.tasks.finish(frozen!.id, "node_c/1")).toBe(false); // the frozen encoder writes nothing
+  });
 });
 
 describe("leases", () => {
