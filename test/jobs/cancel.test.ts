@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp, upload, uploadAndWait } from "../helpers/app.ts";
-import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { ffmpeg, longMp4, scratchDir } from "../helpers/ffmpeg.ts";
 import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
 import { until } from "../helpers/wait.ts";
 
@@ -36,14 +36,7 @@ beforeAll(async () => {
       ffmpeg(["-stream_loop", "19", "-i", two, "-c:v", "mpeg4", "-q:v", "6"], join(media, "encode-me.avi")),
     ),
     // A minute with audio: frames and speech keep its ingest running.
-    ffmpeg(
-      [
-        ["-f", "lavfi", "-i", "testsrc=size=320x240:rate=10:duration=60"],
-        ["-f", "lavfi", "-i", "sine=frequency=300:duration=60"],
-        ["-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
-      ].flat(),
-      join(media, "long.mp4"),
-    ),
+    longMp4(media),
     // A clock that changes every frame: every sampled frame goes to OCR (a long OCR task).
     ffmpeg(
       ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=5:duration=40", "-c:v", "libx264", "-preset", "ultrafast"],

@@ -10,7 +10,7 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { createTenant, json, startTestApp, type Tenant, type TestApp, upload, uploadAndWait } from "../helpers/app.ts";
-import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { ffmpeg, longMp4, scratchDir } from "../helpers/ffmpeg.ts";
 import { fixedCatalog, tinyClip, tinyWhisper } from "../helpers/models.ts";
 import { until } from "../helpers/wait.ts";
 
@@ -31,14 +31,7 @@ let short: string;
 beforeAll(async () => {
   [long, short] = await Promise.all([
     // A minute with sound and a running timestamp (read by OCR): a long ingest and a long OCR task.
-    ffmpeg(
-      [
-        ["-f", "lavfi", "-i", "testsrc=size=320x240:rate=10:duration=60"],
-        ["-f", "lavfi", "-i", "sine=frequency=300:duration=60"],
-        ["-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
-      ].flat(),
-      join(media, "long.mp4"),
-    ),
+    longMp4(media),
     // 2 s of colour bars without sound: a short clip with nothing to hear or read.
     ffmpeg(
       ["-f", "lavfi", "-i", "smptebars=size=320x240:rate=10:duration=2", "-c:v", "libx264", "-preset", "ultrafast"],
