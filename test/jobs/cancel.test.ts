@@ -74,6 +74,13 @@ test("DELETE stops a video's rendition encode, another's ingest and a third's OC
   expect(encoding.job.status).toBe("done");
   expect(await until(() => processesOf(encoding.video_id).length > 0, 60_000, 20)).toBe(true);
   expect(video(encoding.video_id).rendition?.status).toBe("processing");
+  // Deleted while it encodes (its encode has a timeout proportional to its frames: media/bounds.ts,
+  // so it is not kept waiting for the others under load).
+  const stoppedWithin = 10_000;
+  const remove = async (id: string) =>
+    expect((await t.request("DELETE", `/v1/videos/${id}`, { token: a.key })).status).toBe(204);
+  await remove(encoding.video_id);
+  expect(await until(() => processesOf(encoding.video_id).length === 0, stoppedWithin, 20)).toBe(true);
 
   // 2. Two uploads: one still in its first stages, the other past them and reading text.
   const reading = (await json(await upload(t, a, col, clips.text))).data;
@@ -83,14 +90,13 @@ test("DELETE stops a video's rendition encode, another's ingest and a third's OC
     video(reading.video_id).stages.ocr?.status === "pending" &&
     processesOf(reading.video_id).length > 0 &&
     job(indexing.job_id).status === "processing" &&
-    processesOf(indexing.video_id).length > 0 &&
-    processesOf(encoding.video_id).length > 0;
+    processesOf(indexing.video_id).length > 0;
   expect(await until(inFlight, 240_000, 20)).toBe(true);
 
-  // 3. Delete all three while each has ffmpeg running.
+  // 3. Delete both while each has ffmpeg running.
   const ids = [encoding.video_id, reading.video_id, indexing.video_id];
-  for (const id of ids) expect((await t.request("DELETE", `/v1/videos/${id}`, { token: a.key })).status).toBe(204);
-  const stoppedWithin = 10_000;
+  await remove(reading.video_id);
+  await remove(indexing.video_id);
   expect(await until(() => ids.every((id) => processesOf(id).length === 0), stoppedWithin, 20)).toBe(true);
 
   // 4. Nothing of them remains, and nothing comes back once the stopped tasks have wound down.
