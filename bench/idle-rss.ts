@@ -118,7 +118,7 @@ try {
   const col = app.services.collections.create(acct.id, { name: "bench" });
   const { job_id } = await app.services.uploads.ingestFile(acct.id, col.id, clip, { force: true });
   if (!job_id) throw new Error("the clip was not queued");
-  app.internals.runner.start();
+  app.internals.queue.start();
   const deadline = Date.now() + 300_000;
   let status = "";
   while (Date.now() < deadline && status !== "done" && status !== "failed") {

@@ -106,7 +106,7 @@ async function ingestRuns(clip: string, models: ModelCatalog, label: string, spe
       const { job_id: jobId, video_id } = await app.services.uploads.ingestFile(acct.id, col.id, clip, { force: true });
       const job_id = jobId!;
       const start = performance.now();
-      app.internals.runner.start();
+      app.internals.queue.start();
       for (;;) {
         const job = app.services.jobs.get(acct.id, job_id);
         if (job.status === "done" || job.status === "failed") {

@@ -130,7 +130,7 @@ async function ingest(w: { app: BenchApp; acct: string }, file: string): Promise
   const c0 = cpuSecondsWithChildren();
   const t0 = performance.now();
   let ready: { s: number; cpu: number | null; load: number } | null = null;
-  w.app.internals.runner.start();
+  w.app.internals.queue.start();
   for (;;) {
     if (!ready && w.app.services.videos.get(w.acct, video_id).status === "ready") {
       const c = cpuSecondsWithChildren();

@@ -398,7 +398,7 @@ async function shareBench(clips: string[], models: ModelCatalog, label: string) 
   try {
     const acct = app.services.accounts.createAccount({ name: "bench" });
     const col = app.services.collections.create(acct.id, { name: "bench" });
-    app.internals.runner.start();
+    app.internals.queue.start();
     for (const clip of clips) {
       const l = load();
       const { job_id, video_id } = await app.services.uploads.ingestFile(acct.id, col.id, clip, { force: true });

@@ -25,15 +25,18 @@ import { IndexStore } from "./indexing/store.ts";
 import { VideoContent } from "./indexing/content.ts";
 import { JobStore } from "./jobs/store.ts";
 import { JobService } from "./jobs/service.ts";
+import { LeaseQueue } from "./jobs/lease-queue.ts";
+import { TaskStore } from "./jobs/task-store.ts";
+import { ephemeralNodeId, loadOrCreateNodeId } from "./jobs/node-id.ts";
 import { VideoFiles } from "./videos/files.ts";
 import { VideoStore } from "./videos/store.ts";
 import { VideoService } from "./videos/service.ts";
 import { UploadService } from "./upload/service.ts";
 import { ffprobeSniffer } from "./upload/sniffer.ts";
-import { JobRunner } from "./jobs/runner.ts";
 import type { ModelCatalog } from "./models/roles.ts";
 import { InferenceHost } from "./inference/host.ts";
 import { IngestPipeline } from "./pipeline/ingest.ts";
+import { OcrTask } from "./pipeline/ocr-task.ts";
 import { OcrEngine } from "./ocr/engine.ts";
 import { devOcrPaths, type OcrPaths } from "./ocr/paths.ts";
 import { ModelRegistry } from "./models/registry.ts";
@@ -68,7 +71,7 @@ import { BackupService } from "./backup/service.ts";
 import { BackupStore } from "./backup/store.ts";
 import { isStorageError, StorageHealth } from "./core/storage.ts";
 import { PlaybackStore } from "./playback/store.ts";
-import { RenditionWorker } from "./playback/renditions.ts";
+import { RenditionTask } from "./playback/renditions.ts";
 import { ExportService } from "./playback/exports.ts";
 import { sweepOrphanTools } from "./media/child-guard.ts";
 
@@ -107,6 +110,13 @@ export interface AppOptions {
    */
   indexWarm?: IndexWarmOptions;
   /**
+   * Runs the database's clock ahead by this many ms for the task queue's leases and the webhook
+   * schedule (store/sql.ts `dbNowMs`): how tests fast-forward lease expiry. 0 in production.
+   */
+  dbClockSkewMs?: () => number;
+  /** This node's id (default: `<data-dir>/node-id`, made on first use; tests that play several nodes set it). */
+  nodeId?: string;
+  /**
    * Handed the app's domain event bus as soon as it exists (it is bound to the app's unit of
    * work). Tests that write index rows through the stores, as the pipeline does, publish the
    * pipeline's event on it.
@@ -115,15 +125,16 @@ export interface AppOptions {
 }
 
 /**
- * The parts createApp wires that callers must not drive directly: the database, the job runner,
+ * The parts createApp wires that callers must not drive directly: the database, the task queue,
  * the webhook dispatcher, the inference host (its worker pools), search internals, the signer.
- * A benchmark seam ONLY: bench/ scripts drive the runner and the worker pools directly. Nothing
+ * A benchmark seam ONLY: bench/ scripts drive the task queue and the worker pools directly. Nothing
  * in src/ and no test reads `app.internals` (tests go through HTTP, services and stores over the
  * database file, test/helpers/stores.ts) — test/architecture checks both.
  */
 export interface AppInternals {
   db: StoreHandle;
-  runner: JobRunner;
+  /** The task queue (ingest, OCR, renditions); `queue.start()` runs them without the rest of `start()`. */
+  queue: LeaseQueue;
   dispatcher: WebhookDispatcher;
   inference: InferenceHost;
   /** The OCR engine (null with ocr_threads 0). */
@@ -137,7 +148,7 @@ export interface AppInternals {
 
 /**
  * What the CLI, `serve` and the tests get: services, the config and the lifecycle — not the
- * database, the job runner or the worker pools.
+ * database, the task queue or the worker pools.
  */
 export interface App {
   config: Config;
@@ -198,9 +209,38 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     },
   };
   const files = new VideoFiles(config.dataDir);
-  const events = new EventStore(db);
+  // Leases, claims and due times are on the database's clock (store/sql.ts dbNowMs), not this process's.
+  const dbClock = { skewMs: opts.dbClockSkewMs ?? (() => 0) };
+  const events = new EventStore(db, dbClock);
   const jobStore = new JobStore(db);
-  const webhookStore = new WebhookStore(db);
+  const storage = new StorageHealth(config.dataDir);
+  // The one lease queue: ingest, OCR and renditions, claimed fairly across accounts
+  // (docs/ARCHITECTURE.md "The task queue"). Its handlers are registered below.
+  const taskStore = new TaskStore(db, dbClock);
+  const queue: LeaseQueue = new LeaseQueue(taskStore, uow, {
+    node: opts.nodeId ?? loadOrCreateNodeId(config.dataDir) ?? ephemeralNodeId(),
+    lanes: [
+      { name: "index", kinds: ["ingest", "ocr"], slots: config.jobConcurrency },
+      // Renditions yield the CPU to indexing: claimed only while this node indexes nothing.
+      {
+        name: "rendition",
+        kinds: ["rendition"],
+        slots: 1,
+        when: () => queue.activeIn("index") === 0 && !storage.isFull(),
+      },
+    ],
+    maxRunningPerAccount: config.queueAccountMaxRunning,
+    maxWaitingPerAccount: config.queueAccountMaxWaiting,
+    logger,
+    onStoreError: (e) => isStorageError(e) && storage.noteFull(),
+    diskFull: () => storage.isFull(),
+    // A task stopped because its video was deleted may have written into the folder after the
+    // delete removed it (a re-created scratch dir, an encode's temp file): sweep it once it ended.
+    afterTask: (task) => {
+      if (!videoStore.getById(task.video_id)) files.remove(task.video_id);
+    },
+  });
+  const webhookStore = new WebhookStore(db, dbClock);
   const secretBox = new SecretBox(masterSecret);
   const dispatcher = new WebhookDispatcher(uow, webhookStore, events, secretBox, {
     retryDelaysSecs: config.webhookRetryDelaysSecs,
@@ -231,7 +271,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const videoStore = new VideoStore(db);
   // The one owner of a video's derived content: the pipeline writes through it, deletions delete through it.
   const content = new VideoContent(uow, indexStore, files, bus);
-  const videos = new VideoService(uow, videoStore, jobStore, events, indexStore, files, mediaUrls, content);
+  const videos = new VideoService(uow, videoStore, jobStore, events, indexStore, files, mediaUrls, content, queue);
   const collections = new CollectionService(
     new CollectionStore(db),
     { purgeVideos: (accountId, ids) => videos.purgeVideos(accountId, ids) },
@@ -287,7 +327,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
           onIdleClosed: () => idleMemory.schedule(),
         })
       : null;
-  // Called only after the runner below exists (retries wake it; completions run inside it).
+  const renditions = new RenditionTask(playback, files, bins, queue, { logger, now });
   const jobs = new JobService(
     jobStore,
     uow,
@@ -304,13 +344,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       videoFailed: (id, error) =>
         videoStore.update(id, { status: "failed", error_code: error.code, error_message: error.message }),
       charge: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
-      searchable: (videoId, accountId) => playback.enqueue(videoId, accountId, new Date(now()).toISOString()),
+      searchable: (videoId, accountId) => renditions.queue(videoId, accountId),
     },
     events,
+    queue,
   );
-  const pipeline = new IngestPipeline({
+  const pipelineDeps = {
     videos: videoStore,
-    jobs: jobStore,
+    jobs,
+    tasks: queue,
     content,
     files,
     bins,
@@ -327,21 +369,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       config.frameDecodeProcesses ||
       Math.max(1, Math.floor(availableParallelism() / Math.max(1, config.jobConcurrency))),
     logger,
-    completion: jobs,
-  });
-  const storage = new StorageHealth(config.dataDir);
-  const runner = new JobRunner(jobStore, pipeline, {
-    concurrency: config.jobConcurrency,
-    logger,
-    now,
-    onStoreError: (e) => isStorageError(e) && storage.noteFull(),
-    diskFull: () => storage.isFull(),
-  });
-  const renditions = new RenditionWorker(playback, files, bins, {
-    logger,
-    now,
-    idle: () => runner.active === 0 && !storage.isFull(),
-  });
+  };
+  queue.handle("ingest", new IngestPipeline(pipelineDeps));
+  queue.handle("ocr", new OcrTask(pipelineDeps));
+  queue.handle("rendition", renditions);
   const uploads = new UploadService(
     files,
     collections,
@@ -350,6 +381,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     config.maxUploadBytes,
     (accountId) => credits.assertCanSpend(accountId),
     bus,
+    (accountId) => queue.assertRoom(accountId),
   );
   const webhooks = new WebhookService(
     webhookStore,
@@ -363,18 +395,18 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
 
   // Events: every reaction to a committed change, in one place (docs/ARCHITECTURE.md "Events").
   bus.subscribe("videos.deleted", (e) => search.indexes.onVideosDeleted(e.videoIds));
-  // A deleted video's clip encodes and frame grabs stop (their ffmpegs are killed).
+  // A deleted video's tasks (ingest, OCR, rendition), clip encodes and frame grabs stop (their ffmpegs are killed).
   bus.subscribe("videos.deleted", (e) => {
+    queue.cancelVideos(e.videoIds);
     exports.onVideosDeleted(e.videoIds);
     frames.onVideosDeleted(e.videoIds);
   });
   bus.subscribe("video.content_changed", (e) => search.indexes.onVideoIndexed(e.videoId));
   bus.subscribe("video.accepted", () => {
-    runner.wake();
+    queue.wake();
     dispatcher.wake(); // video.created is in the outbox
   });
-  bus.subscribe("job.retried", () => runner.wake());
-  bus.subscribe("job.completed", () => setTimeout(() => renditions.wake(), 0)); // after the job has left the runner
+  bus.subscribe("job.retried", () => queue.wake());
   bus.subscribe("outbox.written", () => dispatcher.wake());
   const frames = new FrameGrabber(bins);
   const accountDeletion = new AccountDeletion(uow, accountStore, events, webhookStore, dispatcher, videos);
@@ -408,7 +440,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   // of what rebuilds cheaply, collect, trim glibc's arenas, and drop the code pages of the
   // libraries only the workers ran (docs/OPERATIONS.md; BENCHMARKS.md, "Idle memory").
   const idleMemory = new IdleMemory({
-    busy: () => runner.active > 0 || inference.busy || (ocr?.busy ?? false),
+    busy: () => queue.active > 0 || inference.busy || (ocr?.busy ?? false),
     release: [
       { name: "search caches", run: () => search.indexes.releaseCaches(config.modelIdleUnloadSecs * 1000) },
       { name: "sqlite page cache", run: () => systemStore.shrinkMemory() },
@@ -459,6 +491,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const metrics = new Metrics();
   metrics.gauge("vsearch_jobs", "Indexing jobs by status", () =>
     jobStore.countsByStatus().map((r) => ({ labels: { status: r.status }, value: r.n })),
+  );
+  metrics.gauge("vsearch_tasks", "Tasks in the queue (ingest, ocr, rendition) waiting or running, all nodes", () =>
+    taskStore.countsByState().map((r) => ({ labels: { kind: r.kind, state: r.state }, value: r.n })),
   );
   metrics.gauge("vsearch_search_index_vectors", "Vectors held in the in-memory search index", () => [
     { value: search.indexes.memoryRows },
@@ -518,28 +553,23 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     services,
     metrics,
     runtime: opts.runtime,
-    internals: { db, runner, dispatcher, inference, ocr, idleMemory, search, signer },
+    internals: { db, queue, dispatcher, inference, ocr, idleMemory, search, signer },
     fetch: (req, server) => http.fetch(req, server),
     setBaseUrl: (url) => {
       baseUrl = config.publicBaseUrl ?? url.replace(/\/$/, "");
     },
     start: async () => {
-      // The instance lock is held: leases of a previous (crashed) server can be released now.
-      // On a full disk even this write may fail; the runner then claims the expired leases later.
+      // No lease is released at start: they run out (another node may hold them). Only the tasks
+      // this node's previous incarnation held (same data dir, and the instance lock says it is
+      // gone) are queued again at once. On a full disk even that write may fail; they then wait
+      // for their leases like any other.
       let released = 0;
       try {
-        released = jobStore.releaseAllLeases();
+        released = queue.start();
       } catch (e) {
         if (!isStorageError(e)) throw e;
         storage.noteFull();
-        logger.warn("could not release old job leases: disk full", { err: (e as Error).message });
-      }
-      let renditionsRequeued = 0;
-      try {
-        renditionsRequeued = renditions.start();
-      } catch (e) {
-        if (!isStorageError(e)) throw e;
-        storage.noteFull(); // renditions whose encoder died stay `processing` until their lease runs out
+        logger.warn("could not take back this node's tasks: disk full", { err: (e as Error).message });
       }
       const swept = {
         // ffmpeg/ffprobe a crashed server left running on this data dir (media/child-guard.ts).
@@ -547,14 +577,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
         ...files.sweepOrphans(new Set(videoStore.allIds())),
         backup_snapshots: sweepStaleSnapshots(config.dataDir),
       };
-      if (Object.values(swept).some(Boolean) || released || renditionsRequeued) {
-        logger.info("recovered after restart", {
-          jobs_requeued: released,
-          renditions_requeued: renditionsRequeued,
-          ...swept,
-        });
+      if (Object.values(swept).some(Boolean) || released) {
+        logger.info("recovered after restart", { tasks_requeued: released, ...swept });
       }
-      runner.start();
       dispatcher.start();
       // Every account's vectors into the in-memory index, in slices between requests (index-warmer.ts).
       search.indexes.startWarming();
@@ -562,8 +587,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     close: async () => {
       closing = true;
       search.indexes.stopWarming(); // before the store closes: no page is read after this
-      await runner.stop();
-      await renditions.stop();
+      await queue.stop();
       await dispatcher.stop();
       search.indexes.saveSnapshot(); // nothing writes vectors any more; the store is still open
       idleMemory.close();

@@ -40,6 +40,9 @@ export function registerUploadRoutes(app: Api, deps: HttpDeps) {
       415: jsonError(
         "Not a supported video container (UNSUPPORTED_FORMAT), or frames larger than max_video_pixels (VIDEO_TOO_LARGE)",
       ),
+      429: jsonError(
+        "Rate limit exceeded (RATE_LIMIT_EXCEEDED), or the account already has its cap of videos waiting to be indexed (QUEUE_FULL: `queue_account_max_waiting`, refused before the body is read); see Retry-After",
+      ),
     },
   });
   // Registered with plain Hono so no validator reads (buffers) the body before the service streams it.

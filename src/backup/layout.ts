@@ -13,7 +13,8 @@ export const DB_NAME = "vsearch.db";
  * cannot sign), `config.json`, `videos/<id>/` of every video in the snapshot (source, poster,
  * shot thumbnails, renditions and clips), the model registry, and model folders with
  * `--include-models`. Not carried: `runtime/` (extracted again on first run), temp uploads,
- * `serve.lock`, the WAL files (the snapshot has their content) and our own temp folder.
+ * `serve.lock`, `node-id` (a restored copy is another node: jobs/node-id.ts), the WAL files (the
+ * snapshot has their content) and our own temp folder.
  */
 export const TOP_LEVEL_FILES = ["secret.key", "config.json"] as const;
 

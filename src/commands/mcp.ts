@@ -10,7 +10,7 @@ import { VERSION } from "../version.ts";
 /**
  * `vsearch mcp --account ID`: the agent tools over MCP on stdin/stdout, for a desktop agent on the
  * same machine. It opens the data dir like any CLI command (SQLite WAL: it works beside a running
- * `serve`, whose lock it does not take) and starts no job runner or webhook delivery; the query
+ * `serve`, whose lock it does not take) and starts no task queue worker or webhook delivery; the query
  * encoder's worker pool starts on the first search that needs it. stdout carries only protocol
  * bytes; logs go to stderr. No key and no rate limit: whoever can start it can read the data dir.
  */

@@ -303,7 +303,38 @@ export const SETTINGS = {
     envKind: "number",
     requirement: "a positive integer",
     default: 1,
-    doc: "concurrent ingest jobs",
+    doc: "concurrent ingest and OCR tasks on this node",
+    defaultDoc:
+      '1 (the `index` lane\'s slots; web renditions have a lane of one slot that runs while the node indexes nothing: docs/ARCHITECTURE.md "The task queue")',
+  }),
+  /**
+   * Most uploads one account may have waiting to be indexed; past it an upload is answered 429
+   * QUEUE_FULL with Retry-After (`vsearch ingest` is not held to it). 0: no cap.
+   */
+  queueAccountMaxWaiting: row({
+    key: "queue_account_max_waiting",
+    env: "VSEARCH_QUEUE_ACCOUNT_MAX_WAITING",
+    schema: int(0),
+    envKind: "number",
+    requirement: "a whole number, 0 or more",
+    default: 100,
+    doc: "uploads one account may have waiting to be indexed",
+    range: "(0 or more)",
+    defaultDoc:
+      "100: the next `POST /v1/upload` is 429 `QUEUE_FULL` with `Retry-After`, refused before its body is read; `vsearch ingest`, `reindex` and job retries are not held to it; 0: no cap",
+  }),
+  /** Most tasks (ingest, OCR, rendition) one account may have running at once, across every node. 0: no cap. */
+  queueAccountMaxRunning: row({
+    key: "queue_account_max_running",
+    env: "VSEARCH_QUEUE_ACCOUNT_MAX_RUNNING",
+    schema: int(0),
+    envKind: "number",
+    requirement: "a whole number, 0 or more",
+    default: 0,
+    doc: "tasks one account may run at once, across every node",
+    range: "(0 or more)",
+    defaultDoc:
+      "0: no cap (the claim already serves the account with the fewest tasks running first; a cap leaves slots idle while only that account has work)",
   }),
   ocrThreads: row({
     key: "ocr_threads",

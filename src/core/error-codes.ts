@@ -142,6 +142,11 @@ export const ERROR_CODES = {
     status: 429,
     meaning: "Too many requests for this credential and route group; see Retry-After.",
   },
+  QUEUE_FULL: {
+    status: 429,
+    meaning:
+      "The account has its cap of uploads waiting to be indexed (`queue_account_max_waiting`); see Retry-After. Nothing was stored.",
+  },
 
   // 499: logged and counted only; the client has gone.
   CLIENT_CLOSED_REQUEST: { status: 499, meaning: "The client closed the connection before the request was complete." },

@@ -1,7 +1,7 @@
 /**
  * In-process domain events (issue 10): what happened, published by the domain that did it once
  * its transaction has committed, and the reactions to it (search cache invalidation, waking the
- * job runner, the webhook dispatcher or the rendition worker) subscribed in one place, app.ts.
+ * task queue, the webhook dispatcher) subscribed in one place, app.ts.
  * Delivery after commit rides on the store seam (store/unit-of-work.ts `afterCommit`): events/
  * sits above store/, so the bus uses the seam and the seam knows nothing of events.
  * Not the webhook outbox: those are rows (events/store.ts) written inside the transaction; these
@@ -18,7 +18,7 @@ export type DomainEvent =
   | { type: "video.accepted"; accountId: string }
   /** A failed job was queued again. */
   | { type: "job.retried"; jobId: string }
-  /** A job finished and its video is searchable; its web rendition was queued. */
+  /** A job finished: its video is fully indexed (its OCR task ended too). */
   | { type: "job.completed"; jobId: string; videoId: string; accountId: string }
   /** Webhook outbox rows were written (credits.low/exhausted, webhook tests): deliverable now. */
   | { type: "outbox.written"; accountId: string };

@@ -18,4 +18,7 @@ export interface EventRecord {
   payload: string;
   created_at: string;
   dispatched_at: string | null;
+  /** The dispatcher fanning it out now, and until when (database clock, epoch ms). */
+  claimed_by?: string | null;
+  claim_expires_at?: number | null;
 }

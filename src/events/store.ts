@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { newId, nowIso } from "../core/ids.ts";
+import { DATABASE_CLOCK, type DbClock, dbNowMs } from "../store/sql.ts";
 import type { EventRecord, EventType } from "./schema.ts";
 
 /**
@@ -7,7 +8,10 @@ import type { EventRecord, EventType } from "./schema.ts";
  * event, so the event exists if and only if the change committed.
  */
 export class EventStore {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly clock: DbClock = DATABASE_CLOCK,
+  ) {}
 
   record(accountId: string, type: EventType, data: Record<string, unknown>, at = nowIso()): string {
     const id = newId("evt");
@@ -23,8 +27,45 @@ export class EventStore {
       .all(limit);
   }
 
-  markDispatched(seq: number, at = nowIso()): void {
-    this.db.query("UPDATE events SET dispatched_at = ? WHERE seq = ?").run(at, seq);
+  /**
+   * The fan-out claim: up to `limit` undispatched events, oldest first, that no other dispatcher
+   * holds, held by `owner` for `holdMs` on the database's clock (a dispatcher that dies lets go
+   * when the hold runs out). Two dispatchers over one database never fan out the same event.
+   * PostgreSQL: the inner SELECT takes `FOR UPDATE SKIP LOCKED`.
+   */
+  claimUndispatched(owner: string, holdMs: number, limit: number): EventRecord[] {
+    return this.db
+      .query<EventRecord, [number, string, number, number]>(
+        `UPDATE events SET claimed_by = ?2, claim_expires_at = ${dbNowMs("?1")} + ?3
+          WHERE seq IN (SELECT seq FROM events
+                         WHERE dispatched_at IS NULL AND (claim_expires_at IS NULL OR claim_expires_at <= ${dbNowMs("?1")})
+                         ORDER BY seq LIMIT ?4)
+            AND dispatched_at IS NULL AND (claim_expires_at IS NULL OR claim_expires_at <= ${dbNowMs("?1")})
+          RETURNING *`,
+      )
+      .all(this.clock.skewMs(), owner, holdMs, limit)
+      .sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * Marks an event fanned out. With `owner`, only while that dispatcher's claim holds (false: its
+   * claim ran out and another dispatcher has it now); without, whoever holds it (account deletion
+   * fans its own event out at once; the deliveries are unique per endpoint and event).
+   */
+  markDispatched(seq: number, at = nowIso(), owner?: string): boolean {
+    return (
+      this.db
+        .query(
+          `UPDATE events SET dispatched_at = ?, claimed_by = NULL, claim_expires_at = NULL
+            WHERE seq = ? AND dispatched_at IS NULL AND (? IS NULL OR claimed_by = ?)`,
+        )
+        .run(at, seq, owner ?? null, owner ?? null).changes === 1
+    );
+  }
+
+  /** One event by id, dispatched or not. */
+  byId(id: string): EventRecord | null {
+    return this.db.query<EventRecord, [string]>("SELECT * FROM events WHERE id = ?").get(id);
   }
 
   /** The outbox in order, optionally one account's or one type's (what was recorded; checks and tests). */

@@ -152,7 +152,9 @@ export function createInferencePool(opts: InferencePoolOptions): InferencePool {
       const msg = closed
         ? "inference pool closed while the task was running"
         : `inference worker failed: ${describeError(e)}`;
-      log?.error("inference task crashed", { kind: task.kind, error: describeError(e) });
+      // A close ends the tasks in flight (a stopped ingest's batches, whose results nobody awaits).
+      if (closed) log?.info("inference task ended by the pool's close", { kind: task.kind });
+      else log?.error("inference task crashed", { kind: task.kind, error: describeError(e) });
       throw new InferenceError("INFERENCE_FAILED", msg, { cause: e });
     }
     if (!reply || typeof reply !== "object" || !("ok" in reply)) {

@@ -35,9 +35,8 @@ export interface JobRow {
   stages_pending: string;
   error_code: string | null;
   error_message: string | null;
+  /** Claims of its ingest task so far (a claim whose worker died counts). */
   attempts: number;
-  lease_owner: string | null;
-  lease_expires_at: number | null;
   created_at: string;
   updated_at: string;
 }

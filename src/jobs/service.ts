@@ -4,7 +4,8 @@ import { offsetOf } from "../core/paging.ts";
 import type { EventPublisher } from "../events/bus.ts";
 import type { EventStore } from "../events/store.ts";
 import type { UnitOfWork } from "../store/unit-of-work.ts";
-import type { JobError } from "./runner.ts";
+import type { JobError } from "./failure.ts";
+import type { LeaseQueue } from "./lease-queue.ts";
 import type { JobStore } from "./store.ts";
 import { type Job, type JobRow, type JobStatus, toJob } from "./schema.ts";
 
@@ -25,8 +26,8 @@ export interface JobHooks {
   /** Inside the completion transaction (credits are charged with the change they pay for). */
   charge(accountId: string, durationSecs: number): void;
   /**
-   * Inside the completion transaction, once the video is searchable: work that must follow it
-   * durably but never delay it (the web rendition queue, SPEC §11).
+   * Inside the transaction that makes the video searchable (its ingest task's end): work that
+   * must follow it durably but never delay it (the web rendition, SPEC §11).
    */
   searchable(videoId: string, accountId: string): void;
   /** job.retried, job.completed: delivered once their transaction commits (events/bus.ts). */
@@ -39,6 +40,8 @@ export class JobService {
     private readonly uow?: UnitOfWork,
     private readonly hooks?: JobHooks,
     private readonly events?: EventStore,
+    /** Where a retried job's ingest task is queued. */
+    private readonly tasks?: Pick<LeaseQueue, "enqueue">,
   ) {}
 
   get(accountId: string, id: string): Job {
@@ -52,6 +55,11 @@ export class JobService {
       items: this.store.list(accountId, f, page.perPage, offsetOf(page)).map(toJob),
       total: this.store.count(accountId, f),
     };
+  }
+
+  /** A job's row by id alone (its tasks carry the id), or null once it is gone. */
+  row(id: string): JobRow | null {
+    return this.store.getById(id);
   }
 
   /** The account a job belongs to (operator commands address jobs by id alone). */
@@ -68,8 +76,9 @@ export class JobService {
    * reindex` re-indexes finished videos).
    */
   retry(accountId: string, id: string): Job {
-    if (!this.uow || !this.hooks) throw new Error("JobService.retry needs the unit of work and hooks");
-    const hooks = this.hooks;
+    if (!this.uow || !this.hooks || !this.tasks)
+      throw new Error("JobService.retry needs the unit of work, hooks and the task queue");
+    const { hooks, tasks } = this;
     const row = this.uow.run(
       () => {
         const current = this.store.get(accountId, id);
@@ -79,6 +88,7 @@ export class JobService {
         }
         const r = this.store.retry(accountId, id)!;
         hooks.resetVideo(r.video_id);
+        tasks.enqueue({ kind: "ingest", accountId, videoId: r.video_id, jobId: r.id });
         return r;
       },
       { immediate: true },
@@ -87,29 +97,56 @@ export class JobService {
     return toJob(row);
   }
 
+  /** Its ingest task was claimed: `pending`, one more attempt (in the claim's transaction). */
+  started(job: JobRow): void {
+    this.store.started(job.id);
+  }
+
+  /** Its ingest task went back to the queue unfinished (a stop, a full disk, a crash found at start): `queued`. */
+  requeued(job: JobRow): void {
+    this.store.requeued(job.id);
+  }
+
+  /** Stage and progress of a running job (the pipeline reports them, throttled). */
+  progress(jobId: string, stage: string, pct: number): void {
+    this.store.progress(jobId, stage, pct);
+  }
+
+  /** The stages still to come after the video is searchable (`stages_pending`). */
+  setPending(jobId: string, stages: readonly string[]): void {
+    this.store.setPending(jobId, stages);
+  }
+
   /**
-   * A job's run ended well (the runner's lease `owner` still holds it): in one transaction the job
-   * is `done`, its video `ready`, the indexing is charged, job.completed is recorded for the
-   * webhook outbox and the web rendition is queued. A job deleted meanwhile changes nothing.
+   * Inside the transaction that makes the job's video searchable (the ingest task's end): what
+   * follows the video durably (its web rendition).
    */
-  complete(job: JobRow, owner: string): void {
+  searchable(job: JobRow): void {
+    this.completionParts().hooks.searchable(job.video_id, job.account_id);
+  }
+
+  /**
+   * The job's last task ended well, inside that task's outcome transaction: the job is `done`,
+   * its video `ready` at 100 %, the indexing is charged and job.completed is recorded for the
+   * webhook outbox. A job that had already ended (or was deleted) changes nothing.
+   */
+  complete(job: JobRow): void {
     const { uow, hooks, events } = this.completionParts();
     uow.run(() => {
-      if (!this.store.finish(job.id, owner, "done")) return;
+      if (!this.store.finish(job.id, "done")) return;
       const video = hooks.videoDone(job.video_id);
       if (!video) return;
       events.record(job.account_id, "job.completed", { job_id: job.id, video_id: job.video_id });
       hooks.charge(job.account_id, video.durationSecs);
-      hooks.searchable(job.video_id, job.account_id);
       hooks.bus.publish({ type: "job.completed", jobId: job.id, videoId: job.video_id, accountId: job.account_id });
     });
   }
 
-  /** A job's run failed for good: the job and its video are `failed` and job.failed is recorded, in one transaction. */
-  fail(job: JobRow, owner: string, error: JobError): void {
+  /** The job failed for good: the job and its video are `failed` and job.failed is recorded, in one transaction. */
+  fail(job: JobRow, error: JobError): void {
     const { uow, hooks, events } = this.completionParts();
     uow.run(() => {
-      if (!this.store.finish(job.id, owner, "failed", error)) return; // deleted meanwhile: nothing to announce
+      if (!this.store.finish(job.id, "failed", error)) return; // ended or deleted meanwhile: nothing to announce
       hooks.videoFailed(job.video_id, error);
       events.record(job.account_id, "job.failed", { job_id: job.id, video_id: job.video_id, error });
     });

@@ -3,9 +3,9 @@ import { nowIso } from "../core/ids.ts";
 import type { JobRow, JobStatus } from "./schema.ts";
 
 /**
- * The durable queue. Claiming is one UPDATE … RETURNING, so two workers (threads today,
- * processes on other machines later) can never take the same job. A claim is a lease: a worker
- * that dies stops renewing it and the job becomes claimable again.
+ * The job records users read (GET /v1/jobs). The work itself is queued, claimed and leased as
+ * tasks (task-store.ts, lease-queue.ts); these rows follow it: `pending` when the ingest task is
+ * claimed, `processing` with its stage and progress, `done` / `failed` when the job's last task ends.
  */
 export class JobStore {
   constructor(private readonly db: Database) {}
@@ -50,51 +50,40 @@ export class JobStore {
     return this.db.query<{ n: number }, string[]>(`SELECT count(*) AS n FROM jobs WHERE ${w.sql}`).get(...w.args)!.n;
   }
 
-  claim(owner: string, leaseMs: number, nowMs: number): JobRow | null {
-    return this.db
-      .query<JobRow, [string, number, string, number]>(
-        `UPDATE jobs SET status = 'pending', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ?
-          WHERE id = (SELECT id FROM jobs
-                       WHERE status = 'queued' OR (status IN ('pending', 'processing') AND lease_expires_at < ?)
-                       ORDER BY created_at, rowid LIMIT 1)
-          RETURNING *`,
+  /** Its ingest task was claimed (jobs/lease-queue.ts): `pending`, and one more attempt. */
+  started(id: string): void {
+    this.db
+      .query("UPDATE jobs SET status = 'pending', attempts = attempts + 1, updated_at = ? WHERE id = ?")
+      .run(nowIso(), id);
+  }
+
+  /** Its ingest task went back to the queue unfinished (its worker stopped or died): `queued` again. */
+  requeued(id: string): void {
+    this.db
+      .query("UPDATE jobs SET status = 'queued', updated_at = ? WHERE id = ? AND status IN ('pending', 'processing')")
+      .run(nowIso(), id);
+  }
+
+  /** What the job is doing now (stage and progress; throttled by the caller). Only while it runs. */
+  progress(id: string, stage: string, progressPct: number): void {
+    this.db
+      .query(
+        `UPDATE jobs SET status = 'processing', stage = ?, progress_pct = ?, updated_at = ?
+          WHERE id = ? AND status IN ('pending', 'processing')`,
       )
-      .get(owner, nowMs + leaseMs, nowIso(nowMs), nowMs);
+      .run(stage, progressPct, nowIso(), id);
   }
 
-  /** Progress + lease renewal. Returns false if the lease was lost (the job belongs to someone else now). */
-  heartbeat(id: string, owner: string, stage: string, progressPct: number, leaseUntil: number): boolean {
-    return (
-      this.db
-        .query(
-          `UPDATE jobs SET status = 'processing', stage = ?, progress_pct = ?, lease_expires_at = ?, updated_at = ?
-            WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'processing')`,
-        )
-        .run(stage, progressPct, leaseUntil, nowIso(), id, owner).changes === 1
-    );
-  }
-
-  finish(id: string, owner: string, status: "done" | "failed", error?: { code: string; message: string }): boolean {
+  /** The job ends. False when it had already ended (or is gone): nothing more may be announced. */
+  finish(id: string, status: "done" | "failed", error?: { code: string; message: string }): boolean {
     return (
       this.db
         .query(
           `UPDATE jobs SET status = ?, progress_pct = CASE WHEN ? = 'done' THEN 100 ELSE progress_pct END,
-                  error_code = ?, error_message = ?, stages_pending = '[]', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
-            WHERE id = ? AND lease_owner = ?`,
+                  error_code = ?, error_message = ?, stages_pending = '[]', updated_at = ?
+            WHERE id = ? AND status NOT IN ('done', 'failed')`,
         )
-        .run(status, status, error?.code ?? null, error?.message ?? null, nowIso(), id, owner).changes === 1
-    );
-  }
-
-  /** Gives a claimed job back (disk full mid-run): queued again, and this claim does not count as a crash. */
-  requeue(id: string, owner: string): boolean {
-    return (
-      this.db
-        .query(
-          `UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, attempts = max(attempts - 1, 0), updated_at = ?
-            WHERE id = ? AND lease_owner = ?`,
-        )
-        .run(nowIso(), id, owner).changes === 1
+        .run(status, status, error?.code ?? null, error?.message ?? null, nowIso(), id).changes === 1
     );
   }
 
@@ -102,27 +91,18 @@ export class JobStore {
   retry(accountId: string, id: string): JobRow | null {
     return this.db
       .query<JobRow, [string, string, string]>(
-        `UPDATE jobs SET status = 'queued', stage = NULL, progress_pct = 0, error_code = NULL, error_message = NULL, attempts = 0, stages_pending = '[]',
-                lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+        `UPDATE jobs SET status = 'queued', stage = NULL, progress_pct = 0, error_code = NULL, error_message = NULL, attempts = 0,
+                stages_pending = '[]', updated_at = ?
           WHERE account_id = ? AND id = ? AND status = 'failed' RETURNING *`,
       )
       .get(nowIso(), accountId, id);
   }
 
   /** The stages this job still has to run after its video became searchable (progressive indexing). */
-  setPending(id: string, owner: string, stages: readonly string[]): void {
+  setPending(id: string, stages: readonly string[]): void {
     this.db
-      .query("UPDATE jobs SET stages_pending = ?, updated_at = ? WHERE id = ? AND lease_owner = ?")
-      .run(JSON.stringify(stages), nowIso(), id, owner);
-  }
-
-  /** At `serve` start (the instance lock is held, so no other worker is alive): release every lease. */
-  releaseAllLeases(): number {
-    return this.db
-      .query(
-        "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL WHERE status IN ('pending', 'processing')",
-      )
-      .run().changes;
+      .query("UPDATE jobs SET stages_pending = ?, updated_at = ? WHERE id = ?")
+      .run(JSON.stringify(stages), nowIso(), id);
   }
 
   countsByStatus(): { status: string; n: number }[] {

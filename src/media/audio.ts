@@ -18,6 +18,8 @@ export interface AudioStreamOptions {
   stallTimeoutMs?: number;
   /** Optional wall-clock limit for the whole run, consumer time included. */
   timeoutMs?: number;
+  /** Kills ffmpeg at once when this aborts (process.ts SpawnOptions.signal). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -67,7 +69,7 @@ export function streamAudio16kMono(
         "f32le",
         "pipe:1",
       ],
-      { timeoutMs: opts.timeoutMs, stallTimeoutMs: opts.stallTimeoutMs ?? 60_000 },
+      { timeoutMs: opts.timeoutMs, stallTimeoutMs: opts.stallTimeoutMs ?? 60_000, signal: opts.signal },
     );
     try {
       for (let index = 0; ; index++) {

@@ -59,6 +59,8 @@ export interface SampleFramesOptions {
    * known): see docs/INGEST.md on shots shorter than `everySecs`.
    */
   cuts?: { threshold?: number; analysisWidth?: number; minShotSecs?: number };
+  /** Kills every ffmpeg of this decode at once when this aborts (process.ts SpawnOptions.signal). */
+  signal?: AbortSignal;
   /** Full decode only: pictures the decoder may skip (decode.ts). Default "none". */
   skipFrames?: DecodeSkip;
   /** Full decode only: whether the loop filter runs (decode.ts). Default "exact". */
@@ -374,6 +376,7 @@ async function* decodeRange(
     {
       timeoutMs: opts.timeoutMs,
       stallTimeoutMs: opts.stallTimeoutMs ?? 60_000,
+      signal: opts.signal,
       onStderrLine: (line) => {
         const f = parse(line);
         if (f) {

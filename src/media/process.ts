@@ -27,7 +27,11 @@ export interface SpawnOptions {
   onStderrLine?: (line: string) => void;
   /** How many trailing stderr lines to keep for error messages. */
   tailLines?: number;
-  /** Kills the tool when aborted (the caller left); the run then ends as "stopped by caller". */
+  /**
+   * Kills the tool the moment this aborts (a deleted video, a stopping server, a caller that
+   * left), even while the consumer is busy elsewhere and the tool sits blocked on a full pipe.
+   * Reads as "stopped by caller", like `kill()`.
+   */
   signal?: AbortSignal;
 }
 

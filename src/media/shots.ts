@@ -29,6 +29,8 @@ export interface ShotDetectionOptions {
    * keyframe (up to 0.5 s late).
    */
   keyframesOnly?: boolean;
+  /** Kills ffmpeg at once when this aborts (process.ts SpawnOptions.signal). */
+  signal?: AbortSignal;
   /** Full decode only: pictures the decoder may skip (decode.ts). Default "none". */
   skipFrames?: DecodeSkip;
   /** Full decode only: whether the loop filter runs (decode.ts). Default "exact". */
@@ -92,6 +94,7 @@ export async function detectShotBoundaries(
     {
       timeoutMs: opts.timeoutMs ?? defaultTimeout(opts.durationSecs),
       stallTimeoutMs: opts.stallTimeoutMs ?? 60_000,
+      signal: opts.signal,
       onStderrLine: (line) => {
         const f = parse(line);
         if (f && Number.isFinite(f.time)) found.push(f.time);

@@ -38,6 +38,8 @@ export interface TextFramesOptions {
    */
   skipFrames?: DecodeSkip;
   hdr?: boolean;
+  /** Kills ffmpeg at once when this aborts (process.ts SpawnOptions.signal). */
+  signal?: AbortSignal;
   /** Longest / shortest side of the output at most. Default 1280 / 720. */
   maxLong?: number;
   maxShort?: number;
@@ -134,6 +136,7 @@ export async function* sampleTextFrames(
     ],
     {
       stallTimeoutMs: opts.stallTimeoutMs ?? 60_000,
+      signal: opts.signal,
       onStderrLine: (line) => {
         // Corrupt data (error lines) is skipped by the decoder: OCR just sees fewer frames.
         const f = parse(line);

@@ -1,8 +1,8 @@
 import type { Logger } from "../core/logger.ts";
 import type { InferencePool } from "../inference/pool.ts";
 import type { VideoContent } from "../indexing/content.ts";
+import type { LeaseQueue } from "../jobs/lease-queue.ts";
 import type { JobService } from "../jobs/service.ts";
-import type { JobStore } from "../jobs/store.ts";
 import type { LoopFilterPolicy } from "../media/decode.ts";
 import type { MediaBins } from "../media/process.ts";
 import type { VideoFiles } from "../videos/files.ts";
@@ -12,7 +12,13 @@ import type { OcrEngine } from "../ocr/engine.ts";
 
 export interface PipelineDeps {
   videos: VideoStore;
-  jobs: JobStore;
+  /** The job records the tasks report to, and the job's end (jobs/service.ts owns those transactions). */
+  jobs: Pick<
+    JobService,
+    "row" | "started" | "requeued" | "progress" | "setPending" | "searchable" | "complete" | "fail"
+  >;
+  /** Where the ingest task queues the OCR task that follows it. */
+  tasks: Pick<LeaseQueue, "enqueue">;
   /** Writes the stages' rows (frames, shots, transcript, OCR lines): the one owner of a video's derived content. */
   content: VideoContent;
   files: VideoFiles;
@@ -32,6 +38,4 @@ export interface PipelineDeps {
   /** Whisper's per-window token cap (config speech_max_tokens). */
   speechMaxTokens: number;
   logger: Logger;
-  /** Marks a run's job done or failed (jobs/service.ts owns that transaction). */
-  completion: Pick<JobService, "complete" | "fail">;
 }

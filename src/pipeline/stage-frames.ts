@@ -96,6 +96,7 @@ export async function embedFrames(
     durationSecs: info.durationSecs,
     keyframesOnly: opts.keyframesOnly,
     hdr: info.hdr,
+    signal, // a stopped task kills the decode now, not when the model batch in flight returns
     jpegs: opts.jpegDir ? { dir: opts.jpegDir, width: SHOT_THUMB_WIDTH } : undefined,
     poster: opts.jpegDir
       ? { path: passPosterPath(opts.jpegDir), atSecs: posterTimeSecs(info.durationSecs), width: POSTER_WIDTH }
@@ -145,6 +146,8 @@ export async function embedFrames(
       emb.vectors.forEach((v, i) => out.push({ ...meta[i], vector: v }));
       if (info.durationSecs) onProgress(Math.min(1, meta[meta.length - 1].timestamp / info.durationSecs));
     })();
+    // Awaited below, unless the decode fails (or is stopped) first: then its outcome is nobody's.
+    inFlight.catch(() => {});
     // At most one batch waits while another is embedded: memory stays bounded for any length.
     return prev;
   };

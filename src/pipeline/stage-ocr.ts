@@ -7,7 +7,7 @@ import { readFrame } from "../ocr/read-frame.ts";
 import { TextTracker, type TextRange } from "../ocr/tracks.ts";
 import type { MediaBins } from "../media/process.ts";
 import type { DecodeSkip } from "../media/decode.ts";
-import { JobFailure } from "../jobs/runner.ts";
+import { JobFailure } from "../jobs/failure.ts";
 
 /** About one frame a second, like the image embeddings (plus every shot start). */
 export const OCR_INTERVAL_SECS = 1;
@@ -59,6 +59,7 @@ export async function readOnScreenText(
     // The frame decode's own shortcuts (pipeline planDecode): a long-GOP file costs what that decode costs.
     skipFrames: decode.skipFrames,
     hdr: info.hdr,
+    signal, // a stopped task (its video deleted) kills the decode at once
   });
   for await (const f of frames) {
     if (signal.aborted) throw new JobFailure("ABORTED", "Indexing was interrupted");

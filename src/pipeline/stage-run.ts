@@ -1,4 +1,4 @@
-import { JobFailure } from "../jobs/runner.ts";
+import { JobFailure } from "../jobs/failure.ts";
 import type { StageName, StageOutcome } from "../videos/schema.ts";
 import type { VideoStore } from "../videos/store.ts";
 

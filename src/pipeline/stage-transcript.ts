@@ -40,7 +40,7 @@ export async function transcribeAudio(
     const last = windows[windows.length - 1];
     if (info.durationSecs) onProgress(Math.min(1, (last.offsetSecs + last.samples.length / 16000) / info.durationSecs));
   };
-  for await (const w of streamAudio16kMono(d.bins, source, { windowSecs: 30 })) {
+  for await (const w of streamAudio16kMono(d.bins, source, { windowSecs: 30, signal })) {
     if (signal.aborted) break;
     if (isSilent(w.samples)) continue;
     pending.push({ samples: w.samples, offsetSecs: w.offsetSecs });

@@ -9,9 +9,6 @@ export interface RenditionRow {
   reason: string | null;
   path: string | null;
   size_bytes: number | null;
-  attempts: number;
-  lease_owner: string | null;
-  lease_expires_at: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -22,75 +19,53 @@ export interface TranscriptSegmentRow {
   text: string;
 }
 
-/** All SQL of the playback domain: the rendition queue (migration 007) and transcript reads. */
+/** All SQL of the playback domain: the rendition records (migration 007; their tasks: jobs/task-store.ts) and transcript reads. */
 export class PlaybackStore {
   constructor(private readonly db: Database) {}
 
   /**
-   * Queues a video for the rendition worker. Idempotent: a re-indexed video keeps a finished
-   * rendition (its source has not changed); a failed one is tried again.
+   * Records that a video wants a web rendition (its task is queued beside it, renditions.ts).
+   * Idempotent: a re-indexed video keeps a finished rendition (its source has not changed); a
+   * failed one is tried again. True when the row is (again) `pending`: a task must be queued.
    */
-  enqueue(videoId: string, accountId: string, at: string): void {
-    this.db
-      .query(
-        `INSERT INTO renditions (video_id, account_id, status, created_at, updated_at) VALUES (?, ?, 'pending', ?, ?)
-         ON CONFLICT (video_id) DO UPDATE SET status = 'pending', attempts = 0, reason = NULL, updated_at = excluded.updated_at
-         WHERE renditions.status = 'failed'`,
-      )
-      .run(videoId, accountId, at, at);
-  }
-
-  /** Claims the oldest pending row, or one whose encoder's lease ran out, with a lease. */
-  claim(owner: string, leaseMs: number, now: number): RenditionRow | null {
-    return this.db
-      .query<RenditionRow, [string, number, string, number]>(
-        `UPDATE renditions SET status = 'processing', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ?
-         WHERE video_id = (SELECT video_id FROM renditions
-                           WHERE status = 'pending' OR (status = 'processing' AND lease_expires_at < ?)
-                           ORDER BY created_at LIMIT 1)
-         RETURNING *`,
-      )
-      .get(owner, now + leaseMs, new Date(now).toISOString(), now);
-  }
-
-  renew(videoId: string, owner: string, until: number): boolean {
+  enqueue(videoId: string, accountId: string, at: string): boolean {
     return (
       this.db
-        .query(
-          "UPDATE renditions SET lease_expires_at = ? WHERE video_id = ? AND lease_owner = ? AND status = 'processing'",
+        .query<{ video_id: string }, [string, string, string, string]>(
+          `INSERT INTO renditions (video_id, account_id, status, created_at, updated_at) VALUES (?, ?, 'pending', ?, ?)
+           ON CONFLICT (video_id) DO UPDATE SET status = 'pending', reason = NULL, updated_at = excluded.updated_at
+           WHERE renditions.status = 'failed'
+           RETURNING video_id`,
         )
-        .run(until, videoId, owner).changes > 0
+        .get(videoId, accountId, at, at) !== null
     );
   }
 
-  /** Records the outcome if this owner still holds the row (a deleted video has none). */
-  finish(
-    videoId: string,
-    owner: string,
-    f: { status: "ready" | "failed" | "not_needed" | "pending"; reason: string; path?: string; sizeBytes?: number },
-  ): boolean {
-    return this.db.transaction(() => {
-      const done =
-        this.db
-          .query(
-            `UPDATE renditions SET status = ?, reason = ?, path = ?, size_bytes = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
-           WHERE video_id = ? AND lease_owner = ? AND status = 'processing'`,
-          )
-          .run(f.status, f.reason, f.path ?? null, f.sizeBytes ?? null, new Date().toISOString(), videoId, owner)
-          .changes > 0;
-      if (done && f.sizeBytes)
-        this.db.query("UPDATE videos SET storage_bytes = storage_bytes + ? WHERE id = ?").run(f.sizeBytes, videoId);
-      return done;
-    })();
+  /** Its task was claimed: the encode is under way. */
+  markProcessing(videoId: string): void {
+    this.db
+      .query("UPDATE renditions SET status = 'processing', updated_at = ? WHERE video_id = ?")
+      .run(new Date().toISOString(), videoId);
   }
 
-  /** At server start (the instance lock is held): encodes of a previous process are queued again. */
-  releaseAllLeases(): number {
-    return this.db
-      .query(
-        "UPDATE renditions SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL WHERE status = 'processing'",
-      )
-      .run().changes;
+  /**
+   * Records the outcome (inside the task's outcome transaction, which has already made sure the
+   * task is still this worker's). False when the video is gone (its row went with it).
+   */
+  finish(
+    videoId: string,
+    f: { status: "ready" | "failed" | "not_needed"; reason: string; path?: string; sizeBytes?: number },
+  ): boolean {
+    const done =
+      this.db
+        .query(
+          `UPDATE renditions SET status = ?, reason = ?, path = ?, size_bytes = ?, updated_at = ?
+            WHERE video_id = ? AND status IN ('pending', 'processing')`,
+        )
+        .run(f.status, f.reason, f.path ?? null, f.sizeBytes ?? null, new Date().toISOString(), videoId).changes > 0;
+    if (done && f.sizeBytes)
+      this.db.query("UPDATE videos SET storage_bytes = storage_bytes + ? WHERE id = ?").run(f.sizeBytes, videoId);
+    return done;
   }
 
   get(videoId: string): RenditionRow | null {

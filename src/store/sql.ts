@@ -54,3 +54,20 @@ export function ftsMatching(
   for (const r of rows) if (wanted.has(r.id)) out.add(r.id);
   return out;
 }
+
+/**
+ * The database's clock, in epoch ms, as an SQL expression whose parameter (`param`, e.g. "?1")
+ * is a skew added to it: 0 in production (`DbClock.skewMs`; tests shift it to fast-forward lease
+ * expiry). Leases, due times and claims are compared against this, never against a process's
+ * clock, so processes on machines whose clocks drift apart still agree on who holds what. SQLite
+ * keeps 'now' fixed within one statement. PostgreSQL: `(extract(epoch FROM clock_timestamp()) *
+ * 1000)::bigint + $n`.
+ */
+export const dbNowMs = (param: string): string => `(CAST(unixepoch('subsec') * 1000 AS INTEGER) + ${param})`;
+
+/** The skew `dbNowMs` adds: 0 except where a test runs the database's clock ahead. */
+export interface DbClock {
+  skewMs(): number;
+}
+
+export const DATABASE_CLOCK: DbClock = { skewMs: () => 0 };

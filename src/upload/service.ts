@@ -41,8 +41,10 @@ export class UploadService {
     private readonly sniffer: ContainerSniffer,
     private readonly maxBytes: number,
     private readonly beforeAccept: (accountId: string) => void = () => {},
-    /** `video.accepted` after the video and its job are committed (the runner starts it now). */
+    /** `video.accepted` after the video and its job are committed (the task queue starts it now). */
     private readonly bus: EventPublisher,
+    /** Throws 429 QUEUE_FULL when the account has its cap of uploads waiting (jobs/lease-queue.ts). */
+    private readonly queueRoom: (accountId: string) => void = () => {},
   ) {}
 
   async upload(accountId: string, req: UploadRequest): Promise<{ job_id: string; video_id: string; status: "queued" }> {
@@ -58,6 +60,8 @@ export class UploadService {
       ]);
     }
     this.beforeAccept(accountId);
+    // The per-account cap on waiting work, before a byte of the body is read (checked again, exactly, when the job is written).
+    this.queueRoom(accountId);
     // Content-Length covers the multipart framing too, so it can only prove "too large", never "fits".
     if (req.contentLength !== null && req.contentLength > this.maxBytes + 64 * 1024) throw this.tooLarge();
 
@@ -125,6 +129,7 @@ export class UploadService {
         (ext) => name ?? `upload.${ext}`,
         (await stat(tmp)).size,
         null,
+        true,
       );
     } catch (e) {
       await rm(tmp, { force: true });
@@ -186,6 +191,8 @@ export class UploadService {
     // (553 → 301 MiB/s for 1 GiB, bench/upload-rss.ts, load ~26 on 2 cores), and an upload of
     // known bytes is a new video anyway. Only `vsearch ingest` dedupes (docs/INGEST.md).
     contentHash: string | null,
+    /** An HTTP upload: held to the per-account cap on waiting work. */
+    capped = false,
   ) {
     const sniffed = await this.sniffer.sniff(tmp);
     // A picture over max_video_pixels is its own code (media/bounds.ts): the file is a video, one we will not decode.
@@ -204,6 +211,7 @@ export class UploadService {
       mimeType: sniffed.mimeType,
       sizeBytes,
       contentHash,
+      capped,
     });
     this.bus.publish({ type: "video.accepted", accountId });
     return accepted;

@@ -6,6 +6,7 @@ import { offsetOf } from "../core/paging.ts";
 import type { EventStore } from "../events/store.ts";
 import type { VideoContent } from "../indexing/content.ts";
 import type { IndexStore } from "../indexing/store.ts";
+import type { LeaseQueue } from "../jobs/lease-queue.ts";
 import type { JobStore } from "../jobs/store.ts";
 import type { UnitOfWork } from "../store/unit-of-work.ts";
 import type { VideoFiles } from "./files.ts";
@@ -35,6 +36,11 @@ export interface NewVideo {
    * it with 409 DUPLICATE_CONTENT and nothing is written. Null: not deduplicated (HTTP uploads).
    */
   contentHash?: string | null;
+  /**
+   * Held to the per-account cap on waiting work (HTTP uploads: 429 QUEUE_FULL past it). The
+   * operator's `vsearch ingest` is not: it queues a whole folder on purpose.
+   */
+  capped?: boolean;
 }
 
 export class VideoService {
@@ -49,11 +55,13 @@ export class VideoService {
     private readonly urls: MediaUrls,
     /** Deletes a video's derived content with it (rows, vectors, files; `videos.deleted`). */
     private readonly content: VideoContent,
+    /** Where a video's ingest task is queued, with its job. */
+    private readonly tasks: Pick<LeaseQueue, "enqueue" | "assertRoom">,
   ) {}
 
   /**
-   * Turns a finished upload into a video + queued job + `video.created` event in one
-   * transaction. The file is moved in first; if the transaction fails it is removed again, and
+   * Turns a finished upload into a video + queued job (and its ingest task) + `video.created`
+   * event in one transaction. The file is moved in first; if the transaction fails it is removed again, and
    * a crash in between leaves a folder the start-up sweep deletes.
    */
   createFromUpload(v: NewVideo): { video_id: string; job_id: string; status: "queued" } {
@@ -66,6 +74,7 @@ export class VideoService {
     try {
       this.uow.run(
         () => {
+          if (v.capped) this.tasks.assertRoom(v.accountId); // exact here: the write lock is held
           const contentHash = v.contentHash ?? null;
           const existing = contentHash ? this.store.findByContent(v.accountId, v.collectionId, contentHash) : null;
           if (existing)
@@ -98,6 +107,7 @@ export class VideoService {
             updated_at: at,
           });
           this.jobs.insert({ id: jobId, account_id: v.accountId, video_id: videoId, created_at: at });
+          this.tasks.enqueue({ kind: "ingest", accountId: v.accountId, videoId, jobId });
           this.events.record(
             v.accountId,
             "video.created",
@@ -142,6 +152,7 @@ export class VideoService {
         if (!v) continue;
         const jobId = newId("job");
         this.jobs.insert({ id: jobId, account_id: v.account_id, video_id: id, created_at: nowIso() });
+        this.tasks.enqueue({ kind: "ingest", accountId: v.account_id, videoId: id, jobId });
         this.store.update(id, { status: "queued", progress_pct: 0 });
         out.push({ video_id: id, job_id: jobId, account_id: v.account_id });
       }

@@ -1,4 +1,4 @@
-import { createHmac } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import { newId, nowIso } from "../core/ids.ts";
 import type { Logger } from "../core/logger.ts";
 import type { EventStore } from "../events/store.ts";
@@ -7,6 +7,7 @@ import { NetError } from "../net/errors.ts";
 import { safeFetch } from "../net/safe-fetch.ts";
 import type { UnitOfWork } from "../store/unit-of-work.ts";
 import type { SecretBox } from "./secret-box.ts";
+import type { EventRecord } from "../events/schema.ts";
 import type { DeliveryRow, WebhookRow, WebhookStore } from "./store.ts";
 
 export interface DispatcherOptions {
@@ -19,8 +20,12 @@ export interface DispatcherOptions {
   pollMs?: number;
   perEndpoint?: number;
   maxInFlight?: number;
+  /** For the timestamps written (created_at, delivered_at); due times and claims use the database's clock. */
   now?: () => number;
 }
+
+/** How long a fan-out claim on outbox events holds (a dispatcher that dies mid-fan-out lets go after this). */
+const FAN_OUT_HOLD_MS = 30_000;
 
 const EXCERPT_BYTES = 1024;
 
@@ -28,11 +33,16 @@ export const signBody = (secret: string, body: string) =>
   `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
 
 /**
- * Delivers the outbox. Fan-out (event → one delivery row per subscribed active endpoint) happens
- * in the same transaction that marks the event dispatched, so an event is fanned out exactly
- * once. Attempts: at once, then after each configured delay (30 s, 60 s), then `failed`. Before
- * an attempt the due time is pushed out and the attempt counted, so a crash mid-attempt leads to a
- * retry, never to a lost or doubly-counted delivery; a restart resumes from the table.
+ * Delivers the outbox. Several dispatchers may run over one database (several `serve` processes,
+ * a CLI beside a server); every decision is a claim on the database's clock, so each event is
+ * delivered once:
+ * - fan-out (event → one delivery row per subscribed active endpoint): a dispatcher claims a batch
+ *   of outbox events for a while, then turns each into rows in the transaction that marks it
+ *   dispatched (only while its claim holds); rows are unique per (endpoint, event) besides;
+ * - an attempt: a lease on the delivery row (the attempt counted, the due time pushed out) before
+ *   the request, released with the outcome, so no one else attempts it meanwhile and a crash
+ *   mid-attempt means a retry after the hold, never a loss or a second delivery.
+ * Attempts: at once, then after each configured delay (30 s, 60 s), then `failed`.
  */
 export class WebhookDispatcher {
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -40,6 +50,8 @@ export class WebhookDispatcher {
   private readonly inFlight = new Map<string, number>();
   private readonly attempts = new Set<Promise<void>>();
   private readonly now: () => number;
+  /** This dispatcher, as its fan-out claims name it. */
+  private readonly owner = `dispatcher-${process.pid}-${randomBytes(4).toString("hex")}`;
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -83,38 +95,42 @@ export class WebhookDispatcher {
     if (this.running) this.timer = setTimeout(() => void this.tick(), this.opts.pollMs ?? 250);
   }
 
-  /** Turns undispatched events into delivery rows. Returns how many events were handled. */
+  /** Claims undispatched events and turns them into delivery rows. Returns how many events it claimed. */
   fanOut(limit = 200): number {
-    const pending = this.events.undispatched(limit);
-    for (const ev of pending) {
-      this.uow.run(() => {
-        const data = JSON.parse(ev.payload) as Record<string, unknown>;
-        // A test ping goes to the endpoint it was sent from, whatever that endpoint subscribed to.
-        const targets: WebhookRow[] =
-          ev.type === "webhook.ping"
-            ? [this.store.getById(String(data.webhook_id))].filter(
-                (w): w is WebhookRow => !!w && w.is_active === 1 && w.account_id === ev.account_id,
-              )
-            : this.store.subscribers(ev.account_id, ev.type);
-        const body = JSON.stringify({ id: ev.id, event: ev.type, created_at: ev.created_at, data });
-        for (const w of targets) {
-          this.store.insertDelivery({
-            id: newId("del"),
-            webhook_id: w.id,
-            account_id: ev.account_id,
-            event_id: ev.id,
-            event: ev.type,
-            payload: body,
-            status: "pending",
-            attempts: 0,
-            next_attempt_at: this.now(),
-            created_at: nowIso(this.now()),
-          });
-        }
-        this.events.markDispatched(ev.seq, nowIso(this.now()));
+    const claimed = this.events.claimUndispatched(this.owner, FAN_OUT_HOLD_MS, limit);
+    for (const ev of claimed) this.uow.run(() => this.fanOutEvent(ev, this.owner));
+    return claimed.length;
+  }
+
+  /**
+   * One event's delivery rows, in the caller's transaction. With `owner`, only while that claim
+   * holds (it may have run out and gone to another dispatcher); without, whoever holds the event.
+   */
+  private fanOutEvent(ev: EventRecord, owner?: string): void {
+    if (!this.events.markDispatched(ev.seq, nowIso(this.now()), owner)) return;
+    const data = JSON.parse(ev.payload) as Record<string, unknown>;
+    // A test ping goes to the endpoint it was sent from, whatever that endpoint subscribed to.
+    const targets: WebhookRow[] =
+      ev.type === "webhook.ping"
+        ? [this.store.getById(String(data.webhook_id))].filter(
+            (w): w is WebhookRow => !!w && w.is_active === 1 && w.account_id === ev.account_id,
+          )
+        : this.store.subscribers(ev.account_id, ev.type);
+    const body = JSON.stringify({ id: ev.id, event: ev.type, created_at: ev.created_at, data });
+    for (const w of targets) {
+      this.store.insertDelivery({
+        id: newId("del"),
+        webhook_id: w.id,
+        account_id: ev.account_id,
+        event_id: ev.id,
+        event: ev.type,
+        payload: body,
+        status: "pending",
+        attempts: 0,
+        next_attempt_at: null, // due now
+        created_at: nowIso(this.now()),
       });
     }
-    return pending.length;
   }
 
   /**
@@ -134,7 +150,7 @@ export class WebhookDispatcher {
     // Endpoints already at their limit are left out of the query, so their backlog cannot crowd
     // the others out of the batch; rows in flight are not due (claiming pushed their due time out).
     const full = [...this.inFlight].filter(([, n]) => n >= perEndpoint).map(([id]) => id);
-    for (const d of this.store.due(this.now(), 100, full)) {
+    for (const d of this.store.due(100, full)) {
       if (this.attempts.size >= max) break;
       if ((this.inFlight.get(d.webhook_id) ?? 0) >= perEndpoint) continue;
       // Not awaited: attempts run side by side, and close() waits for them (this.attempts). An
@@ -150,9 +166,9 @@ export class WebhookDispatcher {
     }
   }
 
-  private track(d: DeliveryRow): Promise<void> {
+  private track(d: DeliveryRow, anyDueTime = false): Promise<void> {
     this.inFlight.set(d.webhook_id, (this.inFlight.get(d.webhook_id) ?? 0) + 1);
-    const p = this.attempt(d).finally(() => {
+    const p = this.attempt(d, anyDueTime).finally(() => {
       this.attempts.delete(p);
       const n = (this.inFlight.get(d.webhook_id) ?? 1) - 1;
       if (n <= 0) this.inFlight.delete(d.webhook_id);
@@ -164,27 +180,31 @@ export class WebhookDispatcher {
   }
 
   /**
-   * One attempt for each pending delivery of an event, now, outside the concurrency limits (account
-   * deletion cannot wait for the schedule; the wait is bounded by the attempt timeout). A delivery
-   * another process is attempting at this moment is skipped here (the claim fails) and reported
-   * as still pending.
+   * One attempt for each pending delivery of an event, now, outside the concurrency limits and the
+   * schedule (account deletion cannot wait; the wait is bounded by the attempt timeout). The event
+   * is fanned out here first if it is not yet (even if another dispatcher holds its claim: the
+   * rows are unique per endpoint). A delivery another dispatcher is attempting at this moment is
+   * skipped here (its lease holds) and reported as still pending.
    */
   async deliverEventNow(accountId: string, eventId: string): Promise<{ webhook_id: string; status: string }[]> {
+    const ev = this.events.byId(eventId);
+    if (ev && !ev.dispatched_at) this.uow.run(() => this.fanOutEvent(ev));
     const rows = this.store.pendingForEvent(accountId, eventId);
-    await Promise.allSettled(rows.map((d) => this.track(d)));
+    await Promise.allSettled(rows.map((d) => this.track(d, true)));
     return rows.map((d) => ({
       webhook_id: d.webhook_id,
       status: this.store.getDelivery(d.webhook_id, d.id)?.status ?? "unknown",
     }));
   }
 
-  private async attempt(d: DeliveryRow): Promise<void> {
+  private async attempt(d: DeliveryRow, anyDueTime: boolean): Promise<void> {
     const webhook = this.store.getById(d.webhook_id);
     if (!webhook || webhook.is_active !== 1) return;
     const delays = this.opts.retryDelaysSecs;
     const attemptNo = d.attempts + 1;
-    // Claim: if this process dies during the request, the delivery is due again after the hold.
-    if (!this.store.beginAttempt(d.id, d.attempts, this.now() + this.opts.timeoutMs + 5_000)) return;
+    // Claim: no one else attempts it meanwhile; if this process dies during the request, the
+    // delivery is due again after the hold.
+    if (!this.store.beginAttempt(d.id, d.attempts, this.opts.timeoutMs + 5_000, anyDueTime)) return;
     const log = this.opts.logger.child({
       delivery_id: d.id,
       webhook_id: d.webhook_id,
@@ -221,9 +241,9 @@ export class WebhookDispatcher {
     }
     const t = this.now();
     if (error === null) {
-      this.store.recordOutcome(d.id, {
+      this.store.recordOutcome(d.id, attemptNo, {
         status: "succeeded",
-        nextAttemptAt: null,
+        retryInMs: null,
         responseStatus: status,
         excerpt,
         error: null,
@@ -233,9 +253,9 @@ export class WebhookDispatcher {
       return;
     }
     const final = d.manual_retry === 1 || attemptNo > delays.length;
-    this.store.recordOutcome(d.id, {
+    this.store.recordOutcome(d.id, attemptNo, {
       status: final ? "failed" : "pending",
-      nextAttemptAt: final ? null : t + delays[attemptNo - 1] * 1000,
+      retryInMs: final ? null : delays[attemptNo - 1] * 1000,
       responseStatus: status,
       excerpt,
       error,

@@ -113,7 +113,7 @@ export class WebhookService {
     if (!d) throw notFound("DELIVERY_NOT_FOUND", `Delivery ${deliveryId}`);
     if (!webhook.is_active)
       throw new AppError("WEBHOOK_INACTIVE", "The webhook is inactive; activate it before retrying");
-    if (!this.store.requeueFailed(deliveryId, this.now())) {
+    if (!this.store.requeueFailed(deliveryId)) {
       throw new AppError("DELIVERY_NOT_FAILED", `Only failed deliveries can be retried; this one is ${d.status}`);
     }
     this.bus.publish({ type: "outbox.written", accountId });

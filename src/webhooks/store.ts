@@ -1,5 +1,9 @@
 import type { Database } from "bun:sqlite";
 import { nowIso } from "../core/ids.ts";
+import { DATABASE_CLOCK, type DbClock, dbNowMs } from "../store/sql.ts";
+
+/** The database's clock; every statement that uses it binds the clock's skew as its first parameter. */
+const NOW = dbNowMs("?1");
 
 export interface WebhookRow {
   id: string;
@@ -22,7 +26,10 @@ export interface DeliveryRow {
   status: "pending" | "succeeded" | "failed";
   attempts: number;
   manual_retry: number;
+  /** Epoch ms on the database's clock; NULL once final. */
   next_attempt_at: number | null;
+  /** Set while an attempt is under way (database clock): no other dispatcher attempts it. */
+  lease_expires_at?: number | null;
   response_status: number | null;
   response_excerpt: string | null;
   error: string | null;
@@ -31,7 +38,10 @@ export interface DeliveryRow {
 }
 
 export class WebhookStore {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly clock: DbClock = DATABASE_CLOCK,
+  ) {}
 
   insert(w: WebhookRow): void {
     this.db
@@ -84,15 +94,17 @@ export class WebhookStore {
       .all(accountId, type);
   }
 
+  /** A delivery row, once per (endpoint, event); `next_attempt_at` null: due now (database clock). */
   insertDelivery(
     d: Omit<DeliveryRow, "response_status" | "response_excerpt" | "error" | "delivered_at" | "manual_retry">,
   ): void {
     this.db
       .query(
         `INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, account_id, event_id, event, payload, status, attempts, next_attempt_at, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, coalesce(?10, ${NOW}), ?11)`,
       )
       .run(
+        this.clock.skewMs(),
         d.id,
         d.webhook_id,
         d.account_id,
@@ -127,20 +139,22 @@ export class WebhookStore {
   }
 
   /**
-   * Pending deliveries due now whose endpoint is still active, oldest due first, leaving out the
-   * endpoints in `skip` (those already at their concurrency limit): one endpoint's backlog must not
-   * fill every batch and keep the others waiting. Walks the partial index on `next_attempt_at`
-   * (a window function per endpoint would sort every due row on every poll).
+   * Pending deliveries due now (database clock) whose endpoint is still active and that no
+   * dispatcher is attempting, oldest due first, leaving out the endpoints in `skip` (those already
+   * at their concurrency limit): one endpoint's backlog must not fill every batch and keep the
+   * others waiting. Walks the partial index on `next_attempt_at` (a window function per endpoint
+   * would sort every due row on every poll).
    */
-  due(nowMs: number, limit: number, skip: readonly string[] = []): DeliveryRow[] {
+  due(limit: number, skip: readonly string[] = []): DeliveryRow[] {
     return this.db
       .query<DeliveryRow, [number, string, number]>(
         `SELECT d.* FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-          WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.is_active = 1
-            AND d.webhook_id NOT IN (SELECT value FROM json_each(?))
-          ORDER BY d.next_attempt_at LIMIT ?`,
+          WHERE d.status = 'pending' AND d.next_attempt_at <= ${NOW} AND w.is_active = 1
+            AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ${NOW})
+            AND d.webhook_id NOT IN (SELECT value FROM json_each(?2))
+          ORDER BY d.next_attempt_at LIMIT ?3`,
       )
-      .all(nowMs, JSON.stringify(skip), limit);
+      .all(this.clock.skewMs(), JSON.stringify(skip), limit);
   }
 
   /** Pending deliveries of one event to the account's active endpoints, whatever their due time. */
@@ -159,43 +173,73 @@ export class WebhookStore {
     this.db.query("UPDATE webhooks SET is_active = 0, updated_at = ? WHERE account_id = ?").run(nowIso(), accountId);
   }
 
-  /** Claims an attempt: bumps `attempts` and pushes the due time out first, so a crash mid-attempt means a retry, never a loss. */
-  beginAttempt(id: string, expectedAttempts: number, holdUntil: number): boolean {
+  /**
+   * Claims attempt number `expectedAttempts + 1` with a lease of `holdMs` (database clock): the
+   * row must still be pending at that count, due (unless `anyDueTime`: account deletion attempts
+   * at once), and attempted by no one else. The count is bumped and the due time pushed out
+   * first, so a crash mid-attempt means a retry after the hold, never a loss or a second
+   * attempt while the first is under way.
+   */
+  beginAttempt(id: string, expectedAttempts: number, holdMs: number, anyDueTime = false): boolean {
     return (
       this.db
         .query(
-          "UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ? AND attempts = ? AND status = 'pending'",
+          `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${NOW} + ?2, lease_expires_at = ${NOW} + ?2
+            WHERE id = ?3 AND attempts = ?4 AND status = 'pending'
+              AND (?5 = 1 OR next_attempt_at <= ${NOW})
+              AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})`,
         )
-        .run(holdUntil, id, expectedAttempts).changes === 1
+        .run(this.clock.skewMs(), holdMs, id, expectedAttempts, anyDueTime ? 1 : 0).changes === 1
     );
   }
 
+  /**
+   * Records attempt `attemptNo`'s outcome and lets go of its lease; a retry is due `retryInMs`
+   * from now on the database's clock. Ignored when a later attempt has begun (this one's lease
+   * ran out and another dispatcher took over): a stale outcome never overwrites a newer one.
+   */
   recordOutcome(
     id: string,
+    attemptNo: number,
     o: {
       status: DeliveryRow["status"];
-      nextAttemptAt: number | null;
+      retryInMs: number | null;
       responseStatus: number | null;
       excerpt: string | null;
       error: string | null;
       deliveredAt: string | null;
     },
-  ): void {
-    this.db
-      .query(
-        `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, response_status = ?, response_excerpt = ?, error = ?, delivered_at = ?
-          WHERE id = ?`,
-      )
-      .run(o.status, o.nextAttemptAt, o.responseStatus, o.excerpt, o.error, o.deliveredAt, id);
-  }
-
-  requeueFailed(id: string, nowMs: number): boolean {
+  ): boolean {
     return (
       this.db
         .query(
-          "UPDATE webhook_deliveries SET status = 'pending', manual_retry = 1, next_attempt_at = ?, error = NULL WHERE id = ? AND status = 'failed'",
+          `UPDATE webhook_deliveries SET status = ?2, next_attempt_at = CASE WHEN ?3 IS NULL THEN NULL ELSE ${NOW} + ?3 END,
+                  lease_expires_at = NULL, response_status = ?4, response_excerpt = ?5, error = ?6, delivered_at = ?7
+            WHERE id = ?8 AND attempts = ?9`,
         )
-        .run(nowMs, id).changes === 1
+        .run(
+          this.clock.skewMs(),
+          o.status,
+          o.retryInMs,
+          o.responseStatus,
+          o.excerpt,
+          o.error,
+          o.deliveredAt,
+          id,
+          attemptNo,
+        ).changes === 1
+    );
+  }
+
+  /** A failed delivery is due again now (database clock), for one attempt. */
+  requeueFailed(id: string): boolean {
+    return (
+      this.db
+        .query(
+          `UPDATE webhook_deliveries SET status = 'pending', manual_retry = 1, next_attempt_at = ${NOW}, error = NULL
+            WHERE id = ?2 AND status = 'failed'`,
+        )
+        .run(this.clock.skewMs(), id).changes === 1
     );
   }
 }

@@ -426,7 +426,7 @@ describe("vsearch mcp alone on a data dir", () => {
     try {
       const first: any = await client.callTool({ name: "get_job_status", arguments: { job_id: jobId } });
       expect(first.structuredContent.job.status).toBe("queued");
-      await Bun.sleep(2_000); // a job runner would have claimed it within its first poll
+      await Bun.sleep(2_000); // a task queue worker would have claimed it within its first poll
       const later: any = await client.callTool({ name: "get_job_status", arguments: { job_id: jobId } });
       expect(later.structuredContent.job).toMatchObject({ status: "queued", progress_pct: 0 });
       const videos: any = await client.callTool({ name: "list_videos", arguments: {} });

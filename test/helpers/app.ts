@@ -20,6 +20,12 @@ export interface TestApp {
   /** Advances the clock every service sees (sessions, rate windows, signatures). */
   clock: { now: number };
   /**
+   * Runs the database's clock ahead (ms) for the app and `t.stores`: leases, claims and webhook
+   * due times follow the database's clock, not `clock` (store/sql.ts `dbNowMs`), so this is how a
+   * test fast-forwards a lease to its expiry.
+   */
+  dbClock: { skewMs: number };
+  /**
    * The stores over the app's database file, on a connection of their own (opened on first use,
    * closed by `close()`): how a test reads state or sets one up, never with SQL.
    */
@@ -49,6 +55,8 @@ export interface TestAppOptions {
   vectorBackend?: "memory" | "sqlite-vec";
   /** The index warm-up after `app.start()` (small pages, no slice budget: a load that takes many turns). */
   indexWarm?: IndexWarmOptions;
+  /** This app's node id (default: the data dir's own); apps that play two nodes over one data dir set it. */
+  nodeId?: string;
 }
 
 /**
@@ -68,11 +76,14 @@ export async function startTestApp(env: Record<string, string> = {}, opts: TestA
       offset = v - Date.now();
     },
   };
+  const dbClock = { skewMs: 0 };
   const wired: { bus?: EventBus } = {};
   const app = await createApp(config, {
     runtime: await resolveRuntime(config),
     logger: createLogger("silent"),
     now: () => clock.now,
+    dbClockSkewMs: () => dbClock.skewMs,
+    nodeId: opts.nodeId,
     onEventBus: (b) => (wired.bus = b),
     models: opts.models,
     resolve: opts.resolve,
@@ -87,9 +98,13 @@ export async function startTestApp(env: Record<string, string> = {}, opts: TestA
     dir,
     config,
     clock,
+    dbClock,
     bus: wired.bus!,
     get stores() {
-      return (stores ??= openStores(dir, { vecExtension: app.runtime.vecExtension }));
+      return (stores ??= openStores(dir, {
+        vecExtension: app.runtime.vecExtension,
+        dbClockSkewMs: () => dbClock.skewMs,
+      }));
     },
     async request(method, path, opts = {}) {
       const headers: Record<string, string> = { ...opts.headers };

@@ -49,6 +49,20 @@ export const smallMp4 = (dir: string, secs = 1) =>
     join(dir, `small-${secs}s.mp4`),
   );
 
+/**
+ * A minute (by default) of 320×240 test pattern with a running timestamp and a tone: a long
+ * ingest (frames and speech) and a long OCR task with the tiny models (the queue's tests).
+ */
+export const longMp4 = (dir: string, secs = 60) =>
+  ffmpeg(
+    [
+      ["-f", "lavfi", "-i", `testsrc=size=320x240:rate=10:duration=${secs}`],
+      ["-f", "lavfi", "-i", `sine=frequency=300:duration=${secs}`],
+      ["-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
+    ].flat(),
+    join(dir, `long-${secs}s.mp4`),
+  );
+
 /** 2 s test pattern, 2 s solid red, 2 s solid blue (two hard cuts) at 320×240, with a 6 s tone. */
 export const cutsMp4 = (dir: string, name = "cuts.mp4") =>
   ffmpeg(

@@ -15,6 +15,8 @@ import { CreditStore } from "../../src/credits/store.ts";
 import { EventStore } from "../../src/events/store.ts";
 import { IndexStore } from "../../src/indexing/store.ts";
 import { JobStore } from "../../src/jobs/store.ts";
+import { TaskStore } from "../../src/jobs/task-store.ts";
+import { LeaseQueue, type LeaseQueueOptions } from "../../src/jobs/lease-queue.ts";
 import { PlaybackStore } from "../../src/playback/store.ts";
 import { createSearchDomain, type SearchDomain, type SearchDomainOptions } from "../../src/search/domain.ts";
 import { SearchStore } from "../../src/search/store.ts";
@@ -36,6 +38,8 @@ export interface Stores {
   /** Frames, shots and transcripts as the pipeline writes them (vec0 tables when `vecExtension` was given). */
   index: IndexStore;
   jobs: JobStore;
+  /** The task queue's rows (ingest, OCR, rendition tasks waiting or running), and its claim for tests that play a worker. */
+  tasks: TaskStore;
   playback: PlaybackStore;
   search: SearchStore;
   system: SystemStore;
@@ -49,26 +53,39 @@ export interface Stores {
   searchDomain(deps: Omit<SearchDomainOptions, "stores" | "uow">): SearchDomain;
   /** Runs `fn` (store calls) in one transaction on this connection: the app sees all of it or none. */
   transaction<T>(fn: () => T): T;
+  /**
+   * A task queue worker over this connection, as a node runs one (register handlers, `start()`,
+   * `stop()` before `close()`): for tests that play several workers over one database.
+   */
+  leaseQueue(opts: LeaseQueueOptions): LeaseQueue;
   close(): void;
 }
 
 /** Stores over `<dataDir>/vsearch.db` (the app's database; migrated if new). */
-export function openStores(dataDir: string, opts: { vecExtension?: string } = {}): Stores {
+export function openStores(
+  dataDir: string,
+  opts: {
+    vecExtension?: string /** Runs the database's clock ahead for this connection's stores (lease expiry). */;
+    dbClockSkewMs?: () => number;
+  } = {},
+): Stores {
   const { db, uow } = openStore(join(dataDir, "vsearch.db"), { vecExtension: opts.vecExtension });
+  const clock = { skewMs: opts.dbClockSkewMs ?? (() => 0) };
   return {
     accounts: new AccountStore(db),
     apiKeys: new ApiKeyStore(db),
     sessions: new SessionStore(db),
     collections: new CollectionStore(db),
     credits: new CreditStore(db),
-    events: new EventStore(db),
+    events: new EventStore(db, clock),
     index: new IndexStore(db, Boolean(opts.vecExtension)),
     jobs: new JobStore(db),
+    tasks: new TaskStore(db, clock),
     playback: new PlaybackStore(db),
     search: new SearchStore(db),
     system: new SystemStore(db),
     videos: new VideoStore(db),
-    webhooks: new WebhookStore(db),
+    webhooks: new WebhookStore(db, clock),
     searchDomain: (deps) =>
       createSearchDomain({
         ...deps,
@@ -76,6 +93,7 @@ export function openStores(dataDir: string, opts: { vecExtension?: string } = {}
         stores: { search: new SearchStore(db), ocr: new OcrSearchStore(db), feedback: new FeedbackStore(db) },
       }),
     transaction: (fn) => uow.run(fn),
+    leaseQueue: (o) => new LeaseQueue(new TaskStore(db, clock), uow, o),
     close: () => db.close(),
   };
 }

@@ -13,6 +13,9 @@ import { EventStore } from "../../src/events/store.ts";
 import { VideoContent } from "../../src/indexing/content.ts";
 import { IndexStore, type ShotInput } from "../../src/indexing/store.ts";
 import { JobStore } from "../../src/jobs/store.ts";
+import { LeaseQueue } from "../../src/jobs/lease-queue.ts";
+import { TaskStore } from "../../src/jobs/task-store.ts";
+import { createLogger } from "../../src/core/logger.ts";
 import { prepareRuntime } from "../../src/runtime/index.ts";
 import { OcrSearchStore } from "../../src/search/ocr-store.ts";
 import { SearchStore } from "../../src/search/store.ts";
@@ -54,6 +57,8 @@ function setup() {
     files,
     { posterUrl: () => "", playbackUrl: () => "" },
     content,
+    // Never started here: these tests delete videos, they do not index them.
+    new LeaseQueue(new TaskStore(db), uow, { node: "node_content_test", lanes: [], logger: createLogger("silent") }),
   );
 
   /** An account, a collection and a ready video with a source file and `shots` thumbnails on disk. */

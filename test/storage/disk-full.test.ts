@@ -153,7 +153,7 @@ test.skipIf(!mounted)(
       const waiting = ((await (await get(`/v1/jobs/${queued.job_id}`)).json()) as any).data;
       expect(["queued", "pending", "processing"]).toContain(waiting.status);
 
-      // Space comes back: no new upload wakes the runner; it resumes by itself.
+      // Space comes back: no new upload wakes the task queue; it resumes by itself.
       rmSync(filler);
       let job: any;
       for (let i = 0; i < 900; i++) {

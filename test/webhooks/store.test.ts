@@ -38,23 +38,27 @@ const delivery = (webhookId: string, n: number, dueAt: number) =>
     created_at: "2026-01-01T00:00:00.000Z",
   });
 
+// Due times are epoch ms on the database's clock (this machine's): an hour ago is due, an hour ahead is not.
+const HOUR = 3_600_000;
+const past = (ms: number) => Date.now() - HOUR + ms;
+
 test("due rows: oldest first, active endpoints only, endpoints at their limit left out", () => {
   endpoint("wh_busy");
   endpoint("wh_quiet");
   endpoint("wh_off", 0);
-  for (let i = 0; i < 150; i++) delivery("wh_busy", i, 1_000 + i);
-  delivery("wh_quiet", 0, 1_500);
-  delivery("wh_off", 0, 1_000);
-  delivery("wh_quiet", 1, 9_000); // not due yet
+  for (let i = 0; i < 150; i++) delivery("wh_busy", i, past(1_000 + i));
+  delivery("wh_quiet", 0, past(1_500));
+  delivery("wh_off", 0, past(1_000));
+  delivery("wh_quiet", 1, Date.now() + HOUR); // not due yet
 
   // Oldest due first: the busy endpoint fills the batch …
-  expect(store.due(5_000, 100).map((d) => d.webhook_id)).toEqual(Array(100).fill("wh_busy"));
-  // … unless it is left out because it is at its limit; then the quiet endpoint is next.
-  expect(store.due(5_000, 100, ["wh_busy"]).map((d) => d.id)).toEqual(["del_wh_quiet_0"]);
-  expect(store.due(1_200, 100, ["wh_busy"])).toEqual([]); // not due yet at 1.2 s
+  expect(store.due(100).map((d) => d.webhook_id)).toEqual(Array(100).fill("wh_busy"));
+  // … unless it is left out because it is at its limit; then the quiet endpoint is next (its
+  // second row is not due for an hour).
+  expect(store.due(100, ["wh_busy"]).map((d) => d.id)).toEqual(["del_wh_quiet_0"]);
 
   // Fan-out is idempotent per (endpoint, event): a second row for the same pair is ignored.
-  delivery("wh_quiet", 0, 1_500);
+  delivery("wh_quiet", 0, past(1_500));
   store.insertDelivery({
     id: "del_dup",
     webhook_id: "wh_quiet",
@@ -78,15 +82,32 @@ test("due rows: oldest first, active endpoints only, endpoints at their limit le
   ).toEqual(["wh_busy", "wh_quiet"]);
   store.deactivateAll(a.accountId);
   expect(store.pendingForEvent(a.accountId, "evt_0")).toEqual([]);
-  expect(store.due(5_000, 100)).toEqual([]);
+  expect(store.due(100)).toEqual([]);
 });
 
-test("claiming an attempt is a compare-and-set on the attempt count", () => {
+test("claiming an attempt is a lease: compare-and-set on the attempt count, and no one else while it holds", () => {
   endpoint("wh_claim");
-  delivery("wh_claim", 0, 1_000);
+  delivery("wh_claim", 0, past(1_000));
   expect(store.beginAttempt("del_wh_claim_0", 0, 50_000)).toBe(true);
-  expect(store.beginAttempt("del_wh_claim_0", 0, 50_000)).toBe(false); // a second claimant loses
+  expect(store.beginAttempt("del_wh_claim_0", 0, 50_000)).toBe(false); // a second claimant with the old count loses
+  // One that read the row after the claim (count 1) loses too, even ignoring the due time (account deletion).
+  expect(store.beginAttempt("del_wh_claim_0", 1, 50_000, true)).toBe(false);
   const row = store.getDelivery("wh_claim", "del_wh_claim_0")!;
-  expect(row).toMatchObject({ attempts: 1, next_attempt_at: 50_000, status: "pending" });
-  expect(store.requeueFailed(row.id, 1)).toBe(false); // only failed rows can be requeued
+  expect(row).toMatchObject({ attempts: 1, status: "pending" });
+  expect(row.next_attempt_at).toBeGreaterThan(Date.now() + 40_000); // pushed out by the hold: not due meanwhile
+  expect(store.due(100, [])).toEqual([]);
+  expect(store.requeueFailed(row.id)).toBe(false); // only failed rows can be requeued
+  // A stale attempt's outcome (attempt 2 never began) changes nothing; attempt 1's is recorded and lets go.
+  const outcome = {
+    status: "pending" as const,
+    retryInMs: 0,
+    responseStatus: 500,
+    excerpt: null,
+    error: "HTTP 500",
+    deliveredAt: null,
+  };
+  expect(store.recordOutcome(row.id, 2, outcome)).toBe(false);
+  expect(store.recordOutcome(row.id, 1, outcome)).toBe(true);
+  expect(store.due(100).map((d) => d.id)).toEqual(["del_wh_claim_0"]);
+  expect(store.beginAttempt("del_wh_claim_0", 1, 50_000)).toBe(true);
 });

@@ -1,0 +1,416 @@
+import { randomBytes } from "node:crypto";
+import { AppError } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
+import { isStorageError } from "../core/storage.ts";
+import type { UnitOfWork } from "../store/unit-of-work.ts";
+import { type JobError, JobFailure } from "./failure.ts";
+import type { NewTask, TaskKind, TaskRow, TaskStore } from "./task-store.ts";
+
+/** What a handler gets while its task runs. */
+export interface TaskContext {
+  /**
+   * Aborted when the task must stop: the queue is stopping, the task's video was deleted (in this
+   * process: `videos.deleted`; in another: the heartbeat finds the row gone), or its lease was lost.
+   */
+  readonly signal: AbortSignal;
+}
+
+/** One kind of work (docs/ARCHITECTURE.md "The task queue"); registered with `LeaseQueue.handle`. */
+export interface TaskHandler {
+  /** In the claim's transaction (the job turns `pending`, the rendition `processing`). */
+  claimed?(task: TaskRow): void;
+  /** In the transaction that gives a task back to the queue unfinished (the job is `queued` again). */
+  released?(task: TaskRow): void;
+  /**
+   * Does the work and returns the write that records its outcome. The queue runs that write in
+   * one transaction that first ends the task, and writes nothing if the task is no longer this
+   * worker's (deleted with its video, or taken over); a full disk makes it retry. Throwing fails
+   * the task (`fail`), except when the task was told to stop or the disk is full.
+   */
+  run(task: TaskRow, ctx: TaskContext): Promise<() => void>;
+  /** The failure's write, same rules: the run threw, or its workers died `maxAttempts` times. */
+  fail(task: TaskRow, error: JobError): void;
+}
+
+/** A set of kinds that share slots on this node. */
+export interface Lane {
+  name: string;
+  kinds: readonly TaskKind[];
+  /** Tasks of this lane this node runs at once. */
+  slots: number;
+  /** Claims only while this holds (renditions: while nothing is indexed here, and the disk has room). */
+  when?: () => boolean;
+}
+
+export interface LeaseQueueOptions {
+  /** This node's stable id (one per data dir, src/jobs/node-id.ts): its next start frees what it held. */
+  node: string;
+  lanes: Lane[];
+  logger: Logger;
+  leaseMs?: number;
+  pollMs?: number;
+  /** A task whose worker died this many times is failed instead of retried forever. */
+  maxAttempts?: number;
+  /** Most tasks one account may have running at once across every node; 0: no cap. */
+  maxRunningPerAccount?: number;
+  /** Most uploads one account may have waiting; past it `assertRoom` answers 429. 0: no cap. */
+  maxWaitingPerAccount?: number;
+  /** Longest wait between tries while the store keeps failing (disk full, I/O error). */
+  maxBackoffMs?: number;
+  /** Told about every store failure the queue rides out (disk-full bookkeeping for /readyz). */
+  onStoreError?: (e: unknown) => void;
+  /**
+   * Whether the data dir is out of space now. A task that fails while it is failed for that
+   * reason, not because of its video: it is given back instead of failed.
+   */
+  diskFull?: () => boolean;
+  /** After every task ends, however it ended (a cancelled task's video folder is swept here). */
+  afterTask?: (task: TaskRow) => void;
+}
+
+/** The task is not this worker's any more (deleted with its video, or taken over after its lease ran out). */
+export class TaskLost extends Error {
+  constructor(task: TaskRow) {
+    super(`task ${task.id} (${task.kind} of ${task.video_id}) is no longer held`);
+    this.name = "TaskLost";
+  }
+}
+
+type StopReason = "stop" | "lost" | "cancelled";
+interface Running {
+  task: TaskRow;
+  lane: string;
+  abort: AbortController;
+  why: StopReason | null;
+  done: Promise<void>;
+}
+
+/**
+ * The one lease queue: ingest, OCR and web renditions are kinds of one durable queue (table
+ * `tasks`), with one claim (fair across accounts, TaskStore.claim), one heartbeat (a timer that
+ * renews every lease this process holds, whatever its tasks report) and one expiry rule (a lease
+ * not renewed for `leaseMs` on the database's clock is free). Nothing lives only in memory: a
+ * crashed worker's tasks are claimed again, by this node at its next start or by any node once
+ * their leases run out; every handler's work is idempotent.
+ */
+export class LeaseQueue {
+  /** This process: the node, and a fresh incarnation (a restarted node is another owner). */
+  readonly owner: string;
+  private readonly handlers = new Map<TaskKind, TaskHandler>();
+  private readonly running = new Map<number, Running>();
+  private stopped = true;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private beat: ReturnType<typeof setInterval> | null = null;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly maxAttempts: number;
+  private readonly maxBackoffMs: number;
+  /** Current wait after store failures; 0 while the store answers. */
+  private backoffMs = 0;
+  /** No claims before this time (epoch ms, this process's clock: a local back-off) after a store failure. */
+  private resumeAt = 0;
+  private readonly sleepers = new Set<() => void>();
+
+  constructor(
+    private readonly store: TaskStore,
+    private readonly uow: UnitOfWork,
+    private readonly opts: LeaseQueueOptions,
+  ) {
+    this.owner = `${opts.node}/${randomBytes(4).toString("hex")}`;
+    this.leaseMs = opts.leaseMs ?? 60_000;
+    this.pollMs = opts.pollMs ?? 1000;
+    this.maxAttempts = opts.maxAttempts ?? 3;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 30_000;
+  }
+
+  /** Who runs `kind` (handlers live above jobs/; app.ts registers them). */
+  handle(kind: TaskKind, handler: TaskHandler): void {
+    this.handlers.set(kind, handler);
+  }
+
+  /**
+   * Queues a task. Call it inside the transaction that creates the work, so the task exists if
+   * and only if the work does; this process starts looking once it commits (others poll).
+   */
+  enqueue(task: NewTask): boolean {
+    const added = this.store.enqueue(task);
+    if (added) this.uow.afterCommit(() => this.wake());
+    return added;
+  }
+
+  /**
+   * The per-account cap on waiting work: an account with `maxWaitingPerAccount` uploads waiting
+   * is told to come back (429 QUEUE_FULL with Retry-After: about one of its tasks' length).
+   */
+  assertRoom(accountId: string): void {
+    const max = this.opts.maxWaitingPerAccount ?? 0;
+    if (max <= 0 || this.store.waiting(accountId, "ingest") < max) return;
+    const secs = Math.min(600, Math.max(1, Math.ceil((this.store.typicalMs(accountId) ?? 30_000) / 1000)));
+    throw new AppError(
+      "QUEUE_FULL",
+      `This account already has ${max} videos waiting to be indexed (the per-account cap); try again in about ${secs} s`,
+      { "Retry-After": String(secs) },
+    );
+  }
+
+  /**
+   * Starts claiming. Tasks this node held when its previous incarnation died (same data dir, and
+   * the instance lock says that process is gone) are queued again at once; every other lease is
+   * left to run out. Returns how many were queued again.
+   */
+  start(): number {
+    if (!this.stopped) {
+      this.wake(); // already running: its own tasks are not a previous incarnation's
+      return 0;
+    }
+    try {
+      return this.uow.run(() => {
+        const back = this.store.releaseNode(this.opts.node);
+        for (const task of back) this.handlers.get(task.kind)?.released?.(task);
+        return back.length;
+      });
+    } finally {
+      // Claims start even when that write failed (a full disk): those tasks then wait for their leases.
+      this.stopped = false;
+      this.wake();
+    }
+  }
+
+  /** Claims on the next tick instead of at the next poll (new work, a free slot). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.fill(), 0);
+  }
+
+  /** Tasks running in this process (all lanes, or one). */
+  get active(): number {
+    return this.running.size;
+  }
+
+  activeIn(lane: string): number {
+    let n = 0;
+    for (const r of this.running.values()) if (r.lane === lane) n++;
+    return n;
+  }
+
+  /** Stops this process's tasks of these videos at once (they were deleted; their rows went with them). */
+  cancelVideos(videoIds: readonly string[]): void {
+    const ids = new Set(videoIds);
+    for (const r of this.running.values()) if (ids.has(r.task.video_id)) this.halt(r, "cancelled");
+  }
+
+  private fill(): void {
+    this.timer = null;
+    if (this.stopped) return;
+    const wait = this.resumeAt - Date.now();
+    if (wait > 0) {
+      this.timer = setTimeout(() => this.fill(), wait);
+      return;
+    }
+    lanes: for (const lane of this.opts.lanes) {
+      while (this.activeIn(lane.name) < lane.slots && (lane.when?.() ?? true)) {
+        let task: TaskRow | null;
+        try {
+          task = this.claim(lane);
+          this.backoffMs = 0;
+        } catch (e) {
+          // A claim is a write: a full disk fails it. Keep polling (slower) instead of dying.
+          this.storeFailed("claiming a task", e);
+          break lanes;
+        }
+        if (!task) break;
+        this.launch(task, lane.name);
+      }
+    }
+    if (!this.stopped) this.timer = setTimeout(() => this.fill(), Math.max(this.pollMs, this.backoffMs));
+  }
+
+  private claim(lane: Lane): TaskRow | null {
+    const kinds = lane.kinds.filter((k) => this.handlers.has(k));
+    if (!kinds.length) return null;
+    return this.uow.run(
+      () => {
+        const task = this.store.claim({
+          kinds,
+          owner: this.owner,
+          node: this.opts.node,
+          leaseMs: this.leaseMs,
+          maxRunningPerAccount: this.opts.maxRunningPerAccount ?? 0,
+        });
+        if (task) this.handlers.get(task.kind)!.claimed?.(task);
+        return task;
+      },
+      { immediate: true },
+    );
+  }
+
+  private launch(task: TaskRow, lane: string): void {
+    const entry: Running = { task, lane, abort: new AbortController(), why: null, done: Promise.resolve() };
+    entry.done = this.run(entry).finally(() => {
+      this.running.delete(task.id);
+      if (this.running.size === 0 && this.beat) {
+        clearInterval(this.beat);
+        this.beat = null;
+      }
+      this.wake();
+    });
+    this.running.set(task.id, entry);
+    // One heartbeat for every task of this process, on its own timer: a stage that reports no
+    // progress for minutes (one long ffmpeg step, one huge frame to read) keeps its lease.
+    this.beat ??= setInterval(() => this.heartbeat(), Math.max(50, Math.floor(this.leaseMs / 3)));
+  }
+
+  private heartbeat(): void {
+    let held: Set<number>;
+    try {
+      held = this.store.renew(this.owner, this.leaseMs);
+    } catch (e) {
+      this.storeFailed("renewing leases", e); // the leases last; the next beat tries again
+      return;
+    }
+    // A task missing here was deleted (its video was, perhaps by another process) or taken over.
+    for (const r of this.running.values()) if (!held.has(r.task.id)) this.halt(r, "lost");
+  }
+
+  private halt(r: Running, why: StopReason): void {
+    r.why ??= why;
+    r.abort.abort();
+  }
+
+  private async run(r: Running): Promise<void> {
+    const { task } = r;
+    const handler = this.handlers.get(task.kind)!;
+    const log = this.opts.logger.child({
+      task: task.id,
+      kind: task.kind,
+      video_id: task.video_id,
+      job_id: task.job_id,
+    });
+    const ctx: TaskContext = { signal: r.abort.signal };
+    /** The outcome's transaction: the task ends first, and nothing is written if it was not ours any more. */
+    const outcome = (write: () => void) =>
+      this.uow.run(
+        () => {
+          if (!this.store.finish(task.id, this.owner)) throw new TaskLost(task);
+          write();
+        },
+        { immediate: true },
+      );
+    const started = Date.now();
+    try {
+      if (task.attempts > this.maxAttempts) {
+        log.error("task's worker died repeatedly; giving up", { attempts: task.attempts });
+        const error = { code: "CRASHED_REPEATEDLY", message: `stopped unexpectedly ${task.attempts - 1} times` };
+        await this.settle("failing a task", () => outcome(() => handler.fail(task, error)));
+        return;
+      }
+      let commit: () => void;
+      try {
+        commit = await handler.run(task, ctx);
+      } catch (e) {
+        if (r.why) return; // stopped, cancelled or lost: nothing to record here
+        if (isStorageError(e) || this.opts.diskFull?.()) {
+          // Out of space mid-task: nothing is wrong with the video. Give the task back (its work
+          // is idempotent) and run it again once writes succeed.
+          log.warn("task interrupted: disk full; it will run again", { err: (e as Error)?.message });
+          this.storeFailed("running a task", e);
+          await this.settle("giving a task back", () => this.giveBack(task, handler));
+          return;
+        }
+        const error =
+          e instanceof JobFailure
+            ? { code: e.code, message: e.message }
+            : { code: "INTERNAL_ERROR", message: "the task failed unexpectedly" };
+        if (e instanceof JobFailure) log.warn("task failed", error);
+        else log.error("task crashed", { err: (e as Error)?.message, stack: (e as Error)?.stack });
+        await this.settle("failing a task", () => outcome(() => handler.fail(task, error)));
+        return;
+      }
+      // Done before the stop reached it: record it. Cancelled or lost: the outcome belongs to no one.
+      if (r.why === "cancelled" || r.why === "lost") return;
+      if (await this.settle("completing a task", () => outcome(commit)))
+        log.info("task done", { took_ms: Date.now() - started });
+    } catch (e) {
+      if (e instanceof TaskLost) log.info("task ended elsewhere (its video was deleted, or its lease ran out)");
+      else log.error("recording the task's outcome failed", { err: (e as Error)?.message, stack: (e as Error)?.stack });
+    } finally {
+      if (r.why === "stop") {
+        // Shutting down: hand it back now (not a crash) rather than make the next claimer wait out the lease.
+        try {
+          this.giveBack(task, handler);
+        } catch (e) {
+          this.storeFailed("giving a task back", e); // its lease runs out instead
+        }
+      }
+      try {
+        this.opts.afterTask?.(task);
+      } catch (e) {
+        log.warn("clean-up after a task failed", { err: (e as Error)?.message });
+      }
+    }
+  }
+
+  /** Hands a task this process holds back to the queue, not counted as a crash (stopping, disk full). */
+  private giveBack(task: TaskRow, handler: TaskHandler): void {
+    this.uow.run(() => {
+      if (this.store.release(task.id, this.owner, true)) handler.released?.(task);
+    });
+  }
+
+  private storeFailed(what: string, e: unknown): void {
+    this.backoffMs = Math.min(this.maxBackoffMs, this.backoffMs ? this.backoffMs * 2 : this.pollMs);
+    this.resumeAt = Date.now() + this.backoffMs;
+    this.opts.onStoreError?.(e);
+    this.opts.logger.warn("store error; backing off", {
+      while: what,
+      err: (e as Error)?.message,
+      retry_in_ms: this.backoffMs,
+      disk_full: isStorageError(e),
+    });
+  }
+
+  /**
+   * Writes a task's outcome, retrying with backoff while the store fails (a full disk frees up; a
+   * task must not sit out its lease because one write failed). Gives up only when stopping: the
+   * task is then handed back and runs again.
+   */
+  private async settle(what: string, write: () => unknown): Promise<boolean> {
+    for (;;) {
+      try {
+        write();
+        this.backoffMs = 0;
+        return true;
+      } catch (e) {
+        if (!isStorageError(e)) throw e;
+        this.storeFailed(what, e);
+        if (this.stopped) return false;
+        await this.sleep(this.backoffMs);
+        if (this.stopped) return false;
+      }
+    }
+  }
+
+  /** A backoff wait that `stop()` cuts short (a shutdown must not wait out a 30 s backoff). */
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.sleepers.add(done);
+    });
+  }
+
+  /** Stops claiming, stops the running tasks and hands them back (not counted as crashes). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    for (const r of this.running.values()) this.halt(r, "stop");
+    for (const wake of [...this.sleepers]) wake();
+    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+  }
+}
