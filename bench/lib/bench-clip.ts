@@ -4,7 +4,9 @@ import type { BenchApp } from "../../src/app.ts";
 import type { ActiveModel } from "../../src/models/roles.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const SHARED = join(ROOT, "..", "shared");
+// ../shared from the main checkout; ../../shared from a worktree under /work/wt.
+const SHARED =
+  [join(ROOT, "..", "shared"), join(ROOT, "..", "..", "shared")].find(existsSync) ?? join(ROOT, "..", "shared");
 const CLIPS = join(SHARED, "media", "video", "clips");
 const REAL = [
   "mdnla_frog.mp4",

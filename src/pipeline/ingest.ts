@@ -23,7 +23,7 @@ import { StageRun } from "./stage-run.ts";
 import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
 import { transcribeAudio } from "./stage-transcript.ts";
 import { writeVideoThumbnails } from "./stage-thumbnails.ts";
-import { readOnScreenText } from "./stage-ocr.ts";
+import { ocrStage } from "./stage-ocr.ts";
 import { OcrError } from "../ocr/engine.ts";
 import type { StageName, StageOutcome } from "../videos/schema.ts";
 
@@ -164,6 +164,8 @@ export class IngestPipeline implements JobHandler {
     const clip = d.models.active("image-text");
     // Thumbnails of the sampled frames, written by the same decode; the shots' are moved out.
     const jpegDir = clip ? d.files.freshPassJpegsDir(video.id) : null;
+    // …and gray frames for the OCR stage, from the same decode (stage-ocr.ts; kept until it reads them).
+    const textDir = jpegDir && d.ocr ? d.files.freshTextFramesDir(video.id) : null;
     try {
       const failFast = <T>(p: Promise<T>) =>
         p.catch((e) => {
@@ -172,7 +174,7 @@ export class IngestPipeline implements JobHandler {
         });
       const visual = failFast(
         (async () => {
-          const { shots, frames } = await this.visual(run, clip, plan, jpegDir);
+          const { shots, frames } = await this.visual(run, clip, plan, jpegDir, textDir);
           return { scenes: await this.scenes(run, clip, shots, frames), frames };
         })(),
       );
@@ -214,6 +216,9 @@ export class IngestPipeline implements JobHandler {
       });
       const shots: Shot[] = scenes.map((s, i) => ({ index: i, start: s.start, end: s.end }));
       return { run, visual: { shots, ...plan } };
+    } catch (e) {
+      if (textDir) d.files.removeTextFramesDir(video.id);
+      throw e;
     } finally {
       if (jpegDir) d.files.removePassJpegsDir(video.id);
     }
@@ -297,25 +302,23 @@ export class IngestPipeline implements JobHandler {
     }
   }
 
-  /** On-screen text (SPEC §12): needs no model, so every video gets it. */
+  /** On-screen text (SPEC §12): needs no model, so every video gets it (stage-ocr.ts). */
   private async ocr(r: Run, visual: Visual): Promise<StageOutcome> {
     const d = this.d;
     if (!d.ocr) return { status: "skipped", reason: "on-screen text is turned off (ocr_threads = 0)" };
     if (!r.info.width || !r.info.height) return { status: "skipped", reason: "the video stream has no picture size" };
-    const engine = d.ocr;
-    const [res, ms] = await r.stages.timed(() =>
-      readOnScreenText(d.bins, engine, r.source, r.info, visual.shots, visual, r.signal, (f) =>
-        r.stages.report("ocr", f),
-      ).catch(toFailure),
-    );
+    const { outcome, lines } = await ocrStage(d, {
+      videoId: r.scope.videoId,
+      source: r.source,
+      info: r.info,
+      shots: visual.shots,
+      decode: visual,
+      signal: r.signal,
+      onProgress: (f) => r.stages.report("ocr", f),
+    }).catch(toFailure);
     r.stages.check(); // stopped mid-way: write nothing
-    d.content.replaceOcrLines(r.scope, res.lines);
-    return {
-      status: "ran",
-      took_ms: ms,
-      count: res.lines.length,
-      reason: `${res.sampled} frames: ${res.read} read (${res.reread} twice), ${res.noText} without text, ${res.carried} unchanged`,
-    };
+    d.content.replaceOcrLines(r.scope, lines);
+    return outcome;
   }
 
   /**
@@ -330,6 +333,7 @@ export class IngestPipeline implements JobHandler {
     clip: ActiveModel | null,
     plan: DecodePlan,
     jpegDir: string | null,
+    textDir: string | null,
   ): Promise<{ shots: Shot[]; frames: EmbeddedFrame[] }> {
     const { stages, info } = r;
     const d = this.d;
@@ -361,7 +365,7 @@ export class IngestPipeline implements JobHandler {
         r.source,
         info,
         clip,
-        { keyframesOnly, skipFrames, loopFilter, jpegDir: jpegDir ?? undefined },
+        { keyframesOnly, skipFrames, loopFilter, jpegDir: jpegDir ?? undefined, textDir: textDir ?? undefined },
         r.signal,
         (f) => stages.report("embeddings", f),
       ).catch(toFailure),
