@@ -10,6 +10,7 @@ import m007 from "./007_renditions.sql" with { type: "text" };
 import m008 from "./008_content_hash.sql" with { type: "text" };
 import m009 from "./009_account_vectors.sql" with { type: "text" };
 import m010 from "./010_vector_changes.sql" with { type: "text" };
+import m011 from "./011_ocr_cjk.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -28,4 +29,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 8, name: "content_hash", sql: m008 },
   { version: 9, name: "account_vectors", sql: m009 },
   { version: 10, name: "vector_changes", sql: m010 },
+  { version: 11, name: "ocr_cjk", sql: m011 },
 ];
