@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { ftsText } from "../store/fts-text.ts";
+import { ftsText } from "./fts-text.ts";
 
 export interface VideoScope {
   videoId: string;

@@ -5,12 +5,12 @@
  *   - `"two words"` → a phrase (balanced quotes only; an unbalanced quote is ignored),
  *   - `foo*` → a prefix query (at least 2 characters before the star; see `prefix`),
  *   - stemming, which the table's porter tokenizer applies to the literals as it does to the text.
- * With `cjk` (the on-screen text index, whose CJK runs are stored as character pairs: store/fts-text.ts),
+ * With `cjk` (the on-screen text index, whose CJK runs are stored as character pairs: indexing/fts-text.ts),
  * a run of Chinese, Japanese or Korean characters becomes the phrase of its pairs ("预算会议" →
  * "预算 算会 会议"), one such character a prefix ("预"*): a word is found inside a line written
  * without spaces. Input without those characters gives the same expression either way.
  */
-import { CJK_CLASS, cjkTokens, hasCjk } from "../store/fts-text.ts";
+import { CJK_CLASS, cjkTokens, hasCjk } from "../indexing/fts-text.ts";
 
 export interface FtsQuery {
   /** The MATCH expression: units joined with OR. */

@@ -14,7 +14,7 @@ export interface LexicalSource<H extends LexicalHit> {
   mode: "transcript" | "ocr";
   /** Memo key prefix: the per-account caches of the two modes must not collide. */
   memo: string;
-  /** The index stores CJK runs as character pairs (store/fts-text.ts): queries are built to match. */
+  /** The index stores CJK runs as character pairs (indexing/fts-text.ts): queries are built to match. */
   cjkPairs?: boolean;
   search(scope: SearchScope, match: string, limit: number): H[];
   /** Which of `ids` match one unit of the query. */

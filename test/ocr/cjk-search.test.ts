@@ -1,12 +1,12 @@
 /**
  * On-screen text in scripts written without spaces is searchable (issue 28): the OCR index holds
- * Chinese, Japanese and Korean runs as character pairs (src/store/fts-text.ts, migration 010), so
+ * Chinese, Japanese and Korean runs as character pairs (src/indexing/fts-text.ts, migration 010), so
  * a word is found inside a line. Latin lines are indexed as before: the same queries rank them
  * exactly as the transcript index (the tokenizer the OCR index had) ranks the same text.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFtsQuery } from "../../src/search/fts.ts";
-import { ftsText } from "../../src/store/fts-text.ts";
+import { ftsText } from "../../src/indexing/fts-text.ts";
 import {
   addVideo,
   createCollection,

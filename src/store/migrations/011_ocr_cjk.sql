@@ -1,5 +1,5 @@
 -- On-screen text in scripts written without spaces (issue 28): the full-text index of OCR lines
--- now reads `search_text`, the line as the index should see it (src/store/fts-text.ts: Chinese,
+-- now reads `search_text`, the line as the index should see it (src/indexing/fts-text.ts: Chinese,
 -- Japanese and Korean runs as overlapping character pairs, everything else unchanged), written by
 -- the store with the line. Lines indexed before this were read by tesseract's English model, so
 -- their text is their search text. Same tokenizer as before: Latin text ranks as it did.
