@@ -1,4 +1,5 @@
 import type { GrayFrame } from "./engine.ts";
+import { dilate1d } from "./read-frame.ts";
 
 /**
  * "Is this still the text that was read here?" without reading it again (issue 28: text that does
@@ -7,9 +8,10 @@ import type { GrayFrame } from "./engine.ts";
  * caption's edges stay where they were. So a region read earlier is compared with the same pixels
  * of the new frame on its edges: per column cell (half as wide as the box is high, about one
  * character), the strong steps of the old pixels must mostly still be there with the same sign,
- * and the new pixels must have few strong steps the old did not. A changed character moves the
- * steps of its cell ("Step 1 of 5" → "Step 2 of 5" fails in the digit's cell); compression noise
- * and a background that drifts behind boxed or outlined text do not.
+ * and the new pixels' strong steps must mostly lie within two pixels of old ones (an outline's
+ * outer edge comes and goes as the footage behind it darkens or brightens). A changed character
+ * moves the steps of its cell ("Step 1 of 5" → "Step 2 of 5" fails in the digit's cell);
+ * compression noise and a background that drifts behind boxed or outlined text do not.
  */
 
 /** A box in frame pixels. */
@@ -28,15 +30,19 @@ export interface RegionPixels {
 
 /** A step between pixels two apart larger than this is an edge. */
 const STEP = 64;
-/** … and one still counts as the same edge at half that, same sign (noise moves steps a little). */
-const KEEP = STEP / 2;
+/** … and an old edge is still there when the new pixels step at least this much the same way. */
+const KEEP = 16;
+/** A new edge within this many pixels of an old one belongs to the same stroke (its outline against a changed background). */
+const NEAR = 2;
 /**
- * Share of a cell's edges that must be found again, both ways. Measured on 32 px captions (white,
- * outlined, boxed, shadowed; Latin and CJK) over moving footage through H.264 at CRF 28: the same
- * text kept ≥ 0.94 in every cell, one character changed ("Step 1" → "Step 2", 预算 → 预箅,
- * 一 → 二) ≤ 0.74 in its cell.
+ * Shares of a cell's edges that must agree: the old ones found again, the new ones near old ones.
+ * Measured on 32 px captions (white, outlined, boxed, shadowed; Latin and CJK) over moving footage
+ * through H.264 at CRF 28: the same text kept ≥ 0.94 of its old edges in every cell and had ≥ 0.97
+ * of its new edges near old ones; one character changed ("Step 1" → "Step 2", "7", "4";
+ * 预算 → 预箅; 一 → 二, 十) kept ≤ 0.80 in its cell.
  */
-const AGREE = 0.85;
+const KEPT = 0.88;
+const EXPLAINED = 0.9;
 /** Cells with fewer edges than this (gaps between words) need only about as many. */
 const FEW = 6;
 
@@ -66,41 +72,49 @@ export function regionOf(frame: GrayFrame, b: PixelBox): RegionPixels {
   return { box, pixels: cropFrame(frame, box).pixels };
 }
 
+const strong = (d: number) => d > STEP || d < -STEP;
+
 /** Whether `frame` still shows what `r` showed, inside r's box (see the header). */
 export function sameRegion(r: RegionPixels, frame: GrayFrame): boolean {
   const { x: bx, y: by, w, h } = r.box;
-  if (w < 3 || h < 1 || bx + w > frame.width || by + h > frame.height) return false;
+  if (w < 3 || h < 3 || bx + w > frame.width || by + h > frame.height) return false;
+  const old = r.pixels;
+  const px = frame.pixels;
+  const fw = frame.width;
+  // Where the old pixels have an edge, grown by NEAR (a square max filter: rows, then columns).
+  const near = new Uint8Array(w * h);
+  for (let y = 1; y < h - 1; y++) {
+    const o = y * w;
+    for (let x = 1; x < w - 1; x++)
+      if (strong(old[o + x + 1] - old[o + x - 1]) || strong(old[o + x + w] - old[o + x - w])) near[o + x] = 1;
+  }
+  const grown = dilate1d(dilate1d(near, w, h, 1, w, NEAR), h, w, w, 1, NEAR);
   // Half the box's height: about one character of Latin text (the box has a margin round the line).
   const cell = Math.max(4, Math.round(h / 2));
   const cells = Math.ceil(w / cell);
   const oldEdges = new Uint32Array(cells);
   const newEdges = new Uint32Array(cells);
-  const oldKept = new Uint32Array(cells);
-  const newKept = new Uint32Array(cells);
-  const old = r.pixels;
-  const px = frame.pixels;
-  const fw = frame.width;
-  const tally = (c: number, a: number, b: number) => {
-    const strongA = a > STEP || a < -STEP;
-    const strongB = b > STEP || b < -STEP;
-    if (strongA) {
+  const kept = new Uint32Array(cells);
+  const explained = new Uint32Array(cells);
+  const tally = (c: number, a: number, b: number, nearOld: number) => {
+    if (strong(a)) {
       oldEdges[c]++;
-      if ((a > 0 && b > KEEP) || (a < 0 && b < -KEEP)) oldKept[c]++;
+      if ((a > 0 && b > KEEP) || (a < 0 && b < -KEEP)) kept[c]++;
     }
-    if (strongB) {
+    if (strong(b)) {
       newEdges[c]++;
-      if ((b > 0 && a > KEEP) || (b < 0 && a < -KEEP)) newKept[c]++;
+      explained[c] += nearOld;
     }
   };
-  for (let y = 0; y < h; y++) {
+  for (let y = 1; y < h - 1; y++) {
     const orow = y * w;
     const nrow = (by + y) * fw + bx;
     for (let x = 1; x < w - 1; x++) {
       const c = Math.floor(x / cell);
-      // Across: steps of vertical strokes.
-      tally(c, old[orow + x + 1] - old[orow + x - 1], px[nrow + x + 1] - px[nrow + x - 1]);
-      // Down: steps of horizontal strokes (一, 二, "-", the bar of "e").
-      if (y > 0 && y < h - 1) tally(c, old[orow + w + x] - old[orow - w + x], px[nrow + fw + x] - px[nrow - fw + x]);
+      const n = grown[orow + x];
+      // Across: steps of vertical strokes; down: of horizontal ones (一, 二, "-", the bar of "e").
+      tally(c, old[orow + x + 1] - old[orow + x - 1], px[nrow + x + 1] - px[nrow + x - 1], n);
+      tally(c, old[orow + x + w] - old[orow + x - w], px[nrow + x + fw] - px[nrow + x - fw], n);
     }
   }
   for (let c = 0; c < cells; c++) {
@@ -110,7 +124,7 @@ export function sameRegion(r: RegionPixels, frame: GrayFrame): boolean {
       if (Math.abs(a - b) > FEW / 2) return false;
       continue;
     }
-    if (oldKept[c] < AGREE * a || newKept[c] < AGREE * b) return false;
+    if (kept[c] < KEPT * a || explained[c] < EXPLAINED * b) return false;
   }
   return true;
 }
