@@ -9,17 +9,11 @@
  * before (`ftsText(s) === s` for text without such characters).
  */
 
-/**
- * Han, Hiragana, Katakana, Hangul — scripts written without spaces — and the katakana length mark
- * (ー, full and half width), which Unicode files under no script but is part of the word ("タワー").
- */
-export const CJK_CLASS = "[\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}\\u30FC\\uFF70]";
-const CJK = new RegExp(CJK_CLASS, "u");
-const CJK_RUN = new RegExp(`${CJK_CLASS}+`, "gu");
+import { CJK_CLASS, hasCjk } from "../core/cjk.ts";
 
-export function hasCjk(text: string): boolean {
-  return CJK.test(text);
-}
+export { CJK_CLASS, hasCjk };
+
+const CJK_RUN = new RegExp(`${CJK_CLASS}+`, "gu");
 
 /** The overlapping pairs of a run, then its last character ("预算会议" → 预算 算会 会议 议); one character stays one. */
 export function cjkTokens(run: string): string[] {
