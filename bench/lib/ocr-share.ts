@@ -23,6 +23,8 @@ export const TINY_CLIP: ActiveModel = {
   modelId: "tiny-random-clip@bench",
 };
 export const SHARE_CAPTION = "Coastal survey, day three: the northern lighthouse";
+/** When the caption is on screen, s. */
+export const SHARE_CAPTION_SECS = [20, 45] as const;
 const load1 = () => Math.round(loadavg()[0] * 10) / 10;
 
 export interface ShareRow {
@@ -42,7 +44,7 @@ export interface ShareRow {
 
 /** The share clip: real footage, 1080p30, x264's default keyframe interval, the caption shown 20–45 s. */
 export function makeShareClip(ffmpeg: string, out: string, fontFile: string): Promise<string> {
-  const caption = `drawtext=fontfile=${fontFile}:text='${SHARE_CAPTION.replace(/[:']/g, "\\$&")}':fontsize=48:fontcolor=white:borderw=3:bordercolor=black:x=(w-tw)/2:y=h-160:enable='between(t,20,45)'`;
+  const caption = `drawtext=fontfile=${fontFile}:text='${SHARE_CAPTION.replace(/[:']/g, "\\$&")}':fontsize=48:fontcolor=white:borderw=3:bordercolor=black:x=(w-tw)/2:y=h-160:enable='between(t,${SHARE_CAPTION_SECS.join(",")})'`;
   return makeBenchClip(ffmpeg, out, { secs: 60, gop: null, vf: caption });
 }
 
