@@ -111,6 +111,40 @@ describe("recognizer input and output", () => {
       confidence: 0,
     });
   });
+
+  test("a word gap the blank wins is a space where the space class rises as at a real gap, not as inside a word", () => {
+    const keys = ["a", "b", "c"];
+    const classes = keys.length + 2; // blank, a, b, c, space
+    /** Steps of [class, probability of the space class at that step]. */
+    const decode = (steps: [number, number][]) => {
+      const probs = new Float32Array(steps.length * classes);
+      steps.forEach(([c, space], t) => {
+        probs[t * classes + classes - 1] = space;
+        probs[t * classes + c] = 0.9;
+      });
+      return ctcDecode(probs, steps.length, classes, keys).text;
+    };
+    // 0.035: the weakest word gap of the road-trip caption; 0.021: inside "Quarterly" at 40 px.
+    expect(
+      decode([
+        [1, 0],
+        [0, 0.035],
+        [2, 0],
+        [0, 0.021],
+        [3, 0],
+      ]),
+    ).toBe("a bc");
+    // A space the model writes itself is kept, and no hint doubles it.
+    expect(
+      decode([
+        [1, 0],
+        [0, 0.05],
+        [4, 0.9],
+        [0, 0.05],
+        [3, 0],
+      ]),
+    ).toBe("a c");
+  });
 });
 
 const LATIN = [
