@@ -193,7 +193,7 @@ export class IndexStore {
           l.start,
           l.end,
           l.text,
-          // What the full-text index holds: CJK runs as character pairs (migration 010).
+          // What the full-text index holds: CJK runs as character pairs (migration 011).
           ftsText(l.text),
           l.confidence,
           l.box.x,

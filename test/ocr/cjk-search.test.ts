@@ -1,6 +1,6 @@
 /**
  * On-screen text in scripts written without spaces is searchable (issue 28): the OCR index holds
- * Chinese, Japanese and Korean runs as character pairs (src/indexing/fts-text.ts, migration 010), so
+ * Chinese, Japanese and Korean runs as character pairs (src/indexing/fts-text.ts, migration 011), so
  * a word is found inside a line. Latin lines are indexed as before: the same queries rank them
  * exactly as the transcript index (the tokenizer the OCR index had) ranks the same text.
  */
