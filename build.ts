@@ -4,12 +4,13 @@
  *   bun build.ts [--entry src/main.ts] [--outfile ./vsearch]
  *
  * What goes in besides the code:
- * - the native files (sqlite-vec, ffmpeg, ffprobe, ONNX Runtime, sharp + libvips, and tesseract.js's
- *   wasm cores + English data for on-screen text), imported
+ * - the native files (sqlite-vec, ffmpeg, ffprobe, ONNX Runtime, sharp + libvips, and for on-screen
+ *   text tesseract.js's wasm cores + English data and PP-OCR's two ONNX models + key list), imported
  *   `with { type: "file" }` from a module generated here; src/runtime/ extracts them to
  *   `<data-dir>/runtime/<version>/` on first start;
- * - extra entry points for worker threads: the Piscina task module, the worker bootstrap and the
- *   tesseract.js worker (src/ocr/tesseract-worker.ts, which takes its wasm from the extracted file);
+ * - extra entry points for worker threads: the Piscina task module, the worker bootstrap, the
+ *   tesseract.js worker (src/ocr/tesseract-worker.ts, which takes its wasm from the extracted file)
+ *   and the PP-OCR pool's task module (src/ocr/ppocr/worker.ts, a second Piscina pool);
  * - the version (`define VSEARCH_VERSION`);
  * - the dashboard (web/, bundled by web/bundle.ts) and Scalar's API reference bundle for /docs,
  *   served by src/api/dashboard.ts (`dashboardAssetsModule` below replaces src/api/dashboard-assets.ts).
@@ -117,7 +118,7 @@ export function dependencyPatches(piscinaWorkerPath: string, platformArch: strin
 /** Source of the module that replaces src/runtime/embedded.ts in the binary. */
 export function embeddedAssetsModule(
   files: NativeFiles,
-  entries: { inferenceWorker: string; piscinaWorker: string; ocrWorker: string },
+  entries: { inferenceWorker: string; piscinaWorker: string; ocrWorker: string; ppocrWorker: string },
 ): string {
   const layout = runtimeLayout(files);
   const keys = Object.keys(files) as NativeKey[];
@@ -268,7 +269,8 @@ export async function buildBinary(opts: BuildOptions): Promise<{
   const piscinaWorker = join(SRC, "runtime", "piscina-worker.ts");
   const inferenceWorker = join(SRC, "inference", "worker.ts");
   const ocrWorker = join(SRC, "ocr", "tesseract-worker.ts");
-  for (const e of [entry, piscinaWorker, inferenceWorker, ocrWorker]) {
+  const ppocrWorker = join(SRC, "ocr", "ppocr", "worker.ts");
+  for (const e of [entry, piscinaWorker, inferenceWorker, ocrWorker, ppocrWorker]) {
     if (relative(SRC, e).startsWith("..")) throw new Error(`entry point ${e} must be under ${SRC}`);
     if (!(await Bun.file(e).exists())) throw new Error(`entry point ${e} does not exist`);
   }
@@ -276,6 +278,7 @@ export async function buildBinary(opts: BuildOptions): Promise<{
     inferenceWorker: bunfsPath(inferenceWorker),
     piscinaWorker: bunfsPath(piscinaWorker),
     ocrWorker: bunfsPath(ocrWorker),
+    ppocrWorker: bunfsPath(ppocrWorker),
   };
   const files = resolveNativeFiles(join(ROOT, "package.json"));
 
@@ -293,7 +296,7 @@ export async function buildBinary(opts: BuildOptions): Promise<{
     throw e;
   });
   const result = await Bun.build({
-    entrypoints: [entry, piscinaWorker, inferenceWorker, ocrWorker],
+    entrypoints: [entry, piscinaWorker, inferenceWorker, ocrWorker, ppocrWorker],
     root: SRC,
     target: "bun",
     // An appliance reads its settings from flags, VSEARCH_* and <data-dir>/config.json only: no

@@ -192,8 +192,9 @@ try {
     pool.transcribeWindows({ modelDir: WHISPER.dir, dtype: WHISPER.dtype, maxNewTokens: 8 }, audio()),
   );
   // The OCR worker starts again on the next frame.
-  const ocrCold = ocr ? await wall(() => ocr.recognize(gray)) : NaN;
-  const ocrWarm = ocr ? await wall(() => ocr.recognize(gray)) : NaN;
+  const readGray = () => (ocr?.kind === "ppocr" ? ocr.detect(gray) : ocr!.recognize(gray));
+  const ocrCold = ocr ? await wall(readGray) : NaN;
+  const ocrWarm = ocr ? await wall(readGray) : NaN;
   const reloaded = { rss: rssMb(), load: load() };
 
   const rows = [

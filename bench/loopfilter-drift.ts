@@ -18,7 +18,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolveToolFiles } from "../src/runtime/native-files.ts";
 import { fullDecodeSkip, type DecodeSkip } from "../src/media/decode.ts";
-import { modelInputFilters } from "../src/media/frames.ts";
+import { modelInputFilters } from "../src/media/frame-graph.ts";
 import { thumbnailFilters } from "../src/media/filters.ts";
 import { probeMedia } from "../src/media/probe.ts";
 import { gridTerm } from "../src/media/select.ts";

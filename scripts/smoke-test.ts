@@ -21,10 +21,12 @@
  *   7. `vsearch mcp --account …` beside that server: the SDK's stdio client initializes, lists the
  *      nine agent tools, searches (the query encoder in the binary's workers) and gets a frame.
  *   8. `backup --include-models` beside that running server, `restore` into an empty dir, `check`.
- *   9. on-screen text with NO model imported, on a fresh data dir: a clip with a caption burned in
- *      (the binary's ffmpeg, `drawtext` with a system DejaVu font) ingested, the `ocr` stage run by
- *      tesseract.js from the binary (worker, wasm core and English data extracted beside the
- *      native files), and `POST /v1/search modes=ocr` for a word of the caption finding it.
+ *   9. on-screen text with NO model imported, on a fresh data dir: a clip with a Latin and (with
+ *      the fonts-wqy-microhei font) a Chinese caption burned in (the binary's ffmpeg, `drawtext`)
+ *      ingested with PP-OCR (its worker pool on the embedded ONNX Runtime, the models extracted
+ *      beside the native files), another with tesseract.js (worker, wasm core and English data
+ *      extracted likewise), and `POST /v1/search modes=ocr` finding a word of each caption —
+ *      "预算" inside "季度预算会议", written without spaces.
  * Every wait is bounded. Prints each check; exits 1 if any failed.
  *
  *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip]
@@ -688,65 +690,83 @@ async function mcpOverStdio(data: string, accountId: string, videoId: string): P
 
 /** 9: on-screen text with no model imported. */
 const FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf";
+const CJK_FONT = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc";
+
+/** A 6 s 720p clip made by the binary's ffmpeg with `captions` (drawtext option strings) burned in. */
+async function captionClip(ffmpeg: string, out: string, captions: string[]): Promise<boolean> {
+  const gen = Bun.spawn(
+    [
+      ffmpeg,
+      ...["-hide_banner", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=darkgreen:s=1280x720:r=10:d=6"],
+      ...["-vf", captions.map((c) => `drawtext=${c}`).join(",")],
+      ...["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", out],
+    ],
+    { env, stdout: "ignore", stderr: "pipe" },
+  );
+  const code = await Promise.race([gen.exited, Bun.sleep(60_000).then(() => "timeout" as const)]);
+  return code === 0 && existsSync(out);
+}
 
 async function onScreenText(data: string): Promise<void> {
   const acct = json(await vsearch(["--data-dir", data, "accounts", "create", "--name", "ocr", "--json"], 60_000))?.id as
     | string
     | undefined;
   if (!check("ocr: account on a fresh data dir (no models)", typeof acct === "string", "")) return;
-  const tess = readdirSync(join(data, "runtime")).map((v) => join(data, "runtime", v, "tesseract"));
-  const extracted = tess
-    .filter(existsSync)
-    .flatMap((d) => readdirSync(d))
-    .sort();
+  const extractedIn = (sub: string) =>
+    readdirSync(join(data, "runtime"))
+      .map((v) => join(data, "runtime", v, sub))
+      .filter(existsSync)
+      .flatMap((d) => readdirSync(d))
+      .sort()
+      .join(",");
   check(
     "ocr: wasm cores and English data extracted to <data-dir>/runtime/<version>/tesseract/",
-    extracted.join(",") === "eng.traineddata.gz,tesseract-core-lstm.wasm,tesseract-core-simd-lstm.wasm",
-    extracted.join(", "),
+    extractedIn("tesseract") === "eng.traineddata.gz,tesseract-core-lstm.wasm,tesseract-core-simd-lstm.wasm",
+    extractedIn("tesseract"),
+  );
+  check(
+    "ocr: PP-OCR's detector, recognizer and key list extracted to <data-dir>/runtime/<version>/ppocr/",
+    extractedIn("ppocr") === "ch_PP-OCRv4_det_infer.onnx,ch_PP-OCRv4_rec_infer.onnx,ppocr_keys_v1.txt",
+    extractedIn("ppocr"),
   );
   if (!check("ocr: a system font for drawtext", existsSync(FONT), FONT)) return;
+  const cjk = existsSync(CJK_FONT);
+  if (!cjk) console.log(`  (no ${CJK_FONT}: the Chinese caption check is skipped; Debian: fonts-wqy-microhei)`);
   const ffmpeg = readdirSync(join(data, "runtime"))
     .map((v) => join(data, "runtime", v, "ffmpeg"))
-    .find(existsSync);
+    .find(existsSync)!;
   const clip = join(work, "caption.mp4");
-  const gen = Bun.spawn(
-    [
-      ffmpeg!,
-      "-hide_banner",
-      "-v",
-      "error",
-      "-y",
-      "-f",
-      "lavfi",
-      "-i",
-      "color=c=darkgreen:s=1280x720:r=10:d=6",
-      "-vf",
-      `drawtext=fontfile=${FONT}:text='Welcome to the observatory':fontsize=44:fontcolor=white:x=(w-tw)/2:y=h-140`,
-      "-c:v",
-      "libx264",
-      "-preset",
-      "veryfast",
-      "-pix_fmt",
-      "yuv420p",
-      clip,
-    ],
-    { env, stdout: "ignore", stderr: "pipe" },
-  );
-  const genCode = await Promise.race([gen.exited, Bun.sleep(60_000).then(() => "timeout" as const)]);
-  if (!check("ocr: a 6 s clip with a burned-in caption", genCode === 0 && existsSync(clip), `exit ${genCode}`)) return;
-  const ingest = await vsearch(
-    ["--data-dir", data, "--json", "ingest", clip, "--account", acct!, "--collection", "ocr"],
-    180_000,
-  );
-  const videoId = json(ingest)?.files?.[0]?.video_id as string | undefined;
-  if (
-    !check(
-      "ocr: ingest with no model installed",
-      ingest.code === 0 && !!videoId && json(ingest)?.summary?.indexed === 1,
-      `${JSON.stringify(json(ingest)?.summary)}, ${brief(ingest)}`,
+  const tessClip = join(work, "caption-tesseract.mp4");
+  const made =
+    (await captionClip(ffmpeg, clip, [
+      `fontfile=${FONT}:text='Welcome to the observatory':fontsize=44:fontcolor=white:x=(w-tw)/2:y=h-140`,
+      ...(cjk ? [`fontfile=${CJK_FONT}:text='季度预算会议':fontsize=44:fontcolor=white:x=(w-tw)/2:y=120`] : []),
+    ])) &&
+    (await captionClip(ffmpeg, tessClip, [
+      `fontfile=${FONT}:text='Lighthouse opening hours':fontsize=44:fontcolor=white:x=(w-tw)/2:y=h-140`,
+    ]));
+  if (!check("ocr: 6 s clips with burned-in captions", made, "")) return;
+  // The default engine (PP-OCR, in its own worker pool on the embedded ONNX Runtime), then tesseract.js.
+  const ingested: Record<string, string | undefined> = {};
+  for (const [engine, file] of [
+    ["ppocr", clip],
+    ["tesseract", tessClip],
+  ] as const) {
+    const ingest = await vsearch(
+      ["--data-dir", data, "--json", "ingest", file, "--account", acct!, "--collection", `ocr-${engine}`],
+      180_000,
+      { VSEARCH_OCR_ENGINE: engine },
+    );
+    ingested[engine] = json(ingest)?.files?.[0]?.video_id as string | undefined;
+    if (
+      !check(
+        `ocr: ingest with no model installed (ocr_engine ${engine})`,
+        ingest.code === 0 && !!ingested[engine] && json(ingest)?.summary?.indexed === 1,
+        `${JSON.stringify(json(ingest)?.summary)}, ${brief(ingest)}`,
+      )
     )
-  )
-    return;
+      return;
+  }
   const key = json(
     await vsearch(["--data-dir", data, "--json", "keys", "create", "--account", acct!, "--name", "ocr"], 60_000),
   )?.key as string | undefined;
@@ -755,23 +775,43 @@ async function onScreenText(data: string): Promise<void> {
     const url = await waitForUrl(server, 60_000);
     if (!check("ocr: serve starts", url !== null, url ?? `exit ${server.exitCode}`)) return;
     const get = keyedRequests(url!, key);
-    const st = (await get(`/v1/videos/${videoId}`)).body?.data?.stages ?? {};
+    const stages = async (id: string | undefined) => (await get(`/v1/videos/${id}`)).body?.data?.stages ?? {};
+    const pp = await stages(ingested.ppocr);
     check(
-      "ocr: the ocr stage ran in the binary (embeddings skipped: no model)",
-      st.ocr?.status === "ran" && st.ocr?.count >= 1 && st.embeddings?.status === "skipped",
-      JSON.stringify(st.ocr),
+      "ocr: the ocr stage ran in the binary with PP-OCR (embeddings skipped: no model)",
+      pp.ocr?.status === "ran" &&
+        pp.ocr?.count >= (cjk ? 2 : 1) &&
+        /lines? recognized/.test(pp.ocr?.reason ?? "") &&
+        pp.embeddings?.status === "skipped",
+      JSON.stringify(pp.ocr),
     );
-    const search = await get("/v1/search", {
-      method: "POST",
-      body: new URLSearchParams({ query: "observatory", modes: "ocr" }),
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-    });
-    const seg = search.body?.data?.[0]?.segments?.[0];
+    const tess = await stages(ingested.tesseract);
     check(
-      "ocr: POST /v1/search modes=ocr finds a word of the caption",
-      search.status === 200 && seg?.type === "ocr" && /observatory/i.test(seg?.text_content ?? ""),
-      `${search.status}: ${JSON.stringify(seg ? { type: seg.type, text: seg.text_content, start: seg.timestamp_start, end: seg.timestamp_end } : search.body)}`,
+      "ocr: … and with tesseract.js",
+      tess.ocr?.status === "ran" && tess.ocr?.count >= 1 && !/recognized/.test(tess.ocr?.reason ?? ""),
+      JSON.stringify(tess.ocr),
     );
+    const find = async (query: string) => {
+      const search = await get("/v1/search", {
+        method: "POST",
+        body: new URLSearchParams({ query, modes: "ocr" }),
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      });
+      const seg = search.body?.data?.[0]?.segments?.[0];
+      return {
+        ok: search.status === 200 && seg?.type === "ocr",
+        text: String(seg?.text_content ?? ""),
+        detail: `${search.status}: ${JSON.stringify(seg ? { type: seg.type, text: seg.text_content, start: seg.timestamp_start, end: seg.timestamp_end } : search.body)}`,
+      };
+    };
+    for (const [query, want, what] of [
+      ["observatory", /observatory/i, "a word of the caption (PP-OCR)"],
+      ["lighthouse", /lighthouse/i, "a word of the caption (tesseract)"],
+      ...(cjk ? [["预算", /季度预算会议/, "预算 inside the Chinese caption 季度预算会议 (no spaces)"]] : []),
+    ] as [string, RegExp, string][]) {
+      const r = await find(query);
+      check(`ocr: POST /v1/search modes=ocr finds ${what}`, r.ok && want.test(r.text), r.detail);
+    }
   } finally {
     await stopServe(server);
   }

@@ -38,6 +38,8 @@ import { InferenceHost } from "./inference/host.ts";
 import { IngestPipeline } from "./pipeline/ingest.ts";
 import { OcrTask } from "./pipeline/ocr-task.ts";
 import { OcrEngine } from "./ocr/engine.ts";
+import { PpOcrEngine } from "./ocr/ppocr/engine.ts";
+import type { TextEngine } from "./ocr/video-text.ts";
 import { devOcrPaths, type OcrPaths } from "./ocr/paths.ts";
 import { ModelRegistry } from "./models/registry.ts";
 import { ModelService } from "./models/service.ts";
@@ -138,7 +140,7 @@ export interface AppInternals {
   dispatcher: WebhookDispatcher;
   inference: InferenceHost;
   /** The OCR engine (null with ocr_threads 0). */
-  ocr: OcrEngine | null;
+  ocr: TextEngine | null;
   /** The idle memory passes (their RSS before/after). */
   idleMemory: IdleMemory;
   /** Search internals (index hooks, query encoder). */
@@ -317,16 +319,20 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   });
   if (opts.vectorBackend === "sqlite-vec") search.indexes.useBackend(new StoreVectorBackend(new SearchStore(db), 0));
   // Worker threads start on the first frame with text; at most ocr_threads of them (each one core).
-  // They end after the same idle time as the models (each holds ~25 MB: wasm memory and a JS heap).
-  const ocr =
-    config.ocrThreads > 0
-      ? new OcrEngine({
-          paths: opts.runtime.ocr ?? devOcrPaths(),
-          workers: config.ocrThreads,
-          idleCloseMs: config.modelIdleUnloadSecs * 1000,
-          onIdleClosed: () => idleMemory.schedule(),
-        })
-      : null;
+  // They end after the same idle time as the models (a tesseract worker holds ~25 MB: wasm memory
+  // and a JS heap; a PP-OCR worker its two ONNX sessions).
+  const ocrPaths = opts.runtime.ocr ?? devOcrPaths();
+  const ocrIdle = {
+    workers: config.ocrThreads,
+    idleCloseMs: config.modelIdleUnloadSecs * 1000,
+    onIdleClosed: () => idleMemory.schedule(),
+  };
+  const ocr: TextEngine | null =
+    config.ocrThreads === 0
+      ? null
+      : config.ocrEngine === "ppocr"
+        ? new PpOcrEngine({ workerFile: ocrPaths.ppocr.workerFile, files: ocrPaths.ppocr, ...ocrIdle })
+        : new OcrEngine({ paths: ocrPaths, ...ocrIdle });
   const renditions = new RenditionTask(playback, files, bins, queue, { logger, now });
   const jobs = new JobService(
     jobStore,
@@ -359,6 +365,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     models,
     pool: () => inference.get(),
     ocr,
+    ocrLimits: { framesPerMinute: config.ocrMaxFramesPerMinute, budgetSecsPerMinute: config.ocrBudgetSecsPerMinute },
     batchSize: config.batchSize,
     speechMaxTokens: config.speechMaxTokens,
     frameIntervalSecs: config.frameIntervalSecs,

@@ -4,7 +4,9 @@ import type { BenchApp } from "../../src/app.ts";
 import type { ActiveModel } from "../../src/models/roles.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const SHARED = join(ROOT, "..", "shared");
+// ../shared from the main checkout; ../../shared from a worktree under /work/wt.
+const SHARED =
+  [join(ROOT, "..", "shared"), join(ROOT, "..", "..", "shared")].find(existsSync) ?? join(ROOT, "..", "shared");
 const CLIPS = join(SHARED, "media", "video", "clips");
 const REAL = [
   "mdnla_frog.mp4",
@@ -28,7 +30,11 @@ const REAL = [
 export async function makeBenchClip(
   ffmpeg: string,
   out: string,
-  opts: { secs: number; gop: number | null },
+  opts: {
+    secs: number;
+    gop: number | null /** Filters applied to the picture last (e.g. a burned-in caption). */;
+    vf?: string;
+  },
 ): Promise<string> {
   const speech = join(SHARED, "fixtures", "testdata", "speech30s.wav");
   const clips = REAL.map((f) => join(CLIPS, f)).filter(existsSync);
@@ -42,10 +48,10 @@ export async function makeBenchClip(
           `[${i}:v]scale=1920:1080:force_original_aspect_ratio=increase,crop=1920:1080,fps=30,setsar=1,format=yuv420p[v${i}]`,
       )
       .join(";");
-    filter += `;${clips.map((_, i) => `[v${i}]`).join("")}concat=n=${clips.length}:v=1:a=0,loop=loop=-1:size=32767,trim=duration=${opts.secs}[v]`;
+    filter += `;${clips.map((_, i) => `[v${i}]`).join("")}concat=n=${clips.length}:v=1:a=0,loop=loop=-1:size=32767,trim=duration=${opts.secs}${opts.vf ? `,${opts.vf}` : ""}[v]`;
   } else {
     args.push("-f", "lavfi", "-i", `testsrc2=size=1920x1080:rate=30:duration=${opts.secs}`);
-    filter = "[0:v]null[v]";
+    filter = `[0:v]${opts.vf ?? "null"}[v]`;
   }
   args.push(
     "-stream_loop",

@@ -110,8 +110,8 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
         missing.push(id);
         continue;
       }
-      // frames.tmp: a running job's scratch; the restored job starts clean anyway. Half-written
-      // clips, renditions and thumbnails (`*.tmp`) are not files of the video either.
+      // frames.tmp, ocr-frames.tmp: a job's scratch; the restored job starts clean anyway (OCR decodes
+      // on its own). Half-written clips, renditions and thumbnails (`*.tmp`) are not files of the video either.
       await addTree(dir, `videos/${id}`, (rel) => rel.split(sep).some(isTempName));
     }
     o.onProgress?.(videoIds.length, videoIds.length, "database");

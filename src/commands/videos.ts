@@ -55,6 +55,8 @@ interface IngestRow {
   error: string | null;
   /** Stages that did not run for this video, with why (e.g. a missing model and its fix). */
   skipped_stages?: Record<string, string>;
+  /** Stages that stopped at a bound before the end of the video (e.g. OCR's time budget), with why. */
+  partial_stages?: Record<string, string>;
 }
 
 /** Skipped stages of the indexed rows, read from each video's stage record. */
@@ -62,9 +64,13 @@ function noteSkipped(app: App, accountId: string, rows: IngestRow[]): void {
   for (const r of rows) {
     if (r.status !== "indexed" || !r.video_id) continue;
     const stages = app.services.videos.get(r.account_id ?? accountId, r.video_id).stages;
-    r.skipped_stages = Object.fromEntries(
-      Object.entries(stages).flatMap(([k, v]) => (v.status === "skipped" ? [[k, v.reason ?? "skipped"]] : [])),
-    );
+    const withStatus = (status: string) =>
+      Object.fromEntries(
+        Object.entries(stages).flatMap(([k, v]) => (v.status === status ? [[k, v.reason ?? status]] : [])),
+      );
+    r.skipped_stages = withStatus("skipped");
+    const partial = withStatus("partial");
+    if (Object.keys(partial).length) r.partial_stages = partial;
   }
 }
 
@@ -79,10 +85,15 @@ export function skippedLines(rows: IngestRow[]): string[] {
       g.videos.add(r.video_id!);
     }
   }
-  return [...byReason].map(
-    ([reason, g]) =>
-      `skipped ${[...g.stages].join(", ")} on ${g.videos.size} video${g.videos.size === 1 ? "" : "s"}: ${reason}`,
-  );
+  return [
+    ...[...byReason].map(
+      ([reason, g]) =>
+        `skipped ${[...g.stages].join(", ")} on ${g.videos.size} video${g.videos.size === 1 ? "" : "s"}: ${reason}`,
+    ),
+    ...rows.flatMap((r) =>
+      Object.entries(r.partial_stages ?? {}).map(([stage, reason]) => `${stage} stopped early on ${r.path}: ${reason}`),
+    ),
+  ];
 }
 
 export function registerVideoCommands(program: Command, ctx: CliContext) {

@@ -58,6 +58,7 @@ const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
 const DEVICES = ["auto", "cpu", "cuda", "webgpu"] as const;
 const SIGNED_INT8 = ["auto", "off"] as const;
 const LOOP_FILTER = ["auto", "exact", "skip"] as const;
+const OCR_ENGINES = ["ppocr", "tesseract"] as const;
 
 export type Device = (typeof DEVICES)[number];
 
@@ -204,7 +205,7 @@ export const SETTINGS = {
     doc: "Deblocking (loop) filter in the full decode of long-GOP video for the visual stages",
     range: `= ${choices(LOOP_FILTER)}`,
     defaultDoc:
-      '`auto`: skipped from 720p up (~15–22 % less decode CPU; the 224 px model input and 320 px thumbnails move by ~1.3–1.6 levels of 255 on average, 40–42 dB), kept below; `exact` keeps it always, `skip` skips it always. The OCR decode always keeps it (docs/INGEST.md, "Decoder shortcuts")',
+      '`auto`: skipped from 720p up (~15–22 % less decode CPU; the 224 px model input and 320 px thumbnails move by ~1.3–1.6 levels of 255 on average, 40–42 dB), kept below; `exact` keeps it always, `skip` skips it always. With an image model OCR reads the frames of this same decode; its own decode (no image model) always keeps the filter (docs/INGEST.md, "Decoder shortcuts", "On-screen text")',
   }),
   // Default 0 (one per core): on two quiet cores the split made the 250-frame bench clip ready in
   // 0.66× the time of one process; with other work holding a core it can be slower
@@ -345,7 +346,43 @@ export const SETTINGS = {
     default: 1,
     doc: "OCR threads (on-screen text)",
     range: "(0–8)",
-    defaultDoc: "1 (each a single-threaded tesseract worker; 0 turns the `ocr` stage off)",
+    defaultDoc: "1 (each reads one frame at a time on one core; 0 turns the `ocr` stage off)",
+  }),
+  ocrEngine: row({
+    key: "ocr_engine",
+    env: "VSEARCH_OCR_ENGINE",
+    schema: oneOf(OCR_ENGINES),
+    envKind: "string",
+    requirement: words(OCR_ENGINES),
+    default: "ppocr",
+    doc: "OCR engine",
+    range: `= ${choices(OCR_ENGINES)}`,
+    defaultDoc:
+      '`ppocr`: PaddleOCR\'s v4 detector and recognizer on the bundled ONNX Runtime (Latin and Chinese); `tesseract`: tesseract.js with its English data. Both bundled; why the default: BENCHMARKS.md "On-screen text"',
+  }),
+  ocrMaxFramesPerMinute: row({
+    key: "ocr_max_frames_per_minute",
+    env: "VSEARCH_OCR_MAX_FRAMES_PER_MINUTE",
+    schema: int(1, 600),
+    envKind: "number",
+    requirement: "an integer in 1..600",
+    default: 30,
+    doc: "OCR frames per minute of video",
+    range: "(1–600)",
+    defaultDoc:
+      "30: at most this many frames of each minute of video go to the OCR engine; the stage says how many it left unread",
+  }),
+  ocrBudgetSecsPerMinute: row({
+    key: "ocr_budget_secs_per_minute",
+    env: "VSEARCH_OCR_BUDGET_SECS_PER_MINUTE",
+    schema: z.number().min(1),
+    envKind: "number",
+    requirement: "a number ≥ 1",
+    default: 30,
+    doc: "OCR time budget",
+    range: "(≥ 1)",
+    defaultDoc:
+      '30: seconds of OCR per minute of video (at least this many per video); once spent the stage ends `partial`, saying how far it read (docs/INGEST.md, "On-screen text")',
   }),
   ffmpegPath: unset({
     key: "ffmpeg_path",

@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { ftsText } from "./fts-text.ts";
 
 export interface VideoScope {
   videoId: string;
@@ -181,8 +182,8 @@ export class IndexStore {
     this.db.transaction(() => {
       this.db.query("DELETE FROM ocr_lines WHERE video_id = ?").run(scope.videoId);
       const insert = this.db.query(
-        `INSERT INTO ocr_lines (video_id, account_id, collection_id, start_secs, end_secs, text, confidence, box_x, box_y, box_w, box_h)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO ocr_lines (video_id, account_id, collection_id, start_secs, end_secs, text, search_text, confidence, box_x, box_y, box_w, box_h)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
       for (const l of lines) {
         insert.run(
@@ -192,6 +193,8 @@ export class IndexStore {
           l.start,
           l.end,
           l.text,
+          // What the full-text index holds: CJK runs as character pairs (migration 012).
+          ftsText(l.text),
           l.confidence,
           l.box.x,
           l.box.y,

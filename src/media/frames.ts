@@ -2,10 +2,11 @@ import { decodeLimits } from "./bounds.ts";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { HDR_TO_SDR, jpegCodecArgs, thumbnailFilters } from "./filters.ts";
+import { jpegCodecArgs } from "./filters.ts";
+import { cutOptions, filterGraph, filterGraphWithJpegs } from "./frame-graph.ts";
 import { throwIfStreamRunFailed, ToolProcess, type MediaBins } from "./process.ts";
 import { decodeSkipArgs, type DecodeSkip, type LoopFilter } from "./decode.ts";
-import { cutAnalysisFilters, filterBoundaries, MIN_SHOT_SECS, SCENE_THRESHOLD } from "./shots.ts";
+import { cutAnalysisFilters, filterBoundaries } from "./shots.ts";
 import { keyframesCloseEnough, samplingExpression, type KeyframeSpacing } from "./select.ts";
 import { createShowinfoParser, isErrorLine } from "./showinfo.ts";
 import { pipedFrames, ShowinfoQueue, type PipedFrame } from "./frame-pipe.ts";
@@ -50,6 +51,12 @@ export interface SampleFramesOptions {
    * (nothing is written if no frame qualifies). Needs `jpegs` (it is a branch of the same graph).
    */
   poster?: { path: string; atSecs: number; width: number; quality?: number };
+  /**
+   * Also write every emitted frame in gray at `width` × `height` for the OCR stage, as a JPEG of
+   * quality ~97 (mjpeg q 2: ~75 KB at 1280×720) named like its thumbnail, in `dir`: the frames
+   * for reading on-screen text from the decode that happens anyway (issue 28). Needs `jpegs`.
+   */
+  textFrames?: { dir: string; width: number; height: number };
   /**
    * Full decode only: also find the shot changes, in the same decode. The decoded pictures are
    * `split` into the sampling chain and detectShotBoundaries' analysis chain (shrink, `scene`
@@ -161,6 +168,7 @@ async function* run(
   stats.mode = keyframes ? "keyframes" : "all";
 
   if (opts.poster && !opts.jpegs) throw new RangeError("poster needs jpegs");
+  if (opts.textFrames && !opts.jpegs) throw new RangeError("textFrames needs jpegs");
   const poster = opts.poster && Number.isFinite(opts.poster.atSecs) ? opts.poster : undefined;
   const cuts = !keyframes && opts.cuts ? cutOptions(opts.cuts) : null;
   const plan: DecodePlan = { size, every, extras, hdr: opts.hdr ?? false, poster, cuts, keyframes };
@@ -217,7 +225,8 @@ async function* run(
     }
     // A range's first frame that one decode would not have picked also loses its thumbnail (its
     // process has exited: the file is complete).
-    if (opts.jpegs) await Promise.all(unpicked.map((n) => rm(jpegPath(opts.jpegs!.dir, n), { force: true })));
+    for (const dir of [opts.jpegs?.dir, opts.textFrames?.dir])
+      if (dir) await Promise.all(unpicked.map((n) => rm(jpegPath(dir, n), { force: true })));
     // The range before a seam scores on past it (the same pictures, the same scores as the range
     // after it, which skips its first two): a cut found by both is one cut.
     if (cuts) stats.cuts = filterBoundaries([...new Set(cutLists.flat())], cuts.minShotSecs);
@@ -295,7 +304,7 @@ async function* decodeRange(
   const source = root ? "[seg]" : "[0:v:0]";
   const input = cuts ? "[main]" : source;
   let graph = opts.jpegs
-    ? filterGraphWithJpegs(expr, size, hdr, opts.jpegs.width, poster, input)
+    ? filterGraphWithJpegs(expr, size, hdr, opts.jpegs.width, poster, input, opts.textFrames)
     : cuts
       ? `${input}${filterGraph(expr, size, hdr)}[rgb]`
       : `${trim ? `${trim},` : ""}${filterGraph(expr, size, hdr)}`;
@@ -328,6 +337,15 @@ async function* decodeRange(
         join(opts.jpegs.dir, "%08d.jpg"),
         ...(poster
           ? ["-map", "[poster]", ...jpegCodecArgs(poster.quality), "-update", "1", "-f", "image2", poster.path]
+          : []),
+        ...(opts.textFrames
+          ? [
+              "-map",
+              "[txt]",
+              ...["-c:v", "mjpeg", "-q:v", "2", "-pix_fmt", "yuvj420p"],
+              ...["-f", "image2", "-start_number", String(seg?.indexBase ?? 0)],
+              join(opts.textFrames.dir, "%08d.jpg"),
+            ]
           : []),
       ]
     : cuts
@@ -427,60 +445,4 @@ async function chooseKeyframeMode(
   });
   stats.keyframeSpacing = spacing;
   return ok;
-}
-
-/**
- * select → resize (shortest display side to `size`) → center crop → [tone-map] → showinfo.
- * Selecting first means only the kept frames are scaled; showinfo last means it sees exactly the
- * frames written to stdout, in order.
- */
-export function filterGraph(selectExpr: string, size: number, hdr: boolean): string {
-  return [`select='${selectExpr}'`, ...modelInputFilters(size, hdr), "showinfo"].join(",");
-}
-
-/**
- * The same selection, split into the model input (`[rgb]`) and a thumbnail of every selected frame
- * (`[jpg]`): one decode feeds both. showinfo sits at the end of the model branch, as in
- * filterGraph: it describes exactly the frames written to stdout, in order (scale and crop never
- * drop or re-time one), and its per-frame checksums cost 224² pixels there instead of the source
- * size (at 1080p ~2.5 ms a frame: 0.1 CPU-s of a 0.65 CPU-s keyframe decode of 60 s).
- */
-export function filterGraphWithJpegs(
-  selectExpr: string,
-  size: number,
-  hdr: boolean,
-  jpegWidth: number,
-  poster?: { atSecs: number; width: number },
-  input = "[0:v:0]",
-): string {
-  return (
-    `${input}select='${selectExpr}',split=${poster ? 3 : 2}[model][thumb]${poster ? "[post]" : ""};` +
-    `[model]${modelInputFilters(size, hdr).join(",")},showinfo[rgb];` +
-    `[thumb]${thumbnailFilters(jpegWidth, hdr).join(",")}[jpg]` +
-    // One frame only: the first one at or after the poster time (select keeps its own state).
-    (poster
-      ? `;[post]select='isnan(prev_selected_t)*gte(t,${Math.max(0, poster.atSecs).toFixed(6)})',${thumbnailFilters(poster.width, hdr).join(",")}[poster]`
-      : "")
-  );
-}
-
-/** Defaults and checks as detectShotBoundaries'. */
-function cutOptions(o: NonNullable<SampleFramesOptions["cuts"]>) {
-  const threshold = o.threshold ?? SCENE_THRESHOLD;
-  const width = o.analysisWidth ?? 160;
-  if (!(threshold > 0 && threshold < 1)) throw new RangeError("cuts.threshold must be in (0, 1)");
-  if (!Number.isInteger(width) || width < 16) throw new RangeError("cuts.analysisWidth must be an integer ≥ 16");
-  return { threshold, width, minShotSecs: o.minShotSecs ?? MIN_SHOT_SECS };
-}
-
-/** Shortest display side to `size` (bicubic, as CLIP's preprocessing), centre crop, [tone-map]. */
-export function modelInputFilters(size: number, hdr: boolean): string[] {
-  const s = size;
-  return [
-    `scale=w='max(${s},ceil(${s}*dar))':h='max(${s},ceil(${s}/dar))':flags=bicubic+accurate_rnd+full_chroma_int`,
-    `crop=${s}:${s}`,
-    // After the crop: zimg refuses odd sizes in 4:2:0, and the resize may give an odd width.
-    ...(hdr ? [HDR_TO_SDR] : []),
-    "setsar=1",
-  ];
 }

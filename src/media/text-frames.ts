@@ -2,7 +2,7 @@ import { decodeLimits } from "./bounds.ts";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { HDR_TO_SDR } from "./filters.ts";
+import { textFrameFilters } from "./frame-graph.ts";
 import { decodeSkipArgs, type DecodeSkip } from "./decode.ts";
 import { throwIfStreamRunFailed, ToolProcess, type MediaBins } from "./process.ts";
 import { samplingExpression } from "./select.ts";
@@ -87,11 +87,7 @@ export async function* sampleTextFrames(
     .sort((a, b) => a - b);
   const graph = [
     `select='${samplingExpression(every, extras)}'`,
-    // Area averaging when shrinking keeps thin strokes; bicubic rings around them.
-    `scale=${width}:${height}:flags=area`,
-    ...(opts.hdr ? [HDR_TO_SDR] : []),
-    "format=gray",
-    "setsar=1",
+    ...textFrameFilters(width, height, opts.hdr ?? false),
     "showinfo",
   ].join(",");
   let scriptDir: string | null = null;
@@ -154,5 +150,68 @@ export async function* sampleTextFrames(
   } finally {
     proc.dispose();
     if (scriptDir) await rm(scriptDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Gray frames written earlier as JPEG files (the frame decode's text branch, frames.ts
+ * `textFrames`), decoded in order by one ffmpeg through a concat list: `width` × `height` bytes
+ * each, one per file. A file that does not decode ends the stream with an error.
+ */
+export async function* decodeTextFrameFiles(
+  bins: MediaBins,
+  files: readonly string[],
+  width: number,
+  height: number,
+  stallTimeoutMs = 60_000,
+): AsyncGenerator<Uint8Array> {
+  if (files.length === 0) return;
+  const listDir = await mkdtemp(join(tmpdir(), "vsearch-text-list-"));
+  try {
+    const list = join(listDir, "frames.ffconcat");
+    // Absolute paths of our own files; quotes escaped as the concat format wants.
+    await writeFile(
+      list,
+      `ffconcat version 1.0\n${files.map((f) => `file '${f.replaceAll("'", "'\\''")}'`).join("\n")}\n`,
+    );
+    const proc = new ToolProcess(
+      bins.ffmpeg,
+      [
+        "-hide_banner",
+        "-nostdin",
+        "-nostats",
+        "-loglevel",
+        "error",
+        "-f",
+        "concat",
+        "-safe",
+        "0",
+        "-i",
+        list,
+        "-vf",
+        `scale=${width}:${height},format=gray`,
+        "-vsync",
+        "passthrough",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "gray",
+        "pipe:1",
+      ],
+      { stallTimeoutMs },
+    );
+    try {
+      for (let i = 0; i < files.length; i++) {
+        const bytes = new Uint8Array(width * height);
+        if ((await proc.readFull(bytes)) < bytes.length) break;
+        yield bytes;
+      }
+      const exit = await proc.exited();
+      throwIfStreamRunFailed("reading the text frames failed", exit, "video");
+    } finally {
+      proc.dispose();
+    }
+  } finally {
+    await rm(listDir, { recursive: true, force: true });
   }
 }

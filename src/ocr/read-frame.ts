@@ -195,7 +195,14 @@ function brightPieces(f: GrayFrame): { label: Int32Array; boxes: Box[] } {
 }
 
 /** 1-D max filter of radius r along lines of `len` samples `step` apart; `lines` lines `stride` apart. */
-function dilate1d(src: Uint8Array, len: number, lines: number, step: number, stride: number, r: number): Uint8Array {
+export function dilate1d(
+  src: Uint8Array,
+  len: number,
+  lines: number,
+  step: number,
+  stride: number,
+  r: number,
+): Uint8Array {
   const out = new Uint8Array(src.length);
   for (let l = 0; l < lines; l++) {
     const base = l * stride;

@@ -8,7 +8,7 @@ import type { MediaBins } from "../media/process.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import type { VideoStore } from "../videos/store.ts";
 import type { ActiveModel, ModelCatalog } from "../models/roles.ts";
-import type { OcrEngine } from "../ocr/engine.ts";
+import type { TextEngine } from "../ocr/video-text.ts";
 
 export interface PipelineDeps {
   videos: VideoStore;
@@ -27,7 +27,9 @@ export interface PipelineDeps {
   /** Created on first use: a server with no models never starts worker threads. */
   pool: () => Promise<InferencePool>;
   /** Reads on-screen text (bounded worker threads, started on first use); null turns the stage off. */
-  ocr: OcrEngine | null;
+  ocr: TextEngine | null;
+  /** Bounds on one video's OCR (config ocr_max_frames_per_minute, ocr_budget_secs_per_minute). */
+  ocrLimits: { framesPerMinute: number; budgetSecsPerMinute: number };
   batchSize: number;
   /** Seconds between sampled frames (config frame_interval_secs); default 1. */
   frameIntervalSecs?: number;

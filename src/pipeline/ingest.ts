@@ -147,6 +147,8 @@ export class IngestPipeline implements TaskHandler {
     const clip = d.models.active("image-text");
     // Thumbnails of the sampled frames, written by the same decode; the shots' are moved out.
     const jpegDir = clip ? d.files.freshPassJpegsDir(video.id) : null;
+    // …and gray frames for the OCR stage, from the same decode (stage-ocr.ts; kept until it reads them).
+    const textDir = jpegDir && d.ocr ? d.files.freshTextFramesDir(video.id) : null;
     try {
       const failFast = <T>(p: Promise<T>) =>
         p.catch((e) => {
@@ -155,7 +157,7 @@ export class IngestPipeline implements TaskHandler {
         });
       const visual = failFast(
         (async () => {
-          const { shots, frames } = await this.visual(run, clip, plan, jpegDir);
+          const { shots, frames } = await this.visual(run, clip, plan, jpegDir, textDir);
           return { scenes: await this.scenes(run, clip, shots, frames), frames };
         })(),
       );
@@ -213,6 +215,9 @@ export class IngestPipeline implements TaskHandler {
             d.jobs.complete(job);
           }
         });
+    } catch (e) {
+      if (textDir) d.files.removeTextFramesDir(video.id);
+      throw e;
     } finally {
       if (jpegDir) d.files.removePassJpegsDir(video.id);
     }
@@ -230,6 +235,7 @@ export class IngestPipeline implements TaskHandler {
     clip: ActiveModel | null,
     plan: DecodePlan,
     jpegDir: string | null,
+    textDir: string | null,
   ): Promise<{ shots: Shot[]; frames: EmbeddedFrame[] }> {
     const { stages, info } = r;
     const d = this.d;
@@ -262,7 +268,7 @@ export class IngestPipeline implements TaskHandler {
         r.source,
         info,
         clip,
-        { keyframesOnly, skipFrames, loopFilter, jpegDir: jpegDir ?? undefined },
+        { keyframesOnly, skipFrames, loopFilter, jpegDir: jpegDir ?? undefined, textDir: textDir ?? undefined },
         r.signal,
         (f) => stages.report("embeddings", f),
       ).catch(toFailure),

@@ -8,7 +8,7 @@ import type { StageName, StageOutcome, VideoRow } from "../videos/schema.ts";
 import type { PipelineDeps } from "./deps.ts";
 import { type DecodePlan, planDecode } from "./decode-plan.ts";
 import { aborted, isKnownFailure, jobProgress, toFailure } from "./failures.ts";
-import { readOnScreenText } from "./stage-ocr.ts";
+import { ocrStage } from "./stage-ocr.ts";
 import { StageRun } from "./stage-run.ts";
 
 export const OCR_PENDING_REASON = "on-screen text is read after the video is searchable";
@@ -100,22 +100,17 @@ export class OcrTask implements TaskHandler {
     if (!info.width || !info.height)
       return { outcome: { status: "skipped", reason: "the video stream has no picture size" }, lines: null };
     const plan = handOver?.plan ?? (await planDecode(d, source, info, null));
-    const engine = d.ocr;
-    const [res, ms] = await stages.timed(() =>
-      readOnScreenText(d.bins, engine, source, info, d.content.shotSpans(video.id), plan, signal, (f) =>
-        stages.report("ocr", f),
-      ).catch(toFailure),
-    );
+    const { outcome, lines } = await ocrStage(d, {
+      videoId: video.id,
+      source,
+      info,
+      shots: d.content.shotSpans(video.id),
+      decode: plan,
+      signal,
+      onProgress: (f) => stages.report("ocr", f),
+    }).catch(toFailure);
     stages.check(); // stopped mid-way: write nothing
-    return {
-      lines: res.lines,
-      outcome: {
-        status: "ran",
-        took_ms: ms,
-        count: res.lines.length,
-        reason: `${res.sampled} frames: ${res.read} read (${res.reread} twice), ${res.noText} without text, ${res.carried} unchanged`,
-      },
-    };
+    return { lines, outcome };
   }
 
   private failedOutcome(video: VideoRow, err: unknown): StageOutcome {

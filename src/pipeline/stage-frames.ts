@@ -8,6 +8,7 @@ import type { MediaInfo } from "../media/probe.ts";
 import type { Shot } from "../media/shots.ts";
 import type { ActiveModel } from "../models/roles.ts";
 import type { PipelineDeps } from "./deps.ts";
+import { ocrFrameSize, saveTextFrameList } from "./stage-ocr.ts";
 
 export interface FrameEmbedding {
   timestamp: number;
@@ -34,6 +35,11 @@ export interface VisualPassOptions {
    * removed), and the poster (`passPosterPath`): the first sampled frame at 10 % of the duration.
    */
   jpegDir?: string;
+  /**
+   * With `jpegDir`: also write every sampled frame in gray for the OCR stage here, and the list of
+   * them once the decode is complete (stage-ocr.ts), so on-screen text needs no decode of its own.
+   */
+  textDir?: string;
 }
 
 export const POSTER_WIDTH = 640;
@@ -101,6 +107,10 @@ export async function embedFrames(
     poster: opts.jpegDir
       ? { path: passPosterPath(opts.jpegDir), atSecs: posterTimeSecs(info.durationSecs), width: POSTER_WIDTH }
       : undefined,
+    textFrames:
+      opts.jpegDir && opts.textDir && info.width && info.height
+        ? { dir: opts.textDir, ...ocrFrameSize(info) }
+        : undefined,
     // Keyframes decode fast on one thread; the model has both cores busy anyway, and a single
     // decoder thread spends ~10 % less CPU than ffmpeg's frame threads. A full decode of a long
     // file is split over time into one process per core instead (with -skip_frame, frame threads
@@ -119,8 +129,10 @@ export async function embedFrames(
   // (The consumer below sets keptIndex before it asks for the next frame; so when this generator
   // resumes after `yield f`, f was kept exactly when keptIndex is f's index.)
   let keptIndex = -1;
+  const sampledList: { index: number; timestamp: number }[] = [];
   async function* decoded(): AsyncGenerator<SampledFrame> {
     for await (const f of stream) {
+      sampledList.push({ index: f.index, timestamp: f.timestamp });
       tracker?.push(f.timestamp, f.rgb);
       yield f;
       if (opts.jpegDir && keptIndex !== f.index)
@@ -168,6 +180,8 @@ export async function embedFrames(
   if (batch.length) await flush(batch);
   await inFlight;
   await Promise.all(dropped);
+  // Only a complete decode lists its text frames: the OCR stage decodes on its own otherwise.
+  if (opts.textDir && !signal.aborted) saveTextFrameList(opts.textDir, sampledList);
   out.sort((a, b) => a.timestamp - b.timestamp);
   const st = stream.stats;
   const note =

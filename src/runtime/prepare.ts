@@ -106,7 +106,17 @@ export async function prepareFromEmbedded(
     ffprobe: ffprobe ?? at("ffprobe"),
     vecExtension: at("vec0"),
     inferenceWorkerFile: embedded.entries.inferenceWorker,
-    ocr: { workerFile: embedded.entries.ocrWorker, langDir: dirname(at("ocrLang")), wasm },
+    ocr: {
+      workerFile: embedded.entries.ocrWorker,
+      langDir: dirname(at("ocrLang")),
+      wasm,
+      ppocr: {
+        workerFile: embedded.entries.ppocrWorker,
+        det: at("ppocrDet"),
+        rec: at("ppocrRec"),
+        keys: at("ppocrKeys"),
+      },
+    },
     runtimeDir,
     extracted: jobs.filter((_, i) => results[i].written).map((j) => j.target),
   };

@@ -11,7 +11,7 @@ export interface RuntimePaths {
   vecExtension: string;
   /** Filesystem path of the Piscina task module (src/inference/worker.ts, or its copy inside the binary). */
   inferenceWorkerFile: string;
-  /** tesseract.js's worker program, English data and wasm cores (on-screen text). */
+  /** tesseract.js's worker program, English data and wasm cores, and PP-OCR's task module and models (on-screen text). */
   ocr: OcrPaths;
   /** `<dataDir>/runtime/<version>/` where the binary's native files were extracted; null in dev (nothing is extracted). */
   runtimeDir: string | null;
@@ -53,6 +53,8 @@ export interface EmbeddedAssets {
     piscinaWorker: string;
     /** The tesseract.js worker thread (src/ocr/tesseract-worker.ts). */
     ocrWorker: string;
+    /** The PP-OCR pool's task module (src/ocr/ppocr/worker.ts). */
+    ppocrWorker: string;
   };
 }
 

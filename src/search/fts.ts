@@ -5,7 +5,12 @@
  *   - `"two words"` → a phrase (balanced quotes only; an unbalanced quote is ignored),
  *   - `foo*` → a prefix query (at least 2 characters before the star; see `prefix`),
  *   - stemming, which the table's porter tokenizer applies to the literals as it does to the text.
+ * With `cjk` (the on-screen text index, whose CJK runs are stored as character pairs: indexing/fts-text.ts),
+ * a run of Chinese, Japanese or Korean characters becomes the phrase of its pairs ("预算会议" →
+ * "预算 算会 会议"), one such character a prefix ("预"*): a word is found inside a line written
+ * without spaces. Input without those characters gives the same expression either way.
  */
+import { CJK_CLASS, cjkTokens, hasCjk } from "../indexing/fts-text.ts";
 
 export interface FtsQuery {
   /** The MATCH expression: units joined with OR. */
@@ -32,7 +37,21 @@ const prefix = (word: string) =>
     ? `(${literal(word)}* OR ${literal(word.slice(0, -1))}*)`
     : `${literal(word)}*`;
 
-export function buildFtsQuery(input: string): FtsQuery | null {
+const CJK_SPLIT = new RegExp(`(${CJK_CLASS}+)`, "u");
+
+/** The index tokens of a word, CJK runs as pairs (without a run's closing single character: a word may sit mid-line). */
+function wordTokens(word: string): string[] {
+  return word
+    .split(CJK_SPLIT)
+    .filter(Boolean)
+    .flatMap((piece) => {
+      if (!hasCjk(piece)) return [piece];
+      const t = cjkTokens(piece);
+      return t.length > 1 ? t.slice(0, -1) : t;
+    });
+}
+
+export function buildFtsQuery(input: string, opts: { cjk?: boolean } = {}): FtsQuery | null {
   const units: string[] = [];
   const add = (u: string) => {
     if (!units.includes(u) && units.length < MAX_UNITS) units.push(u);
@@ -40,7 +59,14 @@ export function buildFtsQuery(input: string): FtsQuery | null {
   const plain = (text: string) => {
     for (const m of text.matchAll(TOKEN)) {
       const word = m[0].replace(/\*$/, "");
-      if (m[1] && [...word].length >= 2) add(prefix(word));
+      if (opts.cjk && hasCjk(word)) {
+        for (const piece of word.split(CJK_SPLIT).filter(Boolean)) {
+          const tokens = wordTokens(piece);
+          // One CJK character: any pair it starts (or the run's last character itself).
+          if (hasCjk(piece) && tokens.length === 1 && [...piece].length === 1) add(`${literal(piece)}*`);
+          else add(literal(tokens.join(" ")));
+        }
+      } else if (m[1] && [...word].length >= 2) add(prefix(word));
       else add(literal(word));
     }
   };
@@ -54,7 +80,8 @@ export function buildFtsQuery(input: string): FtsQuery | null {
     }
     plain(rest.slice(0, open));
     const words = [...rest.slice(open + 1, close).matchAll(WORD)].map((m) => m[0]).slice(0, MAX_PHRASE_TOKENS);
-    if (words.length) add(literal(words.join(" ")));
+    const tokens = opts.cjk ? words.flatMap(wordTokens) : words;
+    if (tokens.length) add(literal(tokens.join(" ")));
     rest = rest.slice(close + 1);
   }
   if (units.length === 0) return null;

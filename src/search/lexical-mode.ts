@@ -14,6 +14,8 @@ export interface LexicalSource<H extends LexicalHit> {
   mode: "transcript" | "ocr";
   /** Memo key prefix: the per-account caches of the two modes must not collide. */
   memo: string;
+  /** The index stores CJK runs as character pairs (indexing/fts-text.ts): queries are built to match. */
+  cjkPairs?: boolean;
   search(scope: SearchScope, match: string, limit: number): H[];
   /** Which of `ids` match one unit of the query. */
   matching(match: string, ids: number[]): Set<number>;
@@ -37,7 +39,7 @@ export function lexicalCandidates<H extends LexicalHit>(
   cut: number,
   keep?: (hits: H[]) => H[],
 ): Candidate[] {
-  const fts = buildFtsQuery(text);
+  const fts = buildFtsQuery(text, { cjk: source.cjkPairs });
   if (!fts) return [];
   const account = scope.accountId;
   const m = source.memo;

@@ -92,6 +92,7 @@ export class SearchService {
     this.ocrLines = {
       mode: "ocr",
       memo: "ocr",
+      cjkPairs: true,
       search: (sc, match, k) => o.search(sc, match, k),
       matching: (match, ids) => o.matching(match, ids),
       docFreq: (a, match) => o.docFreq(a, match),

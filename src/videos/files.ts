@@ -62,6 +62,27 @@ export class VideoFiles {
     return join(this.dir(videoId), "frames.tmp");
   }
 
+  /**
+   * Gray frames the frame decode leaves for the OCR stage (src/pipeline/stage-ocr.ts), kept until
+   * that stage has read them (it may run later than the frame decode, after a restart too).
+   * Returned empty: a new run starts clean.
+   */
+  freshTextFramesDir(videoId: string): string {
+    this.ensureDir(videoId);
+    const d = this.textFramesDir(videoId);
+    rmSync(d, { recursive: true, force: true });
+    mkdirSync(d);
+    return d;
+  }
+
+  textFramesDir(videoId: string): string {
+    return join(this.dir(videoId), "ocr-frames.tmp");
+  }
+
+  removeTextFramesDir(videoId: string): void {
+    rmSync(this.textFramesDir(videoId), { recursive: true, force: true });
+  }
+
   shotThumbFile(videoId: string, shotIndex: number): string {
     return join(this.dir(videoId), "shots", `${shotIndex}.jpg`);
   }

@@ -19,9 +19,10 @@ export type StageName = (typeof STAGE_NAMES)[number];
 
 export const stageOutcomeSchema = z
   .object({
-    status: z.enum(["ran", "skipped", "failed", "pending"]).openapi({
+    status: z.enum(["ran", "partial", "skipped", "failed", "pending"]).openapi({
       description:
-        "`pending`: a stage that runs after the video is already searchable (e.g. `ocr`) and has not run yet",
+        "`pending`: a stage that runs after the video is already searchable (e.g. `ocr`) and has not run yet; " +
+        "`partial`: it ran but stopped at a bound before the end of the video (`reason` says which and how far it got; what it found is kept)",
     }),
     reason: z.string().optional(),
     took_ms: z.number().optional(),

@@ -43,6 +43,19 @@ async function searchResults(url: string, key: string, image: string) {
   }));
 }
 
+/** The entry names of a tar archive. */
+async function archiveNames(file: string): Promise<string[]> {
+  const extract = tar.extract();
+  const names: string[] = [];
+  const done = Array.fromAsync(extract, (entry) => {
+    names.push(entry.header.name);
+    entry.resume();
+  });
+  extract.end(await Bun.file(file).bytes());
+  await done;
+  return names;
+}
+
 async function waitJobs(url: string, key: string, ids: string[]) {
   for (let i = 0; i < 1200; i++) {
     const jobs = await Promise.all(
@@ -108,6 +121,12 @@ test("backup while serve runs → restore into an empty dir → the same search 
     before = await searchResults(server.url, key, frame);
     expect(before.length).toBeGreaterThan(0);
     expect(before[0].filename).toBe("testsrc2.mp4");
+    // A job's scratch (the frame decode's JPEGs, the gray frames left for OCR) as a crash leaves it.
+    const videoDir = join(a, "videos", before[0].video_id);
+    for (const scratch of ["frames.tmp", "ocr-frames.tmp"]) {
+      mkdirSync(join(videoDir, scratch), { recursive: true });
+      writeFileSync(join(videoDir, scratch, "000001.bin"), "scratch");
+    }
 
     // A third upload lands while the backup runs: the snapshot has it or not, never half of it.
     const fd = new FormData();
@@ -121,6 +140,9 @@ test("backup while serve runs → restore into an empty dir → the same search 
     ]);
     expect(backup).toMatchObject({ file: archive, include_models: true, videos_without_files: [] });
     expect(backup.videos === 2 || backup.videos === 3).toBe(true);
+    const names = await archiveNames(archive);
+    expect(names.some((n) => n.startsWith(`videos/${before[0].video_id}/`))).toBe(true);
+    expect(names.filter((n) => n.includes("frames.tmp/"))).toEqual([]);
     await waitJobs(server.url, key, [late.job_id]);
     // Scores are calibrated against the account's own vectors: compare with the corpus the snapshot has.
     if (backup.videos === 3) before = await searchResults(server.url, key, frame);

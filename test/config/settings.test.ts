@@ -18,7 +18,22 @@ const rows = Object.entries(SETTINGS) as [keyof typeof SETTINGS, SettingRow<unkn
 /** Candidate values (as the environment writes them) a row's rule may accept. */
 const POOL: Record<SettingRow<unknown>["envKind"], string[]> = {
   number: ["1", "2", "3", "17", "30", "1000", "2000", "0.5", "2073600", "8294400"],
-  string: ["debug", "warn", "cpu", "cuda", "off", "auto", "exact", "skip", "/srv/a", "/srv/b", "25%", "40%"],
+  string: [
+    "debug",
+    "warn",
+    "cpu",
+    "cuda",
+    "off",
+    "auto",
+    "exact",
+    "skip",
+    "ppocr",
+    "tesseract",
+    "/srv/a",
+    "/srv/b",
+    "25%",
+    "40%",
+  ],
   list: ["10.0.0.0/8", "192.168.0.0/16", "https://a.example", "https://b.example"],
   "number-list": ["1,2", "5,10,20"],
 };

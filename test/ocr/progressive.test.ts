@@ -91,10 +91,10 @@ describe("progressive indexing when OCR cannot or may not run", () => {
     expect(search.data).toEqual([]);
   }, 120_000);
 
-  test("an OCR failure is that stage's outcome: the job is still done and the video ready", async () => {
+  test("an OCR failure is that stage's outcome: the job is still done and the video ready (tesseract)", async () => {
     // The English data is missing, so the tesseract worker cannot load.
     const broken = { ...devOcrPaths(), langDir: join(media, "no-such-folder") };
-    const { job, video } = await indexWith({}, broken);
+    const { job, video } = await indexWith({ VSEARCH_OCR_ENGINE: "tesseract" }, broken);
     expect(job).toMatchObject({ status: "done", stages_pending: [], error: null });
     expect(video.status).toBe("ready");
     expect(video.stages.thumbnails.status).toBe("ran");
@@ -102,9 +102,31 @@ describe("progressive indexing when OCR cannot or may not run", () => {
     expect(video.stages.ocr.reason).toMatch(/^OCR_FAILED: the OCR language data is missing/);
   }, 120_000);
 
+  test("an OCR failure is that stage's outcome (PP-OCR: its recognizer is missing)", async () => {
+    const paths = devOcrPaths();
+    const broken = { ...paths, ppocr: { ...paths.ppocr, rec: join(media, "no-such-model.onnx") } };
+    const { job, video } = await indexWith({ VSEARCH_OCR_ENGINE: "ppocr" }, broken);
+    expect(job).toMatchObject({ status: "done", stages_pending: [], error: null });
+    expect(video.status).toBe("ready");
+    expect(video.stages.ocr.status).toBe("failed");
+    expect(video.stages.ocr.reason).toMatch(/^OCR_FAILED: the PP-OCR model file is missing \(.*no-such-model\.onnx\)/);
+  }, 120_000);
+
   test("ocr_threads must be 0–8", () => {
     expect(() => loadConfig({ dataDir: "/tmp/x" }, { VSEARCH_OCR_THREADS: "9" })).toThrow(ConfigError);
     expect(() => loadConfig({ dataDir: "/tmp/x" }, { VSEARCH_OCR_THREADS: "1.5" })).toThrow(/0 to 8/);
     expect(loadConfig({ dataDir: "/tmp/x" }, {}).ocrThreads).toBe(1);
+  });
+
+  test("ocr_engine is ppocr or tesseract; the OCR bounds are positive numbers", () => {
+    expect(loadConfig({ dataDir: "/tmp/x" }, {}).ocrEngine).toBe("ppocr");
+    expect(loadConfig({ dataDir: "/tmp/x" }, { VSEARCH_OCR_ENGINE: "tesseract" }).ocrEngine).toBe("tesseract");
+    expect(() => loadConfig({ dataDir: "/tmp/x" }, { VSEARCH_OCR_ENGINE: "easyocr" })).toThrow(/ppocr or tesseract/);
+    expect(() => loadConfig({ dataDir: "/tmp/x" }, { VSEARCH_OCR_MAX_FRAMES_PER_MINUTE: "0" })).toThrow(/1\.\.600/);
+    expect(() => loadConfig({ dataDir: "/tmp/x" }, { VSEARCH_OCR_BUDGET_SECS_PER_MINUTE: "0.5" })).toThrow(/≥ 1/);
+    expect(loadConfig({ dataDir: "/tmp/x" }, {})).toMatchObject({
+      ocrMaxFramesPerMinute: 30,
+      ocrBudgetSecsPerMinute: 30,
+    });
   });
 });

@@ -31,6 +31,9 @@ function fakeEmbedded(dir: string): EmbeddedAssets {
     ocrWasmSimd: ["tesseract/tesseract-core-simd-lstm.wasm", false],
     ocrWasm: ["tesseract/tesseract-core-lstm.wasm", false],
     ocrLang: ["tesseract/eng.traineddata.gz", false],
+    ppocrDet: ["ppocr/ch_PP-OCRv4_det_infer.onnx", false],
+    ppocrRec: ["ppocr/ch_PP-OCRv4_rec_infer.onnx", false],
+    ppocrKeys: ["ppocr/ppocr_keys_v1.txt", false],
   };
   const files = {} as EmbeddedAssets["files"];
   for (const [key, [target, exe]] of Object.entries(layout) as [NativeKey, [string, boolean]][]) {
@@ -42,12 +45,14 @@ function fakeEmbedded(dir: string): EmbeddedAssets {
   const piscinaWorker = join(dir, "piscina-worker.js");
   writeFileSync(inferenceWorker, "");
   const ocrWorker = join(dir, "tesseract-worker.js");
+  const ppocrWorker = join(dir, "ppocr-worker.js");
   writeFileSync(piscinaWorker, "");
   writeFileSync(ocrWorker, "");
+  writeFileSync(ppocrWorker, "");
   return {
     platform: `${process.platform}-${process.arch}`,
     files,
-    entries: { inferenceWorker, piscinaWorker, ocrWorker },
+    entries: { inferenceWorker, piscinaWorker, ocrWorker, ppocrWorker },
   };
 }
 
@@ -88,6 +93,9 @@ describe("prepareRuntime in dev", () => {
     expect(existsSync(p.inferenceWorkerFile)).toBe(true);
     expect(p.ocr.workerFile).toBe(join(ROOT, "src", "ocr", "tesseract-worker.ts"));
     expect(statSync(join(p.ocr.langDir, "eng.traineddata.gz")).size).toBeGreaterThan(1_000_000);
+    expect(p.ocr.ppocr.workerFile).toBe(join(ROOT, "src", "ocr", "ppocr", "worker.ts"));
+    for (const f of [p.ocr.ppocr.det, p.ocr.ppocr.rec, p.ocr.ppocr.keys])
+      expect(statSync(f).size, f).toBeGreaterThan(10_000);
     expect(existsSync(dataDir)).toBe(false);
   });
 
@@ -125,6 +133,13 @@ describe("prepareFromEmbedded (the compiled binary's path, driven with ordinary 
         wasm: {
           simd: join(rt, "tesseract", "tesseract-core-simd-lstm.wasm"),
           plain: join(rt, "tesseract", "tesseract-core-lstm.wasm"),
+        },
+        // PP-OCR: its task module from the binary, the models extracted (ONNX Runtime opens files by path).
+        ppocr: {
+          workerFile: embedded.entries.ppocrWorker,
+          det: join(rt, "ppocr", "ch_PP-OCRv4_det_infer.onnx"),
+          rec: join(rt, "ppocr", "ch_PP-OCRv4_rec_infer.onnx"),
+          keys: join(rt, "ppocr", "ppocr_keys_v1.txt"),
         },
       },
     });

@@ -1,7 +1,7 @@
 /** Search test helpers: an app with an injected query embedder, hand-made index rows, form requests. */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { IndexStore, ShotInput, TranscriptInput } from "../../src/indexing/store.ts";
+import type { IndexStore, OcrLineInput, ShotInput, TranscriptInput } from "../../src/indexing/store.ts";
 import type { SearchDomain } from "../../src/search/domain.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
 import { type SearchRequest, searchFormSchema, toSearchRequest } from "../../src/search/schema.ts";
@@ -113,6 +113,7 @@ export function indexVideo(
     frames?: { timestamp: number; shotIndex?: number; embedding: Float32Array }[];
     shots?: Partial<ShotInput>[];
     transcript?: TranscriptInput[];
+    ocr?: OcrLineInput[];
   },
 ): void {
   const scope = scopeOf(t, videoId);
@@ -140,6 +141,7 @@ export function indexVideo(
     );
   }
   if (data.transcript) t.index.replaceTranscript(scope, data.transcript, "whisper@test");
+  if (data.ocr) t.index.replaceOcrLines(scope, data.ocr);
   t.bus.publish({ type: "video.content_changed", videoId });
 }
 
