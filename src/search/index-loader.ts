@@ -291,7 +291,16 @@ export class IndexLoader {
     }
     this.saver?.completeAt(h.watermark, true);
     const rows = b.rows();
-    const queue = this.changes!.after(h.watermark);
+    // Deleted videos leave no trace in the change log (nothing of a deleted account may remain),
+    // so the snapshot's videos that are gone from the store are dropped first; their ids are
+    // random and never reused, so "gone" cannot mean "replaced".
+    const accountOf = new Map<string, string>();
+    for (const ki of st.fresh) for (const [account, vs] of ki.videosOf) for (const v of vs) accountOf.set(v, account);
+    const present = b.store.existingVideoIds([...accountOf.keys()]);
+    const gone: VectorChangeRow[] = [...accountOf]
+      .filter(([v]) => !present.has(v))
+      .map(([video_id, account_id]) => ({ video_id, account_id, seq: h.watermark }));
+    const queue = [...gone, ...this.changes!.after(h.watermark)];
     this.logger?.info("search index snapshot loaded", {
       rows,
       watermark: h.watermark,

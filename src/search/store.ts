@@ -119,6 +119,19 @@ export class SearchStore {
     );
   }
 
+  /** Which of these videos exist (in chunks: SQLite binds at most 32 766 parameters). */
+  existingVideoIds(videoIds: readonly string[]): Set<string> {
+    const out = new Set<string>();
+    for (let i = 0; i < videoIds.length; i += 500) {
+      const chunk = videoIds.slice(i, i + 500);
+      const rows = this.db
+        .query<{ id: string }, string[]>(`SELECT id FROM videos WHERE id IN (${chunk.map(() => "?").join(",")})`)
+        .all(...chunk);
+      for (const r of rows) out.add(r.id);
+    }
+    return out;
+  }
+
   // ---- vectors -------------------------------------------------------------------------------
 
   /** Ids of an account's vectors of one model, in id order (for the calibration sample). */

@@ -10,7 +10,8 @@ export interface VectorChangeRow {
 /**
  * The vector rows' change log (migration 010, written by triggers on frames / shots and their
  * vectors): what the in-memory index's snapshot is checked against at a start (index-snapshot.ts).
- * Sequence numbers only grow; a video keeps its latest one, a deleted video's row is its tombstone.
+ * Sequence numbers only grow; a video keeps its latest one. A deleted video's row goes with it
+ * (migration 010's videos_changed_ad): the loader drops a snapshot's videos the store no longer has.
  */
 export class VectorChangeStore {
   constructor(private readonly db: Database) {}
@@ -45,8 +46,8 @@ export class VectorChangeStore {
   }
 
   /**
-   * Forgets tombstones a snapshot at `seq` no longer needs: deleted videos whose deletion is at or
-   * before it. Returns how many went.
+   * Forgets rows of deleted videos at or before `seq` (a database written before the delete
+   * trigger, or a row left by a writer outside it). Returns how many went.
    */
   prune(seq: number): number {
     return this.db

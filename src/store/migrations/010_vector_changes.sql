@@ -4,7 +4,9 @@
 -- tombstone) until a snapshot newer than it prunes it. A snapshot records the sequence number it
 -- reflects (its watermark); at the next start the videos changed after it are dropped from the
 -- loaded index and read again from these tables, so rows added, replaced or deleted meanwhile,
--- by this process or another (CLI, restore), are all seen.
+-- by this process or another (CLI, restore), are all seen. A deleted video's row goes with it
+-- (videos_changed_ad: nothing of a deleted account may remain); the snapshot's videos missing
+-- from `videos` are dropped at load instead (index-loader.ts).
 --
 -- Not SQLite's rowids: frames/shots ids are reused once the highest ones are deleted (no
 -- AUTOINCREMENT), so "rows with id > watermark" would miss a new row that took a freed id and
@@ -87,4 +89,10 @@ CREATE TRIGGER shots_changed_au AFTER UPDATE OF video_id, account_id, collection
   INSERT INTO vector_changes (video_id, account_id, seq)
     VALUES (new.video_id, new.account_id, (SELECT seq FROM vector_change_seq WHERE id = 1))
     ON CONFLICT (video_id) DO UPDATE SET seq = excluded.seq, account_id = excluded.account_id;
+END;
+
+-- A deleted video leaves no row here (its frames' and shots' delete triggers, run by the cascade
+-- before this one, wrote one): the loader drops a snapshot's videos that no longer exist.
+CREATE TRIGGER videos_changed_ad AFTER DELETE ON videos BEGIN
+  DELETE FROM vector_changes WHERE video_id = old.id;
 END;
