@@ -96,12 +96,14 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
         content: {
           "application/json": {
             schema: envelopeOf(
-              z.object({
-                user_id: z.string(),
-                credential: z.enum(["api_key", "session"]),
-                permissions: z.string(),
-                role: z.string().nullable(),
-              }),
+              z
+                .object({
+                  user_id: z.string(),
+                  credential: z.enum(["api_key", "session"]),
+                  permissions: z.string(),
+                  role: z.string().nullable(),
+                })
+                .openapi("Whoami"),
             ),
           },
         },

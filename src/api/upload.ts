@@ -25,7 +25,12 @@ export function registerUploadRoutes(app: Api, deps: HttpDeps) {
           // Documented only: the streaming reader in UploadService parses this body itself.
           "multipart/form-data": {
             schema: z.object({
-              file: z.string().openapi({ format: "binary", description: "The video; streamed to disk" }),
+              // `format: binary` (OpenAPI 3.0 generators) and `contentMediaType` (3.1): a Blob/File, not a string.
+              file: z.string().openapi({
+                format: "binary",
+                description: "The video; streamed to disk",
+                ...({ contentMediaType: "application/octet-stream" } as object),
+              }),
               collection_id: z.string(),
             }),
           },

@@ -1,14 +1,9 @@
 /** Collections: list with thumbnails and counts, create, rename, delete; upload by drag and drop with live job progress; the videos of the open collection. */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, ApiError, fmtBytes, fmtTime, upload } from "./api.ts";
-import { ErrorLine } from "./ui.tsx";
+import { ApiError, call, client, fmtBytes, fmtTime, local, type Schemas, upload } from "./api.ts";
+import { ErrorLine, useErrors } from "./ui.tsx";
 
-interface Collection {
-  id: string;
-  name: string;
-  video_count: number;
-  thumbnail_urls: string[];
-}
+type Collection = Schemas["Collection"];
 
 interface UploadItem {
   key: number;
@@ -28,30 +23,28 @@ const POLL_MS = 1000;
 export function CollectionsPage() {
   const [cols, setCols] = useState<Collection[] | null>(null);
   const [openId, setOpenId] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, setError, act } = useErrors();
   const [renaming, setRenaming] = useState<string | null>(null);
   const [uploads, setUploads] = useState<UploadItem[]>([]);
-  const [videos, setVideos] = useState<any[]>([]);
+  const [videos, setVideos] = useState<Schemas["Video"][]>([]);
   // The open collection as of now, for job pollers started while another one was open.
   const openRef = useRef<string | null>(null);
   openRef.current = openId;
 
-  const load = async () => {
-    try {
-      const { data } = await api<Collection[]>("GET", "/v1/collections?per_page=100");
+  const load = () =>
+    act(async () => {
+      const { data } = await call(client.GET("/v1/collections", { params: { query: { per_page: 100 } } }));
       setCols(data);
       setOpenId((cur) => (cur && data.some((c) => c.id === cur) ? cur : (data[0]?.id ?? null)));
-    } catch (e) {
-      setError(e);
-    }
-  };
+    });
   const loadVideos = async (id: string | null) => {
     if (!id) return setVideos([]);
-    try {
-      setVideos((await api("GET", `/v1/videos?collection_id=${id}&per_page=100`)).data);
-    } catch (e) {
-      setError(e);
-    }
+    await act(async () => {
+      const { data } = await call(
+        client.GET("/v1/videos", { params: { query: { collection_id: id, per_page: 100 } } }),
+      );
+      setVideos(data);
+    });
   };
   useEffect(() => void load(), []);
   useEffect(() => void loadVideos(openId), [openId]);
@@ -60,35 +53,30 @@ export function CollectionsPage() {
     e.preventDefault();
     const form = e.target as HTMLFormElement;
     const name = String(new FormData(form).get("name") ?? "");
-    setError(null);
-    try {
-      const { data } = await api("POST", "/v1/collections", { name });
+    await act(async () => {
+      const { data } = await call(client.POST("/v1/collections", { body: { name } }));
       form.reset();
       await load();
       setOpenId(data.id);
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   const rename = async (e: Event, id: string) => {
     e.preventDefault();
     const name = String(new FormData(e.target as HTMLFormElement).get("name") ?? "");
-    try {
-      await api("PATCH", `/v1/collections/${id}`, { name });
+    await act(async () => {
+      await call(
+        client.PATCH("/v1/collections/{collection_id}", { params: { path: { collection_id: id } }, body: { name } }),
+      );
       setRenaming(null);
       await load();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   const remove = async (c: Collection) => {
     if (!confirm(`Delete the collection "${c.name}" and its ${c.video_count} video(s)? This cannot be undone.`)) return;
-    try {
-      await api("DELETE", `/v1/collections/${c.id}`);
+    await act(async () => {
+      await call(client.DELETE("/v1/collections/{collection_id}", { params: { path: { collection_id: c.id } } }));
       await load();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
 
   const patch = (key: number, p: Partial<UploadItem>) =>
@@ -97,7 +85,7 @@ export function CollectionsPage() {
     // Bounded: a job that stays unfinished for an hour stops being polled (the list still shows it).
     for (let i = 0; i < 3600; i++) {
       try {
-        const { data: job } = await api("GET", `/v1/jobs/${jobId}`);
+        const { data: job } = await call(client.GET("/v1/jobs/{job_id}", { params: { path: { job_id: jobId } } }));
         patch(key, { phase: job.status, stage: job.stage, pct: job.progress_pct, error: job.error ?? undefined });
         if (job.status === "done" || job.status === "failed") {
           void load();
@@ -146,7 +134,7 @@ export function CollectionsPage() {
           <li class={`card collection${c.id === openId ? " open" : ""}`} key={c.id}>
             <div class="thumbs" aria-hidden="true">
               {c.thumbnail_urls.slice(0, 4).map((u) => (
-                <img src={u} alt="" loading="lazy" />
+                <img src={local(u)} alt="" loading="lazy" />
               ))}
             </div>
             {renaming === c.id ? (
@@ -244,7 +232,7 @@ export function CollectionsPage() {
               <li class="card" key={v.id}>
                 <a href={`#/videos/${v.id}`} class="video-link">
                   {v.thumbnail_url ? (
-                    <img src={v.thumbnail_url} alt="" loading="lazy" class="poster" />
+                    <img src={local(v.thumbnail_url)} alt="" loading="lazy" class="poster" />
                   ) : (
                     <div class="poster" />
                   )}

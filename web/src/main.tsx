@@ -5,8 +5,8 @@
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import "./style.css";
-import { api, type Me, onSignedOut, session } from "./api.ts";
-import { ErrorLine } from "./ui.tsx";
+import { call, client, onSignedOut, type Schemas, session } from "./api.ts";
+import { ErrorLine, useErrors } from "./ui.tsx";
 import { CollectionsPage } from "./collections.tsx";
 import { SearchPage } from "./search.tsx";
 import { VideoPage } from "./video.tsx";
@@ -23,23 +23,23 @@ function useHash(): string {
   return hash;
 }
 
+type Me = Schemas["Whoami"];
+const whoami = async () => (await call(client.GET("/v1/auth/whoami"))).data;
+
 function SignIn({ onIn }: { onIn: (me: Me) => void }) {
-  const [error, setError] = useState<unknown>(null);
+  const { error, act } = useErrors();
   const [busy, setBusy] = useState(false);
   const submit = async (e: Event) => {
     e.preventDefault();
     const f = new FormData(e.target as HTMLFormElement);
     setBusy(true);
-    setError(null);
-    try {
-      const { data } = await api("POST", "/v1/auth/sessions", { email: f.get("email"), password: f.get("password") });
+    await act(async () => {
+      const body = { email: String(f.get("email") ?? ""), password: String(f.get("password") ?? "") };
+      const { data } = await call(client.POST("/v1/auth/sessions", { body }));
       session.set(data.token);
-      onIn((await api<Me>("GET", "/v1/auth/whoami")).data);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+      onIn(await whoami());
+    });
+    setBusy(false);
   };
   return (
     <main id="main" class="signin">
@@ -84,8 +84,8 @@ function App() {
     const out = () => setMe(null);
     onSignedOut.add(out);
     if (session.token) {
-      api<Me>("GET", "/v1/auth/whoami")
-        .then((r) => setMe(r.data))
+      whoami()
+        .then(setMe)
         .catch(() => session.set(null))
         .finally(() => setChecked(true));
     }
@@ -104,7 +104,7 @@ function App() {
   if (!me) return <SignIn onIn={setMe} />;
   const admin = me.role === "admin";
   const signOut = async () => {
-    await api("DELETE", "/v1/auth/sessions/current").catch(() => {});
+    await call(client.DELETE("/v1/auth/sessions/current")).catch(() => {});
     session.set(null);
     setMe(null);
     location.hash = "#/";

@@ -1,7 +1,7 @@
 /** Search: text and/or reference image, modes, collection, min score, show hidden; moments as thumbnails with scores and matched text; a player per video that starts at the chosen moment and marks every hit; up/down feedback. */
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, fmtTime } from "./api.ts";
-import { ErrorLine, Player } from "./ui.tsx";
+import { ApiError, call, client, fmtTime, local, type Schemas } from "./api.ts";
+import { ErrorLine, Player, useErrors } from "./ui.tsx";
 
 const MODES = [
   { id: "video", label: "Frames" },
@@ -12,29 +12,15 @@ const MODES = [
 /** Modes that search words, not pictures: they need a text query. */
 const TEXT_MODES = ["transcript", "ocr"];
 
-interface Segment {
-  timestamp_start: number;
-  timestamp_end: number;
-  score: number;
-  type: string;
-  text_content: string | null;
-  video_url: string;
-  thumbnail_url: string | null;
-  hidden: boolean;
-  raw_score: number;
-  threshold_key: string;
-}
-interface Result {
-  video_id: string;
-  filename: string;
-  segments: Segment[];
-}
+type Segment = Schemas["SearchSegment"];
+type Result = Schemas["SearchResultVideo"];
+type Meta = Schemas["SearchMeta"];
 
 export function SearchPage() {
   const [cols, setCols] = useState<{ id: string; name: string }[]>([]);
   const [results, setResults] = useState<Result[] | null>(null);
-  const [meta, setMeta] = useState<any>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [meta, setMeta] = useState<Meta | null>(null);
+  const { error, setError, act } = useErrors();
   const [busy, setBusy] = useState(false);
   const [playing, setPlaying] = useState<{ videoId: string; start: number } | null>(null);
   const [lastQuery, setLastQuery] = useState("");
@@ -43,9 +29,9 @@ export function SearchPage() {
   const [note, setNote] = useState("");
 
   useEffect(() => {
-    api("GET", "/v1/collections?per_page=100")
-      .then((r) => setCols(r.data))
-      .catch(setError);
+    void act(async () =>
+      setCols((await call(client.GET("/v1/collections", { params: { query: { per_page: 100 } } }))).data),
+    );
   }, []);
 
   const run = async (form: HTMLFormElement) => {
@@ -70,31 +56,31 @@ export function SearchPage() {
     if (minScore !== null) body.append("min_score", String(minScore));
     body.append("per_page", "20");
     setBusy(true);
-    setError(null);
     setPlaying(null);
-    try {
-      const r = await api<Result[]>("POST", "/v1/search", body);
+    await act(async () => {
+      const r = await call(client.POST("/v1/search", { body: body as never, bodySerializer: (b) => b as FormData }));
       setResults(r.data);
       setMeta(r.meta);
       setLastQuery(query);
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
+    });
+    setBusy(false);
   };
 
   const feedback = async (r: Result, s: Segment, signal: "up" | "down") => {
-    const body = new URLSearchParams({
-      video_id: r.video_id,
-      timestamp_start: String(s.timestamp_start),
-      signal,
-      query: lastQuery,
-      raw_score: String(s.raw_score),
-      threshold_key: s.threshold_key,
-    });
-    try {
-      await api("POST", "/v1/search/feedback", body);
+    await act(async () => {
+      await call(
+        client.POST("/v1/search/feedback", {
+          body: {
+            video_id: r.video_id,
+            timestamp_start: s.timestamp_start,
+            signal,
+            query: lastQuery || undefined,
+            raw_score: s.raw_score,
+            threshold_key: s.threshold_key,
+          },
+          headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        }),
+      );
       setNote(
         signal === "down"
           ? `Hidden the moment at ${fmtTime(s.timestamp_start)} of ${r.filename}`
@@ -106,22 +92,22 @@ export function SearchPage() {
             x === r ? { ...x, segments: x.segments.map((y) => (y === s ? { ...y, hidden: true } : y)) } : x,
           ),
         );
-    } catch (e) {
-      setError(e);
-    }
+    });
   };
   const unhide = async (r: Result, s: Segment) => {
-    try {
-      await api("DELETE", `/v1/search/feedback?video_id=${r.video_id}&timestamp_start=${s.timestamp_start}`);
+    await act(async () => {
+      await call(
+        client.DELETE("/v1/search/feedback", {
+          params: { query: { video_id: r.video_id, timestamp_start: s.timestamp_start } },
+        }),
+      );
       setNote(`The moment at ${fmtTime(s.timestamp_start)} is shown again`);
       setResults((list) =>
         list!.map((x) =>
           x === r ? { ...x, segments: x.segments.map((y) => (y === s ? { ...y, hidden: false } : y)) } : x,
         ),
       );
-    } catch (e) {
-      setError(e);
-    }
+    });
   };
 
   return (
@@ -232,7 +218,11 @@ export function SearchPage() {
                       onClick={() => setPlaying({ videoId: r.video_id, start: s.timestamp_start })}
                       aria-label={`Play ${r.filename} from ${fmtTime(s.timestamp_start)}`}
                     >
-                      {s.thumbnail_url ? <img src={s.thumbnail_url} alt="" loading="lazy" /> : <span class="noimg" />}
+                      {s.thumbnail_url ? (
+                        <img src={local(s.thumbnail_url)} alt="" loading="lazy" />
+                      ) : (
+                        <span class="noimg" />
+                      )}
                       <span class="time">{fmtTime(s.timestamp_start)}</span>
                     </button>
                     <div class="info">

@@ -1,6 +1,24 @@
-/** Small shared pieces: error line, copy button, the admin list-with-secret hook, the player with its hit timeline. */
-import { useEffect, useRef, useState } from "preact/hooks";
-import { api, fmtTime } from "./api.ts";
+/** Small shared pieces: the error state of a page, error line, copy button, the admin list-with-secret hook, the player with its hit timeline. */
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { fmtTime, local } from "./api.ts";
+
+/**
+ * A page's one error state and the runner of its actions: `act(fn)` clears the error, runs `fn`
+ * and keeps what it throws for the ErrorLine (answering undefined), so no page repeats a try/catch.
+ */
+export function useErrors() {
+  const [error, setError] = useState<unknown>(null);
+  const act = useCallback(async <T,>(fn: () => Promise<T>): Promise<T | undefined> => {
+    setError(null);
+    try {
+      return await fn();
+    } catch (e) {
+      setError(e);
+      return undefined;
+    }
+  }, []);
+  return { error, setError, act };
+}
 
 export function ErrorLine({ error }: { error: unknown }) {
   if (!error) return null;
@@ -97,36 +115,30 @@ export function CreateOutcome({
 }
 
 /**
- * The admin pages (API keys, webhooks): a list loaded from `listPath`, a create form whose
- * response carries a secret shown once, and one error state for all of it. `create(post)` is the
- * form's onSubmit: `post` sends the form and resolves to the secret; the form is then reset, the
- * secret shown and the list reloaded.
+ * The admin pages (API keys, webhooks, users): a list from `list()`, a create form whose response
+ * carries a secret shown once, and one error state for all of it. `create(post)` is the form's
+ * onSubmit: `post` sends the form and resolves to the secret; the form is then reset, the secret
+ * shown and the list reloaded.
  */
-export function useSecretList(listPath: string) {
-  const [items, setItems] = useState<any[]>([]);
+export function useSecretList<T>(list: () => Promise<T[]>) {
+  const [items, setItems] = useState<T[]>([]);
   const [secret, setSecret] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const load = () =>
-    api("GET", listPath)
-      .then((r) => setItems(r.data))
-      .catch(setError);
+  const { error, setError, act } = useErrors();
+  const load = () => act(async () => setItems(await list()));
   useEffect(() => void load(), []);
 
   const create = (post: (f: FormData) => Promise<string>) => async (e: Event) => {
     e.preventDefault();
     const form = e.target as HTMLFormElement;
     const f = new FormData(form);
-    setError(null);
-    try {
+    await act(async () => {
       const value = await post(f);
       form.reset();
       setSecret(value);
-      await load();
-    } catch (err) {
-      setError(err);
-    }
+      setItems(await list());
+    });
   };
-  return { items, load, error, setError, secret, clearSecret: () => setSecret(null), create };
+  return { items, load, error, setError, act, secret, clearSecret: () => setSecret(null), create };
 }
 
 export interface Hit {
@@ -158,7 +170,7 @@ export function Player({
   const [duration, setDuration] = useState<number>(knownDuration ?? 0);
   const [now, setNow] = useState(0);
   // The URL without a #t= fragment: seeking is done here, so every hit can be reached.
-  const url = src.replace(/#.*$/, "");
+  const url = local(src).replace(/#.*$/, "");
   useEffect(() => {
     const v = ref.current;
     if (!v || start == null) return;

@@ -1,32 +1,19 @@
 /** A video: player, shots with labels and what is said in each (click to seek), the indexing stages that ran or were skipped. */
 import { useEffect, useState } from "preact/hooks";
-import { api, fmtBytes, fmtTime } from "./api.ts";
-import { ColumnHeads, ErrorLine, Player } from "./ui.tsx";
+import { call, client, fmtBytes, fmtTime, local, type Schemas } from "./api.ts";
+import { ColumnHeads, ErrorLine, Player, useErrors } from "./ui.tsx";
 
-interface Shot {
-  scene_start: number;
-  scene_end: number;
-  labels: string[];
-  caption: string | null;
-  transcript: string | null;
-  on_screen_text?: { text: string }[];
-  thumbnail_url: string | null;
-}
-
-interface Said {
-  start: number;
-  end: number;
-  text: string;
-}
+type Shot = Schemas["Moment"] & { scene_start: number; scene_end: number };
+type Said = Schemas["TranscriptExport"]["segments"][number];
 
 /** Shots are read with GET /v1/videos/{id}/moment, one call per shot, walking the timeline; bounded (the moment route is rate-limited). */
 const MAX_SHOTS = 40;
 
 export function VideoPage({ id }: { id: string }) {
-  const [video, setVideo] = useState<any>(null);
+  const [video, setVideo] = useState<Schemas["VideoDetail"] | null>(null);
   const [shots, setShots] = useState<Shot[]>([]);
   const [said, setSaid] = useState<Said[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, setError } = useErrors();
   const [seek, setSeek] = useState<{ t: number; n: number }>({ t: 0, n: 0 });
   const [now, setNow] = useState(0);
 
@@ -34,20 +21,25 @@ export function VideoPage({ id }: { id: string }) {
     let cancelled = false;
     (async () => {
       try {
-        const { data } = await api("GET", `/v1/videos/${id}`);
+        const path = { video_id: id };
+        const { data } = await call(client.GET("/v1/videos/{video_id}", { params: { path } }));
         if (cancelled) return;
         setVideo(data);
         if (data.status !== "ready" || !data.duration_secs) return;
         // The whole transcript in one call (GET /v1/videos/{id}/transcript); each line seeks.
-        api("GET", `/v1/videos/${id}/transcript?format=json`)
-          .then((r) => !cancelled && setSaid(r.data.segments))
+        call(client.GET("/v1/videos/{video_id}/transcript", { params: { path, query: { format: "json" } } }))
+          .then((r) => !cancelled && setSaid((r as { data: Schemas["TranscriptExport"] }).data.segments))
           .catch(() => !cancelled && setSaid([]));
         const found: Shot[] = [];
         let t = 0;
         while (!cancelled && found.length < MAX_SHOTS && t < data.duration_secs) {
-          const { data: m } = await api("GET", `/v1/videos/${id}/moment?timestamp=${t.toFixed(3)}`);
+          const { data: m } = await call(
+            client.GET("/v1/videos/{video_id}/moment", {
+              params: { path, query: { timestamp: Number(t.toFixed(3)) } },
+            }),
+          );
           if (m.scene_start == null || m.scene_end == null || m.scene_end <= t) break;
-          found.push(m);
+          found.push(m as Shot);
           setShots([...found]);
           t = m.scene_end + 0.001;
         }
@@ -70,7 +62,7 @@ export function VideoPage({ id }: { id: string }) {
       </section>
     );
   }
-  const stages = Object.entries(video.stages ?? {}) as [string, any][];
+  const stages = Object.entries(video.stages ?? {});
   return (
     <section class="stack">
       <h1 tabIndex={-1}>{video.filename}</h1>
@@ -110,7 +102,7 @@ export function VideoPage({ id }: { id: string }) {
                     onClick={() => goTo(s.scene_start)}
                     aria-label={`Play shot ${i + 1} from ${fmtTime(s.scene_start)}`}
                   >
-                    {s.thumbnail_url ? <img src={s.thumbnail_url} alt="" loading="lazy" /> : null}
+                    {s.thumbnail_url ? <img src={local(s.thumbnail_url)} alt="" loading="lazy" /> : null}
                     <span class="time">
                       {fmtTime(s.scene_start)}–{fmtTime(s.scene_end)}
                     </span>
