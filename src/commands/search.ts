@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { type CliContext, table } from "../cli/context.ts";
 import { AppError } from "../core/errors.ts";
 import { parseSearchRequest, type SearchResult } from "../search/schema.ts";
+import { ACCOUNT_HELP } from "./accounts.ts";
 
 const list = (v: string, prev: string[] = []) => [
   ...prev,
@@ -16,7 +17,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
   program
     .command("search <query>")
     .description("Search an account's videos for a moment (text query)")
-    .requiredOption("--account <id>", "account id (usr_…)")
+    .option("--account <account>", ACCOUNT_HELP)
     .option("--collection <name>", "only this collection (by name)")
     .option("--video <id>", "only this video (vid_…)")
     .option("--modes <modes>", "video, scene, transcript, ocr (comma-separated or repeated; default all)", list)
@@ -29,7 +30,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
       async (
         query: string,
         opts: {
-          account: string;
+          account?: string;
           collection?: string;
           video?: string;
           modes?: string[];
@@ -42,12 +43,14 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
         cmd: Command,
       ) => {
         const result = await ctx.withApp(cmd, (app) => {
-          app.services.accounts.getAccount(opts.account);
+          const account = app.services.accounts.resolve(opts.account);
           let collectionId: string | undefined;
           if (opts.collection !== undefined) {
-            const c = app.services.collections.findByName(opts.account, opts.collection);
+            const c = app.services.collections.findByName(account.id, opts.collection);
             if (!c)
-              throw new AppError("COLLECTION_NOT_FOUND", `No collection named "${opts.collection}" in ${opts.account}`);
+              throw new AppError("COLLECTION_NOT_FOUND",
+                `No collection named "${opts.collection}" in account "${account.name}" (${account.id})`,
+              );
             collectionId = c.id;
           }
           // The same one validation as the HTTP form: field names as in the form.
@@ -62,7 +65,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
             min_score: opts.minScore,
             include_hidden: opts.includeHidden ? "true" : undefined,
           });
-          return app.services.search.search(opts.account, req);
+          return app.services.search.search(account.id, req);
         });
         ctx.print(
           cmd,

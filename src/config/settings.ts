@@ -469,6 +469,8 @@ export const RATE_GROUPS = [
   "collections_read",
   "collections_write",
   "api_keys",
+  "users",
+  "setup",
   "agent",
   "webhooks",
   "auth",
@@ -487,6 +489,10 @@ export const DEFAULT_RATE_LIMITS: Record<RateGroup, number> = {
   collections_read: 100,
   collections_write: 30,
   api_keys: 10,
+  // People management (issue 22): each write hashes a password (argon2id), so few per minute.
+  users: 30,
+  // The first-run status the dashboard reads on its sign-in page (per client address).
+  setup: 60,
   agent: 30,
   webhooks: 30,
   // Sign-in (SPEC §8, issue 9): `auth` counts failed sign-ins per (client address, e-mail);

@@ -9,6 +9,7 @@ import m006 from "./006_ocr.sql" with { type: "text" };
 import m007 from "./007_renditions.sql" with { type: "text" };
 import m008 from "./008_content_hash.sql" with { type: "text" };
 import m009 from "./009_account_vectors.sql" with { type: "text" };
+import m010 from "./010_people.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -26,4 +27,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 7, name: "renditions", sql: m007 },
   { version: 8, name: "content_hash", sql: m008 },
   { version: 9, name: "account_vectors", sql: m009 },
+  { version: 10, name: "people", sql: m010 },
 ];
