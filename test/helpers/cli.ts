@@ -45,8 +45,8 @@ export async function runCliJson<T = any>(args: string[], env: Record<string, st
 }
 
 /** Starts `serve` on a free port and waits (bounded) for it to print its URL. */
-export async function startServer(dataDir: string, env: Record<string, string> = {}) {
-  const proc = Bun.spawn([BUN, MAIN, "--data-dir", dataDir, "--json", "serve", "--port", "0"], {
+export async function startServer(dataDir: string, env: Record<string, string> = {}, serveArgs: string[] = []) {
+  const proc = Bun.spawn([BUN, MAIN, "--data-dir", dataDir, "--json", "serve", "--port", "0", ...serveArgs], {
     env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...env },
     stdout: "pipe",
     stderr: "pipe",
