@@ -3,6 +3,7 @@ import { type CliContext, table } from "../cli/context.ts";
 import { AppError } from "../core/errors.ts";
 import { parseSearchRequest, type SearchResult } from "../search/schema.ts";
 import { ACCOUNT_HELP } from "./accounts.ts";
+import { emptySearchHints, type SearchHint, searchScope } from "../search/empty-hints.ts";
 
 const list = (v: string, prev: string[] = []) => [
   ...prev,
@@ -42,7 +43,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
         },
         cmd: Command,
       ) => {
-        const result = await ctx.withApp(cmd, (app) => {
+        const result = await ctx.withApp(cmd, async (app) => {
           const account = app.services.accounts.resolve(opts.account);
           let collectionId: string | undefined;
           if (opts.collection !== undefined) {
@@ -65,7 +66,10 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
             min_score: opts.minScore,
             include_hidden: opts.includeHidden ? "true" : undefined,
           });
-          return app.services.search.search(account.id, req);
+          const r = await app.services.search.search(account.id, req);
+          const hints =
+            r.total === 0 ? emptySearchHints(req, r, searchScope(app.services.videos, account.id, req)) : [];
+          return { ...r, hints };
         });
         ctx.print(
           cmd,
@@ -78,6 +82,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
               facets: result.facets,
               modes: result.modes,
               skipped_modes: result.skippedModes,
+              ...(result.hints.length ? { hints: result.hints } : {}),
             },
           },
           () => human(result),
@@ -86,7 +91,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
     );
 }
 
-function human(r: SearchResult): string {
+function human(r: SearchResult & { hints: SearchHint[] }): string {
   const rows = r.videos.flatMap((v) =>
     v.segments.map((s) => ({
       rank: s.rank,
@@ -108,5 +113,6 @@ function human(r: SearchResult): string {
     rows.length
       ? table(rows, ["rank", "video", "type", "start", "end", "score", "threshold", "text", "hidden"])
       : "No moment matched.",
+    ...r.hints.map((h) => `hint: ${h.message}`),
   ].join("\n");
 }

@@ -417,7 +417,7 @@ export interface paths {
         put?: never;
         /**
          * Find moments by text, image or both
-         * @description Form body (multipart or urlencoded). Modes `video` (frames), `scene` (shots: embedding, labels, caption), `transcript` (what was said, BM25 with "phrases" and prefix*) and `ocr` (text shown on screen, BM25; needs no model), fused with Reciprocal Rank Fusion (k = 60). Results are videos, best first, each with its matching clips. See docs/SEARCH.md for scores and thresholds.
+         * @description Form body (multipart or urlencoded) or the same fields as JSON (a reference image needs multipart); list fields (`modes`, `labels`) repeated or comma-separated. Modes `video` (frames), `scene` (shots: embedding, labels, caption), `transcript` (what was said, BM25 with "phrases" and prefix*) and `ocr` (text shown on screen, BM25; needs no model), fused with Reciprocal Rank Fusion (k = 60). Results are videos, best first, each with its matching clips. See docs/SEARCH.md for scores and thresholds.
          */
         post: operations["search"];
         delete?: never;
@@ -962,6 +962,47 @@ export interface components {
             skipped_modes?: {
                 [key: string]: string;
             };
+            /** @description When no video matched: what to try (lower min_score, more modes, a wider scope, other words, or wait for indexing) */
+            hints?: {
+                code: string;
+                message: string;
+            }[];
+        };
+        SearchRequest: {
+            /**
+             * @description Natural-language text
+             * @example a dog catching a frisbee
+             */
+            query?: string;
+            /** @description Public http(s) URL of a JPEG/PNG reference image */
+            image_url?: string;
+            /**
+             * @description Search one collection (default: the whole account)
+             * @example col_8Hq2mZ0aP4xR7tY1uW3e
+             */
+            collection_id?: string;
+            /**
+             * @description Search one video
+             * @example vid_Qm3x9T0bL2vK7cP5sN1a
+             */
+            video_id?: string;
+            /** @description Repeatable; default all four (`ocr` = text shown on screen) */
+            modes?: ("video" | "scene" | "transcript" | "ocr")[];
+            /** @description Repeatable scene-label filter (any of) */
+            labels?: string[];
+            /** @default 1 */
+            page: number;
+            /** @default 10 */
+            per_page: number;
+            /**
+             * @description Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked
+             * @example 0.3
+             */
+            min_score?: number;
+            /** @description Also return segments hidden by `down` feedback (with hidden: true) */
+            include_hidden?: boolean;
+            /** @description Add each segment's thumbnail as base64 JPEG */
+            include_thumbnail_base64?: boolean;
         };
         Moment: {
             video_id: string;
@@ -4434,6 +4475,7 @@ export interface operations {
                     /** @description Add each segment's thumbnail as base64 JPEG */
                     include_thumbnail_base64?: boolean;
                 };
+                "application/json": components["schemas"]["SearchRequest"];
             };
         };
         responses: {
@@ -4603,6 +4645,18 @@ export interface operations {
                     threshold_key?: string;
                 };
                 "application/x-www-form-urlencoded": {
+                    /** @example vid_Qm3x9T0bL2vK7cP5sN1a */
+                    video_id: string;
+                    /** @description Seconds, as returned by search */
+                    timestamp_start: number;
+                    /** @enum {string} */
+                    signal: "up" | "down";
+                    query?: string;
+                    raw_score?: number;
+                    /** @example video:default */
+                    threshold_key?: string;
+                };
+                "application/json": {
                     /** @example vid_Qm3x9T0bL2vK7cP5sN1a */
                     video_id: string;
                     /** @description Seconds, as returned by search */
