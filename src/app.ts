@@ -113,6 +113,8 @@ export interface AppOptions {
    * pipeline's event on it.
    */
   onEventBus?: (bus: EventBus) => void;
+  /** Uploads skip byte-identical files (default true); bench/upload-dedupe.ts measures the check's cost. */
+  uploadDuplicateCheck?: boolean;
 }
 
 /**
@@ -348,6 +350,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     config.maxUploadBytes,
     (accountId) => credits.assertCanSpend(accountId),
     bus,
+    { duplicateCheck: opts.uploadDuplicateCheck },
   );
   const webhooks = new WebhookService(
     webhookStore,
