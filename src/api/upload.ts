@@ -44,7 +44,9 @@ export function registerUploadRoutes(app: Api, deps: HttpDeps) {
               force: z
                 .enum(["true", "false"])
                 .optional()
-                .openapi({ description: "Re-index the collection's video with the same bytes instead of answering it" }),
+                .openapi({
+                  description: "Re-index the collection's video with the same bytes instead of answering it",
+                }),
             }),
           },
         },

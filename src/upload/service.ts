@@ -137,7 +137,8 @@ export class UploadService {
       this.collections.require(accountId, collectionId!);
 
       const bytes = (await stat(tmp)).size;
-      const same = this.opts.duplicateCheck === false ? null : await this.sameBytes(accountId, collectionId!, tmp, bytes);
+      const same =
+        this.opts.duplicateCheck === false ? null : await this.sameBytes(accountId, collectionId!, tmp, bytes);
       if (same?.video) {
         await rm(tmp, { force: true });
         const v = same.video;

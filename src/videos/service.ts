@@ -237,6 +237,7 @@ export class VideoService {
       storage_bytes: r.storage_bytes,
       has_audio: r.has_audio === 1,
       thumbnail_url: r.poster_path ? this.urls.posterUrl(r.id) : null,
+      warning: r.warning ?? null,
       created_at: r.created_at,
     };
   }

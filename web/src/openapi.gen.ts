@@ -274,7 +274,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a video (multipart `file` + `collection_id`); indexing runs as a job
-         * @description The body is streamed to disk and never held in memory. The container is sniffed with ffprobe: MP4, MOV, AVI, WebM, MPEG and MKV are accepted.
+         * @description The body is streamed to disk and never held in memory. The container is sniffed with ffprobe: MP4, MOV, AVI, WebM, MPEG and MKV are accepted. A file the collection already holds (the same bytes) is not indexed twice: the answer is that video with `duplicate: true` (200); `force=true` re-indexes it (202).
          */
         post: operations["uploadVideo"];
         delete?: never;
@@ -821,10 +821,16 @@ export interface components {
             storage_bytes: number;
         };
         UploadAccepted: {
-            job_id: string;
+            /** @description The indexing job (for a duplicate: its newest one) */
+            job_id: string | null;
             video_id: string;
-            /** @enum {string} */
-            status: "queued";
+            /**
+             * @description `queued` for a new video; a duplicate's own status
+             * @enum {string}
+             */
+            status: "queued" | "processing" | "ready" | "failed";
+            /** @description The collection already held a byte-identical file: this is that video, not a new one (re-indexed with `force=true`) */
+            duplicate: boolean;
         };
         Video: {
             /** @example vid_Qm3x9T0bL2vK7cP5sN1a */
@@ -845,6 +851,11 @@ export interface components {
             storage_bytes: number;
             has_audio: boolean;
             thumbnail_url: string | null;
+            /**
+             * @description Indexed with a caveat, e.g. `partial: decoded 0:00–0:03 of 0:10` for a truncated or damaged file (only what decodes is searchable)
+             * @example null
+             */
+            warning: string | null;
             created_at: string;
         };
         VideoDetail: components["schemas"]["Video"] & {
@@ -3358,10 +3369,31 @@ export interface operations {
                      */
                     file: Blob;
                     collection_id: string;
+                    /**
+                     * @description Re-index the collection's video with the same bytes instead of answering it
+                     * @enum {string}
+                     */
+                    force?: "true" | "false";
                 };
             };
         };
         responses: {
+            /** @description The collection already holds these bytes: that video (`duplicate: true`) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["UploadAccepted"];
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
             /** @description Accepted; poll the job or wait for `job.completed` */
             202: {
                 headers: {
