@@ -41,12 +41,9 @@ export function registerUploadRoutes(app: Api, deps: HttpDeps) {
                 ...({ contentMediaType: "application/octet-stream" } as object),
               }),
               collection_id: z.string(),
-              force: z
-                .enum(["true", "false"])
-                .optional()
-                .openapi({
-                  description: "Re-index the collection's video with the same bytes instead of answering it",
-                }),
+              force: z.enum(["true", "false"]).optional().openapi({
+                description: "Re-index the collection's video with the same bytes instead of answering it",
+              }),
             }),
           },
         },
