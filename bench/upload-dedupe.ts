@@ -122,7 +122,11 @@ async function upload(s: Srv, fill: number): Promise<{ secs: number; status: num
     body,
   });
   const json = (await res.json()) as any;
-  return { secs: (performance.now() - t0) / 1000, status: res.status, data: json.data ?? json.detail };
+  const secs = (performance.now() - t0) / 1000;
+  console.error(
+    `  ${s.url} fill ${fill}: ${res.status} in ${secs.toFixed(1)} s (${(TOTAL / 1024 ** 2 / secs).toFixed(0)} MiB/s)`,
+  );
+  return { secs, status: res.status, data: json.data ?? json.detail };
 }
 const remove = (s: Srv, id: string) =>
   fetch(`${s.url}/v1/videos/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${s.key}` } });

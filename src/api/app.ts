@@ -6,6 +6,7 @@ import type { Metrics } from "../observability/metrics.ts";
 import { registerApiKeyRoutes } from "./api-keys.ts";
 import { registerAuthRoutes } from "./auth.ts";
 import { registerUserRoutes } from "./users.ts";
+import { registerSystemRoutes } from "./system.ts";
 import { registerCollectionRoutes } from "./collections.ts";
 import { registerUploadRoutes } from "./upload.ts";
 import { registerVideoExportRoutes } from "./video-exports.ts";
@@ -45,6 +46,7 @@ export interface HttpAppOptions extends HttpDeps {
 export const ROUTE_MODULES: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)[] = [
   registerAuthRoutes,
   registerUserRoutes,
+  registerSystemRoutes,
   registerApiKeyRoutes,
   registerCollectionRoutes,
   registerUploadRoutes,

@@ -26,7 +26,7 @@ const lastAdmin = {
  */
 export function registerUserRoutes(app: Api, deps: HttpDeps) {
   const users = deps.services.users;
-  const admin = { tags: ["Users"], access: "admin_session" as const, rateGroup: "users" as const };
+  const admin = { tags: ["Users"], access: "admin_session" as const, rateGroup: "admin" as const };
 
   app.openapi(
     defineRoute(deps, {
@@ -113,7 +113,7 @@ export function registerUserRoutes(app: Api, deps: HttpDeps) {
       tags: ["Auth"],
       summary: "Change your own password (also the way out of a one-time password); your other sessions end",
       access: "session",
-      rateGroup: "users",
+      rateGroup: "admin",
       beforePasswordChange: true,
       request: { body: jsonBody(changePasswordSchema) },
       responses: {

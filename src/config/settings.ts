@@ -469,7 +469,7 @@ export const RATE_GROUPS = [
   "collections_read",
   "collections_write",
   "api_keys",
-  "users",
+  "admin",
   "setup",
   "agent",
   "webhooks",
@@ -489,8 +489,9 @@ export const DEFAULT_RATE_LIMITS: Record<RateGroup, number> = {
   collections_read: 100,
   collections_write: 30,
   api_keys: 10,
-  // People management (issue 22): each write hashes a password (argon2id), so few per minute.
-  users: 30,
+  // The admin pages' routes (issue 22): people (each write hashes a password with argon2id, so
+  // few per minute), one's own password, and the system status.
+  admin: 30,
   // The first-run status the dashboard reads on its sign-in page (per client address).
   setup: 60,
   agent: 30,

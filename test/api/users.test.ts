@@ -11,7 +11,7 @@ let t: TestApp;
 let a: Tenant;
 let b: Tenant;
 beforeAll(async () => {
-  t = await startTestApp({ VSEARCH_RATE_LIMIT_USERS: "1000", VSEARCH_RATE_LIMIT_AUTH: "1000" });
+  t = await startTestApp({ VSEARCH_RATE_LIMIT_ADMIN: "1000", VSEARCH_RATE_LIMIT_AUTH: "1000" });
   [a, b] = await Promise.all([createTenant(t, "A"), createTenant(t, "B")]);
 });
 afterAll(() => t.close());

@@ -191,6 +191,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/system/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Models, accelerator and what to fix (what `vsearch doctor` reports), for admins */
+        get: operations["getSystemStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api_keys": {
         parameters: {
             query?: never;
@@ -782,6 +799,53 @@ export interface components {
         SetupStatus: {
             /** @description No account exists yet: the setup link's page creates the first */
             required: boolean;
+        };
+        SystemStatus: {
+            version: string;
+            device: {
+                requested: string;
+                /** @description `pending` until the first model run has chosen one */
+                in_use: string;
+                reason: string;
+            };
+            models: {
+                /** @description null: none installed (the modes that need it answer MODEL_NOT_INSTALLED) */
+                "image-text": {
+                    name: string;
+                    model_id: string;
+                    dtype: string;
+                } | null;
+                /** @description null: none installed (the modes that need it answer MODEL_NOT_INSTALLED) */
+                speech: {
+                    name: string;
+                    model_id: string;
+                    dtype: string;
+                } | null;
+                /** @description null: none installed (the modes that need it answer MODEL_NOT_INSTALLED) */
+                text: {
+                    name: string;
+                    model_id: string;
+                    dtype: string;
+                } | null;
+            };
+            /** @description What `vsearch doctor` warns about, for this account's videos */
+            warnings: {
+                role: string;
+                /** @enum {string} */
+                code: "MODEL_NOT_INSTALLED" | "REINDEX_NEEDED";
+                message: string;
+                videos: number;
+                /** @description The command that fixes it, run on the server */
+                fix: string;
+            }[];
+            /** @description This account's jobs by status */
+            jobs: {
+                queued?: number;
+                pending?: number;
+                processing?: number;
+                done?: number;
+                failed?: number;
+            };
         };
         CreatedApiKey: components["schemas"]["ApiKey"] & {
             /** @description The secret. Shown only in this response. */
@@ -2384,6 +2448,93 @@ export interface operations {
             };
             /** @description The server's disk is full (INSUFFICIENT_STORAGE); nothing was written */
             507: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSystemStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Status */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SystemStatus"];
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Missing, invalid or revoked credential (UNAUTHORIZED, INVALID_API_KEY, SESSION_EXPIRED) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential lacks the permission (FORBIDDEN), or the session signed in with a one-time password must change it first (PASSWORD_CHANGE_REQUIRED) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error (INTERNAL_ERROR); the server log has it under the request id */
+            500: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
