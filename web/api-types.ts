@@ -34,6 +34,8 @@ const BLOB = ts.factory.createTypeReferenceNode(ts.factory.createIdentifier("Blo
 /** The TypeScript text of the document's types; a `format: binary` string is a Blob (a File is one). */
 export async function generateApiTypes(document: object): Promise<string> {
   const ast = await openapiTS(document as never, {
+    // A default is what the server assumes when a client leaves a field out: optional to send.
+    defaultNonNullable: false,
     transform(schema) {
       const s = schema as { format?: string; contentMediaType?: string };
       if (s.format === "binary" || s.contentMediaType === "application/octet-stream") return BLOB;

@@ -67,7 +67,14 @@ export async function bundleWeb(opts: BundleOptions = {}): Promise<WebAsset[]> {
   const css = assets.find((a) => a.path.endsWith(".css"));
   if (!js || !css)
     throw new Error(`dashboard bundle: expected a .js and a .css output, got ${assets.map((a) => a.path).join(", ")}`);
-  const html = (await Bun.file(join(WEB, "index.html")).text()).replace("%CSS%", css.path).replace("%JS%", js.path);
+  // The favicon: one small SVG, content-hashed like the rest (no request for /favicon.ico).
+  const icon = await Bun.file(join(WEB, "favicon.svg")).bytes();
+  const iconPath = `/assets/favicon-${Bun.hash(icon).toString(36)}.svg`;
+  assets.push({ path: iconPath, type: TYPES.svg, body: icon, immutable: true });
+  const html = (await Bun.file(join(WEB, "index.html")).text())
+    .replace("%CSS%", css.path)
+    .replace("%JS%", js.path)
+    .replace("%ICON%", iconPath);
   assets.push({ path: "/", type: "text/html; charset=utf-8", body: new TextEncoder().encode(html), immutable: false });
   return assets;
 }

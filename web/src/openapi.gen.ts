@@ -1066,9 +1066,9 @@ export interface components {
             /** @description Repeatable scene-label filter (any of) */
             labels?: string[];
             /** @default 1 */
-            page: number;
+            page?: number;
             /** @default 10 */
-            per_page: number;
+            per_page?: number;
             /**
              * @description Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked
              * @example 0.3

@@ -1,6 +1,7 @@
 /** Small shared pieces: the error state of a page, error line, copy button, the admin list-with-secret hook, the player with its hit timeline. */
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { fmtTime, local } from "./api.ts";
+import { explain } from "./explain.ts";
 
 /**
  * A page's one error state and the runner of its actions: `act(fn)` clears the error, runs `fn`
@@ -138,7 +139,17 @@ export function useSecretList<T>(list: () => Promise<T[]>) {
       setItems(await list());
     });
   };
-  return { items, load, error, setError, act, secret, clearSecret: () => setSecret(null), create };
+  return {
+    items,
+    load,
+    error,
+    setError,
+    act,
+    secret,
+    showSecret: setSecret,
+    clearSecret: () => setSecret(null),
+    create,
+  };
 }
 
 export interface Hit {
@@ -158,9 +169,12 @@ export function Player({
   hits,
   duration: knownDuration,
   onTime,
+  autoPlay = false,
 }: {
   src: string;
   start?: number;
+  /** Start playing once seeked (the ▶ Play of a search moment). */
+  autoPlay?: boolean;
   nonce?: number;
   hits: Hit[];
   duration?: number | null;
@@ -176,6 +190,7 @@ export function Player({
     if (!v || start == null) return;
     const seek = () => {
       v.currentTime = start;
+      if (autoPlay) void v.play().catch(() => {}); // a browser may refuse without a gesture: the controls remain
     };
     if (v.readyState >= 1) seek();
     else v.addEventListener("loadedmetadata", seek, { once: true });
@@ -228,6 +243,51 @@ export function Player({
           />
         ))}
       </div>
+    </div>
+  );
+}
+
+/** A job's or video's error: its code and message, what it means and what to do (explain.ts). */
+export function JobError({ error }: { error: { code: string; message: string } | null | undefined }) {
+  if (!error) return null;
+  const e = explain(error.code);
+  return (
+    <div class="job-error" role="alert">
+      <p class="error">
+        <strong>{error.code}</strong>: {error.message}
+      </p>
+      {e ? (
+        <p class="muted">
+          {e.meaning} <strong>What to do:</strong> {e.fix}
+        </p>
+      ) : null}
+    </div>
+  );
+}
+
+/** "Showing n of total" and a button for the next page, while there is one. */
+export function LoadMore({
+  shown,
+  total,
+  busy,
+  onMore,
+  what,
+}: {
+  shown: number;
+  total: number | null | undefined;
+  busy?: boolean;
+  onMore: () => void;
+  what: string;
+}) {
+  if (total == null || total <= shown) return null;
+  return (
+    <div class="row load-more">
+      <span class="muted">
+        Showing {shown} of {total} {what}
+      </span>
+      <button type="button" class="secondary" disabled={busy} onClick={onMore}>
+        {busy ? "Loading…" : "Load more"}
+      </button>
     </div>
   );
 }

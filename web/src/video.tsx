@@ -1,7 +1,13 @@
-/** A video: player, shots with labels and what is said in each (click to seek), the indexing stages that ran or were skipped. */
+/**
+ * A video: player (starting at `?t=` when a search sent us here), shots with labels and what is
+ * said in each (click to seek), the indexing stages that ran or were skipped; while it indexes,
+ * its stage in words; a failure explained, with Retry; Delete (after confirmation).
+ */
 import { useEffect, useState } from "preact/hooks";
 import { call, client, fmtBytes, fmtTime, local, type Schemas } from "./api.ts";
-import { ColumnHeads, ErrorLine, Player, useErrors } from "./ui.tsx";
+import { stageWords, statusWords } from "./explain.ts";
+import { isFinal, latestJob, retryVideo } from "./live.ts";
+import { ColumnHeads, ErrorLine, JobError, Player, useErrors } from "./ui.tsx";
 
 type Shot = Schemas["Moment"] & { scene_start: number; scene_end: number };
 type Said = Schemas["TranscriptExport"]["segments"][number];
@@ -9,22 +15,36 @@ type Said = Schemas["TranscriptExport"]["segments"][number];
 /** Shots are read with GET /v1/videos/{id}/moment, one call per shot, walking the timeline; bounded (the moment route is rate-limited). */
 const MAX_SHOTS = 40;
 
-export function VideoPage({ id }: { id: string }) {
+/** While the video indexes, its record is read again this often (the videos rate limit allows it). */
+const POLL_MS = 3000;
+
+export function VideoPage({ id, start }: { id: string; start?: number }) {
   const [video, setVideo] = useState<Schemas["VideoDetail"] | null>(null);
   const [shots, setShots] = useState<Shot[]>([]);
   const [said, setSaid] = useState<Said[] | null>(null);
-  const { error, setError } = useErrors();
-  const [seek, setSeek] = useState<{ t: number; n: number }>({ t: 0, n: 0 });
+  const { error, setError, act } = useErrors();
+  const [seek, setSeek] = useState<{ t: number; n: number }>({ t: start ?? 0, n: 0 });
+  const [stage, setStage] = useState<{ stage: string | null; pct: number } | null>(null);
+  const [reload, setReload] = useState(0);
   const [now, setNow] = useState(0);
 
   useEffect(() => {
     let cancelled = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     (async () => {
       try {
         const path = { video_id: id };
         const { data } = await call(client.GET("/v1/videos/{video_id}", { params: { path } }));
         if (cancelled) return;
         setVideo(data);
+        if (!isFinal(data.status)) {
+          // Still indexing: show where it is, and look again in a moment.
+          const job = await latestJob(id).catch(() => null);
+          if (!cancelled && job) setStage({ stage: job.stage, pct: job.progress_pct });
+          timer = setTimeout(() => !cancelled && setReload((n) => n + 1), POLL_MS);
+          return;
+        }
+        setStage(null);
         if (data.status !== "ready" || !data.duration_secs) return;
         // The whole transcript in one call (GET /v1/videos/{id}/transcript); each line seeks.
         call(client.GET("/v1/videos/{video_id}/transcript", { params: { path, query: { format: "json" } } }))
@@ -49,8 +69,23 @@ export function VideoPage({ id }: { id: string }) {
     })();
     return () => {
       cancelled = true;
+      clearTimeout(timer);
     };
-  }, [id]);
+  }, [id, reload]);
+
+  const remove = () => {
+    if (!video || !confirm(`Delete the video "${video.filename}"? Its file and everything found in it are removed.`))
+      return;
+    void act(async () => {
+      await call(client.DELETE("/v1/videos/{video_id}", { params: { path: { video_id: id } } }));
+      location.hash = "#/";
+    });
+  };
+  const retry = () =>
+    act(async () => {
+      await retryVideo(id);
+      setReload((n) => n + 1);
+    });
 
   const goTo = (t: number) => setSeek((s) => ({ t, n: s.n + 1 }));
   if (!video) {
@@ -68,11 +103,28 @@ export function VideoPage({ id }: { id: string }) {
       <h1 tabIndex={-1}>{video.filename}</h1>
       <ErrorLine error={error} />
       <p class="muted">
-        {video.status} · {fmtTime(video.duration_secs)} · {video.width}×{video.height} · {video.codec ?? "?"} ·{" "}
-        {fmtBytes(video.file_size_bytes)}
+        <span class="status">{statusWords(video.status)}</span> · {fmtTime(video.duration_secs)} · {video.width}×
+        {video.height} · {video.codec ?? "?"} · {fmtBytes(video.file_size_bytes)}
         {video.has_audio ? " · audio" : " · no audio"}
       </p>
-      {video.error ? <ErrorLine error={video.error} /> : null}
+      {stage ? (
+        <p class="progress-line" aria-live="polite">
+          <progress max={100} value={stage.pct} aria-label="Indexing" /> {stageWords(stage.stage)}{" "}
+          {Math.round(stage.pct)}%
+        </p>
+      ) : null}
+      {video.warning ? <p class="warning">⚠ {video.warning}</p> : null}
+      {video.status === "failed" ? <JobError error={video.error} /> : null}
+      <div class="row">
+        {video.status === "failed" ? (
+          <button type="button" onClick={retry}>
+            Retry indexing
+          </button>
+        ) : null}
+        <button type="button" class="danger" onClick={remove}>
+          Delete video
+        </button>
+      </div>
       <div class="video-layout">
         <div class="v-player">
           <Player
