@@ -199,7 +199,12 @@ export function CollectionsPage() {
               type="file"
               accept="video/*,.mkv,.avi,.mov,.mpg,.mpeg,.webm,.mp4"
               multiple
-              onChange={(e) => addFiles((e.target as HTMLInputElement).files ?? [])}
+              onChange={(e) => {
+                const input = e.target as HTMLInputElement;
+                addFiles(Array.from(input.files ?? []));
+                // Emptied, so choosing the same file again is a change too (a second upload of it).
+                input.value = "";
+              }}
             />
           </label>
           {shown.length ? (

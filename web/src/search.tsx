@@ -118,7 +118,6 @@ export function SearchPage() {
             raw_score: s.raw_score,
             threshold_key: s.threshold_key,
           },
-          headers: { "Content-Type": "application/x-www-form-urlencoded" },
         }),
       );
       setNote(
@@ -305,7 +304,7 @@ export function SearchPage() {
                           type="button"
                           class="small play"
                           onClick={() => play(r.video_id, s.timestamp_start)}
-                          aria-label={`Play ${r.filename} from ${fmtTime(s.timestamp_start)} (button)`}
+                          aria-label={`▶ Play from ${fmtTime(s.timestamp_start)}`}
                         >
                           ▶ Play
                         </button>
