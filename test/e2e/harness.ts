@@ -186,3 +186,57 @@ export function parseTime(label: string): number {
   if (!m) throw new Error(`no time in "${label}"`);
   return Number(m[1]) * 60 + Number(m[2]);
 }
+
+/** What `serve --json` printed: its URL and, on a data dir without accounts, the one-time setup link. */
+export async function waitForServe(
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">,
+  timeoutMs: number,
+): Promise<{ url: string; setup_url: string | null; also_at: string[] }> {
+  const reader = proc.stdout.getReader();
+  const deadline = Date.now() + timeoutMs;
+  let text = "";
+  try {
+    while (Date.now() < deadline) {
+      const next = await Promise.race([reader.read(), Bun.sleep(deadline - Date.now()).then(() => null)]);
+      if (next === null || next.done) break;
+      text += new TextDecoder().decode(next.value);
+      try {
+        return JSON.parse(text);
+      } catch {
+        // not the whole document yet
+      }
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  throw new Error(`serve printed no JSON in ${timeoutMs} ms: ${text.slice(0, 300)}`);
+}
+
+/** The first 100 kB of a 10 s clip whose index is up front: a truncated upload (about 3 s decode). */
+export async function makeTruncatedClip(path: string): Promise<void> {
+  const full = `${path}.full.mp4`;
+  await ffmpeg([
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc2=s=320x240:r=25:d=10",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-g",
+    "25",
+    "-b:v",
+    "250k",
+    "-maxrate",
+    "250k",
+    "-bufsize",
+    "250k",
+    "-pix_fmt",
+    "yuv420p",
+    "-movflags",
+    "+faststart",
+    full,
+  ]);
+  await Bun.write(path, (await Bun.file(full).bytes()).subarray(0, 100_000));
+}
