@@ -36,12 +36,10 @@ export class AccountService {
       if (all.length === 1) return all[0];
       if (all.length === 0)
         throw new AppError(
-          404,
           "NOT_FOUND",
           "There is no account yet: create one with `vsearch accounts create --name NAME` (or open the setup link `vsearch serve` prints)",
         );
       throw new AppError(
-        400,
         "ACCOUNT_REQUIRED",
         `There are ${all.length} accounts; name one with --account (${all
           .slice(0, 5)
@@ -55,11 +53,10 @@ export class AccountService {
     if (named.length === 1) return named[0];
     if (named.length > 1)
       throw new AppError(
-        400,
         "ACCOUNT_AMBIGUOUS",
         `${named.length} accounts are named "${r}"; give the id instead (${named.map((a) => a.id).join(", ")})`,
       );
-    throw new AppError(404, "NOT_FOUND", `No account has the id or name "${r}" (\`vsearch accounts list\` lists them)`);
+    throw new AppError("NOT_FOUND", `No account has the id or name "${r}" (\`vsearch accounts list\` lists them)`);
   }
 
   setPlan(id: string, plan: string): Account {
@@ -92,7 +89,7 @@ export class AccountService {
     };
     // Checked again after the slow hash: a parallel create of the same e-mail is a 409, not a 500.
     if (this.store.findUserByEmail(parsed.email))
-      throw new AppError(409, "EMAIL_TAKEN", `A user with email ${parsed.email} already exists`);
+      throw new AppError("EMAIL_TAKEN", `A user with email ${parsed.email} already exists`);
     this.store.insertUser({ ...user, password_hash });
     return user;
   }

@@ -79,14 +79,13 @@ export class SetupService {
   private assertOpen(): void {
     if (!this.required()) {
       this.store.clearSetupTokens();
-      throw new AppError(404, "NOT_FOUND", "Setup is done: this appliance has an account; sign in instead");
+      throw new AppError("NOT_FOUND", "Setup is done: this appliance has an account; sign in instead");
     }
   }
 }
 
 const invalidToken = () =>
   new AppError(
-    403,
     "FORBIDDEN",
     "The setup link is not valid; use the link `vsearch serve` printed (each start prints a new one)",
   );

@@ -127,7 +127,6 @@ export class UserService {
   private assertNotLastAdmin(user: User, what: string): void {
     if (this.store.countAdmins(user.account_id) <= 1)
       throw new AppError(
-        409,
         "LAST_ADMIN",
         `${user.email} is the account's last admin and cannot be ${what}; give another user the admin role first`,
       );

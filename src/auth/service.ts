@@ -68,13 +68,13 @@ export class AuthService {
    */
   async changeOwnPassword(principal: Principal, input: unknown): Promise<{ sessions_ended: number }> {
     if (principal.kind !== "session")
-      throw new AppError(400, "NOT_A_SESSION", "Changing a password needs a session token, not an API key");
+      throw new AppError("NOT_A_SESSION", "Changing a password needs a session token, not an API key");
     const { current_password, new_password } = parseInput(changePasswordSchema, input);
     const user = this.accounts.getUserWithHash(principal.userId);
     if (!user || !(await Bun.password.verify(current_password, user.password_hash)))
-      throw new AppError(403, "WRONG_PASSWORD", "The current password is wrong");
+      throw new AppError("WRONG_PASSWORD", "The current password is wrong");
     if (current_password === new_password)
-      throw new AppError(400, "PASSWORD_UNCHANGED", "Choose a password different from the current one");
+      throw new AppError("PASSWORD_UNCHANGED", "Choose a password different from the current one");
     return { sessions_ended: await this.users.setOwnPassword(user.id, new_password, principal.sessionId) };
   }
 

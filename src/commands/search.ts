@@ -49,7 +49,8 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
           if (opts.collection !== undefined) {
             const c = app.services.collections.findByName(account.id, opts.collection);
             if (!c)
-              throw new AppError("COLLECTION_NOT_FOUND",
+              throw new AppError(
+                "COLLECTION_NOT_FOUND",
                 `No collection named "${opts.collection}" in account "${account.name}" (${account.id})`,
               );
             collectionId = c.id;

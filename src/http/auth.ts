@@ -21,15 +21,15 @@ export function authorize(
     // A one-time password's session may only choose a new password, see who it is, or sign out.
     if (principal.kind === "session" && principal.mustChangePassword && !opts.beforePasswordChange)
       throw new AppError(
-        403,
         "PASSWORD_CHANGE_REQUIRED",
         "You signed in with a one-time password: choose your own first (PUT /v1/auth/password)",
       );
     if (access === "session" && principal.kind !== "session")
-      throw new AppError(403, "FORBIDDEN", "This route is for a signed-in user's session token, not an API key");
+      throw new AppError("FORBIDDEN", "This route is for a signed-in user's session token, not an API key");
     if (access === "admin_session") {
       if (principal.kind !== "session") {
-        throw new AppError("FORBIDDEN",
+        throw new AppError(
+          "FORBIDDEN",
           "API keys cannot manage API keys or users; sign in and use an admin session token",
         );
       }
