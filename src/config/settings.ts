@@ -343,8 +343,8 @@ export const SETTINGS = {
     env: "VSEARCH_PUBLIC_BASE_URL",
     schema: z.string(),
     envKind: "string",
-    doc: "base of presigned URLs",
-    defaultDoc: "the address `serve` listens on",
+    doc: "base of links read elsewhere: the agent routes (`/v1/agent/*`, `/v1/mcp`) and links made outside a request (CLI, `vsearch mcp`); other links follow the address each request came to",
+    defaultDoc: "none: agent links follow the request too; without a request, the address `serve` runs on",
   }),
   webhookRetryDelaysSecs: row({
     key: "webhook_retry_delays",
@@ -391,9 +391,10 @@ export const SETTINGS = {
       }
     },
     default: [],
-    doc: "reverse proxies whose `X-Forwarded-For` is believed",
+    doc: "reverse proxies whose `X-Forwarded-For` (the client address), `X-Forwarded-Proto` and `X-Forwarded-Host` (the origin links are built on) are believed",
     range: "(CIDRs or addresses, comma-separated)",
-    defaultDoc: "none: the client address is the socket peer and `X-Forwarded-For` is ignored",
+    defaultDoc:
+      "none: the client address is the socket peer, links follow the `Host` header, and `X-Forwarded-*` is ignored",
   }),
   corsOrigins: row({
     key: "cors_origins",
