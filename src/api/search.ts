@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { ValidationError } from "../core/errors.ts";
 import { dataResponse, defineRoute, idParam, jsonError, ok, RETRY_AFTER_HEADER } from "../http/index.ts";
 import { type MetaExtra, metaSchema } from "../http/envelope.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
@@ -71,11 +72,29 @@ const form = <S extends z.ZodType>(schema: S, repeated: string[] = [], files: Re
 
 const isJsonBody = (c: Context) => /^application\/([\w.-]+\+)?json\s*(;|$)/i.test(c.req.header("content-type") ?? "");
 
-/** A form body that is also accepted as JSON (same fields but files; the same validation and 422s). */
+/**
+ * A form body that is also accepted as JSON (same fields but files; the same validation and 422s).
+ * Not `required`: a required body makes @hono/zod-openapi run every declared validator on every
+ * request, so the form's would check a JSON request's (absent) form fields and refuse it. Each
+ * encoding is validated when the request is sent in it; `sentBody` refuses a request in neither.
+ */
 const withJson = <B extends ReturnType<typeof form>, S extends z.ZodType>(body: B, json: S) => ({
   ...body,
+  required: false as const,
   content: { ...body.content, "application/json": { schema: json } },
 });
+
+const isFormBody = (c: Context) =>
+  /^(multipart\/form-data|application\/x-www-form-urlencoded)\s*(;|$)/i.test(c.req.header("content-type") ?? "");
+
+/** Which encoding the body came in; a request with neither gets the 422 an empty form would. */
+function sentBody(c: Context): "json" | "form" {
+  if (isJsonBody(c)) return "json";
+  if (isFormBody(c)) return "form";
+  throw new ValidationError([
+    { loc: ["body"], msg: "Send the fields as JSON or as a form (multipart or urlencoded)", type: "missing" },
+  ]);
+}
 
 /** The validated form (searchFormSchema checked every field and rule) with the image's bytes. */
 async function toRequest(f: SearchForm): Promise<SearchRequest> {
@@ -126,9 +145,10 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
     }),
     async (c) => {
       // Both validators ran (each passes an empty object of the other type); the body's own type picks.
-      const input = isJsonBody(c)
-        ? toSearchRequest(c.req.valid("json") as SearchForm)
-        : await toRequest(c.req.valid("form"));
+      const input =
+        sentBody(c) === "json"
+          ? toSearchRequest(c.req.valid("json") as SearchForm)
+          : await toRequest(c.req.valid("form"));
       const accountId = c.get("principal").accountId;
       const r = await s.search.search(accountId, input);
       const hints = r.total === 0 ? emptySearchHints(input, r, searchScope(s.videos, accountId, input)) : undefined;
@@ -163,7 +183,8 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       },
     }),
     (c) => {
-      s.searchFeedback.submit(c.get("principal").accountId, isJsonBody(c) ? c.req.valid("json") : c.req.valid("form"));
+      const body = sentBody(c) === "json" ? c.req.valid("json") : c.req.valid("form");
+      s.searchFeedback.submit(c.get("principal").accountId, body);
       return ok(c, null);
     },
   );

@@ -81,6 +81,27 @@ describe("POST /v1/search takes JSON as well as forms", () => {
   });
 });
 
+describe("POST /v1/search/feedback takes JSON as well as forms", () => {
+  // Its effect in each encoding: test/search/search.test.ts ("feedback"); here, the same 422s.
+  test("a missing field is the same 422 in each encoding; a body in neither is a 422", async () => {
+    const send = (init: { json?: object; body?: BodyInit }) =>
+      t.request("POST", "/v1/search/feedback", { token: a.key, ...init });
+    const missing = [
+      await send({ json: { video_id: "vid_x", signal: "down" } }),
+      await send({ body: new URLSearchParams("video_id=vid_x&signal=down") }),
+    ];
+    for (const r of missing) {
+      const body = await json(r);
+      expect(r.status, JSON.stringify(body)).toBe(422);
+      expect(body.detail[0].loc).toEqual(["body", "timestamp_start"]);
+    }
+    const none = await send({});
+    const body = await json(none);
+    expect(none.status, JSON.stringify(body)).toBe(422);
+    expect(body.detail[0].loc).toEqual(["body"]);
+  });
+});
+
 describe("an empty answer says what to try", () => {
   test("nothing indexed yet, then: min score, more modes, a wider scope, other words", async () => {
     const empty = await json(await search({ query: "zebra", modes: ["ocr"] }));
