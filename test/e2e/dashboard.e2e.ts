@@ -34,6 +34,7 @@ import {
   Skip,
   startReceiver,
   Steps,
+  WAIT_MS,
   waitForServe,
   watchConsole,
   watchRequests,
@@ -131,7 +132,7 @@ async function signIn(page: Page, base: string, email: string): Promise<void> {
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(PASSWORD);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("heading", { level: 1, name: "Collections" }).waitFor({ timeout: 15_000 });
+  await page.getByRole("heading", { level: 1, name: "Collections" }).waitFor({ timeout: WAIT_MS });
 }
 
 async function main(): Promise<void> {
@@ -201,7 +202,7 @@ async function laptop(
   watchRequests(context, base, outside, cspErrors);
   const page = await context.newPage();
   watchConsole(page, cspErrors);
-  page.setDefaultTimeout(15_000);
+  page.setDefaultTimeout(WAIT_MS);
   page.on("dialog", (d) => void d.accept());
   const token = async () => (await page.evaluate(() => sessionStorage.getItem("vsearch.session"))) as string;
   const apiGet = async (path: string, bearer: string) =>
@@ -359,7 +360,7 @@ async function laptop(
       await page.waitForFunction(
         (t) => Math.abs((document.querySelector(".player video") as HTMLVideoElement).currentTime - t) < 0.6,
         at,
-        { timeout: 15_000 },
+        { timeout: WAIT_MS },
       );
       // Keyboard: the first timeline marker is a focusable button; Enter seeks back to shot 1.
       await page.locator(".timeline .marker").first().focus();
@@ -367,7 +368,7 @@ async function laptop(
       await page.waitForFunction(
         () => (document.querySelector(".player video") as HTMLVideoElement).currentTime < 0.6,
         undefined,
-        { timeout: 15_000 },
+        { timeout: WAIT_MS },
       );
       await shot(page, "laptop-04-video");
       return `${stages.length} stages, ${shots} shots, second shot's label "${label}", seeked to ${at}s by click and back to 0 by keyboard`;
@@ -431,7 +432,7 @@ async function laptop(
           return !v.paused && v.currentTime > t;
         },
         at,
-        { timeout: 15_000 },
+        { timeout: WAIT_MS },
       );
       return `asked ${at}s, currentTime ${current.toFixed(2)}s and playing, ${markers} markers`;
     },
@@ -452,7 +453,7 @@ async function laptop(
         .waitForFunction(
           (n) => document.querySelectorAll(".moment").length !== n || !document.querySelector(".moment"),
           before,
-          { timeout: 15_000 },
+          { timeout: WAIT_MS },
         )
         .catch(() => {});
       const labels = await page
@@ -655,7 +656,7 @@ async function phoneAndMember(browser: Browser, base: string, label: string): Pr
     deviceScaleFactor: 2,
   });
   const page = await context.newPage();
-  page.setDefaultTimeout(15_000);
+  page.setDefaultTimeout(WAIT_MS);
   const noSideScroll = async (what: string) => {
     const w = await page.evaluate(() => document.documentElement.scrollWidth);
     expectThat(w <= 361, `${what}: the page is ${w}px wide on a 360px screen`);
@@ -703,7 +704,7 @@ async function phoneAndMember(browser: Browser, base: string, label: string): Pr
 
   const member = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const mp = await member.newPage();
-  mp.setDefaultTimeout(15_000);
+  mp.setDefaultTimeout(WAIT_MS);
   await step(
     "a member does not see the admin pages",
     async () => {

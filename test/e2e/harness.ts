@@ -8,6 +8,12 @@ import type { BrowserContext, Page } from "playwright-core";
 
 export class Skip extends Error {}
 
+/**
+ * The bound of every page wait: generous for a loaded 2-core machine (one sign-in's argon2id
+ * alone can take seconds there), finite so that a broken page fails its step instead of hanging.
+ */
+export const WAIT_MS = 30_000;
+
 export interface StepResult {
   name: string;
   ok: boolean;
@@ -103,24 +109,6 @@ export function makeClip(path: string): Promise<void> {
 /** A 128×128 red PNG (a reference image for search). */
 export function makePng(path: string): Promise<void> {
   return ffmpeg(["-f", "lavfi", "-i", "color=c=red:s=128x128", "-frames:v", "1", path]);
-}
-
-export async function waitForUrl(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, timeoutMs: number): Promise<string> {
-  const reader = proc.stdout.getReader();
-  const deadline = Date.now() + timeoutMs;
-  let text = "";
-  try {
-    while (Date.now() < deadline) {
-      const next = await Promise.race([reader.read(), Bun.sleep(deadline - Date.now()).then(() => null)]);
-      if (next === null || next.done) break;
-      text += new TextDecoder().decode(next.value);
-      const m = /"url":\s*"([^"]+)"/.exec(text) ?? /(http:\/\/[\d.]+:\d+)/.exec(text);
-      if (m) return m[1].replace(/\/$/, "");
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  throw new Error(`serve printed no URL in ${timeoutMs} ms: ${text.slice(0, 300)}`);
 }
 
 /** A loopback receiver for webhook deliveries; `/flaky` answers 500 while `state.flaky` is set. */

@@ -10,7 +10,7 @@
 import { rmSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { expectThat, Skip } from "./harness.ts";
+import { expectThat, Skip, WAIT_MS } from "./harness.ts";
 
 export interface OperatorContext {
   page: Page;
@@ -76,7 +76,7 @@ export async function inviteMember(c: OperatorContext, browser: Browser, member:
 
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const p = await ctx.newPage();
-  p.setDefaultTimeout(15_000);
+  p.setDefaultTimeout(WAIT_MS);
   try {
     await p.goto(`${c.base}/`);
     await p.getByLabel("Email").fill(member);
