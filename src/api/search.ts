@@ -78,9 +78,8 @@ const isJsonBody = (c: Context) => /^application\/([\w.-]+\+)?json\s*(;|$)/i.tes
  * request, so the form's would check a JSON request's (absent) form fields and refuse it. Each
  * encoding is validated when the request is sent in it; `sentBody` refuses a request in neither.
  */
-const withJson = <B extends ReturnType<typeof form>, S extends z.ZodType>(body: B, json: S) => ({
+const withJson = <B extends ReturnType<typeof form>, S extends z.ZodType>({ required: _, ...body }: B, json: S) => ({
   ...body,
-  required: false as const,
   content: { ...body.content, "application/json": { schema: json } },
 });
 
@@ -144,7 +143,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       },
     }),
     async (c) => {
-      // Both validators ran (each passes an empty object of the other type); the body's own type picks.
+      // Only the validator of the body's own encoding ran (the other holds an empty object).
       const input =
         sentBody(c) === "json"
           ? toSearchRequest(c.req.valid("json") as SearchForm)
