@@ -135,7 +135,7 @@ describe("served on 0.0.0.0: reached as 127.0.0.2 and through a reverse proxy", 
     videoId = ((await up.json()) as any).data.video_id;
   }, 120_000);
   afterAll(async () => {
-    proxy?.stop(true);
+    await proxy?.stop(true);
     await server?.stop();
   });
 
