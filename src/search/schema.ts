@@ -75,16 +75,14 @@ const searchFields = z.object({
   }),
   page: pageField(10_000),
   per_page: perPageField(50, 10),
-  min_score: fromDecimal(z.number().finite().min(0).max(1))
-    .optional()
-    .openapi({
-      type: "number",
-      minimum: 0,
-      maximum: 1,
-      description:
-        "Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked",
-      example: 0.3,
-    }),
+  min_score: fromDecimal(z.number().finite().min(0).max(1)).optional().openapi({
+    type: "number",
+    minimum: 0,
+    maximum: 1,
+    description:
+      "Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked",
+    example: 0.3,
+  }),
   include_hidden: formBool
     .default(false)
     .openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
