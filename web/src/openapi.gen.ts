@@ -705,7 +705,7 @@ export interface paths {
         put?: never;
         /**
          * Model Context Protocol (streamable HTTP, stateless)
-         * @description JSON-RPC 2.0 messages of MCP (initialize, tools/list, tools/call) with the agent tools of /v1/agent/schema.json. Stateless: no Mcp-Session-Id; answers are JSON. Tool failures (404, 422, 429 …) are tool results with isError and the text `CODE (status): message`; each tools/call counts against the `agent` rate group shared with /v1/agent/call, and over it the response carries Retry-After. See docs/AGENTS.md.
+         * @description JSON-RPC 2.0 messages of MCP (initialize, tools/list, tools/call) with the agent tools of /v1/agent/schema.json. Stateless: no Mcp-Session-Id; answers are JSON. Tool failures (404, 422, 429, 504 …) are tool results with isError and the text `CODE (status): message`. Every JSON-RPC message (batches: each one; at most 10 a batch) counts against the `agent` rate group shared with /v1/agent/call; over it nothing runs, tools/call gets a RATE_LIMIT_EXCEEDED tool error, other requests a JSON-RPC error, and the response carries Retry-After. A tools/call runs at most agent_call_timeout_secs (TIMEOUT). See docs/AGENTS.md.
          */
         post: operations["mcp"];
         delete?: never;
@@ -1065,9 +1065,9 @@ export interface components {
             modes?: ("video" | "scene" | "transcript" | "ocr")[];
             /** @description Repeatable scene-label filter (any of) */
             labels?: string[];
-            /** @default 1 */
+            /** @example 1 */
             page?: number;
-            /** @default 10 */
+            /** @example 10 */
             per_page?: number;
             /**
              * @description Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked
@@ -3620,7 +3620,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not a supported video container (UNSUPPORTED_FORMAT) */
+            /** @description Not a supported video container (UNSUPPORTED_FORMAT), or frames larger than max_video_pixels (VIDEO_TOO_LARGE) */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4097,7 +4097,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
+            /** @description Rate limit exceeded, or this account already has 4 clip encodes running or waiting (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4118,6 +4118,20 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many clip encodes of all accounts are waiting (SERVER_BUSY); see Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4603,9 +4617,9 @@ export interface operations {
                     modes?: ("video" | "scene" | "transcript" | "ocr")[];
                     /** @description Repeatable scene-label filter (any of) */
                     labels?: string[];
-                    /** @default 1 */
+                    /** @example 1 */
                     page?: number;
-                    /** @default 10 */
+                    /** @example 10 */
                     per_page?: number;
                     /**
                      * @description Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked
@@ -4644,9 +4658,9 @@ export interface operations {
                     modes?: ("video" | "scene" | "transcript" | "ocr")[];
                     /** @description Repeatable scene-label filter (any of) */
                     labels?: string[];
-                    /** @default 1 */
+                    /** @example 1 */
                     page?: number;
-                    /** @default 10 */
+                    /** @example 10 */
                     per_page?: number;
                     /**
                      * @description Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked
@@ -4750,7 +4764,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
-            /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
+            /** @description Rate limit exceeded, or this account already has 4 query images being decoded or waiting (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4777,7 +4791,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A requested mode's model is not installed (MODEL_NOT_INSTALLED); or SEARCH_UNAVAILABLE: the model failed, or the in-memory index is still loading after a restart (the message says how far; vector modes wait up to 2 s for it first) — retry after Retry-After */
+            /** @description A requested mode's model is not installed (MODEL_NOT_INSTALLED); or SEARCH_UNAVAILABLE: the model failed, or the in-memory index is still loading after a restart (the message says how far; vector modes wait up to 2 s for it first), or too many query images of all accounts wait to be decoded — retry after Retry-After */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6860,7 +6874,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
-            /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
+            /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED), or get_frame / search thumbnails: this account already has 4 frame grabs running or waiting; see Retry-After */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6887,7 +6901,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description search_videos: a requested mode's model is not installed (MODEL_NOT_INSTALLED), or the search index is still loading after a restart (SEARCH_UNAVAILABLE; see Retry-After) */
+            /** @description search_videos: a requested mode's model is not installed (MODEL_NOT_INSTALLED), or the search index is still loading after a restart (SEARCH_UNAVAILABLE; see Retry-After); get_frame / thumbnails: too many frame grabs of all accounts are waiting (SERVER_BUSY; see Retry-After) */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6943,6 +6957,10 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6951,7 +6969,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not JSON (JSON-RPC parse error) */
+            /** @description Not JSON (JSON-RPC -32700), or nested deeper than 32 levels, more than 10 000 values, or a batch of more than 10 messages (JSON-RPC -32600) */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
