@@ -7,6 +7,8 @@ import { createLogger, type Logger } from "./core/logger.ts";
 import { openStore, type StoreHandle } from "./store/database.ts";
 import { AccountStore } from "./accounts/store.ts";
 import { AccountService } from "./accounts/service.ts";
+import { UserService } from "./accounts/users.ts";
+import { SetupService } from "./accounts/setup.ts";
 import { ApiKeyStore } from "./api-keys/store.ts";
 import { ApiKeyService } from "./api-keys/service.ts";
 import { SessionStore } from "./auth/store.ts";
@@ -18,6 +20,7 @@ import { RateLimiter } from "./http/rate-limit.ts";
 import { Metrics } from "./observability/metrics.ts";
 import type { Services } from "./services.ts";
 import { loadOrCreateSecret, UrlSigner } from "./signing/url-signer.ts";
+import { LinkOrigin, localBaseUrl } from "./signing/link-origin.ts";
 import { VERSION } from "./version.ts";
 import { EventBus } from "./events/bus.ts";
 import { EventStore } from "./events/store.ts";
@@ -124,6 +127,8 @@ export interface AppOptions {
    * pipeline's event on it.
    */
   onEventBus?: (bus: EventBus) => void;
+  /** Uploads skip byte-identical files (default true); bench/upload-dedupe.ts measures the check's cost. */
+  uploadDuplicateCheck?: boolean;
 }
 
 /**
@@ -189,16 +194,20 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   });
   const { db, uow } = store;
 
-  let baseUrl = config.publicBaseUrl ?? `http://${config.host}:${config.port}`;
+  let baseUrl = config.publicBaseUrl ?? localBaseUrl(config.host, config.port);
   const masterSecret = loadOrCreateSecret(join(config.dataDir, "secret.key"));
-  const signer = new UrlSigner(masterSecret, () => baseUrl, config.presignTtlSecs, now);
+  // Links follow the origin each request came to (SPEC §10; the HTTP layer sets it); without a
+  // request (CLI, MCP over stdio, background work): public_base_url, else the served address.
+  const linkOrigin = new LinkOrigin();
+  const signer = new UrlSigner(masterSecret, () => linkOrigin.current() ?? baseUrl, config.presignTtlSecs, now);
   // Parsed once here, so a typo in VSEARCH_WEBHOOK_ALLOW_NETWORKS stops the start, not a delivery.
   const allowNetworks = CidrAllowList.from(config.allowNetworks);
 
   const accountStore = new AccountStore(db);
   const accounts = new AccountService(accountStore);
   const apiKeys = new ApiKeyService(new ApiKeyStore(db), accountStore, now);
-  const auth = new AuthService(new SessionStore(db), accountStore, apiKeys, config.sessionTtlSecs, now);
+  const users = new UserService(uow, accountStore, accounts, now);
+  const auth = new AuthService(new SessionStore(db), accountStore, apiKeys, users, config.sessionTtlSecs, now);
   const playback = new PlaybackStore(db);
   const mediaUrls = {
     posterUrl: (videoId: string) => signer.sign(`/media/videos/${videoId}/poster.jpg`),
@@ -389,6 +398,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     (accountId) => credits.assertCanSpend(accountId),
     bus,
     (accountId) => queue.assertRoom(accountId),
+    { duplicateCheck: opts.uploadDuplicateCheck },
   );
   const webhooks = new WebhookService(
     webhookStore,
@@ -460,6 +470,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   });
   const services: Services = {
     accounts,
+    users,
+    setup: new SetupService(uow, accountStore, now),
     auth,
     apiKeys,
     collections,
@@ -536,6 +548,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     metrics,
     version: VERSION,
     storage,
+    links: linkOrigin,
     ready: () => {
       const checks: Record<string, string> = {};
       try {

@@ -1,4 +1,6 @@
 import type { AccountService } from "./accounts/service.ts";
+import type { UserService } from "./accounts/users.ts";
+import type { SetupService } from "./accounts/setup.ts";
 import type { ApiKeyService } from "./api-keys/service.ts";
 import type { AuthService } from "./auth/service.ts";
 import type { CollectionService } from "./collections/service.ts";
@@ -21,6 +23,10 @@ import type { ExportService } from "./playback/exports.ts";
 /** Everything routes and CLI commands may call. Built once by createApp. */
 export interface Services {
   accounts: AccountService;
+  /** The people of an account: invite, role, reset, remove (issue 22). */
+  users: UserService;
+  /** First run in the browser: the setup link's token creates the first account. */
+  setup: SetupService;
   auth: AuthService;
   apiKeys: ApiKeyService;
   collections: CollectionService;

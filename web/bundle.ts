@@ -3,7 +3,9 @@
  * file with content-hashed names (so they can be cached forever) and index.html pointing at them.
  * Everything stays in memory: build.ts embeds the result in the compiled binary, and under
  * `bun src/main.ts serve` src/api/dashboard-assets.ts calls this on the first request. Nothing
- * here is ever written into the source tree.
+ * here is ever written into the source tree, but for the generated API types: with `generateClient`
+ * (build.ts) web/src/openapi.gen.ts is regenerated from the served OpenAPI document and the
+ * dashboard is typechecked against it first (web/api-types.ts).
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,7 +27,20 @@ const TYPES: Record<string, string> = {
   svg: "image/svg+xml",
 };
 
-export async function bundleWeb(): Promise<WebAsset[]> {
+export interface BundleOptions {
+  /** Regenerate the typed API client's types from the OpenAPI document and typecheck the dashboard. */
+  generateClient?: boolean;
+  /** Told when the generated types changed (build.ts prints it). */
+  onTypesChanged?: () => void;
+}
+
+export async function bundleWeb(opts: BundleOptions = {}): Promise<WebAsset[]> {
+  if (opts.generateClient) {
+    // Loaded only here: openapi-typescript and the TypeScript compiler are build-time tools.
+    const { syncApiTypes, typecheckDashboard } = await import("./api-types.ts");
+    if (await syncApiTypes()) opts.onTypesChanged?.();
+    await typecheckDashboard();
+  }
   const result = await Bun.build({
     entrypoints: [join(WEB, "src", "main.tsx")],
     target: "browser",
@@ -52,7 +67,14 @@ export async function bundleWeb(): Promise<WebAsset[]> {
   const css = assets.find((a) => a.path.endsWith(".css"));
   if (!js || !css)
     throw new Error(`dashboard bundle: expected a .js and a .css output, got ${assets.map((a) => a.path).join(", ")}`);
-  const html = (await Bun.file(join(WEB, "index.html")).text()).replace("%CSS%", css.path).replace("%JS%", js.path);
+  // The favicon: one small SVG, content-hashed like the rest (no request for /favicon.ico).
+  const icon = await Bun.file(join(WEB, "favicon.svg")).bytes();
+  const iconPath = `/assets/favicon-${Bun.hash(icon).toString(36)}.svg`;
+  assets.push({ path: iconPath, type: TYPES.svg, body: icon, immutable: true });
+  const html = (await Bun.file(join(WEB, "index.html")).text())
+    .replace("%CSS%", css.path)
+    .replace("%JS%", js.path)
+    .replace("%ICON%", iconPath);
   assets.push({ path: "/", type: "text/html; charset=utf-8", body: new TextEncoder().encode(html), immutable: false });
   return assets;
 }

@@ -19,11 +19,16 @@ export interface Account {
   created_at: string;
 }
 
+export const ROLES = ["admin", "member"] as const;
+export type Role = (typeof ROLES)[number];
+
 export interface User {
   id: string;
   account_id: string;
   email: string;
-  role: "admin" | "member";
+  role: Role;
+  /** Signed in with a one-time password an admin set: must choose a new one before anything else. */
+  must_change_password: boolean;
   created_at: string;
 }
 
@@ -39,9 +44,71 @@ export const nameSchema = z
   );
 
 export const accountInputSchema = z.object({ name: nameSchema, plan: z.enum(PLANS).default("enterprise") });
+export const emailSchema = z.string().trim().toLowerCase().pipe(z.email()).openapi({ example: "ana@example.com" });
+export const passwordSchema = z.string().min(8, "must be at least 8 characters").max(1024);
+
 export const userInputSchema = z.object({
   account_id: z.string().min(1),
-  email: z.string().trim().toLowerCase().pipe(z.email()),
-  password: z.string().min(8, "must be at least 8 characters").max(1024),
-  role: z.enum(["admin", "member"]).default("member"),
+  email: emailSchema,
+  password: passwordSchema,
+  role: z.enum(ROLES).default("member"),
+  must_change_password: z.boolean().default(false),
 });
+
+export const userSchema = z
+  .object({
+    id: z.string().openapi({ example: "mbr_4kQ9zT2mX8bV1nR6pL0c" }),
+    account_id: z.string(),
+    email: z.string(),
+    role: z.enum(ROLES),
+    must_change_password: z
+      .boolean()
+      .openapi({ description: "Signs in with a one-time password and must choose a new one first" }),
+    created_at: z.string(),
+  })
+  .openapi("User");
+
+/** POST /v1/users: invite = create with a one-time password (generated when none is given). */
+export const inviteSchema = z
+  .object({
+    email: emailSchema,
+    role: z.enum(ROLES).default("member"),
+    password: passwordSchema.optional().openapi({ description: "One-time password; generated when omitted" }),
+  })
+  .strict();
+
+export const roleSchema = z.object({ role: z.enum(ROLES) }).strict();
+
+export const resetSchema = z
+  .object({
+    password: passwordSchema.optional().openapi({ description: "One-time password; generated when omitted" }),
+  })
+  .strict();
+
+export const changePasswordSchema = z
+  .object({ current_password: z.string().min(1).max(1024), new_password: passwordSchema })
+  .strict();
+
+export const oneTimePasswordSchema = z
+  .object({
+    user: userSchema,
+    one_time_password: z
+      .string()
+      .openapi({ description: "Shown once: the user signs in with it and must then choose their own" }),
+  })
+  .openapi("UserWithOneTimePassword");
+
+export const setupStatusSchema = z
+  .object({
+    required: z.boolean().openapi({ description: "No account exists yet: the setup link's page creates the first" }),
+  })
+  .openapi("SetupStatus");
+
+export const setupSchema = z
+  .object({
+    token: z.string().min(1).max(200).openapi({ description: "From the setup link `vsearch serve` printed" }),
+    account_name: nameSchema,
+    email: emailSchema,
+    password: passwordSchema,
+  })
+  .strict();

@@ -2,6 +2,7 @@ import { AppError, notFound } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import { parseInput } from "../core/validate.ts";
 import type { AccountStore } from "./store.ts";
+import { hashPassword } from "./users.ts";
 import { accountInputSchema, PLANS, type Account, type Plan, type User, userInputSchema } from "./schema.ts";
 
 export class AccountService {
@@ -24,6 +25,40 @@ export class AccountService {
     return a;
   }
 
+  /**
+   * The account an operator named (SPEC §10): its id (`usr_…`) or its name; with no name at all,
+   * the only account when there is exactly one. Anything else is an error that says what to type.
+   */
+  resolve(ref?: string | null): Account {
+    const r = ref?.trim();
+    if (!r) {
+      const all = this.store.listAccounts();
+      if (all.length === 1) return all[0];
+      if (all.length === 0)
+        throw new AppError(
+          "NOT_FOUND",
+          "There is no account yet: create one with `vsearch accounts create --name NAME` (or open the setup link `vsearch serve` prints)",
+        );
+      throw new AppError(
+        "ACCOUNT_REQUIRED",
+        `There are ${all.length} accounts; name one with --account (${all
+          .slice(0, 5)
+          .map((a) => `"${a.name}"`)
+          .join(", ")}${all.length > 5 ? ", …" : ""}) or give its id`,
+      );
+    }
+    const byId = this.store.getAccount(r);
+    if (byId) return byId;
+    const named = this.store.findAccountsByName(r);
+    if (named.length === 1) return named[0];
+    if (named.length > 1)
+      throw new AppError(
+        "ACCOUNT_AMBIGUOUS",
+        `${named.length} accounts are named "${r}"; give the id instead (${named.map((a) => a.id).join(", ")})`,
+      );
+    throw new AppError("NOT_FOUND", `No account has the id or name "${r}" (\`vsearch accounts list\` lists them)`);
+  }
+
   setPlan(id: string, plan: string): Account {
     this.getAccount(id);
     if (!PLANS.includes(plan as Plan)) throw new AppError("INVALID_PLAN", `plan must be one of ${PLANS.join(", ")}`);
@@ -31,21 +66,30 @@ export class AccountService {
     return this.getAccount(id);
   }
 
-  async createUser(input: { account_id: unknown; email: unknown; password: unknown; role?: unknown }): Promise<User> {
+  async createUser(input: {
+    account_id: unknown;
+    email: unknown;
+    password: unknown;
+    role?: unknown;
+    must_change_password?: boolean;
+  }): Promise<User> {
     const parsed = parseInput(userInputSchema, input);
     this.getAccount(parsed.account_id);
     if (this.store.findUserByEmail(parsed.email)) {
       throw new AppError("EMAIL_TAKEN", `A user with email ${parsed.email} already exists`);
     }
-    // argon2id: slow on purpose, so a stolen database does not give away passwords.
-    const password_hash = await Bun.password.hash(parsed.password, { algorithm: "argon2id" });
+    const password_hash = await hashPassword(parsed.password);
     const user: User = {
       id: newId("mbr"),
       account_id: parsed.account_id,
       email: parsed.email,
       role: parsed.role,
+      must_change_password: parsed.must_change_password,
       created_at: nowIso(),
     };
+    // Checked again after the slow hash: a parallel create of the same e-mail is a 409, not a 500.
+    if (this.store.findUserByEmail(parsed.email))
+      throw new AppError("EMAIL_TAKEN", `A user with email ${parsed.email} already exists`);
     this.store.insertUser({ ...user, password_hash });
     return user;
   }

@@ -5,6 +5,8 @@ import { zodIssuesToValidation } from "../core/validate.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { registerApiKeyRoutes } from "./api-keys.ts";
 import { registerAuthRoutes } from "./auth.ts";
+import { registerUserRoutes } from "./users.ts";
+import { registerSystemRoutes } from "./system.ts";
 import { registerCollectionRoutes } from "./collections.ts";
 import { registerUploadRoutes } from "./upload.ts";
 import { registerVideoExportRoutes } from "./video-exports.ts";
@@ -23,6 +25,7 @@ import type { AppEnv } from "../http/types.ts";
 import { insufficientStorage, isIoError, isStorageError } from "../core/storage.ts";
 import { RESPONSE_HEADERS } from "../http/route.ts";
 import { registerProbeDocs } from "./probes.ts";
+import { linkOrigin, type LinkOriginScope } from "../http/link-origin.ts";
 
 export interface HttpAppOptions extends HttpDeps {
   logger: Logger;
@@ -32,6 +35,8 @@ export interface HttpAppOptions extends HttpDeps {
   ready: () => { ok: boolean; checks: Record<string, string> };
   /** Told when a request failed for lack of disk space (so /readyz reports it). */
   storage?: { noteFull(): void; isFull(): boolean };
+  /** Where the links of a request are built from (its origin; http/link-origin.ts). */
+  links?: LinkOriginScope;
 }
 
 /**
@@ -40,6 +45,8 @@ export interface HttpAppOptions extends HttpDeps {
  */
 export const ROUTE_MODULES: ((app: OpenAPIHono<AppEnv>, deps: HttpDeps) => void)[] = [
   registerAuthRoutes,
+  registerUserRoutes,
+  registerSystemRoutes,
   registerApiKeyRoutes,
   registerCollectionRoutes,
   registerUploadRoutes,
@@ -112,6 +119,7 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
   });
 
   app.use("*", clientAddress(opts.config.trustedProxies));
+  if (opts.links) app.use("*", linkOrigin(opts.links, opts.config));
   app.use("*", declaredBodyLimit(opts.config));
   const corsMw = corsFor(opts.config.corsOrigins);
   if (corsMw) app.use("*", corsMw);

@@ -73,6 +73,7 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
     tags: ["Auth"],
     summary: "End the current session",
     access: "read_only",
+    beforePasswordChange: true,
     responses: {
       204: { description: "Signed out" },
       400: jsonError("The credential is an API key, not a session (NOT_A_SESSION)"),
@@ -90,18 +91,32 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
     tags: ["Auth"],
     summary: "The account and credential of this request",
     access: "read_only",
+    beforePasswordChange: true,
     responses: {
       200: {
         description: "Caller",
         content: {
           "application/json": {
             schema: envelopeOf(
-              z.object({
-                user_id: z.string(),
-                credential: z.enum(["api_key", "session"]),
-                permissions: z.string(),
-                role: z.string().nullable(),
-              }),
+              z
+                .object({
+                  user_id: z.string(),
+                  credential: z.enum(["api_key", "session"]),
+                  permissions: z.string(),
+                  role: z.string().nullable(),
+                  member_id: z
+                    .string()
+                    .nullable()
+                    .openapi({ description: "The signed-in user (`mbr_…`); null for an API key" }),
+                  email: z
+                    .string()
+                    .nullable()
+                    .openapi({ description: "The signed-in user's e-mail; null for an API key" }),
+                  must_change_password: z
+                    .boolean()
+                    .openapi({ description: "Signed in with a one-time password: choose a new one first" }),
+                })
+                .openapi("Whoami"),
             ),
           },
         },
@@ -110,11 +125,15 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
   });
   app.openapi(whoami, (c) => {
     const p = c.get("principal");
+    const user = p.kind === "session" ? deps.services.users.find(p.accountId, p.userId) : null;
     return ok(c, {
       user_id: p.accountId,
       credential: p.kind,
       permissions: p.kind === "api_key" ? p.permissions : "all",
       role: p.kind === "session" ? p.role : null,
+      member_id: user?.id ?? null,
+      email: user?.email ?? null,
+      must_change_password: p.kind === "session" && p.mustChangePassword,
     });
   });
 }

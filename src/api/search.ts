@@ -1,8 +1,11 @@
 import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { ValidationError } from "../core/errors.ts";
 import { dataResponse, defineRoute, idParam, jsonError, ok, RETRY_AFTER_HEADER } from "../http/index.ts";
 import { type MetaExtra, metaSchema } from "../http/envelope.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { MAX_IMAGE_BYTES } from "../search/image-input.ts";
+import { emptySearchHints, searchScope } from "../search/empty-hints.ts";
 import { MODES, type Mode } from "../search/thresholds.ts";
 import {
   feedbackDeleteQuery,
@@ -11,6 +14,7 @@ import {
   momentSchema,
   type SearchForm,
   searchFormSchema,
+  searchJsonSchema,
   type SearchRequest,
   searchVideoSchema,
   toSearchRequest,
@@ -33,6 +37,13 @@ export const searchMetaSchema = metaSchema
           transcript:
             "MODEL_NOT_INSTALLED: no speech model installed; fix: vsearch models pull whisper-tiny.en (air-gapped: vsearch models import <dir|tar> --role speech)",
         },
+      }),
+    hints: z
+      .array(z.object({ code: z.string(), message: z.string() }))
+      .optional()
+      .openapi({
+        description:
+          "When no video matched: what to try (lower min_score, more modes, a wider scope, other words, or wait for indexing)",
       }),
   })
   .openapi("SearchMeta");
@@ -59,6 +70,31 @@ const form = <S extends z.ZodType>(schema: S, repeated: string[] = [], files: Re
   };
 };
 
+const isJsonBody = (c: Context) => /^application\/([\w.-]+\+)?json\s*(;|$)/i.test(c.req.header("content-type") ?? "");
+
+/**
+ * A form body that is also accepted as JSON (same fields but files; the same validation and 422s).
+ * Not `required`: a required body makes @hono/zod-openapi run every declared validator on every
+ * request, so the form's would check a JSON request's (absent) form fields and refuse it. Each
+ * encoding is validated when the request is sent in it; `sentBody` refuses a request in neither.
+ */
+const withJson = <B extends ReturnType<typeof form>, S extends z.ZodType>({ required: _, ...body }: B, json: S) => ({
+  ...body,
+  content: { ...body.content, "application/json": { schema: json } },
+});
+
+const isFormBody = (c: Context) =>
+  /^(multipart\/form-data|application\/x-www-form-urlencoded)\s*(;|$)/i.test(c.req.header("content-type") ?? "");
+
+/** Which encoding the body came in; a request with neither gets the 422 an empty form would. */
+function sentBody(c: Context): "json" | "form" {
+  if (isJsonBody(c)) return "json";
+  if (isFormBody(c)) return "form";
+  throw new ValidationError([
+    { loc: ["body"], msg: "Send the fields as JSON or as a form (multipart or urlencoded)", type: "missing" },
+  ]);
+}
+
 /** The validated form (searchFormSchema checked every field and rule) with the image's bytes. */
 async function toRequest(f: SearchForm): Promise<SearchRequest> {
   // Size, format and pixel checks happen once, in the service (the same ones as for image_url).
@@ -76,11 +112,16 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       tags: ["Search"],
       summary: "Find moments by text, image or both",
       description:
-        'Form body (multipart or urlencoded). Modes `video` (frames), `scene` (shots: embedding, labels, caption), `transcript` (what was said, BM25 with "phrases" and prefix*) and `ocr` (text shown on screen, BM25; needs no model), fused with Reciprocal Rank Fusion (k = 60). Results are videos, best first, each with its matching clips. See docs/SEARCH.md for scores and thresholds.',
+        'Form body (multipart or urlencoded) or the same fields as JSON (a reference image needs multipart); list fields (`modes`, `labels`) repeated or comma-separated. Modes `video` (frames), `scene` (shots: embedding, labels, caption), `transcript` (what was said, BM25 with "phrases" and prefix*) and `ocr` (text shown on screen, BM25; needs no model), fused with Reciprocal Rank Fusion (k = 60). Results are videos, best first, each with its matching clips. See docs/SEARCH.md for scores and thresholds.',
       access: "read_only",
       rateGroup: "search",
       maxBody: SEARCH_MAX_BODY,
-      request: { body: form(searchFormSchema, ["modes", "labels"], { image: "image/jpeg, image/png" }) },
+      request: {
+        body: withJson(
+          form(searchFormSchema, ["modes", "labels"], { image: "image/jpeg, image/png" }),
+          searchJsonSchema,
+        ),
+      },
       responses: {
         200: {
           description: "Matching videos and their clips",
@@ -102,7 +143,14 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
       },
     }),
     async (c) => {
-      const r = await s.search.search(c.get("principal").accountId, await toRequest(c.req.valid("form")));
+      // Only the validator of the body's own encoding ran (the other holds an empty object).
+      const input =
+        sentBody(c) === "json"
+          ? toSearchRequest(c.req.valid("json") as SearchForm)
+          : await toRequest(c.req.valid("form"));
+      const accountId = c.get("principal").accountId;
+      const r = await s.search.search(accountId, input);
+      const hints = r.total === 0 ? emptySearchHints(input, r, searchScope(s.videos, accountId, input)) : undefined;
       const meta = {
         total: r.total,
         page: r.page,
@@ -110,6 +158,7 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
         facets: r.facets,
         modes: r.modes,
         skipped_modes: r.skippedModes,
+        ...(hints ? { hints } : {}),
       };
       return ok(c, r.videos, 200, meta as MetaExtra);
     },
@@ -126,14 +175,15 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
         "`down` hides the segment (video + timestamp_start within 0.01 s) from later searches unless include_hidden=true; both signals move the threshold named by threshold_key one small bounded step.",
       access: "read_only",
       rateGroup: "search",
-      request: { body: form(feedbackFormSchema) },
+      request: { body: withJson(form(feedbackFormSchema), feedbackFormSchema) },
       responses: {
         200: dataResponse("Recorded", z.null()),
         404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
       },
     }),
     (c) => {
-      s.searchFeedback.submit(c.get("principal").accountId, c.req.valid("form"));
+      const body = sentBody(c) === "json" ? c.req.valid("json") : c.req.valid("form");
+      s.searchFeedback.submit(c.get("principal").accountId, body);
       return ok(c, null);
     },
   );

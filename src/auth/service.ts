@@ -3,10 +3,19 @@ import { constantTimeEqual, sha256Hex } from "../core/crypto.ts";
 import { newId, nowIso, randomBase62 } from "../core/ids.ts";
 import { parseInput } from "../core/validate.ts";
 import type { AccountStore } from "../accounts/store.ts";
+import type { User } from "../accounts/schema.ts";
+import { changePasswordSchema } from "../accounts/schema.ts";
+import type { UserService } from "../accounts/users.ts";
 import type { ApiKeyService } from "../api-keys/service.ts";
 import { API_KEY_PREFIX } from "../api-keys/schema.ts";
 import type { SessionStore } from "./store.ts";
 import { type Principal, SESSION_TOKEN_PREFIX, signInSchema } from "./schema.ts";
+
+export interface SignedIn {
+  token: string;
+  expires_at: string;
+  must_change_password: boolean;
+}
 
 const unauthorized = (
   message = "Missing or malformed Authorization header; send `Bearer <API key or session token>`",
@@ -23,16 +32,22 @@ export class AuthService {
     private readonly sessions: SessionStore,
     private readonly accounts: AccountStore,
     private readonly apiKeys: ApiKeyService,
+    private readonly users: UserService,
     private readonly sessionTtlSecs: number,
     private readonly now: () => number = Date.now,
   ) {}
 
-  async signIn(input: unknown): Promise<{ token: string; expires_at: string }> {
+  async signIn(input: unknown): Promise<SignedIn> {
     const { email, password } = parseInput(signInSchema, input);
     const user = this.accounts.findUserByEmail(email.trim().toLowerCase());
     this.dummyHash ??= Bun.password.hash(DUMMY_PASSWORD, { algorithm: "argon2id" });
     const ok = await Bun.password.verify(password, user?.password_hash ?? (await this.dummyHash));
     if (!user || !ok) throw new AppError("UNAUTHORIZED", "Wrong e-mail or password");
+    return this.startSession(user);
+  }
+
+  /** A new session for a user whose credentials were checked (sign-in, or the first-run setup). */
+  startSession(user: Pick<User, "id" | "account_id" | "must_change_password">): SignedIn {
     const token = SESSION_TOKEN_PREFIX + randomBase62(40);
     const expires_at = nowIso(this.now() + this.sessionTtlSecs * 1000);
     this.sessions.insert({
@@ -43,7 +58,24 @@ export class AuthService {
       created_at: nowIso(this.now()),
       expires_at,
     });
-    return { token, expires_at };
+    return { token, expires_at, must_change_password: user.must_change_password };
+  }
+
+  /**
+   * A signed-in user changes their own password: the current one is checked (so a session left
+   * open on a shared screen cannot lock its owner out), the one-time flag clears, and every other
+   * session of theirs ends; this one stays signed in.
+   */
+  async changeOwnPassword(principal: Principal, input: unknown): Promise<{ sessions_ended: number }> {
+    if (principal.kind !== "session")
+      throw new AppError("NOT_A_SESSION", "Changing a password needs a session token, not an API key");
+    const { current_password, new_password } = parseInput(changePasswordSchema, input);
+    const user = this.accounts.getUserWithHash(principal.userId);
+    if (!user || !(await Bun.password.verify(current_password, user.password_hash)))
+      throw new AppError("WRONG_PASSWORD", "The current password is wrong");
+    if (current_password === new_password)
+      throw new AppError("PASSWORD_UNCHANGED", "Choose a password different from the current one");
+    return { sessions_ended: await this.users.setOwnPassword(user.id, new_password, principal.sessionId) };
   }
 
   signOut(principal: Principal): void {
@@ -65,6 +97,13 @@ export class AuthService {
       throw unauthorized("The session token is not valid");
     if (Date.parse(row.expires_at) <= this.now())
       throw new AppError("SESSION_EXPIRED", "The session has expired; sign in again");
-    return { kind: "session", accountId: row.account_id, sessionId: row.id, userId: row.user_id, role: row.role };
+    return {
+      kind: "session",
+      accountId: row.account_id,
+      sessionId: row.id,
+      userId: row.user_id,
+      role: row.role,
+      mustChangePassword: row.must_change_password === 1,
+    };
   }
 }

@@ -9,12 +9,13 @@ export interface SessionRow {
   expires_at: string;
   ended_at: string | null;
   role: "admin" | "member";
+  must_change_password: number;
 }
 
 export class SessionStore {
   constructor(private readonly db: Database) {}
 
-  insert(s: Omit<SessionRow, "ended_at" | "role">): void {
+  insert(s: Omit<SessionRow, "ended_at" | "role" | "must_change_password">): void {
     this.db
       .query(
         "INSERT INTO sessions (id, token_hash, user_id, account_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -25,7 +26,7 @@ export class SessionStore {
   findByHash(tokenHash: string): SessionRow | null {
     return this.db
       .query<SessionRow, [string]>(
-        `SELECT s.id, s.token_hash, s.user_id, s.account_id, s.created_at, s.expires_at, s.ended_at, u.role
+        `SELECT s.id, s.token_hash, s.user_id, s.account_id, s.created_at, s.expires_at, s.ended_at, u.role, u.must_change_password
            FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = ?`,
       )
       .get(tokenHash);

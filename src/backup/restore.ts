@@ -15,6 +15,7 @@ import * as tar from "tar-stream";
 import { AppError } from "../core/errors.ts";
 import { BACKUP_FORMAT, type BackupManifest, DB_NAME, MANIFEST_NAME, TOP_LEVEL_FILES } from "./layout.ts";
 import { checkDataDir, type IntegrityReport } from "./integrity.ts";
+import { BackupStore } from "./store.ts";
 
 export interface RestoreOptions {
   archive: string;
@@ -30,6 +31,8 @@ export interface RestoreResult {
   manifest: BackupManifest;
   files: number;
   integrity: IntegrityReport;
+  /** The original's pending webhook deliveries, held instead of re-sent (BackupStore.holdOutbox). */
+  held: { deliveries: number; events: number };
 }
 
 /**
@@ -102,10 +105,13 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
     if (!integrity.ok)
       throw new AppError("BACKUP_INVALID", `the restored data fails its checks: ${integrity.problems.join("; ")}`);
 
+    const held = BackupStore.withFile(join(staging, DB_NAME), o.vecExtension, (s) =>
+      s.holdOutbox(new Date().toISOString()),
+    );
     // Swap in: remove what the target held (force), move the staged entries up.
     for (const n of existing) rmSync(join(target, n), { recursive: true, force: true });
     for (const n of readdirSync(staging)) renameSync(join(staging, n), join(target, n));
-    return { data_dir: target, manifest, files, integrity };
+    return { data_dir: target, manifest, files, integrity, held };
   } catch (e) {
     if (e instanceof AppError) throw e;
     if (e instanceof SyntaxError || /tar|header|Unexpected end/i.test(String((e as Error)?.message))) {

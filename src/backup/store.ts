@@ -42,6 +42,27 @@ export class BackupStore {
     this.db.query("VACUUM INTO ?").run(file);
   }
 
+  /**
+   * A restored copy does not act on the original's unfinished outbox (docs/OPERATIONS.md, "Backup
+   * and restore"): the original may have sent those deliveries since the backup, and a restore
+   * that re-sent them at once would repeat them to every receiver. Pending deliveries become
+   * `failed` with the reason (Retry in the delivery log, or POST …/retry, sends one again);
+   * events not yet fanned out to endpoints are marked dispatched without deliveries.
+   */
+  holdOutbox(at: string): { deliveries: number; events: number } {
+    return this.db.transaction(() => {
+      const deliveries = this.db
+        .query(
+          "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, error = ? WHERE status = 'pending'",
+        )
+        .run(
+          `held by restore ${at}: pending when the backup was made; not re-sent automatically (the original may have sent it). Retry it if it is still wanted`,
+        ).changes;
+      const events = this.db.query("UPDATE events SET dispatched_at = ? WHERE dispatched_at IS NULL").run(at).changes;
+      return { deliveries, events };
+    })();
+  }
+
   videoIds(): string[] {
     return new VideoStore(this.db).allIds();
   }

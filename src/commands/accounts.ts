@@ -25,10 +25,14 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     });
 
   accounts
-    .command("delete <id>")
-    .description("Delete an account: fires account.deleted to its webhooks, then purges all its data and files")
-    .action(async (id: string, _o: unknown, cmd: Command) => {
-      const r = await ctx.withApp(cmd, (app) => app.services.accountDeletion.delete(id));
+    .command("delete <account>")
+    .description(
+      "Delete an account (id or name): fires account.deleted to its webhooks, then purges all its data and files",
+    )
+    .action(async (ref: string, _o: unknown, cmd: Command) => {
+      const r = await ctx.withApp(cmd, (app) =>
+        app.services.accountDeletion.delete(app.services.accounts.resolve(ref).id),
+      );
       ctx.print(
         cmd,
         r,
@@ -37,10 +41,12 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     });
 
   accounts
-    .command("set-plan <id> <plan>")
-    .description("Change an account's plan (free | payg | enterprise)")
-    .action(async (id: string, plan: string, _o: unknown, cmd: Command) => {
-      const account = await ctx.withApp(cmd, (app) => app.services.accounts.setPlan(id, plan));
+    .command("set-plan <account> <plan>")
+    .description("Change an account's plan (free | payg | enterprise); the account by id or name")
+    .action(async (ref: string, plan: string, _o: unknown, cmd: Command) => {
+      const account = await ctx.withApp(cmd, (app) =>
+        app.services.accounts.setPlan(app.services.accounts.resolve(ref).id, plan),
+      );
       ctx.print(cmd, account, `Account ${account.id} is now on plan ${account.plan}`);
     });
 
@@ -48,14 +54,14 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
   users
     .command("create")
     .description("Create a user who signs in with e-mail and password")
-    .requiredOption("--account <id>", "account id (usr_…)")
+    .option("--account <account>", ACCOUNT_HELP)
     .requiredOption("--email <email>", "sign-in e-mail")
     .requiredOption("--password <password>", "password (at least 8 characters)")
-    .option("--admin", "give the admin role (needed to manage API keys)")
-    .action(async (opts: { account: string; email: string; password: string; admin?: boolean }, cmd: Command) => {
+    .option("--admin", "give the admin role (manages API keys, webhooks and users)")
+    .action(async (opts: { account?: string; email: string; password: string; admin?: boolean }, cmd: Command) => {
       const user = await ctx.withApp(cmd, (app) =>
         app.services.accounts.createUser({
-          account_id: opts.account,
+          account_id: app.services.accounts.resolve(opts.account).id,
           email: opts.email,
           password: opts.password,
           role: opts.admin ? "admin" : "member",
@@ -65,9 +71,49 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     });
   users
     .command("list")
-    .requiredOption("--account <id>", "account id (usr_…)")
-    .action(async (opts: { account: string }, cmd: Command) => {
-      const list = await ctx.withApp(cmd, (app) => app.services.accounts.listUsers(opts.account));
-      ctx.print(cmd, list, () => table(list as never, ["id", "email", "role", "created_at"]));
+    .description("List an account's users")
+    .option("--account <account>", ACCOUNT_HELP)
+    .action(async (opts: { account?: string }, cmd: Command) => {
+      const list = await ctx.withApp(cmd, (app) =>
+        app.services.accounts.listUsers(app.services.accounts.resolve(opts.account).id),
+      );
+      ctx.print(cmd, list, () => table(list as never, ["id", "email", "role", "must_change_password", "created_at"]));
+    });
+  users
+    .command("passwd <user>")
+    .description(
+      "Set a user's password (user by e-mail or id): a one-time password they must change at next sign-in (printed when --password is not given); their sessions end",
+    )
+    .option("--password <password>", "the new password (default: a generated one-time password)")
+    .option("--permanent", "an ordinary password the user need not change (e.g. your own)")
+    .action(async (ref: string, opts: { password?: string; permanent?: boolean }, cmd: Command) => {
+      const r = await ctx.withApp(cmd, (app) =>
+        app.services.users.resetPassword(null, ref, { password: opts.password }, { permanent: opts.permanent }),
+      );
+      const ended = `${r.sessions_ended} session(s) ended`;
+      ctx.print(
+        cmd,
+        r,
+        r.one_time_password
+          ? `One-time password for ${r.user.email}: ${r.one_time_password}\n(they sign in with it and must choose their own; ${ended})`
+          : `Password of ${r.user.email} changed (${ended})`,
+      );
+    });
+  users
+    .command("role <user> <role>")
+    .description("Make a user (e-mail or id) an admin or a member; the last admin stays an admin")
+    .action(async (ref: string, role: string, _o: unknown, cmd: Command) => {
+      const user = await ctx.withApp(cmd, (app) => app.services.users.setRole(null, ref, { role }));
+      ctx.print(cmd, user, `${user.email} is now ${user.role === "admin" ? "an admin" : "a member"}`);
+    });
+  users
+    .command("remove <user>")
+    .description("Remove a user (e-mail or id); their sessions end at once; the last admin cannot be removed")
+    .action(async (ref: string, _o: unknown, cmd: Command) => {
+      const user = await ctx.withApp(cmd, (app) => app.services.users.remove(null, ref));
+      ctx.print(cmd, user, `Removed ${user.email} (${user.id})`);
     });
 }
+
+/** The help of every `--account` option: a name works as well as an id, and one account needs neither. */
+export const ACCOUNT_HELP = "account name or id (default: the only account)";

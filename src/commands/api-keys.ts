@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { type CliContext, table } from "../cli/context.ts";
+import { ACCOUNT_HELP } from "./accounts.ts";
 
 /** Same service calls and validation as /v1/api_keys; the CLI acts as the operator of the data dir. */
 export function registerKeyCommands(program: Command, ctx: CliContext) {
@@ -7,14 +8,16 @@ export function registerKeyCommands(program: Command, ctx: CliContext) {
 
   keys
     .command("create")
-    .requiredOption("--account <id>", "account id (usr_…)")
+    .option("--account <account>", ACCOUNT_HELP)
     .requiredOption("--name <name>", "display name")
     .option("--permissions <level>", "all | read_only", "all")
-    .action(async (opts: { account: string; name: string; permissions: string }, cmd: Command) => {
-      const key = await ctx.withApp(cmd, (app) => {
-        app.services.accounts.getAccount(opts.account);
-        return app.services.apiKeys.create(opts.account, { name: opts.name, permissions: opts.permissions });
-      });
+    .action(async (opts: { account?: string; name: string; permissions: string }, cmd: Command) => {
+      const key = await ctx.withApp(cmd, (app) =>
+        app.services.apiKeys.create(app.services.accounts.resolve(opts.account).id, {
+          name: opts.name,
+          permissions: opts.permissions,
+        }),
+      );
       ctx.print(
         cmd,
         key,
@@ -24,12 +27,11 @@ export function registerKeyCommands(program: Command, ctx: CliContext) {
 
   keys
     .command("list")
-    .requiredOption("--account <id>", "account id (usr_…)")
-    .action(async (opts: { account: string }, cmd: Command) => {
-      const list = await ctx.withApp(cmd, (app) => {
-        app.services.accounts.getAccount(opts.account);
-        return app.services.apiKeys.list(opts.account);
-      });
+    .option("--account <account>", ACCOUNT_HELP)
+    .action(async (opts: { account?: string }, cmd: Command) => {
+      const list = await ctx.withApp(cmd, (app) =>
+        app.services.apiKeys.list(app.services.accounts.resolve(opts.account).id),
+      );
       ctx.print(cmd, list, () =>
         table(list as never, ["id", "name", "prefix", "permissions", "last_used_at", "revoked_at"]),
       );
@@ -37,9 +39,14 @@ export function registerKeyCommands(program: Command, ctx: CliContext) {
 
   keys
     .command("revoke <key_id>")
-    .option("--account <id>", "account id (usr_…); looked up from the key when omitted")
+    .option("--account <account>", "account name or id; looked up from the key when omitted")
     .action(async (keyId: string, opts: { account?: string }, cmd: Command) => {
-      const key = await ctx.withApp(cmd, (app) => app.services.apiKeys.revokeAsOperator(keyId, opts.account));
+      const key = await ctx.withApp(cmd, (app) =>
+        app.services.apiKeys.revokeAsOperator(
+          keyId,
+          opts.account === undefined ? undefined : app.services.accounts.resolve(opts.account).id,
+        ),
+      );
       ctx.print(cmd, key, `Revoked key ${key.id} "${key.name}" at ${key.revoked_at}`);
     });
 }

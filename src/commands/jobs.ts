@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { type CliContext, table } from "../cli/context.ts";
 import { JOB_STATUSES, type JobStatus } from "../jobs/schema.ts";
+import { ACCOUNT_HELP } from "./accounts.ts";
 
 /** A bad filter is a usage error (exit 2), as it is a 422 over HTTP — not an empty list. */
 const jobStatus = (v: string): JobStatus => {
@@ -13,18 +14,12 @@ export function registerJobCommands(program: Command, ctx: CliContext) {
   const jobs = program
     .command("jobs")
     .description("List an account's indexing jobs, newest first")
-    .option("--account <id>", "account id (usr_…); required to list")
+    .option("--account <account>", ACCOUNT_HELP)
     .option("--status <status>", "queued | pending | processing | done | failed", jobStatus)
     .option("--limit <n>", "how many", (v) => Number(v), 50)
     .action(async (opts: { account?: string; status?: JobStatus; limit: number }, cmd: Command) => {
-      if (!opts.account)
-        cmd.error("error: required option '--account <id>' not specified", {
-          exitCode: 2,
-          code: "commander.missingMandatoryOptionValue",
-        });
-      const account = opts.account;
       const list = await ctx.withApp(cmd, (app) => {
-        app.services.accounts.getAccount(account);
+        const account = app.services.accounts.resolve(opts.account).id;
         return app.services.jobs.list(account, { status: opts.status }, { page: 1, perPage: opts.limit }).items;
       });
       ctx.print(cmd, list, () =>
@@ -47,10 +42,15 @@ function registerJobRetryCommand(jobs: Command, ctx: CliContext) {
   jobs
     .command("retry <job_id>")
     .description("Run a failed job again from the start (after fixing what made it fail)")
-    .option("--account <id>", "account id (usr_…); default: the job's own")
+    .option("--account <account>", "account name or id; default: the job's own")
     .action(async (jobId: string, opts: { account?: string }, cmd: Command) => {
       const job = await ctx.withApp(cmd, (app) =>
-        app.services.jobs.retry(opts.account ?? app.services.jobs.accountOf(jobId), jobId),
+        app.services.jobs.retry(
+          opts.account === undefined
+            ? app.services.jobs.accountOf(jobId)
+            : app.services.accounts.resolve(opts.account).id,
+          jobId,
+        ),
       );
       ctx.print(
         cmd,

@@ -18,19 +18,19 @@ export function registerMcpCommand(program: Command, ctx: CliContext) {
   program
     .command("mcp")
     .description("Serve the agent tools over MCP on stdio (for a desktop agent's MCP config)")
-    .requiredOption("--account <id>", "the account the agent reads (usr_…)")
-    .action(async (opts: { account: string }, cmd: Command) => {
+    .option("--account <account>", "the account the agent reads: name or id (default: the only account)")
+    .action(async (opts: { account?: string }, cmd: Command) => {
       const config = ctx.config(cmd);
       const logger = createLogger(ctx.globals(cmd).logLevel ?? (ctx.env.VSEARCH_LOG_LEVEL as never) ?? "warn");
       const app = await createApp(config, { runtime: await ctx.runtime(config), logger });
       try {
-        app.services.accounts.getAccount(opts.account);
+        const accountId = app.services.accounts.resolve(opts.account).id;
         // Presigned links should open on the running server, when there is one.
         const holder = new InstanceLock(config.dataDir).read();
         if (holder?.url && alive(holder.pid)) app.setBaseUrl(holder.url);
 
         const server = buildMcpServer(app.services.agent, {
-          accountId: opts.account,
+          accountId,
           version: VERSION,
           logger,
           callTimeoutMs: config.agentCallTimeoutSecs * 1000,
@@ -45,7 +45,7 @@ export function registerMcpCommand(program: Command, ctx: CliContext) {
           process.once("SIGTERM", () => resolve());
         });
         await server.connect(transport);
-        logger.info("mcp on stdio", { account_id: opts.account, data_dir: config.dataDir });
+        logger.info("mcp on stdio", { account_id: accountId, data_dir: config.dataDir });
         await closed;
         await server.close().catch(() => {});
       } finally {

@@ -28,6 +28,7 @@ export function registerRestoreCommand(program: Command, ctx: CliContext) {
           files: r.files,
           videos: r.integrity.videos,
           jobs: r.integrity.jobs,
+          webhook_deliveries_held: r.held.deliveries,
           backup: r.manifest,
         },
         [
@@ -37,6 +38,11 @@ export function registerRestoreCommand(program: Command, ctx: CliContext) {
             ? "model weights restored"
             : "model weights were not in the backup: import the same models again (vsearch models import …) before searching",
           "unfinished jobs run again when serve starts",
+          ...(r.held.deliveries
+            ? [
+                `${r.held.deliveries} webhook deliveries pending at backup time are held (status failed), not re-sent: retry them from the delivery log if still wanted`,
+              ]
+            : []),
         ].join("\n"),
       );
     });

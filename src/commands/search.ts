@@ -2,6 +2,8 @@ import type { Command } from "commander";
 import { type CliContext, table } from "../cli/context.ts";
 import { AppError } from "../core/errors.ts";
 import { parseSearchRequest, type SearchResult } from "../search/schema.ts";
+import { ACCOUNT_HELP } from "./accounts.ts";
+import { emptySearchHints, type SearchHint, searchScope } from "../search/empty-hints.ts";
 
 const list = (v: string, prev: string[] = []) => [
   ...prev,
@@ -16,7 +18,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
   program
     .command("search <query>")
     .description("Search an account's videos for a moment (text query)")
-    .requiredOption("--account <id>", "account id (usr_…)")
+    .option("--account <account>", ACCOUNT_HELP)
     .option("--collection <name>", "only this collection (by name)")
     .option("--video <id>", "only this video (vid_…)")
     .option("--modes <modes>", "video, scene, transcript, ocr (comma-separated or repeated; default all)", list)
@@ -33,7 +35,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
       async (
         query: string,
         opts: {
-          account: string;
+          account?: string;
           collection?: string;
           video?: string;
           modes?: string[];
@@ -46,13 +48,16 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
         },
         cmd: Command,
       ) => {
-        const result = await ctx.withApp(cmd, (app) => {
-          app.services.accounts.getAccount(opts.account);
+        const result = await ctx.withApp(cmd, async (app) => {
+          const account = app.services.accounts.resolve(opts.account);
           let collectionId: string | undefined;
           if (opts.collection !== undefined) {
-            const c = app.services.collections.findByName(opts.account, opts.collection);
+            const c = app.services.collections.findByName(account.id, opts.collection);
             if (!c)
-              throw new AppError("COLLECTION_NOT_FOUND", `No collection named "${opts.collection}" in ${opts.account}`);
+              throw new AppError(
+                "COLLECTION_NOT_FOUND",
+                `No collection named "${opts.collection}" in account "${account.name}" (${account.id})`,
+              );
             collectionId = c.id;
           }
           // The same one validation as the HTTP form: field names as in the form.
@@ -68,7 +73,10 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
             include_hidden: opts.includeHidden ? "true" : undefined,
             exact: opts.exact ? "true" : undefined,
           });
-          return app.services.search.search(opts.account, req);
+          const r = await app.services.search.search(account.id, req);
+          const hints =
+            r.total === 0 ? emptySearchHints(req, r, searchScope(app.services.videos, account.id, req)) : [];
+          return { ...r, hints };
         });
         ctx.print(
           cmd,
@@ -81,6 +89,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
               facets: result.facets,
               modes: result.modes,
               skipped_modes: result.skippedModes,
+              ...(result.hints.length ? { hints: result.hints } : {}),
             },
           },
           () => human(result),
@@ -89,7 +98,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
     );
 }
 
-function human(r: SearchResult): string {
+function human(r: SearchResult & { hints: SearchHint[] }): string {
   const rows = r.videos.flatMap((v) =>
     v.segments.map((s) => ({
       rank: s.rank,
@@ -111,5 +120,6 @@ function human(r: SearchResult): string {
     rows.length
       ? table(rows, ["rank", "video", "type", "start", "end", "score", "threshold", "text", "hidden"])
       : "No moment matched.",
+    ...r.hints.map((h) => `hint: ${h.message}`),
   ].join("\n");
 }

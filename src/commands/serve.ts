@@ -6,6 +6,8 @@ import { bunServeOptions } from "../http/serve-options.ts";
 import type { CliContext } from "../cli/context.ts";
 import { InstanceLock } from "../cli/instance-lock.ts";
 import { portInUse } from "../cli/port-check.ts";
+import { localBaseUrl } from "../signing/link-origin.ts";
+import { networkInterfaces } from "node:os";
 
 export function registerServeCommand(program: Command, ctx: CliContext) {
   program
@@ -40,15 +42,33 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
         await app?.close();
         throw e;
       }
-      const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
+      // On 0.0.0.0 / :: the server answers on every address; links follow the one each request
+      // came to, and this machine (the CLI, `vsearch mcp`) reaches it on loopback.
+      const port = server.port ?? config.port;
+      const url = localBaseUrl(config.host, port);
+      const everywhere = ["0.0.0.0", "::", "[::]"].includes(config.host);
+      const alsoAt = everywhere ? lanUrls(port) : [];
       app.setBaseUrl(url);
       lock.update({ url });
       await app.start();
-      logger.info("listening", { url, data_dir: config.dataDir });
-      ctx.print(
-        cmd,
-        { url, data_dir: config.dataDir, pid: process.pid },
-        `vsearch listening on ${url} (data dir ${config.dataDir})`,
+      logger.info("listening", { url, data_dir: config.dataDir, ...(everywhere ? { also_at: alsoAt } : {}) });
+      // First run (SPEC §10): no account yet, so a one-time link lets a browser create the first.
+      const setupToken = app.services.setup.issueToken();
+      const setupUrl = setupToken ? `${url}/#/setup?token=${setupToken}` : null;
+      ctx.print(cmd, { url, data_dir: config.dataDir, pid: process.pid, also_at: alsoAt, setup_url: setupUrl }, () =>
+        [
+          `vsearch listening on ${url} (data dir ${config.dataDir})`,
+          ...(alsoAt.length ? [`from other machines: ${alsoAt.join("  ")}`] : []),
+          ...(setupUrl
+            ? [
+                "",
+                "No account yet. Open this one-time setup link to create the first account and its admin:",
+                `  ${setupUrl}`,
+                ...(alsoAt.length ? [`  (from another machine: ${alsoAt[0]}/#/setup?token=${setupToken})`] : []),
+                "It works until it is used (each start prints a new one). Or use the CLI: vsearch accounts create.",
+              ]
+            : []),
+        ].join("\n"),
       );
 
       await new Promise<void>((resolve) => {
@@ -66,4 +86,14 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
         process.once("SIGTERM", () => void stop("SIGTERM"));
       });
     });
+}
+
+/** The machine's non-loopback addresses, as URLs a LAN client could use (IPv4 first). */
+function lanUrls(port: number): string[] {
+  const out: string[] = [];
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? [])
+      if (!a.internal && !(a.family === "IPv6" && a.address.startsWith("fe80")))
+        out.push(a.family === "IPv6" ? `http://[${a.address}]:${port}` : `http://${a.address}:${port}`);
+  return out.sort((a, b) => Number(a.includes("[")) - Number(b.includes("[")));
 }

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { memoryBudgetBytes } from "../config/memory-budget.ts";
-import { modelFix } from "../models/hints.ts";
+import { modelWarnings } from "../system/health.ts";
 import { runSelfTest, type RuntimePaths } from "../runtime/index.ts";
 import { readAdmissionStatus } from "../search/memory-admission.ts";
 import { VERSION } from "../version.ts";
@@ -40,32 +40,11 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
           imageText: clip?.modelId ?? null,
           speech: speech?.modelId ?? null,
         });
-        const warnings: { role: string; code: string; message: string; videos: number; fix: string }[] = [];
-        for (const [role, m, adds] of [
-          ["image-text", clip, "visual search (video and scene modes) and shot labels"],
-          ["speech", speech, "transcripts (transcript mode)"],
-        ] as const) {
-          const c = coverage[role];
-          if (!m) {
-            const n = c.without.length;
-            warnings.push({
-              role,
-              code: "MODEL_NOT_INSTALLED",
-              message: `no ${role} model installed: no ${adds}; ${n} video${n === 1 ? "" : "s"} indexed without it`,
-              videos: n,
-              fix: `${modelFix(role)}, then vsearch reindex`,
-            });
-          } else if (c.stale.length) {
-            const n = c.stale.length;
-            warnings.push({
-              role,
-              code: "REINDEX_NEEDED",
-              message: `${n} video${n === 1 ? " was" : "s were"} indexed without ${m.modelId} (before it was installed, or with another version)`,
-              videos: n,
-              fix: "vsearch reindex",
-            });
-          }
-        }
+        // The models' warnings (as GET /v1/system/status gives them), then the search index's.
+        const warnings: { role: string; code: string; message: string; videos: number; fix: string }[] = modelWarnings(
+          { "image-text": clip, speech },
+          coverage,
+        );
         // The in-memory vector index against vector_memory_budget: what the running server wrote
         // (index/status.json), else an estimate from the stored vectors (~200 B a row).
         const budget = memoryBudgetBytes(app.config.vectorMemoryBudget);

@@ -6,6 +6,7 @@ import { AppError } from "../core/errors.ts";
 import { type CliContext, table } from "../cli/context.ts";
 import { InstanceLock } from "../cli/instance-lock.ts";
 import { ProgressBar } from "../cli/progress.ts";
+import { ACCOUNT_HELP } from "./accounts.ts";
 
 const VIDEO_EXTENSIONS = new Set([
   ".mp4",
@@ -100,7 +101,7 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
   program
     .command("ingest <paths...>")
     .description("Index local video files or folders into a collection (created if missing)")
-    .requiredOption("--account <id>", "account id (usr_…)")
+    .option("--account <account>", ACCOUNT_HELP)
     .requiredOption("--collection <name>", "collection name")
     .option("--no-wait", "queue the jobs and return without waiting for indexing")
     .option("--force", "index files the collection already holds again (same content hash); default: skip them")
@@ -108,7 +109,7 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
     .action(
       async (
         paths: string[],
-        opts: { account: string; collection: string; wait: boolean; force?: boolean; timeout: number },
+        opts: { account?: string; collection: string; wait: boolean; force?: boolean; timeout: number },
         cmd: Command,
       ) => {
         const config = ctx.config(cmd);
@@ -129,15 +130,15 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
           error: "not found",
         }));
         const result = await ctx.withApp(cmd, async (app) => {
-          app.services.accounts.getAccount(opts.account);
+          const account = app.services.accounts.resolve(opts.account).id;
           const col =
-            app.services.collections.findByName(opts.account, opts.collection) ??
-            app.services.collections.create(opts.account, { name: opts.collection });
+            app.services.collections.findByName(account, opts.collection) ??
+            app.services.collections.create(account, { name: opts.collection });
           const bar = new ProgressBar(ctx.stderr, !json && process.stderr.isTTY);
           for (const [i, path] of files.entries()) {
             bar.update(i, files.length, `queueing ${path}`);
             try {
-              const r = await app.services.uploads.ingestFile(opts.account, col.id, path, { force: opts.force });
+              const r = await app.services.uploads.ingestFile(account, col.id, path, { force: opts.force });
               rows.push({ path, video_id: r.video_id, job_id: r.job_id, status: r.status, error: null });
             } catch (e) {
               // Another ingest added the same bytes between our check and our insert.
@@ -156,8 +157,8 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
           }
           bar.done();
           if (opts.wait) {
-            await waitForJobs(app, opts.account, rows, lock, opts.timeout, bar);
-            noteSkipped(app, opts.account, rows);
+            await waitForJobs(app, account, rows, lock, opts.timeout, bar);
+            noteSkipped(app, account, rows);
           }
           return { collection_id: col.id, files: rows };
         });
@@ -181,7 +182,7 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
     .description(
       "Re-run indexing for videos built with other models than the active ones (after `models import`/`pull`)",
     )
-    .option("--account <id>", "only this account")
+    .option("--account <account>", "only this account (name or id)")
     .option("--all", "re-index every video, not only the stale ones")
     .option("--no-wait", "queue the jobs and return")
     .action(async (opts: { account?: string; all?: boolean; wait: boolean }, cmd: Command) => {
@@ -194,9 +195,10 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
           imageText: app.services.system.activeModel("image-text")?.modelId ?? null,
           speech: app.services.system.activeModel("speech")?.modelId ?? null,
         };
+        const account = opts.account === undefined ? undefined : app.services.accounts.resolve(opts.account).id;
         const ids = opts.all
-          ? app.services.videos.allIds(opts.account)
-          : app.services.videos.staleForModels(active, opts.account);
+          ? app.services.videos.allIds(account)
+          : app.services.videos.staleForModels(active, account);
         for (const q of app.services.videos.requeue(ids))
           rows.push({
             path: q.video_id,

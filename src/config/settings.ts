@@ -424,8 +424,8 @@ export const SETTINGS = {
     env: "VSEARCH_PUBLIC_BASE_URL",
     schema: z.string(),
     envKind: "string",
-    doc: "base of presigned URLs",
-    defaultDoc: "the address `serve` listens on",
+    doc: "base of links read elsewhere: the agent routes (`/v1/agent/*`, `/v1/mcp`) and links made outside a request (CLI, `vsearch mcp`); other links follow the address each request came to",
+    defaultDoc: "none: agent links follow the request too; without a request, the address `serve` runs on",
   }),
   webhookRetryDelaysSecs: row({
     key: "webhook_retry_delays",
@@ -472,9 +472,10 @@ export const SETTINGS = {
       }
     },
     default: [],
-    doc: "reverse proxies whose `X-Forwarded-For` is believed",
+    doc: "reverse proxies whose `X-Forwarded-For` (the client address), `X-Forwarded-Proto` and `X-Forwarded-Host` (the origin links are built on) are believed",
     range: "(CIDRs or addresses, comma-separated)",
-    defaultDoc: "none: the client address is the socket peer and `X-Forwarded-For` is ignored",
+    defaultDoc:
+      "none: the client address is the socket peer, links follow the `Host` header, and `X-Forwarded-*` is ignored",
   }),
   corsOrigins: row({
     key: "cors_origins",
@@ -550,6 +551,8 @@ export const RATE_GROUPS = [
   "collections_read",
   "collections_write",
   "api_keys",
+  "admin",
+  "setup",
   "agent",
   "webhooks",
   "auth",
@@ -568,6 +571,11 @@ export const DEFAULT_RATE_LIMITS: Record<RateGroup, number> = {
   collections_read: 100,
   collections_write: 30,
   api_keys: 10,
+  // The admin pages' routes (issue 22): people (each write hashes a password with argon2id, so
+  // few per minute), one's own password, and the system status.
+  admin: 30,
+  // The first-run status the dashboard reads on its sign-in page (per client address).
+  setup: 60,
   agent: 30,
   webhooks: 30,
   // Sign-in (SPEC §8, issue 9): `auth` counts failed sign-ins per (client address, e-mail);

@@ -26,7 +26,10 @@ export const ERROR_CODES = {
     meaning:
       "The HTTP framework refused the request before a route ran; answered with the framework's own 4xx status (400 here is nominal).",
   },
-  NOT_A_SESSION: { status: 400, meaning: "Sign-out needs a session token; an API key was sent." },
+  NOT_A_SESSION: {
+    status: 400,
+    meaning: "Signing out or changing one's password needs a session token; an API key was sent.",
+  },
   INVALID_AMOUNT: { status: 400, meaning: "A credit amount must be a positive number." },
   INVALID_PLAN: { status: 400, meaning: "The plan is not one of the known plans." },
   FILE_NOT_FOUND: { status: 400, meaning: "A local path given to the CLI is not a readable file." },
@@ -47,6 +50,12 @@ export const ERROR_CODES = {
   MODEL_LOAD_FAILED: { status: 400, meaning: "The model's files are complete but the runtime cannot load them." },
   BACKUP_NOT_FOUND: { status: 400, meaning: "The backup archive to restore does not exist." },
   BAD_BACKUP_PATH: { status: 400, meaning: "A backup cannot be written inside the data dir it archives." },
+  PASSWORD_UNCHANGED: { status: 400, meaning: "The new password is the current one; choose another." },
+  ACCOUNT_REQUIRED: {
+    status: 400,
+    meaning: "A CLI command needs --account (a name or id): there are several accounts to choose from.",
+  },
+  ACCOUNT_AMBIGUOUS: { status: 400, meaning: "Several accounts have that name; pass the account's id instead." },
 
   // 401: who is calling is not established.
   UNAUTHORIZED: {
@@ -70,6 +79,12 @@ export const ERROR_CODES = {
     meaning:
       "The credential lacks the permission (read_only key, API key on an admin route) or a media link's signature is bad or expired.",
   },
+  WRONG_PASSWORD: { status: 403, meaning: "The current password given to change it is wrong." },
+  PASSWORD_CHANGE_REQUIRED: {
+    status: 403,
+    meaning:
+      "The session was opened with a one-time password: it may only choose a new one (PUT /v1/auth/password), see who it is, or sign out.",
+  },
 
   // 404: nothing by that id in the caller's account (another account's resource is a 404, never a 403).
   NOT_FOUND: {
@@ -78,6 +93,7 @@ export const ERROR_CODES = {
   },
   COLLECTION_NOT_FOUND: { status: 404, meaning: "No collection with that id (or name) in this account." },
   VIDEO_NOT_FOUND: { status: 404, meaning: "No video with that id in this account." },
+  USER_NOT_FOUND: { status: 404, meaning: "No user with that id or e-mail in this account." },
   JOB_NOT_FOUND: { status: 404, meaning: "No job with that id in this account." },
   API_KEY_NOT_FOUND: { status: 404, meaning: "No API key with that id in this account." },
   WEBHOOK_NOT_FOUND: { status: 404, meaning: "No webhook endpoint with that id in this account." },
@@ -97,6 +113,10 @@ export const ERROR_CODES = {
   COLLECTION_NAME_TAKEN: { status: 409, meaning: "This account already has a collection by that name." },
   API_KEY_ALREADY_REVOKED: { status: 409, meaning: "The API key was already revoked." },
   EMAIL_TAKEN: { status: 409, meaning: "A user with that e-mail already exists." },
+  LAST_ADMIN: {
+    status: 409,
+    meaning: "The account's last admin cannot be removed or made a member; make someone else an admin first.",
+  },
   DUPLICATE_CONTENT: {
     status: 409,
     meaning: "This collection already holds a file with the same content; the message names the video.",

@@ -25,6 +25,8 @@ export interface RouteSpec extends Omit<RouteConfig, "middleware"> {
    * answers `defineRoute` adds itself (401, 403, 413, 429, 500, 507) need not be listed.
    */
   errors?: readonly ErrorCode[];
+  /** Open to a session signed in with a one-time password (whoami, sign-out, choosing a new password). */
+  beforePasswordChange?: boolean;
 }
 
 const jsonError = (description: string, schema = errorSchema) => ({
@@ -107,8 +109,8 @@ export function errorCodesOf(status: number, description: string, declared: read
  * document) runs after these, so an anonymous caller gets 401, not 422.
  */
 export function defineRoute<R extends RouteSpec>(deps: HttpDeps, spec: R) {
-  const { access, rateGroup, maxBody, errors = [], ...route } = spec;
-  const middleware: MiddlewareHandler<AppEnv>[] = [authorize(deps.auth, access)];
+  const { access, rateGroup, maxBody, errors = [], beforePasswordChange, ...route } = spec;
+  const middleware: MiddlewareHandler<AppEnv>[] = [authorize(deps.auth, access, { beforePasswordChange })];
   if (rateGroup) middleware.push(rateLimit(deps.limiter, rateGroup));
   if (maxBody !== "stream") middleware.push(bodyGuard(maxBody ?? deps.config.maxJsonBytes));
   const responses: RouteConfig["responses"] = { ...route.responses };
@@ -123,7 +125,9 @@ export function defineRoute<R extends RouteSpec>(deps: HttpDeps, spec: R) {
     responses[401] ??= jsonError(
       "Missing, invalid or revoked credential (UNAUTHORIZED, INVALID_API_KEY, SESSION_EXPIRED)",
     );
-    responses[403] ??= jsonError("Credential lacks the permission (FORBIDDEN)");
+    responses[403] ??= jsonError(
+      "Credential lacks the permission (FORBIDDEN), or the session signed in with a one-time password must change it first (PASSWORD_CHANGE_REQUIRED)",
+    );
   }
   if (rateGroup) responses[429] ??= jsonError("Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After");
   if (route.method !== "get")
@@ -148,7 +152,7 @@ export function defineRoute<R extends RouteSpec>(deps: HttpDeps, spec: R) {
     security:
       access === "public"
         ? []
-        : access === "admin_session"
+        : access === "admin_session" || access === "session"
           ? [{ sessionToken: [] }]
           : [{ apiKey: [] }, { sessionToken: [] }],
     middleware,

@@ -1,4 +1,5 @@
 import { probeMedia, type MediaInfo } from "../media/probe.ts";
+import { partialWarning, readablePart } from "../media/readable.ts";
 import { detectShotBoundaries, shotsFromBoundaries, type Shot } from "../media/shots.ts";
 import { readKeyframeTimes } from "../media/select.ts";
 import { missingModel } from "../models/hints.ts";
@@ -18,6 +19,27 @@ import { StageRun } from "./stage-run.ts";
 import { buildScenes, LabelEmbeddings } from "./stage-scenes.ts";
 import { transcribeAudio } from "./stage-transcript.ts";
 import { writeVideoThumbnails } from "./stage-thumbnails.ts";
+
+/**
+ * The probe's answer as far as the file can be decoded: a truncated file (its index still claims
+ * the whole length) is indexed up to where its video data ends, and says so; a file whose data
+ * ends before its first frame fails as before (DECODE_FAILED). The probe's bounds still apply:
+ * this only ever shortens the duration.
+ */
+async function decodableInfo(
+  d: PipelineDeps,
+  source: string,
+  info: MediaInfo,
+): Promise<{ info: MediaInfo; warning: string | null }> {
+  const part = await readablePart(d.bins, source, info.durationSecs).catch(() => null);
+  if (!part) return { info, warning: null };
+  if (part.endSecs <= 0)
+    throw new JobFailure(
+      "DECODE_FAILED",
+      "no video frame could be decoded: the file's data ends before its first frame",
+    );
+  return { info: { ...info, durationSecs: part.endSecs }, warning: partialWarning(part) };
+}
 
 const NO_IMAGE_MODEL = missingModel("image-text");
 
@@ -125,10 +147,13 @@ export class IngestPipeline implements TaskHandler {
     // No first-frame decode check here: the upload's sniff (both paths) already made it on these
     // bytes, and a file that stops decoding later fails in the frame decode with its own error.
     // On 60 s of 1080p the check is ~0.1 s of a ~1.3 s ingest with 2 s keyframes.
-    const [info, probeMs] = await stages.timed(() =>
+    const [probed, probeMs] = await stages.timed(() =>
       probeMedia(d.bins, source, { decodeCheck: false }).catch(toFailure),
     );
+    // A truncated file is indexed as far as its data goes (issue 22), with a warning on the video.
+    const { info, warning } = await decodableInfo(d, source, probed);
     d.videos.update(video.id, {
+      warning,
       duration_secs: info.durationSecs,
       width: info.width,
       height: info.height,
@@ -137,7 +162,7 @@ export class IngestPipeline implements TaskHandler {
       audio_codec: info.audioCodec,
       has_audio: info.hasAudio ? 1 : 0,
     });
-    stages.record("probe", { status: "ran", took_ms: probeMs });
+    stages.record("probe", { status: "ran", took_ms: probeMs, ...(warning ? { reason: warning } : {}) });
     stages.check();
 
     const scope = { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id };

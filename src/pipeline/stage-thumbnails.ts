@@ -2,6 +2,8 @@ import { rename } from "node:fs/promises";
 import type { ShotInput } from "../indexing/store.ts";
 import { nonEmpty, writeThumbnail, writeThumbnails, type ThumbnailRequest } from "../media/thumbnails.ts";
 import type { VideoRow } from "../videos/schema.ts";
+import { isMediaError } from "../media/errors.ts";
+import { thumbnailFromStart } from "../media/readable.ts";
 import type { PipelineDeps } from "./deps.ts";
 import {
   FULL_DECODE_SKIP,
@@ -51,29 +53,38 @@ export async function writeVideoThumbnails(
   // a picture the full decode's analysis saw: a noref seek (exact for every codec) skips ~half the
   // decoding on its way there and lands on that picture or the next decoded one.
   const seeksExactly = video.container === "mp4" || video.container === "mov";
-  await writeThumbnails(d.bins, source, missing, {
-    width: SHOT_THUMB_WIDTH,
-    hdr,
-    keyframesOnly,
-    skipFrames: keyframesOnly ? undefined : FULL_DECODE_SKIP,
-    seeksExactly,
-  });
+  const seekOpts = { hdr, keyframesOnly, skipFrames: keyframesOnly ? undefined : FULL_DECODE_SKIP };
+  const unmade = new Set<string>();
+  await writeThumbnails(d.bins, source, missing, { ...seekOpts, width: SHOT_THUMB_WIDTH, seeksExactly }).catch(
+    async (e) => {
+      // A damaged or truncated file whose seeks fail (issue 22): each picture by decoding from the
+      // start instead; a shot with no decodable picture goes without a thumbnail.
+      if (!isMediaError(e, "DECODE_FAILED")) throw e;
+      for (const r of missing)
+        if (
+          !(await nonEmpty(r.outPath)) &&
+          !(await thumbnailFromStart(d.bins, source, r.timestampSecs, r.outPath, { width: SHOT_THUMB_WIDTH, hdr }))
+        )
+          unmade.add(r.outPath);
+    },
+  );
   // The poster shows the video at 10 % of its length. The visual pass wrote it when it ran;
   // otherwise one seek and one GOP decode.
   const poster = d.files.posterFile(video.id);
   const fromPass = pass ? passPosterPath(pass.dir) : null;
   const posterFromPass = fromPass !== null && (await nonEmpty(fromPass));
+  let posterMade = true;
   if (posterFromPass) await rename(fromPass, poster);
-  else
-    await writeThumbnail(d.bins, source, posterTimeSecs(video.duration_secs), poster, {
-      width: POSTER_WIDTH,
-      hdr,
-      keyframesOnly,
-      skipFrames: keyframesOnly ? undefined : FULL_DECODE_SKIP,
+  else {
+    const at = posterTimeSecs(video.duration_secs);
+    await writeThumbnail(d.bins, source, at, poster, { ...seekOpts, width: POSTER_WIDTH }).catch(async (e) => {
+      if (!isMediaError(e, "DECODE_FAILED")) throw e;
+      posterMade = await thumbnailFromStart(d.bins, source, at, poster, { width: POSTER_WIDTH, hdr });
     });
+  }
   return {
-    shots: requests.map((r) => d.files.rel(r.outPath)),
-    poster: d.files.rel(poster),
+    shots: requests.map((r) => (unmade.has(r.outPath) ? null : d.files.rel(r.outPath))),
+    poster: posterMade ? d.files.rel(poster) : null,
     shotsFromPass: requests.length - missing.length,
     posterFromPass,
   };

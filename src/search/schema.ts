@@ -3,13 +3,30 @@ import { z } from "@hono/zod-openapi";
 import { parseInput } from "../core/validate.ts";
 import { MODES, type Mode } from "./thresholds.ts";
 
-/** A form field that may be sent once or repeated (`modes=video&modes=scene`). */
+/**
+ * A list field, sent however a client sends lists: repeated (`modes=video&modes=scene`), as one
+ * comma-separated value (`modes=video,scene`, as the CLI takes it), mixed, or as a JSON array.
+ */
 const repeated = <T extends z.ZodType>(item: T, max: number) =>
-  z.preprocess((v) => (v === undefined || Array.isArray(v) ? v : [v]), z.array(item).max(max)).optional();
+  z
+    .preprocess((v) => {
+      if (v === undefined) return v;
+      const values = Array.isArray(v) ? v : [v];
+      return values.flatMap((x) =>
+        typeof x === "string"
+          ? x
+              .split(",")
+              .map((s) => s.trim())
+              .filter(Boolean)
+          : [x],
+      );
+    }, z.array(item).max(max))
+    .optional();
 
+/** A form's boolean words, or a JSON boolean. */
 const formBool = z
-  .enum(["true", "false", "1", "0", "yes", "no", "on", "off"])
-  .transform((v) => ["true", "1", "yes", "on"].includes(v))
+  .union([z.boolean(), z.enum(["true", "false", "1", "0", "yes", "no", "on", "off"])])
+  .transform((v) => v === true || ["true", "1", "yes", "on"].includes(v as string))
   .openapi({ type: "boolean" });
 
 /** Seconds as a form/query field: a number ≥ 0; an empty value is missing, not 0. */
@@ -18,75 +35,78 @@ const secs = () => fromDecimal(z.number().finite().min(0));
 const id = (example: string) => z.string().min(1).max(64).openapi({ example });
 
 /**
- * The search form's fields, checked once: the HTTP route validates its form with it and the CLI
- * its options (`parseSearchRequest`); the agent tool has its own input schema. The rules across
- * fields (one of query/image/image_url, …) are SearchService's, checked once for every caller.
+ * The search form's fields, checked once: the HTTP route validates its form (multipart or
+ * urlencoded) and its JSON body with them, and the CLI its options (`parseSearchRequest`); the
+ * agent tool has its own input schema. The rules across fields (one of query/image/image_url, …)
+ * are SearchService's, checked once for every caller.
  */
-export const searchFormSchema = z
-  .object({
-    query: z
-      .string()
-      .trim()
-      .min(1)
-      .max(1000)
-      .optional()
-      .openapi({ description: "Natural-language text", example: "a dog catching a frisbee" }),
-    image: z.any().optional().openapi({
-      type: "string",
-      format: "binary",
-      description: "Reference image: JPEG or PNG, ≤ 10 MB, ≥ 64×64 (multipart only)",
-    }),
-    image_url: z
-      .string()
-      .min(1)
-      .max(2048)
-      .optional()
-      .openapi({ description: "Public http(s) URL of a JPEG/PNG reference image" }),
-    collection_id: id("col_8Hq2mZ0aP4xR7tY1uW3e")
-      .optional()
-      .openapi({ description: "Search one collection (default: the whole account)" }),
-    video_id: id("vid_Qm3x9T0bL2vK7cP5sN1a").optional().openapi({ description: "Search one video" }),
-    modes: repeated(z.enum(MODES as [Mode, ...Mode[]]), MODES.length).openapi({
-      description: "Repeatable; default all four (`ocr` = text shown on screen)",
-      type: "array",
-      items: { type: "string", enum: [...MODES] },
-    }),
-    labels: repeated(z.string().trim().min(1).max(100), 20).openapi({
-      description: "Repeatable scene-label filter (any of)",
-      type: "array",
-      items: { type: "string" },
-    }),
-    page: pageField(10_000),
-    per_page: perPageField(50, 10),
-    min_score: fromDecimal(z.number().finite().min(0).max(1)).optional().openapi({
-      type: "number",
-      minimum: 0,
-      maximum: 1,
-      description:
-        "Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked",
-      example: 0.3,
-    }),
-    include_hidden: formBool
-      .default(false)
-      .openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
-    include_thumbnail_base64: formBool
-      .default(false)
-      .openapi({ description: "Add each segment's thumbnail as base64 JPEG" }),
-    exact: formBool.default(false).openapi({
-      description:
-        "Read every vector of the scope instead of the inverted lists nearest the query: the recall of a full scan (recall@10 ~0.97 against exact cosine on the bench) at its cost, which grows with the library (docs/SEARCH.md)",
-    }),
-  })
-  .strict()
-  .superRefine((f, ctx) => {
-    if (f.image !== undefined && !(f.image instanceof Blob)) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["image"],
-        message: "image must be one uploaded file (multipart/form-data)",
-      });
-    }
-  });
+const searchFields = z.object({
+  query: z
+    .string()
+    .trim()
+    .min(1)
+    .max(1000)
+    .optional()
+    .openapi({ description: "Natural-language text", example: "a dog catching a frisbee" }),
+  image: z.any().optional().openapi({
+    type: "string",
+    format: "binary",
+    description: "Reference image: JPEG or PNG, ≤ 10 MB, ≥ 64×64 (multipart only)",
+  }),
+  image_url: z
+    .string()
+    .min(1)
+    .max(2048)
+    .optional()
+    .openapi({ description: "Public http(s) URL of a JPEG/PNG reference image" }),
+  collection_id: id("col_8Hq2mZ0aP4xR7tY1uW3e")
+    .optional()
+    .openapi({ description: "Search one collection (default: the whole account)" }),
+  video_id: id("vid_Qm3x9T0bL2vK7cP5sN1a").optional().openapi({ description: "Search one video" }),
+  modes: repeated(z.enum(MODES as [Mode, ...Mode[]]), MODES.length).openapi({
+    description: "Repeatable; default all four (`ocr` = text shown on screen)",
+    type: "array",
+    items: { type: "string", enum: [...MODES] },
+  }),
+  labels: repeated(z.string().trim().min(1).max(100), 20).openapi({
+    description: "Repeatable scene-label filter (any of)",
+    type: "array",
+    items: { type: "string" },
+  }),
+  page: pageField(10_000),
+  per_page: perPageField(50, 10),
+  min_score: fromDecimal(z.number().finite().min(0).max(1)).optional().openapi({
+    type: "number",
+    minimum: 0,
+    maximum: 1,
+    description:
+      "Replaces every per-mode threshold for this request: segments scoring at least this are kept. 0 returns the best matches whatever their score, ranked",
+    example: 0.3,
+  }),
+  include_hidden: formBool
+    .default(false)
+    .openapi({ description: "Also return segments hidden by `down` feedback (with hidden: true)" }),
+  include_thumbnail_base64: formBool
+    .default(false)
+    .openapi({ description: "Add each segment's thumbnail as base64 JPEG" }),
+  exact: formBool.default(false).openapi({
+    description:
+      "Read every vector of the scope instead of the inverted lists nearest the query: the recall of a full scan (recall@10 ~0.97 against exact cosine on the bench) at its cost, which grows with the library (docs/SEARCH.md)",
+  }),
+});
+
+export const searchFormSchema = searchFields.strict().superRefine((f, ctx) => {
+  if (f.image !== undefined && !(f.image instanceof Blob)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["image"],
+      message: "image must be one uploaded file (multipart/form-data)",
+    });
+  }
+});
+
+/** The same fields as JSON (SPEC §6: "every other write takes JSON"); a reference image needs multipart. */
+export const searchJsonSchema = searchFields.omit({ image: true }).strict().openapi("SearchRequest");
 
 export type SearchForm = z.output<typeof searchFormSchema>;
 

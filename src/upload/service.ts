@@ -7,6 +7,7 @@ import { AppError, ValidationError } from "../core/errors.ts";
 import type { CollectionService } from "../collections/service.ts";
 import type { VideoFiles } from "../videos/files.ts";
 import type { VideoService } from "../videos/service.ts";
+import type { VideoRow, VideoStatus } from "../videos/schema.ts";
 import { boundaryOf, MultipartError, readMultipart } from "./multipart-stream.ts";
 
 /** What the upload needs to know about a file: what container it is, and whether it has video. */
@@ -28,6 +29,17 @@ const MAX_FIELD_BYTES = 64 * 1024;
 
 const missing = (field: string) => ({ loc: ["body", field], msg: "Field required", type: "missing" });
 
+/** The answer to an upload: a new video and its job, or the collection's video with the same bytes. */
+export interface UploadAnswer {
+  job_id: string | null;
+  video_id: string;
+  status: VideoStatus;
+  /** The collection already held these bytes: this is that video (re-indexed with `force`). */
+  duplicate: boolean;
+}
+
+const truthy = (v: string | undefined) => ["true", "1", "yes", "on"].includes((v ?? "").trim().toLowerCase());
+
 /**
  * POST /v1/upload: streams the `file` part to a temp file (never the whole body in memory),
  * enforcing the size limit while streaming; sniffs the container with ffprobe; then hands the
@@ -45,9 +57,16 @@ export class UploadService {
     private readonly bus: EventPublisher,
     /** Throws 429 QUEUE_FULL when the account has its cap of uploads waiting (jobs/lease-queue.ts). */
     private readonly queueRoom: (accountId: string) => void = () => {},
+    /** Skip byte-identical uploads (default); bench/upload-dedupe.ts turns it off to measure its cost. */
+    private readonly opts: { duplicateCheck?: boolean } = {},
   ) {}
 
-  async upload(accountId: string, req: UploadRequest): Promise<{ job_id: string; video_id: string; status: "queued" }> {
+  /**
+   * The upload's answer, and whether it queued work (202) or found the bytes already there (200).
+   * Like `vsearch ingest`, a file the collection already holds is not indexed twice: the answer is
+   * that video with `duplicate: true`; the multipart field `force=true` re-indexes it instead.
+   */
+  async upload(accountId: string, req: UploadRequest): Promise<{ answer: UploadAnswer; queued: boolean }> {
     const boundary = boundaryOf(req.contentType);
     if (!boundary || !req.body) {
       throw new ValidationError([
@@ -92,7 +111,7 @@ export class UploadService {
               // promise-based write kept every chunk alive until its callback ran — 3× slower and
               // ~100 MB more RSS for a 2 GB upload (bench/upload-rss.ts).
               for (let off = 0; off < chunk.byteLength; ) off += writeSync(fh.fd, chunk, off);
-            } else if (c.name === "collection_id" || c.name === "filename") {
+            } else if (c.name === "collection_id" || c.name === "filename" || c.name === "force") {
               c.textBytes += chunk.byteLength;
               if (c.textBytes > MAX_FIELD_BYTES)
                 throw new ValidationError([{ loc: ["body", c.name], msg: "Field too long", type: "string_too_long" }]);
@@ -121,16 +140,32 @@ export class UploadService {
         ]);
       this.collections.require(accountId, collectionId!);
 
+      const bytes = (await stat(tmp)).size;
+      const same =
+        this.opts.duplicateCheck === false ? null : await this.sameBytes(accountId, collectionId!, tmp, bytes);
+      if (same?.video) {
+        await rm(tmp, { force: true });
+        const v = same.video;
+        if (truthy(fields.get("force"))) {
+          this.beforeAccept(accountId);
+          const [q] = this.videos.requeue([v.id]);
+          this.bus.publish({ type: "video.accepted", accountId });
+          return { answer: { job_id: q.job_id, video_id: v.id, status: "queued", duplicate: true }, queued: true };
+        }
+        const job_id = this.videos.latestJobId(accountId, v.id);
+        return { answer: { job_id, video_id: v.id, status: v.status, duplicate: true }, queued: false };
+      }
       const name = fields.get("filename") ?? filename;
-      return await this.accept(
+      const accepted = await this.accept(
         accountId,
         collectionId!,
         tmp,
         (ext) => name ?? `upload.${ext}`,
-        (await stat(tmp)).size,
-        null,
+        bytes,
+        same?.hash ?? null,
         true,
       );
+      return { answer: { ...accepted, duplicate: false }, queued: true };
     } catch (e) {
       await rm(tmp, { force: true });
       if (e instanceof MultipartError)
@@ -162,7 +197,10 @@ export class UploadService {
     // Hashed before copying: on a second run over the same folder a known file costs one read,
     // no copy, no probe.
     const hash = await sha256File(path);
-    const existing = this.videos.findByContent(accountId, collectionId, hash);
+    // An HTTP upload of the same bytes may not have its hash recorded yet: sameBytes finds it too.
+    const existing =
+      this.videos.findByContent(accountId, collectionId, hash) ??
+      (await this.sameBytes(accountId, collectionId, path, st.size, hash)).video;
     if (existing && !opts.force) return { job_id: null, video_id: existing.id, status: "unchanged" };
     this.beforeAccept(accountId);
     if (existing) {
@@ -180,6 +218,35 @@ export class UploadService {
     }
   }
 
+  /**
+   * The collection's video with exactly the bytes of `file`, if any. Only videos of the same size
+   * can be one, so the common upload (no such video) costs one indexed query and no hashing; with
+   * candidates the file is hashed once (from the page cache) and compared with their SHA-256,
+   * computed from their source now if an earlier upload left it unknown. The hash is returned
+   * either way, so a new video keeps it.
+   */
+  private async sameBytes(
+    accountId: string,
+    collectionId: string,
+    file: string,
+    sizeBytes: number,
+    knownHash: string | null = null,
+  ): Promise<{ video: VideoRow | null; hash: string | null }> {
+    const candidates = this.videos.sameSize(accountId, collectionId, sizeBytes);
+    if (candidates.length === 0) return { video: null, hash: knownHash };
+    const hash = knownHash ?? (await sha256File(file));
+    for (const v of candidates) {
+      let theirs = v.content_hash ?? null;
+      if (!theirs) {
+        const source = this.files.abs(v.source_path);
+        theirs = await sha256File(source).catch(() => null);
+        if (theirs) this.videos.rememberContentHash(v.id, theirs);
+      }
+      if (theirs === hash) return { video: v, hash };
+    }
+    return { video: null, hash };
+  }
+
   /** The common end of both paths: sniff the finished temp file, then hand it to the videos domain. */
   private async accept(
     accountId: string,
@@ -187,9 +254,9 @@ export class UploadService {
     tmp: string,
     name: (ext: string) => string,
     sizeBytes: number,
-    // HTTP uploads are not hashed: SHA-256 on the event loop halved loopback upload throughput
-    // (553 → 301 MiB/s for 1 GiB, bench/upload-rss.ts, load ~26 on 2 cores), and an upload of
-    // known bytes is a new video anyway. Only `vsearch ingest` dedupes (docs/INGEST.md).
+    // HTTP uploads are hashed only when the collection holds a video of the same size (sameBytes):
+    // SHA-256 of every upload halved loopback upload throughput (553 → 301 MiB/s for 1 GiB,
+    // bench/upload-rss.ts, load ~26 on 2 cores). `vsearch ingest` hashes every file.
     contentHash: string | null,
     /** An HTTP upload: held to the per-account cap on waiting work. */
     capped = false,

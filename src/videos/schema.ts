@@ -50,6 +50,11 @@ export const videoSchema = z
     storage_bytes: z.number().int(),
     has_audio: z.boolean(),
     thumbnail_url: z.string().nullable(),
+    warning: z.string().nullable().openapi({
+      description:
+        "Indexed with a caveat, e.g. `partial: decoded 0:00–0:03 of 0:10` for a truncated or damaged file (only what decodes is searchable)",
+      example: null,
+    }),
     created_at: z.string(),
   })
   .openapi("Video");
@@ -119,6 +124,8 @@ export interface VideoRow {
   error_message: string | null;
   /** SHA-256 (hex) of the source as `vsearch ingest` read it; unique per collection; NULL for HTTP uploads. */
   content_hash?: string | null;
+  /** A caveat of the last indexing, e.g. `partial: decoded 0:00–0:03 of 0:10`. */
+  warning?: string | null;
   created_at: string;
   updated_at: string;
 }

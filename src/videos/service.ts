@@ -129,6 +129,29 @@ export class VideoService {
     return this.store.findByContent(accountId, collectionId, hash);
   }
 
+  /** The collection's videos of exactly this size (duplicate candidates for an upload). */
+  sameSize(accountId: string, collectionId: string, sizeBytes: number): VideoRow[] {
+    return this.store.sameSize(accountId, collectionId, sizeBytes);
+  }
+
+  /**
+   * Remembers a source's SHA-256 (first computed when a same-size upload arrived). Two videos
+   * with the same bytes from before uploads were checked keep one hash: the unique index refuses
+   * the second, which then stays unhashed.
+   */
+  rememberContentHash(id: string, hash: string): void {
+    try {
+      this.store.setContentHash(id, hash);
+    } catch (e) {
+      if (!/UNIQUE constraint/.test((e as Error).message)) throw e;
+    }
+  }
+
+  /** The video's newest job (its current or last indexing run). */
+  latestJobId(accountId: string, videoId: string): string | null {
+    return this.jobs.list(accountId, { videoId }, 1, 0)[0]?.id ?? null;
+  }
+
   /** Videos whose index was built with other models than the active ones (see IndexStore.staleVideos). */
   staleForModels(active: { imageText: string | null; speech: string | null }, accountId?: string): string[] {
     return this.index.staleVideos(active, accountId);
@@ -225,6 +248,7 @@ export class VideoService {
       storage_bytes: r.storage_bytes,
       has_audio: r.has_audio === 1,
       thumbnail_url: r.poster_path ? this.urls.posterUrl(r.id) : null,
+      warning: r.warning ?? null,
       created_at: r.created_at,
     };
   }

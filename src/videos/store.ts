@@ -75,6 +75,20 @@ export class VideoStore {
       .get(id, id, id, id)!.n;
   }
 
+  /** The collection's videos of exactly this size: the only ones an upload can be a byte-for-byte copy of. */
+  sameSize(accountId: string, collectionId: string, sizeBytes: number): VideoRow[] {
+    return this.db
+      .query<VideoRow, [string, string, number]>(
+        "SELECT * FROM videos WHERE account_id = ? AND collection_id = ? AND file_size_bytes = ? ORDER BY rowid",
+      )
+      .all(accountId, collectionId, sizeBytes);
+  }
+
+  /** Records a source's SHA-256 computed later (an HTTP upload's, when a same-size upload needed it). */
+  setContentHash(id: string, hash: string): void {
+    this.db.query("UPDATE videos SET content_hash = ? WHERE id = ? AND content_hash IS NULL").run(hash, id);
+  }
+
   findByContent(accountId: string, collectionId: string, hash: string): VideoRow | null {
     return this.db
       .query<VideoRow, [string, string, string]>(

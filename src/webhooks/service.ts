@@ -139,7 +139,7 @@ export class WebhookService {
       throw new ValidationError([
         {
           loc: ["body", "url"],
-          msg: `The webhook target is not allowed: ${e.message}${why}`,
+          msg: `The webhook target is not allowed: ${e.message}${why}${howToAllow(e)}`,
           type: "value_error",
           input: url,
           ctx: { code: e.code, reason: e.details.reason },
@@ -147,6 +147,17 @@ export class WebhookService {
       ]);
     }
   }
+}
+
+/**
+ * For an address the rules refuse (a receiver on the LAN, say): the setting that opens its network,
+ * since the default opens none (SPEC §7). Scheme and credential refusals have no such setting.
+ */
+function howToAllow(e: NetError): string {
+  const address = e.code === "TARGET_FORBIDDEN" ? e.details.address : undefined;
+  if (!address) return "";
+  const example = address.includes(":") ? `${address}/128` : `${address.split(".").slice(0, 3).join(".")}.0/24`;
+  return `. An operator can allow that network with the setting VSEARCH_WEBHOOK_ALLOW_NETWORKS (config.json "allow_networks"), e.g. VSEARCH_WEBHOOK_ALLOW_NETWORKS=${example}, then restart the server`;
 }
 
 export const toWebhook = (r: WebhookRow): Webhook => ({

@@ -27,13 +27,16 @@ describe("dashboard and /docs (SPEC §10)", () => {
     const assets = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]);
     expect(assets.some((a) => /^\/assets\/main-[a-z0-9]+\.js$/.test(a))).toBe(true);
     expect(assets.some((a) => /^\/assets\/main-[a-z0-9]+\.css$/.test(a))).toBe(true);
+    // The favicon (issue 22): a hashed SVG of its own, linked from the page.
+    expect(html).toMatch(/<link rel="icon" type="image\/svg\+xml" href="\/assets\/favicon-[a-z0-9]+\.svg">/);
     for (const a of assets) {
       const r = await t.request("GET", a);
       expect(r.status).toBe(200);
       expect(r.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
-      expect(r.headers.get("content-type")).toMatch(a.endsWith(".js") ? /^text\/javascript/ : /^text\/css/);
+      const kind = a.endsWith(".js") ? /^text\/javascript/ : a.endsWith(".svg") ? /^image\/svg\+xml/ : /^text\/css/;
+      expect(r.headers.get("content-type")).toMatch(kind);
       const text = await r.text();
-      expect(text.length).toBeGreaterThan(1000);
+      expect(text.length).toBeGreaterThan(a.endsWith(".svg") ? 100 : 1000);
       expect(text).not.toMatch(/https?:\/\/(?!www\.w3\.org|example\.org)[a-z]/i); // no outside URL in our own bundle (SVG/MathML namespaces and a placeholder aside)
     }
   });

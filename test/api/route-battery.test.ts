@@ -76,6 +76,13 @@ const EXCEPTIONS: Exception[] = [
     skip: ["read_only"],
     reason: "takes back a read_only caller's own feedback",
   },
+  ...["get", "post"].map((method) => ({
+    method,
+    path: "/v1/setup",
+    skip: ["unauthenticated", "revoked", "read_only"] as const,
+    reason:
+      "first run (SPEC §10): there is no account, hence no credential, yet — the setup link's token is the credential, and the status says only whether setup is needed; limited per client address",
+  })),
   ...[
     "/media/videos/{video_id}/source",
     "/media/videos/{video_id}/poster.jpg",
@@ -154,6 +161,7 @@ describe("route battery", () => {
         webhook_id: wh.id,
         key_id: keyId,
         delivery_id: deliveryId,
+        user_id: t.app.services.users.list(b.accountId).find((u) => u.role === "member")!.id,
       },
       exceptions: EXCEPTIONS,
       // Session routes are limited per user: a fresh session is a fresh user's.

@@ -8,7 +8,7 @@ import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
 const dir = mkdtempSync(join(tmpdir(), "vsearch-ingest-twice-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-test("ingest of the same folder twice adds only new files; --force re-indexes; other collections and HTTP uploads are not deduplicated", async () => {
+test("ingest of the same folder twice adds only new files; --force re-indexes; other collections are their own set; an HTTP upload of known bytes is that video (issue 22)", async () => {
   const media = scratchDir("ingest-twice");
   const folder = join(media, "folder");
   mkdirSync(folder, { recursive: true });
@@ -93,7 +93,7 @@ test("ingest of the same folder twice adds only new files; --force re-indexes; o
       await fetch(`${server.url}/v1/jobs?per_page=100`, { headers: { authorization: `Bearer ${key}` } })
     ).json()) as any;
     expect(jobs.meta.total).toBe(2 + 1 + 4); // first run, c, then one forced re-run per file (a and its copy share a video)
-    // An HTTP upload of known bytes is still a new video (the API's contract is unchanged).
+    // An HTTP upload of bytes the collection holds answers that video, as ingest does (issue 22).
     const col = (await videos()).data[0].collection_id;
     const fd = new FormData();
     fd.append("collection_id", col);
@@ -103,8 +103,9 @@ test("ingest of the same folder twice adds only new files; --force re-indexes; o
       headers: { authorization: `Bearer ${key}` },
       body: fd,
     });
-    expect(up.status).toBe(202);
-    expect((await videos()).meta.total).toBe(4);
+    expect(up.status).toBe(200);
+    expect(((await up.json()) as any).data).toMatchObject({ duplicate: true });
+    expect((await videos()).meta.total).toBe(3);
   } finally {
     await server.stop();
   }

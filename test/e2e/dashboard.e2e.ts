@@ -2,13 +2,18 @@
  * End-to-end test of the dashboard in a real browser against the compiled binary (SPEC §10):
  * headless Debian Chromium driven by playwright-core, the binary serving a fresh data dir with the
  * tiny fixture models imported, a loopback webhook receiver. A person's path through the product:
- * sign in, create a collection, add a webhook, upload a clip and watch it reach done, open the video
- * page, search, play from a moment (currentTime checked), hide a result, create and revoke an API
- * key, see the webhook's deliveries; /docs rendered by Scalar; no request leaves 127.0.0.1; a member
- * does not see the admin pages; the phone layout does not scroll sideways.
+ * the first run from the setup link, sign in, invite a member (one-time password, forced change),
+ * create a collection, add a webhook, upload a clip and watch it reach done, posters and player
+ * from the address the browser used (the server listens on 0.0.0.0 and is browsed as 127.0.0.2;
+ * `--loopback` serves on 127.0.0.1 instead), a truncated clip indexed with its warning and a
+ * duplicate upload, the video page, search, play from a moment (currentTime checked), empty-search
+ * hints, hide a result, create and revoke an API key, see the webhook's deliveries, the jobs page
+ * explaining a failure, retry and delete, the system page, paging and live status after a reload;
+ * /docs rendered by Scalar; no request leaves the server's origin; a member does not see the admin
+ * pages; the phone layout does not scroll sideways. Issue 22's steps are in operators.ts.
  * Screenshots of every page (laptop and phone) go to test-artifacts/dashboard/ (gitignored).
  *
- *   bun test/e2e/dashboard.e2e.ts [--binary ./vsearch] [--chromium /usr/bin/chromium] [--keep]
+ *   bun test/e2e/dashboard.e2e.ts [--binary ./vsearch] [--chromium /usr/bin/chromium] [--keep] [--loopback]
  *
  * Not a vitest file: it needs the built binary and a browser, so .ci/run runs it after the build and
  * counts its tests (the closing line "dashboard e2e: N passed, M failed" and a JSON report).
@@ -24,14 +29,17 @@ import {
   expectThat,
   makeClip,
   makePng,
+  makeTruncatedClip,
   parseTime,
   Skip,
   startReceiver,
   Steps,
-  waitForUrl,
+  WAIT_MS,
+  waitForServe,
   watchConsole,
   watchRequests,
 } from "./harness.ts";
+import * as ops from "./operators.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const { values: args } = parseArgs({
@@ -42,6 +50,8 @@ const { values: args } = parseArgs({
     artifacts: { type: "string", default: join(REPO, "test-artifacts", "dashboard") },
     report: { type: "string" },
     keep: { type: "boolean", default: false },
+    /** Serve on 127.0.0.1 and browse it there (default: serve on 0.0.0.0, browse as 127.0.0.2). */
+    loopback: { type: "boolean", default: false },
   },
 });
 
@@ -72,10 +82,18 @@ const data = join(work, "data");
 // One admin walks every page twice (laptop, then phone) within a minute, and a session counts
 // against its user's limits: the per-minute limits are raised so the walk measures pages, not them.
 const RAISED_LIMITS = Object.fromEntries(
-  ["WEBHOOKS", "API_KEYS", "MOMENT", "VIDEOS", "JOBS", "SEARCH", "COLLECTIONS_READ", "COLLECTIONS_WRITE"].map((g) => [
-    `VSEARCH_RATE_LIMIT_${g}`,
-    "1000",
-  ]),
+  [
+    "WEBHOOKS",
+    "API_KEYS",
+    "MOMENT",
+    "VIDEOS",
+    "JOBS",
+    "SEARCH",
+    "COLLECTIONS_READ",
+    "COLLECTIONS_WRITE",
+    "ADMIN",
+    "UPLOAD",
+  ].map((g) => [`VSEARCH_RATE_LIMIT_${g}`, "1000"]),
 );
 const env = {
   PATH: "/usr/local/bin:/usr/bin:/bin",
@@ -114,7 +132,7 @@ async function signIn(page: Page, base: string, email: string): Promise<void> {
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(PASSWORD);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("heading", { level: 1, name: "Collections" }).waitFor({ timeout: 15_000 });
+  await page.getByRole("heading", { level: 1, name: "Collections" }).waitFor({ timeout: WAIT_MS });
 }
 
 async function main(): Promise<void> {
@@ -125,13 +143,9 @@ async function main(): Promise<void> {
   expectThat(existsSync(args.binary!), `no binary at ${args.binary} (npm run build)`);
   expectThat(existsSync(args.chromium!), `no Chromium at ${args.chromium} (apt-get install -y chromium)`);
 
-  let accountId = "";
   const ready = await step(
-    "setup: account, admin and member users, tiny models imported, a 10 s clip made",
+    "setup: tiny models imported (no account: the browser makes it), a 10 s clip and a truncated one made",
     async () => {
-      accountId = JSON.parse((await run(["accounts", "create", "--name", "e2e"])).stdout).id;
-      await run(["users", "create", "--account", accountId, "--email", EMAIL, "--password", PASSWORD, "--admin"]);
-      await run(["users", "create", "--account", accountId, "--email", MEMBER, "--password", PASSWORD]);
       const models = join(REPO, "test", "fixtures", "models");
       await run(
         ["models", "import", join(models, "tiny-random-clip"), "--role", "image-text", "--dtype", "q8"],
@@ -142,22 +156,30 @@ async function main(): Promise<void> {
         180_000,
       );
       await makeClip(join(work, "red-cut.mp4"));
+      await makeTruncatedClip(join(work, "truncated.mp4"));
       await makePng(join(work, "red.png"));
-      return `account ${accountId}`;
     },
   );
   if (!ready) return;
 
   const receiver = startReceiver();
-  const server = Bun.spawn(
-    [args.binary!, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"],
-    { cwd: work, env, stdout: "pipe", stderr: "pipe" },
-  );
+  // Issue 22: served on every address, reached through a second loopback address (as a laptop on
+  // the LAN would reach it): every link must follow the address the browser used.
+  const host = args.loopback ? "127.0.0.1" : "0.0.0.0";
+  const server = Bun.spawn([args.binary!, "--data-dir", data, "--json", "serve", "--host", host, "--port", "0"], {
+    cwd: work,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   let browser: Browser | null = null;
   try {
-    const base = await waitForUrl(server, 60_000);
+    const served = await waitForServe(server, 60_000);
+    const port = new URL(served.url).port;
+    const base = args.loopback ? served.url : `http://127.0.0.2:${port}`;
+    console.log(`serving on ${host}:${port}, browsing ${base}`);
     browser = await chromium.launch({ executablePath: args.chromium, args: CHROMIUM_ARGS, timeout: 60_000 });
-    await phoneAndMember(browser, base, await laptop(browser, base, receiver));
+    await phoneAndMember(browser, base, await laptop(browser, base, receiver, served.setup_url));
   } finally {
     await browser?.close().catch(() => {});
     await receiver.stop();
@@ -168,18 +190,31 @@ async function main(): Promise<void> {
 }
 
 /** The laptop-sized path; returns the shot label it searched for ("" if none). */
-async function laptop(browser: Browser, base: string, receiver: ReturnType<typeof startReceiver>): Promise<string> {
+async function laptop(
+  browser: Browser,
+  base: string,
+  receiver: ReturnType<typeof startReceiver>,
+  setupUrl: string | null,
+): Promise<string> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const outside: string[] = [];
   const cspErrors: string[] = [];
   watchRequests(context, base, outside, cspErrors);
   const page = await context.newPage();
   watchConsole(page, cspErrors);
-  page.setDefaultTimeout(15_000);
+  page.setDefaultTimeout(WAIT_MS);
   page.on("dialog", (d) => void d.accept());
   const token = async () => (await page.evaluate(() => sessionStorage.getItem("vsearch.session"))) as string;
   const apiGet = async (path: string, bearer: string) =>
     fetch(`${base}${path}`, { headers: { authorization: `Bearer ${bearer}` } });
+  const op: ops.OperatorContext = { page, base, work, data, run, token, shot };
+
+  const created = await step(
+    "first run: the setup link creates the account and its admin, then is gone",
+    () => ops.firstRun(op, setupUrl, EMAIL, PASSWORD),
+    page,
+  );
+  if (!created) return "";
 
   const signedIn = await step(
     "sign in",
@@ -207,10 +242,16 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     page,
   );
   if (!signedIn) return "";
+  await step(
+    "users: invite a member with a one-time password; their first sign-in must change it",
+    () => ops.inviteMember(op, browser, MEMBER, PASSWORD),
+    page,
+  );
 
   await step(
     "create a collection",
     async () => {
+      await page.getByRole("link", { name: "Collections", exact: true }).click();
       await page.getByLabel("New collection name").fill("E2E clips");
       await page.getByRole("button", { name: "Create collection" }).click();
       await page.getByRole("button", { name: "E2E clips", exact: true }).waitFor();
@@ -277,12 +318,27 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     page,
   );
 
+  await step(
+    "posters and the player load from the address the browser used (0.0.0.0 reached as 127.0.0.2)",
+    async () => {
+      if (!uploaded) throw new Skip("no video");
+      return ops.mediaFromTheAddressUsed(op);
+    },
+    page,
+  );
+  await step(
+    "a truncated clip is indexed with its partial warning; the same file again is already there",
+    () => ops.partialAndDuplicate(op),
+    page,
+  );
+  await page.getByRole("link", { name: "Collections", exact: true }).click();
+
   let label = "";
   await step(
     "video page: player, stages, shots with labels and transcript",
     async () => {
       if (!uploaded) throw new Skip("no video");
-      await page.getByRole("link", { name: "open video", exact: true }).click();
+      await page.locator(".video-card", { hasText: videoName }).locator(".video-link").click();
       await page.getByRole("heading", { level: 1, name: videoName }).waitFor();
       await page.locator(".shots li").first().waitFor({ timeout: 30_000 });
       const stages = await page.locator("table.stages tbody tr").allInnerTexts();
@@ -304,7 +360,7 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
       await page.waitForFunction(
         (t) => Math.abs((document.querySelector(".player video") as HTMLVideoElement).currentTime - t) < 0.6,
         at,
-        { timeout: 15_000 },
+        { timeout: WAIT_MS },
       );
       // Keyboard: the first timeline marker is a focusable button; Enter seeks back to shot 1.
       await page.locator(".timeline .marker").first().focus();
@@ -312,7 +368,7 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
       await page.waitForFunction(
         () => (document.querySelector(".player video") as HTMLVideoElement).currentTime < 0.6,
         undefined,
-        { timeout: 15_000 },
+        { timeout: WAIT_MS },
       );
       await shot(page, "laptop-04-video");
       return `${stages.length} stages, ${shots} shots, second shot's label "${label}", seeked to ${at}s by click and back to 0 by keyboard`;
@@ -350,8 +406,8 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
       expectThat(index >= 0, `a moment after the start to play from: ${times.join(", ")}`);
       const pick = moments.nth(index);
       const at = times[index];
-      // By keyboard: focus the moment's thumbnail button and press Enter.
-      await pick.locator("button.thumb").focus();
+      // By keyboard: focus the moment's ▶ Play button and press Enter.
+      await pick.locator("button.play").focus();
       await page.keyboard.press("Enter");
       await page.locator(".player video").waitFor();
       await page.waitForFunction(
@@ -369,7 +425,16 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
       const visible = await page.locator(".result").first().locator(".moment:not(.hidden-seg)").count();
       expectThat(markers === visible, `one marker per hit (${markers} markers, ${visible} moments)`);
       await shot(page, "laptop-06-search-playing");
-      return `asked ${at}s, currentTime ${current.toFixed(2)}s, ${markers} markers`;
+      // ▶ Play starts playback there (the browser may play muted; time moves on from the moment).
+      await page.waitForFunction(
+        (t) => {
+          const v = document.querySelector(".player video") as HTMLVideoElement;
+          return !v.paused && v.currentTime > t;
+        },
+        at,
+        { timeout: WAIT_MS },
+      );
+      return `asked ${at}s, currentTime ${current.toFixed(2)}s and playing, ${markers} markers`;
     },
     page,
   );
@@ -388,7 +453,7 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
         .waitForFunction(
           (n) => document.querySelectorAll(".moment").length !== n || !document.querySelector(".moment"),
           before,
-          { timeout: 15_000 },
+          { timeout: WAIT_MS },
         )
         .catch(() => {});
       const labels = await page
@@ -405,13 +470,21 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     page,
   );
 
+  await step("an empty search says what to try (sent as JSON)", () => ops.emptySearchHints(op), page);
+
   await step(
-    "search by a reference image (multipart with the file)",
+    "search by a reference image (previewed; multipart with the file)",
     async () => {
       await page.getByLabel("What to find").fill("");
+      await page.getByLabel("Show hidden").uncheck();
       await page.getByLabel("Reference image").setInputFiles(join(work, "red.png"));
+      await page.waitForFunction(() => {
+        const img = document.querySelector(".image-preview img") as HTMLImageElement | null;
+        return !!img && img.complete && img.naturalWidth === 128;
+      });
       const sent = page.waitForRequest((r) => r.url().endsWith("/v1/search") && r.method() === "POST");
       const answered = page.waitForResponse((r) => r.url().endsWith("/v1/search"));
+      answered.catch(() => {}); // awaited below unless the request never went: no unhandled rejection
       await page.getByRole("button", { name: "Search", exact: true }).click();
       const type = (await sent).headers()["content-type"] ?? "";
       expectThat(type.startsWith("multipart/form-data"), `multipart request: ${type}`);
@@ -520,6 +593,13 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
   );
 
   await step(
+    "jobs page: a vanished file's failure explained with its fix, retried; the video deleted",
+    () => ops.jobsExplainAndDelete(op),
+    page,
+  );
+  await step("system page: models per role and readiness (what doctor says)", () => ops.systemPage(op), page);
+
+  await step(
     "/docs renders the API reference with Scalar, offline",
     async () => {
       await page.goto(`${base}/docs`);
@@ -537,7 +617,7 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     page,
   );
 
-  await step("no request left 127.0.0.1 and no CSP violation on the dashboard", async () => {
+  await step(`no request left ${base} and no CSP violation on the dashboard`, async () => {
     expectThat(outside.length === 0, `requests to other origins: ${[...new Set(outside)].slice(0, 5).join(", ")}`);
     const dash = cspErrors.filter((e) => !e.includes("/docs"));
     expectThat(dash.length === 0, `CSP errors: ${dash.slice(0, 3).join(" | ")}`);
@@ -559,6 +639,11 @@ async function laptop(browser: Browser, base: string, receiver: ReturnType<typeo
     );
     return `${onDocs} CSP console errors on /docs; an injected inline script was refused`;
   });
+  await step(
+    "26 videos: Load more shows the rest; after a reload their status goes live",
+    () => ops.pagingAndLiveAfterReload(op, join(work, "red-cut.mp4")),
+    page,
+  );
   await context.close();
   return label;
 }
@@ -571,7 +656,7 @@ async function phoneAndMember(browser: Browser, base: string, label: string): Pr
     deviceScaleFactor: 2,
   });
   const page = await context.newPage();
-  page.setDefaultTimeout(15_000);
+  page.setDefaultTimeout(WAIT_MS);
   const noSideScroll = async (what: string) => {
     const w = await page.evaluate(() => document.documentElement.scrollWidth);
     expectThat(w <= 361, `${what}: the page is ${w}px wide on a 360px screen`);
@@ -585,7 +670,9 @@ async function phoneAndMember(browser: Browser, base: string, label: string): Pr
       await page.locator(".cards .card").first().waitFor();
       await noSideScroll("collections");
       await shot(page, "phone-02-collections");
-      await page.getByRole("link", { name: "open video", exact: true }).or(page.locator(".video-link")).first().click();
+      // The indexed clip (not one of the many, nor a failed one): its page has shots.
+      await page.getByRole("button", { name: "E2E clips", exact: true }).click();
+      await page.locator(".video-card", { hasText: "red-cut.mp4" }).locator(".video-link").click();
       await page.locator(".shots li").first().waitFor({ timeout: 30_000 });
       await noSideScroll("video");
       await shot(page, "phone-03-video");
@@ -600,10 +687,13 @@ async function phoneAndMember(browser: Browser, base: string, label: string): Pr
       for (const [name, file] of [
         ["API keys", "phone-05-keys"],
         ["Webhooks", "phone-06-webhooks"],
+        ["Jobs", "phone-07-jobs"],
+        ["Users", "phone-08-users"],
+        ["System", "phone-09-system"],
       ]) {
-        await page.getByRole("link", { name }).click();
+        await page.getByRole("link", { name, exact: true }).click();
         await page.getByRole("heading", { level: 1, name }).waitFor();
-        await page.locator("table tbody tr").first().waitFor(); // the keys, or the webhook's deliveries
+        await page.locator("table tbody tr").first().waitFor(); // the keys, the deliveries, jobs, users, models
         await noSideScroll(name);
         await shot(page, file);
       }
@@ -614,13 +704,16 @@ async function phoneAndMember(browser: Browser, base: string, label: string): Pr
 
   const member = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const mp = await member.newPage();
-  mp.setDefaultTimeout(15_000);
+  mp.setDefaultTimeout(WAIT_MS);
   await step(
     "a member does not see the admin pages",
     async () => {
       await signIn(mp, base, MEMBER);
       const nav = await mp.getByRole("navigation", { name: "Main" }).innerText();
-      expectThat(!nav.includes("API keys") && !nav.includes("Webhooks"), `member nav: ${nav}`);
+      expectThat(
+        !nav.includes("API keys") && !nav.includes("Webhooks") && !nav.includes("Users") && !nav.includes("System"),
+        `member nav: ${nav}`,
+      );
       await mp.goto(`${base}/#/keys`);
       await mp.getByRole("heading", { level: 1, name: "Not found" }).waitFor();
       await shot(mp, "laptop-13-member");

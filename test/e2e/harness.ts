@@ -8,6 +8,12 @@ import type { BrowserContext, Page } from "playwright-core";
 
 export class Skip extends Error {}
 
+/**
+ * The bound of every page wait: generous for a loaded 2-core machine (one sign-in's argon2id
+ * alone can take seconds there), finite so that a broken page fails its step instead of hanging.
+ */
+export const WAIT_MS = 30_000;
+
 export interface StepResult {
   name: string;
   ok: boolean;
@@ -105,24 +111,6 @@ export function makePng(path: string): Promise<void> {
   return ffmpeg(["-f", "lavfi", "-i", "color=c=red:s=128x128", "-frames:v", "1", path]);
 }
 
-export async function waitForUrl(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, timeoutMs: number): Promise<string> {
-  const reader = proc.stdout.getReader();
-  const deadline = Date.now() + timeoutMs;
-  let text = "";
-  try {
-    while (Date.now() < deadline) {
-      const next = await Promise.race([reader.read(), Bun.sleep(deadline - Date.now()).then(() => null)]);
-      if (next === null || next.done) break;
-      text += new TextDecoder().decode(next.value);
-      const m = /"url":\s*"([^"]+)"/.exec(text) ?? /(http:\/\/[\d.]+:\d+)/.exec(text);
-      if (m) return m[1].replace(/\/$/, "");
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  throw new Error(`serve printed no URL in ${timeoutMs} ms: ${text.slice(0, 300)}`);
-}
-
 /** A loopback receiver for webhook deliveries; `/flaky` answers 500 while `state.flaky` is set. */
 export function startReceiver() {
   const got: { path: string; event: string | null; signature: string | null; body: string }[] = [];
@@ -185,4 +173,58 @@ export function parseTime(label: string): number {
   const m = /(\d+):(\d+(?:\.\d+)?)/.exec(label);
   if (!m) throw new Error(`no time in "${label}"`);
   return Number(m[1]) * 60 + Number(m[2]);
+}
+
+/** What `serve --json` printed: its URL and, on a data dir without accounts, the one-time setup link. */
+export async function waitForServe(
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">,
+  timeoutMs: number,
+): Promise<{ url: string; setup_url: string | null; also_at: string[] }> {
+  const reader = proc.stdout.getReader();
+  const deadline = Date.now() + timeoutMs;
+  let text = "";
+  try {
+    while (Date.now() < deadline) {
+      const next = await Promise.race([reader.read(), Bun.sleep(deadline - Date.now()).then(() => null)]);
+      if (next === null || next.done) break;
+      text += new TextDecoder().decode(next.value);
+      try {
+        return JSON.parse(text);
+      } catch {
+        // not the whole document yet
+      }
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  throw new Error(`serve printed no JSON in ${timeoutMs} ms: ${text.slice(0, 300)}`);
+}
+
+/** The first 100 kB of a 10 s clip whose index is up front: a truncated upload (about 3 s decode). */
+export async function makeTruncatedClip(path: string): Promise<void> {
+  const full = `${path}.full.mp4`;
+  await ffmpeg([
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc2=s=320x240:r=25:d=10",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-g",
+    "25",
+    "-b:v",
+    "250k",
+    "-maxrate",
+    "250k",
+    "-bufsize",
+    "250k",
+    "-pix_fmt",
+    "yuv420p",
+    "-movflags",
+    "+faststart",
+    full,
+  ]);
+  await Bun.write(path, (await Bun.file(full).bytes()).subarray(0, 100_000));
 }

@@ -45,8 +45,8 @@ export async function runCliJson<T = any>(args: string[], env: Record<string, st
 }
 
 /** Starts `serve` on a free port and waits (bounded) for it to print its URL. */
-export async function startServer(dataDir: string, env: Record<string, string> = {}) {
-  const proc = Bun.spawn([BUN, MAIN, "--data-dir", dataDir, "--json", "serve", "--port", "0"], {
+export async function startServer(dataDir: string, env: Record<string, string> = {}, serveArgs: string[] = []) {
+  const proc = Bun.spawn([BUN, MAIN, "--data-dir", dataDir, "--json", "serve", "--port", "0", ...serveArgs], {
     env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...env },
     stdout: "pipe",
     stderr: "pipe",
@@ -67,9 +67,13 @@ export async function startServer(dataDir: string, env: Record<string, string> =
     proc.kill();
     throw new Error(`server did not start: ${text} ${await new Response(proc.stderr).text()}`);
   }
-  const info = JSON.parse(text) as { url: string; pid: number };
+  const info = JSON.parse(text) as { url: string; pid: number; setup_url?: string | null; also_at?: string[] };
   return {
     url: info.url,
+    /** The one-time first-run link (null once an account exists). */
+    setupUrl: info.setup_url ?? null,
+    /** On 0.0.0.0: the URLs of the machine's other addresses. */
+    alsoAt: info.also_at ?? [],
     proc,
     async stop(signal: NodeJS.Signals = "SIGTERM") {
       proc.kill(signal);

@@ -325,6 +325,28 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       ).toBe(204);
     });
 
+    it("takes the same fields as JSON (what the dashboard's ▼ Hide sends), with the same effect", async () => {
+      const q = { query: "red", modes: "video", video_id: v1, include_hidden: "true" };
+      const target = segmentsOf((await search(t, a.key, q)).body).find((s) => s.timestamp_start === 15)!;
+      const res = await t.request("POST", "/v1/search/feedback", {
+        token: a.key,
+        json: {
+          video_id: v1,
+          timestamp_start: target.timestamp_start,
+          signal: "down",
+          query: "red",
+          raw_score: target.raw_score,
+          threshold_key: target.threshold_key,
+        },
+      });
+      expect(res.status, await res.clone().text()).toBe(200);
+      const after = segmentsOf((await search(t, a.key, q)).body);
+      expect(after.find((s) => s.timestamp_start === 15)).toMatchObject({ hidden: true });
+      expect(thresholds()["video:default"]).toBeCloseTo(0.52, 6);
+      await t.request("DELETE", `/v1/search/feedback?video_id=${v1}&timestamp_start=15`, { token: a.key });
+      expect(thresholds()["video:default"]).toBeCloseTo(0.5, 6);
+    });
+
     it("up lowers the named threshold; changing the signal swaps the step; bounded", async () => {
       await fb(a.key, { video_id: v1, timestamp_start: "5", signal: "up", threshold_key: "video:default" });
       expect(thresholds()["video:default"]).toBeCloseTo(0.48, 6);
@@ -409,13 +431,13 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       );
       expect(both.res.status).toBe(422);
       expect(both.body.detail[0].loc).toEqual(["body", "image_url"]);
-      // A JSON body is not a form.
+      // A JSON body is the same search since issue 22 (its 422s: test/search/search-contract.test.ts).
       const json = await t.request("POST", "/v1/search", {
         token: a.key,
         body: JSON.stringify({ query: "red" }),
         headers: { "content-type": "application/json" },
       });
-      expect(json.status).toBe(422);
+      expect(json.status).toBe(200);
     });
 
     it("multipart and urlencoded give the same answer", async () => {

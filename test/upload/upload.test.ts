@@ -57,6 +57,7 @@ describe("POST /v1/upload", () => {
       job_id: expect.stringMatching(/^job_/),
       video_id: expect.stringMatching(/^vid_/),
       status: "queued",
+      duplicate: false,
     });
     const video = (await json(await t.request("GET", `/v1/videos/${data.video_id}`, { token: a.readOnlyKey }))).data;
     expect(video).toMatchObject({

@@ -60,6 +60,19 @@ describe("target rules by default", () => {
     const detail = (await json(res)).detail[0];
     expect(detail.loc).toEqual(["body", "url"]);
     expect(detail.msg).toContain("not allowed");
+    // A refused address names the setting that opens its network (issue 22); a refused scheme or
+    // credentials have no such setting.
+    if (/^ftp:|@/.test(url)) expect(detail.msg).not.toContain("VSEARCH_WEBHOOK_ALLOW_NETWORKS");
+    else
+      expect(detail.msg).toMatch(/setting VSEARCH_WEBHOOK_ALLOW_NETWORKS \(config\.json "allow_networks"\), e\.g\. /);
+  });
+
+  test("a LAN receiver's refusal says which network to allow", async () => {
+    const res = await t.request("POST", "/v1/webhooks", {
+      token: a.key,
+      json: { url: "http://192.168.1.50:9000/hook", events: ["job.completed"] },
+    });
+    expect((await json(res)).detail[0].msg).toContain("VSEARCH_WEBHOOK_ALLOW_NETWORKS=192.168.1.0/24");
   });
 
   test("the same rules on PATCH", async () => {

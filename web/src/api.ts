@@ -1,16 +1,20 @@
 /**
- * The dashboard's only way to the server: the documented /v1 API with a session token.
+ * The dashboard's only way to the server: the documented /v1 API with a session token, through a
+ * client typed from the served OpenAPI document (openapi-fetch over web/src/openapi.gen.ts, which
+ * web/api-types.ts generates at build time). A path, parameter, body or answer field the API does
+ * not have is a type error, not a runtime surprise.
  *
  * The token lives in sessionStorage, not localStorage or a cookie: it survives a reload of the tab
  * but not closing it, is not shared with other tabs or sent automatically with cross-site requests
  * (no CSRF surface), and the strict CSP (same-origin scripts only) limits what could read it.
  */
-const TOKEN = "vsearch.session";
+import createClient from "openapi-fetch";
+import type { components, paths } from "./openapi.gen.ts";
 
-export interface Me {
-  user_id: string;
-  role: string | null;
-}
+/** The API's named schemas (Video, Job, Collection, …), as the server documents them. */
+export type Schemas = components["schemas"];
+
+const TOKEN = "vsearch.session";
 
 export class ApiError extends Error {
   constructor(
@@ -35,39 +39,64 @@ export const session = {
 /** Listeners told when the session ends (401 anywhere): the shell goes back to sign-in. */
 export const onSignedOut = new Set<() => void>();
 
-function toError(status: number, body: any): ApiError {
-  const d = body?.detail;
+type ErrorBody = Schemas["Error"] | Schemas["HTTPValidationError"] | null | undefined;
+
+/** An error answer as one ApiError: the code and message, or the 422's field messages joined. */
+export function toError(status: number, body: unknown): ApiError {
+  const d = (body as ErrorBody)?.detail;
   if (Array.isArray(d))
     return new ApiError(
       status,
       "VALIDATION_ERROR",
-      d.map((i: any) => `${(i.loc ?? []).slice(1).join(".") || "input"}: ${i.msg}`).join("; "),
+      d.map((i) => `${(i.loc ?? []).slice(1).join(".") || "input"}: ${i.msg}`).join("; "),
     );
   if (d && typeof d === "object") return new ApiError(status, d.code ?? "ERROR", d.message ?? `HTTP ${status}`);
   return new ApiError(status, "HTTP_ERROR", `HTTP ${status}`);
 }
 
-export async function api<T = any>(method: string, path: string, body?: unknown): Promise<{ data: T; meta: any }> {
-  const headers: Record<string, string> = {};
-  if (session.token) headers.Authorization = `Bearer ${session.token}`;
-  let payload: BodyInit | undefined;
-  if (body instanceof FormData || body instanceof URLSearchParams) payload = body;
-  else if (body !== undefined) {
-    headers["Content-Type"] = "application/json";
-    payload = JSON.stringify(body);
-  }
-  const res = await fetch(path, { method, headers, body: payload });
-  if (res.status === 204) return { data: undefined as T, meta: {} };
-  const json = await res.json().catch(() => null);
-  if (!res.ok) {
-    const err = toError(res.status, json);
-    if (res.status === 401 && path !== "/v1/auth/sessions") {
+/** Same-origin: the dashboard is served by the API it calls, wherever that is reached. */
+export const client = createClient<paths>({ baseUrl: "" });
+
+client.use({
+  onRequest({ request }) {
+    if (session.token) request.headers.set("Authorization", `Bearer ${session.token}`);
+    return request;
+  },
+  onResponse({ request, response }) {
+    if (response.status === 401 && !new URL(request.url).pathname.startsWith("/v1/auth/sessions") && session.token) {
       session.set(null);
       for (const f of onSignedOut) f();
     }
-    throw err;
+    return response;
+  },
+});
+
+/**
+ * The answer of a typed call, or an ApiError: `const { data, meta } = await call(client.GET("/v1/videos", …))`.
+ * A 204 answers `undefined`.
+ */
+export async function call<D>(pending: Promise<{ data?: D; error?: unknown; response: Response }>): Promise<D> {
+  let r: { data?: D; error?: unknown; response: Response };
+  try {
+    r = await pending;
+  } catch {
+    throw new ApiError(0, "NETWORK_ERROR", "The server could not be reached");
   }
-  return json;
+  if (!r.response.ok) throw toError(r.response.status, r.error);
+  return r.data as D;
+}
+
+/**
+ * A media link (presigned URL) as a path on this origin. The server builds its links from the
+ * origin the request came to; the dashboard drops even that, so a proxy that rewrites the Host
+ * header cannot send the player elsewhere. The signature covers the path only.
+ */
+export function local(url: string): string;
+export function local(url: string | null | undefined): string | null;
+export function local(url: string | null | undefined): string | null {
+  if (!url) return null;
+  const u = new URL(url, location.href);
+  return u.pathname + u.search + u.hash;
 }
 
 /** Upload with XMLHttpRequest: fetch() cannot report upload progress. */
@@ -75,7 +104,7 @@ export function upload(
   file: File,
   collectionId: string,
   onProgress: (fraction: number) => void,
-): Promise<{ job_id: string; video_id: string }> {
+): Promise<Schemas["UploadAccepted"]> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open("POST", "/v1/upload");
@@ -83,11 +112,11 @@ export function upload(
     xhr.upload.onprogress = (e) => e.lengthComputable && onProgress(e.loaded / e.total);
     xhr.onerror = () => reject(new ApiError(0, "NETWORK_ERROR", "The upload was interrupted"));
     xhr.onload = () => {
-      let json: any = null;
+      let json: unknown = null;
       try {
         json = JSON.parse(xhr.responseText);
       } catch {}
-      if (xhr.status >= 200 && xhr.status < 300) resolve(json.data);
+      if (xhr.status >= 200 && xhr.status < 300) resolve((json as { data: Schemas["UploadAccepted"] }).data);
       else reject(toError(xhr.status, json));
     };
     const form = new FormData();
@@ -104,13 +133,15 @@ export const fmtTime = (s: number | null | undefined): string => {
   return `${m}:${sec.toFixed(1).padStart(4, "0")}`;
 };
 
-export const fmtBytes = (n: number): string =>
-  n < 1024
-    ? `${n} B`
-    : n < 1024 ** 2
-      ? `${(n / 1024).toFixed(1)} KiB`
-      : n < 1024 ** 3
-        ? `${(n / 1024 ** 2).toFixed(1)} MiB`
-        : `${(n / 1024 ** 3).toFixed(2)} GiB`;
+export const fmtBytes = (n: number | null | undefined): string =>
+  n == null
+    ? "–"
+    : n < 1024
+      ? `${n} B`
+      : n < 1024 ** 2
+        ? `${(n / 1024).toFixed(1)} KiB`
+        : n < 1024 ** 3
+          ? `${(n / 1024 ** 2).toFixed(1)} MiB`
+          : `${(n / 1024 ** 3).toFixed(2)} GiB`;
 
-export const fmtDate = (iso: string | null): string => (iso ? new Date(iso).toLocaleString() : "never");
+export const fmtDate = (iso: string | null | undefined): string => (iso ? new Date(iso).toLocaleString() : "never");

@@ -1,14 +1,16 @@
-/** Collections: list with thumbnails and counts, create, rename, delete; upload by drag and drop with live job progress; the videos of the open collection. */
-import { useEffect, useRef, useState } from "preact/hooks";
-import { api, ApiError, fmtBytes, fmtTime, upload } from "./api.ts";
-import { ErrorLine } from "./ui.tsx";
+/**
+ * Collections: list with thumbnails and counts, create, rename, delete; upload by drag and drop
+ * with live job progress (stages in words, failures explained); the videos of the open collection
+ * (videos.tsx). Job status comes from one server feed (live.ts), so it survives a reload.
+ */
+import { useEffect, useState } from "preact/hooks";
+import { ApiError, call, client, fmtBytes, local, type Schemas, upload } from "./api.ts";
+import { stageWords, statusWords } from "./explain.ts";
+import { type Job, useJobsFeed } from "./live.ts";
+import { ErrorLine, JobError, useErrors } from "./ui.tsx";
+import { VideoList } from "./videos.tsx";
 
-interface Collection {
-  id: string;
-  name: string;
-  video_count: number;
-  thumbnail_urls: string[];
-}
+type Collection = Schemas["Collection"];
 
 interface UploadItem {
   key: number;
@@ -16,101 +18,70 @@ interface UploadItem {
   size: number;
   phase: "uploading" | "queued" | "pending" | "processing" | "done" | "failed";
   sent: number;
-  stage?: string | null;
-  pct?: number;
   videoId?: string;
+  jobId?: string;
+  /** The collection already held these bytes: the row is that video. */
+  duplicate?: boolean;
   error?: { code: string; message: string };
 }
 
 let nextKey = 1;
-const POLL_MS = 1000;
 
 export function CollectionsPage() {
   const [cols, setCols] = useState<Collection[] | null>(null);
   const [openId, setOpenId] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, setError, act } = useErrors();
   const [renaming, setRenaming] = useState<string | null>(null);
   const [uploads, setUploads] = useState<UploadItem[]>([]);
-  const [videos, setVideos] = useState<any[]>([]);
-  // The open collection as of now, for job pollers started while another one was open.
-  const openRef = useRef<string | null>(null);
-  openRef.current = openId;
+  const [refresh, setRefresh] = useState(0);
+  const [listRunning, setListRunning] = useState(false);
+  const [finished, setFinished] = useState<Job | null>(null);
+  const uploadsRunning = uploads.some((u) => u.phase !== "done" && u.phase !== "failed");
+  const jobs = useJobsFeed(listRunning || uploadsRunning, (job) => {
+    setFinished(job);
+    void load(); // counts and posters of the collections
+  });
 
-  const load = async () => {
-    try {
-      const { data } = await api<Collection[]>("GET", "/v1/collections?per_page=100");
+  const load = () =>
+    act(async () => {
+      const { data } = await call(client.GET("/v1/collections", { params: { query: { per_page: 100 } } }));
       setCols(data);
       setOpenId((cur) => (cur && data.some((c) => c.id === cur) ? cur : (data[0]?.id ?? null)));
-    } catch (e) {
-      setError(e);
-    }
-  };
-  const loadVideos = async (id: string | null) => {
-    if (!id) return setVideos([]);
-    try {
-      setVideos((await api("GET", `/v1/videos?collection_id=${id}&per_page=100`)).data);
-    } catch (e) {
-      setError(e);
-    }
-  };
+    });
   useEffect(() => void load(), []);
-  useEffect(() => void loadVideos(openId), [openId]);
 
   const create = async (e: Event) => {
     e.preventDefault();
     const form = e.target as HTMLFormElement;
     const name = String(new FormData(form).get("name") ?? "");
-    setError(null);
-    try {
-      const { data } = await api("POST", "/v1/collections", { name });
+    await act(async () => {
+      const { data } = await call(client.POST("/v1/collections", { body: { name } }));
       form.reset();
       await load();
       setOpenId(data.id);
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   const rename = async (e: Event, id: string) => {
     e.preventDefault();
     const name = String(new FormData(e.target as HTMLFormElement).get("name") ?? "");
-    try {
-      await api("PATCH", `/v1/collections/${id}`, { name });
+    await act(async () => {
+      await call(
+        client.PATCH("/v1/collections/{collection_id}", { params: { path: { collection_id: id } }, body: { name } }),
+      );
       setRenaming(null);
       await load();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   const remove = async (c: Collection) => {
     if (!confirm(`Delete the collection "${c.name}" and its ${c.video_count} video(s)? This cannot be undone.`)) return;
-    try {
-      await api("DELETE", `/v1/collections/${c.id}`);
+    await act(async () => {
+      await call(client.DELETE("/v1/collections/{collection_id}", { params: { path: { collection_id: c.id } } }));
       await load();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
 
   const patch = (key: number, p: Partial<UploadItem>) =>
     setUploads((list) => list.map((u) => (u.key === key ? { ...u, ...p } : u)));
-  const track = async (key: number, jobId: string) => {
-    // Bounded: a job that stays unfinished for an hour stops being polled (the list still shows it).
-    for (let i = 0; i < 3600; i++) {
-      try {
-        const { data: job } = await api("GET", `/v1/jobs/${jobId}`);
-        patch(key, { phase: job.status, stage: job.stage, pct: job.progress_pct, error: job.error ?? undefined });
-        if (job.status === "done" || job.status === "failed") {
-          void load();
-          void loadVideos(openRef.current);
-          return;
-        }
-      } catch (e) {
-        if (!(e instanceof ApiError) || e.status !== 429)
-          return patch(key, { phase: "failed", error: { code: (e as ApiError).code, message: (e as Error).message } });
-      }
-      await new Promise((r) => setTimeout(r, POLL_MS));
-    }
-  };
   const addFiles = (files: FileList | File[]) => {
     if (!openId) return setError(new ApiError(0, "NO_COLLECTION", "Create or choose a collection first"));
     for (const file of Array.from(files)) {
@@ -118,12 +89,37 @@ export function CollectionsPage() {
       setUploads((list) => [{ key, name: file.name, size: file.size, phase: "uploading", sent: 0 }, ...list]);
       upload(file, openId, (f) => patch(key, { sent: f }))
         .then((r) => {
-          patch(key, { phase: "queued", sent: 1, videoId: r.video_id });
-          return track(key, r.job_id);
+          patch(key, {
+            phase: r.duplicate && r.status !== "queued" ? (r.status === "failed" ? "failed" : "done") : "queued",
+            sent: 1,
+            videoId: r.video_id,
+            jobId: r.job_id ?? undefined,
+            duplicate: r.duplicate,
+          });
+          setRefresh((n) => n + 1);
         })
         .catch((e: ApiError) => patch(key, { phase: "failed", error: { code: e.code, message: e.message } }));
     }
   };
+  // An upload row whose job has ended keeps that end (the feed then stops when nothing else runs).
+  useEffect(() => {
+    setUploads((list) =>
+      list.map((u) => {
+        const j = u.videoId ? jobs.get(u.videoId) : undefined;
+        if (!j || u.phase === "uploading" || u.phase === "done" || u.phase === "failed") return u;
+        if (u.jobId && j.id !== u.jobId) return u;
+        return j.status === "done" || j.status === "failed"
+          ? { ...u, phase: j.status, error: j.error ?? undefined }
+          : u;
+      }),
+    );
+  }, [jobs]);
+  // Upload rows follow their job in the feed.
+  const shown = uploads.map((u) => {
+    const j = u.videoId ? jobs.get(u.videoId) : undefined;
+    if (!j || u.phase === "uploading" || (u.jobId && j.id !== u.jobId)) return { u, j: undefined };
+    return { u: { ...u, phase: j.status, error: j.error ?? u.error }, j };
+  });
   const [over, setOver] = useState(false);
   const open = cols?.find((c) => c.id === openId);
 
@@ -146,7 +142,7 @@ export function CollectionsPage() {
           <li class={`card collection${c.id === openId ? " open" : ""}`} key={c.id}>
             <div class="thumbs" aria-hidden="true">
               {c.thumbnail_urls.slice(0, 4).map((u) => (
-                <img src={u} alt="" loading="lazy" />
+                <img src={local(u)} alt="" loading="lazy" />
               ))}
             </div>
             {renaming === c.id ? (
@@ -203,12 +199,17 @@ export function CollectionsPage() {
               type="file"
               accept="video/*,.mkv,.avi,.mov,.mpg,.mpeg,.webm,.mp4"
               multiple
-              onChange={(e) => addFiles((e.target as HTMLInputElement).files ?? [])}
+              onChange={(e) => {
+                const input = e.target as HTMLInputElement;
+                addFiles(Array.from(input.files ?? []));
+                // Emptied, so choosing the same file again is a change too (a second upload of it).
+                input.value = "";
+              }}
             />
           </label>
-          {uploads.length ? (
+          {shown.length ? (
             <ul class="uploads" aria-live="polite" aria-label="Uploads">
-              {uploads.map((u) => (
+              {shown.map(({ u, j }) => (
                 <li key={u.key} class={`upload ${u.phase}`}>
                   <span class="name">{u.name}</span> <span class="muted">{fmtBytes(u.size)}</span>
                   {u.phase === "uploading" ? (
@@ -217,19 +218,21 @@ export function CollectionsPage() {
                       <span>uploading {Math.round(u.sent * 100)}%</span>
                     </>
                   ) : u.phase === "failed" ? (
-                    <span class="error">
-                      failed — <strong>{u.error?.code}</strong>: {u.error?.message}
-                    </span>
+                    <div class="upload-failed">
+                      <JobError error={u.error ?? { code: "FAILED", message: "The upload failed" }} />
+                      {u.videoId ? <a href={`#/videos/${u.videoId}`}>open video</a> : null}
+                    </div>
                   ) : u.phase === "done" ? (
                     <span class="ok">
-                      done, searchable {u.videoId ? <a href={`#/videos/${u.videoId}`}>open video</a> : null}
+                      {u.duplicate ? "already in this collection (the same file), " : "done, "}searchable{" "}
+                      {u.videoId ? <a href={`#/videos/${u.videoId}`}>open video</a> : null}
                     </span>
                   ) : (
                     <>
-                      <progress max={100} value={u.pct ?? 0} aria-label={`Indexing ${u.name}`} />{" "}
+                      <progress max={100} value={j?.progress_pct ?? 0} aria-label={`Indexing ${u.name}`} />{" "}
                       <span class="status">
-                        {u.phase}
-                        {u.stage ? ` · ${u.stage}` : ""} {Math.round(u.pct ?? 0)}%
+                        {statusWords(u.phase)}
+                        {j?.stage ? ` · ${stageWords(j.stage)}` : ""} {Math.round(j?.progress_pct ?? 0)}%
                       </span>
                     </>
                   )}
@@ -237,25 +240,14 @@ export function CollectionsPage() {
               ))}
             </ul>
           ) : null}
-          <h2>Videos</h2>
-          {videos.length === 0 ? <p class="muted">No videos in this collection yet.</p> : null}
-          <ul class="cards" aria-label={`Videos in ${open.name}`}>
-            {videos.map((v) => (
-              <li class="card" key={v.id}>
-                <a href={`#/videos/${v.id}`} class="video-link">
-                  {v.thumbnail_url ? (
-                    <img src={v.thumbnail_url} alt="" loading="lazy" class="poster" />
-                  ) : (
-                    <div class="poster" />
-                  )}
-                  <span class="title">{v.filename}</span>
-                </a>
-                <p class="muted">
-                  {v.status} · {fmtTime(v.duration_secs)} · {fmtBytes(v.file_size_bytes)}
-                </p>
-              </li>
-            ))}
-          </ul>
+          <VideoList
+            collectionId={open.id}
+            collectionName={open.name}
+            refresh={refresh}
+            jobs={jobs}
+            finished={finished}
+            onRunning={setListRunning}
+          />
         </section>
       ) : null}
     </section>

@@ -1,29 +1,28 @@
 /** API keys (admins only): create (secret shown once with a copy button), list with prefix and last use, revoke. */
-import { api, fmtDate } from "./api.ts";
+import { call, client, fmtDate, type Schemas } from "./api.ts";
 import { ColumnHeads, CreateOutcome, useSecretList } from "./ui.tsx";
 
 export function KeysPage() {
   const {
     items: keys,
     load,
+    act,
     error,
-    setError,
     secret,
     clearSecret,
     create,
-  } = useSecretList("/v1/api_keys?per_page=100");
-  const createKey = create(
-    async (f) =>
-      (await api("POST", "/v1/api_keys", { name: f.get("name"), permissions: f.get("permissions") })).data.key,
-  );
-  const revoke = async (k: any) => {
+  } = useSecretList(async () => (await call(client.GET("/v1/api_keys"))).data);
+  const createKey = create(async (f) => {
+    const permissions = f.get("permissions") === "read_only" ? "read_only" : "all";
+    return (await call(client.POST("/v1/api_keys", { body: { name: String(f.get("name") ?? ""), permissions } }))).data
+      .key;
+  });
+  const revoke = (k: Schemas["ApiKey"]) => {
     if (!confirm(`Revoke the key "${k.name}" (${k.prefix}…)? Programs using it stop working at once.`)) return;
-    try {
-      await api("DELETE", `/v1/api_keys/${k.id}`);
+    void act(async () => {
+      await call(client.DELETE("/v1/api_keys/{key_id}", { params: { path: { key_id: k.id } } }));
       await load();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
     <section class="stack">

@@ -1,7 +1,12 @@
-/** Search: text and/or reference image, modes, collection, min score, show hidden; moments as thumbnails with scores and matched text; a player per video that starts at the chosen moment and marks every hit; up/down feedback. */
+/**
+ * Search: text and/or a reference image (previewed), modes, collection, min score, show hidden;
+ * moments as thumbnails with scores and matched text; ▶ Play starts a player at the moment and
+ * marks every hit; up/down feedback; "Load more" for the next page of videos; an empty answer
+ * says what to try (the server's hints).
+ */
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, fmtTime } from "./api.ts";
-import { ErrorLine, Player } from "./ui.tsx";
+import { ApiError, call, client, fmtTime, local, type Schemas } from "./api.ts";
+import { ErrorLine, LoadMore, Player, useErrors } from "./ui.tsx";
 
 const MODES = [
   { id: "video", label: "Frames" },
@@ -12,89 +17,109 @@ const MODES = [
 /** Modes that search words, not pictures: they need a text query. */
 const TEXT_MODES = ["transcript", "ocr"];
 
-interface Segment {
-  timestamp_start: number;
-  timestamp_end: number;
-  score: number;
-  type: string;
-  text_content: string | null;
-  video_url: string;
-  thumbnail_url: string | null;
-  hidden: boolean;
-  raw_score: number;
-  threshold_key: string;
-}
-interface Result {
-  video_id: string;
-  filename: string;
-  segments: Segment[];
-}
+type Segment = Schemas["SearchSegment"];
+type Result = Schemas["SearchResultVideo"];
+type Meta = Schemas["SearchMeta"];
+type SearchBody = Schemas["SearchRequest"];
+/** Videos per page of results. */
+const PER_PAGE = 20;
 
 export function SearchPage() {
   const [cols, setCols] = useState<{ id: string; name: string }[]>([]);
   const [results, setResults] = useState<Result[] | null>(null);
-  const [meta, setMeta] = useState<any>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [meta, setMeta] = useState<Meta | null>(null);
+  const { error, setError, act } = useErrors();
   const [busy, setBusy] = useState(false);
-  const [playing, setPlaying] = useState<{ videoId: string; start: number } | null>(null);
+  /** The inline player: which video, from when; `n` makes a second click on the same moment seek again. */
+  const [playing, setPlaying] = useState<{ videoId: string; start: number; n: number } | null>(null);
+  const play = (videoId: string, start: number) => setPlaying((p) => ({ videoId, start, n: (p?.n ?? 0) + 1 }));
   const [lastQuery, setLastQuery] = useState("");
   /** Empty: the server's per-mode thresholds; a number replaces them for this search (0 = best matches, whatever their score). */
   const [minScore, setMinScore] = useState<number | null>(null);
   const [note, setNote] = useState("");
+  /** The last search as sent (page 1), for "Load more". */
+  const [asked, setAsked] = useState<{ body: SearchBody; image: File | null } | null>(null);
+  const [preview, setPreview] = useState<{ url: string; name: string } | null>(null);
+  useEffect(() => () => preview && URL.revokeObjectURL(preview.url), [preview]);
 
   useEffect(() => {
-    api("GET", "/v1/collections?per_page=100")
-      .then((r) => setCols(r.data))
-      .catch(setError);
+    void act(async () =>
+      setCols((await call(client.GET("/v1/collections", { params: { query: { per_page: 100 } } }))).data),
+    );
   }, []);
+
+  /** One page of a search: JSON, or multipart when it carries an image (the same fields either way). */
+  const send = (body: SearchBody, image: File | null, page: number) => {
+    const paged = { ...body, page };
+    if (!image) return call(client.POST("/v1/search", { body: paged }));
+    const form = new FormData();
+    for (const [k, v] of Object.entries(paged))
+      if (Array.isArray(v)) for (const x of v) form.append(k, String(x));
+      else if (v !== undefined) form.append(k, String(v));
+    form.append("image", image);
+    return call(client.POST("/v1/search", { body: paged, bodySerializer: () => form }));
+  };
 
   const run = async (form: HTMLFormElement) => {
     const f = new FormData(form);
-    const body = new FormData();
     const query = String(f.get("query") ?? "").trim();
-    if (query) body.append("query", query);
-    const image = f.get("image");
-    if (image instanceof File && image.size > 0) body.append("image", image);
+    const picked = f.get("image");
+    const image = picked instanceof File && picked.size > 0 ? picked : null;
     // All modes ticked = the server's default (which leaves out speech for an image-only search);
     // otherwise the ticked ones, minus speech when there are no words to look for.
-    const modes = f.getAll("modes").map(String);
-    if (modes.length === 0) return setError(new ApiError(0, "NO_MODE", "Tick at least one mode"));
-    if (modes.length < MODES.length) {
-      const usable = modes.filter((m) => query || !TEXT_MODES.includes(m));
-      if (usable.length === 0)
+    const ticked = f.getAll("modes").map(String) as NonNullable<SearchBody["modes"]>;
+    if (ticked.length === 0) return setError(new ApiError(0, "NO_MODE", "Tick at least one mode"));
+    let modes: SearchBody["modes"];
+    if (ticked.length < MODES.length) {
+      modes = ticked.filter((m) => query || !TEXT_MODES.includes(m));
+      if (modes.length === 0)
         return setError(new ApiError(0, "NEEDS_TEXT", "Speech and on-screen text search need words to look for"));
-      for (const m of usable) body.append("modes", m);
     }
-    if (f.get("collection_id")) body.append("collection_id", String(f.get("collection_id")));
-    if (f.get("include_hidden")) body.append("include_hidden", "true");
-    if (minScore !== null) body.append("min_score", String(minScore));
-    body.append("per_page", "20");
+    const body: SearchBody = {
+      per_page: PER_PAGE,
+      ...(query ? { query } : {}),
+      ...(modes ? { modes } : {}),
+      ...(f.get("collection_id") ? { collection_id: String(f.get("collection_id")) } : {}),
+      ...(f.get("include_hidden") ? { include_hidden: true } : {}),
+      ...(minScore !== null ? { min_score: minScore } : {}),
+    };
     setBusy(true);
-    setError(null);
     setPlaying(null);
-    try {
-      const r = await api<Result[]>("POST", "/v1/search", body);
+    await act(async () => {
+      const r = await send(body, image, 1);
       setResults(r.data);
       setMeta(r.meta);
       setLastQuery(query);
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
+      setAsked({ body, image });
+    });
+    setBusy(false);
+  };
+
+  const more = async () => {
+    if (!asked || !meta) return;
+    setBusy(true);
+    await act(async () => {
+      const r = await send(asked.body, asked.image, (meta.page ?? 1) + 1);
+      setResults((cur) => [...(cur ?? []), ...r.data.filter((v) => !cur?.some((c) => c.video_id === v.video_id))]);
+      setMeta(r.meta);
+    });
+    setBusy(false);
   };
 
   const feedback = async (r: Result, s: Segment, signal: "up" | "down") => {
-    const body = new URLSearchParams({
-      video_id: r.video_id,
-      timestamp_start: String(s.timestamp_start),
-      signal,
-      query: lastQuery,
-      raw_score: String(s.raw_score),
-      threshold_key: s.threshold_key,
-    });
-    try {
-      await api("POST", "/v1/search/feedback", body);
+    await act(async () => {
+      await call(
+        client.POST("/v1/search/feedback", {
+          body: {
+            video_id: r.video_id,
+            timestamp_start: s.timestamp_start,
+            signal,
+            query: lastQuery || undefined,
+            raw_score: s.raw_score,
+            threshold_key: s.threshold_key,
+          },
+        }),
+      );
       setNote(
         signal === "down"
           ? `Hidden the moment at ${fmtTime(s.timestamp_start)} of ${r.filename}`
@@ -106,22 +131,22 @@ export function SearchPage() {
             x === r ? { ...x, segments: x.segments.map((y) => (y === s ? { ...y, hidden: true } : y)) } : x,
           ),
         );
-    } catch (e) {
-      setError(e);
-    }
+    });
   };
   const unhide = async (r: Result, s: Segment) => {
-    try {
-      await api("DELETE", `/v1/search/feedback?video_id=${r.video_id}&timestamp_start=${s.timestamp_start}`);
+    await act(async () => {
+      await call(
+        client.DELETE("/v1/search/feedback", {
+          params: { query: { video_id: r.video_id, timestamp_start: s.timestamp_start } },
+        }),
+      );
       setNote(`The moment at ${fmtTime(s.timestamp_start)} is shown again`);
       setResults((list) =>
         list!.map((x) =>
           x === r ? { ...x, segments: x.segments.map((y) => (y === s ? { ...y, hidden: false } : y)) } : x,
         ),
       );
-    } catch (e) {
-      setError(e);
-    }
+    });
   };
 
   return (
@@ -150,8 +175,23 @@ export function SearchPage() {
         </div>
         <div class="row wrap">
           <label>
-            Reference image <input name="image" type="file" accept="image/jpeg,image/png" />
+            Reference image{" "}
+            <input
+              name="image"
+              type="file"
+              accept="image/jpeg,image/png"
+              onChange={(e) => {
+                const file = (e.target as HTMLInputElement).files?.[0];
+                setPreview(file ? { url: URL.createObjectURL(file), name: file.name } : null);
+              }}
+            />
           </label>
+          {preview ? (
+            <figure class="image-preview">
+              <img src={preview.url} alt={`Reference image: ${preview.name}`} />
+              <figcaption class="muted">{preview.name}</figcaption>
+            </figure>
+          ) : null}
           <label>
             Collection{" "}
             <select name="collection_id">
@@ -204,6 +244,20 @@ export function SearchPage() {
             : ""}
         </p>
       ) : null}
+      {results && meta?.total === 0 && meta.hints?.length ? (
+        <div class="card hints" role="status">
+          <p>
+            <strong>No moment matched.</strong> What to try:
+          </p>
+          <ul>
+            {meta.hints.map((h) => (
+              <li key={h.code} data-hint={h.code}>
+                {h.message}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
       <ol class="results">
         {results?.map((r) => {
           const segs = r.segments;
@@ -218,10 +272,10 @@ export function SearchPage() {
           return (
             <li class="result card" key={r.video_id}>
               <h2>
-                <a href={`#/videos/${r.video_id}`}>{r.filename}</a>
+                <a href={`#/videos/${r.video_id}?t=${segs[0].timestamp_start}`}>{r.filename}</a>
               </h2>
               {playing?.videoId === r.video_id ? (
-                <Player src={segs[0].video_url} start={playing.start} hits={hits} />
+                <Player src={segs[0].video_url} start={playing.start} nonce={playing.n} hits={hits} autoPlay />
               ) : null}
               <ul class="moments" aria-label={`Moments in ${r.filename}`}>
                 {segs.map((s) => (
@@ -229,10 +283,14 @@ export function SearchPage() {
                     <button
                       type="button"
                       class="thumb"
-                      onClick={() => setPlaying({ videoId: r.video_id, start: s.timestamp_start })}
+                      onClick={() => play(r.video_id, s.timestamp_start)}
                       aria-label={`Play ${r.filename} from ${fmtTime(s.timestamp_start)}`}
                     >
-                      {s.thumbnail_url ? <img src={s.thumbnail_url} alt="" loading="lazy" /> : <span class="noimg" />}
+                      {s.thumbnail_url ? (
+                        <img src={local(s.thumbnail_url)} alt="" loading="lazy" />
+                      ) : (
+                        <span class="noimg" />
+                      )}
                       <span class="time">{fmtTime(s.timestamp_start)}</span>
                     </button>
                     <div class="info">
@@ -242,6 +300,14 @@ export function SearchPage() {
                       </span>
                       {s.text_content ? <q class="text">{s.text_content}</q> : null}
                       <span class="row">
+                        <button
+                          type="button"
+                          class="small play"
+                          onClick={() => play(r.video_id, s.timestamp_start)}
+                          aria-label={`▶ Play from ${fmtTime(s.timestamp_start)}`}
+                        >
+                          ▶ Play
+                        </button>
                         <button
                           type="button"
                           class="small secondary"
@@ -273,6 +339,9 @@ export function SearchPage() {
           );
         })}
       </ol>
+      {results ? (
+        <LoadMore shown={results.length} total={meta?.total} busy={busy} what="videos" onMore={() => void more()} />
+      ) : null}
     </section>
   );
 }

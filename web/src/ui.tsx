@@ -1,6 +1,25 @@
-/** Small shared pieces: error line, copy button, the admin list-with-secret hook, the player with its hit timeline. */
-import { useEffect, useRef, useState } from "preact/hooks";
-import { api, fmtTime } from "./api.ts";
+/** Small shared pieces: the error state of a page, error line, copy button, the admin list-with-secret hook, the player with its hit timeline. */
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { fmtTime, local } from "./api.ts";
+import { explain } from "./explain.ts";
+
+/**
+ * A page's one error state and the runner of its actions: `act(fn)` clears the error, runs `fn`
+ * and keeps what it throws for the ErrorLine (answering undefined), so no page repeats a try/catch.
+ */
+export function useErrors() {
+  const [error, setError] = useState<unknown>(null);
+  const act = useCallback(async <T,>(fn: () => Promise<T>): Promise<T | undefined> => {
+    setError(null);
+    try {
+      return await fn();
+    } catch (e) {
+      setError(e);
+      return undefined;
+    }
+  }, []);
+  return { error, setError, act };
+}
 
 export function ErrorLine({ error }: { error: unknown }) {
   if (!error) return null;
@@ -97,36 +116,40 @@ export function CreateOutcome({
 }
 
 /**
- * The admin pages (API keys, webhooks): a list loaded from `listPath`, a create form whose
- * response carries a secret shown once, and one error state for all of it. `create(post)` is the
- * form's onSubmit: `post` sends the form and resolves to the secret; the form is then reset, the
- * secret shown and the list reloaded.
+ * The admin pages (API keys, webhooks, users): a list from `list()`, a create form whose response
+ * carries a secret shown once, and one error state for all of it. `create(post)` is the form's
+ * onSubmit: `post` sends the form and resolves to the secret; the form is then reset, the secret
+ * shown and the list reloaded.
  */
-export function useSecretList(listPath: string) {
-  const [items, setItems] = useState<any[]>([]);
+export function useSecretList<T>(list: () => Promise<T[]>) {
+  const [items, setItems] = useState<T[]>([]);
   const [secret, setSecret] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const load = () =>
-    api("GET", listPath)
-      .then((r) => setItems(r.data))
-      .catch(setError);
+  const { error, setError, act } = useErrors();
+  const load = () => act(async () => setItems(await list()));
   useEffect(() => void load(), []);
 
   const create = (post: (f: FormData) => Promise<string>) => async (e: Event) => {
     e.preventDefault();
     const form = e.target as HTMLFormElement;
     const f = new FormData(form);
-    setError(null);
-    try {
+    await act(async () => {
       const value = await post(f);
       form.reset();
       setSecret(value);
-      await load();
-    } catch (err) {
-      setError(err);
-    }
+      setItems(await list());
+    });
   };
-  return { items, load, error, setError, secret, clearSecret: () => setSecret(null), create };
+  return {
+    items,
+    load,
+    error,
+    setError,
+    act,
+    secret,
+    showSecret: setSecret,
+    clearSecret: () => setSecret(null),
+    create,
+  };
 }
 
 export interface Hit {
@@ -146,9 +169,12 @@ export function Player({
   hits,
   duration: knownDuration,
   onTime,
+  autoPlay = false,
 }: {
   src: string;
   start?: number;
+  /** Start playing once seeked (the ▶ Play of a search moment). */
+  autoPlay?: boolean;
   nonce?: number;
   hits: Hit[];
   duration?: number | null;
@@ -158,12 +184,13 @@ export function Player({
   const [duration, setDuration] = useState<number>(knownDuration ?? 0);
   const [now, setNow] = useState(0);
   // The URL without a #t= fragment: seeking is done here, so every hit can be reached.
-  const url = src.replace(/#.*$/, "");
+  const url = local(src).replace(/#.*$/, "");
   useEffect(() => {
     const v = ref.current;
     if (!v || start == null) return;
     const seek = () => {
       v.currentTime = start;
+      if (autoPlay) void v.play().catch(() => {}); // a browser may refuse without a gesture: the controls remain
     };
     if (v.readyState >= 1) seek();
     else v.addEventListener("loadedmetadata", seek, { once: true });
@@ -216,6 +243,51 @@ export function Player({
           />
         ))}
       </div>
+    </div>
+  );
+}
+
+/** A job's or video's error: its code and message, what it means and what to do (explain.ts). */
+export function JobError({ error }: { error: { code: string; message: string } | null | undefined }) {
+  if (!error) return null;
+  const e = explain(error.code);
+  return (
+    <div class="job-error" role="alert">
+      <p class="error">
+        <strong>{error.code}</strong>: {error.message}
+      </p>
+      {e ? (
+        <p class="muted">
+          {e.meaning} <strong>What to do:</strong> {e.fix}
+        </p>
+      ) : null}
+    </div>
+  );
+}
+
+/** "Showing n of total" and a button for the next page, while there is one. */
+export function LoadMore({
+  shown,
+  total,
+  busy,
+  onMore,
+  what,
+}: {
+  shown: number;
+  total: number | null | undefined;
+  busy?: boolean;
+  onMore: () => void;
+  what: string;
+}) {
+  if (total == null || total <= shown) return null;
+  return (
+    <div class="row load-more">
+      <span class="muted">
+        Showing {shown} of {total} {what}
+      </span>
+      <button type="button" class="secondary" disabled={busy} onClick={onMore}>
+        {busy ? "Loading…" : "Load more"}
+      </button>
     </div>
   );
 }

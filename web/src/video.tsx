@@ -1,53 +1,65 @@
-/** A video: player, shots with labels and what is said in each (click to seek), the indexing stages that ran or were skipped. */
+/**
+ * A video: player (starting at `?t=` when a search sent us here), shots with labels and what is
+ * said in each (click to seek), the indexing stages that ran or were skipped; while it indexes,
+ * its stage in words; a failure explained, with Retry; Delete (after confirmation).
+ */
 import { useEffect, useState } from "preact/hooks";
-import { api, fmtBytes, fmtTime } from "./api.ts";
-import { ColumnHeads, ErrorLine, Player } from "./ui.tsx";
+import { call, client, fmtBytes, fmtTime, local, type Schemas } from "./api.ts";
+import { stageWords, statusWords } from "./explain.ts";
+import { isFinal, latestJob, retryVideo } from "./live.ts";
+import { ColumnHeads, ErrorLine, JobError, Player, useErrors } from "./ui.tsx";
 
-interface Shot {
-  scene_start: number;
-  scene_end: number;
-  labels: string[];
-  caption: string | null;
-  transcript: string | null;
-  on_screen_text?: { text: string }[];
-  thumbnail_url: string | null;
-}
-
-interface Said {
-  start: number;
-  end: number;
-  text: string;
-}
+type Shot = Schemas["Moment"] & { scene_start: number; scene_end: number };
+type Said = Schemas["TranscriptExport"]["segments"][number];
 
 /** Shots are read with GET /v1/videos/{id}/moment, one call per shot, walking the timeline; bounded (the moment route is rate-limited). */
 const MAX_SHOTS = 40;
 
-export function VideoPage({ id }: { id: string }) {
-  const [video, setVideo] = useState<any>(null);
+/** While the video indexes, its record is read again this often (the videos rate limit allows it). */
+const POLL_MS = 3000;
+
+export function VideoPage({ id, start }: { id: string; start?: number }) {
+  const [video, setVideo] = useState<Schemas["VideoDetail"] | null>(null);
   const [shots, setShots] = useState<Shot[]>([]);
   const [said, setSaid] = useState<Said[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [seek, setSeek] = useState<{ t: number; n: number }>({ t: 0, n: 0 });
+  const { error, setError, act } = useErrors();
+  const [seek, setSeek] = useState<{ t: number; n: number }>({ t: start ?? 0, n: 0 });
+  const [stage, setStage] = useState<{ stage: string | null; pct: number } | null>(null);
+  const [reload, setReload] = useState(0);
   const [now, setNow] = useState(0);
 
   useEffect(() => {
     let cancelled = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     (async () => {
       try {
-        const { data } = await api("GET", `/v1/videos/${id}`);
+        const path = { video_id: id };
+        const { data } = await call(client.GET("/v1/videos/{video_id}", { params: { path } }));
         if (cancelled) return;
         setVideo(data);
+        if (!isFinal(data.status)) {
+          // Still indexing: show where it is, and look again in a moment.
+          const job = await latestJob(id).catch(() => null);
+          if (!cancelled && job) setStage({ stage: job.stage, pct: job.progress_pct });
+          timer = setTimeout(() => !cancelled && setReload((n) => n + 1), POLL_MS);
+          return;
+        }
+        setStage(null);
         if (data.status !== "ready" || !data.duration_secs) return;
         // The whole transcript in one call (GET /v1/videos/{id}/transcript); each line seeks.
-        api("GET", `/v1/videos/${id}/transcript?format=json`)
-          .then((r) => !cancelled && setSaid(r.data.segments))
+        call(client.GET("/v1/videos/{video_id}/transcript", { params: { path, query: { format: "json" } } }))
+          .then((r) => !cancelled && setSaid((r as { data: Schemas["TranscriptExport"] }).data.segments))
           .catch(() => !cancelled && setSaid([]));
         const found: Shot[] = [];
         let t = 0;
         while (!cancelled && found.length < MAX_SHOTS && t < data.duration_secs) {
-          const { data: m } = await api("GET", `/v1/videos/${id}/moment?timestamp=${t.toFixed(3)}`);
+          const { data: m } = await call(
+            client.GET("/v1/videos/{video_id}/moment", {
+              params: { path, query: { timestamp: Number(t.toFixed(3)) } },
+            }),
+          );
           if (m.scene_start == null || m.scene_end == null || m.scene_end <= t) break;
-          found.push(m);
+          found.push(m as Shot);
           setShots([...found]);
           t = m.scene_end + 0.001;
         }
@@ -57,8 +69,23 @@ export function VideoPage({ id }: { id: string }) {
     })();
     return () => {
       cancelled = true;
+      clearTimeout(timer);
     };
-  }, [id]);
+  }, [id, reload]);
+
+  const remove = () => {
+    if (!video || !confirm(`Delete the video "${video.filename}"? Its file and everything found in it are removed.`))
+      return;
+    void act(async () => {
+      await call(client.DELETE("/v1/videos/{video_id}", { params: { path: { video_id: id } } }));
+      location.hash = "#/";
+    });
+  };
+  const retry = () =>
+    act(async () => {
+      await retryVideo(id);
+      setReload((n) => n + 1);
+    });
 
   const goTo = (t: number) => setSeek((s) => ({ t, n: s.n + 1 }));
   if (!video) {
@@ -70,17 +97,34 @@ export function VideoPage({ id }: { id: string }) {
       </section>
     );
   }
-  const stages = Object.entries(video.stages ?? {}) as [string, any][];
+  const stages = Object.entries(video.stages ?? {});
   return (
     <section class="stack">
       <h1 tabIndex={-1}>{video.filename}</h1>
       <ErrorLine error={error} />
       <p class="muted">
-        {video.status} · {fmtTime(video.duration_secs)} · {video.width}×{video.height} · {video.codec ?? "?"} ·{" "}
-        {fmtBytes(video.file_size_bytes)}
+        <span class="status">{statusWords(video.status)}</span> · {fmtTime(video.duration_secs)} · {video.width}×
+        {video.height} · {video.codec ?? "?"} · {fmtBytes(video.file_size_bytes)}
         {video.has_audio ? " · audio" : " · no audio"}
       </p>
-      {video.error ? <ErrorLine error={video.error} /> : null}
+      {stage ? (
+        <p class="progress-line" aria-live="polite">
+          <progress max={100} value={stage.pct} aria-label="Indexing" /> {stageWords(stage.stage)}{" "}
+          {Math.round(stage.pct)}%
+        </p>
+      ) : null}
+      {video.warning ? <p class="warning">⚠ {video.warning}</p> : null}
+      {video.status === "failed" ? <JobError error={video.error} /> : null}
+      <div class="row">
+        {video.status === "failed" ? (
+          <button type="button" onClick={retry}>
+            Retry indexing
+          </button>
+        ) : null}
+        <button type="button" class="danger" onClick={remove}>
+          Delete video
+        </button>
+      </div>
       <div class="video-layout">
         <div class="v-player">
           <Player
@@ -110,7 +154,7 @@ export function VideoPage({ id }: { id: string }) {
                     onClick={() => goTo(s.scene_start)}
                     aria-label={`Play shot ${i + 1} from ${fmtTime(s.scene_start)}`}
                   >
-                    {s.thumbnail_url ? <img src={s.thumbnail_url} alt="" loading="lazy" /> : null}
+                    {s.thumbnail_url ? <img src={local(s.thumbnail_url)} alt="" loading="lazy" /> : null}
                     <span class="time">
                       {fmtTime(s.scene_start)}–{fmtTime(s.scene_end)}
                     </span>

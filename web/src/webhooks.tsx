@@ -1,7 +1,9 @@
 /** Webhooks (admins only): create (secret shown once), active toggle, test, delete, and each endpoint's delivery log with retry. */
 import { useEffect, useState } from "preact/hooks";
-import { api, fmtDate } from "./api.ts";
-import { ColumnHeads, CreateOutcome, ErrorLine, useSecretList } from "./ui.tsx";
+import { call, client, fmtDate, type Schemas } from "./api.ts";
+import { ColumnHeads, CreateOutcome, ErrorLine, useErrors, useSecretList } from "./ui.tsx";
+
+type Delivery = Schemas["WebhookDelivery"];
 
 const EVENTS = [
   "video.created",
@@ -15,21 +17,27 @@ const EVENTS = [
 ];
 
 function Deliveries({ webhookId, refresh }: { webhookId: string; refresh: number }) {
-  const [list, setList] = useState<any[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [list, setList] = useState<Delivery[] | null>(null);
+  const { error, act } = useErrors();
   const load = () =>
-    api("GET", `/v1/webhooks/${webhookId}/deliveries?per_page=20`)
-      .then((r) => setList(r.data))
-      .catch(setError);
+    act(async () => {
+      const { data } = await call(
+        client.GET("/v1/webhooks/{webhook_id}/deliveries", {
+          params: { path: { webhook_id: webhookId }, query: { per_page: 20 } },
+        }),
+      );
+      setList(data);
+    });
   useEffect(() => void load(), [webhookId, refresh]);
-  const retry = async (d: any) => {
-    try {
-      await api("POST", `/v1/webhooks/${webhookId}/deliveries/${d.id}/retry`);
+  const retry = (d: Delivery) =>
+    act(async () => {
+      await call(
+        client.POST("/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", {
+          params: { path: { webhook_id: webhookId, delivery_id: d.id } },
+        }),
+      );
       setTimeout(load, 500);
-    } catch (e) {
-      setError(e);
-    }
-  };
+    });
   return (
     <div class="stack">
       <div class="row">
@@ -75,26 +83,27 @@ export function WebhooksPage() {
   const {
     items: hooks,
     load,
+    act: run,
     error,
-    setError,
     secret,
     clearSecret,
     create,
-  } = useSecretList("/v1/webhooks?per_page=100");
-  const createHook = create(
-    async (f) => (await api("POST", "/v1/webhooks", { url: f.get("url"), events: f.getAll("events") })).data.secret,
-  );
+  } = useSecretList(async () => (await call(client.GET("/v1/webhooks"))).data);
+  const createHook = create(async (f) => {
+    const body = {
+      url: String(f.get("url") ?? ""),
+      events: f.getAll("events").map(String) as Schemas["Webhook"]["events"],
+    };
+    return (await call(client.POST("/v1/webhooks", { body }))).data.secret;
+  });
   const [refresh, setRefresh] = useState(0);
-  const act = async (fn: () => Promise<unknown>) => {
-    setError(null);
-    try {
+  const act = (fn: () => Promise<unknown>) =>
+    run(async () => {
       await fn();
       await load();
       setTimeout(() => setRefresh((n) => n + 1), 700);
-    } catch (err) {
-      setError(err);
-    }
-  };
+    });
+  const path = (id: string) => ({ params: { path: { webhook_id: id } } });
   return (
     <section class="stack">
       <h1 tabIndex={-1}>Webhooks</h1>
@@ -129,19 +138,31 @@ export function WebhooksPage() {
                 type="checkbox"
                 checked={h.is_active}
                 onChange={(e) =>
-                  act(() => api("PATCH", `/v1/webhooks/${h.id}`, { is_active: (e.target as HTMLInputElement).checked }))
+                  act(() =>
+                    call(
+                      client.PATCH("/v1/webhooks/{webhook_id}", {
+                        ...path(h.id),
+                        body: { is_active: (e.target as HTMLInputElement).checked },
+                      }),
+                    ),
+                  )
                 }
               />{" "}
               Active
             </label>
-            <button type="button" class="small" onClick={() => act(() => api("POST", `/v1/webhooks/${h.id}/test`))}>
+            <button
+              type="button"
+              class="small"
+              onClick={() => act(() => call(client.POST("/v1/webhooks/{webhook_id}/test", path(h.id))))}
+            >
               Send test
             </button>
             <button
               type="button"
               class="small danger"
               onClick={() =>
-                confirm(`Delete the webhook to ${h.url}?`) && act(() => api("DELETE", `/v1/webhooks/${h.id}`))
+                confirm(`Delete the webhook to ${h.url}?`) &&
+                act(() => call(client.DELETE("/v1/webhooks/{webhook_id}", path(h.id))))
               }
             >
               Delete

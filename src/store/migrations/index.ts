@@ -12,6 +12,7 @@ import m009 from "./009_account_vectors.sql" with { type: "text" };
 import m010 from "./010_vector_changes.sql" with { type: "text" };
 import m011 from "./011_task_queue.sql" with { type: "text" };
 import m012 from "./012_ocr_cjk.sql" with { type: "text" };
+import m013 from "./013_people.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -32,4 +33,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 10, name: "vector_changes", sql: m010 },
   { version: 11, name: "task_queue", sql: m011 },
   { version: 12, name: "ocr_cjk", sql: m012 },
+  { version: 13, name: "people", sql: m013 },
 ];
