@@ -1,0 +1,18 @@
+// PostgreSQL's numbered migrations, imported as text so they are embedded in the compiled binary.
+// To add one: create NNN_name.sql, list it here with the SQLite migrations it matches (`sqlite`),
+// and never edit one that has shipped. test/store/schema-parity.test.ts fails when a migration
+// exists on one side only, or the two schemas drift.
+import m001 from "./001_schema.sql" with { type: "text" };
+
+export interface PgMigration {
+  version: number;
+  name: string;
+  sql: string;
+  /** The SQLite migrations (src/store/migrations) whose schema this one brings PostgreSQL to. */
+  sqlite: number[];
+}
+
+export const PG_MIGRATIONS: PgMigration[] = [
+  // Everything up to SQLite's 009 in one file: there was no PostgreSQL install to upgrade.
+  { version: 1, name: "schema", sql: m001, sqlite: [1, 2, 3, 4, 5, 6, 7, 8, 9] },
+];
