@@ -58,7 +58,7 @@ export async function acquireAdvisoryLock(
     onclose: () => {
       lost = true;
     },
-  } as postgres.Options<Record<string, postgres.PostgresType>>);
+  } as unknown as postgres.Options<Record<string, postgres.PostgresType>>);
   const close = () => conn.end({ timeout: 1 }).catch(() => {});
   try {
     const [row] = opts.wait
