@@ -89,11 +89,6 @@ export class TxScopes<C> {
   run<T>(scope: TxScope<C>, fn: () => Promise<T>): Promise<T> {
     return this.als.run(scope, fn);
   }
-
-  /** Runs `fn` outside any scope (after-commit callbacks must not inherit the finished transaction). */
-  outside<T>(fn: () => T): T {
-    return this.als.exit(fn);
-  }
 }
 
 /** What a backend provides for ScopedUnitOfWork. */
@@ -151,9 +146,9 @@ export class ScopedUnitOfWork<C> implements AsyncUnitOfWork {
           scope.conn = conn;
           return this.scopes.run(scope, () => settle(scope, fn));
         });
-        await this.scopes.outside(async () => {
-          for (const cb of scope.held) await this.call(cb);
-        });
+        // Back in the caller's async context (no scope): the callbacks run outside the finished
+        // transaction, one after another, in registration order.
+        for (const cb of scope.held) await this.call(cb);
         return result;
       } catch (err) {
         scope.open = false;

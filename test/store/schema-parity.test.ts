@@ -87,7 +87,7 @@ describe.skipIf(!pgAvailable())("schema parity: SQLite ↔ PostgreSQL", () => {
       foreignKeys: new Set(s.foreignKeys),
     });
     const drifted = clone(pg);
-    drifted.tables.get("videos")?.set("warning", { type: "text", notNull: false, default: null });
+    drifted.tables.get("videos")?.set("drift_probe", { type: "text", notNull: false, default: null });
     const jobs = drifted.tables.get("jobs");
     if (jobs)
       jobs.set("attempts", { ...(jobs.get("attempts") as NonNullable<ReturnType<typeof jobs.get>>), notNull: false });
@@ -96,18 +96,18 @@ describe.skipIf(!pgAvailable())("schema parity: SQLite ↔ PostgreSQL", () => {
     const fk = [...drifted.foreignKeys].find((f) => f.startsWith("users(account_id)")) ?? "";
     drifted.foreignKeys.delete(fk);
     drifted.foreignKeys.add(fk.replace("CASCADE", "NO ACTION"));
-    drifted.tables.set("tasks", new Map());
+    drifted.tables.set("drift_probe", new Map());
     const sqliteWithout = clone(sqlite);
     sqliteWithout.virtualTables.delete("ocr_fts");
     const problems = diffSchemas(sqliteWithout, drifted, KNOWN);
     expect(problems).toEqual(
       expect.arrayContaining([
-        "column videos.warning: on PostgreSQL only",
+        "column videos.drift_probe: on PostgreSQL only",
         expect.stringMatching(/^column jobs\.attempts: SQLite .* ≠ PostgreSQL/),
         expect.stringMatching(/^index events_pending: SQLite/),
         "foreign key users(account_id) → accounts(id) ON DELETE NO ACTION: on PostgreSQL only",
         "foreign key users(account_id) → accounts(id) ON DELETE CASCADE: on SQLite only",
-        "table tasks: on PostgreSQL only",
+        "table drift_probe: on PostgreSQL only",
         "known difference ftsTables.ocr_fts matches nothing any more: remove it",
       ]),
     );
