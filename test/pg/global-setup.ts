@@ -9,7 +9,7 @@
  * Without a usable PostgreSQL (≥ 15 with pgvector ≥ 0.8) the project's files are skipped, with one
  * message; with VSEARCH_REQUIRE_PG=1 (CI) every one of them fails instead, saying why.
  */
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -18,10 +18,29 @@ import { openPgStore } from "../../src/store/pg/open.ts";
 import { type Cluster, findPostgres, startCluster } from "./cluster.ts";
 import { type PgReady, TEMPLATE_DB } from "./database.ts";
 
+const STATE_PREFIX = "vsearch-pg-state-";
+
+/**
+ * State dirs of runs that were killed before their teardown (their cluster is removed by its
+ * watchdog; the small state dir is removed here, by the next run): `<prefix><pid>-…` whose pid is gone.
+ */
+function sweepStaleState(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const pid = Number(name.startsWith(STATE_PREFIX) ? name.slice(STATE_PREFIX.length).split("-")[0] : Number.NaN);
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
+    try {
+      process.kill(pid, 0);
+    } catch {
+      rmSync(join(tmpdir(), name), { recursive: true, force: true });
+    }
+  }
+}
+
 export default async function setup(project: TestProject) {
   const required = process.env.VSEARCH_REQUIRE_PG === "1";
   const found = findPostgres();
-  const stateDir = mkdtempSync(join(tmpdir(), "vsearch-pg-state-"));
+  sweepStaleState();
+  const stateDir = mkdtempSync(join(tmpdir(), `${STATE_PREFIX}${process.pid}-`));
   const readyFile = join(stateDir, "ready.json");
   const publish = (r: PgReady) => {
     writeFileSync(`${readyFile}.tmp`, JSON.stringify(r));
