@@ -12,6 +12,34 @@ const ROOT = join(import.meta.dirname, "..", "..");
 /** Each with its reason; an entry that stops matching fails, so the list only shrinks. */
 export const TEST_EXCEPTIONS: TestRuleException[] = [
   { file: "architecture/check-tests.ts", rule: "app-internals", reason: "the checker names the key it looks for" },
+  {
+    file: "pg/",
+    rule: "database",
+    reason: "the pg project's harness: a throw-away cluster, the migrated template and a database per test file",
+  },
+  {
+    file: "store/conformance/",
+    rule: "database",
+    reason: "the store seam's conformance suite opens the executors and units of work it tests (issues 24/25)",
+  },
+  {
+    file: "store/conformance/",
+    rule: "sql",
+    reason:
+      "the executor under test runs statements on scratch tables of its own; claims, locks and SQLSTATEs are provoked in SQL",
+  },
+  {
+    file: "store/schema-parity.test.ts",
+    rule: "database",
+    reason: "migrates a fresh SQLite file and reads a PostgreSQL database to compare their schemas",
+  },
+  { file: "store/schema-catalog.ts", rule: "database", reason: "reads the SQLite and PostgreSQL catalogs" },
+  {
+    file: "store/store-errors.test.ts",
+    rule: "database",
+    reason: "classifies real bun:sqlite errors with store/errors.ts (it opens nothing but through helpers/stores.ts)",
+  },
+  { file: "store/schema-catalog.ts", rule: "sql", reason: "the catalog queries (sqlite_master, pragma_*, pg_catalog)" },
 ];
 
 describe("test/ rules", () => {
@@ -141,6 +169,17 @@ describe("the checker, on synthetic files", () => {
     expect(checkTests([bad], [database, sql])).toEqual([]);
     expect(checkTests([clean], [database])).toEqual([
       "exception raw.test.ts (database) matches nothing any more: remove it",
+    ]);
+    // A folder entry (ending in "/") covers the files under it, and only those; postgres opens a database too.
+    const pg: SourceFile = { path: "store/conformance/x.test.ts", text: 'import postgres from "postgres";' };
+    const folder: TestRuleException = { file: "store/conformance/", rule: "database", reason: "test" };
+    expect(checkTests([pg], [])).toEqual([
+      "store/conformance/x.test.ts: opens a database (imports postgres); read and set up state through helpers/stores.ts",
+    ]);
+    expect(checkTests([pg], [folder])).toEqual([]);
+    expect(checkTests([{ ...pg, path: "store/other.test.ts" }], [folder])).toEqual([
+      "store/other.test.ts: opens a database (imports postgres); read and set up state through helpers/stores.ts",
+      "exception store/conformance/ (database) matches nothing any more: remove it",
     ]);
   });
 });

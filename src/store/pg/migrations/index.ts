@@ -1,0 +1,26 @@
+// PostgreSQL's numbered migrations, imported as text so they are embedded in the compiled binary.
+// To add one: create NNN_name.sql, list it here with the SQLite migrations it matches (`sqlite`),
+// and never edit one that has shipped. test/store/schema-parity.test.ts fails when a migration
+// exists on one side only, or the two schemas drift.
+import m001 from "./001_schema.sql" with { type: "text" };
+import m002 from "./002_vector_changes.sql" with { type: "text" };
+import m003 from "./003_task_queue.sql" with { type: "text" };
+import m004 from "./004_ocr_cjk.sql" with { type: "text" };
+import m005 from "./005_people.sql" with { type: "text" };
+
+export interface PgMigration {
+  version: number;
+  name: string;
+  sql: string;
+  /** The SQLite migrations (src/store/migrations) whose schema this one brings PostgreSQL to. */
+  sqlite: number[];
+}
+
+export const PG_MIGRATIONS: PgMigration[] = [
+  // Everything up to SQLite's 009 in one file: there was no PostgreSQL install to upgrade.
+  { version: 1, name: "schema", sql: m001, sqlite: [1, 2, 3, 4, 5, 6, 7, 8, 9] },
+  { version: 2, name: "vector_changes", sql: m002, sqlite: [10] },
+  { version: 3, name: "task_queue", sql: m003, sqlite: [11] },
+  { version: 4, name: "ocr_cjk", sql: m004, sqlite: [12] },
+  { version: 5, name: "people", sql: m005, sqlite: [13] },
+];
