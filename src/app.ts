@@ -1,3 +1,11 @@
+/**
+ * The composition root (the only one: server, CLI and tests all call createApp). Over the house's
+ * ~450 lines because it is only wiring — about forty services, their stores and the event
+ * subscriptions, each a few lines — and its option types; splitting the wiring would scatter the
+ * one place that shows how everything connects. Flows live in named modules, not here: what a
+ * job's end does to its video (videos/job-hooks.ts), the media links (playback/links.ts), /readyz
+ * (system/readiness.ts), the gauges (observability/app-gauges.ts), the task queue's handlers.
+ */
 import { mkdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
@@ -18,6 +26,10 @@ import { CollectionService } from "./collections/service.ts";
 import { createHttpApp } from "./api/app.ts";
 import { RateLimiter } from "./http/rate-limit.ts";
 import { Metrics } from "./observability/metrics.ts";
+import { registerAppGauges } from "./observability/app-gauges.ts";
+import { readiness } from "./system/readiness.ts";
+import { videoJobHooks } from "./videos/job-hooks.ts";
+import { mediaLinks } from "./playback/links.ts";
 import type { Services } from "./services.ts";
 import { loadOrCreateSecret, UrlSigner } from "./signing/url-signer.ts";
 import { LinkOrigin, localBaseUrl } from "./signing/link-origin.ts";
@@ -209,16 +221,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const users = new UserService(uow, accountStore, accounts, now);
   const auth = new AuthService(new SessionStore(db), accountStore, apiKeys, users, config.sessionTtlSecs, now);
   const playback = new PlaybackStore(db);
-  const mediaUrls = {
-    posterUrl: (videoId: string) => signer.sign(`/media/videos/${videoId}/poster.jpg`),
-    // SPEC §11: the web rendition once it exists, else the source.
-    playbackUrl: (videoId: string) =>
-      signer.sign(playback.readyPath(videoId) ? mediaPaths.rendition(videoId) : mediaPaths.source(videoId)),
-    rendition: (videoId: string) => {
-      const r = playback.get(videoId);
-      return r ? { status: r.status, reason: r.reason, size_bytes: r.size_bytes } : null;
-    },
-  };
+  const mediaUrls = mediaLinks(signer, playback);
   const files = new VideoFiles(config.dataDir);
   // Leases, claims and due times are on the database's clock (store/sql.ts dbNowMs), not this process's.
   const dbClock = { skewMs: opts.dbClockSkewMs ?? (() => 0) };
@@ -316,7 +319,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     files,
     videos,
     collections,
-    links: { ...mediaUrls, shotThumbnailUrl: (videoId, n) => signer.sign(mediaPaths.shot(videoId, n)) },
+    links: mediaUrls,
     ffmpeg: opts.runtime.ffmpeg,
     allowNetworks: config.allowNetworks,
     embedder: opts.queryEmbedder ?? new CatalogQueryEmbedder(models, () => inference.get()),
@@ -346,21 +349,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const jobs = new JobService(
     jobStore,
     uow,
-    {
-      resetVideo: (id) =>
-        videoStore.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
+    videoJobHooks({
+      videos: videoStore,
+      files,
       bus,
-      videoDone: (id) => {
-        const v = videoStore.getById(id);
-        if (!v) return null;
-        videoStore.update(id, { status: "ready", progress_pct: 100, storage_bytes: files.bytesOf(id) });
-        return { durationSecs: v.duration_secs ?? 0 };
-      },
-      videoFailed: (id, error) =>
-        videoStore.update(id, { status: "failed", error_code: error.code, error_message: error.message }),
       charge: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
-      searchable: (videoId, accountId) => renditions.queue(videoId, accountId),
-    },
+      queueRendition: (videoId, accountId) => renditions.queue(videoId, accountId),
+    }),
     events,
     queue,
   );
@@ -508,36 +503,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   };
 
   const metrics = new Metrics();
-  metrics.gauge("vsearch_jobs", "Indexing jobs by status", () =>
-    jobStore.countsByStatus().map((r) => ({ labels: { status: r.status }, value: r.n })),
-  );
-  metrics.gauge("vsearch_tasks", "Tasks in the queue (ingest, ocr, rendition) waiting or running, all nodes", () =>
-    taskStore.countsByState().map((r) => ({ labels: { kind: r.kind, state: r.state }, value: r.n })),
-  );
-  metrics.gauge("vsearch_search_index_vectors", "Vectors held in the in-memory search index", () => [
-    { value: search.indexes.memoryRows },
-  ]);
-  metrics.gauge(
-    "vsearch_search_index_loading",
-    "1 while the in-memory search index loads every account's vectors after a start (vector searches wait, then 503), else 0",
-    () => [{ value: search.indexes.warmStatus?.state === "warming" ? 1 : 0 }],
-  );
-  metrics.gauge(
-    "vsearch_search_index_loaded_ratio",
-    "Share of the stored vectors the start-up load of the search index has read, 0-1 (1 once warm)",
-    () => [{ value: search.indexes.warmStatus?.fraction ?? 0 }],
-  );
-  metrics.gauge("vsearch_inference_running", "1 while an inference worker pool runs (models loaded), else 0", () => [
-    { value: inference.started ? 1 : 0 },
-  ]);
-  metrics.gauge(
-    "vsearch_ocr_workers",
-    "OCR worker threads running (0 before the first frame with text and after an idle close)",
-    () => [{ value: ocr?.running ?? 0 }],
-  );
-  metrics.gauge("vsearch_idle_memory_passes", "Idle memory passes run since start (src/system/idle-memory.ts)", () => [
-    { value: idleMemory.passCount },
-  ]);
+  registerAppGauges(metrics, {
+    jobCounts: () => jobStore.countsByStatus(),
+    taskCounts: () => taskStore.countsByState(),
+    searchIndexRows: () => search.indexes.memoryRows,
+    searchIndexWarm: () => search.indexes.warmStatus,
+    inferenceRunning: () => inference.started,
+    ocrWorkers: () => ocr?.running ?? 0,
+    idleMemoryPasses: () => idleMemory.passCount,
+  });
   let closing = false;
   const http = createHttpApp({
     config,
@@ -549,22 +523,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     version: VERSION,
     storage,
     links: linkOrigin,
-    ready: () => {
-      const checks: Record<string, string> = {};
-      try {
-        systemStore.ping();
-        checks.database = "ok";
-      } catch (e) {
-        checks.database = (e as Error).message;
-      }
-      const disk = storage.check();
-      checks.storage = disk.detail;
-      checks.shutdown = closing ? "in progress" : "no";
-      // Informational: while the index loads only vector searches wait (503 + Retry-After); the
-      // rest of the server serves, so this never makes the instance unready.
-      checks.search_index = search.indexes.statusLine();
-      return { ok: checks.database === "ok" && disk.ok && !closing, checks };
-    },
+    ready: readiness({
+      pingDatabase: () => systemStore.ping(),
+      storage,
+      searchIndexStatus: () => search.indexes.statusLine(),
+      closing: () => closing,
+    }),
   });
 
   return {
