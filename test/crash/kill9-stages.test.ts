@@ -74,6 +74,8 @@ function client(url: string, auth: Record<string, string>) {
     async upload(col: string, file: string) {
       const fd = new FormData();
       fd.append("collection_id", col);
+      // The same clip each time: force, or the upload would answer the video already there.
+      fd.append("force", "true");
       fd.append("file", Bun.file(file), "clip.mp4");
       return ((await (await fetch(`${url}/v1/upload`, { method: "POST", headers: auth, body: fd })).json()) as any)
         .data as { job_id: string; video_id: string };
