@@ -148,6 +148,7 @@ export class UploadService {
         const v = same.video;
         if (truthy(fields.get("force"))) {
           this.beforeAccept(accountId);
+          this.queueRoom(accountId); // an HTTP upload, re-indexed: held to the waiting cap like a new one
           const [q] = this.videos.requeue([v.id]);
           this.bus.publish({ type: "video.accepted", accountId });
           return { answer: { job_id: q.job_id, video_id: v.id, status: "queued", duplicate: true }, queued: true };

@@ -109,6 +109,8 @@ export async function uploadAndIndex(
 ): Promise<string> {
   const fd = new FormData();
   fd.append("collection_id", collectionId);
+  // Always a new video, even of bytes the collection holds (else the answer is that video, 200).
+  fd.append("force", "true");
   fd.append("file", Bun.file(path), path.split("/").pop());
   const res = await t.request("POST", "/v1/upload", { token: tenant.key, body: fd });
   expect(res.status).toBe(202);
