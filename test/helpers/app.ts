@@ -57,6 +57,8 @@ export interface TestAppOptions {
   indexWarm?: IndexWarmOptions;
   /** This app's node id (default: the data dir's own); apps that play two nodes over one data dir set it. */
   nodeId?: string;
+  /** false: an upload of bytes the collection holds is a new video (tests that queue one file many times). */
+  uploadDuplicateCheck?: boolean;
 }
 
 /**
@@ -84,6 +86,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: TestA
     now: () => clock.now,
     dbClockSkewMs: () => dbClock.skewMs,
     nodeId: opts.nodeId,
+    uploadDuplicateCheck: opts.uploadDuplicateCheck,
     onEventBus: (b) => (wired.bus = b),
     models: opts.models,
     resolve: opts.resolve,

@@ -38,7 +38,11 @@ beforeAll(async () => {
       join(media, "short.mp4"),
     ),
   ]);
-  t = await startTestApp(ENV, { models: fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }) });
+  // The same two files are uploaded many times, each a video of its own (no duplicate check).
+  t = await startTestApp(ENV, {
+    models: fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper }),
+    uploadDuplicateCheck: false,
+  });
   await t.app.start();
   [a, b] = await Promise.all([createTenant(t, "A"), createTenant(t, "B")]);
   const collection = async (tenant: Tenant) =>
