@@ -1,3 +1,4 @@
+import { accessSync, constants } from "node:fs";
 import { concatBytes } from "../core/bytes.ts";
 import { childGuard } from "./child-guard.ts";
 import { MediaError } from "./errors.ts";
@@ -70,6 +71,9 @@ export class ToolProcess {
     // Started through a guard that makes the tool die with this process (child-guard.ts).
     const guard = childGuard();
     try {
+      // Through a guard the spawn itself succeeds (the guard starts) and a missing tool only shows
+      // as the guard's exit: checked here so it is the same clear error as without one.
+      if (guard.prefix.length) accessSync(bin, constants.X_OK);
       this.proc = Bun.spawn({
         cmd: [...guard.prefix, bin, ...args],
         stdin: "ignore",

@@ -163,10 +163,16 @@ export async function* decodeTextFrameFiles(
   files: readonly string[],
   width: number,
   height: number,
-  stallTimeoutMs = 60_000,
+  opts: {
+    /** Where the concat list is written (the frames' own folder: a crash leaves nothing elsewhere). */
+    dir?: string;
+    /** Kills ffmpeg at once when this aborts (a deleted video). */
+    signal?: AbortSignal;
+    stallTimeoutMs?: number;
+  } = {},
 ): AsyncGenerator<Uint8Array> {
   if (files.length === 0) return;
-  const listDir = await mkdtemp(join(tmpdir(), "vsearch-text-list-"));
+  const listDir = await mkdtemp(join(opts.dir ?? tmpdir(), "vsearch-text-list-"));
   try {
     const list = join(listDir, "frames.ffconcat");
     // Absolute paths of our own files; quotes escaped as the concat format wants.
@@ -198,7 +204,7 @@ export async function* decodeTextFrameFiles(
         "gray",
         "pipe:1",
       ],
-      { stallTimeoutMs },
+      { stallTimeoutMs: opts.stallTimeoutMs ?? 60_000, signal: opts.signal },
     );
     try {
       for (let i = 0; i < files.length; i++) {

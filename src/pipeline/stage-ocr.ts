@@ -110,7 +110,7 @@ export async function readOnScreenText(d: PipelineDeps, r: OcrRun): Promise<OcrS
     framesPerMinute: d.ocrLimits.framesPerMinute,
     budgetMs: d.ocrLimits.budgetSecsPerMinute * minutes * 1000,
   });
-  const listed = passFrames(d, r.videoId, width, height);
+  const listed = passFrames(d, r.videoId, width, height, r.signal);
   const frames = listed ? listed.frames : ownDecode(d, r);
   const starts = r.shots.slice(1).map((s) => s.start);
   let shotAt = 0;
@@ -139,6 +139,7 @@ function passFrames(
   videoId: string,
   width: number,
   height: number,
+  signal: AbortSignal,
 ): { frames: AsyncGenerator<TimedFrame> } | null {
   const dir = d.files.textFramesDir(videoId);
   const listFile = join(dir, LIST_FILE);
@@ -160,6 +161,7 @@ function passFrames(
       named.map((f) => f.file),
       width,
       height,
+      { dir, signal },
     )) {
       yield { width, height, pixels, timestamp: named[i++].timestamp, forced: false };
     }

@@ -35,7 +35,8 @@ describe("defineRoute's error documentation", () => {
     expect(r[409]["x-error-codes"]).toEqual(["JOB_NOT_RETRYABLE", "VIDEO_NOT_READY"]);
     // The answers defineRoute adds itself carry their codes too; a success and the 422 carry none.
     expect(r[401]["x-error-codes"]).toEqual(["UNAUTHORIZED", "INVALID_API_KEY", "SESSION_EXPIRED"]);
-    expect(r[403]["x-error-codes"]).toEqual(["FORBIDDEN"]);
+    // A session on a one-time password may only choose a new one (issue 22): every other route's 403.
+    expect(r[403]["x-error-codes"]).toEqual(["FORBIDDEN", "PASSWORD_CHANGE_REQUIRED"]);
     expect(r[413]["x-error-codes"]).toEqual(["PAYLOAD_TOO_LARGE"]);
     expect(r[500]["x-error-codes"]).toEqual(["INTERNAL_ERROR"]);
     expect(r[507]["x-error-codes"]).toEqual(["INSUFFICIENT_STORAGE"]);

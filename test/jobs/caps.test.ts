@@ -20,7 +20,11 @@ const collection = async (tenant: Tenant) =>
 beforeAll(async () => {
   clip = await smallMp4(scratchDir("caps"));
   // Not started: uploads stay waiting.
-  t = await startTestApp({ VSEARCH_QUEUE_ACCOUNT_MAX_WAITING: "2", VSEARCH_RATE_LIMIT_UPLOAD: "1000" });
+  // One clip uploaded again and again, each a video of its own (no duplicate check).
+  t = await startTestApp(
+    { VSEARCH_QUEUE_ACCOUNT_MAX_WAITING: "2", VSEARCH_RATE_LIMIT_UPLOAD: "1000" },
+    { uploadDuplicateCheck: false },
+  );
   [a, b] = await Promise.all([createTenant(t, "A"), createTenant(t, "B")]);
 });
 afterAll(() => t.close());
