@@ -3,7 +3,7 @@
  * server, so it survives a reload: live.ts), and per video: open, retry a failed one, delete
  * (after confirmation). A failed video says what went wrong, what it means and what to do.
  */
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { call, client, fmtBytes, fmtTime, local, type Schemas } from "./api.ts";
 import { stageWords, statusWords } from "./explain.ts";
 import { isFinal, type Job, latestJob, retryVideo } from "./live.ts";
@@ -73,6 +73,18 @@ export function VideoList({
   useEffect(() => {
     if (finished && videos.some((v) => v.id === finished.video_id)) void reloadOne(finished.video_id);
   }, [finished]);
+  // A job the feed first saw already ended (a short video indexed between two polls) is never
+  // "seen to end": any card still indexing whose job has ended is read again too, once per job.
+  const reloaded = useRef(new Set<string>());
+  useEffect(() => {
+    for (const v of videos) {
+      const j = jobs.get(v.id);
+      if (!j || isFinal(v.status) || (j.status !== "done" && j.status !== "failed") || reloaded.current.has(j.id))
+        continue;
+      reloaded.current.add(j.id);
+      void reloadOne(v.id);
+    }
+  }, [jobs, videos]);
 
   const remove = (v: Video) => {
     if (!confirm(`Delete the video "${v.filename}"? Its file and everything found in it are removed.`)) return;
