@@ -73,14 +73,18 @@ export function VideoList({
   useEffect(() => {
     if (finished && videos.some((v) => v.id === finished.video_id)) void reloadOne(finished.video_id);
   }, [finished]);
-  // A job the feed first saw already ended (a short video indexed between two polls) is never
-  // "seen to end": any card still indexing whose job has ended is read again too, once per job.
+  // A card still indexing is read again when its video has become searchable — its job is in a
+  // stage that runs after that (on-screen text waits its turn in the queue: progressive indexing)
+  // — or has ended, even one the feed first saw already ended (a short video indexed between two
+  // polls is never "seen to end"). Once each.
   const reloaded = useRef(new Set<string>());
   useEffect(() => {
     for (const v of videos) {
       const j = jobs.get(v.id);
-      if (!j || isFinal(v.status) || (j.status !== "done" && j.status !== "failed") || reloaded.current.has(j.id))
-        continue;
+      if (!j || isFinal(v.status) || reloaded.current.has(j.id)) continue;
+      const ended = j.status === "done" || j.status === "failed";
+      const searchable = j.status === "processing" && !!j.stage && (j.stages_pending ?? []).includes(j.stage);
+      if (!ended && !searchable) continue;
       reloaded.current.add(j.id);
       void reloadOne(v.id);
     }
