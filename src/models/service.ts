@@ -6,6 +6,9 @@
  * state or the new one; leftovers (staging folders, superseded versions) are removed by the next
  * changing command. Versioned folder names mean a running server never sees a model's files change
  * under a path it already loaded: a new version is a new path.
+ *
+ * Over the ~450-line guide on purpose: every install path (pull, import, activate, remove) goes
+ * through the same staged steps here, so the crash-safety argument above can be read in one file.
  */
 import { mkdir, mkdtemp, readFile, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";

@@ -1,3 +1,8 @@
+/**
+ * All SQL of search (scopes, vectors, shots, transcripts and the exact rows rescoring reads): the
+ * house keeps a domain's SQL in its store. Over the ~450-line guide for that reason; the OCR text
+ * (ocr-store.ts), feedback (feedback-store.ts) and the change log (vector-change-store.ts) are apart.
+ */
 import type { Database } from "bun:sqlite";
 import { ftsMatching, inChunks } from "../store/sql.ts";
 

@@ -15,6 +15,9 @@
  *   4. rescore  exact cosine from the caller's source vectors → top k.
  *
  * When at most `exactBelow` rows are allowed, 2–3 are skipped: every allowed row is rescored.
+ *
+ * Over the ~450-line guide on purpose: the four stages share one query's state (mask, distances,
+ * candidates); split, that state would be threaded through every file.
  */
 import type { Arena } from "./arena.ts";
 import type { Encoder, PreparedQuery } from "./encode.ts";

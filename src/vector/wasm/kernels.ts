@@ -5,6 +5,9 @@
  *
  * Chunk tables are i32 arrays of block offsets indexed by chunk number; a row's slot is
  * chunk * L.chunkRows + row (chunkRows 32, 64 or 128, a constant of the module). Per-query arrays (mask, dist) are indexed by slot.
+ *
+ * Over the ~450-line guide on purpose: the variants are one assembler program for one layout;
+ * apart, they could drift from the constants they must share.
  */
 import type { Layout } from "../layout.ts";
 import { assemble, Fn, Op, Simd } from "./asm.ts";
