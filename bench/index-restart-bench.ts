@@ -30,6 +30,7 @@ import { IndexStore } from "../src/indexing/store.ts";
 import type { QueryEmbedder } from "../src/search/embedder.ts";
 import { parseSearchRequest } from "../src/search/schema.ts";
 import { VideoStore } from "../src/videos/store.ts";
+import { readyVideo } from "./lib/search-data.ts";
 import { clusteredStream, generateQueries } from "./lib/synthetic.ts";
 
 const argv = process.argv;
@@ -97,19 +98,12 @@ async function write(): Promise<Meta> {
   for (let from = 0; from < FRAMES; from += PER_VIDEO) {
     const n = Math.min(PER_VIDEO, FRAMES - from);
     stream.fill(from, from + n, buf);
-    const tmp = join(DIR, "src.bin");
-    writeFileSync(tmp, new Uint8Array(64));
-    const { video_id } = s.videos.createFromUpload({
+    const video_id = readyVideo(app, videos, DIR, {
       accountId: account.id,
       collectionId: col.id,
       filename: `v${from}.mp4`,
-      tempFile: tmp,
-      ext: "mp4",
-      container: "mp4",
-      mimeType: "video/mp4",
-      sizeBytes: 64,
+      durationSecs: n,
     });
-    videos.update(video_id, { status: "ready", progress_pct: 100, duration_secs: n });
     index.replaceFrames(
       { videoId: video_id, accountId: account.id, collectionId: col.id },
       Array.from({ length: n }, (_, k) => ({
@@ -200,7 +194,11 @@ async function main() {
     for (let i = 0; i < CHANGED; i++) {
       again.fill(i * PER_VIDEO, (i + 1) * PER_VIDEO, buf);
       index.replaceFrames(
-        { videoId: meta.videos[i * 7], accountId: meta.accountId, collectionId: meta.collectionId },
+        {
+          videoId: meta.videos[(i * 7) % meta.videos.length],
+          accountId: meta.accountId,
+          collectionId: meta.collectionId,
+        },
         Array.from({ length: PER_VIDEO }, (_, k) => ({
           timestamp: k,
           shotIndex: Math.floor(k / 10),

@@ -28,6 +28,7 @@ import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
 import { IndexStore } from "../src/indexing/store.ts";
 import { VideoStore } from "../src/videos/store.ts";
+import { readyVideo } from "./lib/search-data.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -113,19 +114,12 @@ async function main() {
       const col = s.collections.create(accountId, { name: "c" }).id;
       for (let done = 0; done < frames; done += PER_VIDEO) {
         const n = Math.min(PER_VIDEO, frames - done);
-        const tmp = join(dir, "src.bin");
-        writeFileSync(tmp, new Uint8Array(64));
-        const { video_id } = s.videos.createFromUpload({
+        const video_id = readyVideo(writer, videos, dir, {
           accountId,
           collectionId: col,
           filename: `v${done}.mp4`,
-          tempFile: tmp,
-          ext: "mp4",
-          container: "mp4",
-          mimeType: "video/mp4",
-          sizeBytes: 64,
+          durationSecs: n,
         });
-        videos.update(video_id, { status: "ready", progress_pct: 100, duration_secs: n });
         const vectors = new Float32Array(n * DIM);
         for (let i = 0; i < vectors.length; i++) vectors[i] = r() - 0.5;
         index.replaceFrames(

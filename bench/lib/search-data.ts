@@ -106,6 +106,32 @@ export interface SearchData {
   insertMs: number;
 }
 
+/**
+ * A video row as the pipeline leaves it once indexed (`ready`, its duration), for a bench that
+ * writes its vectors itself: a 64-byte placeholder stands in for the source file.
+ */
+export function readyVideo(
+  app: BenchApp,
+  videos: VideoStore,
+  dir: string,
+  at: { accountId: string; collectionId: string; filename: string; durationSecs: number },
+): string {
+  const tmp = join(dir, "src.bin");
+  writeFileSync(tmp, new Uint8Array(64));
+  const { video_id } = app.services.videos.createFromUpload({
+    accountId: at.accountId,
+    collectionId: at.collectionId,
+    filename: at.filename,
+    tempFile: tmp,
+    ext: "mp4",
+    container: "mp4",
+    mimeType: "video/mp4",
+    sizeBytes: 64,
+  });
+  videos.update(video_id, { status: "ready", progress_pct: 100, duration_secs: at.durationSecs });
+  return video_id;
+}
+
 /** Writes `ds` (frames, shot means, transcripts) into a new account of `app`, through the index store as the pipeline does. */
 export function writeSearchData(app: BenchApp, ds: Dataset, dir: string): SearchData {
   const FRAMES = ds.n;
@@ -124,19 +150,12 @@ export function writeSearchData(app: BenchApp, ds: Dataset, dir: string): Search
     const first = row;
     while (row < FRAMES && ds.video[row] === v) row++;
     const n = row - first;
-    const tmp = join(dir, `src-${v}.bin`);
-    writeFileSync(tmp, new Uint8Array(64));
-    const { video_id } = s.videos.createFromUpload({
+    const video_id = readyVideo(app, videoStore, dir, {
       accountId: account.id,
       collectionId: collections[v % 10],
       filename: `video-${v}.mp4`,
-      tempFile: tmp,
-      ext: "mp4",
-      container: "mp4",
-      mimeType: "video/mp4",
-      sizeBytes: 64,
+      durationSecs: n,
     });
-    videoStore.update(video_id, { status: "ready", progress_pct: 100, duration_secs: n });
     const scope = { videoId: video_id, accountId: account.id, collectionId: collections[v % 10] };
     const shotOf = (i: number) => ds.shot[i] - ds.shot[first];
     index.replaceFrames(
