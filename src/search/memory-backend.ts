@@ -76,6 +76,10 @@ const ROW_FILTER_MAX = 65_536;
  * label-filtered shots) are applied by the index before it ranks anything; rescoring reads exact
  * vectors from `frame_vectors` / `shot_vectors`, through a bounded cache of recently rescored rows
  * (vector-cache.ts).
+ *
+ * Just over the ~450-line guide: loading (index-loader.ts), the snapshot (index-snapshot.ts) and
+ * the memory budget (memory-admission.ts) are already apart; what stays is this one class's
+ * query path and the hooks that keep its rows in step.
  */
 export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   readonly name = "memory";
