@@ -114,16 +114,16 @@ const app = await createApp(config, {
 try {
   Bun.gc(true);
   const fresh = { rss: rssMb(), load: load() };
-  const acct = app.services.accounts.createAccount({ name: "bench" });
-  const col = app.services.collections.create(acct.id, { name: "bench" });
+  const acct = await app.services.accounts.createAccount({ name: "bench" });
+  const col = await app.services.collections.create(acct.id, { name: "bench" });
   const { job_id } = await app.services.uploads.ingestFile(acct.id, col.id, clip, { force: true });
   if (!job_id) throw new Error("the clip was not queued");
-  app.internals.queue.start();
+  await app.internals.queue.start();
   const deadline = Date.now() + 300_000;
   let status = "";
   while (Date.now() < deadline && status !== "done" && status !== "failed") {
     await Bun.sleep(100);
-    status = app.services.jobs.get(acct.id, job_id).status;
+    status = (await app.services.jobs.get(acct.id, job_id)).status;
   }
   if (status !== "done") throw new Error(`job ended ${status}`);
   const afterJob = { rss: rssMb(), load: load() };

@@ -88,8 +88,8 @@ async function write(): Promise<Meta> {
   mkdirSync(DIR, { recursive: true });
   const app = await open();
   const s = app.services;
-  const account = s.accounts.createAccount({ name: "Bench", plan: "enterprise" });
-  const col = s.collections.create(account.id, { name: "c" });
+  const account = await s.accounts.createAccount({ name: "Bench", plan: "enterprise" });
+  const col = await s.collections.create(account.id, { name: "c" });
   const index = new IndexStore(app.internals.db, true);
   const videos = new VideoStore(app.internals.db);
   const buf = new Float32Array(PER_VIDEO * DIM);
@@ -98,13 +98,13 @@ async function write(): Promise<Meta> {
   for (let from = 0; from < FRAMES; from += PER_VIDEO) {
     const n = Math.min(PER_VIDEO, FRAMES - from);
     stream.fill(from, from + n, buf);
-    const video_id = readyVideo(app, videos, DIR, {
+    const video_id = await readyVideo(app, videos, DIR, {
       accountId: account.id,
       collectionId: col.id,
       filename: `v${from}.mp4`,
       durationSecs: n,
     });
-    index.replaceFrames(
+    await index.replaceFrames(
       { videoId: video_id, accountId: account.id, collectionId: col.id },
       Array.from({ length: n }, (_, k) => ({
         timestamp: k,
@@ -193,7 +193,7 @@ async function main() {
     const buf = new Float32Array(PER_VIDEO * DIM);
     for (let i = 0; i < CHANGED; i++) {
       again.fill(i * PER_VIDEO, (i + 1) * PER_VIDEO, buf);
-      index.replaceFrames(
+      await index.replaceFrames(
         {
           videoId: meta.videos[(i * 7) % meta.videos.length],
           accountId: meta.accountId,

@@ -104,17 +104,17 @@ async function main() {
     const writer = await open();
     const s = writer.services;
     const ids: Record<"big" | "small", string> = {
-      big: s.accounts.createAccount({ name: "Big", plan: "enterprise" }).id,
-      small: s.accounts.createAccount({ name: "Small", plan: "enterprise" }).id,
+      big: (await s.accounts.createAccount({ name: "Big", plan: "enterprise" })).id,
+      small: (await s.accounts.createAccount({ name: "Small", plan: "enterprise" })).id,
     };
     const index = new IndexStore(writer.internals.db, false);
     const videos = new VideoStore(writer.internals.db);
     const r = prng(7);
-    const write = (accountId: string, frames: number) => {
-      const col = s.collections.create(accountId, { name: "c" }).id;
+    const write = async (accountId: string, frames: number) => {
+      const col = (await s.collections.create(accountId, { name: "c" })).id;
       for (let done = 0; done < frames; done += PER_VIDEO) {
         const n = Math.min(PER_VIDEO, frames - done);
-        const video_id = readyVideo(writer, videos, dir, {
+        const video_id = await readyVideo(writer, videos, dir, {
           accountId,
           collectionId: col,
           filename: `v${done}.mp4`,
@@ -122,7 +122,7 @@ async function main() {
         });
         const vectors = new Float32Array(n * DIM);
         for (let i = 0; i < vectors.length; i++) vectors[i] = r() - 0.5;
-        index.replaceFrames(
+        await index.replaceFrames(
           { videoId: video_id, accountId, collectionId: col },
           Array.from({ length: n }, (_, k) => ({
             timestamp: k,
@@ -133,8 +133,8 @@ async function main() {
         );
       }
     };
-    write(ids.big, FRAMES);
-    write(ids.small, SMALL);
+    await write(ids.big, FRAMES);
+    await write(ids.small, SMALL);
     await writer.close();
     const writeMs = performance.now() - t0;
     console.log(
@@ -142,8 +142,14 @@ async function main() {
     );
 
     const query = new Float32Array(DIM).fill(1 / Math.sqrt(DIM));
-    const firstSearch = (app: BenchApp, accountId: string) =>
-      app.internals.search.indexes.nearest({ kind: "frames", scope: { accountId }, modelId: MODEL, query, k: 10 });
+    const firstSearch = async (app: BenchApp, accountId: string) =>
+      await app.internals.search.indexes.nearest({
+        kind: "frames",
+        scope: { accountId },
+        modelId: MODEL,
+        query,
+        k: 10,
+      });
 
     // ---- before: the account's rows read inside its first search ----------------------------------
     const before = await open();

@@ -86,8 +86,8 @@ async function ingestRuns(clip: string, models: ModelCatalog, label: string, spe
   );
   const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("warn"), models });
   try {
-    const acct = app.services.accounts.createAccount({ name: "bench" });
-    const col = app.services.collections.create(acct.id, { name: "bench" });
+    const acct = await app.services.accounts.createAccount({ name: "bench" });
+    const col = await app.services.collections.create(acct.id, { name: "bench" });
     const t0 = performance.now();
     const pool = await app.internals.inference.get();
     if (models.active("image-text"))
@@ -106,9 +106,9 @@ async function ingestRuns(clip: string, models: ModelCatalog, label: string, spe
       const { job_id: jobId, video_id } = await app.services.uploads.ingestFile(acct.id, col.id, clip, { force: true });
       const job_id = jobId!;
       const start = performance.now();
-      app.internals.queue.start();
+      await app.internals.queue.start();
       for (;;) {
-        const job = app.services.jobs.get(acct.id, job_id);
+        const job = await app.services.jobs.get(acct.id, job_id);
         if (job.status === "done" || job.status === "failed") {
           if (job.status === "failed") throw new Error(`${label}: job failed ${JSON.stringify(job.error)}`);
           break;
@@ -116,7 +116,7 @@ async function ingestRuns(clip: string, models: ModelCatalog, label: string, spe
         await Bun.sleep(5);
       }
       walls.push(performance.now() - start);
-      const video = app.services.videos.get(acct.id, video_id);
+      const video = await app.services.videos.get(acct.id, video_id);
       last = {
         stages: video.stages,
         frames: video.stages.embeddings?.count ?? 0,

@@ -98,7 +98,7 @@ const catalog: ModelCatalog = { active: (r) => (r === "image-text" ? CLIP : null
 async function warmApp(label: string, extraEnv: Record<string, string> = {}): Promise<{ app: BenchApp; acct: string }> {
   const config = loadConfig({ dataDir: join(work, label), logLevel: "warn" }, { ...env, ...extraEnv });
   const app = await createApp(config, { runtime, logger: createLogger("warn"), models: catalog });
-  const acct = app.services.accounts.createAccount({ name: "bench" }).id;
+  const acct = (await app.services.accounts.createAccount({ name: "bench" })).id;
   const pool = await app.internals.inference.get();
   await pool.embedImages({ modelDir: CLIP.dir, dtype: CLIP.dtype }, [
     { rgb: new Uint8Array(224 * 224 * 3), width: 224, height: 224 },
@@ -124,26 +124,26 @@ interface Ingest extends Timed {
 }
 async function ingest(w: { app: BenchApp; acct: string }, file: string): Promise<Ingest> {
   // A fresh collection each time: the same bytes in the same collection are not indexed twice.
-  const col = w.app.services.collections.create(w.acct, { name: `bench-${performance.now()}` }).id;
+  const col = (await w.app.services.collections.create(w.acct, { name: `bench-${performance.now()}` })).id;
   const { job_id, video_id } = await w.app.services.uploads.ingestFile(w.acct, col, file);
   if (!job_id) throw new Error("the clip was not queued");
   const c0 = cpuSecondsWithChildren();
   const t0 = performance.now();
   let ready: { s: number; cpu: number | null; load: number } | null = null;
-  w.app.internals.queue.start();
+  await w.app.internals.queue.start();
   for (;;) {
-    if (!ready && w.app.services.videos.get(w.acct, video_id).status === "ready") {
+    if (!ready && (await w.app.services.videos.get(w.acct, video_id)).status === "ready") {
       const c = cpuSecondsWithChildren();
       ready = { s: (performance.now() - t0) / 1000, cpu: c0 !== null && c !== null ? c - c0 : null, load: load1() };
     }
-    const job = w.app.services.jobs.get(w.acct, job_id);
+    const job = await w.app.services.jobs.get(w.acct, job_id);
     if (job.status === "failed") throw new Error(`ingest failed: ${JSON.stringify(job.error)}`);
     if (job.status === "done") break;
     await Bun.sleep(5);
   }
   const wallS = (performance.now() - t0) / 1000;
   const c1 = cpuSecondsWithChildren();
-  const v = w.app.services.videos.get(w.acct, video_id);
+  const v = await w.app.services.videos.get(w.acct, video_id);
   // (A job that ends between two polls was ready too: then ready = done.)
   ready ??= { s: wallS, cpu: c0 !== null && c1 !== null ? c1 - c0 : null, load: load1() };
   return {

@@ -226,7 +226,7 @@ async function main() {
   });
   let server: ReturnType<typeof Bun.serve> | null = null;
   try {
-    const data = kept ?? writeSearchData(app, ds, dir);
+    const data = kept ?? (await writeSearchData(app, ds, dir));
     if (KEEP && !kept) writeFileSync(join(KEEP, "bench.json"), JSON.stringify(data));
     const key = data.key;
     const post = async (fields: Record<string, string | string[]>) => {

@@ -34,9 +34,9 @@ if (process.argv[2] === "--serve") {
     runtime: await resolveRuntime(config),
     uploadDuplicateCheck: process.argv[4] === "on",
   });
-  const account = app.services.accounts.createAccount({ name: "bench" });
-  const key = app.services.apiKeys.create(account.id, { name: "bench", permissions: "all" }).key;
-  const collection = app.services.collections.create(account.id, { name: "bench" });
+  const account = await app.services.accounts.createAccount({ name: "bench" });
+  const key = (await app.services.apiKeys.create(account.id, { name: "bench", permissions: "all" })).key;
+  const collection = await app.services.collections.create(account.id, { name: "bench" });
   const server = Bun.serve(bunServeOptions(app, config));
   console.log(JSON.stringify({ url: `http://127.0.0.1:${server.port}`, key, collection: collection.id }));
   await new Promise(() => {});

@@ -12,7 +12,8 @@ import { join } from "node:path";
 import type { Config } from "./config/config.ts";
 import { memoryBudgetBytes } from "./config/memory-budget.ts";
 import { createLogger, type Logger } from "./core/logger.ts";
-import { openStore, type StoreHandle } from "./store/database.ts";
+import { openStore } from "./store/database.ts";
+import type { Executor } from "./store/executor.ts";
 import { AccountStore } from "./accounts/store.ts";
 import { AccountService } from "./accounts/service.ts";
 import { UserService } from "./accounts/users.ts";
@@ -151,7 +152,8 @@ export interface AppOptions {
  * database file, test/helpers/stores.ts) — test/architecture checks both.
  */
 export interface AppInternals {
-  db: StoreHandle;
+  /** The store executor the app's stores are built on (benches build their own stores over it). */
+  db: Executor;
   /** The task queue (ingest, OCR, renditions); `queue.start()` runs them without the rest of `start()`. */
   queue: LeaseQueue;
   dispatcher: WebhookDispatcher;
@@ -204,7 +206,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     onError: (err) =>
       logger.error("after-commit callback failed", { err: err instanceof Error ? err.stack : String(err) }),
   });
-  const { db, uow } = store;
+  const { exec: db, uow } = store;
 
   let baseUrl = config.publicBaseUrl ?? localBaseUrl(config.host, config.port);
   const masterSecret = loadOrCreateSecret(join(config.dataDir, "secret.key"));
@@ -217,7 +219,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
 
   const accountStore = new AccountStore(db);
   const accounts = new AccountService(accountStore);
-  const apiKeys = new ApiKeyService(new ApiKeyStore(db), accountStore, now);
+  const apiKeys = new ApiKeyService(uow, new ApiKeyStore(db), accountStore, now);
   const users = new UserService(uow, accountStore, accounts, now);
   const auth = new AuthService(new SessionStore(db), accountStore, apiKeys, users, config.sessionTtlSecs, now);
   const playback = new PlaybackStore(db);
@@ -250,8 +252,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     diskFull: () => storage.isFull(),
     // A task stopped because its video was deleted may have written into the folder after the
     // delete removed it (a re-created scratch dir, an encode's temp file): sweep it once it ended.
-    afterTask: (task) => {
-      if (!videoStore.getById(task.video_id)) files.remove(task.video_id);
+    afterTask: async (task) => {
+      if (!(await videoStore.getById(task.video_id))) files.remove(task.video_id);
     },
   });
   const webhookStore = new WebhookStore(db, dbClock);
@@ -325,7 +327,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     embedder: opts.queryEmbedder ?? new CatalogQueryEmbedder(models, () => inference.get()),
     speechModel: () => models.active("speech") !== null,
     // A search is refused unless the whole search can be paid (the balance never goes negative).
-    credits: { assertCanSpend: (a) => credits.assertCanSearch(a), chargeSearch: (a) => credits.chargeSearch(a) },
+    credits: {
+      assertCanSpend: async (a) => await credits.assertCanSearch(a),
+      chargeSearch: async (a) => await credits.chargeSearch(a),
+    },
     logger,
     now,
   });
@@ -353,8 +358,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       videos: videoStore,
       files,
       bus,
-      charge: (accountId, durationSecs) => credits.chargeIndexing(accountId, durationSecs),
-      queueRendition: (videoId, accountId) => renditions.queue(videoId, accountId),
+      charge: async (accountId, durationSecs) => await credits.chargeIndexing(accountId, durationSecs),
+      queueRendition: async (videoId, accountId) => await renditions.queue(videoId, accountId),
     }),
     events,
     queue,
@@ -390,12 +395,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     videos,
     ffprobeSniffer(bins),
     config.maxUploadBytes,
-    (accountId) => credits.assertCanSpend(accountId),
+    async (accountId) => await credits.assertCanSpend(accountId),
     bus,
-    (accountId) => queue.assertRoom(accountId),
+    async (accountId) => await queue.assertRoom(accountId),
     { duplicateCheck: opts.uploadDuplicateCheck },
   );
   const webhooks = new WebhookService(
+    uow,
     webhookStore,
     events,
     accountStore,
@@ -406,14 +412,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   );
 
   // Events: every reaction to a committed change, in one place (docs/ARCHITECTURE.md "Events").
-  bus.subscribe("videos.deleted", (e) => search.indexes.onVideosDeleted(e.videoIds));
+  bus.subscribe("videos.deleted", async (e) => await search.indexes.onVideosDeleted(e.videoIds));
   // A deleted video's tasks (ingest, OCR, rendition), clip encodes and frame grabs stop (their ffmpegs are killed).
   bus.subscribe("videos.deleted", (e) => {
     queue.cancelVideos(e.videoIds);
     exports.onVideosDeleted(e.videoIds);
     frames.onVideosDeleted(e.videoIds);
   });
-  bus.subscribe("video.content_changed", (e) => search.indexes.onVideoIndexed(e.videoId));
+  bus.subscribe("video.content_changed", async (e) => await search.indexes.onVideoIndexed(e.videoId));
   bus.subscribe("video.accepted", () => {
     queue.wake();
     dispatcher.wake(); // video.created is in the outbox
@@ -454,8 +460,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const idleMemory = new IdleMemory({
     busy: () => queue.active > 0 || inference.busy || (ocr?.busy ?? false),
     release: [
-      { name: "search caches", run: () => search.indexes.releaseCaches(config.modelIdleUnloadSecs * 1000) },
-      { name: "sqlite page cache", run: () => systemStore.shrinkMemory() },
+      {
+        name: "search caches",
+        run: async () => {
+          search.indexes.releaseCaches(config.modelIdleUnloadSecs * 1000);
+        },
+      },
+      { name: "sqlite page cache", run: async () => await systemStore.shrinkMemory() },
     ],
     libraries: {
       path: /\/[^/]*(onnxruntime|vips|sharp)[^/]*$/,
@@ -504,8 +515,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
 
   const metrics = new Metrics();
   registerAppGauges(metrics, {
-    jobCounts: () => jobStore.countsByStatus(),
-    taskCounts: () => taskStore.countsByState(),
+    jobCounts: async () => await jobStore.countsByStatus(),
+    taskCounts: async () => await taskStore.countsByState(),
     searchIndexRows: () => search.indexes.memoryRows,
     searchIndexWarm: () => search.indexes.warmStatus,
     inferenceRunning: () => inference.started,
@@ -524,7 +535,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     storage,
     links: linkOrigin,
     ready: readiness({
-      pingDatabase: () => systemStore.ping(),
+      pingDatabase: async () => await systemStore.ping(),
       storage,
       searchIndexStatus: () => search.indexes.statusLine(),
       closing: () => closing,
@@ -549,7 +560,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       // for their leases like any other.
       let released = 0;
       try {
-        released = queue.start();
+        released = await queue.start();
       } catch (e) {
         if (!isStorageError(e)) throw e;
         storage.noteFull();
@@ -558,7 +569,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       const swept = {
         // ffmpeg/ffprobe a crashed server left running on this data dir (media/child-guard.ts).
         orphan_tools_killed: sweepOrphanTools(bins, config.dataDir),
-        ...files.sweepOrphans(new Set(videoStore.allIds())),
+        ...files.sweepOrphans(new Set(await videoStore.allIds())),
         backup_snapshots: sweepStaleSnapshots(config.dataDir),
       };
       if (Object.values(swept).some(Boolean) || released) {
@@ -566,17 +577,18 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       }
       dispatcher.start();
       // Every account's vectors into the in-memory index, in slices between requests (index-warmer.ts).
-      search.indexes.startWarming();
+      await search.indexes.startWarming();
     },
     close: async () => {
       closing = true;
       search.indexes.stopWarming(); // before the store closes: no page is read after this
       await queue.stop();
       await dispatcher.stop();
-      search.indexes.saveSnapshot(); // nothing writes vectors any more; the store is still open
+      await search.indexes.saveSnapshot(); // nothing writes vectors any more; the store is still open
       idleMemory.close();
       await inference.close();
       await ocr?.close();
+      await bus.idle(); // reactions to the last changes read the store: let them finish first
       store.close();
     },
   };

@@ -68,9 +68,9 @@ export async function shareInProcess(work: string, clip: string, engine: "ppocr"
   const app = await createApp(config, { runtime: await resolveRuntime(config), logger: createLogger("warn"), models });
   const l0 = load1();
   try {
-    const acct = app.services.accounts.createAccount({ name: "bench" });
-    const col = app.services.collections.create(acct.id, { name: "bench" });
-    app.internals.queue.start();
+    const acct = await app.services.accounts.createAccount({ name: "bench" });
+    const col = await app.services.collections.create(acct.id, { name: "bench" });
+    await app.internals.queue.start();
     const c0 = cpuSeconds();
     const { job_id, video_id } = await app.services.uploads.ingestFile(acct.id, col.id, clip, { force: true });
     if (!job_id) throw new Error(`${clip}: not queued`);
@@ -78,8 +78,8 @@ export async function shareInProcess(work: string, clip: string, engine: "ppocr"
     let readyMs = NaN;
     let cReady: number | null = null;
     for (;;) {
-      const job = app.services.jobs.get(acct.id, job_id);
-      if (Number.isNaN(readyMs) && app.services.videos.get(acct.id, video_id).status === "ready") {
+      const job = await app.services.jobs.get(acct.id, job_id);
+      if (Number.isNaN(readyMs) && (await app.services.videos.get(acct.id, video_id)).status === "ready") {
         readyMs = performance.now() - start;
         cReady = cpuSeconds();
       }
@@ -89,7 +89,7 @@ export async function shareInProcess(work: string, clip: string, engine: "ppocr"
     }
     const doneMs = performance.now() - start;
     const c1 = cpuSeconds();
-    const v = app.services.videos.get(acct.id, video_id);
+    const v = await app.services.videos.get(acct.id, video_id);
     const res = await app.services.search.search(acct.id, {
       query: "lighthouse",
       modes: ["ocr"],

@@ -110,15 +110,15 @@ export interface SearchData {
  * A video row as the pipeline leaves it once indexed (`ready`, its duration), for a bench that
  * writes its vectors itself: a 64-byte placeholder stands in for the source file.
  */
-export function readyVideo(
+export async function readyVideo(
   app: BenchApp,
   videos: VideoStore,
   dir: string,
   at: { accountId: string; collectionId: string; filename: string; durationSecs: number },
-): string {
+): Promise<string> {
   const tmp = join(dir, "src.bin");
   writeFileSync(tmp, new Uint8Array(64));
-  const { video_id } = app.services.videos.createFromUpload({
+  const { video_id } = await app.services.videos.createFromUpload({
     accountId: at.accountId,
     collectionId: at.collectionId,
     filename: at.filename,
@@ -128,17 +128,18 @@ export function readyVideo(
     mimeType: "video/mp4",
     sizeBytes: 64,
   });
-  videos.update(video_id, { status: "ready", progress_pct: 100, duration_secs: at.durationSecs });
+  await videos.update(video_id, { status: "ready", progress_pct: 100, duration_secs: at.durationSecs });
   return video_id;
 }
 
 /** Writes `ds` (frames, shot means, transcripts) into a new account of `app`, through the index store as the pipeline does. */
-export function writeSearchData(app: BenchApp, ds: Dataset, dir: string): SearchData {
+export async function writeSearchData(app: BenchApp, ds: Dataset, dir: string): Promise<SearchData> {
   const FRAMES = ds.n;
   const s = app.services;
-  const account = s.accounts.createAccount({ name: "Bench", plan: "enterprise" });
-  const key = s.apiKeys.create(account.id, { name: "bench", permissions: "read_only" }).key;
-  const collections = Array.from({ length: 10 }, (_, i) => s.collections.create(account.id, { name: `c${i}` }).id);
+  const account = await s.accounts.createAccount({ name: "Bench", plan: "enterprise" });
+  const key = (await s.apiKeys.create(account.id, { name: "bench", permissions: "read_only" })).key;
+  const collections: string[] = [];
+  for (let i = 0; i < 10; i++) collections.push((await s.collections.create(account.id, { name: `c${i}` })).id);
   const t0 = performance.now();
   const index = new IndexStore(app.internals.db, true);
   const videoStore = new VideoStore(app.internals.db);
@@ -150,7 +151,7 @@ export function writeSearchData(app: BenchApp, ds: Dataset, dir: string): Search
     const first = row;
     while (row < FRAMES && ds.video[row] === v) row++;
     const n = row - first;
-    const video_id = readyVideo(app, videoStore, dir, {
+    const video_id = await readyVideo(app, videoStore, dir, {
       accountId: account.id,
       collectionId: collections[v % 10],
       filename: `video-${v}.mp4`,
@@ -158,7 +159,7 @@ export function writeSearchData(app: BenchApp, ds: Dataset, dir: string): Search
     });
     const scope = { videoId: video_id, accountId: account.id, collectionId: collections[v % 10] };
     const shotOf = (i: number) => ds.shot[i] - ds.shot[first];
-    index.replaceFrames(
+    await index.replaceFrames(
       scope,
       Array.from({ length: n }, (_, k) => ({
         timestamp: k,
@@ -191,12 +192,12 @@ export function writeSearchData(app: BenchApp, ds: Dataset, dir: string): Search
       k = e;
     }
     shotsTotal += shots.length;
-    index.replaceShots(scope, shots, MODEL);
+    await index.replaceShots(scope, shots, MODEL);
     const segs = [];
     for (let t = 0; t + 4 <= n; t += 8)
       segs.push({ start: t, end: t + 4, text: Array.from({ length: 14 }, () => zipfWord(r)).join(" ") });
     transcriptSegments += segs.length;
-    index.replaceTranscript(scope, segs, "whisper@bench");
+    await index.replaceTranscript(scope, segs, "whisper@bench");
   }
   const insertMs = performance.now() - t0;
 

@@ -39,25 +39,26 @@ export class AccountDeletion {
   ) {}
 
   async delete(accountId: string): Promise<AccountDeletionResult> {
-    if (!this.accounts.getAccount(accountId)) throw notFound("NOT_FOUND", `Account ${accountId}`);
-    const eventId = this.uow.run(() => {
-      this.accounts.closeAccess(accountId);
-      return this.events.record(accountId, "account.deleted", { user_id: accountId });
+    if (!(await this.accounts.getAccount(accountId))) throw notFound("NOT_FOUND", `Account ${accountId}`);
+    const eventId = await this.uow.run(async () => {
+      await this.accounts.closeAccess(accountId);
+      return await this.events.record(accountId, "account.deleted", { user_id: accountId });
     });
-    this.dispatcher.drainOutbox();
+    await this.dispatcher.drainOutbox();
     const deliveries = await this.dispatcher.deliverEventNow(accountId, eventId);
-    this.webhooks.deactivateAll(accountId);
+    await this.webhooks.deactivateAll(accountId);
 
     let videosDeleted = 0;
+    // Bounded passes: a video accepted during the purge is caught by the next one.
     for (let pass = 0; pass < 5; pass++) {
-      const ids = this.videos.allIds(accountId);
+      const ids = await this.videos.allIds(accountId);
       if (!ids.length) break;
       await this.videos.purgeVideos(accountId, ids);
       videosDeleted += ids.length;
     }
-    this.uow.run(() => {
-      this.accounts.deleteAccount(accountId);
-      this.events.deleteForAccount(accountId);
+    await this.uow.run(async () => {
+      await this.accounts.deleteAccount(accountId);
+      await this.events.deleteForAccount(accountId);
     });
     return { user_id: accountId, videos_deleted: videosDeleted, deliveries };
   }

@@ -1,3 +1,4 @@
+import { isStoreError } from "../store/errors.ts";
 import { AppError, notFound } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import { parseInput } from "../core/validate.ts";
@@ -8,19 +9,19 @@ import { accountInputSchema, PLANS, type Account, type Plan, type User, userInpu
 export class AccountService {
   constructor(private readonly store: AccountStore) {}
 
-  createAccount(input: { name: unknown; plan?: unknown }): Account {
+  async createAccount(input: { name: unknown; plan?: unknown }): Promise<Account> {
     const { name, plan } = parseInput(accountInputSchema, input);
     const account: Account = { id: newId("usr"), name, plan, credits_balance: null, created_at: nowIso() };
-    this.store.insertAccount(account);
+    await this.store.insertAccount(account);
     return account;
   }
 
-  listAccounts(): Account[] {
-    return this.store.listAccounts();
+  async listAccounts(): Promise<Account[]> {
+    return await this.store.listAccounts();
   }
 
-  getAccount(id: string): Account {
-    const a = this.store.getAccount(id);
+  async getAccount(id: string): Promise<Account> {
+    const a = await this.store.getAccount(id);
     if (!a) throw notFound("NOT_FOUND", `Account ${id}`);
     return a;
   }
@@ -29,10 +30,10 @@ export class AccountService {
    * The account an operator named (SPEC §10): its id (`usr_…`) or its name; with no name at all,
    * the only account when there is exactly one. Anything else is an error that says what to type.
    */
-  resolve(ref?: string | null): Account {
+  async resolve(ref?: string | null): Promise<Account> {
     const r = ref?.trim();
     if (!r) {
-      const all = this.store.listAccounts();
+      const all = await this.store.listAccounts();
       if (all.length === 1) return all[0];
       if (all.length === 0)
         throw new AppError(
@@ -47,9 +48,9 @@ export class AccountService {
           .join(", ")}${all.length > 5 ? ", …" : ""}) or give its id`,
       );
     }
-    const byId = this.store.getAccount(r);
+    const byId = await this.store.getAccount(r);
     if (byId) return byId;
-    const named = this.store.findAccountsByName(r);
+    const named = await this.store.findAccountsByName(r);
     if (named.length === 1) return named[0];
     if (named.length > 1)
       throw new AppError(
@@ -59,11 +60,11 @@ export class AccountService {
     throw new AppError("NOT_FOUND", `No account has the id or name "${r}" (\`vsearch accounts list\` lists them)`);
   }
 
-  setPlan(id: string, plan: string): Account {
-    this.getAccount(id);
+  async setPlan(id: string, plan: string): Promise<Account> {
+    await this.getAccount(id);
     if (!PLANS.includes(plan as Plan)) throw new AppError("INVALID_PLAN", `plan must be one of ${PLANS.join(", ")}`);
-    this.store.setPlan(id, plan as Plan);
-    return this.getAccount(id);
+    await this.store.setPlan(id, plan as Plan);
+    return await this.getAccount(id);
   }
 
   async createUser(input: {
@@ -74,8 +75,8 @@ export class AccountService {
     must_change_password?: boolean;
   }): Promise<User> {
     const parsed = parseInput(userInputSchema, input);
-    this.getAccount(parsed.account_id);
-    if (this.store.findUserByEmail(parsed.email)) {
+    await this.getAccount(parsed.account_id);
+    if (await this.store.findUserByEmail(parsed.email)) {
       throw new AppError("EMAIL_TAKEN", `A user with email ${parsed.email} already exists`);
     }
     const password_hash = await hashPassword(parsed.password);
@@ -87,15 +88,21 @@ export class AccountService {
       must_change_password: parsed.must_change_password,
       created_at: nowIso(),
     };
-    // Checked again after the slow hash: a parallel create of the same e-mail is a 409, not a 500.
-    if (this.store.findUserByEmail(parsed.email))
-      throw new AppError("EMAIL_TAKEN", `A user with email ${parsed.email} already exists`);
-    this.store.insertUser({ ...user, password_hash });
+    // A parallel create of the same e-mail passed the check above too (the hash awaits): the
+    // unique constraint decides, and its violation is the same 409, not a 500. Not called inside a
+    // unit of work (a failed statement would abort a PostgreSQL transaction).
+    try {
+      await this.store.insertUser({ ...user, password_hash });
+    } catch (e) {
+      if (isStoreError(e, "unique"))
+        throw new AppError("EMAIL_TAKEN", `A user with email ${parsed.email} already exists`);
+      throw e;
+    }
     return user;
   }
 
-  listUsers(accountId: string): User[] {
-    this.getAccount(accountId);
-    return this.store.listUsers(accountId);
+  async listUsers(accountId: string): Promise<User[]> {
+    await this.getAccount(accountId);
+    return await this.store.listUsers(accountId);
   }
 }

@@ -25,60 +25,57 @@ export class SetupService {
   ) {}
 
   /** Whether the appliance still has no account (the only thing the public status route tells). */
-  required(): boolean {
-    return this.store.countAccounts() === 0;
+  async required(): Promise<boolean> {
+    return (await this.store.countAccounts()) === 0;
   }
 
   /** A new setup token while no account exists (serve prints its link), else null. */
-  issueToken(): string | null {
-    if (!this.required()) return null;
+  async issueToken(): Promise<string | null> {
+    if (!(await this.required())) return null;
     const token = randomBase62(TOKEN_CHARS);
-    this.store.insertSetupToken(sha256Hex(token), nowIso(this.now()));
+    await this.store.insertSetupToken(sha256Hex(token), nowIso(this.now()));
     return token;
   }
 
   /** Creates the first account and its admin with a valid token; the caller signs the admin in. */
   async complete(input: unknown): Promise<{ account: Account; user: User }> {
     const { token, account_name, email, password } = parseInput(setupSchema, input);
-    this.assertOpen();
+    await this.assertOpen();
     const hash = sha256Hex(token);
     // A lookup by the token's hash: its timing tells nothing about the token.
-    if (!this.store.hasSetupToken(hash)) throw invalidToken();
+    if (!(await this.store.hasSetupToken(hash))) throw invalidToken();
     const password_hash = await hashPassword(password);
-    return this.uow.run(
-      () => {
-        // Checked again inside the write transaction: two browsers racing with the same link get
-        // one account, and the other a 404 (setup is done).
-        this.assertOpen();
-        if (!this.store.hasSetupToken(hash)) throw invalidToken();
-        const created_at = nowIso(this.now());
-        const account: Account = {
-          id: newId("usr"),
-          name: account_name,
-          plan: "enterprise",
-          credits_balance: null,
-          created_at,
-        };
-        const user: User = {
-          id: newId("mbr"),
-          account_id: account.id,
-          email,
-          role: "admin",
-          must_change_password: false,
-          created_at,
-        };
-        this.store.insertAccount(account);
-        this.store.insertUser({ ...user, password_hash });
-        this.store.clearSetupTokens();
-        return { account, user };
-      },
-      { immediate: true },
-    );
+    return await this.uow.run(async () => {
+      // Checked again inside the write transaction: two browsers racing with the same link get
+      // one account, and the other a 404 (setup is done).
+      await this.assertOpen();
+      if (!(await this.store.hasSetupToken(hash))) throw invalidToken();
+      const created_at = nowIso(this.now());
+      const account: Account = {
+        id: newId("usr"),
+        name: account_name,
+        plan: "enterprise",
+        credits_balance: null,
+        created_at,
+      };
+      const user: User = {
+        id: newId("mbr"),
+        account_id: account.id,
+        email,
+        role: "admin",
+        must_change_password: false,
+        created_at,
+      };
+      await this.store.insertAccount(account);
+      await this.store.insertUser({ ...user, password_hash });
+      await this.store.clearSetupTokens();
+      return { account, user };
+    });
   }
 
-  private assertOpen(): void {
-    if (!this.required()) {
-      this.store.clearSetupTokens();
+  private async assertOpen(): Promise<void> {
+    if (!(await this.required())) {
+      await this.store.clearSetupTokens();
       throw new AppError("NOT_FOUND", "Setup is done: this appliance has an account; sign in instead");
     }
   }

@@ -30,14 +30,14 @@ export class UserService {
     private readonly now: () => number = Date.now,
   ) {}
 
-  list(accountId: string): User[] {
-    return this.accounts.listUsers(accountId);
+  async list(accountId: string): Promise<User[]> {
+    return await this.accounts.listUsers(accountId);
   }
 
   /** Finds a user by id or e-mail, within `accountId` unless null (the operator). */
-  find(accountId: string | null, ref: string): User {
+  async find(accountId: string | null, ref: string): Promise<User> {
     const r = ref.trim();
-    const user = r.includes("@") ? this.store.findUserByEmail(r.toLowerCase()) : this.store.getUser(r);
+    const user = r.includes("@") ? await this.store.findUserByEmail(r.toLowerCase()) : await this.store.getUser(r);
     if (!user || (accountId !== null && user.account_id !== accountId)) throw notFound("USER_NOT_FOUND", `User ${r}`);
     const { password_hash: _, ...plain } = user as User & { password_hash?: string };
     return plain;
@@ -57,30 +57,24 @@ export class UserService {
     return { user, one_time_password };
   }
 
-  setRole(accountId: string | null, ref: string, input: unknown): User {
+  async setRole(accountId: string | null, ref: string, input: unknown): Promise<User> {
     const { role } = parseInput(roleSchema, input);
-    return this.uow.run(
-      () => {
-        const user = this.find(accountId, ref);
-        if (user.role === "admin" && role !== "admin") this.assertNotLastAdmin(user, "made a member");
-        this.store.setRole(user.id, role);
-        return { ...user, role: role as Role };
-      },
-      { immediate: true },
-    );
+    return await this.uow.run(async () => {
+      const user = await this.find(accountId, ref);
+      if (user.role === "admin" && role !== "admin") await this.assertNotLastAdmin(user, "made a member");
+      await this.store.setRole(user.id, role);
+      return { ...user, role: role as Role };
+    });
   }
 
   /** Removes a user; their sessions end with them. */
-  remove(accountId: string | null, ref: string): User {
-    return this.uow.run(
-      () => {
-        const user = this.find(accountId, ref);
-        if (user.role === "admin") this.assertNotLastAdmin(user, "removed");
-        this.store.deleteUser(user.id);
-        return user;
-      },
-      { immediate: true },
-    );
+  async remove(accountId: string | null, ref: string): Promise<User> {
+    return await this.uow.run(async () => {
+      const user = await this.find(accountId, ref);
+      if (user.role === "admin") await this.assertNotLastAdmin(user, "removed");
+      await this.store.deleteUser(user.id);
+      return user;
+    });
   }
 
   /**
@@ -95,14 +89,14 @@ export class UserService {
     opts: { permanent?: boolean } = {},
   ): Promise<{ user: User; one_time_password: string | null; sessions_ended: number }> {
     const { password } = parseInput(resetSchema, input);
-    const user = this.find(accountId, ref);
+    const user = await this.find(accountId, ref);
     const chosen = password ?? oneTimePassword();
     const hash = await hashPassword(chosen);
     const mustChange = !opts.permanent;
-    const sessions_ended = this.uow.run(() => {
-      this.find(accountId, user.id); // still there after the slow hash
-      this.store.setPassword(user.id, hash, mustChange);
-      return this.store.endSessions(user.id, nowIso(this.now()));
+    const sessions_ended = await this.uow.run(async () => {
+      await this.find(accountId, user.id); // still there after the slow hash
+      await this.store.setPassword(user.id, hash, mustChange);
+      return await this.store.endSessions(user.id, nowIso(this.now()));
     });
     return {
       user: { ...user, must_change_password: mustChange },
@@ -117,15 +111,15 @@ export class UserService {
    */
   async setOwnPassword(userId: string, newPassword: string, keepSession: string | null): Promise<number> {
     const hash = await hashPassword(newPassword);
-    return this.uow.run(() => {
-      if (!this.store.getUser(userId)) throw notFound("USER_NOT_FOUND", `User ${userId}`);
-      this.store.setPassword(userId, hash, false);
-      return this.store.endSessions(userId, nowIso(this.now()), keepSession);
+    return await this.uow.run(async () => {
+      if (!(await this.store.getUser(userId))) throw notFound("USER_NOT_FOUND", `User ${userId}`);
+      await this.store.setPassword(userId, hash, false);
+      return await this.store.endSessions(userId, nowIso(this.now()), keepSession);
     });
   }
 
-  private assertNotLastAdmin(user: User, what: string): void {
-    if (this.store.countAdmins(user.account_id) <= 1)
+  private async assertNotLastAdmin(user: User, what: string): Promise<void> {
+    if ((await this.store.countAdmins(user.account_id)) <= 1)
       throw new AppError(
         "LAST_ADMIN",
         `${user.email} is the account's last admin and cannot be ${what}; give another user the admin role first`,

@@ -95,7 +95,7 @@ async function clipThumbnail(
   const item: MediaItem = m[2] === undefined ? { kind: "poster" } : { kind: "shot", index: Number(m[2]) };
   try {
     // The link was signed a moment ago by the same search; open() checks it and finds the file.
-    const file = d.media.open(
+    const file = await d.media.open(
       m[1],
       item,
       u.searchParams.get("expires") ?? undefined,
@@ -166,7 +166,7 @@ export const TOOLS: AgentTool[] = [
     input: S.listCollectionsInput,
     output: S.listCollectionsOutput,
     async run(d, accountId, i) {
-      const { items, total } = d.collections.list(accountId, { page: i.page, perPage: i.limit });
+      const { items, total } = await d.collections.list(accountId, { page: i.page, perPage: i.limit });
       return { collections: items, total, page: i.page, next_page: nextPage(i.page, i.limit, total) };
     },
     summary: (o) =>
@@ -184,7 +184,7 @@ export const TOOLS: AgentTool[] = [
     input: S.getCollectionInput,
     output: S.getCollectionOutput,
     async run(d, accountId, i) {
-      return { collection: d.collections.get(accountId, i.collection_id) };
+      return { collection: await d.collections.get(accountId, i.collection_id) };
     },
     summary: ({ collection: c }) =>
       `${c.name} (${c.id}): ${c.video_count} videos, ${clock(c.total_duration_secs)} in total.`,
@@ -197,7 +197,7 @@ export const TOOLS: AgentTool[] = [
     input: S.listVideosInput,
     output: S.listVideosOutput,
     async run(d, accountId, i) {
-      const { items, total } = d.videos.list(
+      const { items, total } = await d.videos.list(
         accountId,
         { collectionId: i.collection_id, statuses: i.status },
         { page: i.page, perPage: i.limit },
@@ -222,7 +222,7 @@ export const TOOLS: AgentTool[] = [
     input: S.getVideoInput,
     output: S.getVideoOutput,
     async run(d, accountId, i) {
-      return { video: d.videos.get(accountId, i.video_id) };
+      return { video: await d.videos.get(accountId, i.video_id) };
     },
     summary: ({ video: v }) =>
       `${v.filename} (${v.id}): ${v.status}${v.duration_secs !== null ? `, ${clock(v.duration_secs)}` : ""}, ${v.segments_count} searchable segments` +
@@ -236,7 +236,7 @@ export const TOOLS: AgentTool[] = [
     input: S.getJobStatusInput,
     output: S.getJobStatusOutput,
     async run(d, accountId, i) {
-      return { job: d.jobs.get(accountId, i.job_id) };
+      return { job: await d.jobs.get(accountId, i.job_id) };
     },
     summary: ({ job: j }) =>
       `Job ${j.id} for ${j.video_id}: ${j.status}${j.stage ? ` (${j.stage})` : ""}, ${j.progress_pct}%` +
@@ -250,8 +250,8 @@ export const TOOLS: AgentTool[] = [
     input: S.getMomentInput,
     output: S.getMomentOutput,
     async run(d, accountId, i) {
-      const video = d.videos.require(accountId, i.video_id);
-      const m = d.moments.moment(accountId, i.video_id, i.timestamp);
+      const video = await d.videos.require(accountId, i.video_id);
+      const m = await d.moments.moment(accountId, i.video_id, i.timestamp);
       return {
         filename: video.filename,
         ...m,
@@ -279,7 +279,7 @@ export const TOOLS: AgentTool[] = [
     input: S.getTranscriptInput,
     output: S.getTranscriptOutput,
     async run(d, accountId, i) {
-      const video = d.videos.require(accountId, i.video_id);
+      const video = await d.videos.require(accountId, i.video_id);
       if (i.start !== undefined && i.end !== undefined && i.end < i.start) {
         throw new ValidationError([
           {
@@ -293,7 +293,9 @@ export const TOOLS: AgentTool[] = [
       }
       // The export's reading of the transcript, kept to the segments overlapping [start, end].
       const [from, to] = [i.start ?? -1, i.end ?? Number.MAX_VALUE];
-      const rows = d.exports.segments(accountId, i.video_id).filter((r) => r.start_secs < to && r.end_secs > from);
+      const rows = (await d.exports.segments(accountId, i.video_id)).filter(
+        (r) => r.start_secs < to && r.end_secs > from,
+      );
       const segments = rows
         .slice(0, S.MAX_TRANSCRIPT_SEGMENTS)
         .map((r) => ({ start_secs: secs(r.start_secs), end_secs: secs(r.end_secs), text: r.text }));
@@ -317,7 +319,7 @@ export const TOOLS: AgentTool[] = [
     input: S.getFrameInput,
     output: S.getFrameOutput,
     async run(d, accountId, i, ctx) {
-      const video = d.videos.require(accountId, i.video_id);
+      const video = await d.videos.require(accountId, i.video_id);
       if (video.duration_secs === null)
         throw new AppError("VIDEO_NOT_READY", `Video ${video.id} has not been probed yet (status ${video.status})`);
       if (i.timestamp > video.duration_secs + 1e-3)

@@ -21,7 +21,7 @@ export function registerApiKeyRoutes(app: Api, deps: HttpDeps) {
         402: jsonError("Plan's active-key limit reached (API_KEY_LIMIT_REACHED)"),
       },
     }),
-    (c) => ok(c, keys.create(c.get("principal").accountId, c.req.valid("json")), 201),
+    async (c) => ok(c, await keys.create(c.get("principal").accountId, c.req.valid("json")), 201),
   );
 
   app.openapi(
@@ -33,8 +33,8 @@ export function registerApiKeyRoutes(app: Api, deps: HttpDeps) {
       summary: "List every key of the account, revoked ones included, never with the secret",
       responses: { 200: dataResponse("Keys", z.array(apiKeySchema)) },
     }),
-    (c) => {
-      const items = keys.list(c.get("principal").accountId);
+    async (c) => {
+      const items = await keys.list(c.get("principal").accountId);
       return ok(c, items, 200, { total: items.length });
     },
   );
@@ -53,8 +53,8 @@ export function registerApiKeyRoutes(app: Api, deps: HttpDeps) {
         409: jsonError("Already revoked (API_KEY_ALREADY_REVOKED)"),
       },
     }),
-    (c) => {
-      keys.revoke(c.get("principal").accountId, c.req.valid("param").key_id);
+    async (c) => {
+      await keys.revoke(c.get("principal").accountId, c.req.valid("param").key_id);
       return c.body(null, 204);
     },
   );

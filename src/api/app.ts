@@ -32,7 +32,7 @@ export interface HttpAppOptions extends HttpDeps {
   metrics: Metrics;
   version: string;
   /** Readiness: the store answers and the server is not shutting down. */
-  ready: () => { ok: boolean; checks: Record<string, string> };
+  ready: () => Promise<{ ok: boolean; checks: Record<string, string> }>;
   /** Told when a request failed for lack of disk space (so /readyz reports it). */
   storage?: { noteFull(): void; isFull(): boolean };
   /** Where the links of a request are built from (its origin; http/link-origin.ts). */
@@ -151,11 +151,13 @@ export function createHttpApp(opts: HttpAppOptions): OpenAPIHono<AppEnv> {
 
   registerProbeDocs(app);
   app.get("/healthz", (c) => c.json({ status: "ok", version: opts.version }));
-  app.get("/readyz", (c) => {
-    const r = opts.ready();
+  app.get("/readyz", async (c) => {
+    const r = await opts.ready();
     return c.json({ status: r.ok ? "ready" : "not_ready", checks: r.checks }, r.ok ? 200 : 503);
   });
-  app.get("/metrics", (c) => c.text(opts.metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4" }));
+  app.get("/metrics", async (c) =>
+    c.text(await opts.metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4" }),
+  );
 
   for (const register of ROUTE_MODULES) register(app, opts);
 

@@ -79,8 +79,8 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
       400: jsonError("The credential is an API key, not a session (NOT_A_SESSION)"),
     },
   });
-  app.openapi(signOut, (c) => {
-    deps.auth.signOut(c.get("principal"));
+  app.openapi(signOut, async (c) => {
+    await deps.auth.signOut(c.get("principal"));
     return c.body(null, 204);
   });
 
@@ -123,9 +123,9 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
       },
     },
   });
-  app.openapi(whoami, (c) => {
+  app.openapi(whoami, async (c) => {
     const p = c.get("principal");
-    const user = p.kind === "session" ? deps.services.users.find(p.accountId, p.userId) : null;
+    const user = p.kind === "session" ? await deps.services.users.find(p.accountId, p.userId) : null;
     return ok(c, {
       user_id: p.accountId,
       credential: p.kind,

@@ -23,7 +23,7 @@ export function registerCollectionRoutes(app: Api, deps: HttpDeps) {
       request: { body },
       responses: { 201: dataResponse("Created", collectionSchema), ...nameTaken },
     }),
-    (c) => ok(c, svc.create(c.get("principal").accountId, c.req.valid("json")), 201),
+    async (c) => ok(c, await svc.create(c.get("principal").accountId, c.req.valid("json")), 201),
   );
 
   app.openapi(
@@ -36,9 +36,9 @@ export function registerCollectionRoutes(app: Api, deps: HttpDeps) {
       request: { query: pageQuery(100, 100) },
       responses: { 200: dataResponse("Collections", z.array(collectionSchema)) },
     }),
-    (c) => {
+    async (c) => {
       const { page, per_page } = c.req.valid("query");
-      const { items, total } = svc.list(c.get("principal").accountId, { page, perPage: per_page });
+      const { items, total } = await svc.list(c.get("principal").accountId, { page, perPage: per_page });
       return ok(c, items, 200, { total, page, per_page });
     },
   );
@@ -53,7 +53,7 @@ export function registerCollectionRoutes(app: Api, deps: HttpDeps) {
       request: { params: collectionId },
       responses: { 200: dataResponse("Collection", collectionDetailSchema), ...notFound },
     }),
-    (c) => ok(c, svc.get(c.get("principal").accountId, c.req.valid("param").collection_id)),
+    async (c) => ok(c, await svc.get(c.get("principal").accountId, c.req.valid("param").collection_id)),
   );
 
   app.openapi(
@@ -66,7 +66,8 @@ export function registerCollectionRoutes(app: Api, deps: HttpDeps) {
       request: { params: collectionId, body },
       responses: { 200: dataResponse("Renamed", collectionSchema), ...notFound, ...nameTaken },
     }),
-    (c) => ok(c, svc.rename(c.get("principal").accountId, c.req.valid("param").collection_id, c.req.valid("json"))),
+    async (c) =>
+      ok(c, await svc.rename(c.get("principal").accountId, c.req.valid("param").collection_id, c.req.valid("json"))),
   );
 
   app.openapi(

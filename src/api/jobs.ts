@@ -17,9 +17,9 @@ export function registerJobRoutes(app: Api, deps: HttpDeps) {
       request: { query: listJobsQuery },
       responses: { 200: dataResponse("Jobs", z.array(jobSchema)) },
     }),
-    (c) => {
+    async (c) => {
       const q = c.req.valid("query");
-      const { items, total } = svc.list(
+      const { items, total } = await svc.list(
         c.get("principal").accountId,
         { status: q.status, videoId: q.video_id },
         { page: q.page, perPage: q.per_page },
@@ -41,7 +41,7 @@ export function registerJobRoutes(app: Api, deps: HttpDeps) {
         404: jsonError("No such job in this account (JOB_NOT_FOUND)"),
       },
     }),
-    (c) => ok(c, svc.get(c.get("principal").accountId, c.req.valid("param").job_id)),
+    async (c) => ok(c, await svc.get(c.get("principal").accountId, c.req.valid("param").job_id)),
   );
 
   // A failed job runs again (SPEC §5; CRASHED_REPEATEDLY names this route).
@@ -62,6 +62,6 @@ export function registerJobRoutes(app: Api, deps: HttpDeps) {
         409: jsonError("The job is not failed (JOB_NOT_RETRYABLE)"),
       },
     }),
-    (c) => ok(c, svc.retry(c.get("principal").accountId, c.req.valid("param").job_id), 202),
+    async (c) => ok(c, await svc.retry(c.get("principal").accountId, c.req.valid("param").job_id), 202),
   );
 }

@@ -117,10 +117,15 @@ export function registerMediaRoutes(app: Api, deps: HttpDeps) {
     });
     const { middleware, ...doc } = route;
     app.openAPIRegistry.registerPath(doc as never);
-    app.get(e.path, ...(middleware as []), (c) => {
+    app.get(e.path, ...(middleware as []), async (c) => {
       const item = e.item(c);
       if (!item) return errorResponse(c, "NOT_FOUND", "No such thumbnail");
-      const file = svc.open(c.req.param("video_id") ?? "", item, c.req.query("expires"), c.req.query("signature"));
+      const file = await svc.open(
+        c.req.param("video_id") ?? "",
+        item,
+        c.req.query("expires"),
+        c.req.query("signature"),
+      );
       const validators = {
         etag: `"${file.size.toString(16)}-${Math.floor(file.mtimeMs).toString(16)}"`,
         lastModifiedMs: file.mtimeMs,

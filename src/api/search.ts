@@ -150,7 +150,8 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
           : await toRequest(c.req.valid("form"));
       const accountId = c.get("principal").accountId;
       const r = await s.search.search(accountId, input);
-      const hints = r.total === 0 ? emptySearchHints(input, r, searchScope(s.videos, accountId, input)) : undefined;
+      const hints =
+        r.total === 0 ? emptySearchHints(input, r, await searchScope(s.videos, accountId, input)) : undefined;
       const meta = {
         total: r.total,
         page: r.page,
@@ -181,9 +182,9 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
         404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
       },
     }),
-    (c) => {
+    async (c) => {
       const body = sentBody(c) === "json" ? c.req.valid("json") : c.req.valid("form");
-      s.searchFeedback.submit(c.get("principal").accountId, body);
+      await s.searchFeedback.submit(c.get("principal").accountId, body);
       return ok(c, null);
     },
   );
@@ -203,9 +204,9 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
         404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
       },
     }),
-    (c) => {
+    async (c) => {
       const q = c.req.valid("query");
-      s.searchFeedback.clear(c.get("principal").accountId, q.video_id, q.timestamp_start);
+      await s.searchFeedback.clear(c.get("principal").accountId, q.video_id, q.timestamp_start);
       return c.body(null, 204);
     },
   );
@@ -225,10 +226,14 @@ export function registerSearchRoutes(app: Api, deps: HttpDeps) {
         404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
       },
     }),
-    (c) =>
+    async (c) =>
       ok(
         c,
-        s.moments.moment(c.get("principal").accountId, c.req.valid("param").video_id, c.req.valid("query").timestamp),
+        await s.moments.moment(
+          c.get("principal").accountId,
+          c.req.valid("param").video_id,
+          c.req.valid("query").timestamp,
+        ),
       ),
   );
 }

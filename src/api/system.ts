@@ -68,7 +68,7 @@ export function registerSystemRoutes(app: Api, deps: HttpDeps) {
               dtype: typeof m.dtype === "string" ? m.dtype : JSON.stringify(m.dtype),
             }
           : null;
-      const coverage = s.videos.modelCoverage(
+      const coverage = await s.videos.modelCoverage(
         { imageText: clip?.modelId ?? null, speech: speech?.modelId ?? null },
         accountId,
       );
@@ -80,7 +80,12 @@ export function registerSystemRoutes(app: Api, deps: HttpDeps) {
         Bun.sleep(DEVICE_WAIT_MS).then(() => ({ in_use: "pending", reason: "being chosen (first model run)" })),
       ]);
       const jobs = Object.fromEntries(
-        JOB_STATUSES.map((status) => [status, s.jobs.list(accountId, { status }, { page: 1, perPage: 1 }).total]),
+        await Promise.all(
+          JOB_STATUSES.map(async (status) => [
+            status,
+            (await s.jobs.list(accountId, { status }, { page: 1, perPage: 1 })).total,
+          ]),
+        ),
       );
       return ok(c, {
         version: VERSION,

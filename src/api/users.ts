@@ -37,7 +37,7 @@ export function registerUserRoutes(app: Api, deps: HttpDeps) {
       summary: "The people who sign in to this account (admins)",
       responses: { 200: dataResponse("Users, oldest first", z.array(userSchema)) },
     }),
-    (c) => ok(c, users.list(c.get("principal").accountId)),
+    async (c) => ok(c, await users.list(c.get("principal").accountId)),
   );
 
   app.openapi(
@@ -66,7 +66,8 @@ export function registerUserRoutes(app: Api, deps: HttpDeps) {
       request: { params: userId, body: jsonBody(roleSchema) },
       responses: { 200: dataResponse("The user", userSchema), ...notFound, ...lastAdmin },
     }),
-    (c) => ok(c, users.setRole(c.get("principal").accountId, c.req.valid("param").user_id, c.req.valid("json"))),
+    async (c) =>
+      ok(c, await users.setRole(c.get("principal").accountId, c.req.valid("param").user_id, c.req.valid("json"))),
   );
 
   app.openapi(
@@ -79,8 +80,8 @@ export function registerUserRoutes(app: Api, deps: HttpDeps) {
       request: { params: userId },
       responses: { 204: { description: "Removed" }, ...notFound, ...lastAdmin },
     }),
-    (c) => {
-      users.remove(c.get("principal").accountId, c.req.valid("param").user_id);
+    async (c) => {
+      await users.remove(c.get("principal").accountId, c.req.valid("param").user_id);
       return c.body(null, 204);
     },
   );
@@ -139,7 +140,7 @@ export function registerUserRoutes(app: Api, deps: HttpDeps) {
       rateGroup: "setup",
       responses: { 200: dataResponse("Setup status", setupStatusSchema) },
     }),
-    (c) => ok(c, { required: setup.required() }),
+    async (c) => ok(c, { required: await setup.required() }),
   );
 
   app.openapi(
@@ -161,7 +162,7 @@ export function registerUserRoutes(app: Api, deps: HttpDeps) {
     }),
     async (c) => {
       const { user } = await setup.complete(c.req.valid("json"));
-      return ok(c, deps.auth.startSession(user), 201);
+      return ok(c, await deps.auth.startSession(user), 201);
     },
   );
 }

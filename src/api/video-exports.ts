@@ -95,10 +95,10 @@ export function registerVideoExportRoutes(app: Api, deps: HttpDeps) {
         404: jsonError("No such video in this account (VIDEO_NOT_FOUND)"),
       },
     }),
-    (c) => {
+    async (c) => {
       const { video_id } = c.req.valid("param");
       const { format } = c.req.valid("query");
-      const out = svc.transcript(c.get("principal").accountId, video_id, format);
+      const out = await svc.transcript(c.get("principal").accountId, video_id, format);
       if ("json" in out) return ok(c, out.json);
       return c.body(out.body, 200, {
         "Content-Type": out.contentType,

@@ -21,10 +21,10 @@ export function registerVideoRoutes(app: Api, deps: HttpDeps) {
       request: { query: listVideosQuery },
       responses: { 200: dataResponse("Videos", z.array(videoSchema)) },
     }),
-    (c) => {
+    async (c) => {
       const q = c.req.valid("query");
       const statuses = q.status ? (q.status.split(",").map((s) => s.trim()) as VideoStatus[]) : undefined;
-      const { items, total } = svc.list(
+      const { items, total } = await svc.list(
         c.get("principal").accountId,
         { collectionId: q.collection_id, statuses },
         { page: q.page, perPage: q.per_page },
@@ -44,7 +44,7 @@ export function registerVideoRoutes(app: Api, deps: HttpDeps) {
       request: { params: videoId },
       responses: { 200: dataResponse("Video", videoDetailSchema), ...notFound },
     }),
-    (c) => ok(c, svc.get(c.get("principal").accountId, c.req.valid("param").video_id)),
+    async (c) => ok(c, await svc.get(c.get("principal").accountId, c.req.valid("param").video_id)),
   );
 
   app.openapi(

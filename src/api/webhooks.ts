@@ -44,8 +44,8 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       summary: "List the account's endpoints (never with secrets)",
       responses: { 200: dataResponse("Endpoints", z.array(webhookSchema)) },
     }),
-    (c) => {
-      const items = svc.list(account(c));
+    async (c) => {
+      const items = await svc.list(account(c));
       return ok(c, items, 200, { total: items.length });
     },
   );
@@ -60,7 +60,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       request: { params: webhookId },
       responses: { 200: dataResponse("Endpoint", webhookSchema), ...notFound },
     }),
-    (c) => ok(c, svc.get(account(c), c.req.valid("param").webhook_id)),
+    async (c) => ok(c, await svc.get(account(c), c.req.valid("param").webhook_id)),
   );
 
   app.openapi(
@@ -90,8 +90,8 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       request: { params: webhookId },
       responses: { 204: { description: "Deleted" }, ...notFound },
     }),
-    (c) => {
-      svc.delete(account(c), c.req.valid("param").webhook_id);
+    async (c) => {
+      await svc.delete(account(c), c.req.valid("param").webhook_id);
       return c.body(null, 204);
     },
   );
@@ -110,7 +110,7 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
         ...notFound,
       },
     }),
-    (c) => ok(c, svc.ping(account(c), c.req.valid("param").webhook_id), 202),
+    async (c) => ok(c, await svc.ping(account(c), c.req.valid("param").webhook_id), 202),
   );
 
   app.openapi(
@@ -123,9 +123,12 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
       request: { params: webhookId, query: pageQuery(100, 20) },
       responses: { 200: dataResponse("Deliveries", z.array(deliverySchema)), ...notFound },
     }),
-    (c) => {
+    async (c) => {
       const { page, per_page } = c.req.valid("query");
-      const { items, total } = svc.deliveries(account(c), c.req.valid("param").webhook_id, { page, perPage: per_page });
+      const { items, total } = await svc.deliveries(account(c), c.req.valid("param").webhook_id, {
+        page,
+        perPage: per_page,
+      });
       return ok(c, items, 200, { total, page, per_page });
     },
   );
@@ -159,9 +162,9 @@ export function registerWebhookRoutes(app: Api, deps: HttpDeps) {
         ),
       },
     }),
-    (c) => {
+    async (c) => {
       const p = c.req.valid("param");
-      return ok(c, svc.retry(account(c), p.webhook_id, p.delivery_id), 202);
+      return ok(c, await svc.retry(account(c), p.webhook_id, p.delivery_id), 202);
     },
   );
 }

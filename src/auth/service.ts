@@ -39,18 +39,18 @@ export class AuthService {
 
   async signIn(input: unknown): Promise<SignedIn> {
     const { email, password } = parseInput(signInSchema, input);
-    const user = this.accounts.findUserByEmail(email.trim().toLowerCase());
+    const user = await this.accounts.findUserByEmail(email.trim().toLowerCase());
     this.dummyHash ??= Bun.password.hash(DUMMY_PASSWORD, { algorithm: "argon2id" });
     const ok = await Bun.password.verify(password, user?.password_hash ?? (await this.dummyHash));
     if (!user || !ok) throw new AppError("UNAUTHORIZED", "Wrong e-mail or password");
-    return this.startSession(user);
+    return await this.startSession(user);
   }
 
   /** A new session for a user whose credentials were checked (sign-in, or the first-run setup). */
-  startSession(user: Pick<User, "id" | "account_id" | "must_change_password">): SignedIn {
+  async startSession(user: Pick<User, "id" | "account_id" | "must_change_password">): Promise<SignedIn> {
     const token = SESSION_TOKEN_PREFIX + randomBase62(40);
     const expires_at = nowIso(this.now() + this.sessionTtlSecs * 1000);
-    this.sessions.insert({
+    await this.sessions.insert({
       id: newId("ses"),
       token_hash: sha256Hex(token),
       user_id: user.id,
@@ -70,7 +70,7 @@ export class AuthService {
     if (principal.kind !== "session")
       throw new AppError("NOT_A_SESSION", "Changing a password needs a session token, not an API key");
     const { current_password, new_password } = parseInput(changePasswordSchema, input);
-    const user = this.accounts.getUserWithHash(principal.userId);
+    const user = await this.accounts.getUserWithHash(principal.userId);
     if (!user || !(await Bun.password.verify(current_password, user.password_hash)))
       throw new AppError("WRONG_PASSWORD", "The current password is wrong");
     if (current_password === new_password)
@@ -78,21 +78,21 @@ export class AuthService {
     return { sessions_ended: await this.users.setOwnPassword(user.id, new_password, principal.sessionId) };
   }
 
-  signOut(principal: Principal): void {
+  async signOut(principal: Principal): Promise<void> {
     if (principal.kind !== "session")
       throw new AppError("NOT_A_SESSION", "Sign-out needs a session token, not an API key");
-    this.sessions.end(principal.sessionId, nowIso(this.now()));
+    await this.sessions.end(principal.sessionId, nowIso(this.now()));
   }
 
   /** Resolves an `Authorization` header value to a principal, or throws 401. */
-  authenticate(header: string | undefined | null): Principal {
+  async authenticate(header: string | undefined | null): Promise<Principal> {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
     if (!m) throw unauthorized();
     const token = m[1];
-    if (token.startsWith(API_KEY_PREFIX)) return this.apiKeys.authenticate(token);
+    if (token.startsWith(API_KEY_PREFIX)) return await this.apiKeys.authenticate(token);
     if (!token.startsWith(SESSION_TOKEN_PREFIX)) throw new AppError("INVALID_API_KEY", "The API key is not valid");
     const hash = sha256Hex(token);
-    const row = this.sessions.findByHash(hash);
+    const row = await this.sessions.findByHash(hash);
     if (!row || !constantTimeEqual(row.token_hash, hash) || row.ended_at)
       throw unauthorized("The session token is not valid");
     if (Date.parse(row.expires_at) <= this.now())

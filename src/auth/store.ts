@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Executor } from "../store/executor.ts";
 
 export interface SessionRow {
   id: string;
@@ -13,26 +13,29 @@ export interface SessionRow {
 }
 
 export class SessionStore {
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Executor) {}
 
-  insert(s: Omit<SessionRow, "ended_at" | "role" | "must_change_password">): void {
-    this.db
-      .query(
-        "INSERT INTO sessions (id, token_hash, user_id, account_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-      )
-      .run(s.id, s.token_hash, s.user_id, s.account_id, s.created_at, s.expires_at);
+  async insert(s: Omit<SessionRow, "ended_at" | "role" | "must_change_password">): Promise<void> {
+    await this.db.run(
+      "INSERT INTO sessions (id, token_hash, user_id, account_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+      s.id,
+      s.token_hash,
+      s.user_id,
+      s.account_id,
+      s.created_at,
+      s.expires_at,
+    );
   }
 
-  findByHash(tokenHash: string): SessionRow | null {
-    return this.db
-      .query<SessionRow, [string]>(
-        `SELECT s.id, s.token_hash, s.user_id, s.account_id, s.created_at, s.expires_at, s.ended_at, u.role, u.must_change_password
+  async findByHash(tokenHash: string): Promise<SessionRow | null> {
+    return await this.db.get<SessionRow>(
+      `SELECT s.id, s.token_hash, s.user_id, s.account_id, s.created_at, s.expires_at, s.ended_at, u.role, u.must_change_password
            FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = ?`,
-      )
-      .get(tokenHash);
+      tokenHash,
+    );
   }
 
-  end(id: string, at: string): void {
-    this.db.query("UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL").run(at, id);
+  async end(id: string, at: string): Promise<void> {
+    await this.db.run("UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL", at, id);
   }
 }

@@ -72,13 +72,13 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
   const partial = `${out}.partial`;
   try {
     try {
-      o.store.snapshotInto(snapshot);
+      await o.store.snapshotInto(snapshot);
     } catch (e) {
       if (isStorageError(e))
         throw new AppError("INSUFFICIENT_STORAGE", "Not enough disk space in the data dir for the database snapshot");
       throw e;
     }
-    const videoIds = BackupStore.withFile(snapshot, o.vecExtension, (snap) => snap.videoIds());
+    const videoIds = await BackupStore.withFile(snapshot, o.vecExtension, async (snap) => await snap.videoIds());
 
     const pack = tar.pack();
     // 0600: the archive holds secret.key (URL signing, webhook secrets) and every video.
@@ -116,7 +116,8 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
     }
     o.onProgress?.(videoIds.length, videoIds.length, "database");
     // Videos whose files vanished after the snapshot (deleted meanwhile) leave the snapshot too.
-    if (missing.length) BackupStore.withFile(snapshot, o.vecExtension, (snap) => snap.dropVideos(missing));
+    if (missing.length)
+      await BackupStore.withFile(snapshot, o.vecExtension, async (snap) => await snap.dropVideos(missing));
     await addFile(snapshot, DB_NAME);
     for (const f of TOP_LEVEL_FILES) if (existsSync(join(o.dataDir, f))) await addFile(join(o.dataDir, f), f);
     const models = resolve(o.modelsDir);

@@ -34,8 +34,12 @@ export interface IntegrityReport {
  * with the server stopped for an exact answer; beside a running server an upload in flight may
  * show as an orphan folder for a moment.
  */
-export function checkDataDir(dataDir: string, opts: { vecExtension?: string } = {}): IntegrityReport {
-  return BackupStore.withFile(join(dataDir, "vsearch.db"), opts.vecExtension, (store) => checkWith(store, dataDir));
+export async function checkDataDir(dataDir: string, opts: { vecExtension?: string } = {}): Promise<IntegrityReport> {
+  return await BackupStore.withFile(
+    join(dataDir, "vsearch.db"),
+    opts.vecExtension,
+    async (store) => await checkWith(store, dataDir),
+  );
 }
 
 /** `videos/<id>/…`, normalized (no `.`/`..` segments, no doubled or trailing slash), relative. */
@@ -54,9 +58,13 @@ export interface CheckOptions {
   removeStaleTemp?: boolean;
 }
 
-export function checkWith(store: BackupStore, dataDir: string, opts: CheckOptions = {}): IntegrityReport {
+export async function checkWith(
+  store: BackupStore,
+  dataDir: string,
+  opts: CheckOptions = {},
+): Promise<IntegrityReport> {
   const problems: string[] = [];
-  const { integrity, foreignKeyViolations: fk, videos: rows, jobs } = store.health();
+  const { integrity, foreignKeyViolations: fk, videos: rows, jobs } = await store.health();
   if (integrity !== "ok") problems.push(`integrity_check: ${integrity}`);
   if (fk) problems.push(`${fk} rows point at rows that do not exist (foreign_key_check)`);
 
@@ -67,7 +75,7 @@ export function checkWith(store: BackupStore, dataDir: string, opts: CheckOption
   if (orphans.length) problems.push(`${orphans.length} video folders without a row (removed at the next serve start)`);
   // A stored path is relative and inside its own video's folder; anything else (absolute, `..`,
   // another video's folder) would make clip, frame and media routes read where they must not.
-  const strays = store.storedPaths().filter((p) => !insideVideoDir(p.path, p.video_id));
+  const strays = (await store.storedPaths()).filter((p) => !insideVideoDir(p.path, p.video_id));
   if (strays.length) {
     const [first] = strays;
     problems.push(

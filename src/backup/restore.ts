@@ -101,12 +101,14 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
     checkRegistry(staging);
 
     // Integrity includes every stored file path: inside its own video's folder, or the restore is refused.
-    const integrity = checkDataDir(staging, { vecExtension: o.vecExtension });
+    const integrity = await checkDataDir(staging, { vecExtension: o.vecExtension });
     if (!integrity.ok)
       throw new AppError("BACKUP_INVALID", `the restored data fails its checks: ${integrity.problems.join("; ")}`);
 
-    const held = BackupStore.withFile(join(staging, DB_NAME), o.vecExtension, (s) =>
-      s.holdOutbox(new Date().toISOString()),
+    const held = await BackupStore.withFile(
+      join(staging, DB_NAME),
+      o.vecExtension,
+      async (s) => await s.holdOutbox(new Date().toISOString()),
     );
     // Swap in: remove what the target held (force), move the staged entries up.
     for (const n of existing) rmSync(join(target, n), { recursive: true, force: true });

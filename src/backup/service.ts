@@ -27,7 +27,7 @@ export class BackupService {
     });
   }
 
-  check(opts: CheckOptions = {}): IntegrityReport {
-    return checkWith(this.store, this.o.dataDir, opts);
+  async check(opts: CheckOptions = {}): Promise<IntegrityReport> {
+    return await checkWith(this.store, this.o.dataDir, opts);
   }
 }

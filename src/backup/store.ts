@@ -1,6 +1,6 @@
-import type { Database } from "bun:sqlite";
+import type { Executor } from "../store/executor.ts";
 import { IndexStore } from "../indexing/store.ts";
-import { openDatabase } from "../store/database.ts";
+import { openSqliteStore } from "../store/sqlite/database.ts";
 import { VideoStore } from "../videos/store.ts";
 
 /** What SQLite says of a database, and what the data dir check compares with the files. */
@@ -20,17 +20,21 @@ export interface DatabaseHealth {
  */
 export class BackupStore {
   constructor(
-    private readonly db: Database,
+    private readonly db: Executor,
     private readonly vecExtension?: string,
   ) {}
 
   /** Opens another database file (a snapshot, a staged restore), runs `fn` on it, closes it. */
-  static withFile<T>(file: string, vecExtension: string | undefined, fn: (store: BackupStore) => T): T {
-    const db = openDatabase(file, { vecExtension });
+  static async withFile<T>(
+    file: string,
+    vecExtension: string | undefined,
+    fn: (store: BackupStore) => Promise<T>,
+  ): Promise<T> {
+    const store = openSqliteStore(file, { vecExtension });
     try {
-      return fn(new BackupStore(db, vecExtension));
+      return await fn(new BackupStore(store.exec, vecExtension));
     } finally {
-      db.close();
+      store.close();
     }
   }
 
@@ -38,8 +42,8 @@ export class BackupStore {
    * A consistent copy of the whole database in `file` (`VACUUM INTO`): SQLite reads it in one
    * read transaction, so it is exact even while `serve` writes (WAL: the writer is not blocked).
    */
-  snapshotInto(file: string): void {
-    this.db.query("VACUUM INTO ?").run(file);
+  async snapshotInto(file: string): Promise<void> {
+    await this.db.run("VACUUM INTO ?", file);
   }
 
   /**
@@ -49,22 +53,21 @@ export class BackupStore {
    * `failed` with the reason (Retry in the delivery log, or POST …/retry, sends one again);
    * events not yet fanned out to endpoints are marked dispatched without deliveries.
    */
-  holdOutbox(at: string): { deliveries: number; events: number } {
-    return this.db.transaction(() => {
-      const deliveries = this.db
-        .query(
+  async holdOutbox(at: string): Promise<{ deliveries: number; events: number }> {
+    return await this.db.transaction(async () => {
+      const deliveries = (
+        await this.db.run(
           "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, error = ? WHERE status = 'pending'",
-        )
-        .run(
           `held by restore ${at}: pending when the backup was made; not re-sent automatically (the original may have sent it). Retry it if it is still wanted`,
-        ).changes;
-      const events = this.db.query("UPDATE events SET dispatched_at = ? WHERE dispatched_at IS NULL").run(at).changes;
+        )
+      ).changes;
+      const events = (await this.db.run("UPDATE events SET dispatched_at = ? WHERE dispatched_at IS NULL", at)).changes;
       return { deliveries, events };
-    })();
+    });
   }
 
-  videoIds(): string[] {
-    return new VideoStore(this.db).allIds();
+  async videoIds(): Promise<string[]> {
+    return await new VideoStore(this.db).allIds();
   }
 
   /**
@@ -73,16 +76,17 @@ export class BackupStore {
    * into the file. A copy being archived, not the live content: no files, no events (the live
    * content's owner is indexing/content.ts).
    */
-  dropVideos(ids: string[]): void {
+  async dropVideos(ids: string[]): Promise<void> {
     const videos = new VideoStore(this.db);
     const index = new IndexStore(this.db, Boolean(this.vecExtension));
-    this.db.transaction(() => {
+    await this.db.transaction(async () => {
+      // One video after another inside the one transaction (a snapshot's few vanished videos).
       for (const id of ids) {
-        index.deleteVideoVectors(id);
-        videos.delete(id);
+        await index.deleteVideoVectors(id);
+        await videos.delete(id);
       }
-    })();
-    this.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    });
+    await this.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
 
   /**
@@ -90,30 +94,27 @@ export class BackupStore {
    * sources, posters, shot thumbnails, renditions. A restore checks them before the data dir is
    * replaced; `vsearch check` reports any that point elsewhere.
    */
-  storedPaths(): { column: string; video_id: string; path: string }[] {
-    return this.db
-      .query<{ column: string; video_id: string; path: string }, []>(
-        `SELECT 'videos.source_path' AS "column", id AS video_id, source_path AS path FROM videos
+  async storedPaths(): Promise<{ column: string; video_id: string; path: string }[]> {
+    return await this.db.all<{
+      column: string;
+      video_id: string;
+      path: string;
+    }>(`SELECT 'videos.source_path' AS "column", id AS video_id, source_path AS path FROM videos
          UNION ALL SELECT 'videos.poster_path', id, poster_path FROM videos WHERE poster_path IS NOT NULL
          UNION ALL SELECT 'shots.thumbnail_path', video_id, thumbnail_path FROM shots WHERE thumbnail_path IS NOT NULL
-         UNION ALL SELECT 'renditions.path', video_id, path FROM renditions WHERE path IS NOT NULL`,
-      )
-      .all();
+         UNION ALL SELECT 'renditions.path', video_id, path FROM renditions WHERE path IS NOT NULL`);
   }
 
-  health(): DatabaseHealth {
-    const integrity = this.db
-      .query<{ integrity_check: string }, []>("PRAGMA integrity_check")
-      .all()
+  async health(): Promise<DatabaseHealth> {
+    const integrity = (await this.db.all<{ integrity_check: string }>("PRAGMA integrity_check"))
       .map((r) => r.integrity_check)
       .join("; ");
-    const foreignKeyViolations = this.db.query("PRAGMA foreign_key_check").all().length;
-    const videos = this.db.query<{ id: string; source_path: string }, []>("SELECT id, source_path FROM videos").all();
+    const foreignKeyViolations = (await this.db.all("PRAGMA foreign_key_check")).length;
+    const videos = await this.db.all<{ id: string; source_path: string }>("SELECT id, source_path FROM videos");
     const jobs = Object.fromEntries(
-      this.db
-        .query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM jobs GROUP BY status")
-        .all()
-        .map((r) => [r.status, r.n]),
+      (await this.db.all<{ status: string; n: number }>("SELECT status, count(*) AS n FROM jobs GROUP BY status")).map(
+        (r) => [r.status, r.n],
+      ),
     );
     return { integrity, foreignKeyViolations, videos, jobs };
   }

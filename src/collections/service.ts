@@ -24,58 +24,58 @@ export class CollectionService {
     private readonly urls: PosterUrls,
   ) {}
 
-  create(accountId: string, input: unknown): Collection {
+  async create(accountId: string, input: unknown): Promise<Collection> {
     const { name } = parseInput(collectionInputSchema, input);
     const row: CollectionRow = { id: newId("col"), user_id: accountId, name, created_at: nowIso() };
-    if (!this.store.insert(row)) throw taken(name);
+    if (!(await this.store.insert(row))) throw taken(name);
     return { ...row, video_count: 0, thumbnail_urls: [] };
   }
 
-  list(accountId: string, page: Page): { items: Collection[]; total: number } {
-    const rows = this.store.list(accountId, page.perPage, offsetOf(page));
-    return { items: this.decorate(rows), total: this.store.count(accountId) };
+  async list(accountId: string, page: Page): Promise<{ items: Collection[]; total: number }> {
+    const rows = await this.store.list(accountId, page.perPage, offsetOf(page));
+    return { items: await this.decorate(rows), total: await this.store.count(accountId) };
   }
 
   /** Another account's collection is indistinguishable from a missing one (404, never 403). */
-  require(accountId: string, id: string): CollectionRow {
-    const row = this.store.get(accountId, id);
+  async require(accountId: string, id: string): Promise<CollectionRow> {
+    const row = await this.store.get(accountId, id);
     if (!row) throw notFound("COLLECTION_NOT_FOUND", `Collection ${id}`);
     return row;
   }
 
-  findByName(accountId: string, name: string): CollectionRow | null {
-    return this.store.findByName(accountId, name.trim());
+  async findByName(accountId: string, name: string): Promise<CollectionRow | null> {
+    return await this.store.findByName(accountId, name.trim());
   }
 
-  get(accountId: string, id: string): CollectionDetail {
-    const row = this.require(accountId, id);
-    const all = this.store.stats([id]);
+  async get(accountId: string, id: string): Promise<CollectionDetail> {
+    const row = await this.require(accountId, id);
+    const all = await this.store.stats([id]);
     const stats = all.get(id);
     return {
-      ...this.decorate([row], all)[0],
+      ...(await this.decorate([row], all))[0],
       total_duration_secs: stats?.total_duration_secs ?? 0,
       storage_bytes: stats?.storage_bytes ?? 0,
     };
   }
 
-  rename(accountId: string, id: string, input: unknown): Collection {
+  async rename(accountId: string, id: string, input: unknown): Promise<Collection> {
     const { name } = parseInput(collectionInputSchema, input);
-    this.require(accountId, id);
-    if (!this.store.rename(accountId, id, name)) throw taken(name);
-    return this.decorate([this.require(accountId, id)])[0];
+    await this.require(accountId, id);
+    if (!(await this.store.rename(accountId, id, name))) throw taken(name);
+    return (await this.decorate([await this.require(accountId, id)]))[0];
   }
 
   async delete(accountId: string, id: string): Promise<void> {
-    this.require(accountId, id);
-    const videoIds = this.store.videoIds(accountId, id);
+    await this.require(accountId, id);
+    const videoIds = await this.store.videoIds(accountId, id);
     await this.purger.purgeVideos(accountId, videoIds, "collection_deleted");
-    this.store.delete(accountId, id);
+    await this.store.delete(accountId, id);
   }
 
-  private decorate(rows: CollectionRow[], known?: Map<string, CollectionStats>): Collection[] {
+  private async decorate(rows: CollectionRow[], known?: Map<string, CollectionStats>): Promise<Collection[]> {
     const ids = rows.map((r) => r.id);
-    const stats = known ?? this.store.stats(ids);
-    const posters = this.store.posters(ids, THUMBNAILS_PER_COLLECTION);
+    const stats = known ?? (await this.store.stats(ids));
+    const posters = await this.store.posters(ids, THUMBNAILS_PER_COLLECTION);
     return rows.map((r) => ({
       ...r,
       video_count: stats.get(r.id)?.video_count ?? 0,

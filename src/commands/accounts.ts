@@ -10,8 +10,9 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     .requiredOption("--name <name>", "display name")
     .option("--plan <plan>", "free | payg | enterprise", "enterprise")
     .action(async (opts: { name: string; plan: string }, cmd: Command) => {
-      const account = await ctx.withApp(cmd, (app) =>
-        app.services.accounts.createAccount({ name: opts.name, plan: opts.plan }),
+      const account = await ctx.withApp(
+        cmd,
+        async (app) => await app.services.accounts.createAccount({ name: opts.name, plan: opts.plan }),
       );
       ctx.print(cmd, account, `Created account ${account.id} (${account.name}, plan ${account.plan})`);
     });
@@ -20,7 +21,7 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     .command("list")
     .description("List accounts")
     .action(async (_opts: unknown, cmd: Command) => {
-      const list = await ctx.withApp(cmd, (app) => app.services.accounts.listAccounts());
+      const list = await ctx.withApp(cmd, async (app) => await app.services.accounts.listAccounts());
       ctx.print(cmd, list, () => table(list as never, ["id", "name", "plan", "credits_balance", "created_at"]));
     });
 
@@ -30,8 +31,8 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
       "Delete an account (id or name): fires account.deleted to its webhooks, then purges all its data and files",
     )
     .action(async (ref: string, _o: unknown, cmd: Command) => {
-      const r = await ctx.withApp(cmd, (app) =>
-        app.services.accountDeletion.delete(app.services.accounts.resolve(ref).id),
+      const r = await ctx.withApp(cmd, async (app) =>
+        app.services.accountDeletion.delete((await app.services.accounts.resolve(ref)).id),
       );
       ctx.print(
         cmd,
@@ -44,8 +45,9 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     .command("set-plan <account> <plan>")
     .description("Change an account's plan (free | payg | enterprise); the account by id or name")
     .action(async (ref: string, plan: string, _o: unknown, cmd: Command) => {
-      const account = await ctx.withApp(cmd, (app) =>
-        app.services.accounts.setPlan(app.services.accounts.resolve(ref).id, plan),
+      const account = await ctx.withApp(
+        cmd,
+        async (app) => await app.services.accounts.setPlan((await app.services.accounts.resolve(ref)).id, plan),
       );
       ctx.print(cmd, account, `Account ${account.id} is now on plan ${account.plan}`);
     });
@@ -59,9 +61,9 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     .requiredOption("--password <password>", "password (at least 8 characters)")
     .option("--admin", "give the admin role (manages API keys, webhooks and users)")
     .action(async (opts: { account?: string; email: string; password: string; admin?: boolean }, cmd: Command) => {
-      const user = await ctx.withApp(cmd, (app) =>
+      const user = await ctx.withApp(cmd, async (app) =>
         app.services.accounts.createUser({
-          account_id: app.services.accounts.resolve(opts.account).id,
+          account_id: (await app.services.accounts.resolve(opts.account)).id,
           email: opts.email,
           password: opts.password,
           role: opts.admin ? "admin" : "member",
@@ -74,8 +76,9 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     .description("List an account's users")
     .option("--account <account>", ACCOUNT_HELP)
     .action(async (opts: { account?: string }, cmd: Command) => {
-      const list = await ctx.withApp(cmd, (app) =>
-        app.services.accounts.listUsers(app.services.accounts.resolve(opts.account).id),
+      const list = await ctx.withApp(
+        cmd,
+        async (app) => await app.services.accounts.listUsers((await app.services.accounts.resolve(opts.account)).id),
       );
       ctx.print(cmd, list, () => table(list as never, ["id", "email", "role", "must_change_password", "created_at"]));
     });
@@ -103,14 +106,14 @@ export function registerAccountCommands(program: Command, ctx: CliContext) {
     .command("role <user> <role>")
     .description("Make a user (e-mail or id) an admin or a member; the last admin stays an admin")
     .action(async (ref: string, role: string, _o: unknown, cmd: Command) => {
-      const user = await ctx.withApp(cmd, (app) => app.services.users.setRole(null, ref, { role }));
+      const user = await ctx.withApp(cmd, async (app) => await app.services.users.setRole(null, ref, { role }));
       ctx.print(cmd, user, `${user.email} is now ${user.role === "admin" ? "an admin" : "a member"}`);
     });
   users
     .command("remove <user>")
     .description("Remove a user (e-mail or id); their sessions end at once; the last admin cannot be removed")
     .action(async (ref: string, _o: unknown, cmd: Command) => {
-      const user = await ctx.withApp(cmd, (app) => app.services.users.remove(null, ref));
+      const user = await ctx.withApp(cmd, async (app) => await app.services.users.remove(null, ref));
       ctx.print(cmd, user, `Removed ${user.email} (${user.id})`);
     });
 }

@@ -12,11 +12,13 @@ export function registerKeyCommands(program: Command, ctx: CliContext) {
     .requiredOption("--name <name>", "display name")
     .option("--permissions <level>", "all | read_only", "all")
     .action(async (opts: { account?: string; name: string; permissions: string }, cmd: Command) => {
-      const key = await ctx.withApp(cmd, (app) =>
-        app.services.apiKeys.create(app.services.accounts.resolve(opts.account).id, {
-          name: opts.name,
-          permissions: opts.permissions,
-        }),
+      const key = await ctx.withApp(
+        cmd,
+        async (app) =>
+          await app.services.apiKeys.create((await app.services.accounts.resolve(opts.account)).id, {
+            name: opts.name,
+            permissions: opts.permissions,
+          }),
       );
       ctx.print(
         cmd,
@@ -29,8 +31,9 @@ export function registerKeyCommands(program: Command, ctx: CliContext) {
     .command("list")
     .option("--account <account>", ACCOUNT_HELP)
     .action(async (opts: { account?: string }, cmd: Command) => {
-      const list = await ctx.withApp(cmd, (app) =>
-        app.services.apiKeys.list(app.services.accounts.resolve(opts.account).id),
+      const list = await ctx.withApp(
+        cmd,
+        async (app) => await app.services.apiKeys.list((await app.services.accounts.resolve(opts.account)).id),
       );
       ctx.print(cmd, list, () =>
         table(list as never, ["id", "name", "prefix", "permissions", "last_used_at", "revoked_at"]),
@@ -41,11 +44,13 @@ export function registerKeyCommands(program: Command, ctx: CliContext) {
     .command("revoke <key_id>")
     .option("--account <account>", "account name or id; looked up from the key when omitted")
     .action(async (keyId: string, opts: { account?: string }, cmd: Command) => {
-      const key = await ctx.withApp(cmd, (app) =>
-        app.services.apiKeys.revokeAsOperator(
-          keyId,
-          opts.account === undefined ? undefined : app.services.accounts.resolve(opts.account).id,
-        ),
+      const key = await ctx.withApp(
+        cmd,
+        async (app) =>
+          await app.services.apiKeys.revokeAsOperator(
+            keyId,
+            opts.account === undefined ? undefined : (await app.services.accounts.resolve(opts.account)).id,
+          ),
       );
       ctx.print(cmd, key, `Revoked key ${key.id} "${key.name}" at ${key.revoked_at}`);
     });

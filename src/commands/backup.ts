@@ -41,7 +41,10 @@ export function registerBackupCommands(program: Command, ctx: CliContext) {
       // Beside a running server temp files may be in flight; without one they are a crash's debris.
       const holder = new InstanceLock(ctx.config(cmd).dataDir).read();
       const serverRunning = Boolean(holder && holder.pid !== process.pid && holderAlive(holder));
-      const r = await ctx.withApp(cmd, (app) => app.services.backup.check({ removeStaleTemp: !serverRunning }));
+      const r = await ctx.withApp(
+        cmd,
+        async (app) => await app.services.backup.check({ removeStaleTemp: !serverRunning }),
+      );
       ctx.print(cmd, r, () =>
         [
           r.ok ? "data dir ok" : "PROBLEMS FOUND",

@@ -10,9 +10,9 @@ export function registerCreditCommands(program: Command, ctx: CliContext) {
     .option("--account <account>", ACCOUNT_HELP)
     .requiredOption("--amount <n>", "credits to add", (v) => Number(v))
     .action(async (opts: { account?: string; amount: number }, cmd: Command) => {
-      const { id, r } = await ctx.withApp(cmd, (app) => {
-        const id = app.services.accounts.resolve(opts.account).id;
-        return { id, r: app.services.credits.grant(id, opts.amount) };
+      const { id, r } = await ctx.withApp(cmd, async (app) => {
+        const id = (await app.services.accounts.resolve(opts.account)).id;
+        return { id, r: await app.services.credits.grant(id, opts.amount) };
       });
       ctx.print(cmd, { user_id: id, ...r }, `Account ${id} now has ${r.balance} credits`);
     });
@@ -21,9 +21,9 @@ export function registerCreditCommands(program: Command, ctx: CliContext) {
     .description("Stop metering: the account's balance becomes unlimited again (the ledger is kept)")
     .option("--account <account>", ACCOUNT_HELP)
     .action(async (opts: { account?: string }, cmd: Command) => {
-      const id = await ctx.withApp(cmd, (app) => {
-        const id = app.services.accounts.resolve(opts.account).id;
-        app.services.credits.setUnlimited(id);
+      const id = await ctx.withApp(cmd, async (app) => {
+        const id = (await app.services.accounts.resolve(opts.account)).id;
+        await app.services.credits.setUnlimited(id);
         return id;
       });
       ctx.print(cmd, { user_id: id, balance: null, metered: false }, `Account ${id} is unlimited (not metered) again`);
@@ -32,8 +32,9 @@ export function registerCreditCommands(program: Command, ctx: CliContext) {
     .command("show")
     .option("--account <account>", ACCOUNT_HELP)
     .action(async (opts: { account?: string }, cmd: Command) => {
-      const r = await ctx.withApp(cmd, (app) =>
-        app.services.credits.show(app.services.accounts.resolve(opts.account).id),
+      const r = await ctx.withApp(
+        cmd,
+        async (app) => await app.services.credits.show((await app.services.accounts.resolve(opts.account)).id),
       );
       ctx.print(cmd, r, () =>
         [

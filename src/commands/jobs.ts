@@ -18,9 +18,9 @@ export function registerJobCommands(program: Command, ctx: CliContext) {
     .option("--status <status>", "queued | pending | processing | done | failed", jobStatus)
     .option("--limit <n>", "how many", (v) => Number(v), 50)
     .action(async (opts: { account?: string; status?: JobStatus; limit: number }, cmd: Command) => {
-      const list = await ctx.withApp(cmd, (app) => {
-        const account = app.services.accounts.resolve(opts.account).id;
-        return app.services.jobs.list(account, { status: opts.status }, { page: 1, perPage: opts.limit }).items;
+      const list = await ctx.withApp(cmd, async (app) => {
+        const account = (await app.services.accounts.resolve(opts.account)).id;
+        return (await app.services.jobs.list(account, { status: opts.status }, { page: 1, perPage: opts.limit })).items;
       });
       ctx.print(cmd, list, () =>
         table(list.map((j) => ({ ...j, error: j.error ? j.error.code : null })) as never, [
@@ -44,13 +44,15 @@ function registerJobRetryCommand(jobs: Command, ctx: CliContext) {
     .description("Run a failed job again from the start (after fixing what made it fail)")
     .option("--account <account>", "account name or id; default: the job's own")
     .action(async (jobId: string, opts: { account?: string }, cmd: Command) => {
-      const job = await ctx.withApp(cmd, (app) =>
-        app.services.jobs.retry(
-          opts.account === undefined
-            ? app.services.jobs.accountOf(jobId)
-            : app.services.accounts.resolve(opts.account).id,
-          jobId,
-        ),
+      const job = await ctx.withApp(
+        cmd,
+        async (app) =>
+          await app.services.jobs.retry(
+            opts.account === undefined
+              ? await app.services.jobs.accountOf(jobId)
+              : (await app.services.accounts.resolve(opts.account)).id,
+            jobId,
+          ),
       );
       ctx.print(
         cmd,

@@ -24,7 +24,7 @@ export function registerMcpCommand(program: Command, ctx: CliContext) {
       const logger = createLogger(ctx.globals(cmd).logLevel ?? (ctx.env.VSEARCH_LOG_LEVEL as never) ?? "warn");
       const app = await createApp(config, { runtime: await ctx.runtime(config), logger });
       try {
-        const accountId = app.services.accounts.resolve(opts.account).id;
+        const accountId = (await app.services.accounts.resolve(opts.account)).id;
         // Presigned links should open on the running server, when there is one.
         const holder = new InstanceLock(config.dataDir).read();
         if (holder?.url && alive(holder.pid)) app.setBaseUrl(holder.url);

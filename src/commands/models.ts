@@ -40,14 +40,14 @@ export interface ReindexHint {
   command: "vsearch reindex";
 }
 
-export function reindexHint(app: App | null): ReindexHint {
+export async function reindexHint(app: App | null): Promise<ReindexHint> {
   if (!app) return { videos: 0, command: "vsearch reindex" };
   const system = app.services.system;
   const active = {
     imageText: system.activeModel("image-text")?.modelId ?? null,
     speech: system.activeModel("speech")?.modelId ?? null,
   };
-  return { videos: app.services.videos.staleForModels(active).length, command: "vsearch reindex" };
+  return { videos: (await app.services.videos.staleForModels(active)).length, command: "vsearch reindex" };
 }
 
 export function reindexLine(h: ReindexHint): string {
@@ -189,7 +189,7 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
             activate: o.activate,
             verifyLoad,
           });
-          return { ...installed, reindex: reindexHint(app) };
+          return { ...installed, reindex: await reindexHint(app) };
         });
         ctx.print(cmd, r, () => `${installedLine(r)}\n${reindexLine(r.reindex)}`);
       },
@@ -252,7 +252,7 @@ export function registerModelCommands(program: Command, ctx: CliContext) {
               bar.stop();
             }
           }
-          return { results: out, reindex: reindexHint(app) };
+          return { results: out, reindex: await reindexHint(app) };
         });
         // JSON stays a list of installs (one per model); each carries the reindex count after all of them.
         if (json)

@@ -49,10 +49,10 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
         cmd: Command,
       ) => {
         const result = await ctx.withApp(cmd, async (app) => {
-          const account = app.services.accounts.resolve(opts.account);
+          const account = await app.services.accounts.resolve(opts.account);
           let collectionId: string | undefined;
           if (opts.collection !== undefined) {
-            const c = app.services.collections.findByName(account.id, opts.collection);
+            const c = await app.services.collections.findByName(account.id, opts.collection);
             if (!c)
               throw new AppError(
                 "COLLECTION_NOT_FOUND",
@@ -75,7 +75,7 @@ export function registerSearchCommands(program: Command, ctx: CliContext) {
           });
           const r = await app.services.search.search(account.id, req);
           const hints =
-            r.total === 0 ? emptySearchHints(req, r, searchScope(app.services.videos, account.id, req)) : [];
+            r.total === 0 ? emptySearchHints(req, r, await searchScope(app.services.videos, account.id, req)) : [];
           return { ...r, hints };
         });
         ctx.print(

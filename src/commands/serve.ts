@@ -53,7 +53,7 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
       await app.start();
       logger.info("listening", { url, data_dir: config.dataDir, ...(everywhere ? { also_at: alsoAt } : {}) });
       // First run (SPEC §10): no account yet, so a one-time link lets a browser create the first.
-      const setupToken = app.services.setup.issueToken();
+      const setupToken = await app.services.setup.issueToken();
       const setupUrl = setupToken ? `${url}/#/setup?token=${setupToken}` : null;
       ctx.print(cmd, { url, data_dir: config.dataDir, pid: process.pid, also_at: alsoAt, setup_url: setupUrl }, () =>
         [

@@ -36,7 +36,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
           device: device.device === "unavailable" ? "cpu" : (device.device as "cpu"),
         });
         // Not failures (the service runs without models) but each missing piece, with its fix.
-        const coverage = app.services.videos.modelCoverage({
+        const coverage = await app.services.videos.modelCoverage({
           imageText: clip?.modelId ?? null,
           speech: speech?.modelId ?? null,
         });
@@ -49,7 +49,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
         // (index/status.json), else an estimate from the stored vectors (~200 B a row).
         const budget = memoryBudgetBytes(app.config.vectorMemoryBudget);
         const served = readAdmissionStatus(app.config.dataDir);
-        const store = system.storeCounts();
+        const store = await system.storeCounts();
         const estimate = store.frames * 200;
         const searchIndex = {
           budget_mb: budget > 0 ? Math.round(budget / 2 ** 20) : null,

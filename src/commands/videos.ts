@@ -61,10 +61,11 @@ interface IngestRow {
 }
 
 /** Skipped stages of the indexed rows, read from each video's stage record. */
-function noteSkipped(app: App, accountId: string, rows: IngestRow[]): void {
+async function noteSkipped(app: App, accountId: string, rows: IngestRow[]): Promise<void> {
+  // The rows the operator listed, one look-up each (a CLI table).
   for (const r of rows) {
     if (r.status !== "indexed" || !r.video_id) continue;
-    const stages = app.services.videos.get(r.account_id ?? accountId, r.video_id).stages;
+    const stages = (await app.services.videos.get(r.account_id ?? accountId, r.video_id)).stages;
     const withStatus = (status: string) =>
       Object.fromEntries(
         Object.entries(stages).flatMap(([k, v]) => (v.status === status ? [[k, v.reason ?? status]] : [])),
@@ -130,11 +131,12 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
           error: "not found",
         }));
         const result = await ctx.withApp(cmd, async (app) => {
-          const account = app.services.accounts.resolve(opts.account).id;
+          const account = (await app.services.accounts.resolve(opts.account)).id;
           const col =
-            app.services.collections.findByName(account, opts.collection) ??
-            app.services.collections.create(account, { name: opts.collection });
+            (await app.services.collections.findByName(account, opts.collection)) ??
+            (await app.services.collections.create(account, { name: opts.collection }));
           const bar = new ProgressBar(ctx.stderr, !json && process.stderr.isTTY);
+          // Files one after another: each ingest reads a whole file (the disk, not the store, is the cost).
           for (const [i, path] of files.entries()) {
             bar.update(i, files.length, `queueing ${path}`);
             try {
@@ -158,7 +160,7 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
           bar.done();
           if (opts.wait) {
             await waitForJobs(app, account, rows, lock, opts.timeout, bar);
-            noteSkipped(app, account, rows);
+            await noteSkipped(app, account, rows);
           }
           return { collection_id: col.id, files: rows };
         });
@@ -195,11 +197,12 @@ export function registerVideoCommands(program: Command, ctx: CliContext) {
           imageText: app.services.system.activeModel("image-text")?.modelId ?? null,
           speech: app.services.system.activeModel("speech")?.modelId ?? null,
         };
-        const account = opts.account === undefined ? undefined : app.services.accounts.resolve(opts.account).id;
+        const account = opts.account === undefined ? undefined : (await app.services.accounts.resolve(opts.account)).id;
         const ids = opts.all
-          ? app.services.videos.allIds(account)
-          : app.services.videos.staleForModels(active, account);
-        for (const q of app.services.videos.requeue(ids))
+          ? await app.services.videos.allIds(account)
+          : await app.services.videos.staleForModels(active, account);
+        // The ids the operator named, one after another.
+        for (const q of await app.services.videos.requeue(ids))
           rows.push({
             path: q.video_id,
             account_id: q.account_id,
@@ -244,8 +247,9 @@ export async function waitForJobs(
     while (Date.now() < deadline) {
       let done = 0;
       let pct = 0;
+      // A CLI wait on the jobs one asked for, polled in turn (a handful of ids).
       for (const r of pending) {
-        const job = app.services.jobs.get(r.account_id ?? accountId, r.job_id!);
+        const job = await app.services.jobs.get(r.account_id ?? accountId, r.job_id!);
         r.status = job.status === "done" ? "indexed" : job.status;
         r.error = job.error ? `${job.error.code}: ${job.error.message}` : null;
         if (job.status === "done" || job.status === "failed") done++;

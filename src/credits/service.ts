@@ -29,34 +29,36 @@ export class CreditService {
     private readonly bus: EventPublisher,
   ) {}
 
-  show(accountId: string): {
+  async show(accountId: string): Promise<{
     user_id: string;
     balance: number | null;
     metered: boolean;
     low_threshold: number;
     ledger: LedgerRow[];
-  } {
-    const balance = this.store.balance(accountId);
+  }> {
+    const balance = await this.store.balance(accountId);
     if (balance === undefined) throw notFound("NOT_FOUND", `Account ${accountId}`);
     return {
       user_id: accountId,
       balance,
       metered: balance !== null,
       low_threshold: this.settings.lowThreshold,
-      ledger: this.store.ledger(accountId, 20),
+      ledger: await this.store.ledger(accountId, 20),
     };
   }
 
-  grant(accountId: string, amount: number): { balance: number } {
+  async grant(accountId: string, amount: number): Promise<{ balance: number }> {
     if (!Number.isFinite(amount) || amount <= 0)
       throw new AppError("INVALID_AMOUNT", "amount must be a positive number");
-    if (this.store.balance(accountId) === undefined) throw notFound("NOT_FOUND", `Account ${accountId}`);
-    const after = this.uow.run(() => {
-      const wasUnlimited = this.store.balance(accountId) === null;
-      const { after } = this.store.apply(accountId, amount, "grant");
+    if ((await this.store.balance(accountId)) === undefined) throw notFound("NOT_FOUND", `Account ${accountId}`);
+    const after = await this.uow.run(async () => {
+      const moved = await this.store.apply(accountId, amount, () => "grant");
+      if (!moved) throw notFound("NOT_FOUND", `Account ${accountId}`);
+      const { after } = moved;
+      const wasUnlimited = moved.unlimitedBefore;
       // From unlimited to below the threshold is a downward crossing too.
       if (wasUnlimited && after <= this.settings.lowThreshold) {
-        this.events.record(accountId, "credits.low", { balance: after, threshold: this.settings.lowThreshold });
+        await this.events.record(accountId, "credits.low", { balance: after, threshold: this.settings.lowThreshold });
         return { after, fired: true };
       }
       return { after, fired: false };
@@ -66,24 +68,24 @@ export class CreditService {
   }
 
   /** Metering off: the balance becomes unlimited (null) again; the ledger is kept. */
-  setUnlimited(accountId: string): { balance: null } {
-    if (this.store.balance(accountId) === undefined) throw notFound("NOT_FOUND", `Account ${accountId}`);
-    this.store.setUnlimited(accountId);
+  async setUnlimited(accountId: string): Promise<{ balance: null }> {
+    if ((await this.store.balance(accountId)) === undefined) throw notFound("NOT_FOUND", `Account ${accountId}`);
+    await this.store.setUnlimited(accountId);
     return { balance: null };
   }
 
   /** 402 when a metered account has nothing left (uploads: their cost is known only once indexed). */
-  assertCanSpend(accountId: string): void {
-    this.assertBalance(accountId, 0);
+  async assertCanSpend(accountId: string): Promise<void> {
+    await this.assertBalance(accountId, 0);
   }
 
   /** 402 unless a metered account can pay a whole search: a balance of 0.05 cannot pay 0.1. */
-  assertCanSearch(accountId: string): void {
-    this.assertBalance(accountId, this.settings.perSearch);
+  async assertCanSearch(accountId: string): Promise<void> {
+    await this.assertBalance(accountId, this.settings.perSearch);
   }
 
-  private assertBalance(accountId: string, cost: number): void {
-    const b = this.store.balance(accountId);
+  private async assertBalance(accountId: string, cost: number): Promise<void> {
+    const b = await this.store.balance(accountId);
     if (b === null || b === undefined) return;
     if (b <= 0 || b < cost) {
       throw new AppError(
@@ -99,32 +101,35 @@ export class CreditService {
    * Called inside the transaction that completes the job, so the charge commits with it. Its own
    * transaction becomes a savepoint there, and keeps charge + events atomic when called alone.
    */
-  chargeIndexing(accountId: string, durationSecs: number): void {
-    this.uow.run(() => this.charge(accountId, (Math.max(durationSecs, 0) / 60) * this.settings.perMinute, "indexing"));
+  async chargeIndexing(accountId: string, durationSecs: number): Promise<void> {
+    await this.uow.run(
+      async () => await this.charge(accountId, (Math.max(durationSecs, 0) / 60) * this.settings.perMinute, "indexing"),
+    );
   }
 
-  chargeSearch(accountId: string): void {
-    this.uow.run(() => this.charge(accountId, this.settings.perSearch, "search"));
+  async chargeSearch(accountId: string): Promise<void> {
+    await this.uow.run(async () => await this.charge(accountId, this.settings.perSearch, "search"));
   }
 
-  private charge(accountId: string, cost: number, reason: string): void {
-    const balance = this.store.balance(accountId) ?? null;
-    if (cost <= 0 || balance === null) return;
+  private async charge(accountId: string, cost: number, reason: string): Promise<void> {
+    if (cost <= 0) return;
     // Never below zero: what cannot be paid is noted in the ledger's reason, not owed.
-    const paid = Math.min(cost, Math.max(balance, 0));
-    if (paid <= 0) return;
-    const short = Math.round((cost - paid) * 1e6) / 1e6;
-    const { before, after } = this.store.apply(accountId, -paid, short > 0 ? `${reason} (${short} unpaid)` : reason);
+    const moved = await this.store.apply(accountId, -cost, (paid) => {
+      const short = Math.round((cost - paid) * 1e6) / 1e6;
+      return short > 0 ? `${reason} (${short} unpaid)` : reason;
+    });
+    if (!moved) return;
+    const { before, after } = moved;
     const threshold = this.settings.lowThreshold;
     let fired = false;
     // Once per downward crossing (a grant back above the threshold re-arms it). Also when one
     // charge jumps straight to zero: a subscriber to `credits.low` alone must still hear of it.
     if (before > threshold && after <= threshold) {
-      this.events.record(accountId, "credits.low", { balance: after, threshold });
+      await this.events.record(accountId, "credits.low", { balance: after, threshold });
       fired = true;
     }
     if (before > 0 && after <= 0) {
-      this.events.record(accountId, "credits.exhausted", { balance: after });
+      await this.events.record(accountId, "credits.exhausted", { balance: after });
       fired = true;
     }
     if (fired) this.bus.publish({ type: "outbox.written", accountId });

@@ -36,8 +36,12 @@ export interface EventPublisher {
   publish(event: DomainEvent): void;
 }
 
+type Handler = (e: DomainEvent) => void | Promise<void>;
+
 export class EventBus implements EventPublisher {
-  private readonly handlers = new Map<DomainEventType, ((e: DomainEvent) => void)[]>();
+  private readonly handlers = new Map<DomainEventType, Handler[]>();
+  /** Deliveries under way (a publish outside a unit of work starts one and returns at once). */
+  private readonly delivering = new Set<Promise<void>>();
 
   constructor(
     /** Delivery waits for the commit of the transaction a publish happens in. */
@@ -45,26 +49,46 @@ export class EventBus implements EventPublisher {
     private readonly onError: (type: DomainEventType, err: unknown) => void = () => {},
   ) {}
 
-  subscribe<T extends DomainEventType>(type: T, handler: (e: EventOf<T>) => void): void {
+  subscribe<T extends DomainEventType>(type: T, handler: (e: EventOf<T>) => void | Promise<void>): void {
     const list = this.handlers.get(type) ?? [];
-    list.push(handler as (e: DomainEvent) => void);
+    list.push(handler as Handler);
     this.handlers.set(type, list);
   }
 
   /**
-   * Delivery is synchronous, in subscription order, after the commit (see EventPublisher). The
+   * Delivery is in subscription order, after the commit (see EventPublisher), each subscriber
+   * awaited before the next: a reaction that reads the store (the search index's) finishes before
+   * the next one starts, so two reactions never interleave their reads and writes. Inside a unit
+   * of work the publisher's `run` resolves once every subscriber has. The
    * change is already committed, so a subscriber that throws is logged and the others still run:
    * a reaction failing never undoes what happened nor reaches the publisher's caller. A savepoint
    * that succeeds inside a transaction that fails announces nothing.
    */
   publish(event: DomainEvent): void {
-    this.commits.afterCommit(() => this.deliver(event));
+    this.commits.afterCommit(() => this.track(this.deliver(event)));
   }
 
-  private deliver(event: DomainEvent): void {
+  /**
+   * Resolves once every delivery under way has finished (and those they published in turn): for
+   * the app's close, and for a caller that published outside a unit of work and must see every
+   * reaction done. Bounded: each pass waits for what is in flight; reactions publish finitely.
+   */
+  async idle(): Promise<void> {
+    while (this.delivering.size) await Promise.all(this.delivering);
+  }
+
+  private track(delivery: Promise<void>): Promise<void> {
+    this.delivering.add(delivery);
+    // deliver() catches every subscriber's failure, so this never rejects.
+    void delivery.finally(() => this.delivering.delete(delivery));
+    return delivery;
+  }
+
+  private async deliver(event: DomainEvent): Promise<void> {
+    // Awaited one by one on purpose: subscription order is the contract (see above).
     for (const h of this.handlers.get(event.type) ?? []) {
       try {
-        h(event);
+        await h(event);
       } catch (err) {
         this.onError(event.type, err);
       }

@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Executor } from "../store/executor.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import { DATABASE_CLOCK, type DbClock, dbNowMs } from "../store/sql.ts";
 import type { EventRecord, EventType } from "./schema.ts";
@@ -9,22 +9,28 @@ import type { EventRecord, EventType } from "./schema.ts";
  */
 export class EventStore {
   constructor(
-    private readonly db: Database,
+    private readonly db: Executor,
     private readonly clock: DbClock = DATABASE_CLOCK,
   ) {}
 
-  record(accountId: string, type: EventType, data: Record<string, unknown>, at = nowIso()): string {
+  async record(accountId: string, type: EventType, data: Record<string, unknown>, at = nowIso()): Promise<string> {
     const id = newId("evt");
-    this.db
-      .query("INSERT INTO events (id, account_id, type, payload, created_at) VALUES (?, ?, ?, ?, ?)")
-      .run(id, accountId, type, JSON.stringify(data), at);
+    await this.db.run(
+      "INSERT INTO events (id, account_id, type, payload, created_at) VALUES (?, ?, ?, ?, ?)",
+      id,
+      accountId,
+      type,
+      JSON.stringify(data),
+      at,
+    );
     return id;
   }
 
-  undispatched(limit: number): EventRecord[] {
-    return this.db
-      .query<EventRecord, [number]>("SELECT * FROM events WHERE dispatched_at IS NULL ORDER BY seq LIMIT ?")
-      .all(limit);
+  async undispatched(limit: number): Promise<EventRecord[]> {
+    return await this.db.all<EventRecord>(
+      "SELECT * FROM events WHERE dispatched_at IS NULL ORDER BY seq LIMIT ?",
+      limit,
+    );
   }
 
   /**
@@ -33,18 +39,21 @@ export class EventStore {
    * when the hold runs out). Two dispatchers over one database never fan out the same event.
    * PostgreSQL: the inner SELECT takes `FOR UPDATE SKIP LOCKED`.
    */
-  claimUndispatched(owner: string, holdMs: number, limit: number): EventRecord[] {
-    return this.db
-      .query<EventRecord, [number, string, number, number]>(
+  async claimUndispatched(owner: string, holdMs: number, limit: number): Promise<EventRecord[]> {
+    return (
+      await this.db.write<EventRecord>(
         `UPDATE events SET claimed_by = ?2, claim_expires_at = ${dbNowMs("?1")} + ?3
           WHERE seq IN (SELECT seq FROM events
                          WHERE dispatched_at IS NULL AND (claim_expires_at IS NULL OR claim_expires_at <= ${dbNowMs("?1")})
                          ORDER BY seq LIMIT ?4)
             AND dispatched_at IS NULL AND (claim_expires_at IS NULL OR claim_expires_at <= ${dbNowMs("?1")})
           RETURNING *`,
+        this.clock.skewMs(),
+        owner,
+        holdMs,
+        limit,
       )
-      .all(this.clock.skewMs(), owner, holdMs, limit)
-      .sort((a, b) => a.seq - b.seq);
+    ).sort((a, b) => a.seq - b.seq);
   }
 
   /**
@@ -52,32 +61,36 @@ export class EventStore {
    * claim ran out and another dispatcher has it now); without, whoever holds it (account deletion
    * fans its own event out at once; the deliveries are unique per endpoint and event).
    */
-  markDispatched(seq: number, at = nowIso(), owner?: string): boolean {
+  async markDispatched(seq: number, at = nowIso(), owner?: string): Promise<boolean> {
     return (
-      this.db
-        .query(
+      (
+        await this.db.run(
           `UPDATE events SET dispatched_at = ?, claimed_by = NULL, claim_expires_at = NULL
-            WHERE seq = ? AND dispatched_at IS NULL AND (? IS NULL OR claimed_by = ?)`,
+            WHERE seq = ? AND dispatched_at IS NULL AND (CAST(? AS TEXT) IS NULL OR claimed_by = ?)`,
+          at,
+          seq,
+          owner ?? null,
+          owner ?? null,
         )
-        .run(at, seq, owner ?? null, owner ?? null).changes === 1
+      ).changes === 1
     );
   }
 
   /** One event by id, dispatched or not. */
-  byId(id: string): EventRecord | null {
-    return this.db.query<EventRecord, [string]>("SELECT * FROM events WHERE id = ?").get(id);
+  async byId(id: string): Promise<EventRecord | null> {
+    return await this.db.get<EventRecord>("SELECT * FROM events WHERE id = ?", id);
   }
 
   /** The outbox in order, optionally one account's or one type's (what was recorded; checks and tests). */
-  list(f: { accountId?: string; type?: EventType } = {}): EventRecord[] {
-    return this.db
-      .query<EventRecord, [string | null, string | null]>(
-        "SELECT * FROM events WHERE (?1 IS NULL OR account_id = ?1) AND (?2 IS NULL OR type = ?2) ORDER BY seq",
-      )
-      .all(f.accountId ?? null, f.type ?? null);
+  async list(f: { accountId?: string; type?: EventType } = {}): Promise<EventRecord[]> {
+    return await this.db.all<EventRecord>(
+      "SELECT * FROM events WHERE (CAST(?1 AS TEXT) IS NULL OR account_id = ?1) AND (CAST(?2 AS TEXT) IS NULL OR type = ?2) ORDER BY seq",
+      f.accountId ?? null,
+      f.type ?? null,
+    );
   }
 
-  deleteForAccount(accountId: string): void {
-    this.db.query("DELETE FROM events WHERE account_id = ?").run(accountId);
+  async deleteForAccount(accountId: string): Promise<void> {
+    await this.db.run("DELETE FROM events WHERE account_id = ?", accountId);
   }
 }

@@ -15,7 +15,7 @@ export function authorize(
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (access === "public") return next();
-    const principal = auth.authenticate(c.req.header("authorization"));
+    const principal = await auth.authenticate(c.req.header("authorization"));
     c.set("principal", principal);
     c.set("log", c.get("log").child({ account_id: principal.accountId }));
     // A one-time password's session may only choose a new password, see who it is, or sign out.

@@ -13,9 +13,9 @@ export interface ContentFiles {
 /** How the caller deletes a video row, inside the owner's transaction (videos/service.ts). */
 export interface VideoRowRemoval {
   /** Whether this video is to go (it exists in the caller's scope, e.g. its account). */
-  has(videoId: string): boolean;
+  has(videoId: string): Promise<boolean>;
   /** Deletes the video row (frames, shots, transcript and OCR rows cascade) and records what goes with it. */
-  remove(videoId: string): void;
+  remove(videoId: string): Promise<void>;
 }
 
 /**
@@ -36,27 +36,27 @@ export class VideoContent {
   ) {}
 
   /** The frames of the visual stage with their vectors. Not searchable until the stage is committed (`commitStage`). */
-  replaceFrames(scope: VideoScope, frames: FrameInput[], modelId: string): number[] {
-    return this.index.replaceFrames(scope, frames, modelId);
+  async replaceFrames(scope: VideoScope, frames: FrameInput[], modelId: string): Promise<number[]> {
+    return await this.index.replaceFrames(scope, frames, modelId);
   }
 
   /** The transcript segments (`[]` with model "none": a video without audio). */
-  replaceTranscript(scope: VideoScope, segments: TranscriptInput[], modelId: string): void {
-    this.index.replaceTranscript(scope, segments, modelId);
+  async replaceTranscript(scope: VideoScope, segments: TranscriptInput[], modelId: string): Promise<void> {
+    await this.index.replaceTranscript(scope, segments, modelId);
   }
 
   /** The on-screen text lines (the `ocr` stage). */
-  replaceOcrLines(scope: VideoScope, lines: OcrLineInput[]): void {
-    this.index.replaceOcrLines(scope, lines);
+  async replaceOcrLines(scope: VideoScope, lines: OcrLineInput[]): Promise<void> {
+    await this.index.replaceOcrLines(scope, lines);
   }
 
   /**
    * The shots with their thumbnails (written by the stage before this call). Once the rows
    * commit, thumbnail files of shots an earlier run had and this one has not are removed.
    */
-  replaceShots(scope: VideoScope, shots: ShotInput[], modelId: string | null): number[] {
-    return this.uow.run(() => {
-      const ids = this.index.replaceShots(scope, shots, modelId);
+  async replaceShots(scope: VideoScope, shots: ShotInput[], modelId: string | null): Promise<number[]> {
+    return await this.uow.run(async () => {
+      const ids = await this.index.replaceShots(scope, shots, modelId);
       const keep = new Set(shots.map((s) => s.thumbnailPath).filter((p): p is string => p !== null));
       this.uow.afterCommit(() => this.files.pruneShotThumbs(scope.videoId, keep));
       return ids;
@@ -68,17 +68,17 @@ export class VideoContent {
    * transaction, and `video.content_changed` is delivered once that commits, so search reads
    * the stage's rows from then on.
    */
-  commitStage<T>(videoId: string, write: () => T): T {
-    return this.uow.run(() => {
-      const result = write();
+  async commitStage<T>(videoId: string, write: () => Promise<T>): Promise<T> {
+    return await this.uow.run(async () => {
+      const result = await write();
       this.bus.publish({ type: "video.content_changed", videoId });
       return result;
     });
   }
 
   /** A video's shots in order (a resumed run's enrichment stages need them). */
-  shotSpans(videoId: string): { index: number; start: number; end: number }[] {
-    return this.index.shotSpans(videoId);
+  async shotSpans(videoId: string): Promise<{ index: number; start: number; end: number }[]> {
+    return await this.index.shotSpans(videoId);
   }
 
   /**
@@ -87,13 +87,14 @@ export class VideoContent {
    * foreign keys take frames, shots, transcript and OCR rows along); the video's folder once it
    * commits. `videos.deleted` names the videos that went, once all are gone. Returns them.
    */
-  deleteVideos(ids: string[], rows: VideoRowRemoval): string[] {
+  async deleteVideos(ids: string[], rows: VideoRowRemoval): Promise<string[]> {
     const gone: string[] = [];
+    // One transaction per video on purpose: a failure must not undo the others, and each folder goes with its commit.
     for (const id of ids) {
-      const deleted = this.uow.run(() => {
-        if (!rows.has(id)) return false;
-        this.index.deleteVideoVectors(id);
-        rows.remove(id);
+      const deleted = await this.uow.run(async () => {
+        if (!(await rows.has(id))) return false;
+        await this.index.deleteVideoVectors(id);
+        await rows.remove(id);
         this.uow.afterCommit(() => this.files.remove(id));
         return true;
       });

@@ -18,18 +18,18 @@ export interface TaskContext {
 /** One kind of work (docs/ARCHITECTURE.md "The task queue"); registered with `LeaseQueue.handle`. */
 export interface TaskHandler {
   /** In the claim's transaction (the job turns `pending`, the rendition `processing`). */
-  claimed?(task: TaskRow): void;
+  claimed?(task: TaskRow): Promise<void>;
   /** In the transaction that gives a task back to the queue unfinished (the job is `queued` again). */
-  released?(task: TaskRow): void;
+  released?(task: TaskRow): Promise<void>;
   /**
    * Does the work and returns the write that records its outcome. The queue runs that write in
    * one transaction that first ends the task, and writes nothing if the task is no longer this
    * worker's (deleted with its video, or taken over); a full disk makes it retry. Throwing fails
    * the task (`fail`), except when the task was told to stop or the disk is full.
    */
-  run(task: TaskRow, ctx: TaskContext): Promise<() => void>;
+  run(task: TaskRow, ctx: TaskContext): Promise<() => Promise<void> | void>;
   /** The failure's write, same rules: the run threw, or its workers died `maxAttempts` times. */
-  fail(task: TaskRow, error: JobError): void;
+  fail(task: TaskRow, error: JobError): Promise<void>;
 }
 
 /** A set of kinds that share slots on this node. */
@@ -65,7 +65,7 @@ export interface LeaseQueueOptions {
    */
   diskFull?: () => boolean;
   /** After every task ends, however it ended (a cancelled task's video folder is swept here). */
-  afterTask?: (task: TaskRow) => void;
+  afterTask?: (task: TaskRow) => Promise<void>;
 }
 
 /** The task is not this worker's any more (deleted with its video, or taken over after its lease ran out). */
@@ -101,6 +101,11 @@ export class LeaseQueue {
   private stopped = true;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private beat: ReturnType<typeof setInterval> | null = null;
+  /** A fill is claiming (see fill); another was asked for meanwhile. */
+  private filling = false;
+  private fillAgain = false;
+  /** A lease renewal is in flight. */
+  private beating = false;
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly maxAttempts: number;
@@ -132,8 +137,8 @@ export class LeaseQueue {
    * Queues a task. Call it inside the transaction that creates the work, so the task exists if
    * and only if the work does; this process starts looking once it commits (others poll).
    */
-  enqueue(task: NewTask): boolean {
-    const added = this.store.enqueue(task);
+  async enqueue(task: NewTask): Promise<boolean> {
+    const added = await this.store.enqueue(task);
     if (added) this.uow.afterCommit(() => this.wake());
     return added;
   }
@@ -142,10 +147,10 @@ export class LeaseQueue {
    * The per-account cap on waiting work: an account with `maxWaitingPerAccount` uploads waiting
    * is told to come back (429 QUEUE_FULL with Retry-After: about one of its tasks' length).
    */
-  assertRoom(accountId: string): void {
+  async assertRoom(accountId: string): Promise<void> {
     const max = this.opts.maxWaitingPerAccount ?? 0;
-    if (max <= 0 || this.store.waiting(accountId, "ingest") < max) return;
-    const secs = Math.min(600, Math.max(1, Math.ceil((this.store.typicalMs(accountId) ?? 30_000) / 1000)));
+    if (max <= 0 || (await this.store.waiting(accountId, "ingest")) < max) return;
+    const secs = Math.min(600, Math.max(1, Math.ceil(((await this.store.typicalMs(accountId)) ?? 30_000) / 1000)));
     throw new AppError(
       "QUEUE_FULL",
       `This account already has ${max} videos waiting to be indexed (the per-account cap); try again in about ${secs} s`,
@@ -158,15 +163,15 @@ export class LeaseQueue {
    * the instance lock says that process is gone) are queued again at once; every other lease is
    * left to run out. Returns how many were queued again.
    */
-  start(): number {
+  async start(): Promise<number> {
     if (!this.stopped) {
       this.wake(); // already running: its own tasks are not a previous incarnation's
       return 0;
     }
     try {
-      return this.uow.run(() => {
-        const back = this.store.releaseNode(this.opts.node);
-        for (const task of back) this.handlers.get(task.kind)?.released?.(task);
+      return await this.uow.run(async () => {
+        const back = await this.store.releaseNode(this.opts.node);
+        for (const task of back) await this.handlers.get(task.kind)?.released?.(task);
         return back.length;
       });
     } finally {
@@ -180,7 +185,7 @@ export class LeaseQueue {
   wake(): void {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.fill(), 0);
+    this.timer = setTimeout(() => void this.fill(), 0);
   }
 
   /** Tasks running in this process (all lanes, or one). */
@@ -200,19 +205,40 @@ export class LeaseQueue {
     for (const r of this.running.values()) if (ids.has(r.task.video_id)) this.halt(r, "cancelled");
   }
 
-  private fill(): void {
+  /**
+   * Claims for every lane with a free slot. One fill at a time (claims await the store): a wake
+   * arriving meanwhile runs one more fill after it, so two fills never both claim the last slot.
+   */
+  private async fill(): Promise<void> {
     this.timer = null;
     if (this.stopped) return;
+    if (this.filling) {
+      this.fillAgain = true;
+      return;
+    }
+    this.filling = true;
+    try {
+      await this.fillLanes();
+    } finally {
+      this.filling = false;
+      if (this.fillAgain && !this.stopped) {
+        this.fillAgain = false;
+        this.wake();
+      }
+    }
+  }
+
+  private async fillLanes(): Promise<void> {
     const wait = this.resumeAt - Date.now();
     if (wait > 0) {
-      this.timer = setTimeout(() => this.fill(), wait);
+      this.timer = setTimeout(() => void this.fill(), wait);
       return;
     }
     lanes: for (const lane of this.opts.lanes) {
       while (this.activeIn(lane.name) < lane.slots && (lane.when?.() ?? true)) {
         let task: TaskRow | null;
         try {
-          task = this.claim(lane);
+          task = await this.claim(lane);
           this.backoffMs = 0;
         } catch (e) {
           // A claim is a write: a full disk fails it. Keep polling (slower) instead of dying.
@@ -223,26 +249,23 @@ export class LeaseQueue {
         this.launch(task, lane.name);
       }
     }
-    if (!this.stopped) this.timer = setTimeout(() => this.fill(), Math.max(this.pollMs, this.backoffMs));
+    if (!this.stopped) this.timer = setTimeout(() => void this.fill(), Math.max(this.pollMs, this.backoffMs));
   }
 
-  private claim(lane: Lane): TaskRow | null {
+  private async claim(lane: Lane): Promise<TaskRow | null> {
     const kinds = lane.kinds.filter((k) => this.handlers.has(k));
     if (!kinds.length) return null;
-    return this.uow.run(
-      () => {
-        const task = this.store.claim({
-          kinds,
-          owner: this.owner,
-          node: this.opts.node,
-          leaseMs: this.leaseMs,
-          maxRunningPerAccount: this.opts.maxRunningPerAccount ?? 0,
-        });
-        if (task) this.handlers.get(task.kind)!.claimed?.(task);
-        return task;
-      },
-      { immediate: true },
-    );
+    return await this.uow.run(async () => {
+      const task = await this.store.claim({
+        kinds,
+        owner: this.owner,
+        node: this.opts.node,
+        leaseMs: this.leaseMs,
+        maxRunningPerAccount: this.opts.maxRunningPerAccount ?? 0,
+      });
+      if (task) await this.handlers.get(task.kind)!.claimed?.(task);
+      return task;
+    });
   }
 
   private launch(task: TaskRow, lane: string): void {
@@ -258,13 +281,24 @@ export class LeaseQueue {
     this.running.set(task.id, entry);
     // One heartbeat for every task of this process, on its own timer: a stage that reports no
     // progress for minutes (one long ffmpeg step, one huge frame to read) keeps its lease.
-    this.beat ??= setInterval(() => this.heartbeat(), Math.max(50, Math.floor(this.leaseMs / 3)));
+    this.beat ??= setInterval(() => void this.heartbeat(), Math.max(50, Math.floor(this.leaseMs / 3)));
   }
 
-  private heartbeat(): void {
+  private async heartbeat(): Promise<void> {
+    // One renewal at a time: a slow store must not pile them up.
+    if (this.beating) return;
+    this.beating = true;
+    try {
+      await this.renewLeases();
+    } finally {
+      this.beating = false;
+    }
+  }
+
+  private async renewLeases(): Promise<void> {
     let held: Set<number>;
     try {
-      held = this.store.renew(this.owner, this.leaseMs);
+      held = await this.store.renew(this.owner, this.leaseMs);
     } catch (e) {
       this.storeFailed("renewing leases", e); // the leases last; the next beat tries again
       return;
@@ -289,20 +323,17 @@ export class LeaseQueue {
     });
     const ctx: TaskContext = { signal: r.abort.signal };
     /** The outcome's transaction: the task ends first, and nothing is written if it was not ours any more. */
-    const outcome = (write: () => void) =>
-      this.uow.run(
-        () => {
-          if (!this.store.finish(task.id, this.owner)) throw new TaskLost(task);
-          write();
-        },
-        { immediate: true },
-      );
+    const outcome = async (write: () => Promise<void> | void) =>
+      await this.uow.run(async () => {
+        if (!(await this.store.finish(task.id, this.owner))) throw new TaskLost(task);
+        await write();
+      });
     const started = Date.now();
     try {
       if (task.attempts > this.maxAttempts) {
         log.error("task's worker died repeatedly; giving up", { attempts: task.attempts });
         const error = { code: "CRASHED_REPEATEDLY", message: `stopped unexpectedly ${task.attempts - 1} times` };
-        await this.settle("failing a task", () => outcome(() => handler.fail(task, error)));
+        await this.settle("failing a task", async () => await outcome(async () => await handler.fail(task, error)));
         return;
       }
       let commit: () => void;
@@ -315,7 +346,7 @@ export class LeaseQueue {
           // is idempotent) and run it again once writes succeed.
           log.warn("task interrupted: disk full; it will run again", { err: (e as Error)?.message });
           this.storeFailed("running a task", e);
-          await this.settle("giving a task back", () => this.giveBack(task, handler));
+          await this.settle("giving a task back", async () => await this.giveBack(task, handler));
           return;
         }
         const error =
@@ -324,12 +355,12 @@ export class LeaseQueue {
             : { code: "INTERNAL_ERROR", message: "the task failed unexpectedly" };
         if (e instanceof JobFailure) log.warn("task failed", error);
         else log.error("task crashed", { err: (e as Error)?.message, stack: (e as Error)?.stack });
-        await this.settle("failing a task", () => outcome(() => handler.fail(task, error)));
+        await this.settle("failing a task", async () => await outcome(async () => await handler.fail(task, error)));
         return;
       }
       // Done before the stop reached it: record it. Cancelled or lost: the outcome belongs to no one.
       if (r.why === "cancelled" || r.why === "lost") return;
-      if (await this.settle("completing a task", () => outcome(commit)))
+      if (await this.settle("completing a task", async () => await outcome(commit)))
         log.info("task done", { took_ms: Date.now() - started });
     } catch (e) {
       if (e instanceof TaskLost) log.info("task ended elsewhere (its video was deleted, or its lease ran out)");
@@ -338,13 +369,13 @@ export class LeaseQueue {
       if (r.why === "stop") {
         // Shutting down: hand it back now (not a crash) rather than make the next claimer wait out the lease.
         try {
-          this.giveBack(task, handler);
+          await this.giveBack(task, handler);
         } catch (e) {
           this.storeFailed("giving a task back", e); // its lease runs out instead
         }
       }
       try {
-        this.opts.afterTask?.(task);
+        await this.opts.afterTask?.(task);
       } catch (e) {
         log.warn("clean-up after a task failed", { err: (e as Error)?.message });
       }
@@ -352,9 +383,9 @@ export class LeaseQueue {
   }
 
   /** Hands a task this process holds back to the queue, not counted as a crash (stopping, disk full). */
-  private giveBack(task: TaskRow, handler: TaskHandler): void {
-    this.uow.run(() => {
-      if (this.store.release(task.id, this.owner, true)) handler.released?.(task);
+  private async giveBack(task: TaskRow, handler: TaskHandler): Promise<void> {
+    await this.uow.run(async () => {
+      if (await this.store.release(task.id, this.owner, true)) await handler.released?.(task);
     });
   }
 
@@ -375,10 +406,10 @@ export class LeaseQueue {
    * task must not sit out its lease because one write failed). Gives up only when stopping: the
    * task is then handed back and runs again.
    */
-  private async settle(what: string, write: () => unknown): Promise<boolean> {
+  private async settle(what: string, write: () => Promise<unknown>): Promise<boolean> {
     for (;;) {
       try {
-        write();
+        await write();
         this.backoffMs = 0;
         return true;
       } catch (e) {

@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Executor } from "../store/executor.ts";
 import { DATABASE_CLOCK, type DbClock, dbNowMs } from "../store/sql.ts";
 
 const NOW = dbNowMs("?1"); // every statement below binds the clock skew as its first parameter
@@ -49,7 +49,7 @@ export interface ClaimRequest {
  */
 export class TaskStore {
   constructor(
-    private readonly db: Database,
+    private readonly db: Executor,
     private readonly clock: DbClock = DATABASE_CLOCK,
   ) {}
 
@@ -62,31 +62,29 @@ export class TaskStore {
    * running task will have had (fair share; see migration 011). Returns whether a row was added.
    * Call it inside the transaction that creates the work (the job, the video).
    */
-  enqueue(t: NewTask): boolean {
-    this.db
-      .query(
-        `INSERT INTO task_accounts (account_id, served_ms)
+  async enqueue(t: NewTask): Promise<boolean> {
+    await this.db.run(
+      `INSERT INTO task_accounts (account_id, served_ms)
          VALUES (?1, (SELECT coalesce(min(a.served_ms) - 1, 0) FROM task_accounts a
                        WHERE a.account_id IN (SELECT account_id FROM tasks WHERE kind <> 'rendition')
                          AND a.account_id <> ?1))
          ON CONFLICT (account_id) DO UPDATE SET served_ms = excluded.served_ms
           WHERE NOT EXISTS (SELECT 1 FROM tasks WHERE account_id = ?1 AND kind <> 'rendition')`,
-      )
-      .run(t.accountId);
+      t.accountId,
+    );
     return (
-      this.db
-        .query(
+      (
+        await this.db.run(
           `INSERT INTO tasks (kind, account_id, video_id, job_id, payload, state, queued_at)
            VALUES (?2, ?3, ?4, ?5, ?6, 'queued', ${NOW}) ON CONFLICT DO NOTHING`,
-        )
-        .run(
           this.clock.skewMs(),
           t.kind,
           t.accountId,
           t.videoId,
           t.jobId ?? null,
           t.payload === undefined ? null : JSON.stringify(t.payload),
-        ).changes === 1
+        )
+      ).changes === 1
     );
   }
 
@@ -97,10 +95,11 @@ export class TaskStore {
    * task of that account. A task whose lease ran out (its worker died) is claimable again, and
    * the claim counts as an attempt. One statement: SQLite runs it under its one writer lock.
    */
-  claim(r: ClaimRequest): TaskRow | null {
-    return this.db
-      .query<TaskRow, [number, string, number, string, string, number]>(
-        `WITH clock AS (SELECT ${NOW} AS now),
+  async claim(r: ClaimRequest): Promise<TaskRow | null> {
+    return (
+      (
+        await this.db.write<TaskRow>(
+          `WITH clock AS (SELECT ${NOW} AS now),
          live AS (
            SELECT t.account_id, count(*) AS n, sum(clock.now - t.started_at) AS ran
              FROM tasks t CROSS JOIN clock
@@ -120,8 +119,15 @@ export class TaskStore {
           WHERE id = (SELECT id FROM pick)
             AND (state = 'queued' OR lease_expires_at <= (SELECT now FROM clock))
           RETURNING *`,
-      )
-      .get(this.clock.skewMs(), JSON.stringify(r.kinds), r.maxRunningPerAccount, r.owner, r.node, r.leaseMs);
+          this.clock.skewMs(),
+          JSON.stringify(r.kinds),
+          r.maxRunningPerAccount,
+          r.owner,
+          r.node,
+          r.leaseMs,
+        )
+      )[0] ?? null
+    );
   }
 
   /**
@@ -129,14 +135,16 @@ export class TaskStore {
    * doing. Returns the ids it still holds; a running task missing from them was deleted (its
    * video was) or taken over after its lease ran out, and must stop without writing.
    */
-  renew(owner: string, leaseMs: number): Set<number> {
+  async renew(owner: string, leaseMs: number): Promise<Set<number>> {
     return new Set(
-      this.db
-        .query<{ id: number }, [number, number, string]>(
+      (
+        await this.db.write<{ id: number }>(
           `UPDATE tasks SET lease_expires_at = ${NOW} + ?2 WHERE lease_owner = ?3 AND state = 'running' RETURNING id`,
+          this.clock.skewMs(),
+          leaseMs,
+          owner,
         )
-        .all(this.clock.skewMs(), leaseMs, owner)
-        .map((r) => r.id),
+      ).map((r) => r.id),
     );
   }
 
@@ -145,15 +153,19 @@ export class TaskStore {
    * share. False when it is not held any more (deleted, or taken over): the caller's transaction
    * must then write nothing.
    */
-  finish(id: number, owner: string): boolean {
-    const done = this.db
-      .query<{ account_id: string; kind: TaskKind; ran: number }, [number, number, string]>(
-        `DELETE FROM tasks WHERE id = ?2 AND lease_owner = ?3 AND state = 'running'
+  async finish(id: number, owner: string): Promise<boolean> {
+    const done =
+      (
+        await this.db.write<{ account_id: string; kind: TaskKind; ran: number }>(
+          `DELETE FROM tasks WHERE id = ?2 AND lease_owner = ?3 AND state = 'running'
          RETURNING account_id, kind, max(${NOW} - started_at, 0) AS ran`,
-      )
-      .get(this.clock.skewMs(), id, owner);
+          this.clock.skewMs(),
+          id,
+          owner,
+        )
+      )[0] ?? null;
     if (!done) return false;
-    this.charge(done.account_id, done.ran, done.kind === "ingest" ? done.ran : null);
+    await this.charge(done.account_id, done.ran, done.kind === "ingest" ? done.ran : null);
     return true;
   }
 
@@ -161,17 +173,22 @@ export class TaskStore {
    * Gives a task `owner` holds back to the queue: stopping, or out of disk space. `uncount`: the
    * claim was not a crash, so its attempt is taken back. The time it ran still counts as service.
    */
-  release(id: number, owner: string, uncount: boolean): boolean {
-    const back = this.db
-      .query<{ account_id: string; ran: number }, [number, number, number, string]>(
-        `UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_node = NULL, lease_expires_at = NULL,
+  async release(id: number, owner: string, uncount: boolean): Promise<boolean> {
+    const back =
+      (
+        await this.db.write<{ account_id: string; ran: number }>(
+          `UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_node = NULL, lease_expires_at = NULL,
                 started_at = NULL, attempts = max(attempts - ?2, 0)
           WHERE id = ?3 AND lease_owner = ?4 AND state = 'running'
           RETURNING account_id, max(${NOW} - coalesce(started_at, 0), 0) AS ran`,
-      )
-      .get(this.clock.skewMs(), uncount ? 1 : 0, id, owner);
+          this.clock.skewMs(),
+          uncount ? 1 : 0,
+          id,
+          owner,
+        )
+      )[0] ?? null;
     if (!back) return false;
-    this.charge(back.account_id, back.ran, null);
+    await this.charge(back.account_id, back.ran, null);
     return true;
   }
 
@@ -180,60 +197,61 @@ export class TaskStore {
    * instance lock says it is gone) held when it died are queued again at once instead of after
    * their leases. The claim they had still counts as an attempt.
    */
-  releaseNode(node: string): TaskRow[] {
-    return this.db
-      .query<TaskRow, [string]>(
-        `UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_node = NULL, lease_expires_at = NULL, started_at = NULL
+  async releaseNode(node: string): Promise<TaskRow[]> {
+    return await this.db.write<TaskRow>(
+      `UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_node = NULL, lease_expires_at = NULL, started_at = NULL
           WHERE lease_node = ? AND state = 'running'
           RETURNING *`,
-      )
-      .all(node);
+      node,
+    );
   }
 
   /** Tasks of `kind` this account has waiting (the per-account cap on waiting work). */
-  waiting(accountId: string, kind: TaskKind): number {
-    return this.db
-      .query<{ n: number }, [string, string]>(
-        "SELECT count(*) AS n FROM tasks WHERE account_id = ? AND state = 'queued' AND kind = ?",
-      )
-      .get(accountId, kind)!.n;
+  async waiting(accountId: string, kind: TaskKind): Promise<number> {
+    return (await this.db.get<{ n: number }>(
+      "SELECT count(*) AS n FROM tasks WHERE account_id = ? AND state = 'queued' AND kind = ?",
+      accountId,
+      kind,
+    ))!.n;
   }
 
   /** A moving average of this account's ingest task lengths, ms (null before its first one ends). */
-  typicalMs(accountId: string): number | null {
+  async typicalMs(accountId: string): Promise<number | null> {
     return (
-      this.db
-        .query<{ typical_ms: number | null }, [string]>("SELECT typical_ms FROM task_accounts WHERE account_id = ?")
-        .get(accountId)?.typical_ms ?? null
+      (
+        await this.db.get<{ typical_ms: number | null }>(
+          "SELECT typical_ms FROM task_accounts WHERE account_id = ?",
+          accountId,
+        )
+      )?.typical_ms ?? null
     );
   }
 
   /** Every task waiting or running, in queue order (operators' and tests' view). */
-  list(f: { videoId?: string; accountId?: string } = {}): TaskRow[] {
-    return this.db
-      .query<TaskRow, [string | null, string | null]>(
-        "SELECT * FROM tasks WHERE (?1 IS NULL OR video_id = ?1) AND (?2 IS NULL OR account_id = ?2) ORDER BY id",
-      )
-      .all(f.videoId ?? null, f.accountId ?? null);
+  async list(f: { videoId?: string; accountId?: string } = {}): Promise<TaskRow[]> {
+    return await this.db.all<TaskRow>(
+      "SELECT * FROM tasks WHERE (?1 IS NULL OR video_id = ?1) AND (?2 IS NULL OR account_id = ?2) ORDER BY id",
+      f.videoId ?? null,
+      f.accountId ?? null,
+    );
   }
 
-  countsByState(): { kind: TaskKind; state: string; n: number }[] {
-    return this.db
-      .query<{ kind: TaskKind; state: string; n: number }, []>(
-        "SELECT kind, state, count(*) AS n FROM tasks GROUP BY kind, state ORDER BY kind, state",
-      )
-      .all();
+  async countsByState(): Promise<{ kind: TaskKind; state: string; n: number }[]> {
+    return await this.db.all<{ kind: TaskKind; state: string; n: number }>(
+      "SELECT kind, state, count(*) AS n FROM tasks GROUP BY kind, state ORDER BY kind, state",
+    );
   }
 
-  private charge(accountId: string, ranMs: number, typicalMs: number | null): void {
-    this.db
-      .query(
-        `INSERT INTO task_accounts (account_id, served_ms, typical_ms) VALUES (?1, ?2, ?3)
+  private async charge(accountId: string, ranMs: number, typicalMs: number | null): Promise<void> {
+    await this.db.run(
+      `INSERT INTO task_accounts (account_id, served_ms, typical_ms) VALUES (?1, ?2, ?3)
          ON CONFLICT (account_id) DO UPDATE SET served_ms = task_accounts.served_ms + excluded.served_ms,
            typical_ms = CASE WHEN excluded.typical_ms IS NULL THEN task_accounts.typical_ms
                              WHEN task_accounts.typical_ms IS NULL THEN excluded.typical_ms
                              ELSE (task_accounts.typical_ms * 3 + excluded.typical_ms) / 4 END`,
-      )
-      .run(accountId, Math.round(ranMs), typicalMs === null ? null : Math.round(typicalMs));
+      accountId,
+      Math.round(ranMs),
+      typicalMs === null ? null : Math.round(typicalMs),
+    );
   }
 }

@@ -55,13 +55,18 @@ export class MediaService {
     private readonly signer: SignatureVerifier,
   ) {}
 
-  open(videoId: string, item: MediaItem, expires: string | undefined, signature: string | undefined): MediaFile {
+  async open(
+    videoId: string,
+    item: MediaItem,
+    expires: string | undefined,
+    signature: string | undefined,
+  ): Promise<MediaFile> {
     const path = pathOf(videoId, item);
     const check = this.signer.verify(path, expires, signature);
     if (check === "expired")
       throw new AppError("FORBIDDEN", "This media link has expired; ask the API for a fresh one");
     if (check !== "ok") throw new AppError("FORBIDDEN", "Missing or invalid media signature");
-    const video = VIDEO_ID.test(videoId) ? this.store.video(videoId) : null;
+    const video = VIDEO_ID.test(videoId) ? await this.store.video(videoId) : null;
     if (!video) throw notFound("VIDEO_NOT_FOUND", `Video ${videoId}`);
     let rel: string | null;
     let contentType = "image/jpeg";
@@ -71,14 +76,14 @@ export class MediaService {
     } else if (item.kind === "poster") {
       rel = video.poster_path;
     } else if (item.kind === "rendition") {
-      rel = this.store.renditionPath(videoId);
+      rel = await this.store.renditionPath(videoId);
       contentType = "video/mp4";
     } else if (item.kind === "clip") {
       // Clips are files in the video's folder, named by their span; no row (the cache may evict them).
       rel = CLIP_FILE.test(item.file) ? this.files.rel(join(this.files.dir(videoId), "clips", item.file)) : null;
       contentType = "video/mp4";
     } else {
-      rel = this.store.shotThumbnail(videoId, item.index);
+      rel = await this.store.shotThumbnail(videoId, item.index);
     }
     const file = rel ? this.resolve(rel) : null;
     if (!file) throw notFound("NOT_FOUND", item.kind === "shot" || item.kind === "poster" ? "Thumbnail" : "Video file");

@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Executor } from "../store/executor.ts";
 
 export interface MediaVideoRow {
   id: string;
@@ -9,30 +9,36 @@ export interface MediaVideoRow {
 
 /** The rows the media routes read: where a video's files are. */
 export class MediaStore {
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Executor) {}
 
-  video(id: string): MediaVideoRow | null {
-    return this.db
-      .query<MediaVideoRow, [string]>("SELECT id, source_path, poster_path, mime_type FROM videos WHERE id = ?")
-      .get(id);
-  }
-
-  /** The web rendition's relative path once it is ready (migration 007). */
-  renditionPath(videoId: string): string | null {
-    return (
-      this.db
-        .query<{ path: string }, [string]>("SELECT path FROM renditions WHERE video_id = ? AND status = 'ready'")
-        .get(videoId)?.path ?? null
+  async video(id: string): Promise<MediaVideoRow | null> {
+    return await this.db.get<MediaVideoRow>(
+      "SELECT id, source_path, poster_path, mime_type FROM videos WHERE id = ?",
+      id,
     );
   }
 
-  shotThumbnail(videoId: string, shotIndex: number): string | null {
+  /** The web rendition's relative path once it is ready (migration 007). */
+  async renditionPath(videoId: string): Promise<string | null> {
     return (
-      this.db
-        .query<{ thumbnail_path: string | null }, [string, number]>(
-          "SELECT thumbnail_path FROM shots WHERE video_id = ? AND shot_index = ?",
+      (
+        await this.db.get<{ path: string }>(
+          "SELECT path FROM renditions WHERE video_id = ? AND status = 'ready'",
+          videoId,
         )
-        .get(videoId, shotIndex)?.thumbnail_path ?? null
+      )?.path ?? null
+    );
+  }
+
+  async shotThumbnail(videoId: string, shotIndex: number): Promise<string | null> {
+    return (
+      (
+        await this.db.get<{ thumbnail_path: string | null }>(
+          "SELECT thumbnail_path FROM shots WHERE video_id = ? AND shot_index = ?",
+          videoId,
+          shotIndex,
+        )
+      )?.thumbnail_path ?? null
     );
   }
 }

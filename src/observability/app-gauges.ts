@@ -9,8 +9,8 @@ type Counted<K extends string> = ({ n: number } & Record<K, string>)[];
 export function registerAppGauges(
   metrics: Metrics,
   s: {
-    jobCounts: () => Counted<"status">;
-    taskCounts: () => Counted<"kind" | "state">;
+    jobCounts: () => Promise<Counted<"status">>;
+    taskCounts: () => Promise<Counted<"kind" | "state">>;
     searchIndexRows: () => number;
     searchIndexWarm: () => { state: string; fraction: number } | null | undefined;
     inferenceRunning: () => boolean;
@@ -18,11 +18,13 @@ export function registerAppGauges(
     idleMemoryPasses: () => number;
   },
 ): void {
-  metrics.gauge("vsearch_jobs", "Indexing jobs by status", () =>
-    s.jobCounts().map((r) => ({ labels: { status: r.status }, value: r.n })),
+  metrics.gauge("vsearch_jobs", "Indexing jobs by status", async () =>
+    (await s.jobCounts()).map((r) => ({ labels: { status: r.status }, value: r.n })),
   );
-  metrics.gauge("vsearch_tasks", "Tasks in the queue (ingest, ocr, rendition) waiting or running, all nodes", () =>
-    s.taskCounts().map((r) => ({ labels: { kind: r.kind, state: r.state }, value: r.n })),
+  metrics.gauge(
+    "vsearch_tasks",
+    "Tasks in the queue (ingest, ocr, rendition) waiting or running, all nodes",
+    async () => (await s.taskCounts()).map((r) => ({ labels: { kind: r.kind, state: r.state }, value: r.n })),
   );
   metrics.gauge("vsearch_search_index_vectors", "Vectors held in the in-memory search index", () => [
     { value: s.searchIndexRows() },

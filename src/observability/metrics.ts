@@ -11,13 +11,19 @@ const labelText = (labels: Record<string, string>) => {
   return parts.length ? `{${parts.join(",")}}` : "";
 };
 
+/** One value of a gauge (with its labels). */
+export interface GaugeSample {
+  labels?: Record<string, string>;
+  value: number;
+}
+
 export class Metrics {
   private readonly counters = new Map<string, { help: string; values: Map<string, number> }>();
   private readonly histo = new Map<string, { count: number; sum: number; buckets: number[] }>();
   private readonly gauges: {
     name: string;
     help: string;
-    read: () => { labels?: Record<string, string>; value: number }[];
+    read: () => GaugeSample[] | Promise<GaugeSample[]>;
   }[] = [];
 
   inc(name: string, help: string, labels: Record<string, string> = {}, by = 1): void {
@@ -43,11 +49,11 @@ export class Metrics {
     });
   }
 
-  gauge(name: string, help: string, read: () => { labels?: Record<string, string>; value: number }[]): void {
+  gauge(name: string, help: string, read: () => GaugeSample[] | Promise<GaugeSample[]>): void {
     this.gauges.push({ name, help, read });
   }
 
-  render(): string {
+  async render(): Promise<string> {
     const out: string[] = [];
     for (const [name, c] of this.counters) {
       out.push(`# HELP ${name} ${c.help}`, `# TYPE ${name} counter`);
@@ -64,9 +70,11 @@ export class Metrics {
         `${hn}_count${labels} ${h.count}`,
       );
     }
-    for (const g of this.gauges) {
+    // Read together: a gauge that asks the store waits for its answer, the others do not wait for it.
+    const samples = await Promise.all(this.gauges.map((g) => g.read()));
+    for (const [i, g] of this.gauges.entries()) {
       out.push(`# HELP ${g.name} ${g.help}`, `# TYPE ${g.name} gauge`);
-      for (const s of g.read()) out.push(`${g.name}${labelText(s.labels ?? {})} ${s.value}`);
+      for (const s of samples[i]) out.push(`${g.name}${labelText(s.labels ?? {})} ${s.value}`);
     }
     return out.join("\n") + "\n";
   }

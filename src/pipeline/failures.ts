@@ -32,16 +32,36 @@ export const aborted = () => new JobFailure("ABORTED", "Indexing was interrupted
 export function jobProgress(jobs: Pick<JobService, "progress">, jobId: string): (stage: string, pct: number) => void {
   let last = 0;
   let lastStage = "";
+  // One write in flight at a time; a report arriving meanwhile replaces the one waiting (the
+  // latest wins), so a fast stage never piles up writes. A write's failure other than a full disk
+  // surfaces at the next report (the stage then fails, as when the write was synchronous).
+  let inflight = false;
+  let waiting: [string, number] | null = null;
+  let failure: unknown = null;
+  const flush = () => {
+    const next = waiting;
+    if (!next) return;
+    waiting = null;
+    inflight = true;
+    // Runs on while the stage goes on (the stage's own writes decide); its failure is kept above.
+    void jobs
+      .progress(jobId, next[0], next[1])
+      .catch((e: unknown) => {
+        // Advisory: the stage's own writes decide whether the task can go on.
+        if (!isStorageError(e)) failure ??= e;
+      })
+      .finally(() => {
+        inflight = false;
+        flush();
+      });
+  };
   return (stage, pct) => {
+    if (failure) throw failure;
     const t = Date.now();
     if (t - last < 500 && stage === lastStage) return;
     last = t;
     lastStage = stage;
-    try {
-      jobs.progress(jobId, stage, pct);
-    } catch (e) {
-      // Advisory: the stage's own writes decide whether the task can go on.
-      if (!isStorageError(e)) throw e;
-    }
+    waiting = [stage, pct];
+    if (!inflight) flush();
   };
 }

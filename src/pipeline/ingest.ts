@@ -68,20 +68,20 @@ export class IngestPipeline implements TaskHandler {
     this.labels = new LabelEmbeddings(d);
   }
 
-  claimed(task: TaskRow): void {
-    const job = task.job_id ? this.d.jobs.row(task.job_id) : null;
-    if (job) this.d.jobs.started(job);
+  async claimed(task: TaskRow): Promise<void> {
+    const job = task.job_id ? await this.d.jobs.row(task.job_id) : null;
+    if (job) await this.d.jobs.started(job);
   }
 
-  released(task: TaskRow): void {
-    const job = task.job_id ? this.d.jobs.row(task.job_id) : null;
-    if (job) this.d.jobs.requeued(job);
+  async released(task: TaskRow): Promise<void> {
+    const job = task.job_id ? await this.d.jobs.row(task.job_id) : null;
+    if (job) await this.d.jobs.requeued(job);
   }
 
-  async run(task: TaskRow, ctx: TaskContext): Promise<() => void> {
+  async run(task: TaskRow, ctx: TaskContext): Promise<() => Promise<void> | void> {
     const d = this.d;
-    const job = task.job_id ? d.jobs.row(task.job_id) : null;
-    const video = d.videos.getById(task.video_id);
+    const job = task.job_id ? await d.jobs.row(task.job_id) : null;
+    const video = await d.videos.getById(task.video_id);
     if (!job || !video) return () => {}; // deleted meanwhile (its tasks normally go with it)
     const source = d.files.abs(video.source_path);
     // Speech runs beside the visual stages (it has its own worker). One stop signal for both: when
@@ -111,8 +111,8 @@ export class IngestPipeline implements TaskHandler {
   }
 
   /** The job fails with the task (its error, or CRASHED_REPEATEDLY with what to do). */
-  fail(task: TaskRow, error: JobError): void {
-    const job = task.job_id ? this.d.jobs.row(task.job_id) : null;
+  async fail(task: TaskRow, error: JobError): Promise<void> {
+    const job = task.job_id ? await this.d.jobs.row(task.job_id) : null;
     if (!job) return;
     const shown =
       error.code === "CRASHED_REPEATEDLY"
@@ -120,7 +120,7 @@ export class IngestPipeline implements TaskHandler {
         : error.code === "INTERNAL_ERROR"
           ? { code: error.code, message: "Indexing failed unexpectedly" }
           : error;
-    this.d.jobs.fail(job, shown);
+    await this.d.jobs.fail(job, shown);
   }
 
   /** The first stages; returns the write that makes the video searchable (run in the task's outcome transaction). */
@@ -131,18 +131,18 @@ export class IngestPipeline implements TaskHandler {
     progress: (stage: string, pct: number) => void,
     taskSignal: AbortSignal,
     stop: AbortController,
-  ): Promise<() => void> {
+  ): Promise<() => Promise<void> | void> {
     const d = this.d;
     const stages = new StageRun(d.videos, video.id, progress, stop.signal);
-    d.videos.update(video.id, { status: "processing", stages: "{}", error_code: null, error_message: null });
+    await d.videos.update(video.id, { status: "processing", stages: "{}", error_code: null, error_message: null });
     // On-screen text follows as its own task once the video is searchable (SPEC §12).
     if (d.ocr) {
-      stages.pending("ocr", OCR_PENDING_REASON);
-      d.jobs.setPending(job.id, ["ocr"]);
+      await stages.pending("ocr", OCR_PENDING_REASON);
+      await d.jobs.setPending(job.id, ["ocr"]);
     }
 
     // probe (the keyframe packet scan runs beside it: it decides the decode mode below)
-    stages.report("probe", 0);
+    await stages.report("probe", 0);
     const packets = readKeyframeTimes(d.bins, source, { method: "packets" }).catch(() => null);
     // No first-frame decode check here: the upload's sniff (both paths) already made it on these
     // bytes, and a file that stops decoding later fails in the frame decode with its own error.
@@ -152,7 +152,7 @@ export class IngestPipeline implements TaskHandler {
     );
     // A truncated file is indexed as far as its data goes (issue 22), with a warning on the video.
     const { info, warning } = await decodableInfo(d, source, probed);
-    d.videos.update(video.id, {
+    await d.videos.update(video.id, {
       warning,
       duration_secs: info.durationSecs,
       width: info.width,
@@ -162,7 +162,7 @@ export class IngestPipeline implements TaskHandler {
       audio_codec: info.audioCodec,
       has_audio: info.hasAudio ? 1 : 0,
     });
-    stages.record("probe", { status: "ran", took_ms: probeMs, ...(warning ? { reason: warning } : {}) });
+    await stages.record("probe", { status: "ran", took_ms: probeMs, ...(warning ? { reason: warning } : {}) });
     stages.check();
 
     const scope = { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id };
@@ -208,15 +208,15 @@ export class IngestPipeline implements TaskHandler {
       // The one write of the shots (with their thumbnails, after both exist), the video becoming
       // searchable, the stage's outcome and what follows the video, in one transaction (with the
       // task's end); search hears of it on commit.
-      return () =>
-        d.content.commitStage(video.id, () => {
-          d.content.replaceShots(
+      return async () =>
+        await d.content.commitStage(video.id, async () => {
+          await d.content.replaceShots(
             run.scope,
             scenes.map((s, i) => ({ ...s, thumbnailPath: thumbs.shots[i] })),
             clip?.modelId ?? null,
           );
-          d.videos.update(video.id, { poster_path: thumbs.poster, status: "ready" });
-          stages.record("thumbnails", {
+          await d.videos.update(video.id, { poster_path: thumbs.poster, status: "ready" });
+          await stages.record("thumbnails", {
             status: "ran",
             took_ms: thumbsMs,
             count: thumbs.shots.filter(Boolean).length,
@@ -224,20 +224,20 @@ export class IngestPipeline implements TaskHandler {
               ? { reason: passNote(thumbs.shotsFromPass, thumbs.posterFromPass) }
               : {}),
           });
-          d.jobs.searchable(job);
+          await d.jobs.searchable(job);
           if (d.ocr) {
             const handOver: OcrHandOver = { info, plan };
-            d.tasks.enqueue({
+            await d.tasks.enqueue({
               kind: "ocr",
               accountId: job.account_id,
               videoId: video.id,
               jobId: job.id,
               payload: handOver,
             });
-            stages.report("ocr", 0); // the job's stage from here on: its OCR task, waiting or running
+            await stages.report("ocr", 0); // the job's stage from here on: its OCR task, waiting or running
           } else {
-            stages.record("ocr", { status: "skipped", reason: OCR_OFF_REASON });
-            d.jobs.complete(job);
+            await stages.record("ocr", { status: "skipped", reason: OCR_OFF_REASON });
+            await d.jobs.complete(job);
           }
         });
     } catch (e) {
@@ -264,7 +264,7 @@ export class IngestPipeline implements TaskHandler {
   ): Promise<{ shots: Shot[]; frames: EmbeddedFrame[] }> {
     const { stages, info } = r;
     const d = this.d;
-    stages.report("shots", 0);
+    await stages.report("shots", 0);
     const { keyframesOnly, skipFrames, loopFilter } = plan;
     const detectShots = async (): Promise<Shot[]> => {
       const boundaries = await detectShotBoundaries(d.bins, r.source, {
@@ -281,9 +281,9 @@ export class IngestPipeline implements TaskHandler {
       : `full decode (${skipFrames} pictures skipped${loopFilter === "skip" ? ", no loop filter" : ""})`;
     if (!clip) {
       const [shots, ms] = await stages.timed(detectShots);
-      stages.record("shots", { status: "ran", took_ms: ms, count: shots.length, reason: decodeNote });
-      stages.record("frames", { status: "skipped", reason: NO_IMAGE_MODEL });
-      stages.record("embeddings", { status: "skipped", reason: NO_IMAGE_MODEL });
+      await stages.record("shots", { status: "ran", took_ms: ms, count: shots.length, reason: decodeNote });
+      await stages.record("frames", { status: "skipped", reason: NO_IMAGE_MODEL });
+      await stages.record("embeddings", { status: "skipped", reason: NO_IMAGE_MODEL });
       stages.check();
       return { shots, frames: [] };
     }
@@ -295,13 +295,13 @@ export class IngestPipeline implements TaskHandler {
         clip,
         { keyframesOnly, skipFrames, loopFilter, jpegDir: jpegDir ?? undefined, textDir: textDir ?? undefined },
         r.signal,
-        (f) => stages.report("embeddings", f),
+        async (f) => await stages.report("embeddings", f),
       ).catch(toFailure),
     );
     stages.check(); // stopped mid-way: write nothing
     const shots = shotsFromBoundaries(result.boundaries ?? [], info.durationSecs ?? 0);
     // The cuts come out of the frame decode: its time is the embeddings stage's.
-    stages.record("shots", {
+    await stages.record("shots", {
       status: "ran",
       took_ms: 0,
       count: shots.length,
@@ -310,13 +310,13 @@ export class IngestPipeline implements TaskHandler {
         : `${decodeNote}, cuts found in the same pass as the frames`,
     });
     const frames = result.frames.map((f) => ({ ...f, shotIndex: shotIndexAt(shots, f.timestamp) }));
-    d.content.replaceFrames(
+    await d.content.replaceFrames(
       r.scope,
       frames.map((f) => ({ shotIndex: f.shotIndex, timestamp: f.timestamp, embedding: f.vector })),
       clip.modelId,
     );
-    stages.record("frames", { status: "ran", count: result.sampled, reason: result.note });
-    stages.record("embeddings", { status: "ran", took_ms: ms, count: frames.length, model_id: clip.modelId });
+    await stages.record("frames", { status: "ran", count: result.sampled, reason: result.note });
+    await stages.record("embeddings", { status: "ran", took_ms: ms, count: frames.length, model_id: clip.modelId });
     stages.check();
     return { shots, frames };
   }
@@ -339,7 +339,7 @@ export class IngestPipeline implements TaskHandler {
       return buildScenes(labelVectors, finalShots, frames);
     });
     r.stages.check(); // stopped while the labels were computed: write nothing
-    r.stages.record("scenes", {
+    await r.stages.record("scenes", {
       status: "ran",
       took_ms: ms,
       count: scenes.length,
@@ -355,22 +355,32 @@ export class IngestPipeline implements TaskHandler {
     const d = this.d;
     const whisper = d.models.active("speech");
     if (!r.info.hasAudio) {
-      r.stages.record("audio", { status: "skipped", reason: "no audio stream" });
-      r.stages.record("transcript", { status: "skipped", reason: "no audio stream" });
-      d.content.replaceTranscript(r.scope, [], "none");
+      await r.stages.record("audio", { status: "skipped", reason: "no audio stream" });
+      await r.stages.record("transcript", { status: "skipped", reason: "no audio stream" });
+      await d.content.replaceTranscript(r.scope, [], "none");
     } else if (!whisper) {
-      r.stages.record("audio", { status: "skipped", reason: missingModel("speech") });
-      r.stages.record("transcript", { status: "skipped", reason: missingModel("speech") });
+      await r.stages.record("audio", { status: "skipped", reason: missingModel("speech") });
+      await r.stages.record("transcript", { status: "skipped", reason: missingModel("speech") });
     } else {
       const [segments, ms] = await r.stages.timed(() =>
-        transcribeAudio(d, r.source, r.info, whisper, r.signal, (f) => r.stages.report("transcript", f)).catch(
-          toFailure,
-        ),
+        transcribeAudio(
+          d,
+          r.source,
+          r.info,
+          whisper,
+          r.signal,
+          async (f) => await r.stages.report("transcript", f),
+        ).catch(toFailure),
       );
       r.stages.check(); // stopped mid-way: write nothing
-      d.content.replaceTranscript(r.scope, segments, whisper.modelId);
-      r.stages.record("audio", { status: "ran" });
-      r.stages.record("transcript", { status: "ran", took_ms: ms, count: segments.length, model_id: whisper.modelId });
+      await d.content.replaceTranscript(r.scope, segments, whisper.modelId);
+      await r.stages.record("audio", { status: "ran" });
+      await r.stages.record("transcript", {
+        status: "ran",
+        took_ms: ms,
+        count: segments.length,
+        model_id: whisper.modelId,
+      });
     }
     r.stages.check();
   }

@@ -31,13 +31,13 @@ export interface OcrHandOver {
 export class OcrTask implements TaskHandler {
   constructor(private readonly d: PipelineDeps) {}
 
-  async run(task: TaskRow, ctx: TaskContext): Promise<() => void> {
+  async run(task: TaskRow, ctx: TaskContext): Promise<() => Promise<void> | void> {
     const d = this.d;
-    const video = d.videos.getById(task.video_id);
+    const video = await d.videos.getById(task.video_id);
     if (!video) return () => {};
-    const job = task.job_id ? d.jobs.row(task.job_id) : null;
+    const job = task.job_id ? await d.jobs.row(task.job_id) : null;
     const stages = this.stagesOf(video, job, ctx.signal);
-    stages.report("ocr", 0);
+    await stages.report("ocr", 0);
     let lines: OcrLineInput[] | null = null;
     let outcome: StageOutcome;
     try {
@@ -48,39 +48,39 @@ export class OcrTask implements TaskHandler {
       if (ctx.signal.aborted) throw aborted();
       outcome = this.failedOutcome(video, err);
     }
-    return () => this.end(video, job, stages, outcome, lines);
+    return async () => await this.end(video, job, stages, outcome, lines);
   }
 
   /** Its workers died too often (or something unexpected): the stage failed, the job still ends. */
-  fail(task: TaskRow, error: JobError): void {
-    const video = this.d.videos.getById(task.video_id);
+  async fail(task: TaskRow, error: JobError): Promise<void> {
+    const video = await this.d.videos.getById(task.video_id);
     if (!video) return;
-    const job = task.job_id ? this.d.jobs.row(task.job_id) : null;
+    const job = task.job_id ? await this.d.jobs.row(task.job_id) : null;
     const stages = this.stagesOf(video, job, new AbortController().signal);
     const what = error.code === "CRASHED_REPEATEDLY" ? `reading the text ${error.message}` : error.message;
-    this.end(video, job, stages, { status: "failed", reason: `${error.code}: ${what}` }, null);
+    await this.end(video, job, stages, { status: "failed", reason: `${error.code}: ${what}` }, null);
   }
 
   /** The stage's rows and outcome, and the job's end, in one transaction (the task's outcome). */
-  private end(
+  private async end(
     video: VideoRow,
     job: JobRow | null,
     stages: StageRun,
     outcome: StageOutcome,
     lines: OcrLineInput[] | null,
-  ): void {
+  ): Promise<void> {
     const d = this.d;
-    d.content.commitStage(video.id, () => {
+    await d.content.commitStage(video.id, async () => {
       if (lines) {
-        d.content.replaceOcrLines(
+        await d.content.replaceOcrLines(
           { videoId: video.id, accountId: video.account_id, collectionId: video.collection_id },
           lines,
         );
       }
-      stages.record("ocr", outcome);
+      await stages.record("ocr", outcome);
       if (job) {
-        d.jobs.setPending(job.id, []);
-        d.jobs.complete(job);
+        await d.jobs.setPending(job.id, []);
+        await d.jobs.complete(job);
       }
     });
   }
@@ -104,10 +104,10 @@ export class OcrTask implements TaskHandler {
       videoId: video.id,
       source,
       info,
-      shots: d.content.shotSpans(video.id),
+      shots: await d.content.shotSpans(video.id),
       decode: plan,
       signal,
-      onProgress: (f) => stages.report("ocr", f),
+      onProgress: async (f) => await stages.report("ocr", f),
     }).catch(toFailure);
     stages.check(); // stopped mid-way: write nothing
     return { lines, outcome };

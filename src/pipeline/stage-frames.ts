@@ -86,7 +86,7 @@ export async function embedFrames(
   model: ActiveModel,
   opts: VisualPassOptions,
   signal: AbortSignal,
-  onProgress: (fraction: number) => void,
+  onProgress: (fraction: number) => Promise<void>,
 ): Promise<{ frames: FrameEmbedding[]; sampled: number; boundaries: number[] | null; note?: string }> {
   // Split only where a seek lands on the keyframe asked for: MP4/MOV seek by their sample table.
   // (An MPEG-TS seek lands wherever a timestamp search ends — past the keyframe, losing pictures.)
@@ -156,7 +156,7 @@ export async function embedFrames(
       const emb = await run;
       await prev;
       emb.vectors.forEach((v, i) => out.push({ ...meta[i], vector: v }));
-      if (info.durationSecs) onProgress(Math.min(1, meta[meta.length - 1].timestamp / info.durationSecs));
+      if (info.durationSecs) await onProgress(Math.min(1, meta[meta.length - 1].timestamp / info.durationSecs));
     })();
     // Awaited below, unless the decode fails (or is stopped) first: then its outcome is nobody's.
     inFlight.catch(() => {});

@@ -30,7 +30,7 @@ export interface OcrRun {
   shots: Shot[];
   decode: { keyframesOnly: boolean; skipFrames?: DecodeSkip };
   signal: AbortSignal;
-  onProgress: (within: number) => void;
+  onProgress: (within: number) => Promise<void>;
 }
 
 /** The video's display size: its width, and the height its display aspect gives. */
@@ -124,7 +124,7 @@ export async function readOnScreenText(d: PipelineDeps, r: OcrRun): Promise<OcrS
       }
     }
     if (!(await reader.push(f))) break;
-    if (r.info.durationSecs) r.onProgress(Math.min(1, f.timestamp / r.info.durationSecs));
+    if (r.info.durationSecs) await r.onProgress(Math.min(1, f.timestamp / r.info.durationSecs));
   }
   return {
     ...reader.stats,

@@ -47,25 +47,27 @@ export class StageRun {
   }
 
   /** Progress inside a stage (`within` 0..1 of its share). */
-  report(stage: StageName, within = 1): void {
+  async report(stage: StageName, within = 1): Promise<void> {
     this.partial.set(stage, Math.min(1, Math.max(0, within)));
     const pct = this.pct();
     this.progress(stage, pct);
-    this.videos.update(this.videoId, { progress_pct: pct });
+    await this.videos.update(this.videoId, { progress_pct: pct });
   }
 
   /** A stage that will run after the video is searchable: listed as `pending` until it does. */
-  pending(stage: StageName, reason: string): void {
+  async pending(stage: StageName, reason: string): Promise<void> {
     this.stages[stage] = { status: "pending", reason };
-    this.videos.update(this.videoId, { stages: JSON.stringify(this.stages) });
+    await this.videos.setStage(this.videoId, stage, this.stages[stage]);
   }
 
-  record(stage: StageName, outcome: StageOutcome): void {
+  async record(stage: StageName, outcome: StageOutcome): Promise<void> {
     this.stages[stage] = outcome;
     this.partial.delete(stage);
     this.done += WEIGHT[stage];
     const pct = this.pct();
-    this.videos.update(this.videoId, { stages: JSON.stringify(this.stages), progress_pct: pct });
+    // This stage's key only: another run's StageRun on the same video (the OCR task beside a
+    // re-index) writes its own stages, and neither overwrites the other's.
+    await this.videos.setStage(this.videoId, stage, outcome, pct);
     this.progress(stage, pct);
   }
 

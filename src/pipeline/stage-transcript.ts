@@ -19,7 +19,7 @@ export async function transcribeAudio(
   info: MediaInfo,
   model: ActiveModel,
   signal: AbortSignal,
-  onProgress: (fraction: number) => void,
+  onProgress: (fraction: number) => Promise<void>,
 ): Promise<TranscriptInput[]> {
   const pool = await d.pool();
   const out: TranscriptInput[] = [];
@@ -38,7 +38,8 @@ export async function transcribeAudio(
       if (text) out.push({ start: s.start, end: Math.max(s.end, s.start), text });
     }
     const last = windows[windows.length - 1];
-    if (info.durationSecs) onProgress(Math.min(1, (last.offsetSecs + last.samples.length / 16000) / info.durationSecs));
+    if (info.durationSecs)
+      await onProgress(Math.min(1, (last.offsetSecs + last.samples.length / 16000) / info.durationSecs));
   };
   for await (const w of streamAudio16kMono(d.bins, source, { windowSecs: 30, signal })) {
     if (signal.aborted) break;

@@ -87,7 +87,7 @@ export class ExportService {
     end: number,
     opts: { signal?: AbortSignal } = {},
   ): Promise<ClipExport> {
-    const video = this.videos.require(accountId, videoId);
+    const video = await this.videos.require(accountId, videoId);
     if (video.status !== "ready" || video.duration_secs === null) {
       throw new AppError("VIDEO_NOT_READY", `Video ${videoId} is ${video.status}; clips can be cut once it is ready`);
     }
@@ -148,7 +148,7 @@ export class ExportService {
     duration: number,
     signal: AbortSignal,
   ): Promise<void> {
-    const sourceRel = this.store.sourcePath(videoId);
+    const sourceRel = await this.store.sourcePath(videoId);
     if (!sourceRel) throw new AppError("VIDEO_NOT_FOUND", `Video ${videoId} not found`);
     const source = this.files.abs(sourceRel);
     const info = await probeMedia(this.bins, source, { strict: false, decodeCheck: false, signal });
@@ -197,17 +197,17 @@ export class ExportService {
   }
 
   /** The video's transcript segments in order, as stored (what the export formats and the agent's get_transcript pages through). */
-  segments(accountId: string, videoId: string): TranscriptSegmentRow[] {
-    this.videos.require(accountId, videoId);
-    return this.store.transcript(videoId);
+  async segments(accountId: string, videoId: string): Promise<TranscriptSegmentRow[]> {
+    await this.videos.require(accountId, videoId);
+    return await this.store.transcript(videoId);
   }
 
-  transcript(
+  async transcript(
     accountId: string,
     videoId: string,
     format: TranscriptFormat,
-  ): { contentType: string; body: string } | { json: { video_id: string; segments: Segment[] } } {
-    const segments = this.segments(accountId, videoId).map((s) => ({
+  ): Promise<{ contentType: string; body: string } | { json: { video_id: string; segments: Segment[] } }> {
+    const segments = (await this.segments(accountId, videoId)).map((s) => ({
       start: round(s.start_secs),
       end: round(s.end_secs),
       text: s.text.trim(),

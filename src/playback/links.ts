@@ -9,11 +9,17 @@ import type { PlaybackStore } from "./store.ts";
 export function mediaLinks(signer: UrlSigner, playback: PlaybackStore) {
   return {
     posterUrl: (videoId: string) => signer.sign(`/media/videos/${videoId}/poster.jpg`),
-    playbackUrl: (videoId: string) =>
-      signer.sign(playback.readyPath(videoId) ? mediaPaths.rendition(videoId) : mediaPaths.source(videoId)),
+    playbackUrl: async (videoId: string) =>
+      signer.sign((await playback.readyPath(videoId)) ? mediaPaths.rendition(videoId) : mediaPaths.source(videoId)),
+    playbackUrls: async (videoIds: readonly string[]) => {
+      const ready = await playback.readyVideos(videoIds);
+      return new Map(
+        videoIds.map((id) => [id, signer.sign(ready.has(id) ? mediaPaths.rendition(id) : mediaPaths.source(id))]),
+      );
+    },
     shotThumbnailUrl: (videoId: string, n: number) => signer.sign(mediaPaths.shot(videoId, n)),
-    rendition: (videoId: string) => {
-      const r = playback.get(videoId);
+    rendition: async (videoId: string) => {
+      const r = await playback.get(videoId);
       return r ? { status: r.status, reason: r.reason, size_bytes: r.size_bytes } : null;
     },
   };

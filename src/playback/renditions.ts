@@ -43,19 +43,19 @@ export class RenditionTask implements TaskHandler {
    * The video is searchable (inside that transaction): its rendition record and task are queued,
    * unless it has one already (a re-indexed video keeps a finished rendition).
    */
-  queue(videoId: string, accountId: string): void {
-    if (this.store.enqueue(videoId, accountId, new Date(this.now()).toISOString()))
-      this.tasks.enqueue({ kind: "rendition", accountId, videoId });
+  async queue(videoId: string, accountId: string): Promise<void> {
+    if (await this.store.enqueue(videoId, accountId, new Date(this.now()).toISOString()))
+      await this.tasks.enqueue({ kind: "rendition", accountId, videoId });
   }
 
-  claimed(task: TaskRow): void {
-    this.store.markProcessing(task.video_id);
+  async claimed(task: TaskRow): Promise<void> {
+    await this.store.markProcessing(task.video_id);
   }
 
-  async run(task: TaskRow, ctx: TaskContext): Promise<() => void> {
+  async run(task: TaskRow, ctx: TaskContext): Promise<() => Promise<void> | void> {
     const videoId = task.video_id;
     const log = this.opts.logger.child({ video_id: videoId, rendition: true });
-    const source = this.store.sourcePath(videoId);
+    const source = await this.store.sourcePath(videoId);
     if (!source) return () => {}; // the video was deleted meanwhile; its row went with it
     const dir = this.files.dir(videoId);
     const tmp = join(dir, "web.mp4.tmp");
@@ -84,9 +84,9 @@ export class RenditionTask implements TaskHandler {
       const out = join(dir, "web.mp4");
       renameSync(tmp, out);
       const size = statSync(out).size;
-      return () => {
+      return async () => {
         if (
-          this.store.finish(videoId, {
+          await this.store.finish(videoId, {
             status: "ready",
             reason: decision.reason,
             path: this.files.rel(out),
@@ -107,8 +107,8 @@ export class RenditionTask implements TaskHandler {
     }
   }
 
-  fail(task: TaskRow, error: JobError): void {
-    this.store.finish(task.video_id, {
+  async fail(task: TaskRow, error: JobError): Promise<void> {
+    await this.store.finish(task.video_id, {
       status: "failed",
       reason:
         error.code === "CRASHED_REPEATEDLY" ? `the encoder ${error.message}` : "the rendition failed unexpectedly",

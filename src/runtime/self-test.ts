@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import type { ExecDevice } from "../inference/dtype.ts";
 import type { RuntimePaths } from "./types.ts";
-import { checkVecExtension } from "../store/vec-check.ts";
+import { checkVecExtension } from "../store/sqlite/vec-check.ts";
 
 /** `vsearch doctor`'s view of the native runtime. JSON-able; snake_case like the API. */
 export interface SelfTestReport {
@@ -89,7 +89,7 @@ async function checkOnnx(
 }
 
 /**
- * Exercises each native piece for real: loads sqlite-vec into an in-memory database (store/vec-check.ts) and
+ * Exercises each native piece for real: loads sqlite-vec into an in-memory database (store/sqlite/vec-check.ts) and
  * runs a vec0 KNN query, runs `ffmpeg -version` and `ffprobe -version`, and, given a model folder,
  * starts a one-thread inference pool and runs its selfTest task (an ONNX session in a worker
  * thread). A failing check is reported in `errors` (and `ok: false`), never thrown.

@@ -44,9 +44,9 @@ export interface SearchDomainOptions {
     require(
       accountId: string,
       id: string,
-    ): { id: string; collection_id: string; duration_secs: number | null; poster_path: string | null };
+    ): Promise<{ id: string; collection_id: string; duration_secs: number | null; poster_path: string | null }>;
   };
-  collections: { require(accountId: string, id: string): unknown };
+  collections: { require(accountId: string, id: string): Promise<unknown> };
   links: MediaLinks;
   ffmpeg: string;
   allowNetworks: readonly string[];

@@ -73,16 +73,16 @@ export function emptySearchHints(
 }
 
 /** The videos a search could see, for `emptySearchHints`: indexed, and queued or being indexed. */
-export function searchScope(
+export async function searchScope(
   videos: Pick<VideoService, "list" | "get">,
   accountId: string,
   req: Pick<SearchRequest, "collectionId" | "videoId">,
-): { ready: number; indexing: number } {
+): Promise<{ ready: number; indexing: number }> {
   if (req.videoId) {
-    const status = videos.get(accountId, req.videoId).status;
+    const status = (await videos.get(accountId, req.videoId)).status;
     return { ready: status === "ready" ? 1 : 0, indexing: status === "queued" || status === "processing" ? 1 : 0 };
   }
-  const count = (statuses: VideoStatus[]) =>
-    videos.list(accountId, { collectionId: req.collectionId, statuses }, { page: 1, perPage: 1 }).total;
-  return { ready: count(["ready"]), indexing: count(["queued", "processing"]) };
+  const count = async (statuses: VideoStatus[]) =>
+    (await videos.list(accountId, { collectionId: req.collectionId, statuses }, { page: 1, perPage: 1 })).total;
+  return { ready: await count(["ready"]), indexing: await count(["queued", "processing"]) };
 }

@@ -19,12 +19,12 @@ export class FeedbackService {
     /** Index reads: whether a segment starts at the given time. */
     private readonly index: SearchStore,
     private readonly store: FeedbackStore,
-    private readonly videos: { require(accountId: string, id: string): unknown },
+    private readonly videos: { require(accountId: string, id: string): Promise<unknown> },
     private readonly now: () => number = Date.now,
   ) {}
 
-  submit(accountId: string, input: FeedbackInput): void {
-    this.videos.require(accountId, input.video_id);
+  async submit(accountId: string, input: FeedbackInput): Promise<void> {
+    await this.videos.require(accountId, input.video_id);
     if (input.threshold_key !== null && !thresholdSpec(input.threshold_key)) {
       throw new ValidationError([
         {
@@ -36,7 +36,7 @@ export class FeedbackService {
         },
       ]);
     }
-    if (!this.index.segmentStartsAt(input.video_id, input.timestamp_start)) {
+    if (!(await this.index.segmentStartsAt(input.video_id, input.timestamp_start))) {
       throw new ValidationError([
         {
           loc: ["body", "timestamp_start"],
@@ -47,10 +47,12 @@ export class FeedbackService {
       ]);
     }
     const at = nowIso(this.now());
-    this.uow.run(() => {
-      const existing = this.store.findFeedback(accountId, input.video_id, input.timestamp_start);
-      if (existing) this.revert(accountId, existing, at);
-      const delta = input.threshold_key ? this.move(accountId, input.threshold_key, input.signal, at) : 0;
+    await this.uow.run(async () => {
+      // The account's lock first: two feedbacks moving one threshold run one after the other.
+      await this.store.lockAccount(accountId);
+      const existing = await this.store.findFeedback(accountId, input.video_id, input.timestamp_start);
+      if (existing) await this.revert(accountId, existing, at);
+      const delta = input.threshold_key ? await this.move(accountId, input.threshold_key, input.signal, at) : 0;
       const row = {
         signal: input.signal,
         query: input.query,
@@ -59,9 +61,9 @@ export class FeedbackService {
         threshold_delta: delta,
         updated_at: at,
       };
-      if (existing) this.store.updateFeedback(existing.id, row);
+      if (existing) await this.store.updateFeedback(existing.id, row);
       else
-        this.store.insertFeedback({
+        await this.store.insertFeedback({
           ...row,
           account_id: accountId,
           video_id: input.video_id,
@@ -72,24 +74,25 @@ export class FeedbackService {
   }
 
   /** Removes the feedback on a segment (and its threshold step); nothing to remove is fine. */
-  clear(accountId: string, videoId: string, timestampStart: number): void {
-    this.videos.require(accountId, videoId);
+  async clear(accountId: string, videoId: string, timestampStart: number): Promise<void> {
+    await this.videos.require(accountId, videoId);
     const at = nowIso(this.now());
-    this.uow.run(() => {
-      const existing = this.store.findFeedback(accountId, videoId, timestampStart);
+    await this.uow.run(async () => {
+      await this.store.lockAccount(accountId);
+      const existing = await this.store.findFeedback(accountId, videoId, timestampStart);
       if (!existing) return;
-      this.revert(accountId, existing, at);
-      this.store.deleteFeedback(existing.id);
+      await this.revert(accountId, existing, at);
+      await this.store.deleteFeedback(existing.id);
     });
   }
 
   /** Applies one step; returns what was actually applied (less at a bound). */
-  private move(accountId: string, key: string, signal: "up" | "down", at: string): number {
+  private async move(accountId: string, key: string, signal: "up" | "down", at: string): Promise<number> {
     const spec = thresholdSpec(key)!;
-    const row = this.store.thresholds(accountId).get(key);
+    const row = (await this.store.thresholds(accountId)).get(key);
     const current = row?.value ?? spec.defaultValue;
     const next = round6(clampThreshold(spec, current + feedbackStep(spec, signal)));
-    this.store.upsertThreshold(
+    await this.store.upsertThreshold(
       accountId,
       key,
       next,
@@ -100,14 +103,14 @@ export class FeedbackService {
     return round6(next - current);
   }
 
-  private revert(accountId: string, fb: FeedbackRow, at: string): void {
+  private async revert(accountId: string, fb: FeedbackRow, at: string): Promise<void> {
     const spec = fb.threshold_key ? thresholdSpec(fb.threshold_key) : undefined;
     if (!spec) return;
-    const row = this.store.thresholds(accountId).get(spec.key);
+    const row = (await this.store.thresholds(accountId)).get(spec.key);
     const current = row?.value ?? spec.defaultValue;
     const ups = Math.max(0, (row?.ups ?? 0) - (fb.signal === "up" ? 1 : 0));
     const downs = Math.max(0, (row?.downs ?? 0) - (fb.signal === "down" ? 1 : 0));
-    this.store.upsertThreshold(
+    await this.store.upsertThreshold(
       accountId,
       spec.key,
       round6(clampThreshold(spec, current - fb.threshold_delta)),

@@ -81,29 +81,29 @@ export class IndexLoader {
     return this.state !== null || this.finished;
   }
 
-  begin(): void {
+  async begin(): Promise<void> {
     if (this.active) return;
     this.b.admission.beginLoad();
     if (this.snapshot && this.changes && existsSync(this.snapshot.path)) {
       try {
-        this.state = this.openRestore(this.snapshot.path);
+        this.state = await this.openRestore(this.snapshot.path);
         return;
       } catch (e) {
         this.ignoreSnapshot(e);
       }
     }
-    this.startPass();
+    await this.startPass();
   }
 
-  private startPass(): void {
+  private async startPass(): Promise<void> {
     // The log's position before the first page: every change after it is seen by the pass or a hook.
-    this.saver?.completeAt(this.changes!.current());
+    this.saver?.completeAt(await this.changes!.current());
     const s = this.b.store;
     this.state = {
       mode: "pass",
       cursor: { frames: 0, shots: 0 },
       done: { frames: false, shots: false },
-      last: { frames: s.lastIndexRowId("frames"), shots: s.lastIndexRowId("shots") },
+      last: { frames: await s.lastIndexRowId("frames"), shots: await s.lastIndexRowId("shots") },
       rows: 0,
     };
   }
@@ -119,16 +119,16 @@ export class IndexLoader {
   }
 
   /** One step of the load; false once every row is in. */
-  step(maxRows: number): boolean {
+  async step(maxRows: number): Promise<boolean> {
     const st = this.state;
     if (!st) return false;
-    if (st.mode === "pass") return this.passStep(st, maxRows);
+    if (st.mode === "pass") return await this.passStep(st, maxRows);
     if (st.mode === "restore") {
       try {
         for (let i = 0; i < RESTORE_STEPS; i++) {
           if (st.steps.next().done) {
             st.file.finish();
-            this.adopt(st);
+            await this.adopt(st);
             return true;
           }
         }
@@ -136,13 +136,14 @@ export class IndexLoader {
       } catch (e) {
         st.file.close();
         this.ignoreSnapshot(e);
-        this.startPass();
+        await this.startPass();
         return true;
       }
     }
+    // The change log replays in order: a video's later change must land after its earlier one.
     for (let i = 0; i < REPLAY_VIDEOS && st.at < st.queue.length; i++, st.at++) {
       const c = st.queue[st.at];
-      this.b.reloadVideo(c.video_id, this.b.store.accountOfVideo(c.video_id));
+      await this.b.reloadVideo(c.video_id, await this.b.store.accountOfVideo(c.video_id));
       this.saver?.appliedAt(c.video_id, c.seq);
     }
     if (st.at < st.queue.length) return true;
@@ -151,16 +152,17 @@ export class IndexLoader {
   }
 
   /**
-   * Loads the next page (at most `maxRows` rows, in id order) and moves the cursor past it, in
-   * one synchronous step: no hook can run between reading a page and owning its ids.
+   * Loads the next page (at most `maxRows` rows, in id order) and moves the cursor past it. The
+   * backend runs each step holding its mutation lock (MemoryVectorBackend.warmStep), which the
+   * hooks take too: no hook runs between reading a page and owning its ids.
    */
-  private passStep(w: Pass, maxRows: number): boolean {
+  private async passStep(w: Pass, maxRows: number): Promise<boolean> {
     const kind = KINDS.find((k) => !w.done[k]);
     if (!kind) {
       this.finish();
       return false;
     }
-    const page = this.b.store.indexRowsAfter(kind, w.cursor[kind], maxRows);
+    const page = await this.b.store.indexRowsAfter(kind, w.cursor[kind], maxRows);
     w.rows += this.b.addIndexRows(kind, page, (ki, r) => !ki.loaded.has(r.account_id));
     if (page.length) w.cursor[kind] = page[page.length - 1].id;
     if (page.length < maxRows) w.done[kind] = true;
@@ -201,7 +203,7 @@ export class IndexLoader {
    * (rows up to the cursor are the pass's or the hooks'). A snapshot: loaded, and none of the
    * account's changed videos waits for its replay.
    */
-  accountWarm(accountId: string, modelId: string): boolean {
+  async accountWarm(accountId: string, modelId: string): Promise<boolean> {
     const st = this.state;
     if (!st) return true;
     if (st.mode === "restore") return false;
@@ -209,7 +211,12 @@ export class IndexLoader {
       for (let i = st.at; i < st.queue.length; i++) if (st.queue[i].account_id === accountId) return false;
       return true;
     }
-    return KINDS.every((k) => st.done[k] || this.b.store.lastIndexRowIdOf(k, accountId, modelId) <= st.cursor[k]);
+    // Two kinds at most, one look-up each.
+    for (const k of KINDS) {
+      if (st.done[k]) continue;
+      if ((await this.b.store.lastIndexRowIdOf(k, accountId, modelId)) > st.cursor[k]) return false;
+    }
+    return true;
   }
 
   /** Whether a row the hooks see belongs in the index now. */
@@ -224,18 +231,18 @@ export class IndexLoader {
   }
 
   /** The hooks applied these videos' current rows (or their deletion): noted for the watermark. */
-  noteChanged(videoIds: string[]): void {
-    if (this.active) this.saver?.applied_(videoIds);
+  async noteChanged(videoIds: string[]): Promise<void> {
+    if (this.active) await this.saver?.applied_(videoIds);
   }
 
   /** At close: the index saved now, when complete and idle. */
-  saveNow(): void {
-    this.saver?.saveNow();
+  async saveNow(): Promise<void> {
+    await this.saver?.saveNow();
   }
 
   // ---- snapshot: load ------------------------------------------------------------------------
 
-  private openRestore(path: string): Restore {
+  private async openRestore(path: string): Promise<Restore> {
     const file = openSnapshotFile(path);
     try {
       const h = file.header as SnapshotHeader;
@@ -244,8 +251,8 @@ export class IndexLoader {
       if (JSON.stringify(h.options ?? {}) !== JSON.stringify(this.b.options))
         throw new SnapshotMismatch("made with other index options");
       if (!(Number.isSafeInteger(h.watermark) && h.watermark >= 0)) throw new SnapshotMismatch("no watermark");
-      if (h.database !== this.changes!.databaseId()) throw new SnapshotMismatch("made for another database");
-      if (h.watermark > this.changes!.current())
+      if (h.database !== (await this.changes!.databaseId())) throw new SnapshotMismatch("made for another database");
+      if (h.watermark > (await this.changes!.current()))
         throw new SnapshotMismatch(`watermark ${h.watermark} is ahead of the change log (another database?)`);
       const total = file.bodyBytes;
       let described = 0;
@@ -267,7 +274,7 @@ export class IndexLoader {
   }
 
   /** The snapshot is whole and checked: its indexes become the backend's, then its changes are replayed. */
-  private adopt(st: Restore): void {
+  private async adopt(st: Restore): Promise<void> {
     const b = this.b;
     const h = st.header;
     b.indexes.clear();
@@ -296,11 +303,11 @@ export class IndexLoader {
     // random and never reused, so "gone" cannot mean "replaced".
     const accountOf = new Map<string, string>();
     for (const ki of st.fresh) for (const [account, vs] of ki.videosOf) for (const v of vs) accountOf.set(v, account);
-    const present = b.store.existingVideoIds([...accountOf.keys()]);
+    const present = await b.store.existingVideoIds([...accountOf.keys()]);
     const gone: VectorChangeRow[] = [...accountOf]
       .filter(([v]) => !present.has(v))
       .map(([video_id, account_id]) => ({ video_id, account_id, seq: h.watermark }));
-    const queue = [...gone, ...this.changes!.after(h.watermark)];
+    const queue = [...gone, ...(await this.changes!.after(h.watermark))];
     this.logger?.info("search index snapshot loaded", {
       rows,
       watermark: h.watermark,

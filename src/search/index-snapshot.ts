@@ -75,9 +75,9 @@ export class SnapshotSaver {
   }
 
   /** These videos' current rows (or their deletion) are in the index now. */
-  applied_(videoIds: string[]): void {
+  async applied_(videoIds: string[]): Promise<void> {
     for (const v of videoIds) {
-      const seq = this.changes.of(v);
+      const seq = await this.changes.of(v);
       if (seq > this.base) this.applied.set(v, Math.max(this.applied.get(v) ?? 0, seq));
     }
   }
@@ -92,10 +92,10 @@ export class SnapshotSaver {
    * below it is in the list read next), unless a video changed after `base` that nothing applied
    * yet; then just below the first such change.
    */
-  watermark(): number {
-    const now = this.changes.current();
+  async watermark(): Promise<number> {
+    const now = await this.changes.current();
     let w = now;
-    for (const c of this.changes.after(this.base)) {
+    for (const c of await this.changes.after(this.base)) {
       if (c.seq > now) break;
       if ((this.applied.get(c.video_id) ?? 0) < c.seq) {
         w = c.seq - 1;
@@ -116,20 +116,20 @@ export class SnapshotSaver {
   }
 
   /** Whether a snapshot now would differ from the one on disk and can be taken (loaded, nothing retraining). */
-  private due(): boolean {
+  private async due(): Promise<boolean> {
     if (!this.loaded() || this.writing) return false;
     for (const ki of this.b.indexes.values()) if (ki.index.training.pending > 0) return false;
-    return this.savedAt < 0 || this.watermark() !== this.savedAt;
+    return this.savedAt < 0 || (await this.watermark()) !== this.savedAt;
   }
 
-  private start(): { write: SnapshotWrite; versions: string[]; watermark: number } {
-    const watermark = this.watermark();
+  private async start(): Promise<{ write: SnapshotWrite; versions: string[]; watermark: number }> {
+    const watermark = await this.watermark();
     const kis = [...this.b.indexes.values()].filter((ki) => ki.index.size > 0);
     const snaps = kis.map((ki) => ki.index.snapshot());
     const header: SnapshotHeader = {
       kind: "vsearch-vector-index",
       watermark,
-      database: this.changes.databaseId(),
+      database: await this.changes.databaseId(),
       createdAt: new Date().toISOString(),
       options: this.b.options,
       groups: [...this.b.groupIds],
@@ -147,12 +147,12 @@ export class SnapshotSaver {
     return { write: writeSnapshotFile(this.opts.path, header, body), versions: snaps.map((s) => s.version), watermark };
   }
 
-  private committed(watermark: number, ms: number): void {
+  private async committed(watermark: number, ms: number): Promise<void> {
     this.savedAt = watermark;
     // Everything at or below the watermark is in: it is the new base, and older tombstones can go.
     this.base = watermark;
     for (const [v, seq] of this.applied) if (seq <= watermark) this.applied.delete(v);
-    this.changes.prune(watermark);
+    await this.changes.prune(watermark);
     this.logger?.info("search index snapshot saved", { watermark, rows: this.b.rows(), ms: Math.round(ms) });
   }
 
@@ -162,12 +162,12 @@ export class SnapshotSaver {
 
   /** A periodic save, a few pieces per event-loop turn; given up when the index changes meanwhile. */
   private async saveInTurns(): Promise<void> {
-    if (!this.due()) return this.schedule();
+    if (!(await this.due())) return this.schedule();
     const t0 = performance.now();
     const kis = [...this.b.indexes.values()].filter((ki) => ki.index.size > 0);
-    let w: ReturnType<SnapshotSaver["start"]> | null = null;
+    let w: Awaited<ReturnType<SnapshotSaver["start"]>> | null = null;
     try {
-      w = this.start();
+      w = await this.start();
       this.writing = w;
       for (;;) {
         const until = performance.now() + WRITE_SLICE_MS;
@@ -182,7 +182,7 @@ export class SnapshotSaver {
         }
       }
       w.write.commit();
-      this.committed(w.watermark, performance.now() - t0);
+      await this.committed(w.watermark, performance.now() - t0);
     } catch (e) {
       w?.write.abort();
       this.failed(e);
@@ -193,20 +193,20 @@ export class SnapshotSaver {
   }
 
   /** At close: no more periodic saves; a due snapshot is written now, whole. */
-  saveNow(): void {
+  async saveNow(): Promise<void> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.writing?.write.abort();
     this.writing = null;
-    if (!this.due()) return;
+    if (!(await this.due())) return;
     const t0 = performance.now();
-    let w: ReturnType<SnapshotSaver["start"]> | null = null;
+    let w: Awaited<ReturnType<SnapshotSaver["start"]>> | null = null;
     try {
-      w = this.start();
+      w = await this.start();
       while (w.write.step());
       w.write.commit();
-      this.committed(w.watermark, performance.now() - t0);
+      await this.committed(w.watermark, performance.now() - t0);
     } catch (e) {
       w?.write.abort();
       this.failed(e);

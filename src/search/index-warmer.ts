@@ -11,12 +11,12 @@ export interface WarmProgress {
 
 /** An index that can load every account's rows a page at a time (memory-backend.ts). */
 export interface WarmableIndex {
-  beginWarm(): void;
+  beginWarm(): Promise<void>;
   /** Loads one page of at most `maxRows` rows; false once every row is in. */
-  warmStep(maxRows: number): boolean;
+  warmStep(maxRows: number): Promise<boolean>;
   readonly warmProgress: WarmProgress | null;
   /** Whether every vector of this account and model is in already (the pass is past its rows), though others' are not. */
-  accountWarm(accountId: string, modelId: string): boolean;
+  accountWarm(accountId: string, modelId: string): Promise<boolean>;
 }
 
 export const isWarmable = (b: object): b is WarmableIndex =>
@@ -79,12 +79,12 @@ export class IndexWarmer {
     this.pageRows = Math.max(1, opts.pageRows ?? PAGE_ROWS);
   }
 
-  start(): void {
+  async start(): Promise<void> {
     if (this.state !== "idle") return;
     this.state = "warming";
     this.startedAt = performance.now();
-    this.index.beginWarm();
-    this.next = setImmediate(() => this.slice());
+    await this.index.beginWarm();
+    this.next = setImmediate(() => void this.slice());
   }
 
   /** Stops the pass (app close): no further page is read; waiting searches are answered at once. */
@@ -129,15 +129,16 @@ export class IndexWarmer {
     });
   }
 
-  private slice(): void {
+  private async slice(): Promise<void> {
     this.next = null;
     if (this.state !== "warming") return;
     const t0 = performance.now();
     const cpu0 = process.cpuUsage();
     let more = true;
     try {
+      // Pages one after another within a slice: each page is added before the next is read.
       do {
-        more = this.index.warmStep(this.pageRows);
+        more = await this.index.warmStep(this.pageRows);
         this.failuresInARow = 0; // a page loaded: the next failure waits the shortest time again
       } while (more && performance.now() - t0 < this.sliceMs);
     } catch (e) {
@@ -147,7 +148,7 @@ export class IndexWarmer {
         err: e instanceof Error ? e.message : String(e),
         retry_ms: retryMs,
       });
-      this.next = setTimeout(() => this.slice(), retryMs);
+      this.next = setTimeout(() => void this.slice(), retryMs);
       return;
     }
     const ms = performance.now() - t0;
@@ -157,7 +158,7 @@ export class IndexWarmer {
       this.longestSliceCpuMs = (cpu.user + cpu.system) / 1000;
     }
     if (more) {
-      this.next = setImmediate(() => this.slice());
+      this.next = setImmediate(() => void this.slice());
       return;
     }
     this.state = "warm";

@@ -43,11 +43,11 @@ export interface VectorHit {
 /** Where nearest neighbours come from. Filters (scope, model, shots) apply before ranking. */
 export interface VectorBackend {
   readonly name: string;
-  nearest(req: NearestRequest): VectorHit[];
+  nearest(req: NearestRequest): Promise<VectorHit[]>;
   /** Rows held in memory (0 for backends that hold none). */
   rows(): number;
-  onVideoIndexed(videoId: string, accountId: string | null): void;
-  onVideosDeleted(videoIds: string[]): void;
+  onVideoIndexed(videoId: string, accountId: string | null): Promise<void>;
+  onVideosDeleted(videoIds: string[]): Promise<void>;
   /** What the last look-up read (in-memory backends; diagnostics, tests). */
   readonly lastSearch?: VectorSearchInfo | null;
   /** Resolves once no background index work (list retraining) is under way. */
@@ -80,19 +80,24 @@ export const NULL_SAMPLE_SIZE = 1024;
 /** Videos whose shot rows search keeps per account (SearchIndexes.shotsOfVideos). */
 const SHOT_VIDEOS_MAX = 5_000;
 
-/** A per-account cache of computed values, at most `max` per account, least recently used out first. */
+/**
+ * A per-account cache of computed values, at most `max` per account, least recently used out
+ * first. It holds the promise, so two look-ups at once compute once; a computation that fails is
+ * dropped (the next look-up tries again), and one that an invalidation (`forgetAccount`: the
+ * account's map replaced) overtook is answered but not kept.
+ */
 function remember<T>(
   byAccount: Map<string, Map<string, unknown>>,
   accountId: string,
   key: string,
   max: number,
-  compute: () => T,
-): T {
+  compute: () => Promise<T>,
+): Promise<T> {
   let m = byAccount.get(accountId);
   if (!m) byAccount.set(accountId, (m = new Map()));
   if (m.has(key)) {
     // Map order is recency: move a hit to the end.
-    const hit = m.get(key) as T;
+    const hit = m.get(key) as Promise<T>;
     m.delete(key);
     m.set(key, hit);
     return hit;
@@ -100,6 +105,10 @@ function remember<T>(
   const v = compute();
   if (m.size >= max) m.delete(m.keys().next().value!);
   m.set(key, v);
+  const mine = m;
+  v.catch(() => {
+    if (mine.get(key) === v) mine.delete(key);
+  });
   return v;
 }
 
@@ -125,14 +134,15 @@ export class StoreVectorBackend implements VectorBackend {
     private readonly exactScanMax = EXACT_SCAN_MAX,
   ) {}
 
-  nearest(req: NearestRequest): VectorHit[] {
+  async nearest(req: NearestRequest): Promise<VectorHit[]> {
     const { kind, scope, modelId, query, k } = req;
     const qn = norm(query);
-    const small = scope.videoId !== undefined || this.store.countInScope(kind, scope, modelId) <= this.exactScanMax;
-    if (small || !this.store.hasVecTable(kind, query.length)) {
+    const small =
+      scope.videoId !== undefined || (await this.store.countInScope(kind, scope, modelId)) <= this.exactScanMax;
+    if (small || !(await this.store.hasVecTable(kind, query.length))) {
       const hits: VectorHit[] = [];
-      const allowed = req.allowShots ? this.allowedIds(kind, req.allowShots) : null;
-      for (const row of this.store.vectorsInScope(kind, scope, modelId)) {
+      const allowed = req.allowShots ? await this.allowedIds(kind, req.allowShots) : null;
+      for (const row of await this.store.vectorsInScope(kind, scope, modelId)) {
         if (allowed && !allowed.has(row.id)) continue;
         const v = toFloat32(row.embedding);
         if (v.length !== query.length) continue;
@@ -142,14 +152,14 @@ export class StoreVectorBackend implements VectorBackend {
     }
     const filtered = scope.collectionId !== undefined || req.allowShots !== undefined;
     const fetchK = Math.min(VEC0_MAX_K, filtered ? k * 4 : k + Math.ceil(k / 4));
-    const near = this.store.vecNearest(kind, query.length, scope.accountId, query, fetchK);
-    const inScope = this.store.filterIds(
+    const near = await this.store.vecNearest(kind, query.length, scope.accountId, query, fetchK);
+    const inScope = await this.store.filterIds(
       kind,
       near.map((n) => n.id),
       scope,
       modelId,
     );
-    const allowed = req.allowShots ? this.allowedIds(kind, req.allowShots) : null;
+    const allowed = req.allowShots ? await this.allowedIds(kind, req.allowShots) : null;
     const hits = near
       .filter((n) => inScope.has(n.id) && (!allowed || allowed.has(n.id)))
       .map((n) => ({ id: n.id, raw: 1 - n.distance }));
@@ -157,16 +167,16 @@ export class StoreVectorBackend implements VectorBackend {
   }
 
   /** Ids of the allowed shots (or of the frames in them). */
-  private allowedIds(kind: VectorKind, allow: Map<string, Set<number>>): Set<number> {
-    return this.store.idsInShots(kind, allow);
+  private async allowedIds(kind: VectorKind, allow: Map<string, Set<number>>): Promise<Set<number>> {
+    return await this.store.idsInShots(kind, allow);
   }
 
   rows(): number {
     return 0;
   }
 
-  onVideoIndexed(): void {}
-  onVideosDeleted(): void {}
+  async onVideoIndexed(): Promise<void> {}
+  async onVideosDeleted(): Promise<void> {}
 }
 
 export interface CachedSample {
@@ -202,10 +212,10 @@ export class SearchIndexes {
   ) {}
 
   /** Starts loading every account's rows in the background (the app's start; backends that hold none have nothing to load). */
-  startWarming(): void {
+  async startWarming(): Promise<void> {
     if (this.warmer || !isWarmable(this.backend)) return;
     this.warmer = new IndexWarmer(this.backend, this.warmOptions, this.warmOptions.logger);
-    this.warmer.start();
+    await this.warmer.start();
   }
 
   /** Stops the warm-up (the app's close); searches waiting for it are answered at once. */
@@ -214,8 +224,8 @@ export class SearchIndexes {
   }
 
   /** Saves the in-memory index to its snapshot, when it is complete and idle (the app's close, after the job runner stopped). */
-  saveSnapshot(): void {
-    (this.backend as VectorBackend & { saveSnapshot?: () => void }).saveSnapshot?.();
+  async saveSnapshot(): Promise<void> {
+    await (this.backend as VectorBackend & { saveSnapshot?: () => Promise<void> }).saveSnapshot?.();
   }
 
   /**
@@ -254,11 +264,11 @@ export class SearchIndexes {
     const warmer = this.warmer;
     if (!warmer) return;
     const backend = this.backend as VectorBackend & Partial<WarmableIndex>;
-    const ready = () => (modelId !== null && backend.accountWarm?.(accountId, modelId)) ?? false;
+    const ready = async () => modelId !== null && ((await backend.accountWarm?.(accountId, modelId)) ?? false);
     // Bounded: re-checks this account every POLL_MS until the whole pass is done or the wait is over.
     const until = performance.now() + (this.warmOptions.waitMs ?? 2000);
     for (;;) {
-      if (ready()) return;
+      if (await ready()) return;
       const left = until - performance.now();
       if (await warmer.whenWarm(Math.min(left, WARM_POLL_MS))) return;
       if (left <= WARM_POLL_MS || warmer.status().state !== "warming") break;
@@ -300,25 +310,25 @@ export class SearchIndexes {
     this.backend = b;
   }
 
-  nearest(req: NearestRequest): VectorHit[] {
+  async nearest(req: NearestRequest): Promise<VectorHit[]> {
     this.lastUsedAt = Date.now();
     if (req.k <= 0) return [];
-    return this.backend.nearest(req);
+    return await this.backend.nearest(req);
   }
 
   /**
    * A fixed, evenly spaced sample (≤ NULL_SAMPLE_SIZE) of the account's vectors of one kind and
    * model, packed row after row. Empty when the account has none.
    */
-  sample(kind: VectorKind, accountId: string, modelId: string): CachedSample {
+  async sample(kind: VectorKind, accountId: string, modelId: string): Promise<CachedSample> {
     const key = `${accountId}\u0000${modelId}\u0000${kind}`;
     let s = this.samples.get(key);
     if (!s) {
-      const ids = this.store.vectorIds(kind, accountId, modelId);
+      const ids = await this.store.vectorIds(kind, accountId, modelId);
       const picked: number[] = [];
       if (ids.length <= NULL_SAMPLE_SIZE) picked.push(...ids);
       else for (let i = 0; i < NULL_SAMPLE_SIZE; i++) picked.push(ids[Math.floor((i * ids.length) / NULL_SAMPLE_SIZE)]);
-      const blobs = this.store.vectors(kind, picked);
+      const blobs = await this.store.vectors(kind, picked);
       const rows = picked
         .map((id) => blobs.get(id))
         .filter((b): b is Uint8Array => !!b)
@@ -342,13 +352,13 @@ export class SearchIndexes {
    * Shots of these videos, in time order, kept per account until its content changes (the same
    * videos come back query after query; at most SHOT_VIDEOS_MAX videos per account are kept).
    */
-  shotsOfVideos(accountId: string, videoIds: string[]): Map<string, ShotRow[]> {
+  async shotsOfVideos(accountId: string, videoIds: string[]): Promise<Map<string, ShotRow[]>> {
     this.lastUsedAt = Date.now();
     let byVideo = this.shots.get(accountId);
     if (!byVideo) this.shots.set(accountId, (byVideo = new Map()));
     const missing = videoIds.filter((v) => !byVideo!.has(v));
     if (missing.length) {
-      const read = this.store.shotsOfVideos(missing);
+      const read = await this.store.shotsOfVideos(missing);
       if (byVideo.size + missing.length > SHOT_VIDEOS_MAX) byVideo.clear();
       // Parsed once here: facets and segments read the labels of the same shots query after query.
       for (const v of missing)
@@ -382,7 +392,7 @@ export class SearchIndexes {
    * Per-account values derived from its index content (transcript document frequencies, its label
    * words, …), kept until the account's content changes. At most MEMO_MAX per account.
    */
-  memo<T>(accountId: string, key: string, compute: () => T): T {
+  memo<T>(accountId: string, key: string, compute: () => Promise<T>): Promise<T> {
     return remember(this.memos, accountId, key, MEMO_MAX, compute);
   }
 
@@ -392,23 +402,23 @@ export class SearchIndexes {
    * first; a query adds a handful). A repeated query, or the next page of one, does not redo its
    * full-text look-ups; the vector search always runs.
    */
-  memoResult<T>(accountId: string, key: string, compute: () => T): T {
+  memoResult<T>(accountId: string, key: string, compute: () => Promise<T>): Promise<T> {
     return remember(this.results, accountId, key, RESULT_MEMO_MAX, compute);
   }
 
-  onVideoIndexed(videoId: string): void {
-    const accountId = this.store.accountOfVideo(videoId);
+  async onVideoIndexed(videoId: string): Promise<void> {
+    const accountId = await this.store.accountOfVideo(videoId);
     if (accountId) this.forgetAccount(accountId);
-    this.backend.onVideoIndexed(videoId, accountId);
+    await this.backend.onVideoIndexed(videoId, accountId);
   }
 
-  onVideosDeleted(videoIds: string[]): void {
+  async onVideosDeleted(videoIds: string[]): Promise<void> {
     // The rows are gone, so the account is unknown here: drop every cached sample (cheap to redo).
     this.samples.clear();
     this.memos.clear();
     this.shots.clear();
     this.results.clear();
-    this.backend.onVideosDeleted(videoIds);
+    await this.backend.onVideosDeleted(videoIds);
   }
 
   /**

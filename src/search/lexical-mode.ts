@@ -16,11 +16,11 @@ export interface LexicalSource<H extends LexicalHit> {
   memo: string;
   /** The index stores CJK runs as character pairs (indexing/fts-text.ts): queries are built to match. */
   cjkPairs?: boolean;
-  search(scope: SearchScope, match: string, limit: number): H[];
+  search(scope: SearchScope, match: string, limit: number): Promise<H[]>;
   /** Which of `ids` match one unit of the query. */
-  matching(match: string, ids: number[]): Set<number>;
-  docFreq(accountId: string, match: string): number;
-  count(accountId: string): number;
+  matching(match: string, ids: number[]): Promise<Set<number>>;
+  docFreq(accountId: string, match: string): Promise<number>;
+  count(accountId: string): Promise<number>;
 }
 
 /**
@@ -31,37 +31,48 @@ export interface LexicalSource<H extends LexicalHit> {
  * content changes (SearchIndexes). `keep` narrows the hits (a label filter) without changing how
  * the query's units are weighed.
  */
-export function lexicalCandidates<H extends LexicalHit>(
+export async function lexicalCandidates<H extends LexicalHit>(
   source: LexicalSource<H>,
   indexes: SearchIndexes,
   scope: SearchScope,
   text: string,
   cut: number,
-  keep?: (hits: H[]) => H[],
-): Candidate[] {
+  keep?: (hits: H[]) => Promise<H[]>,
+): Promise<Candidate[]> {
   const fts = buildFtsQuery(text, { cjk: source.cjkPairs });
   if (!fts) return [];
   const account = scope.accountId;
   const m = source.memo;
   const key = `${scope.collectionId ?? ""}/${scope.videoId ?? ""}\u0000${fts.match}`;
-  const found = indexes.memoResult(account, `${m}\u0000${key}`, () => source.search(scope, fts.match, LEXICAL_K));
-  const hits = keep ? keep(found) : found;
+  const found = await indexes.memoResult(
+    account,
+    `${m}\u0000${key}`,
+    async () => await source.search(scope, fts.match, LEXICAL_K),
+  );
+  const hits = keep ? await keep(found) : found;
   if (!hits.length) return [];
-  const n = indexes.memo(account, `${m}-n`, () => source.count(account));
+  const n = await indexes.memo(account, `${m}-n`, async () => await source.count(account));
   // Which hits carry each unit, over all the query's matches (a label filter only narrows them).
   const ids = found.map((h) => h.id);
   // A unit never seen in this account weighs like the rarest one that was (df = 1): a missing
   // rare word sinks a hit, a misspelt extra word next to a rare one does not sink it alone.
   const idf = (df: number) => Math.log(1 + (n - Math.max(df, 1) + 0.5) / (Math.max(df, 1) + 0.5));
   const all = new Set(ids);
-  const units = fts.units.map((u) => ({
-    idf: idf(indexes.memo(account, `${m}-df\u0000${u}`, () => source.docFreq(account, u))),
-    // One unit: every hit matched it.
-    matching:
-      fts.units.length === 1
-        ? all
-        : indexes.memoResult(account, `${m}-unit\u0000${key}\u0000${u}`, () => source.matching(u, ids)),
-  }));
+  // The units' figures are memoized per account: after the first query they answer at once.
+  const units = await Promise.all(
+    fts.units.map(async (u) => ({
+      idf: idf(await indexes.memo(account, `${m}-df\u0000${u}`, async () => await source.docFreq(account, u))),
+      // One unit: every hit matched it.
+      matching:
+        fts.units.length === 1
+          ? all
+          : await indexes.memoResult(
+              account,
+              `${m}-unit\u0000${key}\u0000${u}`,
+              async () => await source.matching(u, ids),
+            ),
+    })),
+  );
   const total = units.reduce((s, u) => s + u.idf, 0);
   const out: Candidate[] = [];
   for (const h of hits) {

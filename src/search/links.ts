@@ -3,7 +3,10 @@ import type { VideoFiles } from "../videos/files.ts";
 
 /** Presigned media URLs (built by the composition root from the UrlSigner). */
 export interface MediaLinks {
-  playbackUrl(videoId: string): string;
+  /** One video's playback link (a rendition look-up, then a signature). */
+  playbackUrl(videoId: string): Promise<string>;
+  /** The playback links of many videos with one look-up (a page of search results). */
+  playbackUrls(videoIds: readonly string[]): Promise<Map<string, string>>;
   posterUrl(videoId: string): string;
   shotThumbnailUrl(videoId: string, shotIndex: number): string;
 }

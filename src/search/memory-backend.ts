@@ -1,4 +1,5 @@
 import { AppError } from "../core/errors.ts";
+import { Mutex, withLock } from "../core/mutex.ts";
 import type { Logger } from "../core/logger.ts";
 import { toFloat32 } from "../indexing/store.ts";
 import {
@@ -89,7 +90,14 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   readonly groupIds = new Map<string, number>();
   nextGroup = 0;
   /** Exact vectors read during the current `nearest` call's session (see NearestRequest.session). */
-  private sessionVectors: Map<number, Float32Array> | null = null;
+  /**
+   * Held by every change to the index that reads the store first (a warm-up page, a re-indexed or
+   * deleted video, an account's first load): each reads and applies while no other runs, so a
+   * page read before a video was deleted is never added after its deletion was applied.
+   */
+  private readonly mutations = new Mutex();
+  /** Accounts being loaded on demand, per index: a second first search waits for the same load. */
+  private readonly loading = new Map<string, Promise<void>>();
   private readonly sessions = new WeakMap<object, Map<string, SessionState>>();
   private readonly indexOptions: MemoryIndexOptions;
   /** The warm-up: a pass over the store, or a snapshot and the changes since (index-loader.ts). */
@@ -148,12 +156,12 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   /** A new, empty index of one (model, kind, dim) (not registered: see kindIndex). */
   newKindIndex(kind: VectorKind, modelId: string, dim: number): KindIndex {
     const key = `${modelId}\u0000${kind}\u0000${dim}`;
-    const source = { getVectors: (ids: readonly number[]) => this.exact(key, kind, ids) };
     return {
       key,
       kind,
       modelId,
-      index: createVectorIndex({ ...this.indexOptions, dim, source }),
+      // No source: nearest() fetches the candidates' vectors itself, one batched read per look-up.
+      index: createVectorIndex({ ...this.indexOptions, dim }),
       loaded: new Set(),
       byVideo: new Map(),
       videosOf: new Map(),
@@ -174,9 +182,12 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
    * asking each blob for its `.buffer` makes the engine allocate an ArrayBuffer object per blob,
    * which cost more than the copy.
    */
-  private exact(index: string, kind: VectorKind, ids: readonly number[]): (Float32Array | undefined)[] {
-    // Set only around the index's search of this very index (exact is its source), so it is ours.
-    const reuse = this.sessionVectors;
+  private async exact(
+    index: string,
+    kind: VectorKind,
+    ids: readonly number[],
+    reuse: Map<number, Float32Array> | null,
+  ): Promise<(Float32Array | undefined)[]> {
     const out: (Float32Array | undefined)[] = new Array(ids.length);
     const missing: number[] = [],
       missingAt: number[] = [];
@@ -189,7 +200,7 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
       }
     }
     if (missing.length) {
-      const blobs = this.store.vectors(kind, missing);
+      const blobs = await this.store.vectors(kind, missing);
       let bytes = 0;
       for (const b of blobs.values()) if (b.byteLength % 4 === 0) bytes += b.byteLength;
       const all = new Float32Array(bytes >> 2);
@@ -207,6 +218,29 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
       }
     }
     return out;
+  }
+
+  /**
+   * One account's rows of one index, read on its first search (no warm-up pass ran). Single-flight:
+   * searches arriving while it loads wait for the one load instead of adding the rows twice.
+   */
+  private loadAccount(ki: KindIndex, kind: VectorKind, accountId: string, modelId: string): Promise<void> {
+    const key = `${ki.key}\u0000${accountId}`;
+    let load = this.loading.get(key);
+    if (!load) {
+      load = (async () => {
+        try {
+          await withLock(this.mutations, async () => {
+            await this.addRows(ki, accountId, this.store.rowsForIndex(kind, { accountId }, modelId));
+            ki.loaded.add(accountId);
+          });
+        } finally {
+          this.loading.delete(key);
+        }
+      })();
+      this.loading.set(key, load);
+    }
+    return load;
   }
 
   /** Files a row under its video and account and makes the index's row of it. */
@@ -272,14 +306,14 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   }
 
   /** One account's rows of one index (a first search without a warm-up pass). */
-  private addRows(
+  private async addRows(
     ki: KindIndex,
     accountId: string,
-    rows: Iterable<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }>,
-  ): void {
+    rows: AsyncIterable<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }>,
+  ): Promise<void> {
     const dim = ki.index.dim;
     let batch = [];
-    for (const r of rows) {
+    for await (const r of rows) {
       const vector = toFloat32(r.embedding);
       if (vector.length !== dim) continue;
       batch.push(this.indexRow(ki, accountId, r, vector));
@@ -316,42 +350,41 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
 
   // ---- warm-up (index-warmer.ts drives it; index-loader.ts does it) ---------------------------
 
-  beginWarm(): void {
-    this.loader.begin();
+  async beginWarm(): Promise<void> {
+    await this.loader.begin();
   }
 
-  warmStep(maxRows: number): boolean {
-    return this.loader.step(maxRows);
+  async warmStep(maxRows: number): Promise<boolean> {
+    return await withLock(this.mutations, () => this.loader.step(maxRows));
   }
 
   get warmProgress(): WarmProgress | null {
     return this.loader.progress;
   }
 
-  accountWarm(accountId: string, modelId: string): boolean {
-    return this.loader.accountWarm(accountId, modelId);
+  async accountWarm(accountId: string, modelId: string): Promise<boolean> {
+    return await this.loader.accountWarm(accountId, modelId);
   }
 
   /** Saves the index to its snapshot now, when it is complete and idle (the app's close). */
-  saveSnapshot(): void {
-    this.loader.saveNow();
+  async saveSnapshot(): Promise<void> {
+    await this.loader.saveNow();
   }
 
-  nearest(req: NearestRequest): VectorHit[] {
+  async nearest(req: NearestRequest): Promise<VectorHit[]> {
     const { kind, scope, modelId, query } = req;
     if (this.admission.isDegraded(scope.accountId)) {
       this.lastSearch = { kind, probe: undefined, lists: 0, scanned: 0, fromDatabase: true };
-      return this.fallback.nearest(req);
+      return await this.fallback.nearest(req);
     }
     const ki = this.kindIndex(kind, modelId, query.length);
     if (!ki.loaded.has(scope.accountId) && !this.loader.active) {
-      this.addRows(ki, scope.accountId, this.store.rowsForIndex(kind, { accountId: scope.accountId }, modelId));
-      ki.loaded.add(scope.accountId);
-      if (this.admission.isDegraded(scope.accountId)) return this.nearest(req);
+      await this.loadAccount(ki, kind, scope.accountId, modelId);
+      if (this.admission.isDegraded(scope.accountId)) return await this.nearest(req);
     } else if (
       !ki.loaded.has(scope.accountId) &&
       !this.loader.progress!.done &&
-      !this.loader.accountWarm(scope.accountId, modelId)
+      !(await this.loader.accountWarm(scope.accountId, modelId))
     ) {
       // SearchIndexes.assertSearchable waits for the pass before a search gets here; never answer from half an index.
       throw new AppError("SEARCH_UNAVAILABLE", "The search index is loading after a restart; retry shortly", {
@@ -361,11 +394,10 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     // Within one look-up session (the same query asked again with a larger k) the filter, the
     // exact vectors read and the index's coarse pass are all reused.
     const s = req.session ? this.sessionState(req.session, `${modelId}\u0000${kind}`) : null;
-    const allow = s?.allow ?? this.allowFor(ki, kind, req);
+    const allow = s?.allow ?? (await this.allowFor(ki, kind, req));
     if (s) s.allow = allow;
     if (ki.index.partitionSize(scope.accountId) === 0 || allow.videos?.length === 0) return [];
-    this.sessionVectors = s?.vectors ?? null;
-    try {
+    {
       const stats: SearchStats = {
         path: "empty",
         allowed: 0,
@@ -374,7 +406,7 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
         rescored: 0,
         ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 },
       };
-      const hits = ki.index.search(query, {
+      const candidates = ki.index.candidates(query, {
         partition: scope.accountId,
         k: req.k,
         allow,
@@ -384,15 +416,18 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
         probeGrowth: req.probe?.growth,
         stats,
       });
+      // One batched read of the candidates' exact vectors (cache, then this session's, then the store).
+      const vectors = candidates.rowIds.length
+        ? await this.exact(ki.key, kind, candidates.rowIds, s?.vectors ?? null)
+        : [];
+      const hits = ki.index.rescore(candidates, vectors);
       this.lastSearch = { kind, probe: req.probe, lists: stats.lists ?? 0, scanned: stats.scanned ?? 0 };
       return hits.map((r) => ({ id: r.rowId, raw: r.score }));
-    } finally {
-      this.sessionVectors = null;
     }
   }
 
   /** The index's filter for a request: collection, video, and the rows of label-filtered shots. */
-  private allowFor(ki: KindIndex, kind: VectorKind, req: NearestRequest): AllowFilter {
+  private async allowFor(ki: KindIndex, kind: VectorKind, req: NearestRequest): Promise<AllowFilter> {
     const { scope } = req;
     const allow: AllowFilter = {};
     if (scope.collectionId) allow.collections = [this.group(scope.collectionId)];
@@ -400,7 +435,7 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     if (req.allowShots) {
       // Label filter: only the listed videos, and inside them only the rows of the allowed shots.
       videos = (videos ?? [...req.allowShots.keys()]).filter((v) => req.allowShots!.has(v));
-      const allowed = this.store.idsInShots(kind, req.allowShots);
+      const allowed = await this.store.idsInShots(kind, req.allowShots);
       allow.excludeRowIds = new Set(videos.flatMap((v) => (ki.byVideo.get(v) ?? []).filter((id) => !allowed.has(id))));
     }
     if (videos) {
@@ -424,20 +459,23 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     return st;
   }
 
-  onVideoIndexed(videoId: string, accountId: string | null): void {
-    this.loader.noteChanged([videoId]);
-    this.reloadVideo(videoId, accountId);
+  async onVideoIndexed(videoId: string, accountId: string | null): Promise<void> {
+    await withLock(this.mutations, async () => {
+      await this.loader.noteChanged([videoId]);
+      await this.reloadVideo(videoId, accountId);
+    });
   }
 
   /** Replaces a video's rows with what the store holds now (the hook, and the loader's replay of changes). */
-  reloadVideo(videoId: string, accountId: string | null): void {
+  async reloadVideo(videoId: string, accountId: string | null): Promise<void> {
     this.dropVideos([videoId]);
     if (!accountId) return;
+    // Two kinds (frames, shots), one read each.
     for (const kind of KINDS) {
       // Without a pass only accounts loaded on demand hold rows: skip the read when none of this kind does.
       if (!this.loader.active && ![...this.indexes.values()].some((ki) => ki.kind === kind && ki.loaded.has(accountId)))
         continue;
-      this.addIndexRows(kind, this.store.indexRowsOfVideo(kind, videoId), (ki, r) => this.loader.held(ki, r));
+      this.addIndexRows(kind, await this.store.indexRowsOfVideo(kind, videoId), (ki, r) => this.loader.held(ki, r));
     }
   }
 
@@ -453,9 +491,11 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     }
   }
 
-  onVideosDeleted(videoIds: string[]): void {
-    this.loader.noteChanged(videoIds);
-    this.dropVideos(videoIds);
-    for (const v of videoIds) this.groupIds.delete(v);
+  async onVideosDeleted(videoIds: string[]): Promise<void> {
+    await withLock(this.mutations, async () => {
+      await this.loader.noteChanged(videoIds);
+      this.dropVideos(videoIds);
+      for (const v of videoIds) this.groupIds.delete(v);
+    });
   }
 }

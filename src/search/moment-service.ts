@@ -17,13 +17,16 @@ export class MomentService {
     private readonly store: SearchStore,
     private readonly ocr: OcrSearchStore,
     private readonly videos: {
-      require(accountId: string, id: string): { id: string; duration_secs: number | null; poster_path: string | null };
+      require(
+        accountId: string,
+        id: string,
+      ): Promise<{ id: string; duration_secs: number | null; poster_path: string | null }>;
     },
     private readonly links: MediaLinks,
   ) {}
 
-  moment(accountId: string, videoId: string, timestamp: number): Moment {
-    const video = this.videos.require(accountId, videoId);
+  async moment(accountId: string, videoId: string, timestamp: number): Promise<Moment> {
+    const video = await this.videos.require(accountId, videoId);
     if (!Number.isFinite(timestamp) || timestamp < 0) {
       throw new ValidationError([
         {
@@ -46,16 +49,15 @@ export class MomentService {
         },
       ]);
     }
-    const shot = this.store.shotAt(videoId, timestamp);
+    const shot = await this.store.shotAt(videoId, timestamp);
     const [from, to] = shot ? [shot.start_secs, shot.end_secs] : [timestamp - AROUND_SECS, timestamp + AROUND_SECS];
-    const said = this.store
-      .transcriptOverlapping(videoId, from, Math.max(to, from + 1e-3))
+    const said = (await this.store.transcriptOverlapping(videoId, from, Math.max(to, from + 1e-3)))
       .map((s) => s.text.trim())
       .filter(Boolean)
       .join(" ");
     // The same line read over several ranges of the shot (it left and came back) is listed once.
     const shown = new Map<string, Moment["on_screen_text"][number]>();
-    for (const l of this.ocr.overlapping(videoId, from, Math.max(to, from + 1e-3))) {
+    for (const l of await this.ocr.overlapping(videoId, from, Math.max(to, from + 1e-3))) {
       if (shown.has(l.text)) continue;
       shown.set(l.text, {
         text: l.text,

@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Executor } from "../store/executor.ts";
 import { ftsMatching } from "../store/sql.ts";
 import type { SearchScope } from "./store.ts";
 
@@ -25,10 +25,10 @@ export interface OcrLineRow {
 
 /** SQL of on-screen text (ocr_lines + ocr_fts, migration 006) for search and the moment endpoint. */
 export class OcrSearchStore {
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Executor) {}
 
   /** BM25-ranked lines in scope matching an (already sanitized) FTS5 expression. */
-  search(scope: SearchScope, match: string, limit: number): OcrHitRow[] {
+  async search(scope: SearchScope, match: string, limit: number): Promise<OcrHitRow[]> {
     const parts = ["o.account_id = ?"];
     const args: (string | number)[] = [match, scope.accountId];
     if (scope.collectionId) {
@@ -39,41 +39,40 @@ export class OcrSearchStore {
       parts.push("o.video_id = ?");
       args.push(scope.videoId);
     }
-    return this.db
-      .query<OcrHitRow, (string | number)[]>(
-        `SELECT o.id, o.video_id, o.start_secs, o.end_secs, o.text, o.confidence, bm25(ocr_fts) AS bm25
+    return await this.db.all<OcrHitRow>(
+      `SELECT o.id, o.video_id, o.start_secs, o.end_secs, o.text, o.confidence, bm25(ocr_fts) AS bm25
          FROM ocr_fts JOIN ocr_lines o ON o.id = ocr_fts.rowid
          WHERE ocr_fts MATCH ? AND ${parts.join(" AND ")} ORDER BY bm25 LIMIT ?`,
-      )
-      .all(...args, limit);
+      ...args,
+      limit,
+    );
   }
 
   /** Which of `ids` match `match` (store/sql.ts `ftsMatching`). */
-  matching(match: string, ids: number[]): Set<number> {
-    return ftsMatching(this.db, "ocr_fts", match, ids);
+  async matching(match: string, ids: number[]): Promise<Set<number>> {
+    return await ftsMatching(this.db, "ocr_fts", match, ids);
   }
 
-  docFreq(accountId: string, match: string): number {
-    return this.db
-      .query<{ n: number }, [string, string]>(
-        "SELECT count(*) AS n FROM ocr_fts JOIN ocr_lines o ON o.id = ocr_fts.rowid WHERE ocr_fts MATCH ? AND o.account_id = ?",
-      )
-      .get(match, accountId)!.n;
+  async docFreq(accountId: string, match: string): Promise<number> {
+    return (await this.db.get<{ n: number }>(
+      "SELECT count(*) AS n FROM ocr_fts JOIN ocr_lines o ON o.id = ocr_fts.rowid WHERE ocr_fts MATCH ? AND o.account_id = ?",
+      match,
+      accountId,
+    ))!.n;
   }
 
-  count(accountId: string): number {
-    return this.db
-      .query<{ n: number }, [string]>("SELECT count(*) AS n FROM ocr_lines WHERE account_id = ?")
-      .get(accountId)!.n;
+  async count(accountId: string): Promise<number> {
+    return (await this.db.get<{ n: number }>("SELECT count(*) AS n FROM ocr_lines WHERE account_id = ?", accountId))!.n;
   }
 
   /** Lines on screen during [start, end), top to bottom. */
-  overlapping(videoId: string, start: number, end: number): OcrLineRow[] {
-    return this.db
-      .query<OcrLineRow, [string, number, number]>(
-        `SELECT start_secs, end_secs, text, confidence, box_x, box_y, box_w, box_h FROM ocr_lines
+  async overlapping(videoId: string, start: number, end: number): Promise<OcrLineRow[]> {
+    return await this.db.all<OcrLineRow>(
+      `SELECT start_secs, end_secs, text, confidence, box_x, box_y, box_w, box_h FROM ocr_lines
          WHERE video_id = ? AND start_secs < ? AND end_secs > ? ORDER BY start_secs, box_y`,
-      )
-      .all(videoId, end, start);
+      videoId,
+      end,
+      start,
+    );
   }
 }

@@ -16,12 +16,19 @@ export function shotOf(shots: ShotRow[], c: { start: number; shotIndex: number |
   return found;
 }
 
+/** The links a response's segments carry, all known before the segments are shaped. */
+export interface ResponseLinks {
+  playbackUrl(videoId: string): string;
+  posterUrl(videoId: string): string;
+  shotThumbnailUrl(videoId: string, shotIndex: number): string;
+}
+
 /**
  * The links of one response, each signed once: a page shows up to 20 segments of each of its
- * videos, and every playback link (a rendition look-up and an HMAC) and thumbnail link of a video
- * or shot is the same for all of them.
+ * videos, and every playback link and thumbnail link of a video or shot is the same for all of
+ * them. The playback links of the page's videos were looked up together (`playback`).
  */
-export function responseLinks(links: MediaLinks): MediaLinks {
+export function responseLinks(links: MediaLinks, playback: Map<string, string>): ResponseLinks {
   const memo = new Map<string, string>();
   const once = (key: string, make: () => string) => {
     let v = memo.get(key);
@@ -29,7 +36,7 @@ export function responseLinks(links: MediaLinks): MediaLinks {
     return v;
   };
   return {
-    playbackUrl: (v) => once(`p\u0000${v}`, () => links.playbackUrl(v)),
+    playbackUrl: (v) => playback.get(v) ?? "",
     posterUrl: (v) => once(`t\u0000${v}`, () => links.posterUrl(v)),
     shotThumbnailUrl: (v, i) => once(`s\u0000${v}\u0000${i}`, () => links.shotThumbnailUrl(v, i)),
   };
@@ -37,7 +44,7 @@ export function responseLinks(links: MediaLinks): MediaLinks {
 
 /** One result segment: its shot's thumbnail (or the poster), its playback link with the time fragment, rounded scores. */
 export function toSegment(
-  d: { links: MediaLinks; files: VideoFiles },
+  d: { links: ResponseLinks; files: VideoFiles },
   info: VideoInfoRow,
   shots: ShotRow[],
   c: Fused,

@@ -24,8 +24,8 @@ import { responseLinks, shotOf, toSegment } from "./segments.ts";
  * runs and is charged after it succeeded. Provided by the credits domain.
  */
 export interface SearchCredits {
-  assertCanSpend(accountId: string): void | Promise<void>;
-  chargeSearch(accountId: string): void | Promise<void>;
+  assertCanSpend(accountId: string): Promise<void>;
+  chargeSearch(accountId: string): Promise<void>;
 }
 
 export interface SearchServiceDeps {
@@ -38,8 +38,8 @@ export interface SearchServiceDeps {
   encoder: QueryEncoder;
   /** Semantic transcript matching; absent until a `text` model and transcript vectors exist. */
   semantic?: TranscriptSemanticSearch;
-  collections: { require(accountId: string, id: string): unknown };
-  videos: { require(accountId: string, id: string): { collection_id: string } };
+  collections: { require(accountId: string, id: string): Promise<unknown> };
+  videos: { require(accountId: string, id: string): Promise<{ collection_id: string }> };
   links: MediaLinks;
   files: VideoFiles;
   ffmpeg: string;
@@ -83,31 +83,31 @@ export class SearchService {
     this.transcripts = {
       mode: "transcript",
       memo: "transcript",
-      search: (sc, match, k) => st.transcriptSearch(sc, match, k),
-      matching: (match, ids) => st.transcriptMatching(match, ids),
-      docFreq: (a, match) => st.transcriptDocFreq(a, match),
-      count: (a) => st.transcriptCount(a),
+      search: async (sc, match, k) => await st.transcriptSearch(sc, match, k),
+      matching: async (match, ids) => await st.transcriptMatching(match, ids),
+      docFreq: async (a, match) => await st.transcriptDocFreq(a, match),
+      count: async (a) => await st.transcriptCount(a),
     };
     const o = d.ocr;
     this.ocrLines = {
       mode: "ocr",
       memo: "ocr",
       cjkPairs: true,
-      search: (sc, match, k) => o.search(sc, match, k),
-      matching: (match, ids) => o.matching(match, ids),
-      docFreq: (a, match) => o.docFreq(a, match),
-      count: (a) => o.count(a),
+      search: async (sc, match, k) => await o.search(sc, match, k),
+      matching: async (match, ids) => await o.matching(match, ids),
+      docFreq: async (a, match) => await o.docFreq(a, match),
+      count: async (a) => await o.count(a),
     };
   }
 
   /** Effective thresholds of an account (the documented defaults where feedback never moved one). */
-  thresholds(accountId: string): Record<string, number> {
-    const rows = this.d.feedback.thresholds(accountId);
+  async thresholds(accountId: string): Promise<Record<string, number>> {
+    const rows = await this.d.feedback.thresholds(accountId);
     return Object.fromEntries(THRESHOLDS.map((t) => [t.key, rows.get(t.key)?.value ?? t.defaultValue]));
   }
 
   async search(accountId: string, req: SearchRequest): Promise<SearchResult> {
-    const p = this.prepare(accountId, req);
+    const p = await this.prepare(accountId, req);
     const credits = this.d.credits;
     await credits.assertCanSpend(accountId);
     // Vector modes rank in the in-memory index: while it loads after a restart, wait (bounded), then 503.
@@ -118,9 +118,9 @@ export class SearchService {
     // min_score replaces every per-mode cut for this request (SPEC §6); 0 keeps whatever matched.
     const thresholds =
       req.minScore === undefined
-        ? this.thresholds(accountId)
+        ? await this.thresholds(accountId)
         : Object.fromEntries(THRESHOLDS.map((t) => [t.key, req.minScore!]));
-    const allowShots = req.labels?.length ? this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
+    const allowShots = req.labels?.length ? await this.d.store.shotsWithLabels(p.scope, req.labels) : undefined;
     const vector = vectorModes ? await this.queryVector(accountId, req, p.text) : null;
     // How much of the index the vector modes read (probe-policy.ts): the lists nearest the query, or every row.
     const probe = vector
@@ -137,7 +137,7 @@ export class SearchService {
       if (mode === "video")
         lists.set(
           "video",
-          this.vectorModes.video(
+          await this.vectorModes.video(
             p.scope,
             modelId!,
             vector!,
@@ -148,22 +148,25 @@ export class SearchService {
           ),
         );
       if (mode === "scene")
-        lists.set("scene", this.vectorModes.scene(p.scope, modelId!, vector!, p.text, thresholds, allowShots, probe));
+        lists.set(
+          "scene",
+          await this.vectorModes.scene(p.scope, modelId!, vector!, p.text, thresholds, allowShots, probe),
+        );
       if (mode === "transcript") {
         lists.set(
           "transcript",
-          this.lexicalMode("transcript", p.scope, p.text!, thresholds["transcript:default"], allowShots),
+          await this.lexicalMode("transcript", p.scope, p.text!, thresholds["transcript:default"], allowShots),
         );
         if (this.d.semantic?.available())
           lists.set("transcript-semantic", await this.semanticTranscript(p.scope, p.text!, thresholds, allowShots));
       }
       if (mode === "ocr")
-        lists.set("ocr", this.lexicalMode("ocr", p.scope, p.text!, thresholds["ocr:default"], allowShots));
+        lists.set("ocr", await this.lexicalMode("ocr", p.scope, p.text!, thresholds["ocr:default"], allowShots));
     }
 
     // Fuse, drop near-duplicates (hidden segments still suppress theirs), then hide.
     const fused = suppressDuplicates(fuseModes(lists));
-    const hiddenStarts = this.d.feedback.hiddenStarts(accountId, [...new Set(fused.map((f) => f.videoId))]);
+    const hiddenStarts = await this.d.feedback.hiddenStarts(accountId, [...new Set(fused.map((f) => f.videoId))]);
     const isHidden = (c: Fused) => (hiddenStarts.get(c.videoId) ?? []).some((t) => sameStart(t, c.start));
     const visible = fused.map((c) => ({ c, hidden: isHidden(c) })).filter((x) => req.includeHidden || !x.hidden);
 
@@ -175,8 +178,8 @@ export class SearchService {
       if (g.length < MAX_SEGMENTS_PER_VIDEO) g.push({ ...x, rank: i + 1 });
     });
     const videoIds = [...groups.keys()];
-    const infos = this.d.store.videos(accountId, videoIds);
-    const shots = this.d.indexes.shotsOfVideos(accountId, videoIds);
+    const infos = await this.d.store.videos(accountId, videoIds);
+    const shots = await this.d.indexes.shotsOfVideos(accountId, videoIds);
 
     // Facets count every matching clip (all pages, past the per-video cap too).
     const facets = { scene_labels: {} as Record<string, number>, types: {} as Record<string, number> };
@@ -188,7 +191,8 @@ export class SearchService {
 
     const pageIds = videoIds.slice((req.page - 1) * req.perPage, req.page * req.perPage);
     const videos: SearchVideo[] = [];
-    const render = { links: responseLinks(this.d.links), files: this.d.files };
+    const playback = await this.d.links.playbackUrls(pageIds.filter((id) => infos.has(id)));
+    const render = { links: responseLinks(this.d.links, playback), files: this.d.files };
     for (const videoId of pageIds) {
       const info = infos.get(videoId);
       if (!info) continue;
@@ -226,7 +230,7 @@ export class SearchService {
    * the CLI, the agent tool's input schema); here, once for every caller, the rules across fields,
    * then what needs the store or the models.
    */
-  private prepare(accountId: string, req: SearchRequest): Prepared {
+  private async prepare(accountId: string, req: SearchRequest): Promise<Prepared> {
     const issues: ValidationIssue[] = [];
     const text = req.query ?? null;
     if (req.image && req.imageUrl)
@@ -255,11 +259,11 @@ export class SearchService {
 
     const scope: SearchScope = { accountId };
     if (req.collectionId) {
-      this.d.collections.require(accountId, req.collectionId);
+      await this.d.collections.require(accountId, req.collectionId);
       scope.collectionId = req.collectionId;
     }
     if (req.videoId) {
-      this.d.videos.require(accountId, req.videoId);
+      await this.d.videos.require(accountId, req.videoId);
       scope.videoId = req.videoId;
     }
 
@@ -269,7 +273,11 @@ export class SearchService {
     const noSpeech =
       this.d.speechModel &&
       !this.d.speechModel() &&
-      this.d.indexes.memo(accountId, "transcript-n", () => this.d.store.transcriptCount(accountId)) === 0;
+      (await this.d.indexes.memo(
+        accountId,
+        "transcript-n",
+        async () => await this.d.store.transcriptCount(accountId),
+      )) === 0;
     const modes: Mode[] = [];
     const skipped: Record<string, string> = {};
     for (const mode of requested ?? MODES) {
@@ -328,21 +336,21 @@ export class SearchService {
   // ---- modes ---------------------------------------------------------------------------------
 
   /** A lexical mode (what was said, what was shown): lexical-mode.ts finds and scores it. */
-  private lexicalMode(
+  private async lexicalMode(
     mode: "transcript" | "ocr",
     scope: SearchScope,
     text: string,
     cut: number,
     allowShots?: Map<string, Set<number>>,
-  ): Candidate[] {
+  ): Promise<Candidate[]> {
     const source: LexicalSource<LexicalHit> = mode === "transcript" ? this.transcripts : this.ocrLines;
-    return lexicalCandidates(
+    return await lexicalCandidates(
       source,
       this.d.indexes,
       scope,
       text,
       cut,
-      allowShots ? (hits) => this.insideShots(hits, allowShots) : undefined,
+      allowShots ? async (hits) => await this.insideShots(hits, allowShots) : undefined,
     );
   }
 
@@ -354,7 +362,7 @@ export class SearchService {
   ): Promise<Candidate[]> {
     const hits = await this.d.semantic!.search(scope, text, TRANSCRIPT_K);
     const kept = allowShots
-      ? this.insideShots(
+      ? await this.insideShots(
           hits.map((h) => ({ ...h, video_id: h.videoId, start_secs: h.start, end_secs: h.end })),
           allowShots,
         )
@@ -376,11 +384,11 @@ export class SearchService {
   }
 
   /** Transcript hits overlapping an allowed shot (label filter). */
-  private insideShots<T extends { video_id: string; start_secs: number; end_secs: number }>(
+  private async insideShots<T extends { video_id: string; start_secs: number; end_secs: number }>(
     hits: T[],
     allow: Map<string, Set<number>>,
-  ): T[] {
-    const shots = this.d.store.shotsOfVideos([...allow.keys()]);
+  ): Promise<T[]> {
+    const shots = await this.d.store.shotsOfVideos([...allow.keys()]);
     return hits.filter((h) =>
       (shots.get(h.video_id) ?? []).some(
         (s) => allow.get(h.video_id)!.has(s.shot_index) && s.start_secs < h.end_secs && s.end_secs > h.start_secs,

@@ -3,7 +3,7 @@
  * house keeps a domain's SQL in its store. Over the ~450-line guide for that reason; the OCR text
  * (ocr-store.ts), feedback (feedback-store.ts) and the change log (vector-change-store.ts) are apart.
  */
-import type { Database } from "bun:sqlite";
+import type { Executor } from "../store/executor.ts";
 import { ftsMatching, inChunks } from "../store/sql.ts";
 
 /** Which part of an account a search covers. */
@@ -88,7 +88,7 @@ export const vecTableName = (kind: VectorKind, dim: number): string | null =>
 
 /** The search domain's reads of the index tables (feedback and thresholds: feedback-store.ts). */
 export class SearchStore {
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Executor) {}
 
   private scopeSql(alias: string, scope: SearchScope): { sql: string; args: string[] } {
     const parts = [`${alias}.account_id = ?`];
@@ -106,94 +106,106 @@ export class SearchStore {
 
   // ---- videos --------------------------------------------------------------------------------
 
-  videos(accountId: string, ids: string[]): Map<string, VideoInfoRow> {
-    const rows = inChunks(ids, (part, marks) =>
-      this.db
-        .query<VideoInfoRow, string[]>(
+  async videos(accountId: string, ids: string[]): Promise<Map<string, VideoInfoRow>> {
+    const rows = await inChunks(
+      ids,
+      async (part, marks) =>
+        await this.db.all<VideoInfoRow>(
           `SELECT id, filename, collection_id, status, duration_secs, poster_path FROM videos WHERE account_id = ? AND id IN (${marks})`,
-        )
-        .all(accountId, ...part),
+          accountId,
+          ...part,
+        ),
     );
     return new Map(rows.map((r) => [r.id, r]));
   }
 
-  accountOfVideo(videoId: string): string | null {
+  async accountOfVideo(videoId: string): Promise<string | null> {
     return (
-      this.db.query<{ account_id: string }, [string]>("SELECT account_id FROM videos WHERE id = ?").get(videoId)
-        ?.account_id ?? null
+      (await this.db.get<{ account_id: string }>("SELECT account_id FROM videos WHERE id = ?", videoId))?.account_id ??
+      null
     );
   }
 
   /** Which of these videos exist (in chunks: SQLite binds at most 32 766 parameters). */
-  existingVideoIds(videoIds: readonly string[]): Set<string> {
-    const out = new Set<string>();
-    for (let i = 0; i < videoIds.length; i += 500) {
-      const chunk = videoIds.slice(i, i + 500);
-      const rows = this.db
-        .query<{ id: string }, string[]>(`SELECT id FROM videos WHERE id IN (${chunk.map(() => "?").join(",")})`)
-        .all(...chunk);
-      for (const r of rows) out.add(r.id);
-    }
-    return out;
+  async existingVideoIds(videoIds: readonly string[]): Promise<Set<string>> {
+    const rows = await inChunks(videoIds, (part, marks) =>
+      this.db.all<{ id: string }>(`SELECT id FROM videos WHERE id IN (${marks})`, ...part),
+    );
+    return new Set(rows.map((r) => r.id));
   }
 
   // ---- vectors -------------------------------------------------------------------------------
 
   /** Ids of an account's vectors of one model, in id order (for the calibration sample). */
-  vectorIds(kind: VectorKind, accountId: string, modelId: string): number[] {
+  async vectorIds(kind: VectorKind, accountId: string, modelId: string): Promise<number[]> {
     const sql =
       kind === "frames"
         ? "SELECT f.id FROM frames f WHERE f.account_id = ? AND f.model_id = ? ORDER BY f.id"
         : "SELECT s.id FROM shots s JOIN shot_vectors v ON v.shot_id = s.id WHERE s.account_id = ? AND s.model_id = ? ORDER BY s.id";
-    return this.db
-      .query<{ id: number }, [string, string]>(sql)
-      .all(accountId, modelId)
-      .map((r) => r.id);
+    return (await this.db.all<{ id: number }>(sql, accountId, modelId)).map((r) => r.id);
   }
 
   /** Exact vectors by id (frame_vectors / shot_vectors). Read in rowid order (B-tree locality). */
-  vectors(kind: VectorKind, ids: number[]): Map<number, Uint8Array> {
+  async vectors(kind: VectorKind, ids: number[]): Promise<Map<number, Uint8Array>> {
     const [table, col] = kind === "frames" ? ["frame_vectors", "frame_id"] : ["shot_vectors", "shot_id"];
     const out = new Map<number, Uint8Array>();
     const sorted = Array.from(Float64Array.from(ids).sort());
-    const rows = inChunks(sorted, (part, marks) =>
-      this.db
-        .query<{ id: number; embedding: Uint8Array }, number[]>(
+    const rows = await inChunks(
+      sorted,
+      async (part, marks) =>
+        await this.db.all<{ id: number; embedding: Uint8Array }>(
           `SELECT ${col} AS id, embedding FROM ${table} WHERE ${col} IN (${marks})`,
-        )
-        .all(...part),
+          ...part,
+        ),
     );
     for (const r of rows) out.set(r.id, r.embedding);
     return out;
   }
 
   /** Every vector of one model inside a scope, with the id (exact scan of a small scope). */
-  vectorsInScope(kind: VectorKind, scope: SearchScope, modelId: string): { id: number; embedding: Uint8Array }[] {
+  async vectorsInScope(
+    kind: VectorKind,
+    scope: SearchScope,
+    modelId: string,
+  ): Promise<{ id: number; embedding: Uint8Array }[]> {
     const w = this.scopeSql("x", scope);
     const sql =
       kind === "frames"
         ? `SELECT x.id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE ${w.sql} AND x.model_id = ?`
         : `SELECT x.id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ?`;
-    return this.db.query<{ id: number; embedding: Uint8Array }, string[]>(sql).all(...w.args, modelId);
+    return await this.db.all<{ id: number; embedding: Uint8Array }>(sql, ...w.args, modelId);
   }
 
   /**
-   * Rows for the in-memory index (id, video, collection, vector) of one model inside a scope,
-   * streamed from SQLite so a large account is never held as one array.
+   * Rows for the in-memory index (id, video, collection, vector) of one model inside a scope, in
+   * keyset pages of `page` rows so a large account is never held as one array and no read stays
+   * open across an await (an open cursor would pin the reader's snapshot for every other read).
    */
-  *rowsForIndex(
+  async *rowsForIndex(
     kind: VectorKind,
     scope: SearchScope,
     modelId: string,
-  ): Generator<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }> {
+    page = 4096,
+  ): AsyncGenerator<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }> {
     const w = this.scopeSql("x", scope);
     const sql =
       kind === "frames"
-        ? `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE ${w.sql} AND x.model_id = ?`
-        : `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ?`;
-    yield* this.db
-      .query<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }, string[]>(sql)
-      .iterate(...w.args, modelId);
+        ? `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE ${w.sql} AND x.model_id = ? AND x.id > ? ORDER BY x.id LIMIT ?`
+        : `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ? AND x.id > ? ORDER BY x.id LIMIT ?`;
+    let after = 0;
+    // Bounded: every page moves `after` past its last id, and a short page ends the walk.
+    for (;;) {
+      const rows = await this.db.all<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }>(
+        sql,
+        ...w.args,
+        modelId,
+        after,
+        page,
+      );
+      yield* rows;
+      if (rows.length < page) return;
+      after = rows[rows.length - 1].id;
+    }
   }
 
   /**
@@ -201,29 +213,28 @@ export class SearchStore {
    * the background warm-up of the in-memory index walks the table with these, one short statement
    * per page, so no read stays open while the server does other work between pages.
    */
-  indexRowsAfter(kind: VectorKind, afterId: number, limit: number): IndexRow[] {
+  async indexRowsAfter(kind: VectorKind, afterId: number, limit: number): Promise<IndexRow[]> {
     const sql =
       kind === "frames"
         ? "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE x.id > ? ORDER BY x.id LIMIT ?"
         : "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE x.id > ? AND x.model_id IS NOT NULL ORDER BY x.id LIMIT ?";
-    return this.db.query<IndexRow, [number, number]>(sql).all(afterId, limit);
+    return await this.db.all<IndexRow>(sql, afterId, limit);
   }
 
   /** A video's index rows of a kind, every model (its rows replaced while the index warms up). */
-  indexRowsOfVideo(kind: VectorKind, videoId: string): IndexRow[] {
+  async indexRowsOfVideo(kind: VectorKind, videoId: string): Promise<IndexRow[]> {
     const sql =
       kind === "frames"
         ? "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE x.video_id = ?"
         : "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE x.video_id = ? AND x.model_id IS NOT NULL";
-    return this.db.query<IndexRow, [string]>(sql).all(videoId);
+    return await this.db.all<IndexRow>(sql, videoId);
   }
 
   /** The highest row id of a kind, 0 when there is none (the warm-up's progress is measured against it). */
-  lastIndexRowId(kind: VectorKind): number {
+  async lastIndexRowId(kind: VectorKind): Promise<number> {
     return (
-      this.db
-        .query<{ n: number | null }, []>(`SELECT max(id) AS n FROM ${kind === "frames" ? "frames" : "shots"}`)
-        .get()!.n ?? 0
+      (await this.db.get<{ n: number | null }>(`SELECT max(id) AS n FROM ${kind === "frames" ? "frames" : "shots"}`))!
+        .n ?? 0
     );
   }
 
@@ -231,74 +242,81 @@ export class SearchStore {
    * The highest row id of an account's vectors of one model, 0 when it has none: the warm-up has
    * loaded all of them once its cursor passed it. One index seek (frames_account / shots_account).
    */
-  lastIndexRowIdOf(kind: VectorKind, accountId: string, modelId: string): number {
+  async lastIndexRowIdOf(kind: VectorKind, accountId: string, modelId: string): Promise<number> {
     const table = kind === "frames" ? "frames" : "shots";
     return (
-      this.db
-        .query<{ n: number | null }, [string, string]>(
-          `SELECT max(id) AS n FROM ${table} WHERE account_id = ? AND model_id = ?`,
-        )
-        .get(accountId, modelId)!.n ?? 0
+      (await this.db.get<{ n: number | null }>(
+        `SELECT max(id) AS n FROM ${table} WHERE account_id = ? AND model_id = ?`,
+        accountId,
+        modelId,
+      ))!.n ?? 0
     );
   }
 
   /** Number of an account's vectors of one model inside a scope. */
-  countInScope(kind: VectorKind, scope: SearchScope, modelId: string): number {
+  async countInScope(kind: VectorKind, scope: SearchScope, modelId: string): Promise<number> {
     const w = this.scopeSql("x", scope);
     const sql =
       kind === "frames"
         ? `SELECT count(*) AS n FROM frames x WHERE ${w.sql} AND x.model_id = ?`
         : `SELECT count(*) AS n FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ?`;
-    return this.db.query<{ n: number }, string[]>(sql).get(...w.args, modelId)!.n;
+    return (await this.db.get<{ n: number }>(sql, ...w.args, modelId))!.n;
   }
 
-  hasVecTable(kind: VectorKind, dim: number): boolean {
+  async hasVecTable(kind: VectorKind, dim: number): Promise<boolean> {
     const name = vecTableName(kind, dim);
-    return !!name && !!this.db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name);
+    return !!name && !!(await this.db.get("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name));
   }
 
   /** k nearest by cosine in the account's vec0 partition: `[{id, distance}]`, nearest first. */
-  vecNearest(
+  async vecNearest(
     kind: VectorKind,
     dim: number,
     accountId: string,
     query: Float32Array,
     k: number,
-  ): { id: number; distance: number }[] {
+  ): Promise<{ id: number; distance: number }[]> {
     const table = vecTableName(kind, dim);
     if (!table) return [];
-    return this.db
-      .query<{ id: number; distance: number }, [Uint8Array, number, string]>(
-        `SELECT id, distance FROM ${table} WHERE embedding MATCH ? AND k = ? AND account_id = ? ORDER BY distance`,
-      )
-      .all(new Uint8Array(query.buffer, query.byteOffset, query.byteLength), k, accountId);
+    return await this.db.all<{ id: number; distance: number }>(
+      `SELECT id, distance FROM ${table} WHERE embedding MATCH ? AND k = ? AND account_id = ? ORDER BY distance`,
+      new Uint8Array(query.buffer, query.byteOffset, query.byteLength),
+      k,
+      accountId,
+    );
   }
 
   /** Which of `ids` are in the scope and of the model (vec0 partitions hold every model of a size). */
-  filterIds(kind: VectorKind, ids: number[], scope: SearchScope, modelId: string): Set<number> {
+  async filterIds(kind: VectorKind, ids: number[], scope: SearchScope, modelId: string): Promise<Set<number>> {
     const table = kind === "frames" ? "frames" : "shots";
     const w = this.scopeSql("x", scope);
-    const rows = inChunks(ids, (part, marks) =>
-      this.db
-        .query<{ id: number }, (string | number)[]>(
+    const rows = await inChunks(
+      ids,
+      async (part, marks) =>
+        await this.db.all<{ id: number }>(
           `SELECT x.id FROM ${table} x WHERE x.id IN (${marks}) AND ${w.sql} AND x.model_id = ?`,
-        )
-        .all(...part, ...w.args, modelId),
+          ...part,
+          ...w.args,
+          modelId,
+        ),
     );
     return new Set(rows.map((r) => r.id));
   }
 
   /** Ids of the frames inside (or of) the given shots: `video_id` → shot indexes. */
-  idsInShots(kind: VectorKind, shots: Map<string, Set<number>>): Set<number> {
+  async idsInShots(kind: VectorKind, shots: Map<string, Set<number>>): Promise<Set<number>> {
     const table = kind === "frames" ? "frames" : "shots";
     const out = new Set<number>();
+    // One statement per video of a label filter (the filter names few videos; each a short IN list).
     for (const [videoId, idx] of shots) {
-      const rows = inChunks([...idx], (part, marks) =>
-        this.db
-          .query<{ id: number }, (string | number)[]>(
+      const rows = await inChunks(
+        [...idx],
+        async (part, marks) =>
+          await this.db.all<{ id: number }>(
             `SELECT id FROM ${table} WHERE video_id = ? AND shot_index IN (${marks})`,
-          )
-          .all(videoId, ...part),
+            videoId,
+            ...part,
+          ),
       );
       for (const r of rows) out.add(r.id);
     }
@@ -308,38 +326,41 @@ export class SearchStore {
   // ---- frames and shots ----------------------------------------------------------------------
 
   /** Frames by id, each with the time of its video's next sampled frame (same model), if any. */
-  frames(ids: number[]): FrameMetaRow[] {
-    return inChunks(ids, (part, marks) =>
-      this.db
-        .query<FrameMetaRow, number[]>(
+  async frames(ids: number[]): Promise<FrameMetaRow[]> {
+    return await inChunks(
+      ids,
+      async (part, marks) =>
+        await this.db.all<FrameMetaRow>(
           `SELECT f.id, f.video_id, f.timestamp, f.shot_index,
                   (SELECT g.timestamp FROM frames g WHERE g.video_id = f.video_id AND g.timestamp > f.timestamp AND g.model_id = f.model_id
                    ORDER BY g.timestamp LIMIT 1) AS next_timestamp
            FROM frames f WHERE f.id IN (${marks})`,
-        )
-        .all(...part),
+          ...part,
+        ),
     );
   }
 
-  shotsById(ids: number[]): ShotRow[] {
-    return inChunks(ids, (part, marks) =>
-      this.db
-        .query<ShotRow, number[]>(
+  async shotsById(ids: number[]): Promise<ShotRow[]> {
+    return await inChunks(
+      ids,
+      async (part, marks) =>
+        await this.db.all<ShotRow>(
           `SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots WHERE id IN (${marks})`,
-        )
-        .all(...part),
+          ...part,
+        ),
     );
   }
 
   /** Shots of the given videos, in time order. */
-  shotsOfVideos(videoIds: string[]): Map<string, ShotRow[]> {
-    const rows = inChunks(videoIds, (part, marks) =>
-      this.db
-        .query<ShotRow, string[]>(
+  async shotsOfVideos(videoIds: string[]): Promise<Map<string, ShotRow[]>> {
+    const rows = await inChunks(
+      videoIds,
+      async (part, marks) =>
+        await this.db.all<ShotRow>(
           `SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots
            WHERE video_id IN (${marks}) ORDER BY video_id, start_secs`,
-        )
-        .all(...part),
+          ...part,
+        ),
     );
     const out = new Map<string, ShotRow[]>();
     for (const r of rows) {
@@ -351,15 +372,15 @@ export class SearchStore {
   }
 
   /** Shots in scope carrying any of `labels` (case-insensitive): `video_id` → shot indexes. */
-  shotsWithLabels(scope: SearchScope, labels: string[]): Map<string, Set<number>> {
+  async shotsWithLabels(scope: SearchScope, labels: string[]): Promise<Map<string, Set<number>>> {
     const w = this.scopeSql("s", scope);
     const wanted = labels.map((l) => l.toLowerCase());
-    const rows = this.db
-      .query<{ video_id: string; shot_index: number }, string[]>(
-        `SELECT s.video_id, s.shot_index FROM shots s WHERE ${w.sql} AND EXISTS (
+    const rows = await this.db.all<{ video_id: string; shot_index: number }>(
+      `SELECT s.video_id, s.shot_index FROM shots s WHERE ${w.sql} AND EXISTS (
            SELECT 1 FROM json_each(s.labels) j WHERE lower(json_extract(j.value, '$.label')) IN (${placeholders(wanted.length)}))`,
-      )
-      .all(...w.args, ...wanted);
+      ...w.args,
+      ...wanted,
+    );
     const out = new Map<string, Set<number>>();
     for (const r of rows) {
       let s = out.get(r.video_id);
@@ -373,122 +394,132 @@ export class SearchStore {
    * Shots whose labels or caption mention any of `terms` (FTS prefix match, porter-stemmed on
    * both sides), in id order. A superset for the caller's exact word check, never a scan.
    */
-  shotsMentioning(scope: SearchScope, terms: string[], limit: number): ShotRow[] {
+  async shotsMentioning(scope: SearchScope, terms: string[], limit: number): Promise<ShotRow[]> {
     const clean = [...new Set(terms.map((t) => t.replace(/"/g, "").trim()).filter(Boolean))];
     if (!clean.length) return [];
     const w = this.scopeSql("s", scope);
     const match = clean.map((t) => `"${t}"*`).join(" OR ");
-    return this.db
-      .query<ShotRow, (string | number)[]>(
-        `SELECT s.id, s.video_id, s.shot_index, s.start_secs, s.end_secs, s.labels, s.caption, s.thumbnail_path
+    return await this.db.all<ShotRow>(
+      `SELECT s.id, s.video_id, s.shot_index, s.start_secs, s.end_secs, s.labels, s.caption, s.thumbnail_path
          FROM shot_text_fts f JOIN shots s ON s.id = f.rowid
          WHERE shot_text_fts MATCH ? AND ${w.sql} ORDER BY s.id LIMIT ?`,
-      )
-      .all(match, ...w.args, limit);
-  }
-
-  /** Rows in the shot text index (its triggers keep one per shot with labels or a caption; checks and tests). */
-  shotTextRows(): number {
-    return this.db.query<{ n: number }, []>("SELECT count(*) AS n FROM shot_text_fts").get()!.n;
-  }
-
-  /** The account's distinct shot labels and how many of its shots have a caption. */
-  sceneVocabulary(accountId: string): { labels: string[]; captions: number } {
-    const labels = this.db
-      .query<{ label: string }, [string]>(
-        `SELECT DISTINCT lower(json_extract(j.value, '$.label')) AS label FROM shots s, json_each(s.labels) j
-         WHERE s.account_id = ? AND json_extract(j.value, '$.label') IS NOT NULL`,
-      )
-      .all(accountId)
-      .map((r) => r.label);
-    const captions = this.db
-      .query<{ n: number }, [string]>(
-        "SELECT count(*) AS n FROM shots WHERE account_id = ? AND caption IS NOT NULL AND caption != ''",
-      )
-      .get(accountId)!.n;
-    return { labels, captions };
-  }
-
-  shotAt(videoId: string, t: number): ShotRow | null {
-    const cols = "id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path";
-    return (
-      this.db
-        .query<ShotRow, [string, number, number]>(
-          `SELECT ${cols} FROM shots WHERE video_id = ? AND start_secs <= ? AND ? < end_secs ORDER BY start_secs DESC LIMIT 1`,
-        )
-        .get(videoId, t + 1e-6, t) ??
-      // The last shot's end is inclusive; a time in a gap belongs to the shot before it.
-      this.db
-        .query<ShotRow, [string, number]>(
-          `SELECT ${cols} FROM shots WHERE video_id = ? AND start_secs <= ? ORDER BY start_secs DESC LIMIT 1`,
-        )
-        .get(videoId, t + 1e-6)
+      match,
+      ...w.args,
+      limit,
     );
   }
 
-  shotByIndex(videoId: string, shotIndex: number): ShotRow | null {
-    return this.db
-      .query<ShotRow, [string, number]>(
-        "SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots WHERE video_id = ? AND shot_index = ?",
+  /** Rows in the shot text index (its triggers keep one per shot with labels or a caption; checks and tests). */
+  async shotTextRows(): Promise<number> {
+    return (await this.db.get<{ n: number }>("SELECT count(*) AS n FROM shot_text_fts"))!.n;
+  }
+
+  /** The account's distinct shot labels and how many of its shots have a caption. */
+  async sceneVocabulary(accountId: string): Promise<{ labels: string[]; captions: number }> {
+    const labels = (
+      await this.db.all<{ label: string }>(
+        `SELECT DISTINCT lower(json_extract(j.value, '$.label')) AS label FROM shots s, json_each(s.labels) j
+         WHERE s.account_id = ? AND json_extract(j.value, '$.label') IS NOT NULL`,
+        accountId,
       )
-      .get(videoId, shotIndex);
+    ).map((r) => r.label);
+    const captions = (await this.db.get<{ n: number }>(
+      "SELECT count(*) AS n FROM shots WHERE account_id = ? AND caption IS NOT NULL AND caption != ''",
+      accountId,
+    ))!.n;
+    return { labels, captions };
+  }
+
+  async shotAt(videoId: string, t: number): Promise<ShotRow | null> {
+    const cols = "id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path";
+    return (
+      (await this.db.get<ShotRow>(
+        `SELECT ${cols} FROM shots WHERE video_id = ? AND start_secs <= ? AND ? < end_secs ORDER BY start_secs DESC LIMIT 1`,
+        videoId,
+        t + 1e-6,
+        t,
+      )) ??
+      // The last shot's end is inclusive; a time in a gap belongs to the shot before it.
+      (await this.db.get<ShotRow>(
+        `SELECT ${cols} FROM shots WHERE video_id = ? AND start_secs <= ? ORDER BY start_secs DESC LIMIT 1`,
+        videoId,
+        t + 1e-6,
+      ))
+    );
+  }
+
+  async shotByIndex(videoId: string, shotIndex: number): Promise<ShotRow | null> {
+    return await this.db.get<ShotRow>(
+      "SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots WHERE video_id = ? AND shot_index = ?",
+      videoId,
+      shotIndex,
+    );
   }
 
   // ---- transcript ----------------------------------------------------------------------------
 
   /** BM25-ranked transcript segments in scope matching an (already sanitized) FTS5 expression. */
-  transcriptSearch(scope: SearchScope, match: string, limit: number): TranscriptHitRow[] {
+  async transcriptSearch(scope: SearchScope, match: string, limit: number): Promise<TranscriptHitRow[]> {
     const w = this.scopeSql("t", scope);
-    return this.db
-      .query<TranscriptHitRow, (string | number)[]>(
-        `SELECT t.id, t.video_id, t.start_secs, t.end_secs, t.text, bm25(transcript_fts) AS bm25
+    return await this.db.all<TranscriptHitRow>(
+      `SELECT t.id, t.video_id, t.start_secs, t.end_secs, t.text, bm25(transcript_fts) AS bm25
          FROM transcript_fts JOIN transcript_segments t ON t.id = transcript_fts.rowid
          WHERE transcript_fts MATCH ? AND ${w.sql} ORDER BY bm25 LIMIT ?`,
-      )
-      .all(match, ...w.args, limit);
+      match,
+      ...w.args,
+      limit,
+    );
   }
 
   /** Which of `ids` match `match` (store/sql.ts `ftsMatching`). */
-  transcriptMatching(match: string, ids: number[]): Set<number> {
-    return ftsMatching(this.db, "transcript_fts", match, ids);
+  async transcriptMatching(match: string, ids: number[]): Promise<Set<number>> {
+    return await ftsMatching(this.db, "transcript_fts", match, ids);
   }
 
-  transcriptDocFreq(accountId: string, match: string): number {
-    return this.db
-      .query<{ n: number }, [string, string]>(
-        `SELECT count(*) AS n FROM transcript_fts JOIN transcript_segments t ON t.id = transcript_fts.rowid
+  async transcriptDocFreq(accountId: string, match: string): Promise<number> {
+    return (await this.db.get<{ n: number }>(
+      `SELECT count(*) AS n FROM transcript_fts JOIN transcript_segments t ON t.id = transcript_fts.rowid
          WHERE transcript_fts MATCH ? AND t.account_id = ?`,
-      )
-      .get(match, accountId)!.n;
+      match,
+      accountId,
+    ))!.n;
   }
 
-  transcriptCount(accountId: string): number {
-    return this.db
-      .query<{ n: number }, [string]>("SELECT count(*) AS n FROM transcript_segments WHERE account_id = ?")
-      .get(accountId)!.n;
+  async transcriptCount(accountId: string): Promise<number> {
+    return (await this.db.get<{ n: number }>(
+      "SELECT count(*) AS n FROM transcript_segments WHERE account_id = ?",
+      accountId,
+    ))!.n;
   }
 
-  transcriptOverlapping(
+  async transcriptOverlapping(
     videoId: string,
     start: number,
     end: number,
-  ): { start_secs: number; end_secs: number; text: string }[] {
-    return this.db
-      .query<{ start_secs: number; end_secs: number; text: string }, [string, number, number]>(
-        "SELECT start_secs, end_secs, text FROM transcript_segments WHERE video_id = ? AND start_secs < ? AND end_secs > ? ORDER BY start_secs",
-      )
-      .all(videoId, end, start);
+  ): Promise<{ start_secs: number; end_secs: number; text: string }[]> {
+    return await this.db.all<{ start_secs: number; end_secs: number; text: string }>(
+      "SELECT start_secs, end_secs, text FROM transcript_segments WHERE video_id = ? AND start_secs < ? AND end_secs > ? ORDER BY start_secs",
+      videoId,
+      end,
+      start,
+    );
   }
 
   /** Whether any segment of the video (frame, shot, transcript or on-screen text) starts within 0.01 s of `t`. */
-  segmentStartsAt(videoId: string, t: number): boolean {
-    return !!this.db
-      .query<{ one: number }, [string, number, string, number, string, number, string, number]>(
-        `SELECT 1 AS one WHERE EXISTS (SELECT 1 FROM frames WHERE video_id = ? AND abs(timestamp - ?) <= ${TOLERANCE})
+  async segmentStartsAt(videoId: string, t: number): Promise<boolean> {
+    return !!(await this.db.get<{ one: number }>(
+      `SELECT 1 AS one WHERE EXISTS (SELECT 1 FROM frames WHERE video_id = ? AND abs(timestamp - ?) <= ${TOLERANCE})
             OR EXISTS (SELECT 1 FROM shots WHERE video_id = ? AND abs(start_secs - ?) <= ${TOLERANCE})
             OR EXISTS (SELECT 1 FROM transcript_segments WHERE video_id = ? AND abs(start_secs - ?) <= ${TOLERANCE})
             OR EXISTS (SELECT 1 FROM ocr_lines WHERE video_id = ? AND abs(start_secs - ?) <= ${TOLERANCE})`,
-      )
-      .get(videoId, t, videoId, t, videoId, t, videoId, t);
+      videoId,
+      t,
+      videoId,
+      t,
+      videoId,
+      t,
+      videoId,
+      t,
+    ));
   }
 }

@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Executor } from "../store/executor.ts";
 
 /** A video whose vector rows changed, and the sequence number of its latest change. */
 export interface VectorChangeRow {
@@ -14,44 +14,43 @@ export interface VectorChangeRow {
  * (migration 010's videos_changed_ad): the loader drops a snapshot's videos the store no longer has.
  */
 export class VectorChangeStore {
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Executor) {}
 
   /** The latest sequence number handed out (0 when nothing changed yet). */
-  current(): number {
-    return this.db.query<{ seq: number }, []>("SELECT seq FROM vector_change_seq WHERE id = 1").get()?.seq ?? 0;
+  async current(): Promise<number> {
+    return (await this.db.get<{ seq: number }>("SELECT seq FROM vector_change_seq WHERE id = 1"))?.seq ?? 0;
   }
 
   /** The random name of this database's change history (a snapshot names the one it reflects). */
-  databaseId(): string {
+  async databaseId(): Promise<string> {
     return (
-      this.db.query<{ id: string }, []>("SELECT database_id AS id FROM vector_change_seq WHERE id = 1").get()?.id ?? ""
+      (await this.db.get<{ id: string }>("SELECT database_id AS id FROM vector_change_seq WHERE id = 1"))?.id ?? ""
     );
   }
 
   /** Videos whose latest change is after `seq`, oldest change first. */
-  after(seq: number): VectorChangeRow[] {
-    return this.db
-      .query<VectorChangeRow, [number]>(
-        "SELECT video_id, account_id, seq FROM vector_changes WHERE seq > ? ORDER BY seq",
-      )
-      .all(seq);
+  async after(seq: number): Promise<VectorChangeRow[]> {
+    return await this.db.all<VectorChangeRow>(
+      "SELECT video_id, account_id, seq FROM vector_changes WHERE seq > ? ORDER BY seq",
+      seq,
+    );
   }
 
   /** A video's latest change (0: none logged). */
-  of(videoId: string): number {
-    return (
-      this.db.query<{ seq: number }, [string]>("SELECT seq FROM vector_changes WHERE video_id = ?").get(videoId)?.seq ??
-      0
-    );
+  async of(videoId: string): Promise<number> {
+    return (await this.db.get<{ seq: number }>("SELECT seq FROM vector_changes WHERE video_id = ?", videoId))?.seq ?? 0;
   }
 
   /**
    * Forgets rows of deleted videos at or before `seq` (a database written before the delete
    * trigger, or a row left by a writer outside it). Returns how many went.
    */
-  prune(seq: number): number {
-    return this.db
-      .query("DELETE FROM vector_changes WHERE seq <= ? AND NOT EXISTS (SELECT 1 FROM videos v WHERE v.id = video_id)")
-      .run(seq).changes;
+  async prune(seq: number): Promise<number> {
+    return (
+      await this.db.run(
+        "DELETE FROM vector_changes WHERE seq <= ? AND NOT EXISTS (SELECT 1 FROM videos v WHERE v.id = video_id)",
+        seq,
+      )
+    ).changes;
   }
 }

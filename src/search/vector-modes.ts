@@ -28,7 +28,7 @@ export class VectorModes {
     private readonly interval: number,
   ) {}
 
-  video(
+  async video(
     scope: SearchScope,
     modelId: string,
     q: Float32Array,
@@ -36,19 +36,21 @@ export class VectorModes {
     allowShots?: Map<string, Set<number>>,
     band?: number,
     probe?: ProbePolicy,
-  ): Candidate[] {
-    const sample = this.d.indexes.sample("frames", scope.accountId, modelId);
+  ): Promise<Candidate[]> {
+    const sample = await this.d.indexes.sample("frames", scope.accountId, modelId);
     if (!sample.dim || sample.dim !== q.length) return [];
     const stats = this.d.indexes.nullStatsOf(sample, q);
     const cut = th["video:default"];
-    const admitted = this.admitted(
+    const admitted = await this.admitted(
       { kind: "frames", scope, modelId, query: q, k: FRAME_K, allowShots, probe },
       stats,
       cut,
     );
     if (!admitted.length) return [];
-    const meta = new Map(this.d.store.frames(admitted.map((h) => h.id)).map((f) => [f.id, f]));
-    const durations = this.d.store.videos(scope.accountId, [...new Set([...meta.values()].map((f) => f.video_id))]);
+    const meta = new Map((await this.d.store.frames(admitted.map((h) => h.id))).map((f) => [f.id, f]));
+    const durations = await this.d.store.videos(scope.accountId, [
+      ...new Set([...meta.values()].map((f) => f.video_id)),
+    ]);
     const hits: FrameHit[] = [];
     for (const h of admitted) {
       const f = meta.get(h.id);
@@ -70,7 +72,7 @@ export class VectorModes {
     });
   }
 
-  scene(
+  async scene(
     scope: SearchScope,
     modelId: string,
     q: Float32Array,
@@ -78,12 +80,12 @@ export class VectorModes {
     th: Record<string, number>,
     allowShots?: Map<string, Set<number>>,
     probe?: ProbePolicy,
-  ): Candidate[] {
+  ): Promise<Candidate[]> {
     const best = new Map<number, { shot: ShotRow | null; score: number; raw: number; key: string }>();
-    const sample = this.d.indexes.sample("shots", scope.accountId, modelId);
+    const sample = await this.d.indexes.sample("shots", scope.accountId, modelId);
     if (sample.dim && sample.dim === q.length) {
       const stats = this.d.indexes.nullStatsOf(sample, q);
-      for (const h of this.admitted(
+      for (const h of await this.admitted(
         { kind: "shots", scope, modelId, query: q, k: SHOT_K, allowShots, probe },
         stats,
         th["scene:default"],
@@ -93,12 +95,12 @@ export class VectorModes {
     }
     const words = text ? contentWords(text) : [];
     const textShots = new Map<number, ShotRow>();
-    if (words.length && this.mayMentionScene(scope.accountId, words)) {
+    if (words.length && (await this.mayMentionScene(scope.accountId, words))) {
       const terms = mentionTerms(text!);
-      const mentioned = this.d.indexes.memoResult(
+      const mentioned = await this.d.indexes.memoResult(
         scope.accountId,
         `scene-text\u0000${scopeKey(scope)}\u0000${terms.join(" ")}`,
-        () => this.d.store.shotsMentioning(scope, terms, SCENE_TEXT_K),
+        async () => await this.d.store.shotsMentioning(scope, terms, SCENE_TEXT_K),
       );
       for (const s of mentioned) {
         if (allowShots && !allowShots.get(s.video_id)?.has(s.shot_index)) continue;
@@ -110,7 +112,7 @@ export class VectorModes {
       }
     }
     const missing = [...best.keys()].filter((id) => !textShots.has(id));
-    const rows = new Map([...textShots, ...this.d.store.shotsById(missing).map((s) => [s.id, s] as const)]);
+    const rows = new Map([...textShots, ...(await this.d.store.shotsById(missing)).map((s) => [s.id, s] as const)]);
     const out: Candidate[] = [];
     for (const [id, b] of best) {
       const s = rows.get(id);
@@ -138,14 +140,18 @@ export class VectorModes {
    * to `req.k` while at least half of the answers pass the cut (the index is approximate: its k-th
    * answer may sit a little below the true k-th, so "all of them passed" would stop too early).
    */
-  private admitted(req: NearestRequest, stats: NullStats, cut: number): (VectorHit & { score: number })[] {
+  private async admitted(
+    req: NearestRequest,
+    stats: NullStats,
+    cut: number,
+  ): Promise<(VectorHit & { score: number })[]> {
     // The same query (same cached vector) starts where it ended last time: the walk up would
     // repeat itself, and starting higher only ever admits more rows above the cut, never fewer.
     const hintKey = `${req.kind}\u0000${req.modelId}\u0000${scopeKey(req.scope)}\u0000${cut}\u0000${req.allowShots ? "labels" : ""}`;
     let k = Math.min(req.k, this.d.indexes.startK(req.query, hintKey) ?? FIRST_K);
     const session = {};
     for (;;) {
-      const hits = this.d.indexes.nearest({ ...req, k, session });
+      const hits = await this.d.indexes.nearest({ ...req, k, session });
       const kept = hits.map((h) => ({ ...h, score: calibrate(h.raw, stats) })).filter((h) => h.score >= cut);
       if (k >= req.k || hits.length < k || kept.length < k / 2) {
         this.d.indexes.noteK(req.query, hintKey, k);
@@ -159,9 +165,9 @@ export class VectorModes {
    * Whether scene text matching can find anything: some query word is one of the account's label
    * words, or the account has captions at all (both remembered until its content changes).
    */
-  private mayMentionScene(accountId: string, words: string[]): boolean {
-    const vocab = this.d.indexes.memo(accountId, "scene-words", () => {
-      const { labels, captions } = this.d.store.sceneVocabulary(accountId);
+  private async mayMentionScene(accountId: string, words: string[]): Promise<boolean> {
+    const vocab = await this.d.indexes.memo(accountId, "scene-words", async () => {
+      const { labels, captions } = await this.d.store.sceneVocabulary(accountId);
       return { words: new Set(labels.flatMap((l) => contentWords(l))), captions };
     });
     return vocab.captions > 0 || words.some((w) => vocab.words.has(w));

@@ -72,4 +72,10 @@ export interface Executor {
   insertMany<R = never>(spec: InsertSpec, rows: readonly (readonly Param[])[]): Promise<R[]>;
   /** DDL or several statements without parameters (migrations, per-model tables). */
   exec(sql: Sql): Promise<void>;
+  /**
+   * Runs `fn` (this executor's statements) as one transaction: for a store method whose
+   * statements must land together. Inside a unit of work it is a savepoint of it (the store's
+   * UnitOfWork.run, so afterCommit and nesting behave the same).
+   */
+  transaction<T>(fn: () => Promise<T>): Promise<T>;
 }

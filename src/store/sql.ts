@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import { dialect, type Executor } from "./executor.ts";
 
 /** Rows per `IN (…)` list: SQLite allows 32 766 bound values; smaller lists keep each statement cheap to prepare. */
 export const IN_CHUNK = 500;
@@ -8,8 +8,13 @@ export const IN_CHUNK = 500;
  * `?,?,…` placeholders, and concatenates what it returns. The one place the stores split a
  * long id list for an `IN (…)` clause.
  */
-export function inChunks<T, R>(items: readonly T[], query: (part: T[], marks: string) => R[]): R[] {
+export async function inChunks<T, R>(
+  items: readonly T[],
+  query: (part: T[], marks: string) => Promise<R[]>,
+): Promise<R[]> {
   const out: R[] = [];
+  // One statement per list, one after another: a search's lists are short (one list is the usual
+  // case), and the statements of one flow go through one connection anyway.
   for (let i = 0; i < items.length; i += IN_CHUNK) {
     const part = items.slice(i, i + IN_CHUNK);
     // Lists padded (the last item repeated: `IN` ignores duplicates) to one of a few lengths, so
@@ -17,7 +22,7 @@ export function inChunks<T, R>(items: readonly T[], query: (part: T[], marks: st
     // a search asks such lists of every length (issue 27's per-request profile).
     const size = Math.min(IN_CHUNK, 2 ** Math.ceil(Math.log2(part.length)));
     while (part.length < size) part.push(part[part.length - 1]);
-    for (const r of query(part, MARKS[size] ?? part.map(() => "?").join(","))) out.push(r);
+    for (const r of await query(part, MARKS[size] ?? part.map(() => "?").join(","))) out.push(r);
   }
   return out;
 }
@@ -31,12 +36,12 @@ MARKS[IN_CHUNK] = Array.from({ length: IN_CHUNK }, () => "?").join(",");
  * ids' rowid range, intersected here — FTS5 answers `rowid IN (…)` by scanning the whole list once
  * per id. `ftsTable` is a fixed table name from the calling store, never input.
  */
-export function ftsMatching(
-  db: Database,
+export async function ftsMatching(
+  db: Executor,
   ftsTable: "transcript_fts" | "ocr_fts",
   match: string,
   ids: number[],
-): Set<number> {
+): Promise<Set<number>> {
   const out = new Set<number>();
   if (!ids.length) return out;
   const wanted = new Set(ids);
@@ -46,11 +51,12 @@ export function ftsMatching(
     if (id < lo) lo = id;
     if (id > hi) hi = id;
   }
-  const rows = db
-    .query<{ id: number }, [string, number, number]>(
-      `SELECT rowid AS id FROM ${ftsTable} WHERE ${ftsTable} MATCH ? AND rowid BETWEEN ? AND ?`,
-    )
-    .all(match, lo, hi);
+  const rows = await db.all<{ id: number }>(
+    `SELECT rowid AS id FROM ${ftsTable} WHERE ${ftsTable} MATCH ? AND rowid BETWEEN ? AND ?`,
+    match,
+    lo,
+    hi,
+  );
   for (const r of rows) if (wanted.has(r.id)) out.add(r.id);
   return out;
 }
@@ -71,3 +77,19 @@ export interface DbClock {
 }
 
 export const DATABASE_CLOCK: DbClock = { skewMs: () => 0 };
+
+const LOCK_ACCOUNT = dialect({
+  sqlite: "SELECT 1 AS one FROM accounts WHERE id = ?",
+  pg: "SELECT 1 AS one FROM accounts WHERE id = ? FOR UPDATE",
+});
+
+/**
+ * Locks an account's row until the unit of work this runs in ends; false when there is no such
+ * account. Every check-then-write on an account's data (a plan limit counted before an insert, a
+ * search threshold read before it moves) takes it first, so two writers of one account run one
+ * after the other. On SQLite the unit of work already holds the database's write lock (BEGIN
+ * IMMEDIATE): the read is all it takes there. Outside a unit of work it locks nothing.
+ */
+export async function lockAccount(db: Executor, accountId: string): Promise<boolean> {
+  return (await db.get<{ one: number }>(LOCK_ACCOUNT, accountId)) !== null;
+}

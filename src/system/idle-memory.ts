@@ -4,7 +4,7 @@ import { dropLibraryPages, trimNativeHeap } from "../inference/native-heap.ts";
 /** Something cheap to rebuild that an idle server lets go of (a cache, SQLite's page cache). */
 export interface IdleRelease {
   name: string;
-  run: () => void;
+  run: () => Promise<void>;
 }
 
 export interface IdleMemoryOptions {
@@ -59,7 +59,7 @@ export class IdleMemory {
       this.left++;
       const t = setTimeout(() => {
         this.left--;
-        this.pass();
+        void this.pass(); // it reports its own failures
       }, ms);
       t.unref?.();
       this.timers.push(t);
@@ -67,12 +67,12 @@ export class IdleMemory {
   }
 
   /** Runs one pass now unless work is in flight; returns it, or null when skipped. */
-  pass(): IdlePass | null {
+  async pass(): Promise<IdlePass | null> {
     if (this.closed || this.opts.busy()) return null;
     const rssBefore = process.memoryUsage().rss;
     for (const r of this.opts.release) {
       try {
-        r.run();
+        await r.run();
       } catch (e) {
         this.opts.logger.warn("idle release failed", {
           release: r.name,

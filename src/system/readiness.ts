@@ -4,15 +4,15 @@
  * it loads only vector searches wait (503 + Retry-After), everything else serves.
  */
 export function readiness(d: {
-  pingDatabase: () => void;
+  pingDatabase: () => Promise<void>;
   storage: { check(): { ok: boolean; detail: string } };
   searchIndexStatus: () => string;
   closing: () => boolean;
-}): () => { ok: boolean; checks: Record<string, string> } {
-  return () => {
+}): () => Promise<{ ok: boolean; checks: Record<string, string> }> {
+  return async () => {
     const checks: Record<string, string> = {};
     try {
-      d.pingDatabase();
+      await d.pingDatabase();
       checks.database = "ok";
     } catch (e) {
       checks.database = (e as Error).message;

@@ -29,7 +29,7 @@ export class SystemService {
     return this.inference.signedWeights();
   }
 
-  storeCounts(): StoreCounts {
-    return this.store.counts();
+  async storeCounts(): Promise<StoreCounts> {
+    return await this.store.counts();
   }
 }

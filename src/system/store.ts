@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Executor } from "../store/executor.ts";
 
 export interface StoreCounts {
   accounts: number;
@@ -10,38 +10,42 @@ export interface StoreCounts {
 
 /** Instance-wide row counts for `vsearch doctor` (across tenants: an operator's view, never HTTP). */
 export class SystemStore {
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Executor) {}
 
-  /** Hands this connection's SQLite page cache back to the allocator; it refills from the file on use. */
-  shrinkMemory(): void {
-    this.db.exec("PRAGMA shrink_memory");
+  /**
+   * Hands SQLite's page caches back to the allocator (the writer's through `exec`, the reader's —
+   * the big one — through a read); they refill from the file on use. Nothing to do on PostgreSQL.
+   */
+  async shrinkMemory(): Promise<void> {
+    if (this.db.backend !== "sqlite") return;
+    await this.db.exec("PRAGMA shrink_memory");
+    await this.db.all("PRAGMA shrink_memory");
   }
 
-  counts(): StoreCounts {
-    const count = (sql: string) => (this.db.query(sql).get() as { n: number }).n;
-    return {
-      accounts: count("SELECT count(*) AS n FROM accounts"),
-      videos: count("SELECT count(*) AS n FROM videos"),
-      frames: count("SELECT count(*) AS n FROM frames"),
-      jobs_waiting: count("SELECT count(*) AS n FROM jobs WHERE status IN ('queued','pending','processing')"),
-      jobs_failed: count("SELECT count(*) AS n FROM jobs WHERE status = 'failed'"),
-    };
+  async counts(): Promise<StoreCounts> {
+    const row = await this.db.get<StoreCounts>(
+      `SELECT (SELECT count(*) FROM accounts) AS accounts, (SELECT count(*) FROM videos) AS videos,
+              (SELECT count(*) FROM frames) AS frames,
+              (SELECT count(*) FROM jobs WHERE status IN ('queued','pending','processing')) AS jobs_waiting,
+              (SELECT count(*) FROM jobs WHERE status = 'failed') AS jobs_failed`,
+    );
+    return row!;
   }
 
   /**
    * Which tables still hold a row naming one of `needles` (every column as text, blobs left out):
    * the retention audit after an account deletion. Only needles found are keys.
    */
-  tablesMentioning(needles: string[]): Map<string, string[]> {
+  async tablesMentioning(needles: string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
-    const tables = this.db
-      .query<{ name: string }, []>(
+    const tables = (
+      await this.db.all<{ name: string }>(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
       )
-      .all()
-      .map((r) => r.name);
+    ).map((r) => r.name);
+    // Every table once (the retention audit after an account deletion, a few dozen tables).
     for (const name of tables) {
-      const text = JSON.stringify(this.db.query(`SELECT * FROM "${name.replace(/"/g, '""')}"`).all(), (_k, v) =>
+      const text = JSON.stringify(await this.db.all(`SELECT * FROM "${name.replace(/"/g, '""')}"`), (_k, v) =>
         v instanceof Uint8Array ? null : v,
       );
       for (const n of needles) if (text.includes(n)) out.set(n, [...(out.get(n) ?? []), name]);
@@ -50,16 +54,16 @@ export class SystemStore {
   }
 
   /** Exact vectors whose frame or shot row is gone (0 while the deletes cascade). */
-  orphanVectors(): { frame_vectors: number; shot_vectors: number } {
-    const count = (sql: string) => (this.db.query(sql).get() as { n: number }).n;
-    return {
-      frame_vectors: count("SELECT count(*) AS n FROM frame_vectors WHERE frame_id NOT IN (SELECT id FROM frames)"),
-      shot_vectors: count("SELECT count(*) AS n FROM shot_vectors WHERE shot_id NOT IN (SELECT id FROM shots)"),
-    };
+  async orphanVectors(): Promise<{ frame_vectors: number; shot_vectors: number }> {
+    const row = await this.db.get<{ frame_vectors: number; shot_vectors: number }>(
+      `SELECT (SELECT count(*) FROM frame_vectors WHERE frame_id NOT IN (SELECT id FROM frames)) AS frame_vectors,
+              (SELECT count(*) FROM shot_vectors WHERE shot_id NOT IN (SELECT id FROM shots)) AS shot_vectors`,
+    );
+    return row!;
   }
 
   /** Readiness: the database answers a query. */
-  ping(): void {
-    this.db.query("SELECT 1").get();
+  async ping(): Promise<void> {
+    await this.db.get("SELECT 1");
   }
 }

@@ -52,11 +52,11 @@ export class UploadService {
     private readonly videos: VideoService,
     private readonly sniffer: ContainerSniffer,
     private readonly maxBytes: number,
-    private readonly beforeAccept: (accountId: string) => void = () => {},
+    private readonly beforeAccept: (accountId: string) => Promise<void> = async () => {},
     /** `video.accepted` after the video and its job are committed (the task queue starts it now). */
     private readonly bus: EventPublisher,
     /** Throws 429 QUEUE_FULL when the account has its cap of uploads waiting (jobs/lease-queue.ts). */
-    private readonly queueRoom: (accountId: string) => void = () => {},
+    private readonly queueRoom: (accountId: string) => Promise<void> = async () => {},
     /** Skip byte-identical uploads (default); bench/upload-dedupe.ts turns it off to measure its cost. */
     private readonly opts: { duplicateCheck?: boolean } = {},
   ) {}
@@ -78,9 +78,9 @@ export class UploadService {
         },
       ]);
     }
-    this.beforeAccept(accountId);
+    await this.beforeAccept(accountId);
     // The per-account cap on waiting work, before a byte of the body is read (checked again, exactly, when the job is written).
-    this.queueRoom(accountId);
+    await this.queueRoom(accountId);
     // Content-Length covers the multipart framing too, so it can only prove "too large", never "fits".
     if (req.contentLength !== null && req.contentLength > this.maxBytes + 64 * 1024) throw this.tooLarge();
 
@@ -138,7 +138,7 @@ export class UploadService {
         throw new ValidationError([
           { loc: ["body", "file"], msg: "The uploaded file is empty", type: "value_error", input: filename },
         ]);
-      this.collections.require(accountId, collectionId!);
+      await this.collections.require(accountId, collectionId!);
 
       const bytes = (await stat(tmp)).size;
       const same =
@@ -147,13 +147,13 @@ export class UploadService {
         await rm(tmp, { force: true });
         const v = same.video;
         if (truthy(fields.get("force"))) {
-          this.beforeAccept(accountId);
-          this.queueRoom(accountId); // an HTTP upload, re-indexed: held to the waiting cap like a new one
-          const [q] = this.videos.requeue([v.id]);
+          await this.beforeAccept(accountId);
+          await this.queueRoom(accountId); // an HTTP upload, re-indexed: held to the waiting cap like a new one
+          const [q] = await this.videos.requeue([v.id]);
           this.bus.publish({ type: "video.accepted", accountId });
           return { answer: { job_id: q.job_id, video_id: v.id, status: "queued", duplicate: true }, queued: true };
         }
-        const job_id = this.videos.latestJobId(accountId, v.id);
+        const job_id = await this.videos.latestJobId(accountId, v.id);
         return { answer: { job_id, video_id: v.id, status: v.status, duplicate: true }, queued: false };
       }
       const name = fields.get("filename") ?? filename;
@@ -194,18 +194,18 @@ export class UploadService {
     if (!st?.isFile()) throw new AppError("FILE_NOT_FOUND", `${path} is not a readable file`);
     if (st.size === 0) throw new AppError("UNSUPPORTED_FORMAT", "The file is empty");
     if (st.size > this.maxBytes) throw this.tooLarge();
-    this.collections.require(accountId, collectionId);
+    await this.collections.require(accountId, collectionId);
     // Hashed before copying: on a second run over the same folder a known file costs one read,
     // no copy, no probe.
     const hash = await sha256File(path);
     // An HTTP upload of the same bytes may not have its hash recorded yet: sameBytes finds it too.
     const existing =
-      this.videos.findByContent(accountId, collectionId, hash) ??
+      (await this.videos.findByContent(accountId, collectionId, hash)) ??
       (await this.sameBytes(accountId, collectionId, path, st.size, hash)).video;
     if (existing && !opts.force) return { job_id: null, video_id: existing.id, status: "unchanged" };
-    this.beforeAccept(accountId);
+    await this.beforeAccept(accountId);
     if (existing) {
-      const [q] = this.videos.requeue([existing.id]);
+      const [q] = await this.videos.requeue([existing.id]);
       this.bus.publish({ type: "video.accepted", accountId });
       return { job_id: q.job_id, video_id: existing.id, status: "requeued" };
     }
@@ -233,15 +233,16 @@ export class UploadService {
     sizeBytes: number,
     knownHash: string | null = null,
   ): Promise<{ video: VideoRow | null; hash: string | null }> {
-    const candidates = this.videos.sameSize(accountId, collectionId, sizeBytes);
+    const candidates = await this.videos.sameSize(accountId, collectionId, sizeBytes);
     if (candidates.length === 0) return { video: null, hash: knownHash };
     const hash = knownHash ?? (await sha256File(file));
+    // Candidates of the same size, usually none or one: hashing each file is the cost, not the store call.
     for (const v of candidates) {
       let theirs = v.content_hash ?? null;
       if (!theirs) {
         const source = this.files.abs(v.source_path);
         theirs = await sha256File(source).catch(() => null);
-        if (theirs) this.videos.rememberContentHash(v.id, theirs);
+        if (theirs) await this.videos.rememberContentHash(v.id, theirs);
       }
       if (theirs === hash) return { video: v, hash };
     }
@@ -269,7 +270,7 @@ export class UploadService {
         sniffed.code === "VIDEO_TOO_LARGE" ? "VIDEO_TOO_LARGE" : "UNSUPPORTED_FORMAT",
         sniffed.message,
       );
-    const accepted = this.videos.createFromUpload({
+    const accepted = await this.videos.createFromUpload({
       accountId,
       collectionId,
       filename: cleanFilename(name(sniffed.ext)),

@@ -26,7 +26,7 @@ import type { Partition } from "./partition.ts";
 import type { RowStore } from "./rows.ts";
 import { carve, denseIds, fillTable, selectChunks, selectSlots, stageSizes, thresholdFor } from "./plan.ts";
 import { bestK, topIndices, type Scored } from "./select.ts";
-import type { ScanReuse, SearchOptions, SearchResult, SearchStats, VectorSource } from "./types.ts";
+import type { Candidates, ScanReuse, SearchOptions, SearchResult, SearchStats, VectorSource } from "./types.ts";
 import { compactionTable, type Kernels } from "./wasm/kernels.ts";
 
 const HIST_BINS = 65536;
@@ -59,7 +59,7 @@ export class Searcher {
     private readonly arena: Arena,
     private readonly kernels: Kernels,
     private readonly encoder: Encoder,
-    private readonly source: VectorSource,
+    private readonly source: VectorSource | undefined,
     private readonly exactBelow: number,
     /** Fewest rows rescored exactly, and that share of the middle stage's rows (stageSizes; VectorIndexOptions.rescoreMin). */
     private readonly rescoreMin: number,
@@ -74,7 +74,19 @@ export class Searcher {
     return this.work.byteLength + this.idx.byteLength;
   }
 
+  /** Both halves over the index's own source (tests, tools, benches: a synchronous source). */
   search(query: Float32Array, opts: SearchOptions): SearchResult[] {
+    if (!this.source) throw new Error("this index has no vector source: use candidates() and rescore()");
+    const c = this.candidates(query, opts);
+    return this.rescore(c, c.rowIds.length ? this.source.getVectors(c.rowIds) : []);
+  }
+
+  /**
+   * Stages 1–3 (filter, scan, estimates): the rows worth an exact look, copied out of the index so
+   * they stay valid while the caller fetches their vectors (an await, during which other searches
+   * reuse this searcher's scratch and compaction may move the arena). No I/O.
+   */
+  candidates(query: Float32Array, opts: SearchOptions): Candidates {
     const t0 = performance.now();
     const stats: SearchStats = {
       path: "empty",
@@ -89,6 +101,16 @@ export class Searcher {
       if (opts.stats) Object.assign(opts.stats, stats);
       return out;
     };
+    const settle = (rowIds: number[]): Candidates => ({
+      rowIds,
+      // The searcher's query scratch is reused by the next search: the candidates keep their own copy.
+      unit: rowIds.length ? this.unit.slice() : this.unit,
+      k: opts.k,
+      finish: (out, ms) => {
+        stats.ms.rescore = ms;
+        return done(out);
+      },
+    });
     const L = this.rows.layout,
       K = this.kernels;
 
@@ -107,7 +129,7 @@ export class Searcher {
     for (let j = 0; j < L.dim; j++) unit[j] = query[j] * qinv;
 
     const p = this.rows.partition(opts.partition);
-    if (!p || p.n === 0) return done([]);
+    if (!p || p.n === 0) return settle([]);
 
     // Filters → dense group ids / slots of this partition.
     const allow = opts.allow ?? {};
@@ -116,12 +138,12 @@ export class Searcher {
       idsB: number[] = [];
     if (allow.collections) {
       idsA = denseIds(allow.collections, (v) => p.groupA.lookup(v));
-      if (idsA.length === 0) return done([]);
+      if (idsA.length === 0) return settle([]);
       flags |= 1;
     }
     if (allow.videos) {
       idsB = denseIds(allow.videos, (v) => p.groupB.lookup(v));
-      if (idsB.length === 0) return done([]);
+      if (idsB.length === 0) return settle([]);
       flags |= 2;
     }
     const exSlots: number[] = [];
@@ -138,7 +160,7 @@ export class Searcher {
         const slot = this.rows.slotIn(p, id);
         if (slot !== undefined) onlySlots.push(slot);
       }
-      if (onlySlots.length === 0) return done([]);
+      if (onlySlots.length === 0) return settle([]);
     }
     const filtered = flags !== 0 || exSlots.length > 0 || onlySlots !== null;
 
@@ -262,18 +284,16 @@ export class Searcher {
     stats.scanned = tableRows;
     if (sel.probed && allowed < sel.want / 2 && allowed < tableRows) {
       // The filter's rows are rarer in the probed lists than estimated: read them all instead.
-      return this.search(query, { ...opts, probe: 1 });
+      return this.candidates(query, { ...opts, probe: 1 });
     }
     stats.allowed = allowed;
     stats.ms.filter = performance.now() - t0;
-    if (allowed === 0) return done([]);
+    if (allowed === 0) return settle([]);
     if (allowed <= this.exactBelow) {
       stats.path = "exact";
       stats.rescored = allowed;
-      const t = performance.now();
-      const out = this.rescore(p, a.i32.slice(at("candSlots") / 4, at("candSlots") / 4 + allowed).map(toSlot), unit, k);
-      stats.ms.rescore = performance.now() - t;
-      return done(out);
+      const slots = a.i32.slice(at("candSlots") / 4, at("candSlots") / 4 + allowed).map(toSlot);
+      return settle(Array.from(slots, (s) => p.rowIds[s]));
     }
 
     stats.path = "approx";
@@ -411,17 +431,17 @@ export class Searcher {
     stats.rescored = n3;
     stats.ms.estimate = performance.now() - t;
 
-    // Stage 4: exact cosine.
-    t = performance.now();
-    const out = this.rescore(p, finalSlots, unit, k);
-    stats.ms.rescore = performance.now() - t;
-    return done(out);
+    // Stage 4 (exact cosine) is `rescore`, once the caller has the candidates' vectors.
+    return settle(Array.from(finalSlots, (s) => p.rowIds[s]));
   }
 
-  /** Exact cosine of the rows at `slots` (via the source) → best k. */
-  private rescore(p: Partition, slots: Int32Array, unit: Float32Array, k: number): SearchResult[] {
-    const rowIds = Array.from(slots, (s) => p.rowIds[s]);
-    const vectors = this.source.getVectors(rowIds);
+  /**
+   * Stage 4: exact cosine of the candidates against their full-precision vectors (aligned with
+   * `c.rowIds`; `undefined` for a row gone meanwhile, which is skipped) → best k. Pure.
+   */
+  rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[] {
+    const t = performance.now();
+    const { rowIds, unit, k } = c;
     const dim = this.rows.layout.dim;
     const scored: Scored[] = [];
     for (let i = 0; i < rowIds.length; i++) {
@@ -459,7 +479,7 @@ export class Searcher {
         nn = n0 + n1 + n2 + n3;
       scored.push({ rowId: rowIds[i], score: nn > 0 ? dot / Math.sqrt(nn) : 0 });
     }
-    return bestK(scored, k);
+    return c.finish(bestK(scored, k), performance.now() - t);
   }
 
   /** Bytes of the arena scratch run (compaction keeps its size). */

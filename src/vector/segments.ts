@@ -12,6 +12,7 @@ import { emptyCompactionStats, type CompactionStats } from "./compact.ts";
 import type { TrainingStats } from "./retrain.ts";
 import type { ByteSource, SegmentHeader } from "./snapshot.ts";
 import type {
+  Candidates,
   CompactionResult,
   IndexSnapshot,
   SearchOptions,
@@ -26,6 +27,11 @@ import { VectorIndexImpl } from "./vector-index.ts";
 const DEFAULT_SEGMENT_BYTES = 1.5 * 2 ** 30;
 /** Rows added between checks of the current segment's size. */
 const ADD_SLICE = 4096;
+
+/** Candidates of several segments: each part is rescored by its own segment. */
+interface SegmentedCandidates extends Candidates {
+  readonly parts: { seg: VectorIndexImpl; c: Candidates; st: SearchStats }[];
+}
 
 export class SegmentedIndex implements VectorIndex {
   readonly dim: number;
@@ -175,7 +181,21 @@ export class SegmentedIndex implements VectorIndex {
       const seg = holding[0] ?? this.segs[0];
       return seg.search(query, { ...opts, reuse: this.segReuse(opts, this.segs.indexOf(seg)) });
     }
-    const all: SearchResult[] = [];
+    const c = this.candidates(query, opts);
+    // Each segment reads its own source (they share one in practice).
+    return this.rescore(
+      c,
+      (c as SegmentedCandidates).parts.flatMap((p) => p.seg.vectorsOf(p.c.rowIds)),
+    );
+  }
+
+  /** Every segment's candidates, side by side (rescore splits the vectors back). */
+  candidates(query: Float32Array, opts: SearchOptions): Candidates {
+    const holding = this.segs.filter((s) => s.partitionSize(opts.partition) > 0);
+    if (holding.length <= 1) {
+      const seg = holding[0] ?? this.segs[0];
+      return seg.candidates(query, { ...opts, reuse: this.segReuse(opts, this.segs.indexOf(seg)) });
+    }
     const total: SearchStats = {
       path: "empty",
       allowed: 0,
@@ -186,18 +206,42 @@ export class SegmentedIndex implements VectorIndex {
       scanned: 0,
       ms: { filter: 0, scan: 0, estimate: 0, rescore: 0, total: 0 },
     };
-    for (const seg of holding) {
+    const parts = holding.map((seg) => {
       const st = { ...total, ms: { ...total.ms } };
-      for (const r of seg.search(query, { ...opts, stats: st, reuse: this.segReuse(opts, this.segs.indexOf(seg)) }))
-        all.push(r);
-      if (st.path === "approx" || (st.path === "exact" && total.path === "empty")) total.path = st.path;
-      for (const key of ["allowed", "coarse", "middle", "rescored", "lists", "scanned"] as const)
-        total[key] = (total[key] ?? 0) + (st[key] ?? 0);
-      for (const key of ["filter", "scan", "estimate", "rescore", "total"] as const) total.ms[key] += st.ms[key];
+      const c = seg.candidates(query, { ...opts, stats: st, reuse: this.segReuse(opts, this.segs.indexOf(seg)) });
+      return { seg, c, st };
+    });
+    const out: SegmentedCandidates = {
+      parts,
+      rowIds: parts.flatMap((p) => p.c.rowIds),
+      unit: parts[0].c.unit,
+      k: opts.k,
+      finish: (all) => {
+        for (const { st } of parts) {
+          if (st.path === "approx" || (st.path === "exact" && total.path === "empty")) total.path = st.path;
+          for (const key of ["allowed", "coarse", "middle", "rescored", "lists", "scanned"] as const)
+            total[key] = (total[key] ?? 0) + (st[key] ?? 0);
+          for (const key of ["filter", "scan", "estimate", "rescore", "total"] as const) total.ms[key] += st.ms[key];
+        }
+        if (opts.stats) Object.assign(opts.stats, total);
+        return all;
+      },
+    };
+    return out;
+  }
+
+  rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[] {
+    const parts = (c as Partial<SegmentedCandidates>).parts;
+    if (!parts) return this.segs[0].rescore(c, vectors); // one segment's own candidates
+    const all: SearchResult[] = [];
+    let at = 0;
+    for (const p of parts) {
+      const n = p.c.rowIds.length;
+      for (const r of p.seg.rescore(p.c, vectors.slice(at, at + n))) all.push(r);
+      at += n;
     }
-    if (opts.stats) Object.assign(opts.stats, total);
     all.sort((a, b) => b.score - a.score || a.rowId - b.rowId);
-    return all.slice(0, opts.k);
+    return c.finish(all.slice(0, c.k), 0);
   }
 
   forEachRow(fn: (rowId: number, partition: string, groupA: number, groupB: number) => void): void {

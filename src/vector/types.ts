@@ -31,6 +31,19 @@ export interface VectorRow {
  * Returns one entry per requested id, in order; `undefined` for an id it no longer has (such a
  * row is skipped).
  */
+/**
+ * A search's first half (VectorIndex.candidates): the rows to rescore, valid across awaits (copied
+ * out of the index), and what the second half (VectorIndex.rescore) needs.
+ */
+export interface Candidates {
+  readonly rowIds: readonly number[];
+  /** The normalized query. */
+  readonly unit: Float32Array;
+  readonly k: number;
+  /** Completes the search's statistics (rescore time, total) and returns `out`. */
+  finish(out: SearchResult[], rescoreMs: number): SearchResult[];
+}
+
 export interface VectorSource {
   getVectors(rowIds: readonly number[]): (Float32Array | undefined)[];
 }
@@ -131,7 +144,8 @@ export interface SearchStats {
 
 export interface VectorIndexOptions {
   dim: number;
-  source: VectorSource;
+  /** For `search()`; an index searched with candidates() + rescore() needs none. */
+  source?: VectorSource;
   /**
    * Mean of the data in the original space, if the caller knows it (e.g. persisted). Otherwise
    * the index learns it from the first `centerSample` rows added, re-encoding those once.
@@ -204,7 +218,12 @@ export interface VectorIndex {
   add(rows: readonly VectorRow[]): void;
   /** Removes rows by id; unknown ids are ignored. O(ids). Returns how many were removed. */
   remove(rowIds: Iterable<number>): number;
+  /** Both halves over `source` (a synchronous source: tests, tools, benches). */
   search(query: Float32Array, options: SearchOptions): SearchResult[];
+  /** Filter, scan and estimates: the rows worth an exact look (no I/O; see Candidates). */
+  candidates(query: Float32Array, options: SearchOptions): Candidates;
+  /** Exact cosine of the candidates against their vectors (aligned with `c.rowIds`) → best k. */
+  rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[];
   has(rowId: number): boolean;
   partitionSize(partition: string): number;
   /**

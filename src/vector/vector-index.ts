@@ -26,12 +26,14 @@ import { RowStore } from "./rows.ts";
 import { SLICE_MS, type TrainingStats } from "./retrain.ts";
 import { Searcher } from "./search.ts";
 import type {
+  Candidates,
   CompactionResult,
   SearchOptions,
   SearchResult,
   VectorIndex,
   VectorIndexOptions,
   VectorRow,
+  VectorSource,
 } from "./types.ts";
 import { compileKernels, instantiateKernels, type Kernels } from "./wasm/kernels.ts";
 
@@ -51,6 +53,7 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
   private readonly arena: Arena;
   private readonly rows: RowStore;
   private readonly searcher: Searcher;
+  private readonly source: VectorSource | undefined;
   /** The compiled kernels, instantiated again on each compaction's new memory. */
   private readonly kernelModule: WebAssembly.Module;
   /**
@@ -94,6 +97,7 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
       throw new RangeError(`rescoreMin must be a number ≥ 1, got ${opts.rescoreMin}`);
     const rescoreMin = Math.max(1, Math.floor(opts.rescoreMin ?? (two ? RESCORE_MIN_2BIT : 64)));
     const rescoreShare = opts.rescoreMin !== undefined || !two ? 0 : RESCORE_SHARE_2BIT;
+    this.source = opts.source;
     this.searcher = new Searcher(
       this.rows,
       this.arena,
@@ -399,5 +403,19 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
 
   search(query: Float32Array, opts: SearchOptions): SearchResult[] {
     return this.searcher.search(query, opts);
+  }
+
+  /** The source's vectors of `rowIds` (a segmented index's synchronous `search`). */
+  vectorsOf(rowIds: readonly number[]): (Float32Array | undefined)[] {
+    if (!this.source) throw new Error("this index has no vector source: use candidates() and rescore()");
+    return this.source.getVectors(rowIds);
+  }
+
+  candidates(query: Float32Array, opts: SearchOptions): Candidates {
+    return this.searcher.candidates(query, opts);
+  }
+
+  rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[] {
+    return this.searcher.rescore(c, vectors);
   }
 }

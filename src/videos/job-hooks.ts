@@ -15,22 +15,22 @@ export function videoJobHooks(d: {
   files: VideoFiles;
   bus: EventPublisher;
   /** Credits for indexing `durationSecs` of video (credits/service.ts chargeIndexing). */
-  charge: (accountId: string, durationSecs: number) => void;
+  charge: (accountId: string, durationSecs: number) => Promise<void>;
   /** The web rendition's queueing (playback/renditions.ts). */
-  queueRendition: (videoId: string, accountId: string) => void;
+  queueRendition: (videoId: string, accountId: string) => Promise<void>;
 }): JobHooks {
   return {
-    resetVideo: (id) =>
-      d.videos.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
+    resetVideo: async (id) =>
+      await d.videos.update(id, { status: "queued", progress_pct: 0, error_code: null, error_message: null }),
     bus: d.bus,
-    videoDone: (id) => {
-      const v = d.videos.getById(id);
+    videoDone: async (id) => {
+      const v = await d.videos.getById(id);
       if (!v) return null;
-      d.videos.update(id, { status: "ready", progress_pct: 100, storage_bytes: d.files.bytesOf(id) });
+      await d.videos.update(id, { status: "ready", progress_pct: 100, storage_bytes: d.files.bytesOf(id) });
       return { durationSecs: v.duration_secs ?? 0 };
     },
-    videoFailed: (id, error) =>
-      d.videos.update(id, { status: "failed", error_code: error.code, error_message: error.message }),
+    videoFailed: async (id, error) =>
+      await d.videos.update(id, { status: "failed", error_code: error.code, error_message: error.message }),
     charge: d.charge,
     searchable: d.queueRendition,
   };

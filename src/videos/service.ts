@@ -16,9 +16,9 @@ import type { StageOutcome, Video, VideoDetail, VideoRow, VideoStatus, WebRendit
 export interface MediaUrls {
   posterUrl(videoId: string): string;
   /** The web rendition when it is ready, else the source. */
-  playbackUrl(videoId: string): string;
+  playbackUrl(videoId: string): Promise<string>;
   /** The web rendition's state (the playback domain's queue); null before the video is searchable. */
-  rendition?(videoId: string): WebRendition | null;
+  rendition?(videoId: string): Promise<WebRendition | null>;
 }
 
 export interface NewVideo {
@@ -64,7 +64,7 @@ export class VideoService {
    * event in one transaction. The file is moved in first; if the transaction fails it is removed again, and
    * a crash in between leaves a folder the start-up sweep deletes.
    */
-  createFromUpload(v: NewVideo): { video_id: string; job_id: string; status: "queued" } {
+  async createFromUpload(v: NewVideo): Promise<{ video_id: string; job_id: string; status: "queued" }> {
     const videoId = newId("vid");
     const jobId = newId("job");
     const at = nowIso();
@@ -72,51 +72,48 @@ export class VideoService {
     const dest = this.files.sourceFile(videoId, v.ext);
     renameSync(v.tempFile, dest);
     try {
-      this.uow.run(
-        () => {
-          if (v.capped) this.tasks.assertRoom(v.accountId); // exact here: the write lock is held
-          const contentHash = v.contentHash ?? null;
-          const existing = contentHash ? this.store.findByContent(v.accountId, v.collectionId, contentHash) : null;
-          if (existing)
-            throw new AppError("DUPLICATE_CONTENT", `This collection already holds this file as video ${existing.id}`);
-          this.store.insert({
-            id: videoId,
-            account_id: v.accountId,
-            collection_id: v.collectionId,
-            filename: v.filename,
-            status: "queued",
-            progress_pct: 0,
-            container: v.container,
-            mime_type: v.mimeType,
-            duration_secs: null,
-            width: null,
-            height: null,
-            fps: null,
-            codec: null,
-            audio_codec: null,
-            has_audio: 0,
-            file_size_bytes: v.sizeBytes,
-            storage_bytes: v.sizeBytes,
-            source_path: this.files.rel(dest),
-            poster_path: null,
-            stages: "{}",
-            error_code: null,
-            error_message: null,
-            content_hash: contentHash,
-            created_at: at,
-            updated_at: at,
-          });
-          this.jobs.insert({ id: jobId, account_id: v.accountId, video_id: videoId, created_at: at });
-          this.tasks.enqueue({ kind: "ingest", accountId: v.accountId, videoId, jobId });
-          this.events.record(
-            v.accountId,
-            "video.created",
-            { video_id: videoId, job_id: jobId, collection_id: v.collectionId, filename: v.filename },
-            at,
-          );
-        },
-        { immediate: true },
-      ); // the duplicate check and the insert see the same state
+      await this.uow.run(async () => {
+        if (v.capped) await this.tasks.assertRoom(v.accountId); // exact here: the write lock is held
+        const contentHash = v.contentHash ?? null;
+        const existing = contentHash ? await this.store.findByContent(v.accountId, v.collectionId, contentHash) : null;
+        if (existing)
+          throw new AppError("DUPLICATE_CONTENT", `This collection already holds this file as video ${existing.id}`);
+        await this.store.insert({
+          id: videoId,
+          account_id: v.accountId,
+          collection_id: v.collectionId,
+          filename: v.filename,
+          status: "queued",
+          progress_pct: 0,
+          container: v.container,
+          mime_type: v.mimeType,
+          duration_secs: null,
+          width: null,
+          height: null,
+          fps: null,
+          codec: null,
+          audio_codec: null,
+          has_audio: 0,
+          file_size_bytes: v.sizeBytes,
+          storage_bytes: v.sizeBytes,
+          source_path: this.files.rel(dest),
+          poster_path: null,
+          stages: "{}",
+          error_code: null,
+          error_message: null,
+          content_hash: contentHash,
+          created_at: at,
+          updated_at: at,
+        });
+        await this.jobs.insert({ id: jobId, account_id: v.accountId, video_id: videoId, created_at: at });
+        await this.tasks.enqueue({ kind: "ingest", accountId: v.accountId, videoId, jobId });
+        await this.events.record(
+          v.accountId,
+          "video.created",
+          { video_id: videoId, job_id: jobId, collection_id: v.collectionId, filename: v.filename },
+          at,
+        );
+      }); // the duplicate check and the insert see the same state
     } catch (e) {
       this.files.remove(videoId);
       throw e;
@@ -125,13 +122,13 @@ export class VideoService {
   }
 
   /** The video in this collection with exactly these bytes, if any. */
-  findByContent(accountId: string, collectionId: string, hash: string): VideoRow | null {
-    return this.store.findByContent(accountId, collectionId, hash);
+  async findByContent(accountId: string, collectionId: string, hash: string): Promise<VideoRow | null> {
+    return await this.store.findByContent(accountId, collectionId, hash);
   }
 
   /** The collection's videos of exactly this size (duplicate candidates for an upload). */
-  sameSize(accountId: string, collectionId: string, sizeBytes: number): VideoRow[] {
-    return this.store.sameSize(accountId, collectionId, sizeBytes);
+  async sameSize(accountId: string, collectionId: string, sizeBytes: number): Promise<VideoRow[]> {
+    return await this.store.sameSize(accountId, collectionId, sizeBytes);
   }
 
   /**
@@ -139,79 +136,83 @@ export class VideoService {
    * with the same bytes from before uploads were checked keep one hash: the unique index refuses
    * the second, which then stays unhashed.
    */
-  rememberContentHash(id: string, hash: string): void {
+  async rememberContentHash(id: string, hash: string): Promise<void> {
     try {
-      this.store.setContentHash(id, hash);
+      await this.store.setContentHash(id, hash);
     } catch (e) {
       if (!/UNIQUE constraint/.test((e as Error).message)) throw e;
     }
   }
 
   /** The video's newest job (its current or last indexing run). */
-  latestJobId(accountId: string, videoId: string): string | null {
-    return this.jobs.list(accountId, { videoId }, 1, 0)[0]?.id ?? null;
+  async latestJobId(accountId: string, videoId: string): Promise<string | null> {
+    return (await this.jobs.list(accountId, { videoId }, 1, 0))[0]?.id ?? null;
   }
 
   /** Videos whose index was built with other models than the active ones (see IndexStore.staleVideos). */
-  staleForModels(active: { imageText: string | null; speech: string | null }, accountId?: string): string[] {
-    return this.index.staleVideos(active, accountId);
+  async staleForModels(
+    active: { imageText: string | null; speech: string | null },
+    accountId?: string,
+  ): Promise<string[]> {
+    return await this.index.staleVideos(active, accountId);
   }
 
   /** Per role: videos indexed without a model for it, and those `reindex` would change (IndexStore.modelCoverage). */
-  modelCoverage(active: { imageText: string | null; speech: string | null }, accountId?: string) {
-    return this.index.modelCoverage(active, accountId);
+  async modelCoverage(active: { imageText: string | null; speech: string | null }, accountId?: string) {
+    return await this.index.modelCoverage(active, accountId);
   }
 
-  allIds(accountId?: string): string[] {
-    return this.store.allIds(accountId);
+  async allIds(accountId?: string): Promise<string[]> {
+    return await this.store.allIds(accountId);
   }
 
   /** Queues a fresh ingest job for existing videos (`vsearch reindex`); returns the new job ids. */
-  requeue(ids: string[]): { video_id: string; job_id: string; account_id: string }[] {
+  async requeue(ids: string[]): Promise<{ video_id: string; job_id: string; account_id: string }[]> {
     const out: { video_id: string; job_id: string; account_id: string }[] = [];
-    this.uow.run(() => {
+    await this.uow.run(async () => {
+      // One video after another in the one unit of work: an operator's reindex of a handful of ids.
       for (const id of ids) {
-        const v = this.store.getById(id);
+        const v = await this.store.getById(id);
         if (!v) continue;
         const jobId = newId("job");
-        this.jobs.insert({ id: jobId, account_id: v.account_id, video_id: id, created_at: nowIso() });
-        this.tasks.enqueue({ kind: "ingest", accountId: v.account_id, videoId: id, jobId });
-        this.store.update(id, { status: "queued", progress_pct: 0 });
+        await this.jobs.insert({ id: jobId, account_id: v.account_id, video_id: id, created_at: nowIso() });
+        await this.tasks.enqueue({ kind: "ingest", accountId: v.account_id, videoId: id, jobId });
+        await this.store.update(id, { status: "queued", progress_pct: 0 });
         out.push({ video_id: id, job_id: jobId, account_id: v.account_id });
       }
     });
     return out;
   }
 
-  require(accountId: string, id: string): VideoRow {
-    const row = this.store.get(accountId, id);
+  async require(accountId: string, id: string): Promise<VideoRow> {
+    const row = await this.store.get(accountId, id);
     if (!row) throw notFound("VIDEO_NOT_FOUND", `Video ${id}`);
     return row;
   }
 
-  get(accountId: string, id: string): VideoDetail {
-    const row = this.require(accountId, id);
-    const rendition = this.urls.rendition?.(row.id) ?? null;
+  async get(accountId: string, id: string): Promise<VideoDetail> {
+    const row = await this.require(accountId, id);
+    const rendition = (await this.urls.rendition?.(row.id)) ?? null;
     return {
       ...this.toVideo(row),
-      playback_url: this.urls.playbackUrl(row.id),
+      playback_url: await this.urls.playbackUrl(row.id),
       has_web_rendition: rendition?.status === "ready",
       rendition,
-      segments_count: this.store.segmentsCount(row.id),
+      segments_count: await this.store.segmentsCount(row.id),
       stages: JSON.parse(row.stages) as Record<string, StageOutcome>,
       error: row.error_code ? { code: row.error_code, message: row.error_message ?? "" } : null,
     };
   }
 
-  list(accountId: string, filter: VideoFilter, page: Page): { items: Video[]; total: number } {
+  async list(accountId: string, filter: VideoFilter, page: Page): Promise<{ items: Video[]; total: number }> {
     return {
-      items: this.store.list(accountId, filter, page.perPage, offsetOf(page)).map((r) => this.toVideo(r)),
-      total: this.store.count(accountId, filter),
+      items: (await this.store.list(accountId, filter, page.perPage, offsetOf(page))).map((r) => this.toVideo(r)),
+      total: await this.store.count(accountId, filter),
     };
   }
 
   async delete(accountId: string, id: string): Promise<void> {
-    this.require(accountId, id);
+    await this.require(accountId, id);
     await this.purgeVideos(accountId, [id]);
   }
 
@@ -220,12 +221,12 @@ export class VideoService {
    * content owner (indexing/content.ts); used by collection and account deletion too.
    */
   async purgeVideos(accountId: string, ids: string[]): Promise<void> {
-    this.content.deleteVideos(ids, {
-      has: (id) => Boolean(this.store.get(accountId, id)),
-      remove: (id) => {
-        const row = this.store.get(accountId, id)!;
-        this.store.delete(id); // frames, shots, transcript, OCR lines and jobs cascade
-        this.events.record(accountId, "video.deleted", { video_id: id, collection_id: row.collection_id });
+    await this.content.deleteVideos(ids, {
+      has: async (id) => Boolean(await this.store.get(accountId, id)),
+      remove: async (id) => {
+        const row = (await this.store.get(accountId, id))!;
+        await this.store.delete(id); // frames, shots, transcript, OCR lines and jobs cascade
+        await this.events.record(accountId, "video.deleted", { video_id: id, collection_id: row.collection_id });
       },
     });
   }

@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import { dialect, type Executor } from "../store/executor.ts";
 import type { VideoRow, VideoStatus } from "./schema.ts";
 
 export interface VideoFilter {
@@ -6,24 +6,33 @@ export interface VideoFilter {
   statuses?: VideoStatus[];
 }
 
+const SET_STAGE = dialect({
+  sqlite: "UPDATE videos SET stages = json_set(coalesce(stages, '{}'), '$.' || ?, json(?)) WHERE id = ?",
+  pg: "UPDATE videos SET stages = jsonb_set(coalesce(stages, '{}')::jsonb, ARRAY[?]::text[], ?::jsonb)::text WHERE id = ?",
+});
+const SET_STAGE_AND_PROGRESS = dialect({
+  sqlite:
+    "UPDATE videos SET stages = json_set(coalesce(stages, '{}'), '$.' || ?, json(?)), progress_pct = ? WHERE id = ?",
+  pg: "UPDATE videos SET stages = jsonb_set(coalesce(stages, '{}')::jsonb, ARRAY[?]::text[], ?::jsonb)::text, progress_pct = ? WHERE id = ?",
+});
+
 export class VideoStore {
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Executor) {}
 
-  insert(v: VideoRow): void {
+  async insert(v: VideoRow): Promise<void> {
     const cols = Object.keys(v);
-    this.db
-      .query(`INSERT INTO videos (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`)
-      .run(...(Object.values(v) as never[]));
+    await this.db.run(
+      `INSERT INTO videos (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`,
+      ...(Object.values(v) as never[]),
+    );
   }
 
-  get(accountId: string, id: string): VideoRow | null {
-    return this.db
-      .query<VideoRow, [string, string]>("SELECT * FROM videos WHERE account_id = ? AND id = ?")
-      .get(accountId, id);
+  async get(accountId: string, id: string): Promise<VideoRow | null> {
+    return await this.db.get<VideoRow>("SELECT * FROM videos WHERE account_id = ? AND id = ?", accountId, id);
   }
 
-  getById(id: string): VideoRow | null {
-    return this.db.query<VideoRow, [string]>("SELECT * FROM videos WHERE id = ?").get(id);
+  async getById(id: string): Promise<VideoRow | null> {
+    return await this.db.get<VideoRow>("SELECT * FROM videos WHERE id = ?", id);
   }
 
   private where(accountId: string, f: VideoFilter): { sql: string; args: string[] } {
@@ -40,68 +49,90 @@ export class VideoStore {
     return { sql: parts.join(" AND "), args };
   }
 
-  list(accountId: string, f: VideoFilter, limit: number, offset: number): VideoRow[] {
+  async list(accountId: string, f: VideoFilter, limit: number, offset: number): Promise<VideoRow[]> {
     const w = this.where(accountId, f);
-    return this.db
-      .query<VideoRow, (string | number)[]>(
-        `SELECT * FROM videos WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`,
-      )
-      .all(...w.args, limit, offset);
+    return await this.db.all<VideoRow>(
+      `SELECT * FROM videos WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`,
+      ...w.args,
+      limit,
+      offset,
+    );
   }
 
-  count(accountId: string, f: VideoFilter): number {
+  async count(accountId: string, f: VideoFilter): Promise<number> {
     const w = this.where(accountId, f);
-    return this.db.query<{ n: number }, string[]>(`SELECT count(*) AS n FROM videos WHERE ${w.sql}`).get(...w.args)!.n;
+    return (await this.db.get<{ n: number }>(`SELECT count(*) AS n FROM videos WHERE ${w.sql}`, ...w.args))!.n;
   }
 
-  update(id: string, fields: Partial<VideoRow>): void {
+  /**
+   * Records one stage's outcome in `videos.stages` (and the progress, when given) in one statement
+   * that changes only that stage's key: two runs recording different stages of one video at once
+   * cannot overwrite each other's, as writing the whole JSON from an in-memory copy could.
+   */
+  async setStage(id: string, stage: string, outcome: unknown, progressPct?: number): Promise<void> {
+    await this.db.run(
+      progressPct === undefined ? SET_STAGE : SET_STAGE_AND_PROGRESS,
+      stage,
+      JSON.stringify(outcome),
+      ...(progressPct === undefined ? [] : [progressPct]),
+      id,
+    );
+  }
+
+  async update(id: string, fields: Partial<VideoRow>): Promise<void> {
     const entries = Object.entries(fields);
     if (!entries.length) return;
-    this.db
-      .query(`UPDATE videos SET ${entries.map(([k]) => `${k} = ?`).join(", ")}, updated_at = ? WHERE id = ?`)
-      .run(...(entries.map(([, v]) => v) as never[]), new Date().toISOString(), id);
+    await this.db.run(
+      `UPDATE videos SET ${entries.map(([k]) => `${k} = ?`).join(", ")}, updated_at = ? WHERE id = ?`,
+      ...(entries.map(([, v]) => v) as never[]),
+      new Date().toISOString(),
+      id,
+    );
   }
 
-  delete(id: string): void {
-    this.db.query("DELETE FROM videos WHERE id = ?").run(id);
+  async delete(id: string): Promise<void> {
+    await this.db.run("DELETE FROM videos WHERE id = ?", id);
   }
 
-  segmentsCount(id: string): number {
-    return this.db
-      .query<{ n: number }, [string, string, string, string]>(
-        `SELECT (SELECT count(*) FROM frames WHERE video_id = ?) + (SELECT count(*) FROM shots WHERE video_id = ?)
+  async segmentsCount(id: string): Promise<number> {
+    return (await this.db.get<{ n: number }>(
+      `SELECT (SELECT count(*) FROM frames WHERE video_id = ?) + (SELECT count(*) FROM shots WHERE video_id = ?)
               + (SELECT count(*) FROM transcript_segments WHERE video_id = ?) + (SELECT count(*) FROM ocr_lines WHERE video_id = ?) AS n`,
-      )
-      .get(id, id, id, id)!.n;
+      id,
+      id,
+      id,
+      id,
+    ))!.n;
   }
 
   /** The collection's videos of exactly this size: the only ones an upload can be a byte-for-byte copy of. */
-  sameSize(accountId: string, collectionId: string, sizeBytes: number): VideoRow[] {
-    return this.db
-      .query<VideoRow, [string, string, number]>(
-        "SELECT * FROM videos WHERE account_id = ? AND collection_id = ? AND file_size_bytes = ? ORDER BY rowid",
-      )
-      .all(accountId, collectionId, sizeBytes);
+  async sameSize(accountId: string, collectionId: string, sizeBytes: number): Promise<VideoRow[]> {
+    return await this.db.all<VideoRow>(
+      "SELECT * FROM videos WHERE account_id = ? AND collection_id = ? AND file_size_bytes = ? ORDER BY rowid",
+      accountId,
+      collectionId,
+      sizeBytes,
+    );
   }
 
   /** Records a source's SHA-256 computed later (an HTTP upload's, when a same-size upload needed it). */
-  setContentHash(id: string, hash: string): void {
-    this.db.query("UPDATE videos SET content_hash = ? WHERE id = ? AND content_hash IS NULL").run(hash, id);
+  async setContentHash(id: string, hash: string): Promise<void> {
+    await this.db.run("UPDATE videos SET content_hash = ? WHERE id = ? AND content_hash IS NULL", hash, id);
   }
 
-  findByContent(accountId: string, collectionId: string, hash: string): VideoRow | null {
-    return this.db
-      .query<VideoRow, [string, string, string]>(
-        "SELECT * FROM videos WHERE account_id = ? AND collection_id = ? AND content_hash = ?",
-      )
-      .get(accountId, collectionId, hash);
+  async findByContent(accountId: string, collectionId: string, hash: string): Promise<VideoRow | null> {
+    return await this.db.get<VideoRow>(
+      "SELECT * FROM videos WHERE account_id = ? AND collection_id = ? AND content_hash = ?",
+      accountId,
+      collectionId,
+      hash,
+    );
   }
 
-  allIds(accountId?: string): string[] {
+  async allIds(accountId?: string): Promise<string[]> {
     const where = accountId ? " WHERE account_id = ?" : "";
-    return this.db
-      .query<{ id: string }, string[]>(`SELECT id FROM videos${where}`)
-      .all(...(accountId ? [accountId] : []))
-      .map((r) => r.id);
+    return (await this.db.all<{ id: string }>(`SELECT id FROM videos${where}`, ...(accountId ? [accountId] : []))).map(
+      (r) => r.id,
+    );
   }
 }

@@ -84,8 +84,8 @@ export class WebhookDispatcher {
   private async tick(): Promise<void> {
     this.timer = null;
     try {
-      this.fanOut();
-      this.attemptDue();
+      await this.fanOut();
+      await this.attemptDue();
     } catch (e) {
       this.opts.logger.error("webhook dispatcher tick failed", {
         err: (e as Error).message,
@@ -96,9 +96,10 @@ export class WebhookDispatcher {
   }
 
   /** Claims undispatched events and turns them into delivery rows. Returns how many events it claimed. */
-  fanOut(limit = 200): number {
-    const claimed = this.events.claimUndispatched(this.owner, FAN_OUT_HOLD_MS, limit);
-    for (const ev of claimed) this.uow.run(() => this.fanOutEvent(ev, this.owner));
+  async fanOut(limit = 200): Promise<number> {
+    const claimed = await this.events.claimUndispatched(this.owner, FAN_OUT_HOLD_MS, limit);
+    // One transaction per event on purpose: an event whose fan-out fails must not undo the others'.
+    for (const ev of claimed) await this.uow.run(async () => await this.fanOutEvent(ev, this.owner));
     return claimed.length;
   }
 
@@ -106,19 +107,20 @@ export class WebhookDispatcher {
    * One event's delivery rows, in the caller's transaction. With `owner`, only while that claim
    * holds (it may have run out and gone to another dispatcher); without, whoever holds the event.
    */
-  private fanOutEvent(ev: EventRecord, owner?: string): void {
-    if (!this.events.markDispatched(ev.seq, nowIso(this.now()), owner)) return;
+  private async fanOutEvent(ev: EventRecord, owner?: string): Promise<void> {
+    if (!(await this.events.markDispatched(ev.seq, nowIso(this.now()), owner))) return;
     const data = JSON.parse(ev.payload) as Record<string, unknown>;
     // A test ping goes to the endpoint it was sent from, whatever that endpoint subscribed to.
     const targets: WebhookRow[] =
       ev.type === "webhook.ping"
-        ? [this.store.getById(String(data.webhook_id))].filter(
+        ? [await this.store.getById(String(data.webhook_id))].filter(
             (w): w is WebhookRow => !!w && w.is_active === 1 && w.account_id === ev.account_id,
           )
-        : this.store.subscribers(ev.account_id, ev.type);
+        : await this.store.subscribers(ev.account_id, ev.type);
     const body = JSON.stringify({ id: ev.id, event: ev.type, created_at: ev.created_at, data });
+    // One row per endpoint of the account that subscribed (a plan allows at most 100): few, and each may conflict alone.
     for (const w of targets) {
-      this.store.insertDelivery({
+      await this.store.insertDelivery({
         id: newId("del"),
         webhook_id: w.id,
         account_id: ev.account_id,
@@ -138,19 +140,20 @@ export class WebhookDispatcher {
    * means every event committed before the call has been handled — how account deletion makes
    * sure its `account.deleted` has delivery rows before it attempts them.
    */
-  drainOutbox(maxEvents = 100_000): void {
+  async drainOutbox(maxEvents = 100_000): Promise<void> {
     const batch = 500;
-    for (let done = 0; done < maxEvents; done += batch) if (this.fanOut(batch) < batch) return;
+    for (let done = 0; done < maxEvents; done += batch) if ((await this.fanOut(batch)) < batch) return;
   }
 
-  private attemptDue(): void {
+  private async attemptDue(): Promise<void> {
     const max = this.opts.maxInFlight ?? 8;
     const perEndpoint = this.opts.perEndpoint ?? 2;
     if (this.attempts.size >= max) return;
     // Endpoints already at their limit are left out of the query, so their backlog cannot crowd
     // the others out of the batch; rows in flight are not due (claiming pushed their due time out).
     const full = [...this.inFlight].filter(([, n]) => n >= perEndpoint).map(([id]) => id);
-    for (const d of this.store.due(100, full)) {
+    // Pages of due deliveries, one after another (each page is attempted before the next is read).
+    for (const d of await this.store.due(100, full)) {
       if (this.attempts.size >= max) break;
       if ((this.inFlight.get(d.webhook_id) ?? 0) >= perEndpoint) continue;
       // Not awaited: attempts run side by side, and close() waits for them (this.attempts). An
@@ -187,24 +190,26 @@ export class WebhookDispatcher {
    * skipped here (its lease holds) and reported as still pending.
    */
   async deliverEventNow(accountId: string, eventId: string): Promise<{ webhook_id: string; status: string }[]> {
-    const ev = this.events.byId(eventId);
-    if (ev && !ev.dispatched_at) this.uow.run(() => this.fanOutEvent(ev));
-    const rows = this.store.pendingForEvent(accountId, eventId);
+    const ev = await this.events.byId(eventId);
+    if (ev && !ev.dispatched_at) await this.uow.run(async () => await this.fanOutEvent(ev));
+    const rows = await this.store.pendingForEvent(accountId, eventId);
     await Promise.allSettled(rows.map((d) => this.track(d, true)));
-    return rows.map((d) => ({
-      webhook_id: d.webhook_id,
-      status: this.store.getDelivery(d.webhook_id, d.id)?.status ?? "unknown",
-    }));
+    return await Promise.all(
+      rows.map(async (d) => ({
+        webhook_id: d.webhook_id,
+        status: (await this.store.getDelivery(d.webhook_id, d.id))?.status ?? "unknown",
+      })),
+    );
   }
 
   private async attempt(d: DeliveryRow, anyDueTime: boolean): Promise<void> {
-    const webhook = this.store.getById(d.webhook_id);
+    const webhook = await this.store.getById(d.webhook_id);
     if (!webhook || webhook.is_active !== 1) return;
     const delays = this.opts.retryDelaysSecs;
     const attemptNo = d.attempts + 1;
     // Claim: no one else attempts it meanwhile; if this process dies during the request, the
     // delivery is due again after the hold.
-    if (!this.store.beginAttempt(d.id, d.attempts, this.opts.timeoutMs + 5_000, anyDueTime)) return;
+    if (!(await this.store.beginAttempt(d.id, d.attempts, this.opts.timeoutMs + 5_000, anyDueTime))) return;
     const log = this.opts.logger.child({
       delivery_id: d.id,
       webhook_id: d.webhook_id,
@@ -241,7 +246,7 @@ export class WebhookDispatcher {
     }
     const t = this.now();
     if (error === null) {
-      this.store.recordOutcome(d.id, attemptNo, {
+      await this.store.recordOutcome(d.id, attemptNo, {
         status: "succeeded",
         retryInMs: null,
         responseStatus: status,
@@ -253,7 +258,7 @@ export class WebhookDispatcher {
       return;
     }
     const final = d.manual_retry === 1 || attemptNo > delays.length;
-    this.store.recordOutcome(d.id, attemptNo, {
+    await this.store.recordOutcome(d.id, attemptNo, {
       status: final ? "failed" : "pending",
       retryInMs: final ? null : delays[attemptNo - 1] * 1000,
       responseStatus: status,

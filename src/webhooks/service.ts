@@ -11,6 +11,7 @@ import { checkTarget, type CidrAllowList, type Resolver } from "../net/address-r
 import { NetError } from "../net/errors.ts";
 import type { SecretBox } from "./secret-box.ts";
 import type { DeliveryRow, WebhookRow, WebhookStore } from "./store.ts";
+import type { UnitOfWork } from "../store/unit-of-work.ts";
 import { createWebhookInput, type Delivery, updateWebhookInput, type Webhook } from "./schema.ts";
 
 export interface TargetRules {
@@ -20,6 +21,7 @@ export interface TargetRules {
 
 export class WebhookService {
   constructor(
+    private readonly uow: UnitOfWork,
     private readonly store: WebhookStore,
     private readonly events: EventStore,
     private readonly accounts: AccountStore,
@@ -32,8 +34,8 @@ export class WebhookService {
 
   async create(accountId: string, input: unknown): Promise<Webhook & { secret: string }> {
     const { url, events } = parseInput(createWebhookInput, input);
+    // The address check (DNS) stays outside the unit of work: a transaction awaits only the store.
     const normalized = await this.checkUrl(url);
-    this.assertUnderLimit(accountId);
     const secret = `whsec_${randomBase62(32)}`;
     const at = nowIso(this.now());
     const row: WebhookRow = {
@@ -46,59 +48,64 @@ export class WebhookService {
       created_at: at,
       updated_at: at,
     };
-    this.store.insert(row);
+    await this.uow.run(async () => {
+      await this.assertUnderLimit(accountId);
+      await this.store.insert(row);
+    });
     return { ...toWebhook(row), secret };
   }
 
-  list(accountId: string): Webhook[] {
-    return this.store.list(accountId).map(toWebhook);
+  async list(accountId: string): Promise<Webhook[]> {
+    return (await this.store.list(accountId)).map(toWebhook);
   }
 
-  require(accountId: string, id: string): WebhookRow {
-    const row = this.store.get(accountId, id);
+  async require(accountId: string, id: string): Promise<WebhookRow> {
+    const row = await this.store.get(accountId, id);
     if (!row) throw notFound("WEBHOOK_NOT_FOUND", `Webhook ${id}`);
     return row;
   }
 
-  get(accountId: string, id: string): Webhook {
-    return toWebhook(this.require(accountId, id));
+  async get(accountId: string, id: string): Promise<Webhook> {
+    return toWebhook(await this.require(accountId, id));
   }
 
   async update(accountId: string, id: string, input: unknown): Promise<Webhook> {
     const patch = parseInput(updateWebhookInput, input);
-    this.require(accountId, id);
+    await this.require(accountId, id);
     const url = patch.url !== undefined ? await this.checkUrl(patch.url) : undefined;
-    // Re-read after the (awaited) address check; from here to the write nothing awaits, so the
-    // limit check and the update cannot interleave with another request's.
-    const row = this.require(accountId, id);
-    if (patch.is_active === true && row.is_active === 0) this.assertUnderLimit(accountId);
-    this.store.update(id, {
-      url,
-      events: patch.events ? JSON.stringify(patch.events) : undefined,
-      is_active: patch.is_active === undefined ? undefined : patch.is_active ? 1 : 0,
+    // Re-read after the (awaited) address check, under the account's lock: the limit check and
+    // the update cannot interleave with another request's.
+    await this.uow.run(async () => {
+      const row = await this.require(accountId, id);
+      if (patch.is_active === true && row.is_active === 0) await this.assertUnderLimit(accountId);
+      await this.store.update(id, {
+        url,
+        events: patch.events ? JSON.stringify(patch.events) : undefined,
+        is_active: patch.is_active === undefined ? undefined : patch.is_active ? 1 : 0,
+      });
     });
-    return this.get(accountId, id);
+    return await this.get(accountId, id);
   }
 
-  delete(accountId: string, id: string): void {
-    this.require(accountId, id);
-    this.store.delete(id); // deliveries cascade
+  async delete(accountId: string, id: string): Promise<void> {
+    await this.require(accountId, id);
+    await this.store.delete(id); // deliveries cascade
   }
 
   /** `webhook.ping` through the outbox, like any event; it goes to this endpoint only. */
-  ping(accountId: string, id: string): { event_id: string; webhook_id: string } {
-    const row = this.require(accountId, id);
+  async ping(accountId: string, id: string): Promise<{ event_id: string; webhook_id: string }> {
+    const row = await this.require(accountId, id);
     if (!row.is_active) throw new AppError("WEBHOOK_INACTIVE", "The webhook is inactive; activate it before testing");
-    const eventId = this.events.record(accountId, "webhook.ping", { webhook_id: id }, nowIso(this.now()));
+    const eventId = await this.events.record(accountId, "webhook.ping", { webhook_id: id }, nowIso(this.now()));
     this.bus.publish({ type: "outbox.written", accountId });
     return { event_id: eventId, webhook_id: id };
   }
 
-  deliveries(accountId: string, id: string, page: Page): { items: Delivery[]; total: number } {
-    this.require(accountId, id);
+  async deliveries(accountId: string, id: string, page: Page): Promise<{ items: Delivery[]; total: number }> {
+    await this.require(accountId, id);
     return {
-      items: this.store.listDeliveries(id, page.perPage, offsetOf(page)).map(toDelivery),
-      total: this.store.countDeliveries(id),
+      items: (await this.store.listDeliveries(id, page.perPage, offsetOf(page))).map(toDelivery),
+      total: await this.store.countDeliveries(id),
     };
   }
 
@@ -107,23 +114,25 @@ export class WebhookService {
    * that fails too it is `failed` again; no new schedule). Pending or succeeded ones: 409. An
    * inactive endpoint: 409 as for the test ping, since nothing is sent to inactive endpoints.
    */
-  retry(accountId: string, webhookId: string, deliveryId: string): Delivery {
-    const webhook = this.require(accountId, webhookId);
-    const d = this.store.getDelivery(webhookId, deliveryId);
+  async retry(accountId: string, webhookId: string, deliveryId: string): Promise<Delivery> {
+    const webhook = await this.require(accountId, webhookId);
+    const d = await this.store.getDelivery(webhookId, deliveryId);
     if (!d) throw notFound("DELIVERY_NOT_FOUND", `Delivery ${deliveryId}`);
     if (!webhook.is_active)
       throw new AppError("WEBHOOK_INACTIVE", "The webhook is inactive; activate it before retrying");
-    if (!this.store.requeueFailed(deliveryId)) {
+    if (!(await this.store.requeueFailed(deliveryId))) {
       throw new AppError("DELIVERY_NOT_FAILED", `Only failed deliveries can be retried; this one is ${d.status}`);
     }
     this.bus.publish({ type: "outbox.written", accountId });
-    return toDelivery(this.store.getDelivery(webhookId, deliveryId)!);
+    return toDelivery((await this.store.getDelivery(webhookId, deliveryId))!);
   }
 
-  private assertUnderLimit(accountId: string): void {
-    const account = this.accounts.getAccount(accountId);
+  /** Inside a unit of work: locks the account first (see AccountStore.lock), then counts. */
+  private async assertUnderLimit(accountId: string): Promise<void> {
+    await this.accounts.lock(accountId);
+    const account = await this.accounts.getAccount(accountId);
     const limit = account ? PLAN_LIMITS[account.plan].webhooks : null;
-    if (limit !== null && this.store.countActive(accountId) >= limit) {
+    if (limit !== null && (await this.store.countActive(accountId)) >= limit) {
       throw new AppError("WEBHOOK_LIMIT_REACHED", `The ${account!.plan} plan allows ${limit} active webhook endpoints`);
     }
   }

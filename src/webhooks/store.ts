@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Executor } from "../store/executor.ts";
 import { nowIso } from "../core/ids.ts";
 import { DATABASE_CLOCK, type DbClock, dbNowMs } from "../store/sql.ts";
 
@@ -39,103 +39,110 @@ export interface DeliveryRow {
 
 export class WebhookStore {
   constructor(
-    private readonly db: Database,
+    private readonly db: Executor,
     private readonly clock: DbClock = DATABASE_CLOCK,
   ) {}
 
-  insert(w: WebhookRow): void {
-    this.db
-      .query(
-        "INSERT INTO webhooks (id, account_id, url, events, secret_sealed, is_active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-      )
-      .run(w.id, w.account_id, w.url, w.events, w.secret_sealed, w.is_active, w.created_at, w.updated_at);
+  async insert(w: WebhookRow): Promise<void> {
+    await this.db.run(
+      "INSERT INTO webhooks (id, account_id, url, events, secret_sealed, is_active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      w.id,
+      w.account_id,
+      w.url,
+      w.events,
+      w.secret_sealed,
+      w.is_active,
+      w.created_at,
+      w.updated_at,
+    );
   }
 
-  get(accountId: string, id: string): WebhookRow | null {
-    return this.db
-      .query<WebhookRow, [string, string]>("SELECT * FROM webhooks WHERE account_id = ? AND id = ?")
-      .get(accountId, id);
+  async get(accountId: string, id: string): Promise<WebhookRow | null> {
+    return await this.db.get<WebhookRow>("SELECT * FROM webhooks WHERE account_id = ? AND id = ?", accountId, id);
   }
 
-  getById(id: string): WebhookRow | null {
-    return this.db.query<WebhookRow, [string]>("SELECT * FROM webhooks WHERE id = ?").get(id);
+  async getById(id: string): Promise<WebhookRow | null> {
+    return await this.db.get<WebhookRow>("SELECT * FROM webhooks WHERE id = ?", id);
   }
 
-  list(accountId: string): WebhookRow[] {
-    return this.db
-      .query<WebhookRow, [string]>("SELECT * FROM webhooks WHERE account_id = ? ORDER BY rowid")
-      .all(accountId);
+  async list(accountId: string): Promise<WebhookRow[]> {
+    return await this.db.all<WebhookRow>("SELECT * FROM webhooks WHERE account_id = ? ORDER BY rowid", accountId);
   }
 
-  countActive(accountId: string): number {
-    return this.db
-      .query<{ n: number }, [string]>("SELECT count(*) AS n FROM webhooks WHERE account_id = ? AND is_active = 1")
-      .get(accountId)!.n;
+  async countActive(accountId: string): Promise<number> {
+    return (await this.db.get<{ n: number }>(
+      "SELECT count(*) AS n FROM webhooks WHERE account_id = ? AND is_active = 1",
+      accountId,
+    ))!.n;
   }
 
-  update(id: string, f: { url?: string; events?: string; is_active?: number }): void {
+  async update(id: string, f: { url?: string; events?: string; is_active?: number }): Promise<void> {
     const entries = Object.entries(f).filter(([, v]) => v !== undefined);
     if (!entries.length) return;
-    this.db
-      .query(`UPDATE webhooks SET ${entries.map(([k]) => `${k} = ?`).join(", ")}, updated_at = ? WHERE id = ?`)
-      .run(...(entries.map(([, v]) => v) as never[]), nowIso(), id);
+    await this.db.run(
+      `UPDATE webhooks SET ${entries.map(([k]) => `${k} = ?`).join(", ")}, updated_at = ? WHERE id = ?`,
+      ...(entries.map(([, v]) => v) as never[]),
+      nowIso(),
+      id,
+    );
   }
 
-  delete(id: string): void {
-    this.db.query("DELETE FROM webhooks WHERE id = ?").run(id);
+  async delete(id: string): Promise<void> {
+    await this.db.run("DELETE FROM webhooks WHERE id = ?", id);
   }
 
   /** Active endpoints of an account subscribed to `type` (the fan-out targets of one event). */
-  subscribers(accountId: string, type: string): WebhookRow[] {
-    return this.db
-      .query<WebhookRow, [string, string]>(
-        "SELECT * FROM webhooks WHERE account_id = ? AND is_active = 1 AND EXISTS (SELECT 1 FROM json_each(events) WHERE value = ?)",
-      )
-      .all(accountId, type);
+  async subscribers(accountId: string, type: string): Promise<WebhookRow[]> {
+    return await this.db.all<WebhookRow>(
+      "SELECT * FROM webhooks WHERE account_id = ? AND is_active = 1 AND EXISTS (SELECT 1 FROM json_each(events) WHERE value = ?)",
+      accountId,
+      type,
+    );
   }
 
   /** A delivery row, once per (endpoint, event); `next_attempt_at` null: due now (database clock). */
-  insertDelivery(
+  async insertDelivery(
     d: Omit<DeliveryRow, "response_status" | "response_excerpt" | "error" | "delivered_at" | "manual_retry">,
-  ): void {
-    this.db
-      .query(
-        `INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, account_id, event_id, event, payload, status, attempts, next_attempt_at, created_at)
+  ): Promise<void> {
+    await this.db.run(
+      `INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, account_id, event_id, event, payload, status, attempts, next_attempt_at, created_at)
          VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, coalesce(?10, ${NOW}), ?11)`,
-      )
-      .run(
-        this.clock.skewMs(),
-        d.id,
-        d.webhook_id,
-        d.account_id,
-        d.event_id,
-        d.event,
-        d.payload,
-        d.status,
-        d.attempts,
-        d.next_attempt_at,
-        d.created_at,
-      );
+      this.clock.skewMs(),
+      d.id,
+      d.webhook_id,
+      d.account_id,
+      d.event_id,
+      d.event,
+      d.payload,
+      d.status,
+      d.attempts,
+      d.next_attempt_at,
+      d.created_at,
+    );
   }
 
-  getDelivery(webhookId: string, id: string): DeliveryRow | null {
-    return this.db
-      .query<DeliveryRow, [string, string]>("SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND id = ?")
-      .get(webhookId, id);
+  async getDelivery(webhookId: string, id: string): Promise<DeliveryRow | null> {
+    return await this.db.get<DeliveryRow>(
+      "SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND id = ?",
+      webhookId,
+      id,
+    );
   }
 
-  listDeliveries(webhookId: string, limit: number, offset: number): DeliveryRow[] {
-    return this.db
-      .query<DeliveryRow, [string, number, number]>(
-        "SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
-      )
-      .all(webhookId, limit, offset);
+  async listDeliveries(webhookId: string, limit: number, offset: number): Promise<DeliveryRow[]> {
+    return await this.db.all<DeliveryRow>(
+      "SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+      webhookId,
+      limit,
+      offset,
+    );
   }
 
-  countDeliveries(webhookId: string): number {
-    return this.db
-      .query<{ n: number }, [string]>("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?")
-      .get(webhookId)!.n;
+  async countDeliveries(webhookId: string): Promise<number> {
+    return (await this.db.get<{ n: number }>(
+      "SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?",
+      webhookId,
+    ))!.n;
   }
 
   /**
@@ -145,32 +152,33 @@ export class WebhookStore {
    * others waiting. Walks the partial index on `next_attempt_at` (a window function per endpoint
    * would sort every due row on every poll).
    */
-  due(limit: number, skip: readonly string[] = []): DeliveryRow[] {
-    return this.db
-      .query<DeliveryRow, [number, string, number]>(
-        `SELECT d.* FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+  async due(limit: number, skip: readonly string[] = []): Promise<DeliveryRow[]> {
+    return await this.db.all<DeliveryRow>(
+      `SELECT d.* FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
           WHERE d.status = 'pending' AND d.next_attempt_at <= ${NOW} AND w.is_active = 1
             AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ${NOW})
             AND d.webhook_id NOT IN (SELECT value FROM json_each(?2))
           ORDER BY d.next_attempt_at LIMIT ?3`,
-      )
-      .all(this.clock.skewMs(), JSON.stringify(skip), limit);
+      this.clock.skewMs(),
+      JSON.stringify(skip),
+      limit,
+    );
   }
 
   /** Pending deliveries of one event to the account's active endpoints, whatever their due time. */
-  pendingForEvent(accountId: string, eventId: string): DeliveryRow[] {
+  async pendingForEvent(accountId: string, eventId: string): Promise<DeliveryRow[]> {
     // Through the account's endpoints, so the lookup uses the (webhook_id, event_id) unique index.
-    return this.db
-      .query<DeliveryRow, [string, string]>(
-        `SELECT d.* FROM webhooks w JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.event_id = ?
+    return await this.db.all<DeliveryRow>(
+      `SELECT d.* FROM webhooks w JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.event_id = ?
           WHERE w.account_id = ? AND w.is_active = 1 AND d.status = 'pending'`,
-      )
-      .all(eventId, accountId);
+      eventId,
+      accountId,
+    );
   }
 
   /** Switches every endpoint of an account off (account deletion: nothing more may be sent). */
-  deactivateAll(accountId: string): void {
-    this.db.query("UPDATE webhooks SET is_active = 0, updated_at = ? WHERE account_id = ?").run(nowIso(), accountId);
+  async deactivateAll(accountId: string): Promise<void> {
+    await this.db.run("UPDATE webhooks SET is_active = 0, updated_at = ? WHERE account_id = ?", nowIso(), accountId);
   }
 
   /**
@@ -180,16 +188,21 @@ export class WebhookStore {
    * first, so a crash mid-attempt means a retry after the hold, never a loss or a second
    * attempt while the first is under way.
    */
-  beginAttempt(id: string, expectedAttempts: number, holdMs: number, anyDueTime = false): boolean {
+  async beginAttempt(id: string, expectedAttempts: number, holdMs: number, anyDueTime = false): Promise<boolean> {
     return (
-      this.db
-        .query(
+      (
+        await this.db.run(
           `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${NOW} + ?2, lease_expires_at = ${NOW} + ?2
             WHERE id = ?3 AND attempts = ?4 AND status = 'pending'
               AND (?5 = 1 OR next_attempt_at <= ${NOW})
               AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})`,
+          this.clock.skewMs(),
+          holdMs,
+          id,
+          expectedAttempts,
+          anyDueTime ? 1 : 0,
         )
-        .run(this.clock.skewMs(), holdMs, id, expectedAttempts, anyDueTime ? 1 : 0).changes === 1
+      ).changes === 1
     );
   }
 
@@ -198,7 +211,7 @@ export class WebhookStore {
    * from now on the database's clock. Ignored when a later attempt has begun (this one's lease
    * ran out and another dispatcher took over): a stale outcome never overwrites a newer one.
    */
-  recordOutcome(
+  async recordOutcome(
     id: string,
     attemptNo: number,
     o: {
@@ -209,15 +222,13 @@ export class WebhookStore {
       error: string | null;
       deliveredAt: string | null;
     },
-  ): boolean {
+  ): Promise<boolean> {
     return (
-      this.db
-        .query(
+      (
+        await this.db.run(
           `UPDATE webhook_deliveries SET status = ?2, next_attempt_at = CASE WHEN ?3 IS NULL THEN NULL ELSE ${NOW} + ?3 END,
                   lease_expires_at = NULL, response_status = ?4, response_excerpt = ?5, error = ?6, delivered_at = ?7
             WHERE id = ?8 AND attempts = ?9`,
-        )
-        .run(
           this.clock.skewMs(),
           o.status,
           o.retryInMs,
@@ -227,19 +238,22 @@ export class WebhookStore {
           o.deliveredAt,
           id,
           attemptNo,
-        ).changes === 1
+        )
+      ).changes === 1
     );
   }
 
   /** A failed delivery is due again now (database clock), for one attempt. */
-  requeueFailed(id: string): boolean {
+  async requeueFailed(id: string): Promise<boolean> {
     return (
-      this.db
-        .query(
+      (
+        await this.db.run(
           `UPDATE webhook_deliveries SET status = 'pending', manual_retry = 1, next_attempt_at = ${NOW}, error = NULL
             WHERE id = ?2 AND status = 'failed'`,
+          this.clock.skewMs(),
+          id,
         )
-        .run(this.clock.skewMs(), id).changes === 1
+      ).changes === 1
     );
   }
 }

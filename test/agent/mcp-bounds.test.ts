@@ -25,7 +25,7 @@ beforeAll(async () => {
     },
     { models: fixedCatalog({ "image-text": tinyClip }) },
   );
-  a = createKeyTenant(s);
+  a = await createKeyTenant(s);
   // An image_url that never answers (its own fetch timeout is 10 s): only the call's deadline ends it sooner.
   hanging = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: () => new Promise<Response>(() => {}) });
 }, 60_000);
@@ -126,7 +126,7 @@ describe("MCP over stdio (vsearch mcp)", () => {
       await proc.stdin.flush();
     };
     const next = async (n: number) => {
-      expect(await until(() => lines.length >= n, 30_000)).toBe(true);
+      expect(await until(async () => lines.length >= n, 30_000)).toBe(true);
       return lines[n - 1];
     };
     try {

@@ -26,10 +26,10 @@ let collectionId: string;
 
 beforeAll(async () => {
   t = await startSearchApp();
-  tenant = createTenant(t);
-  collectionId = createCollection(t, tenant.accountId, "Talks");
-  videoId = addVideo(t, tenant.accountId, collectionId, { filename: "talk.mp4", duration: 30 });
-  indexVideo(t, videoId, {
+  tenant = await createTenant(t);
+  collectionId = await createCollection(t, tenant.accountId, "Talks");
+  videoId = await addVideo(t, tenant.accountId, collectionId, { filename: "talk.mp4", duration: 30 });
+  await indexVideo(t, videoId, {
     transcript: [
       { start: 0, end: 2, text: "hello there" },
       { start: 2, end: 5, text: "general kenobi" },
@@ -45,8 +45,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-const newKey = (permissions: "all" | "read_only" = "read_only") =>
-  t.app.services.apiKeys.create(tenant.accountId, { name: `k${Math.random()}`, permissions }).key;
+const newKey = async (permissions: "all" | "read_only" = "read_only") =>
+  (await t.app.services.apiKeys.create(tenant.accountId, { name: `k${Math.random()}`, permissions })).key;
 
 async function call(key: string, tool: unknown, input: unknown) {
   const res = await fetch(`${base}/v1/agent/call`, {
@@ -178,7 +178,7 @@ describe("GET /v1/agent/schema.json", () => {
   it("agrees with /v1/agent/call: required, types, enums, bounds and unknown fields are 422 naming the field; a valid input is not", async () => {
     const doc = await (await fetch(`${base}/v1/agent/schema.json`)).json();
     for (const tool of doc.tools) {
-      const key = newKey(); // a fresh key per tool: these calls would pass the agent limit of 30/min
+      const key = await newKey(); // a fresh key per tool: these calls would pass the agent limit of 30/min
       const p = tool.parameters;
       const valid = Object.fromEntries((p.required ?? []).map((k: string) => [k, validValue(k, p.properties[k])]));
       if (tool.name === "search_videos") valid.query = "a dog";
@@ -211,7 +211,7 @@ describe("GET /v1/agent/schema.json", () => {
           expect(notOne.res.status, `${tool.name}.${name} enum`).toBe(422);
           // And every listed choice is accepted.
           for (const choice of items.enum) {
-            const r = await call(newKey(), tool.name, { ...valid, [name]: s.items ? [choice] : choice });
+            const r = await call(await newKey(), tool.name, { ...valid, [name]: s.items ? [choice] : choice });
             expect(r.res.status, `${tool.name}.${name}=${choice}`).not.toBe(422);
           }
         }
@@ -220,7 +220,7 @@ describe("GET /v1/agent/schema.json", () => {
   });
 
   it("an unknown tool, a missing tool and a non-object input are 422 at the field", async () => {
-    const key = newKey();
+    const key = await newKey();
     expect((await call(key, "drop_tables", {})).body.detail[0]).toMatchObject({ loc: ["body", "tool"], type: "enum" });
     const noTool = await fetch(`${base}/v1/agent/call`, {
       method: "POST",
@@ -269,7 +269,7 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
     });
 
   it("the 31st /call is 429 with Retry-After; then every MCP message on that key is refused readably: the handshake a JSON-RPC error, a tools/call a tool error", async () => {
-    const key = newKey();
+    const key = await newKey();
     for (let i = 0; i < 30; i++) {
       const { res } = await call(key, "list_collections", {});
       expect(res.status).toBe(200);
@@ -298,13 +298,13 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
     expect(r.content[0].text).toMatch(/^RATE_LIMIT_EXCEEDED \(429\): /);
 
     // Another key is untouched; the window passing lets the first one in again.
-    expect((await call(newKey(), "list_collections", {})).res.status).toBe(200);
+    expect((await call(await newKey(), "list_collections", {})).res.status).toBe(200);
     t.clock.now += 61_000;
     expect((await call(key, "list_collections", {})).res.status).toBe(200);
   });
 
   it("every MCP message spends the key's minute, the handshake and tools/list included; /call then gets 429", async () => {
-    const key = newKey("all");
+    const key = await newKey("all");
     const { client, seen } = await mcpClient(key); // initialize + notifications/initialized: 2
     expect((await client.listTools()).tools).toHaveLength(9); // 3
     expect(seen.headers!.get("x-ratelimit-remaining")).toBe("27");
@@ -324,7 +324,7 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
   });
 
   it("a batch counts each of its messages, all or none: 10 tools/list spend 10; a batch that does not fit runs nothing; more than 10 is refused", async () => {
-    const key = newKey();
+    const key = await newKey();
     const batch = (n: number, from = 0) =>
       Array.from({ length: n }, (_, k) => ({ jsonrpc: "2.0", id: from + k, method: "tools/list" }));
     const first = await rpc(key, batch(10));
@@ -343,7 +343,7 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
     expect(answers.every((m: any) => /^RATE_LIMIT_EXCEEDED/.test(m.error.message))).toBe(true);
     expect((await rpc(key, batch(5, 40))).status).toBe(200);
     // Past the batch bound: refused whole, before anything is counted.
-    const big = await rpc(newKey(), batch(11));
+    const big = await rpc(await newKey(), batch(11));
     expect(big.status).toBe(400);
     expect((await big.json()).error).toMatchObject({ code: -32600, message: expect.stringMatching(/at most 10/) });
   });
@@ -351,7 +351,7 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
 
 describe("get_transcript and get_moment read what was said", () => {
   it("returns timed segments, filtered by start and end; end before start is a 422", async () => {
-    const key = newKey();
+    const key = await newKey();
     const all = await call(key, "get_transcript", { video_id: videoId });
     expect(all.body.data).toEqual({
       video_id: videoId,
@@ -391,11 +391,11 @@ describe("get_transcript and get_moment read what was said", () => {
   });
 
   it("a long transcript comes in pages of 500 segments", async () => {
-    const long = addVideo(t, tenant.accountId, collectionId, { filename: "long.mp4", duration: 600 });
-    indexVideo(t, long, {
+    const long = await addVideo(t, tenant.accountId, collectionId, { filename: "long.mp4", duration: 600 });
+    await indexVideo(t, long, {
       transcript: Array.from({ length: 501 }, (_, i) => ({ start: i, end: i + 1, text: `line ${i}` })),
     });
-    const key = newKey();
+    const key = await newKey();
     const first = (await call(key, "get_transcript", { video_id: long })).body.data;
     expect(first.segments).toHaveLength(500);
     expect(first.truncated).toBe(true);

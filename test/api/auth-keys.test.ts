@@ -12,7 +12,7 @@ afterAll(() => t.close());
 
 describe("sessions", () => {
   test("sign in returns a token and expiry; the token works; sign out ends it", async () => {
-    const email = t.stores.accounts.listUsers(a.accountId).find((u) => u.role === "admin")!.email;
+    const email = (await t.stores.accounts.listUsers(a.accountId)).find((u) => u.role === "admin")!.email;
     const res = await t.request("POST", "/v1/auth/sessions", { json: { email, password: "correct horse" } });
     expect(res.status).toBe(201);
     const { data } = await json(res);
@@ -20,7 +20,7 @@ describe("sessions", () => {
     expect(Date.parse(data.expires_at)).toBeGreaterThan(t.clock.now);
     expect((await t.request("GET", "/v1/api_keys", { token: data.token })).status).toBe(200);
     // only the hash is stored: the session is found by it, and the token is nowhere in the database files
-    expect(t.stores.sessions.findByHash(sha256(data.token))?.token_hash).toBe(sha256(data.token));
+    expect((await t.stores.sessions.findByHash(sha256(data.token)))?.token_hash).toBe(sha256(data.token));
     expect(databaseFilesContain(t.dir, sha256(data.token))).toBe(true); // the scan sees the fresh row
     expect(databaseFilesContain(t.dir, data.token)).toBe(false);
     expect((await t.request("DELETE", "/v1/auth/sessions/current", { token: data.token })).status).toBe(204);
@@ -85,7 +85,7 @@ describe("API keys (seed + SPEC §3)", () => {
     const listed = list.find((k: any) => k.id === data.id);
     expect(listed).toBeDefined();
     expect(listed.key).toBeUndefined();
-    const row = t.stores.apiKeys.findByHash(sha256(data.key));
+    const row = await t.stores.apiKeys.findByHash(sha256(data.key));
     expect(row?.id).toBe(data.id);
     expect(row?.key_hash).toBe(sha256(data.key));
     expect(databaseFilesContain(t.dir, row!.key_hash)).toBe(true); // the scan sees the fresh row

@@ -9,7 +9,7 @@ beforeAll(async () => void ({ t, a, b } = await startWithTenants()));
 afterAll(() => t.close());
 
 const create = (token: string, name: unknown) => t.request("POST", "/v1/collections", { token, json: { name } });
-const rows = () => allCollections(t.stores);
+const rows = async () => await allCollections(t.stores);
 
 describe("collections (SPEC §4)", () => {
   test("create → 201 with the collection shape; name trimmed", async () => {
@@ -35,7 +35,7 @@ describe("collections (SPEC §4)", () => {
   });
 
   test("bad names: 0 or 256 chars, whitespace-only, wrong type, unknown field — 422 and nothing stored", async () => {
-    const before = rows();
+    const before = await rows();
     const cases: [unknown, string][] = [
       [{ name: "" }, "string_too_short"],
       [{ name: "x".repeat(256) }, "string_too_long"],
@@ -51,7 +51,7 @@ describe("collections (SPEC §4)", () => {
       expect((await json(res)).detail[0].type, JSON.stringify(body)).toBe(type);
     }
     expect((await create(a.key, "x".repeat(255))).status).toBe(201);
-    expect(rows()).toBe(before + 1);
+    expect(await rows()).toBe(before + 1);
   });
 
   test("list: oldest first, with totals; get adds duration and storage", async () => {

@@ -12,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const count = () => allCollections(t.stores);
+const count = async () => await allCollections(t.stores);
 
 describe("HTTP conventions (SPEC §2)", () => {
   test("success envelope carries request_id and took_ms, mirrored in X-Request-Id", async () => {
@@ -46,7 +46,7 @@ describe("HTTP conventions (SPEC §2)", () => {
   });
 
   test("malformed JSON is a 422 detail[] and changes nothing", async () => {
-    const before = count();
+    const before = await count();
     const res = await t.request("POST", "/v1/collections", {
       token: tenant.key,
       body: "{bad",
@@ -55,7 +55,7 @@ describe("HTTP conventions (SPEC §2)", () => {
     expect(res.status).toBe(422);
     const body = await json(res);
     expect(body.detail[0]).toMatchObject({ loc: ["body"], type: "json_invalid" });
-    expect(count()).toBe(before);
+    expect(await count()).toBe(before);
   });
 
   test("wrong content type is a 422 detail[]", async () => {
@@ -79,7 +79,7 @@ describe("HTTP conventions (SPEC §2)", () => {
   });
 
   test("non-UTF-8 bytes are refused, not stored as replacement characters", async () => {
-    const before = count();
+    const before = await count();
     const bytes = new Uint8Array([
       ...new TextEncoder().encode('{"name":"caf'),
       0xe9,
@@ -92,7 +92,7 @@ describe("HTTP conventions (SPEC §2)", () => {
     });
     expect(res.status).toBe(422);
     expect((await json(res)).detail[0].type).toBe("unicode_decode_error");
-    expect(count()).toBe(before);
+    expect(await count()).toBe(before);
   });
 
   test("huge bodies are capped with 413", async () => {

@@ -47,7 +47,7 @@ describe("links in answers (in process)", () => {
       VSEARCH_RATE_LIMIT_AGENT: "1000",
       VSEARCH_RATE_LIMIT_VIDEOS: "1000",
     });
-    const tenant = createKeyTenant(t);
+    const tenant = await createKeyTenant(t);
     key = tenant.key;
     const col = (await json(await t.request("POST", "/v1/collections", { token: key, json: { name: "c" } }))).data.id;
     videoId = (await json(await upload(t, tenant, col, await smallMp4(scratchDir("lan-links"))))).data.video_id;
@@ -79,7 +79,7 @@ describe("links in answers (in process)", () => {
     );
     expect(res.status).toBe(200);
     expect(JSON.stringify(await res.json())).toContain(`https://videos.example.org/media/videos/${videoId}/source?`);
-    const cli = t.app.services.videos.get(t.app.services.accounts.listAccounts()[0].id, videoId);
+    const cli = await t.app.services.videos.get((await t.app.services.accounts.listAccounts())[0].id, videoId);
     expect(cli.playback_url?.startsWith("https://videos.example.org/")).toBe(true);
   });
 });

@@ -145,8 +145,8 @@ describe("route battery", () => {
         50,
       ),
     ).toBe(true);
-    const revoked = t.app.services.apiKeys.create(a.accountId, { name: "gone", permissions: "all" });
-    t.app.services.apiKeys.revoke(a.accountId, revoked.id);
+    const revoked = await t.app.services.apiKeys.create(a.accountId, { name: "gone", permissions: "all" });
+    await t.app.services.apiKeys.revoke(a.accountId, revoked.id);
     expect([col, up.video_id, up.job_id, wh.id, keyId].every((id) => typeof id === "string")).toBe(true);
 
     const la = await createTenant(limited, "L");
@@ -161,14 +161,14 @@ describe("route battery", () => {
         webhook_id: wh.id,
         key_id: keyId,
         delivery_id: deliveryId,
-        user_id: t.app.services.users.list(b.accountId).find((u) => u.role === "member")!.id,
+        user_id: (await t.app.services.users.list(b.accountId)).find((u) => u.role === "member")!.id,
       },
       exceptions: EXCEPTIONS,
       // Session routes are limited per user: a fresh session is a fresh user's.
       freshCredential: async (kind) =>
         kind === "session"
           ? (await createTenant(limited, "S")).adminToken
-          : limited.app.services.apiKeys.create(la.accountId, { name: "fresh", permissions: "all" }).key,
+          : (await limited.app.services.apiKeys.create(la.accountId, { name: "fresh", permissions: "all" })).key,
     };
   }, 60_000);
   afterAll(async () => {
@@ -297,8 +297,8 @@ describe("the battery itself fails on a route that breaks the rules", () => {
           );
         }) as never,
       );
-      const revoked = t.app.services.apiKeys.create(a.accountId, { name: "r", permissions: "all" });
-      t.app.services.apiKeys.revoke(a.accountId, revoked.id);
+      const revoked = await t.app.services.apiKeys.create(a.accountId, { name: "r", permissions: "all" });
+      await t.app.services.apiKeys.revoke(a.accountId, revoked.id);
       return runBattery(
         {
           fetch: (req) => api.fetch(req),
@@ -307,7 +307,7 @@ describe("the battery itself fails on a route that breaks the rules", () => {
           foreignIds: { widget_id: "wdg_of_b" },
           exceptions: [],
           freshCredential: async () =>
-            t.app.services.apiKeys.create(a.accountId, { name: "f", permissions: "all" }).key,
+            (await t.app.services.apiKeys.create(a.accountId, { name: "f", permissions: "all" })).key,
         },
         only,
       );

@@ -175,8 +175,8 @@ describe("first run in the browser", () => {
 
   test("the setup link's token creates the first account and its admin once; then setup is gone", async () => {
     expect((await json(await fresh.request("GET", "/v1/setup"))).data).toEqual({ required: true });
-    const token = fresh.app.services.setup.issueToken()!;
-    const older = fresh.app.services.setup.issueToken()!; // a second start: both links stay valid until one is used
+    const token = (await fresh.app.services.setup.issueToken())!;
+    const older = (await fresh.app.services.setup.issueToken())!; // a second start: both links stay valid until one is used
     expect(token).toMatch(/^[0-9A-Za-z]{40}$/);
     const body = {
       token: "x".repeat(40),
@@ -186,7 +186,7 @@ describe("first run in the browser", () => {
     };
     const bad = await fresh.request("POST", "/v1/setup", { json: body });
     expect(bad.status).toBe(403);
-    expect(fresh.app.services.accounts.listAccounts()).toEqual([]);
+    expect(await fresh.app.services.accounts.listAccounts()).toEqual([]);
 
     // Two browsers with the two links at once: one account, the other told setup is done.
     const [r1, r2] = await Promise.all([
@@ -197,11 +197,11 @@ describe("first run in the browser", () => {
     const won = (await json(r1.status === 201 ? r1 : r2)).data;
     const me = (await json(await fresh.request("GET", "/v1/auth/whoami", { token: won.token }))).data;
     expect(me).toMatchObject({ role: "admin", credential: "session", must_change_password: false });
-    expect(fresh.app.services.accounts.listAccounts().map((x) => x.name)).toEqual(["Studio"]);
+    expect((await fresh.app.services.accounts.listAccounts()).map((x) => x.name)).toEqual(["Studio"]);
     expect((await fresh.request("GET", "/v1/collections", { token: won.token })).status).toBe(200);
 
     expect((await json(await fresh.request("GET", "/v1/setup"))).data).toEqual({ required: false });
     expect((await fresh.request("POST", "/v1/setup", { json: { ...body, token } })).status).toBe(404);
-    expect(fresh.app.services.setup.issueToken()).toBeNull();
+    expect(await fresh.app.services.setup.issueToken()).toBeNull();
   });
 });

@@ -11,10 +11,12 @@
  *     are fine as long as they form no cycle between nodes.
  *  3. Allow-list entries that no import uses any more fail too, so the list only shrinks.
  *  4. Only the composition root (app.ts) reads `app.internals` (the benchmark seam; test/ has its own rule, check-tests.ts).
- *  5. The store seam: only store modules (under store/, a `store.ts`, a `*-store.ts`) import
- *     bun:sqlite, unless named in `sqliteExceptions` with a reason (unused entries fail, as in 3);
- *     only they and app.ts import the handle's module, store/database.ts. Everything else gets a
- *     UnitOfWork (store/unit-of-work.ts) and stores, so a second backend changes nothing above.
+ *  5. The store seam (issue 24): only the SQLite backend (store/sqlite/) imports bun:sqlite and
+ *     only the PostgreSQL backend (store/pg/) imports postgres, unless named in
+ *     `sqliteExceptions` with a reason (unused entries fail, as in 3). Stores take an Executor
+ *     (store/executor.ts) and never a driver; only they and app.ts import store/database.ts (the
+ *     opener). Everything else gets a UnitOfWork and stores, so a second backend changes nothing
+ *     above the stores.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, posix, relative } from "node:path";
@@ -178,14 +180,19 @@ export function checkImports(files: SourceFile[], rules: Rules): string[] {
   const exceptions = rules.sqliteExceptions ?? [];
   const usedExceptions = new Set<string>();
   for (const e of edges) {
-    if (isStoreModule(e.file)) continue;
-    if (e.spec === "bun:sqlite") {
+    if (e.spec === "bun:sqlite" && !e.file.startsWith("store/sqlite/")) {
       if (exceptions.some((x) => x.file === e.file)) usedExceptions.add(e.file);
       else
         problems.push(
-          `${e.file}: imports bun:sqlite outside a store; take a UnitOfWork (store/unit-of-work.ts) and stores instead`,
+          `${e.file}: imports bun:sqlite outside the SQLite backend (store/sqlite/); stores take an Executor (store/executor.ts), services a UnitOfWork`,
         );
     }
+    if ((e.spec === "postgres" || e.spec.startsWith("postgres/")) && !e.file.startsWith("store/pg/")) {
+      problems.push(
+        `${e.file}: imports postgres outside the PostgreSQL backend (store/pg/); stores take an Executor (store/executor.ts)`,
+      );
+    }
+    if (isStoreModule(e.file)) continue;
     if (e.target === "store/database.ts" && e.file !== "app.ts") {
       problems.push(
         `${e.file}: imports the database handle (store/database.ts); only stores and the composition root (app.ts) may`,

@@ -2,7 +2,8 @@
  * Issue 10: one direction through the house. Domain folders never import an edge (api/,
  * commands/, http/, cli/, app.ts, Hono), and top-level folders import only downward through the
  * layers below, except the few allow-listed imports (also listed in docs/ARCHITECTURE.md). Only
- * store modules hold bun:sqlite; the rest go through the store seam (store/unit-of-work.ts).
+ * the SQLite backend (store/sqlite/) holds bun:sqlite and only the PostgreSQL one (store/pg/)
+ * holds postgres; stores take an Executor, the rest go through the store seam.
  */
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
@@ -18,8 +19,9 @@ describe("src/ import rules", () => {
     // The walk found the tree (a wrong root would pass vacuously).
     expect(files.some((f) => f.path === "app.ts")).toBe(true);
     expect(edgesOf(files).length).toBeGreaterThan(300);
-    // The stores really do hold bun:sqlite (the seam rule is not passing on an empty set).
-    expect(edgesOf(files).filter((e) => e.spec === "bun:sqlite").length).toBeGreaterThan(10);
+    // The backends really do hold their drivers (the seam rule is not passing on an empty set).
+    expect(edgesOf(files).filter((e) => e.spec === "bun:sqlite").length).toBeGreaterThanOrEqual(4);
+    expect(edgesOf(files).filter((e) => e.spec === "postgres").length).toBeGreaterThanOrEqual(4);
     expect(checkImports(files, RULES)).toEqual([]);
   });
 });
@@ -106,14 +108,16 @@ describe("the checker, on a synthetic tree", () => {
     ]);
   });
 
-  test("only store modules import bun:sqlite, unless excepted; only stores and app.ts import store/database.ts", () => {
+  test("only store/sqlite/ imports bun:sqlite and only store/pg/ postgres, unless excepted; only stores and app.ts import store/database.ts", () => {
     const stores = tree([
-      { path: "store/database.ts", text: 'import { Database } from "bun:sqlite";' },
-      { path: "store/unit-of-work.ts", text: 'import type { Database } from "bun:sqlite";' },
-      { path: "jobs/store.ts", text: 'import type { Database } from "bun:sqlite";' },
+      { path: "store/sqlite/database.ts", text: 'import { Database } from "bun:sqlite";' },
+      { path: "store/sqlite/executor.ts", text: 'import type { Database } from "bun:sqlite";' },
+      { path: "store/pg/open.ts", text: 'import postgres from "postgres";' },
+      { path: "store/database.ts", text: 'import { openSqliteStore } from "./sqlite/database.ts";' },
+      { path: "jobs/store.ts", text: 'import type { Executor } from "../store/executor.ts";' },
       {
         path: "videos/feedback-store.ts",
-        text: 'import type { Database } from "bun:sqlite";\nimport { openDatabase } from "../store/database.ts";',
+        text: 'import type { Executor } from "../store/executor.ts";\nimport { openStore } from "../store/database.ts";',
       },
       // The composition root (replacing the plain app.ts) opens the store.
       {
@@ -126,23 +130,31 @@ describe("the checker, on a synthetic tree", () => {
 
     const leaky = tree([
       { path: "store/database.ts", text: "export const openStore = 1;" },
+      { path: "jobs/store.ts", text: 'import type { Database } from "bun:sqlite";' },
       { path: "jobs/service.ts", text: 'import type { Database } from "bun:sqlite";' },
       { path: "videos/purge.ts", text: 'const { Database } = await import("bun:sqlite");' },
+      { path: "videos/store.ts", text: 'import postgres from "postgres";' },
       { path: "jobs/runner.ts", text: 'import { openStore } from "../store/database.ts";' },
     ]);
+    const outside = (f: string) =>
+      `${f}: imports bun:sqlite outside the SQLite backend (store/sqlite/); stores take an Executor (store/executor.ts), services a UnitOfWork`;
     expect(checkImports(leaky, layered)).toEqual([
-      "jobs/service.ts: imports bun:sqlite outside a store; take a UnitOfWork (store/unit-of-work.ts) and stores instead",
-      "videos/purge.ts: imports bun:sqlite outside a store; take a UnitOfWork (store/unit-of-work.ts) and stores instead",
+      outside("jobs/store.ts"),
+      outside("jobs/service.ts"),
+      outside("videos/purge.ts"),
+      "videos/store.ts: imports postgres outside the PostgreSQL backend (store/pg/); stores take an Executor (store/executor.ts)",
       "jobs/runner.ts: imports the database handle (store/database.ts); only stores and the composition root (app.ts) may",
     ]);
     const excepted = {
       ...layered,
       sqliteExceptions: [
+        { file: "jobs/store.ts", reason: "test" },
         { file: "jobs/service.ts", reason: "test" },
         { file: "videos/purge.ts", reason: "test" },
       ],
     };
     expect(checkImports(leaky, excepted)).toEqual([
+      "videos/store.ts: imports postgres outside the PostgreSQL backend (store/pg/); stores take an Executor (store/executor.ts)",
       "jobs/runner.ts: imports the database handle (store/database.ts); only stores and the composition root (app.ts) may",
     ]);
     expect(

@@ -63,7 +63,8 @@ export const ALLOW_UPWARD: AllowedUpward[] = [
 ];
 
 /**
- * Files outside the store modules that may import bun:sqlite, each with its reason. None today:
- * the sqlite-vec self-test opens its in-memory database through store/vec-check.ts.
+ * Files outside the SQLite backend (store/sqlite/) that may import bun:sqlite, each with its
+ * reason. None today: the sqlite-vec self-test opens its in-memory database through
+ * store/sqlite/vec-check.ts.
  */
 export const SQLITE_EXCEPTIONS: { file: string; reason: string }[] = [];

@@ -40,6 +40,11 @@ export const TEST_EXCEPTIONS: TestRuleException[] = [
     reason: "classifies real bun:sqlite errors with store/errors.ts (it opens nothing but through helpers/stores.ts)",
   },
   { file: "store/schema-catalog.ts", rule: "sql", reason: "the catalog queries (sqlite_master, pragma_*, pg_catalog)" },
+  {
+    file: "store/unit-of-work.test.ts",
+    rule: "database",
+    reason: "tests the unit of work's contract; its refusals are StoreErrors (store/errors.ts), checked by kind",
+  },
 ];
 
 describe("test/ rules", () => {

@@ -22,7 +22,7 @@ test("pending deliveries are held by a restore, not re-sent; a retry sends one; 
   // The original: the receiver is down, so the ping's first attempt fails and it stays pending
   // (its next attempt due a second later) when the server stops and the backup is made.
   let t = await startTestApp(ENV, { dataDir: original });
-  const a = createKeyTenant(t);
+  const a = await createKeyTenant(t);
   const hook = (
     await json(
       await t.request("POST", "/v1/webhooks", {
@@ -59,9 +59,9 @@ test("pending deliveries are held by a restore, not re-sent; a retry sends one; 
     // By hand it goes; and a new event after the restore is delivered as usual.
     const retry = await t.request("POST", `/v1/webhooks/${hook.id}/deliveries/${held.id}/retry`, { token: a.key });
     expect(retry.status).toBe(202);
-    expect(await until(() => receiver!.requests.length === 1, 20_000, 20)).toBe(true);
+    expect(await until(async () => receiver!.requests.length === 1, 20_000, 20)).toBe(true);
     expect((await t.request("POST", `/v1/webhooks/${hook.id}/test`, { token: a.key })).status).toBe(202);
-    expect(await until(() => receiver!.requests.length === 2, 20_000, 20)).toBe(true);
+    expect(await until(async () => receiver!.requests.length === 2, 20_000, 20)).toBe(true);
   } finally {
     await t.close();
   }

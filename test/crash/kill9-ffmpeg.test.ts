@@ -69,7 +69,7 @@ test("kill -9 of serve while it encodes a rendition: no ffmpeg of its data dir s
     await postUpload(server.url, key, await postCollection(server.url, key), avi, "long.avi");
     // No model is installed: ingest skips the model stages, the video is ready, the rendition starts.
     const encoding = await until(
-      () => toolProcesses(dir).some((p) => p.name === "ffmpeg" && p.cmd.includes("web.mp4.tmp")),
+      async () => toolProcesses(dir).some((p) => p.name === "ffmpeg" && p.cmd.includes("web.mp4.tmp")),
       120_000,
     );
     expect(encoding, "the rendition's ffmpeg started").toBe(true);
@@ -77,7 +77,9 @@ test("kill -9 of serve while it encodes a rendition: no ffmpeg of its data dir s
     expect(children.every((p) => p.ppid === server.proc.pid)).toBe(true);
     server.proc.kill("SIGKILL");
     await server.proc.exited;
-    expect(await until(() => toolProcesses(dir).length === 0, 5000), JSON.stringify(toolProcesses(dir))).toBe(true);
+    expect(await until(async () => toolProcesses(dir).length === 0, 5000), JSON.stringify(toolProcesses(dir))).toBe(
+      true,
+    );
   } finally {
     server.proc.kill("SIGKILL");
   }
@@ -94,12 +96,12 @@ test("the next start kills an ffmpeg a crash left on the data dir (its parent is
     `mkdir -p '${join(dir, "uploads", "tmp")}'; '${idleFfmpeg(marker).join("' '")}' >/dev/null 2>&1 &`,
   ]);
   await sh.exited;
-  expect(await until(() => toolProcesses(marker).length === 1, 10_000)).toBe(true);
+  expect(await until(async () => toolProcesses(marker).length === 1, 10_000)).toBe(true);
   expect(toolProcesses(marker)[0].ppid).not.toBe(process.pid);
   const server = await startServer(dir);
   started.push(server.proc);
   try {
-    expect(await until(() => toolProcesses(marker).length === 0, 10_000)).toBe(true);
+    expect(await until(async () => toolProcesses(marker).length === 0, 10_000)).toBe(true);
   } finally {
     await server.stop("SIGKILL");
   }
@@ -131,11 +133,11 @@ test.each(["setpriv", "bun"] as const)(
     );
     started.push(parent);
     try {
-      expect(await until(() => toolProcesses(marker).length === 1, 15_000)).toBe(true);
+      expect(await until(async () => toolProcesses(marker).length === 1, 15_000)).toBe(true);
       expect(toolProcesses(marker)[0].ppid).toBe(parent.pid);
       parent.kill("SIGKILL");
       await parent.exited;
-      expect(await until(() => toolProcesses(marker).length === 0, 5000)).toBe(true);
+      expect(await until(async () => toolProcesses(marker).length === 0, 5000)).toBe(true);
     } finally {
       parent.kill("SIGKILL");
     }

@@ -58,9 +58,9 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
     const whSurvivor = await webhook(survivor, rxSurvivor.url, EVENT_TYPES);
     const mine = await uploadAndIndex(doomed);
     const theirs = await uploadAndIndex(survivor);
-    t.app.services.credits.grant(doomed.accountId, 500); // above the low threshold (100): no credits.low
-    expect(await until(() => rx.hits.length === 2 && rxSurvivor.hits.length === 2)).toBe(true); // video.created, job.completed
-    const frames = t.stores.index.framesOf(mine.video_id).length;
+    await t.app.services.credits.grant(doomed.accountId, 500); // above the low threshold (100): no credits.low
+    expect(await until(async () => rx.hits.length === 2 && rxSurvivor.hits.length === 2)).toBe(true); // video.created, job.completed
+    const frames = (await t.stores.index.framesOf(mine.video_id)).length;
     expect(frames).toBeGreaterThan(0);
     // A search loads the in-memory vector index, which the purge must empty of the video too.
     const search = (ten: Tenant) => {
@@ -80,10 +80,12 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
       mine.col,
       wh.id,
       off.id,
-      ...[wh.id, off.id].flatMap((id) => t.stores.webhooks.listDeliveries(id, 1000, 0).map((d) => d.id)),
-      ...t.stores.events.list({ accountId: doomed.accountId }).map((e) => e.id),
-      ...t.stores.accounts.listUsers(doomed.accountId).map((u) => u.id),
-      ...t.stores.apiKeys.list(doomed.accountId).map((k) => k.id),
+      ...(await Promise.all([wh.id, off.id].map(async (id) => await t.stores.webhooks.listDeliveries(id, 1000, 0))))
+        .flat()
+        .map((d) => d.id),
+      ...(await t.stores.events.list({ accountId: doomed.accountId })).map((e) => e.id),
+      ...(await t.stores.accounts.listUsers(doomed.accountId)).map((u) => u.id),
+      ...(await t.stores.apiKeys.list(doomed.accountId)).map((k) => k.id),
     ];
     expect(doomedIds.length).toBeGreaterThan(10);
 
@@ -101,9 +103,9 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
     expect(rxOff.hits).toHaveLength(0);
 
     // The database: no row mentions any of the account's ids; no vector lost its frame or shot.
-    expect(t.stores.system.tablesMentioning([theirs.video_id]).get(theirs.video_id)).toContain("videos"); // the audit sees rows
-    expect(Object.fromEntries(t.stores.system.tablesMentioning(doomedIds))).toEqual({});
-    expect(t.stores.system.orphanVectors()).toEqual({ frame_vectors: 0, shot_vectors: 0 });
+    expect((await t.stores.system.tablesMentioning([theirs.video_id])).get(theirs.video_id)).toContain("videos"); // the audit sees rows
+    expect(Object.fromEntries(await t.stores.system.tablesMentioning(doomedIds))).toEqual({});
+    expect(await t.stores.system.orphanVectors()).toEqual({ frame_vectors: 0, shot_vectors: 0 });
     expect(await memoryRows()).toBeLessThan(memoryRowsBefore);
     // The disk: nothing under the data dir names the video.
     expect(walk(t.dir).filter((p) => p.includes(mine.video_id))).toEqual([]);
@@ -120,7 +122,7 @@ test("account.deleted reaches the receiver, then nothing of the account remains 
       (await json(await t.request("GET", "/v1/webhooks", { token: survivor.key }))).data.map((w: any) => w.id),
     ).toEqual([whSurvivor.id]);
     expect(rxSurvivor.hits.map((h) => h.body.event)).not.toContain("account.deleted");
-    expect(t.stores.index.framesOf(theirs.video_id)).toHaveLength(frames);
+    expect(await t.stores.index.framesOf(theirs.video_id)).toHaveLength(frames);
   } finally {
     await rx.stop();
     await rxOff.stop();

@@ -99,7 +99,7 @@ test("accounts delete while a server runs: account.deleted arrives once, nothing
     const up = (await (await fetch(`${server.url}/v1/upload`, { method: "POST", headers: auth, body: fd })).json())
       .data;
     expect(up.video_id).toMatch(/^vid_/);
-    expect(await until(() => rx.hits.length === 2, 30_000)).toBe(true); // video.created, job.completed
+    expect(await until(async () => rx.hits.length === 2, 30_000)).toBe(true); // video.created, job.completed
 
     const r = await runCliJson(["--data-dir", dir, "accounts", "delete", acct.id], env);
     expect(r).toMatchObject({ videos_deleted: 1, deliveries: [{ webhook_id: wh.id, status: "succeeded" }] });

@@ -43,7 +43,7 @@ test("a first grant below the threshold fires credits.low; a search it cannot pa
     expect(
       await runCliJson(["--data-dir", dir, "credits", "grant", "--account", acct.id, "--amount", "0.15"]),
     ).toMatchObject({ balance: 0.15 });
-    expect(await until(() => rx.hits.length === 1, 10_000)).toBe(true);
+    expect(await until(async () => rx.hits.length === 1, 10_000)).toBe(true);
     expect(rx.hits[0].body).toMatchObject({ event: "credits.low", data: { balance: 0.15, threshold: 100 } });
     expect(rx.hits[0].signatureOk).toBe(true);
 

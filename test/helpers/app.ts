@@ -139,22 +139,22 @@ export interface Tenant {
  * An account with an `all` and a `read_only` API key and no users: no slow password hashing, so
  * it is synchronous. The session tokens are "" (use `createTenant` for those).
  */
-export function createKeyTenant(t: Pick<TestApp, "app">, name = "Acme", plan = "enterprise"): Tenant {
+export async function createKeyTenant(t: Pick<TestApp, "app">, name = "Acme", plan = "enterprise"): Promise<Tenant> {
   const s = t.app.services;
-  const account = s.accounts.createAccount({ name, plan });
+  const account = await s.accounts.createAccount({ name, plan });
   return {
     accountId: account.id,
     adminToken: "",
     memberToken: "",
-    key: s.apiKeys.create(account.id, { name: "all", permissions: "all" }).key,
-    readOnlyKey: s.apiKeys.create(account.id, { name: "ro", permissions: "read_only" }).key,
+    key: (await s.apiKeys.create(account.id, { name: "all", permissions: "all" })).key,
+    readOnlyKey: (await s.apiKeys.create(account.id, { name: "ro", permissions: "read_only" })).key,
   };
 }
 
 /** The tenant helper: an account with an admin, a member, an `all` key and a `read_only` key. */
 export async function createTenant(t: Pick<TestApp, "app">, name = "Acme", plan = "enterprise"): Promise<Tenant> {
   const s = t.app.services;
-  const account = s.accounts.createAccount({ name, plan });
+  const account = await s.accounts.createAccount({ name, plan });
   const email = `admin-${account.id}@example.com`.toLowerCase();
   await s.accounts.createUser({ account_id: account.id, email, password: "correct horse", role: "admin" });
   await s.accounts.createUser({
@@ -165,8 +165,9 @@ export async function createTenant(t: Pick<TestApp, "app">, name = "Acme", plan 
   });
   const adminToken = (await s.auth.signIn({ email, password: "correct horse" })).token;
   const memberToken = (await s.auth.signIn({ email: `m-${email}`, password: "correct horse" })).token;
-  const key = plan === "free" ? "" : s.apiKeys.create(account.id, { name: "all", permissions: "all" }).key;
-  const readOnlyKey = plan === "free" ? "" : s.apiKeys.create(account.id, { name: "ro", permissions: "read_only" }).key;
+  const key = plan === "free" ? "" : (await s.apiKeys.create(account.id, { name: "all", permissions: "all" })).key;
+  const readOnlyKey =
+    plan === "free" ? "" : (await s.apiKeys.create(account.id, { name: "ro", permissions: "read_only" })).key;
   return { accountId: account.id, adminToken, memberToken, key, readOnlyKey };
 }
 
@@ -230,8 +231,8 @@ export async function uploadAndWait(
   const { data } = await json(res);
   let job: any;
   await until(
-    () => {
-      job = t.app.services.jobs.get(tenant.accountId, data.job_id);
+    async () => {
+      job = await t.app.services.jobs.get(tenant.accountId, data.job_id);
       opts.onPoll?.(job);
       return job.status === "done" || job.status === "failed";
     },

@@ -20,7 +20,8 @@ import { LeaseQueue, type LeaseQueueOptions } from "../../src/jobs/lease-queue.t
 import { PlaybackStore } from "../../src/playback/store.ts";
 import { createSearchDomain, type SearchDomain, type SearchDomainOptions } from "../../src/search/domain.ts";
 import { SearchStore } from "../../src/search/store.ts";
-import { openStore, type OpenStore } from "../../src/store/database.ts";
+import { openStore } from "../../src/store/database.ts";
+import type { SqliteStore } from "../../src/store/sqlite/database.ts";
 import { OcrSearchStore } from "../../src/search/ocr-store.ts";
 import { FeedbackStore } from "../../src/search/feedback-store.ts";
 import { SystemStore } from "../../src/system/store.ts";
@@ -52,7 +53,7 @@ export interface Stores {
    */
   searchDomain(deps: Omit<SearchDomainOptions, "stores" | "uow">): SearchDomain;
   /** Runs `fn` (store calls) in one transaction on this connection: the app sees all of it or none. */
-  transaction<T>(fn: () => T): T;
+  transaction<T>(fn: () => Promise<T>): Promise<T>;
   /**
    * A task queue worker over this connection, as a node runs one (register handlers, `start()`,
    * `stop()` before `close()`): for tests that play several workers over one database.
@@ -69,7 +70,8 @@ export function openStores(
     dbClockSkewMs?: () => number;
   } = {},
 ): Stores {
-  const { db, uow } = openStore(join(dataDir, "vsearch.db"), { vecExtension: opts.vecExtension });
+  const store = openStore(join(dataDir, "vsearch.db"), { vecExtension: opts.vecExtension });
+  const { exec: db, uow } = store;
   const clock = { skewMs: opts.dbClockSkewMs ?? (() => 0) };
   return {
     accounts: new AccountStore(db),
@@ -92,9 +94,9 @@ export function openStores(
         uow,
         stores: { search: new SearchStore(db), ocr: new OcrSearchStore(db), feedback: new FeedbackStore(db) },
       }),
-    transaction: (fn) => uow.run(fn),
+    transaction: async (fn) => await uow.run(fn),
     leaseQueue: (o) => new LeaseQueue(new TaskStore(db, clock), uow, o),
-    close: () => db.close(),
+    close: () => store.close(),
   };
 }
 
@@ -112,8 +114,11 @@ export function databaseFilesContain(dataDir: string, text: string): boolean {
 }
 
 /** Collections of every account (a refused create must store none, for anyone). */
-export const allCollections = (s: Stores): number =>
-  s.accounts.listAccounts().reduce((n, a) => n + s.collections.count(a.id), 0);
+export const allCollections = async (s: Stores): Promise<number> =>
+  (await Promise.all((await s.accounts.listAccounts()).map(async (a) => await s.collections.count(a.id)))).reduce(
+    (n, c) => n + c,
+    0,
+  );
 
 /**
  * Store files a test file keeps for itself: for the tests of what lies under the stores (the unit
@@ -123,7 +128,7 @@ export const allCollections = (s: Stores): number =>
  */
 export function ownStoreFiles(prefix: string) {
   const dirs = tempDirs(prefix);
-  const opened: OpenStore[] = [];
+  const opened: SqliteStore[] = [];
   afterAll(() => {
     for (const s of opened.splice(0)) s.close();
   });
@@ -131,7 +136,7 @@ export function ownStoreFiles(prefix: string) {
     /** A fresh, empty data dir. */
     dir: () => dirs.make(),
     /** A connection (with its unit of work) to `<dataDir>/vsearch.db`, migrated when new. */
-    open: (dataDir: string, opts: Parameters<typeof openStore>[1] = {}): OpenStore => {
+    open: (dataDir: string, opts: Parameters<typeof openStore>[1] = {}): SqliteStore => {
       const store = openStore(join(dataDir, "vsearch.db"), opts);
       opened.push(store);
       return store;

@@ -36,15 +36,19 @@ const vec = (x: number) => Float32Array.from([x, 1 - x, 0, 0]);
 function setup() {
   const dataDir = storeFiles.dir();
   const store = storeFiles.open(dataDir, { vecExtension });
-  const { db, uow } = store;
+  const { exec: db, uow } = store;
   const accounts = new AccountStore(db);
   const collections = new CollectionStore(db);
   const videoStore = new VideoStore(db);
   const files = new VideoFiles(dataDir);
   const seen: { event: DomainEvent; inTransaction: boolean }[] = [];
   const bus = new EventBus(uow);
-  bus.subscribe("video.content_changed", (e) => seen.push({ event: e, inTransaction: uow.inTransaction }));
-  bus.subscribe("videos.deleted", (e) => seen.push({ event: e, inTransaction: uow.inTransaction }));
+  bus.subscribe("video.content_changed", (e) => {
+    seen.push({ event: e, inTransaction: uow.inTransaction });
+  });
+  bus.subscribe("videos.deleted", (e) => {
+    seen.push({ event: e, inTransaction: uow.inTransaction });
+  });
   const index = new IndexStore(db, true);
   const content = new VideoContent(uow, index, files, bus);
   const outbox = new EventStore(db);
@@ -55,22 +59,28 @@ function setup() {
     outbox,
     index,
     files,
-    { posterUrl: () => "", playbackUrl: () => "" },
+    { posterUrl: () => "", playbackUrl: async () => "" },
     content,
     // Never started here: these tests delete videos, they do not index them.
     new LeaseQueue(new TaskStore(db), uow, { node: "node_content_test", lanes: [], logger: createLogger("silent") }),
   );
 
   /** An account, a collection and a ready video with a source file and `shots` thumbnails on disk. */
-  const addVideo = (accountId: string, id: string, shots: number) => {
-    if (!accounts.getAccount(accountId)) {
-      accounts.insertAccount({ id: accountId, name: accountId, plan: "free", credits_balance: null, created_at: at });
-      collections.insert({ id: `col_${accountId}`, user_id: accountId, name: "c", created_at: at });
+  const addVideo = async (accountId: string, id: string, shots: number) => {
+    if (!(await accounts.getAccount(accountId))) {
+      await accounts.insertAccount({
+        id: accountId,
+        name: accountId,
+        plan: "free",
+        credits_balance: null,
+        created_at: at,
+      });
+      await collections.insert({ id: `col_${accountId}`, user_id: accountId, name: "c", created_at: at });
     }
     files.ensureDir(id);
     writeFileSync(files.sourceFile(id, "mp4"), "source");
     for (let i = 0; i < shots; i++) writeFileSync(files.shotThumbFile(id, i), `thumb ${i}`);
-    videoStore.insert({
+    await videoStore.insert({
       id,
       account_id: accountId,
       collection_id: `col_${accountId}`,
@@ -109,17 +119,20 @@ function setup() {
       thumbnailPath: files.rel(files.shotThumbFile(scope.videoId, i)),
       embedding: vec(offset + i / 10),
     }));
-  const fill = (scope: ReturnType<typeof addVideo>, shots: number) => {
-    content.replaceFrames(
+  const fill = async (scope: Awaited<ReturnType<typeof addVideo>>, shots: number) => {
+    await content.replaceFrames(
       scope,
       [0, 1, 2].map((i) => ({ shotIndex: 0, timestamp: i, embedding: vec(i / 10) })),
       "m",
     );
-    content.replaceTranscript(scope, [{ start: 0, end: 2, text: "hello there" }], "w");
-    content.replaceOcrLines(scope, [
+    await content.replaceTranscript(scope, [{ start: 0, end: 2, text: "hello there" }], "w");
+    await content.replaceOcrLines(scope, [
       { start: 0, end: 2, text: "EXIT", confidence: 90, box: { x: 0, y: 0, w: 1, h: 1 } },
     ]);
-    content.commitStage(scope.videoId, () => content.replaceShots(scope, shotRows(scope, shots), "m"));
+    await content.commitStage(
+      scope.videoId,
+      async () => await content.replaceShots(scope, shotRows(scope, shots), "m"),
+    );
   };
   return {
     files,
@@ -137,88 +150,83 @@ function setup() {
 }
 
 describe("VideoContent", () => {
-  test("a stage replaces the rows of an earlier run, removes the thumbnails it no longer has, and announces after the commit", () => {
+  test("a stage replaces the rows of an earlier run, removes the thumbnails it no longer has, and announces after the commit", async () => {
     const { files, content, search, seen, addVideo, shotRows, fill } = setup();
-    const v = addVideo("acc_a", "vid_a", 3);
-    fill(v, 3);
+    const v = await addVideo("acc_a", "vid_a", 3);
+    await fill(v, 3);
     expect(seen).toEqual([{ event: { type: "video.content_changed", videoId: "vid_a" }, inTransaction: false }]);
-    expect(search.countInScope("frames", v, "m")).toBe(3);
+    expect(await search.countInScope("frames", v, "m")).toBe(3);
 
     // A re-run finds two shots: the third's row and its thumbnail go, the other two stay.
-    content.replaceFrames(v, [{ shotIndex: 0, timestamp: 0, embedding: vec(0) }], "m");
-    content.commitStage(v.videoId, () => content.replaceShots(v, shotRows(v, 2), "m"));
-    expect(search.countInScope("frames", v, "m")).toBe(1);
-    expect(
-      search
-        .shotsOfVideos([v.videoId])
-        .get(v.videoId)!
-        .map((s) => s.shot_index),
-    ).toEqual([0, 1]);
+    await content.replaceFrames(v, [{ shotIndex: 0, timestamp: 0, embedding: vec(0) }], "m");
+    await content.commitStage(v.videoId, async () => await content.replaceShots(v, shotRows(v, 2), "m"));
+    expect(await search.countInScope("frames", v, "m")).toBe(1);
+    expect((await search.shotsOfVideos([v.videoId])).get(v.videoId)!.map((s) => s.shot_index)).toEqual([0, 1]);
     expect(readdirSync(join(files.dir(v.videoId), "shots")).sort()).toEqual(["0.jpg", "1.jpg"]);
     expect(seen.map((s) => s.event.type)).toEqual(["video.content_changed", "video.content_changed"]);
   });
 
-  test("a stage whose transaction fails keeps the earlier rows and thumbnails and announces nothing", () => {
+  test("a stage whose transaction fails keeps the earlier rows and thumbnails and announces nothing", async () => {
     const { files, content, search, seen, addVideo, shotRows, fill } = setup();
-    const v = addVideo("acc_a", "vid_b", 3);
-    fill(v, 3);
+    const v = await addVideo("acc_a", "vid_b", 3);
+    await fill(v, 3);
     seen.length = 0;
-    expect(() =>
-      content.commitStage(v.videoId, () => {
-        content.replaceShots(v, shotRows(v, 1), "m");
+    await expect(
+      content.commitStage(v.videoId, async () => {
+        await content.replaceShots(v, shotRows(v, 1), "m");
         throw new Error("the video row could not be updated");
       }),
-    ).toThrow("could not be updated");
-    expect(search.shotsOfVideos([v.videoId]).get(v.videoId)!.length).toBe(3);
+    ).rejects.toThrow("could not be updated");
+    expect((await search.shotsOfVideos([v.videoId])).get(v.videoId)!.length).toBe(3);
     expect(readdirSync(join(files.dir(v.videoId), "shots")).length).toBe(3);
     expect(seen).toEqual([]);
   });
 
   test("deleting videos (VideoService.purgeVideos) takes rows, vectors and files together; another account's video is untouched", async () => {
     const { files, videos, videoStore, outbox, search, ocr, seen, addVideo, fill } = setup();
-    const mine = addVideo("acc_a", "vid_c", 2);
-    const theirs = addVideo("acc_b", "vid_d", 2);
-    fill(mine, 2);
-    fill(theirs, 2);
-    const nearest = (accountId: string) => search.vecNearest("frames", 4, accountId, vec(0), 10).length;
-    expect(nearest("acc_a")).toBe(3);
+    const mine = await addVideo("acc_a", "vid_c", 2);
+    const theirs = await addVideo("acc_b", "vid_d", 2);
+    await fill(mine, 2);
+    await fill(theirs, 2);
+    const nearest = async (accountId: string) => (await search.vecNearest("frames", 4, accountId, vec(0), 10)).length;
+    expect(await nearest("acc_a")).toBe(3);
     seen.length = 0;
 
     // acc_a asks for both: only its own goes.
     await videos.purgeVideos("acc_a", [mine.videoId, theirs.videoId]);
-    expect(videoStore.getById(mine.videoId)).toBeNull();
+    expect(await videoStore.getById(mine.videoId)).toBeNull();
     expect(existsSync(files.dir(mine.videoId))).toBe(false);
-    expect(search.countInScope("frames", mine, "m")).toBe(0);
-    expect(search.shotsOfVideos([mine.videoId]).get(mine.videoId) ?? []).toEqual([]);
-    expect(search.transcriptCount("acc_a")).toBe(0);
-    expect(ocr.count("acc_a")).toBe(0);
-    expect(nearest("acc_a")).toBe(0); // the vec0 rows SQLite cannot cascade
-    expect(outbox.undispatched(10).map((e) => [e.type, JSON.parse(e.payload).video_id])).toEqual([
+    expect(await search.countInScope("frames", mine, "m")).toBe(0);
+    expect((await search.shotsOfVideos([mine.videoId])).get(mine.videoId) ?? []).toEqual([]);
+    expect(await search.transcriptCount("acc_a")).toBe(0);
+    expect(await ocr.count("acc_a")).toBe(0);
+    expect(await nearest("acc_a")).toBe(0); // the vec0 rows SQLite cannot cascade
+    expect((await outbox.undispatched(10)).map((e) => [e.type, JSON.parse(e.payload).video_id])).toEqual([
       ["video.deleted", mine.videoId],
     ]);
     expect(seen).toEqual([{ event: { type: "videos.deleted", videoIds: [mine.videoId] }, inTransaction: false }]);
 
-    expect(videoStore.getById(theirs.videoId)).not.toBeNull();
+    expect(await videoStore.getById(theirs.videoId)).not.toBeNull();
     expect(existsSync(files.sourceFile(theirs.videoId, "mp4"))).toBe(true);
-    expect(search.countInScope("frames", theirs, "m")).toBe(3);
-    expect(nearest("acc_b")).toBe(3);
+    expect(await search.countInScope("frames", theirs, "m")).toBe(3);
+    expect(await nearest("acc_b")).toBe(3);
   });
 
-  test("a deletion that fails keeps the video's rows and files and announces nothing", () => {
+  test("a deletion that fails keeps the video's rows and files and announces nothing", async () => {
     const { files, content, videoStore, search, seen, addVideo, fill } = setup();
-    const v = addVideo("acc_a", "vid_e", 1);
-    fill(v, 1);
+    const v = await addVideo("acc_a", "vid_e", 1);
+    await fill(v, 1);
     seen.length = 0;
-    expect(() =>
+    await expect(
       content.deleteVideos([v.videoId], {
-        has: () => true,
-        remove: () => {
+        has: async () => true,
+        remove: async () => {
           throw new Error("disk full");
         },
       }),
-    ).toThrow("disk full");
-    expect(videoStore.getById(v.videoId)).not.toBeNull();
-    expect(search.vecNearest("frames", 4, "acc_a", vec(0), 10).length).toBe(3);
+    ).rejects.toThrow("disk full");
+    expect(await videoStore.getById(v.videoId)).not.toBeNull();
+    expect((await search.vecNearest("frames", 4, "acc_a", vec(0), 10)).length).toBe(3);
     expect(existsSync(files.sourceFile(v.videoId, "mp4"))).toBe(true);
     expect(seen).toEqual([]);
   });

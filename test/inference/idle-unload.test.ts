@@ -56,9 +56,9 @@ describe("idle model unloading", () => {
     const h = host(0.3, () => unloads++);
     const first = await embed(h, "a red car");
     expect(h.started).toBe(true);
-    expect(await until(() => !h.started, CLOSE_WAIT_MS)).toBe(true);
+    expect(await until(async () => !h.started, CLOSE_WAIT_MS)).toBe(true);
     // The hook that hands memory back runs once the pool has closed.
-    expect(await until(() => unloads === 1, CLOSE_WAIT_MS)).toBe(true);
+    expect(await until(async () => unloads === 1, CLOSE_WAIT_MS)).toBe(true);
     const again = await embed(h, "a red car");
     expect(h.started).toBe(true);
     // A fresh worker loaded the model again (its load counter restarts at 1) and answers identically.
@@ -87,7 +87,7 @@ describe("idle model unloading", () => {
     }
     await running;
     expect(closedMidTask).toBe(0);
-    expect(await until(() => !h.started, CLOSE_WAIT_MS)).toBe(true);
+    expect(await until(async () => !h.started, CLOSE_WAIT_MS)).toBe(true);
   });
 
   test("busy counts tasks in flight only", async () => {
@@ -125,14 +125,25 @@ describe("idle model unloading", () => {
 describe("idle memory passes", () => {
   const logger = createLogger("silent");
 
-  test("a pass runs only when nothing is in flight; a skipped one releases nothing", () => {
+  test("a pass runs only when nothing is in flight; a skipped one releases nothing", async () => {
     let busy = true;
     let released = 0;
-    const m = new IdleMemory({ busy: () => busy, release: [{ name: "cache", run: () => released++ }], logger });
-    expect(m.pass()).toBeNull();
+    const m = new IdleMemory({
+      busy: () => busy,
+      release: [
+        {
+          name: "cache",
+          run: async () => {
+            released++;
+          },
+        },
+      ],
+      logger,
+    });
+    expect(await m.pass()).toBeNull();
     expect(released).toBe(0);
     busy = false;
-    const p = m.pass();
+    const p = await m.pass();
     expect(p).not.toBeNull();
     expect(released).toBe(1);
     expect(m.passCount).toBe(1);
@@ -145,17 +156,17 @@ describe("idle memory passes", () => {
     m.schedule();
     m.schedule(); // a second unload before any pass: its passes replace the first one's
     expect(m.pending).toBe(true);
-    expect(await until(() => !m.pending, CLOSE_WAIT_MS, 5)).toBe(true);
+    expect(await until(async () => !m.pending, CLOSE_WAIT_MS, 5)).toBe(true);
     await Bun.sleep(100);
     expect(m.passCount).toBe(2);
     busy = true; // work in flight at both passes: nothing runs
     m.schedule();
-    expect(await until(() => !m.pending, CLOSE_WAIT_MS, 5)).toBe(true);
+    expect(await until(async () => !m.pending, CLOSE_WAIT_MS, 5)).toBe(true);
     expect(m.passCount).toBe(2);
     m.close();
   });
 
-  test("library pages are dropped only when nothing uses them; a failing release does not stop the pass", () => {
+  test("library pages are dropped only when nothing uses them; a failing release does not stop the pass", async () => {
     let unused = false;
     const m = new IdleMemory({
       busy: () => false,
@@ -170,8 +181,8 @@ describe("idle memory passes", () => {
       libraries: { path: /\/libc\.so\.6$/, unused: () => unused },
       logger,
     });
-    expect(m.pass()!.libraryBytesDropped).toBe(0);
+    expect((await m.pass())!.libraryBytesDropped).toBe(0);
     unused = true;
-    expect(m.pass()!.libraryBytesDropped).toBeGreaterThan(0);
+    expect((await m.pass())!.libraryBytesDropped).toBeGreaterThan(0);
   });
 });

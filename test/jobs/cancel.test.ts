@@ -65,31 +65,31 @@ function processesOf(videoId: string): number[] {
   return pids;
 }
 
-const job = (id: string) => t.app.services.jobs.get(a.accountId, id);
-const video = (id: string) => t.app.services.videos.get(a.accountId, id);
+const job = async (id: string) => await t.app.services.jobs.get(a.accountId, id);
+const video = async (id: string) => await t.app.services.videos.get(a.accountId, id);
 
 test("DELETE stops a video's rendition encode, another's ingest and a third's OCR: their ffmpeg exit, nothing is left", async () => {
   // 1. A searchable AVI whose rendition is encoding (renditions start while nothing is indexed).
   const encoding = await uploadAndWait(t, a, col, clips.avi, { timeoutMs: 300_000 });
   expect(encoding.job.status).toBe("done");
-  expect(await until(() => processesOf(encoding.video_id).length > 0, 60_000, 20)).toBe(true);
-  expect(video(encoding.video_id).rendition?.status).toBe("processing");
+  expect(await until(async () => processesOf(encoding.video_id).length > 0, 60_000, 20)).toBe(true);
+  expect((await video(encoding.video_id)).rendition?.status).toBe("processing");
   // Deleted while it encodes (its encode has a timeout proportional to its frames: media/bounds.ts,
   // so it is not kept waiting for the others under load).
   const stoppedWithin = 10_000;
   const remove = async (id: string) =>
     expect((await t.request("DELETE", `/v1/videos/${id}`, { token: a.key })).status).toBe(204);
   await remove(encoding.video_id);
-  expect(await until(() => processesOf(encoding.video_id).length === 0, stoppedWithin, 20)).toBe(true);
+  expect(await until(async () => processesOf(encoding.video_id).length === 0, stoppedWithin, 20)).toBe(true);
 
   // 2. Two uploads: one still in its first stages, the other past them and reading text.
   const reading = (await json(await upload(t, a, col, clips.text))).data;
   const indexing = (await json(await upload(t, a, col, clips.long))).data;
-  const inFlight = () =>
-    job(reading.job_id).stage === "ocr" &&
-    video(reading.video_id).stages.ocr?.status === "pending" &&
+  const inFlight = async () =>
+    (await job(reading.job_id)).stage === "ocr" &&
+    (await video(reading.video_id)).stages.ocr?.status === "pending" &&
     processesOf(reading.video_id).length > 0 &&
-    job(indexing.job_id).status === "processing" &&
+    (await job(indexing.job_id)).status === "processing" &&
     processesOf(indexing.video_id).length > 0;
   expect(await until(inFlight, 240_000, 20)).toBe(true);
 
@@ -97,17 +97,17 @@ test("DELETE stops a video's rendition encode, another's ingest and a third's OC
   const ids = [encoding.video_id, reading.video_id, indexing.video_id];
   await remove(reading.video_id);
   await remove(indexing.video_id);
-  expect(await until(() => ids.every((id) => processesOf(id).length === 0), stoppedWithin, 20)).toBe(true);
+  expect(await until(async () => ids.every((id) => processesOf(id).length === 0), stoppedWithin, 20)).toBe(true);
 
   // 4. Nothing of them remains, and nothing comes back once the stopped tasks have wound down.
-  await until(() => t.stores.tasks.list().length === 0, 10_000);
+  await until(async () => (await t.stores.tasks.list()).length === 0, 10_000);
   await Bun.sleep(1_000);
   for (const id of ids) {
     expect(existsSync(join(t.dir, "videos", id)), id).toBe(false);
-    expect(t.stores.videos.getById(id)).toBeNull();
-    expect(t.stores.playback.get(id)).toBeNull();
-    expect(t.stores.tasks.list({ videoId: id })).toEqual([]);
+    expect(await t.stores.videos.getById(id)).toBeNull();
+    expect(await t.stores.playback.get(id)).toBeNull();
+    expect(await t.stores.tasks.list({ videoId: id })).toEqual([]);
   }
-  for (const j of [encoding.job_id, reading.job_id, indexing.job_id]) expect(t.stores.jobs.getById(j)).toBeNull();
+  for (const j of [encoding.job_id, reading.job_id, indexing.job_id]) expect(await t.stores.jobs.getById(j)).toBeNull();
   expect((await t.request("GET", `/v1/jobs/${indexing.job_id}`, { token: a.key })).status).toBe(404);
 }, 600_000);

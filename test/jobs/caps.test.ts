@@ -38,18 +38,18 @@ test("the upload past the account's waiting cap is 429 QUEUE_FULL with Retry-Aft
   const body = await json(res);
   expect(body.detail.code).toBe("QUEUE_FULL");
   expect(body.detail.message).toMatch(/2 videos waiting/);
-  expect(t.app.services.videos.list(a.accountId, {}, { page: 1, perPage: 100 }).total).toBe(2);
-  expect(t.stores.tasks.list({ accountId: a.accountId })).toHaveLength(2);
+  expect((await t.app.services.videos.list(a.accountId, {}, { page: 1, perPage: 100 })).total).toBe(2);
+  expect(await t.stores.tasks.list({ accountId: a.accountId })).toHaveLength(2);
   expect(readdirSync(join(t.dir, "uploads", "tmp"))).toEqual([]);
   // Per account: B is not held back by A's backlog.
   expect((await upload(t, b, await collection(b), clip)).status).toBe(202);
 });
 
 test("the operator's ingest is not held to the cap", async () => {
-  const col = t.app.services.collections.create(a.accountId, { name: "bulk" });
+  const col = await t.app.services.collections.create(a.accountId, { name: "bulk" });
   const r = await t.app.services.uploads.ingestFile(a.accountId, col.id, clip);
   expect(r.status).toBe("queued");
-  expect(t.stores.tasks.list({ accountId: a.accountId })).toHaveLength(3);
+  expect(await t.stores.tasks.list({ accountId: a.accountId })).toHaveLength(3);
 });
 
 test("the caps are documented: OpenAPI lists QUEUE_FULL with Retry-After on the upload; bad settings are refused", async () => {

@@ -28,12 +28,14 @@ q.handle("ingest", {
   run: async (task) => {
     ran.push(task.id);
     await Bun.sleep(5 + Math.floor(Math.random() * 20));
-    return () => void ended.push(task.id); // written only if the task was still this worker's
+    return () => {
+      ended.push(task.id); // written only if the task was still this worker's
+    };
   },
-  fail: () => {}, // no task here fails (the run never throws)
+  fail: async () => {}, // no task here fails (the run never throws)
 });
-q.start();
-for (let i = 0; i < 6000 && s.tasks.list().length > 0; i++) await Bun.sleep(10);
+await q.start();
+for (let i = 0; i < 6000 && (await s.tasks.list()).length > 0; i++) await Bun.sleep(10);
 await q.stop();
 s.close();
 console.log(JSON.stringify({ node, ran, ended }));

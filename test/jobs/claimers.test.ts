@@ -20,8 +20,8 @@ const WORKERS = 8;
 test("8 worker processes claim 100 tasks at once: each is claimed once and ended once", async () => {
   const s = openStores(dir);
   try {
-    seedIngest(s, "usr_a", 50);
-    seedIngest(s, "usr_b", 50);
+    await seedIngest(s, "usr_a", 50);
+    await seedIngest(s, "usr_b", 50);
     const procs = Array.from({ length: WORKERS }, (_, i) =>
       Bun.spawn([process.execPath, SCRIPT, dir, `node_w${i}`, String(i * 25)], {
         stdout: "pipe",
@@ -30,7 +30,7 @@ test("8 worker processes claim 100 tasks at once: each is claimed once and ended
       }),
     );
     const ready = () => Array.from({ length: WORKERS }, (_, i) => existsSync(join(dir, `ready-node_w${i}`)));
-    expect(await until(() => ready().every(Boolean), 60_000)).toBe(true);
+    expect(await until(async () => ready().every(Boolean), 60_000)).toBe(true);
     writeFileSync(join(dir, "go"), "");
     const outs = await Promise.all(
       procs.map(async (p) => {
@@ -49,7 +49,7 @@ test("8 worker processes claim 100 tasks at once: each is claimed once and ended
     expect(new Set(ran).size).toBe(100);
     expect(new Set(ended).size).toBe(100);
     expect(ended).toHaveLength(100);
-    expect(s.tasks.list()).toEqual([]);
+    expect(await s.tasks.list()).toEqual([]);
     // The claims overlapped: more than one process took part.
     expect(outs.filter((o) => o.ran.length > 0).length).toBeGreaterThan(1);
     console.info(`tasks run per worker: ${outs.map((o) => o.ran.length).join(", ")}`);

@@ -65,15 +65,17 @@ test("A queues 20 long jobs; B's short upload finishes within one task length of
     expect(res.status).toBe(202);
     aJobs.push((await json(res)).data.job_id);
   }
-  const jobOf = (tenant: Tenant, id: string) => t.app.services.jobs.get(tenant.accountId, id);
-  const status = (id: string) => jobOf(a, id).status;
+  const jobOf = async (tenant: Tenant, id: string) => await t.app.services.jobs.get(tenant.accountId, id);
+  const status = async (id: string) => (await jobOf(a, id)).status;
   // Wait (bounded) until A's first job runs, then let it get going.
-  expect(await until(() => status(aJobs[0]) === "processing", 120_000, 10)).toBe(true);
+  expect(await until(async () => (await status(aJobs[0])) === "processing", 120_000, 10)).toBe(true);
   const aTaskStart = performance.now();
   await Bun.sleep(300);
 
   // B uploads while A's first task runs; watch both accounts every 10 ms.
-  const waitingAtUpload = aJobs.filter((id) => status(id) === "queued");
+  const waitingAtUpload = (
+    await Promise.all(aJobs.map(async (id) => ((await status(id)) === "queued" ? id : null)))
+  ).filter((id) => id !== null);
   const t0 = performance.now();
   const res = await upload(t, b, colB, short);
   expect(res.status).toBe(202);
@@ -81,21 +83,21 @@ test("A queues 20 long jobs; B's short upload finishes within one task length of
   const startedBeforeB: string[] = [];
   let bStarted = 0;
   let aFirstTaskEnded = 0;
-  const seenA0 = jobOf(a, aJobs[0]);
+  const seenA0 = await jobOf(a, aJobs[0]);
   const done = await until(
-    () => {
+    async () => {
       const now = performance.now();
       // B first: once it is done nothing more is looked at, so whatever A started was seen
       // started while B was not yet done.
-      const j = jobOf(b, bJob);
+      const j = await jobOf(b, bJob);
       if (j.status === "done" || j.status === "failed") return true;
       if (!bStarted && j.status !== "queued") bStarted = now;
       // A's task in flight ended: its ingest (the job moved on to its OCR task) or its OCR (the job ended).
-      const a0 = jobOf(a, aJobs[0]);
+      const a0 = await jobOf(a, aJobs[0]);
       const ended = a0.status === "done" || (seenA0.stage !== "ocr" && a0.stage === "ocr");
       if (!aFirstTaskEnded && ended) aFirstTaskEnded = now;
       for (const id of waitingAtUpload)
-        if (status(id) !== "queued" && !startedBeforeB.includes(id)) startedBeforeB.push(id);
+        if ((await status(id)) !== "queued" && !startedBeforeB.includes(id)) startedBeforeB.push(id);
       return startedBeforeB.length > 0; // unfair already: no need to wait for the rest
     },
     600_000,
@@ -105,7 +107,7 @@ test("A queues 20 long jobs; B's short upload finishes within one task length of
   expect(done).toBe(true);
   // Ordering: none of A's waiting jobs started before B's was done.
   expect(startedBeforeB.map((id) => `job ${aJobs.indexOf(id)} of A`)).toEqual([]);
-  expect(jobOf(b, bJob)).toMatchObject({ status: "done", stages_pending: [] });
+  expect(await jobOf(b, bJob)).toMatchObject({ status: "done", stages_pending: [] });
   // Time: B waited for (at most) the rest of A's task in flight, then ran as on an idle system.
   const aTaskMs = (aFirstTaskEnded || bStarted) - aTaskStart;
   console.info(

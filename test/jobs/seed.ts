@@ -8,22 +8,22 @@ import type { Stores } from "../helpers/stores.ts";
 const at = new Date(0).toISOString();
 
 /** `n` videos of `accountId` (made with its collection if new), each with a queued job and ingest task. */
-export function seedIngest(s: Stores, accountId: string, n: number, prefix = accountId): string[] {
+export async function seedIngest(s: Stores, accountId: string, n: number, prefix = accountId): Promise<string[]> {
   const ids: string[] = [];
-  s.transaction(() => {
-    if (!s.accounts.getAccount(accountId)) {
-      s.accounts.insertAccount({
+  await s.transaction(async () => {
+    if (!(await s.accounts.getAccount(accountId))) {
+      await s.accounts.insertAccount({
         id: accountId,
         name: accountId,
         plan: "enterprise",
         credits_balance: null,
         created_at: at,
       });
-      s.collections.insert({ id: `col_${accountId}`, user_id: accountId, name: "c", created_at: at });
+      await s.collections.insert({ id: `col_${accountId}`, user_id: accountId, name: "c", created_at: at });
     }
     for (let i = 0; i < n; i++) {
       const id = `vid_${prefix}_${i}`;
-      s.videos.insert({
+      await s.videos.insert({
         id,
         account_id: accountId,
         collection_id: `col_${accountId}`,
@@ -49,8 +49,8 @@ export function seedIngest(s: Stores, accountId: string, n: number, prefix = acc
         created_at: at,
         updated_at: at,
       });
-      s.jobs.insert({ id: `job_${prefix}_${i}`, account_id: accountId, video_id: id, created_at: at });
-      s.tasks.enqueue({ kind: "ingest", accountId, videoId: id, jobId: `job_${prefix}_${i}` });
+      await s.jobs.insert({ id: `job_${prefix}_${i}`, account_id: accountId, video_id: id, created_at: at });
+      await s.tasks.enqueue({ kind: "ingest", accountId, videoId: id, jobId: `job_${prefix}_${i}` });
       ids.push(id);
     }
   });

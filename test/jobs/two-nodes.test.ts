@@ -31,18 +31,20 @@ test("a second server started beside a running job, its clock five minutes ahead
   const first = await startTestApp(ENV, { models, prefix: "vsearch-two-nodes-" });
   apps.push(first);
   await first.app.start();
-  const a = createKeyTenant(first);
+  const a = await createKeyTenant(first);
   const col = (await json(await first.request("POST", "/v1/collections", { token: a.key, json: { name: "c" } }))).data
     .id;
   const { job_id } = (await json(await upload(first, a, col, clip))).data;
-  const job = () => first.app.services.jobs.get(a.accountId, job_id);
-  expect(await until(() => job().status === "processing", 120_000, 20)).toBe(true);
+  const job = async () => await first.app.services.jobs.get(a.accountId, job_id);
+  expect(await until(async () => (await job()).status === "processing", 120_000, 20)).toBe(true);
 
   const second = await startTestApp(ENV, { models, dataDir: first.dir, nodeId: "node_second" });
   apps.push(second);
   second.clock.now += 5 * 60_000;
   await second.app.start();
-  expect(await until(() => job().status === "done" || job().status === "failed", 300_000, 50)).toBe(true);
-  expect(job()).toMatchObject({ status: "done", error: null });
-  expect(first.stores.jobs.getById(job_id)!.attempts).toBe(1); // claimed once: by the first server
+  expect(
+    await until(async () => (await job()).status === "done" || (await job()).status === "failed", 300_000, 50),
+  ).toBe(true);
+  expect(await job()).toMatchObject({ status: "done", error: null });
+  expect((await first.stores.jobs.getById(job_id))!.attempts).toBe(1); // claimed once: by the first server
 }, 600_000);

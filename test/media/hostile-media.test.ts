@@ -30,7 +30,7 @@ beforeAll(async () => {
     VSEARCH_RATE_LIMIT_UPLOAD: "1000",
   });
   await s.app.start();
-  a = createKeyTenant(s, "A");
+  a = await createKeyTenant(s, "A");
   col = await collection(s, a);
 }, 60_000);
 afterAll(() => s?.close());

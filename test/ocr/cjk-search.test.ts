@@ -49,10 +49,10 @@ const texts = async (query: string) => (await shown(query)).map((s) => s.text_co
 
 beforeAll(async () => {
   t = await startSearchApp({ embedder: new HandEmbedder({}) });
-  a = createTenant(t);
-  const col = createCollection(t, a.accountId, "Signs");
-  cjk = addVideo(t, a.accountId, col, { filename: "meeting.mp4", duration: 60 });
-  indexVideo(t, cjk, {
+  a = await createTenant(t);
+  const col = await createCollection(t, a.accountId, "Signs");
+  cjk = await addVideo(t, a.accountId, col, { filename: "meeting.mp4", duration: 60 });
+  await indexVideo(t, cjk, {
     ocr: [
       line(0, "季度预算会议"),
       line(4, "東京タワー展望台"),
@@ -63,12 +63,12 @@ beforeAll(async () => {
   });
   // The same Latin text as on-screen lines in one video and as what was said in another.
   latin = await startSearchApp({ embedder: new HandEmbedder({}) });
-  b = createTenant(latin);
-  const lc = createCollection(latin, b.accountId, "Talks");
-  const said = addVideo(latin, b.accountId, lc, { filename: "said.mp4", duration: 60 });
-  const shownLatin = addVideo(latin, b.accountId, lc, { filename: "shown.mp4", duration: 60 });
-  indexVideo(latin, said, { transcript: LATIN.map((text, i) => ({ start: i * 3, end: i * 3 + 2, text })) });
-  indexVideo(latin, shownLatin, { ocr: LATIN.map((text, i) => line(i * 3, text)) });
+  b = await createTenant(latin);
+  const lc = await createCollection(latin, b.accountId, "Talks");
+  const said = await addVideo(latin, b.accountId, lc, { filename: "said.mp4", duration: 60 });
+  const shownLatin = await addVideo(latin, b.accountId, lc, { filename: "shown.mp4", duration: 60 });
+  await indexVideo(latin, said, { transcript: LATIN.map((text, i) => ({ start: i * 3, end: i * 3 + 2, text })) });
+  await indexVideo(latin, shownLatin, { ocr: LATIN.map((text, i) => line(i * 3, text)) });
 });
 afterAll(async () => {
   await t?.close();

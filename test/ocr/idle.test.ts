@@ -145,7 +145,7 @@ describe("idle OCR workers", () => {
       const frame = await grayFrame("Gate four");
       await engine.recognize(frame);
       expect(engine.running).toBe(1);
-      expect(await until(() => engine.running === 0, 10_000)).toBe(true);
+      expect(await until(async () => engine.running === 0, 10_000)).toBe(true);
       expect((await engine.recognize(frame)).map((l) => l.text)).toEqual(["Gate four"]);
     } finally {
       await engine.close();

@@ -45,8 +45,8 @@ async function indexWith(env: Record<string, string>, ocrPaths?: ReturnType<type
   });
   await app.start();
   const s = app.services;
-  const account = s.accounts.createAccount({ name: "p", plan: "enterprise" });
-  const key = s.apiKeys.create(account.id, { name: "k", permissions: "all" }).key;
+  const account = await s.accounts.createAccount({ name: "p", plan: "enterprise" });
+  const key = (await s.apiKeys.create(account.id, { name: "k", permissions: "all" })).key;
   const req = (method: string, path: string, body?: BodyInit, headers: Record<string, string> = {}) =>
     Promise.resolve(
       app.fetch(

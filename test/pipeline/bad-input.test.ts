@@ -28,17 +28,17 @@ const upload = (path: string) => uploadAs(t, tenant, col, path);
 async function waitJob(jobId: string) {
   let job: any;
   await until(
-    () => ["done", "failed"].includes((job = t.app.services.jobs.get(tenant.accountId, jobId)).status),
+    async () => ["done", "failed"].includes((job = await t.app.services.jobs.get(tenant.accountId, jobId)).status),
     60_000,
     100,
   );
   return job;
 }
 
-const orphanCheck = () => {
+const orphanCheck = async () => {
   // every video folder on disk has a row, every row has its source
   const dirs = readdirSync(join(t.dir, "videos"));
-  expect(new Set(dirs)).toEqual(new Set(t.stores.videos.allIds()));
+  expect(new Set(dirs)).toEqual(new Set(await t.stores.videos.allIds()));
 };
 
 describe("awkward media end to end", () => {
@@ -74,7 +74,7 @@ describe("awkward media end to end", () => {
       (v: any) => v.filename === "odd.avi",
     );
     expect(odd2).toMatchObject({ width: 333, height: 197, mime_type: "video/x-msvideo" });
-    orphanCheck();
+    await orphanCheck();
   });
 
   test("a truncated MP4 (moov at the end, cut in half) is refused at upload with nothing left behind", async () => {
@@ -96,15 +96,15 @@ describe("awkward media end to end", () => {
     const bytes = readFileSync(whole);
     const cut = join(media, "cut.mp4");
     writeFileSync(cut, bytes.subarray(0, Math.floor(bytes.length / 2)));
-    const before = t.stores.videos.allIds().length;
+    const before = (await t.stores.videos.allIds()).length;
     const res = await upload(cut);
     expect(res.status).toBe(415);
     expect((await json(res)).detail).toMatchObject({
       code: "UNSUPPORTED_FORMAT",
       message: expect.stringContaining("could not be decoded"),
     });
-    expect(t.stores.videos.allIds()).toHaveLength(before);
-    orphanCheck();
+    expect(await t.stores.videos.allIds()).toHaveLength(before);
+    await orphanCheck();
   });
 
   test("a truncated faststart MP4 and corrupt bytes mid-stream still index what can be decoded", async () => {
@@ -140,8 +140,8 @@ describe("awkward media end to end", () => {
       expect(res.status, path).toBe(202);
       const job = await waitJob((await json(res)).data.job_id);
       expect(job.status, `${path}: ${JSON.stringify(job.error)}`).toBe("done");
-      expect(t.stores.index.framesOf(job.video_id).length).toBeGreaterThanOrEqual(1);
+      expect((await t.stores.index.framesOf(job.video_id)).length).toBeGreaterThanOrEqual(1);
     }
-    orphanCheck();
+    await orphanCheck();
   });
 });

@@ -101,17 +101,17 @@ test("kill -9 mid-ingest, restart: the job resumes by itself and nothing is dupl
 
   const stores = openStores(dir);
   try {
-    const frames = stores.index.framesOf(video_id);
+    const frames = await stores.index.framesOf(video_id);
     expect(frames.length).toBeGreaterThan(10);
     expect(new Set(frames.map((f) => f.timestamp)).size).toBe(frames.length);
     // One vector per frame, and no vector left over from the killed run.
     expect(frames.every((f) => f.has_vector)).toBe(true);
-    expect(stores.system.counts().frames).toBe(frames.length);
-    expect(stores.system.orphanVectors().frame_vectors).toBe(0);
-    const shots = stores.search.shotsOfVideos([video_id]).get(video_id) ?? [];
+    expect((await stores.system.counts()).frames).toBe(frames.length);
+    expect((await stores.system.orphanVectors()).frame_vectors).toBe(0);
+    const shots = (await stores.search.shotsOfVideos([video_id])).get(video_id) ?? [];
     expect(new Set(shots.map((s) => s.shot_index)).size).toBe(shots.length);
-    expect(stores.events.list({ type: "job.completed" })).toHaveLength(1);
-    const jobs = stores.jobs.list(acct.id, { videoId: video_id }, 10, 0);
+    expect(await stores.events.list({ type: "job.completed" })).toHaveLength(1);
+    const jobs = await stores.jobs.list(acct.id, { videoId: video_id }, 10, 0);
     expect(jobs).toHaveLength(1);
     expect(jobs[0].attempts).toBe(2);
   } finally {

@@ -79,20 +79,20 @@ describe("ingest pipeline with the tiny models", () => {
     }
     expect(video.stages.shots.count).toBe(3);
     expect(video.thumbnail_url).toContain(`/media/videos/${video_id}/poster.jpg`);
-    const frames = t.stores.index.framesOf(video_id);
+    const frames = await t.stores.index.framesOf(video_id);
     expect(frames.length).toBeGreaterThanOrEqual(3);
     expect(new Set(frames.map((f) => f.shot_index))).toEqual(new Set([0, 1, 2]));
     expect(frames.every((f) => f.model_id === tinyClip.modelId)).toBe(true);
     expect(frames.filter((f) => f.has_vector)).toHaveLength(frames.length);
     expect(await metric(t, "vsearch_inference_running")).toBe(1); // the pool that embedded them (the gauge can say so)
-    const shots = t.stores.search.shotsOfVideos([video_id]).get(video_id)!;
+    const shots = (await t.stores.search.shotsOfVideos([video_id])).get(video_id)!;
     expect(shots.map((s) => s.shot_index)).toEqual([0, 1, 2]);
     expect(shots.map((s) => Math.round(s.start_secs))).toEqual([0, 2, 4]);
     for (const s of shots) {
       expect(JSON.parse(s.labels).length).toBeGreaterThan(0);
       expect(existsSync(join(t.dir, s.thumbnail_path!))).toBe(true);
     }
-    const ev = t.stores.events.list({ type: "job.completed" });
+    const ev = await t.stores.events.list({ type: "job.completed" });
     expect(ev.map((e) => JSON.parse(e.payload))).toContainEqual({ job_id, video_id });
     expect(video.segments_count).toBeGreaterThanOrEqual(frames.length + shots.length);
     // collection figures are real now
@@ -121,7 +121,7 @@ describe("ingest pipeline with the tiny models", () => {
     });
     // The poster is the first sampled frame at 10 % (2 s): the testsrc2 shot, 640 wide.
     expect(await imageDimensions(join(t.dir, "videos", video_id, "poster.jpg"))).toEqual([640, 480]);
-    const shots = t.stores.search.shotsOfVideos([video_id]).get(video_id)!;
+    const shots = (await t.stores.search.shotsOfVideos([video_id])).get(video_id)!;
     expect(shots.map((s) => s.start_secs)).toEqual([0, ...LONG_CUTS.boundaries]);
     for (const s of shots) {
       const path = join(t.dir, s.thumbnail_path!);
@@ -167,7 +167,7 @@ describe("speech beside the visual stages", () => {
       expect(job.status).toBe("failed");
       expect(job.error.code).toBe("MODEL_LOAD_FAILED");
       expect(job.error.message).toContain("Whisper");
-      expect(t.stores.playback.transcript(video_id)).toEqual([]);
+      expect(await t.stores.playback.transcript(video_id)).toEqual([]);
       expect(seen.every((p, i) => i === 0 || p >= seen[i - 1])).toBe(true);
     } finally {
       await t.close();

@@ -66,7 +66,7 @@ beforeAll(async () => {
   truncated = head(clip, 100_000, "first-100kB.mp4");
   t = await startTestApp({ VSEARCH_RATE_LIMIT_UPLOAD: "1000" }, { models: fixedCatalog({ "image-text": tinyClip }) });
   await t.app.start();
-  a = createKeyTenant(t);
+  a = await createKeyTenant(t);
   col = (await json(await t.request("POST", "/v1/collections", { token: a.key, json: { name: "damaged" } }))).data.id;
 }, 120_000);
 afterAll(() => t?.close());

@@ -29,8 +29,8 @@ beforeAll(async () => {
     VSEARCH_CLIP_CACHE_MB: "1024",
   });
   await s.app.start();
-  a = createKeyTenant(s, "A");
-  b = createKeyTenant(s, "B");
+  a = await createKeyTenant(s, "A");
+  b = await createKeyTenant(s, "B");
   const src = await ffmpeg(
     [
       "-f",
@@ -77,7 +77,7 @@ describe("fair clip exports", () => {
       return res.status;
     });
     // The refusals come back at once, before any encode ends.
-    expect(await until(() => statuses.length >= 36, 60_000)).toBe(true);
+    expect(await until(async () => statuses.length >= 36, 60_000)).toBe(true);
     expect(statuses.filter((x) => x === 429)).toHaveLength(36);
     expect(finished).toEqual([]);
     const mine = clip(b, videoB, 0, 1).then((r) => {
@@ -95,12 +95,12 @@ describe("fair clip exports", () => {
   test("a client that leaves stops its encode: the ffmpeg is killed, no clip or temp file is left", async () => {
     const leave = new AbortController();
     const res = clip(a, videoA, 40, 50, leave.signal).catch((e: Error) => e);
-    expect(await until(() => encoding(videoA, 40, 50).length === 1, 60_000)).toBe(true);
+    expect(await until(async () => encoding(videoA, 40, 50).length === 1, 60_000)).toBe(true);
     leave.abort();
     expect(await res).toBeInstanceOf(Error);
-    expect(await until(() => encoding(videoA, 40, 50).length === 0, 10_000)).toBe(true);
+    expect(await until(async () => encoding(videoA, 40, 50).length === 0, 10_000)).toBe(true);
     const clips = join(s.dir, "videos", videoA, "clips");
-    expect(await until(() => !readdirSync(clips).some((f) => f.startsWith("40000-50000")), 5000)).toBe(true);
+    expect(await until(async () => !readdirSync(clips).some((f) => f.startsWith("40000-50000")), 5000)).toBe(true);
     // Asked again, it is encoded again (and answered).
     expect((await clip(a, videoA, 40, 50)).status).toBe(200);
   }, 120_000);
@@ -108,7 +108,7 @@ describe("fair clip exports", () => {
   test("unless another request waits for the same span: that one still gets its clip, from the same encode", async () => {
     const leave = new AbortController();
     const first = clip(a, videoA, 50, 58, leave.signal).catch((e: Error) => e);
-    expect(await until(() => encoding(videoA, 50, 58).length === 1, 60_000)).toBe(true);
+    expect(await until(async () => encoding(videoA, 50, 58).length === 1, 60_000)).toBe(true);
     const second = clip(a, videoA, 50, 58);
     await Bun.sleep(100); // the second request has joined the encode
     leave.abort();
@@ -127,11 +127,11 @@ describe("fair clip exports", () => {
 
   test("deleting the video stops its encodes: the waiting request is answered 404, the ffmpeg killed", async () => {
     const res = clip(b, videoB, 30, 45);
-    expect(await until(() => encoding(videoB, 30, 45).length === 1, 60_000)).toBe(true);
+    expect(await until(async () => encoding(videoB, 30, 45).length === 1, 60_000)).toBe(true);
     expect((await s.http(`/v1/videos/${videoB}`, { method: "DELETE", token: b.key })).status).toBe(204);
     const answer = await res;
     expect(answer.status).toBe(404);
     expect((await json(answer)).detail.code).toBe("VIDEO_NOT_FOUND");
-    expect(await until(() => encoding(videoB, 30, 45).length === 0, 10_000)).toBe(true);
+    expect(await until(async () => encoding(videoB, 30, 45).length === 0, 10_000)).toBe(true);
   }, 120_000);
 });

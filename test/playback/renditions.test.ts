@@ -154,8 +154,8 @@ describe("the rendition queue survives a restart", () => {
     try {
       let app = await open();
       await app.start();
-      const account = app.services.accounts.createAccount({ name: "R", plan: "enterprise" });
-      const tenant = { key: app.services.apiKeys.create(account.id, { name: "k", permissions: "all" }).key };
+      const account = await app.services.accounts.createAccount({ name: "R", plan: "enterprise" });
+      const tenant = { key: (await app.services.apiKeys.create(account.id, { name: "k", permissions: "all" })).key };
       const id = await uploadAndIndex(via(app), tenant, await collection(via(app), tenant), long);
       const before = (await json(await via(app).request("GET", `/v1/videos/${id}`, { token: tenant.key }))).data;
       expect(["pending", "processing"]).toContain(before.rendition.status);

@@ -64,102 +64,104 @@ describe("against the store", () => {
   let col: string;
   beforeAll(async () => {
     t = await startSearchApp();
-    account = createTenant(t).accountId;
-    col = createCollection(t, account, "c");
+    account = (await createTenant(t)).accountId;
+    col = await createCollection(t, account, "c");
   });
   afterAll(() => t?.close());
 
-  it("a cached vector never answers for a row id SQLite gave to new content", () => {
+  it("a cached vector never answers for a row id SQLite gave to new content", async () => {
     const store = t.stores.search;
     const cache = new ExactVectorCache(1 << 20);
     const backend = new MemoryVectorBackend(store, cache);
     const r = rng(3);
-    const v = addVideo(t, account, col, { duration: 3 });
-    const scope = scopeOf(t, v);
+    const v = await addVideo(t, account, col, { duration: 3 });
+    const scope = await scopeOf(t, v);
     const query = concept(0);
-    const nearest = () =>
-      backend.nearest({ kind: "frames", scope: { accountId: account, videoId: v }, modelId: HAND_MODEL, query, k: 3 });
-    t.index.replaceFrames(
+    const nearest = async () =>
+      await backend.nearest({
+        kind: "frames",
+        scope: { accountId: account, videoId: v },
+        modelId: HAND_MODEL,
+        query,
+        k: 3,
+      });
+    await t.index.replaceFrames(
       scope,
       [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: near(0, 0.95, r) })),
       HAND_MODEL,
     );
-    const before = nearest();
+    const before = await nearest();
     expect(before.every((h) => h.raw > 0.9)).toBe(true);
     expect(cache.sizeBytes).toBeGreaterThan(0);
     // Re-indexed: the old rows go, the new ones take the same ids (they were the highest).
-    t.index.replaceFrames(
+    await t.index.replaceFrames(
       scope,
       [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: background(r) })),
       HAND_MODEL,
     );
-    expect(new Set(store.frames(before.map((h) => h.id)).map((f) => f.video_id))).toEqual(new Set([v]));
-    backend.onVideoIndexed(v, account);
-    const after = nearest();
+    expect(new Set((await store.frames(before.map((h) => h.id))).map((f) => f.video_id))).toEqual(new Set([v]));
+    await backend.onVideoIndexed(v, account);
+    const after = await nearest();
     expect(after.map((h) => h.id).sort()).toEqual(before.map((h) => h.id).sort());
     expect(after.every((h) => h.raw < 0.5)).toBe(true);
   });
 
   it("the shot text index follows writes and deletes, and finds stemmed forms", async () => {
     const store = t.stores.search;
-    const v = addVideo(t, account, col, { duration: 20 });
-    indexVideo(t, v, {
+    const v = await addVideo(t, account, col, { duration: 20 });
+    await indexVideo(t, v, {
       shots: [
         { start: 0, end: 10, labels: [{ label: "puppy", score: 0.8 }], caption: null },
         { start: 10, end: 20, labels: [{ label: "kitchen", score: 0.6 }], caption: "a cook is chopping onions" },
       ],
     });
     const scope = { accountId: account, videoId: v };
-    const find = (q: string) => store.shotsMentioning(scope, mentionTerms(q), 10).map((s) => s.start_secs);
-    expect(find("puppies")).toEqual([0]);
-    expect(find("onion")).toEqual([10]);
-    expect(find("chopped onions in a kitchen")).toEqual([10]);
-    expect(find("an airplane")).toEqual([]);
-    expect(find(`"; DROP TABLE shots; --`)).toEqual([]);
+    const find = async (q: string) =>
+      (await store.shotsMentioning(scope, mentionTerms(q), 10)).map((s) => s.start_secs);
+    expect(await find("puppies")).toEqual([0]);
+    expect(await find("onion")).toEqual([10]);
+    expect(await find("chopped onions in a kitchen")).toEqual([10]);
+    expect(await find("an airplane")).toEqual([]);
+    expect(await find(`"; DROP TABLE shots; --`)).toEqual([]);
     // Replaced shots replace their text; a deleted video takes it along.
-    indexVideo(t, v, { shots: [{ start: 0, end: 20, labels: [{ label: "airplane", score: 0.9 }] }] });
-    expect(find("puppies")).toEqual([]);
-    expect(find("airplane")).toEqual([0]);
-    const count = () => store.shotTextRows();
-    const n = count();
+    await indexVideo(t, v, { shots: [{ start: 0, end: 20, labels: [{ label: "airplane", score: 0.9 }] }] });
+    expect(await find("puppies")).toEqual([]);
+    expect(await find("airplane")).toEqual([0]);
+    const count = async () => await store.shotTextRows();
+    const n = await count();
     await t.app.services.videos.delete(account, v);
-    expect(count()).toBe(n - 1);
+    expect(await count()).toBe(n - 1);
   });
 
-  it("an idle release keeps the caches while searches still read them, and drops them once they stop", () => {
+  it("an idle release keeps the caches while searches still read them, and drops them once they stop", async () => {
     const { indexes } = searchDomainOf(t, { embedder: new HandEmbedder({}) });
-    const v = addVideo(t, account, col, { duration: 10 });
-    indexVideo(t, v, { shots: [{ start: 0, end: 10 }] });
-    const first = indexes.shotsOfVideos(account, [v]).get(v)!;
+    const v = await addVideo(t, account, col, { duration: 10 });
+    await indexVideo(t, v, { shots: [{ start: 0, end: 10 }] });
+    const first = (await indexes.shotsOfVideos(account, [v])).get(v)!;
     expect(indexes.releaseCaches(60_000)).toBe(false); // read a moment ago
-    expect(indexes.shotsOfVideos(account, [v]).get(v)).toBe(first);
+    expect((await indexes.shotsOfVideos(account, [v])).get(v)).toBe(first);
     expect(indexes.releaseCaches(0)).toBe(true);
-    expect(indexes.shotsOfVideos(account, [v]).get(v)).not.toBe(first); // read again from the store
+    expect((await indexes.shotsOfVideos(account, [v])).get(v)).not.toBe(first); // read again from the store
   });
 
-  it("shot rows are kept per account until the video's content changes (onVideoIndexed)", () => {
+  it("shot rows are kept per account until the video's content changes (onVideoIndexed)", async () => {
     // SearchIndexes on its own, told of the change directly; the app's wiring of the event to it
     // (app.ts, "Events") is covered through HTTP by warm.test.ts's re-indexed videos.
     const { indexes } = searchDomainOf(t, { embedder: new HandEmbedder({}) });
-    const v = addVideo(t, account, col, { duration: 10 });
-    indexVideo(t, v, { shots: [{ start: 0, end: 10, labels: [{ label: "dog", score: 0.5 }] }] });
-    const first = indexes.shotsOfVideos(account, [v]).get(v)!;
+    const v = await addVideo(t, account, col, { duration: 10 });
+    await indexVideo(t, v, { shots: [{ start: 0, end: 10, labels: [{ label: "dog", score: 0.5 }] }] });
+    const first = (await indexes.shotsOfVideos(account, [v])).get(v)!;
     expect(first.map((s) => s.end_secs)).toEqual([10]);
-    expect(indexes.shotsOfVideos(account, [v]).get(v)).toBe(first);
-    indexVideo(t, v, {
+    expect((await indexes.shotsOfVideos(account, [v])).get(v)).toBe(first);
+    await indexVideo(t, v, {
       shots: [
         { start: 0, end: 4 },
         { start: 4, end: 10 },
       ],
     });
-    expect(indexes.shotsOfVideos(account, [v]).get(v)).toBe(first); // nothing told it yet
-    indexes.onVideoIndexed(v);
-    expect(
-      indexes
-        .shotsOfVideos(account, [v])
-        .get(v)!
-        .map((s) => s.end_secs),
-    ).toEqual([4, 10]);
+    expect((await indexes.shotsOfVideos(account, [v])).get(v)).toBe(first); // nothing told it yet
+    await indexes.onVideoIndexed(v);
+    expect((await indexes.shotsOfVideos(account, [v])).get(v)!.map((s) => s.end_secs)).toEqual([4, 10]);
   });
 });
 
@@ -168,17 +170,17 @@ describe("a repeated query", () => {
     const embedder = new HandEmbedder({ red: concept(0) });
     const t = await startSearchApp({ embedder });
     try {
-      const tenant = createTenant(t);
-      const col = createCollection(t, tenant.accountId, "c");
+      const tenant = await createTenant(t);
+      const col = await createCollection(t, tenant.accountId, "c");
       const r = rng(11);
       // 400 red frames, and a library of unrelated footage so the account's null sample looks like
       // real content: well over half of the first 128 answers pass the cut.
-      const library = addVideo(t, tenant.accountId, col, { duration: 3000 });
-      indexVideo(t, library, {
+      const library = await addVideo(t, tenant.accountId, col, { duration: 3000 });
+      await indexVideo(t, library, {
         frames: Array.from({ length: 3000 }, (_, s) => ({ timestamp: s, embedding: background(r) })),
       });
-      const v = addVideo(t, tenant.accountId, col, { duration: 400 });
-      indexVideo(t, v, {
+      const v = await addVideo(t, tenant.accountId, col, { duration: 400 });
+      await indexVideo(t, v, {
         frames: Array.from({ length: 400 }, (_, s) => ({ timestamp: s, embedding: near(0, 0.9, r) })),
       });
       // The look-ups are watched on a search domain of its own over the same file (same stores and

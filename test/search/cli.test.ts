@@ -17,13 +17,13 @@ let accountId: string;
 
 beforeAll(async () => {
   t = await startSearchApp({ embedder: new HandEmbedder({}) });
-  accountId = createTenant(t).accountId;
-  const talks = createCollection(t, accountId, "Talks");
-  const other = createCollection(t, accountId, "Other");
-  indexVideo(t, addVideo(t, accountId, talks, { filename: "keynote.mp4" }), {
+  accountId = (await createTenant(t)).accountId;
+  const talks = await createCollection(t, accountId, "Talks");
+  const other = await createCollection(t, accountId, "Other");
+  await indexVideo(t, await addVideo(t, accountId, talks, { filename: "keynote.mp4" }), {
     transcript: [{ start: 12.5, end: 15, text: "The budget doubled this year." }],
   });
-  indexVideo(t, addVideo(t, accountId, other, { filename: "other.mp4" }), {
+  await indexVideo(t, await addVideo(t, accountId, other, { filename: "other.mp4" }), {
     transcript: [{ start: 1, end: 2, text: "Budget talk elsewhere." }],
   });
   await t.app.close();

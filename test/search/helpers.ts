@@ -1,6 +1,7 @@
 /** Search test helpers: an app with an injected query embedder, hand-made index rows, form requests. */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { EventBus } from "../../src/events/bus.ts";
 import type { IndexStore, OcrLineInput, ShotInput, TranscriptInput } from "../../src/indexing/store.ts";
 import type { SearchDomain } from "../../src/search/domain.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
@@ -58,12 +59,17 @@ export function searchDomainOf(
     files: new VideoFiles(t.dir),
     videos: t.app.services.videos,
     collections: t.app.services.collections,
-    links: { playbackUrl: mediaPaths.source, posterUrl: mediaPaths.poster, shotThumbnailUrl: mediaPaths.shot },
+    links: {
+      playbackUrl: async (videoId) => mediaPaths.source(videoId),
+      playbackUrls: async (videoIds) => new Map(videoIds.map((id) => [id, mediaPaths.source(id)])),
+      posterUrl: mediaPaths.poster,
+      shotThumbnailUrl: mediaPaths.shot,
+    },
     ffmpeg: t.app.runtime.ffmpeg,
     allowNetworks: [],
     embedder: o.embedder,
     vectorIndex: o.vectorIndex,
-    credits: { assertCanSpend: () => {}, chargeSearch: () => {} },
+    credits: { assertCanSpend: async () => {}, chargeSearch: async () => {} },
   });
 }
 
@@ -71,21 +77,21 @@ export function searchDomainOf(
 export const searchRequest = (fields: Record<string, string | string[]>, image?: Uint8Array): SearchRequest =>
   toSearchRequest(searchFormSchema.parse(fields), image);
 
-export function createCollection(t: SearchTestApp, accountId: string, name: string): string {
-  return t.app.services.collections.create(accountId, { name }).id;
+export async function createCollection(t: SearchTestApp, accountId: string, name: string): Promise<string> {
+  return (await t.app.services.collections.create(accountId, { name })).id;
 }
 
 /** A ready video whose source file holds `bytes` (default: 1 KiB of a byte pattern). */
-export function addVideo(
+export async function addVideo(
   t: SearchTestApp,
   accountId: string,
   collectionId: string,
   o: { filename?: string; duration?: number; bytes?: Uint8Array; mime?: string; ext?: string } = {},
-): string {
+): Promise<string> {
   const bytes = o.bytes ?? Uint8Array.from({ length: 1024 }, (_, i) => i % 251);
   const tmp = join(t.dir, `upload-${Math.random().toString(36).slice(2)}.bin`);
   writeFileSync(tmp, bytes);
-  const { video_id } = t.app.services.videos.createFromUpload({
+  const { video_id } = await t.app.services.videos.createFromUpload({
     accountId,
     collectionId,
     filename: o.filename ?? "clip.mp4",
@@ -95,17 +101,17 @@ export function addVideo(
     mimeType: o.mime ?? "video/mp4",
     sizeBytes: bytes.byteLength,
   });
-  t.stores.videos.update(video_id, { status: "ready", progress_pct: 100, duration_secs: o.duration ?? 30 });
+  await t.stores.videos.update(video_id, { status: "ready", progress_pct: 100, duration_secs: o.duration ?? 30 });
   return video_id;
 }
 
-export function scopeOf(t: SearchTestApp, videoId: string) {
-  const v = t.stores.videos.getById(videoId)!;
+export async function scopeOf(t: SearchTestApp, videoId: string) {
+  const v = (await t.stores.videos.getById(videoId))!;
   return { videoId, accountId: v.account_id, collectionId: v.collection_id };
 }
 
 /** Writes a video's frames / shots / transcript the way the pipeline does, then publishes the pipeline's event (search's caches listen). */
-export function indexVideo(
+export async function indexVideo(
   t: SearchTestApp,
   videoId: string,
   data: {
@@ -115,17 +121,17 @@ export function indexVideo(
     transcript?: TranscriptInput[];
     ocr?: OcrLineInput[];
   },
-): void {
-  const scope = scopeOf(t, videoId);
+): Promise<void> {
+  const scope = await scopeOf(t, videoId);
   const modelId = data.modelId ?? HAND_MODEL;
   if (data.frames)
-    t.index.replaceFrames(
+    await t.index.replaceFrames(
       scope,
       data.frames.map((f) => ({ shotIndex: f.shotIndex ?? 0, timestamp: f.timestamp, embedding: f.embedding })),
       modelId,
     );
   if (data.shots) {
-    t.index.replaceShots(
+    await t.index.replaceShots(
       scope,
       data.shots.map((s, i) => ({
         shotIndex: s.shotIndex ?? i,
@@ -140,9 +146,33 @@ export function indexVideo(
       modelId,
     );
   }
-  if (data.transcript) t.index.replaceTranscript(scope, data.transcript, "whisper@test");
-  if (data.ocr) t.index.replaceOcrLines(scope, data.ocr);
+  if (data.transcript) await t.index.replaceTranscript(scope, data.transcript, "whisper@test");
+  if (data.ocr) await t.index.replaceOcrLines(scope, data.ocr);
+  await contentChanged(t, videoId);
+}
+
+/** Per bus: the callers waiting for a video's `video.content_changed` to reach every subscriber. */
+const waitingOn = new WeakMap<EventBus, Map<string, (() => void)[]>>();
+
+/**
+ * Publishes `video.content_changed` as the pipeline does and resolves once every subscriber has
+ * taken it. Outside a unit of work the bus delivers without the publisher awaiting it, and the
+ * search reaction reads the store before it drops its caches; the bus awaits its subscribers one
+ * by one in subscription order, so a subscriber added after the app's hears it last.
+ */
+async function contentChanged(t: SearchTestApp, videoId: string): Promise<void> {
+  let waiting = waitingOn.get(t.bus);
+  if (!waiting) {
+    const map = new Map<string, (() => void)[]>();
+    waitingOn.set(t.bus, map);
+    // One delivery frees one waiter (first come, first served): each publish is waited for by its own.
+    t.bus.subscribe("video.content_changed", (e) => map.get(e.videoId)?.shift()?.());
+    waiting = map;
+  }
+  const list = waiting;
+  const delivered = new Promise<void>((resolve) => list.set(videoId, [...(list.get(videoId) ?? []), resolve]));
   t.bus.publish({ type: "video.content_changed", videoId });
+  await delivered;
 }
 
 // ---- hand-made vectors ---------------------------------------------------------------------------

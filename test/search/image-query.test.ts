@@ -78,24 +78,24 @@ beforeAll(async () => {
   clip = await ClipModel.load(CLIP_DIR, { dtype: "fp32" });
   embedder = new Counting(new ClipQueryEmbedder(clip));
   t = await startSearchApp({ embedder, env: { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8" } });
-  a = createTenant(t);
-  const col = createCollection(t, a.accountId, "Pictures");
+  a = await createTenant(t);
+  const col = await createCollection(t, a.accountId, "Pictures");
 
   // One frame per picture, at t = 10 × index (apart: not one moment), embedded from the same
   // decoder the query path uses.
-  video = addVideo(t, a.accountId, col, { filename: "pictures.mp4", duration: 10 * files.length });
+  video = await addVideo(t, a.accountId, col, { filename: "pictures.mp4", duration: 10 * files.length });
   const rgbs = [];
   for (const f of files) rgbs.push(await decodeImageRgb(FFMPEG, dir, Uint8Array.from(readFileSync(f)), "image"));
   const vectors = await clip.embedImages(rgbs.map((rgb) => ({ rgb, width: 224, height: 224 })));
-  indexVideo(t, video, {
+  await indexVideo(t, video, {
     modelId: clip.id,
     frames: vectors.map((embedding, i) => ({ timestamp: 10 * i, shotIndex: i, embedding })),
   });
 
   // Unrelated footage of the same model, so the account's null sample is not just these pictures.
   const r = rng(3);
-  const library = addVideo(t, a.accountId, col, { filename: "library.mp4", duration: 300 });
-  indexVideo(t, library, {
+  const library = await addVideo(t, a.accountId, col, { filename: "library.mp4", duration: 300 });
+  await indexVideo(t, library, {
     modelId: clip.id,
     frames: Array.from({ length: 300 }, (_, s) => ({
       timestamp: s,
@@ -181,7 +181,7 @@ describe("image queries", () => {
     const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => (hits++, new Response(pngBytes(0))) });
     const strict = await startSearchApp({ embedder });
     try {
-      const c = createTenant(strict);
+      const c = await createTenant(strict);
       for (const url of [
         `http://127.0.0.1:${server.port}/x.png`,
         `http://localhost:${server.port}/x.png`,

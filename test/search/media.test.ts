@@ -45,14 +45,14 @@ beforeAll(async () => {
     t.config.presignTtlSecs,
     () => t.clock.now,
   );
-  a = createTenant(t);
-  const col = createCollection(t, a.accountId, "Media");
-  vid = addVideo(t, a.accountId, col, { bytes: SOURCE, mime: "video/webm", ext: "webm", duration: 10 });
+  a = await createTenant(t);
+  const col = await createCollection(t, a.accountId, "Media");
+  vid = await addVideo(t, a.accountId, col, { bytes: SOURCE, mime: "video/webm", ext: "webm", duration: 10 });
   const dir = join(t.dir, "videos", vid);
   writeFileSync(join(dir, "poster.jpg"), JPEG);
   writeFileSync(join(dir, "shots", "0.jpg"), JPEG);
-  t.stores.videos.update(vid, { poster_path: `videos/${vid}/poster.jpg` });
-  indexVideo(t, vid, {
+  await t.stores.videos.update(vid, { poster_path: `videos/${vid}/poster.jpg` });
+  await indexVideo(t, vid, {
     frames: [{ timestamp: 1, embedding: concept(0) }],
     shots: [{ shotIndex: 0, start: 0, end: 10, thumbnailPath: `videos/${vid}/shots/0.jpg`, embedding: concept(0) }],
   });
@@ -179,8 +179,8 @@ describe("thumbnails", () => {
   });
 
   it("once the video is deleted its links are 404", async () => {
-    const col = createCollection(t, a.accountId, "Gone");
-    const gone = addVideo(t, a.accountId, col, { bytes: SOURCE });
+    const col = await createCollection(t, a.accountId, "Gone");
+    const gone = await addVideo(t, a.accountId, col, { bytes: SOURCE });
     const link = signer.sign(`/media/videos/${gone}/source`);
     expect((await get(link)).status).toBe(200);
     expect((await t.request("DELETE", `/v1/videos/${gone}`, { token: a.key })).status).toBe(204);

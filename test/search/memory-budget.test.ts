@@ -42,13 +42,13 @@ afterEach(async () => {
   dir = "";
 });
 
-function account(app: SearchTestApp, name: string, videos: number, seed: number) {
-  const tenant = createTenant(app, name);
-  const col = createCollection(app, tenant.accountId, "c");
+async function account(app: SearchTestApp, name: string, videos: number, seed: number) {
+  const tenant = await createTenant(app, name);
+  const col = await createCollection(app, tenant.accountId, "c");
   for (let i = 0; i < videos; i++) {
-    const v = addVideo(app, tenant.accountId, col, { duration: 100 });
+    const v = await addVideo(app, tenant.accountId, col, { duration: 100 });
     const r = rng(seed * 100 + i);
-    indexVideo(app, v, {
+    await indexVideo(app, v, {
       frames: Array.from({ length: 100 }, (_, k) => ({
         timestamp: k,
         shotIndex: Math.floor(k / 10),
@@ -83,8 +83,8 @@ describe("vector_memory_budget", () => {
       vectorIndex: EXACT,
       env: { VSEARCH_VECTOR_MEMORY_BUDGET: "0.6" },
     });
-    const small = account(t, "small", 3, 1); // 300 rows
-    const big = account(t, "big", 60, 2); // 6 000 rows
+    const small = await account(t, "small", 3, 1); // 300 rows
+    const big = await account(t, "big", 60, 2); // 6 000 rows
     await t.app.start();
     await untilWarm(t);
 
@@ -106,10 +106,10 @@ describe("vector_memory_budget", () => {
       expect(await answer(t, a, q)).toEqual(await answer(t, a, q, true));
 
     // New rows of the degraded account stay out of memory; its search still sees them.
-    const col = createCollection(t, big.accountId, "later");
-    const v = addVideo(t, big.accountId, col, { duration: 100 });
+    const col = await createCollection(t, big.accountId, "later");
+    const v = await addVideo(t, big.accountId, col, { duration: 100 });
     const r = rng(999);
-    indexVideo(t, v, {
+    await indexVideo(t, v, {
       frames: Array.from({ length: 100 }, (_, k) => ({
         timestamp: k,
         embedding: k === 50 ? near(1, 0.95, r) : background(r),
@@ -139,7 +139,7 @@ describe("vector_memory_budget", () => {
       vectorIndex: EXACT,
       env: { VSEARCH_VECTOR_MEMORY_BUDGET: "0" },
     });
-    const a = account(t, "a", 40, 3);
+    const a = await account(t, "a", 40, 3);
     const grow = vi.spyOn(WebAssembly.Memory.prototype, "grow").mockImplementation(() => {
       throw new RangeError("WebAssembly.Memory.grow(): Maximum memory size exceeded");
     });
@@ -168,7 +168,7 @@ describe("vector_memory_budget", () => {
       vectorIndex: EXACT,
       env: { VSEARCH_VECTOR_MEMORY_BUDGET: "0" },
     });
-    const a = account(t, "a", 40, 4);
+    const a = await account(t, "a", 40, 4);
     await t.app.start();
     await untilWarm(t);
     const status = readAdmissionStatus(dir)!;

@@ -23,11 +23,11 @@ const moment = (id: string, q: string, token = a.readOnlyKey) =>
 
 beforeAll(async () => {
   t = await startSearchApp({ embedder: new HandEmbedder({}) });
-  a = createTenant(t);
-  const col = createCollection(t, a.accountId, "Clips");
-  vid = addVideo(t, a.accountId, col, { duration: 20 });
+  a = await createTenant(t);
+  const col = await createCollection(t, a.accountId, "Clips");
+  vid = await addVideo(t, a.accountId, col, { duration: 20 });
   writeFileSync(join(t.dir, "videos", vid, "shots", "0.jpg"), new Uint8Array([0xff, 0xd8, 0xff, 0xd9]));
-  indexVideo(t, vid, {
+  await indexVideo(t, vid, {
     shots: [
       {
         shotIndex: 0,
@@ -48,8 +48,8 @@ beforeAll(async () => {
       { start: 15, end: 17, text: "And it is gone." },
     ],
   });
-  bare = addVideo(t, a.accountId, col, { duration: 30 });
-  indexVideo(t, bare, { transcript: [{ start: 10, end: 12, text: "No shots were stored for this one." }] });
+  bare = await addVideo(t, a.accountId, col, { duration: 30 });
+  await indexVideo(t, bare, { transcript: [{ start: 10, end: 12, text: "No shots were stored for this one." }] });
 });
 
 afterAll(async () => t?.close());

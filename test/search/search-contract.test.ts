@@ -15,7 +15,7 @@ let a: Tenant;
 beforeAll(async () => {
   // A speech model makes the transcript mode runnable (lexical: no inference for a text query).
   t = await startTestApp({ VSEARCH_RATE_LIMIT_SEARCH: "1000" }, { models: fixedCatalog({ speech: tinyWhisper }) });
-  a = createKeyTenant(t);
+  a = await createKeyTenant(t);
 });
 afterAll(() => t.close());
 
@@ -111,7 +111,7 @@ describe("an empty answer says what to try", () => {
     const video = (await json(await upload(t, a, col, await smallMp4(scratchDir("search-contract"))))).data.video_id;
     const queued = await json(await search({ query: "zebra", modes: ["ocr"] }));
     expect(queued.meta.hints.map((h: any) => h.code)).toEqual(["INDEXING"]);
-    t.stores.videos.update(video, { status: "ready" });
+    await t.stores.videos.update(video, { status: "ready" });
 
     const r = await json(await search({ query: "zebra", modes: ["ocr"], collection_id: col, min_score: 0.6 }));
     const codes = r.meta.hints.map((h: any) => h.code);

@@ -41,14 +41,14 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       embedder: new HandEmbedder({ red: concept(RED), beach: concept(1), nothing: concept(15) }),
       vectorBackend: backend,
     });
-    a = createTenant(t, "A");
-    b = createTenant(t, "B");
-    trips = createCollection(t, a.accountId, "Trips");
-    home = createCollection(t, a.accountId, "Home");
+    a = await createTenant(t, "A");
+    b = await createTenant(t, "B");
+    trips = await createCollection(t, a.accountId, "Trips");
+    home = await createCollection(t, a.accountId, "Home");
     const r = rng(7);
 
     // v1: 30 s, a frame a second, three shots. Red at 5-7 and 9 (8 is not red), 15-16 (strongest), 25.
-    v1 = addVideo(t, a.accountId, trips, { filename: "beach-day.mp4", duration: 30 });
+    v1 = await addVideo(t, a.accountId, trips, { filename: "beach-day.mp4", duration: 30 });
     const strength: Record<number, number> = { 5: 0.9, 6: 0.92, 7: 0.9, 9: 0.9, 15: 0.97, 16: 0.96, 25: 0.85 };
     const frames = Array.from({ length: 30 }, (_, s) => ({
       timestamp: s,
@@ -57,7 +57,7 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
     }));
     const mean = (lo: number, hi: number) =>
       unit(frames.slice(lo, hi).reduce((acc, f) => acc.map((x, i) => x + f.embedding[i]), new Float32Array(64)));
-    indexVideo(t, v1, {
+    await indexVideo(t, v1, {
       frames,
       shots: [
         { shotIndex: 0, start: 0, end: 10, labels: [{ label: "car", score: 0.6 }], embedding: mean(0, 10) },
@@ -83,8 +83,8 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
 
     // v2 (other collection): frames 3-5 and 8-16 were dropped as near-duplicates. Red at 2 and 6
     // (consecutive frames, 4 s apart) → one moment; red at 17 is consecutive too but 11 s on → its own.
-    v2 = addVideo(t, a.accountId, home, { filename: "garden.mp4", duration: 20 });
-    indexVideo(t, v2, {
+    v2 = await addVideo(t, a.accountId, home, { filename: "garden.mp4", duration: 20 });
+    await indexVideo(t, v2, {
       frames: [0, 1, 2, 6, 7, 17, 18].map((s) => ({
         timestamp: s,
         embedding: [2, 6, 17].includes(s) ? near(RED, 0.88, r) : background(r),
@@ -93,8 +93,8 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
     });
 
     // v3: a library of unrelated footage, so the account's null sample looks like real content.
-    v3 = addVideo(t, a.accountId, trips, { filename: "library.mp4", duration: 200 });
-    indexVideo(t, v3, {
+    v3 = await addVideo(t, a.accountId, trips, { filename: "library.mp4", duration: 200 });
+    await indexVideo(t, v3, {
       frames: Array.from({ length: 200 }, (_, s) => ({
         timestamp: s,
         shotIndex: Math.floor(s / 10),
@@ -279,7 +279,7 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       const f = urlencoded(fields);
       return t.request("POST", "/v1/search/feedback", { token, body: f.body, headers: f.headers });
     };
-    const thresholds = () => t.app.services.search.thresholds(a.accountId);
+    const thresholds = async () => await t.app.services.search.thresholds(a.accountId);
 
     it("down hides the segment (also from a read_only key), include_hidden shows it, DELETE restores it", async () => {
       const q = { query: "red", modes: "video", video_id: v1 };
@@ -296,7 +296,7 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       });
       expect(res.status).toBe(200);
       expect(await res.json()).toMatchObject({ data: null, meta: { request_id: expect.any(String) } });
-      expect(thresholds()["video:default"]).toBeCloseTo(0.52, 6);
+      expect((await thresholds())["video:default"]).toBeCloseTo(0.52, 6);
 
       const after = segmentsOf((await search(t, a.key, q)).body);
       expect(after.some((s) => s.timestamp_start === 15)).toBe(false);
@@ -309,14 +309,14 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
 
       // Sending it again replaces it: the threshold moves one step per segment, not per click.
       await fb(a.key, { video_id: v1, timestamp_start: "15", signal: "down", threshold_key: "video:default" });
-      expect(thresholds()["video:default"]).toBeCloseTo(0.52, 6);
+      expect((await thresholds())["video:default"]).toBeCloseTo(0.52, 6);
 
       const del = await t.request("DELETE", `/v1/search/feedback?video_id=${v1}&timestamp_start=15`, {
         token: a.readOnlyKey,
       });
       expect(del.status).toBe(204);
       expect(await del.text()).toBe("");
-      expect(thresholds()["video:default"]).toBeCloseTo(0.5, 6);
+      expect((await thresholds())["video:default"]).toBeCloseTo(0.5, 6);
       const restored = segmentsOf((await search(t, a.key, q)).body);
       expect(restored.find((s) => s.timestamp_start === 15)).toMatchObject({ hidden: false });
       // Clearing again is fine.
@@ -342,18 +342,18 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
       expect(res.status, await res.clone().text()).toBe(200);
       const after = segmentsOf((await search(t, a.key, q)).body);
       expect(after.find((s) => s.timestamp_start === 15)).toMatchObject({ hidden: true });
-      expect(thresholds()["video:default"]).toBeCloseTo(0.52, 6);
+      expect((await thresholds())["video:default"]).toBeCloseTo(0.52, 6);
       await t.request("DELETE", `/v1/search/feedback?video_id=${v1}&timestamp_start=15`, { token: a.key });
-      expect(thresholds()["video:default"]).toBeCloseTo(0.5, 6);
+      expect((await thresholds())["video:default"]).toBeCloseTo(0.5, 6);
     });
 
     it("up lowers the named threshold; changing the signal swaps the step; bounded", async () => {
       await fb(a.key, { video_id: v1, timestamp_start: "5", signal: "up", threshold_key: "video:default" });
-      expect(thresholds()["video:default"]).toBeCloseTo(0.48, 6);
+      expect((await thresholds())["video:default"]).toBeCloseTo(0.48, 6);
       await fb(a.key, { video_id: v1, timestamp_start: "5", signal: "down", threshold_key: "video:default" });
-      expect(thresholds()["video:default"]).toBeCloseTo(0.52, 6);
+      expect((await thresholds())["video:default"]).toBeCloseTo(0.52, 6);
       await t.request("DELETE", `/v1/search/feedback?video_id=${v1}&timestamp_start=5`, { token: a.key });
-      expect(thresholds()["video:default"]).toBeCloseTo(0.5, 6);
+      expect((await thresholds())["video:default"]).toBeCloseTo(0.5, 6);
       // Many segments pushing one way stop at the bound (transcript: +0.05 each, max 1).
       for (let s = 0; s < 12; s++)
         await fb(a.key, {
@@ -362,10 +362,10 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
           signal: "down",
           threshold_key: "transcript:default",
         });
-      expect(thresholds()["transcript:default"]).toBe(1);
+      expect((await thresholds())["transcript:default"]).toBe(1);
       for (let s = 0; s < 12; s++)
         await t.request("DELETE", `/v1/search/feedback?video_id=${v3}&timestamp_start=${s}`, { token: a.key });
-      expect(thresholds()["transcript:default"]).toBeCloseTo(0.5, 6);
+      expect((await thresholds())["transcript:default"]).toBeCloseTo(0.5, 6);
     });
 
     it("422s: bad signal, missing or unmatched timestamp, unknown threshold key; 404 for another account's video", async () => {
@@ -473,8 +473,8 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
 
   describe("index hooks", () => {
     it("re-indexing and deleting a video keep the vector index in step", async () => {
-      const temp = createCollection(t, a.accountId, "Temp");
-      const v4 = addVideo(t, a.accountId, temp, { duration: 5 });
+      const temp = await createCollection(t, a.accountId, "Temp");
+      const v4 = await addVideo(t, a.accountId, temp, { duration: 5 });
       const r = rng(99);
       const red = () => [0, 1, 2].map((s) => ({ timestamp: s, embedding: near(RED, 0.95, r) }));
       const found = async () =>
@@ -483,15 +483,15 @@ describe.each(["memory", "sqlite-vec"] as const)("%s vector backend", (backend) 
         );
       const rows = () => metric(t, "vsearch_search_index_vectors");
       const before = (await rows())!;
-      indexVideo(t, v4, { frames: red() });
+      await indexVideo(t, v4, { frames: red() });
       expect(await found()).toEqual([v4]);
       // The memory backend holds each row once: replaced rows leave, deleted videos leave.
       const held = backend === "memory" ? 3 : 0;
       expect(await rows()).toBe(before + held);
-      indexVideo(t, v4, { frames: [0, 1, 2].map((s) => ({ timestamp: s, embedding: background(r) })) });
+      await indexVideo(t, v4, { frames: [0, 1, 2].map((s) => ({ timestamp: s, embedding: background(r) })) });
       expect(await found()).toEqual([]);
       expect(await rows()).toBe(before + held);
-      indexVideo(t, v4, { frames: red() });
+      await indexVideo(t, v4, { frames: red() });
       expect(await found()).toEqual([v4]);
       expect((await t.request("DELETE", `/v1/videos/${v4}`, { token: a.key })).status).toBe(204);
       expect(await found()).toEqual([]);
@@ -509,10 +509,10 @@ describe("without an image-text model", () => {
   let vid: string;
   beforeAll(async () => {
     t2 = await startSearchApp({ embedder: new HandEmbedder({}, false) });
-    c = createTenant(t2);
-    const col = createCollection(t2, c.accountId, "Talks");
-    vid = addVideo(t2, c.accountId, col, { duration: 20 });
-    indexVideo(t2, vid, { transcript: [{ start: 1, end: 3, text: "the budget meeting starts now" }] });
+    c = await createTenant(t2);
+    const col = await createCollection(t2, c.accountId, "Talks");
+    vid = await addVideo(t2, c.accountId, col, { duration: 20 });
+    await indexVideo(t2, vid, { transcript: [{ start: 1, end: 3, text: "the budget meeting starts now" }] });
   });
   afterAll(async () => t2?.close());
 
@@ -526,8 +526,8 @@ describe("without an image-text model", () => {
   });
 
   it("with no speech model and no transcript, the transcript mode says which model is missing and how to install it", async () => {
-    const empty = createTenant(t2, "Empty");
-    createCollection(t2, empty.accountId, "Nothing yet");
+    const empty = await createTenant(t2, "Empty");
+    await createCollection(t2, empty.accountId, "Nothing yet");
     const { res, body } = await search(t2, empty.key, { query: "budget" });
     expect(res.status).toBe(200);
     expect(body.data).toEqual([]);

@@ -55,9 +55,9 @@ async function stop(t: SearchTestApp): Promise<void> {
   await t.close();
 }
 
-function fill(t: SearchTestApp, videoId: string, seed: number, c: number, frames = 60): void {
+async function fill(t: SearchTestApp, videoId: string, seed: number, c: number, frames = 60): Promise<void> {
   const r = rng(seed);
-  indexVideo(t, videoId, {
+  await indexVideo(t, videoId, {
     frames: Array.from({ length: frames }, (_, i) => ({
       timestamp: i,
       shotIndex: Math.floor(i / 10),
@@ -96,12 +96,12 @@ async function fresh(t: SearchTestApp, accountId: string, query: string): Promis
 async function seeded(n = 12) {
   dir = makeTempDir("vsearch-snap-");
   const t = await app({ start: false });
-  const tenant = createTenant(t, "A");
-  const col = createCollection(t, tenant.accountId, "c");
+  const tenant = await createTenant(t, "A");
+  const col = await createCollection(t, tenant.accountId, "c");
   const videos: string[] = [];
   for (let i = 0; i < n; i++) {
-    const v = addVideo(t, tenant.accountId, col, { duration: 60 });
-    fill(t, v, 100 + i, i % 3);
+    const v = await addVideo(t, tenant.accountId, col, { duration: 60 });
+    await fill(t, v, 100 + i, i % 3);
     videos.push(v);
   }
   await t.app.start();
@@ -129,13 +129,13 @@ describe("index snapshot across restarts", () => {
     const other = await app({ start: false });
     // The last video's rows hold the highest ids: deleted, a new video takes the same ids.
     const last = videos[videos.length - 1];
-    const freed = other.index.framesOf(last).map((f) => f.id);
+    const freed = (await other.index.framesOf(last)).map((f) => f.id);
     await other.app.services.videos.delete(tenant.accountId, last);
-    const reused = addVideo(other, tenant.accountId, col, { duration: 60 });
-    fill(other, reused, 901, 0);
-    const taken = other.index.framesOf(reused).map((f) => f.id);
+    const reused = await addVideo(other, tenant.accountId, col, { duration: 60 });
+    await fill(other, reused, 901, 0);
+    const taken = (await other.index.framesOf(reused)).map((f) => f.id);
     expect(taken.filter((id) => freed.includes(id)).length).toBeGreaterThan(0);
-    fill(other, videos[0], 900, 1); // re-indexed: its rows replaced
+    await fill(other, videos[0], 900, 1); // re-indexed: its rows replaced
     await other.app.services.videos.delete(tenant.accountId, videos[3]);
     await stop(other);
 
@@ -166,8 +166,8 @@ describe("index snapshot across restarts", () => {
     const t = await app();
     await untilWarm(t);
     // Changes through the running server's hooks, which its close() would save…
-    const v = addVideo(t, tenant.accountId, col, { duration: 60 });
-    fill(t, v, 555, 2);
+    const v = await addVideo(t, tenant.accountId, col, { duration: 60 });
+    await fill(t, v, 555, 2);
     await stop(t);
     // …but it "crashed": the snapshot on disk is the one from before.
     copyFileSync(old, snap);
@@ -182,10 +182,10 @@ describe("index snapshot across restarts", () => {
     const { tenant, col } = await seeded();
     const t = await app();
     await untilWarm(t);
-    const v = addVideo(t, tenant.accountId, col, { duration: 60 });
+    const v = await addVideo(t, tenant.accountId, col, { duration: 60 });
     // The pipeline writes a stage's frames, then commits the stage (the event); the server stops in between.
     const r = rng(77);
-    t.index.replaceFrames(
+    await t.index.replaceFrames(
       { videoId: v, accountId: tenant.accountId, collectionId: col },
       Array.from({ length: 30 }, (_, i) => ({ shotIndex: 0, timestamp: i, embedding: near(1, 0.6, r) })),
       "hand-clip@test",

@@ -27,11 +27,11 @@ const texts = async (query: string) => (await said(query)).map((s) => s.text_con
 
 beforeAll(async () => {
   t = await startSearchApp({ embedder: new HandEmbedder({}) });
-  a = createTenant(t);
-  const col = createCollection(t, a.accountId, "Talks");
-  v1 = addVideo(t, a.accountId, col, { filename: "keynote.mp4", duration: 60 });
-  v2 = addVideo(t, a.accountId, col, { filename: "standup.mp4", duration: 60 });
-  indexVideo(t, v1, {
+  a = await createTenant(t);
+  const col = await createCollection(t, a.accountId, "Talks");
+  v1 = await addVideo(t, a.accountId, col, { filename: "keynote.mp4", duration: 60 });
+  v2 = await addVideo(t, a.accountId, col, { filename: "standup.mp4", duration: 60 });
+  await indexVideo(t, v1, {
     transcript: [
       { start: 0, end: 4, text: "Welcome everyone to the quarterly budget review." },
       { start: 4, end: 9, text: "The runners were running through the park all morning." },
@@ -40,7 +40,7 @@ beforeAll(async () => {
       { start: 15, end: 18, text: "He said NEAR the river AND the bridge." },
     ],
   });
-  indexVideo(t, v2, {
+  await indexVideo(t, v2, {
     transcript: [
       { start: 1, end: 3, text: "Quick status: the deployment pipeline is green." },
       { start: 3, end: 6, text: "Deploying to production tomorrow morning." },

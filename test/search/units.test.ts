@@ -37,10 +37,10 @@ describe("FTS5 query sanitising", () => {
     // Against the transcript index itself (its tokenizer, its content table), read through the store.
     const t = await startSearchApp();
     try {
-      const { accountId } = createTenant(t);
-      const v = addVideo(t, accountId, createCollection(t, accountId, "c"));
-      indexVideo(t, v, { transcript: [{ start: 0, end: 2, text: "the quick brown fox deployed the budget" }] });
-      const matches = (m: string) => t.stores.search.transcriptDocFreq(accountId, m);
+      const { accountId } = await createTenant(t);
+      const v = await addVideo(t, accountId, await createCollection(t, accountId, "c"));
+      await indexVideo(t, v, { transcript: [{ start: 0, end: 2, text: "the quick brown fox deployed the budget" }] });
+      const matches = async (m: string) => await t.stores.search.transcriptDocFreq(accountId, m);
       const r = rng(11);
       const alphabet = [
         '"',
@@ -73,10 +73,10 @@ describe("FTS5 query sanitising", () => {
         ).join("");
         const fts = buildFtsQuery(q);
         if (!fts) continue;
-        expect(() => matches(fts.match), q).not.toThrow();
-        for (const u of fts.units) expect(() => matches(u), q).not.toThrow();
+        expect(async () => await matches(fts.match), q).not.toThrow();
+        for (const u of fts.units) expect(async () => await matches(u), q).not.toThrow();
       }
-      expect(matches(buildFtsQuery("deploying")!.match)).toBe(1);
+      expect(await matches(buildFtsQuery("deploying")!.match)).toBe(1);
     } finally {
       await t.close();
     }

@@ -15,9 +15,9 @@ it("retries a failed page after 1, 2, 4 … 30 s, and from 1 s again once a page
   const script = ["fail", "fail", "fail", "fail", "fail", "fail", "fail", "page", "fail", "last"];
   let rows = 0;
   const index: WarmableIndex = {
-    beginWarm: () => {},
-    accountWarm: () => false,
-    warmStep: () => {
+    beginWarm: async () => {},
+    accountWarm: async () => false,
+    warmStep: async () => {
       calls.push(Date.now());
       const step = script.shift();
       if (step === "fail") throw new Error("database is locked");
@@ -40,7 +40,7 @@ it("retries a failed page after 1, 2, 4 … 30 s, and from 1 s again once a page
   };
   const warmer = new IndexWarmer(index, { sliceMs: 1 }, logger as never);
   const t0 = Date.now();
-  warmer.start();
+  await warmer.start();
   await vi.runAllTimersAsync();
   expect(warmer.status().state).toBe("warm");
   expect(errors).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000, 1000]);

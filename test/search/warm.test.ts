@@ -44,9 +44,9 @@ afterEach(async () => {
 });
 
 /** Frames near concept `c` for a tenth of each video, background otherwise; a shot every 10 frames. */
-function fill(app: SearchTestApp, videoId: string, seed: number, c: number, frames = FRAMES): void {
+async function fill(app: SearchTestApp, videoId: string, seed: number, c: number, frames = FRAMES): Promise<void> {
   const r = rng(seed);
-  indexVideo(app, videoId, {
+  await indexVideo(app, videoId, {
     frames: Array.from({ length: frames }, (_, i) => ({
       timestamp: i,
       shotIndex: Math.floor(i / 10),
@@ -61,13 +61,13 @@ function fill(app: SearchTestApp, videoId: string, seed: number, c: number, fram
 }
 
 /** An account of VIDEOS videos (concepts 0…2 in turn), written before the app starts. */
-function account(app: SearchTestApp, name: string, seed: number): { tenant: Tenant; videos: string[] } {
-  const tenant = createTenant(app, name);
-  const col = createCollection(app, tenant.accountId, "c");
+async function account(app: SearchTestApp, name: string, seed: number): Promise<{ tenant: Tenant; videos: string[] }> {
+  const tenant = await createTenant(app, name);
+  const col = await createCollection(app, tenant.accountId, "c");
   const videos: string[] = [];
   for (let i = 0; i < VIDEOS; i++) {
-    const v = addVideo(app, tenant.accountId, col, { duration: FRAMES, filename: `${name}-${i}.mp4` });
-    fill(app, v, seed * 1000 + i, i % 3);
+    const v = await addVideo(app, tenant.accountId, col, { duration: FRAMES, filename: `${name}-${i}.mp4` });
+    await fill(app, v, seed * 1000 + i, i % 3);
     videos.push(v);
   }
   return { tenant, videos };
@@ -107,7 +107,7 @@ async function freshLoadAnswer(app: SearchTestApp, accountId: string, query: str
 describe("index warm-up after start", () => {
   it("loads in the background: the server answers, a vector search answers 503 with Retry-After and progress, then the same as a synchronous load", async () => {
     t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 0 } });
-    const { tenant } = account(t, "A", 1);
+    const { tenant } = await account(t, "A", 1);
     await t.app.start();
 
     expect(await loading()).toBe(true);
@@ -152,7 +152,7 @@ describe("index warm-up after start", () => {
 
   it("a search sent while it loads waits for it (bounded) and answers in full", async () => {
     t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 20_000 } });
-    const { tenant } = account(t, "A", 2);
+    const { tenant } = await account(t, "A", 2);
     await t.app.start();
     expect(await loading()).toBe(true);
     const { res, body } = await search(t, tenant.key, { query: "boat", min_score: "0" });
@@ -163,17 +163,17 @@ describe("index warm-up after start", () => {
 
   it("videos re-indexed, deleted and added while it loads end up exactly right", async () => {
     t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 0 }, vectorIndex: EXACT });
-    const { tenant, videos } = account(t, "A", 3);
-    const col = t.stores.videos.getById(videos[0])!.collection_id;
+    const { tenant, videos } = await account(t, "A", 3);
+    const col = (await t.stores.videos.getById(videos[0]))!.collection_id;
     await t.app.start();
     await untilPast(0.4);
 
-    fill(t, videos[1], 91, 3, 60); // loaded already: now kite, fewer rows
-    fill(t, videos[VIDEOS - 1], 92, 3, 120); // not reached yet (its new rows take the ids it freed): now kite, more rows
+    await fill(t, videos[1], 91, 3, 60); // loaded already: now kite, fewer rows
+    await fill(t, videos[VIDEOS - 1], 92, 3, 120); // not reached yet (its new rows take the ids it freed): now kite, more rows
     await t.app.services.videos.delete(tenant.accountId, videos[2]); // loaded already
     await t.app.services.videos.delete(tenant.accountId, videos[VIDEOS - 2]); // not reached yet
-    const added = addVideo(t, tenant.accountId, col, { duration: FRAMES, filename: "added.mp4" });
-    fill(t, added, 93, 3);
+    const added = await addVideo(t, tenant.accountId, col, { duration: FRAMES, filename: "added.mp4" });
+    await fill(t, added, 93, 3);
     expect(await loading()).toBe(true); // all of it mid-load
 
     await untilWarm();
@@ -193,8 +193,8 @@ describe("index warm-up after start", () => {
 
   it("an account deleted while it loads leaves none of its rows", async () => {
     t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 0 }, vectorIndex: EXACT });
-    const a = account(t, "A", 4);
-    const b = account(t, "B", 5);
+    const a = await account(t, "A", 4);
+    const b = await account(t, "B", 5);
     await t.app.start();
     await untilPast(0.3); // A's rows are first: B's are partly loaded or not at all
     await t.app.services.accountDeletion.delete(b.tenant.accountId);
@@ -207,9 +207,9 @@ describe("index warm-up after start", () => {
 
   it("a tenant whose vectors are all in searches while others' still load; a new tenant at once", async () => {
     t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 0 }, vectorIndex: EXACT });
-    const a = account(t, "A", 7); // written first: the lowest ids of both kinds
-    const b = account(t, "B", 8);
-    const fresh = createTenant(t, "C");
+    const a = await account(t, "A", 7); // written first: the lowest ids of both kinds
+    const b = await account(t, "B", 8);
+    const fresh = await createTenant(t, "C");
     await t.app.start();
     expect(await loading()).toBe(true);
     // No vectors at all: nothing to wait for.
@@ -228,11 +228,11 @@ describe("index warm-up after start", () => {
     expect(early.res.status).toBe(200);
     expect(answer(early.body.data)).toEqual(await freshLoadAnswer(t, a.tenant.accountId, "dog", EXACT));
     // The new tenant's first video, written mid-load, has ids past the cursor: it waits for the pass.
-    const v = addVideo(t, fresh.accountId, createCollection(t, fresh.accountId, "c"), {
+    const v = await addVideo(t, fresh.accountId, await createCollection(t, fresh.accountId, "c"), {
       duration: FRAMES,
       filename: "c.mp4",
     });
-    fill(t, v, 77, 0);
+    await fill(t, v, 77, 0);
     expect((await search(t, fresh.key, { query: "dog" })).res.status).toBe(503);
     await untilWarm();
     const after = await search(t, fresh.key, { query: "dog", min_score: "0" });
@@ -242,7 +242,7 @@ describe("index warm-up after start", () => {
 
   it("close() during the load stops it cleanly; a search waiting for it is answered", async () => {
     t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 20_000 } });
-    const { tenant } = account(t, "A", 6);
+    const { tenant } = await account(t, "A", 6);
     await t.app.start();
     await untilPast(0.1);
     const waiting = search(t, tenant.key, { query: "dog" });
@@ -261,27 +261,33 @@ describe("index warm-up after start", () => {
 describe("the pass and the event hooks split the rows at the cursor", () => {
   it("a video re-indexed at any point of the pass ends up in the index once, with exactly its current rows", async () => {
     t = await startSearchApp({ embedder: embedder() });
-    const tenant = createTenant(t, "A");
-    const col = createCollection(t, tenant.accountId, "c");
-    const videos = Array.from({ length: 5 }, (_, i) =>
-      addVideo(t!, tenant.accountId, col, { duration: 30, filename: `${i}.mp4` }),
-    );
-    videos.forEach((v, i) => fill(t!, v, 10 + i, i % 3, 20));
+    const tenant = await createTenant(t, "A");
+    const col = await createCollection(t, tenant.accountId, "c");
+    const videos: Awaited<ReturnType<typeof addVideo>>[] = [];
+    for (let i = 0; i < 5; i++)
+      videos.push(await addVideo(t!, tenant.accountId, col, { duration: 30, filename: `${i}.mp4` }));
+    for (const [i, v] of videos.entries()) await fill(t!, v, 10 + i, i % 3, 20);
     const last = videos[4]; // holds the highest ids: re-indexed, its new rows take the ids it freed, some below the cursor
-    const everything = (b: MemoryVectorBackend, kind: "frames" | "shots") =>
-      b.nearest({ kind, scope: { accountId: tenant.accountId }, modelId: HAND_MODEL, query: concept(1), k: 10_000 });
+    const everything = async (b: MemoryVectorBackend, kind: "frames" | "shots") =>
+      await b.nearest({
+        kind,
+        scope: { accountId: tenant.accountId },
+        modelId: HAND_MODEL,
+        query: concept(1),
+        k: 10_000,
+      });
     // ~100 frames in 10-row pages: the steps walk the frames a page at a time, up to and past the
     // last one (cursor on the highest id, frames not yet done), then the shots.
     for (let steps = 0; steps <= 12; steps++) {
       const warming = new MemoryVectorBackend(t.stores.search);
-      warming.beginWarm();
-      for (let i = 0; i < steps; i++) warming.warmStep(10);
-      fill(t, last, 100 + steps, 3, 15 + steps); // a different number of rows each time
-      warming.onVideoIndexed(last, tenant.accountId); // what the bus does after the commit
-      while (warming.warmStep(10));
+      await warming.beginWarm();
+      for (let i = 0; i < steps; i++) await warming.warmStep(10);
+      await fill(t, last, 100 + steps, 3, 15 + steps); // a different number of rows each time
+      await warming.onVideoIndexed(last, tenant.accountId); // what the bus does after the commit
+      while (await warming.warmStep(10));
       const fresh = new MemoryVectorBackend(t.stores.search); // no pass: loads the account on its first search
       for (const kind of ["frames", "shots"] as const)
-        expect(everything(warming, kind), `${kind} after ${steps} steps`).toEqual(everything(fresh, kind));
+        expect(await everything(warming, kind), `${kind} after ${steps} steps`).toEqual(await everything(fresh, kind));
       expect(warming.rows()).toBe(fresh.rows());
     }
   });

@@ -249,7 +249,7 @@ describe("the server does not read an answered body forever", () => {
       const body = Buffer.alloc(MiB / 2, 7);
       sock.write(`${upload("")}Content-Length: ${body.length}\r\n\r\n`);
       await writeAll(sock, body);
-      expect(await until(() => parseAnswer(buf) !== null, 20_000)).toBe(true);
+      expect(await until(async () => parseAnswer(buf) !== null, 20_000)).toBe(true);
       expect(parseAnswer(buf)?.status).toBe(401);
       buf = Buffer.alloc(0);
       // The next request on the same connection sends its body slowly, for longer than the bound:
@@ -269,7 +269,7 @@ describe("the server does not read an answered body forever", () => {
         await Bun.sleep(500);
       }
       sock.write("0\r\n\r\n");
-      expect(await until(() => parseAnswer(buf) !== null, 20_000)).toBe(true);
+      expect(await until(async () => parseAnswer(buf) !== null, 20_000)).toBe(true);
       expect(parseAnswer(buf)).toMatchObject({ status: 201, body: { data: { name: "slow" } } });
     } finally {
       sock.destroy();

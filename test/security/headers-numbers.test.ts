@@ -22,7 +22,7 @@ beforeAll(async () => {
     VSEARCH_RATE_LIMIT_COLLECTIONS_READ: "100000",
     VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.1/32",
   });
-  a = createKeyTenant(s);
+  a = await createKeyTenant(s);
   const hook = await s.http("/v1/webhooks", {
     method: "POST",
     token: a.key,

@@ -29,7 +29,7 @@ beforeAll(async () => {
     { models: fixedCatalog({ "image-text": tinyClip }) },
   );
   a = await createTenant(s);
-  other = createKeyTenant(s, "Other");
+  other = await createKeyTenant(s, "Other");
   bomb = await png("bomb.png", "color=c=blue:size=10000x8000"); // 80 Mpx, ~250 kB
   rgbaOver = await png("rgba.png", "color=c=red:size=5200x5200", ["-pix_fmt", "rgba"]); // 27 Mpx × 4 B
   big = await png("big.png", "color=c=green:size=3000x3000"); // 9 Mpx × 3 B: allowed

@@ -18,7 +18,7 @@ const LIMITS = {
 const PASSWORD = "correct horse";
 
 async function userIn(s: TestServer, email: string) {
-  const acc = s.app.services.accounts.createAccount({ name: email, plan: "enterprise" });
+  const acc = await s.app.services.accounts.createAccount({ name: email, plan: "enterprise" });
   await s.app.services.accounts.createUser({ account_id: acc.id, email, password: PASSWORD, role: "admin" });
 }
 

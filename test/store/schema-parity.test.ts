@@ -9,7 +9,7 @@
  */
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
-import { openDatabase } from "../../src/store/database.ts";
+import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { MIGRATIONS } from "../../src/store/migrations/index.ts";
 import { PG_MIGRATIONS } from "../../src/store/pg/migrations/index.ts";
 import { tempDir } from "../helpers/temp.ts";

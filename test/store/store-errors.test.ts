@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { AccountStore } from "../../src/accounts/store.ts";
-import { sqliteKind, toStoreError } from "../../src/store/errors.ts";
+import { StoreError, sqliteKind, toStoreError } from "../../src/store/errors.ts";
 import { openStores, ownStoreFiles } from "../helpers/stores.ts";
 
 const account = (id: string, extra: Record<string, unknown> = {}) =>
@@ -20,11 +20,12 @@ const account = (id: string, extra: Record<string, unknown> = {}) =>
 const user = (id: string, accountId: string, email: string) =>
   ({ id, account_id: accountId, email, password_hash: "x", role: "member", created_at: "2026-01-01" }) as never;
 
-/** The error `fn` throws, classified. */
-function classified(fn: () => unknown) {
+/** The error `fn` rejects with, classified; the executor already turned the driver's error into a StoreError. */
+async function classified(fn: () => Promise<unknown>) {
   try {
-    fn();
+    await fn();
   } catch (e) {
+    if (!(e instanceof StoreError)) throw new Error(`a driver error left the store unclassified: ${String(e)}`);
     const s = toStoreError(e);
     return s && { kind: s.kind, code: s.code, constraint: s.constraint };
   }
@@ -34,29 +35,33 @@ function classified(fn: () => unknown) {
 describe("store errors from bun:sqlite", () => {
   const files = ownStoreFiles("vsearch-store-errors-");
 
-  test("unique (primary key, UNIQUE COLLATE NOCASE), foreign key, check and not-null violations by kind", () => {
+  test("unique (primary key, UNIQUE COLLATE NOCASE), foreign key, check and not-null violations by kind", async () => {
     const s = openStores(files.dir());
-    s.accounts.insertAccount(account("acc_a"));
-    expect(classified(() => s.accounts.insertAccount(account("acc_a")))).toEqual({
+    await s.accounts.insertAccount(account("acc_a"));
+    expect(await classified(async () => await s.accounts.insertAccount(account("acc_a")))).toEqual({
       kind: "unique",
       code: "SQLITE_CONSTRAINT_PRIMARYKEY",
       constraint: "accounts.id",
     });
-    s.accounts.insertUser(user("mbr_1", "acc_a", "a@example.com"));
-    expect(classified(() => s.accounts.insertUser(user("mbr_2", "acc_a", "A@Example.com")))).toEqual({
+    await s.accounts.insertUser(user("mbr_1", "acc_a", "a@example.com"));
+    expect(await classified(async () => await s.accounts.insertUser(user("mbr_2", "acc_a", "A@Example.com")))).toEqual({
       kind: "unique",
       code: "SQLITE_CONSTRAINT_UNIQUE",
       constraint: "users.email",
     });
-    expect(classified(() => s.accounts.insertUser(user("mbr_3", "acc_missing", "b@example.com")))).toMatchObject({
+    expect(
+      await classified(async () => await s.accounts.insertUser(user("mbr_3", "acc_missing", "b@example.com"))),
+    ).toMatchObject({
       kind: "foreign_key",
       code: "SQLITE_CONSTRAINT_FOREIGNKEY",
     });
-    expect(classified(() => s.accounts.insertAccount(account("acc_b", { plan: "gold" })))).toMatchObject({
+    expect(
+      await classified(async () => await s.accounts.insertAccount(account("acc_b", { plan: "gold" }))),
+    ).toMatchObject({
       kind: "constraint",
       code: "SQLITE_CONSTRAINT_CHECK",
     });
-    expect(classified(() => s.accounts.insertAccount(account("acc_c", { name: null })))).toEqual({
+    expect(await classified(async () => await s.accounts.insertAccount(account("acc_c", { name: null })))).toEqual({
       kind: "constraint",
       code: "SQLITE_CONSTRAINT_NOTNULL",
       constraint: "accounts.name",
@@ -64,18 +69,15 @@ describe("store errors from bun:sqlite", () => {
     s.close();
   });
 
-  test("a write while another connection holds the write lock is busy", () => {
+  test("a write while another connection holds the write lock is busy", async () => {
     const dir = files.dir();
     const holder = files.open(dir);
-    const mine = new AccountStore(holder.db);
-    const other = new AccountStore(files.open(dir, { busyTimeoutMs: 0 }).db);
-    const outcome = holder.uow.run(
-      () => {
-        mine.insertAccount(account("acc_held"));
-        return classified(() => other.insertAccount(account("acc_other")));
-      },
-      { immediate: true },
-    );
+    const mine = new AccountStore(holder.exec);
+    const other = new AccountStore(files.open(dir, { busyTimeoutMs: 0 }).exec);
+    const outcome = await holder.uow.run(async () => {
+      await mine.insertAccount(account("acc_held"));
+      return await classified(async () => await other.insertAccount(account("acc_other")));
+    });
     expect(outcome).toMatchObject({ kind: "busy", code: "SQLITE_BUSY" });
   });
 

@@ -17,7 +17,7 @@ let clip: string;
 let twin: string;
 beforeAll(async () => {
   t = await startTestApp({ VSEARCH_RATE_LIMIT_UPLOAD: "1000" });
-  a = createKeyTenant(t);
+  a = await createKeyTenant(t);
   const dir = scratchDir("upload-duplicate");
   clip = await smallMp4(dir, 2);
   // The same size, other bytes: one byte of the media data flipped near the end.
@@ -82,7 +82,7 @@ describe("vsearch ingest and HTTP uploads agree", () => {
     const served = await startTestApp({}, { dataDir: d });
     let col: string;
     try {
-      const tenant = createKeyTenant(served, "Solo");
+      const tenant = await createKeyTenant(served, "Solo");
       col = (
         await json(await served.request("POST", "/v1/collections", { token: tenant.key, json: { name: "clips" } }))
       ).data.id;

@@ -38,13 +38,13 @@ const upload = (token: string, fd: FormData) => t.request("POST", "/v1/upload", 
 const tmpFiles = () => (existsSync(join(t.dir, "uploads", "tmp")) ? readdirSync(join(t.dir, "uploads", "tmp")) : []);
 
 /** Rows of every account: videos, jobs and outbox events. */
-const snapshot = () => ({
-  videos: t.stores.videos.allIds().length,
-  jobs: t.stores.jobs.countsByStatus().reduce((n, r) => n + r.n, 0),
-  events: t.stores.events.list().length,
+const snapshot = async () => ({
+  videos: (await t.stores.videos.allIds()).length,
+  jobs: (await t.stores.jobs.countsByStatus()).reduce((n, r) => n + r.n, 0),
+  events: (await t.stores.events.list()).length,
 });
-function expectNothingChanged(before: { videos: number; jobs: number; events: number }) {
-  expect(snapshot()).toEqual(before);
+async function expectNothingChanged(before: { videos: number; jobs: number; events: number }) {
+  expect(await snapshot()).toEqual(before);
   expect(tmpFiles()).toEqual([]);
 }
 
@@ -79,7 +79,7 @@ describe("POST /v1/upload", () => {
       status: "queued",
       error: null,
     });
-    const ev = t.stores.events.list({ accountId: a.accountId, type: "video.created" });
+    const ev = await t.stores.events.list({ accountId: a.accountId, type: "video.created" });
     expect(ev.map((e) => JSON.parse(e.payload))).toContainEqual({
       video_id: data.video_id,
       job_id: data.job_id,
@@ -93,13 +93,13 @@ describe("POST /v1/upload", () => {
   });
 
   test("over the size limit: 413 UPLOAD_TOO_LARGE while streaming, partial file removed", async () => {
-    const before = snapshot();
+    const before = await snapshot();
     const big = new Uint8Array(3 * 1024 * 1024);
     big.set(new TextEncoder().encode("\x00\x00\x00\x20ftypisom"));
     const res = await upload(a.key, form({ collection_id: colA }, { bytes: big, name: "big.mp4" }));
     expect(res.status).toBe(413);
     expect((await json(res)).detail.code).toBe("UPLOAD_TOO_LARGE");
-    expectNothingChanged(before);
+    await expectNothingChanged(before);
     // Without Content-Length (chunked), only the per-chunk check can stop it.
     const boundary = "cap-test";
     const head = new TextEncoder().encode(
@@ -125,7 +125,7 @@ describe("POST /v1/upload", () => {
     expect(chunked.status).toBe(413);
     expect((await json(chunked)).detail.code).toBe("UPLOAD_TOO_LARGE");
     expect(sent).toBeLessThan(3 * 1024 * 1024); // stopped reading part-way
-    expectNothingChanged(before);
+    await expectNothingChanged(before);
   });
 
   test("415 for a PNG named .mp4, a text file and an audio-only file; nothing left behind", async () => {
@@ -139,16 +139,16 @@ describe("POST /v1/upload", () => {
       join(media, "tone.m4a"),
     );
     for (const path of [renamed, text, audio]) {
-      const before = snapshot();
+      const before = await snapshot();
       const res = await upload(a.key, form({ collection_id: colA }, { path, name: path.split("/").pop()! }));
       expect(res.status, path).toBe(415);
       expect((await json(res)).detail.code).toBe("UNSUPPORTED_FORMAT");
-      expectNothingChanged(before);
+      await expectNothingChanged(before);
     }
   });
 
   test("a zero-byte file and missing fields are 422; nothing stored", async () => {
-    const before = snapshot();
+    const before = await snapshot();
     const empty = await upload(a.key, form({ collection_id: colA }, { bytes: new Uint8Array(), name: "empty.mp4" }));
     expect(empty.status).toBe(422);
     expect((await json(empty)).detail[0]).toMatchObject({ loc: ["body", "file"] });
@@ -158,17 +158,17 @@ describe("POST /v1/upload", () => {
     expect((await json(noCollection)).detail[0]).toMatchObject({ loc: ["body", "collection_id"], type: "missing" });
     const json422 = await t.request("POST", "/v1/upload", { token: a.key, json: { collection_id: colA } });
     expect(json422.status).toBe(422);
-    expectNothingChanged(before);
+    await expectNothingChanged(before);
   });
 
   test("collection must exist in the caller's account (404); read_only keys cannot upload (403)", async () => {
-    const before = snapshot();
+    const before = await snapshot();
     const other = await upload(a.key, form({ collection_id: colB }, { path: mp4, name: "x.mp4" }));
     expect(other.status).toBe(404);
     expect((await json(other)).detail.code).toBe("COLLECTION_NOT_FOUND");
     const ro = await upload(a.readOnlyKey, form({ collection_id: colA }, { path: mp4, name: "x.mp4" }));
     expect(ro.status).toBe(403);
-    expectNothingChanged(before);
+    await expectNothingChanged(before);
   });
 });
 
@@ -198,7 +198,7 @@ describe("videos and jobs", () => {
     const gone = await t.request("GET", `/v1/videos/${data.video_id}`, { token: a.key });
     expect((await json(gone)).detail.code).toBe("VIDEO_NOT_FOUND");
     expect((await t.request("GET", `/v1/jobs/${data.job_id}`, { token: a.key })).status).toBe(404);
-    const ev = t.stores.events.list({ type: "video.deleted" });
+    const ev = await t.stores.events.list({ type: "video.deleted" });
     expect(ev.map((e) => JSON.parse(e.payload))).toContainEqual({ video_id: data.video_id, collection_id: colA });
   });
 
@@ -211,6 +211,6 @@ describe("videos and jobs", () => {
     expect(got.storage_bytes).toBe(Bun.file(mp4).size);
     expect((await t.request("DELETE", `/v1/collections/${col}`, { token: a.key })).status).toBe(204);
     expect(existsSync(join(t.dir, "videos", data.video_id))).toBe(false);
-    expect(t.stores.videos.getById(data.video_id)).toBeNull();
+    expect(await t.stores.videos.getById(data.video_id)).toBeNull();
   });
 });

@@ -47,14 +47,14 @@ beforeAll(async () => {
   );
   // The hand embedder maps any image to concept 14 and "wall" to concept 3.
   t = await startSearchApp({ embedder, vectorIndex: VECTOR_INDEX });
-  a = createTenant(t);
-  video = addVideo(t, a.accountId, createCollection(t, a.accountId, "Clips"), { duration: FRAMES });
+  a = await createTenant(t);
+  video = await addVideo(t, a.accountId, await createCollection(t, a.accountId, "Clips"), { duration: FRAMES });
   const r = rng(5);
   const frames = Array.from({ length: FRAMES }, (_, i) => ({
     timestamp: i,
     embedding: i >= 5000 && i < 5004 ? near(14, 0.97, r) : i >= 9000 && i < 9004 ? near(3, 0.97, r) : background(r),
   }));
-  indexVideo(t, video, { frames });
+  await indexVideo(t, video, { frames });
   domain = searchDomainOf(t, { embedder, vectorIndex: VECTOR_INDEX });
 }, 120_000);
 
@@ -121,7 +121,7 @@ describe("searches probe the inverted lists", () => {
   }, 120_000);
 
   it("a one-video search reads that video's rows, not the account's, and follows a re-index", async () => {
-    const small = addVideo(t, a.accountId, createCollection(t, a.accountId, "Short"), { duration: 300 });
+    const small = await addVideo(t, a.accountId, await createCollection(t, a.accountId, "Short"), { duration: 300 });
     const r = rng(9);
     const framesOf = (wallAt: number) =>
       Array.from({ length: 300 }, (_, i) => ({
@@ -129,8 +129,8 @@ describe("searches probe the inverted lists", () => {
         embedding: i >= wallAt && i < wallAt + 3 ? near(3, 0.97, r) : background(r),
       }));
     // This domain is the app's twin, not the app: it hears of the app's writes by the same hook.
-    indexVideo(t, small, { frames: framesOf(100) });
-    domain.indexes.onVideoIndexed(small);
+    await indexVideo(t, small, { frames: framesOf(100) });
+    await domain.indexes.onVideoIndexed(small);
     await domain.indexes.whenVectorIndexIdle();
     const scoped = async () => {
       const hits = await run(searchRequest({ query: "a wall", modes: "video", video_id: small }));
@@ -146,8 +146,8 @@ describe("searches probe the inverted lists", () => {
     expect(before[0].timestamp_start).toBeLessThanOrEqual(102);
     expect(before[0].timestamp_end).toBeGreaterThanOrEqual(100);
     // Re-indexing replaces the video's rows: the scoped search finds the new ones only.
-    indexVideo(t, small, { frames: framesOf(250) });
-    domain.indexes.onVideoIndexed(small);
+    await indexVideo(t, small, { frames: framesOf(250) });
+    await domain.indexes.onVideoIndexed(small);
     const after = await scoped();
     expect(after[0].timestamp_start).toBeLessThanOrEqual(252);
     expect(after[0].timestamp_end).toBeGreaterThanOrEqual(250);

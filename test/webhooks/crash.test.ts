@@ -29,7 +29,7 @@ test("kill -9 between attempts → restart → the schedule continues; exactly o
     ).data;
     rx.setSecret(wh.secret);
     await fetch(`${server.url}/v1/webhooks/${wh.id}/test`, { method: "POST", headers: auth });
-    expect(await until(() => rx.hits.length === 1)).toBe(true);
+    expect(await until(async () => rx.hits.length === 1)).toBe(true);
     const first = async (url: string) =>
       (await (await fetch(`${url}/v1/webhooks/${wh.id}/deliveries`, { headers: auth })).json()).data[0];
     expect(
@@ -94,7 +94,7 @@ test("kill -9 during an attempt → restart → the claimed delivery is attempte
     ).data;
     rx.setSecret(wh.secret);
     await fetch(`${server.url}/v1/webhooks/${wh.id}/test`, { method: "POST", headers: auth });
-    expect(await until(() => rx.hits.length === 1)).toBe(true);
+    expect(await until(async () => rx.hits.length === 1)).toBe(true);
     await server.stop("SIGKILL"); // mid-attempt: claimed and counted, no outcome recorded
     release();
 

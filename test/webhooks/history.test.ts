@@ -86,10 +86,10 @@ describe("delivery history", () => {
       expect(crossed.status).toBe(404);
       expect((await json(crossed)).detail.code).toBe("DELIVERY_NOT_FOUND");
 
-      const count = () => t.stores.webhooks.countDeliveries(wh.id);
-      expect(count()).toBe(1);
+      const count = async () => await t.stores.webhooks.countDeliveries(wh.id);
+      expect(await count()).toBe(1);
       expect((await t.request("DELETE", `/v1/webhooks/${wh.id}`, { token: a.key })).status).toBe(204);
-      expect(count()).toBe(0);
+      expect(await count()).toBe(0);
       expect(
         (await json(await t.request("GET", `/v1/webhooks/${wh.id}/deliveries`, { token: a.key }))).detail.code,
       ).toBe("WEBHOOK_NOT_FOUND");
@@ -171,9 +171,9 @@ describe("active flag and concurrency", () => {
       const quiet = await register(rx.url);
       // 150 deliveries already due for the slow endpoint (more than one polling batch), as after an outage.
       const due = Date.now() - 1_000;
-      t.stores.transaction(() => {
+      await t.stores.transaction(async () => {
         for (let i = 0; i < 150; i++) {
-          t.stores.webhooks.insertDelivery({
+          await t.stores.webhooks.insertDelivery({
             id: `del_backlog${i}`,
             webhook_id: busy.id,
             account_id: a.accountId,
@@ -189,7 +189,7 @@ describe("active flag and concurrency", () => {
       });
       await ping(quiet.id);
       // Draining the backlog takes 150 × 0.4 s / 2 = 30 s; the other endpoint must not wait for it.
-      expect(await until(() => rx.hits.length === 1, 2_000)).toBe(true);
+      expect(await until(async () => rx.hits.length === 1, 2_000)).toBe(true);
       await t.request("DELETE", `/v1/webhooks/${busy.id}`, { token: a.key });
     } finally {
       await slow.stop(true);
@@ -208,9 +208,9 @@ describe("events from the services", () => {
         .data.id;
       const clip = await smallMp4(scratchDir("webhook-events"));
       const up = (await json(await upload(t, a, col, clip, { filename: "clip.mp4" }))).data;
-      expect(await until(() => rx.hits.length === 2, 30_000)).toBe(true);
+      expect(await until(async () => rx.hits.length === 2, 30_000)).toBe(true);
       expect((await t.request("DELETE", `/v1/videos/${up.video_id}`, { token: a.key })).status).toBe(204);
-      expect(await until(() => rx.hits.length === 3)).toBe(true);
+      expect(await until(async () => rx.hits.length === 3)).toBe(true);
 
       const byEvent = Object.fromEntries(rx.hits.map((h) => [h.body.event, h.body.data]));
       expect(byEvent).toEqual({

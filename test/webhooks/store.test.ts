@@ -13,8 +13,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const endpoint = (id: string, isActive = 1) =>
-  store.insert({
+const endpoint = async (id: string, isActive = 1) =>
+  await store.insert({
     id,
     account_id: a.accountId,
     url: "https://hooks.example.com/x",
@@ -24,8 +24,8 @@ const endpoint = (id: string, isActive = 1) =>
     created_at: "2026-01-01T00:00:00.000Z",
     updated_at: "2026-01-01T00:00:00.000Z",
   });
-const delivery = (webhookId: string, n: number, dueAt: number) =>
-  store.insertDelivery({
+const delivery = async (webhookId: string, n: number, dueAt: number) =>
+  await store.insertDelivery({
     id: `del_${webhookId}_${n}`,
     webhook_id: webhookId,
     account_id: a.accountId,
@@ -42,24 +42,24 @@ const delivery = (webhookId: string, n: number, dueAt: number) =>
 const HOUR = 3_600_000;
 const past = (ms: number) => Date.now() - HOUR + ms;
 
-test("due rows: oldest first, active endpoints only, endpoints at their limit left out", () => {
-  endpoint("wh_busy");
-  endpoint("wh_quiet");
-  endpoint("wh_off", 0);
-  for (let i = 0; i < 150; i++) delivery("wh_busy", i, past(1_000 + i));
-  delivery("wh_quiet", 0, past(1_500));
-  delivery("wh_off", 0, past(1_000));
-  delivery("wh_quiet", 1, Date.now() + HOUR); // not due yet
+test("due rows: oldest first, active endpoints only, endpoints at their limit left out", async () => {
+  await endpoint("wh_busy");
+  await endpoint("wh_quiet");
+  await endpoint("wh_off", 0);
+  for (let i = 0; i < 150; i++) await delivery("wh_busy", i, past(1_000 + i));
+  await delivery("wh_quiet", 0, past(1_500));
+  await delivery("wh_off", 0, past(1_000));
+  await delivery("wh_quiet", 1, Date.now() + HOUR); // not due yet
 
   // Oldest due first: the busy endpoint fills the batch …
-  expect(store.due(100).map((d) => d.webhook_id)).toEqual(Array(100).fill("wh_busy"));
+  expect((await store.due(100)).map((d) => d.webhook_id)).toEqual(Array(100).fill("wh_busy"));
   // … unless it is left out because it is at its limit; then the quiet endpoint is next (its
   // second row is not due for an hour).
-  expect(store.due(100, ["wh_busy"]).map((d) => d.id)).toEqual(["del_wh_quiet_0"]);
+  expect((await store.due(100, ["wh_busy"])).map((d) => d.id)).toEqual(["del_wh_quiet_0"]);
 
   // Fan-out is idempotent per (endpoint, event): a second row for the same pair is ignored.
-  delivery("wh_quiet", 0, past(1_500));
-  store.insertDelivery({
+  await delivery("wh_quiet", 0, past(1_500));
+  await store.insertDelivery({
     id: "del_dup",
     webhook_id: "wh_quiet",
     account_id: a.accountId,
@@ -71,32 +71,30 @@ test("due rows: oldest first, active endpoints only, endpoints at their limit le
     next_attempt_at: 1,
     created_at: "x",
   });
-  expect(store.countDeliveries("wh_quiet")).toBe(2);
+  expect(await store.countDeliveries("wh_quiet")).toBe(2);
 
   // Account deletion's immediate attempt looks up one event's pending rows on active endpoints.
-  expect(
-    store
-      .pendingForEvent(a.accountId, "evt_0")
-      .map((d) => d.webhook_id)
-      .sort(),
-  ).toEqual(["wh_busy", "wh_quiet"]);
-  store.deactivateAll(a.accountId);
-  expect(store.pendingForEvent(a.accountId, "evt_0")).toEqual([]);
-  expect(store.due(100)).toEqual([]);
+  expect((await store.pendingForEvent(a.accountId, "evt_0")).map((d) => d.webhook_id).sort()).toEqual([
+    "wh_busy",
+    "wh_quiet",
+  ]);
+  await store.deactivateAll(a.accountId);
+  expect(await store.pendingForEvent(a.accountId, "evt_0")).toEqual([]);
+  expect(await store.due(100)).toEqual([]);
 });
 
-test("claiming an attempt is a lease: compare-and-set on the attempt count, and no one else while it holds", () => {
-  endpoint("wh_claim");
-  delivery("wh_claim", 0, past(1_000));
-  expect(store.beginAttempt("del_wh_claim_0", 0, 50_000)).toBe(true);
-  expect(store.beginAttempt("del_wh_claim_0", 0, 50_000)).toBe(false); // a second claimant with the old count loses
+test("claiming an attempt is a lease: compare-and-set on the attempt count, and no one else while it holds", async () => {
+  await endpoint("wh_claim");
+  await delivery("wh_claim", 0, past(1_000));
+  expect(await store.beginAttempt("del_wh_claim_0", 0, 50_000)).toBe(true);
+  expect(await store.beginAttempt("del_wh_claim_0", 0, 50_000)).toBe(false); // a second claimant with the old count loses
   // One that read the row after the claim (count 1) loses too, even ignoring the due time (account deletion).
-  expect(store.beginAttempt("del_wh_claim_0", 1, 50_000, true)).toBe(false);
-  const row = store.getDelivery("wh_claim", "del_wh_claim_0")!;
+  expect(await store.beginAttempt("del_wh_claim_0", 1, 50_000, true)).toBe(false);
+  const row = (await store.getDelivery("wh_claim", "del_wh_claim_0"))!;
   expect(row).toMatchObject({ attempts: 1, status: "pending" });
   expect(row.next_attempt_at).toBeGreaterThan(Date.now() + 40_000); // pushed out by the hold: not due meanwhile
-  expect(store.due(100, [])).toEqual([]);
-  expect(store.requeueFailed(row.id)).toBe(false); // only failed rows can be requeued
+  expect(await store.due(100, [])).toEqual([]);
+  expect(await store.requeueFailed(row.id)).toBe(false); // only failed rows can be requeued
   // A stale attempt's outcome (attempt 2 never began) changes nothing; attempt 1's is recorded and lets go.
   const outcome = {
     status: "pending" as const,
@@ -106,8 +104,8 @@ test("claiming an attempt is a lease: compare-and-set on the attempt count, and 
     error: "HTTP 500",
     deliveredAt: null,
   };
-  expect(store.recordOutcome(row.id, 2, outcome)).toBe(false);
-  expect(store.recordOutcome(row.id, 1, outcome)).toBe(true);
-  expect(store.due(100).map((d) => d.id)).toEqual(["del_wh_claim_0"]);
-  expect(store.beginAttempt("del_wh_claim_0", 1, 50_000)).toBe(true);
+  expect(await store.recordOutcome(row.id, 2, outcome)).toBe(false);
+  expect(await store.recordOutcome(row.id, 1, outcome)).toBe(true);
+  expect((await store.due(100)).map((d) => d.id)).toEqual(["del_wh_claim_0"]);
+  expect(await store.beginAttempt("del_wh_claim_0", 1, 50_000)).toBe(true);
 });

@@ -23,7 +23,7 @@ beforeAll(async () => {
   first = await startTestApp(ENV, { prefix: "vsearch-two-dispatchers-" });
   second = await startTestApp(ENV, { dataDir: first.dir, nodeId: "node_second" });
   second.clock.now += 120_000; // another machine, its clock two minutes ahead
-  a = createKeyTenant(first);
+  a = await createKeyTenant(first);
   await first.app.start();
   await second.app.start();
 });

@@ -78,8 +78,11 @@ describe("webhook endpoints", () => {
   });
 
   test("bad input is 422 and stores nothing", async () => {
-    const all = () => t.stores.accounts.listAccounts().reduce((n, x) => n + t.stores.webhooks.list(x.id).length, 0);
-    const before = all();
+    const all = async () =>
+      (
+        await Promise.all((await t.stores.accounts.listAccounts()).map(async (x) => await t.stores.webhooks.list(x.id)))
+      ).reduce((n, l) => n + l.length, 0);
+    const before = await all();
     for (const body of [
       { url: "http://127.0.0.1:9/x", events: [] },
       { url: "http://127.0.0.1:9/x", events: ["nope"] },
@@ -91,7 +94,7 @@ describe("webhook endpoints", () => {
       const res = await t.request("POST", "/v1/webhooks", { token: a.key, json: body });
       expect(res.status, JSON.stringify(body)).toBe(422);
     }
-    expect(all()).toBe(before);
+    expect(await all()).toBe(before);
   });
 
   test("plan limit: free allows 3 active endpoints → 402 WEBHOOK_LIMIT_REACHED, also on re-activation", async () => {
@@ -121,7 +124,7 @@ describe("delivery", () => {
       rx.setSecret(data.secret);
       const res = await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
       expect(res.status).toBe(202);
-      expect(await until(() => rx.hits.length === 1)).toBe(true);
+      expect(await until(async () => rx.hits.length === 1)).toBe(true);
       const hit = rx.hits[0];
       expect(hit.signatureOk).toBe(true);
       expect(hit.headers["x-service-event"]).toBe("webhook.ping");
@@ -147,7 +150,7 @@ describe("delivery", () => {
       // a wrong secret does not verify
       rx.setSecret("whsec_wrong");
       await t.request("POST", `/v1/webhooks/${data.id}/test`, { token: a.key });
-      expect(await until(() => rx.hits.length === 2)).toBe(true);
+      expect(await until(async () => rx.hits.length === 2)).toBe(true);
       expect(rx.hits[1].signatureOk).toBe(false);
     } finally {
       await rx.stop();
@@ -196,15 +199,15 @@ describe("delivery", () => {
       const i = (await json(await register(a.key, inactive.url, ["video.created", "video.deleted"]))).data;
       await t.request("PATCH", `/v1/webhooks/${i.id}`, { token: a.key, json: { is_active: false } });
       // Events enter the outbox exactly as the services write them, and the same event wakes the dispatcher.
-      t.stores.events.record(a.accountId, "video.created", {
+      await t.stores.events.record(a.accountId, "video.created", {
         video_id: "vid_x",
         job_id: "job_x",
         collection_id: "col_x",
         filename: "x.mp4",
       });
-      t.stores.events.record(a.accountId, "video.deleted", { video_id: "vid_x", collection_id: "col_x" });
+      await t.stores.events.record(a.accountId, "video.deleted", { video_id: "vid_x", collection_id: "col_x" });
       t.bus.publish({ type: "outbox.written", accountId: a.accountId });
-      expect(await until(() => subscribed.hits.length >= 1)).toBe(true);
+      expect(await until(async () => subscribed.hits.length >= 1)).toBe(true);
       await Bun.sleep(500);
       expect(subscribed.hits.map((h) => h.body.event)).toEqual(["video.deleted"]);
       expect(inactive.hits).toHaveLength(0);

@@ -8,7 +8,7 @@
 import type postgres from "postgres";
 import { StoreError, toStoreError } from "../errors.ts";
 import { type Executor, type InsertSpec, type Param, type Sql, textFor } from "../executor.ts";
-import type { TxScope, TxScopes } from "../tx-scope.ts";
+import type { AsyncUnitOfWork, TxScope, TxScopes } from "../tx-scope.ts";
 import { rewritePlaceholders } from "./placeholders.ts";
 
 /** A pool, a transaction or a savepoint: what statements are sent through. */
@@ -24,10 +24,18 @@ type Row = Record<string, unknown>;
 export class PgExecutor implements Executor {
   readonly backend = "postgres" as const;
 
+  /** Set by the opener once the store's unit of work exists (it is built over the same scopes). */
+  uow: AsyncUnitOfWork | undefined;
+
   constructor(
     private readonly pool: postgres.Sql,
     private readonly scopes: TxScopes<PgConn>,
   ) {}
+
+  async transaction<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.uow) throw new StoreError("misuse", "executor used before its store finished opening");
+    return await this.uow.run(fn);
+  }
 
   /** The error a driver failure leaves as; inside a unit of work it also names an earlier failure that aborted it. */
   private failed(err: unknown, scope: TxScope<PgConn> | undefined): unknown {

@@ -100,11 +100,13 @@ export async function openPgStore(url: string, opts: OpenPgOptions = {}): Promis
       schemaVersion: migration ? migration.version : await schemaVersion(pool),
     };
     const scopes = new TxScopes<PgConn>();
+    const exec = new PgExecutor(pool, scopes);
+    exec.uow = pgUnitOfWork(pool, scopes, { onError: opts.onError, maxAttempts: opts.maxAttempts });
     return {
       kind: "postgres",
       pool,
-      exec: new PgExecutor(pool, scopes),
-      uow: pgUnitOfWork(pool, scopes, { onError: opts.onError, maxAttempts: opts.maxAttempts }),
+      exec,
+      uow: exec.uow,
       server,
       close: () => pool.end({ timeout: 5 }),
     };

@@ -3,15 +3,18 @@
  * `describe.each(BACKENDS)` for what every backend must do, and PostgreSQL-only blocks for what
  * only a server has (SQLSTATEs, LISTEN, SKIP LOCKED, advisory locks).
  *
- * Only PostgreSQL is registered for now (the `pg` project, one migrated database per test file).
- * The async SQLite executor of issue 24 registers itself here, next to it, and the `sqlite`
- * project then runs these files too.
+ * Both backends are registered: the embedded SQLite store (a fresh file per `open`) and
+ * PostgreSQL (the `pg` project's database of this test file). The files run in the `pg` project;
+ * without a PostgreSQL there, its half is skipped and the SQLite half still runs.
  */
+import { join } from "node:path";
 import { afterAll } from "vitest";
+import { openStore } from "../../../src/store/database.ts";
 import type { Executor } from "../../../src/store/executor.ts";
 import { type OpenPgOptions, openPgStore, type PgStore } from "../../../src/store/pg/open.ts";
 import type { AsyncUnitOfWork } from "../../../src/store/tx-scope.ts";
 import { pgAvailable, pgTest } from "../../pg/database.ts";
+import { tempDirs } from "../../helpers/temp.ts";
 
 export interface OpenedBackend {
   readonly exec: Executor;
@@ -21,7 +24,7 @@ export interface OpenedBackend {
 }
 
 export interface ConformanceBackend {
-  readonly name: "postgres";
+  readonly name: "sqlite" | "postgres";
   /** False: this run has no such backend; its tests are skipped (test/pg says why, once). */
   readonly available: () => boolean;
   /** A store on this test file's database (closed after the file). */
@@ -51,7 +54,25 @@ export const postgresBackend: ConformanceBackend = {
   open: (opts = {}) => openPg(opts),
 };
 
-export const BACKENDS: ConformanceBackend[] = [postgresBackend];
+const sqliteDirs = tempDirs("conformance");
+const sqliteOpened: { close(): void }[] = [];
+afterAll(() => {
+  for (const s of sqliteOpened.splice(0)) s.close();
+});
+
+/** A SQLite store on a fresh file (its own directory, removed after the file's tests). */
+export const sqliteBackend: ConformanceBackend = {
+  name: "sqlite",
+  available: () => true,
+  open: async () => {
+    const errors: unknown[] = [];
+    const store = openStore(join(sqliteDirs.make(), "vsearch.db"), { onError: (e) => errors.push(e) });
+    sqliteOpened.push(store);
+    return { exec: store.exec, uow: store.uow, errors };
+  },
+};
+
+export const BACKENDS: ConformanceBackend[] = [sqliteBackend, postgresBackend];
 
 /** A promise and its resolver: lets a test hold one flow at a known point while another acts. */
 export function gate(): { promise: Promise<void>; open(): void } {

@@ -41,7 +41,7 @@ describe.skipIf(!pgAvailable())("LISTEN / NOTIFY", () => {
   async function drained(): Promise<void> {
     const marker = `marker-${++markers}`;
     await publish(s.exec, "vs_test", marker);
-    expect(await until(() => got.includes(marker))).toBe(true);
+    expect(await until(async () => got.includes(marker))).toBe(true);
   }
 
   test("published inside a unit of work: delivered after the commit, not before", async () => {
@@ -57,7 +57,7 @@ describe.skipIf(!pgAvailable())("LISTEN / NOTIFY", () => {
     expect(got).not.toContain("after-commit");
     commit.open();
     await tx;
-    expect(await until(() => got.includes("after-commit"))).toBe(true);
+    expect(await until(async () => got.includes("after-commit"))).toBe(true);
     expect(listens).toBe(1);
   });
 
@@ -76,10 +76,10 @@ describe.skipIf(!pgAvailable())("LISTEN / NOTIFY", () => {
     const pid = sub.pid();
     expect(pid).toBeGreaterThan(0);
     await pgTest().admin`SELECT pg_terminate_backend(${pid ?? 0})`;
-    expect(await until(() => listens === 2, 30_000)).toBe(true);
+    expect(await until(async () => listens === 2, 30_000)).toBe(true);
     expect(sub.pid()).not.toBe(pid);
     await publish(s.exec, "vs_test", "after-reconnect");
-    expect(await until(() => got.includes("after-reconnect"))).toBe(true);
+    expect(await until(async () => got.includes("after-reconnect"))).toBe(true);
     expect(errors).toEqual([]);
   });
 
@@ -95,7 +95,7 @@ describe.skipIf(!pgAvailable())("LISTEN / NOTIFY", () => {
     const other: string[] = [];
     const second = await listen(s.pool, "vs_other", { onNotify: (p) => void other.push(p) });
     await publish(s.exec, "vs_other", "one");
-    expect(await until(() => other.includes("one"))).toBe(true);
+    expect(await until(async () => other.includes("one"))).toBe(true);
     await second.unlisten();
     await publish(s.exec, "vs_other", "two");
     await drained();
