@@ -143,7 +143,7 @@ export class AccountStore {
   async endSessions(userId: string, at: string, keep: string | null = null): Promise<number> {
     return (
       await this.db.run(
-        "UPDATE sessions SET ended_at = ? WHERE user_id = ? AND ended_at IS NULL AND id IS NOT ?",
+        "UPDATE sessions SET ended_at = ? WHERE user_id = ? AND ended_at IS NULL AND id IS DISTINCT FROM CAST(? AS TEXT)",
         at,
         userId,
         keep,

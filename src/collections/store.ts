@@ -100,7 +100,7 @@ export class CollectionStore {
       `SELECT collection_id, video_id FROM (
            SELECT collection_id, id AS video_id,
                   row_number() OVER (PARTITION BY collection_id ORDER BY created_at DESC) AS rn
-             FROM videos WHERE poster_path IS NOT NULL AND collection_id IN (${ids.map(() => "?").join(",")}))
+             FROM videos WHERE poster_path IS NOT NULL AND collection_id IN (${ids.map(() => "?").join(",")})) AS ranked
           WHERE rn <= ?`,
       ...ids,
       perCollection,

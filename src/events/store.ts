@@ -1,7 +1,17 @@
 import type { Executor } from "../store/executor.ts";
 import { newId, nowIso } from "../core/ids.ts";
-import { DATABASE_CLOCK, type DbClock, dbNowMs } from "../store/sql.ts";
+import { DATABASE_CLOCK, type DbClock, withDbNow } from "../store/sql.ts";
 import type { EventRecord, EventType } from "./schema.ts";
+
+/** The fan-out claim (below); on PostgreSQL the pick skips rows another claimer has locked. */
+const CLAIM_UNDISPATCHED = withDbNow(
+  (now, backend) => `UPDATE events SET claimed_by = ?2, claim_expires_at = ${now} + ?3
+          WHERE seq IN (SELECT seq FROM events
+                         WHERE dispatched_at IS NULL AND (claim_expires_at IS NULL OR claim_expires_at <= ${now})
+                         ORDER BY seq LIMIT ?4${backend === "postgres" ? " FOR UPDATE SKIP LOCKED" : ""})
+            AND dispatched_at IS NULL AND (claim_expires_at IS NULL OR claim_expires_at <= ${now})
+          RETURNING *`,
+);
 
 /**
  * The outbox. `record` must be called inside the transaction of the change that caused the
@@ -42,12 +52,7 @@ export class EventStore {
   async claimUndispatched(owner: string, holdMs: number, limit: number): Promise<EventRecord[]> {
     return (
       await this.db.write<EventRecord>(
-        `UPDATE events SET claimed_by = ?2, claim_expires_at = ${dbNowMs("?1")} + ?3
-          WHERE seq IN (SELECT seq FROM events
-                         WHERE dispatched_at IS NULL AND (claim_expires_at IS NULL OR claim_expires_at <= ${dbNowMs("?1")})
-                         ORDER BY seq LIMIT ?4)
-            AND dispatched_at IS NULL AND (claim_expires_at IS NULL OR claim_expires_at <= ${dbNowMs("?1")})
-          RETURNING *`,
+        CLAIM_UNDISPATCHED,
         this.clock.skewMs(),
         owner,
         holdMs,

@@ -1,4 +1,4 @@
-import type { Executor } from "../store/executor.ts";
+import { dialect, type Executor } from "../store/executor.ts";
 import { ftsText } from "./fts-text.ts";
 
 export interface VideoScope {
@@ -49,6 +49,25 @@ export const toFloat32 = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.by
  * and their vectors. Each `replace*` deletes the video's previous rows of that kind first, so a
  * re-run stage (after a crash, or `reindex`) never duplicates anything.
  */
+/** The models a ready video's rows were made with (IndexStore.modelCoverage), comma-joined per role. */
+const coverage = (where: string) => {
+  const text = (concat: (col: string) => string) => `SELECT v.id, v.stages, v.has_audio,
+                (SELECT ${concat("model_id")} FROM frames f WHERE f.video_id = v.id) AS frame_models,
+                (SELECT ${concat("model_id")} FROM transcript_segments t WHERE t.video_id = v.id) AS transcript_models
+           FROM videos v WHERE v.status IN ('ready', 'failed') ${where} ORDER BY v.id`;
+  return dialect({
+    sqlite: text((c) => `group_concat(DISTINCT ${c})`),
+    pg: text((c) => `string_agg(DISTINCT ${c}, ',')`),
+  });
+};
+const COVERAGE = coverage("");
+/** vec0 tables exist only in the embedded store's sqlite-vec mode. */
+const VEC_TABLES = dialect({
+  sqlite: "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB ?",
+  pg: { unsupported: "embedded only: sqlite-vec (vec0) tables" },
+});
+const COVERAGE_OF_ACCOUNT = coverage("AND v.account_id = ?");
+
 export class IndexStore {
   private readonly vecTables = new Set<string>();
 
@@ -75,7 +94,7 @@ export class IndexStore {
   private async existingVecTables(kind: "frames" | "shots"): Promise<string[]> {
     return (
       await this.db.all<{ name: string }>(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB ?",
+        VEC_TABLES,
         `vec_${kind}_[0-9]*`,
       )
     )
@@ -239,7 +258,7 @@ export class IndexStore {
   /** The video's shots in order (a resumed run's enrichment stages need them). */
   async shotSpans(videoId: string): Promise<{ index: number; start: number; end: number }[]> {
     return await this.db.all<{ index: number; start: number; end: number }>(
-      "SELECT shot_index AS [index], start_secs AS start, end_secs AS end FROM shots WHERE video_id = ? ORDER BY shot_index",
+      'SELECT shot_index AS "index", start_secs AS start, end_secs AS end FROM shots WHERE video_id = ? ORDER BY shot_index',
       videoId,
     );
   }
@@ -250,7 +269,7 @@ export class IndexStore {
   ): Promise<{ id: number; timestamp: number; shot_index: number; model_id: string; has_vector: boolean }[]> {
     return (
       await this.db.all<{ id: number; timestamp: number; shot_index: number; model_id: string; has_vector: number }>(
-        `SELECT f.id, f.timestamp, f.shot_index, f.model_id, EXISTS (SELECT 1 FROM frame_vectors v WHERE v.frame_id = f.id) AS has_vector
+        `SELECT f.id, f.timestamp, f.shot_index, f.model_id, CASE WHEN EXISTS (SELECT 1 FROM frame_vectors v WHERE v.frame_id = f.id) THEN 1 ELSE 0 END AS has_vector
          FROM frames f WHERE f.video_id = ? ORDER BY f.timestamp`,
         videoId,
       )
@@ -292,10 +311,7 @@ export class IndexStore {
       frame_models: string | null;
       transcript_models: string | null;
     }>(
-      `SELECT v.id, v.stages, v.has_audio,
-                (SELECT group_concat(DISTINCT model_id) FROM frames f WHERE f.video_id = v.id) AS frame_models,
-                (SELECT group_concat(DISTINCT model_id) FROM transcript_segments t WHERE t.video_id = v.id) AS transcript_models
-           FROM videos v WHERE v.status IN ('ready', 'failed') ${accountId ? "AND v.account_id = ?" : ""} ORDER BY v.id`,
+      accountId ? COVERAGE_OF_ACCOUNT : COVERAGE,
       ...(accountId ? [accountId] : []),
     );
     const out = {

@@ -7,6 +7,10 @@ import type { JobRow, JobStatus } from "./schema.ts";
  * tasks (task-store.ts, lease-queue.ts); these rows follow it: `pending` when the ingest task is
  * claimed, `processing` with its stage and progress, `done` / `failed` when the job's last task ends.
  */
+/** Listed, not `*`: PostgreSQL's `jobs` has a `rowid` column rows must not take into answers. */
+const JOB_COLUMNS =
+  "id, account_id, video_id, status, stage, progress_pct, stages_pending, error_code, error_message, attempts, created_at, updated_at";
+
 export class JobStore {
   constructor(private readonly db: Executor) {}
 
@@ -22,11 +26,11 @@ export class JobStore {
   }
 
   async get(accountId: string, id: string): Promise<JobRow | null> {
-    return await this.db.get<JobRow>("SELECT * FROM jobs WHERE account_id = ? AND id = ?", accountId, id);
+    return await this.db.get<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE account_id = ? AND id = ?`, accountId, id);
   }
 
   async getById(id: string): Promise<JobRow | null> {
-    return await this.db.get<JobRow>("SELECT * FROM jobs WHERE id = ?", id);
+    return await this.db.get<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`, id);
   }
 
   private where(accountId: string, f: { status?: JobStatus; videoId?: string }) {
@@ -45,7 +49,7 @@ export class JobStore {
   ): Promise<JobRow[]> {
     const w = this.where(accountId, f);
     return await this.db.all<JobRow>(
-      `SELECT * FROM jobs WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`,
+      `SELECT ${JOB_COLUMNS} FROM jobs WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`,
       ...w.args,
       limit,
       offset,
@@ -113,7 +117,7 @@ export class JobStore {
         await this.db.write<JobRow>(
           `UPDATE jobs SET status = 'queued', stage = NULL, progress_pct = 0, error_code = NULL, error_message = NULL, attempts = 0,
                 stages_pending = '[]', updated_at = ?
-          WHERE account_id = ? AND id = ? AND status = 'failed' RETURNING *`,
+          WHERE account_id = ? AND id = ? AND status = 'failed' RETURNING ${JOB_COLUMNS}`,
           nowIso(),
           accountId,
           id,

@@ -1,7 +1,10 @@
 import type { Executor } from "../store/executor.ts";
-import { DATABASE_CLOCK, type DbClock, dbNowMs } from "../store/sql.ts";
+import { DATABASE_CLOCK, type DbClock, withDbNow } from "../store/sql.ts";
 
-const NOW = dbNowMs("?1"); // every statement below binds the clock skew as its first parameter
+// Every statement written with `withDbNow` reads the database's clock and binds its skew as ?1.
+
+/** The larger of two numbers: SQLite's scalar max(a, b) is GREATEST on PostgreSQL. */
+const greatest = (backend: "sqlite" | "postgres") => (backend === "postgres" ? "GREATEST" : "max");
 
 /** What the one lease queue runs (docs/ARCHITECTURE.md "The task queue"). */
 export const TASK_KINDS = ["ingest", "ocr", "rendition"] as const;
@@ -47,6 +50,33 @@ export interface ClaimRequest {
  * UPDATE (`state = 'queued' OR lease expired`) is what keeps a claim single when two claimers pick
  * the same row under READ COMMITTED (the second one's UPDATE re-reads the row and matches nothing).
  */
+/**
+ * The fair claim (TaskStore.claim). On PostgreSQL the pick skips rows another claimer has locked
+ * and the kinds come as a jsonb array; the UPDATE's own guard keeps a claim single either way.
+ */
+const CLAIM = withDbNow(
+  (now, backend) => `WITH clock AS (SELECT ${now} AS now),
+         live AS (
+           SELECT t.account_id, count(*) AS n, sum(clock.now - t.started_at) AS ran
+             FROM tasks t CROSS JOIN clock
+            WHERE t.state = 'running' AND t.lease_expires_at > clock.now
+            GROUP BY t.account_id),
+         pick AS (
+           SELECT t.id FROM tasks t CROSS JOIN clock
+             LEFT JOIN live ON live.account_id = t.account_id
+             LEFT JOIN task_accounts a ON a.account_id = t.account_id
+            WHERE t.kind IN (${backend === "postgres" ? "SELECT jsonb_array_elements_text(?2::jsonb)" : "SELECT value FROM json_each(?2)"})
+              AND (t.state = 'queued' OR t.lease_expires_at <= clock.now)
+              AND (?3 = 0 OR coalesce(live.n, 0) < ?3)
+            ORDER BY coalesce(live.n, 0), coalesce(a.served_ms, 0) + coalesce(live.ran, 0), t.id
+            LIMIT 1${backend === "postgres" ? " FOR UPDATE OF t SKIP LOCKED" : ""})
+         UPDATE tasks SET state = 'running', lease_owner = ?4, lease_node = ?5, attempts = attempts + 1,
+                started_at = (SELECT now FROM clock), lease_expires_at = (SELECT now FROM clock) + ?6
+          WHERE id = (SELECT id FROM pick)
+            AND (state = 'queued' OR lease_expires_at <= (SELECT now FROM clock))
+          RETURNING *`,
+);
+
 export class TaskStore {
   constructor(
     private readonly db: Executor,
@@ -75,8 +105,10 @@ export class TaskStore {
     return (
       (
         await this.db.run(
-          `INSERT INTO tasks (kind, account_id, video_id, job_id, payload, state, queued_at)
-           VALUES (?2, ?3, ?4, ?5, ?6, 'queued', ${NOW}) ON CONFLICT DO NOTHING`,
+          withDbNow(
+            (now) => `INSERT INTO tasks (kind, account_id, video_id, job_id, payload, state, queued_at)
+           VALUES (?2, ?3, ?4, ?5, ?6, 'queued', ${now}) ON CONFLICT DO NOTHING`,
+          ),
           this.clock.skewMs(),
           t.kind,
           t.accountId,
@@ -99,26 +131,7 @@ export class TaskStore {
     return (
       (
         await this.db.write<TaskRow>(
-          `WITH clock AS (SELECT ${NOW} AS now),
-         live AS (
-           SELECT t.account_id, count(*) AS n, sum(clock.now - t.started_at) AS ran
-             FROM tasks t CROSS JOIN clock
-            WHERE t.state = 'running' AND t.lease_expires_at > clock.now
-            GROUP BY t.account_id),
-         pick AS (
-           SELECT t.id FROM tasks t CROSS JOIN clock
-             LEFT JOIN live ON live.account_id = t.account_id
-             LEFT JOIN task_accounts a ON a.account_id = t.account_id
-            WHERE t.kind IN (SELECT value FROM json_each(?2))
-              AND (t.state = 'queued' OR t.lease_expires_at <= clock.now)
-              AND (?3 = 0 OR coalesce(live.n, 0) < ?3)
-            ORDER BY coalesce(live.n, 0), coalesce(a.served_ms, 0) + coalesce(live.ran, 0), t.id
-            LIMIT 1)
-         UPDATE tasks SET state = 'running', lease_owner = ?4, lease_node = ?5, attempts = attempts + 1,
-                started_at = (SELECT now FROM clock), lease_expires_at = (SELECT now FROM clock) + ?6
-          WHERE id = (SELECT id FROM pick)
-            AND (state = 'queued' OR lease_expires_at <= (SELECT now FROM clock))
-          RETURNING *`,
+          CLAIM,
           this.clock.skewMs(),
           JSON.stringify(r.kinds),
           r.maxRunningPerAccount,
@@ -139,7 +152,9 @@ export class TaskStore {
     return new Set(
       (
         await this.db.write<{ id: number }>(
-          `UPDATE tasks SET lease_expires_at = ${NOW} + ?2 WHERE lease_owner = ?3 AND state = 'running' RETURNING id`,
+          withDbNow(
+            (now) => `UPDATE tasks SET lease_expires_at = ${now} + ?2 WHERE lease_owner = ?3 AND state = 'running' RETURNING id`,
+          ),
           this.clock.skewMs(),
           leaseMs,
           owner,
@@ -157,8 +172,10 @@ export class TaskStore {
     const done =
       (
         await this.db.write<{ account_id: string; kind: TaskKind; ran: number }>(
-          `DELETE FROM tasks WHERE id = ?2 AND lease_owner = ?3 AND state = 'running'
-         RETURNING account_id, kind, max(${NOW} - started_at, 0) AS ran`,
+          withDbNow(
+            (now, backend) => `DELETE FROM tasks WHERE id = ?2 AND lease_owner = ?3 AND state = 'running'
+         RETURNING account_id, kind, ${greatest(backend)}(${now} - started_at, 0) AS ran`,
+          ),
           this.clock.skewMs(),
           id,
           owner,
@@ -177,10 +194,12 @@ export class TaskStore {
     const back =
       (
         await this.db.write<{ account_id: string; ran: number }>(
-          `UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_node = NULL, lease_expires_at = NULL,
-                started_at = NULL, attempts = max(attempts - ?2, 0)
+          withDbNow(
+            (now, backend) => `UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_node = NULL, lease_expires_at = NULL,
+                started_at = NULL, attempts = ${greatest(backend)}(attempts - ?2, 0)
           WHERE id = ?3 AND lease_owner = ?4 AND state = 'running'
-          RETURNING account_id, max(${NOW} - coalesce(started_at, 0), 0) AS ran`,
+          RETURNING account_id, ${greatest(backend)}(${now} - coalesce(started_at, 0), 0) AS ran`,
+          ),
           this.clock.skewMs(),
           uncount ? 1 : 0,
           id,
@@ -230,7 +249,7 @@ export class TaskStore {
   /** Every task waiting or running, in queue order (operators' and tests' view). */
   async list(f: { videoId?: string; accountId?: string } = {}): Promise<TaskRow[]> {
     return await this.db.all<TaskRow>(
-      "SELECT * FROM tasks WHERE (?1 IS NULL OR video_id = ?1) AND (?2 IS NULL OR account_id = ?2) ORDER BY id",
+      "SELECT * FROM tasks WHERE (CAST(?1 AS TEXT) IS NULL OR video_id = ?1) AND (CAST(?2 AS TEXT) IS NULL OR account_id = ?2) ORDER BY id",
       f.videoId ?? null,
       f.accountId ?? null,
     );

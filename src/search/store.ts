@@ -3,7 +3,7 @@
  * house keeps a domain's SQL in its store. Over the ~450-line guide for that reason; the OCR text
  * (ocr-store.ts), feedback (feedback-store.ts) and the change log (vector-change-store.ts) are apart.
  */
-import type { Executor } from "../store/executor.ts";
+import { dialect, type Executor } from "../store/executor.ts";
 import { ftsMatching, inChunks } from "../store/sql.ts";
 
 /** Which part of an account a search covers. */
@@ -81,6 +81,14 @@ export interface IndexRow {
 const TOLERANCE = 0.0100001;
 
 const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(",");
+
+/** An account's distinct shot labels (SearchStore.sceneVocabulary). */
+const SCENE_LABELS = dialect({
+  sqlite: `SELECT DISTINCT lower(json_extract(j.value, '$.label')) AS label FROM shots s, json_each(s.labels) j
+         WHERE s.account_id = ? AND json_extract(j.value, '$.label') IS NOT NULL`,
+  pg: `SELECT DISTINCT lower(j.value->>'label') AS label FROM shots s, jsonb_array_elements(s.labels::jsonb) j
+         WHERE s.account_id = ? AND j.value->>'label' IS NOT NULL`,
+});
 
 /** The vec0 table of a kind and dimension, as IndexStore names them; null for anything else. */
 export const vecTableName = (kind: VectorKind, dim: number): string | null =>
@@ -375,9 +383,13 @@ export class SearchStore {
   async shotsWithLabels(scope: SearchScope, labels: string[]): Promise<Map<string, Set<number>>> {
     const w = this.scopeSql("s", scope);
     const wanted = labels.map((l) => l.toLowerCase());
+    const text = (elements: string, label: string) => `SELECT s.video_id, s.shot_index FROM shots s WHERE ${w.sql} AND EXISTS (
+           SELECT 1 FROM ${elements} j WHERE lower(${label}) IN (${placeholders(wanted.length)}))`;
     const rows = await this.db.all<{ video_id: string; shot_index: number }>(
-      `SELECT s.video_id, s.shot_index FROM shots s WHERE ${w.sql} AND EXISTS (
-           SELECT 1 FROM json_each(s.labels) j WHERE lower(json_extract(j.value, '$.label')) IN (${placeholders(wanted.length)}))`,
+      dialect({
+        sqlite: text("json_each(s.labels)", "json_extract(j.value, '$.label')"),
+        pg: text("jsonb_array_elements(s.labels::jsonb)", "j.value->>'label'"),
+      }),
       ...w.args,
       ...wanted,
     );
@@ -418,8 +430,7 @@ export class SearchStore {
   async sceneVocabulary(accountId: string): Promise<{ labels: string[]; captions: number }> {
     const labels = (
       await this.db.all<{ label: string }>(
-        `SELECT DISTINCT lower(json_extract(j.value, '$.label')) AS label FROM shots s, json_each(s.labels) j
-         WHERE s.account_id = ? AND json_extract(j.value, '$.label') IS NOT NULL`,
+        SCENE_LABELS,
         accountId,
       )
     ).map((r) => r.label);

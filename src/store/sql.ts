@@ -1,4 +1,5 @@
-import { dialect, type Executor } from "./executor.ts";
+import { type DialectSql, dialect, type Executor } from "./executor.ts";
+import { pgDbNowMs } from "./pg/clock.ts";
 
 /** Rows per `IN (…)` list: SQLite allows 32 766 bound values; smaller lists keep each statement cheap to prepare. */
 export const IN_CHUNK = 500;
@@ -66,10 +67,18 @@ export async function ftsMatching(
  * is a skew added to it: 0 in production (`DbClock.skewMs`; tests shift it to fast-forward lease
  * expiry). Leases, due times and claims are compared against this, never against a process's
  * clock, so processes on machines whose clocks drift apart still agree on who holds what. SQLite
- * keeps 'now' fixed within one statement. PostgreSQL: `(extract(epoch FROM clock_timestamp()) *
- * 1000)::bigint + $n`.
+ * keeps 'now' fixed within one statement. PostgreSQL: `pgDbNowMs` (statement_timestamp()); a store
+ * writes a statement that reads the clock through `withDbNow`, which gives both texts.
  */
 export const dbNowMs = (param: string): string => `(CAST(unixepoch('subsec') * 1000 AS INTEGER) + ${param})`;
+
+/**
+ * A statement that reads the database's clock, written once: `text(now)` is called with each
+ * backend's clock expression (skew placeholder `?1`) and the backend's name (a claim's pick adds
+ * `FOR UPDATE SKIP LOCKED` on PostgreSQL), giving the dialect pair a store runs.
+ */
+export const withDbNow = (text: (now: string, backend: "sqlite" | "postgres") => string): DialectSql =>
+  dialect({ sqlite: text(dbNowMs("?1"), "sqlite"), pg: text(pgDbNowMs("?1"), "postgres") });
 
 /** The skew `dbNowMs` adds: 0 except where a test runs the database's clock ahead. */
 export interface DbClock {

@@ -1,4 +1,11 @@
-import type { Executor } from "../store/executor.ts";
+import { dialect, type Executor } from "../store/executor.ts";
+
+/** The store's own tables, by name (the retention audit walks them all). */
+const TABLES = dialect({
+  sqlite: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+  pg: `SELECT table_name AS name FROM information_schema.tables
+        WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
+});
 
 export interface StoreCounts {
   accounts: number;
@@ -39,9 +46,7 @@ export class SystemStore {
   async tablesMentioning(needles: string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
     const tables = (
-      await this.db.all<{ name: string }>(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-      )
+      await this.db.all<{ name: string }>(TABLES)
     ).map((r) => r.name);
     // Every table once (the retention audit after an account deletion, a few dozen tables).
     for (const name of tables) {

@@ -16,6 +16,11 @@ const SET_STAGE_AND_PROGRESS = dialect({
   pg: "UPDATE videos SET stages = jsonb_set(coalesce(stages, '{}')::jsonb, ARRAY[?]::text[], ?::jsonb)::text, progress_pct = ? WHERE id = ?",
 });
 
+/** Listed, not `*`: PostgreSQL's `videos` has a `rowid` column rows must not take into answers. */
+const VIDEO_COLUMNS = `id, account_id, collection_id, filename, status, progress_pct, container, mime_type, duration_secs,
+  width, height, fps, codec, audio_codec, has_audio, file_size_bytes, storage_bytes, source_path, poster_path, stages,
+  error_code, error_message, content_hash, warning, created_at, updated_at`;
+
 export class VideoStore {
   constructor(private readonly db: Executor) {}
 
@@ -28,11 +33,11 @@ export class VideoStore {
   }
 
   async get(accountId: string, id: string): Promise<VideoRow | null> {
-    return await this.db.get<VideoRow>("SELECT * FROM videos WHERE account_id = ? AND id = ?", accountId, id);
+    return await this.db.get<VideoRow>(`SELECT ${VIDEO_COLUMNS} FROM videos WHERE account_id = ? AND id = ?`, accountId, id);
   }
 
   async getById(id: string): Promise<VideoRow | null> {
-    return await this.db.get<VideoRow>("SELECT * FROM videos WHERE id = ?", id);
+    return await this.db.get<VideoRow>(`SELECT ${VIDEO_COLUMNS} FROM videos WHERE id = ?`, id);
   }
 
   private where(accountId: string, f: VideoFilter): { sql: string; args: string[] } {
@@ -52,7 +57,7 @@ export class VideoStore {
   async list(accountId: string, f: VideoFilter, limit: number, offset: number): Promise<VideoRow[]> {
     const w = this.where(accountId, f);
     return await this.db.all<VideoRow>(
-      `SELECT * FROM videos WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`,
+      `SELECT ${VIDEO_COLUMNS} FROM videos WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`,
       ...w.args,
       limit,
       offset,
@@ -108,7 +113,7 @@ export class VideoStore {
   /** The collection's videos of exactly this size: the only ones an upload can be a byte-for-byte copy of. */
   async sameSize(accountId: string, collectionId: string, sizeBytes: number): Promise<VideoRow[]> {
     return await this.db.all<VideoRow>(
-      "SELECT * FROM videos WHERE account_id = ? AND collection_id = ? AND file_size_bytes = ? ORDER BY rowid",
+      `SELECT ${VIDEO_COLUMNS} FROM videos WHERE account_id = ? AND collection_id = ? AND file_size_bytes = ? ORDER BY rowid`,
       accountId,
       collectionId,
       sizeBytes,
@@ -122,7 +127,7 @@ export class VideoStore {
 
   async findByContent(accountId: string, collectionId: string, hash: string): Promise<VideoRow | null> {
     return await this.db.get<VideoRow>(
-      "SELECT * FROM videos WHERE account_id = ? AND collection_id = ? AND content_hash = ?",
+      `SELECT ${VIDEO_COLUMNS} FROM videos WHERE account_id = ? AND collection_id = ? AND content_hash = ?`,
       accountId,
       collectionId,
       hash,

@@ -1,9 +1,19 @@
-import type { Executor } from "../store/executor.ts";
+import { dialect, type Executor } from "../store/executor.ts";
 import { nowIso } from "../core/ids.ts";
-import { DATABASE_CLOCK, type DbClock, dbNowMs } from "../store/sql.ts";
+import { DATABASE_CLOCK, type DbClock, withDbNow } from "../store/sql.ts";
 
-/** The database's clock; every statement that uses it binds the clock's skew as its first parameter. */
-const NOW = dbNowMs("?1");
+// Every statement written with `withDbNow` reads the database's clock and binds its skew as ?1.
+
+/** Listed, not `*`: PostgreSQL's tables carry a `rowid` column rows must not take into answers. */
+const WEBHOOK_COLUMNS = "id, account_id, url, events, secret_sealed, is_active, created_at, updated_at";
+const DELIVERY_COLUMNS = `id, webhook_id, account_id, event_id, event, payload, status, attempts, manual_retry,
+  next_attempt_at, lease_expires_at, response_status, response_excerpt, error, created_at, delivered_at`;
+const DELIVERY_COLUMNS_OF_D = DELIVERY_COLUMNS.replace(/(\w+)/g, "d.$1");
+
+const SUBSCRIBERS = dialect({
+  sqlite: `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE account_id = ? AND is_active = 1 AND EXISTS (SELECT 1 FROM json_each(events) WHERE value = ?)`,
+  pg: `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE account_id = ? AND is_active = 1 AND jsonb_exists(events::jsonb, ?)`,
+});
 
 export interface WebhookRow {
   id: string;
@@ -58,15 +68,15 @@ export class WebhookStore {
   }
 
   async get(accountId: string, id: string): Promise<WebhookRow | null> {
-    return await this.db.get<WebhookRow>("SELECT * FROM webhooks WHERE account_id = ? AND id = ?", accountId, id);
+    return await this.db.get<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE account_id = ? AND id = ?`, accountId, id);
   }
 
   async getById(id: string): Promise<WebhookRow | null> {
-    return await this.db.get<WebhookRow>("SELECT * FROM webhooks WHERE id = ?", id);
+    return await this.db.get<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ?`, id);
   }
 
   async list(accountId: string): Promise<WebhookRow[]> {
-    return await this.db.all<WebhookRow>("SELECT * FROM webhooks WHERE account_id = ? ORDER BY rowid", accountId);
+    return await this.db.all<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE account_id = ? ORDER BY rowid`, accountId);
   }
 
   async countActive(accountId: string): Promise<number> {
@@ -94,7 +104,7 @@ export class WebhookStore {
   /** Active endpoints of an account subscribed to `type` (the fan-out targets of one event). */
   async subscribers(accountId: string, type: string): Promise<WebhookRow[]> {
     return await this.db.all<WebhookRow>(
-      "SELECT * FROM webhooks WHERE account_id = ? AND is_active = 1 AND EXISTS (SELECT 1 FROM json_each(events) WHERE value = ?)",
+      SUBSCRIBERS,
       accountId,
       type,
     );
@@ -105,8 +115,10 @@ export class WebhookStore {
     d: Omit<DeliveryRow, "response_status" | "response_excerpt" | "error" | "delivered_at" | "manual_retry">,
   ): Promise<void> {
     await this.db.run(
-      `INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, account_id, event_id, event, payload, status, attempts, next_attempt_at, created_at)
-         VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, coalesce(?10, ${NOW}), ?11)`,
+      withDbNow(
+        (now) => `INSERT INTO webhook_deliveries (id, webhook_id, account_id, event_id, event, payload, status, attempts, next_attempt_at, created_at)
+         VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, coalesce(?10, ${now}), ?11) ON CONFLICT DO NOTHING`,
+      ),
       this.clock.skewMs(),
       d.id,
       d.webhook_id,
@@ -123,7 +135,7 @@ export class WebhookStore {
 
   async getDelivery(webhookId: string, id: string): Promise<DeliveryRow | null> {
     return await this.db.get<DeliveryRow>(
-      "SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND id = ?",
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`,
       webhookId,
       id,
     );
@@ -131,7 +143,7 @@ export class WebhookStore {
 
   async listDeliveries(webhookId: string, limit: number, offset: number): Promise<DeliveryRow[]> {
     return await this.db.all<DeliveryRow>(
-      "SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`,
       webhookId,
       limit,
       offset,
@@ -154,11 +166,13 @@ export class WebhookStore {
    */
   async due(limit: number, skip: readonly string[] = []): Promise<DeliveryRow[]> {
     return await this.db.all<DeliveryRow>(
-      `SELECT d.* FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-          WHERE d.status = 'pending' AND d.next_attempt_at <= ${NOW} AND w.is_active = 1
-            AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ${NOW})
-            AND d.webhook_id NOT IN (SELECT value FROM json_each(?2))
+      withDbNow(
+        (now, backend) => `SELECT ${DELIVERY_COLUMNS_OF_D} FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+          WHERE d.status = 'pending' AND d.next_attempt_at <= ${now} AND w.is_active = 1
+            AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ${now})
+            AND d.webhook_id NOT IN (${backend === "postgres" ? "SELECT jsonb_array_elements_text(?2::jsonb)" : "SELECT value FROM json_each(?2)"})
           ORDER BY d.next_attempt_at LIMIT ?3`,
+      ),
       this.clock.skewMs(),
       JSON.stringify(skip),
       limit,
@@ -169,7 +183,7 @@ export class WebhookStore {
   async pendingForEvent(accountId: string, eventId: string): Promise<DeliveryRow[]> {
     // Through the account's endpoints, so the lookup uses the (webhook_id, event_id) unique index.
     return await this.db.all<DeliveryRow>(
-      `SELECT d.* FROM webhooks w JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.event_id = ?
+      `SELECT ${DELIVERY_COLUMNS_OF_D} FROM webhooks w JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.event_id = ?
           WHERE w.account_id = ? AND w.is_active = 1 AND d.status = 'pending'`,
       eventId,
       accountId,
@@ -192,10 +206,12 @@ export class WebhookStore {
     return (
       (
         await this.db.run(
-          `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${NOW} + ?2, lease_expires_at = ${NOW} + ?2
+          withDbNow(
+            (now) => `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${now} + ?2, lease_expires_at = ${now} + ?2
             WHERE id = ?3 AND attempts = ?4 AND status = 'pending'
-              AND (?5 = 1 OR next_attempt_at <= ${NOW})
-              AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})`,
+              AND (?5 = 1 OR next_attempt_at <= ${now})
+              AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})`,
+          ),
           this.clock.skewMs(),
           holdMs,
           id,
@@ -226,9 +242,12 @@ export class WebhookStore {
     return (
       (
         await this.db.run(
-          `UPDATE webhook_deliveries SET status = ?2, next_attempt_at = CASE WHEN ?3 IS NULL THEN NULL ELSE ${NOW} + ?3 END,
+          withDbNow(
+            (now) => `UPDATE webhook_deliveries SET status = ?2,
+                  next_attempt_at = CASE WHEN CAST(?3 AS BIGINT) IS NULL THEN NULL ELSE ${now} + CAST(?3 AS BIGINT) END,
                   lease_expires_at = NULL, response_status = ?4, response_excerpt = ?5, error = ?6, delivered_at = ?7
             WHERE id = ?8 AND attempts = ?9`,
+          ),
           this.clock.skewMs(),
           o.status,
           o.retryInMs,
@@ -248,8 +267,10 @@ export class WebhookStore {
     return (
       (
         await this.db.run(
-          `UPDATE webhook_deliveries SET status = 'pending', manual_retry = 1, next_attempt_at = ${NOW}, error = NULL
+          withDbNow(
+            (now) => `UPDATE webhook_deliveries SET status = 'pending', manual_retry = 1, next_attempt_at = ${now}, error = NULL
             WHERE id = ?2 AND status = 'failed'`,
+          ),
           this.clock.skewMs(),
           id,
         )
