@@ -50,15 +50,9 @@ export class EventStore {
    * PostgreSQL: the inner SELECT takes `FOR UPDATE SKIP LOCKED`.
    */
   async claimUndispatched(owner: string, holdMs: number, limit: number): Promise<EventRecord[]> {
-    return (
-      await this.db.write<EventRecord>(
-        CLAIM_UNDISPATCHED,
-        this.clock.skewMs(),
-        owner,
-        holdMs,
-        limit,
-      )
-    ).sort((a, b) => a.seq - b.seq);
+    return (await this.db.write<EventRecord>(CLAIM_UNDISPATCHED, this.clock.skewMs(), owner, holdMs, limit)).sort(
+      (a, b) => a.seq - b.seq,
+    );
   }
 
   /**

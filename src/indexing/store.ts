@@ -92,12 +92,7 @@ export class IndexStore {
   }
 
   private async existingVecTables(kind: "frames" | "shots"): Promise<string[]> {
-    return (
-      await this.db.all<{ name: string }>(
-        VEC_TABLES,
-        `vec_${kind}_[0-9]*`,
-      )
-    )
+    return (await this.db.all<{ name: string }>(VEC_TABLES, `vec_${kind}_[0-9]*`))
       .map((r) => r.name)
       .filter((n) => /^vec_(frames|shots)_\d+$/.test(n));
   }
@@ -310,10 +305,7 @@ export class IndexStore {
       has_audio: number;
       frame_models: string | null;
       transcript_models: string | null;
-    }>(
-      accountId ? COVERAGE_OF_ACCOUNT : COVERAGE,
-      ...(accountId ? [accountId] : []),
-    );
+    }>(accountId ? COVERAGE_OF_ACCOUNT : COVERAGE, ...(accountId ? [accountId] : []));
     const out = {
       "image-text": { without: [] as string[], stale: [] as string[] },
       speech: { without: [] as string[], stale: [] as string[] },

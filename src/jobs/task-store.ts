@@ -153,7 +153,8 @@ export class TaskStore {
       (
         await this.db.write<{ id: number }>(
           withDbNow(
-            (now) => `UPDATE tasks SET lease_expires_at = ${now} + ?2 WHERE lease_owner = ?3 AND state = 'running' RETURNING id`,
+            (now) =>
+              `UPDATE tasks SET lease_expires_at = ${now} + ?2 WHERE lease_owner = ?3 AND state = 'running' RETURNING id`,
           ),
           this.clock.skewMs(),
           leaseMs,
@@ -195,7 +196,10 @@ export class TaskStore {
       (
         await this.db.write<{ account_id: string; ran: number }>(
           withDbNow(
-            (now, backend) => `UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_node = NULL, lease_expires_at = NULL,
+            (
+              now,
+              backend,
+            ) => `UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_node = NULL, lease_expires_at = NULL,
                 started_at = NULL, attempts = ${greatest(backend)}(attempts - ?2, 0)
           WHERE id = ?3 AND lease_owner = ?4 AND state = 'running'
           RETURNING account_id, ${greatest(backend)}(${now} - coalesce(started_at, 0), 0) AS ran`,

@@ -383,7 +383,10 @@ export class SearchStore {
   async shotsWithLabels(scope: SearchScope, labels: string[]): Promise<Map<string, Set<number>>> {
     const w = this.scopeSql("s", scope);
     const wanted = labels.map((l) => l.toLowerCase());
-    const text = (elements: string, label: string) => `SELECT s.video_id, s.shot_index FROM shots s WHERE ${w.sql} AND EXISTS (
+    const text = (
+      elements: string,
+      label: string,
+    ) => `SELECT s.video_id, s.shot_index FROM shots s WHERE ${w.sql} AND EXISTS (
            SELECT 1 FROM ${elements} j WHERE lower(${label}) IN (${placeholders(wanted.length)}))`;
     const rows = await this.db.all<{ video_id: string; shot_index: number }>(
       dialect({
@@ -428,12 +431,7 @@ export class SearchStore {
 
   /** The account's distinct shot labels and how many of its shots have a caption. */
   async sceneVocabulary(accountId: string): Promise<{ labels: string[]; captions: number }> {
-    const labels = (
-      await this.db.all<{ label: string }>(
-        SCENE_LABELS,
-        accountId,
-      )
-    ).map((r) => r.label);
+    const labels = (await this.db.all<{ label: string }>(SCENE_LABELS, accountId)).map((r) => r.label);
     const captions = (await this.db.get<{ n: number }>(
       "SELECT count(*) AS n FROM shots WHERE account_id = ? AND caption IS NOT NULL AND caption != ''",
       accountId,

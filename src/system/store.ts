@@ -45,9 +45,7 @@ export class SystemStore {
    */
   async tablesMentioning(needles: string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
-    const tables = (
-      await this.db.all<{ name: string }>(TABLES)
-    ).map((r) => r.name);
+    const tables = (await this.db.all<{ name: string }>(TABLES)).map((r) => r.name);
     // Every table once (the retention audit after an account deletion, a few dozen tables).
     for (const name of tables) {
       const text = JSON.stringify(await this.db.all(`SELECT * FROM "${name.replace(/"/g, '""')}"`), (_k, v) =>

@@ -33,7 +33,11 @@ export class VideoStore {
   }
 
   async get(accountId: string, id: string): Promise<VideoRow | null> {
-    return await this.db.get<VideoRow>(`SELECT ${VIDEO_COLUMNS} FROM videos WHERE account_id = ? AND id = ?`, accountId, id);
+    return await this.db.get<VideoRow>(
+      `SELECT ${VIDEO_COLUMNS} FROM videos WHERE account_id = ? AND id = ?`,
+      accountId,
+      id,
+    );
   }
 
   async getById(id: string): Promise<VideoRow | null> {

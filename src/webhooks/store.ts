@@ -68,7 +68,11 @@ export class WebhookStore {
   }
 
   async get(accountId: string, id: string): Promise<WebhookRow | null> {
-    return await this.db.get<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE account_id = ? AND id = ?`, accountId, id);
+    return await this.db.get<WebhookRow>(
+      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE account_id = ? AND id = ?`,
+      accountId,
+      id,
+    );
   }
 
   async getById(id: string): Promise<WebhookRow | null> {
@@ -76,7 +80,10 @@ export class WebhookStore {
   }
 
   async list(accountId: string): Promise<WebhookRow[]> {
-    return await this.db.all<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE account_id = ? ORDER BY rowid`, accountId);
+    return await this.db.all<WebhookRow>(
+      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE account_id = ? ORDER BY rowid`,
+      accountId,
+    );
   }
 
   async countActive(accountId: string): Promise<number> {
@@ -103,11 +110,7 @@ export class WebhookStore {
 
   /** Active endpoints of an account subscribed to `type` (the fan-out targets of one event). */
   async subscribers(accountId: string, type: string): Promise<WebhookRow[]> {
-    return await this.db.all<WebhookRow>(
-      SUBSCRIBERS,
-      accountId,
-      type,
-    );
+    return await this.db.all<WebhookRow>(SUBSCRIBERS, accountId, type);
   }
 
   /** A delivery row, once per (endpoint, event); `next_attempt_at` null: due now (database clock). */
@@ -116,7 +119,9 @@ export class WebhookStore {
   ): Promise<void> {
     await this.db.run(
       withDbNow(
-        (now) => `INSERT INTO webhook_deliveries (id, webhook_id, account_id, event_id, event, payload, status, attempts, next_attempt_at, created_at)
+        (
+          now,
+        ) => `INSERT INTO webhook_deliveries (id, webhook_id, account_id, event_id, event, payload, status, attempts, next_attempt_at, created_at)
          VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, coalesce(?10, ${now}), ?11) ON CONFLICT DO NOTHING`,
       ),
       this.clock.skewMs(),
@@ -167,7 +172,10 @@ export class WebhookStore {
   async due(limit: number, skip: readonly string[] = []): Promise<DeliveryRow[]> {
     return await this.db.all<DeliveryRow>(
       withDbNow(
-        (now, backend) => `SELECT ${DELIVERY_COLUMNS_OF_D} FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+        (
+          now,
+          backend,
+        ) => `SELECT ${DELIVERY_COLUMNS_OF_D} FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
           WHERE d.status = 'pending' AND d.next_attempt_at <= ${now} AND w.is_active = 1
             AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ${now})
             AND d.webhook_id NOT IN (${backend === "postgres" ? "SELECT jsonb_array_elements_text(?2::jsonb)" : "SELECT value FROM json_each(?2)"})
@@ -207,7 +215,9 @@ export class WebhookStore {
       (
         await this.db.run(
           withDbNow(
-            (now) => `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${now} + ?2, lease_expires_at = ${now} + ?2
+            (
+              now,
+            ) => `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${now} + ?2, lease_expires_at = ${now} + ?2
             WHERE id = ?3 AND attempts = ?4 AND status = 'pending'
               AND (?5 = 1 OR next_attempt_at <= ${now})
               AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})`,
@@ -268,7 +278,9 @@ export class WebhookStore {
       (
         await this.db.run(
           withDbNow(
-            (now) => `UPDATE webhook_deliveries SET status = 'pending', manual_retry = 1, next_attempt_at = ${now}, error = NULL
+            (
+              now,
+            ) => `UPDATE webhook_deliveries SET status = 'pending', manual_retry = 1, next_attempt_at = ${now}, error = NULL
             WHERE id = ?2 AND status = 'failed'`,
           ),
           this.clock.skewMs(),

@@ -70,6 +70,15 @@ export function poolOptions(opts: OpenPgOptions = {}): postgres.Options<Record<s
     types: {
       int8: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
       numeric: { to: 1700, from: [1700], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+      // A parameter the server types json/jsonb (`?::jsonb`) is bound from a string holding JSON
+      // (the seam's Param has no objects): it goes as it is. postgres.js's default serializer
+      // would JSON.stringify it again, so '["a"]' arrived as the jsonb string "[\"a\"]".
+      json: {
+        to: 114,
+        from: [114, 3802],
+        serialize: (x: unknown) => (typeof x === "string" ? x : JSON.stringify(x)),
+        parse: (x: string) => JSON.parse(x),
+      },
     },
   };
 }
