@@ -1,4 +1,5 @@
 import { dialect, type Executor } from "../store/executor.ts";
+import { embeddingParam } from "./embedding-sql.ts";
 import { ftsText } from "./fts-text.ts";
 
 export interface VideoScope {
@@ -129,7 +130,7 @@ export class IndexStore {
       ).map((r) => r.id);
       await this.db.insertMany(
         { table: "frame_vectors", columns: ["frame_id", "embedding"] },
-        frames.map((f, i) => [ids[i], blob(f.embedding)]),
+        frames.map((f, i) => [ids[i], embeddingParam(this.db.backend, f.embedding)]),
       );
       const table = frames.length ? await this.vecTable("frames", frames[0].embedding.length) : null;
       if (table) {
@@ -183,7 +184,7 @@ export class IndexStore {
       const withVec = shots.flatMap((s, i) => (s.embedding ? [{ id: ids[i], embedding: s.embedding }] : []));
       await this.db.insertMany(
         { table: "shot_vectors", columns: ["shot_id", "embedding"] },
-        withVec.map((s) => [s.id, blob(s.embedding)]),
+        withVec.map((s) => [s.id, embeddingParam(this.db.backend, s.embedding)]),
       );
       const table = withVec.length ? await this.vecTable("shots", withVec[0].embedding.length) : null;
       if (table) {

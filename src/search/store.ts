@@ -4,6 +4,7 @@
  * (ocr-store.ts), feedback (feedback-store.ts) and the change log (vector-change-store.ts) are apart.
  */
 import { dialect, type Executor } from "../store/executor.ts";
+import { selectingEmbedding, withEmbeddingBytes } from "../indexing/embedding-sql.ts";
 import { ftsMatching, inChunks } from "../store/sql.ts";
 
 /** Which part of an account a search covers. */
@@ -158,13 +159,14 @@ export class SearchStore {
     const [table, col] = kind === "frames" ? ["frame_vectors", "frame_id"] : ["shot_vectors", "shot_id"];
     const out = new Map<number, Uint8Array>();
     const sorted = Array.from(Float64Array.from(ids).sort());
-    const rows = await inChunks(
-      sorted,
-      async (part, marks) =>
+    const rows = await inChunks(sorted, async (part, marks) =>
+      withEmbeddingBytes(
+        this.db.backend,
         await this.db.all<{ id: number; embedding: Uint8Array }>(
-          `SELECT ${col} AS id, embedding FROM ${table} WHERE ${col} IN (${marks})`,
+          selectingEmbedding((e) => `SELECT ${col} AS id, ${e("embedding")} FROM ${table} WHERE ${col} IN (${marks})`),
           ...part,
         ),
+      ),
     );
     for (const r of rows) out.set(r.id, r.embedding);
     return out;
@@ -177,11 +179,15 @@ export class SearchStore {
     modelId: string,
   ): Promise<{ id: number; embedding: Uint8Array }[]> {
     const w = this.scopeSql("x", scope);
-    const sql =
+    const sql = selectingEmbedding((e) =>
       kind === "frames"
-        ? `SELECT x.id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE ${w.sql} AND x.model_id = ?`
-        : `SELECT x.id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ?`;
-    return await this.db.all<{ id: number; embedding: Uint8Array }>(sql, ...w.args, modelId);
+        ? `SELECT x.id, ${e("v.embedding")} FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE ${w.sql} AND x.model_id = ?`
+        : `SELECT x.id, ${e("v.embedding")} FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ?`,
+    );
+    return withEmbeddingBytes(
+      this.db.backend,
+      await this.db.all<{ id: number; embedding: Uint8Array }>(sql, ...w.args, modelId),
+    );
   }
 
   /**
@@ -196,19 +202,23 @@ export class SearchStore {
     page = 4096,
   ): AsyncGenerator<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }> {
     const w = this.scopeSql("x", scope);
-    const sql =
+    const sql = selectingEmbedding((e) =>
       kind === "frames"
-        ? `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE ${w.sql} AND x.model_id = ? AND x.id > ? ORDER BY x.id LIMIT ?`
-        : `SELECT x.id, x.video_id, x.collection_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ? AND x.id > ? ORDER BY x.id LIMIT ?`;
+        ? `SELECT x.id, x.video_id, x.collection_id, ${e("v.embedding")} FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE ${w.sql} AND x.model_id = ? AND x.id > ? ORDER BY x.id LIMIT ?`
+        : `SELECT x.id, x.video_id, x.collection_id, ${e("v.embedding")} FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE ${w.sql} AND x.model_id = ? AND x.id > ? ORDER BY x.id LIMIT ?`,
+    );
     let after = 0;
     // Bounded: every page moves `after` past its last id, and a short page ends the walk.
     for (;;) {
-      const rows = await this.db.all<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }>(
-        sql,
-        ...w.args,
-        modelId,
-        after,
-        page,
+      const rows = withEmbeddingBytes(
+        this.db.backend,
+        await this.db.all<{ id: number; video_id: string; collection_id: string; embedding: Uint8Array }>(
+          sql,
+          ...w.args,
+          modelId,
+          after,
+          page,
+        ),
       );
       yield* rows;
       if (rows.length < page) return;
@@ -222,20 +232,22 @@ export class SearchStore {
    * per page, so no read stays open while the server does other work between pages.
    */
   async indexRowsAfter(kind: VectorKind, afterId: number, limit: number): Promise<IndexRow[]> {
-    const sql =
+    const sql = selectingEmbedding((e) =>
       kind === "frames"
-        ? "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE x.id > ? ORDER BY x.id LIMIT ?"
-        : "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE x.id > ? AND x.model_id IS NOT NULL ORDER BY x.id LIMIT ?";
-    return await this.db.all<IndexRow>(sql, afterId, limit);
+        ? `SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, ${e("v.embedding")} FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE x.id > ? ORDER BY x.id LIMIT ?`
+        : `SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, ${e("v.embedding")} FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE x.id > ? AND x.model_id IS NOT NULL ORDER BY x.id LIMIT ?`,
+    );
+    return withEmbeddingBytes(this.db.backend, await this.db.all<IndexRow>(sql, afterId, limit));
   }
 
   /** A video's index rows of a kind, every model (its rows replaced while the index warms up). */
   async indexRowsOfVideo(kind: VectorKind, videoId: string): Promise<IndexRow[]> {
-    const sql =
+    const sql = selectingEmbedding((e) =>
       kind === "frames"
-        ? "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE x.video_id = ?"
-        : "SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, v.embedding FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE x.video_id = ? AND x.model_id IS NOT NULL";
-    return await this.db.all<IndexRow>(sql, videoId);
+        ? `SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, ${e("v.embedding")} FROM frames x JOIN frame_vectors v ON v.frame_id = x.id WHERE x.video_id = ?`
+        : `SELECT x.id, x.account_id, x.video_id, x.collection_id, x.model_id, ${e("v.embedding")} FROM shots x JOIN shot_vectors v ON v.shot_id = x.id WHERE x.video_id = ? AND x.model_id IS NOT NULL`,
+    );
+    return withEmbeddingBytes(this.db.backend, await this.db.all<IndexRow>(sql, videoId));
   }
 
   /** The highest row id of a kind, 0 when there is none (the warm-up's progress is measured against it). */
