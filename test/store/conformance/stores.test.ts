@@ -4,6 +4,7 @@
  * runs on the embedded SQLite store and on PostgreSQL and gives the same answers, with fixtures
  * built through the stores themselves. (Search, index, feedback and system stores:
  * content-stores.test.ts.) Rows must not carry PostgreSQL's `rowid` column into answers.
+ * Just over the ~450-line guide: one test per store, each reading as one story; fixtures are apart.
  */
 import { describe, expect, test } from "vitest";
 import { AccountStore } from "../../../src/accounts/store.ts";
