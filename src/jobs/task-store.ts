@@ -77,6 +77,13 @@ const CLAIM = withDbNow(
           RETURNING *`,
 );
 
+/** How long a task `owner` holds has run (database clock), its row locked for the caller's unit of work. */
+const RAN_OF_HELD = withDbNow((now, backend) => {
+  const ran = `CASE WHEN ${now} > coalesce(started_at, 0) THEN ${now} - coalesce(started_at, 0) ELSE 0 END`;
+  const lock = backend === "postgres" ? " FOR UPDATE" : "";
+  return `SELECT account_id, ${ran} AS ran FROM tasks WHERE id = ?2 AND lease_owner = ?3 AND state = 'running'${lock}`;
+});
+
 export class TaskStore {
   constructor(
     private readonly db: Executor,
@@ -190,28 +197,22 @@ export class TaskStore {
   /**
    * Gives a task `owner` holds back to the queue: stopping, or out of disk space. `uncount`: the
    * claim was not a crash, so its attempt is taken back. The time it ran still counts as service.
+   * Call inside a unit of work: the time it ran is read (the row locked) before the release clears
+   * `started_at` — RETURNING sees the row after the update (it once charged the clock's epoch).
    */
   async release(id: number, owner: string, uncount: boolean): Promise<boolean> {
-    const back =
-      (
-        await this.db.write<{ account_id: string; ran: number }>(
-          withDbNow(
-            (
-              now,
-              backend,
-            ) => `UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_node = NULL, lease_expires_at = NULL,
-                started_at = NULL, attempts = ${greatest(backend)}(attempts - ?2, 0)
-          WHERE id = ?3 AND lease_owner = ?4 AND state = 'running'
-          RETURNING account_id, ${greatest(backend)}(${now} - coalesce(started_at, 0), 0) AS ran`,
-          ),
-          this.clock.skewMs(),
-          uncount ? 1 : 0,
-          id,
-          owner,
-        )
-      )[0] ?? null;
-    if (!back) return false;
-    await this.charge(back.account_id, back.ran, null);
+    const held = await this.db.get<{ account_id: string; ran: number }>(RAN_OF_HELD, this.clock.skewMs(), id, owner);
+    if (!held) return false;
+    const { changes } = await this.db.run(
+      `UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_node = NULL, lease_expires_at = NULL,
+              started_at = NULL, attempts = CASE WHEN attempts > ?1 THEN attempts - ?1 ELSE 0 END
+        WHERE id = ?2 AND lease_owner = ?3 AND state = 'running'`,
+      uncount ? 1 : 0,
+      id,
+      owner,
+    );
+    if (changes === 0) return false;
+    await this.charge(held.account_id, held.ran, null);
     return true;
   }
 

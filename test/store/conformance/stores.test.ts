@@ -20,7 +20,7 @@ import { PlaybackStore } from "../../../src/playback/store.ts";
 import { VideoStore } from "../../../src/videos/store.ts";
 import { WebhookStore } from "../../../src/webhooks/store.ts";
 import { BACKENDS } from "./backends.ts";
-import { newTenant, newVideo, uniqueId } from "./store-fixtures.ts";
+import { newTenant, newVideo, type Tenant, uniqueId } from "./store-fixtures.ts";
 
 const now = () => new Date().toISOString();
 const noRowid = (rows: object[]) => {
@@ -320,6 +320,43 @@ describe.each(BACKENDS)("domain stores on $name", (backend) => {
     expect(await s.releaseNode("node-1")).toMatchObject([{ id: c!.id, state: "queued", lease_owner: null }]);
     const states = (await s.countsByState()).filter((r) => r.state === "queued");
     expect(states.every((r) => typeof r.n === "number" && r.n >= 1)).toBe(true);
+  });
+
+  it("TaskStore: a released task counts the time it ran as its account's service, not the clock's epoch", async () => {
+    const b = await backend.open();
+    let skew = 0;
+    const s = new TaskStore(b.exec, { skewMs: () => skew });
+    const jobs = new JobStore(b.exec);
+    const [a, bb] = [await newTenant(b), await newTenant(b)];
+    const queue = async (t: Tenant) => {
+      const v = await newVideo(b, t);
+      await jobs.insert({ id: `j-${v}`, account_id: t.account, video_id: v, created_at: now() });
+      expect(await s.enqueue({ kind: "ingest", accountId: t.account, videoId: v, jobId: `j-${v}` })).toBe(true);
+    };
+    const req = { kinds: ["ingest"] as const, node: "n", leaseMs: 600_000, maxRunningPerAccount: 1 };
+    // The PostgreSQL database is this file's, shared by its tests: no other test's task competes.
+    await b.exec.run("DELETE FROM tasks");
+    // B runs tasks of 5 s each (database clock) and always has one more waiting (an account that
+    // goes idle starts level again when it comes back: not what this is about).
+    for (let i = 0; i < 3; i++) await queue(bb);
+    const runB = async (owner: string) => {
+      const task = await s.claim({ ...req, owner });
+      expect(task!.account_id).toBe(bb.account);
+      skew += 5_000;
+      expect(await s.finish(task!.id, owner)).toBe(true);
+    };
+    await runB("w1");
+    // A arrives (level with B, just under it): its task runs a moment and is handed back (a stop).
+    await queue(a);
+    const mine = await s.claim({ ...req, owner: "w2" });
+    expect(mine!.account_id).toBe(a.account);
+    skew += 10; // it ran 10 ms
+    expect(await b.uow.run(() => s.release(mine!.id, "w2", true))).toBe(true);
+    // B goes next (A's moment put it just past B), runs 5 s more; now A has been served 5 s less.
+    await runB("w3");
+    // So A's task goes before B's last: a release that charged the clock's epoch (~1.8e12 ms, as
+    // RETURNING read the cleared `started_at`) put A behind B for good.
+    expect((await s.claim({ ...req, owner: "w4" }))!.account_id).toBe(a.account);
   });
 
   it("VideoStore: list and count by filter, stages, same size and content, segments", async () => {
