@@ -98,7 +98,9 @@ export class PpOcrEngine {
     const pool = this.pool ?? (await this.starting?.catch(() => null));
     this.pool = null;
     this.starting = null;
-    await pool?.destroy();
+    // Frames not started are refused; those being read finish first: a thread ended in the middle
+    // of an ONNX Runtime call aborts the whole process while Bun tears it down (Napi::Error).
+    await pool?.close({ force: true });
   }
 
   private async run(task: PpOcrTask): Promise<Extract<PpOcrReply, { ok: true }>> {
@@ -138,7 +140,12 @@ export class PpOcrEngine {
         concurrentTasksPerWorker: 1,
         // Threads end on our idle timer (closeIdle), not Piscina's.
         idleTimeout: 2 ** 31 - 1,
+        // close() waits this long for the frames being read (see close).
+        closeTimeout: 10_000,
       });
+      // Piscina emits its close timeout as an "error" event (unhandled, it would throw); the close
+      // ends the threads anyway, and the frames still being read have no one waiting for them.
+      pool.on("error", () => {});
       this.pool = pool;
       return pool;
     })().catch((e) => {
