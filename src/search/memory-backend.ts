@@ -78,9 +78,10 @@ const ROW_FILTER_MAX = 65_536;
  * vectors from `frame_vectors` / `shot_vectors`, through a bounded cache of recently rescored rows
  * (vector-cache.ts).
  *
- * Just over the ~450-line guide: loading (index-loader.ts), the snapshot (index-snapshot.ts) and
+ * Over the ~450-line guide (~500): loading (index-loader.ts), the snapshot (index-snapshot.ts) and
  * the memory budget (memory-admission.ts) are already apart; what stays is this one class's
- * query path and the hooks that keep its rows in step.
+ * query path (candidates, one batched vector read, rescore), the hooks that keep its rows in step
+ * and the lock that runs those hooks one at a time — they share its maps, so they stay together.
  */
 export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   readonly name = "memory";

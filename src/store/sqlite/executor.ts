@@ -20,8 +20,6 @@ import { type Executor, type InsertSpec, type Param, type Sql, textFor } from ".
 import type { AsyncUnitOfWork, TxScopes } from "../tx-scope.ts";
 import type { Mutex } from "../../core/mutex.ts";
 
-type Row = Record<string, unknown>;
-
 export class SqliteExecutor implements Executor {
   readonly backend = "sqlite" as const;
 
@@ -96,15 +94,6 @@ export class SqliteExecutor implements Executor {
   }
 
   /**
-   * Runs a synchronous piece of SQLite-only work on the writer with the lock held (inside a unit of
-   * work: on its transaction). For the maintenance a store does with the driver itself (backups,
-   * integrity checks, PRAGMAs); never for work that awaits.
-   */
-  withWriter<T>(fn: (db: Database) => T): Promise<T> {
-    return this.writing(fn);
-  }
-
-  /**
    * Where a read runs: inside a unit of work on its transaction; outside one on the writer while no
    * transaction holds it (it then sits in autocommit, and a synchronous statement cannot interleave
    * with anything), else on the reader, against the last commit. Reading on the writer when it is
@@ -145,5 +134,3 @@ function misuse(err: unknown): StoreError | null {
   if (!/^SQLite query expected \d+ values?, received \d+/.test(message)) return null;
   return new StoreError("misuse", message, { cause: err });
 }
-
-export type { Row };
