@@ -9,10 +9,10 @@
 import { mkdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import type { Config } from "./config/config.ts";
+import { assertConsistent, type Config } from "./config/config.ts";
 import { memoryBudgetBytes } from "./config/memory-budget.ts";
 import { createLogger, type Logger } from "./core/logger.ts";
-import { openStore } from "./store/database.ts";
+import { openConfiguredStore } from "./store/database.ts";
 import type { Executor } from "./store/executor.ts";
 import { AccountStore } from "./accounts/store.ts";
 import { AccountService } from "./accounts/service.ts";
@@ -122,6 +122,8 @@ export interface AppOptions {
    * partitions for every scope (tests and benchmarks run the same searches against both).
    */
   vectorBackend?: "memory" | "sqlite-vec";
+  /** Who this process is in PostgreSQL's pg_stat_activity ("vsearch serve", "vsearch doctor"). */
+  applicationName?: string;
   /**
    * The in-memory index's warm-up after `start()`: slice length, page size, and how long a
    * search waits for it before answering 503 (tests shrink them to watch a load in progress).
@@ -201,8 +203,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const now = opts.now ?? Date.now;
   mkdirSync(config.dataDir, { recursive: true });
   // Stores get the handle; services and stages get transactions through the unit of work (store/unit-of-work.ts).
-  const store = openStore(join(config.dataDir, "vsearch.db"), {
-    vecExtension: opts.runtime.vecExtension,
+  assertConsistent(config);
+  // sqlite-vec is the embedded store's extension: on PostgreSQL vectors are pgvector columns.
+  const vecExtension = config.databaseUrl ? undefined : opts.runtime.vecExtension;
+  const store = await openConfiguredStore({
+    databaseUrl: config.databaseUrl,
+    file: join(config.dataDir, "vsearch.db"),
+    vecExtension,
+    pg: { applicationName: `vsearch ${opts.applicationName ?? "serve"}` },
     onError: (err) =>
       logger.error("after-commit callback failed", { err: err instanceof Error ? err.stack : String(err) }),
   });
@@ -283,7 +291,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     },
     bus,
   );
-  const indexStore = new IndexStore(db, Boolean(opts.runtime.vecExtension));
+  const indexStore = new IndexStore(db, Boolean(vecExtension));
   const videoStore = new VideoStore(db);
   // The one owner of a video's derived content: the pipeline writes through it, deletions delete through it.
   const content = new VideoContent(uow, indexStore, files, bus);
@@ -494,10 +502,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     accountDeletion,
     models: modelService,
     system,
-    backup: new BackupService(new BackupStore(db, opts.runtime.vecExtension), {
+    backup: new BackupService(new BackupStore(db, vecExtension), {
       dataDir: config.dataDir,
       modelsDir: config.modelsDir,
-      vecExtension: opts.runtime.vecExtension,
+      vecExtension,
       version: VERSION,
     }),
     agent: new AgentToolbox({
@@ -589,7 +597,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       await inference.close();
       await ocr?.close();
       await bus.idle(); // reactions to the last changes read the store: let them finish first
-      store.close();
+      await store.close();
     },
   };
 }

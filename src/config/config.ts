@@ -37,6 +37,15 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
+/** Settings that only make sense together, checked where they are used (the composition root). */
+export function assertConsistent(config: Pick<Config, "vectorBackend" | "databaseUrl">): void {
+  // pgvector's indexes live in PostgreSQL: there is none without it.
+  if (config.vectorBackend === "pgvector" && !config.databaseUrl)
+    throw new ConfigError(
+      'vector_backend "pgvector" needs database_url (VSEARCH_DATABASE_URL): pgvector indexes live in PostgreSQL; the embedded store searches with the in-memory index ("memory")',
+    );
+}
+
 type Env = Record<string, string | undefined>;
 type AnyRow = SettingRow<unknown>;
 const rows = () => Object.entries(SETTINGS) as [SettingName, AnyRow][];

@@ -59,6 +59,7 @@ const DEVICES = ["auto", "cpu", "cuda", "webgpu"] as const;
 const SIGNED_INT8 = ["auto", "off"] as const;
 const LOOP_FILTER = ["auto", "exact", "skip"] as const;
 const OCR_ENGINES = ["ppocr", "tesseract"] as const;
+const VECTOR_BACKENDS = ["memory", "pgvector"] as const;
 
 export type Device = (typeof DEVICES)[number];
 
@@ -243,6 +244,29 @@ export const SETTINGS = {
     doc: "vector index memory budget",
     defaultDoc:
       '"50%" (most memory the in-memory vector index may hold: MiB as a number, or a share of the RAM / container limit; 0: no limit). Accounts past it are searched with exact scans from the database; `/readyz` and `doctor` say which (docs/SEARCH.md, "Memory budget")',
+  }),
+  databaseUrl: unset({
+    key: "database_url",
+    env: "VSEARCH_DATABASE_URL",
+    schema: z.string(),
+    envKind: "string",
+    requirement: "a postgres:// or postgresql:// URL",
+    check: (v) =>
+      /^postgres(ql)?:\/\/./.test(v)
+        ? undefined
+        : "must be a postgres:// or postgresql:// URL (unset: the embedded store)",
+    doc: "the store: PostgreSQL 15+ with pgvector 0.8+ instead of the embedded SQLite file (docs/POSTGRES.md). Prefer the environment for a URL with a password",
+    defaultDoc: "none: the embedded store, `<data-dir>/vsearch.db`",
+  }),
+  vectorBackend: row({
+    key: "vector_backend",
+    env: "VSEARCH_VECTOR_BACKEND",
+    schema: oneOf(VECTOR_BACKENDS),
+    envKind: "string",
+    requirement: words(VECTOR_BACKENDS),
+    default: "memory",
+    doc: "where search's nearest neighbours come from: the in-memory index each server builds, or pgvector's HNSW indexes (`database_url` only: stateless servers)",
+    range: choices(VECTOR_BACKENDS),
   }),
   modelIdleUnloadSecs: row({
     key: "model_idle_unload_secs",

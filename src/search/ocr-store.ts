@@ -1,5 +1,6 @@
 import type { Executor } from "../store/executor.ts";
-import { ftsMatching } from "../store/sql.ts";
+import { ftsToTsquery } from "../store/fts-tsquery.ts";
+import { ftsMatching, PG_RANK, pgDocFreq } from "../store/sql.ts";
 import type { SearchScope } from "./store.ts";
 
 export interface OcrHitRow {
@@ -39,6 +40,18 @@ export class OcrSearchStore {
       parts.push("o.video_id = ?");
       args.push(scope.videoId);
     }
+    if (this.db.backend === "postgres") {
+      const q = ftsToTsquery(match);
+      if (!q) return [];
+      return await this.db.all<OcrHitRow>(
+        `SELECT o.id, o.video_id, o.start_secs, o.end_secs, o.text, o.confidence, ${PG_RANK("o.tsv")} AS bm25
+           FROM ocr_lines o CROSS JOIN to_tsquery('vs_english', ?) AS q (q)
+           WHERE o.tsv @@ q.q AND ${parts.join(" AND ")} ORDER BY bm25, o.id LIMIT ?`,
+        q,
+        ...args.slice(1),
+        limit,
+      );
+    }
     return await this.db.all<OcrHitRow>(
       `SELECT o.id, o.video_id, o.start_secs, o.end_secs, o.text, o.confidence, bm25(ocr_fts) AS bm25
          FROM ocr_fts JOIN ocr_lines o ON o.id = ocr_fts.rowid
@@ -54,6 +67,7 @@ export class OcrSearchStore {
   }
 
   async docFreq(accountId: string, match: string): Promise<number> {
+    if (this.db.backend === "postgres") return await pgDocFreq(this.db, "ocr_fts", accountId, match);
     return (await this.db.get<{ n: number }>(
       "SELECT count(*) AS n FROM ocr_fts JOIN ocr_lines o ON o.id = ocr_fts.rowid WHERE ocr_fts MATCH ? AND o.account_id = ?",
       match,

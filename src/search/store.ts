@@ -5,7 +5,8 @@
  */
 import { dialect, type Executor } from "../store/executor.ts";
 import { selectingEmbedding, withEmbeddingBytes } from "../indexing/embedding-sql.ts";
-import { ftsMatching, inChunks } from "../store/sql.ts";
+import { ftsToTsquery } from "../store/fts-tsquery.ts";
+import { ftsMatching, inChunks, PG_RANK, pgDocFreq } from "../store/sql.ts";
 
 /** Which part of an account a search covers. */
 export interface SearchScope {
@@ -92,6 +93,12 @@ const SCENE_LABELS = dialect({
 });
 
 /** The vec0 table of a kind and dimension, as IndexStore names them; null for anything else. */
+/** Rows in the shot text index: FTS5's rows; on PostgreSQL the shots whose generated tsvector holds a word. */
+const SHOT_TEXT_ROWS = dialect({
+  sqlite: "SELECT count(*) AS n FROM shot_text_fts",
+  pg: "SELECT count(*) AS n FROM shots WHERE length(text_tsv) > 0",
+});
+
 export const vecTableName = (kind: VectorKind, dim: number): string | null =>
   Number.isInteger(dim) && dim > 0 && dim <= 65536 ? `vec_${kind}_${dim}` : null;
 
@@ -285,6 +292,8 @@ export class SearchStore {
 
   async hasVecTable(kind: VectorKind, dim: number): Promise<boolean> {
     const name = vecTableName(kind, dim);
+    // vec0 tables are sqlite-vec's: PostgreSQL has none (its nearest neighbours: the in-memory index or pgvector).
+    if (this.db.backend !== "sqlite") return false;
     return !!name && !!(await this.db.get("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name));
   }
 
@@ -426,6 +435,17 @@ export class SearchStore {
     if (!clean.length) return [];
     const w = this.scopeSql("s", scope);
     const match = clean.map((t) => `"${t}"*`).join(" OR ");
+    if (this.db.backend === "postgres") {
+      const q = ftsToTsquery(match);
+      if (!q) return [];
+      return await this.db.all<ShotRow>(
+        `SELECT s.id, s.video_id, s.shot_index, s.start_secs, s.end_secs, s.labels, s.caption, s.thumbnail_path
+           FROM shots s WHERE s.text_tsv @@ to_tsquery('vs_english', ?) AND ${w.sql} ORDER BY s.id LIMIT ?`,
+        q,
+        ...w.args,
+        limit,
+      );
+    }
     return await this.db.all<ShotRow>(
       `SELECT s.id, s.video_id, s.shot_index, s.start_secs, s.end_secs, s.labels, s.caption, s.thumbnail_path
          FROM shot_text_fts f JOIN shots s ON s.id = f.rowid
@@ -438,7 +458,7 @@ export class SearchStore {
 
   /** Rows in the shot text index (its triggers keep one per shot with labels or a caption; checks and tests). */
   async shotTextRows(): Promise<number> {
-    return (await this.db.get<{ n: number }>("SELECT count(*) AS n FROM shot_text_fts"))!.n;
+    return (await this.db.get<{ n: number }>(SHOT_TEXT_ROWS))!.n;
   }
 
   /** The account's distinct shot labels and how many of its shots have a caption. */
@@ -482,6 +502,18 @@ export class SearchStore {
   /** BM25-ranked transcript segments in scope matching an (already sanitized) FTS5 expression. */
   async transcriptSearch(scope: SearchScope, match: string, limit: number): Promise<TranscriptHitRow[]> {
     const w = this.scopeSql("t", scope);
+    if (this.db.backend === "postgres") {
+      const q = ftsToTsquery(match);
+      if (!q) return [];
+      return await this.db.all<TranscriptHitRow>(
+        `SELECT t.id, t.video_id, t.start_secs, t.end_secs, t.text, ${PG_RANK("t.tsv")} AS bm25
+           FROM transcript_segments t CROSS JOIN to_tsquery('vs_english', ?) AS q (q)
+           WHERE t.tsv @@ q.q AND ${w.sql} ORDER BY bm25, t.id LIMIT ?`,
+        q,
+        ...w.args,
+        limit,
+      );
+    }
     return await this.db.all<TranscriptHitRow>(
       `SELECT t.id, t.video_id, t.start_secs, t.end_secs, t.text, bm25(transcript_fts) AS bm25
          FROM transcript_fts JOIN transcript_segments t ON t.id = transcript_fts.rowid
@@ -498,6 +530,7 @@ export class SearchStore {
   }
 
   async transcriptDocFreq(accountId: string, match: string): Promise<number> {
+    if (this.db.backend === "postgres") return await pgDocFreq(this.db, "transcript_fts", accountId, match);
     return (await this.db.get<{ n: number }>(
       `SELECT count(*) AS n FROM transcript_fts JOIN transcript_segments t ON t.id = transcript_fts.rowid
          WHERE transcript_fts MATCH ? AND t.account_id = ?`,

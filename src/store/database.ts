@@ -1,9 +1,10 @@
 /**
- * Opening the store: what the composition root (and the test helpers) call. Today the embedded
- * SQLite backend; the PostgreSQL backend (store/pg/) is chosen here when a database URL is given.
+ * Opening the store: what the composition root (and the test helpers) call. The embedded SQLite
+ * file by default; PostgreSQL (store/pg/) when a database URL is given (`database_url`).
  * Stores are built on `exec` (an Executor: no driver); services get `uow`.
  */
 import type { Executor } from "./executor.ts";
+import { type OpenPgOptions, openPgStore, type PgStore } from "./pg/open.ts";
 import { type OpenDatabaseOptions, openSqliteStore, type SqliteStore } from "./sqlite/database.ts";
 import type { UnitOfWork } from "./unit-of-work.ts";
 
@@ -22,4 +23,22 @@ export function openStore(
   opts: OpenDatabaseOptions & { onError?: (err: unknown) => void } = {},
 ): SqliteStore {
   return openSqliteStore(file, opts);
+}
+
+export interface StoreTarget {
+  /** postgres://…: PostgreSQL; undefined: the embedded file. */
+  databaseUrl?: string;
+  /** The embedded store's file (unused with a URL). */
+  file: string;
+  /** sqlite-vec's loadable extension (embedded store only). */
+  vecExtension?: string;
+  onError?: (err: unknown) => void;
+  /** PostgreSQL pool options (name seen in pg_stat_activity, pool size). */
+  pg?: Omit<OpenPgOptions, "onError">;
+}
+
+/** The configured store: PostgreSQL when `databaseUrl` is set, else the embedded file. */
+export async function openConfiguredStore(t: StoreTarget): Promise<SqliteStore | PgStore> {
+  if (t.databaseUrl) return await openPgStore(t.databaseUrl, { ...t.pg, onError: t.onError });
+  return openSqliteStore(t.file, { vecExtension: t.vecExtension, onError: t.onError });
 }

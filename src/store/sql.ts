@@ -1,3 +1,4 @@
+import { ftsToTsquery } from "./fts-tsquery.ts";
 import { type DialectSql, dialect, type Executor } from "./executor.ts";
 import { pgDbNowMs } from "./pg/clock.ts";
 
@@ -32,6 +33,38 @@ const MARKS: Record<number, string> = {};
 for (let n = 1; n <= IN_CHUNK; n *= 2) MARKS[n] = Array.from({ length: n }, () => "?").join(",");
 MARKS[IN_CHUNK] = Array.from({ length: IN_CHUNK }, () => "?").join(",");
 
+/** Where an FTS5 table's text is indexed on PostgreSQL: a tsvector column of its content table (pg migration 001). */
+export const FTS_ON_PG = {
+  transcript_fts: { table: "transcript_segments", column: "tsv" },
+  ocr_fts: { table: "ocr_lines", column: "tsv" },
+  shot_text_fts: { table: "shots", column: "text_tsv" },
+} as const;
+
+/**
+ * FTS5's `bm25()` on PostgreSQL, as the stores order by it (lower is better): minus `ts_rank` with
+ * normalization 1 (divided by 1 + the log of the row's length, as BM25 discounts long rows). It
+ * orders the hits; the score a hit shows is the IDF share of the query it holds (search/
+ * lexical-mode.ts), the same on both backends (docs/POSTGRES.md, "Full-text search").
+ */
+export const PG_RANK = (tsv: string) => `-ts_rank(${tsv}, q.q, 1)`;
+
+/** How many of an account's rows match `match` on PostgreSQL (FTS5's docFreq query). */
+export async function pgDocFreq(
+  db: Executor,
+  ftsTable: "transcript_fts" | "ocr_fts",
+  accountId: string,
+  match: string,
+): Promise<number> {
+  const q = ftsToTsquery(match);
+  if (!q) return 0;
+  const { table, column } = FTS_ON_PG[ftsTable];
+  return (await db.get<{ n: number }>(
+    `SELECT count(*) AS n FROM ${table} WHERE ${column} @@ to_tsquery('vs_english', ?) AND account_id = ?`,
+    q,
+    accountId,
+  ))!.n;
+}
+
 /**
  * Which of `ids` (rowids of an FTS5 table) match `match`: the expression's posting list inside the
  * ids' rowid range, intersected here — FTS5 answers `rowid IN (…)` by scanning the whole list once
@@ -52,12 +85,25 @@ export async function ftsMatching(
     if (id < lo) lo = id;
     if (id > hi) hi = id;
   }
-  const rows = await db.all<{ id: number }>(
-    `SELECT rowid AS id FROM ${ftsTable} WHERE ${ftsTable} MATCH ? AND rowid BETWEEN ? AND ?`,
-    match,
-    lo,
-    hi,
-  );
+  let rows: { id: number }[];
+  if (db.backend === "postgres") {
+    const q = ftsToTsquery(match);
+    if (!q) return out;
+    const { table, column } = FTS_ON_PG[ftsTable];
+    rows = await db.all<{ id: number }>(
+      `SELECT id FROM ${table} WHERE ${column} @@ to_tsquery('vs_english', ?) AND id BETWEEN ? AND ?`,
+      q,
+      lo,
+      hi,
+    );
+  } else {
+    rows = await db.all<{ id: number }>(
+      `SELECT rowid AS id FROM ${ftsTable} WHERE ${ftsTable} MATCH ? AND rowid BETWEEN ? AND ?`,
+      match,
+      lo,
+      hi,
+    );
+  }
   for (const r of rows) if (wanted.has(r.id)) out.add(r.id);
   return out;
 }
