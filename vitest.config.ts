@@ -1,5 +1,6 @@
 import { configDefaults, defineConfig } from "vitest/config";
 import { readFileSync } from "node:fs";
+import { storeTestFiles } from "./test/pg/store-files.ts";
 
 // Bun imports `*.sql` with `{ type: "text" }`; vite does not know that attribute, so the test
 // pipeline is taught the same thing: a .sql module's default export is its text.
@@ -12,11 +13,28 @@ const sqlAsText = {
 };
 
 /**
- * Tests of the store seam that need PostgreSQL (a throw-away cluster, test/pg/). When the domain
- * moves onto the async seam (issue 24), the `pg` project takes the whole suite, with the few
- * SQLite-only files excluded and said so.
+ * Tests of the store seam itself, for both backends in one file (test/store/conformance/): they run
+ * in the `pg` project only, where a PostgreSQL is there (their SQLite half runs either way).
  */
 const PG_ONLY = ["test/store/conformance/**/*.test.ts", "test/store/schema-parity.test.ts"];
+
+/**
+ * Files that open a store but test what only the embedded store has; each says why it is not run
+ * on PostgreSQL (what stands for it there is named).
+ */
+const SQLITE_ONLY: Record<string, string> = {
+  "test/store/unit-of-work.test.ts":
+    "the SQLite unit of work (writer lock, BEGIN IMMEDIATE, reader connection); PostgreSQL's: conformance/transactions.test.ts",
+  "test/store/store-errors.test.ts":
+    "SQLite's error codes (SQLITE_FULL, SQLITE_BUSY); PostgreSQL's SQLSTATE mapping: conformance/pg-errors.test.ts",
+};
+
+/**
+ * The `pg` project: every test file that opens a store (test/pg/store-files.ts), on PostgreSQL
+ * (VSEARCH_TEST_BACKEND=postgres: each app, CLI process and data dir gets a database copied from
+ * the migrated template, test/pg/backend.ts), less SQLITE_ONLY.
+ */
+const PG_FILES = storeTestFiles().filter((f) => !(f in SQLITE_ONLY));
 
 export default defineConfig({
   plugins: [sqlAsText],
@@ -35,7 +53,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: "pg",
-          include: PG_ONLY,
+          include: PG_FILES,
+          env: { VSEARCH_TEST_BACKEND: "postgres" },
           globalSetup: ["test/pg/global-setup.ts"],
           setupFiles: ["test/pg/per-file.ts"],
           // A file may wait for the cluster the global setup starts in the background.

@@ -9,6 +9,7 @@ import type { Resolver } from "../../src/net/address-rules.ts";
 import type { MemoryIndexOptions } from "../../src/search/memory-backend.ts";
 import type { IndexWarmOptions } from "../../src/search/index-warmer.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
+import { backendEnv } from "../pg/backend.ts";
 import { openStores, type Stores } from "./stores.ts";
 import { makeTempDir, removeDir } from "./temp.ts";
 import { until } from "./wait.ts";
@@ -67,7 +68,8 @@ export interface TestAppOptions {
  */
 export async function startTestApp(env: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
   const dir = opts.dataDir ?? makeTempDir(opts.prefix ?? "vsearch-test-");
-  const config = loadConfig({ dataDir: dir, logLevel: "silent" }, env);
+  // The pg project's apps run on a database of their own (test/pg/backend.ts).
+  const config = loadConfig({ dataDir: dir, logLevel: "silent" }, { ...(await backendEnv(dir)), ...env });
   // Runs with real time (timers and retries move on) but can be pushed forward: `clock.now += ms`.
   let offset = 0;
   const clock = {

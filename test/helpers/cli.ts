@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { backendEnv } from "../pg/backend.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 export const BUN = join(ROOT, "node_modules", ".bin", "bun");
@@ -17,6 +18,12 @@ export interface CliResult {
  */
 const PROCESS_BOUND_MS = 60_000;
 
+/** The data dir a CLI run works on: its `--data-dir` flag, else VSEARCH_DATA_DIR. */
+function dataDirOf(args: string[], env: Record<string, string>): string | undefined {
+  const i = args.indexOf("--data-dir");
+  return i >= 0 ? args[i + 1] : (env.VSEARCH_DATA_DIR ?? process.env.VSEARCH_DATA_DIR);
+}
+
 /** Runs the real CLI (`bun src/main.ts …`) as a subprocess, with a time limit. */
 export async function runCli(
   args: string[],
@@ -24,7 +31,7 @@ export async function runCli(
   timeoutMs = PROCESS_BOUND_MS,
 ): Promise<CliResult> {
   const proc = Bun.spawn([BUN, MAIN, ...args], {
-    env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...env },
+    env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...(await backendEnv(dataDirOf(args, env))), ...env },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -47,7 +54,7 @@ export async function runCliJson<T = any>(args: string[], env: Record<string, st
 /** Starts `serve` on a free port and waits (bounded) for it to print its URL. */
 export async function startServer(dataDir: string, env: Record<string, string> = {}, serveArgs: string[] = []) {
   const proc = Bun.spawn([BUN, MAIN, "--data-dir", dataDir, "--json", "serve", "--port", "0", ...serveArgs], {
-    env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...env },
+    env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...(await backendEnv(dataDir)), ...env },
     stdout: "pipe",
     stderr: "pipe",
   });

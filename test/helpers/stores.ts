@@ -4,6 +4,7 @@
  * store methods, never SQL: this is the one file under test/ that opens a database, and it runs
  * no SQL itself (test/architecture/test-rules.test.ts checks both).
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { afterAll } from "vitest";
 import { join } from "node:path";
@@ -20,7 +21,16 @@ import { LeaseQueue, type LeaseQueueOptions } from "../../src/jobs/lease-queue.t
 import { PlaybackStore } from "../../src/playback/store.ts";
 import { createSearchDomain, type SearchDomain, type SearchDomainOptions } from "../../src/search/domain.ts";
 import { SearchStore } from "../../src/search/store.ts";
+import postgres from "postgres";
 import { openStore } from "../../src/store/database.ts";
+import type { Executor } from "../../src/store/executor.ts";
+import { type PgConn, PgExecutor } from "../../src/store/pg/executor.ts";
+import { poolOptions } from "../../src/store/pg/open.ts";
+import { pgUnitOfWork } from "../../src/store/pg/unit-of-work.ts";
+import { TxScopes } from "../../src/store/tx-scope.ts";
+import type { UnitOfWork } from "../../src/store/unit-of-work.ts";
+import { knownDatabaseUrl } from "../pg/backend.ts";
+import { findPostgres } from "../pg/cluster.ts";
 import type { SqliteStore } from "../../src/store/sqlite/database.ts";
 import { OcrSearchStore } from "../../src/search/ocr-store.ts";
 import { FeedbackStore } from "../../src/search/feedback-store.ts";
@@ -70,7 +80,8 @@ export function openStores(
     dbClockSkewMs?: () => number;
   } = {},
 ): Stores {
-  const store = openStore(join(dataDir, "vsearch.db"), { vecExtension: opts.vecExtension });
+  const url = knownDatabaseUrl(dataDir);
+  const store = url ? attachPg(url) : openStore(join(dataDir, "vsearch.db"), { vecExtension: opts.vecExtension });
   const { exec: db, uow } = store;
   const clock = { skewMs: opts.dbClockSkewMs ?? (() => 0) };
   return {
@@ -80,7 +91,7 @@ export function openStores(
     collections: new CollectionStore(db),
     credits: new CreditStore(db),
     events: new EventStore(db, clock),
-    index: new IndexStore(db, Boolean(opts.vecExtension)),
+    index: new IndexStore(db, Boolean(opts.vecExtension) && !url),
     jobs: new JobStore(db),
     tasks: new TaskStore(db, clock),
     playback: new PlaybackStore(db),
@@ -100,6 +111,27 @@ export function openStores(
   };
 }
 
+/** The data of the database at `url` as pg_dump prints it (the test cluster's own pg_dump). */
+function pgDump(url: string): Buffer {
+  const found = findPostgres();
+  if ("missing" in found) throw new Error(`no pg_dump: ${found.missing}`);
+  return execFileSync(join(found.bin.bindir, "pg_dump"), ["--data-only", "--no-owner", url], {
+    maxBuffer: 512 * 1024 * 1024,
+  });
+}
+
+/**
+ * A pool of this test's own over a PostgreSQL database the app already opened and migrated
+ * (synchronous: postgres.js connects on the first query), with its unit of work.
+ */
+function attachPg(url: string): { exec: Executor; uow: UnitOfWork; close(): void } {
+  const pool = postgres(url, poolOptions({ max: 4, applicationName: "vsearch test stores" }));
+  const scopes = new TxScopes<PgConn>();
+  const exec = new PgExecutor(pool, scopes);
+  exec.uow = pgUnitOfWork(pool, scopes);
+  return { exec, uow: exec.uow, close: () => void pool.end({ timeout: 5 }) };
+}
+
 /**
  * Whether `text` appears anywhere in the database files of `dataDir` (the main file and the
  * write-ahead log, where fresh commits sit): a secret that is stored only hashed or sealed must
@@ -107,6 +139,9 @@ export function openStores(
  */
 export function databaseFilesContain(dataDir: string, text: string): boolean {
   const needle = Buffer.from(text);
+  const url = knownDatabaseUrl(dataDir);
+  // On PostgreSQL: every row of the database, as pg_dump writes it (text columns as they are).
+  if (url) return pgDump(url).includes(needle);
   return ["vsearch.db", "vsearch.db-wal"].some((name) => {
     const p = join(dataDir, name);
     return existsSync(p) && readFileSync(p).includes(needle);

@@ -41,6 +41,8 @@ export interface PgTest {
   urlFor(database: string, user?: string): string;
   /** How long copying the template took for this file. */
   readonly copyMs: number;
+  /** Another migrated database (a copy of the template), dropped with this file's: its URL. */
+  newDatabase(): Promise<string>;
 }
 
 const KEY = Symbol.for("vsearch.pgTest");
@@ -79,11 +81,27 @@ export async function setUpTestDatabase(): Promise<void> {
   const t0 = performance.now();
   await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DB} STRATEGY FILE_COPY`);
   const copyMs = performance.now() - t0;
-  (globalThis as Holder)[KEY] = { name, url: urlFor(name), admin, adminUrl: ready.adminUrl, urlFor, copyMs };
+  const more: string[] = [];
+  let copies = 0;
+  const newDatabase = async () => {
+    const db = `${name}_${++copies}`;
+    await admin.unsafe(`CREATE DATABASE ${db} TEMPLATE ${TEMPLATE_DB} STRATEGY FILE_COPY`);
+    more.push(db);
+    return urlFor(db);
+  };
+  (globalThis as Holder)[KEY] = {
+    name,
+    url: urlFor(name),
+    admin,
+    adminUrl: ready.adminUrl,
+    urlFor,
+    copyMs,
+    newDatabase,
+  };
   afterAll(async () => {
     delete (globalThis as Holder)[KEY];
     try {
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      for (const db of [name, ...more.splice(0)]) await admin.unsafe(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
     } finally {
       await admin.end({ timeout: 5 });
     }
