@@ -16,7 +16,8 @@ export interface LexicalSource<H extends LexicalHit> {
   memo: string;
   /** The index stores CJK runs as character pairs (indexing/fts-text.ts): queries are built to match. */
   cjkPairs?: boolean;
-  search(scope: SearchScope, match: string, limit: number): Promise<H[]>;
+  /** Hits best first; `units` (the query's units and their IDF) order them where the index has no IDF of its own (PostgreSQL). */
+  search(scope: SearchScope, match: string, limit: number, units: { match: string; weight: number }[]): Promise<H[]>;
   /** Which of `ids` match one unit of the query. */
   matching(match: string, ids: number[]): Promise<Set<number>>;
   docFreq(accountId: string, match: string): Promise<number>;
@@ -44,24 +45,35 @@ export async function lexicalCandidates<H extends LexicalHit>(
   const account = scope.accountId;
   const m = source.memo;
   const key = `${scope.collectionId ?? ""}/${scope.videoId ?? ""}\u0000${fts.match}`;
-  const found = await indexes.memoResult(
-    account,
-    `${m}\u0000${key}`,
-    async () => await source.search(scope, fts.match, LEXICAL_K),
-  );
-  const hits = keep ? await keep(found) : found;
-  if (!hits.length) return [];
   const n = await indexes.memo(account, `${m}-n`, async () => await source.count(account));
-  // Which hits carry each unit, over all the query's matches (a label filter only narrows them).
-  const ids = found.map((h) => h.id);
   // A unit never seen in this account weighs like the rarest one that was (df = 1): a missing
   // rare word sinks a hit, a misspelt extra word next to a rare one does not sink it alone.
   const idf = (df: number) => Math.log(1 + (n - Math.max(df, 1) + 0.5) / (Math.max(df, 1) + 0.5));
+  // The units' weights are memoized per account: after the first query they answer at once.
+  const weights = await Promise.all(
+    fts.units.map(async (u) =>
+      idf(await indexes.memo(account, `${m}-df\u0000${u}`, async () => await source.docFreq(account, u))),
+    ),
+  );
+  const found = await indexes.memoResult(
+    account,
+    `${m}\u0000${key}`,
+    async () =>
+      await source.search(
+        scope,
+        fts.match,
+        LEXICAL_K,
+        fts.units.length > 1 ? fts.units.map((u, i) => ({ match: u, weight: weights[i] })) : [],
+      ),
+  );
+  const hits = keep ? await keep(found) : found;
+  if (!hits.length) return [];
+  // Which hits carry each unit, over all the query's matches (a label filter only narrows them).
+  const ids = found.map((h) => h.id);
   const all = new Set(ids);
-  // The units' figures are memoized per account: after the first query they answer at once.
   const units = await Promise.all(
-    fts.units.map(async (u) => ({
-      idf: idf(await indexes.memo(account, `${m}-df\u0000${u}`, async () => await source.docFreq(account, u))),
+    fts.units.map(async (u, i) => ({
+      idf: weights[i],
       // One unit: every hit matched it.
       matching:
         fts.units.length === 1

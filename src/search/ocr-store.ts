@@ -1,6 +1,6 @@
 import type { Executor } from "../store/executor.ts";
 import { ftsToTsquery } from "../store/fts-tsquery.ts";
-import { ftsMatching, PG_RANK, pgDocFreq } from "../store/sql.ts";
+import { ftsMatching, pgDocFreq, pgRank, type WeightedUnit } from "../store/sql.ts";
 import type { SearchScope } from "./store.ts";
 
 export interface OcrHitRow {
@@ -28,8 +28,8 @@ export interface OcrLineRow {
 export class OcrSearchStore {
   constructor(private readonly db: Executor) {}
 
-  /** BM25-ranked lines in scope matching an (already sanitized) FTS5 expression. */
-  async search(scope: SearchScope, match: string, limit: number): Promise<OcrHitRow[]> {
+  /** BM25-ranked lines in scope matching an (already sanitized) FTS5 expression (`units`: see SearchStore.transcriptSearch). */
+  async search(scope: SearchScope, match: string, limit: number, units?: WeightedUnit[]): Promise<OcrHitRow[]> {
     const parts = ["o.account_id = ?"];
     const args: (string | number)[] = [match, scope.accountId];
     if (scope.collectionId) {
@@ -43,10 +43,12 @@ export class OcrSearchStore {
     if (this.db.backend === "postgres") {
       const q = ftsToTsquery(match);
       if (!q) return [];
+      const rank = pgRank("o.tsv", units);
       return await this.db.all<OcrHitRow>(
-        `SELECT o.id, o.video_id, o.start_secs, o.end_secs, o.text, o.confidence, ${PG_RANK("o.tsv")} AS bm25
+        `SELECT o.id, o.video_id, o.start_secs, o.end_secs, o.text, o.confidence, ${rank.sql} AS bm25
            FROM ocr_lines o CROSS JOIN to_tsquery('vs_english', ?) AS q (q)
            WHERE o.tsv @@ q.q AND ${parts.join(" AND ")} ORDER BY bm25, o.id LIMIT ?`,
+        ...rank.args,
         q,
         ...args.slice(1),
         limit,

@@ -83,7 +83,7 @@ export class SearchService {
     this.transcripts = {
       mode: "transcript",
       memo: "transcript",
-      search: async (sc, match, k) => await st.transcriptSearch(sc, match, k),
+      search: async (sc, match, k, units) => await st.transcriptSearch(sc, match, k, units),
       matching: async (match, ids) => await st.transcriptMatching(match, ids),
       docFreq: async (a, match) => await st.transcriptDocFreq(a, match),
       count: async (a) => await st.transcriptCount(a),
@@ -93,7 +93,7 @@ export class SearchService {
       mode: "ocr",
       memo: "ocr",
       cjkPairs: true,
-      search: async (sc, match, k) => await o.search(sc, match, k),
+      search: async (sc, match, k, units) => await o.search(sc, match, k, units),
       matching: async (match, ids) => await o.matching(match, ids),
       docFreq: async (a, match) => await o.docFreq(a, match),
       count: async (a) => await o.count(a),

@@ -6,7 +6,7 @@
 import { dialect, type Executor } from "../store/executor.ts";
 import { selectingEmbedding, withEmbeddingBytes } from "../indexing/embedding-sql.ts";
 import { ftsToTsquery } from "../store/fts-tsquery.ts";
-import { ftsMatching, inChunks, PG_RANK, pgDocFreq } from "../store/sql.ts";
+import { ftsMatching, inChunks, pgDocFreq, pgRank, type WeightedUnit } from "../store/sql.ts";
 
 /** Which part of an account a search covers. */
 export interface SearchScope {
@@ -499,16 +499,26 @@ export class SearchStore {
 
   // ---- transcript ----------------------------------------------------------------------------
 
-  /** BM25-ranked transcript segments in scope matching an (already sanitized) FTS5 expression. */
-  async transcriptSearch(scope: SearchScope, match: string, limit: number): Promise<TranscriptHitRow[]> {
+  /**
+   * BM25-ranked transcript segments in scope matching an (already sanitized) FTS5 expression.
+   * `units` (the expression's units and their IDF) rank them on PostgreSQL (store/sql.ts `pgRank`).
+   */
+  async transcriptSearch(
+    scope: SearchScope,
+    match: string,
+    limit: number,
+    units?: WeightedUnit[],
+  ): Promise<TranscriptHitRow[]> {
     const w = this.scopeSql("t", scope);
     if (this.db.backend === "postgres") {
       const q = ftsToTsquery(match);
       if (!q) return [];
+      const rank = pgRank("t.tsv", units);
       return await this.db.all<TranscriptHitRow>(
-        `SELECT t.id, t.video_id, t.start_secs, t.end_secs, t.text, ${PG_RANK("t.tsv")} AS bm25
+        `SELECT t.id, t.video_id, t.start_secs, t.end_secs, t.text, ${rank.sql} AS bm25
            FROM transcript_segments t CROSS JOIN to_tsquery('vs_english', ?) AS q (q)
            WHERE t.tsv @@ q.q AND ${w.sql} ORDER BY bm25, t.id LIMIT ?`,
+        ...rank.args,
         q,
         ...w.args,
         limit,

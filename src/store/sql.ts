@@ -40,13 +40,32 @@ export const FTS_ON_PG = {
   shot_text_fts: { table: "shots", column: "text_tsv" },
 } as const;
 
+/** One unit of a full-text query (a word, phrase or prefix as FTS5 text) and its weight (IDF). */
+export interface WeightedUnit {
+  match: string;
+  weight: number;
+}
+
 /**
- * FTS5's `bm25()` on PostgreSQL, as the stores order by it (lower is better): minus `ts_rank` with
- * normalization 1 (divided by 1 + the log of the row's length, as BM25 discounts long rows). It
- * orders the hits; the score a hit shows is the IDF share of the query it holds (search/
- * lexical-mode.ts), the same on both backends (docs/POSTGRES.md, "Full-text search").
+ * FTS5's `bm25()` on PostgreSQL, as the stores order by it (lower is better). PostgreSQL's
+ * `ts_rank` knows no IDF: an OR query with a common word would fill the LEXICAL_K hits with rows
+ * holding only that word and leave out the rows with the rare one. So the rank is the query's
+ * weight a row holds — Σ IDF of the units it matches, what search calibrates a hit's score from
+ * (search/lexical-mode.ts) — with `ts_rank` (normalization 1: long rows discounted, as BM25 does;
+ * below 1) breaking ties. Negated, as bm25 is. Returns the SQL and its parameters (one query text
+ * and one weight per unit), placed before the FROM clause's `q.q`.
  */
-export const PG_RANK = (tsv: string) => `-ts_rank(${tsv}, q.q, 1)`;
+export function pgRank(tsv: string, units: WeightedUnit[] = []): { sql: string; args: (string | number)[] } {
+  const parts: string[] = [];
+  const args: (string | number)[] = [];
+  for (const u of units) {
+    const q = ftsToTsquery(u.match);
+    if (!q || !(u.weight > 0)) continue;
+    parts.push(`CASE WHEN ${tsv} @@ to_tsquery('vs_english', ?) THEN ?::float8 ELSE 0 END`);
+    args.push(q, u.weight);
+  }
+  return { sql: `-(${[...parts, `ts_rank(${tsv}, q.q, 1)`].join(" + ")})`, args };
+}
 
 /** How many of an account's rows match `match` on PostgreSQL (FTS5's docFreq query). */
 export async function pgDocFreq(

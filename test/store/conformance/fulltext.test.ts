@@ -4,7 +4,8 @@
  * on PostgreSQL. The same queries — built by search/fts.ts, as search builds them — must find the
  * same rows: words in any case or accent, stems, phrases (in order, adjacent), prefixes, CJK pairs
  * in on-screen text, stop words kept, and nothing from query syntax. Only the order inside a hit
- * list may differ (BM25 against ts_rank): the calibrated score does not come from it.
+ * list may differ (BM25 against the IDF-weighted rank of store/sql.ts `pgRank`): the calibrated
+ * score does not come from it, and a list cut at LEXICAL_K keeps the rows with the rare words on both.
  */
 import { describe, expect, test } from "vitest";
 import { IndexStore } from "../../../src/indexing/store.ts";
@@ -133,6 +134,39 @@ describe.each(BACKENDS)("full-text search on $name", (backend) => {
     // Hits come best first: a lower bm25 (FTS5) or a higher ts_rank (PostgreSQL) first.
     for (let i = 1; i < all.length; i++) expect(all[i].bm25).toBeGreaterThanOrEqual(all[i - 1].bm25);
   });
+});
+
+describe.each(BACKENDS)("a cut hit list on $name", (backend) => {
+  test.skipIf(!backend.available())(
+    "keeps the rows with the rare word: an OR query with a common word is ranked by the words' rarity",
+    async () => {
+      const b = await backend.open();
+      const t = await newTenant(b);
+      const videoId = await newVideo(b, t, { has_audio: 1 });
+      const scope = { videoId, accountId: t.account, collectionId: t.collection };
+      const texts = [
+        ...Array.from({ length: 40 }, (_, i) => `weather ${i}`),
+        // Long, and without the common word: ts_rank alone ranks it below every short "weather" row.
+        "later that day a large silver zeppelin drifted slowly over the old harbour town",
+      ];
+      await new IndexStore(b.exec, false).replaceTranscript(
+        scope,
+        texts.map((text, i) => ({ start: i, end: i + 1, text })),
+        "whisper-a",
+      );
+      const search = new SearchStore(b.exec);
+      const fts = buildFtsQuery("weather zeppelin")!;
+      const n = await search.transcriptCount(t.account);
+      // As search/lexical-mode.ts weighs the units.
+      const idf = (df: number) => Math.log(1 + (n - df + 0.5) / (df + 0.5));
+      const units = await Promise.all(
+        fts.units.map(async (u) => ({ match: u, weight: idf(await search.transcriptDocFreq(t.account, u)) })),
+      );
+      const top = await search.transcriptSearch({ accountId: t.account }, fts.match, 5, units);
+      expect(top).toHaveLength(5);
+      expect(top[0].text).toContain("zeppelin");
+    },
+  );
 });
 
 test.skipIf(!BACKENDS.every((b) => b.available()))("both backends find the same rows for every query", () => {

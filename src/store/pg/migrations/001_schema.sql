@@ -15,7 +15,10 @@ CREATE EXTENSION IF NOT EXISTS unaccent;
 
 -- Full-text configuration matching FTS5's `porter unicode61 remove_diacritics 2`: words folded to
 -- lower case without diacritics and stemmed, and no stop words (FTS5 keeps "the", "to", "was";
--- PostgreSQL's built-in `english` would drop them).
+-- PostgreSQL's built-in `english` would drop them). The stemmer is Snowball `english` (Porter2);
+-- FTS5 runs the original Porter, and a few words stem apart ("ones": one vs on, "news": news vs
+-- new). Snowball's `porter` was tried: it also stems words of one or two letters, which FTS5
+-- leaves alone ("as" → a, "is" → i), and found other rows more often (bench/fts-drift.ts).
 CREATE TEXT SEARCH DICTIONARY vs_english_stem (TEMPLATE = snowball, LANGUAGE = english);
 CREATE TEXT SEARCH CONFIGURATION vs_english (COPY = simple);
 ALTER TEXT SEARCH CONFIGURATION vs_english
