@@ -47,9 +47,12 @@ export class SetupService {
     const password_hash = await hashPassword(password);
     return await this.uow.run(async () => {
       // Checked again inside the write transaction: two browsers racing with the same link get
-      // one account, and the other a 404 (setup is done).
+      // one account, and the other a 404 (setup is done). The tokens are taken first: on
+      // PostgreSQL (read committed) both would otherwise see no account yet; the second waits on
+      // the first's delete and then finds no token, and an account. A refusal rolls the delete back.
+      const tokens = await this.store.takeSetupTokens();
       await this.assertOpen();
-      if (!(await this.store.hasSetupToken(hash))) throw invalidToken();
+      if (!tokens.includes(hash)) throw invalidToken();
       const created_at = nowIso(this.now());
       const account: Account = {
         id: newId("usr"),
@@ -68,7 +71,6 @@ export class SetupService {
       };
       await this.store.insertAccount(account);
       await this.store.insertUser({ ...user, password_hash });
-      await this.store.clearSetupTokens();
       return { account, user };
     });
   }

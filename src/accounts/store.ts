@@ -159,6 +159,16 @@ export class AccountStore {
     return (await this.db.get("SELECT 1 FROM setup_tokens WHERE token_hash = ?", tokenHash)) !== null;
   }
 
+  /**
+   * Deletes every setup token and says which there were: inside a unit of work this takes them
+   * (PostgreSQL row locks: a second setup racing with the first waits here, then finds none).
+   */
+  async takeSetupTokens(): Promise<string[]> {
+    return (await this.db.all<{ token_hash: string }>("DELETE FROM setup_tokens RETURNING token_hash")).map(
+      (r) => r.token_hash,
+    );
+  }
+
   /** Every setup link stops working (the first account exists). */
   async clearSetupTokens(): Promise<void> {
     await this.db.run("DELETE FROM setup_tokens");

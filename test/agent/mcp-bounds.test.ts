@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { backendEnv } from "../pg/backend.ts";
 import { createKeyTenant, type Tenant } from "../helpers/app.ts";
 import { BUN, MAIN } from "../helpers/cli.ts";
 import { fixedCatalog, tinyClip } from "../helpers/models.ts";
@@ -103,7 +104,7 @@ describe("MCP over HTTP", () => {
 describe("MCP over stdio (vsearch mcp)", () => {
   test("a line over 1 MiB (even 12 MB), a line that is not JSON, one too deep and a batch each get a JSON-RPC error; the process keeps answering", async () => {
     const proc = Bun.spawn([BUN, MAIN, "--data-dir", s.dir, "mcp", "--account", a.accountId], {
-      env: { ...process.env, VSEARCH_LOG_LEVEL: "silent" },
+      env: { ...process.env, ...(await backendEnv(s.dir)), VSEARCH_LOG_LEVEL: "silent" },
       stdin: "pipe",
       stdout: "pipe",
       stderr: "ignore",

@@ -3,6 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { backendEnv } from "../pg/backend.ts";
 import { BUN, MAIN, runCliJson } from "../helpers/cli.ts";
 import { ffmpeg } from "../helpers/ffmpeg.ts";
 import { type AgentFixture, b64, jpegDimensions, startAgentFixture } from "./setup.ts";
@@ -83,7 +84,12 @@ beforeAll(async () => {
   const stdio = new StdioClientTransport({
     command: BUN,
     args: [MAIN, "--data-dir", f.dir, "mcp", "--account", f.accountId],
-    env: { ...(process.env as Record<string, string>), ...ENV, VSEARCH_LOG_LEVEL: "warn" },
+    env: {
+      ...(process.env as Record<string, string>),
+      ...(await backendEnv(f.dir)),
+      ...ENV,
+      VSEARCH_LOG_LEVEL: "warn",
+    },
     stderr: "pipe",
   });
   stdio.stderr?.on("data", (b: Buffer) => (stderr += b.toString()));
@@ -391,7 +397,7 @@ describe("permissions", () => {
       stdin: "pipe",
       stdout: "pipe",
       stderr: "pipe",
-      env: { ...process.env, VSEARCH_LOG_LEVEL: "silent" },
+      env: { ...process.env, ...(await backendEnv(f.dir)), VSEARCH_LOG_LEVEL: "silent" },
     });
     const code = await Promise.race([r.exited, Bun.sleep(30_000).then(() => -1)]);
     expect(code).toBe(1);
@@ -415,7 +421,7 @@ describe("vsearch mcp alone on a data dir", () => {
       new StdioClientTransport({
         command: BUN,
         args: [MAIN, "--data-dir", dir, "mcp", "--account", account.id],
-        env: { ...(process.env as Record<string, string>), ...env },
+        env: { ...(process.env as Record<string, string>), ...(await backendEnv(dir)), ...env },
       }),
     );
     try {

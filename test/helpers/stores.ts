@@ -29,7 +29,7 @@ import { poolOptions } from "../../src/store/pg/open.ts";
 import { pgUnitOfWork } from "../../src/store/pg/unit-of-work.ts";
 import { TxScopes } from "../../src/store/tx-scope.ts";
 import type { UnitOfWork } from "../../src/store/unit-of-work.ts";
-import { knownDatabaseUrl } from "../pg/backend.ts";
+import { knownDatabaseUrl, testBackend } from "../pg/backend.ts";
 import { findPostgres } from "../pg/cluster.ts";
 import type { SqliteStore } from "../../src/store/sqlite/database.ts";
 import { OcrSearchStore } from "../../src/search/ocr-store.ts";
@@ -81,6 +81,8 @@ export function openStores(
   } = {},
 ): Stores {
   const url = knownDatabaseUrl(dataDir);
+  if (!url && testBackend() === "postgres")
+    throw new Error(`no database for ${dataDir} yet: await databaseUrlFor(dir) (test/pg/backend.ts) before openStores`);
   const store = url ? attachPg(url) : openStore(join(dataDir, "vsearch.db"), { vecExtension: opts.vecExtension });
   const { exec: db, uow } = store;
   const clock = { skewMs: opts.dbClockSkewMs ?? (() => 0) };

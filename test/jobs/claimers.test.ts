@@ -8,6 +8,7 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
+import { backendEnv } from "../pg/backend.ts";
 import { openStores } from "../helpers/stores.ts";
 import { tempDir } from "../helpers/temp.ts";
 import { until } from "../helpers/wait.ts";
@@ -18,6 +19,7 @@ const SCRIPT = join(import.meta.dirname, "claimer-process.ts");
 const WORKERS = 8;
 
 test("8 worker processes claim 100 tasks at once: each is claimed once and ended once", async () => {
+  const env = await backendEnv(dir); // the pg project: the workers share this dir's database
   const s = openStores(dir);
   try {
     await seedIngest(s, "usr_a", 50);
@@ -26,7 +28,7 @@ test("8 worker processes claim 100 tasks at once: each is claimed once and ended
       Bun.spawn([process.execPath, SCRIPT, dir, `node_w${i}`, String(i * 25)], {
         stdout: "pipe",
         stderr: "pipe",
-        env: { ...process.env, VSEARCH_LOG_LEVEL: "silent" },
+        env: { ...process.env, ...env, VSEARCH_LOG_LEVEL: "silent" },
       }),
     );
     const ready = () => Array.from({ length: WORKERS }, (_, i) => existsSync(join(dir, `ready-node_w${i}`)));

@@ -7,6 +7,7 @@
  * fairness.test.ts, cancel.test.ts.)
  */
 import { afterAll, describe, expect, test } from "vitest";
+import { databaseUrlFor } from "../pg/backend.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import type { LeaseQueue, TaskHandler } from "../../src/jobs/lease-queue.ts";
 import type { TaskRow } from "../../src/jobs/task-store.ts";
@@ -25,7 +26,8 @@ afterAll(async () => {
 });
 
 /** A connection to `dir`'s database whose clock runs `clock.ms` ahead (one shared skew = one database clock). */
-function connect(dir: string, clock = { ms: 0 }): Stores {
+async function connect(dir: string, clock = { ms: 0 }): Promise<Stores> {
+  await databaseUrlFor(dir); // the pg project: this dir's database (test/pg/backend.ts)
   const s = openStores(dir, { dbClockSkewMs: () => clock.ms });
   opened.push(s);
   return s;
@@ -86,7 +88,7 @@ const claimAs = async (s: Stores, owner: string, maxRunningPerAccount = 0): Prom
 describe("the claim order is fair across accounts", () => {
   test("a newcomer's short job (ingest, then its OCR) goes before the rest of another account's backlog", async () => {
     const clock = { ms: 0 };
-    const s = connect(dirs.make(), clock);
+    const s = await connect(dirs.make(), clock);
     await seedIngest(s, "usr_a", 20);
     const a0 = (await claimAs(s, "w/1"))!;
     expect(a0.video_id).toBe("vid_usr_a_0");
@@ -117,7 +119,7 @@ describe("the claim order is fair across accounts", () => {
   });
 
   test("with several slots, the account with the fewest tasks running goes first; the running cap holds an account back", async () => {
-    const s = connect(dirs.make());
+    const s = await connect(dirs.make());
     await seedIngest(s, "usr_a", 5);
     await seedIngest(s, "usr_b", 5);
     await seedIngest(s, "usr_c", 5);
@@ -134,7 +136,7 @@ describe("the claim order is fair across accounts", () => {
 
   test("an account back from idle starts level, whatever it was served before", async () => {
     const clock = { ms: 0 };
-    const s = connect(dirs.make(), clock);
+    const s = await connect(dirs.make(), clock);
     // B had an hour of work yesterday; today A has a backlog.
     await seedIngest(s, "usr_b", 1, "b_yesterday");
     const old = (await claimAs(s, "w/1"))!;
@@ -150,7 +152,7 @@ describe("the claim order is fair across accounts", () => {
 
   test("renditions are claimed by the same fair rule: another account's goes right after the encode running", async () => {
     const clock = { ms: 0 };
-    const s = connect(dirs.make(), clock);
+    const s = await connect(dirs.make(), clock);
     const claimRendition = async () =>
       await s.tasks.claim({ kinds: ["rendition"], owner: "w/r", node: "w", leaseMs: 60_000, maxRunningPerAccount: 0 });
     const indexAll = async () => {
@@ -181,7 +183,7 @@ describe("one queue for every kind", () => {
   test("one heartbeat holds an ingest, an OCR and a rendition lease at once; a rendition's lease runs out on the database's clock", async () => {
     const dir = dirs.make();
     const clock = { ms: 0 };
-    const a = connect(dir, clock);
+    const a = await connect(dir, clock);
     const [videoId] = await seedIngest(a, "usr_a", 1);
     await a.tasks.enqueue({ kind: "ocr", accountId: "usr_a", videoId, jobId: "job_usr_a_0" });
     await a.tasks.enqueue({ kind: "rendition", accountId: "usr_a", videoId });
@@ -200,7 +202,7 @@ describe("one queue for every kind", () => {
     expect(await until(async () => holder.log.ran.length === 3, 10_000)).toBe(true);
     // Another node polls for every kind all along; each task runs 4 leases without a word.
     const other = recorder(10);
-    await node(connect(dir, clock), "node_b", other.handler).start();
+    await node(await connect(dir, clock), "node_b", other.handler).start();
     expect(await until(async () => holder.log.done.length === 3, 20_000)).toBe(true);
     expect(other.log.ran).toEqual([]);
     expect(holder.log.stopped).toEqual([]);
@@ -211,7 +213,7 @@ describe("one queue for every kind", () => {
     const [later] = await seedIngest(a, "usr_a", 1, "later");
     const indexed = (await claimAs(a, "w/1"))!;
     await a.tasks.finish(indexed.id, "w/1");
-    const dead = connect(dir, clock);
+    const dead = await connect(dir, clock);
     await dead.tasks.enqueue({ kind: "rendition", accountId: "usr_a", videoId: later });
     const frozen = await dead.tasks.claim({
       kinds: ["rendition"],
@@ -222,7 +224,7 @@ describe("one queue for every kind", () => {
     });
     expect(frozen?.video_id).toBe(later);
     const taker = recorder(10);
-    await node(connect(dir, clock), "node_b", taker.handler).start();
+    await node(await connect(dir, clock), "node_b", taker.handler).start();
     await Bun.sleep(300);
     expect(taker.log.ran).toEqual([]); // held
     clock.ms += 1_501;
@@ -234,14 +236,14 @@ describe("one queue for every kind", () => {
 describe("leases", () => {
   test("the heartbeat holds a lease while the task reports nothing for several lease lengths", async () => {
     const dir = dirs.make();
-    const a = connect(dir);
+    const a = await connect(dir);
     await seedIngest(a, "usr_a", 1);
     const holder = recorder(6_000);
     await worker(a, "node_a", holder.handler, { leaseMs: 1_500 }).start();
     await until(async () => holder.log.ran.length === 1, 10_000);
     // Another node polls all along; the task runs 4 leases without a word of progress.
     const other = recorder(10);
-    await worker(connect(dir), "node_b", other.handler, { leaseMs: 1_500 }).start();
+    await worker(await connect(dir), "node_b", other.handler, { leaseMs: 1_500 }).start();
     expect(await until(async () => holder.log.done.length === 1, 20_000)).toBe(true);
     expect(other.log.ran).toEqual([]);
     expect(holder.log.stopped).toEqual([]);
@@ -251,8 +253,8 @@ describe("leases", () => {
   test("a lease that ran out on the database's clock is taken over; the first holder stops at its next heartbeat and writes nothing", async () => {
     const dir = dirs.make();
     const clock = { ms: 0 }; // one database, one clock: both connections see it move
-    const a = connect(dir, clock);
-    const b = connect(dir, clock);
+    const a = await connect(dir, clock);
+    const b = await connect(dir, clock);
     await seedIngest(a, "usr_a", 1);
     const first = recorder();
     await worker(a, "node_a", first.handler, { leaseMs: 2_000 }).start();
@@ -268,12 +270,12 @@ describe("leases", () => {
 
   test("a task whose row is deleted elsewhere (its video, by another process) is stopped at the next heartbeat", async () => {
     const dir = dirs.make();
-    const a = connect(dir);
+    const a = await connect(dir);
     const [videoId] = await seedIngest(a, "usr_a", 1);
     const r = recorder();
     await worker(a, "node_a", r.handler, { leaseMs: 900 }).start();
     await until(async () => r.log.ran.length === 1, 10_000);
-    const other = connect(dir);
+    const other = await connect(dir);
     await other.videos.delete(videoId); // its job and task cascade
     // No event reaches this worker (another connection deleted it): its heartbeat finds the row gone.
     expect(await until(async () => r.log.stopped.length === 1, 10_000, 10)).toBe(true);
@@ -284,13 +286,13 @@ describe("leases", () => {
   test("a node's start frees what its previous incarnation held at once, and leaves another node's lease to run out", async () => {
     const dir = dirs.make();
     const clock = { ms: 0 };
-    const s = connect(dir, clock);
+    const s = await connect(dir, clock);
     const [mine, theirs] = await seedIngest(s, "usr_a", 2);
     // node_a crashed holding the first task; node_b (alive, another data dir) holds the second.
     expect((await claimAs(s, "node_a/dead"))?.video_id).toBe(mine);
     expect((await claimAs(s, "node_b/alive"))?.video_id).toBe(theirs);
     const restarted = recorder(10);
-    const q = worker(connect(dir, clock), "node_a", restarted.handler);
+    const q = worker(await connect(dir, clock), "node_a", restarted.handler);
     expect(await q.start()).toBe(1);
     expect(await until(async () => restarted.log.done.length === 1, 10_000)).toBe(true);
     await Bun.sleep(200); // polls meanwhile: node_b's task is not touched
@@ -303,10 +305,10 @@ describe("leases", () => {
 
   test("a stopping node hands its tasks back at once, and that claim is not counted as a crash", async () => {
     const dir = dirs.make();
-    const s = connect(dir);
+    const s = await connect(dir);
     await seedIngest(s, "usr_a", 1);
     const r = recorder();
-    const q = worker(connect(dir), "node_a", r.handler);
+    const q = worker(await connect(dir), "node_a", r.handler);
     await q.start();
     await until(async () => r.log.ran.length === 1, 10_000);
     await q.stop();

@@ -59,8 +59,10 @@ describe.skipIf(!pgAvailable())("schema parity: SQLite ↔ PostgreSQL", () => {
   test("every SQLite migration is matched by exactly one PostgreSQL migration, and the other way round", () => {
     const matched = PG_MIGRATIONS.flatMap((m) => m.sqlite).sort((a, b) => a - b);
     expect(matched).toEqual(MIGRATIONS.map((m) => m.version).sort((a, b) => a - b));
+    // A PostgreSQL-only migration (a fix of PostgreSQL's own triggers) says why, and changes no table.
     for (const m of PG_MIGRATIONS)
-      expect(m.sqlite.length, `PG migration ${m.version} matches no SQLite one`).toBeGreaterThan(0);
+      if (!m.pgOnly) expect(m.sqlite.length, `PG migration ${m.version} matches no SQLite one`).toBeGreaterThan(0);
+      else expect(m.sql).not.toMatch(/\b(CREATE|ALTER|DROP)\s+TABLE\b/i);
     // Numbered 1, 2, 3 … in file order, names from their files.
     expect(PG_MIGRATIONS.map((m) => m.version)).toEqual(PG_MIGRATIONS.map((_, i) => i + 1));
   });

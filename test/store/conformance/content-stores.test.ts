@@ -7,6 +7,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { type ShotInput, IndexStore, toFloat32 } from "../../../src/indexing/store.ts";
+import { AccountStore } from "../../../src/accounts/store.ts";
 import { FeedbackStore } from "../../../src/search/feedback-store.ts";
 import { SearchStore } from "../../../src/search/store.ts";
 import { VectorChangeStore } from "../../../src/search/vector-change-store.ts";
@@ -237,8 +238,15 @@ describe.each(BACKENDS)("content stores on $name", (backend) => {
       expect.arrayContaining(["frames", "ocr_lines", "shots", "transcript_segments", "vector_changes", "videos"]),
     );
     await system.ping();
+    // A deleted video leaves nothing, the change log included (its frames and shots go by cascade,
+    // whose triggers PostgreSQL fires after the video's own: pg migration 006).
     await new VideoStore(b.exec).delete(videoId);
+    expect(await system.tablesMentioning([videoId])).toEqual(new Map());
     expect(await changes.prune(await changes.current())).toBeGreaterThanOrEqual(0);
-    expect((await system.tablesMentioning([videoId])).get(videoId) ?? []).not.toContain("videos");
+    // So does a deleted account, with its videos.
+    const other = await newTenant(b);
+    const second = await indexedVideo(b, other);
+    await new AccountStore(b.exec).deleteAccount(other.account);
+    expect(await system.tablesMentioning([other.account, second.videoId])).toEqual(new Map());
   });
 });

@@ -7,6 +7,7 @@ import m002 from "./002_vector_changes.sql" with { type: "text" };
 import m003 from "./003_task_queue.sql" with { type: "text" };
 import m004 from "./004_ocr_cjk.sql" with { type: "text" };
 import m005 from "./005_people.sql" with { type: "text" };
+import m006 from "./006_vector_changes_cascade.sql" with { type: "text" };
 
 export interface PgMigration {
   version: number;
@@ -14,6 +15,8 @@ export interface PgMigration {
   sql: string;
   /** The SQLite migrations (src/store/migrations) whose schema this one brings PostgreSQL to. */
   sqlite: number[];
+  /** Why a migration has no SQLite counterpart (PostgreSQL's own functions and triggers only). */
+  pgOnly?: string;
 }
 
 export const PG_MIGRATIONS: PgMigration[] = [
@@ -23,4 +26,11 @@ export const PG_MIGRATIONS: PgMigration[] = [
   { version: 3, name: "task_queue", sql: m003, sqlite: [11] },
   { version: 4, name: "ocr_cjk", sql: m004, sqlite: [12] },
   { version: 5, name: "people", sql: m005, sqlite: [13] },
+  {
+    version: 6,
+    name: "vector_changes_cascade",
+    sql: m006,
+    sqlite: [],
+    pgOnly: "PostgreSQL fires a foreign-key cascade's row triggers after the parent's own (SQLite before)",
+  },
 ];
