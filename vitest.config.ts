@@ -27,6 +27,8 @@ const SQLITE_ONLY: Record<string, string> = {
     "the SQLite unit of work (writer lock, BEGIN IMMEDIATE, reader connection); PostgreSQL's: conformance/transactions.test.ts",
   "test/store/store-errors.test.ts":
     "SQLite's error codes (SQLITE_FULL, SQLITE_BUSY); PostgreSQL's SQLSTATE mapping: conformance/pg-errors.test.ts",
+  "test/storage/disk-full.test.ts":
+    "fills the disk under the data dir, where the embedded database lives; PostgreSQL's disk is the server's (53100 disk_full → 507: conformance/pg-errors.test.ts)",
 };
 
 /**

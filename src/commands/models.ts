@@ -29,7 +29,8 @@ async function withInstallApp<T>(
   fn: (svc: ModelService, v: VerifyLoad | false | undefined, app: App | null) => Promise<T>,
 ): Promise<T> {
   const fileOnly = () => new ModelService({ modelsDir: ctx.config(cmd).modelsDir });
-  const hasDb = existsSync(join(ctx.config(cmd).dataDir, "vsearch.db"));
+  // PostgreSQL (database_url) is a database that exists; the embedded one may not yet.
+  const hasDb = Boolean(ctx.config(cmd).databaseUrl) || existsSync(join(ctx.config(cmd).dataDir, "vsearch.db"));
   if (!loadCheck && !hasDb) return fn(fileOnly(), false, null);
   return ctx.withApp(cmd, (app) => (loadCheck ? fn(app.services.models, undefined, app) : fn(fileOnly(), false, app)));
 }

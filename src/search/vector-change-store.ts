@@ -1,4 +1,16 @@
-import type { Executor } from "../store/executor.ts";
+import { dialect, type Executor } from "../store/executor.ts";
+
+/**
+ * The change history's name. On PostgreSQL the random name is written once, by the migration,
+ * so a copy of the database (CREATE DATABASE … TEMPLATE, a restored dump) carries it too and
+ * counts the same numbers from there: the database's own OID, which every copy gets anew, is
+ * part of the name (a copy's first start reads its index from the rows instead of a snapshot).
+ */
+const DATABASE_ID = dialect({
+  sqlite: "SELECT database_id AS id FROM vector_change_seq WHERE id = 1",
+  pg: `SELECT database_id || '@' || (SELECT oid FROM pg_database WHERE datname = current_database()) AS id
+         FROM vector_change_seq WHERE id = 1`,
+});
 
 /** A video whose vector rows changed, and the sequence number of its latest change. */
 export interface VectorChangeRow {
@@ -23,9 +35,7 @@ export class VectorChangeStore {
 
   /** The random name of this database's change history (a snapshot names the one it reflects). */
   async databaseId(): Promise<string> {
-    return (
-      (await this.db.get<{ id: string }>("SELECT database_id AS id FROM vector_change_seq WHERE id = 1"))?.id ?? ""
-    );
+    return (await this.db.get<{ id: string }>(DATABASE_ID))?.id ?? "";
   }
 
   /** Videos whose latest change is after `seq`, oldest change first. */

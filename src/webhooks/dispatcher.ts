@@ -130,7 +130,9 @@ export class WebhookDispatcher {
         status: "pending",
         attempts: 0,
         next_attempt_at: null, // due now
-        created_at: nowIso(this.now()),
+        // The event's time: history lists deliveries newest event first, however fan-outs
+        // interleave (several dispatchers, or a fan-out on demand beside the poller).
+        created_at: ev.created_at,
       });
     }
   }

@@ -4,6 +4,7 @@
  * rows — all against a real SQLite store.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testBackend } from "../pg/backend.ts";
 import { MemoryVectorBackend } from "../../src/search/memory-backend.ts";
 import { mentionTerms } from "../../src/search/text-match.ts";
 import { ExactVectorCache } from "../../src/search/vector-cache.ts";
@@ -69,42 +70,47 @@ describe("against the store", () => {
   });
   afterAll(() => t?.close());
 
-  it("a cached vector never answers for a row id SQLite gave to new content", async () => {
-    const store = t.stores.search;
-    const cache = new ExactVectorCache(1 << 20);
-    const backend = new MemoryVectorBackend(store, cache);
-    const r = rng(3);
-    const v = await addVideo(t, account, col, { duration: 3 });
-    const scope = await scopeOf(t, v);
-    const query = concept(0);
-    const nearest = async () =>
-      await backend.nearest({
-        kind: "frames",
-        scope: { accountId: account, videoId: v },
-        modelId: HAND_MODEL,
-        query,
-        k: 3,
-      });
-    await t.index.replaceFrames(
-      scope,
-      [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: near(0, 0.95, r) })),
-      HAND_MODEL,
-    );
-    const before = await nearest();
-    expect(before.every((h) => h.raw > 0.9)).toBe(true);
-    expect(cache.sizeBytes).toBeGreaterThan(0);
-    // Re-indexed: the old rows go, the new ones take the same ids (they were the highest).
-    await t.index.replaceFrames(
-      scope,
-      [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: background(r) })),
-      HAND_MODEL,
-    );
-    expect(new Set((await store.frames(before.map((h) => h.id))).map((f) => f.video_id))).toEqual(new Set([v]));
-    await backend.onVideoIndexed(v, account);
-    const after = await nearest();
-    expect(after.map((h) => h.id).sort()).toEqual(before.map((h) => h.id).sort());
-    expect(after.every((h) => h.raw < 0.5)).toBe(true);
-  });
+  // SQLite hands a deleted row's id to new content; PostgreSQL's identities never reuse one, so
+  // there is no such id to go stale there.
+  it.skipIf(testBackend() === "postgres")(
+    "a cached vector never answers for a row id SQLite gave to new content",
+    async () => {
+      const store = t.stores.search;
+      const cache = new ExactVectorCache(1 << 20);
+      const backend = new MemoryVectorBackend(store, cache);
+      const r = rng(3);
+      const v = await addVideo(t, account, col, { duration: 3 });
+      const scope = await scopeOf(t, v);
+      const query = concept(0);
+      const nearest = async () =>
+        await backend.nearest({
+          kind: "frames",
+          scope: { accountId: account, videoId: v },
+          modelId: HAND_MODEL,
+          query,
+          k: 3,
+        });
+      await t.index.replaceFrames(
+        scope,
+        [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: near(0, 0.95, r) })),
+        HAND_MODEL,
+      );
+      const before = await nearest();
+      expect(before.every((h) => h.raw > 0.9)).toBe(true);
+      expect(cache.sizeBytes).toBeGreaterThan(0);
+      // Re-indexed: the old rows go, the new ones take the same ids (they were the highest).
+      await t.index.replaceFrames(
+        scope,
+        [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: background(r) })),
+        HAND_MODEL,
+      );
+      expect(new Set((await store.frames(before.map((h) => h.id))).map((f) => f.video_id))).toEqual(new Set([v]));
+      await backend.onVideoIndexed(v, account);
+      const after = await nearest();
+      expect(after.map((h) => h.id).sort()).toEqual(before.map((h) => h.id).sort());
+      expect(after.every((h) => h.raw < 0.5)).toBe(true);
+    },
+  );
 
   it("the shot text index follows writes and deletes, and finds stemmed forms", async () => {
     const store = t.stores.search;

@@ -9,6 +9,7 @@
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { testBackend } from "../pg/backend.ts";
 import { json, metric } from "../helpers/app.ts";
 import { makeTempDir, removeDir } from "../helpers/temp.ts";
 import type { MemoryIndexOptions } from "../../src/search/memory-backend.ts";
@@ -134,7 +135,9 @@ describe("index snapshot across restarts", () => {
     const reused = await addVideo(other, tenant.accountId, col, { duration: 60 });
     await fill(other, reused, 901, 0);
     const taken = (await other.index.framesOf(reused)).map((f) => f.id);
-    expect(taken.filter((id) => freed.includes(id)).length).toBeGreaterThan(0);
+    // SQLite hands freed row ids out again; PostgreSQL's identities never do (the rest holds on both).
+    if (testBackend() === "sqlite") expect(taken.filter((id) => freed.includes(id)).length).toBeGreaterThan(0);
+    else expect(taken.filter((id) => freed.includes(id))).toEqual([]);
     await fill(other, videos[0], 900, 1); // re-indexed: its rows replaced
     await other.app.services.videos.delete(tenant.accountId, videos[3]);
     await stop(other);
