@@ -302,7 +302,12 @@ function vectorText(b: Uint8Array, table: string, column: string): string {
   }
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const parts = new Array<string>(b.byteLength / 4);
-  for (let i = 0; i < parts.length; i++) parts[i] = String(view.getFloat32(i * 4, true));
+  for (let i = 0; i < parts.length; i++) {
+    const x = view.getFloat32(i * 4, true);
+    if (!Number.isFinite(x))
+      throw new MigrateStoreError(`${table}.${column}: a vector holds ${x}, which pgvector refuses`);
+    parts[i] = String(x);
+  }
   return `[${parts.join(",")}]`;
 }
 

@@ -203,6 +203,27 @@ describe.skipIf(!pgAvailable())("vsearch migrate-store", () => {
     expect(order.indexOf("accounts")).toBeLessThan(order.indexOf("videos"));
     expect(order.indexOf("frames")).toBeLessThan(order.indexOf("frame_vectors"));
     migrated = after;
+    // Every identity sequence is past the highest copied id: the next row never collides.
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      for (const [table, column] of [
+        ["frames", "id"],
+        ["shots", "id"],
+        ["transcript_segments", "id"],
+        ["ocr_lines", "id"],
+        ["events", "seq"],
+        ["tasks", "id"],
+        ["videos", "rowid"],
+      ] as const) {
+        const [row] = await sql.unsafe(
+          `SELECT max(${column}) AS top, (SELECT last_value FROM pg_sequences WHERE sequencename = pg_get_serial_sequence('${table}', '${column}')::regclass::text) AS seq FROM ${table}`,
+        );
+        expect(Number(row!.top), table).toBeGreaterThan(0);
+        expect(Number(row!.seq), table).toBeGreaterThanOrEqual(Number(row!.top));
+      }
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
   });
 
   test("an app on the PostgreSQL URL answers the same top-10; keys, sessions, links and the webhook secret still work", async () => {

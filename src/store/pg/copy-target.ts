@@ -162,8 +162,14 @@ export class CopyTransaction {
     onRows: (rows: number) => void,
   ): Promise<void> {
     const stage = ident(`vs_migrate_${table}`);
-    await this.q(`CREATE TEMP TABLE ${stage} (${columns.map((_, i) => `c${i} text`).join(", ")}) ON COMMIT DROP`);
-    const casts = columns.map((c, i) => (c.type === "text" ? `c${i}` : `c${i}::${c.type}`)).join(", ");
+    // Vectors are staged as vectors: parsed once, kept uncompressed (pgvector's storage is
+    // EXTERNAL), where a 5 KiB text of 512 floats would be compressed into the staging table and
+    // parsed again by the cast. Their text is ours (finite float32s, checked) and cannot fail.
+    const staged = (c: TargetColumn) => (c.type === "vector" ? "vector" : "text");
+    await this.q(
+      `CREATE TEMP TABLE ${stage} (${columns.map((c, i) => `c${i} ${staged(c)}`).join(", ")}) ON COMMIT DROP`,
+    );
+    const casts = columns.map((c, i) => (staged(c) === c.type ? `c${i}` : `c${i}::${c.type}`)).join(", ");
     const insert = `INSERT INTO ${ident(table)} (${columns.map((c) => ident(c.name)).join(", ")}) OVERRIDING SYSTEM VALUE SELECT ${casts} FROM ${stage}`;
     for await (const chunk of chunks) {
       if (!chunk.rows) continue;
