@@ -12,8 +12,8 @@
  *    simply be run again.
  *
  * Copied as they are: ids (frames, shots, segments… keep theirs), text-keyed tables' SQLite rowid
- * into PostgreSQL's `rowid` column (same order), vectors (float32 little-endian blobs → pgvector
- * text form, which pgvector parses back to the same float32). Not copied: FTS5 and sqlite-vec
+ * into PostgreSQL's `rowid` column (same order), vectors (float32 little-endian blobs → pgvector's
+ * binary form, the same float32s). Not copied: FTS5 and sqlite-vec
  * tables (store/sqlite/embedded-source.ts says why), generated `tsvector` columns (computed), and
  * `vector_change_seq`: the target keeps its own change-history id (a snapshot of the embedded
  * index is then not mistaken for this database's and is rebuilt once), its counter raised past the
@@ -24,7 +24,7 @@ import { join, resolve } from "node:path";
 import { ftsToTsquery } from "./fts-tsquery.ts";
 import { foreignKeyOrder, inCopyTransaction, readTargetSchema, type TargetColumn } from "./pg/copy-target.ts";
 import { describeUrl, openPgStore } from "./pg/open.ts";
-import { EmbeddedSource, type SourceValue } from "./sqlite/embedded-source.ts";
+import { EmbeddedSource } from "./sqlite/embedded-source.ts";
 
 export class MigrateStoreError extends Error {
   constructor(message: string, opts?: { cause?: unknown }) {
@@ -125,7 +125,8 @@ export async function migrateStore(o: MigrateStoreOptions): Promise<MigrateStore
         const total = totals.get(name) ?? 0;
         let done = 0;
         o.onProgress?.({ table: name, done, total, allDone, allTotal });
-        await tx.copy(name, p.target, chunks(src.rows(name, p.source), p.target, name, o.chunkRows ?? 20_000), (n) => {
+        const limits = { rows: o.chunkRows ?? 20_000, bytes: CHUNK_BYTES };
+        await tx.copy(name, p.target, src.rows(name, p.source), limits, (n) => {
           done += n;
           allDone += n;
           o.onProgress?.({ table: name, done, total, allDone, allTotal });
@@ -254,61 +255,6 @@ function plan(
     target.push(rowid);
   }
   return { table, source, target };
-}
-
-/** Rows as COPY text lines, in chunks of at most `maxRows` rows and about CHUNK_BYTES. */
-function* chunks(
-  rows: Iterable<SourceValue[]>,
-  columns: readonly TargetColumn[],
-  table: string,
-  maxRows: number,
-): Generator<{ lines: string[]; rows: number }> {
-  let lines: string[] = [];
-  let bytes = 0;
-  for (const row of rows) {
-    const line = `${row.map((v, i) => copyText(v, columns[i]!, table)).join("\t")}\n`;
-    lines.push(line);
-    bytes += line.length;
-    if (lines.length >= maxRows || bytes >= CHUNK_BYTES) {
-      yield { lines, rows: lines.length };
-      lines = [];
-      bytes = 0;
-    }
-  }
-  if (lines.length) yield { lines, rows: lines.length };
-}
-
-/** One value in COPY's text format for a column of `col.type`. */
-export function copyText(v: SourceValue, col: TargetColumn, table: string): string {
-  if (v === null) return "\\N";
-  if (typeof v === "bigint") return v.toString();
-  if (typeof v === "number") return Object.is(v, -0) ? "-0" : String(v);
-  if (v instanceof Uint8Array) {
-    if (col.type === "vector") return vectorText(v, table, col.name);
-    return `\\\\x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("hex")}`;
-  }
-  if (v.includes("\0")) {
-    throw new MigrateStoreError(
-      `${table}.${col.name} holds a text with a NUL character, which PostgreSQL text cannot store: "${v.replaceAll("\0", "\\0").slice(0, 60)}"`,
-    );
-  }
-  return v.replace(/[\\\t\n\r]/g, (c) => (c === "\\" ? "\\\\" : c === "\t" ? "\\t" : c === "\n" ? "\\n" : "\\r"));
-}
-
-/** A float32 little-endian blob as pgvector's text form (each float printed as the shortest double naming it: exact). */
-function vectorText(b: Uint8Array, table: string, column: string): string {
-  if (b.byteLength % 4 !== 0 || b.byteLength === 0) {
-    throw new MigrateStoreError(`${table}.${column}: a ${b.byteLength}-byte value is not a float32 vector`);
-  }
-  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  const parts = new Array<string>(b.byteLength / 4);
-  for (let i = 0; i < parts.length; i++) {
-    const x = view.getFloat32(i * 4, true);
-    if (!Number.isFinite(x))
-      throw new MigrateStoreError(`${table}.${column}: a vector holds ${x}, which pgvector refuses`);
-    parts[i] = String(x);
-  }
-  return `[${parts.join(",")}]`;
 }
 
 function sameBytes(a: Uint8Array | undefined, b: Uint8Array): boolean {

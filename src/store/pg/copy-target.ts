@@ -3,13 +3,15 @@
  * copies into (columns, types, foreign-key order, identity sequences) and one transaction that
  * takes the rows with COPY.
  *
- * COPY goes into a per-table staging table of `text` columns, and from there into the real
- * table with `INSERT … SELECT` and casts. Why not COPY straight into the table: postgres.js ends
- * a COPY stream when it sends CopyDone, and an error the server reports after that (a foreign key,
- * CHECK or unique violation is checked at the end of the statement) is dropped: the stream never
- * finishes and the caller waits for ever. Into `text` columns a well-formed COPY cannot fail on a
- * value; every constraint and cast is checked by the INSERT, whose error arrives as any query's,
- * naming the table. Rows go in chunks (bounded memory; progress per chunk).
+ * COPY (binary format) goes into a per-table staging table — `text` columns, and `vector` for
+ * vectors — and from there into the real table with `INSERT … SELECT` and casts. Why not COPY
+ * straight into the table: postgres.js ends a COPY stream when it sends CopyDone, and an error the
+ * server reports after that (a foreign key, CHECK or unique violation is checked at the end of the
+ * statement) is dropped: the stream never finishes and the caller waits for ever. Into the staging
+ * table a COPY of values checked here cannot fail; every constraint and cast is checked by the
+ * INSERT, whose error arrives as any query's, naming the table. Rows go in chunks (bounded memory;
+ * progress per chunk). Vectors travel as vector_recv reads them (float32 big-endian): no float is
+ * printed or parsed, and the bytes arrive unchanged.
  */
 import { once } from "node:events";
 import type { Writable } from "node:stream";
@@ -34,8 +36,14 @@ export interface TargetSchema {
   references: Map<string, Set<string>>;
 }
 
-/** A table's rows as COPY text lines ("\n"-terminated), in chunks. */
-export type LineChunks = AsyncIterable<{ lines: string[]; rows: number }> | Iterable<{ lines: string[]; rows: number }>;
+/** A value as the source gives it (SQLite: integers as bigint, vectors as float32 little-endian bytes). */
+export type CopyValue = string | number | bigint | null | Uint8Array;
+
+/** COPY's binary format: signature, flags, header extension length; the trailer is a field count of -1. */
+const COPY_HEADER = Buffer.concat([Buffer.from("PGCOPY\n\xff\r\n\0", "latin1"), Buffer.alloc(8)]);
+const COPY_TRAILER = Buffer.from([0xff, 0xff]);
+/** pgvector's limit on dimensions. */
+const MAX_DIM = 16_000;
 
 /** How long a COPY chunk may take to be acknowledged (a bound, not a speed target). */
 const COPY_ACK_MS = 600_000;
@@ -152,28 +160,29 @@ export class CopyTransaction {
   }
 
   /**
-   * Copies `chunks` into `table`'s `columns` (values already in COPY text form, typed by
-   * `columns[i].type`); calls `onRows` after each chunk with the rows it held.
+   * Copies `rows` (values in `columns` order, as SQLite gave them; a `vector` column's value is
+   * float32 little-endian bytes) into `table`, in chunks of at most `limits.rows` rows and about
+   * `limits.bytes`; calls `onRows` after each chunk with the rows it held. A value PostgreSQL
+   * could not take (a NUL in a text, a non-finite float in a vector) fails before its chunk is sent.
    */
   async copy(
     table: string,
     columns: readonly TargetColumn[],
-    chunks: LineChunks,
+    rows: Iterable<CopyValue[]>,
+    limits: { rows: number; bytes: number },
     onRows: (rows: number) => void,
   ): Promise<void> {
     const stage = ident(`vs_migrate_${table}`);
-    // Vectors are staged as vectors: parsed once, kept uncompressed (pgvector's storage is
-    // EXTERNAL), where a 5 KiB text of 512 floats would be compressed into the staging table and
-    // parsed again by the cast. Their text is ours (finite float32s, checked) and cannot fail.
+    // Vectors are staged as vectors (binary, as vector_recv reads them: no float is printed or
+    // parsed; pgvector stores them uncompressed), everything else as text, cast by the INSERT.
     const staged = (c: TargetColumn) => (c.type === "vector" ? "vector" : "text");
     await this.q(
       `CREATE TEMP TABLE ${stage} (${columns.map((c, i) => `c${i} ${staged(c)}`).join(", ")}) ON COMMIT DROP`,
     );
     const casts = columns.map((c, i) => (staged(c) === c.type ? `c${i}` : `c${i}::${c.type}`)).join(", ");
     const insert = `INSERT INTO ${ident(table)} (${columns.map((c) => ident(c.name)).join(", ")}) OVERRIDING SYSTEM VALUE SELECT ${casts} FROM ${stage}`;
-    for await (const chunk of chunks) {
-      if (!chunk.rows) continue;
-      await this.copyLines(stage, chunk.lines);
+    const flush = async (tuples: Buffer[]) => {
+      await this.copyBinary(stage, tuples);
       try {
         await this.tx.unsafe(insert);
       } catch (err) {
@@ -185,13 +194,27 @@ export class CopyTransaction {
         });
       }
       await this.q(`TRUNCATE ${stage}`);
-      onRows(chunk.rows);
+      onRows(tuples.length);
+    };
+    let tuples: Buffer[] = [];
+    let bytes = 0;
+    for (const row of rows) {
+      const tuple = encodeTuple(row, columns, table);
+      tuples.push(tuple);
+      bytes += tuple.byteLength;
+      if (tuples.length >= limits.rows || bytes >= limits.bytes) {
+        await flush(tuples);
+        tuples = [];
+        bytes = 0;
+      }
     }
+    if (tuples.length) await flush(tuples);
     await this.q(`DROP TABLE ${stage}`);
   }
 
-  private async copyLines(stage: string, lines: readonly string[]): Promise<void> {
-    const stream = (await this.tx.unsafe(`COPY ${stage} FROM STDIN`).writable()) as Writable;
+  /** One `COPY … FROM STDIN (FORMAT binary)` of these tuples. */
+  private async copyBinary(stage: string, tuples: readonly Buffer[]): Promise<void> {
+    const stream = (await this.tx.unsafe(`COPY ${stage} FROM STDIN (FORMAT binary)`).writable()) as Writable;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const failed = new Promise<never>((_, reject) => {
       stream.once("error", (e) => reject(toStoreError(e) ?? e));
@@ -202,15 +225,18 @@ export class CopyTransaction {
     });
     failed.catch(() => {}); // observed below; a rejection after the race is settled is not unhandled
     const send = async () => {
-      let piece = "";
-      for (const line of lines) {
-        piece += line;
-        if (piece.length >= WRITE_BYTES) {
-          if (!stream.write(piece)) await Promise.race([once(stream, "drain"), failed]);
-          piece = "";
+      let piece: Buffer[] = [COPY_HEADER];
+      let size = COPY_HEADER.byteLength;
+      for (const t of [...tuples, COPY_TRAILER]) {
+        piece.push(t);
+        size += t.byteLength;
+        if (size >= WRITE_BYTES) {
+          if (!stream.write(Buffer.concat(piece, size))) await Promise.race([once(stream, "drain"), failed]);
+          piece = [];
+          size = 0;
         }
       }
-      if (piece) stream.write(piece);
+      if (size) stream.write(Buffer.concat(piece, size));
       stream.end();
       await once(stream, "finish");
     };
@@ -292,4 +318,69 @@ export async function inCopyTransaction<T>(pool: postgres.Sql, fn: (tx: CopyTran
   } catch (err) {
     throw toStoreError(err) ?? err;
   }
+}
+
+export class CopyValueError extends StoreError {
+  constructor(message: string) {
+    super("misuse", message);
+    this.name = "CopyValueError";
+  }
+}
+
+/** One row as a binary COPY tuple: a field count, then each field's length (-1: NULL) and bytes. */
+export function encodeTuple(row: readonly CopyValue[], columns: readonly TargetColumn[], table: string): Buffer {
+  const fields = row.map((v, i) => encodeField(v, columns[i]!, table));
+  let size = 2;
+  for (const f of fields) size += 4 + (f?.byteLength ?? 0);
+  const out = Buffer.allocUnsafe(size);
+  out.writeInt16BE(fields.length, 0);
+  let at = 2;
+  for (const f of fields) {
+    if (!f) {
+      out.writeInt32BE(-1, at);
+      at += 4;
+      continue;
+    }
+    out.writeInt32BE(f.byteLength, at);
+    f.copy(out, at + 4);
+    at += 4 + f.byteLength;
+  }
+  return out;
+}
+
+/** A value in binary form: vector_recv's for a vector column, text's (UTF-8) for every other. */
+function encodeField(v: CopyValue, col: TargetColumn, table: string): Buffer | null {
+  if (v === null) return null;
+  if (col.type === "vector") {
+    if (!(v instanceof Uint8Array)) throw new CopyValueError(`${table}.${col.name}: a vector that is not a blob`);
+    return vectorRecv(v, `${table}.${col.name}`);
+  }
+  if (typeof v === "bigint") return Buffer.from(v.toString());
+  if (typeof v === "number") return Buffer.from(Object.is(v, -0) ? "-0" : String(v));
+  if (v instanceof Uint8Array)
+    return Buffer.from(`\\x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("hex")}`);
+  if (v.includes("\0")) {
+    throw new CopyValueError(
+      `${table}.${col.name} holds a text with a NUL character, which PostgreSQL text cannot store: "${v.replaceAll("\0", "\\0").slice(0, 60)}"`,
+    );
+  }
+  return Buffer.from(v, "utf8");
+}
+
+/** float32 little-endian bytes as vector_recv reads them: int16 dimensions, int16 unused, each float32 big-endian. */
+function vectorRecv(b: Uint8Array, where: string): Buffer {
+  const dim = b.byteLength / 4;
+  if (!Number.isInteger(dim) || dim < 1 || dim > MAX_DIM) {
+    throw new CopyValueError(`${where}: a ${b.byteLength}-byte value is not a float32 vector pgvector can hold`);
+  }
+  const src = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const out = Buffer.allocUnsafe(4 + b.byteLength);
+  out.writeInt16BE(dim, 0);
+  out.writeInt16BE(0, 2);
+  for (let i = 0; i < dim; i++) {
+    const x = src.getFloat32(i * 4, true);
+    if (!Number.isFinite(x)) throw new CopyValueError(`${where}: a vector holds ${x}, which pgvector refuses`);
+    out.writeFloatBE(x, 4 + i * 4);
+  }
+  return out;
 }
