@@ -1,4 +1,5 @@
-import { resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import type { CliContext } from "../cli/context.ts";
 import { holderAlive, InstanceLock } from "../cli/instance-lock.ts";
@@ -22,6 +23,9 @@ export function registerMigrateStoreCommand(program: Command, ctx: CliContext) {
       const json = ctx.globals(cmd).json;
       const runDir = ctx.config(cmd).dataDir;
       const fromDir = resolve(opts.from ?? runDir);
+      if (!existsSync(join(fromDir, "vsearch.db"))) {
+        throw new MigrateStoreError(`no embedded install in ${fromDir}: ${join(fromDir, "vsearch.db")} does not exist`);
+      }
       // Rows written after the snapshot would be lost: no server on the source while it is copied.
       const lock = new InstanceLock(fromDir);
       const held = lock.acquire({});
@@ -43,7 +47,7 @@ export function registerMigrateStoreCommand(program: Command, ctx: CliContext) {
         }).finally(() => bar.done());
         const inPlace = fromDir === resolve(runDir);
         const next = [
-          `next: stop using the embedded store — set VSEARCH_DATABASE_URL (or database_url in ${resolve(runDir, "config.json")}) to ${describeUrl(opts.to)} and start vsearch serve --data-dir ${resolve(runDir)}`,
+          `next: set VSEARCH_DATABASE_URL (or database_url in ${resolve(runDir, "config.json")}) to the --to URL (${describeUrl(opts.to)}) and start vsearch serve --data-dir ${resolve(runDir)}`,
           `  ${secret.message}`,
           ...(inPlace
             ? [`  the videos, thumbnails and models stay in ${fromDir}, where the PostgreSQL install reads them`]

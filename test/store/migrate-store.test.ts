@@ -34,6 +34,11 @@ import {
 } from "../search/helpers.ts";
 import { startReceiver } from "../webhooks/receiver.ts";
 
+// The install migrated here is the embedded store: this file's apps and CLI runs stay on SQLite
+// unless handed a URL (the pg project would otherwise give every data dir a PostgreSQL database of
+// its own, test/pg/backend.ts). Only the app started on the migrated database is given one.
+process.env.VSEARCH_TEST_BACKEND = "sqlite";
+
 const ENV = {
   VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8",
   VSEARCH_WEBHOOK_RETRY_DELAYS: "0.2,0.4",
