@@ -119,11 +119,8 @@ const zero = Object.fromEntries(TABLES.map((t) => [t, 0]));
 beforeAll(async () => {
   if (!pgAvailable()) return;
   dir = makeTempDir("vsearch-migrate-");
-  const t = Object.assign(
-    await startTestApp(ENV, { dataDir: dir, models, queryEmbedder: new HandEmbedder(WORDS) }),
-    {},
-  ) as SearchTestApp;
-  t.index = t.stores.index;
+  const app = await startTestApp(ENV, { dataDir: dir, models, queryEmbedder: new HandEmbedder(WORDS) });
+  const t: SearchTestApp = Object.assign(app, { index: app.stores.index });
   try {
     await t.app.start();
     tenant = await createTenant(t, "Acme");
@@ -232,13 +229,11 @@ describe.skipIf(!pgAvailable())("vsearch migrate-store", () => {
   });
 
   test("an app on the PostgreSQL URL answers the same top-10; keys, sessions, links and the webhook secret still work", async () => {
-    const pg = Object.assign(
-      await startTestApp(
-        { ...ENV, VSEARCH_DATABASE_URL: pgTest().url },
-        { dataDir: dir, models, queryEmbedder: new HandEmbedder(WORDS) },
-      ),
-      { index: undefined as never },
-    ) as SearchTestApp;
+    // search() only sends requests: the app on PostgreSQL needs no index store of the test's.
+    const pg = (await startTestApp(
+      { ...ENV, VSEARCH_DATABASE_URL: pgTest().url },
+      { dataDir: dir, models, queryEmbedder: new HandEmbedder(WORDS) },
+    )) as SearchTestApp;
     try {
       await pg.app.start();
       expect(await answers(pg, tenant.key)).toEqual(before);
