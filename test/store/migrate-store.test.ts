@@ -268,6 +268,23 @@ describe.skipIf(!pgAvailable())("vsearch migrate-store", () => {
     expect(await counts(pgTest().url)).toEqual(was);
   });
 
+  test("a value PostgreSQL cannot store is refused, naming its table and column, and the target stays empty", async () => {
+    const bad = await startTestApp({}, { prefix: "vsearch-migrate-bad-" });
+    const t: SearchTestApp = Object.assign(bad, { index: bad.stores.index });
+    try {
+      const a = await createKeyTenant(t, "Bad");
+      const col = (await t.app.services.collections.create(a.accountId, { name: "c" })).id;
+      const id = await addVideo(t, a.accountId, col, { filename: "nul.mp4" });
+      await indexVideo(t, id, { transcript: [{ start: 0, end: 1, text: "before\u0000after" }] });
+      const url = await pgTest().newDatabase();
+      const refused = await migrateStore({ fromDir: t.dir, to: url }).catch((e: Error) => e);
+      expect((refused as Error).message).toMatch(/^transcript_segments\.text holds a text with a NUL character/);
+      expect(await counts(url)).toEqual(zero);
+    } finally {
+      await t.close();
+    }
+  });
+
   test("the CLI copies into a new database, carries the secret to another data dir, and refuses a second run", async () => {
     const { admin, urlFor } = pgTest();
     const db = `${pgTest().name}_cli`;

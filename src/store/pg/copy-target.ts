@@ -7,8 +7,9 @@
  * vectors — and from there into the real table with `INSERT … SELECT` and casts. Why not COPY
  * straight into the table: postgres.js ends a COPY stream when it sends CopyDone, and an error the
  * server reports after that (a foreign key, CHECK or unique violation is checked at the end of the
- * statement) is dropped: the stream never finishes and the caller waits for ever. Into the staging
- * table a COPY of values checked here cannot fail; every constraint and cast is checked by the
+ * statement) is dropped: the stream never finishes and the caller waits for ever (a statement
+ * queued behind each COPY catches such a failure anyway: copyBinary). Into the staging table a COPY
+ * of values checked here cannot fail; every constraint and cast is checked by the
  * INSERT, whose error arrives as any query's, naming the table. Rows go in chunks (bounded memory;
  * progress per chunk). Vectors travel as vector_recv reads them (float32 big-endian): no float is
  * printed or parsed, and the bytes arrive unchanged.
@@ -182,7 +183,7 @@ export class CopyTransaction {
     const casts = columns.map((c, i) => (staged(c) === c.type ? `c${i}` : `c${i}::${c.type}`)).join(", ");
     const insert = `INSERT INTO ${ident(table)} (${columns.map((c) => ident(c.name)).join(", ")}) OVERRIDING SYSTEM VALUE SELECT ${casts} FROM ${stage}`;
     const flush = async (tuples: Buffer[]) => {
-      await this.copyBinary(stage, tuples);
+      await this.copyBinary(stage, table, tuples);
       try {
         await this.tx.unsafe(insert);
       } catch (err) {
@@ -213,7 +214,7 @@ export class CopyTransaction {
   }
 
   /** One `COPY … FROM STDIN (FORMAT binary)` of these tuples. */
-  private async copyBinary(stage: string, tuples: readonly Buffer[]): Promise<void> {
+  private async copyBinary(stage: string, table: string, tuples: readonly Buffer[]): Promise<void> {
     const stream = (await this.tx.unsafe(`COPY ${stage} FROM STDIN (FORMAT binary)`).writable()) as Writable;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const failed = new Promise<never>((_, reject) => {
@@ -237,8 +238,31 @@ export class CopyTransaction {
         }
       }
       if (size) stream.write(Buffer.concat(piece, size));
+      // postgres.js drops an error the server sends after CopyDone ("finish" then never comes). A
+      // statement queued behind the COPY on the same connection runs once it ended: it fails
+      // (transaction aborted) exactly when the COPY did, so the failure is seen at once. It may be
+      // queued only once CopyDone is sent (the stream's final hook), not while the COPY takes data.
+      const hooked = stream as Writable & { _final?: (cb: (e?: Error | null) => void) => void };
+      const original = hooked._final;
+      const copyDone = new Promise<void>((resolve) => {
+        if (typeof original !== "function") return resolve();
+        hooked._final = function (this: Writable, cb) {
+          original.call(this, cb);
+          resolve();
+        };
+      });
       stream.end();
-      await once(stream, "finish");
+      await Promise.race([copyDone, failed]);
+      const behind = this.tx.unsafe("SELECT 1");
+      try {
+        await Promise.all([once(stream, "finish"), behind]);
+      } catch (err) {
+        throw new StoreError(
+          "misuse",
+          `copying table ${table}: PostgreSQL refused a COPY of its rows (a value it cannot store; the server log says which): ${toStoreError(err)?.message ?? String(err)}`,
+          { cause: err },
+        );
+      }
     };
     try {
       await Promise.race([send(), failed]);
