@@ -16,7 +16,11 @@ const sqlAsText = {
  * Tests of the store seam itself, for both backends in one file (test/store/conformance/): they run
  * in the `pg` project only, where a PostgreSQL is there (their SQLite half runs either way).
  */
-const PG_ONLY = ["test/store/conformance/**/*.test.ts", "test/store/schema-parity.test.ts"];
+const PG_ONLY = [
+  "test/store/conformance/**/*.test.ts",
+  "test/store/schema-parity.test.ts",
+  "test/store/migrate-store.test.ts",
+];
 
 /**
  * Files that open a store but test what only the embedded store has; each says why it is not run

@@ -15,6 +15,7 @@ import { registerVideoCommands } from "./videos.ts";
 import { registerMcpCommand } from "./mcp.ts";
 import { registerBackupCommands } from "./backup.ts";
 import { registerRestoreCommand } from "./restore.ts";
+import { registerMigrateStoreCommand } from "./migrate-store.ts";
 import { createCliContext } from "../cli/context.ts";
 import { registerServeCommand } from "./serve.ts";
 import { registerSystemCommands } from "./system.ts";
@@ -52,6 +53,7 @@ export function buildProgram(
   registerMcpCommand(program, ctx);
   registerBackupCommands(program, ctx);
   registerRestoreCommand(program, ctx);
+  registerMigrateStoreCommand(program, ctx);
   return program;
 }
 
