@@ -102,7 +102,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
           `speech        ${report.models.speech?.model_id ?? "not installed"}`,
           `store         ${report.store.accounts} accounts, ${report.store.videos} videos, ${report.store.frames} frames, ${report.store.jobs_waiting} jobs waiting, ${report.store.jobs_failed} failed`,
           report.search_index.backend === "pgvector"
-            ? `vector index  pgvector in PostgreSQL (no in-memory index): ${report.search_index.hnsw_indexes.map((i) => `${i.name}${i.valid ? "" : " INVALID (drop it; it is rebuilt on the next search)"}`).join(", ") || "no HNSW index yet (made when a dimension is first searched or indexed)"}`
+            ? `vector index  pgvector in PostgreSQL (no in-memory index): ${report.search_index.hnsw_indexes.map((i) => `${i.name}${i.valid ? "" : i.building ? " (building: searches scan exactly until it is done)" : " INVALID (a build failed: DROP INDEX CONCURRENTLY it; the next search makes it again)"}`).join(", ") || "no HNSW index yet (made when a dimension is first searched or indexed)"}`
             : `vector index  ~${report.search_index.estimated_mb} MiB of vector_memory_budget ${report.search_index.budget_mb === null ? "(no limit)" : `${report.search_index.budget_mb} MiB`}${report.search_index.over_budget_accounts.length ? `; ${report.search_index.over_budget_accounts.length} account(s) over it, searched from the database` : ""}`,
           ...report.runtime.errors.map((e) => `error         ${e}`),
           ...report.warnings.flatMap((w) => [`warning       ${w.role}: ${w.message}`, `              fix: ${w.fix}`]),

@@ -294,8 +294,10 @@ export class SearchIndexes {
   }
 
   /** The database indexes the backend searches (pgvector's HNSW indexes; empty for the in-memory index). */
-  async backendIndexes(): Promise<{ name: string; valid: boolean }[]> {
-    const b = this.backend as VectorBackend & { indexes?: () => Promise<{ name: string; valid: boolean }[]> };
+  async backendIndexes(): Promise<{ name: string; valid: boolean; building: boolean }[]> {
+    const b = this.backend as VectorBackend & {
+      indexes?: () => Promise<{ name: string; valid: boolean; building: boolean }[]>;
+    };
     return (await b.indexes?.()) ?? [];
   }
 

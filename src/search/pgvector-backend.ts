@@ -1,14 +1,21 @@
 import type { Logger } from "../core/logger.ts";
 import type { NearestRequest, VectorBackend, VectorHit } from "./indexes.ts";
-import { HNSW_MAX_DIM, type HnswIndexInfo, PgVectorStore } from "./pgvector-store.ts";
+import { HNSW_MAX_DIM, type HnswIndexInfo, hnswIndexName, PgVectorStore } from "./pgvector-store.ts";
 import type { SearchStore, VectorKind } from "./store.ts";
 
 /** Tuning of `vector_backend = "pgvector"` (defaults: docs/POSTGRES.md, "Vectors in PostgreSQL"). */
 export interface PgVectorOptions {
   /** Scopes up to this many vectors are compared exactly (as the in-memory index does below its `exactBelow`). */
   exactScanMax?: number;
-  /** `hnsw.ef_search` floor; a look-up uses max(this, 2k), at most 1000 (pgvector's limit). */
+  /** `hnsw.ef_search` floor of an image query; a look-up uses max(this, 2k), at most 1000 (pgvector's limit). */
   efSearch?: number;
+  /**
+   * The same for a text query, or one whose kind the request does not say (its probe policy tells:
+   * search/probe-policy.ts; a filtered or exact request has none). A text embedding sits off the
+   * image manifold (CLIP's modality gap), where the graph's greedy walk loses its way: it needs a
+   * longer candidate list for the same recall (bench/pg-bench.ts, BENCHMARKS.md).
+   */
+  textEfSearch?: number;
   /** `hnsw.max_scan_tuples` of an iterative (filtered) scan. */
   maxScanTuples?: number;
   /** Build parameters of the HNSW indexes this backend makes (pgvector's defaults: 16, 64). */
@@ -23,7 +30,14 @@ export interface PgVectorOptions {
  * ≈ 200 ms under load, bench/pg-bench.ts), where the HNSW walk costs about the same at any size.
  */
 const EXACT_SCAN_MAX = 5_000;
-const EF_SEARCH = 100;
+/**
+ * hnsw.ef_search of an image query and of a text one: at 100 k clustered 512-d rows (bench/pg-bench.ts
+ * (c), BENCHMARKS.md) recall@10 was 0.90 / 0.92 / 1.0 for image-like queries at 100 / 400 / 1000,
+ * and 0.50 / 0.72 / 0.92 for text-like ones, for 67–134 ms under load (the in-memory index: 0.96
+ * and 0.91).
+ */
+const EF_SEARCH = 400;
+const TEXT_EF_SEARCH = 1000;
 const EF_SEARCH_MAX = 1000;
 const MAX_SCAN_TUPLES = 100_000;
 
@@ -63,7 +77,9 @@ export class PgVectorBackend implements VectorBackend {
       (await this.pg.countInScope(kind, scope, modelId, dim, this.exactScanMax)) <= this.exactScanMax;
     if (small) return await this.pg.nearestExact(kind, scope, modelId, query, k, ids);
     this.ensureIndex(kind, dim);
-    const efSearch = Math.min(EF_SEARCH_MAX, Math.max(this.o.efSearch ?? EF_SEARCH, 2 * k));
+    const imageOnly = req.probe !== undefined && req.probe.growth === undefined;
+    const floor = imageOnly ? (this.o.efSearch ?? EF_SEARCH) : (this.o.textEfSearch ?? TEXT_EF_SEARCH);
+    const efSearch = Math.min(EF_SEARCH_MAX, Math.max(floor, 2 * k));
     return await this.pg.nearestHnsw(kind, scope, modelId, query, k, ids, {
       efSearch,
       maxScanTuples: Math.max(this.o.maxScanTuples ?? MAX_SCAN_TUPLES, efSearch),
@@ -79,14 +95,35 @@ export class PgVectorBackend implements VectorBackend {
     if (dim > HNSW_MAX_DIM) return;
     const key = `${kind}:${dim}`;
     if (this.builds.has(key)) return;
-    const build = this.pg
-      .createHnswIndex(kind, dim, { m: this.o.m ?? 16, efConstruction: this.o.efConstruction ?? 64 })
-      .catch((e: Error) => {
-        // Asked again on the next look-up that needs it.
-        this.builds.delete(key);
-        this.o.logger?.warn("could not build the pgvector HNSW index", { kind, dim, err: e.message });
-      });
+    const build = this.build(kind, dim).catch((e: Error) => {
+      // Asked again on the next look-up that needs it.
+      this.builds.delete(key);
+      this.o.logger?.warn("could not build the pgvector HNSW index", { kind, dim, err: e.message });
+    });
     this.builds.set(key, build);
+  }
+
+  /**
+   * One index build, unless the index is there or being built (by this process or another: the
+   * builds of two servers would wait for each other, and PostgreSQL ends one as a deadlock). A
+   * leftover of a failed build (INVALID, nobody building it) is dropped and built again; a build
+   * that lost such a race leaves one, so the state is checked again after each try (3 at most).
+   */
+  private async build(kind: VectorKind, dim: number): Promise<void> {
+    const name = hnswIndexName(kind, dim);
+    let failure: unknown = null;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const found = (await this.pg.hnswIndexes()).find((i) => i.name === name);
+      if (found?.valid || found?.building) return;
+      if (found) await this.pg.dropHnswIndex(kind, dim);
+      try {
+        await this.pg.createHnswIndex(kind, dim, { m: this.o.m ?? 16, efConstruction: this.o.efConstruction ?? 64 });
+      } catch (e) {
+        failure = e;
+      }
+    }
+    const found = (await this.pg.hnswIndexes()).find((i) => i.name === name);
+    if (!found?.valid && !found?.building) throw failure ?? new Error(`${name} is still not valid after 3 builds`);
   }
 
   /** Resolves once the index builds this process started are over. */

@@ -31,6 +31,8 @@ export interface HnswIndexInfo {
   kind: VectorKind;
   dim: number;
   valid: boolean;
+  /** Not valid yet because a build (CONCURRENTLY) is under way, here or in another process. */
+  building: boolean;
 }
 
 const TABLES = {
@@ -163,12 +165,16 @@ export class PgVectorStore {
              FROM ${t.vectors} v JOIN ${t.rows} x ON x.id = v.${t.key}
             WHERE vector_dims(v.embedding) = ${dim} AND ${w.sql} AND x.model_id = ? ${only}
             ORDER BY (v.embedding::vector(${dim})) <=> ?::vector(${dim}) LIMIT ?)
-         SELECT id, 1 - d AS raw FROM near ORDER BY d, id`,
+         SELECT id, 1 - d AS raw FROM near ORDER BY d, id LIMIT ?`,
         embeddingParam("postgres", query),
         ...w.args,
         modelId,
         ...(ids ? [`{${ids.join(",")}}`] : []),
         embeddingParam("postgres", query),
+        // The walk is asked for up to 4k rows that pass the filter, the best k of them kept:
+        // relaxed_order hands rows in the graph's batches, and the first k to pass need not be the
+        // k nearest. More would cost a selective filter (few rows of the walk pass) a longer walk.
+        Math.max(k, Math.min(knobs.efSearch, 4 * k)),
         k,
       );
       return rows.map((r) => ({ id: Number(r.id), raw: Number(r.raw) }));
@@ -206,14 +212,22 @@ export class PgVectorStore {
 
   /** The HNSW indexes this store made, with whether each is usable (a failed CONCURRENTLY build leaves an invalid one). */
   async hnswIndexes(): Promise<HnswIndexInfo[]> {
-    const rows = await this.db.all<{ name: string; valid: boolean }>(
-      `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    const rows = await this.db.all<{ name: string; valid: boolean; building: boolean }>(
+      `SELECT c.relname AS name, i.indisvalid AS valid,
+              EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = i.indexrelid) AS building
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
         WHERE c.relname LIKE 'frame\\_vectors\\_hnsw\\_%' OR c.relname LIKE 'shot\\_vectors\\_hnsw\\_%' ORDER BY c.relname`,
     );
     return rows.map((r) => {
       const kind: VectorKind = r.name.startsWith("frame") ? "frames" : "shots";
-      return { name: r.name, kind, dim: Number(r.name.slice(r.name.lastIndexOf("_") + 1)), valid: !!r.valid };
+      const dim = Number(r.name.slice(r.name.lastIndexOf("_") + 1));
+      return { name: r.name, kind, dim, valid: !!r.valid, building: !r.valid && !!r.building };
     });
+  }
+
+  /** Drops a failed build's leftover (an INVALID index no build is working on), without blocking writes. */
+  async dropHnswIndex(kind: VectorKind, dim: number): Promise<void> {
+    await this.db.exec(`DROP INDEX CONCURRENTLY IF EXISTS ${hnswIndexName(kind, checkDim(dim))}`);
   }
 
   /**

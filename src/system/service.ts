@@ -15,11 +15,13 @@ export class SystemService {
     private readonly models: ModelCatalog,
     private readonly inference: InferenceHost,
     /** The database's vector indexes search uses (pgvector's HNSW indexes; none for the in-memory index). */
-    private readonly vectorIndexes: () => Promise<{ name: string; valid: boolean }[]> = async () => [],
+    private readonly vectorIndexes: () => Promise<
+      { name: string; valid: boolean; building: boolean }[]
+    > = async () => [],
   ) {}
 
   /** What `doctor` lists under the vector index when vector_backend is pgvector. */
-  async databaseVectorIndexes(): Promise<{ name: string; valid: boolean }[]> {
+  async databaseVectorIndexes(): Promise<{ name: string; valid: boolean; building: boolean }[]> {
     return await this.vectorIndexes();
   }
 
