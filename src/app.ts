@@ -79,6 +79,8 @@ import { VectorChangeStore } from "./search/vector-change-store.ts";
 import type { MemoryIndexOptions } from "./search/memory-backend.ts";
 import type { IndexWarmOptions } from "./search/index-warmer.ts";
 import { StoreVectorBackend } from "./search/indexes.ts";
+import { PgVectorBackend } from "./search/pgvector-backend.ts";
+import { PgVectorStore } from "./search/pgvector-store.ts";
 import { MediaService } from "./media-serving/service.ts";
 import { MediaStore } from "./media-serving/store.ts";
 import { mediaPaths } from "./media-serving/paths.ts";
@@ -343,6 +345,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     now,
   });
   if (opts.vectorBackend === "sqlite-vec") search.indexes.useBackend(new StoreVectorBackend(new SearchStore(db), 0));
+  // Stateless servers: nearest neighbours from pgvector's HNSW indexes, no in-memory index to warm or snapshot.
+  if (config.vectorBackend === "pgvector")
+    search.indexes.useBackend(new PgVectorBackend(new SearchStore(db), new PgVectorStore(db), { logger }));
   // Worker threads start on the first frame with text; at most ocr_threads of them (each one core).
   // They end after the same idle time as the models (a tesseract worker holds ~25 MB: wasm memory
   // and a JS heap; a PP-OCR worker its two ONNX sessions).
@@ -461,7 +466,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     },
   });
   const systemStore = new SystemStore(db);
-  const system = new SystemService(systemStore, models, inference);
+  const system = new SystemService(systemStore, models, inference, () => search.indexes.backendIndexes());
   // Idle memory: once the models or the OCR workers have unloaded and nothing is in flight, let go
   // of what rebuilds cheaply, collect, trim glibc's arenas, and drop the code pages of the
   // libraries only the workers ran (docs/OPERATIONS.md; BENCHMARKS.md, "Idle memory").

@@ -141,7 +141,7 @@ export async function writeSearchData(app: BenchApp, ds: Dataset, dir: string): 
   const collections: string[] = [];
   for (let i = 0; i < 10; i++) collections.push((await s.collections.create(account.id, { name: `c${i}` })).id);
   const t0 = performance.now();
-  const index = new IndexStore(app.internals.db, true);
+  const index = new IndexStore(app.internals.db, app.internals.db.backend === "sqlite");
   const videoStore = new VideoStore(app.internals.db);
   const r = prng(5);
   const nVideos = ds.video[FRAMES - 1] + 1;

@@ -51,13 +51,17 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
         const served = readAdmissionStatus(app.config.dataDir);
         const store = await system.storeCounts();
         const estimate = store.frames * 200;
+        // pgvector: no in-memory index (no budget, no warm-up); its HNSW indexes and whether each is usable.
+        const pgvector = app.config.vectorBackend === "pgvector";
         const searchIndex = {
+          backend: app.config.vectorBackend,
+          hnsw_indexes: pgvector ? await system.databaseVectorIndexes() : [],
           budget_mb: budget > 0 ? Math.round(budget / 2 ** 20) : null,
           estimated_mb: Math.round(estimate / 2 ** 20),
           over_budget_accounts: served?.degraded ?? [],
           reported_by_server: served ? { pid: served.pid, at: served.writtenAt, budget: served.budgetReason } : null,
         };
-        if (searchIndex.over_budget_accounts.length || (budget > 0 && estimate > budget))
+        if (!pgvector && (searchIndex.over_budget_accounts.length || (budget > 0 && estimate > budget)))
           warnings.push({
             role: "search",
             code: "VECTOR_MEMORY_BUDGET",
@@ -97,7 +101,9 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
           `image-text    ${report.models["image-text"]?.model_id ?? "not installed"}`,
           `speech        ${report.models.speech?.model_id ?? "not installed"}`,
           `store         ${report.store.accounts} accounts, ${report.store.videos} videos, ${report.store.frames} frames, ${report.store.jobs_waiting} jobs waiting, ${report.store.jobs_failed} failed`,
-          `vector index  ~${report.search_index.estimated_mb} MiB of vector_memory_budget ${report.search_index.budget_mb === null ? "(no limit)" : `${report.search_index.budget_mb} MiB`}${report.search_index.over_budget_accounts.length ? `; ${report.search_index.over_budget_accounts.length} account(s) over it, searched from the database` : ""}`,
+          report.search_index.backend === "pgvector"
+            ? `vector index  pgvector in PostgreSQL (no in-memory index): ${report.search_index.hnsw_indexes.map((i) => `${i.name}${i.valid ? "" : i.building ? " (building: searches scan exactly until it is done)" : " INVALID (a build failed: DROP INDEX CONCURRENTLY it; the next search makes it again)"}`).join(", ") || "no HNSW index yet (made when a dimension is first searched or indexed)"}`
+            : `vector index  ~${report.search_index.estimated_mb} MiB of vector_memory_budget ${report.search_index.budget_mb === null ? "(no limit)" : `${report.search_index.budget_mb} MiB`}${report.search_index.over_budget_accounts.length ? `; ${report.search_index.over_budget_accounts.length} account(s) over it, searched from the database` : ""}`,
           ...report.runtime.errors.map((e) => `error         ${e}`),
           ...report.warnings.flatMap((w) => [`warning       ${w.role}: ${w.message}`, `              fix: ${w.fix}`]),
         ].join("\n"),

@@ -233,6 +233,9 @@ export class SearchIndexes {
    * loading and how far, warm, and whether accounts are over the memory budget.
    */
   statusLine(): string {
+    // A backend that holds no index of its own (pgvector) says what answers instead.
+    const own = (this.backend as VectorBackend & { statusLine?: () => string }).statusLine?.();
+    if (own) return own;
     const warm = this.warmStatus;
     const base = !warm
       ? "loads on first search"
@@ -288,6 +291,14 @@ export class SearchIndexes {
 
   get backendName(): string {
     return this.backend.name;
+  }
+
+  /** The database indexes the backend searches (pgvector's HNSW indexes; empty for the in-memory index). */
+  async backendIndexes(): Promise<{ name: string; valid: boolean; building: boolean }[]> {
+    const b = this.backend as VectorBackend & {
+      indexes?: () => Promise<{ name: string; valid: boolean; building: boolean }[]>;
+    };
+    return (await b.indexes?.()) ?? [];
   }
 
   /** Rows the backend holds in memory (diagnostics, tests). */

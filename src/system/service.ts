@@ -14,7 +14,16 @@ export class SystemService {
     private readonly store: SystemStore,
     private readonly models: ModelCatalog,
     private readonly inference: InferenceHost,
+    /** The database's vector indexes search uses (pgvector's HNSW indexes; none for the in-memory index). */
+    private readonly vectorIndexes: () => Promise<
+      { name: string; valid: boolean; building: boolean }[]
+    > = async () => [],
   ) {}
+
+  /** What `doctor` lists under the vector index when vector_backend is pgvector. */
+  async databaseVectorIndexes(): Promise<{ name: string; valid: boolean; building: boolean }[]> {
+    return await this.vectorIndexes();
+  }
 
   activeModel(role: ModelRole): ActiveModel | null {
     return this.models.active(role);
