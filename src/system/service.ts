@@ -2,6 +2,7 @@ import type { DeviceChoice } from "../inference/device.ts";
 import type { InferenceHost } from "../inference/host.ts";
 import type { SignedWeightsDecision } from "../inference/signed-weights.ts";
 import type { ActiveModel, ModelCatalog, ModelRole } from "../models/roles.ts";
+import type { StoreBackendInfo } from "../store/describe.ts";
 import type { StoreCounts, SystemStore } from "./store.ts";
 
 /**
@@ -14,7 +15,13 @@ export class SystemService {
     private readonly store: SystemStore,
     private readonly models: ModelCatalog,
     private readonly inference: InferenceHost,
+    private readonly backend: StoreBackendInfo,
   ) {}
+
+  /** Where the rows are: the embedded file, or the PostgreSQL server with its versions and migration state. */
+  storeBackend(): StoreBackendInfo {
+    return this.backend;
+  }
 
   activeModel(role: ModelRole): ActiveModel | null {
     return this.models.active(role);
