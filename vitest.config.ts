@@ -20,6 +20,7 @@ const PG_ONLY = [
   "test/store/conformance/**/*.test.ts",
   "test/store/schema-parity.test.ts",
   "test/store/migrate-store.test.ts",
+  "test/backup/pg-operations.test.ts",
 ];
 
 /**

@@ -510,6 +510,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       dataDir: config.dataDir,
       modelsDir: config.modelsDir,
       vecExtension,
+      databaseUrl: config.databaseUrl,
       version: VERSION,
     }),
     agent: new AgentToolbox({

@@ -103,5 +103,7 @@ export function pgDumpCommand(url: string, file: string): string {
 
 /** `pg_restore` of such a dump into the (empty, pgvector-enabled) database. */
 export function pgRestoreCommand(url: string, file: string): string {
-  return ["pg_restore", "--no-owner", "--exit-on-error", ...connectionFlags(url), shellArg(file)].join(" ");
+  return ["pg_restore", "--no-owner", "--no-comments", "--exit-on-error", ...connectionFlags(url), shellArg(file)].join(
+    " ",
+  );
 }
