@@ -15,6 +15,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { runCli, runCliJson, startServer } from "../helpers/cli.ts";
 import { scratchDir, smallMp4 } from "../helpers/ffmpeg.ts";
 import { tempDirs } from "../helpers/temp.ts";
+import { until } from "../helpers/wait.ts";
+import { closedPort } from "../net/loopback.ts";
 import { findPostgres, freePort } from "../pg/cluster.ts";
 import { pgAvailable, pgTest } from "../pg/database.ts";
 
@@ -38,6 +40,7 @@ async function runPrinted(line: string, replaceDb?: string) {
 
 // The pg project's harness gives every data dir a database of its own (test/pg/backend.ts); the
 // embedded runs below are the embedded store on purpose: the variable is removed for them.
+const WEBHOOKS = { VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", VSEARCH_WEBHOOK_RETRY_DELAYS: "60,60" };
 const EMBEDDED = { VSEARCH_DATABASE_URL: undefined } as unknown as Record<string, string>;
 
 describe.skipIf(!pgAvailable())("PostgreSQL mode", { timeout: 300_000 }, () => {
@@ -55,6 +58,8 @@ describe.skipIf(!pgAvailable())("PostgreSQL mode", { timeout: 300_000 }, () => {
   });
   afterAll(async () => {
     await pgTest().admin.unsafe(`DROP DATABASE IF EXISTS ${restoredDb} WITH (FORCE)`);
+    await pgTest().admin.unsafe(`DROP DATABASE IF EXISTS ${pgTest().name}_r WITH (FORCE)`);
+    await pgTest().admin.unsafe(`DROP ROLE IF EXISTS ${pgTest().name}_r`);
   });
 
   const a = dirs.make();
@@ -64,6 +69,7 @@ describe.skipIf(!pgAvailable())("PostgreSQL mode", { timeout: 300_000 }, () => {
   let videoId: string;
   let archive: string;
   let backup: any;
+  let hookId: string;
 
   test("doctor reports the backend, versions and migration state, never the password", async () => {
     account = (await runCliJson(["--data-dir", a, "accounts", "create", "--name", "ops"], pgEnv())).id;
@@ -105,7 +111,7 @@ describe.skipIf(!pgAvailable())("PostgreSQL mode", { timeout: 300_000 }, () => {
     for (const out of [json.stdout, json.stderr, text.stdout, text.stderr]) expect(out).not.toContain(PASSWORD);
   });
 
-  test("doctor on an unreachable server: one problem line, exit 1, no stack trace", async () => {
+  test("doctor on an unreachable server, or without pgvector: one problem line, exit 1, no stack trace", async () => {
     const port = await freePort(); // nothing listens there
     const down = `postgres://vsearch:${PASSWORD}@127.0.0.1:${port}/nowhere`;
     const text = await runCli(["--data-dir", dirs.make(), "doctor"], { VSEARCH_DATABASE_URL: down });
@@ -125,9 +131,50 @@ describe.skipIf(!pgAvailable())("PostgreSQL mode", { timeout: 300_000 }, () => {
     });
     expect(report.problems[0]).toContain("cannot reach PostgreSQL");
     for (const out of [text.stdout, text.stderr, json.stdout]) expect(out).not.toContain(PASSWORD);
+
+    // A database without pgvector, and a role that may not enable it: the DBA's sentence.
+    const role = `${pgTest().name}_r`;
+    await pgTest().admin.unsafe(`CREATE ROLE ${role} LOGIN`);
+    await pgTest().admin.unsafe(`CREATE DATABASE ${role} OWNER ${role}`);
+    const bare = await runCli(["--data-dir", dirs.make(), "doctor"], {
+      VSEARCH_DATABASE_URL: pgTest().urlFor(role, role),
+    });
+    expect(bare.code).toBe(1);
+    expect(bare.stdout.split("\n").filter((l) => l.startsWith("problem"))).toEqual([
+      `problem       pgvector is not enabled in database "${role}", and this role may not enable it (it needs a superuser): ask the DBA to run CREATE EXTENSION vector in database "${role}"`,
+    ]);
   });
 
   test("backup archives files and registry, and names pg_dump for the rows", async () => {
+    // A webhook delivery left pending (its receiver is down) when the server stops: in the dump.
+    const server = await startServer(a, { ...pgEnv(), ...WEBHOOKS });
+    try {
+      const post = (path: string, body?: unknown) =>
+        fetch(`${server.url}${path}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+      const created = await post("/v1/webhooks", {
+        url: `http://127.0.0.1:${await closedPort()}/hook`,
+        events: ["webhook.ping"],
+      });
+      hookId = ((await created.json()) as any).data.id;
+      expect((await post(`/v1/webhooks/${hookId}/test`)).status).toBe(202);
+      const attempted = async () =>
+        (
+          (await (
+            await fetch(`${server.url}/v1/webhooks/${hookId}/deliveries`, {
+              headers: { authorization: `Bearer ${key}` },
+            })
+          ).json()) as any
+        ).data[0];
+      expect(await until(async () => (await attempted())?.attempts === 1, 20_000, 20)).toBe(true);
+      expect((await attempted()).status).toBe("pending");
+    } finally {
+      await server.stop();
+    }
+
     archive = join(dirs.make(), "pg-backup.tar");
     const r = await runCli(["--data-dir", a, "backup", archive], pgEnv());
     expect(r.code, r.stderr).toBe(0);
@@ -172,6 +219,7 @@ describe.skipIf(!pgAvailable())("PostgreSQL mode", { timeout: 300_000 }, () => {
     expect(restored).toMatchObject({
       videos: 1,
       warnings: [],
+      webhook_deliveries_held: 1,
       rows: { database: `127.0.0.1:${new URL(restoredUrl).port}/${restoredDb}` },
       backup: { store: "postgres", format: 2 },
     });
@@ -184,6 +232,12 @@ describe.skipIf(!pgAvailable())("PostgreSQL mode", { timeout: 300_000 }, () => {
     try {
       const res = await fetch(`${server.url}/v1/videos/${videoId}`, { headers: { authorization: `Bearer ${key}` } });
       expect(res.status).toBe(200);
+      // The delivery pending in the dump is held (failed, with the reason), not re-sent.
+      const deliveries = (await (
+        await fetch(`${server.url}/v1/webhooks/${hookId}/deliveries`, { headers: { authorization: `Bearer ${key}` } })
+      ).json()) as any;
+      expect(deliveries.data[0]).toMatchObject({ status: "failed", event: "webhook.ping" });
+      expect(deliveries.data[0].error).toMatch(/^held by restore .*pending when the backup was made/);
       // A serve on the database: restoring under it is refused (another data dir, same rows).
       const c = dirs.make();
       const busy = await runCli(["--data-dir", c, "restore", archive], { VSEARCH_DATABASE_URL: restoredUrl });
