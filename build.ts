@@ -12,6 +12,9 @@
  *   tesseract.js worker (src/ocr/tesseract-worker.ts, which takes its wasm from the extracted file)
  *   and the PP-OCR pool's task module (src/ocr/ppocr/worker.ts, a second Piscina pool);
  * - the version (`define VSEARCH_VERSION`);
+ * - nothing special for PostgreSQL: postgres.js is pure JS and the migrations (`*.sql`, SQLite's and
+ *   store/pg's) are imported `with { type: "text" }`, which Bun bundles as strings; the smoke test's
+ *   PostgreSQL pass (scripts/smoke-pg.ts) proves both in the binary (its first start migrates an empty database);
  * - the dashboard (web/, bundled by web/bundle.ts) and Scalar's API reference bundle for /docs,
  *   served by src/api/dashboard.ts (`dashboardAssetsModule` below replaces src/api/dashboard-assets.ts).
  *

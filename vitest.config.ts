@@ -20,6 +20,7 @@ const PG_ONLY = [
   "test/store/conformance/**/*.test.ts",
   "test/store/schema-parity.test.ts",
   "test/store/migrate-store.test.ts",
+  "test/backup/pg-operations.test.ts",
 ];
 
 /**
@@ -31,6 +32,10 @@ const SQLITE_ONLY: Record<string, string> = {
     "the SQLite unit of work (writer lock, BEGIN IMMEDIATE, reader connection); PostgreSQL's: conformance/transactions.test.ts",
   "test/store/store-errors.test.ts":
     "SQLite's error codes (SQLITE_FULL, SQLITE_BUSY); PostgreSQL's SQLSTATE mapping: conformance/pg-errors.test.ts",
+  "test/backup/backup-restore.test.ts":
+    "the embedded backup (a VACUUM INTO snapshot in the archive); PostgreSQL's (media and registry, rows by pg_dump): test/backup/pg-operations.test.ts",
+  "test/backup/restore-outbox.test.ts":
+    "the embedded restore's held deliveries; PostgreSQL's: test/backup/pg-operations.test.ts",
   "test/storage/disk-full.test.ts":
     "fills the disk under the data dir, where the embedded database lives; PostgreSQL's disk is the server's (53100 disk_full → 507: conformance/pg-errors.test.ts)",
 };

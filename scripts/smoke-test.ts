@@ -27,15 +27,20 @@
  *      beside the native files), another with tesseract.js (worker, wasm core and English data
  *      extracted likewise), and `POST /v1/search modes=ocr` finding a word of each caption —
  *      "预算" inside "季度预算会议", written without spaces.
+ *  10. the same binary on PostgreSQL (scripts/smoke-pg.ts): a throw-away cluster, the first start
+ *      migrating it, doctor, an account and key, serve, an upload indexed and found by a text
+ *      search, backup naming pg_dump; skipped, saying so, without PostgreSQL 15+ and pgvector 0.8+
+ *      (a failure with VSEARCH_REQUIRE_PG=1).
  * Every wait is bounded. Prints each check; exits 1 if any failed.
  *
- *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip]
+ *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip] [--only pg]
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startHub } from "../test/models/hub.ts";
+import { postgresPass } from "./smoke-pg.ts";
 
 const REPO = resolve(import.meta.dirname, "..");
 const { values: args } = parseArgs({
@@ -44,6 +49,8 @@ const { values: args } = parseArgs({
     binary: { type: "string", default: join(REPO, "vsearch") },
     "model-dir": { type: "string", default: join(REPO, "test", "fixtures", "models", "tiny-random-clip") },
     keep: { type: "boolean", default: false },
+    /** "pg": only the PostgreSQL pass (step 10), e.g. while working on it. */
+    only: { type: "string" },
   },
 });
 
@@ -211,6 +218,11 @@ async function main(): Promise<number> {
       .join(", ")} (+ empty home/, tmp/); binary ${(statSync(bin).size / 2 ** 20).toFixed(1)} MiB`,
   );
 
+  if (args.only === "pg") {
+    await postgresPass(harness(modelDir));
+    return checks.every((c) => c.ok) ? 0 : 1;
+  }
+
   const version = await vsearch(["--version"], 30_000);
   check(
     "--version",
@@ -305,12 +317,20 @@ async function main(): Promise<number> {
   // 9: on-screen text, no model imported.
   await onScreenText(join(work, "ocr-data"));
 
+  // 10: the same binary on PostgreSQL.
+  await postgresPass(harness(modelDir));
+
   // Not failures: where else the binary wrote (ONNX Runtime keeps a device id under $HOME/.cache).
   const strays = [...snapshot(env.HOME).keys()]
     .map((k) => `$HOME/${k}`)
     .concat([...snapshot(env.TMPDIR).keys()].map((k) => `$TMPDIR/${k}`));
   if (strays.length) console.log(`note: files written outside the data dir: ${strays.join(", ")}`);
   return checks.every((c) => c.ok) ? 0 : 1;
+}
+
+/** What the PostgreSQL pass (scripts/smoke-pg.ts) uses of this script. */
+function harness(modelDir: string) {
+  return { work, modelDir, check, vsearch, json, brief, spawnServe, waitForUrl, healthz, stopServe, keyedRequests };
 }
 
 async function endToEnd(data: string, accountId: string, whisperDir: string): Promise<void> {

@@ -13,6 +13,7 @@ import { assertConsistent, type Config } from "./config/config.ts";
 import { memoryBudgetBytes } from "./config/memory-budget.ts";
 import { createLogger, type Logger } from "./core/logger.ts";
 import { openConfiguredStore } from "./store/database.ts";
+import { describePostgres, type StoreBackendInfo } from "./store/describe.ts";
 import type { Executor } from "./store/executor.ts";
 import { AccountStore } from "./accounts/store.ts";
 import { AccountService } from "./accounts/service.ts";
@@ -208,9 +209,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   assertConsistent(config);
   // sqlite-vec is the embedded store's extension: on PostgreSQL vectors are pgvector columns.
   const vecExtension = config.databaseUrl ? undefined : opts.runtime.vecExtension;
+  const dbFile = join(config.dataDir, "vsearch.db");
   const store = await openConfiguredStore({
     databaseUrl: config.databaseUrl,
-    file: join(config.dataDir, "vsearch.db"),
+    file: dbFile,
     vecExtension,
     pg: { applicationName: `vsearch ${opts.applicationName ?? "serve"}` },
     onError: (err) =>
@@ -466,7 +468,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     },
   });
   const systemStore = new SystemStore(db);
-  const system = new SystemService(systemStore, models, inference, () => search.indexes.backendIndexes());
+  const storeBackend: StoreBackendInfo =
+    store.kind === "postgres" ? describePostgres(config.databaseUrl!, store.server) : { kind: "sqlite", file: dbFile };
+  const system = new SystemService(systemStore, models, inference, storeBackend, () => search.indexes.backendIndexes());
   // Idle memory: once the models or the OCR workers have unloaded and nothing is in flight, let go
   // of what rebuilds cheaply, collect, trim glibc's arenas, and drop the code pages of the
   // libraries only the workers ran (docs/OPERATIONS.md; BENCHMARKS.md, "Idle memory").
@@ -511,6 +515,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       dataDir: config.dataDir,
       modelsDir: config.modelsDir,
       vecExtension,
+      databaseUrl: config.databaseUrl,
       version: VERSION,
     }),
     agent: new AgentToolbox({

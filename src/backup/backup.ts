@@ -16,12 +16,15 @@ import { pipeline } from "node:stream/promises";
 import * as tar from "tar-stream";
 import { AppError } from "../core/errors.ts";
 import { isStorageError } from "../core/storage.ts";
+import { pgDumpCommand, pgRestoreCommand } from "../store/describe.ts";
+import { describeUrl } from "../store/pg/open.ts";
 import { BackupStore } from "./store.ts";
 import {
   BACKUP_FORMAT,
   type BackupManifest,
   DB_NAME,
   MANIFEST_NAME,
+  POSTGRES_BACKUP_FORMAT,
   snapshotDir,
   sweepStaleSnapshots,
   TOP_LEVEL_FILES,
@@ -33,6 +36,11 @@ export interface BackupOptions {
   /** The live store (the server may be using it at the same time, from another process). */
   store: BackupStore;
   vecExtension?: string;
+  /**
+   * PostgreSQL mode: the rows stay in the database (pg_dump's job); the archive carries the files,
+   * the secret, the config and the model registry, and says so in its manifest.
+   */
+  databaseUrl?: string;
   version: string;
   includeModels: boolean;
   /** Where the archive goes; written as `<out>.partial` and renamed when complete. */
@@ -47,6 +55,8 @@ export interface BackupResult {
   files: number;
   include_models: boolean;
   videos_without_files: string[];
+  /** Where the rows are: in the archive (embedded), or in PostgreSQL with the pg_dump that copies them. */
+  rows: { in_archive: true } | { in_archive: false; database: string; pg_dump: string; pg_restore: string };
 }
 
 /**
@@ -58,6 +68,10 @@ export interface BackupResult {
  *     from the snapshot so the archive holds no row without its files;
  *  3. the snapshot itself, `secret.key`, `config.json`, the model registry (and model folders);
  *  4. the manifest, last: an archive without it is incomplete.
+ * In PostgreSQL mode there is no snapshot: the rows are pg_dump's (the result names the command),
+ * step 2 archives the files of every video the database holds when the backup starts (run
+ * pg_dump first: a video uploaded in between is a folder without a row after the restore, which
+ * `serve` removes at start), and step 3 carries no database.
  * The archive is written to `<out>.partial` and renamed at the end, so `<out>` is either a whole
  * backup or absent (a kill -9 leaves only the `.partial`, replaced by the next backup).
  */
@@ -68,17 +82,22 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
   mkdirSync(dirname(out), { recursive: true });
   sweepStaleSnapshots(o.dataDir);
   mkdirSync(snapshotDir(o.dataDir), { recursive: true });
+  const pg = o.databaseUrl;
   const snapshot = join(snapshotDir(o.dataDir), `snapshot-${process.pid}-${randomBytes(4).toString("hex")}.db`);
   const partial = `${out}.partial`;
   try {
-    try {
-      await o.store.snapshotInto(snapshot);
-    } catch (e) {
-      if (isStorageError(e))
-        throw new AppError("INSUFFICIENT_STORAGE", "Not enough disk space in the data dir for the database snapshot");
-      throw e;
+    if (!pg) {
+      try {
+        await o.store.snapshotInto(snapshot);
+      } catch (e) {
+        if (isStorageError(e))
+          throw new AppError("INSUFFICIENT_STORAGE", "Not enough disk space in the data dir for the database snapshot");
+        throw e;
+      }
     }
-    const videoIds = await BackupStore.withFile(snapshot, o.vecExtension, async (snap) => await snap.videoIds());
+    const videoIds = pg
+      ? await o.store.videoIds()
+      : await BackupStore.withFile(snapshot, o.vecExtension, async (snap) => await snap.videoIds());
 
     const pack = tar.pack();
     // 0600: the archive holds secret.key (URL signing, webhook secrets) and every video.
@@ -114,19 +133,23 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
       // on its own). Half-written clips, renditions and thumbnails (`*.tmp`) are not files of the video either.
       await addTree(dir, `videos/${id}`, (rel) => rel.split(sep).some(isTempName));
     }
-    o.onProgress?.(videoIds.length, videoIds.length, "database");
-    // Videos whose files vanished after the snapshot (deleted meanwhile) leave the snapshot too.
-    if (missing.length)
-      await BackupStore.withFile(snapshot, o.vecExtension, async (snap) => await snap.dropVideos(missing));
-    await addFile(snapshot, DB_NAME);
+    if (!pg) {
+      o.onProgress?.(videoIds.length, videoIds.length, "database");
+      // Videos whose files vanished after the snapshot (deleted meanwhile) leave the snapshot too.
+      if (missing.length)
+        await BackupStore.withFile(snapshot, o.vecExtension, async (snap) => await snap.dropVideos(missing));
+      await addFile(snapshot, DB_NAME);
+    }
     for (const f of TOP_LEVEL_FILES) if (existsSync(join(o.dataDir, f))) await addFile(join(o.dataDir, f), f);
     const models = resolve(o.modelsDir);
     if (existsSync(join(models, "registry.json"))) {
       if (o.includeModels) await addTree(models, "models", (rel) => rel.split(sep)[0].startsWith("."));
       else await addFile(join(models, "registry.json"), "models/registry.json");
     }
+    const dump = pg ? `${out.replace(/\.tar$/, "")}.pgdump` : "";
     const manifest: BackupManifest = {
-      format: BACKUP_FORMAT,
+      format: pg ? POSTGRES_BACKUP_FORMAT : BACKUP_FORMAT,
+      ...(pg ? { store: "postgres" as const, database: describeUrl(pg) } : {}),
       vsearch_version: o.version,
       created_at: new Date().toISOString(),
       include_models: o.includeModels,
@@ -144,6 +167,14 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
       files,
       include_models: o.includeModels,
       videos_without_files: missing,
+      rows: pg
+        ? {
+            in_archive: false,
+            database: describeUrl(pg),
+            pg_dump: pgDumpCommand(pg, dump),
+            pg_restore: pgRestoreCommand(pg, dump),
+          }
+        : { in_archive: true },
     };
   } catch (e) {
     rmSync(partial, { force: true });

@@ -4,6 +4,13 @@ import { isProcessAlive } from "../core/process.ts";
 
 /** Archive format version, in `vsearch-backup.json`; restore refuses newer formats. */
 export const BACKUP_FORMAT = 1;
+/**
+ * A PostgreSQL-mode archive (no database in it: the rows are in a pg_dump). Its own number, so a
+ * vsearch from before PostgreSQL says "newer than this vsearch understands" instead of "no database".
+ */
+export const POSTGRES_BACKUP_FORMAT = 2;
+/** The newest format restore understands. */
+export const NEWEST_BACKUP_FORMAT = POSTGRES_BACKUP_FORMAT;
 export const MANIFEST_NAME = "vsearch-backup.json";
 export const DB_NAME = "vsearch.db";
 
@@ -23,6 +30,10 @@ export const snapshotDir = (dataDir: string) => join(dataDir, "backup.tmp");
 
 export interface BackupManifest {
   format: number;
+  /** "postgres": the rows are not in the archive (pg_dump); absent: the embedded store's snapshot is. */
+  store?: "postgres";
+  /** PostgreSQL mode: host:port/database the backup was made from (no credentials). */
+  database?: string;
   vsearch_version: string;
   created_at: string;
   include_models: boolean;

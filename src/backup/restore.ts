@@ -13,8 +13,9 @@ import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { pipeline } from "node:stream/promises";
 import * as tar from "tar-stream";
 import { AppError } from "../core/errors.ts";
-import { BACKUP_FORMAT, type BackupManifest, DB_NAME, MANIFEST_NAME, TOP_LEVEL_FILES } from "./layout.ts";
+import { type BackupManifest, DB_NAME, MANIFEST_NAME, NEWEST_BACKUP_FORMAT, TOP_LEVEL_FILES } from "./layout.ts";
 import { checkDataDir, type IntegrityReport } from "./integrity.ts";
+import { embeddedIntoPostgres, restoreWithPostgres } from "./restore-pg.ts";
 import { BackupStore } from "./store.ts";
 
 export interface RestoreOptions {
@@ -22,6 +23,8 @@ export interface RestoreOptions {
   dataDir: string;
   force: boolean;
   vecExtension?: string;
+  /** PostgreSQL mode (database_url): the rows come from pg_restore, the rest from the archive (restore-pg.ts). */
+  databaseUrl?: string;
   /** True while a server holds the target's instance lock: restoring under it is refused. */
   serverRunning: boolean;
 }
@@ -33,6 +36,8 @@ export interface RestoreResult {
   integrity: IntegrityReport;
   /** The original's pending webhook deliveries, held instead of re-sent (BackupStore.holdOutbox). */
   held: { deliveries: number; events: number };
+  /** PostgreSQL mode: the database whose rows (restored by pg_restore) the files were checked against. */
+  rows?: { database: string; schema_version: number };
 }
 
 /**
@@ -73,6 +78,8 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
     };
     for await (const entry of extract) {
       const name = safeName(entry.header.name);
+      // Said at once, before the rest of the archive is read: its rows cannot go into PostgreSQL from here.
+      if (o.databaseUrl && name === DB_NAME) throw embeddedIntoPostgres(o.databaseUrl);
       if (entry.header.type === "directory") {
         entry.resume();
         continue;
@@ -91,11 +98,21 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
     if (!existsSync(manifestFile))
       throw new AppError("BACKUP_INVALID", "the archive has no manifest: it is incomplete or not a vsearch backup");
     const manifest = JSON.parse(readFileSync(manifestFile, "utf8")) as BackupManifest;
-    if (manifest.format > BACKUP_FORMAT)
+    if (manifest.format > NEWEST_BACKUP_FORMAT)
       throw new AppError(
         "BACKUP_INVALID",
-        `backup format ${manifest.format} is newer than this vsearch understands (${BACKUP_FORMAT})`,
+        `backup format ${manifest.format} is newer than this vsearch understands (${NEWEST_BACKUP_FORMAT})`,
       );
+    // Swap in: remove what the target held (force), move the staged entries up.
+    const swapIn = () => {
+      for (const n of existing) rmSync(join(target, n), { recursive: true, force: true });
+      for (const n of readdirSync(staging)) renameSync(join(staging, n), join(target, n));
+    };
+    if (o.databaseUrl || manifest.store === "postgres") {
+      rmSync(manifestFile);
+      checkRegistry(staging);
+      return await restoreWithPostgres({ ...o, target, staging, manifest, files, swapIn });
+    }
     if (!existsSync(join(staging, DB_NAME))) throw new AppError("BACKUP_INVALID", "the archive has no database");
     rmSync(manifestFile);
     checkRegistry(staging);
@@ -110,9 +127,7 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
       o.vecExtension,
       async (s) => await s.holdOutbox(new Date().toISOString()),
     );
-    // Swap in: remove what the target held (force), move the staged entries up.
-    for (const n of existing) rmSync(join(target, n), { recursive: true, force: true });
-    for (const n of readdirSync(staging)) renameSync(join(staging, n), join(target, n));
+    swapIn();
     return { data_dir: target, manifest, files, integrity, held };
   } catch (e) {
     if (e instanceof AppError) throw e;

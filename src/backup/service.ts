@@ -10,7 +10,14 @@ import type { BackupStore } from "./store.ts";
 export class BackupService {
   constructor(
     private readonly store: BackupStore,
-    private readonly o: { dataDir: string; modelsDir: string; vecExtension?: string; version: string },
+    private readonly o: {
+      dataDir: string;
+      modelsDir: string;
+      vecExtension?: string;
+      /** PostgreSQL mode: the archive carries files and registry; the rows are pg_dump's. */
+      databaseUrl?: string;
+      version: string;
+    },
   ) {}
 
   create(opts: {

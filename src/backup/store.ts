@@ -1,5 +1,6 @@
 import type { Executor } from "../store/executor.ts";
 import { IndexStore } from "../indexing/store.ts";
+import { openPgStore } from "../store/pg/open.ts";
 import { openSqliteStore } from "../store/sqlite/database.ts";
 import { VideoStore } from "../videos/store.ts";
 
@@ -22,6 +23,8 @@ export class BackupStore {
   constructor(
     private readonly db: Executor,
     private readonly vecExtension?: string,
+    /** This process's application_name on PostgreSQL (its own connections are not "other clients"). */
+    private readonly applicationName = "",
   ) {}
 
   /** Opens another database file (a snapshot, a staged restore), runs `fn` on it, closes it. */
@@ -36,6 +39,36 @@ export class BackupStore {
     } finally {
       store.close();
     }
+  }
+
+  /**
+   * The PostgreSQL database at `url` as it is, NOT migrated (a restore must not create the schema
+   * pg_restore is about to bring), for `fn`; its schema version is 0 when it holds no vsearch schema.
+   */
+  static async withPostgres<T>(url: string, fn: (store: BackupStore, schemaVersion: number) => Promise<T>): Promise<T> {
+    const self = `vsearch restore ${process.pid}`;
+    const pg = await openPgStore(url, { migrate: false, max: 2, applicationName: self });
+    try {
+      return await fn(new BackupStore(pg.exec, undefined, self), pg.server.schemaVersion);
+    } finally {
+      await pg.close();
+    }
+  }
+
+  /**
+   * Other vsearch processes connected to this PostgreSQL database (their application_name starts
+   * with "vsearch "): a restore refuses to rewrite rows under running servers and workers.
+   */
+  async otherVsearchClients(): Promise<string[]> {
+    if (this.db.backend !== "postgres") return [];
+    const rows = await this.db.all<{ who: string }>(
+      `SELECT application_name || ' (pid ' || pid || coalesce(', ' || host(client_addr), '') || ')' AS who
+         FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name LIKE 'vsearch %' AND application_name <> ?
+        ORDER BY pid`,
+      this.applicationName,
+    );
+    return rows.map((r) => r.who);
   }
 
   /**

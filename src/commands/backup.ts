@@ -8,7 +8,7 @@ export function registerBackupCommands(program: Command, ctx: CliContext) {
   program
     .command("backup <file>")
     .description(
-      "Write one archive of the data dir (database snapshot, videos, thumbnails, model registry); safe while serve runs",
+      "Write one archive of the data dir (database snapshot, videos, thumbnails, model registry); safe while serve runs. On PostgreSQL: the files and registry, and the pg_dump command for the rows",
     )
     .option("--include-models", "also carry the model folders (weights); default: only the registry")
     .action(async (file: string, opts: { includeModels?: boolean }, cmd: Command) => {
@@ -22,13 +22,26 @@ export function registerBackupCommands(program: Command, ctx: CliContext) {
         }),
       );
       bar.done();
+      const rows = r.rows;
       ctx.print(
         cmd,
         r,
         `Backup written to ${r.file} (${(r.bytes / 1048576).toFixed(1)} MiB, ${r.videos} videos, ${r.files} files${r.include_models ? ", with model weights" : ", model registry only"})` +
-          (r.videos_without_files.length
-            ? `\n${r.videos_without_files.length} videos deleted during the backup were left out`
-            : ""),
+          (rows.in_archive
+            ? r.videos_without_files.length
+              ? `\n${r.videos_without_files.length} videos deleted during the backup were left out`
+              : ""
+            : [
+                "",
+                `It holds the videos' files, secret.key, config.json and the model registry${r.include_models ? " and weights" : ""} — NOT the rows: they are in PostgreSQL (${rows.database}).`,
+                "Copy them with pg_dump (password from PGPASSWORD or ~/.pgpass), before this command when both run beside a serving install (a video uploaded in between is only a folder, which serve removes):",
+                `  ${rows.pg_dump}`,
+                "Restore: pg_restore into an empty database with pgvector, then vsearch restore with VSEARCH_DATABASE_URL set to it:",
+                `  ${rows.pg_restore}`,
+                ...(r.videos_without_files.length
+                  ? [`${r.videos_without_files.length} videos had no files to copy (deleted during the backup)`]
+                  : []),
+              ].join("\n")),
       );
     });
 
@@ -48,7 +61,7 @@ export function registerBackupCommands(program: Command, ctx: CliContext) {
       ctx.print(cmd, r, () =>
         [
           r.ok ? "data dir ok" : "PROBLEMS FOUND",
-          `sqlite     ${r.sqlite_integrity}; ${r.foreign_key_violations} foreign key violations`,
+          `database   ${r.sqlite_integrity}; ${r.foreign_key_violations} foreign key violations`,
           `videos     ${r.videos}; ${r.videos_missing_source.length} without a source; ${r.orphan_video_dirs.length} folders without a row`,
           `jobs       ${
             Object.entries(r.jobs)

@@ -19,6 +19,7 @@ export function registerRestoreCommand(program: Command, ctx: CliContext) {
         dataDir: config.dataDir,
         force: Boolean(opts.force),
         vecExtension: runtime.vecExtension,
+        databaseUrl: config.databaseUrl,
         serverRunning,
       });
       ctx.print(
@@ -30,9 +31,17 @@ export function registerRestoreCommand(program: Command, ctx: CliContext) {
           jobs: r.integrity.jobs,
           webhook_deliveries_held: r.held.deliveries,
           backup: r.manifest,
+          rows: r.rows ?? null,
+          warnings: r.rows ? r.integrity.problems : [],
         },
         [
           `Restored ${r.integrity.videos} videos (${r.files} files) from ${file} into ${r.data_dir}`,
+          ...(r.rows
+            ? [
+                `rows: PostgreSQL ${r.rows.database} (schema version ${r.rows.schema_version}, restored by pg_restore); the archive's files checked against them`,
+                ...r.integrity.problems.map((p) => `warning: ${p}`),
+              ]
+            : []),
           `backup made ${r.manifest.created_at} by vsearch ${r.manifest.vsearch_version}`,
           r.manifest.include_models
             ? "model weights restored"

@@ -5,6 +5,11 @@ import { runSelfTest, type RuntimePaths } from "../runtime/index.ts";
 import { readAdmissionStatus } from "../search/memory-admission.ts";
 import { VERSION } from "../version.ts";
 import type { CliContext } from "../cli/context.ts";
+import type { Config } from "../config/config.ts";
+import { migrationLine, storeLine } from "../store/describe.ts";
+import { StoreError } from "../store/errors.ts";
+import { SchemaTooNewError } from "../store/pg/migrate.ts";
+import { describeUrl } from "../store/pg/open.ts";
 
 export function registerSystemCommands(program: Command, ctx: CliContext) {
   program
@@ -25,76 +30,92 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
       "also run this model folder once in a worker (default: the installed image-text model)",
     )
     .action(async (opts: { modelDir?: string }, cmd: Command) => {
-      const report = await ctx.withApp(cmd, async (app) => {
-        const system = app.services.system;
-        const clip = system.activeModel("image-text");
-        const speech = system.activeModel("speech");
-        const modelDir = opts.modelDir ?? clip?.dir ?? speech?.dir;
-        const device = await system.device().catch((e: Error) => ({ device: "unavailable", reason: e.message }));
-        const runtime = await runSelfTest(app.runtime as RuntimePaths, {
-          modelDir,
-          device: device.device === "unavailable" ? "cpu" : (device.device as "cpu"),
-        });
-        // Not failures (the service runs without models) but each missing piece, with its fix.
-        const coverage = await app.services.videos.modelCoverage({
-          imageText: clip?.modelId ?? null,
-          speech: speech?.modelId ?? null,
-        });
-        // The models' warnings (as GET /v1/system/status gives them), then the search index's.
-        const warnings: { role: string; code: string; message: string; videos: number; fix: string }[] = modelWarnings(
-          { "image-text": clip, speech },
-          coverage,
-        );
-        // The in-memory vector index against vector_memory_budget: what the running server wrote
-        // (index/status.json), else an estimate from the stored vectors (~200 B a row).
-        const budget = memoryBudgetBytes(app.config.vectorMemoryBudget);
-        const served = readAdmissionStatus(app.config.dataDir);
-        const store = await system.storeCounts();
-        const estimate = store.frames * 200;
-        // pgvector: no in-memory index (no budget, no warm-up); its HNSW indexes and whether each is usable.
-        const pgvector = app.config.vectorBackend === "pgvector";
-        const searchIndex = {
-          backend: app.config.vectorBackend,
-          hnsw_indexes: pgvector ? await system.databaseVectorIndexes() : [],
-          budget_mb: budget > 0 ? Math.round(budget / 2 ** 20) : null,
-          estimated_mb: Math.round(estimate / 2 ** 20),
-          over_budget_accounts: served?.degraded ?? [],
-          reported_by_server: served ? { pid: served.pid, at: served.writtenAt, budget: served.budgetReason } : null,
-        };
-        if (!pgvector && (searchIndex.over_budget_accounts.length || (budget > 0 && estimate > budget)))
-          warnings.push({
-            role: "search",
-            code: "VECTOR_MEMORY_BUDGET",
-            message: searchIndex.over_budget_accounts.length
-              ? `${searchIndex.over_budget_accounts.length} account(s) over vector_memory_budget (${served!.budgetReason}): searched with exact scans from the database, slower`
-              : `the vector index needs ~${searchIndex.estimated_mb} MiB, over vector_memory_budget (${searchIndex.budget_mb} MiB): some accounts will be searched from the database`,
-            videos: 0,
-            fix: "raise vector_memory_budget (or give the machine more memory), then restart vsearch serve",
+      const config = ctx.config(cmd);
+      const postgres = Boolean(config.databaseUrl);
+      const report = await ctx
+        .withApp(cmd, async (app) => {
+          const system = app.services.system;
+          const clip = system.activeModel("image-text");
+          const speech = system.activeModel("speech");
+          const modelDir = opts.modelDir ?? clip?.dir ?? speech?.dir;
+          const device = await system.device().catch((e: Error) => ({ device: "unavailable", reason: e.message }));
+          const runtime = await runSelfTest(app.runtime as RuntimePaths, {
+            modelDir,
+            device: device.device === "unavailable" ? "cpu" : (device.device as "cpu"),
+            // On PostgreSQL neither SQLite nor sqlite-vec holds anything: their checks would prove nothing.
+            sqliteVec: !postgres,
           });
-        return {
-          ok: runtime.ok && device.device !== "unavailable",
-          warnings,
-          search_index: searchIndex,
-          version: VERSION,
-          data_dir: app.config.dataDir,
-          device: { requested: app.config.device, in_use: device.device, reason: device.reason },
-          int8_weights: system.signedWeights(),
-          models: {
-            "image-text": clip ? { name: clip.name, model_id: clip.modelId, dtype: clip.dtype } : null,
-            speech: speech ? { name: speech.name, model_id: speech.modelId, dtype: speech.dtype } : null,
-            text: system.activeModel("text")?.modelId ?? null,
-          },
-          runtime,
-          store,
-        };
-      });
+          // Not failures (the service runs without models) but each missing piece, with its fix.
+          const coverage = await app.services.videos.modelCoverage({
+            imageText: clip?.modelId ?? null,
+            speech: speech?.modelId ?? null,
+          });
+          // The models' warnings (as GET /v1/system/status gives them), then the search index's.
+          const warnings: { role: string; code: string; message: string; videos: number; fix: string }[] =
+            modelWarnings({ "image-text": clip, speech }, coverage);
+          // The in-memory vector index against vector_memory_budget: what the running server wrote
+          // (index/status.json), else an estimate from the stored vectors (~200 B a row).
+          const budget = memoryBudgetBytes(app.config.vectorMemoryBudget);
+          const served = readAdmissionStatus(app.config.dataDir);
+          const store = await system.storeCounts();
+          const estimate = store.frames * 200;
+          // pgvector: no in-memory index (no budget, no warm-up); its HNSW indexes and whether each is usable.
+          const pgvector = app.config.vectorBackend === "pgvector";
+          const searchIndex = {
+            backend: app.config.vectorBackend,
+            hnsw_indexes: pgvector ? await system.databaseVectorIndexes() : [],
+            budget_mb: budget > 0 ? Math.round(budget / 2 ** 20) : null,
+            estimated_mb: Math.round(estimate / 2 ** 20),
+            over_budget_accounts: served?.degraded ?? [],
+            reported_by_server: served ? { pid: served.pid, at: served.writtenAt, budget: served.budgetReason } : null,
+          };
+          if (!pgvector && (searchIndex.over_budget_accounts.length || (budget > 0 && estimate > budget)))
+            warnings.push({
+              role: "search",
+              code: "VECTOR_MEMORY_BUDGET",
+              message: searchIndex.over_budget_accounts.length
+                ? `${searchIndex.over_budget_accounts.length} account(s) over vector_memory_budget (${served!.budgetReason}): searched with exact scans from the database, slower`
+                : `the vector index needs ~${searchIndex.estimated_mb} MiB, over vector_memory_budget (${searchIndex.budget_mb} MiB): some accounts will be searched from the database`,
+              videos: 0,
+              fix: "raise vector_memory_budget (or give the machine more memory), then restart vsearch serve",
+            });
+          return {
+            ok: runtime.ok && device.device !== "unavailable",
+            warnings,
+            search_index: searchIndex,
+            version: VERSION,
+            data_dir: app.config.dataDir,
+            store_backend: system.storeBackend(),
+            device: { requested: app.config.device, in_use: device.device, reason: device.reason },
+            int8_weights: system.signedWeights(),
+            models: {
+              "image-text": clip ? { name: clip.name, model_id: clip.modelId, dtype: clip.dtype } : null,
+              speech: speech ? { name: speech.name, model_id: speech.modelId, dtype: speech.dtype } : null,
+              text: system.activeModel("text")?.modelId ?? null,
+            },
+            runtime,
+            store,
+          };
+        })
+        .catch(async (e: unknown) => {
+          // An unreachable server, a missing pgvector, a schema too new: doctor's answer, not a crash.
+          if (!postgres || !(e instanceof StoreError || e instanceof SchemaTooNewError)) throw e;
+          await storeUnavailable(ctx, cmd, config, e.message);
+          return null;
+        });
+      if (!report) return;
+      const backend = report.store_backend;
       ctx.print(cmd, report, () =>
         [
           `vsearch ${report.version} — ${report.ok ? "all checks passed" : "PROBLEMS FOUND"}${report.warnings.length ? `, ${report.warnings.length} warning${report.warnings.length === 1 ? "" : "s"}` : ""}`,
           `data dir      ${report.data_dir}`,
+          `store backend ${storeLine(backend)}`,
+          ...(backend.kind === "postgres" ? [`migrations    ${migrationLine(backend)}`] : []),
           `device        ${report.device.in_use} (requested ${report.device.requested}): ${report.device.reason}`,
           `int8 weights  ${report.int8_weights.reason}`,
-          `sqlite        ${report.runtime.sqlite_version}, sqlite-vec ${report.runtime.vec_version}, vec0 query ${report.runtime.vec_query_ok ? "ok" : "FAILED"}`,
+          backend.kind === "postgres"
+            ? "sqlite        not used (PostgreSQL store): SQLite, sqlite-vec and vec0 not checked"
+            : `sqlite        ${report.runtime.sqlite_version}, sqlite-vec ${report.runtime.vec_version}, vec0 query ${report.runtime.vec_query_ok ? "ok" : "FAILED"}`,
           `ffmpeg        ${report.runtime.ffmpeg_version ?? "MISSING"}`,
           `ffprobe       ${report.runtime.ffprobe_version ?? "MISSING"}`,
           `onnx          ${report.runtime.onnx_ok === undefined ? "not checked (no model installed)" : report.runtime.onnx_ok ? `ok (${report.runtime.onnx?.model_id} in worker thread)` : "FAILED"}`,
@@ -110,4 +131,35 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
       );
       if (!report.ok) process.exitCode = 1;
     });
+}
+
+/**
+ * doctor when the PostgreSQL store cannot be opened: the problem in one line (what open.ts says:
+ * unreachable, too old, pgvector missing or not enabled, a schema newer than this binary), beside
+ * the checks that need no store (ffmpeg, ffprobe). Exit code 1.
+ */
+async function storeUnavailable(ctx: CliContext, cmd: Command, config: Config, problem: string): Promise<void> {
+  const location = describeUrl(config.databaseUrl!);
+  const runtime = await runSelfTest((await ctx.runtime(config)) as RuntimePaths, { sqliteVec: false });
+  const report = {
+    ok: false,
+    version: VERSION,
+    data_dir: config.dataDir,
+    store_backend: { kind: "postgres" as const, location, error: problem },
+    problems: [problem, ...runtime.errors],
+    runtime,
+  };
+  ctx.print(cmd, report, () =>
+    [
+      `vsearch ${VERSION} — PROBLEMS FOUND`,
+      `data dir      ${config.dataDir}`,
+      `store backend PostgreSQL at ${location}: UNAVAILABLE`,
+      `problem       ${problem}`,
+      "sqlite        not used (PostgreSQL store): SQLite, sqlite-vec and vec0 not checked",
+      `ffmpeg        ${runtime.ffmpeg_version ?? "MISSING"}`,
+      `ffprobe       ${runtime.ffprobe_version ?? "MISSING"}`,
+      ...runtime.errors.map((e) => `error         ${e}`),
+    ].join("\n"),
+  );
+  process.exitCode = 1;
 }

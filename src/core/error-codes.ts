@@ -136,7 +136,20 @@ export const ERROR_CODES = {
       "An installed model's files no longer match what was recorded when it was installed; run `vsearch models verify`, then re-import or pull it.",
   },
   MODEL_VERIFY_FAILED: { status: 409, meaning: "`vsearch models verify` found models whose files do not match." },
-  SERVER_RUNNING: { status: 409, meaning: "A `vsearch serve` is using the data dir; stop it first." },
+  SERVER_RUNNING: {
+    status: 409,
+    meaning: "A `vsearch serve` is using the data dir (or, on PostgreSQL, the database); stop it first.",
+  },
+  BACKUP_WRONG_STORE: {
+    status: 409,
+    meaning:
+      "The backup was made on the other store (embedded SQLite or PostgreSQL) than this install uses; the message says how to move it (`vsearch migrate-store`, pg_restore).",
+  },
+  BACKUP_ROWS_MISSING: {
+    status: 409,
+    meaning:
+      "Restoring a PostgreSQL-mode backup needs its rows in the database first: restore the pg_dump with pg_restore, then run `vsearch restore` again.",
+  },
   DATA_DIR_NOT_EMPTY: {
     status: 409,
     meaning: "Restore needs an empty folder; pass --force to replace what is there.",

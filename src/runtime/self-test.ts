@@ -11,8 +11,11 @@ export interface SelfTestReport {
   runtime_dir: string | null;
   sqlite_version: string | null;
   vec_version: string | null;
-  /** A real vec0 KNN query returned the expected neighbours in the expected order. */
-  vec_query_ok: boolean;
+  /**
+   * A real vec0 KNN query returned the expected neighbours in the expected order; null when not
+   * checked: on PostgreSQL (database_url) neither SQLite nor sqlite-vec is used.
+   */
+  vec_query_ok: boolean | null;
   ffmpeg_version: string | null;
   ffprobe_version: string | null;
   /** Only with `modelDir`: an ONNX session loaded and ran inside an inference pool worker thread. */
@@ -38,6 +41,8 @@ export interface SelfTestOptions {
   device?: ExecDevice;
   /** Bound on each check. Default 120 s (the ONNX check loads a model). */
   timeoutMs?: number;
+  /** Check SQLite and sqlite-vec (default true; false on PostgreSQL, where they are not used). */
+  sqliteVec?: boolean;
 }
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
@@ -90,7 +95,7 @@ async function checkOnnx(
 
 /**
  * Exercises each native piece for real: loads sqlite-vec into an in-memory database (store/sqlite/vec-check.ts) and
- * runs a vec0 KNN query, runs `ffmpeg -version` and `ffprobe -version`, and, given a model folder,
+ * runs a vec0 KNN query (unless `sqliteVec: false`), runs `ffmpeg -version` and `ffprobe -version`, and, given a model folder,
  * starts a one-thread inference pool and runs its selfTest task (an ONNX session in a worker
  * thread). A failing check is reported in `errors` (and `ok: false`), never thrown.
  */
@@ -109,14 +114,17 @@ export async function runSelfTest(paths: RuntimePaths, opts: SelfTestOptions = {
     errors,
   };
 
-  try {
-    const vec = checkVecExtension(paths.vecExtension);
-    report.sqlite_version = vec.sqlite_version;
-    report.vec_version = vec.vec_version;
-    report.vec_query_ok = vec.vec_query_ok;
-    if (vec.error) errors.push(vec.error);
-  } catch (e) {
-    errors.push(`sqlite-vec (${paths.vecExtension}): ${message(e)}`);
+  if (opts.sqliteVec === false) report.vec_query_ok = null;
+  else {
+    try {
+      const vec = checkVecExtension(paths.vecExtension);
+      report.sqlite_version = vec.sqlite_version;
+      report.vec_version = vec.vec_version;
+      report.vec_query_ok = vec.vec_query_ok;
+      if (vec.error) errors.push(vec.error);
+    } catch (e) {
+      errors.push(`sqlite-vec (${paths.vecExtension}): ${message(e)}`);
+    }
   }
 
   const [ffmpeg, ffprobe] = await Promise.allSettled([

@@ -2,6 +2,7 @@ import type { DeviceChoice } from "../inference/device.ts";
 import type { InferenceHost } from "../inference/host.ts";
 import type { SignedWeightsDecision } from "../inference/signed-weights.ts";
 import type { ActiveModel, ModelCatalog, ModelRole } from "../models/roles.ts";
+import type { StoreBackendInfo } from "../store/describe.ts";
 import type { StoreCounts, SystemStore } from "./store.ts";
 
 /**
@@ -14,11 +15,17 @@ export class SystemService {
     private readonly store: SystemStore,
     private readonly models: ModelCatalog,
     private readonly inference: InferenceHost,
+    private readonly backend: StoreBackendInfo,
     /** The database's vector indexes search uses (pgvector's HNSW indexes; none for the in-memory index). */
     private readonly vectorIndexes: () => Promise<
       { name: string; valid: boolean; building: boolean }[]
     > = async () => [],
   ) {}
+
+  /** Where the rows are: the embedded file, or the PostgreSQL server with its versions and migration state. */
+  storeBackend(): StoreBackendInfo {
+    return this.backend;
+  }
 
   /** What `doctor` lists under the vector index when vector_backend is pgvector. */
   async databaseVectorIndexes(): Promise<{ name: string; valid: boolean; building: boolean }[]> {
