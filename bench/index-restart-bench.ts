@@ -27,7 +27,7 @@ import { resolveRuntime } from "../src/cli/runtime.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
 import { IndexStore } from "../src/indexing/store.ts";
-import type { QueryEmbedder } from "../src/search/embedder.ts";
+import { FixedEmbedder } from "./lib/fixed-embedder.ts";
 import { parseSearchRequest } from "../src/search/schema.ts";
 import { VideoStore } from "../src/videos/store.ts";
 import { readyVideo } from "./lib/search-data.ts";
@@ -52,19 +52,6 @@ const load1 = () => Math.round(loadavg()[0] * 100) / 100;
 const r2 = (x: number) => Math.round(x * 100) / 100;
 const rssMb = () => Math.round(process.memoryUsage().rss / 2 ** 20);
 
-/** Every text maps to one fixed query vector (the cost measured is the index's, not a model's). */
-class FixedEmbedder implements QueryEmbedder {
-  constructor(private readonly q: Float32Array) {}
-  available = () => true;
-  modelId = () => MODEL;
-  async embedText(texts: string[]): Promise<Float32Array[]> {
-    return texts.map(() => this.q);
-  }
-  async embedImageRgb(): Promise<Float32Array> {
-    throw new Error("not used");
-  }
-}
-
 const stream = clusteredStream({ n: FRAMES, dim: DIM, seed: 3, framesPerVideo: PER_VIDEO });
 // A text-like query is made from the generator's directions alone (no row is read).
 const query = generateQueries({ ...stream, row: () => new Float32Array(DIM) }, 1, "text", 5);
@@ -74,7 +61,7 @@ async function open(): Promise<BenchApp> {
   return createApp(config, {
     runtime: await resolveRuntime(config),
     logger: createLogger("silent"),
-    queryEmbedder: new FixedEmbedder(query),
+    queryEmbedder: new FixedEmbedder(query, MODEL),
   });
 }
 

@@ -43,6 +43,7 @@ import { ClipModel } from "../src/inference/clip.ts";
 import { IndexStore } from "../src/indexing/store.ts";
 import type { ModelCatalog } from "../src/models/roles.ts";
 import type { QueryEmbedder } from "../src/search/embedder.ts";
+import { FixedEmbedder } from "./lib/fixed-embedder.ts";
 import { MemoryVectorBackend } from "../src/search/memory-backend.ts";
 import { PgVectorBackend } from "../src/search/pgvector-backend.ts";
 import { PgVectorStore } from "../src/search/pgvector-store.ts";
@@ -99,19 +100,6 @@ function table(title: string, rows: Record<string, unknown>[]): void {
   const w = cols.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? "-").length)));
   console.log(cols.map((c, i) => c.padEnd(w[i])).join("  "));
   for (const r of rows) console.log(cols.map((c, i) => String(r[c] ?? "-").padEnd(w[i])).join("  "));
-}
-
-/** Every text maps to one fixed query vector ((d): the cost measured is the index's). */
-class FixedEmbedder implements QueryEmbedder {
-  constructor(private readonly q: Float32Array) {}
-  available = () => true;
-  modelId = () => MODEL;
-  async embedText(texts: string[]): Promise<Float32Array[]> {
-    return texts.map(() => this.q);
-  }
-  async embedImageRgb(): Promise<Float32Array> {
-    throw new Error("not used");
-  }
 }
 
 // ---- PostgreSQL: the given cluster or a throw-away one --------------------------------------------
@@ -563,7 +551,7 @@ async function partD(url: string, accountId: string, work: string) {
     const load = load1();
     const c0 = process.cpuUsage();
     const t0 = performance.now();
-    const app = await openApp({ dataDir, databaseUrl: url, embedder: new FixedEmbedder(q) });
+    const app = await openApp({ dataDir, databaseUrl: url, embedder: new FixedEmbedder(q, MODEL) });
     await app.start();
     const req = parseSearchRequest({ query: "anything", modes: "video" });
     let firstMs = 0;
