@@ -587,7 +587,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       const swept = {
         // ffmpeg/ffprobe a crashed server left running on this data dir (media/child-guard.ts).
         orphan_tools_killed: sweepOrphanTools(bins, config.dataDir),
-        ...files.sweepOrphans(new Set(await videoStore.allIds())),
+        // Tasks still running are another node's (this node's own were given back just above):
+        // the temp files in their videos' folders are being written now.
+        ...files.sweepOrphans(
+          new Set(await videoStore.allIds()),
+          new Set((await taskStore.list()).filter((t) => t.state === "running").map((t) => t.video_id)),
+        ),
         backup_snapshots: sweepStaleSnapshots(config.dataDir),
       };
       if (Object.values(swept).some(Boolean) || released) {

@@ -156,10 +156,16 @@ export class VideoFiles {
 
   /**
    * Start-up sweep: temp files are never resumable (`tempFiles`), and a video folder without a
-   * database row is what a crash between "file moved" and "row committed" leaves behind.
+   * database row is what a crash between "file moved" and "row committed" leaves behind. The
+   * folders of `busyVideoIds` (a task of another node runs there now, writing its temp files)
+   * keep theirs.
    */
-  sweepOrphans(knownVideoIds: Set<string>): { tmp: number; videos: number } {
-    const tmp = this.removeTempFiles(this.tempFiles());
+  sweepOrphans(
+    knownVideoIds: Set<string>,
+    busyVideoIds: ReadonlySet<string> = new Set(),
+  ): { tmp: number; videos: number } {
+    const ownerOf = (rel: string) => (rel.startsWith("videos/") ? rel.split("/")[1] : null);
+    const tmp = this.removeTempFiles(this.tempFiles().filter((r) => !busyVideoIds.has(ownerOf(r) ?? "")));
     let videos = 0;
     if (existsSync(this.videosRoot)) {
       for (const d of readdirSync(this.videosRoot)) {

@@ -84,7 +84,11 @@ describe("split decode in the pipeline", () => {
     const two = await ingestWith("2");
     expect(one.sampling).toHaveLength(1);
     expect(two.sampling).toHaveLength(2);
-    expect(two.sampling[1].join(" ")).toMatch(/-copyts -start_at_zero -noaccurate_seek -ss 13\.\d+/);
+    // The two start at once: which one's command line is logged first varies with the load.
+    const halves = two.sampling.map((args) => args.join(" "));
+    const second = /-copyts -start_at_zero -noaccurate_seek -ss 13\.\d+/;
+    expect(halves.filter((a) => second.test(a))).toHaveLength(1);
+    expect(halves.filter((a) => / -ss /.test(a))).toHaveLength(1);
     expect(two.video.stages.frames.reason).toMatch(/in 2 processes split at keyframes 13\.40 s/);
     expect(one.video.stages.frames.reason).not.toMatch(/processes/);
     for (const k of ["frames", "embeddings", "shots"])

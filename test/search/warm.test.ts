@@ -247,22 +247,26 @@ describe("index warm-up after start", () => {
     expect(after.body.data.map((x: any) => x.video_id)).toEqual([v]);
   });
 
-  it("close() during the load stops it cleanly; a search waiting for it is answered", async () => {
-    t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 20_000 } });
-    const { tenant } = await account(t, "A", 6);
-    await t.app.start();
-    await untilPast(0.1);
-    const waiting = search(t, tenant.key, { query: "dog" });
-    await new Promise((r) => setImmediate(r));
-    const closing = t;
-    t = null;
-    await closing.close();
-    const { res, body } = await waiting;
-    expect(res.status).toBe(503);
-    expect(body.detail.code).toBe("SEARCH_UNAVAILABLE");
-    expect(body.detail.message).toMatch(/shutting down/); // the pass was stopped, not merely still loading
-    await Bun.sleep(50); // no page is read from the closed store afterwards (that would be an unhandled error)
-  });
+  // Mid-load as the three above (its pace on PostgreSQL lets the load end first).
+  it.skipIf(testBackend() === "postgres")(
+    "close() during the load stops it cleanly; a search waiting for it is answered",
+    async () => {
+      t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 20_000 } });
+      const { tenant } = await account(t, "A", 6);
+      await t.app.start();
+      await untilPast(0.1);
+      const waiting = search(t, tenant.key, { query: "dog" });
+      await new Promise((r) => setImmediate(r));
+      const closing = t;
+      t = null;
+      await closing.close();
+      const { res, body } = await waiting;
+      expect(res.status).toBe(503);
+      expect(body.detail.code).toBe("SEARCH_UNAVAILABLE");
+      expect(body.detail.message).toMatch(/shutting down/); // the pass was stopped, not merely still loading
+      await Bun.sleep(50); // no page is read from the closed store afterwards (that would be an unhandled error)
+    },
+  );
 });
 
 describe("the pass and the event hooks split the rows at the cursor", () => {
