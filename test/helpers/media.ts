@@ -9,7 +9,7 @@
  * This is the only place outside src/runtime that names the installer packages: src/media takes
  * binary paths as parameters.
  */
-import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, open, readFile, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -556,22 +556,24 @@ export async function imageDimensions(path: string): Promise<[number, number]> {
  * line) before running the real ffmpeg: point VSEARCH_FFMPEG_PATH at `path`, read `calls()`.
  */
 export function loggedFfmpeg(dir: string): { path: string; calls(): string[][] } {
-  const log = join(dir, "ffmpeg-calls.log");
+  // One file per call, named by the time it started: two ffmpeg processes started at once wrote
+  // their arguments line by line into one log, interleaved (split-decode.test.ts saw one call of
+  // both, or the halves' arguments swapped).
+  const logDir = join(dir, "ffmpeg-calls");
+  mkdirSync(logDir, { recursive: true });
   const path = join(dir, "ffmpeg-logged");
   writeFileSync(
     path,
-    `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> '${log}'; done\nprintf '\\n' >> '${log}'\nexec '${mediaBins().ffmpeg}' "$@"\n`,
+    `#!/bin/sh\nf='${logDir}'/$(date +%s%N)-$$\nfor a in "$@"; do printf '%s\\n' "$a" >> "$f.part"; done\nmv "$f.part" "$f"\nexec '${mediaBins().ffmpeg}' "$@"\n`,
   );
   chmodSync(path, 0o755);
   return {
     path,
     calls: () =>
-      existsSync(log)
-        ? readFileSync(log, "utf8")
-            .split("\n\n")
-            .filter(Boolean)
-            .map((c) => c.split("\n"))
-        : [],
+      readdirSync(logDir)
+        .filter((n) => !n.endsWith(".part"))
+        .sort()
+        .map((n) => readFileSync(join(logDir, n), "utf8").split("\n").filter(Boolean)),
   };
 }
 
