@@ -12,7 +12,7 @@ export function registerAppGauges(
     jobCounts: () => Promise<Counted<"status">>;
     taskCounts: () => Promise<Counted<"kind" | "state">>;
     searchIndexRows: () => number;
-    searchIndexWarm: () => { state: string; fraction: number } | null | undefined;
+    searchIndexWarm: () => { state: string; fraction: number; waiting: number } | null | undefined;
     inferenceRunning: () => boolean;
     ocrWorkers: () => number;
     idleMemoryPasses: () => number;
@@ -38,6 +38,11 @@ export function registerAppGauges(
     "vsearch_search_index_loaded_ratio",
     "Share of the stored vectors the start-up load of the search index has read, 0-1 (1 once warm)",
     () => [{ value: s.searchIndexWarm()?.fraction ?? 0 }],
+  );
+  metrics.gauge(
+    "vsearch_search_index_waiting",
+    "Vector searches waiting for the start-up load of the search index right now (each answers or 503s within search_index wait)",
+    () => [{ value: s.searchIndexWarm()?.waiting ?? 0 }],
   );
   metrics.gauge("vsearch_inference_running", "1 while an inference worker pool runs (models loaded), else 0", () => [
     { value: s.inferenceRunning() ? 1 : 0 },

@@ -29,6 +29,12 @@ export interface IndexWarmOptions {
   pageRows?: number;
   /** How long a search waits for the warm-up before it answers 503 (default 2000 ms). */
   waitMs?: number;
+  /**
+   * Awaited before each slice with the progress so far: a test seam that holds the pass at a point
+   * while the test changes the store (on PostgreSQL every page is a round trip, so a pass paced in
+   * event-loop turns cannot be caught mid-way by polling). Unset in production.
+   */
+  beforeSlice?: (progress: WarmProgress) => Promise<void>;
 }
 
 export type WarmState = "idle" | "warming" | "warm" | "stopped";
@@ -41,6 +47,8 @@ export interface WarmStatus extends WarmProgress {
   longestSliceMs: number;
   /** The process CPU time of that slice: near its wall time, the work was ours; far below, the machine made us wait. */
   longestSliceCpuMs: number;
+  /** Searches waiting for the pass right now (each answers, or 503s, within its wait). */
+  waiting: number;
 }
 
 const SLICE_MS = 8;
@@ -69,6 +77,7 @@ export class IndexWarmer {
   private longestSliceCpuMs = 0;
   private readonly sliceMs: number;
   private readonly pageRows: number;
+  private readonly beforeSlice?: (progress: WarmProgress) => Promise<void>;
 
   constructor(
     private readonly index: WarmableIndex,
@@ -77,6 +86,7 @@ export class IndexWarmer {
   ) {
     this.sliceMs = opts.sliceMs ?? SLICE_MS;
     this.pageRows = Math.max(1, opts.pageRows ?? PAGE_ROWS);
+    this.beforeSlice = opts.beforeSlice;
   }
 
   async start(): Promise<void> {
@@ -108,6 +118,7 @@ export class IndexWarmer {
       etaSecs,
       longestSliceMs: this.longestSliceMs,
       longestSliceCpuMs: this.longestSliceCpuMs,
+      waiting: this.waiters.size,
     };
   }
 
@@ -132,6 +143,10 @@ export class IndexWarmer {
   private async slice(): Promise<void> {
     this.next = null;
     if (this.state !== "warming") return;
+    if (this.beforeSlice) {
+      await this.beforeSlice(this.index.warmProgress ?? { rows: 0, fraction: 0, done: false });
+      if (this.state !== "warming") return; // stopped while held
+    }
     const t0 = performance.now();
     const cpu0 = process.cpuUsage();
     let more = true;

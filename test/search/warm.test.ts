@@ -6,8 +6,8 @@
  * deleted or added mid-load, a deleted account and a close all end exactly right.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { testBackend } from "../pg/backend.ts";
 import { metric, json } from "../helpers/app.ts";
+import { until } from "../helpers/wait.ts";
 import { MemoryVectorBackend, type MemoryIndexOptions } from "../../src/search/memory-backend.ts";
 import {
   HAND_MODEL,
@@ -84,10 +84,53 @@ async function untilWarm(): Promise<void> {
   expect(await loading()).toBe(false);
 }
 
-/** Waits, a turn at a time, until the load is past `share` of the rows (and not done). */
-async function untilPast(share: number): Promise<void> {
-  while ((await ratio()) < share) await new Promise((r) => setImmediate(r));
-  expect(await loading()).toBe(true);
+/**
+ * Holds the warm-up before a slice (IndexWarmOptions.beforeSlice) and lets it go one slice at a
+ * time, so a test changes the store while the pass is at a known point, on either backend: polling
+ * the progress of a pass paced in event-loop turns cannot catch it mid-way on PostgreSQL, where
+ * every page is a round trip. A slice is one page here (SLOW: sliceMs 0).
+ */
+class WarmGate {
+  private held: (() => void) | null = null;
+  private open = false;
+  progress = { rows: 0, fraction: 0, done: false };
+  readonly beforeSlice = async (p: { rows: number; fraction: number; done: boolean }): Promise<void> => {
+    this.progress = p;
+    if (this.open) return;
+    await new Promise<void>((resolve) => {
+      this.held = resolve;
+    });
+  };
+
+  /** Until the pass waits before its next slice (or has ended); bounded. */
+  async untilHeld(): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    while (!this.held && (await loading()) && Date.now() < deadline) await Bun.sleep(1);
+    expect(this.held !== null || !(await loading())).toBe(true);
+  }
+
+  /** Lets one slice run and waits until the pass is held before the next. */
+  async step(): Promise<void> {
+    await this.untilHeld();
+    const go = this.held;
+    this.held = null;
+    go?.();
+    await this.untilHeld();
+  }
+
+  /** Steps until the pass has read `share` of the rows, and holds it there (mid-load). */
+  async holdPast(share: number): Promise<void> {
+    for (let i = 0; i < 10_000 && this.progress.fraction < share; i++) await this.step();
+    expect(this.held).not.toBeNull();
+    expect(await loading()).toBe(true);
+  }
+
+  /** Lets the pass run to its end, unheld. */
+  release(): void {
+    this.open = true;
+    this.held?.();
+    this.held = null;
+  }
 }
 
 /** What a search answers: per video, its clips' start, type and score. */
@@ -162,18 +205,18 @@ describe("index warm-up after start", () => {
     expect(answer(body.data)).toEqual(await freshLoadAnswer(t, tenant.accountId, "boat"));
   });
 
-  // These three change the store while the warm-up is at a given point, found by polling its
-  // progress; the warm-up is paced in event-loop turns, and on PostgreSQL each page and each write
-  // is a round trip, so the load ends before the writes do (pg run 2026-11-29). SQLite only until
-  // the warm-up can be held at a point by the test (noted in docs/POSTGRES.md).
-  const midLoad = it.skipIf(testBackend() === "postgres");
-
-  midLoad("videos re-indexed, deleted and added while it loads end up exactly right", async () => {
-    t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 0 }, vectorIndex: EXACT });
+  // These four change the store while the warm-up is held at a point (WarmGate).
+  it("videos re-indexed, deleted and added while it loads end up exactly right", async () => {
+    const gate = new WarmGate();
+    t = await startSearchApp({
+      embedder: embedder(),
+      indexWarm: { ...SLOW, waitMs: 0, beforeSlice: gate.beforeSlice },
+      vectorIndex: EXACT,
+    });
     const { tenant, videos } = await account(t, "A", 3);
     const col = (await t.stores.videos.getById(videos[0]))!.collection_id;
     await t.app.start();
-    await untilPast(0.4);
+    await gate.holdPast(0.4);
 
     await fill(t, videos[1], 91, 3, 60); // loaded already: now kite, fewer rows
     await fill(t, videos[VIDEOS - 1], 92, 3, 120); // not reached yet (its new rows take the ids it freed): now kite, more rows
@@ -183,6 +226,7 @@ describe("index warm-up after start", () => {
     await fill(t, added, 93, 3);
     expect(await loading()).toBe(true); // all of it mid-load
 
+    gate.release();
     await untilWarm();
     const rows = (VIDEOS - 4) * (FRAMES + SHOTS) + (60 + 6) + (120 + 12) + (FRAMES + SHOTS);
     expect(await vectors()).toBe(rows); // each row once, removed rows gone
@@ -198,22 +242,33 @@ describe("index warm-up after start", () => {
     expect(everything.some((s) => s.video_id === videos[2] || s.video_id === videos[VIDEOS - 2])).toBe(false);
   });
 
-  midLoad("an account deleted while it loads leaves none of its rows", async () => {
-    t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 0 }, vectorIndex: EXACT });
+  it("an account deleted while it loads leaves none of its rows", async () => {
+    const gate = new WarmGate();
+    t = await startSearchApp({
+      embedder: embedder(),
+      indexWarm: { ...SLOW, waitMs: 0, beforeSlice: gate.beforeSlice },
+      vectorIndex: EXACT,
+    });
     const a = await account(t, "A", 4);
     const b = await account(t, "B", 5);
     await t.app.start();
-    await untilPast(0.3); // A's rows are first: B's are partly loaded or not at all
+    await gate.holdPast(0.3); // A's rows are first: B's are partly loaded or not at all
     await t.app.services.accountDeletion.delete(b.tenant.accountId);
     expect(await loading()).toBe(true);
+    gate.release();
     await untilWarm();
     expect(await vectors()).toBe(VIDEOS * (FRAMES + SHOTS));
     const warm = await search(t, a.tenant.key, { query: "dog", min_score: "0" });
     expect(answer(warm.body.data)).toEqual(await freshLoadAnswer(t, a.tenant.accountId, "dog", EXACT));
   });
 
-  midLoad("a tenant whose vectors are all in searches while others' still load; a new tenant at once", async () => {
-    t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 0 }, vectorIndex: EXACT });
+  it("a tenant whose vectors are all in searches while others' still load; a new tenant at once", async () => {
+    const gate = new WarmGate();
+    t = await startSearchApp({
+      embedder: embedder(),
+      indexWarm: { ...SLOW, waitMs: 0, beforeSlice: gate.beforeSlice },
+      vectorIndex: EXACT,
+    });
     const a = await account(t, "A", 7); // written first: the lowest ids of both kinds
     const b = await account(t, "B", 8);
     const fresh = await createTenant(t, "C");
@@ -225,9 +280,9 @@ describe("index warm-up after start", () => {
     expect(none.body.data).toEqual([]);
     expect((await search(t, a.tenant.key, { query: "dog" })).res.status).toBe(503);
     // A is in once the frames are read and the shots' cursor passed A's shots; B's are still loading.
-    let turns = 0;
-    while ((await search(t, a.tenant.key, { query: "dog", min_score: "0" })).res.status === 503 && turns++ < 10_000) {
-      await new Promise((r) => setImmediate(r));
+    let slices = 0;
+    while ((await search(t, a.tenant.key, { query: "dog", min_score: "0" })).res.status === 503 && slices++ < 10_000) {
+      await gate.step();
     }
     expect(await loading()).toBe(true);
     expect((await search(t, b.tenant.key, { query: "dog" })).res.status).toBe(503);
@@ -241,32 +296,35 @@ describe("index warm-up after start", () => {
     });
     await fill(t, v, 77, 0);
     expect((await search(t, fresh.key, { query: "dog" })).res.status).toBe(503);
+    gate.release();
     await untilWarm();
     const after = await search(t, fresh.key, { query: "dog", min_score: "0" });
     expect(after.res.status).toBe(200);
     expect(after.body.data.map((x: any) => x.video_id)).toEqual([v]);
   });
 
-  // Mid-load as the three above (its pace on PostgreSQL lets the load end first).
-  it.skipIf(testBackend() === "postgres")(
-    "close() during the load stops it cleanly; a search waiting for it is answered",
-    async () => {
-      t = await startSearchApp({ embedder: embedder(), indexWarm: { ...SLOW, waitMs: 20_000 } });
-      const { tenant } = await account(t, "A", 6);
-      await t.app.start();
-      await untilPast(0.1);
-      const waiting = search(t, tenant.key, { query: "dog" });
-      await new Promise((r) => setImmediate(r));
-      const closing = t;
-      t = null;
-      await closing.close();
-      const { res, body } = await waiting;
-      expect(res.status).toBe(503);
-      expect(body.detail.code).toBe("SEARCH_UNAVAILABLE");
-      expect(body.detail.message).toMatch(/shutting down/); // the pass was stopped, not merely still loading
-      await Bun.sleep(50); // no page is read from the closed store afterwards (that would be an unhandled error)
-    },
-  );
+  it("close() during the load stops it cleanly; a search waiting for it is answered", async () => {
+    const gate = new WarmGate();
+    t = await startSearchApp({
+      embedder: embedder(),
+      indexWarm: { ...SLOW, waitMs: 20_000, beforeSlice: gate.beforeSlice },
+    });
+    const { tenant } = await account(t, "A", 6);
+    await t.app.start();
+    await gate.holdPast(0.1);
+    const waiting = search(t, tenant.key, { query: "dog" });
+    // Close once it waits for the pass (before that, on PostgreSQL, it is still in its look-ups).
+    expect(await until(async () => (await metric(t!, "vsearch_search_index_waiting")) === 1, 30_000, 1)).toBe(true);
+    const closing = t;
+    t = null;
+    await closing.close();
+    const { res, body } = await waiting;
+    expect(res.status).toBe(503);
+    expect(body.detail.code).toBe("SEARCH_UNAVAILABLE");
+    expect(body.detail.message).toMatch(/shutting down/); // the pass was stopped, not merely still loading
+    gate.release(); // the held slice sees the pass stopped and reads nothing
+    await Bun.sleep(50); // no page is read from the closed store afterwards (that would be an unhandled error)
+  });
 });
 
 describe("the pass and the event hooks split the rows at the cursor", () => {
