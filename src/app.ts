@@ -245,8 +245,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   // The one lease queue: ingest, OCR and renditions, claimed fairly across accounts
   // (docs/ARCHITECTURE.md "The task queue"). Its handlers are registered below.
   const taskStore = new TaskStore(db, dbClock);
+  const nodeId = opts.nodeId ?? loadOrCreateNodeId(config.dataDir) ?? ephemeralNodeId();
   const queue: LeaseQueue = new LeaseQueue(taskStore, uow, {
-    node: opts.nodeId ?? loadOrCreateNodeId(config.dataDir) ?? ephemeralNodeId(),
+    node: nodeId,
     lanes: [
       { name: "index", kinds: ["ingest", "ocr"], slots: config.jobConcurrency },
       // Renditions yield the CPU to indexing: claimed only while this node indexes nothing.
@@ -531,7 +532,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     }),
   };
 
-  const metrics = new Metrics();
+  // Several processes share a PostgreSQL database: each one's samples say which node they are from.
+  const metrics = new Metrics(config.databaseUrl ? { instance: nodeId } : {});
   registerAppGauges(metrics, {
     jobCounts: async () => await jobStore.countsByStatus(),
     taskCounts: async () => await taskStore.countsByState(),

@@ -1,6 +1,8 @@
 /**
  * Minimal Prometheus text exposition: counters and a duration histogram kept in memory,
- * plus gauges computed on scrape by callbacks the composition root registers.
+ * plus gauges computed on scrape by callbacks the composition root registers. Labels every
+ * sample carries (`instance` = the node id when several processes share one database) are given
+ * once, to the constructor.
  */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -26,10 +28,12 @@ export class Metrics {
     read: () => GaugeSample[] | Promise<GaugeSample[]>;
   }[] = [];
 
+  constructor(private readonly constLabels: Record<string, string> = {}) {}
+
   inc(name: string, help: string, labels: Record<string, string> = {}, by = 1): void {
     let c = this.counters.get(name);
     if (!c) this.counters.set(name, (c = { help, values: new Map() }));
-    const key = labelText(labels);
+    const key = labelText({ ...this.constLabels, ...labels });
     c.values.set(key, (c.values.get(key) ?? 0) + by);
   }
 
@@ -39,7 +43,7 @@ export class Metrics {
       method,
       status: String(status),
     });
-    const key = labelText({ route, method });
+    const key = labelText({ ...this.constLabels, route, method });
     let h = this.histo.get(key);
     if (!h) this.histo.set(key, (h = { count: 0, sum: 0, buckets: BUCKETS.map(() => 0) }));
     h.count++;
@@ -74,7 +78,7 @@ export class Metrics {
     const samples = await Promise.all(this.gauges.map((g) => g.read()));
     for (const [i, g] of this.gauges.entries()) {
       out.push(`# HELP ${g.name} ${g.help}`, `# TYPE ${g.name} gauge`);
-      for (const s of samples[i]) out.push(`${g.name}${labelText(s.labels ?? {})} ${s.value}`);
+      for (const s of samples[i]) out.push(`${g.name}${labelText({ ...this.constLabels, ...s.labels })} ${s.value}`);
     }
     return out.join("\n") + "\n";
   }

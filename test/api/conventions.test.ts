@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Hono } from "hono";
+import { testBackend } from "../pg/backend.ts";
 import { handleError } from "../../src/http/errors.ts";
 import { createTenant, json, startTestApp, type Tenant, type TestApp } from "../helpers/app.ts";
 import { allCollections } from "../helpers/stores.ts";
@@ -142,8 +145,15 @@ describe("HTTP conventions (SPEC §2)", () => {
     expect((await json(ready)).checks.database).toBe("ok");
     await t.request("GET", "/v1/collections", { token: tenant.key });
     const metrics = await (await t.request("GET", "/metrics")).text();
-    expect(metrics).toMatch(/vsearch_http_requests_total\{route="\/v1\/collections",method="GET",status="200"\} \d+/);
+    expect(metrics).toMatch(
+      /vsearch_http_requests_total\{(instance="[^"]+",)?route="\/v1\/collections",method="GET",status="200"\} \d+/,
+    );
     expect(metrics).toContain("# TYPE vsearch_http_request_duration_seconds histogram");
     expect(metrics).toContain("# TYPE vsearch_jobs gauge");
+    // On PostgreSQL several processes share the database: every sample says which node it is from.
+    const samples = metrics.split("\n").filter((l) => l.startsWith("vsearch_"));
+    const nodeId = readFileSync(join(t.dir, "node-id"), "utf8").trim();
+    const labelled = samples.filter((l) => l.includes(`instance="${nodeId}"`));
+    expect(labelled.length).toBe(testBackend() === "postgres" ? samples.length : 0);
   });
 });
