@@ -31,9 +31,11 @@
  *      migrating it, doctor, an account and key, serve, an upload indexed and found by a text
  *      search, backup naming pg_dump; skipped, saying so, without PostgreSQL 15+ and pgvector 0.8+
  *      (a failure with VSEARCH_REQUIRE_PG=1).
+ *  11. README's five-minute tour (scripts/smoke-tour.ts): its shell blocks run literally by bash in a
+ *      folder holding only ./vsearch, beside `./vsearch serve` there (the hub's model blocks left out).
  * Every wait is bounded. Prints each check; exits 1 if any failed.
  *
- *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip] [--only pg]
+ *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip] [--only pg|tour]
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -41,6 +43,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startHub } from "../test/models/hub.ts";
 import { postgresPass } from "./smoke-pg.ts";
+import { readmeTourPass } from "./smoke-tour.ts";
 
 const REPO = resolve(import.meta.dirname, "..");
 const { values: args } = parseArgs({
@@ -49,7 +52,7 @@ const { values: args } = parseArgs({
     binary: { type: "string", default: join(REPO, "vsearch") },
     "model-dir": { type: "string", default: join(REPO, "test", "fixtures", "models", "tiny-random-clip") },
     keep: { type: "boolean", default: false },
-    /** "pg": only the PostgreSQL pass (step 10), e.g. while working on it. */
+    /** "pg": only the PostgreSQL pass (step 10); "tour": only README's tour (step 11). */
     only: { type: "string" },
   },
 });
@@ -218,8 +221,9 @@ async function main(): Promise<number> {
       .join(", ")} (+ empty home/, tmp/); binary ${(statSync(bin).size / 2 ** 20).toFixed(1)} MiB`,
   );
 
-  if (args.only === "pg") {
-    await postgresPass(harness(modelDir));
+  if (args.only === "pg" || args.only === "tour") {
+    if (args.only === "pg") await postgresPass(harness(modelDir));
+    else await readmeTourPass({ ...harness(modelDir), bin, env });
     return checks.every((c) => c.ok) ? 0 : 1;
   }
 
@@ -319,6 +323,9 @@ async function main(): Promise<number> {
 
   // 10: the same binary on PostgreSQL.
   await postgresPass(harness(modelDir));
+
+  // 11: README's tour, its shell blocks run literally.
+  await readmeTourPass({ ...harness(modelDir), bin, env });
 
   // Not failures: where else the binary wrote (ONNX Runtime keeps a device id under $HOME/.cache).
   const strays = [...snapshot(env.HOME).keys()]
