@@ -1,0 +1,54 @@
+/**
+ * One `serve`-role process of bench/scale-out-search.ts: the app on the shared PostgreSQL database
+ * (in-memory vector index, warmed from it), its query encoder the bench's (the tiny CLIP text tower
+ * timed, then each query's vector from the queries file, as bench/lib/search-data.ts BenchEmbedder),
+ * served on a free loopback port. Prints {"url"} once a first vector search answers, and stops on
+ * SIGTERM.
+ *
+ *   bun bench/lib/scale-search-server.ts DATA_DIR DATABASE_URL QUERIES_FILE
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createApp } from "../../src/app.ts";
+import { resolveRuntime } from "../../src/cli/runtime.ts";
+import { loadConfig } from "../../src/config/config.ts";
+import { createLogger } from "../../src/core/logger.ts";
+import { bunServeOptions } from "../../src/http/serve-options.ts";
+import { ClipModel } from "../../src/inference/clip.ts";
+import { BenchEmbedder } from "./search-data.ts";
+
+const [dataDir, databaseUrl, queriesFile, key] = process.argv.slice(2);
+const TINY_CLIP = join(import.meta.dir, "..", "..", "test", "fixtures", "models", "tiny-random-clip");
+const buf = readFileSync(queriesFile);
+const queries = new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4);
+const tiny = await ClipModel.load(TINY_CLIP, { dtype: "fp32", towers: ["text"] });
+const env = { VSEARCH_RATE_LIMIT_SEARCH: "1000000", VSEARCH_DATABASE_URL: databaseUrl, VSEARCH_LOG_LEVEL: "warn" };
+const config = loadConfig({ dataDir, logLevel: "silent", host: "127.0.0.1", port: 0 }, env);
+const app = await createApp(config, {
+  runtime: await resolveRuntime(config),
+  logger: createLogger("silent"),
+  queryEmbedder: new BenchEmbedder(tiny, queries),
+  applicationName: "bench serve",
+});
+await app.start();
+const server = Bun.serve(bunServeOptions(app, app.config));
+const url = `http://127.0.0.1:${server.port}`;
+// Bounded: the warm-up of a few tens of thousands of vectors takes seconds; 503 until then.
+for (let i = 0; i < 600; i++) {
+  const res = await fetch(`${url}/v1/search`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/x-www-form-urlencoded" },
+    body: "query=warm",
+  });
+  await res.arrayBuffer();
+  if (res.status === 200) break;
+  await Bun.sleep(500);
+}
+await app.internals.search.indexes.whenVectorIndexIdle();
+console.log(JSON.stringify({ url }));
+process.once("SIGTERM", async () => {
+  await server.stop(true);
+  await app.close();
+  await tiny.dispose();
+  process.exit(0);
+});
