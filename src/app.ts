@@ -27,6 +27,11 @@ import { CollectionStore } from "./collections/store.ts";
 import { CollectionService } from "./collections/service.ts";
 import { createHttpApp } from "./api/app.ts";
 import { RateLimiter } from "./http/rate-limit.ts";
+import { DbRateLimiter } from "./http/rate-windows.ts";
+import { ClusterEvents } from "./events/cluster.ts";
+import { LeaderElection } from "./system/leader.ts";
+import { listen } from "./store/pg/notify.ts";
+import { ADVISORY_LOCKS, acquireAdvisoryLock } from "./store/pg/advisory-lock.ts";
 import { Metrics } from "./observability/metrics.ts";
 import { registerAppGauges } from "./observability/app-gauges.ts";
 import { readiness } from "./system/readiness.ts";
@@ -95,6 +100,9 @@ import { PlaybackStore } from "./playback/store.ts";
 import { RenditionTask } from "./playback/renditions.ts";
 import { ExportService } from "./playback/exports.ts";
 import { sweepOrphanTools } from "./media/child-guard.ts";
+
+/** How often a process that is not the leader tries to take the leader lock (the failover bound). */
+const LEADER_RETRY_MS = 2000;
 
 /** Native paths resolved by src/runtime (embedded in the binary, or node_modules in dev). */
 export interface AppRuntime {
@@ -285,6 +293,28 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     logger.error("event subscriber failed", { event: type, err: err instanceof Error ? err.stack : String(err) }),
   );
   opts.onEventBus?.(bus);
+  // Several processes on one PostgreSQL database: the events others react to cross processes
+  // (LISTEN/NOTIFY inside the publishing transaction; a catch-up after a reconnect: events/cluster.ts).
+  const cluster =
+    store.kind === "postgres"
+      ? new ClusterEvents(
+          db,
+          bus,
+          {
+            changedAfter: async (version) => (await vectorChanges.after(version)).map((c) => c.video_id),
+            gone: async () => {
+              const have = new Set(await videoStore.allIds());
+              return search.indexes.heldVideoIds().filter((id) => !have.has(id));
+            },
+            wake: () => {
+              queue.wake();
+              dispatcher.wake();
+            },
+          },
+          logger,
+        )
+      : null;
+  if (cluster) bus.relayTo(cluster);
   const credits = new CreditService(
     uow,
     new CreditStore(db),
@@ -297,6 +327,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     bus,
   );
   const indexStore = new IndexStore(db, Boolean(vecExtension));
+  const vectorChanges = new VectorChangeStore(db);
   const videoStore = new VideoStore(db);
   // The one owner of a video's derived content: the pipeline writes through it, deletions delete through it.
   const content = new VideoContent(uow, indexStore, files, bus);
@@ -323,7 +354,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       search: new SearchStore(db),
       ocr: new OcrSearchStore(db),
       feedback: new FeedbackStore(db),
-      changes: new VectorChangeStore(db),
+      changes: vectorChanges,
     },
     indexDir: join(config.dataDir, "index"),
     vectorMemoryBudgetBytes: memoryBudgetBytes(config.vectorMemoryBudget),
@@ -532,11 +563,32 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     }),
   };
 
+  // Rate-limit windows: in this process on the embedded store; shared by every server on PostgreSQL.
+  const limiter =
+    store.kind === "postgres"
+      ? new DbRateLimiter(db, config.rateLimits, now)
+      : new RateLimiter(config.rateLimits, now, { maxClients: config.rateLimitMaxClients });
+  // Cluster-wide duties run on one process: the holder of the leader advisory lock (system/leader.ts).
+  const leader = new LeaderElection(
+    store.kind === "postgres"
+      ? async () => await acquireAdvisoryLock(store.pool, ADVISORY_LOCKS.leader, { wait: false })
+      : null,
+    {
+      intervalMs: LEADER_RETRY_MS,
+      logger,
+      duties:
+        limiter instanceof DbRateLimiter
+          ? [{ name: "prune rate windows", everyMs: 60_000, run: async () => void (await limiter.prune()) }]
+          : [],
+    },
+  );
   // Several processes share a PostgreSQL database: each one's samples say which node they are from.
   const metrics = new Metrics(config.databaseUrl ? { instance: nodeId } : {});
   registerAppGauges(metrics, {
-    jobCounts: async () => await jobStore.countsByStatus(),
-    taskCounts: async () => await taskStore.countsByState(),
+    // Cluster-wide counts: from the leader only, so a sum over instances counts each job once.
+    jobCounts: async () => (leader.isLeader ? await jobStore.countsByStatus() : []),
+    taskCounts: async () => (leader.isLeader ? await taskStore.countsByState() : []),
+    isLeader: () => leader.isLeader,
     searchIndexRows: () => search.indexes.memoryRows,
     searchIndexWarm: () => search.indexes.warmStatus,
     inferenceRunning: () => inference.started,
@@ -547,7 +599,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const http = createHttpApp({
     config,
     auth,
-    limiter: new RateLimiter(config.rateLimits, now, { maxClients: config.rateLimitMaxClients }),
+    limiter,
     services,
     logger,
     metrics,
@@ -600,12 +652,17 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       if (Object.values(swept).some(Boolean) || released) {
         logger.info("recovered after restart", { tasks_requeued: released, ...swept });
       }
+      // Before the warm-up: what commits from here on is notified; what committed before, it reads.
+      if (cluster && store.kind === "postgres") await cluster.start((ch, h) => listen(store.pool, ch, h));
+      await leader.start();
       dispatcher.start();
       // Every account's vectors into the in-memory index, in slices between requests (index-warmer.ts).
       await search.indexes.startWarming();
     },
     close: async () => {
       closing = true;
+      await leader.stop();
+      await cluster?.stop();
       search.indexes.stopWarming(); // before the store closes: no page is read after this
       await queue.stop();
       await dispatcher.stop();

@@ -40,7 +40,7 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
     // Every attempt counts against the address (spraying many e-mails, argon2 time); guesses
     // count per (address, e-mail) and per e-mail — counted before the slow verify so parallel
     // attempts cannot slip past, and taken back when the password was right.
-    const perAddress = limiter.hit("auth_address", address);
+    const perAddress = await limiter.take("auth_address", address, 1);
     if (!perAddress.allowed)
       throw rateExceeded(perAddress, `Too many sign-in attempts from this address; retry in ${perAddress.resetSecs} s`);
     const guesses: [RateGroup, string][] = [
@@ -49,7 +49,7 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
     ];
     let tightest = perAddress;
     for (const [group, who] of guesses) {
-      const r = limiter.hit(group, who);
+      const r = await limiter.take(group, who, 1);
       if (!r.allowed) throw rateExceeded(r, `Too many failed sign-ins for this e-mail; retry in ${r.resetSecs} s`);
       if (r.remaining < tightest.remaining) tightest = r;
     }
@@ -61,7 +61,7 @@ export function registerAuthRoutes(app: Api, deps: HttpDeps) {
       if (e instanceof AppError) Object.assign(e.headers, rateHeaders(tightest));
       throw e;
     }
-    for (const [group, who] of guesses) limiter.refund(group, who);
+    for (const [group, who] of guesses) await limiter.refund(group, who);
     for (const [k, v] of Object.entries(rateHeaders(perAddress))) c.header(k, v);
     return ok(c, session, 201);
   });

@@ -122,7 +122,7 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
     // Every message counts against the key's agent limit, batches included (SPEC §8): all of a
     // batch or none of it. Over the limit nothing runs; each request is answered the way MCP
     // clients read (a tool error for tools/call, a JSON-RPC error otherwise), with Retry-After.
-    const r = deps.limiter.hitMany("agent", who, Math.max(1, messages.length));
+    const r = await deps.limiter.take("agent", who, Math.max(1, messages.length));
     const headers: Record<string, string> = rateHeaders(r);
     if (!r.allowed) {
       headers["Retry-After"] = String(r.resetSecs);

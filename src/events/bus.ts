@@ -38,14 +38,25 @@ export interface EventPublisher {
 
 type Handler = (e: DomainEvent) => void | Promise<void>;
 
+/**
+ * Where events go to other processes (events/cluster.ts on PostgreSQL): `send` runs inside the
+ * publishing transaction, before its commit, so the other processes hear of a change exactly when
+ * it commits (LISTEN/NOTIFY delivers at commit, and nothing on rollback).
+ */
+export interface EventRelay {
+  forwards(type: DomainEventType): boolean;
+  send(event: DomainEvent): Promise<void>;
+}
+
 export class EventBus implements EventPublisher {
   private readonly handlers = new Map<DomainEventType, Handler[]>();
   /** Deliveries under way (a publish outside a unit of work starts one and returns at once). */
   private readonly delivering = new Set<Promise<void>>();
+  private relay: EventRelay | null = null;
 
   constructor(
     /** Delivery waits for the commit of the transaction a publish happens in. */
-    private readonly commits: Pick<UnitOfWork, "afterCommit">,
+    private readonly commits: Pick<UnitOfWork, "afterCommit" | "beforeCommit">,
     private readonly onError: (type: DomainEventType, err: unknown) => void = () => {},
   ) {}
 
@@ -65,7 +76,22 @@ export class EventBus implements EventPublisher {
    * that succeeds inside a transaction that fails announces nothing.
    */
   publish(event: DomainEvent): void {
+    const relay = this.relay;
+    if (relay?.forwards(event.type)) this.commits.beforeCommit(() => relay.send(event));
     this.commits.afterCommit(() => this.track(this.deliver(event)));
+  }
+
+  /** Events of the relayed types also go to the other processes (the app wires it on PostgreSQL). */
+  relayTo(relay: EventRelay): void {
+    this.relay = relay;
+  }
+
+  /**
+   * Delivers an event another process published (it has committed there) to this process's
+   * subscribers, as `publish` does after a local commit; `idle()` waits for it too.
+   */
+  deliverRemote(event: DomainEvent): Promise<void> {
+    return this.track(this.deliver(event));
   }
 
   /**

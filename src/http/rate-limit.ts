@@ -13,8 +13,29 @@ export interface RateResult {
 }
 
 /**
- * Fixed one-minute windows per (group, who). In memory on purpose: a single appliance process
- * serves the API; a scaled-out deployment would move this next to the shared database.
+ * What the HTTP layer counts requests with: fixed one-minute windows per (group, who). In memory
+ * (`RateLimiter`) on the embedded store, whose one server process serves the API; in the database
+ * (`DbRateLimiter`, http/rate-windows.ts) on PostgreSQL, so that every server behind a load
+ * balancer counts against the same windows (issue 26).
+ */
+export interface RateLimits {
+  /**
+   * Counts `n` requests (1; a JSON-RPC batch counts every message) if all of them fit in the
+   * window; otherwise counts none and says not allowed. `n` 0: whether one more would fit.
+   */
+  take(group: RateGroup, who: string, n: number): Promise<RateResult>;
+  /** Takes back one counted request (a sign-in that succeeded is not a guess). */
+  refund(group: RateGroup, who: string): Promise<void>;
+}
+
+/** The window's answer, given its count after this request and when it started. */
+export function rateResult(limit: number, count: number, start: number, allowed: boolean, t: number, windowMs: number) {
+  const resetSecs = Math.max(1, Math.ceil((start + windowMs - t) / 1000));
+  return { limit, remaining: Math.max(0, limit - count), resetSecs, allowed };
+}
+
+/**
+ * Fixed one-minute windows per (group, who), in this process's memory (the embedded store).
  *
  * Bounded at any number of clients: counters live in an LRU of `maxClients` entries, so each hit
  * is O(1) and memory is capped (~150 B a counter). The previous table swept itself in full on
@@ -23,7 +44,7 @@ export interface RateResult {
  * `maxClients` others; escaping a limit that way takes that many distinct addresses a minute
  * (IPv6 counts per /64, see http/client-address.ts).
  */
-export class RateLimiter {
+export class RateLimiter implements RateLimits {
   private readonly windows: LRUCache<string, { start: number; count: number }>;
 
   constructor(
@@ -39,24 +60,15 @@ export class RateLimiter {
 
   /** Counts one request and says whether it is within the limit. */
   hit(group: RateGroup, who: string): RateResult {
-    return this.take(group, who, 1);
+    return this.count(group, who, 1);
   }
 
-  /**
-   * Counts `n` requests at once (a JSON-RPC batch: every message counts) if all of them fit in
-   * the window; otherwise counts none and says not allowed.
-   */
-  hitMany(group: RateGroup, who: string, n: number): RateResult {
-    return this.take(group, who, n);
-  }
-
-  /** Whether one more request would be allowed, without counting it. */
-  peek(group: RateGroup, who: string): RateResult {
-    return this.take(group, who, 0);
+  async take(group: RateGroup, who: string, n: number): Promise<RateResult> {
+    return this.count(group, who, n);
   }
 
   /** Takes back one counted request (a sign-in that succeeded is not a guess). */
-  refund(group: RateGroup, who: string): void {
+  async refund(group: RateGroup, who: string): Promise<void> {
     const w = this.windows.get(`${group}\u0000${who}`);
     if (w && w.count > 0 && this.now() - w.start < this.windowMs) w.count--;
   }
@@ -65,7 +77,7 @@ export class RateLimiter {
     return this.windows.size;
   }
 
-  private take(group: RateGroup, who: string, n: number): RateResult {
+  private count(group: RateGroup, who: string, n: number): RateResult {
     const limit = this.limits[group];
     const t = this.now();
     const key = `${group}\u0000${who}`;
@@ -76,8 +88,7 @@ export class RateLimiter {
     }
     const allowed = w.count + Math.max(1, n) <= limit;
     if (allowed) w.count += n;
-    const resetSecs = Math.max(1, Math.ceil((w.start + this.windowMs - t) / 1000));
-    return { limit, remaining: Math.max(0, limit - w.count), resetSecs, allowed };
+    return rateResult(limit, w.count, w.start, allowed, t, this.windowMs);
   }
 }
 
@@ -101,11 +112,11 @@ export function rateExceeded(
 }
 
 /** Per API key or per signed-in user (SPEC §8); anonymous callers per client address. Runs after authentication. */
-export function rateLimit(limiter: RateLimiter, group: RateGroup): MiddlewareHandler<AppEnv> {
+export function rateLimit(limiter: RateLimits, group: RateGroup): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const p = c.get("principal");
     const who = p ? principalKey(p) : `ip:${c.get("clientAddress")}`;
-    const r = limiter.hit(group, who);
+    const r = await limiter.take(group, who, 1);
     if (!r.allowed) throw rateExceeded(r);
     await next();
     for (const [k, v] of Object.entries(rateHeaders(r))) c.res.headers.set(k, v);

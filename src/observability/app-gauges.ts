@@ -16,9 +16,16 @@ export function registerAppGauges(
     inferenceRunning: () => boolean;
     ocrWorkers: () => number;
     idleMemoryPasses: () => number;
+    /** Whether this process holds the leader lock (always on the embedded store). */
+    isLeader: () => boolean;
   },
 ): void {
-  metrics.gauge("vsearch_jobs", "Indexing jobs by status", async () =>
+  metrics.gauge(
+    "vsearch_leader",
+    "1 on the process that runs the cluster-wide duties (the leader lock on PostgreSQL; always on the embedded store), else 0",
+    () => [{ value: s.isLeader() ? 1 : 0 }],
+  );
+  metrics.gauge("vsearch_jobs", "Indexing jobs by status, all nodes (reported by the leader only)", async () =>
     (await s.jobCounts()).map((r) => ({ labels: { status: r.status }, value: r.n })),
   );
   metrics.gauge(

@@ -54,6 +54,8 @@ export interface VectorBackend {
   whenIdle?(): Promise<void>;
   /** Drops caches that rebuild on use (not the index itself). */
   releaseCaches?(): void;
+  /** The videos whose rows it holds in memory (events/cluster.ts drops those deleted while it was not listening). */
+  heldVideoIds?(): string[];
 }
 
 export interface VectorSearchInfo {
@@ -423,6 +425,11 @@ export class SearchIndexes {
     const accountId = await this.store.accountOfVideo(videoId);
     if (accountId) this.forgetAccount(accountId);
     await this.backend.onVideoIndexed(videoId, accountId);
+  }
+
+  /** The videos the backend holds rows of in memory (none for pgvector). */
+  heldVideoIds(): string[] {
+    return this.backend.heldVideoIds?.() ?? [];
   }
 
   async onVideosDeleted(videoIds: string[]): Promise<void> {

@@ -480,6 +480,12 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     }
   }
 
+  heldVideoIds(): string[] {
+    const ids = new Set<string>();
+    for (const ki of this.indexes.values()) for (const v of ki.byVideo.keys()) ids.add(v);
+    return [...ids];
+  }
+
   dropVideos(videoIds: string[]): void {
     for (const [key, ki] of this.indexes) {
       for (const v of videoIds) {

@@ -33,6 +33,14 @@ export interface AsyncUnitOfWork {
    * once. A callback that throws is reported to the store's `onError`; the others still run.
    */
   afterCommit(fn: AfterCommit): void;
+  /**
+   * Runs `fn` inside the outermost transaction of this async flow, once its body has resolved and
+   * before it commits (in registration order; a statement `fn` runs is part of the transaction:
+   * a NOTIFY sent there is delivered at the commit, never after a rollback). Dropped with the
+   * savepoint it was registered in; a rejection rolls the whole transaction back. Outside a unit
+   * of work: at once, on its own (a failure goes to the store's `onError`).
+   */
+  beforeCommit(fn: AfterCommit): void;
   /** Whether this async flow is inside an open unit of work. */
   readonly inTransaction: boolean;
 }
@@ -51,6 +59,8 @@ export interface TxScope<C> {
   busy: boolean;
   /** After-commit callbacks registered at this level. */
   readonly held: AfterCommit[];
+  /** Before-commit callbacks registered at this level (run inside the outermost transaction). */
+  readonly before: AfterCommit[];
   /** The backend's handle for statements in this scope (postgres.js: the TransactionSql). */
   conn: C;
   /** The first statement that failed in this scope (PostgreSQL refuses every later one: 25P02). */
@@ -138,13 +148,26 @@ export class ScopedUnitOfWork<C> implements AsyncUnitOfWork {
     else void this.call(fn);
   }
 
+  beforeCommit(fn: AfterCommit): void {
+    const scope = this.scopes.current();
+    if (scope) scope.before.push(fn);
+    else void this.call(fn);
+  }
+
   private async outermost<T>(fn: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const scope = newScope<C>(0);
       try {
         const result = await this.driver.transaction((conn) => {
           scope.conn = conn;
-          return this.scopes.run(scope, () => settle(scope, fn));
+          return this.scopes.run(scope, () =>
+            settle(scope, async () => {
+              const result = await fn();
+              // Still inside the transaction: what these run commits with it. One may add another.
+              for (let i = 0; i < scope.before.length; i++) await scope.before[i]!();
+              return result;
+            }),
+          );
         });
         // Back in the caller's async context (no scope): the callbacks run outside the finished
         // transaction, one after another, in registration order.
@@ -180,6 +203,7 @@ export class ScopedUnitOfWork<C> implements AsyncUnitOfWork {
       const result = await running;
       // Released into the parent: its callbacks wait for the outermost commit.
       parent.held.push(...child.held);
+      parent.before.push(...child.before);
       return result;
     } catch (err) {
       throw err instanceof StoreError ? err : (toStoreError(err) ?? err);
@@ -200,7 +224,7 @@ export class ScopedUnitOfWork<C> implements AsyncUnitOfWork {
 }
 
 function newScope<C>(depth: number): TxScope<C> {
-  return { id: nextScopeId++, open: true, depth, busy: false, held: [], conn: undefined as C };
+  return { id: nextScopeId++, open: true, depth, busy: false, held: [], before: [], conn: undefined as C };
 }
 
 /**

@@ -8,6 +8,7 @@ import m003 from "./003_task_queue.sql" with { type: "text" };
 import m004 from "./004_ocr_cjk.sql" with { type: "text" };
 import m005 from "./005_people.sql" with { type: "text" };
 import m006 from "./006_vector_changes_cascade.sql" with { type: "text" };
+import m008 from "./008_rate_windows.sql" with { type: "text" };
 
 export interface PgMigration {
   version: number;
@@ -17,6 +18,8 @@ export interface PgMigration {
   sqlite: number[];
   /** Why a migration has no SQLite counterpart (PostgreSQL's own functions and triggers only). */
   pgOnly?: string;
+  /** Tables only PostgreSQL has (state several processes share; schema-parity lists them). */
+  pgOnlyTables?: string[];
 }
 
 export const PG_MIGRATIONS: PgMigration[] = [
@@ -32,5 +35,13 @@ export const PG_MIGRATIONS: PgMigration[] = [
     sql: m006,
     sqlite: [],
     pgOnly: "PostgreSQL fires a foreign-key cascade's row triggers after the parent's own (SQLite before)",
+  },
+  {
+    version: 8,
+    name: "rate_windows",
+    sql: m008,
+    sqlite: [],
+    pgOnly: "rate-limit windows shared by several servers; the embedded store's one server keeps them in memory",
+    pgOnlyTables: ["rate_windows"],
   },
 ];
