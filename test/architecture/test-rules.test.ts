@@ -50,6 +50,11 @@ export const TEST_EXCEPTIONS: TestRuleException[] = [
     rule: "database",
     reason: "classifies real bun:sqlite errors with store/errors.ts (it opens nothing but through helpers/stores.ts)",
   },
+  {
+    file: "cluster/two-servers.test.ts",
+    rule: "sql",
+    reason: "cuts the servers' LISTEN connections (pg_terminate_backend), as a network failure would",
+  },
   { file: "store/schema-catalog.ts", rule: "sql", reason: "the catalog queries (sqlite_master, pragma_*, pg_catalog)" },
   {
     file: "store/unit-of-work.test.ts",
