@@ -134,12 +134,18 @@ test("indexed by either, found on both; deleted through A, gone from B's search 
   for (const s of [a, b])
     for (const i of [0, 1]) expect(await until(async () => await findsOwn(s, i), 10_000, 50)).toBe(true);
 
-  expect((await fetch(`${a.url}/v1/videos/${up[0]!.video_id}`, { method: "DELETE", headers: auth() })).status).toBe(
-    204,
-  );
+  const both = await heldVectors(b.url);
+  expect(both).toBeGreaterThan(0);
+  expect(await heldVectors(a.url)).toBe(both);
+
+  const res = await fetch(`${a.url}/v1/videos/${up[0]!.video_id}`, { method: "DELETE", headers: auth() });
+  expect(res.status).toBe(204);
   const deletedAt = Date.now();
-  expect(await until(async () => !(await findsOwn(b, 0)), 5_000, 20)).toBe(true);
+  // B's index lets go of the video's rows (a notification sent by A), and its search no longer finds it.
+  expect(await until(async () => (await heldVectors(b.url)) < both, 5_000, 20)).toBe(true);
   expect(Date.now() - deletedAt).toBeLessThan(1000);
+  expect(await findsOwn(b, 0)).toBe(false);
+  expect(await heldVectors(b.url)).toBeGreaterThan(0); // the other video's rows
 
   // B stops (SIGSTOP) with its listening connection cut: the deletion's notification is lost to it.
   b.proc.kill("SIGSTOP");
@@ -148,8 +154,8 @@ test("indexed by either, found on both; deleted through A, gone from B's search 
     const cut = await admin`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
       WHERE datname = ${new URL(envB.VSEARCH_DATABASE_URL!).pathname.slice(1)} AND query ILIKE 'listen%'`;
     expect(cut.length).toBe(2); // A's and B's listeners (A's reconnects at once)
-    const res = await fetch(`${a.url}/v1/videos/${up[1]!.video_id}`, { method: "DELETE", headers: auth() });
-    expect(res.status).toBe(204);
+    const second = await fetch(`${a.url}/v1/videos/${up[1]!.video_id}`, { method: "DELETE", headers: auth() });
+    expect(second.status).toBe(204);
   } finally {
     b.proc.kill("SIGCONT");
   }
