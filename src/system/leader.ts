@@ -43,12 +43,19 @@ export class LeaderElection {
     private readonly opts: { intervalMs: number; duties: LeaderDuty[]; logger: Logger; now?: () => number },
   ) {}
 
+  private started = false;
+
+  /**
+   * Whether this process runs the cluster-wide duties. One that takes no part in the election (a
+   * CLI command, an app whose start() was not called) answers for itself, as the embedded store's does.
+   */
   get isLeader(): boolean {
-    return this.tryAcquire === null || (this.lock?.held ?? false);
+    return this.tryAcquire === null || !this.started || (this.lock?.held ?? false);
   }
 
   /** Tries once at once, then every interval. */
   async start(): Promise<void> {
+    this.started = true;
     await this.step();
     this.timer = setInterval(() => {
       this.tick ??= this.step().finally(() => (this.tick = null));

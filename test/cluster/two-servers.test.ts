@@ -7,7 +7,7 @@
  * requests to both servers together (rate windows in the database); exactly one of them is the
  * leader, and when it is killed the other takes over. PostgreSQL only (PG_ONLY in vitest.config.ts).
  */
-import { mkdirSync, symlinkSync } from "node:fs";
+import { copyFileSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { databaseUrlFor } from "../pg/backend.ts";
@@ -17,6 +17,7 @@ import { ffmpeg, scratchDir, smallMp4 } from "../helpers/ffmpeg.ts";
 import { FIXTURE_MODELS } from "../helpers/models.ts";
 import { tempDir } from "../helpers/temp.ts";
 import { until } from "../helpers/wait.ts";
+import { startReceiver } from "../webhooks/receiver.ts";
 
 const ENV = {
   VSEARCH_RATE_LIMIT_JOBS: "100000",
@@ -24,6 +25,7 @@ const ENV = {
   VSEARCH_RATE_LIMIT_VIDEOS: "100000",
   VSEARCH_RATE_LIMIT_COLLECTIONS_READ: "6",
   VSEARCH_RATE_LIMIT_AUTH_EMAIL: "3",
+  VSEARCH_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8",
 };
 type Server = Awaited<ReturnType<typeof startServer>>;
 const dirA = tempDir("vsearch-cluster-a-");
@@ -34,6 +36,7 @@ let b: Server;
 let key: string;
 let accountId: string;
 const media = scratchDir("cluster");
+const rx = startReceiver();
 
 beforeAll(async () => {
   // B's data dir, A's database: two nodes of one install.
@@ -50,10 +53,13 @@ beforeAll(async () => {
   symlinkSync(join(dirA, "videos"), join(dirB, "videos"));
   accountId = (await runCliJson(["--data-dir", dirA, "accounts", "create", "--name", "two"], ENV)).id;
   key = (await runCliJson(["--data-dir", dirA, "keys", "create", "--account", accountId, "--name", "k"], ENV)).key;
+  // One cluster secret (its setting is another branch's): B unseals the webhook secrets A sealed.
+  copyFileSync(join(dirA, "secret.key"), join(dirB, "secret.key"));
   [a, b] = await Promise.all([startServer(dirA, ENV), startServer(dirB, envB)]);
 }, 240_000);
 
 afterAll(async () => {
+  await rx.stop();
   await a?.stop("SIGKILL");
   await b?.stop("SIGKILL");
 });
@@ -121,6 +127,13 @@ test("indexed by either, found on both; deleted through A, gone from B's search 
     await ffmpeg(["-i", clips[0]!, "-frames:v", "1"], join(media, "frame-1.png")),
     await ffmpeg(["-i", clips[1]!, "-frames:v", "1"], join(media, "frame-2.png")),
   ];
+  const hook = await fetch(`${a.url}/v1/webhooks`, {
+    method: "POST",
+    headers: { ...auth(), "content-type": "application/json" },
+    body: JSON.stringify({ url: rx.url, events: ["video.created", "video.deleted"] }),
+  });
+  expect(hook.status).toBe(201);
+  rx.setSecret(((await hook.json()) as any).data.secret);
   // Both servers answer (and load the account's index) before anything is indexed.
   for (const s of [a, b]) expect(await found(s.url, frames[0]!)).toEqual([]);
   const col = await postCollection(a.url, key);
@@ -162,6 +175,14 @@ test("indexed by either, found on both; deleted through A, gone from B's search 
   // B reconnects, finds that a video it holds is gone, and drops it.
   expect(await until(async () => (await heldVectors(b.url)) === 0, 15_000, 50)).toBe(true);
   expect(await findsOwn(b, 1)).toBe(false);
+
+  // Both servers dispatch webhooks: each of the four events was delivered once, signed.
+  expect(await until(async () => rx.hits.length >= 4, 30_000, 50)).toBe(true);
+  await Bun.sleep(1000);
+  expect(rx.hits.map((h) => `${h.body.event} ${h.body.data.video_id}`).sort()).toEqual(
+    up.flatMap((u) => [`video.created ${u.video_id}`, `video.deleted ${u.video_id}`]).sort(),
+  );
+  expect(rx.hits.every((h) => h.signatureOk)).toBe(true);
 }, 300_000);
 
 test("exactly one server is the leader; killed, the other takes over within its retry", async () => {

@@ -126,6 +126,50 @@ describe.each(BACKENDS)("unit of work and executor: $name", (backend) => {
     },
   );
 
+  test.skipIf(!backend.available())(
+    "beforeCommit: inside the outermost transaction after its body, in order; a savepoint's go with it; a rejection rolls back",
+    async () => {
+      const t = await table();
+      const log: string[] = [];
+      await s.uow.run(async () => {
+        s.uow.beforeCommit(async () => {
+          // Part of the transaction: what it writes commits with the body's rows.
+          log.push(`first, in transaction: ${s.uow.inTransaction}, saw ${await count(t)}`);
+          await s.exec.run(`INSERT INTO ${t} (id, v) VALUES (?, ?)`, 2, "before commit");
+        });
+        await s.uow.run(async () => {
+          s.uow.beforeCommit(() => {
+            log.push("kept savepoint");
+          });
+        });
+        await s.uow
+          .run(async () => {
+            s.uow.beforeCommit(() => {
+              log.push("rolled-back savepoint");
+            });
+            throw new Error("savepoint");
+          })
+          .catch(() => {});
+        s.uow.afterCommit(() => {
+          log.push("after commit");
+        });
+        await s.exec.run(`INSERT INTO ${t} (id, v) VALUES (?, ?)`, 1, "body");
+        expect(log).toEqual([]);
+      });
+      expect(log).toEqual(["first, in transaction: true, saw 1", "kept savepoint", "after commit"]);
+      expect(await count(t)).toBe(2);
+      await expect(
+        s.uow.run(async () => {
+          await s.exec.run(`INSERT INTO ${t} (id, v) VALUES (?, ?)`, 3, "rolled back");
+          s.uow.beforeCommit(() => {
+            throw new Error("refused before commit");
+          });
+        }),
+      ).rejects.toThrow("refused before commit");
+      expect(await count(t)).toBe(2);
+    },
+  );
+
   test.skipIf(!backend.available())("callbacks of a rolled-back savepoint or transaction are dropped", async () => {
     const log: string[] = [];
     await s.uow.run(async () => {
