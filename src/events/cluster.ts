@@ -63,8 +63,6 @@ export class ClusterEvents implements EventRelay {
   private unlisten: (() => Promise<void>) | null = null;
   /** Remote events and catch-ups, one after another: subscribers see other processes' commits in order. */
   private chain: Promise<void> = Promise.resolve();
-  /** How many catch-ups ran (reconnects after the first LISTEN); /metrics and tests read it. */
-  catchUps = 0;
 
   constructor(
     private readonly db: Executor,
@@ -143,7 +141,6 @@ export class ClusterEvents implements EventRelay {
     await this.bus.deliverRemote({ type: "videos.deleted", videoIds: gone });
     this.catchUp.wake();
     this.seen = Math.max(this.seen, now);
-    this.catchUps++;
   }
 }
 

@@ -41,13 +41,15 @@ const rx = startReceiver();
 beforeAll(async () => {
   // B's data dir, A's database: two nodes of one install.
   envB = { ...ENV, VSEARCH_DATABASE_URL: (await databaseUrlFor(dirA))! };
-  for (const [dir, env] of [
-    [dirA, ENV],
-    [dirB, envB],
-  ] as const) {
-    const args = ["--data-dir", dir, "models", "import", join(FIXTURE_MODELS, "tiny-random-clip")];
-    await runCliJson([...args, "--role", "image-text", "--no-load-check"], env);
-  }
+  await Promise.all(
+    [
+      { dir: dirA, env: ENV },
+      { dir: dirB, env: envB },
+    ].map(async ({ dir, env }) => {
+      const args = ["--data-dir", dir, "models", "import", join(FIXTURE_MODELS, "tiny-random-clip")];
+      await runCliJson([...args, "--role", "image-text", "--no-load-check"], env);
+    }),
+  );
   // Media every node mounts (media_root is another branch's): B's videos folder is A's.
   mkdirSync(join(dirA, "videos"), { recursive: true });
   symlinkSync(join(dirA, "videos"), join(dirB, "videos"));
