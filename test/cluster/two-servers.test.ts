@@ -87,7 +87,8 @@ async function indexed(url: string, jobId: string): Promise<boolean> {
 
 async function gauge(url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  return Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1] ?? Number.NaN);
+  // One sample, labelled with the node (instance) on PostgreSQL.
+  return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)$`, "m").exec(text)?.[1] ?? Number.NaN);
 }
 const leaderGauge = (url: string) => gauge(url, "vsearch_leader");
 /** The vectors a server's in-memory index holds (a search drops hits of deleted rows anyway: this is what it still holds). */
