@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 
@@ -5,17 +6,32 @@ import { join, relative, resolve, sep } from "node:path";
 export const isTempName = (name: string) => /\.tmp(-[\w.-]+)?$/.test(name);
 
 /**
- * Where a video's files live: `<data-dir>/videos/<video_id>/` holds the source, the poster and
- * one JPEG per shot. Deleting a video is removing one folder. Paths in the database are
- * relative to the data dir so the data dir can be moved or restored elsewhere.
+ * How long a temp file or a folder without a row must have been left untouched before a starting
+ * node removes it from a media root other nodes share (one database: PostgreSQL). Whoever writes
+ * them touches them all the time (an upload's body arrives at least every 255 s, Bun's idle
+ * timeout; ffmpeg writes as it goes; a folder's row is committed right after it is made), so an
+ * hour without a write is a crashed writer, never a slow one.
+ */
+export const SHARED_ROOT_GRACE_MS = 60 * 60_000;
+
+/**
+ * Where a video's files live: `<media-root>/videos/<video_id>/` holds the source, the poster and
+ * one JPEG per shot; `<media-root>/uploads/tmp/` the uploads being received. The media root is the
+ * data dir unless `media_root` says otherwise (a folder every node mounts: docs/SCALE-OUT.md).
+ * Deleting a video is removing one folder. Paths in the database are relative to the media root so
+ * it can be moved, mounted elsewhere or restored.
  */
 export class VideoFiles {
   readonly videosRoot: string;
   readonly uploadsTmp: string;
 
-  constructor(readonly dataDir: string) {
-    this.videosRoot = join(dataDir, "videos");
-    this.uploadsTmp = join(dataDir, "uploads", "tmp");
+  /** `node`: this node's id; the temp uploads it names (`tempPath`) carry it, so a start sweeps its own at once. */
+  constructor(
+    readonly root: string,
+    private readonly node?: string,
+  ) {
+    this.videosRoot = join(root, "videos");
+    this.uploadsTmp = join(root, "uploads", "tmp");
   }
 
   dir(videoId: string): string {
@@ -32,6 +48,12 @@ export class VideoFiles {
   ensureTmp(): string {
     mkdirSync(this.uploadsTmp, { recursive: true });
     return this.uploadsTmp;
+  }
+
+  /** A new temp upload's path: `uploads/tmp/<node-id>.<ms>-<random>.<ext>` (the node id: see sweepOrphans). */
+  tempPath(ext: string): string {
+    const owner = this.node ? `${this.node}.` : "";
+    return join(this.ensureTmp(), `${owner}${Date.now()}-${randomBytes(8).toString("hex")}.${ext}`);
   }
 
   sourceFile(videoId: string, ext: string): string {
@@ -102,13 +124,13 @@ export class VideoFiles {
   }
 
   rel(abs: string): string {
-    return relative(this.dataDir, abs);
+    return relative(this.root, abs);
   }
 
-  /** Resolves a stored relative path, refusing anything that escapes the data dir. */
+  /** Resolves a stored relative path, refusing anything that escapes the media root. */
   abs(rel: string): string {
-    const p = resolve(this.dataDir, rel);
-    if (!p.startsWith(resolve(this.dataDir) + sep)) throw new Error("path escapes the data dir");
+    const p = resolve(this.root, rel);
+    if (!p.startsWith(resolve(this.root) + sep)) throw new Error("path escapes the media root");
     return p;
   }
 
@@ -128,7 +150,7 @@ export class VideoFiles {
   }
 
   /**
-   * Temp files in the data dir (paths relative to it): temp uploads and query images, and in each
+   * Temp files on the media root (paths relative to it): temp uploads and query images, and in each
    * video folder a half-written clip (`clips/<span>.mp4.<pid>.tmp`), rendition (`web.mp4.tmp`),
    * thumbnail (`*.tmp-…`) or a job's frame scratch folder (`frames.tmp`). With no server running
    * every one of them is what a crash left (nothing resumes from them).
@@ -148,7 +170,7 @@ export class VideoFiles {
     return out;
   }
 
-  /** Removes what `tempFiles` listed (paths relative to the data dir); returns how many went. */
+  /** Removes what `tempFiles` listed (paths relative to the media root); returns how many went. */
   removeTempFiles(rel: readonly string[]): number {
     for (const r of rel) rmSync(this.abs(r), { recursive: true, force: true });
     return rel.length;
@@ -159,22 +181,62 @@ export class VideoFiles {
    * database row is what a crash between "file moved" and "row committed" leaves behind. The
    * folders of `busyVideoIds` (a task of another node runs there now, writing its temp files)
    * keep theirs.
+   *
+   * `sharedGraceMs` > 0: other nodes may write on this media root now (one PostgreSQL database,
+   * docs/SCALE-OUT.md). Then only what is certainly dead goes: this node's own temp uploads (their
+   * name carries its node id; the instance lock says its previous process is gone), and anything
+   * else — another node's upload, a clip being encoded, a folder whose row is about to be
+   * committed — only once nothing in it was written for `sharedGraceMs`.
    */
   sweepOrphans(
     knownVideoIds: Set<string>,
     busyVideoIds: ReadonlySet<string> = new Set(),
-  ): { tmp: number; videos: number } {
+    opts: { sharedGraceMs?: number; now?: number } = {},
+  ): { tmp: number; videos: number; left_to_owners: number } {
+    const grace = opts.sharedGraceMs ?? 0;
+    const cutoff = (opts.now ?? Date.now()) - grace;
+    const dead = (abs: string) => grace === 0 || newestWriteMs(abs) < cutoff;
+    const own = (rel: string) => this.node !== undefined && rel.startsWith(`uploads/tmp/${this.node}.`);
     const ownerOf = (rel: string) => (rel.startsWith("videos/") ? rel.split("/")[1] : null);
-    const tmp = this.removeTempFiles(this.tempFiles().filter((r) => !busyVideoIds.has(ownerOf(r) ?? "")));
+    let leftToOwners = 0;
+    const gone = this.tempFiles().filter((r) => {
+      if (busyVideoIds.has(ownerOf(r) ?? "")) return false;
+      const remove = own(r) || dead(this.abs(r));
+      if (!remove) leftToOwners++;
+      return remove;
+    });
+    const tmp = this.removeTempFiles(gone);
     let videos = 0;
     if (existsSync(this.videosRoot)) {
       for (const d of readdirSync(this.videosRoot)) {
-        if (!knownVideoIds.has(d)) {
-          rmSync(join(this.videosRoot, d), { recursive: true, force: true });
-          videos++;
+        if (knownVideoIds.has(d)) continue;
+        if (!dead(join(this.videosRoot, d))) {
+          leftToOwners++;
+          continue;
         }
+        rmSync(join(this.videosRoot, d), { recursive: true, force: true });
+        videos++;
       }
     }
-    return { tmp, videos };
+    return { tmp, videos, left_to_owners: leftToOwners };
   }
+}
+
+/** The latest modification time in `path` and, for a folder, in what it holds (two levels: a video folder's `shots/`, `clips/`). */
+function newestWriteMs(path: string, depth = 2): number {
+  let st: ReturnType<typeof statSync>;
+  try {
+    st = statSync(path);
+  } catch {
+    return 0; // gone meanwhile
+  }
+  let newest = st.mtimeMs;
+  if (st.isDirectory() && depth > 0) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(path);
+    } catch {}
+    for (const n of names) newest = Math.max(newest, newestWriteMs(join(path, n), depth - 1));
+  }
+  return newest;
 }
