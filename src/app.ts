@@ -605,11 +605,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
         // Tasks still running are another node's (this node's own were given back just above):
         // the temp files in their videos' folders are being written now.
         // On PostgreSQL other nodes may share the media root: what they may be writing is left to them.
-        ...files.sweepOrphans(
+        ...(await files.sweepOrphans(
           new Set(await videoStore.allIds()),
           new Set((await taskStore.list()).filter((t) => t.state === "running").map((t) => t.video_id)),
-          { sharedGraceMs: store.kind === "postgres" ? SHARED_ROOT_GRACE_MS : 0 },
-        ),
+          {
+            sharedGraceMs: store.kind === "postgres" ? SHARED_ROOT_GRACE_MS : 0,
+            hasRow: async (id) => (await videoStore.getById(id)) !== null,
+          },
+        )),
         backup_snapshots: sweepStaleSnapshots(config.dataDir),
       };
       if (Object.values(swept).some(Boolean) || released) {

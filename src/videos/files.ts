@@ -1,16 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 
 /** A half-written file's name (`x.tmp`, `x.<pid>.tmp`, `x.tmp-<pid>-…`) or a job's scratch folder (`frames.tmp`). */
 export const isTempName = (name: string) => /\.tmp(-[\w.-]+)?$/.test(name);
 
 /**
- * How long a temp file or a folder without a row must have been left untouched before a starting
- * node removes it from a media root other nodes share (one database: PostgreSQL). Whoever writes
- * them touches them all the time (an upload's body arrives at least every 255 s, Bun's idle
- * timeout; ffmpeg writes as it goes; a folder's row is committed right after it is made), so an
- * hour without a write is a crashed writer, never a slow one.
+ * How long another node's temp file must have been left untouched before a starting node removes
+ * it from a media root other nodes share (one database: PostgreSQL). Whoever writes one touches it
+ * all the time (an upload's body arrives at least every 255 s, Bun's idle timeout; ffmpeg writes
+ * as it goes), so an hour without a write is a crashed writer, never a slow one.
  */
 export const SHARED_ROOT_GRACE_MS = 60 * 60_000;
 
@@ -177,22 +176,50 @@ export class VideoFiles {
   }
 
   /**
+   * Claims `videoId`'s folder for an upload being moved into it, before the folder is made: a
+   * starting node's sweep leaves a folder without a row alone while it is claimed (the row is
+   * about to commit). The claim is a temp file, `uploads/tmp/<node-id>.incoming.<video_id>.tmp`:
+   * one a crash left is swept like any temp upload. Returns it, for `release`.
+   */
+  claimIncoming(videoId: string): string {
+    this.dir(videoId); // checks the id
+    const claim = join(this.ensureTmp(), `${this.node ? `${this.node}.` : ""}incoming.${videoId}.tmp`);
+    writeFileSync(claim, "");
+    return claim;
+  }
+
+  /** Ends a claim once the row committed (or the folder was removed). */
+  releaseIncoming(claim: string): void {
+    rmSync(claim, { force: true });
+  }
+
+  private claimed(videoId: string): boolean {
+    if (!existsSync(this.uploadsTmp)) return false;
+    const tail = `incoming.${videoId}.tmp`;
+    return readdirSync(this.uploadsTmp).some((n) => n === tail || n.endsWith(`.${tail}`));
+  }
+
+  /**
    * Start-up sweep: temp files are never resumable (`tempFiles`), and a video folder without a
-   * database row is what a crash between "file moved" and "row committed" leaves behind. The
-   * folders of `busyVideoIds` (a task of another node runs there now, writing its temp files)
-   * keep theirs.
+   * database row is what a crash between "file moved" and "row committed" leaves behind, or a
+   * delete that stopped before its files went. The folders of `busyVideoIds` (a task of another
+   * node runs there now, writing its temp files) keep theirs.
+   *
+   * A folder without a row is removed only if no upload claims it (`claimIncoming`) and `hasRow`
+   * still says no: its row may have committed since `knownVideoIds` was read (an upload is claimed
+   * before its folder is made and released after its row committed, so one of the two is seen).
    *
    * `sharedGraceMs` > 0: other nodes may write on this media root now (one PostgreSQL database,
-   * docs/SCALE-OUT.md). Then only what is certainly dead goes: this node's own temp uploads (their
-   * name carries its node id; the instance lock says its previous process is gone), and anything
-   * else — another node's upload, a clip being encoded, a folder whose row is about to be
-   * committed — only once nothing in it was written for `sharedGraceMs`.
+   * docs/SCALE-OUT.md). Then of the temp files only the certainly dead go: this node's own (their
+   * name carries its node id; the instance lock says its previous process is gone), and any other
+   * — another node's upload being received, a clip being encoded — once nothing in it was written
+   * for `sharedGraceMs`.
    */
-  sweepOrphans(
+  async sweepOrphans(
     knownVideoIds: Set<string>,
     busyVideoIds: ReadonlySet<string> = new Set(),
-    opts: { sharedGraceMs?: number; now?: number } = {},
-  ): { tmp: number; videos: number; left_to_owners: number } {
+    opts: { sharedGraceMs?: number; now?: number; hasRow?: (videoId: string) => Promise<boolean> } = {},
+  ): Promise<{ tmp: number; videos: number; left_to_owners: number }> {
     const grace = opts.sharedGraceMs ?? 0;
     const cutoff = (opts.now ?? Date.now()) - grace;
     const dead = (abs: string) => grace === 0 || newestWriteMs(abs) < cutoff;
@@ -210,7 +237,7 @@ export class VideoFiles {
     if (existsSync(this.videosRoot)) {
       for (const d of readdirSync(this.videosRoot)) {
         if (knownVideoIds.has(d)) continue;
-        if (!dead(join(this.videosRoot, d))) {
+        if (this.claimed(d) || (opts.hasRow && (await opts.hasRow(d)))) {
           leftToOwners++;
           continue;
         }
