@@ -168,6 +168,12 @@ describe.skipIf(!pgAvailable())("migrate-store and the media root", () => {
         { dataDir: runDir },
       );
       await node.close();
+      // doctor says where the media and the secret are.
+      const doctor = await runCli(["--data-dir", runDir, "doctor", "--json"], {
+        VSEARCH_DATABASE_URL: urlFor(db),
+        VSEARCH_MEDIA_ROOT: root,
+      });
+      expect(JSON.parse(doctor.stdout)).toMatchObject({ media_root: root, secret_file: join(root, "secret.key") });
       expect(readFileSync(join(root, "secret.key"), "utf8")).toBe(secret);
       expect(existsSync(join(runDir, "secret.key"))).toBe(false);
     } finally {
