@@ -256,7 +256,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   // The one lease queue: ingest, OCR and renditions, claimed fairly across accounts
   // (docs/ARCHITECTURE.md "The task queue"). Its handlers are registered below.
   const taskStore = new TaskStore(db, dbClock);
-  const nodeId = opts.nodeId ?? loadOrCreateNodeId(config.dataDir) ?? ephemeralNodeId();
   const queue: LeaseQueue = new LeaseQueue(taskStore, uow, {
     node: nodeId,
     lanes: [
