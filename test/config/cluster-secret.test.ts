@@ -10,6 +10,7 @@ import { expect, test } from "vitest";
 import { loadConfig } from "../../src/config/config.ts";
 import { clusterSecretFile, loadClusterSecret } from "../../src/signing/cluster-secret.ts";
 import { publishSecretFile } from "../../src/signing/url-signer.ts";
+import { runCli } from "../helpers/cli.ts";
 import { tempDir } from "../helpers/temp.ts";
 
 const HEX = "ab".repeat(32);
@@ -77,4 +78,14 @@ test("secret_file must exist and hold a secret; a media root that is not there i
   expect(existsSync(unmounted)).toBe(false);
   mkdirSync(unmounted, { recursive: true });
   expect(loadClusterSecret(configOf(dir, { VSEARCH_MEDIA_ROOT: unmounted })).file).toBe(join(unmounted, "secret.key"));
+});
+
+test("restore refuses to unpack with a media root or secret file set: the files would land where no server reads them", async () => {
+  const dir = tempDir("vsearch-restore-target-");
+  const root = tempDir("vsearch-restore-root-");
+  const archive = join(dir, "missing.tar");
+  const r = await runCli(["--data-dir", join(dir, "data"), "restore", archive], { VSEARCH_MEDIA_ROOT: root });
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain("restore unpacks videos/ and secret.key into the data dir");
+  expect(existsSync(join(dir, "data"))).toBe(false);
 });
