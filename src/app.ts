@@ -252,7 +252,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const dbClock = { skewMs: opts.dbClockSkewMs ?? (() => 0) };
   const events = new EventStore(db, dbClock);
   const jobStore = new JobStore(db);
-  const storage = new StorageHealth(config.dataDir);
+  // The disk uploads, sources and renditions fill: the media root (the data dir unless media_root is set).
+  const storage = new StorageHealth(config.mediaRoot);
   // The one lease queue: ingest, OCR and renditions, claimed fairly across accounts
   // (docs/ARCHITECTURE.md "The task queue"). Its handlers are registered below.
   const taskStore = new TaskStore(db, dbClock);
