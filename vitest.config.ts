@@ -22,6 +22,7 @@ const PG_ONLY = [
   "test/store/migrate-store.test.ts",
   "test/backup/pg-operations.test.ts",
   "test/cluster/two-servers.test.ts",
+  "test/storage/shared-media.test.ts",
 ];
 
 /**

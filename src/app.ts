@@ -38,7 +38,8 @@ import { readiness } from "./system/readiness.ts";
 import { videoJobHooks } from "./videos/job-hooks.ts";
 import { mediaLinks } from "./playback/links.ts";
 import type { Services } from "./services.ts";
-import { loadOrCreateSecret, UrlSigner } from "./signing/url-signer.ts";
+import { loadClusterSecret } from "./signing/cluster-secret.ts";
+import { UrlSigner } from "./signing/url-signer.ts";
 import { LinkOrigin, localBaseUrl } from "./signing/link-origin.ts";
 import { VERSION } from "./version.ts";
 import { EventBus } from "./events/bus.ts";
@@ -50,7 +51,7 @@ import { JobService } from "./jobs/service.ts";
 import { LeaseQueue } from "./jobs/lease-queue.ts";
 import { TaskStore } from "./jobs/task-store.ts";
 import { ephemeralNodeId, loadOrCreateNodeId } from "./jobs/node-id.ts";
-import { VideoFiles } from "./videos/files.ts";
+import { SHARED_ROOT_GRACE_MS, VideoFiles } from "./videos/files.ts";
 import { VideoStore } from "./videos/store.ts";
 import { VideoService } from "./videos/service.ts";
 import { UploadService } from "./upload/service.ts";
@@ -229,7 +230,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const { exec: db, uow } = store;
 
   let baseUrl = config.publicBaseUrl ?? localBaseUrl(config.host, config.port);
-  const masterSecret = loadOrCreateSecret(join(config.dataDir, "secret.key"));
+  // One secret for every node of the install (SPEC §13): presigned URLs and sealed webhook secrets.
+  const cluster = loadClusterSecret(config);
+  if (cluster.origin !== "read") logger.info(`cluster secret ${cluster.origin}`, { file: cluster.file });
+  if (cluster.ignoredLocal)
+    logger.warn("this data dir's secret.key differs from the cluster secret, which is used", {
+      ignored: cluster.ignoredLocal,
+      file: cluster.file,
+    });
+  const masterSecret = cluster.secret;
   // Links follow the origin each request came to (SPEC §10; the HTTP layer sets it); without a
   // request (CLI, MCP over stdio, background work): public_base_url, else the served address.
   const linkOrigin = new LinkOrigin();
@@ -244,16 +253,18 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const auth = new AuthService(new SessionStore(db), accountStore, apiKeys, users, config.sessionTtlSecs, now);
   const playback = new PlaybackStore(db);
   const mediaUrls = mediaLinks(signer, playback);
-  const files = new VideoFiles(config.dataDir);
+  const nodeId = opts.nodeId ?? loadOrCreateNodeId(config.dataDir) ?? ephemeralNodeId();
+  // Media on the media root (every node mounts it); runtime, caches, snapshot and node id stay in the data dir.
+  const files = new VideoFiles(config.mediaRoot, nodeId);
   // Leases, claims and due times are on the database's clock (store/sql.ts dbNowMs), not this process's.
   const dbClock = { skewMs: opts.dbClockSkewMs ?? (() => 0) };
   const events = new EventStore(db, dbClock);
   const jobStore = new JobStore(db);
-  const storage = new StorageHealth(config.dataDir);
+  // The disk uploads, sources and renditions fill: the media root (the data dir unless media_root is set).
+  const storage = new StorageHealth(config.mediaRoot);
   // The one lease queue: ingest, OCR and renditions, claimed fairly across accounts
   // (docs/ARCHITECTURE.md "The task queue"). Its handlers are registered below.
   const taskStore = new TaskStore(db, dbClock);
-  const nodeId = opts.nodeId ?? loadOrCreateNodeId(config.dataDir) ?? ephemeralNodeId();
   const queue: LeaseQueue = new LeaseQueue(taskStore, uow, {
     node: nodeId,
     lanes: [
@@ -545,6 +556,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     system,
     backup: new BackupService(new BackupStore(db, vecExtension), {
       dataDir: config.dataDir,
+      mediaRoot: config.mediaRoot,
+      secretFile: cluster.file,
       modelsDir: config.modelsDir,
       vecExtension,
       databaseUrl: config.databaseUrl,
@@ -643,10 +656,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
         orphan_tools_killed: sweepOrphanTools(bins, config.dataDir),
         // Tasks still running are another node's (this node's own were given back just above):
         // the temp files in their videos' folders are being written now.
-        ...files.sweepOrphans(
+        // On PostgreSQL other nodes may share the media root: what they may be writing is left to them.
+        ...(await files.sweepOrphans(
           new Set(await videoStore.allIds()),
           new Set((await taskStore.list()).filter((t) => t.state === "running").map((t) => t.video_id)),
-        ),
+          {
+            sharedGraceMs: store.kind === "postgres" ? SHARED_ROOT_GRACE_MS : 0,
+            hasRow: async (id) => (await videoStore.getById(id)) !== null,
+          },
+        )),
         backup_snapshots: sweepStaleSnapshots(config.dataDir),
       };
       if (Object.values(swept).some(Boolean) || released) {

@@ -32,6 +32,10 @@ import {
 
 export interface BackupOptions {
   dataDir: string;
+  /** Where `videos/` is (the data dir unless `media_root` is set). */
+  mediaRoot: string;
+  /** The cluster secret's file (`<media_root>/secret.key` unless `secret_file` is set): the archive's `secret.key`. */
+  secretFile: string;
   modelsDir: string;
   /** The live store (the server may be using it at the same time, from another process). */
   store: BackupStore;
@@ -124,7 +128,7 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
     const missing: string[] = [];
     for (const [i, id] of videoIds.entries()) {
       o.onProgress?.(i, videoIds.length, id);
-      const dir = join(o.dataDir, "videos", id);
+      const dir = join(o.mediaRoot, "videos", id);
       if (!existsSync(dir)) {
         missing.push(id);
         continue;
@@ -140,7 +144,11 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
         await BackupStore.withFile(snapshot, o.vecExtension, async (snap) => await snap.dropVideos(missing));
       await addFile(snapshot, DB_NAME);
     }
-    for (const f of TOP_LEVEL_FILES) if (existsSync(join(o.dataDir, f))) await addFile(join(o.dataDir, f), f);
+    // secret.key: the cluster secret, wherever it is kept; config.json: the data dir's.
+    for (const f of TOP_LEVEL_FILES) {
+      const from = f === "secret.key" ? o.secretFile : join(o.dataDir, f);
+      if (existsSync(from)) await addFile(from, f);
+    }
     const models = resolve(o.modelsDir);
     if (existsSync(join(models, "registry.json"))) {
       if (o.includeModels) await addTree(models, "models", (rel) => rel.split(sep)[0].startsWith("."));

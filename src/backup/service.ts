@@ -12,6 +12,8 @@ export class BackupService {
     private readonly store: BackupStore,
     private readonly o: {
       dataDir: string;
+      mediaRoot: string;
+      secretFile: string;
       modelsDir: string;
       vecExtension?: string;
       /** PostgreSQL mode: the archive carries files and registry; the rows are pg_dump's. */
@@ -35,6 +37,6 @@ export class BackupService {
   }
 
   async check(opts: CheckOptions = {}): Promise<IntegrityReport> {
-    return await checkWith(this.store, this.o.dataDir, opts);
+    return await checkWith(this.store, this.o.mediaRoot, opts);
   }
 }

@@ -52,11 +52,13 @@ export function registerBackupCommands(program: Command, ctx: CliContext) {
     )
     .action(async (_o: unknown, cmd: Command) => {
       // Beside a running server temp files may be in flight; without one they are a crash's debris.
-      const holder = new InstanceLock(ctx.config(cmd).dataDir).read();
+      // On PostgreSQL other nodes may be writing on a shared media root: left to the start-up sweep.
+      const config = ctx.config(cmd);
+      const holder = new InstanceLock(config.dataDir).read();
       const serverRunning = Boolean(holder && holder.pid !== process.pid && holderAlive(holder));
       const r = await ctx.withApp(
         cmd,
-        async (app) => await app.services.backup.check({ removeStaleTemp: !serverRunning }),
+        async (app) => await app.services.backup.check({ removeStaleTemp: !serverRunning && !config.databaseUrl }),
       );
       ctx.print(cmd, r, () =>
         [

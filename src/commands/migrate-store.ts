@@ -5,6 +5,7 @@ import type { CliContext } from "../cli/context.ts";
 import { holderAlive, InstanceLock } from "../cli/instance-lock.ts";
 import { ProgressBar } from "../cli/progress.ts";
 import { carrySecret, MigrateStoreError, migrateStore } from "../store/migrate-store.ts";
+import { clusterSecretFile } from "../signing/cluster-secret.ts";
 import { describeUrl } from "../store/pg/open.ts";
 
 /** `vsearch migrate-store --to postgres://… [--from <data-dir>]` (SPEC §13; docs/POSTGRES.md "Moving an embedded install"). */
@@ -38,25 +39,31 @@ export function registerMigrateStoreCommand(program: Command, ctx: CliContext) {
         }
       }
       try {
-        const secret = carrySecret(fromDir, runDir);
+        const runConfig = ctx.config(cmd);
+        const secret = carrySecret(fromDir, clusterSecretFile(runConfig));
+        const mediaRoot = resolve(runConfig.mediaRoot);
         const bar = new ProgressBar(ctx.stderr, !json && process.stderr.isTTY);
         const report = await migrateStore({
           fromDir,
           to: opts.to,
           onProgress: (p) => bar.update(p.allDone, p.allTotal, `${p.table} ${p.done}/${p.total} rows`),
         }).finally(() => bar.done());
-        const inPlace = fromDir === resolve(runDir);
+        const inPlace = fromDir === mediaRoot;
         const next = [
           `next: set VSEARCH_DATABASE_URL (or database_url in ${resolve(runDir, "config.json")}) to the --to URL (${describeUrl(opts.to)}) and start vsearch serve --data-dir ${resolve(runDir)}`,
           `  ${secret.message}`,
           ...(inPlace
-            ? [`  the videos, thumbnails and models stay in ${fromDir}, where the PostgreSQL install reads them`]
+            ? [
+                fromDir === resolve(runDir)
+                  ? `  the videos, thumbnails and models stay in ${fromDir}, where the PostgreSQL install reads them`
+                  : `  the videos and thumbnails stay in ${fromDir}/videos, where the PostgreSQL install reads them; move models/ into ${resolve(runDir)}`,
+              ]
             : [
-                `  the videos and thumbnails are files of ${fromDir}/videos: move that folder (and models/) into ${resolve(runDir)} before serving`,
+                `  the videos and thumbnails are files of ${fromDir}/videos: move that folder into ${mediaRoot} (the media root) and models/ into ${resolve(runDir)} before serving`,
               ]),
           `  ${fromDir}/vsearch.db is left as it was (keep it until the PostgreSQL install has served a while)`,
         ];
-        ctx.print(cmd, { ...report, secret, data_dir: resolve(runDir), from: fromDir }, () =>
+        ctx.print(cmd, { ...report, secret, data_dir: resolve(runDir), media_root: mediaRoot, from: fromDir }, () =>
           [
             `Copied ${report.rows} rows in ${report.tables.length} tables into ${report.target} in ${report.seconds.toFixed(1)} s (${Math.round(report.rows / Math.max(report.seconds, 0.001))} rows/s)`,
             ...report.tables.filter((t) => t.rows > 0).map((t) => `  ${t.table.padEnd(22)} ${t.rows}`),

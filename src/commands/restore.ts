@@ -1,7 +1,9 @@
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { restoreBackup } from "../backup/restore.ts";
 import type { CliContext } from "../cli/context.ts";
 import { holderAlive, InstanceLock } from "../cli/instance-lock.ts";
+import { ConfigError } from "../config/config.ts";
 
 /** `vsearch restore <file> --data-dir DIR [--force]` (SPEC §11). */
 export function registerRestoreCommand(program: Command, ctx: CliContext) {
@@ -11,6 +13,11 @@ export function registerRestoreCommand(program: Command, ctx: CliContext) {
     .option("--force", "replace what the data dir holds")
     .action(async (file: string, opts: { force?: boolean }, cmd: Command) => {
       const config = ctx.config(cmd);
+      // The archive unpacks into one folder; a separate media root (or secret file) is not where it lands.
+      if (resolve(config.mediaRoot) !== resolve(config.dataDir) || config.secretFile)
+        throw new ConfigError(
+          `restore unpacks videos/ and secret.key into the data dir; with media_root or secret_file set they would not be where the servers read them. Restore with VSEARCH_MEDIA_ROOT and VSEARCH_SECRET_FILE unset, then move ${resolve(config.dataDir, "videos")} and secret.key onto the media root (docs/SCALE-OUT.md "Backup and restore")`,
+        );
       const holder = new InstanceLock(config.dataDir).read();
       const serverRunning = Boolean(holder && holder.pid !== process.pid && holderAlive(holder));
       const runtime = await ctx.runtime(config);

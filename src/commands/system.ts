@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { clusterSecretFile } from "../signing/cluster-secret.ts";
 import { memoryBudgetBytes } from "../config/memory-budget.ts";
 import { modelWarnings } from "../system/health.ts";
 import { runSelfTest, type RuntimePaths } from "../runtime/index.ts";
@@ -85,6 +86,9 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
             search_index: searchIndex,
             version: VERSION,
             data_dir: app.config.dataDir,
+            // Where the media and the cluster secret are (docs/SCALE-OUT.md): every node must agree.
+            media_root: app.config.mediaRoot,
+            secret_file: clusterSecretFile(app.config),
             store_backend: system.storeBackend(),
             device: { requested: app.config.device, in_use: device.device, reason: device.reason },
             int8_weights: system.signedWeights(),
@@ -109,6 +113,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
         [
           `vsearch ${report.version} — ${report.ok ? "all checks passed" : "PROBLEMS FOUND"}${report.warnings.length ? `, ${report.warnings.length} warning${report.warnings.length === 1 ? "" : "s"}` : ""}`,
           `data dir      ${report.data_dir}`,
+          `media root    ${report.media_root === report.data_dir ? "the data dir" : report.media_root}; secret ${report.secret_file}`,
           `store backend ${storeLine(backend)}`,
           ...(backend.kind === "postgres" ? [`migrations    ${migrationLine(backend)}`] : []),
           `device        ${report.device.in_use} (requested ${report.device.requested}): ${report.device.reason}`,

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { constantTimeEqual } from "../core/crypto.ts";
 
@@ -33,18 +33,42 @@ export class UrlSigner {
   }
 }
 
-/** Reads the signing secret, creating it (0600, atomic) on first use. */
+/**
+ * Reads the signing secret, creating it (0600) on first use. Atomic across processes and machines
+ * sharing the folder: the new secret is hard-linked into place, which fails if another process
+ * (another node on a shared media root) made it first; then everybody reads that one.
+ */
 export function loadOrCreateSecret(file: string): Buffer {
-  if (existsSync(file)) return Buffer.from(readFileSync(file, "utf8").trim(), "hex");
+  if (!existsSync(file)) publishSecretFile(file, randomBytes(32).toString("hex"));
+  return readSecretFile(file);
+}
+
+/** Writes `hex` to `file` unless it exists (link-if-absent); returns whether this call made it. */
+export function publishSecretFile(file: string, hex: string): boolean {
   mkdirSync(dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  writeFileSync(tmp, randomBytes(32).toString("hex"), { mode: 0o600 });
+  writeFileSync(tmp, hex, { mode: 0o600 });
   chmodSync(tmp, 0o600);
   try {
-    // link-then-rename would be stricter; a racing second writer just loses and we re-read.
-    if (!existsSync(file)) renameSync(tmp, file);
+    linkSync(tmp, file);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
+    // A file system without hard links: a racing second writer may then win, and we re-read.
+    if (existsSync(file)) return false;
+    renameSync(tmp, file);
+    return true;
   } finally {
-    if (existsSync(tmp)) rmSync(tmp, { force: true });
+    rmSync(tmp, { force: true });
   }
-  return Buffer.from(readFileSync(file, "utf8").trim(), "hex");
+}
+
+/** The secret in `file`: hex text of at least 32 bytes; anything else is refused, saying so. */
+export function readSecretFile(file: string): Buffer {
+  const text = readFileSync(file, "utf8").trim();
+  if (!/^(?:[0-9a-fA-F]{2}){32,}$/.test(text))
+    throw new Error(
+      `${file} is not a vsearch secret: it must hold at least 64 hex characters (e.g. the output of openssl rand -hex 32)`,
+    );
+  return Buffer.from(text, "hex");
 }

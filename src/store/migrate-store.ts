@@ -20,7 +20,7 @@
  * copied change log. The master secret is a file, not a row: `carrySecret` below.
  */
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { ftsToTsquery } from "./fts-tsquery.ts";
 import { foreignKeyOrder, inCopyTransaction, readTargetSchema, type TargetColumn } from "./pg/copy-target.ts";
 import { describeUrl, openPgStore } from "./pg/open.ts";
@@ -289,13 +289,14 @@ export interface SecretOutcome {
 
 /**
  * The master secret (`secret.key`: signs presigned URLs, seals webhook secrets) is a file of the
- * data dir, not a row. Migrated in place (`fromDir` = the data dir the PostgreSQL install runs
- * with) it is already where it must be; otherwise it is copied there (0600). A different secret
- * already there is refused: links and sealed webhook secrets would stop working.
+ * data dir, not a row. The PostgreSQL install reads it as its cluster secret, `target`
+ * (`<media_root>/secret.key`, or `secret_file`: signing/cluster-secret.ts), on every node. Migrated
+ * in place without a media root it is already there; otherwise it is copied there (0600). A
+ * different secret already there is refused: links and sealed webhook secrets would stop working.
  */
-export function carrySecret(fromDir: string, runDir: string): SecretOutcome {
+export function carrySecret(fromDir: string, target: string): SecretOutcome {
   const from = join(resolve(fromDir), "secret.key");
-  const to = join(resolve(runDir), "secret.key");
+  const to = resolve(target);
   if (!existsSync(from)) {
     return { action: "none", file: from, message: `no ${from}: the source install never signed anything` };
   }
@@ -315,7 +316,7 @@ export function carrySecret(fromDir: string, runDir: string): SecretOutcome {
       `${to} holds another secret than ${from}: with it, presigned URLs and the migrated webhook secrets would not work. Move it away (or run with --data-dir ${resolve(fromDir)}) and run again`,
     );
   }
-  mkdirSync(resolve(runDir), { recursive: true });
+  mkdirSync(dirname(to), { recursive: true });
   copyFileSync(from, to);
   chmodSync(to, 0o600);
   return {

@@ -1,8 +1,7 @@
 import type { EventPublisher } from "../events/bus.ts";
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { createReadStream, writeSync } from "node:fs";
 import { copyFile, open, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
 import { AppError, ValidationError } from "../core/errors.ts";
 import type { CollectionService } from "../collections/service.ts";
 import type { VideoFiles } from "../videos/files.ts";
@@ -287,7 +286,7 @@ export class UploadService {
   }
 
   private tempPath(): string {
-    return join(this.files.ensureTmp(), `${Date.now()}-${randomBytes(8).toString("hex")}.part`);
+    return this.files.tempPath("part");
   }
 
   private tooLarge() {

@@ -1,21 +1,36 @@
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 
 /** A half-written file's name (`x.tmp`, `x.<pid>.tmp`, `x.tmp-<pid>-…`) or a job's scratch folder (`frames.tmp`). */
 export const isTempName = (name: string) => /\.tmp(-[\w.-]+)?$/.test(name);
 
 /**
- * Where a video's files live: `<data-dir>/videos/<video_id>/` holds the source, the poster and
- * one JPEG per shot. Deleting a video is removing one folder. Paths in the database are
- * relative to the data dir so the data dir can be moved or restored elsewhere.
+ * How long another node's temp file must have been left untouched before a starting node removes
+ * it from a media root other nodes share (one database: PostgreSQL). Whoever writes one touches it
+ * all the time (an upload's body arrives at least every 255 s, Bun's idle timeout; ffmpeg writes
+ * as it goes), so an hour without a write is a crashed writer, never a slow one.
+ */
+export const SHARED_ROOT_GRACE_MS = 60 * 60_000;
+
+/**
+ * Where a video's files live: `<media-root>/videos/<video_id>/` holds the source, the poster and
+ * one JPEG per shot; `<media-root>/uploads/tmp/` the uploads being received. The media root is the
+ * data dir unless `media_root` says otherwise (a folder every node mounts: docs/SCALE-OUT.md).
+ * Deleting a video is removing one folder. Paths in the database are relative to the media root so
+ * it can be moved, mounted elsewhere or restored.
  */
 export class VideoFiles {
   readonly videosRoot: string;
   readonly uploadsTmp: string;
 
-  constructor(readonly dataDir: string) {
-    this.videosRoot = join(dataDir, "videos");
-    this.uploadsTmp = join(dataDir, "uploads", "tmp");
+  /** `node`: this node's id; the temp uploads it names (`tempPath`) carry it, so a start sweeps its own at once. */
+  constructor(
+    readonly root: string,
+    private readonly node?: string,
+  ) {
+    this.videosRoot = join(root, "videos");
+    this.uploadsTmp = join(root, "uploads", "tmp");
   }
 
   dir(videoId: string): string {
@@ -32,6 +47,12 @@ export class VideoFiles {
   ensureTmp(): string {
     mkdirSync(this.uploadsTmp, { recursive: true });
     return this.uploadsTmp;
+  }
+
+  /** A new temp upload's path: `uploads/tmp/<node-id>.<ms>-<random>.<ext>` (the node id: see sweepOrphans). */
+  tempPath(ext: string): string {
+    const owner = this.node ? `${this.node}.` : "";
+    return join(this.ensureTmp(), `${owner}${Date.now()}-${randomBytes(8).toString("hex")}.${ext}`);
   }
 
   sourceFile(videoId: string, ext: string): string {
@@ -102,13 +123,13 @@ export class VideoFiles {
   }
 
   rel(abs: string): string {
-    return relative(this.dataDir, abs);
+    return relative(this.root, abs);
   }
 
-  /** Resolves a stored relative path, refusing anything that escapes the data dir. */
+  /** Resolves a stored relative path, refusing anything that escapes the media root. */
   abs(rel: string): string {
-    const p = resolve(this.dataDir, rel);
-    if (!p.startsWith(resolve(this.dataDir) + sep)) throw new Error("path escapes the data dir");
+    const p = resolve(this.root, rel);
+    if (!p.startsWith(resolve(this.root) + sep)) throw new Error("path escapes the media root");
     return p;
   }
 
@@ -128,7 +149,7 @@ export class VideoFiles {
   }
 
   /**
-   * Temp files in the data dir (paths relative to it): temp uploads and query images, and in each
+   * Temp files on the media root (paths relative to it): temp uploads and query images, and in each
    * video folder a half-written clip (`clips/<span>.mp4.<pid>.tmp`), rendition (`web.mp4.tmp`),
    * thumbnail (`*.tmp-…`) or a job's frame scratch folder (`frames.tmp`). With no server running
    * every one of them is what a crash left (nothing resumes from them).
@@ -148,33 +169,101 @@ export class VideoFiles {
     return out;
   }
 
-  /** Removes what `tempFiles` listed (paths relative to the data dir); returns how many went. */
+  /** Removes what `tempFiles` listed (paths relative to the media root); returns how many went. */
   removeTempFiles(rel: readonly string[]): number {
     for (const r of rel) rmSync(this.abs(r), { recursive: true, force: true });
     return rel.length;
   }
 
   /**
-   * Start-up sweep: temp files are never resumable (`tempFiles`), and a video folder without a
-   * database row is what a crash between "file moved" and "row committed" leaves behind. The
-   * folders of `busyVideoIds` (a task of another node runs there now, writing its temp files)
-   * keep theirs.
+   * Claims `videoId`'s folder for an upload being moved into it, before the folder is made: a
+   * starting node's sweep leaves a folder without a row alone while it is claimed (the row is
+   * about to commit). The claim is a temp file, `uploads/tmp/<node-id>.incoming.<video_id>.tmp`:
+   * one a crash left is swept like any temp upload. Returns it, for `release`.
    */
-  sweepOrphans(
+  claimIncoming(videoId: string): string {
+    this.dir(videoId); // checks the id
+    const claim = join(this.ensureTmp(), `${this.node ? `${this.node}.` : ""}incoming.${videoId}.tmp`);
+    writeFileSync(claim, "");
+    return claim;
+  }
+
+  /** Ends a claim once the row committed (or the folder was removed). */
+  releaseIncoming(claim: string): void {
+    rmSync(claim, { force: true });
+  }
+
+  private claimed(videoId: string): boolean {
+    if (!existsSync(this.uploadsTmp)) return false;
+    const tail = `incoming.${videoId}.tmp`;
+    return readdirSync(this.uploadsTmp).some((n) => n === tail || n.endsWith(`.${tail}`));
+  }
+
+  /**
+   * Start-up sweep: temp files are never resumable (`tempFiles`), and a video folder without a
+   * database row is what a crash between "file moved" and "row committed" leaves behind, or a
+   * delete that stopped before its files went. The folders of `busyVideoIds` (a task of another
+   * node runs there now, writing its temp files) keep theirs.
+   *
+   * A folder without a row is removed only if no upload claims it (`claimIncoming`) and `hasRow`
+   * still says no: its row may have committed since `knownVideoIds` was read (an upload is claimed
+   * before its folder is made and released after its row committed, so one of the two is seen).
+   *
+   * `sharedGraceMs` > 0: other nodes may write on this media root now (one PostgreSQL database,
+   * docs/SCALE-OUT.md). Then of the temp files only the certainly dead go: this node's own (their
+   * name carries its node id; the instance lock says its previous process is gone), and any other
+   * — another node's upload being received, a clip being encoded — once nothing in it was written
+   * for `sharedGraceMs`.
+   */
+  async sweepOrphans(
     knownVideoIds: Set<string>,
     busyVideoIds: ReadonlySet<string> = new Set(),
-  ): { tmp: number; videos: number } {
+    opts: { sharedGraceMs?: number; now?: number; hasRow?: (videoId: string) => Promise<boolean> } = {},
+  ): Promise<{ tmp: number; videos: number; left_to_owners: number }> {
+    const grace = opts.sharedGraceMs ?? 0;
+    const cutoff = (opts.now ?? Date.now()) - grace;
+    const dead = (abs: string) => grace === 0 || newestWriteMs(abs) < cutoff;
+    const own = (rel: string) => this.node !== undefined && rel.startsWith(`uploads/tmp/${this.node}.`);
     const ownerOf = (rel: string) => (rel.startsWith("videos/") ? rel.split("/")[1] : null);
-    const tmp = this.removeTempFiles(this.tempFiles().filter((r) => !busyVideoIds.has(ownerOf(r) ?? "")));
+    let leftToOwners = 0;
+    const gone = this.tempFiles().filter((r) => {
+      if (busyVideoIds.has(ownerOf(r) ?? "")) return false;
+      const remove = own(r) || dead(this.abs(r));
+      if (!remove) leftToOwners++;
+      return remove;
+    });
+    const tmp = this.removeTempFiles(gone);
     let videos = 0;
     if (existsSync(this.videosRoot)) {
       for (const d of readdirSync(this.videosRoot)) {
-        if (!knownVideoIds.has(d)) {
-          rmSync(join(this.videosRoot, d), { recursive: true, force: true });
-          videos++;
+        if (knownVideoIds.has(d)) continue;
+        if (this.claimed(d) || (opts.hasRow && (await opts.hasRow(d)))) {
+          leftToOwners++;
+          continue;
         }
+        rmSync(join(this.videosRoot, d), { recursive: true, force: true });
+        videos++;
       }
     }
-    return { tmp, videos };
+    return { tmp, videos, left_to_owners: leftToOwners };
   }
+}
+
+/** The latest modification time in `path` and, for a folder, in what it holds (two levels: a video folder's `shots/`, `clips/`). */
+function newestWriteMs(path: string, depth = 2): number {
+  let st: ReturnType<typeof statSync>;
+  try {
+    st = statSync(path);
+  } catch {
+    return 0; // gone meanwhile
+  }
+  let newest = st.mtimeMs;
+  if (st.isDirectory() && depth > 0) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(path);
+    } catch {}
+    for (const n of names) newest = Math.max(newest, newestWriteMs(join(path, n), depth - 1));
+  }
+  return newest;
 }

@@ -68,10 +68,13 @@ export class VideoService {
     const videoId = newId("vid");
     const jobId = newId("job");
     const at = nowIso();
-    this.files.ensureDir(videoId);
+    // Claimed before its folder exists, released once its row is committed: a node starting now
+    // on a shared media root does not take the folder for a crash's leftover (VideoFiles.sweepOrphans).
+    const claim = this.files.claimIncoming(videoId);
     const dest = this.files.sourceFile(videoId, v.ext);
-    renameSync(v.tempFile, dest);
     try {
+      this.files.ensureDir(videoId);
+      renameSync(v.tempFile, dest);
       await this.uow.run(async () => {
         if (v.capped) await this.tasks.assertRoom(v.accountId); // exact here: the write lock is held
         const contentHash = v.contentHash ?? null;
@@ -117,6 +120,8 @@ export class VideoService {
     } catch (e) {
       this.files.remove(videoId);
       throw e;
+    } finally {
+      this.files.releaseIncoming(claim);
     }
     return { video_id: videoId, job_id: jobId, status: "queued" };
   }
