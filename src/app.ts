@@ -231,14 +231,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
 
   let baseUrl = config.publicBaseUrl ?? localBaseUrl(config.host, config.port);
   // One secret for every node of the install (SPEC §13): presigned URLs and sealed webhook secrets.
-  const cluster = loadClusterSecret(config);
-  if (cluster.origin !== "read") logger.info(`cluster secret ${cluster.origin}`, { file: cluster.file });
-  if (cluster.ignoredLocal)
+  const clusterSecret = loadClusterSecret(config);
+  if (clusterSecret.origin !== "read")
+    logger.info(`cluster secret ${clusterSecret.origin}`, { file: clusterSecret.file });
+  if (clusterSecret.ignoredLocal)
     logger.warn("this data dir's secret.key differs from the cluster secret, which is used", {
-      ignored: cluster.ignoredLocal,
-      file: cluster.file,
+      ignored: clusterSecret.ignoredLocal,
+      file: clusterSecret.file,
     });
-  const masterSecret = cluster.secret;
+  const masterSecret = clusterSecret.secret;
   // Links follow the origin each request came to (SPEC §10; the HTTP layer sets it); without a
   // request (CLI, MCP over stdio, background work): public_base_url, else the served address.
   const linkOrigin = new LinkOrigin();
@@ -557,7 +558,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     backup: new BackupService(new BackupStore(db, vecExtension), {
       dataDir: config.dataDir,
       mediaRoot: config.mediaRoot,
-      secretFile: cluster.file,
+      secretFile: clusterSecret.file,
       modelsDir: config.modelsDir,
       vecExtension,
       databaseUrl: config.databaseUrl,
