@@ -21,6 +21,7 @@ const PG_ONLY = [
   "test/store/schema-parity.test.ts",
   "test/store/migrate-store.test.ts",
   "test/backup/pg-operations.test.ts",
+  "test/workers/workers.test.ts",
 ];
 
 /**

@@ -116,3 +116,41 @@ export async function postUpload(
     ).json()) as any
   ).data;
 }
+
+/**
+ * Starts `vsearch worker` (issue 26) over `dataDir` and waits (bounded) for its JSON start line.
+ * `env` must name the shared database (VSEARCH_DATABASE_URL): a worker has a data dir of its own
+ * and works on the servers' database, not on a database of its data dir.
+ */
+export async function startWorker(dataDir: string, env: Record<string, string>, workerArgs: string[] = []) {
+  const proc = Bun.spawn([BUN, MAIN, "--data-dir", dataDir, "--json", "worker", ...workerArgs], {
+    env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = proc.stdout.getReader();
+  let text = "";
+  const deadline = Date.now() + PROCESS_BOUND_MS;
+  while (!text.trimEnd().endsWith("}") && Date.now() < deadline) {
+    const { done, value } = await Promise.race([
+      reader.read(),
+      Bun.sleep(Math.max(0, deadline - Date.now())).then(() => ({ done: true, value: undefined })),
+    ]);
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  if (!text.trimEnd().endsWith("}")) {
+    proc.kill();
+    throw new Error(`worker did not start: ${text} ${await new Response(proc.stderr).text()}`);
+  }
+  const info = JSON.parse(text) as { pid: number; kinds: string[]; concurrency: number; refused: string | null };
+  return {
+    ...info,
+    proc,
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      proc.kill(signal);
+      await Promise.race([proc.exited, Bun.sleep(20_000)]);
+    },
+  };
+}
