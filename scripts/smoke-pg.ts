@@ -247,7 +247,13 @@ async function withDatabase(h: SmokeHarness, url: string, location: string, timi
         body: new URLSearchParams(params),
         headers: { "content-type": "application/x-www-form-urlencoded" },
       });
-    const seen = await search({ query: "a red screen", min_score: "0" });
+    // The worker indexed it: the server's in-memory index learns of it through the database
+    // (a cross-process video.content_changed), within a second or so; bounded at 15 s.
+    let seen = await search({ query: "a red screen", min_score: "0" });
+    for (let i = 0; i < 30 && seen.status === 200 && !seen.body?.data?.length; i++) {
+      await Bun.sleep(500);
+      seen = await search({ query: "a red screen", min_score: "0" });
+    }
     const hit = seen.body?.data?.[0];
     const seg = hit?.segments?.[0];
     check(
