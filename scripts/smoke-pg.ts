@@ -13,7 +13,7 @@
  * Without PostgreSQL 15+ and pgvector 0.8+ the pass is skipped, saying so; with VSEARCH_REQUIRE_PG=1
  * (as .ci/run sets) that is a failed check instead.
  */
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
 import { findPostgres, startCluster } from "../test/pg/cluster.ts";
@@ -33,7 +33,12 @@ export interface SmokeHarness {
   vsearch(argv: string[], timeoutMs?: number, extraEnv?: Record<string, string>): Promise<SmokeRun>;
   json(r: SmokeRun): any;
   brief(r: SmokeRun): string;
-  spawnServe(data: string, extraEnv?: Record<string, string>): Bun.Subprocess<"ignore", "pipe", "pipe">;
+  spawnServe(
+    data: string,
+    extraEnv?: Record<string, string>,
+    extraArgs?: string[],
+  ): Bun.Subprocess<"ignore", "pipe", "pipe">;
+  spawnWorker(data: string, extraEnv?: Record<string, string>): Bun.Subprocess<"ignore", "pipe", "pipe">;
   waitForUrl(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, timeoutMs: number): Promise<string | null>;
   healthz(url: string, timeoutMs: number): Promise<number | string>;
   stopServe(server: Bun.Subprocess): Promise<number | "timeout">;
@@ -177,9 +182,22 @@ async function withDatabase(h: SmokeHarness, url: string, location: string, timi
   if (!check("pg: an 8 s clip made with the binary's ffmpeg", genCode === 0 && existsSync(clip), `exit ${genCode}`))
     return;
 
+  // The jobs run on the binary as a `vsearch worker` (issue 26): `serve --role serve` claims
+  // nothing; the worker has a data dir of its own and mounts the server's media (a symlink here).
   const tServe = performance.now();
-  const server = h.spawnServe(data, pg);
+  const server = h.spawnServe(data, pg, ["--role", "serve"]);
+  const workerData = join(h.work, "pg-worker");
+  mkdirSync(join(data, "videos"), { recursive: true });
+  mkdirSync(workerData, { recursive: true });
+  if (!existsSync(join(workerData, "videos"))) symlinkSync(join(data, "videos"), join(workerData, "videos"));
+  const worker = h.spawnWorker(workerData, { ...pg, VSEARCH_MODELS_DIR: join(data, "models") });
   try {
+    const started = await firstJson(worker, 60_000);
+    check(
+      "pg: the binary runs as a worker (vsearch worker: all kinds, claiming)",
+      Array.isArray(started?.kinds) && started.kinds.length === 3 && started.refused === null,
+      JSON.stringify(started) ?? `exit ${worker.exitCode}`,
+    );
     const base = await h.waitForUrl(server, 60_000);
     if (!check("pg: serve on PostgreSQL prints its URL", base !== null, base ?? `exit ${server.exitCode}`)) return;
     const status = await h.healthz(base!, 30_000);
@@ -229,7 +247,13 @@ async function withDatabase(h: SmokeHarness, url: string, location: string, timi
         body: new URLSearchParams(params),
         headers: { "content-type": "application/x-www-form-urlencoded" },
       });
-    const seen = await search({ query: "a red screen", min_score: "0" });
+    // The worker indexed it: the server's in-memory index learns of it through the database
+    // (a cross-process video.content_changed), within a second or so; bounded at 15 s.
+    let seen = await search({ query: "a red screen", min_score: "0" });
+    for (let i = 0; i < 30 && seen.status === 200 && !seen.body?.data?.length; i++) {
+      await Bun.sleep(500);
+      seen = await search({ query: "a red screen", min_score: "0" });
+    }
     const hit = seen.body?.data?.[0];
     const seg = hit?.segments?.[0];
     check(
@@ -282,8 +306,36 @@ async function withDatabase(h: SmokeHarness, url: string, location: string, timi
         noPassword(backup),
       `${rows?.pg_dump}, ${brief(backup)}`,
     );
+    const nodes = json(await h.vsearch(["--data-dir", data, "--json", "nodes"], 60_000, pg))?.nodes ?? [];
+    check(
+      "pg: vsearch nodes lists the server (role serve) and the worker, both running",
+      nodes.some((n: any) => n.role === "serve" && n.status === "running") &&
+        nodes.some((n: any) => n.role === "worker" && n.status === "running" && n.device),
+      JSON.stringify(nodes.map((n: any) => [n.role, n.status, n.device])),
+    );
   } finally {
+    const workerCode = await h.stopServe(worker);
+    check("pg: SIGTERM stops the worker cleanly", workerCode === 0, `exit ${workerCode}`);
     const code = await h.stopServe(server);
     check("pg: SIGTERM stops the server cleanly", code === 0, `exit ${code}`);
+  }
+}
+
+/** The first JSON document a process prints on stdout (bounded); null if none came. */
+async function firstJson(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, timeoutMs: number): Promise<any> {
+  const reader = proc.stdout.getReader();
+  const deadline = Date.now() + timeoutMs;
+  let text = "";
+  try {
+    while (Date.now() < deadline && !text.trimEnd().endsWith("}")) {
+      const next = await Promise.race([reader.read(), Bun.sleep(deadline - Date.now()).then(() => null)]);
+      if (next === null || next.done) break;
+      text += new TextDecoder().decode(next.value);
+    }
+    return JSON.parse(text);
+  } catch {
+    return null;
+  } finally {
+    reader.releaseLock();
   }
 }

@@ -156,8 +156,18 @@ async function waitForUrl(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, timeou
 }
 
 /** `vsearch serve` of the binary over `data`, on a free loopback port (waitForUrl reads which). */
-function spawnServe(data: string, extraEnv: Record<string, string> = {}) {
-  return Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0"], {
+function spawnServe(data: string, extraEnv: Record<string, string> = {}, extraArgs: string[] = []) {
+  return Bun.spawn([bin, "--data-dir", data, "--json", "serve", "--host", "127.0.0.1", "--port", "0", ...extraArgs], {
+    cwd: work,
+    env: { ...env, ...extraEnv },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+}
+
+/** `vsearch worker` of the binary over `data` (issue 26): it prints one JSON document once it claims. */
+function spawnWorker(data: string, extraEnv: Record<string, string> = {}) {
+  return Bun.spawn([bin, "--data-dir", data, "--json", "worker"], {
     cwd: work,
     env: { ...env, ...extraEnv },
     stdout: "pipe",
@@ -337,7 +347,20 @@ async function main(): Promise<number> {
 
 /** What the PostgreSQL pass (scripts/smoke-pg.ts) uses of this script. */
 function harness(modelDir: string) {
-  return { work, modelDir, check, vsearch, json, brief, spawnServe, waitForUrl, healthz, stopServe, keyedRequests };
+  return {
+    work,
+    modelDir,
+    check,
+    vsearch,
+    json,
+    brief,
+    spawnServe,
+    spawnWorker,
+    waitForUrl,
+    healthz,
+    stopServe,
+    keyedRequests,
+  };
 }
 
 async function endToEnd(data: string, accountId: string, whisperDir: string): Promise<void> {

@@ -49,7 +49,9 @@ import { VideoContent } from "./indexing/content.ts";
 import { JobStore } from "./jobs/store.ts";
 import { JobService } from "./jobs/service.ts";
 import { LeaseQueue } from "./jobs/lease-queue.ts";
-import { TaskStore } from "./jobs/task-store.ts";
+import { TASK_KINDS, type TaskKind, TaskStore } from "./jobs/task-store.ts";
+import { NodeStore, type NodeRole } from "./nodes/store.ts";
+import { NodeRegistry } from "./nodes/registry.ts";
 import { ephemeralNodeId, loadOrCreateNodeId } from "./jobs/node-id.ts";
 import { SHARED_ROOT_GRACE_MS, VideoFiles } from "./videos/files.ts";
 import { VideoStore } from "./videos/store.ts";
@@ -156,6 +158,14 @@ export interface AppOptions {
   onEventBus?: (bus: EventBus) => void;
   /** Uploads skip byte-identical files (default true); bench/upload-dedupe.ts measures the check's cost. */
   uploadDuplicateCheck?: boolean;
+  /**
+   * What this process runs (SPEC §13): `all` (default: the embedded server, HTTP and the task
+   * queue), `serve` (HTTP, webhook delivery and the search index; claims no task), `worker` (the
+   * task queue only: no HTTP, no index warm-up, no webhook delivery, no start-up sweep of media).
+   */
+  role?: NodeRole;
+  /** A worker's task kinds (default: all of them); `job_concurrency` slots for ingest and OCR. */
+  kinds?: readonly TaskKind[];
 }
 
 /**
@@ -266,18 +276,25 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   // The one lease queue: ingest, OCR and renditions, claimed fairly across accounts
   // (docs/ARCHITECTURE.md "The task queue"). Its handlers are registered below.
   const taskStore = new TaskStore(db, dbClock);
+  const role: NodeRole = opts.role ?? "all";
+  // A `serve` node claims nothing; a worker claims its kinds while its models agree with the cluster's.
+  const kinds: readonly TaskKind[] =
+    role === "serve" ? [] : role === "worker" ? (opts.kinds ?? TASK_KINDS) : TASK_KINDS;
+  const indexKinds = kinds.filter((k) => k !== "rendition");
   const queue: LeaseQueue = new LeaseQueue(taskStore, uow, {
     node: nodeId,
     lanes: [
-      { name: "index", kinds: ["ingest", "ocr"], slots: config.jobConcurrency },
-      // Renditions yield the CPU to indexing: claimed only while this node indexes nothing.
+      { name: "index", kinds: indexKinds, slots: config.jobConcurrency, when: () => nodes.accepts() },
+      // Renditions yield the CPU to indexing: claimed only while this node indexes nothing (a
+      // rendition-only worker has the node's slots for them).
       {
         name: "rendition",
-        kinds: ["rendition"],
-        slots: 1,
-        when: () => queue.activeIn("index") === 0 && !storage.isFull(),
+        kinds: kinds.includes("rendition") ? ["rendition"] : [],
+        slots: indexKinds.length ? 1 : config.jobConcurrency,
+        when: () => queue.activeIn("index") === 0 && !storage.isFull() && nodes.accepts(),
       },
     ],
+    leaseMs: config.queueLeaseSecs * 1000,
     maxRunningPerAccount: config.queueAccountMaxRunning,
     maxWaitingPerAccount: config.queueAccountMaxWaiting,
     logger,
@@ -471,14 +488,16 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   );
 
   // Events: every reaction to a committed change, in one place (docs/ARCHITECTURE.md "Events").
-  bus.subscribe("videos.deleted", async (e) => await search.indexes.onVideosDeleted(e.videoIds));
+  // A worker keeps no search index: its finished videos reach the servers' through the store.
+  if (role !== "worker") bus.subscribe("videos.deleted", async (e) => await search.indexes.onVideosDeleted(e.videoIds));
   // A deleted video's tasks (ingest, OCR, rendition), clip encodes and frame grabs stop (their ffmpegs are killed).
   bus.subscribe("videos.deleted", (e) => {
     queue.cancelVideos(e.videoIds);
     exports.onVideosDeleted(e.videoIds);
     frames.onVideosDeleted(e.videoIds);
   });
-  bus.subscribe("video.content_changed", async (e) => await search.indexes.onVideoIndexed(e.videoId));
+  if (role !== "worker")
+    bus.subscribe("video.content_changed", async (e) => await search.indexes.onVideoIndexed(e.videoId));
   bus.subscribe("video.accepted", () => {
     queue.wake();
     dispatcher.wake(); // video.created is in the outbox
@@ -512,6 +531,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     },
   });
   const systemStore = new SystemStore(db);
+  // This process in the node registry (heartbeat, device, models; a worker's model check).
+  const nodes = new NodeRegistry(
+    new NodeStore(db, dbClock),
+    models,
+    { id: nodeId, role, kinds, concurrency: config.jobConcurrency },
+    { device: async () => (await inference.device()).device, logger },
+  );
   const storeBackend: StoreBackendInfo =
     store.kind === "postgres" ? describePostgres(config.databaseUrl!, store.server) : { kind: "sqlite", file: dbFile };
   const system = new SystemService(systemStore, models, inference, storeBackend, () => search.indexes.backendIndexes());
@@ -555,6 +581,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     accountDeletion,
     models: modelService,
     system,
+    nodes,
     backup: new BackupService(new BackupStore(db, vecExtension), {
       dataDir: config.dataDir,
       mediaRoot: config.mediaRoot,
@@ -644,6 +671,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       // this node's previous incarnation held (same data dir, and the instance lock says it is
       // gone) are queued again at once. On a full disk even that write may fail; they then wait
       // for their leases like any other.
+      // Registered (and a worker's models checked) before the first claim. On a full disk the
+      // row cannot be written: the node still starts (its heartbeat registers it later).
+      try {
+        await nodes.start();
+      } catch (e) {
+        if (!isStorageError(e)) throw e;
+        storage.noteFull();
+        logger.warn("could not register this node: disk full", { err: (e as Error).message });
+      }
       let released = 0;
       try {
         released = await queue.start();
@@ -651,6 +687,17 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
         if (!isStorageError(e)) throw e;
         storage.noteFull();
         logger.warn("could not take back this node's tasks: disk full", { err: (e as Error).message });
+      }
+      // Before the warm-up: what commits from here on is notified; what committed before, it reads.
+      // Workers listen too: another node's deletion stops their tasks for that video at once.
+      if (cluster && store.kind === "postgres") await cluster.start((ch, h) => listen(store.pool, ch, h));
+      if (role === "worker") {
+        // No HTTP, no index, no webhook delivery, and the media is the servers' to sweep: only
+        // this data dir's own leftovers (ffmpegs a crashed worker left running).
+        const killed = sweepOrphanTools(bins, config.dataDir);
+        if (killed || released)
+          logger.info("recovered after restart", { tasks_requeued: released, orphan_tools_killed: killed });
+        return;
       }
       const swept = {
         // ffmpeg/ffprobe a crashed server left running on this data dir (media/child-guard.ts).
@@ -671,8 +718,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       if (Object.values(swept).some(Boolean) || released) {
         logger.info("recovered after restart", { tasks_requeued: released, ...swept });
       }
-      // Before the warm-up: what commits from here on is notified; what committed before, it reads.
-      if (cluster && store.kind === "postgres") await cluster.start((ch, h) => listen(store.pool, ch, h));
       await leader.start();
       dispatcher.start();
       // Every account's vectors into the in-memory index, in slices between requests (index-warmer.ts).
@@ -684,8 +729,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       await cluster?.stop();
       search.indexes.stopWarming(); // before the store closes: no page is read after this
       await queue.stop();
+      await nodes.stop();
       await dispatcher.stop();
-      await search.indexes.saveSnapshot(); // nothing writes vectors any more; the store is still open
+      // nothing writes vectors any more; the store is still open (a worker has no index to save)
+      if (role !== "worker") await search.indexes.saveSnapshot();
       idleMemory.close();
       await inference.close();
       await ocr?.close();

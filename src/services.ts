@@ -19,6 +19,7 @@ import type { SystemService } from "./system/service.ts";
 import type { AgentToolbox } from "./agent/toolbox.ts";
 import type { BackupService } from "./backup/service.ts";
 import type { ExportService } from "./playback/exports.ts";
+import type { NodeRegistry } from "./nodes/registry.ts";
 
 /** Everything routes and CLI commands may call. Built once by createApp. */
 export interface Services {
@@ -50,4 +51,6 @@ export interface Services {
   agent: AgentToolbox;
   /** `vsearch backup` and `vsearch check` (SPEC §11). */
   backup: BackupService;
+  /** The node registry (issue 26): every serve and worker process, its heartbeat and what it runs; this node's refusal. */
+  nodes: Pick<NodeRegistry, "list" | "refused">;
 }

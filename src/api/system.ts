@@ -96,4 +96,43 @@ export function registerSystemRoutes(app: Api, deps: HttpDeps) {
       });
     },
   );
+
+  app.openapi(
+    defineRoute(deps, {
+      method: "get",
+      path: "/v1/system/nodes",
+      operationId: "listNodes",
+      tags: ["System"],
+      summary:
+        "The serve and worker processes on this database: last heartbeat, device, models, what they run (`vsearch nodes`), for admins",
+      access: "admin_session",
+      rateGroup: "admin",
+      responses: { 200: dataResponse("Nodes", z.array(nodeSchema)) },
+    }),
+    async (c) => ok(c, await deps.services.nodes.list()),
+  );
 }
+
+const nodeSchema = z
+  .object({
+    id: z.string(),
+    role: z.enum(["all", "serve", "worker"]),
+    status: z.enum(["running", "stopped", "lost"]).openapi({
+      description: "`lost`: no heartbeat for three periods (killed, or cut off from the database)",
+    }),
+    kinds: z.array(z.string()).openapi({ description: "The task kinds it claims (none: a `serve` node)" }),
+    concurrency: z.number().int(),
+    device: z.string(),
+    models: z.object({ "image-text": z.string().nullable(), speech: z.string().nullable() }),
+    version: z.string(),
+    host: z.string(),
+    pid: z.number().int(),
+    started_at: z.string(),
+    last_heartbeat: z.string(),
+    heartbeat_age_secs: z.number().int(),
+    refused: z
+      .string()
+      .nullable()
+      .openapi({ description: "Why it claims nothing (its models differ from the cluster's); null: it claims" }),
+  })
+  .openapi("Node");

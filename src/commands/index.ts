@@ -18,6 +18,8 @@ import { registerRestoreCommand } from "./restore.ts";
 import { registerMigrateStoreCommand } from "./migrate-store.ts";
 import { createCliContext } from "../cli/context.ts";
 import { registerServeCommand } from "./serve.ts";
+import { registerWorkerCommand } from "./worker.ts";
+import { registerNodesCommand } from "./nodes.ts";
 import { registerSystemCommands } from "./system.ts";
 
 export interface CliIo {
@@ -42,6 +44,8 @@ export function buildProgram(
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   registerServeCommand(program, ctx);
+  registerWorkerCommand(program, ctx);
+  registerNodesCommand(program, ctx);
   registerAccountCommands(program, ctx);
   registerKeyCommands(program, ctx);
   registerVideoCommands(program, ctx);

@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import type { Command } from "commander";
 import { createApp } from "../app.ts";
 import { createLogger } from "../core/logger.ts";
+import { ConfigError } from "../config/config.ts";
 import { bunServeOptions } from "../http/serve-options.ts";
 import type { CliContext } from "../cli/context.ts";
 import { InstanceLock } from "../cli/instance-lock.ts";
@@ -15,7 +16,15 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
     .description("Run the HTTP API, the ingest workers and webhook delivery")
     .option("--host <host>", "address to listen on (default 127.0.0.1)")
     .option("--port <port>", "port (default 8080; 0 picks a free one)", (v) => Number.parseInt(v, 10))
-    .action(async (opts: { host?: string; port?: number }, cmd: Command) => {
+    .option(
+      "--role <role>",
+      "all (default: HTTP and the jobs) or serve (HTTP only: the jobs run on `vsearch worker` processes)",
+      (v) => {
+        if (v !== "all" && v !== "serve") throw new ConfigError(`--role must be all or serve, got "${v}"`);
+        return v;
+      },
+    )
+    .action(async (opts: { host?: string; port?: number; role?: "all" | "serve" }, cmd: Command) => {
       const config = ctx.config(cmd, { host: opts.host, port: opts.port });
       mkdirSync(config.dataDir, { recursive: true });
       const lock = new InstanceLock(config.dataDir);
@@ -35,7 +44,7 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
       let app;
       let server;
       try {
-        app = await createApp(config, { runtime: await ctx.runtime(config), logger });
+        app = await createApp(config, { runtime: await ctx.runtime(config), logger, role: opts.role ?? "all" });
         server = Bun.serve(bunServeOptions(app, config));
       } catch (e) {
         lock.release();

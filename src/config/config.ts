@@ -31,7 +31,9 @@ export type Config = SettingValues & {
   rateLimits: Record<RateGroup, number>;
 };
 
-export type ConfigFlags = Partial<Pick<SettingValues, "dataDir" | "host" | "port" | "logLevel">>;
+export type ConfigFlags = Partial<
+  Pick<SettingValues, "dataDir" | "host" | "port" | "logLevel" | "databaseUrl" | "mediaRoot" | "jobConcurrency">
+>;
 
 export class ConfigError extends Error {
   override name = "ConfigError";

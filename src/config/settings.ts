@@ -369,6 +369,19 @@ export const SETTINGS = {
     defaultDoc:
       "100: the next `POST /v1/upload` is 429 `QUEUE_FULL` with `Retry-After`, refused before its body is read; `vsearch ingest`, `reindex` and job retries are not held to it; 0: no cap",
   }),
+  /** A task's lease: renewed every third of it while its node lives; a dead node's tasks are claimed again after it. */
+  queueLeaseSecs: row({
+    key: "queue_lease_secs",
+    env: "VSEARCH_QUEUE_LEASE_SECS",
+    schema: int(3, 3600),
+    envKind: "number",
+    requirement: "a whole number of seconds from 3 to 3600",
+    default: 60,
+    doc: "task lease",
+    range: "(3–3600 s)",
+    defaultDoc:
+      "60: each node renews its tasks' leases every third of it (database clock); a task whose node died (`kill -9`, a lost machine) is claimed by another node once its lease runs out",
+  }),
   /** Most tasks (ingest, OCR, rendition) one account may have running at once, across every node. 0: no cap. */
   queueAccountMaxRunning: row({
     key: "queue_account_max_running",

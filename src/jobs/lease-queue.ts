@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { isStorageError } from "../core/storage.ts";
+import { isStoreError } from "../store/errors.ts";
 import type { UnitOfWork } from "../store/unit-of-work.ts";
 import { type JobError, JobFailure } from "./failure.ts";
 import type { NewTask, TaskKind, TaskRow, TaskStore } from "./task-store.ts";
@@ -341,6 +342,14 @@ export class LeaseQueue {
         commit = await handler.run(task, ctx);
       } catch (e) {
         if (r.why) return; // stopped, cancelled or lost: nothing to record here
+        if (isStoreError(e, "unavailable")) {
+          // The database went away mid-task (a restart, a network cut): nothing is wrong with the
+          // video. Give it back once the database answers (or its lease runs out meanwhile).
+          log.warn("task interrupted: database unreachable; it will run again", { err: (e as Error)?.message });
+          this.storeFailed("running a task", e);
+          await this.settle("giving a task back", async () => await this.giveBack(task, handler));
+          return;
+        }
         if (isStorageError(e) || this.opts.diskFull?.()) {
           // Out of space mid-task: nothing is wrong with the video. Give the task back (its work
           // is idempotent) and run it again once writes succeed.
@@ -413,7 +422,8 @@ export class LeaseQueue {
         this.backoffMs = 0;
         return true;
       } catch (e) {
-        if (!isStorageError(e)) throw e;
+        // A full disk frees up; an unreachable database comes back (connection errors are retried, not failed).
+        if (!isStorageError(e) && !isStoreError(e, "unavailable")) throw e;
         this.storeFailed(what, e);
         if (this.stopped) return false;
         await this.sleep(this.backoffMs);

@@ -23,7 +23,7 @@ export const LAYERS: string[][] = [
   ],
   ["inference/"],
   ["models/"],
-  ["events/", "indexing/", "jobs/"],
+  ["events/", "indexing/", "jobs/", "nodes/"],
   ["accounts/"],
   ["api-keys/", "collections/", "credits/", "webhooks/"],
   ["auth/", "videos/"],

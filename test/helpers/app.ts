@@ -60,6 +60,8 @@ export interface TestAppOptions {
   nodeId?: string;
   /** false: an upload of bytes the collection holds is a new video (tests that queue one file many times). */
   uploadDuplicateCheck?: boolean;
+  /** What the app runs (createApp's `role`: `all` by default, `serve`, `worker`). */
+  role?: "all" | "serve" | "worker";
 }
 
 /**
@@ -88,6 +90,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: TestA
     now: () => clock.now,
     dbClockSkewMs: () => dbClock.skewMs,
     nodeId: opts.nodeId,
+    role: opts.role,
     uploadDuplicateCheck: opts.uploadDuplicateCheck,
     onEventBus: (b) => (wired.bus = b),
     models: opts.models,

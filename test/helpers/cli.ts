@@ -51,13 +51,11 @@ export async function runCliJson<T = any>(args: string[], env: Record<string, st
   return JSON.parse(r.stdout) as T;
 }
 
-/** Starts `serve` on a free port and waits (bounded) for it to print its URL. */
-export async function startServer(dataDir: string, env: Record<string, string> = {}, serveArgs: string[] = []) {
-  const proc = Bun.spawn([BUN, MAIN, "--data-dir", dataDir, "--json", "serve", "--port", "0", ...serveArgs], {
-    env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...(await backendEnv(dataDir)), ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+/**
+ * The JSON document (flat: no nested object) a `--json` serve or worker prints once it runs, read
+ * from its stdout within the harness's bound; the process is killed and the test fails otherwise.
+ */
+async function startLine(proc: Bun.Subprocess<"ignore", "pipe", "pipe">, what: string): Promise<string> {
   const reader = proc.stdout.getReader();
   let text = "";
   const deadline = Date.now() + PROCESS_BOUND_MS;
@@ -72,9 +70,24 @@ export async function startServer(dataDir: string, env: Record<string, string> =
   reader.releaseLock();
   if (!text.includes("}")) {
     proc.kill();
-    throw new Error(`server did not start: ${text} ${await new Response(proc.stderr).text()}`);
+    throw new Error(`${what} did not start: ${text} ${await new Response(proc.stderr).text()}`);
   }
-  const info = JSON.parse(text) as { url: string; pid: number; setup_url?: string | null; also_at?: string[] };
+  return text;
+}
+
+/** Starts `serve` on a free port and waits (bounded) for it to print its URL. */
+export async function startServer(dataDir: string, env: Record<string, string> = {}, serveArgs: string[] = []) {
+  const proc = Bun.spawn([BUN, MAIN, "--data-dir", dataDir, "--json", "serve", "--port", "0", ...serveArgs], {
+    env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...(await backendEnv(dataDir)), ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const info = JSON.parse(await startLine(proc, "server")) as {
+    url: string;
+    pid: number;
+    setup_url?: string | null;
+    also_at?: string[];
+  };
   return {
     url: info.url,
     /** The one-time first-run link (null once an account exists). */
@@ -115,4 +128,31 @@ export async function postUpload(
       await fetch(`${url}/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: fd })
     ).json()) as any
   ).data;
+}
+
+/**
+ * Starts `vsearch worker` (issue 26) over `dataDir` and waits (bounded) for its JSON start line.
+ * `env` must name the shared database (VSEARCH_DATABASE_URL): a worker has a data dir of its own
+ * and works on the servers' database, not on a database of its data dir.
+ */
+export async function startWorker(dataDir: string, env: Record<string, string>, workerArgs: string[] = []) {
+  const proc = Bun.spawn([BUN, MAIN, "--data-dir", dataDir, "--json", "worker", ...workerArgs], {
+    env: { ...process.env, VSEARCH_LOG_LEVEL: "silent", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const info = JSON.parse(await startLine(proc, "worker")) as {
+    pid: number;
+    kinds: string[];
+    concurrency: number;
+    refused: string | null;
+  };
+  return {
+    ...info,
+    proc,
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      proc.kill(signal);
+      await Promise.race([proc.exited, Bun.sleep(20_000)]);
+    },
+  };
 }

@@ -13,6 +13,7 @@ import m010 from "./010_vector_changes.sql" with { type: "text" };
 import m011 from "./011_task_queue.sql" with { type: "text" };
 import m012 from "./012_ocr_cjk.sql" with { type: "text" };
 import m013 from "./013_people.sql" with { type: "text" };
+import m014 from "./014_nodes.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -34,4 +35,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 11, name: "task_queue", sql: m011 },
   { version: 12, name: "ocr_cjk", sql: m012 },
   { version: 13, name: "people", sql: m013 },
+  { version: 14, name: "nodes", sql: m014 },
 ];

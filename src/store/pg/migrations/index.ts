@@ -8,6 +8,7 @@ import m003 from "./003_task_queue.sql" with { type: "text" };
 import m004 from "./004_ocr_cjk.sql" with { type: "text" };
 import m005 from "./005_people.sql" with { type: "text" };
 import m006 from "./006_vector_changes_cascade.sql" with { type: "text" };
+import m007 from "./007_nodes.sql" with { type: "text" };
 import m008 from "./008_rate_windows.sql" with { type: "text" };
 
 export interface PgMigration {
@@ -36,6 +37,7 @@ export const PG_MIGRATIONS: PgMigration[] = [
     sqlite: [],
     pgOnly: "PostgreSQL fires a foreign-key cascade's row triggers after the parent's own (SQLite before)",
   },
+  { version: 7, name: "nodes", sql: m007, sqlite: [14] },
   {
     version: 8,
     name: "rate_windows",
