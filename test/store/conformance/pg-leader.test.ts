@@ -50,7 +50,7 @@ describe.skipIf(!pgAvailable())("leader election", () => {
     await b.start();
     expect(a.isLeader).toBe(true);
     expect(b.isLeader).toBe(false);
-    expect(await until(() => runs.a >= 3, 10_000)).toBe(true);
+    expect(await until(() => runs.a >= 3, 30_000)).toBe(true);
     expect(runs.b).toBe(0);
 
     // The leader's lock session ends (a network failure, an administrator): it stops leading,
@@ -58,12 +58,12 @@ describe.skipIf(!pgAvailable())("leader election", () => {
     await pgTest().admin`SELECT pg_terminate_backend(${held[0]!.pid})`;
     // (The old leader may believe it leads until its client sees the session close: the duties
     // are ones that tolerate a brief overlap.)
-    expect(await until(() => a.terms + b.terms === 2 && a.isLeader !== b.isLeader, 10_000)).toBe(true);
+    expect(await until(() => a.terms + b.terms === 2 && a.isLeader !== b.isLeader, 30_000)).toBe(true);
 
     const [leader, other] = a.isLeader ? [a, b] : [b, a];
     const before = other.terms;
     await leader.stop();
     expect(leader.isLeader).toBe(false);
-    expect(await until(() => other.terms === before + 1 && other.isLeader, 10_000)).toBe(true);
-  }, 60_000);
+    expect(await until(() => other.terms === before + 1 && other.isLeader, 30_000)).toBe(true);
+  }, 120_000);
 });
