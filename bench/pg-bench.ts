@@ -54,7 +54,7 @@ import { ExactVectorCache } from "../src/search/vector-cache.ts";
 import { VideoStore } from "../src/videos/store.ts";
 import { findPostgres, startCluster } from "../test/pg/cluster.ts";
 import { makeBenchClip } from "./lib/bench-clip.ts";
-import { BenchEmbedder, DIM, readyVideo, type SearchData, writeSearchData } from "./lib/search-data.ts";
+import { BenchEmbedder, DIM, readyVideo, type SearchData, searchDataset, writeSearchData } from "./lib/search-data.ts";
 import { type Dataset, generateDataset, generateQueries } from "./lib/synthetic.ts";
 
 const argv = process.argv;
@@ -152,15 +152,7 @@ async function openApp(o: {
 
 async function partA(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sql, work: string) {
   const tiny = await ClipModel.load(TINY_CLIP, { dtype: "fp32", towers: ["text"] });
-  const ds = generateDataset({
-    n: FRAMES,
-    dim: DIM,
-    kind: "clustered",
-    framesPerVideo: 200,
-    framesPerShot: 10,
-    collections: 10,
-    seed: 42,
-  });
+  const ds = searchDataset(FRAMES);
   const embedder = new BenchEmbedder(tiny, generateQueries(ds, 400, "text", 9));
   const db = `${DB_PREFIX}_search_${FRAMES}`;
   await database(admin, db, true);

@@ -22,8 +22,8 @@ import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
 import { findPostgres, type PgBinaries, startCluster } from "../test/pg/cluster.ts";
 import { FixedEmbedder } from "./lib/fixed-embedder.ts";
-import { DIM, MODEL, writeSearchData } from "./lib/search-data.ts";
-import { generateDataset, generateQueries } from "./lib/synthetic.ts";
+import { DIM, MODEL, searchDataset, writeSearchData } from "./lib/search-data.ts";
+import { generateQueries } from "./lib/synthetic.ts";
 
 const argv = process.argv;
 const str = (name: string) => {
@@ -56,15 +56,7 @@ const children: Bun.Subprocess[] = [];
 try {
   await admin.unsafe("DROP DATABASE IF EXISTS scaleout_search WITH (FORCE)");
   await admin.unsafe("CREATE DATABASE scaleout_search");
-  const ds = generateDataset({
-    n: FRAMES,
-    dim: DIM,
-    kind: "clustered",
-    framesPerVideo: 200,
-    framesPerShot: 10,
-    collections: 10,
-    seed: 42,
-  });
+  const ds = searchDataset(FRAMES);
   const queries = generateQueries(ds, 400, "text", 9);
   const queriesFile = join(work, "queries.f32");
   writeFileSync(queriesFile, new Uint8Array(queries.buffer, queries.byteOffset, queries.byteLength));

@@ -45,8 +45,8 @@ import { FeedbackStore } from "../src/search/feedback-store.ts";
 import { OcrSearchStore } from "../src/search/ocr-store.ts";
 import { ExactVectorCache } from "../src/search/vector-cache.ts";
 import { SearchStore } from "../src/search/store.ts";
-import { BenchEmbedder, DIM, type SearchData, WORDS, writeSearchData } from "./lib/search-data.ts";
-import { generateDataset, generateQueries } from "./lib/synthetic.ts";
+import { BenchEmbedder, DIM, type SearchData, searchDataset, WORDS, writeSearchData } from "./lib/search-data.ts";
+import { generateQueries } from "./lib/synthetic.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -208,15 +208,7 @@ async function main() {
     { VSEARCH_RATE_LIMIT_SEARCH: "1000000" },
   );
   const tiny = await ClipModel.load(TINY_CLIP, { dtype: "fp32", towers: ["text"] });
-  const ds = generateDataset({
-    n: FRAMES,
-    dim: DIM,
-    kind: "clustered",
-    framesPerVideo: 200,
-    framesPerShot: 10,
-    collections: 10,
-    seed: 42,
-  });
+  const ds = searchDataset(FRAMES);
   const queryVectors = generateQueries(ds, QUERIES * 10, "text", 9);
   const embedder = new BenchEmbedder(tiny, queryVectors);
   const app = await createApp(config, {

@@ -15,10 +15,22 @@ import { IndexStore } from "../../src/indexing/store.ts";
 import { SCENE_LABELS } from "../../src/pipeline/labels.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
 import { VideoStore } from "../../src/videos/store.ts";
-import { type Dataset, prng } from "./synthetic.ts";
+import { type Dataset, generateDataset, prng } from "./synthetic.ts";
 
 export const DIM = 512;
 export const MODEL = "bench-clip-b32@synthetic";
+
+/** The search benches' account: `frames` clustered 512-d frames, ~200 a video, shots of 10, ten collections. */
+export const searchDataset = (frames: number): Dataset =>
+  generateDataset({
+    n: frames,
+    dim: DIM,
+    kind: "clustered",
+    framesPerVideo: 200,
+    framesPerShot: 10,
+    collections: 10,
+    seed: 42,
+  });
 
 export const WORDS = [
   "harbor",
