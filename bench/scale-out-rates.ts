@@ -17,6 +17,7 @@
  * PostgreSQL runs on the same machine (2 cores here): the figures are one box doing both jobs.
  * Prints tables and writes bench/results/scale-out-rates.json. Not a test.
  */
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -88,7 +89,7 @@ await postgres(url, { max: 1 })
 const store = await openPgStore(url, { applicationName: "vsearch bench" });
 const limits = { ...DEFAULT_RATE_LIMITS, search: 1_000_000_000 };
 const memory = new RateLimiter(limits);
-const db = new DbRateLimiter(store.exec, limits);
+const db = new DbRateLimiter(store.exec, randomBytes(32), limits); // the cluster secret keys its HMAC of `who`
 const ping = () => store.exec.get("SELECT 1 AS one");
 // Warm the pool and the prepared statements.
 for (let i = 0; i < 200; i++) await db.take("search", `warm:${i % 4}`, 1);

@@ -607,7 +607,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   // Rate-limit windows: in this process on the embedded store; shared by every server on PostgreSQL.
   const limiter =
     store.kind === "postgres"
-      ? new DbRateLimiter(db, config.rateLimits, now)
+      ? new DbRateLimiter(db, masterSecret, config.rateLimits, now)
       : new RateLimiter(config.rateLimits, now, { maxClients: config.rateLimitMaxClients });
   // Cluster-wide duties run on one process: the holder of the leader advisory lock (system/leader.ts).
   const leader = new LeaderElection(

@@ -7,7 +7,11 @@
  * Windows start on the clock of the server that opens them (the app's `now`, which tests move);
  * servers whose clocks differ by seconds move a window's edge by as much, never its count.
  * The leader deletes windows that have ended (`prune`, a leader duty in app.ts).
+ * Rows name no one: `who` (an API key id, a client address, an e-mail being signed in with) is
+ * stored as an HMAC keyed with the cluster secret, the same on every node, so the table holds no
+ * personal data and a deleted account leaves nothing of itself in it.
  */
+import { createHmac } from "node:crypto";
 import type { RateGroup } from "../config/config.ts";
 import type { Executor } from "../store/executor.ts";
 import { type RateLimits, type RateResult, rateResult } from "./rate-limit.ts";
@@ -29,12 +33,11 @@ const REFUND = `UPDATE rate_windows SET count = count - 1
 
 const PRUNE = "DELETE FROM rate_windows WHERE window_start <= ?1::bigint - ?2::bigint";
 
-/** PostgreSQL's text holds no NUL, which callers use as a separator (an address and an e-mail): escaped, one to one. */
-const textKey = (who: string) => who.replaceAll("\\", "\\\\").replaceAll("\u0000", "\\0");
-
 export class DbRateLimiter implements RateLimits {
   constructor(
     private readonly db: Executor,
+    /** The cluster secret: the key of the HMAC that stands for `who` in the table. */
+    private readonly secret: Buffer,
     private readonly limits: Record<RateGroup, number>,
     private readonly now: () => number = Date.now,
     private readonly windowMs = 60_000,
@@ -46,7 +49,7 @@ export class DbRateLimiter implements RateLimits {
     const [row] = await this.db.write<{ window_start: number; count: number; ok: boolean }>(
       TAKE,
       group,
-      textKey(who),
+      this.rowKey(who),
       t,
       n,
       limit,
@@ -56,8 +59,13 @@ export class DbRateLimiter implements RateLimits {
     return rateResult(limit, row.count, Number(row.window_start), row.ok, t, this.windowMs);
   }
 
+  /** 128 bits of HMAC-SHA256 in hex: one to one in practice, and no identifier in the row. */
+  private rowKey(who: string): string {
+    return createHmac("sha256", this.secret).update(`rate-window\u0000${who}`).digest("hex").slice(0, 32);
+  }
+
   async refund(group: RateGroup, who: string): Promise<void> {
-    await this.db.run(REFUND, group, textKey(who), this.now(), this.windowMs);
+    await this.db.run(REFUND, group, this.rowKey(who), this.now(), this.windowMs);
   }
 
   /** Deletes the windows that have ended (a leader duty); how many went. */
