@@ -7,7 +7,6 @@
  * requests to both servers together (rate windows in the database); exactly one of them is the
  * leader, and when it is killed the other takes over. PostgreSQL only (PG_ONLY in vitest.config.ts).
  */
-import { copyFileSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { databaseUrlFor } from "../pg/backend.ts";
@@ -40,7 +39,8 @@ const rx = startReceiver();
 
 beforeAll(async () => {
   // B's data dir, A's database: two nodes of one install.
-  envB = { ...ENV, VSEARCH_DATABASE_URL: (await databaseUrlFor(dirA))! };
+  // B mounts A's media: A's data dir is the media root (its default), and the cluster secret on it is B's too.
+  envB = { ...ENV, VSEARCH_DATABASE_URL: (await databaseUrlFor(dirA))!, VSEARCH_MEDIA_ROOT: dirA };
   await Promise.all(
     [
       { dir: dirA, env: ENV },
@@ -50,13 +50,8 @@ beforeAll(async () => {
       await runCliJson([...args, "--role", "image-text", "--no-load-check"], env);
     }),
   );
-  // Media every node mounts (media_root is another branch's): B's videos folder is A's.
-  mkdirSync(join(dirA, "videos"), { recursive: true });
-  symlinkSync(join(dirA, "videos"), join(dirB, "videos"));
   accountId = (await runCliJson(["--data-dir", dirA, "accounts", "create", "--name", "two"], ENV)).id;
   key = (await runCliJson(["--data-dir", dirA, "keys", "create", "--account", accountId, "--name", "k"], ENV)).key;
-  // One cluster secret (its setting is another branch's): B unseals the webhook secrets A sealed.
-  copyFileSync(join(dirA, "secret.key"), join(dirB, "secret.key"));
   [a, b] = await Promise.all([startServer(dirA, ENV), startServer(dirB, envB)]);
 }, 240_000);
 

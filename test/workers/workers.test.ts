@@ -8,7 +8,7 @@
  * written per job. A worker whose active model differs from the servers' claims nothing.
  * PostgreSQL only (vitest.config.ts PG_ONLY): a worker needs database_url.
  */
-import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
 import { postCollection, postUpload, runCli, runCliJson, startServer, startWorker } from "../helpers/cli.ts";
@@ -26,12 +26,8 @@ afterAll(async () => {
   for (const stop of stops.reverse()) await stop();
 });
 
-/** A worker's data dir: its own node id and runtime, the server's media folder (the shared mount). */
-function workerDir(name: string): string {
-  const d = tempDir(`vsearch-worker-${name}-`);
-  symlinkSync(join(dir, "videos"), join(d, "videos"));
-  return d;
-}
+/** A worker's data dir: its own node id and runtime (the media are the server's: VSEARCH_MEDIA_ROOT). */
+const workerDir = (name: string): string => tempDir(`vsearch-worker-${name}-`);
 
 test("3 workers ingest 20 clips while one is SIGKILLed mid-job: every job done once, credits and job.completed once each; a worker with another model claims nothing", async () => {
   const url = (await databaseUrlFor(dir))!;
@@ -73,6 +69,8 @@ test("3 workers ingest 20 clips while one is SIGKILLed mid-job: every job done o
     VSEARCH_DATABASE_URL: url,
     VSEARCH_MODELS_DIR: join(dir, "models"),
     VSEARCH_QUEUE_LEASE_SECS: "3",
+    // The server's data dir is its media root (the default): the workers mount it there.
+    VSEARCH_MEDIA_ROOT: dir,
   };
   const dirs = ["a", "b", "c"].map(workerDir);
   const workers = await Promise.all(dirs.map((d) => startWorker(d, workerEnv, ["--kinds", "ingest,ocr"])));
