@@ -1,3 +1,7 @@
+/*
+ * Just over the ~450-line guide (~460): one queue's claim, heartbeat, give-back and stop are one
+ * state machine over the same leases; the connection-error give-back (issue 26) joined it there.
+ */
 import { randomBytes } from "node:crypto";
 import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
