@@ -133,6 +133,20 @@ class WarmGate {
   }
 }
 
+/** A search app whose warm-up, once started, waits at its gate. */
+async function startHeld(o: {
+  waitMs: number;
+  vectorIndex?: MemoryIndexOptions;
+}): Promise<{ app: SearchTestApp; gate: WarmGate }> {
+  const gate = new WarmGate();
+  const app = await startSearchApp({
+    embedder: embedder(),
+    indexWarm: { ...SLOW, waitMs: o.waitMs, beforeSlice: gate.beforeSlice },
+    vectorIndex: o.vectorIndex,
+  });
+  return { app, gate };
+}
+
 /** What a search answers: per video, its clips' start, type and score. */
 const answer = (videos: { video_id: string; segments: { timestamp_start: number; type: string; score: number }[] }[]) =>
   videos.map((v) => [v.video_id, v.segments.map((s) => [s.timestamp_start, s.type, s.score])]);
@@ -207,12 +221,9 @@ describe("index warm-up after start", () => {
 
   // These four change the store while the warm-up is held at a point (WarmGate).
   it("videos re-indexed, deleted and added while it loads end up exactly right", async () => {
-    const gate = new WarmGate();
-    t = await startSearchApp({
-      embedder: embedder(),
-      indexWarm: { ...SLOW, waitMs: 0, beforeSlice: gate.beforeSlice },
-      vectorIndex: EXACT,
-    });
+    const held = await startHeld({ waitMs: 0, vectorIndex: EXACT });
+    t = held.app;
+    const gate = held.gate;
     const { tenant, videos } = await account(t, "A", 3);
     const col = (await t.stores.videos.getById(videos[0]))!.collection_id;
     await t.app.start();
@@ -243,12 +254,9 @@ describe("index warm-up after start", () => {
   });
 
   it("an account deleted while it loads leaves none of its rows", async () => {
-    const gate = new WarmGate();
-    t = await startSearchApp({
-      embedder: embedder(),
-      indexWarm: { ...SLOW, waitMs: 0, beforeSlice: gate.beforeSlice },
-      vectorIndex: EXACT,
-    });
+    const held = await startHeld({ waitMs: 0, vectorIndex: EXACT });
+    t = held.app;
+    const gate = held.gate;
     const a = await account(t, "A", 4);
     const b = await account(t, "B", 5);
     await t.app.start();
@@ -263,12 +271,9 @@ describe("index warm-up after start", () => {
   });
 
   it("a tenant whose vectors are all in searches while others' still load; a new tenant at once", async () => {
-    const gate = new WarmGate();
-    t = await startSearchApp({
-      embedder: embedder(),
-      indexWarm: { ...SLOW, waitMs: 0, beforeSlice: gate.beforeSlice },
-      vectorIndex: EXACT,
-    });
+    const held = await startHeld({ waitMs: 0, vectorIndex: EXACT });
+    t = held.app;
+    const gate = held.gate;
     const a = await account(t, "A", 7); // written first: the lowest ids of both kinds
     const b = await account(t, "B", 8);
     const fresh = await createTenant(t, "C");
@@ -304,11 +309,9 @@ describe("index warm-up after start", () => {
   });
 
   it("close() during the load stops it cleanly; a search waiting for it is answered", async () => {
-    const gate = new WarmGate();
-    t = await startSearchApp({
-      embedder: embedder(),
-      indexWarm: { ...SLOW, waitMs: 20_000, beforeSlice: gate.beforeSlice },
-    });
+    const held = await startHeld({ waitMs: 20_000 });
+    t = held.app;
+    const gate = held.gate;
     const { tenant } = await account(t, "A", 6);
     await t.app.start();
     await gate.holdPast(0.1);
