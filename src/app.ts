@@ -52,6 +52,7 @@ import { LeaseQueue } from "./jobs/lease-queue.ts";
 import { TASK_KINDS, type TaskKind, TaskStore } from "./jobs/task-store.ts";
 import { NodeStore, type NodeRole } from "./nodes/store.ts";
 import { NodeRegistry } from "./nodes/registry.ts";
+import { checkClusterSecret, SecretFingerprintStore, secretFingerprint } from "./signing/secret-fingerprint.ts";
 import { ephemeralNodeId, loadOrCreateNodeId } from "./jobs/node-id.ts";
 import { SHARED_ROOT_GRACE_MS, VideoFiles } from "./videos/files.ts";
 import { VideoStore } from "./videos/store.ts";
@@ -166,6 +167,11 @@ export interface AppOptions {
   role?: NodeRole;
   /** A worker's task kinds (default: all of them); `job_concurrency` slots for ingest and OCR. */
   kinds?: readonly TaskKind[];
+  /**
+   * `vsearch secret adopt` only: record this node's cluster secret as the install's, replacing the
+   * fingerprint of another (lost) one instead of refusing to start.
+   */
+  adoptSecret?: boolean;
 }
 
 /**
@@ -250,6 +256,17 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       file: clusterSecret.file,
     });
   const masterSecret = clusterSecret.secret;
+  // The database remembers the install's secret by its fingerprint: a node with another one
+  // refuses here, before it signs or seals anything (signing/secret-fingerprint.ts).
+  const fingerprints = new SecretFingerprintStore(db);
+  try {
+    if (opts.adoptSecret) await fingerprints.replace(secretFingerprint(masterSecret));
+    else if ((await checkClusterSecret(fingerprints, masterSecret, clusterSecret.file)) === "recorded")
+      logger.info("cluster secret fingerprint recorded", { file: clusterSecret.file });
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
   // Links follow the origin each request came to (SPEC §10; the HTTP layer sets it); without a
   // request (CLI, MCP over stdio, background work): public_base_url, else the served address.
   const linkOrigin = new LinkOrigin();

@@ -20,6 +20,7 @@ import { createCliContext } from "../cli/context.ts";
 import { registerServeCommand } from "./serve.ts";
 import { registerWorkerCommand } from "./worker.ts";
 import { registerNodesCommand } from "./nodes.ts";
+import { registerSecretCommand } from "./secret.ts";
 import { registerSystemCommands } from "./system.ts";
 
 export interface CliIo {
@@ -46,6 +47,7 @@ export function buildProgram(
   registerServeCommand(program, ctx);
   registerWorkerCommand(program, ctx);
   registerNodesCommand(program, ctx);
+  registerSecretCommand(program, ctx);
   registerAccountCommands(program, ctx);
   registerKeyCommands(program, ctx);
   registerVideoCommands(program, ctx);

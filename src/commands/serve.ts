@@ -59,7 +59,15 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
       const alsoAt = everywhere ? lanUrls(port) : [];
       app.setBaseUrl(url);
       lock.update({ url });
-      await app.start();
+      try {
+        await app.start();
+      } catch (e) {
+        // Refused at start (another version running, another cluster secret): nothing stays up.
+        server.stop(true);
+        await app.close().catch(() => {});
+        lock.release();
+        throw e;
+      }
       logger.info("listening", { url, data_dir: config.dataDir, ...(everywhere ? { also_at: alsoAt } : {}) });
       // First run (SPEC §10): no account yet, so a one-time link lets a browser create the first.
       const setupToken = await app.services.setup.issueToken();

@@ -42,11 +42,25 @@ export interface NodeView {
 }
 
 /**
+ * A serving node (`serve`, `all`) refused at start: a serving node of another vsearch version is
+ * running on the same database (mixed versions are refused; docs/SCALE-OUT.md, "Upgrade").
+ */
+export class MixedVersionsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "MixedVersionsError";
+  }
+}
+
+/**
  * This process's entry in the node registry (issue 26): it registers at start (node id, role,
  * kinds, device, active models, version, host and pid), renews its heartbeat on its own timer, and
- * — on a worker — decides whether the worker may claim at all: a worker whose active image-text
- * or speech model differs from the serving nodes' writes vectors (or transcripts) no server queries
- * with, so it claims nothing and says why (in its log and in the registry) until they agree.
+ * — on a worker — decides whether the worker may claim at all: a worker of another vsearch version
+ * than the running servers', or whose active image-text or speech model differs from theirs,
+ * writes rows (vectors, transcripts) no server reads or queries as it expects, so it claims nothing
+ * and says why (in its log and in the registry) until they agree. A serving node does not start
+ * beside a running serving node of another version (`MixedVersionsError`). Only running nodes
+ * (a fresh heartbeat) count for versions: stopped and lost rows are history, never a block.
  */
 export class NodeRegistry {
   private timer: ReturnType<typeof setInterval> | null = null;
@@ -75,8 +89,13 @@ export class NodeRegistry {
     return this.refusal;
   }
 
-  /** Registers this node and checks its models; then beats every `heartbeatMs`. */
+  /**
+   * Registers this node and checks its version and models; then beats every `heartbeatMs`.
+   * A serving node beside a running serving node of another version throws MixedVersionsError
+   * and registers nothing.
+   */
   async start(): Promise<void> {
+    if (this.info.role !== "worker") await this.refuseMixedVersions();
     this.running = true;
     this.timer ??= setInterval(() => {
       // One at a time: a slow database must not pile them up.
@@ -129,7 +148,14 @@ export class NodeRegistry {
     const reference = running.length ? running : servers.sort((a, b) => b.heartbeat_at - a.heartbeat_at).slice(0, 1);
     const mine = this.ownModels();
     let why: string | null = null;
-    for (const server of reference) {
+    // Versions first, against running servers only: a stopped or lost server of the old version
+    // (an upgrade under way) must not keep a new worker idle.
+    const other = running.find((n) => n.version !== VERSION);
+    if (other)
+      why =
+        `this worker's vsearch version (${VERSION}) differs from the cluster's (${other.version}, on ${other.role} node ${other.id} at ${other.host}): ` +
+        `mixed versions are refused; run vsearch ${other.version} here, or upgrade every node (docs/SCALE-OUT.md, "Upgrade"), then restart the worker`;
+    for (const server of why ? [] : reference) {
       const theirs = JSON.parse(server.models) as NodeModels;
       const role = COMPARED_ROLES.find((r) => (theirs[r] ?? null) !== mine[r]);
       if (!role) continue;
@@ -144,6 +170,26 @@ export class NodeRegistry {
       else if (this.refusal) this.opts.logger.info("models agree with the cluster again; claiming");
     }
     this.refusal = why;
+  }
+
+  /**
+   * A serving node of this version must not start beside a running serving node of another: one
+   * of them would read or write rows the other's schema or code does not expect. Stopped and lost
+   * rows are history (an upgrade stops the old nodes first) and never block.
+   */
+  private async refuseMixedVersions(): Promise<void> {
+    const { now, nodes } = await this.store.list();
+    const others = nodes.filter(
+      (n) =>
+        n.role !== "worker" && n.id !== this.info.id && n.version !== VERSION && this.statusOf(n, now) === "running",
+    );
+    const [first] = others;
+    if (!first) return;
+    const more = others.length > 1 ? ` (and ${others.length - 1} more)` : "";
+    throw new MixedVersionsError(
+      `${first.role} node ${first.id} on ${first.host} (pid ${first.pid}) runs vsearch ${first.version}${more} on this database, this is ${VERSION}: ` +
+        `mixed versions are refused. Stop the nodes of the old version first (every server and worker), then start this version everywhere (docs/SCALE-OUT.md, "Upgrade")`,
+    );
   }
 
   private ownModels(): NodeModels {

@@ -35,6 +35,8 @@ import type { SqliteStore } from "../../src/store/sqlite/database.ts";
 import { OcrSearchStore } from "../../src/search/ocr-store.ts";
 import { FeedbackStore } from "../../src/search/feedback-store.ts";
 import { SystemStore } from "../../src/system/store.ts";
+import { NodeStore } from "../../src/nodes/store.ts";
+import { SecretFingerprintStore } from "../../src/signing/secret-fingerprint.ts";
 import { VideoStore } from "../../src/videos/store.ts";
 import { WebhookStore } from "../../src/webhooks/store.ts";
 import { tempDirs } from "./temp.ts";
@@ -56,6 +58,10 @@ export interface Stores {
   system: SystemStore;
   videos: VideoStore;
   webhooks: WebhookStore;
+  /** The node registry's rows (a node of another version, written as that node would). */
+  nodes: NodeStore;
+  /** The cluster secret's fingerprint (cluster_meta). */
+  secretFingerprint: SecretFingerprintStore;
   /**
    * A search domain of its own over this connection, built as createApp builds the app's: for
    * tests that watch its index (which k each look-up asked for, what the vector index scanned).
@@ -101,6 +107,8 @@ export function openStores(
     system: new SystemStore(db),
     videos: new VideoStore(db),
     webhooks: new WebhookStore(db, clock),
+    nodes: new NodeStore(db, clock),
+    secretFingerprint: new SecretFingerprintStore(db),
     searchDomain: (deps) =>
       createSearchDomain({
         ...deps,

@@ -8,6 +8,7 @@
  * fails midway is left empty and a re-run completes; a non-empty target is refused and unchanged;
  * the CLI does both, and carries the secret to another data dir.
  */
+import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -76,6 +77,7 @@ const TABLES = [
   "webhooks",
   "webhook_deliveries",
   "events",
+  "cluster_meta",
 ];
 
 const models = fixedCatalog({ "image-text": tinyClip, speech: tinyWhisper });
@@ -113,6 +115,10 @@ async function counts(url: string): Promise<Record<string, number>> {
     await sql.end({ timeout: 5 });
   }
 }
+
+/** The fingerprint of a secret.key's text (signing/secret-fingerprint.ts, computed independently). */
+const fingerprintOf = (hex: string) =>
+  createHmac("sha256", Buffer.from(hex.trim(), "hex")).update("vsearch cluster secret fingerprint v1").digest("hex");
 
 const zero = Object.fromEntries(TABLES.map((t) => [t, 0]));
 
@@ -223,6 +229,9 @@ describe.skipIf(!pgAvailable())("vsearch migrate-store", () => {
         expect(Number(row!.top), table).toBeGreaterThan(0);
         expect(Number(row!.seq), table).toBeGreaterThanOrEqual(Number(row!.top));
       }
+      // The cluster secret's fingerprint came with the rows: the carried secret's (nodes start on it).
+      const [fp] = await sql.unsafe("SELECT value FROM cluster_meta WHERE key = 'secret_fingerprint'");
+      expect(fp?.value).toBe(fingerprintOf(readFileSync(join(dir, "secret.key"), "utf8")));
     } finally {
       await sql.end({ timeout: 5 });
     }
@@ -299,6 +308,20 @@ describe.skipIf(!pgAvailable())("vsearch migrate-store", () => {
       expect(ok.stdout).toContain("move that folder");
       expect(readFileSync(join(runDir, "secret.key"), "utf8")).toBe(readFileSync(join(dir, "secret.key"), "utf8"));
       expect(await counts(urlFor(db))).toEqual(migrated);
+      // A node on the carried secret passes the fingerprint check; one with a secret of its own is refused.
+      const onCarried = await runCli(["--data-dir", runDir, "nodes"], { VSEARCH_DATABASE_URL: urlFor(db) });
+      expect(onCarried.stderr).toBe("");
+      expect(onCarried.code).toBe(0);
+      const strayDir = makeTempDir("vsearch-migrate-stray-");
+      try {
+        const stray = await runCli(["--data-dir", strayDir, "nodes"], { VSEARCH_DATABASE_URL: urlFor(db) });
+        expect(stray.code).toBe(1);
+        expect(stray.stderr).toContain(
+          `the cluster secret in ${join(strayDir, "secret.key")} is not the one this database was started with`,
+        );
+      } finally {
+        removeDir(strayDir);
+      }
 
       const again = await runCli(
         ["--data-dir", runDir, "migrate-store", "--from", dir, "--to", urlFor(db)],

@@ -14,6 +14,7 @@ import m011 from "./011_task_queue.sql" with { type: "text" };
 import m012 from "./012_ocr_cjk.sql" with { type: "text" };
 import m013 from "./013_people.sql" with { type: "text" };
 import m014 from "./014_nodes.sql" with { type: "text" };
+import m015 from "./015_cluster_meta.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -36,4 +37,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 12, name: "ocr_cjk", sql: m012 },
   { version: 13, name: "people", sql: m013 },
   { version: 14, name: "nodes", sql: m014 },
+  { version: 15, name: "cluster_meta", sql: m015 },
 ];

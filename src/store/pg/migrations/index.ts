@@ -10,6 +10,7 @@ import m005 from "./005_people.sql" with { type: "text" };
 import m006 from "./006_vector_changes_cascade.sql" with { type: "text" };
 import m007 from "./007_nodes.sql" with { type: "text" };
 import m008 from "./008_rate_windows.sql" with { type: "text" };
+import m009 from "./009_cluster_meta.sql" with { type: "text" };
 
 export interface PgMigration {
   version: number;
@@ -46,4 +47,5 @@ export const PG_MIGRATIONS: PgMigration[] = [
     pgOnly: "rate-limit windows shared by several servers; the embedded store's one server keeps them in memory",
     pgOnlyTables: ["rate_windows"],
   },
+  { version: 9, name: "cluster_meta", sql: m009, sqlite: [15] },
 ];
