@@ -130,9 +130,9 @@ const nodeSchema = z
     started_at: z.string(),
     last_heartbeat: z.string(),
     heartbeat_age_secs: z.number().int(),
-    refused: z
-      .string()
-      .nullable()
-      .openapi({ description: "Why it claims nothing (its models differ from the cluster's); null: it claims" }),
+    refused: z.string().nullable().openapi({
+      description:
+        "Why it claims nothing (its vsearch version or models differ from the running servers'); null: it claims",
+    }),
   })
   .openapi("Node");

@@ -8,9 +8,9 @@
  * `--loopback` serves on 127.0.0.1 instead), a truncated clip indexed with its warning and a
  * duplicate upload, the video page, search, play from a moment (currentTime checked), empty-search
  * hints, hide a result, create and revoke an API key, see the webhook's deliveries, the jobs page
- * explaining a failure, retry and delete, the system page, paging and live status after a reload;
- * /docs rendered by Scalar; no request leaves the server's origin; a member does not see the admin
- * pages; the phone layout does not scroll sideways. Issue 22's steps are in operators.ts.
+ * explaining a failure, retry and delete, the system page, the nodes page (a second node refusing
+ * jobs), paging and live status after a reload; /docs rendered by Scalar; no request leaves the
+ * server's origin; a member does not see the admin pages; the phone layout does not scroll sideways. Issue 22's steps are in operators.ts.
  * Screenshots of every page (laptop and phone) go to test-artifacts/dashboard/ (gitignored).
  *
  *   bun test/e2e/dashboard.e2e.ts [--binary ./vsearch] [--chromium /usr/bin/chromium] [--keep] [--loopback]
@@ -598,6 +598,7 @@ async function laptop(
     page,
   );
   await step("system page: models per role and readiness (what doctor says)", () => ops.systemPage(op), page);
+  await step("nodes page: this server and a second node that refuses jobs, with why", () => ops.nodesPage(op), page);
 
   await step(
     "/docs renders the API reference with Scalar, offline",
@@ -690,6 +691,7 @@ async function phoneAndMember(browser: Browser, base: string, label: string): Pr
         ["Jobs", "phone-07-jobs"],
         ["Users", "phone-08-users"],
         ["System", "phone-09-system"],
+        ["Nodes", "phone-10-nodes"],
       ]) {
         await page.getByRole("link", { name, exact: true }).click();
         await page.getByRole("heading", { level: 1, name }).waitFor();
@@ -706,16 +708,24 @@ async function phoneAndMember(browser: Browser, base: string, label: string): Pr
   const mp = await member.newPage();
   mp.setDefaultTimeout(WAIT_MS);
   await step(
-    "a member does not see the admin pages",
+    "a member does not see the admin pages (nodes included)",
     async () => {
       await signIn(mp, base, MEMBER);
       const nav = await mp.getByRole("navigation", { name: "Main" }).innerText();
       expectThat(
-        !nav.includes("API keys") && !nav.includes("Webhooks") && !nav.includes("Users") && !nav.includes("System"),
+        !nav.includes("API keys") &&
+          !nav.includes("Webhooks") &&
+          !nav.includes("Users") &&
+          !nav.includes("System") &&
+          !nav.includes("Nodes"),
         `member nav: ${nav}`,
       );
-      await mp.goto(`${base}/#/keys`);
-      await mp.getByRole("heading", { level: 1, name: "Not found" }).waitFor();
+      // Sent to an admin page anyway: told it is for admins (the API refuses them too: 403).
+      for (const path of ["#/keys", "#/nodes"]) {
+        await mp.goto(`${base}/${path}`);
+        await mp.getByRole("heading", { level: 1, name: "Admins only" }).waitFor();
+        expectThat((await mp.locator("table.nodes").count()) === 0, `no nodes table for a member at ${path}`);
+      }
       await shot(mp, "laptop-13-member");
     },
     mp,

@@ -4,12 +4,18 @@
  * media reached through the address the browser used (the server listens on 0.0.0.0 and is
  * browsed as 127.0.0.2), a truncated clip indexed with its warning, a duplicate upload, the jobs
  * page explaining a failure and retrying it, deleting a video, the system page, empty-search
- * hints, and videos page by page with live status after a reload. Each function is one step's
- * body; dashboard.e2e.ts names and orders them.
+ * hints, and videos page by page with live status after a reload; and issue 26's nodes page with a
+ * second node that refuses jobs. Each function is one step's body; dashboard.e2e.ts names and
+ * orders them.
  */
 import { rmSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
+import { createLogger } from "../../src/core/logger.ts";
+import type { ModelCatalog } from "../../src/models/roles.ts";
+import { NodeRegistry } from "../../src/nodes/registry.ts";
+import { NodeStore } from "../../src/nodes/store.ts";
+import { openStore } from "../../src/store/database.ts";
 import { expectThat, Skip, WAIT_MS } from "./harness.ts";
 
 export interface OperatorContext {
@@ -225,6 +231,53 @@ export async function systemPage(c: OperatorContext) {
   await c.page.getByRole("heading", { name: /^Readiness: ready$/ }).waitFor();
   await c.shot(c.page, "laptop-14-system");
   return rows.join(" | ");
+}
+
+/**
+ * The nodes page (issue 26): the server itself (the embedded `all` node registers at start) and a
+ * second node — a worker registered over the server's database by the real node registry, run
+ * here, with another CLIP (and this source tree's version, not the binary's): the registry's own
+ * check refuses it, and the page shows both rows and the refusal as the registry wrote it.
+ */
+export async function nodesPage(c: OperatorContext) {
+  const store = openStore(join(c.data, "vsearch.db"));
+  const models: ModelCatalog = {
+    active: (role) =>
+      role === "image-text" ? { name: "other", dir: "/nonexistent", dtype: "fp32", modelId: "another-clip@1" } : null,
+  };
+  const id = "node_e2e00000000000w1";
+  const worker = new NodeRegistry(
+    new NodeStore(store.exec),
+    models,
+    { id, role: "worker", kinds: ["ingest", "ocr"], concurrency: 2 },
+    { device: async () => "cuda", logger: createLogger("silent") },
+  );
+  try {
+    await worker.start();
+    const refused = worker.refused;
+    expectThat(refused && /differs from the cluster's .*on all node/.test(refused), `the worker refuses: ${refused}`);
+    await c.page.getByRole("link", { name: "Nodes", exact: true }).click();
+    await c.page.getByRole("heading", { level: 1, name: "Nodes" }).waitFor();
+    const row = c.page.locator(`table.nodes tbody tr[data-node="${id}"]`);
+    await row.waitFor();
+    const rows = (await c.page.locator("table.nodes tbody tr").allInnerTexts()).map((r) => r.replace(/\s+/g, " "));
+    expectThat(rows.length === 2, `two nodes: ${rows.join(" | ")}`);
+    const server = rows.find((r) => !r.includes(id)) ?? "";
+    expectThat(
+      /\ball\b/.test(server) && /running/.test(server) && /tiny-random-clip/.test(server) && !/refusing/.test(server),
+      `the server's own row: ${server}`,
+    );
+    const mine = (await row.innerText()).replace(/\s+/g, " ");
+    for (const want of ["worker", "running", "refusing jobs", "cuda", "another-clip@1", "ingest, ocr × 2", "s ago"])
+      expectThat(mine.includes(want), `the worker's row has "${want}": ${mine}`);
+    const said = (await c.page.locator(`[data-refused="${id}"]`).innerText()).replace(/\s+/g, " ");
+    expectThat(said.includes(refused!), `the refusal is shown: ${said}`);
+    await c.shot(c.page, "laptop-15-nodes");
+    return `${rows.length} nodes; ${said.slice(0, 140)}`;
+  } finally {
+    await worker.stop();
+    store.close();
+  }
 }
 
 /** An empty search says what to try; a text search goes as JSON. */

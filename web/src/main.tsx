@@ -1,7 +1,7 @@
 /**
  * The vsearch dashboard: sign-in (or the first-run setup behind the link `serve` prints), then a
  * hash-routed shell (#/, #/search, #/videos/<id>?t=, #/jobs, #/account, and for admins #/users,
- * #/system, #/keys, #/webhooks). Hash routes keep the server to one page (`/`) and make every view
+ * #/system, #/nodes, #/keys, #/webhooks; a member sent to one is told it is for admins). Hash routes keep the server to one page (`/`) and make every view
  * linkable. A session signed in with a one-time password sees only the form that replaces it.
  */
 import { render } from "preact";
@@ -17,6 +17,7 @@ import { WebhooksPage } from "./webhooks.tsx";
 import { JobsPage } from "./jobs.tsx";
 import { UsersPage } from "./users.tsx";
 import { SystemPage } from "./system.tsx";
+import { NodesPage } from "./nodes.tsx";
 import { AccountPage, PasswordForm } from "./account.tsx";
 import { SetupPage } from "./setup.tsx";
 
@@ -100,6 +101,7 @@ const NAV: { href: string; label: string; admin?: boolean }[] = [
   { href: "#/keys", label: "API keys", admin: true },
   { href: "#/webhooks", label: "Webhooks", admin: true },
   { href: "#/system", label: "System", admin: true },
+  { href: "#/nodes", label: "Nodes", admin: true },
 ];
 
 function App() {
@@ -160,6 +162,14 @@ function App() {
   else if (path === "/system" && admin) page = <SystemPage />;
   else if (path === "/keys" && admin) page = <KeysPage />;
   else if (path === "/webhooks" && admin) page = <WebhooksPage />;
+  else if (path === "/nodes" && admin) page = <NodesPage />;
+  else if (NAV.some((n) => n.admin && n.href === `#${path}`))
+    page = (
+      <>
+        <h1 tabIndex={-1}>Admins only</h1>
+        <p>This page is for your account's admins; ask one of them if you need what it shows.</p>
+      </>
+    );
   else if (path === "/") page = <CollectionsPage />;
   else page = <h1 tabIndex={-1}>Not found</h1>;
   const current = video ? "#/" : `#${path}`;

@@ -887,7 +887,7 @@ export interface components {
             started_at: string;
             last_heartbeat: string;
             heartbeat_age_secs: number;
-            /** @description Why it claims nothing (its models differ from the cluster's); null: it claims */
+            /** @description Why it claims nothing (its vsearch version or models differ from the running servers'); null: it claims */
             refused: string | null;
         };
         CreatedApiKey: components["schemas"]["ApiKey"] & {
