@@ -63,7 +63,7 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
         await app.start();
       } catch (e) {
         // Refused at start (another version running, another cluster secret): nothing stays up.
-        server.stop(true);
+        await server.stop(true);
         await app.close().catch(() => {});
         lock.release();
         throw e;
