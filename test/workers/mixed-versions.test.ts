@@ -9,7 +9,9 @@ import { afterAll, expect, test } from "vitest";
 import type { NewNode } from "../../src/nodes/store.ts";
 import { VERSION } from "../../src/version.ts";
 import { startTestApp, type TestApp } from "../helpers/app.ts";
-import { runCli } from "../helpers/cli.ts";
+import { runCli, startWorker } from "../helpers/cli.ts";
+import { tempDir } from "../helpers/temp.ts";
+import { databaseUrlFor, testBackend } from "../pg/backend.ts";
 
 const apps: TestApp[] = [];
 afterAll(async () => {
@@ -47,6 +49,20 @@ test("beside a running server of another version a worker claims nothing and a s
   );
   const listed = await server.app.services.nodes.list();
   expect(listed.find((n) => n.id === "node_00000000000000w1")?.refused).toMatch(/vsearch version/);
+  // A real `vsearch worker` (PostgreSQL only: workers share a database) says so in its start line.
+  if (testBackend() === "postgres") {
+    const env = { VSEARCH_DATABASE_URL: (await databaseUrlFor(server.dir))!, VSEARCH_MEDIA_ROOT: server.dir };
+    const proc = await startWorker(tempDir("vsearch-versions-worker-"), env);
+    try {
+      expect(proc.refused).toMatch(
+        new RegExp(
+          `^this worker's vsearch version \\(${VERSION}\\) differs from the cluster's \\(${OLD}, on serve node node_00000000000000o1 at old-host\\)`,
+        ),
+      );
+    } finally {
+      await proc.stop();
+    }
+  }
 
   // A serving node of this version: refused at start, one line naming the other node and the fix.
   const serve = await startTestApp({}, { dataDir: server.dir, nodeId: "node_00000000000000s1", role: "serve" });
