@@ -51,7 +51,7 @@ import { JobService } from "./jobs/service.ts";
 import { LeaseQueue } from "./jobs/lease-queue.ts";
 import { TASK_KINDS, type TaskKind, TaskStore } from "./jobs/task-store.ts";
 import { NodeStore, type NodeRole } from "./nodes/store.ts";
-import { NodeRegistry } from "./nodes/registry.ts";
+import { NodeRegistry, RUNNING_FOR_MS } from "./nodes/registry.ts";
 import { checkClusterSecret, SecretFingerprintStore, secretFingerprint } from "./signing/secret-fingerprint.ts";
 import { ephemeralNodeId, loadOrCreateNodeId } from "./jobs/node-id.ts";
 import { SHARED_ROOT_GRACE_MS, VideoFiles } from "./videos/files.ts";
@@ -239,7 +239,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     databaseUrl: config.databaseUrl,
     file: dbFile,
     vecExtension,
-    pg: { applicationName: `vsearch ${opts.applicationName ?? "serve"}` },
+    // No migration under a running serving node of another version (mixed versions: SCALE-OUT.md "Upgrade").
+    pg: {
+      applicationName: `vsearch ${opts.applicationName ?? "serve"}`,
+      guard: { version: VERSION, freshMs: RUNNING_FOR_MS },
+    },
     onError: (err) =>
       logger.error("after-commit callback failed", { err: err instanceof Error ? err.stack : String(err) }),
   });

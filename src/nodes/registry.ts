@@ -15,6 +15,11 @@ export interface NodeInfo {
   concurrency: number;
 }
 
+/** The heartbeat period (default); a node silent for three of them is `lost`. */
+export const DEFAULT_HEARTBEAT_MS = 10_000;
+/** How long a node counts as running after its last heartbeat (default period). */
+export const RUNNING_FOR_MS = 3 * DEFAULT_HEARTBEAT_MS;
+
 export interface NodeRegistryOptions {
   /** Where inference runs (`InferenceHost.device()`: what doctor reports). */
   device: () => Promise<string>;
@@ -76,7 +81,7 @@ export class NodeRegistry {
     private readonly info: NodeInfo,
     private readonly opts: NodeRegistryOptions,
   ) {
-    this.heartbeatMs = opts.heartbeatMs ?? 10_000;
+    this.heartbeatMs = opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
   }
 
   /** Whether this node may claim tasks now (false: its models differ from the cluster's). */

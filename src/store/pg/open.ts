@@ -12,7 +12,7 @@ import { StoreError, toStoreError } from "../errors.ts";
 import type { Executor } from "../executor.ts";
 import { type AsyncUnitOfWork, TxScopes } from "../tx-scope.ts";
 import { type PgConn, PgExecutor } from "./executor.ts";
-import { type MigrationState, migratePg, schemaVersion } from "./migrate.ts";
+import { type MigrationGuard, type MigrationState, migratePg, schemaVersion } from "./migrate.ts";
 import { pgUnitOfWork } from "./unit-of-work.ts";
 
 export const MIN_SERVER_VERSION_NUM = 150000;
@@ -33,6 +33,8 @@ export interface OpenPgOptions {
   onError?: (err: unknown) => void;
   /** Tries of a unit of work aborted by a conflict (default 3; tests set 1 to see the error). */
   maxAttempts?: number;
+  /** Refuse to migrate under running serving nodes of another version (migrate.ts `MigrationGuard`). */
+  guard?: MigrationGuard;
 }
 
 export interface PgServerInfo {
@@ -101,7 +103,7 @@ export async function openPgStore(url: string, opts: OpenPgOptions = {}): Promis
   try {
     const base = await checkServer(pool, url);
     const pgvector = await ensureExtensions(pool, base.database);
-    const migration = opts.migrate === false ? null : await migratePg(pool);
+    const migration = opts.migrate === false ? null : await migratePg(pool, undefined, opts.guard);
     const server: PgServerInfo = {
       ...base,
       pgvector,

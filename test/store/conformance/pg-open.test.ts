@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { isStoreError } from "../../../src/store/errors.ts";
 import { acquireAdvisoryLock, ADVISORY_LOCKS } from "../../../src/store/pg/advisory-lock.ts";
-import { SchemaTooNewError } from "../../../src/store/pg/migrate.ts";
+import { NodeStore } from "../../../src/nodes/store.ts";
+import { MigrationRefusedError, migratePg, SchemaTooNewError, schemaVersion } from "../../../src/store/pg/migrate.ts";
 import { PG_MIGRATIONS } from "../../../src/store/pg/migrations/index.ts";
 import { openPgStore, versionAtLeast } from "../../../src/store/pg/open.ts";
 import { pgAvailable, pgTest } from "../../pg/database.ts";
@@ -96,6 +97,54 @@ describe.skipIf(!pgAvailable())("opening the PostgreSQL store", () => {
     expect((err as Error).message).toMatch(
       new RegExp(`"${db}" is at schema version 999, newer than this vsearch knows`),
     );
+  });
+
+  test("a newer vsearch does not migrate under a running serving node of another version; stopped or a worker, it does", async () => {
+    const url = pgTest().urlFor(await emptyDatabase());
+    const latest = Math.max(...PG_MIGRATIONS.map((m) => m.version));
+    // A database one migration behind, as the older vsearch left it, with its nodes registered.
+    const old = await openPgStore(url, { max: 2, migrate: false });
+    try {
+      await migratePg(
+        old.pool,
+        PG_MIGRATIONS.filter((m) => m.version < latest),
+      );
+      const nodes = new NodeStore(old.exec);
+      const node = (id: string, role: "serve" | "worker", version: string) => ({
+        id,
+        role,
+        kinds: "[]",
+        concurrency: 1,
+        device: "cpu",
+        models: "{}",
+        version,
+        host: "old-host",
+        pid: 4242,
+        refused: null,
+      });
+      await nodes.register(node("node_oldserve", "serve", "0.0.1-old"));
+      await nodes.register(node("node_oldwork", "worker", "0.0.1-old"));
+      await nodes.register(node("node_sameserve", "serve", "9.9.9"));
+      const guard = { version: "9.9.9", freshMs: 30_000 };
+      const err = await openPgStore(url, { max: 2, guard }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(MigrationRefusedError);
+      expect((err as Error).message).toBe(
+        "serve node node_oldserve on old-host (pid 4242) runs vsearch 0.0.1-old on this database, this is 9.9.9: " +
+          "mixed versions are refused, and this version's migrations were not applied. Stop the nodes of the old version first " +
+          '(every server and worker), then start this version everywhere (docs/SCALE-OUT.md, "Upgrade")',
+      );
+      expect(await schemaVersion(old.pool)).toBe(latest - 1);
+      // The old server stopped (its worker still running: workers never hold a migration back).
+      await nodes.stopped("node_oldserve");
+      const s = await openPgStore(url, { max: 2, guard });
+      expect(s.server.migration?.applied).toEqual([latest]);
+      await s.close();
+    } finally {
+      await old.close();
+    }
   });
 
   test("an advisory lock admits one session; released or lost with its connection, the next gets it", async () => {
