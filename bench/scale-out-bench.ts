@@ -8,8 +8,8 @@
  * Each configuration gets a fresh database (`worker26_scale_<n>`, made with the superuser URL
  * given; else a throw-away cluster of this machine's PostgreSQL, test/pg/cluster.ts), a `serve
  * --role serve` that takes the uploads (it claims nothing) and n workers, each with a data dir
- * of its own, the server's media folder (symlinked: the shared mount of a real cluster) and its
- * models folder. `--clips` distinct copies of a 1080p H.264 clip (bench/lib/bench-clip.ts: real
+ * of its own, the server's data dir as its media root (VSEARCH_MEDIA_ROOT, as a real cluster
+ * mounts one: the videos and the cluster secret) and its models folder. `--clips` distinct copies of a 1080p H.264 clip (bench/lib/bench-clip.ts: real
  * footage when ../shared has it, else a test pattern) are uploaded at once; the clock runs from
  * the first upload to the last job done. Reported: videos/min and × realtime (clip seconds
  * indexed per wall second). Models: the full-size benchmark CLIP from ../shared/fixtures/models
@@ -25,7 +25,7 @@
  * the first job's `created_at` to the last one's `updated_at` (GET /v1/jobs). This script runs
  * the single-host case only. Prints a table; writes bench/results/scale-out.json. Not a test.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import postgres from "postgres";
@@ -110,10 +110,10 @@ async function run(adminUrl: string, n: number, clips: string[]) {
   for (let i = 0; i < n; i++) {
     const d = join(work, `worker-${n}-${i}`);
     mkdirSync(d, { recursive: true });
-    symlinkSync(join(data, "videos"), join(d, "videos"));
     workers.push(
       await spawn(["--data-dir", d, "worker", "--kinds", "ingest"], {
         ...env,
+        VSEARCH_MEDIA_ROOT: data,
         VSEARCH_MODELS_DIR: join(data, "models"),
       }),
     );

@@ -13,7 +13,7 @@
  * Without PostgreSQL 15+ and pgvector 0.8+ the pass is skipped, saying so; with VSEARCH_REQUIRE_PG=1
  * (as .ci/run sets) that is a failed check instead.
  */
-import { existsSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
 import { findPostgres, startCluster } from "../test/pg/cluster.ts";
@@ -183,14 +183,18 @@ async function withDatabase(h: SmokeHarness, url: string, location: string, timi
     return;
 
   // The jobs run on the binary as a `vsearch worker` (issue 26): `serve --role serve` claims
-  // nothing; the worker has a data dir of its own and mounts the server's media (a symlink here).
+  // nothing; the worker has a data dir of its own and mounts the server's media as a deployment
+  // does (VSEARCH_MEDIA_ROOT: the videos and the cluster secret, whose fingerprint the database
+  // holds: a worker with a secret of its own is refused).
   const tServe = performance.now();
   const server = h.spawnServe(data, pg, ["--role", "serve"]);
   const workerData = join(h.work, "pg-worker");
-  mkdirSync(join(data, "videos"), { recursive: true });
   mkdirSync(workerData, { recursive: true });
-  if (!existsSync(join(workerData, "videos"))) symlinkSync(join(data, "videos"), join(workerData, "videos"));
-  const worker = h.spawnWorker(workerData, { ...pg, VSEARCH_MODELS_DIR: join(data, "models") });
+  const worker = h.spawnWorker(workerData, {
+    ...pg,
+    VSEARCH_MEDIA_ROOT: data,
+    VSEARCH_MODELS_DIR: join(data, "models"),
+  });
   try {
     const started = await firstJson(worker, 60_000);
     check(
