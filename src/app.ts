@@ -54,6 +54,7 @@ import { NodeStore, type NodeRole } from "./nodes/store.ts";
 import { NodeRegistry } from "./nodes/registry.ts";
 import { ephemeralNodeId, loadOrCreateNodeId } from "./jobs/node-id.ts";
 import { SHARED_ROOT_GRACE_MS, VideoFiles } from "./videos/files.ts";
+import { bucketFromConfig } from "./media/object-store-s3.ts";
 import { VideoStore } from "./videos/store.ts";
 import { VideoService } from "./videos/service.ts";
 import { UploadService } from "./upload/service.ts";
@@ -265,8 +266,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const playback = new PlaybackStore(db);
   const mediaUrls = mediaLinks(signer, playback);
   const nodeId = opts.nodeId ?? loadOrCreateNodeId(config.dataDir) ?? ephemeralNodeId();
-  // Media on the media root (every node mounts it); runtime, caches, snapshot and node id stay in the data dir.
-  const files = new VideoFiles(config.mediaRoot, nodeId);
+  // Media on the media root (every node mounts it), or in a bucket with the media root as this
+  // node's cache (s3_bucket); runtime, caches, snapshot and node id stay in the data dir.
+  const bucket = bucketFromConfig(config);
+  if (bucket) logger.info("media in an object store", { bucket: bucket.description });
+  const files = new VideoFiles(config.mediaRoot, nodeId, bucket);
   // Leases, claims and due times are on the database's clock (store/sql.ts dbNowMs), not this process's.
   const dbClock = { skewMs: opts.dbClockSkewMs ?? (() => 0) };
   const events = new EventStore(db, dbClock);
@@ -303,7 +307,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     // A task stopped because its video was deleted may have written into the folder after the
     // delete removed it (a re-created scratch dir, an encode's temp file): sweep it once it ended.
     afterTask: async (task) => {
-      if (!(await videoStore.getById(task.video_id))) files.remove(task.video_id);
+      if (!(await videoStore.getById(task.video_id))) await files.remove(task.video_id);
     },
   });
   const webhookStore = new WebhookStore(db, dbClock);
@@ -590,6 +594,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       vecExtension,
       databaseUrl: config.databaseUrl,
       version: VERSION,
+      bucket: bucket ? { store: bucket, description: bucket.description } : null,
     }),
     agent: new AgentToolbox({
       collections,

@@ -239,7 +239,7 @@ export class UploadService {
     for (const v of candidates) {
       let theirs = v.content_hash ?? null;
       if (!theirs) {
-        const source = this.files.abs(v.source_path);
+        const source = await this.files.local(v.source_path).catch(() => "");
         theirs = await sha256File(source).catch(() => null);
         if (theirs) await this.videos.rememberContentHash(v.id, theirs);
       }
