@@ -506,6 +506,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     queue.wake();
     dispatcher.wake(); // video.created is in the outbox
   });
+  // Media in a bucket: every node drops its cached copy of a deleted video (the deleting node removed the objects).
+  if (bucket) bus.subscribe("videos.deleted", (e) => e.videoIds.forEach((id) => files.dropCached(id)));
   bus.subscribe("job.retried", () => queue.wake());
   bus.subscribe("outbox.written", () => dispatcher.wake());
   const frames = new FrameGrabber(bins);

@@ -89,6 +89,11 @@ export class VideoFiles {
     if (bucket) await storeCall(bucket, "write", () => bucket.delete(rel));
   }
 
+  /** Removes this node's copy of a video's files, and only that (another node deleted the video and its objects). */
+  dropCached(videoId: string): void {
+    rmSync(this.dir(videoId), { recursive: true, force: true });
+  }
+
   /** Whether the bucket (or, without one, the media root) holds this stored path. */
   async has(rel: string): Promise<boolean> {
     const bucket = this.bucket;
