@@ -21,6 +21,7 @@ import {
   upload,
   uploadAndWait,
 } from "../helpers/app.ts";
+import { runCli } from "../helpers/cli.ts";
 import { smallMp4 } from "../helpers/ffmpeg.ts";
 import { type S3Server, startS3 } from "../helpers/s3.ts";
 import { tempDir } from "../helpers/temp.ts";
@@ -125,4 +126,29 @@ describe("media in an S3 bucket, one node", () => {
       await down.close();
     }
   }, 60_000);
+
+  test("doctor names the media store, and says clearly when the bucket cannot be reached (exit 1, no secret printed)", async () => {
+    const dataDir = tempDir("vsearch-s3-doctor-");
+    const ok = await runCli(["doctor", "--data-dir", dataDir, "--json"], s3.env(PREFIX));
+    const report = JSON.parse(ok.stdout);
+    expect(report.media_store).toEqual({
+      kind: "s3",
+      bucket: `s3://${s3.bucket}/${PREFIX} at ${s3.endpoint}`,
+      error: null,
+    });
+    const down = await runCli(["doctor", "--data-dir", dataDir], {
+      ...s3.env(PREFIX),
+      VSEARCH_S3_ENDPOINT: "http://127.0.0.1:1",
+      VSEARCH_S3_SECRET_ACCESS_KEY: "do-not-print-me",
+    });
+    expect(down.code).toBe(1);
+    expect(down.stdout).toMatch(
+      /media store +s3:\/\/media\/install-1\/ at http:\/\/127\.0\.0\.1:1: UNREACHABLE: .*check s3_endpoint/,
+    );
+    expect(down.stdout + down.stderr).not.toContain("do-not-print-me");
+    // A bucket without its keys is refused at start, naming what is missing.
+    const partial = await runCli(["doctor", "--data-dir", dataDir], { VSEARCH_S3_BUCKET: "media" });
+    expect(partial.code).not.toBe(0);
+    expect(partial.stderr).toMatch(/s3_bucket is set; it also needs s3_endpoint/);
+  }, 120_000);
 });
