@@ -115,9 +115,12 @@ export class S3ObjectStore implements ObjectStore {
     return this.client.presign(this.name(key), { method: "GET", expiresIn: ttlSecs });
   }
 
-  /** One listing of at most one key: throws what the bucket answers (unreachable, no such bucket, refused). */
+  /**
+   * One listing under a prefix nothing is stored at: throws what the bucket answers (unreachable,
+   * no such bucket, keys refused). (An empty answer: s3rver fails a listing it has to truncate.)
+   */
   async probe(): Promise<void> {
-    await this.client.list({ prefix: this.prefix || undefined, maxKeys: 1 });
+    await this.client.list({ prefix: `${this.prefix}.vsearch-probe/`, maxKeys: 1 });
   }
 
   /** `s3://bucket/prefix` at the endpoint, for logs and doctor (never the keys). */
