@@ -100,6 +100,13 @@ describe("media in an S3 bucket, one node", () => {
     const report = await t.app.services.backup.check();
     expect(report).toMatchObject({ media_store: "bucket", videos_missing_source: [], orphan_objects: [] });
 
+    // A backup does not copy the bucket, and says where the media are.
+    const backup = await t.app.services.backup.create({ out: join(clips, "backup.tar"), includeModels: false });
+    expect(backup).toMatchObject({ videos: 1, media_in_bucket: `s3://${s3.bucket}/${PREFIX} at ${s3.endpoint}` });
+    const names = Bun.spawnSync(["tar", "-tf", backup.file]).stdout.toString().split("\n");
+    expect(names).toContain("vsearch.db");
+    expect(names.filter((n) => n.startsWith("videos/"))).toEqual([]);
+
     expect((await t.request("DELETE", `/v1/videos/${id}`, { token: tenant.key })).ok).toBe(true);
     expect(await until(async () => (await objects.list(`videos/${id}/`)).length === 0, 10_000)).toBe(true);
   }, 120_000);
