@@ -4,8 +4,9 @@
  * (put, multipart, stat, ranged GET, list, delete, presigned GET) but does NOT verify request
  * signatures: tests prove the client's requests and vsearch's use of them, not S3's authentication.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { makeTempDir, removeDir } from "./temp.ts";
 
 export interface S3Server {
   endpoint: string;
@@ -17,8 +18,9 @@ export interface S3Server {
 
 const S3RVER = join(import.meta.dirname, "..", "..", "node_modules", "s3rver", "bin", "s3rver.js");
 
+/** Needs `node` on PATH (CI has Node 20) and node_modules/s3rver (a devDependency). */
 export async function startS3(bucket = "media"): Promise<S3Server> {
-  const dir = makeTempDir("vsearch-s3rver-");
+  const dir = mkdtempSync(join(tmpdir(), "vsearch-s3rver-")); // (not temp.ts: the smoke test runs this outside vitest)
   const proc = Bun.spawn(
     ["node", S3RVER, "-d", dir, "-a", "127.0.0.1", "-p", "0", "--silent", "--configure-bucket", bucket],
     { stdout: "pipe", stderr: "pipe" },
@@ -37,7 +39,7 @@ export async function startS3(bucket = "media"): Promise<S3Server> {
   const port = listening.exec(text)?.[1];
   if (!port) {
     proc.kill();
-    removeDir(dir);
+    rmSync(dir, { recursive: true, force: true });
     throw new Error(`s3rver did not start: ${text}${await new Response(proc.stderr as ReadableStream).text()}`);
   }
   const endpoint = `http://127.0.0.1:${port}`;
@@ -54,7 +56,7 @@ export async function startS3(bucket = "media"): Promise<S3Server> {
     async stop() {
       proc.kill();
       await proc.exited;
-      removeDir(dir);
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

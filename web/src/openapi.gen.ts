@@ -5398,6 +5398,14 @@ export interface operations {
                     "video/mp2t": Blob;
                 };
             };
+            /** @description The media are in an S3 bucket (`s3_bucket`): a presigned URL of the object (Location), valid as long as this link (60 s to 1 h); it answers Range itself */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified) */
             304: {
                 headers: {
@@ -5492,6 +5500,14 @@ export interface operations {
                     "image/jpeg": Blob;
                 };
             };
+            /** @description The media are in an S3 bucket (`s3_bucket`): a presigned URL of the object (Location), valid as long as this link (60 s to 1 h); it answers Range itself */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified) */
             304: {
                 headers: {
@@ -5585,6 +5601,14 @@ export interface operations {
                 content: {
                     "video/mp4": Blob;
                 };
+            };
+            /** @description The media are in an S3 bucket (`s3_bucket`): a presigned URL of the object (Location), valid as long as this link (60 s to 1 h); it answers Range itself */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified) */
             304: {
@@ -5681,6 +5705,14 @@ export interface operations {
                     "video/mp4": Blob;
                 };
             };
+            /** @description The media are in an S3 bucket (`s3_bucket`): a presigned URL of the object (Location), valid as long as this link (60 s to 1 h); it answers Range itself */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified) */
             304: {
                 headers: {
@@ -5775,6 +5807,14 @@ export interface operations {
                 content: {
                     "image/jpeg": Blob;
                 };
+            };
+            /** @description The media are in an S3 bucket (`s3_bucket`): a presigned URL of the object (Location), valid as long as this link (60 s to 1 h); it answers Range itself */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified) */
             304: {
