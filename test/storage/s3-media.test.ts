@@ -2,8 +2,8 @@
  * Issue 26: the media in an S3-compatible bucket (`s3_bucket`), on the embedded store (one node).
  * s3rver (test/helpers/s3.ts) is the bucket. An upload's source and the ingest's poster and shot
  * thumbnails are put there before their rows commit; with the node's local copies gone, media
- * links redirect to presigned URLs of the bucket (a ranged GET answers 206 there) and search
- * inlines thumbnails fetched back into the cache; deleting the video removes its objects; a bucket
+ * links redirect to presigned URLs of the bucket (a ranged GET answers 206 there), a clip export
+ * fetches the source back into the cache and puts its clip in the bucket; deleting the video removes its objects; a bucket
  * that cannot be reached refuses the upload with 503 MEDIA_STORE_UNAVAILABLE and leaves nothing.
  * Two nodes sharing one bucket on PostgreSQL: s3-media-nodes.test.ts.
  */
@@ -85,6 +85,16 @@ describe("media in an S3 bucket, one node", () => {
     expect(ranged.status).toBe(206);
     expect(Buffer.from(await ranged.arrayBuffer()).equals(readFileSync(clip).subarray(100, 200))).toBe(true);
     expect(existsSync(join(t.dir, "videos", id, "source.mp4"))).toBe(false); // redirected, not fetched
+
+    // A clip export: the source fetched back from the bucket into the cache, the clip cut and put there.
+    const exported = await t.request("GET", `/v1/videos/${id}/clip?start=0.5&end=1.5`, { token: tenant.key });
+    expect(exported.status).toBe(200);
+    const clipLink = new URL((await json(exported)).data.url);
+    expect(existsSync(join(t.dir, "videos", id, "source.mp4"))).toBe(true);
+    expect(await objects.stat(`videos/${id}/clips/500-1500.mp4`)).not.toBeNull();
+    const toClip = await t.request("GET", `${clipLink.pathname}${clipLink.search}`);
+    expect(toClip.status).toBe(302);
+    expect((await fetch(toClip.headers.get("location")!, { headers: { range: "bytes=4-7" } })).status).toBe(206);
 
     // A forged signature is refused before the bucket is asked.
     const forged = `${poster.pathname}?expires=${poster.searchParams.get("expires")}&signature=${"0".repeat(64)}`;
