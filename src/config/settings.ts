@@ -322,11 +322,11 @@ export const SETTINGS = {
     doc: "the access key id",
   }),
   s3SecretAccessKey: unset({
-    key: null,
+    key: "s3_secret_access_key",
     env: "VSEARCH_S3_SECRET_ACCESS_KEY",
     schema: z.string().min(1),
     envKind: "string",
-    doc: "the secret access key (environment only; never printed). Or `s3_secret_access_key_file`",
+    doc: "the secret access key (never printed). Prefer the environment or `s3_secret_access_key_file` to config.json",
   }),
   s3SecretAccessKeyFile: unset({
     key: "s3_secret_access_key_file",
