@@ -7,12 +7,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { S3ObjectStore } from "../../src/media/object-store-s3.ts";
 
 export interface S3Server {
   endpoint: string;
   bucket: string;
   /** The VSEARCH_S3_* settings that point an app at this bucket (under `prefix` when given). */
   env(prefix?: string): Record<string, string>;
+  /** The bucket (under `prefix`) as the app sees it: how a test reads what is stored there. */
+  objects(prefix?: string): S3ObjectStore;
   stop(): Promise<void>;
 }
 
@@ -53,6 +56,8 @@ export async function startS3(bucket = "media"): Promise<S3Server> {
       VSEARCH_S3_SECRET_ACCESS_KEY: "S3RVER",
       ...(prefix ? { VSEARCH_S3_PREFIX: prefix } : {}),
     }),
+    objects: (prefix?: string) =>
+      new S3ObjectStore({ endpoint, bucket, accessKeyId: "S3RVER", secretAccessKey: "S3RVER", prefix }),
     async stop() {
       proc.kill();
       await proc.exited;

@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { S3ObjectStore } from "../../src/media/object-store-s3.ts";
+import type { S3ObjectStore } from "../../src/media/object-store-s3.ts";
 import { createKeyTenant, json, startTestApp, type TestApp, type Tenant, upload } from "../helpers/app.ts";
 import { smallMp4 } from "../helpers/ffmpeg.ts";
 import { type S3Server, startS3 } from "../helpers/s3.ts";
@@ -45,12 +45,7 @@ describe.skipIf(!pgAvailable())("two nodes, one database, one bucket, a cache ea
     tenant = await createKeyTenant(server);
     col = (await json(await server.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data
       .id;
-    objects = new S3ObjectStore({
-      endpoint: s3.endpoint,
-      bucket: s3.bucket,
-      accessKeyId: "S3RVER",
-      secretAccessKey: "S3RVER",
-    });
+    objects = s3.objects();
   }, 60_000);
   afterAll(async () => {
     await worker?.close();

@@ -10,8 +10,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { bucketOrigin } from "../../src/media/object-store-s3.ts";
-import { S3ObjectStore } from "../../src/media/object-store-s3.ts";
+import { bucketOrigin, type S3ObjectStore } from "../../src/media/object-store-s3.ts";
 import {
   createKeyTenant,
   json,
@@ -43,13 +42,7 @@ describe("media in an S3 bucket, one node", () => {
     await t.app.start();
     tenant = await createKeyTenant(t);
     col = (await json(await t.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } }))).data.id;
-    objects = new S3ObjectStore({
-      endpoint: s3.endpoint,
-      bucket: s3.bucket,
-      accessKeyId: "S3RVER",
-      secretAccessKey: "S3RVER",
-      prefix: PREFIX,
-    });
+    objects = s3.objects(PREFIX);
   }, 60_000);
   afterAll(async () => {
     await t?.close();
