@@ -227,6 +227,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   mkdirSync(config.dataDir, { recursive: true });
   // Stores get the handle; services and stages get transactions through the unit of work (store/unit-of-work.ts).
   assertConsistent(config);
+  // The media's bucket, when s3_bucket is set: checked (endpoint, keys) before anything is opened.
+  const bucket = bucketFromConfig(config);
   // sqlite-vec is the embedded store's extension: on PostgreSQL vectors are pgvector columns.
   const vecExtension = config.databaseUrl ? undefined : opts.runtime.vecExtension;
   const dbFile = join(config.dataDir, "vsearch.db");
@@ -268,7 +270,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const nodeId = opts.nodeId ?? loadOrCreateNodeId(config.dataDir) ?? ephemeralNodeId();
   // Media on the media root (every node mounts it), or in a bucket with the media root as this
   // node's cache (s3_bucket); runtime, caches, snapshot and node id stay in the data dir.
-  const bucket = bucketFromConfig(config);
   if (bucket) logger.info("media in an object store", { bucket: bucket.description });
   const files = new VideoFiles(config.mediaRoot, nodeId, bucket);
   // Leases, claims and due times are on the database's clock (store/sql.ts dbNowMs), not this process's.
