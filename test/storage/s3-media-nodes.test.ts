@@ -4,7 +4,8 @@
  * `serve` node is ingested by the `worker` node, which only ever had it from the bucket; the serve
  * node, which never had the thumbnails, answers their links (and a ranged playback) with presigned
  * redirects to the bucket, and inlines a thumbnail it fetches into its cache; deleting the video
- * through it removes the objects and the worker's cached copy. PostgreSQL only: two data dirs
+ * through it removes the objects and the worker's cached copy. A source browsers cannot play gets
+ * its web rendition from the worker, through the bucket. PostgreSQL only: two data dirs
  * cannot share one embedded store.
  */
 import { randomBytes } from "node:crypto";
@@ -17,6 +18,7 @@ import { smallMp4 } from "../helpers/ffmpeg.ts";
 import { type S3Server, startS3 } from "../helpers/s3.ts";
 import { tempDir } from "../helpers/temp.ts";
 import { until } from "../helpers/wait.ts";
+import { makeFormat, uploadAndIndex, waitForRendition } from "../playback/helpers.ts";
 import { databaseUrlFor } from "../pg/backend.ts";
 import { pgAvailable } from "../pg/database.ts";
 
@@ -109,5 +111,21 @@ describe.skipIf(!pgAvailable())("two nodes, one database, one bucket, a cache ea
     // The worker hears of it (cluster events) and drops its cached copy.
     expect(await until(() => !existsSync(join(worker.dir, "videos", id)), 10_000)).toBe(true);
     expect(existsSync(join(server.dir, "videos", id))).toBe(false);
+  }, 120_000);
+
+  test("a source browsers cannot play: the worker's web rendition is put in the bucket, and playback redirects to it", async () => {
+    const avi = await makeFormat(shared, "mpeg4-avi");
+    const id = await uploadAndIndex(server, tenant, col, avi);
+    const v = await waitForRendition(server, tenant, id);
+    expect(v.rendition).toMatchObject({ status: "ready" });
+    expect(await objects.stat(`videos/${id}/web.mp4`)).toEqual({ size: v.rendition.size_bytes });
+    const play = new URL(v.playback_url);
+    expect(play.pathname).toBe(`/media/videos/${id}/web.mp4`);
+    const redirect = await server.request("GET", `${play.pathname}${play.search}`);
+    expect(redirect.status).toBe(302);
+    const head = await fetch(redirect.headers.get("location")!, { headers: { range: "bytes=4-11" } });
+    expect(head.status).toBe(206);
+    expect(new TextDecoder().decode(await head.arrayBuffer())).toBe("ftypisom"); // an MP4
+    expect(existsSync(join(server.dir, "videos", id, "web.mp4"))).toBe(false); // encoded on the worker only
   }, 120_000);
 });
