@@ -140,13 +140,12 @@ export class MediaService {
   }
 
   private async resolve(rel: string): Promise<string | null> {
-    let abs: string;
     try {
-      abs = this.files.abs(rel);
+      this.files.abs(rel); // refuses a stored path outside the media root
     } catch {
       return null;
     }
-    abs = await this.files.local(rel);
+    const abs = await this.files.local(rel);
     return existsSync(abs) && statSync(abs).isFile() ? abs : null;
   }
 }
