@@ -25,6 +25,7 @@ import { smallMp4 } from "../helpers/ffmpeg.ts";
 import { type S3Server, startS3 } from "../helpers/s3.ts";
 import { tempDir } from "../helpers/temp.ts";
 import { until } from "../helpers/wait.ts";
+import { waitForRendition } from "../playback/helpers.ts";
 
 const PREFIX = "install-1/";
 
@@ -59,7 +60,9 @@ describe("media in an S3 bucket, one node", () => {
     expect(keys).toContain(`videos/${id}/poster.jpg`);
     expect(keys.some((k) => /\/shots\/\d+\.jpg$/.test(k))).toBe(true);
 
-    // This node's cache emptied: everything below comes from the bucket.
+    // Once the rendition task has looked at the source (it reads it), this node's cache is emptied:
+    // everything below comes from the bucket.
+    expect((await waitForRendition(t, tenant, id)).rendition.status).toBe("not_needed");
     rmSync(join(t.dir, "videos", id), { recursive: true, force: true });
     const video = (await json(await t.request("GET", `/v1/videos/${id}`, { token: tenant.key }))).data;
     const poster = new URL(video.thumbnail_url);
