@@ -33,9 +33,11 @@
  *      (a failure with VSEARCH_REQUIRE_PG=1).
  *  11. README's five-minute tour (scripts/smoke-tour.ts): its shell blocks run literally by bash in a
  *      folder holding only ./vsearch, beside `./vsearch serve` there (the hub's model blocks left out).
+ *  12. the media in an S3 bucket (scripts/smoke-s3.ts): s3rver run by `node`, doctor reaching it, an
+ *      upload put there and indexed, thumbnail and ranged playback answered from presigned URLs.
  * Every wait is bounded. Prints each check; exits 1 if any failed.
  *
- *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip] [--only pg|tour]
+ *   bun scripts/smoke-test.ts [--binary ./vsearch] [--model-dir test/fixtures/models/tiny-random-clip] [--only pg|tour|s3]
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,6 +45,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startHub } from "../test/models/hub.ts";
 import { postgresPass } from "./smoke-pg.ts";
+import { objectStoragePass } from "./smoke-s3.ts";
 import { readmeTourPass } from "./smoke-tour.ts";
 
 const REPO = resolve(import.meta.dirname, "..");
@@ -52,7 +55,7 @@ const { values: args } = parseArgs({
     binary: { type: "string", default: join(REPO, "vsearch") },
     "model-dir": { type: "string", default: join(REPO, "test", "fixtures", "models", "tiny-random-clip") },
     keep: { type: "boolean", default: false },
-    /** "pg": only the PostgreSQL pass (step 10); "tour": only README's tour (step 11). */
+    /** "pg": only the PostgreSQL pass (step 10); "tour": only README's tour (step 11); "s3": only the bucket's (step 12). */
     only: { type: "string" },
   },
 });
@@ -231,8 +234,9 @@ async function main(): Promise<number> {
       .join(", ")} (+ empty home/, tmp/); binary ${(statSync(bin).size / 2 ** 20).toFixed(1)} MiB`,
   );
 
-  if (args.only === "pg" || args.only === "tour") {
+  if (args.only === "pg" || args.only === "tour" || args.only === "s3") {
     if (args.only === "pg") await postgresPass(harness(modelDir));
+    else if (args.only === "s3") await objectStoragePass(harness(modelDir));
     else await readmeTourPass({ ...harness(modelDir), bin, env });
     return checks.every((c) => c.ok) ? 0 : 1;
   }
@@ -336,6 +340,9 @@ async function main(): Promise<number> {
 
   // 11: README's tour, its shell blocks run literally.
   await readmeTourPass({ ...harness(modelDir), bin, env });
+
+  // 12: the media in an S3 bucket.
+  await objectStoragePass(harness(modelDir));
 
   // Not failures: where else the binary wrote (ONNX Runtime keeps a device id under $HOME/.cache).
   const strays = [...snapshot(env.HOME).keys()]

@@ -55,6 +55,7 @@ import { NodeRegistry, RUNNING_FOR_MS } from "./nodes/registry.ts";
 import { checkClusterSecret, SecretFingerprintStore, secretFingerprint } from "./signing/secret-fingerprint.ts";
 import { ephemeralNodeId, loadOrCreateNodeId } from "./jobs/node-id.ts";
 import { SHARED_ROOT_GRACE_MS, VideoFiles } from "./videos/files.ts";
+import { bucketFromConfig } from "./media/object-store-s3.ts";
 import { VideoStore } from "./videos/store.ts";
 import { VideoService } from "./videos/service.ts";
 import { UploadService } from "./upload/service.ts";
@@ -232,6 +233,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   mkdirSync(config.dataDir, { recursive: true });
   // Stores get the handle; services and stages get transactions through the unit of work (store/unit-of-work.ts).
   assertConsistent(config);
+  // The media's bucket, when s3_bucket is set: checked (endpoint, keys) before anything is opened.
+  const bucket = bucketFromConfig(config);
   // sqlite-vec is the embedded store's extension: on PostgreSQL vectors are pgvector columns.
   const vecExtension = config.databaseUrl ? undefined : opts.runtime.vecExtension;
   const dbFile = join(config.dataDir, "vsearch.db");
@@ -286,8 +289,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   const playback = new PlaybackStore(db);
   const mediaUrls = mediaLinks(signer, playback);
   const nodeId = opts.nodeId ?? loadOrCreateNodeId(config.dataDir) ?? ephemeralNodeId();
-  // Media on the media root (every node mounts it); runtime, caches, snapshot and node id stay in the data dir.
-  const files = new VideoFiles(config.mediaRoot, nodeId);
+  // Media on the media root (every node mounts it), or in a bucket with the media root as this
+  // node's cache (s3_bucket); runtime, caches, snapshot and node id stay in the data dir.
+  if (bucket) logger.info("media in an object store", { bucket: bucket.description });
+  const files = new VideoFiles(config.mediaRoot, nodeId, bucket);
   // Leases, claims and due times are on the database's clock (store/sql.ts dbNowMs), not this process's.
   const dbClock = { skewMs: opts.dbClockSkewMs ?? (() => 0) };
   const events = new EventStore(db, dbClock);
@@ -324,7 +329,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     // A task stopped because its video was deleted may have written into the folder after the
     // delete removed it (a re-created scratch dir, an encode's temp file): sweep it once it ended.
     afterTask: async (task) => {
-      if (!(await videoStore.getById(task.video_id))) files.remove(task.video_id);
+      if (!(await videoStore.getById(task.video_id))) await files.remove(task.video_id);
     },
   });
   const webhookStore = new WebhookStore(db, dbClock);
@@ -523,6 +528,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     queue.wake();
     dispatcher.wake(); // video.created is in the outbox
   });
+  // Media in a bucket: every node drops its cached copy of a deleted video (the deleting node removed the objects).
+  if (bucket) bus.subscribe("videos.deleted", (e) => e.videoIds.forEach((id) => files.dropCached(id)));
   bus.subscribe("job.retried", () => queue.wake());
   bus.subscribe("outbox.written", () => dispatcher.wake());
   const frames = new FrameGrabber(bins);
@@ -611,6 +618,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
       vecExtension,
       databaseUrl: config.databaseUrl,
       version: VERSION,
+      bucket: bucket ? { store: bucket, description: bucket.description } : null,
     }),
     agent: new AgentToolbox({
       collections,

@@ -25,7 +25,7 @@ export interface AgentDeps {
   moments: Pick<MomentService, "moment">;
   exports: Pick<ExportService, "segments">;
   media: Pick<MediaService, "open">;
-  files: Pick<VideoFiles, "abs">;
+  files: Pick<VideoFiles, "local">;
   frames: FrameGrabber;
 }
 
@@ -326,7 +326,7 @@ export const TOOLS: AgentTool[] = [
         throw timeIssue(i.timestamp, Math.round(video.duration_secs * 1000) / 1000);
       const jpeg = await d.frames.frame(
         accountId,
-        d.files.abs(video.source_path),
+        await d.files.local(video.source_path),
         Math.min(i.timestamp, video.duration_secs),
         S.FRAME_MAX_SIDE,
         { videoId: video.id, signal: ctx.signal },

@@ -9,10 +9,20 @@
 import type { Context } from "hono";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import type { AppEnv } from "../http/types.ts";
+import { bucketOrigin } from "../media/object-store-s3.ts";
 import { type DashboardAssets, dashboardAssets, type StaticAsset } from "./dashboard-assets.ts";
 
 const COMMON = "default-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'";
 export const DASHBOARD_CSP = `${COMMON}; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; connect-src 'self'; manifest-src 'self'`;
+
+/** With the media in a bucket, media links redirect to it (api/media-serving.ts): images and video may load from its origin too. */
+export const dashboardCsp = (mediaOrigin: string | null): string =>
+  mediaOrigin
+    ? DASHBOARD_CSP.replace("img-src 'self'", `img-src 'self' ${mediaOrigin}`).replace(
+        "media-src 'self'",
+        `media-src 'self' ${mediaOrigin}`,
+      )
+    : DASHBOARD_CSP;
 export const DOCS_CSP = `${COMMON}; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'`;
 
 /** Scalar's configuration: the spec from this server, no default fonts (fonts.scalar.com), no proxy, no "open in client" links out. */
@@ -76,7 +86,8 @@ function serveAsset(c: Context<AppEnv>, a: StaticAsset, p: Prepared, csp?: strin
   return res;
 }
 
-export function registerDashboardRoutes(app: Api, _deps: HttpDeps): void {
+export function registerDashboardRoutes(app: Api, deps: HttpDeps): void {
+  const csp = dashboardCsp(bucketOrigin(deps.config));
   // Loaded on the first request, not at start: `serve` from source bundles web/ then, and a broken
   // web/ source is retried on the next request instead of keeping the error.
   let loaded: Promise<DashboardAssets> | null = null;
@@ -93,7 +104,7 @@ export function registerDashboardRoutes(app: Api, _deps: HttpDeps): void {
   };
   app.get("/", async (c) => {
     const page = (await assets()).web.find((a) => a.path === "/")!;
-    return serve(c, page, DASHBOARD_CSP);
+    return serve(c, page, csp);
   });
   app.get("/assets/:name", async (c) => {
     const a = (await assets()).web.find((x) => x.path === `/assets/${c.req.param("name")}`);

@@ -29,6 +29,10 @@ const binary = (types: string[]) => ({
 });
 const responses = (types: string[]) => ({
   200: { description: "The whole file (also when `If-Range` no longer matches)", ...binary(types) },
+  302: {
+    description:
+      "The media are in an S3 bucket (`s3_bucket`): a presigned URL of the object (Location), valid as long as this link (60 s to 1 h); it answers Range itself",
+  },
   304: { description: "Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified)" },
   206: { description: "The requested byte range (Content-Range)", ...binary(types) },
   403: jsonError("Missing, wrong or expired signature (FORBIDDEN)"),
@@ -120,12 +124,16 @@ export function registerMediaRoutes(app: Api, deps: HttpDeps) {
     app.get(e.path, ...(middleware as []), async (c) => {
       const item = e.item(c);
       if (!item) return errorResponse(c, "NOT_FOUND", "No such thumbnail");
-      const file = await svc.open(
+      const answer = await svc.serve(
         c.req.param("video_id") ?? "",
         item,
         c.req.query("expires"),
         c.req.query("signature"),
       );
+      // Media in a bucket (s3_bucket): to a presigned URL of the object, which answers ranges itself.
+      if ("redirect" in answer)
+        return new Response(null, { status: 302, headers: { Location: answer.redirect, "Cache-Control": "no-store" } });
+      const file = answer;
       const validators = {
         etag: `"${file.size.toString(16)}-${Math.floor(file.mtimeMs).toString(16)}"`,
         lastModifiedMs: file.mtimeMs,

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { dataResponse, defineRoute, jsonError, ok } from "../http/index.ts";
+import { dataResponse, defineRoute, jsonError, ok, RETRY_AFTER_HEADER } from "../http/index.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { VIDEO_STATUSES } from "../videos/schema.ts";
 
@@ -61,6 +61,12 @@ export function registerUploadRoutes(app: Api, deps: HttpDeps) {
       429: jsonError(
         "Rate limit exceeded (RATE_LIMIT_EXCEEDED), or the account already has its cap of videos waiting to be indexed (QUEUE_FULL: `queue_account_max_waiting`, refused before the body is read); see Retry-After",
       ),
+      503: {
+        ...jsonError(
+          "The media's bucket (`s3_bucket`) failed or cannot be reached (MEDIA_STORE_UNAVAILABLE): nothing was stored; see Retry-After",
+        ),
+        headers: RETRY_AFTER_HEADER,
+      },
     },
   });
   // Registered with plain Hono so no validator reads (buffers) the body before the service streams it.

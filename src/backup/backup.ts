@@ -46,6 +46,11 @@ export interface BackupOptions {
    */
   databaseUrl?: string;
   version: string;
+  /**
+   * The media are in this bucket (`s3_bucket`): the media root is only a node's cache, so no
+   * video files go into the archive (the manifest and the result say where they are instead).
+   */
+  mediaInBucket?: string;
   includeModels: boolean;
   /** Where the archive goes; written as `<out>.partial` and renamed when complete. */
   out: string;
@@ -59,6 +64,8 @@ export interface BackupResult {
   files: number;
   include_models: boolean;
   videos_without_files: string[];
+  /** Set when the videos' files are in a bucket, not in the archive: back the bucket up with its own tools. */
+  media_in_bucket: string | null;
   /** Where the rows are: in the archive (embedded), or in PostgreSQL with the pg_dump that copies them. */
   rows: { in_archive: true } | { in_archive: false; database: string; pg_dump: string; pg_restore: string };
 }
@@ -127,6 +134,7 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
 
     const missing: string[] = [];
     for (const [i, id] of videoIds.entries()) {
+      if (o.mediaInBucket) break; // the bucket holds them; the cache here may hold any part of them
       o.onProgress?.(i, videoIds.length, id);
       const dir = join(o.mediaRoot, "videos", id);
       if (!existsSync(dir)) {
@@ -163,6 +171,7 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
       include_models: o.includeModels,
       videos: videoIds.length - missing.length,
       videos_without_files: missing,
+      ...(o.mediaInBucket ? { media_in_bucket: o.mediaInBucket } : {}),
     };
     pack.entry({ name: MANIFEST_NAME, mode: 0o600 }, JSON.stringify(manifest, null, 2));
     pack.finalize();
@@ -175,6 +184,7 @@ export async function createBackup(o: BackupOptions): Promise<BackupResult> {
       files,
       include_models: o.includeModels,
       videos_without_files: missing,
+      media_in_bucket: o.mediaInBucket ?? null,
       rows: pg
         ? {
             in_archive: false,

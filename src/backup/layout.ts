@@ -40,6 +40,8 @@ export interface BackupManifest {
   videos: number;
   /** Videos deleted between the snapshot and the copy of their files (their rows are dropped on restore). */
   videos_without_files: string[];
+  /** The media were in this bucket (`s3_bucket`) and are not in the archive: back it up with the bucket's own tools. */
+  media_in_bucket?: string;
 }
 
 /** Snapshot files are named by the pid of the backup that made them; a dead pid's file is debris. */

@@ -71,7 +71,7 @@ export async function restoreWithPostgres(a: {
     // The archive's files against the restored rows. A stored path outside its video's folder is
     // refused, as in an embedded restore; rows without files (a video deleted between pg_dump and
     // the backup) and folders without rows (uploaded in between: serve removes them) are reported.
-    const integrity = await checkWith(store, a.staging);
+    const integrity = await checkWith(store, a.staging, { mediaElsewhere: Boolean(a.manifest.media_in_bucket) });
     if (integrity.stray_paths.length)
       throw new AppError(
         "BACKUP_INVALID",

@@ -118,7 +118,11 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
     checkRegistry(staging);
 
     // Integrity includes every stored file path: inside its own video's folder, or the restore is refused.
-    const integrity = await checkDataDir(staging, { vecExtension: o.vecExtension });
+    // An archive made with the media in a bucket has no files: the bucket has them.
+    const integrity = await checkDataDir(staging, {
+      vecExtension: o.vecExtension,
+      mediaElsewhere: Boolean(manifest.media_in_bucket),
+    });
     if (!integrity.ok)
       throw new AppError("BACKUP_INVALID", `the restored data fails its checks: ${integrity.problems.join("; ")}`);
 

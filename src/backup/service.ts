@@ -1,5 +1,6 @@
 import { type BackupResult, createBackup } from "./backup.ts";
 import { type CheckOptions, checkWith, type IntegrityReport } from "./integrity.ts";
+import type { ObjectStore } from "../media/object-store.ts";
 import type { BackupStore } from "./store.ts";
 
 /**
@@ -19,6 +20,8 @@ export class BackupService {
       /** PostgreSQL mode: the archive carries files and registry; the rows are pg_dump's. */
       databaseUrl?: string;
       version: string;
+      /** The media's bucket (`s3_bucket`), with its description: checked by `check`, left out of backups. */
+      bucket?: { store: ObjectStore; description: string } | null;
     },
   ) {}
 
@@ -29,6 +32,7 @@ export class BackupService {
   }): Promise<BackupResult> {
     return createBackup({
       ...this.o,
+      mediaInBucket: this.o.bucket?.description,
       store: this.store,
       out: opts.out,
       includeModels: opts.includeModels,
@@ -37,6 +41,6 @@ export class BackupService {
   }
 
   async check(opts: CheckOptions = {}): Promise<IntegrityReport> {
-    return await checkWith(this.store, this.o.mediaRoot, opts);
+    return await checkWith(this.store, this.o.mediaRoot, { ...opts, bucket: this.o.bucket?.store ?? null });
   }
 }

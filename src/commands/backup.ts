@@ -27,6 +27,9 @@ export function registerBackupCommands(program: Command, ctx: CliContext) {
         cmd,
         r,
         `Backup written to ${r.file} (${(r.bytes / 1048576).toFixed(1)} MiB, ${r.videos} videos, ${r.files} files${r.include_models ? ", with model weights" : ", model registry only"})` +
+          (r.media_in_bucket
+            ? `\nThe videos' files are NOT in it: they are in the bucket ${r.media_in_bucket}. Back the bucket up with its own tools (versioning, replication, rclone sync, mc mirror); restore puts the rows back, the bucket must hold the objects.`
+            : "") +
           (rows.in_archive
             ? r.videos_without_files.length
               ? `\n${r.videos_without_files.length} videos deleted during the backup were left out`

@@ -50,6 +50,11 @@ export function registerRestoreCommand(program: Command, ctx: CliContext) {
               ]
             : []),
           `backup made ${r.manifest.created_at} by vsearch ${r.manifest.vsearch_version}`,
+          ...(r.manifest.media_in_bucket
+            ? [
+                `the videos' files were not in the backup but in the bucket ${r.manifest.media_in_bucket}: set s3_bucket and its settings to it (vsearch doctor checks it, vsearch check looks for every source there)`,
+              ]
+            : []),
           r.manifest.include_models
             ? "model weights restored"
             : "model weights were not in the backup: import the same models again (vsearch models import …) before searching",

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { clusterSecretFile } from "../signing/cluster-secret.ts";
+import { bucketFromConfig } from "../media/object-store-s3.ts";
 import { memoryBudgetBytes } from "../config/memory-budget.ts";
 import { modelWarnings } from "../system/health.ts";
 import { runSelfTest, type RuntimePaths } from "../runtime/index.ts";
@@ -80,14 +81,27 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
               videos: 0,
               fix: "raise vector_memory_budget (or give the machine more memory), then restart vsearch serve",
             });
+          // Media in a bucket: reachable with these keys (one listing of at most one key)?
+          const bucket = bucketFromConfig(app.config);
+          const mediaStore = bucket
+            ? {
+                kind: "s3" as const,
+                bucket: bucket.description,
+                error: await bucket.probe().then(
+                  () => null,
+                  (e: unknown) => s3Problem(e),
+                ),
+              }
+            : { kind: "filesystem" as const, bucket: null, error: null };
           return {
-            ok: runtime.ok && device.device !== "unavailable",
+            ok: runtime.ok && device.device !== "unavailable" && mediaStore.error === null,
             warnings,
             search_index: searchIndex,
             version: VERSION,
             data_dir: app.config.dataDir,
             // Where the media and the cluster secret are (docs/SCALE-OUT.md): every node must agree.
             media_root: app.config.mediaRoot,
+            media_store: mediaStore,
             secret_file: clusterSecretFile(app.config),
             store_backend: system.storeBackend(),
             device: { requested: app.config.device, in_use: device.device, reason: device.reason },
@@ -113,7 +127,8 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
         [
           `vsearch ${report.version} — ${report.ok ? "all checks passed" : "PROBLEMS FOUND"}${report.warnings.length ? `, ${report.warnings.length} warning${report.warnings.length === 1 ? "" : "s"}` : ""}`,
           `data dir      ${report.data_dir}`,
-          `media root    ${report.media_root === report.data_dir ? "the data dir" : report.media_root}; secret ${report.secret_file}`,
+          `media root    ${report.media_root === report.data_dir ? "the data dir" : report.media_root}${report.media_store.kind === "s3" ? " (this node's cache)" : ""}; secret ${report.secret_file}`,
+          `media store   ${report.media_store.kind === "s3" ? `${report.media_store.bucket}: ${report.media_store.error ? `UNREACHABLE: ${report.media_store.error}` : "reachable"}` : "files on the media root"}`,
           `store backend ${storeLine(backend)}`,
           ...(backend.kind === "postgres" ? [`migrations    ${migrationLine(backend)}`] : []),
           `device        ${report.device.in_use} (requested ${report.device.requested}): ${report.device.reason}`,
@@ -167,4 +182,11 @@ async function storeUnavailable(ctx: CliContext, cmd: Command, config: Config, p
     ].join("\n"),
   );
   process.exitCode = 1;
+}
+
+/** What a failed bucket call says, in one line, without the keys. */
+function s3Problem(e: unknown): string {
+  const err = e as { code?: string; message?: string };
+  const said = [err?.code, err?.message].filter(Boolean).join(": ") || String(e);
+  return `${said.slice(0, 300)} (check s3_endpoint, s3_bucket, s3_region and the keys)`;
 }

@@ -60,6 +60,7 @@ const SIGNED_INT8 = ["auto", "off"] as const;
 const LOOP_FILTER = ["auto", "exact", "skip"] as const;
 const OCR_ENGINES = ["ppocr", "tesseract"] as const;
 const VECTOR_BACKENDS = ["memory", "pgvector"] as const;
+const S3_URL_STYLES = ["path", "virtual-hosted"] as const;
 
 export type Device = (typeof DEVICES)[number];
 
@@ -278,6 +279,73 @@ export const SETTINGS = {
     finish: (v, { dataDir }) => resolve(dataDir, v),
     doc: "the cluster secret: signs presigned URLs and seals webhook secrets, the same file on every node (64+ hex characters, e.g. `openssl rand -hex 32`); must exist",
     defaultDoc: "`<media_root>/secret.key`, made on first start",
+  }),
+  s3Bucket: unset({
+    key: "s3_bucket",
+    env: "VSEARCH_S3_BUCKET",
+    schema: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/),
+    envKind: "string",
+    requirement: "an S3 bucket name (3-63 lowercase letters, digits, dots, hyphens)",
+    doc: 'keep the media in this S3-compatible bucket instead of on a shared media root: the media root becomes each node\'s local cache (docs/SCALE-OUT.md "Object storage"); needs `s3_endpoint`, `s3_access_key_id` and the secret key',
+    defaultDoc: "none: the media are files on the media root",
+  }),
+  s3Endpoint: unset({
+    key: "s3_endpoint",
+    env: "VSEARCH_S3_ENDPOINT",
+    schema: z.string().regex(/^https?:\/\/[^/?#\s]+\/?$/),
+    envKind: "string",
+    requirement: "an http:// or https:// origin (no path), e.g. https://s3.eu-west-1.amazonaws.com",
+    doc: "the S3 API's address (AWS, MinIO, Garage, Ceph RGW, R2, …)",
+  }),
+  s3Region: row({
+    key: "s3_region",
+    env: "VSEARCH_S3_REGION",
+    schema: z.string().min(1),
+    envKind: "string",
+    default: "us-east-1",
+    doc: "the bucket's region (signs requests)",
+  }),
+  s3Prefix: unset({
+    key: "s3_prefix",
+    env: "VSEARCH_S3_PREFIX",
+    schema: z.string().regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*\/?$/),
+    envKind: "string",
+    requirement: "a key prefix like `vsearch/` (letters, digits, `._-`, `/`-separated)",
+    doc: "the objects' key prefix in the bucket (several installs can share one bucket)",
+    defaultDoc: "none: `videos/<video_id>/…` at the bucket's top",
+  }),
+  s3AccessKeyId: unset({
+    key: "s3_access_key_id",
+    env: "VSEARCH_S3_ACCESS_KEY_ID",
+    schema: z.string().min(1),
+    envKind: "string",
+    doc: "the access key id",
+  }),
+  s3SecretAccessKey: unset({
+    key: "s3_secret_access_key",
+    env: "VSEARCH_S3_SECRET_ACCESS_KEY",
+    schema: z.string().min(1),
+    envKind: "string",
+    doc: "the secret access key (never printed). Prefer the environment or `s3_secret_access_key_file` to config.json",
+  }),
+  s3SecretAccessKeyFile: unset({
+    key: "s3_secret_access_key_file",
+    env: "VSEARCH_S3_SECRET_ACCESS_KEY_FILE",
+    schema: z.string().min(1),
+    envKind: "string",
+    requirement: "a file",
+    finish: (v, { dataDir }) => resolve(dataDir, v),
+    doc: "a file holding the secret access key (one line; e.g. a systemd credential or a mounted secret)",
+  }),
+  s3UrlStyle: row({
+    key: "s3_url_style",
+    env: "VSEARCH_S3_URL_STYLE",
+    schema: oneOf(S3_URL_STYLES),
+    envKind: "string",
+    requirement: words(S3_URL_STYLES),
+    default: "path",
+    doc: "`path`: `https://host/bucket/key` (MinIO, Garage, Ceph); `virtual-hosted`: `https://bucket.host/key` (AWS)",
+    range: choices(S3_URL_STYLES),
   }),
   vectorBackend: row({
     key: "vector_backend",

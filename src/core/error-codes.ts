@@ -209,6 +209,11 @@ export const ERROR_CODES = {
     status: 503,
     meaning: "Too many clip exports or frame grabs of all accounts are waiting; see Retry-After.",
   },
+  MEDIA_STORE_UNAVAILABLE: {
+    status: 503,
+    meaning:
+      "The media's object store (s3_bucket) failed or cannot be reached; an upload that meets it stores nothing. See Retry-After.",
+  },
   SEARCH_UNAVAILABLE: {
     status: 503,
     meaning:

@@ -4,10 +4,10 @@ import type { FrameInput, IndexStore, OcrLineInput, ShotInput, TranscriptInput, 
 
 /** The video files the owner removes (videos/files.ts `VideoFiles`; videos/ sits above indexing/). */
 export interface ContentFiles {
-  /** The video's folder and everything in it. */
-  remove(videoId: string): void;
+  /** The video's folder and everything in it (and its objects in the bucket, when there is one). */
+  remove(videoId: string): Promise<void>;
   /** Removes the video's shot thumbnails other than `keep` (paths relative to the data dir). */
-  pruneShotThumbs(videoId: string, keep: ReadonlySet<string>): void;
+  pruneShotThumbs(videoId: string, keep: ReadonlySet<string>): Promise<void>;
 }
 
 /** How the caller deletes a video row, inside the owner's transaction (videos/service.ts). */
@@ -58,7 +58,7 @@ export class VideoContent {
     return await this.uow.run(async () => {
       const ids = await this.index.replaceShots(scope, shots, modelId);
       const keep = new Set(shots.map((s) => s.thumbnailPath).filter((p): p is string => p !== null));
-      this.uow.afterCommit(() => this.files.pruneShotThumbs(scope.videoId, keep));
+      this.uow.afterCommit(async () => await this.files.pruneShotThumbs(scope.videoId, keep));
       return ids;
     });
   }
@@ -95,7 +95,7 @@ export class VideoContent {
         if (!(await rows.has(id))) return false;
         await this.index.deleteVideoVectors(id);
         await rows.remove(id);
-        this.uow.afterCommit(() => this.files.remove(id));
+        this.uow.afterCommit(async () => await this.files.remove(id));
         return true;
       });
       if (deleted) gone.push(id);

@@ -43,6 +43,11 @@ export interface SignatureVerifier {
 
 const VIDEO_ID = /^vid_[0-9A-Za-z]{1,60}$/;
 
+/** The longest a bucket's presigned URL lives (`serve`); never longer than the link it answers. */
+export const BUCKET_URL_MAX_TTL_SECS = 3600;
+/** The shortest: a link about to expire still gets a URL a player can open and seek in for a while. */
+export const BUCKET_URL_MIN_TTL_SECS = 60;
+
 /**
  * Presigned media (SPEC §6): a request carries `expires` + `signature` instead of credentials.
  * The signature is checked first (a bad or expired one is 403 whatever the id), then the video
@@ -55,12 +60,58 @@ export class MediaService {
     private readonly signer: SignatureVerifier,
   ) {}
 
+  /**
+   * A media link as the route answers it: the file on this node, or, when the media are in a
+   * bucket that presigns, a presigned URL of the object to redirect to (the bytes never pass
+   * through this server; Range requests go to the bucket). That URL lives as long as the link
+   * has left, between BUCKET_URL_MIN_TTL_SECS and BUCKET_URL_MAX_TTL_SECS.
+   */
+  async serve(
+    videoId: string,
+    item: MediaItem,
+    expires: string | undefined,
+    signature: string | undefined,
+    nowMs = Date.now(),
+  ): Promise<MediaFile | { redirect: string }> {
+    const bucket = this.files.bucket;
+    const found = await this.locate(videoId, item, expires, signature);
+    if (!bucket) return await this.fileOf(found);
+    // A row names only objects put before it committed; a clip has no row: asked of the bucket.
+    if (!found.rel || (item.kind === "clip" && !(await this.files.has(found.rel)))) throw missing(item.kind);
+    const left = Number(expires) - Math.floor(nowMs / 1000);
+    const ttl = Math.min(BUCKET_URL_MAX_TTL_SECS, Math.max(BUCKET_URL_MIN_TTL_SECS, left));
+    const url = bucket.presign(found.rel, ttl);
+    return url === null ? await this.fileOf(found) : { redirect: url };
+  }
+
+  /** The file on this node (fetched from the bucket into its cache first, when the media are in one). */
   async open(
     videoId: string,
     item: MediaItem,
     expires: string | undefined,
     signature: string | undefined,
   ): Promise<MediaFile> {
+    return await this.fileOf(await this.locate(videoId, item, expires, signature));
+  }
+
+  private async fileOf(found: {
+    rel: string | null;
+    contentType: string;
+    item: MediaItem["kind"];
+  }): Promise<MediaFile> {
+    const file = found.rel ? await this.resolve(found.rel) : null;
+    if (!file) throw missing(found.item);
+    const st = statSync(file);
+    return { path: file, size: st.size, contentType: found.contentType, mtimeMs: st.mtimeMs };
+  }
+
+  /** Checks the signature, then finds the stored path the link names (null: none). */
+  private async locate(
+    videoId: string,
+    item: MediaItem,
+    expires: string | undefined,
+    signature: string | undefined,
+  ): Promise<{ rel: string | null; contentType: string; item: MediaItem["kind"] }> {
     const path = pathOf(videoId, item);
     const check = this.signer.verify(path, expires, signature);
     if (check === "expired")
@@ -85,18 +136,19 @@ export class MediaService {
     } else {
       rel = await this.store.shotThumbnail(videoId, item.index);
     }
-    const file = rel ? this.resolve(rel) : null;
-    if (!file) throw notFound("NOT_FOUND", item.kind === "shot" || item.kind === "poster" ? "Thumbnail" : "Video file");
-    const st = statSync(file);
-    return { path: file, size: st.size, contentType, mtimeMs: st.mtimeMs };
+    return { rel, contentType, item: item.kind };
   }
 
-  private resolve(rel: string): string | null {
+  private async resolve(rel: string): Promise<string | null> {
     try {
-      const abs = this.files.abs(rel);
-      return existsSync(abs) && statSync(abs).isFile() ? abs : null;
+      this.files.abs(rel); // refuses a stored path outside the media root
     } catch {
       return null;
     }
+    const abs = await this.files.local(rel);
+    return existsSync(abs) && statSync(abs).isFile() ? abs : null;
   }
 }
+
+const missing = (kind: MediaItem["kind"]) =>
+  notFound("NOT_FOUND", kind === "shot" || kind === "poster" ? "Thumbnail" : "Video file");

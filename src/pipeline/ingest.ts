@@ -83,7 +83,8 @@ export class IngestPipeline implements TaskHandler {
     const job = task.job_id ? await d.jobs.row(task.job_id) : null;
     const video = await d.videos.getById(task.video_id);
     if (!job || !video) return () => {}; // deleted meanwhile (its tasks normally go with it)
-    const source = d.files.abs(video.source_path);
+    // With a bucket, the source is fetched into this node's cache first (ffmpeg reads local files).
+    const source = await d.files.local(video.source_path);
     // Speech runs beside the visual stages (it has its own worker). One stop signal for both: when
     // either fails, the other stops too, and the job fails with the first real error.
     const stop = new AbortController();

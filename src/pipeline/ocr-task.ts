@@ -93,7 +93,7 @@ export class OcrTask implements TaskHandler {
   ): Promise<{ outcome: StageOutcome; lines: OcrLineInput[] | null }> {
     const d = this.d;
     if (!d.ocr) return { outcome: { status: "skipped", reason: OCR_OFF_REASON }, lines: null };
-    const source = d.files.abs(video.source_path);
+    const source = await d.files.local(video.source_path);
     // Handed over by the ingest task; a task carried over from an older version probes again.
     const handOver = task.payload ? (JSON.parse(task.payload) as OcrHandOver) : null;
     const info = handOver?.info ?? (await probeMedia(d.bins, source, { decodeCheck: false }).catch(toFailure));

@@ -82,9 +82,13 @@ export async function writeVideoThumbnails(
       posterMade = await thumbnailFromStart(d.bins, source, at, poster, { width: POSTER_WIDTH, hdr });
     });
   }
+  const shots = requests.map((r) => (unmade.has(r.outPath) ? null : d.files.rel(r.outPath)));
+  const posterRel = posterMade ? d.files.rel(poster) : null;
+  // Into the bucket (when there is one) before the rows that name them commit.
+  await d.files.publish([...shots, posterRel]);
   return {
-    shots: requests.map((r) => (unmade.has(r.outPath) ? null : d.files.rel(r.outPath))),
-    poster: posterMade ? d.files.rel(poster) : null,
+    shots,
+    poster: posterRel,
     shotsFromPass: requests.length - missing.length,
     posterFromPass,
   };

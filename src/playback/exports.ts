@@ -117,7 +117,8 @@ export class ExportService {
     if (existsSync(file)) {
       const t = new Date();
       utimesSync(file, t, t); // recently used: last to be evicted
-    } else {
+    } else if (!(this.files.bucket && (await this.files.has(this.files.rel(file))))) {
+      // (With a bucket, a clip another node cut is there already: its link serves it from the bucket.)
       try {
         await this.encodes.run(
           accountId,
@@ -150,7 +151,7 @@ export class ExportService {
   ): Promise<void> {
     const sourceRel = await this.store.sourcePath(videoId);
     if (!sourceRel) throw new AppError("VIDEO_NOT_FOUND", `Video ${videoId} not found`);
-    const source = this.files.abs(sourceRel);
+    const source = await this.files.local(sourceRel);
     const info = await probeMedia(this.bins, source, { strict: false, decodeCheck: false, signal });
     const span = await scanTimeline(this.bins, source, { start, duration, timeoutMs: 60_000 });
     if (signal.aborted) return;
@@ -170,11 +171,16 @@ export class ExportService {
     } finally {
       rmSync(tmp, { force: true });
     }
-    this.evict(file);
+    // With a bucket the clip's link may reach another server: it serves the clip from there.
+    await this.files.publish([this.files.rel(file)]);
+    await this.evict(file);
   }
 
-  /** Keeps every cached clip together under the bound: least recently used go first (never `keep`). */
-  private evict(keep: string): void {
+  /**
+   * Keeps every cached clip together under the bound: least recently used go first (never `keep`).
+   * With a bucket, an evicted clip's object goes too: each node bounds the clips it cut.
+   */
+  private async evict(keep: string): Promise<void> {
     const root = this.files.videosRoot;
     if (!existsSync(root)) return;
     const all: { path: string; size: number; used: number }[] = [];
@@ -191,7 +197,7 @@ export class ExportService {
     for (const c of all.sort((a, b) => a.used - b.used)) {
       if (total <= this.opts.clipCacheBytes) break;
       if (c.path === keep) continue;
-      rmSync(c.path, { force: true });
+      await this.files.removeFile(this.files.rel(c.path));
       total -= c.size;
     }
   }

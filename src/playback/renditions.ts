@@ -60,7 +60,9 @@ export class RenditionTask implements TaskHandler {
     const dir = this.files.dir(videoId);
     const tmp = join(dir, "web.mp4.tmp");
     try {
-      const info = await probeMedia(this.bins, this.files.abs(source), { strict: false, decodeCheck: false });
+      // With a bucket: fetched into this node's cache first (and the finished file put back, below).
+      const local = await this.files.local(source);
+      const info = await probeMedia(this.bins, local, { strict: false, decodeCheck: false });
       const decision = decideRendition({
         container: info.container,
         videoCodec: info.videoCodec,
@@ -71,9 +73,9 @@ export class RenditionTask implements TaskHandler {
         return () => void this.store.finish(videoId, { status: "not_needed", reason: decision.reason });
       const started = this.now();
       // Bounded by the frames the file has, not by the span its timestamps claim (media/bounds.ts).
-      const { frames } = await scanTimeline(this.bins, this.files.abs(source));
+      const { frames } = await scanTimeline(this.bins, local);
       const timeoutMs = encodeTimeoutMs(frames, (info.width ?? 1920) * (info.height ?? 1080));
-      await encodeWebMp4(this.bins, this.files.abs(source), tmp, {
+      await encodeWebMp4(this.bins, local, tmp, {
         hdr: info.hdr,
         hasAudio: info.hasAudio,
         maxBitRate: info.bitRate,
@@ -84,6 +86,7 @@ export class RenditionTask implements TaskHandler {
       const out = join(dir, "web.mp4");
       renameSync(tmp, out);
       const size = statSync(out).size;
+      await this.files.publish([this.files.rel(out)]); // before the row names it
       return async () => {
         if (
           await this.store.finish(videoId, {
@@ -94,7 +97,7 @@ export class RenditionTask implements TaskHandler {
           })
         )
           log.info("web rendition ready", { took_ms: this.now() - started, bytes: size, why: decision.reason });
-        else rmSync(out, { force: true }); // deleted meanwhile (the row cascaded away)
+        else await this.files.removeFile(this.files.rel(out)); // deleted meanwhile (the row cascaded away)
       };
     } catch (e) {
       if (ctx.signal.aborted) throw e; // stopping or cancelled: the queue knows what to do

@@ -19,12 +19,15 @@ export const withFragment = (url: string, start: number, end: number): string =>
 /** Thumbnails are a few KB; anything over this is not inlined. */
 const MAX_INLINE_BYTES = 512 * 1024;
 
-/** A stored thumbnail (path relative to the data dir) as base64, or null when missing/too big. */
-export function thumbnailBase64(files: VideoFiles, relPath: string | null): string | null {
+/**
+ * A stored thumbnail (path relative to the data dir) as base64, or null when missing/too big (or
+ * the bucket, when the media are in one, cannot be read: the result goes without it).
+ */
+export async function thumbnailBase64(files: VideoFiles, relPath: string | null): Promise<string | null> {
   if (!relPath) return null;
   let abs: string;
   try {
-    abs = files.abs(relPath);
+    abs = await files.local(relPath);
   } catch {
     return null;
   }

@@ -43,13 +43,13 @@ export function responseLinks(links: MediaLinks, playback: Map<string, string>):
 }
 
 /** One result segment: its shot's thumbnail (or the poster), its playback link with the time fragment, rounded scores. */
-export function toSegment(
+export async function toSegment(
   d: { links: ResponseLinks; files: VideoFiles },
   info: VideoInfoRow,
   shots: ShotRow[],
   c: Fused,
   o: { hidden: boolean; rank: number; withBase64: boolean },
-): SearchSegment {
+): Promise<SearchSegment> {
   const shot = shotOf(shots, c);
   const thumbPath = shot?.thumbnail_path ?? info.poster_path;
   const thumbnailUrl = shot?.thumbnail_path
@@ -71,7 +71,7 @@ export function toSegment(
     threshold_key: c.thresholdKey,
   };
   if (o.withBase64) {
-    const b64 = thumbnailBase64(d.files, thumbPath);
+    const b64 = await thumbnailBase64(d.files, thumbPath);
     if (b64) seg.thumbnail_base64 = b64;
   }
   return seg;

@@ -201,12 +201,15 @@ export class SearchService {
         filename: info.filename,
         collection_id: info.collection_id,
         status: info.status,
-        segments: groups.get(videoId)!.map((x) =>
-          toSegment(render, info, shots.get(videoId) ?? [], x.c, {
-            hidden: x.hidden,
-            rank: x.rank,
-            withBase64: req.includeThumbnailBase64,
-          }),
+        segments: await Promise.all(
+          groups.get(videoId)!.map(
+            async (x) =>
+              await toSegment(render, info, shots.get(videoId) ?? [], x.c, {
+                hidden: x.hidden,
+                rank: x.rank,
+                withBase64: req.includeThumbnailBase64,
+              }),
+          ),
         ),
       });
     }

@@ -239,8 +239,9 @@ export class UploadService {
     for (const v of candidates) {
       let theirs = v.content_hash ?? null;
       if (!theirs) {
-        const source = this.files.abs(v.source_path);
-        theirs = await sha256File(source).catch(() => null);
+        // (With a bucket: fetched into this node's cache first; unreadable, it is no duplicate.)
+        const source = await this.files.local(v.source_path).catch(() => null);
+        theirs = source ? await sha256File(source).catch(() => null) : null;
         if (theirs) await this.videos.rememberContentHash(v.id, theirs);
       }
       if (theirs === hash) return { video: v, hash };

@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join, relative, resolve, sep } from "node:path";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { AppError } from "../core/errors.ts";
+import type { ObjectStore } from "../media/object-store.ts";
 
 /** A half-written file's name (`x.tmp`, `x.<pid>.tmp`, `x.tmp-<pid>-…`) or a job's scratch folder (`frames.tmp`). */
 export const isTempName = (name: string) => /\.tmp(-[\w.-]+)?$/.test(name);
@@ -24,13 +26,79 @@ export class VideoFiles {
   readonly videosRoot: string;
   readonly uploadsTmp: string;
 
-  /** `node`: this node's id; the temp uploads it names (`tempPath`) carry it, so a start sweeps its own at once. */
+  /** Fetches from the bucket in flight, by key: a second reader of the same object waits for the first. */
+  private readonly fetching = new Map<string, Promise<void>>();
+
+  /**
+   * `node`: this node's id; the temp uploads it names (`tempPath`) carry it, so a start sweeps its own at once.
+   * `bucket`: the media's durable copy (`s3_bucket`; docs/SCALE-OUT.md "Object storage"). Then the
+   * media root is this node's cache: what a node writes is `publish`ed to the bucket before a row
+   * names it, what it reads is fetched from there first (`local`), and a video's removal removes
+   * its objects too. Null (the default): the media root is the only copy, as without object storage.
+   */
   constructor(
     readonly root: string,
     private readonly node?: string,
+    readonly bucket: ObjectStore | null = null,
   ) {
     this.videosRoot = join(root, "videos");
     this.uploadsTmp = join(root, "uploads", "tmp");
+  }
+
+  /**
+   * A stored path as a local file, fetched from the bucket into this node's cache first when it
+   * is not there (ffmpeg, ffprobe and the OCR engine read local files). The fetch writes a temp
+   * name and renames it, so a reader never sees half an object; one fetch per object at a time.
+   * An object the bucket does not have either leaves the path missing, as a lost file would.
+   */
+  async local(rel: string): Promise<string> {
+    const abs = this.abs(rel);
+    const bucket = this.bucket;
+    if (!bucket || existsSync(abs)) return abs;
+    let pending = this.fetching.get(rel);
+    if (!pending) {
+      pending = (async () => {
+        const tmp = `${abs}.tmp-fetch-${process.pid}-${randomBytes(4).toString("hex")}`;
+        mkdirSync(dirname(abs), { recursive: true });
+        try {
+          if (await storeCall(bucket, "read", () => bucket.fetchTo(rel, tmp))) renameSync(tmp, abs);
+        } finally {
+          rmSync(tmp, { force: true });
+        }
+      })().finally(() => this.fetching.delete(rel));
+      this.fetching.set(rel, pending);
+    }
+    await pending;
+    return abs;
+  }
+
+  /**
+   * Copies files this node wrote (stored paths) to the bucket; nothing without one. Called before
+   * the rows that name them commit, so no row ever names an object the bucket lacks.
+   */
+  async publish(rels: readonly (string | null)[]): Promise<void> {
+    const bucket = this.bucket;
+    if (!bucket) return;
+    for (const rel of rels) if (rel) await storeCall(bucket, "write", () => bucket.put(rel, this.abs(rel)));
+  }
+
+  /** Removes one stored file here and, with a bucket, its object (a pruned thumbnail, an evicted clip). */
+  async removeFile(rel: string): Promise<void> {
+    rmSync(this.abs(rel), { force: true });
+    const bucket = this.bucket;
+    if (bucket) await storeCall(bucket, "write", () => bucket.delete(rel));
+  }
+
+  /** Removes this node's copy of a video's files, and only that (another node deleted the video and its objects). */
+  dropCached(videoId: string): void {
+    rmSync(this.dir(videoId), { recursive: true, force: true });
+  }
+
+  /** Whether the bucket (or, without one, the media root) holds this stored path. */
+  async has(rel: string): Promise<boolean> {
+    const bucket = this.bucket;
+    if (!bucket) return existsSync(this.abs(rel));
+    return (await storeCall(bucket, "read", () => bucket.stat(rel))) !== null;
   }
 
   dir(videoId: string): string {
@@ -113,13 +181,18 @@ export class VideoFiles {
    * fewer shots leaves none of the earlier run's behind. Called by the content owner
    * (indexing/content.ts) once the new shot rows are committed.
    */
-  pruneShotThumbs(videoId: string, keep: ReadonlySet<string>): void {
+  async pruneShotThumbs(videoId: string, keep: ReadonlySet<string>): Promise<void> {
     const dir = join(this.dir(videoId), "shots");
-    if (!existsSync(dir)) return;
-    for (const f of readdirSync(dir)) {
-      const p = join(dir, f);
-      if (!keep.has(this.rel(p))) rmSync(p, { recursive: true, force: true });
-    }
+    if (existsSync(dir))
+      for (const f of readdirSync(dir)) {
+        const p = join(dir, f);
+        if (!keep.has(this.rel(p))) rmSync(p, { recursive: true, force: true });
+      }
+    const bucket = this.bucket;
+    if (!bucket) return;
+    const prefix = `videos/${videoId}/shots/`;
+    for (const key of await storeCall(bucket, "read", () => bucket.list(prefix)))
+      if (!keep.has(key)) await storeCall(bucket, "write", () => bucket.delete(key));
   }
 
   rel(abs: string): string {
@@ -133,8 +206,11 @@ export class VideoFiles {
     return p;
   }
 
-  remove(videoId: string): void {
+  /** Removes the video's folder and, with a bucket, every object under `videos/<video_id>/`. */
+  async remove(videoId: string): Promise<void> {
     rmSync(this.dir(videoId), { recursive: true, force: true });
+    const bucket = this.bucket;
+    if (bucket) await storeCall(bucket, "write", () => bucket.deletePrefix(`videos/${videoId}/`));
   }
 
   bytesOf(videoId: string): number {
@@ -266,4 +342,22 @@ function newestWriteMs(path: string, depth = 2): number {
     for (const n of names) newest = Math.max(newest, newestWriteMs(join(path, n), depth - 1));
   }
   return newest;
+}
+
+/**
+ * A call to the bucket; a failure (unreachable, refused, no such bucket) is MEDIA_STORE_UNAVAILABLE
+ * (503) with what the bucket said, never a stack trace or the keys.
+ */
+async function storeCall<T>(bucket: ObjectStore, what: "read" | "write", call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (e) {
+    if (e instanceof AppError) throw e;
+    const said = e instanceof Error ? (e as { code?: string }).code || e.message : String(e);
+    throw new AppError(
+      "MEDIA_STORE_UNAVAILABLE",
+      `The media store (the ${bucket.kind} bucket) failed to ${what} (${said.slice(0, 200)}); retry later`,
+      { "Retry-After": "30" },
+    );
+  }
 }

@@ -1,4 +1,4 @@
-import { renameSync } from "node:fs";
+import { renameSync, rmSync } from "node:fs";
 import { AppError, notFound } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import type { Page } from "../core/paging.ts";
@@ -61,8 +61,10 @@ export class VideoService {
 
   /**
    * Turns a finished upload into a video + queued job (and its ingest task) + `video.created`
-   * event in one transaction. The file is moved in first; if the transaction fails it is removed again, and
-   * a crash in between leaves a folder the start-up sweep deletes.
+   * event in one transaction. The file is moved in first (and, with a bucket, copied there); if
+   * that or the transaction fails it is removed again, and a crash in between leaves a folder the
+   * start-up sweep deletes (an object without a row: `vsearch check` lists it). A row never names
+   * a source the bucket does not have.
    */
   async createFromUpload(v: NewVideo): Promise<{ video_id: string; job_id: string; status: "queued" }> {
     const videoId = newId("vid");
@@ -75,6 +77,7 @@ export class VideoService {
     try {
       this.files.ensureDir(videoId);
       renameSync(v.tempFile, dest);
+      await this.files.publish([this.files.rel(dest)]);
       await this.uow.run(async () => {
         if (v.capped) await this.tasks.assertRoom(v.accountId); // exact here: the write lock is held
         const contentHash = v.contentHash ?? null;
@@ -118,7 +121,8 @@ export class VideoService {
         );
       }); // the duplicate check and the insert see the same state
     } catch (e) {
-      this.files.remove(videoId);
+      // The bucket may be what failed: its half is left to `vsearch check` then, the folder goes anyway.
+      await this.files.remove(videoId).catch(() => rmSync(this.files.dir(videoId), { recursive: true, force: true }));
       throw e;
     } finally {
       this.files.releaseIncoming(claim);

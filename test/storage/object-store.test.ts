@@ -1,19 +1,17 @@
 /**
  * The media object-store seam (issue 26, src/media/object-store.ts): the same checks against a
  * folder (the media root) and against an S3-compatible server through Bun's built-in S3 client.
- * The S3 server is moto (`moto_server`, Python's moto package: an S3 API on loopback, started here
- * on a free port); where it is not installed the S3 half is skipped, saying so. moto does not check
- * request signatures, so this proves the client's requests and answers, not S3's authentication.
+ * The S3 server is s3rver (npm; test/helpers/s3.ts: run by `node` on loopback and a free port). It
+ * does not check request signatures, so this proves the client's requests and answers, not S3's
+ * authentication.
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FsObjectStore, type ObjectStore } from "../../src/media/object-store.ts";
-import { S3ObjectStore } from "../../src/media/object-store-s3.ts";
+import { type S3Server, startS3 } from "../helpers/s3.ts";
 import { tempDir } from "../helpers/temp.ts";
-
-const MOTO = Bun.which("moto_server");
 
 async function bytesOf(stream: ReadableStream<Uint8Array> | null): Promise<Uint8Array> {
   expect(stream).not.toBeNull();
@@ -95,38 +93,13 @@ function conformance(name: string, make: () => ObjectStore) {
 const fsRoot = tempDir("vsearch-objects-root-");
 conformance("a folder (the media root)", () => new FsObjectStore(fsRoot));
 
-describe.skipIf(!MOTO)(`an S3-compatible server (moto_server${MOTO ? "" : ": not installed, skipped"})`, () => {
-  let proc: ReturnType<typeof Bun.spawn> | null = null;
-  let endpoint = "";
+describe("an S3-compatible server (s3rver)", () => {
+  let s3: S3Server;
   beforeAll(async () => {
-    proc = Bun.spawn([MOTO!, "-H", "127.0.0.1", "-p", "0"], { stdout: "pipe", stderr: "pipe" });
-    // It prints "Running on http://127.0.0.1:PORT" on stderr once it listens (bounded wait).
-    const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
-    let text = "";
-    const deadline = Date.now() + 30_000;
-    while (!/Running on (http:\/\/127\.0\.0\.1:\d+)/.test(text) && Date.now() < deadline) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
-    }
-    reader.releaseLock();
-    endpoint = /Running on (http:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1] ?? "";
-    expect(endpoint, text).not.toBe("");
-    expect((await fetch(`${endpoint}/vsearch-media`, { method: "PUT" })).status).toBe(200); // the bucket
+    s3 = await startS3("vsearch-media");
   }, 60_000);
   afterAll(async () => {
-    proc?.kill();
-    await proc?.exited;
+    await s3?.stop();
   });
-  conformance(
-    "S3ObjectStore",
-    () =>
-      new S3ObjectStore({
-        endpoint,
-        bucket: "vsearch-media",
-        accessKeyId: "test",
-        secretAccessKey: "test",
-        prefix: "install-1",
-      }),
-  );
+  conformance("S3ObjectStore", () => s3.objects("install-1"));
 });

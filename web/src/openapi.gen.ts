@@ -3805,6 +3805,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The media's bucket (`s3_bucket`) failed or cannot be reached (MEDIA_STORE_UNAVAILABLE): nothing was stored; see Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The server's disk is full (INSUFFICIENT_STORAGE); nothing was written */
             507: {
                 headers: {
@@ -5398,6 +5412,14 @@ export interface operations {
                     "video/mp2t": Blob;
                 };
             };
+            /** @description The media are in an S3 bucket (`s3_bucket`): a presigned URL of the object (Location), valid as long as this link (60 s to 1 h); it answers Range itself */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified) */
             304: {
                 headers: {
@@ -5492,6 +5514,14 @@ export interface operations {
                     "image/jpeg": Blob;
                 };
             };
+            /** @description The media are in an S3 bucket (`s3_bucket`): a presigned URL of the object (Location), valid as long as this link (60 s to 1 h); it answers Range itself */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified) */
             304: {
                 headers: {
@@ -5585,6 +5615,14 @@ export interface operations {
                 content: {
                     "video/mp4": Blob;
                 };
+            };
+            /** @description The media are in an S3 bucket (`s3_bucket`): a presigned URL of the object (Location), valid as long as this link (60 s to 1 h); it answers Range itself */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified) */
             304: {
@@ -5681,6 +5719,14 @@ export interface operations {
                     "video/mp4": Blob;
                 };
             };
+            /** @description The media are in an S3 bucket (`s3_bucket`): a presigned URL of the object (Location), valid as long as this link (60 s to 1 h); it answers Range itself */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified) */
             304: {
                 headers: {
@@ -5775,6 +5821,14 @@ export interface operations {
                 content: {
                     "image/jpeg": Blob;
                 };
+            };
+            /** @description The media are in an S3 bucket (`s3_bucket`): a presigned URL of the object (Location), valid as long as this link (60 s to 1 h); it answers Range itself */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not modified (`If-None-Match` / `If-Modified-Since` match the ETag / Last-Modified) */
             304: {
