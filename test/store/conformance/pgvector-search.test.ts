@@ -119,7 +119,8 @@ describe.skipIf(!pgAvailable())("vector_backend = pgvector", () => {
   beforeAll(async () => {
     const env = { VSEARCH_DATABASE_URL: pgTest().url, VSEARCH_RATE_LIMIT_SEARCH: "100000" };
     pgApp = await startTestApp({ ...env, VSEARCH_VECTOR_BACKEND: "pgvector" }, { queryEmbedder: embedder() });
-    memApp = await startTestApp(env, { queryEmbedder: embedder() });
+    // One database, one cluster secret: the second server mounts the first's media root (its secret with it).
+    memApp = await startTestApp({ ...env, VSEARCH_MEDIA_ROOT: pgApp.dir }, { queryEmbedder: embedder() });
     exec = (await openPg()).exec;
     c = await buildCorpus(pgApp, exec);
   });
