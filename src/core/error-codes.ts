@@ -212,7 +212,7 @@ export const ERROR_CODES = {
   MEDIA_STORE_UNAVAILABLE: {
     status: 503,
     meaning:
-      "The media's object store (s3_bucket) failed or cannot be reached; an upload that meets it stores nothing. See Retry-After.",
+      "The media's object store (s3_bucket) failed or cannot be reached; an upload that meets it stores nothing, a background task that meets it runs again later. See Retry-After.",
   },
   SEARCH_UNAVAILABLE: {
     status: 503,

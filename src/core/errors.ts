@@ -42,3 +42,11 @@ export const forbidden = (message = "This credential may not do that") => new Ap
 
 /** The catalogue's codes answered with 404. */
 export type NotFoundCode = { [C in ErrorCode]: (typeof ERROR_CODES)[C]["status"] extends 404 ? C : never }[ErrorCode];
+
+/**
+ * The media's bucket failed or could not be reached (MEDIA_STORE_UNAVAILABLE): nothing is wrong
+ * with the video, so a background task that meets it is handed back and runs again later, as one
+ * that meets an unreachable database is (jobs/lease-queue.ts).
+ */
+export const isMediaStoreUnavailable = (e: unknown): boolean =>
+  e instanceof AppError && e.code === "MEDIA_STORE_UNAVAILABLE";

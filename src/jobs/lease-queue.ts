@@ -3,7 +3,7 @@
  * state machine over the same leases; the connection-error give-back (issue 26) joined it there.
  */
 import { randomBytes } from "node:crypto";
-import { AppError } from "../core/errors.ts";
+import { AppError, isMediaStoreUnavailable } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { isStorageError } from "../core/storage.ts";
 import { isStoreError } from "../store/errors.ts";
@@ -350,6 +350,14 @@ export class LeaseQueue {
           // The database went away mid-task (a restart, a network cut): nothing is wrong with the
           // video. Give it back once the database answers (or its lease runs out meanwhile).
           log.warn("task interrupted: database unreachable; it will run again", { err: (e as Error)?.message });
+          this.storeFailed("running a task", e);
+          await this.settle("giving a task back", async () => await this.giveBack(task, handler));
+          return;
+        }
+        if (isMediaStoreUnavailable(e)) {
+          // The media's bucket failed or is away (s3_bucket): the same, for the media. Backing off
+          // keeps a long outage from spinning through the queue.
+          log.warn("task interrupted: media store unreachable; it will run again", { err: (e as Error)?.message });
           this.storeFailed("running a task", e);
           await this.settle("giving a task back", async () => await this.giveBack(task, handler));
           return;

@@ -7,6 +7,7 @@ import type { OcrLineInput } from "../indexing/store.ts";
 import type { StageName, StageOutcome, VideoRow } from "../videos/schema.ts";
 import type { PipelineDeps } from "./deps.ts";
 import { type DecodePlan, planDecode } from "./decode-plan.ts";
+import { isMediaStoreUnavailable } from "../core/errors.ts";
 import { aborted, isKnownFailure, jobProgress, toFailure } from "./failures.ts";
 import { ocrStage } from "./stage-ocr.ts";
 import { StageRun } from "./stage-run.ts";
@@ -46,6 +47,7 @@ export class OcrTask implements TaskHandler {
       outcome = read.outcome;
     } catch (err) {
       if (ctx.signal.aborted) throw aborted();
+      if (isMediaStoreUnavailable(err)) throw err; // the queue hands it back: it runs again once the bucket answers
       outcome = this.failedOutcome(video, err);
     }
     return async () => await this.end(video, job, stages, outcome, lines);

@@ -149,6 +149,38 @@ describe("media in an S3 bucket, one node", () => {
     }
   }, 60_000);
 
+  test("a bucket away when a task runs: the task is handed back, not failed, and completes once the bucket answers", async () => {
+    const late = await startTestApp(s3.env("install-2/"), { prefix: "vsearch-s3-away-" });
+    try {
+      const other = await createKeyTenant(late);
+      const c = (await json(await late.request("POST", "/v1/collections", { token: other.key, json: { name: "c" } })))
+        .data.id;
+      const res = await upload(late, other, c, await smallMp4(clips, 1));
+      expect(res.status).toBe(202);
+      const { video_id: id, job_id: jobId } = (await json(res)).data;
+      // The bucket has the source; this node's cached copy goes, so the ingest must fetch it back.
+      expect(await s3.objects("install-2/").stat(`videos/${id}/source.mp4`)).not.toBeNull();
+      await s3.pause();
+      rmSync(join(late.dir, "videos", id), { recursive: true, force: true });
+      await late.app.start(); // the queue starts: the ingest is claimed and meets the unreachable bucket
+      await Bun.sleep(3_000); // a claim (1 s poll) and a retry after the first backoff
+      const waiting = await late.app.services.jobs.get(other.accountId, jobId);
+      expect(waiting.status).not.toBe("failed");
+      expect(waiting.status).not.toBe("done");
+      await s3.resume();
+      let job: any;
+      await until(async () => {
+        job = await late.app.services.jobs.get(other.accountId, jobId);
+        return job.status === "done" || job.status === "failed";
+      }, 60_000);
+      expect(job.status, JSON.stringify(job.error)).toBe("done");
+      expect(await s3.objects("install-2/").stat(`videos/${id}/poster.jpg`)).not.toBeNull();
+    } finally {
+      await late.close();
+      if (!(await fetch(s3.endpoint).catch(() => null))) await s3.resume(); // the next test's bucket
+    }
+  }, 90_000);
+
   test("doctor names the media store, and says clearly when the bucket cannot be reached (exit 1, no secret printed)", async () => {
     const dataDir = tempDir("vsearch-s3-doctor-");
     const ok = await runCli(["doctor", "--data-dir", dataDir, "--json"], s3.env(PREFIX));
