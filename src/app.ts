@@ -38,7 +38,7 @@ import { readiness } from "./system/readiness.ts";
 import { videoJobHooks } from "./videos/job-hooks.ts";
 import { mediaLinks } from "./playback/links.ts";
 import type { Services } from "./services.ts";
-import { loadClusterSecret } from "./signing/cluster-secret.ts";
+import { clusterSecretFile, loadClusterSecret } from "./signing/cluster-secret.ts";
 import { UrlSigner } from "./signing/url-signer.ts";
 import { LinkOrigin, localBaseUrl } from "./signing/link-origin.ts";
 import { VERSION } from "./version.ts";
@@ -254,19 +254,21 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
 
   let baseUrl = config.publicBaseUrl ?? localBaseUrl(config.host, config.port);
   // One secret for every node of the install (SPEC §13): presigned URLs and sealed webhook secrets.
-  const clusterSecret = loadClusterSecret(config);
-  if (clusterSecret.origin !== "read")
-    logger.info(`cluster secret ${clusterSecret.origin}`, { file: clusterSecret.file });
-  if (clusterSecret.ignoredLocal)
-    logger.warn("this data dir's secret.key differs from the cluster secret, which is used", {
-      ignored: clusterSecret.ignoredLocal,
-      file: clusterSecret.file,
-    });
-  const masterSecret = clusterSecret.secret;
-  // The database remembers the install's secret by its fingerprint: a node with another one
-  // refuses here, before it signs or seals anything (signing/secret-fingerprint.ts).
-  const fingerprints = new SecretFingerprintStore(db);
+  // A start refused here closes the store first: PostgreSQL's open pool would keep a CLI alive.
+  let masterSecret: Buffer;
   try {
+    const clusterSecret = loadClusterSecret(config);
+    if (clusterSecret.origin !== "read")
+      logger.info(`cluster secret ${clusterSecret.origin}`, { file: clusterSecret.file });
+    if (clusterSecret.ignoredLocal)
+      logger.warn("this data dir's secret.key differs from the cluster secret, which is used", {
+        ignored: clusterSecret.ignoredLocal,
+        file: clusterSecret.file,
+      });
+    masterSecret = clusterSecret.secret;
+    // The database remembers the install's secret by its fingerprint: a node with another one
+    // refuses here, before it signs or seals anything (signing/secret-fingerprint.ts).
+    const fingerprints = new SecretFingerprintStore(db);
     if (opts.adoptSecret) await fingerprints.replace(secretFingerprint(masterSecret));
     else if ((await checkClusterSecret(fingerprints, masterSecret, clusterSecret.file)) === "recorded")
       logger.info("cluster secret fingerprint recorded", { file: clusterSecret.file });
@@ -613,7 +615,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     backup: new BackupService(new BackupStore(db, vecExtension), {
       dataDir: config.dataDir,
       mediaRoot: config.mediaRoot,
-      secretFile: clusterSecret.file,
+      secretFile: clusterSecretFile(config),
       modelsDir: config.modelsDir,
       vecExtension,
       databaseUrl: config.databaseUrl,

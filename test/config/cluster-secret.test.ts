@@ -89,3 +89,14 @@ test("restore refuses to unpack with a media root or secret file set: the files 
   expect(r.stderr).toContain("restore unpacks videos/ and secret.key into the data dir");
   expect(existsSync(join(dir, "data"))).toBe(false);
 });
+
+test("a command refused for its secret file ends at once, its store closed (on PostgreSQL an open pool would keep it alive)", async () => {
+  const dir = tempDir("vsearch-secret-cli-");
+  const missing = join(dir, "nope.key");
+  const started = Date.now();
+  const r = await runCli(["--data-dir", join(dir, "data"), "users", "list"], { VSEARCH_SECRET_FILE: missing });
+  expect(r.code, r.stderr).toBe(1);
+  expect(r.stderr).toContain(`secret_file ${missing} does not exist`);
+  // runCli kills a process after its bound; a refused start ends in well under it (not killed).
+  expect(Date.now() - started).toBeLessThan(30_000);
+});
