@@ -235,6 +235,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   assertConsistent(config);
   // The media's bucket, when s3_bucket is set: checked (endpoint, keys) before anything is opened.
   const bucket = bucketFromConfig(config);
+  // Parsed once here, so a typo in VSEARCH_WEBHOOK_ALLOW_NETWORKS stops the start, not a delivery
+  // (before the store opens, like every check of the settings: nothing to close when it fails).
+  const allowNetworks = CidrAllowList.from(config.allowNetworks);
   // sqlite-vec is the embedded store's extension: on PostgreSQL vectors are pgvector columns.
   const vecExtension = config.databaseUrl ? undefined : opts.runtime.vecExtension;
   const dbFile = join(config.dataDir, "vsearch.db");
@@ -280,8 +283,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   // request (CLI, MCP over stdio, background work): public_base_url, else the served address.
   const linkOrigin = new LinkOrigin();
   const signer = new UrlSigner(masterSecret, () => linkOrigin.current() ?? baseUrl, config.presignTtlSecs, now);
-  // Parsed once here, so a typo in VSEARCH_WEBHOOK_ALLOW_NETWORKS stops the start, not a delivery.
-  const allowNetworks = CidrAllowList.from(config.allowNetworks);
 
   const accountStore = new AccountStore(db);
   const accounts = new AccountService(accountStore);
