@@ -109,6 +109,8 @@ export class LeaseQueue {
   /** A fill is claiming (see fill); another was asked for meanwhile. */
   private filling = false;
   private fillAgain = false;
+  /** The fill in progress (its claims): `stop` waits for it, so no claim lands after it returned. */
+  private fillDone: Promise<void> = Promise.resolve();
   /** A lease renewal is in flight. */
   private beating = false;
   private readonly leaseMs: number;
@@ -222,8 +224,10 @@ export class LeaseQueue {
       return;
     }
     this.filling = true;
+    const run = this.fillLanes();
+    this.fillDone = run.catch(() => {});
     try {
-      await this.fillLanes();
+      await run;
     } finally {
       this.filling = false;
       if (this.fillAgain && !this.stopped) {
@@ -240,7 +244,7 @@ export class LeaseQueue {
       return;
     }
     lanes: for (const lane of this.opts.lanes) {
-      while (this.activeIn(lane.name) < lane.slots && (lane.when?.() ?? true)) {
+      while (!this.stopped && this.activeIn(lane.name) < lane.slots && (lane.when?.() ?? true)) {
         let task: TaskRow | null;
         try {
           task = await this.claim(lane);
@@ -251,6 +255,16 @@ export class LeaseQueue {
           break lanes;
         }
         if (!task) break;
+        if (this.stopped) {
+          // Stopped while this claim was in flight: hand the task back now rather than hold its
+          // lease to the end with nothing running it.
+          try {
+            await this.giveBack(task, this.handlers.get(task.kind)!);
+          } catch (e) {
+            this.storeFailed("giving a task back", e); // its lease runs out instead
+          }
+          break lanes;
+        }
         this.launch(task, lane.name);
       }
     }
@@ -464,6 +478,10 @@ export class LeaseQueue {
     this.timer = null;
     for (const r of this.running.values()) this.halt(r, "stop");
     for (const wake of [...this.sleepers]) wake();
+    // A claim in flight ends first (and hands back what it got); bounded, should the database hang.
+    let bound: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.fillDone, new Promise<void>((r) => (bound = setTimeout(r, 10_000)))]);
+    clearTimeout(bound);
     await Promise.allSettled([...this.running.values()].map((r) => r.done));
   }
 }
