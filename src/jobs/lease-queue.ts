@@ -1,6 +1,7 @@
 /*
- * Just over the ~450-line guide (~460): one queue's claim, heartbeat, give-back and stop are one
- * state machine over the same leases; the connection-error give-back (issue 26) joined it there.
+ * Just over the ~450-line guide (~480): one queue's claim, heartbeat, give-back and stop are one
+ * state machine over the same leases; the connection-error give-back and the stop that waits for
+ * a claim in flight (issue 26) joined it there.
  */
 import { randomBytes } from "node:crypto";
 import { AppError, isMediaStoreUnavailable } from "../core/errors.ts";
@@ -360,26 +361,19 @@ export class LeaseQueue {
         commit = await handler.run(task, ctx);
       } catch (e) {
         if (r.why) return; // stopped, cancelled or lost: nothing to record here
-        if (isStoreError(e, "unavailable")) {
-          // The database went away mid-task (a restart, a network cut): nothing is wrong with the
-          // video. Give it back once the database answers (or its lease runs out meanwhile).
-          log.warn("task interrupted: database unreachable; it will run again", { err: (e as Error)?.message });
-          this.storeFailed("running a task", e);
-          await this.settle("giving a task back", async () => await this.giveBack(task, handler));
-          return;
-        }
-        if (isMediaStoreUnavailable(e)) {
-          // The media's bucket failed or is away (s3_bucket): the same, for the media. Backing off
-          // keeps a long outage from spinning through the queue.
-          log.warn("task interrupted: media store unreachable; it will run again", { err: (e as Error)?.message });
-          this.storeFailed("running a task", e);
-          await this.settle("giving a task back", async () => await this.giveBack(task, handler));
-          return;
-        }
-        if (isStorageError(e) || this.opts.diskFull?.()) {
-          // Out of space mid-task: nothing is wrong with the video. Give the task back (its work
-          // is idempotent) and run it again once writes succeed.
-          log.warn("task interrupted: disk full; it will run again", { err: (e as Error)?.message });
+        // Nothing is wrong with the video when the database, the media's bucket (s3_bucket) or the
+        // disk fails mid-task (a restart, a network cut, a full disk): the task is given back (its
+        // work is idempotent) and runs again once they answer; backing off keeps a long outage from
+        // spinning through the queue (or its lease runs out meanwhile).
+        const away = isStoreError(e, "unavailable")
+          ? "database unreachable"
+          : isMediaStoreUnavailable(e)
+            ? "media store unreachable"
+            : isStorageError(e) || this.opts.diskFull?.()
+              ? "disk full"
+              : null;
+        if (away) {
+          log.warn(`task interrupted: ${away}; it will run again`, { err: (e as Error)?.message });
           this.storeFailed("running a task", e);
           await this.settle("giving a task back", async () => await this.giveBack(task, handler));
           return;
