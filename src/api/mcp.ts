@@ -6,7 +6,7 @@ import { defineRoute, jsonBody, RETRY_AFTER_HEADER } from "../http/index.ts";
 import { RATE_LIMIT_HEADERS } from "../http/route.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { principalKey, rateHeaders } from "../http/rate-limit.ts";
-import { jsonShape, MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../core/json-shape.ts";
+import { JsonShapeMeter, MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../core/json-shape.ts";
 import type { Context } from "hono";
 import { VERSION } from "../version.ts";
 
@@ -91,19 +91,20 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
     const principal = c.get("principal");
     // The same counter as /v1/agent/call (per key; a session counts against its user).
     const who = principalKey(principal);
-    const bytes = await readBodyCapped(c.req.raw, deps.config.maxJsonBytes);
+    // The shape guard every JSON route has (body-guard.ts), measured while the body streams in:
+    // past a limit the rest is not read, decoded or parsed.
+    const meter = new JsonShapeMeter(MAX_JSON_DEPTH, MAX_JSON_VALUES);
+    const bytes = await readBodyCapped(c.req.raw, deps.config.maxJsonBytes, meter);
+    if (meter.depth > MAX_JSON_DEPTH)
+      return rpcError(c, 400, -32600, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+    if (meter.values > MAX_JSON_VALUES)
+      return rpcError(c, 400, -32600, `Invalid Request: JSON with more than ${MAX_JSON_VALUES} values`);
     let text: string;
     try {
       text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
     } catch {
       return rpcError(c, 400, -32700, "Parse error: the body is not UTF-8");
     }
-    // The shape guard every JSON route has, before anything parses the text (body-guard.ts).
-    const shape = jsonShape(text, MAX_JSON_DEPTH, MAX_JSON_VALUES);
-    if (shape.depth > MAX_JSON_DEPTH)
-      return rpcError(c, 400, -32600, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
-    if (shape.values > MAX_JSON_VALUES)
-      return rpcError(c, 400, -32600, `Invalid Request: JSON with more than ${MAX_JSON_VALUES} values`);
     let body: unknown;
     try {
       body = JSON.parse(text);

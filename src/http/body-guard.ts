@@ -1,15 +1,18 @@
 import { concatBytes } from "../core/bytes.ts";
 import type { MiddlewareHandler } from "hono";
 import { AppError, ValidationError } from "../core/errors.ts";
-import { jsonShape, MAX_FORM_FIELDS, MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../core/json-shape.ts";
+import { JsonShapeMeter, MAX_FORM_FIELDS, MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../core/json-shape.ts";
 import type { AppEnv } from "./types.ts";
 
 /**
- * Reads at most `limit` bytes of a request body; past that, 413 without reading the rest. The
- * rest is left to the server, never cancelled: after a cancelled body Bun.serve drops the answer
- * when the client half-closes (see EARLY_ANSWER_LINGER_SECS in serve-options.ts).
+ * Reads at most `limit` bytes of a request body; past that, 413 without reading the rest. With a
+ * `meter`, each chunk is measured as it arrives and reading stops once the meter is over a limit
+ * (the caller answers from the meter; the bytes returned are then incomplete): a deep body is
+ * refused after its first chunk, not after its whole 1 MiB. The rest is left to the server, never
+ * cancelled: after a cancelled body Bun.serve drops the answer when the client half-closes (see
+ * EARLY_ANSWER_LINGER_SECS in serve-options.ts).
  */
-export async function readBodyCapped(req: Request, limit: number): Promise<Uint8Array> {
+export async function readBodyCapped(req: Request, limit: number, meter?: JsonShapeMeter): Promise<Uint8Array> {
   const declared = Number(req.headers.get("content-length") ?? NaN);
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
   if (!req.body) return new Uint8Array(0);
@@ -25,12 +28,23 @@ export async function readBodyCapped(req: Request, limit: number): Promise<Uint8
       throw tooLarge(limit);
     }
     chunks.push(value);
+    if (meter && !meter.feed(value)) {
+      reader.releaseLock();
+      break;
+    }
   }
   return concatBytes(chunks);
 }
 
 // The shape limits and their one-pass measure live in core/ (the stdio MCP transport uses them too).
-export { jsonDepth, jsonShape, MAX_FORM_FIELDS, MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../core/json-shape.ts";
+export {
+  JsonShapeMeter,
+  jsonDepth,
+  jsonShape,
+  MAX_FORM_FIELDS,
+  MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
+} from "../core/json-shape.ts";
 
 /** Fields of a urlencoded body (`&`-separated) or parts of a multipart one (boundary lines; `ct` as sent: boundaries are case-sensitive). */
 function fieldCount(ct: string, text: string | null, bytes: Uint8Array): number {
@@ -54,6 +68,20 @@ const tooMany = (msg: string, max: number) =>
 const tooLarge = (limit: number) => new AppError("PAYLOAD_TOO_LARGE", `Request body exceeds ${limit} bytes`);
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+/** The 422 for JSON past the shape limits (the meter says which). */
+function jsonShapeError(meter: JsonShapeMeter): ValidationError {
+  if (meter.depth > MAX_JSON_DEPTH)
+    return new ValidationError([
+      {
+        loc: ["body"],
+        msg: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
+        type: "json_too_deep",
+        ctx: { max_depth: MAX_JSON_DEPTH },
+      },
+    ]);
+  return tooMany(`JSON with more than ${MAX_JSON_VALUES} values`, MAX_JSON_VALUES);
+}
+
 /**
  * Buffers a non-streaming body with a size cap and, for JSON, rejects bytes that are not UTF-8
  * (a lenient decoder would silently turn them into U+FFFD and store garbage). The validated
@@ -62,9 +90,13 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 export function bodyGuard(limit: number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (c.req.method === "GET" || c.req.method === "HEAD") return next();
-    const bytes = await readBodyCapped(c.req.raw, limit);
     const ct = (c.req.header("content-type") ?? "").toLowerCase();
-    if (/^application\/([\w.-]+\+)?json/.test(ct) || ct.startsWith("application/x-www-form-urlencoded")) {
+    const json = /^application\/([\w.-]+\+)?json/.test(ct);
+    // JSON is measured while it streams in: a body over the shape limits is refused before the rest is read.
+    const meter = json ? new JsonShapeMeter(MAX_JSON_DEPTH, MAX_JSON_VALUES) : undefined;
+    const bytes = await readBodyCapped(c.req.raw, limit, meter);
+    if (meter?.over) throw jsonShapeError(meter);
+    if (json || ct.startsWith("application/x-www-form-urlencoded")) {
       let text: string;
       try {
         text = utf8.decode(bytes);
@@ -73,21 +105,7 @@ export function bodyGuard(limit: number): MiddlewareHandler<AppEnv> {
           { loc: ["body"], msg: "Request body is not valid UTF-8", type: "unicode_decode_error" },
         ]);
       }
-      if (ct.startsWith("application/") && ct.includes("json")) {
-        const shape = jsonShape(text, MAX_JSON_DEPTH, MAX_JSON_VALUES);
-        if (shape.depth > MAX_JSON_DEPTH) {
-          throw new ValidationError([
-            {
-              loc: ["body"],
-              msg: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
-              type: "json_too_deep",
-              ctx: { max_depth: MAX_JSON_DEPTH },
-            },
-          ]);
-        }
-        if (shape.values > MAX_JSON_VALUES)
-          throw tooMany(`JSON with more than ${MAX_JSON_VALUES} values`, MAX_JSON_VALUES);
-      } else if (fieldCount(ct, text, bytes) > MAX_FORM_FIELDS) {
+      if (!json && fieldCount(ct, text, bytes) > MAX_FORM_FIELDS) {
         throw tooMany(`More than ${MAX_FORM_FIELDS} form fields`, MAX_FORM_FIELDS);
       }
       (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text);

@@ -3,7 +3,7 @@ import { backendEnv } from "../pg/backend.ts";
 import { createKeyTenant, type Tenant } from "../helpers/app.ts";
 import { BUN, MAIN } from "../helpers/cli.ts";
 import { fixedCatalog, tinyClip } from "../helpers/models.ts";
-import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { rawRequest, startTestServer, type TestServer } from "../helpers/server.ts";
 import { until } from "../helpers/wait.ts";
 
 /**
@@ -69,6 +69,18 @@ describe("MCP over HTTP", () => {
       error: { code: -32600, message: expect.stringMatching(/nested deeper than 32 levels/) },
     });
   });
+
+  test("a deep body is refused from its first bytes: the answer comes while the client still holds back the rest", async () => {
+    // 1 MiB declared, 4 KiB of `[` sent, the rest never (the stall bench's attacker sends it all, slowly).
+    const res = await rawRequest(
+      s.port,
+      `POST /v1/mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.readOnlyKey}\r\nContent-Type: application/json\r\n` +
+        `Accept: application/json, text/event-stream\r\nContent-Length: ${1024 * 1024}\r\n\r\n${"[".repeat(4096)}`,
+      { ms: 20_000 },
+    );
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body).error).toMatchObject({ code: -32600, message: expect.stringMatching(/nested deeper/) });
+  }, 30_000);
 
   test("more than 10 000 values is -32600; over 1 MiB is 413; not JSON is -32700", async () => {
     const many = await post(

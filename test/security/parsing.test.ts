@@ -53,6 +53,17 @@ describe("deeply nested JSON", () => {
     expect(await collectionNames()).toEqual(before);
   });
 
+  test("a deep body is refused from its first bytes: the answer comes while the client still holds back the rest", async () => {
+    // 1 MiB declared, 4 KiB of `[` sent, the rest never: the guard must answer without waiting for it.
+    const res = await rawRequest(
+      s.port,
+      `POST /v1/collections HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.key}\r\nContent-Type: application/json\r\nContent-Length: ${1024 * 1024}\r\n\r\n${"[".repeat(4096)}`,
+      { ms: 20_000 },
+    );
+    expect(res.status).toBe(422);
+    expect(JSON.parse(res.body).detail[0]).toMatchObject({ type: "json_too_deep", ctx: { max_depth: 32 } });
+  }, 30_000);
+
   test("a burst of deep bodies does not hold up a cheap request", async () => {
     // Eight 100 kB deep bodies in flight, then /healthz: answered while they are served.
     const bombs = Array.from({ length: 8 }, () =>

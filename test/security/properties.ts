@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { jsonDepth } from "../../src/http/body-guard.ts";
+import { JsonShapeMeter, jsonDepth, jsonShape } from "../../src/http/body-guard.ts";
 import { parseRange } from "../../src/media-serving/range.ts";
 import { classifyAddress, parseIp as parseRuleIp, parseIPv4 } from "../../src/net/address-rules.ts";
 import { ClientAddressResolver } from "../../src/http/client-address.ts";
@@ -227,14 +227,28 @@ export const properties: Record<string, (runs: number) => Promise<void>> = {
     );
   },
 
-  async "JSON depth: the guard's count equals the real nesting of any JSON value"(runs) {
+  async "JSON depth: the guard's count equals the real nesting of any JSON value, on the text and on its UTF-8 bytes cut into any chunks"(
+    runs,
+  ) {
     const depthOf = (v: unknown): number =>
       v !== null && typeof v === "object" ? 1 + Math.max(0, ...Object.values(v as object).map(depthOf)) : 0;
     await fc.assert(
-      fc.property(fc.jsonValue({ maxDepth: 8 }), (v) => {
-        const text = JSON.stringify(v);
-        if (jsonDepth(text) !== depthOf(v)) throw new Error(`${text}: ${jsonDepth(text)} vs ${depthOf(v)}`);
-      }),
+      fc.property(
+        fc.jsonValue({ maxDepth: 8 }),
+        fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 8 }),
+        (v, cuts) => {
+          const text = JSON.stringify(v);
+          if (jsonDepth(text) !== depthOf(v)) throw new Error(`${text}: ${jsonDepth(text)} vs ${depthOf(v)}`);
+          // As a body arrives: bytes in chunks cut anywhere (inside a string, an escape, a UTF-8 character).
+          const bytes = new TextEncoder().encode(text);
+          const meter = new JsonShapeMeter();
+          for (let at = 0, i = 0; at < bytes.length; at += cuts[i++ % cuts.length] as number)
+            meter.feed(bytes.subarray(at, at + (cuts[i % cuts.length] as number)));
+          const whole = jsonShape(text);
+          if (meter.depth !== whole.depth || meter.values !== whole.values)
+            throw new Error(`${text}: chunked ${meter.depth}/${meter.values} vs ${whole.depth}/${whole.values}`);
+        },
+      ),
       { numRuns: runs },
     );
   },
