@@ -7,7 +7,6 @@ import { RATE_LIMIT_HEADERS } from "../http/route.ts";
 import type { Api, HttpDeps } from "../http/deps.ts";
 import { principalKey, rateHeaders } from "../http/rate-limit.ts";
 import { JsonShapeMeter, MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../core/json-shape.ts";
-import type { Context } from "hono";
 import { VERSION } from "../version.ts";
 
 /**
@@ -68,7 +67,11 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
       },
       400: {
         description:
-          "Not JSON (JSON-RPC -32700), or nested deeper than 32 levels, more than 10 000 values, or a batch of more than 10 messages (JSON-RPC -32600)",
+          "Not JSON (JSON-RPC -32700), or nested deeper than 32 levels, more than 10 000 values, or a batch of more than 10 messages (JSON-RPC -32600). A refused body spends one message of the agent limit.",
+      },
+      429: {
+        description:
+          "A body that would be refused (400) while the key's agent limit is spent: JSON-RPC -32000 RATE_LIMIT_EXCEEDED, with Retry-After",
       },
       406: { description: "Accept must list application/json and text/event-stream (MCP streamable HTTP)" },
     },
@@ -91,31 +94,39 @@ export function registerMcpRoutes(app: Api, deps: HttpDeps) {
     const principal = c.get("principal");
     // The same counter as /v1/agent/call (per key; a session counts against its user).
     const who = principalKey(principal);
+    // A refused body spends one message of the key's minute like any other: a flood of bad bodies
+    // meets 429 with Retry-After once the minute is spent, as a flood of good ones does.
+    const refuse = async (code: number, message: string) => {
+      const r = await deps.limiter.take("agent", who, 1);
+      const headers: Record<string, string> = rateHeaders(r);
+      if (r.allowed) return c.json({ jsonrpc: "2.0", id: null, error: { code, message } }, 400, headers);
+      headers["Retry-After"] = String(r.resetSecs);
+      const text = `RATE_LIMIT_EXCEEDED (429): Rate limit of ${r.limit} MCP messages per minute exceeded (each JSON-RPC message counts); retry in ${r.resetSecs} s`;
+      return c.json({ jsonrpc: "2.0", id: null, error: { code: -32000, message: text } }, 429, headers);
+    };
     // The shape guard every JSON route has (body-guard.ts), measured while the body streams in:
     // past a limit the rest is not read, decoded or parsed.
     const meter = new JsonShapeMeter(MAX_JSON_DEPTH, MAX_JSON_VALUES);
     const bytes = await readBodyCapped(c.req.raw, deps.config.maxJsonBytes, meter);
     if (meter.depth > MAX_JSON_DEPTH)
-      return rpcError(c, 400, -32600, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+      return refuse(-32600, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
     if (meter.values > MAX_JSON_VALUES)
-      return rpcError(c, 400, -32600, `Invalid Request: JSON with more than ${MAX_JSON_VALUES} values`);
+      return refuse(-32600, `Invalid Request: JSON with more than ${MAX_JSON_VALUES} values`);
     let text: string;
     try {
       text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
     } catch {
-      return rpcError(c, 400, -32700, "Parse error: the body is not UTF-8");
+      return refuse(-32700, "Parse error: the body is not UTF-8");
     }
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      return rpcError(c, 400, -32700, "Parse error: the body is not JSON");
+      return refuse(-32700, "Parse error: the body is not JSON");
     }
     const messages = Array.isArray(body) ? body : [body];
     if (Array.isArray(body) && body.length > MAX_BATCH)
-      return rpcError(
-        c,
-        400,
+      return refuse(
         -32600,
         `Invalid Request: a batch may hold at most ${MAX_BATCH} messages (this one has ${body.length})`,
       );
@@ -179,7 +190,3 @@ const isRequest = (m: unknown): m is { id: string | number; method: string } =>
   m !== null &&
   typeof (m as { method?: unknown }).method === "string" &&
   (typeof (m as { id?: unknown }).id === "string" || typeof (m as { id?: unknown }).id === "number");
-
-function rpcError(c: Context, status: 400, code: number, message: string) {
-  return c.json({ jsonrpc: "2.0", id: null, error: { code, message } }, status);
-}

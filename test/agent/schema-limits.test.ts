@@ -342,10 +342,42 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
     expect(answers.map((m: any) => m.id)).toEqual([30, 31, 32, 33, 34, 35]);
     expect(answers.every((m: any) => /^RATE_LIMIT_EXCEEDED/.test(m.error.message))).toBe(true);
     expect((await rpc(key, batch(5, 40))).status).toBe(200);
-    // Past the batch bound: refused whole, before anything is counted.
+    // Past the batch bound: refused whole, nothing of it runs; the refusal spends one message.
     const big = await rpc(await newKey(), batch(11));
     expect(big.status).toBe(400);
+    expect(big.headers.get("x-ratelimit-remaining")).toBe("29");
     expect((await big.json()).error).toMatchObject({ code: -32600, message: expect.stringMatching(/at most 10/) });
+  });
+
+  it("refused bodies (too deep, not JSON) spend the key's minute too: past it they are 429 with Retry-After, and nothing else passes", async () => {
+    const key = await newKey();
+    const post = (body: string) =>
+      fetch(`${base}/v1/mcp`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body,
+      });
+    for (let i = 0; i < 30; i++) {
+      const res = await post(i % 2 ? "{nope" : "[".repeat(100));
+      expect(res.status).toBe(400);
+      expect(res.headers.get("x-ratelimit-remaining")).toBe(String(29 - i));
+      await res.arrayBuffer();
+    }
+    const over = await post("[".repeat(100));
+    expect(over.status).toBe(429);
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await over.json()).error).toMatchObject({
+      code: -32000,
+      message: expect.stringMatching(/^RATE_LIMIT_EXCEEDED \(429\)/),
+    });
+    // The minute is spent for good requests as well.
+    expect((await (await rpc(key, { jsonrpc: "2.0", id: 1, method: "tools/list" })).json()).error.message).toMatch(
+      /^RATE_LIMIT_EXCEEDED/,
+    );
   });
 });
 
