@@ -7159,7 +7159,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not JSON (JSON-RPC -32700), or nested deeper than 32 levels, more than 10 000 values, or a batch of more than 10 messages (JSON-RPC -32600) */
+            /** @description Not JSON (JSON-RPC -32700), or nested deeper than 32 levels, more than 10 000 values, or a batch of more than 10 messages (JSON-RPC -32600). A refused body spends one message of the agent limit. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -7199,6 +7199,15 @@ export interface operations {
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body that would be refused (400) while the key's agent limit is spent: JSON-RPC -32000 RATE_LIMIT_EXCEEDED, with Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content?: never;
