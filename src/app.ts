@@ -479,6 +479,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     models,
     pool: () => inference.get(),
     ocr,
+    ocrRunsHere: kinds.includes("ocr"),
     ocrLimits: { framesPerMinute: config.ocrMaxFramesPerMinute, budgetSecsPerMinute: config.ocrBudgetSecsPerMinute },
     batchSize: config.batchSize,
     speechMaxTokens: config.speechMaxTokens,

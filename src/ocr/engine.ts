@@ -112,6 +112,18 @@ export class OcrEngine {
     }
   }
 
+  /**
+   * Starts a worker (tesseract.js and its language data loaded) if none runs, so the first frame
+   * does not wait for it (see PpOcrEngine.warm). Failures are left to the first real frame.
+   */
+  warm(): void {
+    if (this.closed || this.started > 0) return;
+    this.acquire().then(
+      (w) => this.release(w),
+      () => {},
+    );
+  }
+
   /** Worker threads running or starting now (0 before the first frame and after an idle close). */
   get running(): number {
     return this.started;

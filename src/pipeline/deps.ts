@@ -28,6 +28,8 @@ export interface PipelineDeps {
   pool: () => Promise<InferencePool>;
   /** Reads on-screen text (bounded worker threads, started on first use); null turns the stage off. */
   ocr: TextEngine | null;
+  /** Whether this node claims OCR tasks: then ingest warms the engine while the frames decode. */
+  ocrRunsHere?: boolean;
   /** Bounds on one video's OCR (config ocr_max_frames_per_minute, ocr_budget_secs_per_minute). */
   ocrLimits: { framesPerMinute: number; budgetSecsPerMinute: number };
   batchSize: number;

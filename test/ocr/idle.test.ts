@@ -105,6 +105,39 @@ describe("idle OCR workers", () => {
     expect((await ocrSearch(t, tenant.key, "lighthouse")).map((x: any) => x.video_id)).toEqual([b.video_id]);
   }, 240_000);
 
+  test("ingest warms the OCR worker while the frames decode: it is up after a video without any text, which the engine never read", async () => {
+    const blank = await ffmpeg(
+      [
+        "-f",
+        "lavfi",
+        "-i",
+        "color=c=teal:size=640x360:rate=5:duration=2",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-pix_fmt",
+        "yuv420p",
+      ],
+      join(media, "blank.mp4"),
+    );
+    const w = await startTestApp({ VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({}) });
+    try {
+      await w.app.start();
+      const tenant = await createTenant(w);
+      const col = (await json(await w.request("POST", "/v1/collections", { token: tenant.key, json: { name: "c" } })))
+        .data.id;
+      expect(await metric(w, "vsearch_ocr_workers")).toBe(0);
+      const v = await uploadAndWait(w, tenant, col, blank);
+      expect(v.job.status).toBe("done");
+      const video = (await json(await w.request("GET", `/v1/videos/${v.video_id}`, { token: tenant.key }))).data;
+      expect(video.stages.ocr.reason).toMatch(/ 0 read\b/); // no frame went to the engine…
+      expect(await metric(w, "vsearch_ocr_workers")).toBe(1); // …yet its worker is up: ingest warmed it
+    } finally {
+      await w.close();
+    }
+  }, 120_000);
+
   test("an engine never ends a worker while a frame is read or waits; closeIdle ends them once all are idle", async () => {
     const closed: number[] = [];
     const engine = new OcrEngine({
@@ -134,6 +167,21 @@ describe("idle OCR workers", () => {
       // The next frame starts a worker again.
       expect((await engine.recognize(frame)).map((l) => l.text)).toEqual(["Platform nine"]);
       expect(engine.running).toBe(1);
+    } finally {
+      await engine.close();
+    }
+  }, 120_000);
+
+  test("warm() starts one tesseract worker before any frame, once however often it is called", async () => {
+    const engine = new OcrEngine({ paths: devOcrPaths(), workers: 2 });
+    try {
+      engine.warm();
+      engine.warm();
+      expect(engine.running).toBe(1);
+      expect(await until(async () => !engine.busy, 60_000, 10)).toBe(true);
+      engine.warm(); // one is up: nothing more
+      expect(engine.running).toBe(1);
+      expect(await engine.closeIdle()).toBe(1);
     } finally {
       await engine.close();
     }

@@ -10,6 +10,7 @@ import { readWithPpOcr } from "../../src/ocr/ppocr/read.ts";
 import { ctcDecode, recInput, REC_HEIGHT, REC_MIN_WIDTH } from "../../src/ocr/ppocr/recognize.ts";
 import { devOcrPaths } from "../../src/ocr/paths.ts";
 import { scratchDir } from "../helpers/ffmpeg.ts";
+import { until } from "../helpers/wait.ts";
 import { CJK_FONT, CJK_FONT_MISSING, drawnFrame, flat, footage, SERIF_FONT } from "../helpers/text.ts";
 
 const dir = scratchDir("ppocr");
@@ -251,6 +252,33 @@ describe("the pool", () => {
       expect(e.busy).toBe(false);
       expect(await e.detect(f)).toHaveLength(1);
       expect(e.running).toBe(1);
+    } finally {
+      await e.close();
+    }
+  }, 120_000);
+
+  test("warm() starts one thread with the models loaded before any frame, once however often it is called", async () => {
+    const e = newEngine({ workers: 1 });
+    try {
+      e.warm();
+      e.warm(); // while the first is loading: nothing more
+      expect(e.busy).toBe(true);
+      expect(await until(async () => !e.busy, 60_000, 10)).toBe(true);
+      expect(e.running).toBe(1);
+      e.warm(); // already warm: nothing more
+      expect(e.busy).toBe(false);
+      expect(await e.closeIdle()).toBe(1); // an idle thread like any other
+      // A closed engine or one whose models are missing warms nothing and throws nothing; the first frame reports it.
+      await e.close();
+      e.warm();
+      expect(e.running).toBe(0);
+      const broken = new PpOcrEngine({ workerFile: paths.workerFile, files: { ...paths, rec: `${dir}/nope.onnx` } });
+      broken.warm();
+      expect(await until(async () => !broken.busy, 10_000, 10)).toBe(true);
+      await expect(broken.detect({ width: 32, height: 32, pixels: new Uint8Array(1024) })).rejects.toThrow(
+        /nope\.onnx/,
+      );
+      await broken.close();
     } finally {
       await e.close();
     }

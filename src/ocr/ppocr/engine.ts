@@ -48,6 +48,16 @@ export class PpOcrEngine {
     this.max = Math.max(1, Math.floor(opts.workers ?? 1));
   }
 
+  /**
+   * Starts a worker thread and loads the models in it, so the first frame does not wait for them
+   * (ingest calls it when a video's decode starts: the load overlaps the frame decode). Failures
+   * are left to the first real task, which reports them.
+   */
+  warm(): void {
+    if (this.closed || this.pool || this.busy) return;
+    void this.run({ kind: "load", files: this.opts.files }).catch(() => {});
+  }
+
   /** Text boxes in the frame (frame pixels), top to bottom. The frame is copied to the worker. */
   async detect(frame: GrayFrame): Promise<TextBox[]> {
     const reply = await this.run({

@@ -12,6 +12,7 @@ import type { TextBox } from "./detect.ts";
 import { PpOcrModel, type PpOcrFiles } from "./model.ts";
 
 export type PpOcrTask =
+  | { kind: "load"; files: PpOcrFiles }
   | { kind: "detect"; files: PpOcrFiles; frame: GrayFrame; maxSide: number }
   | { kind: "recognize"; files: PpOcrFiles; crops: GrayFrame[] };
 
@@ -40,6 +41,7 @@ async function model(files: PpOcrFiles): Promise<{ model: PpOcrModel; loadMs: nu
 export default async function handlePpOcrTask(task: PpOcrTask): Promise<PpOcrReply> {
   try {
     const { model: m, loadMs } = await model(task.files);
+    if (task.kind === "load") return { ok: true, loadMs };
     if (task.kind === "detect") return { ok: true, boxes: await m.detect(task.frame, task.maxSide), loadMs };
     const texts: { text: string; confidence: number }[] = [];
     for (const crop of task.crops)
