@@ -408,6 +408,11 @@ async function main() {
           server_cpu_ms_per_req: r2(cpu / Math.max(1, r.requests)),
           main_thread_cpu_ms_per_req: r2(mainCpu / Math.max(1, r.requests)),
           server_cpu_share: r2(cpu / 1000 / wall),
+          // What scales with cores: requests per second of server CPU. On 2 shared cores 8 clients
+          // cannot get 8 × the CPU of one (one already takes ~1.2 cores with the clients beside it),
+          // but if each request costs no more CPU with 8 in flight, a box with cores to spare
+          // serves 8 clients at (this × the cores given).
+          req_per_server_cpu_s: r2(r.requests / Math.max(1e-9, cpu / 1000)),
           load1: r2(load),
           threads_cpu_ms_per_req: Object.fromEntries(
             Object.entries(threads).map(([k, v]) => [k, r2(v / Math.max(1, r.requests))]),
@@ -534,6 +539,15 @@ async function main() {
     };
     print(rows);
     print(http);
+    if (http.length) {
+      const perCpu = (c: number) => http.filter((w) => w.clients === c).map((w) => w.req_per_server_cpu_s as number);
+      const [one, eight] = [perCpu(1), perCpu(8)];
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+      if (one.length && eight.length)
+        console.log(
+          `requests per server CPU-second: 1 client ${one.join(" / ")}, 8 clients ${eight.join(" / ")} (8 over 1: ${r2(mean(eight) / mean(one))}×)`,
+        );
+    }
     if (profileSummary) print(profileSummary as Record<string, unknown>[]);
     if (breakdown) {
       console.log(
