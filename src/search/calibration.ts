@@ -56,11 +56,13 @@ export function nullStats(q: Float32Array, sample: Float32Array): NullStats {
   let spread2 = 0;
   if (n > 0) {
     center = median(sims);
-    let mad = 1.4826 * median(sims.map((s) => Math.abs(s - center)));
+    for (let i = 0; i < n; i++) sims[i] = Math.abs(sims[i] - center);
+    let mad = 1.4826 * median(sims);
     if (!(mad > 0)) {
       // Degenerate (over half the sample identical): fall back to the standard deviation.
+      // (sims now holds |s - center|, whose squares are the same.)
       let ss = 0;
-      for (const s of sims) ss += (s - center) ** 2;
+      for (const s of sims) ss += s ** 2;
       mad = Math.sqrt(ss / n);
     }
     spread2 = mad * mad;
@@ -72,10 +74,53 @@ export function nullStats(q: Float32Array, sample: Float32Array): NullStats {
   return { mean, std: Math.sqrt(variance), n };
 }
 
-function median(xs: Float64Array): number {
-  const s = Float64Array.from(xs).sort();
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+/**
+ * The median of `xs`, which it reorders: selected in place (Hoare's quickselect), not sorted — the
+ * same value as sorting a copy, without the copy and the sort (two per vector mode per search).
+ * A NaN among them takes the sort's answer (it sorts NaN last).
+ */
+export function median(xs: Float64Array): number {
+  const n = xs.length;
+  if (n === 0) return Number.NaN;
+  for (let i = 0; i < n; i++)
+    if (Number.isNaN(xs[i])) {
+      const s = Float64Array.from(xs).sort();
+      const m = n >> 1;
+      return n % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+    }
+  const m = n >> 1;
+  const hi = select(xs, m);
+  if (n % 2) return hi;
+  // Everything before position m is ≤ xs[m]: the other middle value is the largest of them.
+  let lo = xs[0];
+  for (let i = 1; i < m; i++) if (xs[i] > lo) lo = xs[i];
+  return (lo + hi) / 2;
+}
+
+/** Puts the k-th smallest of `a` at a[k], smaller-or-equal values before it, and returns it. */
+function select(a: Float64Array, k: number): number {
+  let left = 0;
+  let right = a.length - 1;
+  while (right > left) {
+    const pivot = a[(left + right) >> 1];
+    let i = left;
+    let j = right;
+    while (i <= j) {
+      while (a[i] < pivot) i++;
+      while (a[j] > pivot) j--;
+      if (i <= j) {
+        const t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) right = j;
+    else if (k >= i) left = i;
+    else break;
+  }
+  return a[k];
 }
 
 export const zScore = (raw: number, s: NullStats): number => (raw - s.mean) / s.std;

@@ -7,7 +7,7 @@ import { calibrate, type NullStats } from "./calibration.ts";
 import type { NearestRequest, ProbePolicy, SearchIndexes, VectorHit } from "./indexes.ts";
 import { type Candidate, type FrameHit, framesToMoments } from "./moments.ts";
 import { labelsOf, type SearchScope, type SearchStore, type ShotRow } from "./store.ts";
-import { contentWords, coverage, mentionTerms } from "./text-match.ts";
+import { contentWords, coverageOf, mentionTerms, ShotStems } from "./text-match.ts";
 
 /** Nearest frames / shots fetched per search, and transcript segments. */
 const FRAME_K = 1000;
@@ -22,6 +22,9 @@ export function scopeKey(scope: SearchScope): string {
 }
 
 export class VectorModes {
+  /** Scene text's per-shot stems (bounded; an entry is checked against the shot's text on use). */
+  private readonly shotStems = new ShotStems(labelsOf);
+
   constructor(
     private readonly d: { store: SearchStore; indexes: SearchIndexes },
     /** The pipeline's frame sampling interval (about one frame a second). */
@@ -104,7 +107,7 @@ export class VectorModes {
       );
       for (const s of mentioned) {
         if (allowShots && !allowShots.get(s.video_id)?.has(s.shot_index)) continue;
-        const cov = coverage(words, [...labelsOf(s), s.caption ?? ""]);
+        const cov = coverageOf(words, this.shotStems.of(s).stems);
         if (cov < th["scene:text"]) continue;
         textShots.set(s.id, s);
         const cur = best.get(s.id);
@@ -117,7 +120,7 @@ export class VectorModes {
     for (const [id, b] of best) {
       const s = rows.get(id);
       if (!s) continue;
-      const labels = labelsOf(s);
+      const labels = this.shotStems.of(s).labels;
       out.push({
         videoId: s.video_id,
         type: "scene",

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseRange } from "../../src/media-serving/range.ts";
-import { calibrate, nullStats, scoreToZ, Z_CENTER, zToScore } from "../../src/search/calibration.ts";
+import { calibrate, median, nullStats, scoreToZ, Z_CENTER, zToScore } from "../../src/search/calibration.ts";
 import { meanNormalized, QueryEncoder } from "../../src/search/embedder.ts";
 import { buildFtsQuery } from "../../src/search/fts.ts";
 import { fuseModes, suppressDuplicates } from "../../src/search/fusion.ts";
@@ -140,6 +140,22 @@ describe("image headers", () => {
 });
 
 describe("calibration", () => {
+  it("the median selected in place is the middle of a sorted copy (odd, even, ties, NaN)", () => {
+    const r = rng(27);
+    const sorted = (xs: Float64Array) => {
+      const s = Float64Array.from(xs).sort();
+      const m = s.length >> 1;
+      return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+    };
+    for (let t = 0; t < 2000; t++) {
+      const n = 1 + Math.floor(r() * 80);
+      // Many ties (a few small integers) mixed with spread values.
+      const xs = Float64Array.from({ length: n }, () => (r() < 0.4 ? Math.floor(r() * 4) : r() * 2 - 1));
+      expect(median(Float64Array.from(xs))).toBe(sorted(xs));
+    }
+    expect(median(Float64Array.from([3, Number.NaN, 1, 2]))).toBe(sorted(Float64Array.from([3, Number.NaN, 1, 2])));
+  });
+
   /** n vectors whose cosine with q is drawn around `mean` with spread `sd`. */
   function sampleAround(q: Float32Array, n: number, mean: number, sd: number, seed: number): Float32Array {
     const r = rng(seed);

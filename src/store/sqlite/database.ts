@@ -21,6 +21,9 @@ export interface SqliteStore {
   close(): void;
 }
 
+/** Statements `db.query` keeps compiled per connection (see openDatabase). */
+export const STATEMENT_CACHE_SIZE = 512;
+
 /**
  * The writer (migrated if new) and a reader on the same file, their executor and unit of work.
  * `onError` hears of an after-commit callback that threw (the change is committed; the others
@@ -63,6 +66,13 @@ export function openDatabase(
   file: string,
   opts: OpenDatabaseOptions & { migrate?: boolean; cacheMiB?: number } = {},
 ): Database {
+  // bun:sqlite keeps the statements `db.query` compiled in a per-connection LRU of
+  // MAX_QUERY_CACHE_SIZE (20 by default, one setting for the process). One text search runs more
+  // distinct statements than that (auth, rate limit, credits, feedback, the full-text look-ups,
+  // the id lists padded to a few lengths), so each evicted the next one it needed and every
+  // statement was compiled again on every request (issue 27's per-request profile). The app has a
+  // few hundred statements in all; each compiled one is a few KB.
+  if (Database.MAX_QUERY_CACHE_SIZE < STATEMENT_CACHE_SIZE) Database.MAX_QUERY_CACHE_SIZE = STATEMENT_CACHE_SIZE;
   const db = new Database(file, { create: true, strict: true });
   db.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`);
   if (!opts.readonly) db.exec("PRAGMA journal_mode = WAL");
