@@ -111,6 +111,9 @@ export async function startAgentFixture(env: Record<string, string> = {}): Promi
   );
 
   const server = await startServer(dir, {
+    // No tool reads on-screen text; reading the test pattern's clock made this setup outlast its
+    // three minutes at load 18.
+    VSEARCH_OCR_THREADS: "0",
     VSEARCH_RATE_LIMIT_AGENT: "100000",
     VSEARCH_RATE_LIMIT_JOBS: "100000",
     VSEARCH_RATE_LIMIT_VIDEOS: "100000",

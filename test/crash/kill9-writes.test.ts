@@ -18,7 +18,11 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
   rmSync(out, { recursive: true, force: true });
 });
+// OCR off (the servers and the ingests below): the kills here land in byte copies and deletes, and
+// reading the test pattern's clock on every sampled frame slowed the ingest of big.avi past the
+// CLI's one-minute bound at load 18.
 const env = {
+  VSEARCH_OCR_THREADS: "0",
   VSEARCH_RATE_LIMIT_UPLOAD: "1000",
   VSEARCH_RATE_LIMIT_VIDEOS: "100000",
   VSEARCH_RATE_LIMIT_JOBS: "100000",
@@ -118,7 +122,7 @@ test("kill -9 during an upload, a backup and a collection delete: nothing half-w
   // 2. A backup killed while it copies a video: no archive, and its snapshot is cleared at the next start.
   // The embedded backup's database snapshot: PostgreSQL mode's backup (media and registry, rows by
   // pg_dump) has none, and is tested in test/backup/pg-operations.test.ts.
-  await runCliJson(["--data-dir", dir, "ingest", big, small, "--account", acct.id, "--collection", "c"]);
+  await runCliJson(["--data-dir", dir, "ingest", big, small, "--account", acct.id, "--collection", "c"], env);
   if (testBackend() === "sqlite") await backupKilledMidCopy();
 
   async function backupKilledMidCopy() {
@@ -173,16 +177,10 @@ test("kill -9 during an upload, a backup and a collection delete: nothing half-w
       join(doomedDir, `clip-${i}.mp4`),
     );
   }
-  const doomed = await runCliJson([
-    "--data-dir",
-    dir,
-    "ingest",
-    doomedDir,
-    "--account",
-    acct.id,
-    "--collection",
-    "doomed",
-  ]);
+  const doomed = await runCliJson(
+    ["--data-dir", dir, "ingest", doomedDir, "--account", acct.id, "--collection", "doomed"],
+    env,
+  );
   const doomedCol = doomed.collection_id;
   expect(doomed.summary).toEqual({ indexed: 12 });
   server = await startServer(dir, env);

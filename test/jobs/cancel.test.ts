@@ -37,9 +37,13 @@ beforeAll(async () => {
     ),
     // A minute with audio: frames and speech keep its ingest running.
     longMp4(media),
-    // A clock that changes every frame: every sampled frame goes to OCR (a long OCR task).
+    // A clock that changes every frame: every sampled frame goes to OCR (a long OCR task). 4:2:0,
+    // so browsers play it as it is: no rendition task takes the slot the next ingest needs.
     ffmpeg(
-      ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=5:duration=40", "-c:v", "libx264", "-preset", "ultrafast"],
+      [
+        ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=5:duration=40"],
+        ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"],
+      ].flat(),
       join(media, "clock.mp4"),
     ),
   ]);
@@ -82,13 +86,18 @@ test("DELETE stops a video's rendition encode, another's ingest and a third's OC
   await remove(encoding.video_id);
   expect(await until(async () => processesOf(encoding.video_id).length === 0, stoppedWithin, 20)).toBe(true);
 
-  // 2. Two uploads: one still in its first stages, the other past them and reading text.
+  // 2. Two uploads: one past its first stages and reading text (for tens of seconds: its OCR time
+  // budget), then one still in its first stages. The second is sent once the first reads text:
+  // sent together, the first's stages before OCR outlasted the second's decode on PostgreSQL.
   const reading = (await json(await upload(t, a, col, clips.text))).data;
-  const indexing = (await json(await upload(t, a, col, clips.long))).data;
-  const inFlight = async () =>
+  const readingText = async () =>
     (await job(reading.job_id)).stage === "ocr" &&
     (await video(reading.video_id)).stages.ocr?.status === "pending" &&
-    processesOf(reading.video_id).length > 0 &&
+    processesOf(reading.video_id).length > 0;
+  expect(await until(readingText, 240_000, 20)).toBe(true);
+  const indexing = (await json(await upload(t, a, col, clips.long))).data;
+  const inFlight = async () =>
+    (await readingText()) &&
     (await job(indexing.job_id)).status === "processing" &&
     processesOf(indexing.video_id).length > 0;
   expect(await until(inFlight, 240_000, 20)).toBe(true);

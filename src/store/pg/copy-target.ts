@@ -145,9 +145,10 @@ export class CopyTransaction {
   }
 
   /**
-   * Turns the tables' own triggers off (ON) or on again. The vector tables' triggers log each
-   * inserted row in the change log and bump one counter row: a million inserts would write a
-   * million versions of that row in one transaction. The change log is copied as it is instead.
+   * Turns the tables' own triggers off (ON) or on again. The vector tables' triggers log the
+   * videos each insert statement wrote in the change log and bump one counter row (pg migration
+   * 010; before it, once per row: a million versions of that row in one transaction). The copied
+   * rows need no new log entries: the change log is copied as it is instead.
    * Foreign keys are not triggers of this kind and stay checked.
    */
   async userTriggers(tables: readonly string[], on: boolean): Promise<string[]> {

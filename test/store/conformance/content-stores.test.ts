@@ -250,3 +250,38 @@ describe.each(BACKENDS)("content stores on $name", (backend) => {
     expect(await system.tablesMentioning([other.account, second.videoId])).toEqual(new Map());
   });
 });
+
+describe("the vector change log on PostgreSQL", () => {
+  const pg = BACKENDS.find((x) => x.name === "postgres")!;
+
+  test.skipIf(!pg.available())(
+    "a video's frames written in one statement advance the log once per statement, not once per row (pg migration 010)",
+    async () => {
+      const b = await pg.open();
+      const changes = new VectorChangeStore(b.exec);
+      const index = new IndexStore(b.exec, false);
+      const t = await newTenant(b);
+      const videoId = await newVideo(b, t);
+      const scope = { videoId, accountId: t.account, collectionId: t.collection };
+      const frames = (model: number) =>
+        Array.from({ length: 2000 }, (_, i) => ({ shotIndex: i >> 4, timestamp: i, embedding: vec(i + model) }));
+      const before = await changes.current();
+      await index.replaceFrames(scope, frames(0), "clip-a");
+      // Row triggers bumped the one counter row 2 000 times in the transaction, and each bump of a
+      // row it had already updated walked all its earlier versions: a cost that grew with N².
+      // Now: one number per insert statement (insertMany sends 1 000 rows a statement).
+      const written = await changes.current();
+      expect(written - before).toBe(2);
+      expect(await changes.of(videoId)).toBe(written);
+      expect((await changes.after(before)).map((r) => [r.video_id, r.account_id])).toEqual([[videoId, t.account]]);
+      // Re-indexed: the delete of the old frames (one statement) and the new vectors (two).
+      await index.replaceFrames(scope, frames(1), "clip-b");
+      expect((await changes.current()) - written).toBe(3);
+      expect(await changes.of(videoId)).toBe(await changes.current());
+      // Statements that write no row take no number.
+      const now = await changes.current();
+      await index.replaceShots(scope, [], null);
+      expect(await changes.current()).toBe(now);
+    },
+  );
+});

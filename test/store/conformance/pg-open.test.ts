@@ -68,7 +68,7 @@ describe.skipIf(!pgAvailable())("opening the PostgreSQL store", () => {
     const stores = await Promise.all([1, 2, 3].map(() => openPgStore(pgTest().urlFor(db), { max: 2 })));
     try {
       const applied = stores.map((s) => s.server.migration?.applied ?? []);
-      expect(applied.flat().sort()).toEqual(PG_MIGRATIONS.map((m) => m.version)); // all by one of them
+      expect(applied.flat().sort((x, y) => x - y)).toEqual(PG_MIGRATIONS.map((m) => m.version)); // all by one of them
       expect(applied.filter((a) => a.length > 0)).toHaveLength(1);
       const rows = await stores[0].exec.all<{ version: number }>(
         "SELECT version FROM schema_migrations ORDER BY version",

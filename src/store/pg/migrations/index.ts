@@ -11,6 +11,7 @@ import m006 from "./006_vector_changes_cascade.sql" with { type: "text" };
 import m007 from "./007_nodes.sql" with { type: "text" };
 import m008 from "./008_rate_windows.sql" with { type: "text" };
 import m009 from "./009_cluster_meta.sql" with { type: "text" };
+import m010 from "./010_vector_changes_per_statement.sql" with { type: "text" };
 
 export interface PgMigration {
   version: number;
@@ -48,4 +49,12 @@ export const PG_MIGRATIONS: PgMigration[] = [
     pgOnlyTables: ["rate_windows"],
   },
   { version: 9, name: "cluster_meta", sql: m009, sqlite: [15] },
+  {
+    version: 10,
+    name: "vector_changes_per_statement",
+    sql: m010,
+    sqlite: [],
+    pgOnly:
+      "PostgreSQL's row triggers re-updating one row in a transaction cost N² (row versions); SQLite updates in place",
+  },
 ];
