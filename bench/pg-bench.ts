@@ -566,6 +566,23 @@ async function partC(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sq
   }
 }
 
+/** (d) alone: the database (c) wrote and kept (no builds, no queries). */
+async function keptVectors(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sql) {
+  const db = `${DB_PREFIX}_vectors_${ROWS}${COPY ? "_copy" : ""}`;
+  const mediaRoot = join(tmpdir(), "vsearch-pg-bench-media", db);
+  const missing = `--parts d alone needs the database ${db} and its media root ${mediaRoot} that --parts c left`;
+  if (!(await admin`SELECT 1 FROM pg_database WHERE datname = ${db}`).length) throw new Error(missing);
+  const url = pg.urlFor(db);
+  const one = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await one`SELECT account_id, count(*) OVER () AS n FROM frames LIMIT 1`;
+    if (!row || Number(row.n) === 0) throw new Error(missing);
+    return { url, mediaRoot, accountId: String(row.account_id) };
+  } finally {
+    await one.end();
+  }
+}
+
 // ---- (d) warm-up from PostgreSQL, without and with the snapshot --------------------------------------
 
 async function partD(url: string, mediaRoot: string, accountId: string, work: string) {
@@ -645,11 +662,12 @@ async function main() {
       table("(a) search over HTTP", (result.search = await partA(pg, admin, work)) as Record<string, unknown>[]);
     if (PARTS.has("b"))
       table("(b) ingest", (result.ingest = await partB(pg, admin, work)) as Record<string, unknown>[]);
-    let c: Awaited<ReturnType<typeof partC>> | null = null;
-    if (PARTS.has("c") || PARTS.has("d")) {
-      c = await partC(pg, admin, work);
-      if (PARTS.has("c")) table(`(c) in-memory index vs pgvector HNSW, ${ROWS} rows`, (result.vectors = c.rows));
-    }
+    let c: { url: string; mediaRoot: string; accountId: string } | null = null;
+    if (PARTS.has("c")) {
+      const r = await partC(pg, admin, work);
+      table(`(c) in-memory index vs pgvector HNSW, ${ROWS} rows`, (result.vectors = r.rows));
+      c = r;
+    } else if (PARTS.has("d")) c = await keptVectors(pg, admin);
     if (PARTS.has("d") && c)
       table(
         "(d) warm-up from PostgreSQL",
