@@ -3,6 +3,7 @@
  *
  *   node_modules/.bin/bun bench/pg-bench.ts [--parts a,b,c,d] [--frames 100000] [--rows 1000000]
  *     [--queries 50] [--ef 40,100,400,1000] [--secs 15] [--ingest-secs 30] [--ingest-runs 2] [--database-url postgres://…] [--db-prefix pgbench]
+ *     [--copy] [--maintenance-work-mem 1GB]
  *
  *   (a) search over HTTP, one account of `--frames` synthetic 512-d frames (bench/lib/search-data.ts:
  *       frames, shot means, transcripts), on SQLite, on PostgreSQL with the in-memory index, and on
@@ -12,7 +13,9 @@
  *   (b) ingest × realtime of a generated 1080p clip (bench/lib/bench-clip.ts) with the benchmark
  *       CLIP (visual only), on each store: the same pipeline, only the rows' destination differs.
  *   (c) the in-memory index against pgvector HNSW on the same `--rows` frames of one account
- *       (written through IndexStore into PostgreSQL): build time (in-memory: the account's first
+ *       (written through IndexStore into PostgreSQL; with `--copy`, the same rows with COPY through the
+ *       product's migrate-store path, bench/lib/copy-frames.ts, into a database of their own — what
+ *       makes 1 M rows feasible): build time (in-memory: the account's first
  *       search, every row read from PostgreSQL; pgvector: CREATE INDEX CONCURRENTLY as the backend
  *       runs it), memory (in-memory: the index's bytes; pgvector: the index's size on disk, which
  *       PostgreSQL caches in shared buffers and the page cache), p50/p99 of `nearest` k=10 and
@@ -27,6 +30,9 @@
  * `<db-prefix>_*` are made and kept there for the next run), else a throw-away cluster of this machine's
  * PostgreSQL (test/pg/cluster.ts: fsync off), removed at the end. Each database gets
  * maintenance_work_mem = 1GB (an HNSW build far slower once its graph outgrows it: docs/POSTGRES.md).
+ * `--maintenance-work-mem` sets it instead (1 M × 512: 4GB; max_parallel_maintenance_workers stays the
+ * server's, as the backend's build gets it; both are printed with the build time). The cluster secret
+ * of a kept database is kept beside it (`$TMPDIR/vsearch-pg-bench-media/<db>`, the apps' media root).
  * PostgreSQL runs on the same machine as vsearch: they share its cores (2 here), so every figure is
  * one box doing both jobs. Prints tables and writes bench/results/pg.json. Not a test.
  */
@@ -43,6 +49,7 @@ import { ClipModel } from "../src/inference/clip.ts";
 import { IndexStore } from "../src/indexing/store.ts";
 import type { ModelCatalog } from "../src/models/roles.ts";
 import type { QueryEmbedder } from "../src/search/embedder.ts";
+import { copyFrames } from "./lib/copy-frames.ts";
 import { FixedEmbedder } from "./lib/fixed-embedder.ts";
 import { MemoryVectorBackend } from "../src/search/memory-backend.ts";
 import { PgVectorBackend } from "../src/search/pgvector-backend.ts";
@@ -75,6 +82,11 @@ const DB_PREFIX = str("db-prefix") ?? "pgbench";
 const K = 10;
 /** hnsw.ef_search values measured beside the backend's own choice in (c) (`--ef 40,100,400`; empty: none). */
 const EF_SWEEP = (str("ef") ?? "40,100,400,1000").split(",").filter(Boolean).map(Number);
+/** (c)'s rows written with COPY (bench/lib/copy-frames.ts) instead of IndexStore's INSERTs; a database of their own. */
+const COPY = argv.includes("--copy");
+/** maintenance_work_mem of the bench's databases: the HNSW graph of (c) should fit (docs/POSTGRES.md). */
+const MAINTENANCE_WORK_MEM = str("maintenance-work-mem") ?? "1GB";
+if (!/^\d+(kB|MB|GB)$/.test(MAINTENANCE_WORK_MEM)) throw new Error("--maintenance-work-mem: e.g. 4GB");
 const MODEL = "bench-clip-b32@synthetic";
 const ROOT = join(import.meta.dir, "..");
 const OUT = join(import.meta.dir, "results", "pg.json");
@@ -122,22 +134,25 @@ async function cluster(): Promise<{ adminUrl: string; urlFor(db: string): string
 /** A database of this bench: kept when it exists and `keep` says its rows are the ones wanted, else made anew. */
 async function database(admin: postgres.Sql, name: string, fresh: boolean): Promise<boolean> {
   const exists = (await admin`SELECT 1 FROM pg_database WHERE datname = ${name}`).length > 0;
-  if (exists && !fresh) return true;
-  if (exists) await admin.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  await admin.unsafe(`ALTER DATABASE ${name} SET maintenance_work_mem = '1GB'`);
-  return false;
+  const kept = exists && !fresh;
+  if (exists && !kept) await admin.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
+  if (!kept) await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.unsafe(`ALTER DATABASE ${name} SET maintenance_work_mem = '${MAINTENANCE_WORK_MEM}'`);
+  return kept;
 }
 
 async function openApp(o: {
   dataDir: string;
   databaseUrl?: string;
+  /** Shared by every app on one kept database: it holds the cluster secret the database was started with. */
+  mediaRoot?: string;
   vectorBackend?: "memory" | "pgvector";
   embedder?: QueryEmbedder;
   models?: ModelCatalog;
 }): Promise<BenchApp> {
   const env: Record<string, string> = { VSEARCH_RATE_LIMIT_SEARCH: "1000000", VSEARCH_LOG_LEVEL: "warn" };
   if (o.databaseUrl) env.VSEARCH_DATABASE_URL = o.databaseUrl;
+  if (o.mediaRoot) env.VSEARCH_MEDIA_ROOT = o.mediaRoot;
   if (o.vectorBackend) env.VSEARCH_VECTOR_BACKEND = o.vectorBackend;
   const config = loadConfig({ dataDir: o.dataDir, logLevel: "silent", host: "127.0.0.1", port: 0 }, env);
   return await createApp(config, {
@@ -379,10 +394,15 @@ async function partC(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sq
     collections: 10,
     seed: 3,
   });
-  const db = `${DB_PREFIX}_vectors_${ROWS}`;
+  const db = `${DB_PREFIX}_vectors_${ROWS}${COPY ? "_copy" : ""}`;
   const url = pg.urlFor(db);
   const kept = await database(admin, db, false);
-  const app = await openApp({ dataDir: join(work, "c"), databaseUrl: url });
+  // The media root (and its secret.key, whose fingerprint the database records) lives as long as
+  // the kept database: (d)'s servers and the next run's read the same secret, as nodes of one install.
+  const mediaRoot = join(tmpdir(), "vsearch-pg-bench-media", db);
+  if (!kept) rmSync(mediaRoot, { recursive: true, force: true });
+  mkdirSync(mediaRoot, { recursive: true });
+  const app = await openApp({ dataDir: join(work, "c"), databaseUrl: url, mediaRoot });
   const rows: Record<string, unknown>[] = [];
   try {
     const exec = app.internals.db;
@@ -390,9 +410,26 @@ async function partC(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sq
     if (!kept || have !== ROWS) {
       if (have) throw new Error(`database ${db} holds ${have} frames, not ${ROWS}: drop it`);
       const t0 = performance.now();
-      await writeFrames(app, ds, join(work, "c"));
-      log(`wrote ${ROWS} frames into PostgreSQL in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+      if (COPY) await copyFrames(app, url, ds, { dir: join(work, "c"), per: 1000, modelId: MODEL, log });
+      else await writeFrames(app, ds, join(work, "c"));
+      // What autovacuum would do soon after either way; done here so both writers leave the same state.
+      await exec.exec("VACUUM (ANALYZE) frames, frame_vectors");
+      log(
+        `wrote ${ROWS} frames into PostgreSQL ${COPY ? "with COPY" : "through IndexStore"} in ${((performance.now() - t0) / 1000).toFixed(0)} s (load ${load1()})`,
+      );
     }
+    // readyVideo's uploads queued an ingest job each (of a 64-byte stand-in file): settled as the
+    // pipeline leaves an indexed video's job (done, no task), else (d)'s servers would run them
+    // during the warm-up and fail the videos.
+    await exec.exec("DELETE FROM tasks WHERE kind = 'ingest'");
+    await exec.exec(
+      "UPDATE jobs SET status = 'done', progress_pct = 100, stages_pending = '[]' WHERE status <> 'done'",
+    );
+    await exec.exec("UPDATE videos SET status = 'ready', progress_pct = 100 WHERE status <> 'ready'");
+    const settings = await exec.get<{ mwm: string; pmw: string }>(
+      "SELECT current_setting('maintenance_work_mem') AS mwm, current_setting('max_parallel_maintenance_workers') AS pmw",
+    );
+    log(`maintenance_work_mem ${settings?.mwm}, max_parallel_maintenance_workers ${settings?.pmw}`);
     const meta = await exec.all<{ id: number; account_id: string; collection_id: string }>(
       "SELECT id, account_id, collection_id FROM frames ORDER BY id",
     );
@@ -444,7 +481,7 @@ async function partC(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sq
       what: "build",
       rows: ROWS,
       in_memory: `${r2(memBuildS)} s (rows read ${r2(memLoadS)} s)`,
-      pgvector: `${r2(hnswBuildS)} s (CONCURRENTLY, m 16, ef_construction 64)`,
+      pgvector: `${r2(hnswBuildS)} s (CONCURRENTLY, m 16, ef_construction 64; maintenance_work_mem ${settings?.mwm}, max_parallel_maintenance_workers ${settings?.pmw})`,
       load1: loadBuild,
     });
     rows.push({
@@ -523,15 +560,32 @@ async function partC(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sq
       });
       log(JSON.stringify(rows.at(-1)));
     }
-    return { rows, url, accountId };
+    return { rows, url, accountId, mediaRoot };
   } finally {
     await app.close();
   }
 }
 
+/** (d) alone: the database (c) wrote and kept (no builds, no queries). */
+async function keptVectors(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sql) {
+  const db = `${DB_PREFIX}_vectors_${ROWS}${COPY ? "_copy" : ""}`;
+  const mediaRoot = join(tmpdir(), "vsearch-pg-bench-media", db);
+  const missing = `--parts d alone needs the database ${db} and its media root ${mediaRoot} that --parts c left`;
+  if (!(await admin`SELECT 1 FROM pg_database WHERE datname = ${db}`).length) throw new Error(missing);
+  const url = pg.urlFor(db);
+  const one = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await one`SELECT account_id, count(*) OVER () AS n FROM frames LIMIT 1`;
+    if (!row || Number(row.n) === 0) throw new Error(missing);
+    return { url, mediaRoot, accountId: String(row.account_id) };
+  } finally {
+    await one.end();
+  }
+}
+
 // ---- (d) warm-up from PostgreSQL, without and with the snapshot --------------------------------------
 
-async function partD(url: string, accountId: string, work: string) {
+async function partD(url: string, mediaRoot: string, accountId: string, work: string) {
   const dataDir = join(work, "d");
   rmSync(dataDir, { recursive: true, force: true });
   const q = new Float32Array(DIM).fill(1 / Math.sqrt(DIM));
@@ -543,7 +597,7 @@ async function partD(url: string, accountId: string, work: string) {
     const load = load1();
     const c0 = process.cpuUsage();
     const t0 = performance.now();
-    const app = await openApp({ dataDir, databaseUrl: url, embedder: new FixedEmbedder(q, MODEL) });
+    const app = await openApp({ dataDir, databaseUrl: url, mediaRoot, embedder: new FixedEmbedder(q, MODEL) });
     await app.start();
     const req = parseSearchRequest({ query: "anything", modes: "video" });
     let firstMs = 0;
@@ -592,22 +646,32 @@ async function main() {
     pgvector: (await admin`SELECT default_version FROM pg_available_extensions WHERE name = 'vector'`)[0]
       ?.default_version,
     loadavgAtStart: load0,
-    args: { parts: [...PARTS], frames: FRAMES, rows: ROWS, queries: QUERIES, secs: SECS, ingest_secs: INGEST_SECS },
+    args: {
+      parts: [...PARTS],
+      frames: FRAMES,
+      rows: ROWS,
+      queries: QUERIES,
+      secs: SECS,
+      ingest_secs: INGEST_SECS,
+      copy: COPY,
+      maintenance_work_mem: MAINTENANCE_WORK_MEM,
+    },
   };
   try {
     if (PARTS.has("a"))
       table("(a) search over HTTP", (result.search = await partA(pg, admin, work)) as Record<string, unknown>[]);
     if (PARTS.has("b"))
       table("(b) ingest", (result.ingest = await partB(pg, admin, work)) as Record<string, unknown>[]);
-    let c: Awaited<ReturnType<typeof partC>> | null = null;
-    if (PARTS.has("c") || PARTS.has("d")) {
-      c = await partC(pg, admin, work);
-      if (PARTS.has("c")) table(`(c) in-memory index vs pgvector HNSW, ${ROWS} rows`, (result.vectors = c.rows));
-    }
+    let c: { url: string; mediaRoot: string; accountId: string } | null = null;
+    if (PARTS.has("c")) {
+      const r = await partC(pg, admin, work);
+      table(`(c) in-memory index vs pgvector HNSW, ${ROWS} rows`, (result.vectors = r.rows));
+      c = r;
+    } else if (PARTS.has("d")) c = await keptVectors(pg, admin);
     if (PARTS.has("d") && c)
       table(
         "(d) warm-up from PostgreSQL",
-        (result.warmup = await partD(c.url, c.accountId, work)) as Record<string, unknown>[],
+        (result.warmup = await partD(c.url, c.mediaRoot, c.accountId, work)) as Record<string, unknown>[],
       );
   } finally {
     result.loadavgAtEnd = loadavg();
