@@ -256,7 +256,9 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
   }
 
   /** One JSON-RPC request (or a batch) posted as an MCP client would, without the handshake (the route is stateless). */
-  const rpc = (key: string, body: unknown) =>
+  const rpc = (key: string, body: unknown) => rpcText(key, JSON.stringify(body));
+  /** The same with the body as sent, JSON or not. */
+  const rpcText = (key: string, text: string) =>
     fetch(`${base}/v1/mcp`, {
       method: "POST",
       headers: {
@@ -265,7 +267,7 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
         accept: "application/json, text/event-stream",
         "mcp-protocol-version": "2025-06-18",
       },
-      body: JSON.stringify(body),
+      body: text,
     });
 
   it("the 31st /call is 429 with Retry-After; then every MCP message on that key is refused readably: the handshake a JSON-RPC error, a tools/call a tool error", async () => {
@@ -351,16 +353,7 @@ describe("the agent rate limit (30 a minute per key, shared by /v1/agent/call an
 
   it("refused bodies (too deep, not JSON) spend the key's minute too: past it they are 429 with Retry-After, and nothing else passes", async () => {
     const key = await newKey();
-    const post = (body: string) =>
-      fetch(`${base}/v1/mcp`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${key}`,
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-        },
-        body,
-      });
+    const post = (text: string) => rpcText(key, text);
     for (let i = 0; i < 30; i++) {
       const res = await post(i % 2 ? "{nope" : "[".repeat(100));
       expect(res.status).toBe(400);
