@@ -9,6 +9,7 @@ import { OcrEngine, type GrayFrame } from "../../src/ocr/engine.ts";
 import { devOcrPaths } from "../../src/ocr/paths.ts";
 import { createTenant, json, metric, startTestApp, uploadAndWait, type TestApp } from "../helpers/app.ts";
 import { ffmpeg, scratchDir } from "../helpers/ffmpeg.ts";
+import { mediaFixture } from "../helpers/media.ts";
 import { fixedCatalog } from "../helpers/models.ts";
 import { until } from "../helpers/wait.ts";
 import { readFileSync } from "node:fs";
@@ -106,21 +107,7 @@ describe("idle OCR workers", () => {
   }, 240_000);
 
   test("ingest warms the OCR worker while the frames decode: it is up after a video without any text, which the engine never read", async () => {
-    const blank = await ffmpeg(
-      [
-        "-f",
-        "lavfi",
-        "-i",
-        "color=c=teal:size=640x360:rate=5:duration=2",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "ultrafast",
-        "-pix_fmt",
-        "yuv420p",
-      ],
-      join(media, "blank.mp4"),
-    );
+    const blank = await mediaFixture("colors"); // flat colours: nothing that looks like text
     const w = await startTestApp({ VSEARCH_RATE_LIMIT_JOBS: "100000" }, { models: fixedCatalog({}) });
     try {
       await w.app.start();
