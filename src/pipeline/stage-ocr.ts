@@ -4,6 +4,7 @@ import type { MediaInfo } from "../media/probe.ts";
 import type { Shot } from "../media/shots.ts";
 import { decodeTextFrameFiles, sampleTextFrames, textFrameSize } from "../media/text-frames.ts";
 import type { DecodeSkip } from "../media/decode.ts";
+import { readAhead } from "../core/read-ahead.ts";
 import { VideoTextReader, type TimedFrame, type VideoTextStats } from "../ocr/video-text.ts";
 import type { TextRange } from "../ocr/tracks.ts";
 import { JobFailure } from "../jobs/failure.ts";
@@ -12,6 +13,13 @@ import type { PipelineDeps } from "./deps.ts";
 
 /** About one frame a second, like the image embeddings (plus every shot start on its own decode). */
 export const OCR_INTERVAL_SECS = 1;
+
+/**
+ * Gray frames decoded ahead of the reader (~0.9 MB each at 1280×720): ffmpeg decodes the next ones
+ * while the engine works on this one, instead of stopping on a full pipe until it is asked. On the
+ * 60 s share clip of bench/ocr-bench.ts the wait for frames was ~30 % of the stage.
+ */
+const FRAMES_AHEAD = 4;
 
 /** Where the frame decode lists the text frames it wrote (index and time of each), once it has finished. */
 const LIST_FILE = "frames.json";
@@ -98,7 +106,7 @@ export async function ocrStage(d: PipelineDeps, r: OcrRun): Promise<{ outcome: S
  * (`ocr-frames.tmp/`: every sampled frame in gray at up to 1280×720, written by the same decode
  * that fed the image model, so OCR costs no second decode of the video), else from a decode of
  * its own: ~1/s plus each shot's first frame, with the run's decode plan (keyframes only, or what
- * a full decode may skip). Either way one frame is in flight at a time and the reading policy is
+ * a full decode may skip). Either way frames decode a few ahead (FRAMES_AHEAD), one is read at a time, and the reading policy is
  * src/ocr/video-text.ts; bounded by `ocr_max_frames_per_minute` and the time budget
  * (`ocr_budget_secs_per_minute` × minutes of video, at least that).
  */
@@ -111,7 +119,7 @@ export async function readOnScreenText(d: PipelineDeps, r: OcrRun): Promise<OcrS
     budgetMs: d.ocrLimits.budgetSecsPerMinute * minutes * 1000,
   });
   const listed = passFrames(d, r.videoId, width, height, r.signal);
-  const frames = listed ? listed.frames : ownDecode(d, r);
+  const frames = readAhead(listed ? listed.frames : ownDecode(d, r), FRAMES_AHEAD);
   const starts = r.shots.slice(1).map((s) => s.start);
   let shotAt = 0;
   for await (const f of frames) {

@@ -4,9 +4,10 @@
  * 1280×720 frames drawn here, Latin and Chinese, over flat colours and moving footage.
  */
 import { afterAll, describe, expect, test } from "vitest";
+import type { GrayFrame } from "../../src/ocr/engine.ts";
 import { DET_MAX_SIDE, PpOcrEngine } from "../../src/ocr/ppocr/engine.ts";
 import { detSize, textBoxes } from "../../src/ocr/ppocr/detect.ts";
-import { readWithPpOcr } from "../../src/ocr/ppocr/read.ts";
+import { detectInBands, readWithPpOcr } from "../../src/ocr/ppocr/read.ts";
 import { ctcDecode, recInput, REC_HEIGHT, REC_MIN_WIDTH } from "../../src/ocr/ppocr/recognize.ts";
 import { devOcrPaths } from "../../src/ocr/paths.ts";
 import { scratchDir } from "../helpers/ffmpeg.ts";
@@ -225,6 +226,35 @@ describe("the engine on drawn frames", () => {
       120_000,
     );
   });
+
+  test("the detector reads only the frame's text bands, and finds the same boxes there as in the whole frame", async () => {
+    const f = await drawnFrame(dir, "bands", footage(), {
+      text: "Harbour museum opening hours",
+      size: 32,
+      style: "fontcolor=white:borderw=2:bordercolor=black",
+      y: 600,
+    });
+    const whole = await engine.detect(f);
+    const heights: number[] = [];
+    const spy = new Proxy(engine, {
+      get: (o, k) =>
+        k === "detect"
+          ? (g: GrayFrame) => {
+              heights.push(g.height);
+              return o.detect(g);
+            }
+          : Reflect.get(o, k, o),
+    });
+    const banded = await detectInBands(spy, f);
+    expect(heights.length).toBeGreaterThan(0);
+    expect(heights.reduce((a, b) => a + b, 0)).toBeLessThan(720 * 0.6);
+    const caption = whole.filter((b) => b.y > 560);
+    expect(caption.length, JSON.stringify(whole)).toBeGreaterThan(0);
+    for (const b of caption) {
+      const same = banded.find((x) => Math.abs(x.x - b.x) <= 4 && Math.abs(x.y - b.y) <= 4 && Math.abs(x.w - b.w) <= 8);
+      expect(same, `${JSON.stringify(b)} in ${JSON.stringify(banded)}`).toBeDefined();
+    }
+  }, 120_000);
 
   test("a frame without text gives no lines", async () => {
     const f = await drawnFrame(dir, "blank", flat("teal"), null);

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sampleTextFrames, type TextFrame } from "../../src/media/text-frames.ts";
-import { mayHaveText, mayHaveTextAt } from "../../src/ocr/frame-test.ts";
+import { mayHaveText, mayHaveTextAt, textBands } from "../../src/ocr/frame-test.ts";
 import { ffmpeg, mediaBins } from "../helpers/media.ts";
 
 const bins = mediaBins();
@@ -81,5 +81,18 @@ describe("the cheap text test on decoded footage", () => {
     const fs = await frames(lowContrast);
     expect(fs.filter((f) => f.timestamp < 2).map((f) => mayHaveText(f))).toEqual([true, true]);
     expect(fs.filter((f) => f.timestamp >= 2).map((f) => mayHaveText(f))).toEqual([false, false]);
+  }, 60_000);
+
+  it("the text bands hold the caption and little else, and exist exactly where the frame may have text", async () => {
+    const all = [...(await frames(clip)), ...(await frames(lowContrast))];
+    for (const f of all) expect(textBands(f).length > 0, `t=${f.timestamp}`).toBe(mayHaveText(f));
+    // The 24 px caption drawn at y = 620 over grain: one band around it, under a third of the frame.
+    for (const f of (await frames(clip)).filter((x) => x.timestamp >= 3)) {
+      const bands = textBands(f);
+      expect(bands).toHaveLength(1);
+      expect(bands[0].y0).toBeLessThanOrEqual(620);
+      expect(bands[0].y1).toBeGreaterThanOrEqual(644);
+      expect(bands[0].y1 - bands[0].y0).toBeLessThan(720 / 3);
+    }
   }, 60_000);
 });

@@ -48,6 +48,11 @@ export class PpOcrEngine {
     this.max = Math.max(1, Math.floor(opts.workers ?? 1));
   }
 
+  /** Long side of a frame as the detector sees it (px). */
+  get detMaxSide(): number {
+    return this.opts.detMaxSide ?? DET_MAX_SIDE;
+  }
+
   /**
    * Starts a worker thread and loads the models in it, so the first frame does not wait for them
    * (ingest calls it when a video's decode starts: the load overlaps the frame decode). Failures
@@ -64,7 +69,7 @@ export class PpOcrEngine {
       kind: "detect",
       files: this.opts.files,
       frame,
-      maxSide: this.opts.detMaxSide ?? DET_MAX_SIDE,
+      maxSide: this.detMaxSide,
     });
     return reply.boxes ?? [];
   }
