@@ -399,7 +399,7 @@ async function runSize(n: number): Promise<void> {
     // as the app would after loading an account.
     t = performance.now();
     if (REBUILD && !AS_APP) index.rebuild("acct");
-    else
+    else if (!AS_APP)
       log(
         `n=${n}: no rebuild (--rebuild=0): ${index.listCount("acct")} list(s) as the adds left them, ${index.training.pending} retrain(s) queued (they run between event-loop turns, and this loop never yields)`,
       );
