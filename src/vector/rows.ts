@@ -364,7 +364,9 @@ export class RowStore {
     this.mutations++;
     // Rows added while this ran (a whole account loading during its first training) may already
     // make the next retrain due; no later `add` might come to start it.
-    cent.skew = listSkew(p);
+    // At most 1.5 × STALE_SKEW as the next bound: rows an account's loader added while this ran
+    // went into lists trained without them, and must not raise the bound without limit.
+    cent.skew = Math.min(listSkew(p), STALE_SKEW);
     if (listsStale(p, cent, this.policy.retrainGrowth)) {
       this.retrains.stats.retrains++;
       yield* this.retrain(p);
@@ -644,8 +646,9 @@ export class RowStore {
  * with lists trained on all rows; 200-frame videos: skew 2.9, 0.88 against 0.98. So a retrain is
  * due once the partition grew STALE_MIN_GROWTH-fold since training and its skew passed
  * STALE_SKEW (and STALE_SKEW_RISE × the skew the retrain left, for data that is lopsided by
- * nature — many near-identical frames fill one list however it is trained). Retrains stay
- * geometric (each after ≥ 1.25× growth): at most ~5 rows retrained per row added.
+ * nature — many near-identical frames fill one list however it is trained; that skew counts up
+ * to STALE_SKEW, so the bound stays ≤ 3). Retrains stay geometric (each after ≥ 1.25× growth):
+ * at most ~5 rows retrained per row added.
  */
 const STALE_SKEW = 2;
 const STALE_SKEW_RISE = 1.5;
