@@ -8,7 +8,7 @@
  *     [--generate-only=1] [--truth-only=1] [--warm-pass=1] [--lists=N] [--wait-pid=PID] [--rebuild=0]
  *     [--sqrt-probes=0.02,0.03] (image queries at these shares under the app's √n policy) [--filtered=0]
  *     [--text-probes=0.08,0.16,0.32] [--text-policy-shares=0.25,0.3] [--text-models=pessimistic,realistic]
- *     [--configs=chunkRows:lists,…] [--filtered=0]
+ *     [--configs=chunkRows:lists,…] [--filtered=0] [--generator=pg] [--as-app=1]
  *
  * Per size: build time and RAM (RSS delta after GC), then p50/p99 and recall@10 against an exact
  * scan for text-like and image-like queries, and for vsearch a 1-of-20 collection filter and a
@@ -116,6 +116,20 @@ const WAIT_PID = Number(argv.get("wait-pid") ?? 0);
 /** Write the set and its exact answers (kept beside it), then exit: the long parts of a 10 M run, done ahead. */
 const TRUTH_ONLY = argv.get("truth-only") === "1";
 const KEEP_DATA = GENERATE_ONLY || TRUTH_ONLY || argv.get("keep-data") === "1";
+/**
+ * --generator=pg: bench/pg-bench.ts's set (1 000-frame videos, ten collections, seed 3) instead of
+ * this bench's (200-frame videos, twenty collections, seed 1).
+ */
+const PG_GEN = argv.get("generator") === "pg";
+const GEN = PG_GEN
+  ? { tag: "pg-s3", collections: 10, opts: { framesPerVideo: 1000, framesPerShot: 10, collections: 10, seed: 3 } }
+  : { tag: "s1", collections: 20, opts: { seed: 1 } };
+/**
+ * --as-app=1: lists as the app leaves them: rows added in row (= video) order with every retrain
+ * that falls due run before the next batch (the app runs them in the background between its
+ * loader's reads) and no rebuild at the end. Without it the lists are retrained on all rows.
+ */
+const AS_APP = argv.get("as-app") === "1";
 
 interface Row {
   n: number;
@@ -263,9 +277,9 @@ function writeSet(path: string, stream: ReturnType<typeof clusteredStream>, n: n
 async function runSize(n: number): Promise<void> {
   log(`n=${n}: start, load ${load1()}, ${freeG()}`);
   let t = performance.now();
-  let stream: ReturnType<typeof clusteredStream> | null = clusteredStream({ n, dim: DIM, seed: 1 });
+  let stream: ReturnType<typeof clusteredStream> | null = clusteredStream({ n, dim: DIM, ...GEN.opts });
   mkdirSync(DATA_DIR, { recursive: true });
-  const path = join(DATA_DIR, `clustered-s1-d${DIM}-n${n}.f32`);
+  const path = join(DATA_DIR, `clustered-${GEN.tag}-d${DIM}-n${n}.f32`);
   if (existsSync(path) && statSync(path).size === n * DIM * 4) log(`n=${n}: reusing ${path}`);
   else writeSet(path, stream, n);
   log(
@@ -286,11 +300,11 @@ async function runSize(n: number): Promise<void> {
   const imageC = generateQueries(dsq, NQ / 2, "image", 8);
   // The shot directions (n / 10 × 2 KiB) are only needed to make rows and queries.
   stream = null;
-  const coll = Int32Array.from({ length: NQ / 2 }, (_, i) => i % 20);
+  const coll = Int32Array.from({ length: NQ / 2 }, (_, i) => i % GEN.collections);
   const vids = Int32Array.from({ length: NQ / 2 }, (_, i) => video[(i * 7919) % n]);
   // The exact answers depend only on the set and the queries (both deterministic in n, NQ and the
   // seeds), so they are kept beside the set: a 10 M ground truth streams 20 GB and takes minutes.
-  const truthPath = join(DATA_DIR, `truth-s1-d${DIM}-n${n}-q${NQ}-k${K}.json`);
+  const truthPath = join(DATA_DIR, `truth-${GEN.tag}-d${DIM}-n${n}-q${NQ}-k${K}.json`);
   const truthCached = existsSync(truthPath);
   const truths: Int32Array[][] = truthCached
     ? (JSON.parse(readFileSync(truthPath, "utf8")) as number[][][]).map((set) => set.map((ids) => Int32Array.from(ids)))
@@ -316,7 +330,7 @@ async function runSize(n: number): Promise<void> {
     const tag = textModelTag(ts.model);
     let truth = truthText;
     if (tag) {
-      const p2 = join(DATA_DIR, `truth-s1-d${DIM}-n${n}-q${NQ}-k${K}${tag}.json`);
+      const p2 = join(DATA_DIR, `truth-${GEN.tag}-d${DIM}-n${n}-q${NQ}-k${K}${tag}.json`);
       if (existsSync(p2))
         truth = (JSON.parse(readFileSync(p2, "utf8")) as number[][]).map((ids) => Int32Array.from(ids));
       else {
@@ -372,6 +386,7 @@ async function runSize(n: number): Promise<void> {
         batch.push({ rowId: j, vector: data.row(j), partition: "acct", groupA: collection[j], groupB: video[j] });
       }
       index.add(batch);
+      if (AS_APP) index.flushTraining();
       if ((i / 4096) % 64 === 63) guard("vsearch add");
       if (i % 1048576 === 1048576 - 4096 || i + 4096 >= n) {
         log(
@@ -383,8 +398,8 @@ async function runSize(n: number): Promise<void> {
     // Lists are trained as the partition grows (last at n/4); a rebuild retrains them on all rows,
     // as the app would after loading an account.
     t = performance.now();
-    if (REBUILD) index.rebuild("acct");
-    else
+    if (REBUILD && !AS_APP) index.rebuild("acct");
+    else if (!AS_APP)
       log(
         `n=${n}: no rebuild (--rebuild=0): ${index.listCount("acct")} list(s) as the adds left them, ${index.training.pending} retrain(s) queued (they run between event-loop turns, and this loop never yields)`,
       );
@@ -403,7 +418,7 @@ async function runSize(n: number): Promise<void> {
       bytesPerRow: Math.round(index.memoryBytes / n),
       liveBytesPerRow: Math.round((index.liveBytes / n) * 10) / 10,
       load1: load1(),
-      note: `CPU ${cpuS.toFixed(1)} s; add ${addS.toFixed(1)} s + ${REBUILD ? `rebuild ${rebuildS.toFixed(1)} s` : "NO rebuild"}, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB (live ${Math.round(index.liveBytes / 1e6)} MB), RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start, ${compactNote(index.compactions)}`,
+      note: `CPU ${cpuS.toFixed(1)} s; add ${addS.toFixed(1)} s + ${AS_APP ? `as the app (${index.training.retrains} retrain(s) during the adds)` : REBUILD ? `rebuild ${rebuildS.toFixed(1)} s` : "NO rebuild"}, ${index.listCount("acct")} lists, ${index.segments} segment(s), index ${Math.round(index.memoryBytes / 1e6)} MB (live ${Math.round(index.liveBytes / 1e6)} MB), RssAnon peak ${Math.round((anonPeak - before) / 1e6)} MB over the start, ${compactNote(index.compactions)}`,
     });
     log(
       `n=${n}: ${label}vsearch built in ${buildS.toFixed(1)} s (CPU ${cpuS.toFixed(1)} s), RssAnon +${Math.round(grown / 1e6)} MB (peak +${Math.round((anonPeak - before) / 1e6)} MB), ${Math.round(index.memoryBytes / n)} B/row (live ${(index.liveBytes / n).toFixed(1)}), ${index.listCount("acct")} lists, ${index.segments} segment(s), ${compactNote(index.compactions)}, load ${load1()}, ${freeG()}`,
@@ -619,7 +634,7 @@ for (const n of SIZES) {
   await runSize(n);
   save(); // a run stopped early keeps the sizes it finished
   Bun.gc(true);
-  if (!KEEP_DATA) unlinkSync(join(DATA_DIR, `clustered-s1-d${DIM}-n${n}.f32`));
+  if (!KEEP_DATA) unlinkSync(join(DATA_DIR, `clustered-${GEN.tag}-d${DIM}-n${n}.f32`));
 }
 if (benchDir)
   for (const n of SIZES)

@@ -120,6 +120,8 @@ export interface Centroids {
   runBytes: number;
   /** Partition size when trained (retraining is due after it grew retrainGrowth-fold). */
   trainedAt: number;
+  /** The lists' skew (rows.ts listSkew) when the retrain that made them ended; not in snapshots. */
+  skew?: number;
 }
 
 export class Partition {

@@ -78,7 +78,8 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
     const encoder = (this.encoder = new Encoder(layout, new Rotation(layout.dim, layout.padDim, opts.seed)));
     this.seed = opts.seed ?? DEFAULT_SEED;
     const policy = {
-      lists: Math.max(0, Math.floor(opts.lists ?? 0)),
+      // At most 65 536: probeLists packs a list's number into 16 bits of its sort key.
+      lists: Math.min(65536, Math.max(0, Math.floor(opts.lists ?? 0))),
       trainAt: Math.max(2, opts.trainAt ?? 65_536),
       retrainGrowth: Math.max(1.5, opts.retrainGrowth ?? 4),
     };

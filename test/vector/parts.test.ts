@@ -96,6 +96,17 @@ describe("selection", () => {
       { rowId: 2, score: 0.5 },
     ]);
   });
+
+  it("bestK keeps the same k as a full sort when k is far below the list (tied scores included)", () => {
+    const r = prng(27);
+    for (const n of [25, 128, 400]) {
+      for (const k of [1, 5, 10, 12, 32]) {
+        const items = Array.from({ length: n }, () => ({ rowId: r() % 1000, score: (r() % 40) / 40 }));
+        const want = [...items].sort((a, b) => b.score - a.score || a.rowId - b.rowId).slice(0, k);
+        expect(bestK([...items], k)).toEqual(want);
+      }
+    }
+  });
 });
 
 describe("Rotation", () => {
