@@ -1,11 +1,20 @@
 /**
  * What a text search no longer redoes on every request (issue 27's per-request cost), with the rule
  * that keeps it correct: scene text's per-shot labels and stems are reused only while the shot's
- * text is the one they came from. (The SQLite statement cache: store/conformance/statement-cache.)
+ * text is the one they came from; and an unmetered account's charge takes no write transaction, while
+ * a metered one is still charged. (The SQLite statement cache: store/conformance/statement-cache.)
  */
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { AccountStore } from "../../src/accounts/store.ts";
+import { nowIso } from "../../src/core/ids.ts";
+import { CreditService } from "../../src/credits/service.ts";
+import { CreditStore } from "../../src/credits/store.ts";
+import { EventStore } from "../../src/events/store.ts";
 import { labelsOf } from "../../src/search/store.ts";
 import { ShotStems } from "../../src/search/text-match.ts";
+import { openStore } from "../../src/store/database.ts";
+import { tempDir } from "../helpers/temp.ts";
 
 const shot = (id: number, labels: string[], caption: string | null) => ({
   id,
@@ -41,5 +50,45 @@ describe("scene text's per-shot stems", () => {
     const b = stems.of(shot(2, ["b"], null));
     expect(b.labels).toEqual(["b"]);
     expect(stems.size).toBe(2);
+  });
+});
+
+describe("a search's charge", () => {
+  it("takes no write transaction for an unmetered account, and still charges a metered one", async () => {
+    const store = openStore(join(tempDir("vsearch-charge-"), "s.db"));
+    try {
+      const accounts = new AccountStore(store.exec);
+      for (const id of ["usr_free", "usr_paid"])
+        await accounts.insertAccount({ id, name: id, plan: "free", credits_balance: null, created_at: nowIso() });
+      const creditStore = new CreditStore(store.exec);
+      const credits = new CreditService(
+        store.uow,
+        creditStore,
+        new EventStore(store.exec),
+        { perMinute: 1, perSearch: 0.5, lowThreshold: 0 },
+        { publish() {} },
+      );
+      await credits.grant("usr_paid", 2);
+      // Another flow's transaction holds the writer until released.
+      let release!: () => void;
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      const writer = store.uow.run(async () => await held);
+      const free = credits.chargeSearch("usr_free").then(() => "charged");
+      const paid = credits.chargeSearch("usr_paid").then(() => "charged");
+      // A timer fires only after every promise already settled has run its callbacks: the
+      // unmetered charge (one read) is done by then; the metered one waits for the writer.
+      const waited = new Promise((r) => setTimeout(() => r("waiting"), 20));
+      expect(await Promise.race([free, waited])).toBe("charged");
+      expect(await Promise.race([paid, waited])).toBe("waiting");
+      release();
+      await writer;
+      expect(await paid).toBe("charged");
+      expect(await creditStore.balance("usr_paid")).toBe(1.5);
+      expect(await creditStore.balance("usr_free")).toBeNull();
+    } finally {
+      store.close();
+    }
   });
 });
