@@ -148,6 +148,9 @@ function newText(): string {
   return [c % 20, Math.floor(c / 20) % 20, Math.floor(c / 400) % 20].map((i) => WORDS[i]).join(" ");
 }
 
+/** The query embedding's main-thread share (a sub-part of the embedding, not a part of its own). */
+const EMBED_MAIN = "(embedding, main thread)";
+
 /**
  * CPU timers around the parts of a search (bench-only: prototype methods wrapped here), exclusive:
  * a part called inside another counts apart, and the outer one's time stops meanwhile. Main-thread
@@ -155,9 +158,6 @@ function newText(): string {
  * work on other threads) by process CPU between its call and its result (one client: nothing else
  * runs then).
  */
-/** The query embedding's main-thread share (a sub-part of the embedding, not a part of its own). */
-const EMBED_MAIN = "(embedding, main thread)";
-
 function installTimers(embedder: BenchEmbedder) {
   const parts: Record<string, { cpu: number; calls: number }> = {};
   const threadMs = () => {
