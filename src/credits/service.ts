@@ -108,6 +108,11 @@ export class CreditService {
   }
 
   async chargeSearch(accountId: string): Promise<void> {
+    // An unlimited account (metering off, the default) pays nothing, which one read tells without
+    // a write transaction around it: that transaction took the writer connection on every search
+    // (other searches' reads meanwhile went to the reader and its cold cache) to change nothing. A
+    // grant landing just after the read is as if the search had finished just before it.
+    if (this.settings.perSearch <= 0 || (await this.store.balance(accountId)) === null) return;
     await this.uow.run(async () => await this.charge(accountId, this.settings.perSearch, "search"));
   }
 

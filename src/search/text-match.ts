@@ -3,6 +3,7 @@
  * stop words, compared after a light English stemmer, so "dogs" finds the label "dog" and
  * "running" the caption "a man runs".
  */
+import { LRUCache } from "lru-cache";
 
 const STOP = new Set(
   (
@@ -92,24 +93,30 @@ export interface ShotTerms {
   stems: string[];
 }
 
+type ShotEntry = ShotTerms & { source: string; caption: string | null };
+
 export class ShotStems {
-  private readonly byId = new Map<number, ShotTerms & { source: string; caption: string | null }>();
+  private readonly byId: LRUCache<number, ShotEntry>;
 
   constructor(
     private readonly labelsOf: (s: { labels: string }) => string[],
-    private readonly max = 16_384,
-  ) {}
+    max = 16_384,
+  ) {
+    this.byId = new LRUCache({ max });
+  }
 
   of(shot: { id: number; labels: string; caption: string | null }): ShotTerms {
-    let e = this.byId.get(shot.id);
-    this.byId.delete(shot.id);
-    if (!e || e.source !== shot.labels || e.caption !== shot.caption) {
-      const labels = this.labelsOf(shot);
-      e = { source: shot.labels, caption: shot.caption, labels, stems: textStems([...labels, shot.caption ?? ""]) };
-    }
-    this.byId.set(shot.id, e);
-    if (this.byId.size > this.max) this.byId.delete(this.byId.keys().next().value!);
-    return e;
+    const e = this.byId.get(shot.id);
+    if (e && e.source === shot.labels && e.caption === shot.caption) return e;
+    const labels = this.labelsOf(shot);
+    const made = {
+      source: shot.labels,
+      caption: shot.caption,
+      labels,
+      stems: textStems([...labels, shot.caption ?? ""]),
+    };
+    this.byId.set(shot.id, made);
+    return made;
   }
 
   get size(): number {

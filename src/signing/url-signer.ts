@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { constantTimeEqual } from "../core/crypto.ts";
@@ -17,7 +17,9 @@ export class UrlSigner {
   ) {}
 
   private mac(path: string, expires: number): string {
-    return createHmac("sha256", this.secret).update(`${path}\n${expires}`).digest("hex");
+    // Bun's own HMAC: the same digest as node:crypto's createHmac at a third of its cost, which
+    // counts here: a search answer signs a link per video and shot thumbnail on its page.
+    return new Bun.CryptoHasher("sha256", this.secret).update(`${path}\n${expires}`).digest("hex");
   }
 
   /** Absolute URL for `path` (which must start with `/`), valid for the configured TTL. */
