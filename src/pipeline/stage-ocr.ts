@@ -15,11 +15,12 @@ import type { PipelineDeps } from "./deps.ts";
 export const OCR_INTERVAL_SECS = 1;
 
 /**
- * Gray frames decoded ahead of the reader (~0.9 MB each at 1280×720): ffmpeg decodes the next ones
- * while the engine works on this one, instead of stopping on a full pipe until it is asked. On the
- * 60 s share clip of bench/ocr-bench.ts the wait for frames was ~30 % of the stage.
+ * Gray frames decoded ahead of the reader (~0.9 MB each at 1280×720, so ~15 MB): ffmpeg decodes
+ * the next ones while the engine works on this one, instead of stopping on a full pipe until it is
+ * asked. On the 60 s share clip of bench/ocr-bench.ts the wait for frames was ~30 % of the stage
+ * one at a time, 0.40–0.50 s of it four ahead, 0.25–0.32 s sixteen ahead.
  */
-const FRAMES_AHEAD = 4;
+const FRAMES_AHEAD = 16;
 
 /** Where the frame decode lists the text frames it wrote (index and time of each), once it has finished. */
 const LIST_FILE = "frames.json";

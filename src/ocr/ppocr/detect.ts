@@ -45,6 +45,12 @@ export interface DetParams {
   minSide: number;
 }
 
+/**
+ * Detector input's long side. 960 is PaddleOCR's default; a 1280×720 frame becomes 960×544, where
+ * a 12 px caption line is still found (bench/ocr-bench.ts).
+ */
+export const DET_MAX_SIDE = 960;
+
 export const DET_PARAMS: DetParams = { threshold: 0.3, boxThreshold: 0.6, unclipRatio: 1.5, minSide: 3 };
 
 const MEAN = [0.485, 0.456, 0.406];

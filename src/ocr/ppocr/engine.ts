@@ -1,8 +1,10 @@
 import { statSync } from "node:fs";
 import { OcrError, type GrayFrame } from "../engine.ts";
-import type { TextBox } from "./detect.ts";
+import { DET_MAX_SIDE, type TextBox } from "./detect.ts";
 import type { PpOcrFiles } from "./model.ts";
 import type { PpOcrReply, PpOcrTask } from "./worker.ts";
+
+export { DET_MAX_SIDE };
 
 type PiscinaPool = import("piscina").Piscina;
 
@@ -19,12 +21,6 @@ export interface PpOcrEngineOptions {
   /** Called after idle workers were ended (not after `close()`). */
   onIdleClosed?: (workers: number) => void;
 }
-
-/**
- * Detector input's long side. 960 is PaddleOCR's default; a 1280×720 frame becomes 960×544, where
- * a 12 px caption line is still found (bench/ocr-bench.ts).
- */
-export const DET_MAX_SIDE = 960;
 
 /**
  * PP-OCR (PaddleOCR's v4 detector and recognizer, ONNX) in a pool of worker threads: at most

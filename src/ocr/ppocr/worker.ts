@@ -41,7 +41,10 @@ async function model(files: PpOcrFiles): Promise<{ model: PpOcrModel; loadMs: nu
 export default async function handlePpOcrTask(task: PpOcrTask): Promise<PpOcrReply> {
   try {
     const { model: m, loadMs } = await model(task.files);
-    if (task.kind === "load") return { ok: true, loadMs };
+    if (task.kind === "load") {
+      if (loadMs > 0) await m.warmUp();
+      return { ok: true, loadMs };
+    }
     if (task.kind === "detect") return { ok: true, boxes: await m.detect(task.frame, task.maxSide), loadMs };
     const texts: { text: string; confidence: number }[] = [];
     for (const crop of task.crops)
