@@ -45,32 +45,38 @@ export function mayHaveText(f: GrayFrame): boolean {
  * (A separate function, not a default parameter: with one, JavaScriptCore ran the loop ~10× slower.)
  */
 export function mayHaveTextAt(f: GrayFrame, edgeStep: number): boolean {
-  const { width, height, pixels } = f;
-  const cols = Math.floor(width / CELL);
-  const rows = Math.floor(height / CELL);
+  const cols = Math.floor(f.width / CELL);
+  const rows = Math.floor(f.height / CELL);
   if (cols === 0 || rows === 0) return false;
   const counts = new Uint32Array(cols);
-  // Every other pixel row: strokes are taller than 2 px at any readable size.
+  for (let r = 0; r < rows; r++) if (rowHasRun(f, r, cols, counts, edgeStep)) return true;
+  return false;
+}
+
+/**
+ * Whether cell row `r` has `MIN_RUN` busy cells side by side (`counts`: scratch, one per column).
+ * Every other pixel row: strokes are taller than 2 px at any readable size.
+ */
+function rowHasRun(f: GrayFrame, r: number, cols: number, counts: Uint32Array, edgeStep: number): boolean {
+  const { width, pixels } = f;
   const perCell = (CELL / 2) * (CELL - 2);
-  for (let r = 0; r < rows; r++) {
-    counts.fill(0);
-    for (let y = r * CELL; y < (r + 1) * CELL; y += 2) {
-      const row = y * width;
-      for (let c = 0; c < cols; c++) {
-        let n = 0;
-        const x0 = row + c * CELL;
-        for (let x = x0 + 1; x < x0 + CELL - 1; x++) {
-          const d = pixels[x + 1] - pixels[x - 1];
-          if (d > edgeStep || d < -edgeStep) n++;
-        }
-        counts[c] += n;
-      }
-    }
-    let run = 0;
+  counts.fill(0);
+  for (let y = r * CELL; y < (r + 1) * CELL; y += 2) {
+    const row = y * width;
     for (let c = 0; c < cols; c++) {
-      run = counts[c] / perCell >= BUSY_SHARE ? run + 1 : 0;
-      if (run >= MIN_RUN) return true;
+      let n = 0;
+      const x0 = row + c * CELL;
+      for (let x = x0 + 1; x < x0 + CELL - 1; x++) {
+        const d = pixels[x + 1] - pixels[x - 1];
+        if (d > edgeStep || d < -edgeStep) n++;
+      }
+      counts[c] += n;
     }
+  }
+  let run = 0;
+  for (let c = 0; c < cols; c++) {
+    run = counts[c] / perCell >= BUSY_SHARE ? run + 1 : 0;
+    if (run >= MIN_RUN) return true;
   }
   return false;
 }
@@ -97,34 +103,14 @@ const BAND_MARGIN_CELLS = 3;
  * with one caption line, about a third of the pixels.
  */
 export function textBands(f: GrayFrame): Band[] {
-  const { width, height, pixels } = f;
-  const cols = Math.floor(width / CELL);
+  const { height } = f;
+  const cols = Math.floor(f.width / CELL);
   const rows = Math.floor(height / CELL);
   const bands: Band[] = [];
   if (cols === 0 || rows === 0) return bands;
   const counts = new Uint32Array(cols);
-  const perCell = (CELL / 2) * (CELL - 2);
   for (let r = 0; r < rows; r++) {
-    counts.fill(0);
-    for (let y = r * CELL; y < (r + 1) * CELL; y += 2) {
-      const row = y * width;
-      for (let c = 0; c < cols; c++) {
-        let n = 0;
-        const x0 = row + c * CELL;
-        for (let x = x0 + 1; x < x0 + CELL - 1; x++) {
-          const d = pixels[x + 1] - pixels[x - 1];
-          if (d > EDGE_STEP || d < -EDGE_STEP) n++;
-        }
-        counts[c] += n;
-      }
-    }
-    let run = 0;
-    let busy = false;
-    for (let c = 0; c < cols && !busy; c++) {
-      run = counts[c] / perCell >= BUSY_SHARE ? run + 1 : 0;
-      busy = run >= MIN_RUN;
-    }
-    if (!busy) continue;
+    if (!rowHasRun(f, r, cols, counts, EDGE_STEP)) continue;
     // The last row of cells also covers the few pixel rows below it that no cell holds.
     const y0 = Math.max(0, (r - BAND_MARGIN_CELLS) * CELL);
     const y1 = r + 1 + BAND_MARGIN_CELLS >= rows ? height : (r + 1 + BAND_MARGIN_CELLS) * CELL;
