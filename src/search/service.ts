@@ -178,7 +178,10 @@ export class SearchService {
       if (g.length < MAX_SEGMENTS_PER_VIDEO) g.push({ ...x, rank: i + 1 });
     });
     const videoIds = [...groups.keys()];
-    const infos = await this.d.store.videos(accountId, videoIds);
+    const pageIds = videoIds.slice((req.page - 1) * req.perPage, req.page * req.perPage);
+    // Only the page's videos are rendered: their rows are the only ones read (a query can match
+    // hundreds of videos; `total` counts them all without their rows).
+    const infos = await this.d.store.videos(accountId, pageIds);
     const shots = await this.d.indexes.shotsOfVideos(accountId, videoIds);
 
     // Facets count every matching clip (all pages, past the per-video cap too).
@@ -189,7 +192,6 @@ export class SearchService {
         facets.scene_labels[label] = (facets.scene_labels[label] ?? 0) + 1;
     }
 
-    const pageIds = videoIds.slice((req.page - 1) * req.perPage, req.page * req.perPage);
     const videos: SearchVideo[] = [];
     const playback = await this.d.links.playbackUrls(pageIds.filter((id) => infos.has(id)));
     const render = { links: responseLinks(this.d.links, playback), files: this.d.files };
