@@ -8,6 +8,11 @@
  * An async generator queues `next()` calls, so asking ahead is just calling `next()` early. When
  * the consumer stops early (break, throw), the source is returned, which runs its `finally` (its
  * process disposed) once the items already asked for are done.
+ *
+ * Not src/media/split-decode.ts `ReadAhead`: that one starts reading at once and holds all of a
+ * decode range (bounded by the range), so later ranges decode while an earlier one is consumed;
+ * this one starts with the consumer and holds at most `depth` (a whole video's gray frames would
+ * be ~0.9 MB each).
  */
 export async function* readAhead<T>(source: AsyncIterable<T>, depth: number): AsyncGenerator<T> {
   const it = source[Symbol.asyncIterator]();
