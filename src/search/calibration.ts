@@ -52,6 +52,15 @@ export function nullStats(q: Float32Array, sample: Float32Array): NullStats {
   const n = d === 0 ? 0 : Math.floor(sample.length / d);
   const sims = new Float64Array(n);
   for (let i = 0; i < n; i++) sims[i] = dot(q, sample, i * d);
+  return nullStatsOfSims(sims, d);
+}
+
+/**
+ * The same statistics from the query's similarities to the sample, computed elsewhere (search
+ * takes them from the sample's SIMD dot products: src/vector/wasm/row-dots.ts). Reorders `sims`.
+ */
+export function nullStatsOfSims(sims: Float64Array, d: number): NullStats {
+  const n = sims.length;
   let center = 0;
   let spread2 = 0;
   if (n > 0) {

@@ -2,7 +2,8 @@ import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { toFloat32 } from "../indexing/store.ts";
 import { IndexWarmer, isWarmable, type IndexWarmOptions, type WarmableIndex, type WarmStatus } from "./index-warmer.ts";
-import { dot, nullStats, strideSample, type NullStats } from "./calibration.ts";
+import { RowDots } from "../vector/wasm/row-dots.ts";
+import { dot, nullStatsOfSims, strideSample, type NullStats } from "./calibration.ts";
 import { labelsOf, type SearchScope, type SearchStore, type ShotRow, type VectorKind } from "./store.ts";
 
 export interface NearestRequest {
@@ -183,7 +184,10 @@ export class StoreVectorBackend implements VectorBackend {
 
 export interface CachedSample {
   dim: number;
-  vectors: Float32Array;
+  /** How many vectors the sample holds (`rows`: n × dim floats, unit length). */
+  n: number;
+  /** The sample, in the memory its SIMD dot products read (calibration, every search). */
+  rows: RowDots;
   /**
    * Null statistics already computed against this sample, per query vector object (the query
    * embedding cache hands a repeated text the same vector; they go with the sample).
@@ -357,7 +361,11 @@ export class SearchIndexes {
         for (let i = 0; i < dim; i++) packed[at + i] = r[i] / n;
         at += dim;
       }
-      s = { dim, vectors: strideSample(packed, dim || 1, NULL_SAMPLE_SIZE), statsByQuery: new WeakMap() };
+      const vectors = strideSample(packed, dim || 1, NULL_SAMPLE_SIZE);
+      const n = dim ? vectors.length / dim : 0;
+      const rowDots = new RowDots(dim, n);
+      rowDots.rows.set(vectors);
+      s = { dim, n, rows: rowDots, statsByQuery: new WeakMap() };
       this.samples.set(key, s);
     }
     return s;
@@ -399,7 +407,10 @@ export class SearchIndexes {
   /** The query's null statistics against the sample (calibration.ts), computed once per query vector. */
   nullStatsOf(sample: CachedSample, q: Float32Array): NullStats {
     let st = sample.statsByQuery.get(q);
-    if (!st) sample.statsByQuery.set(q, (st = nullStats(q, sample.vectors)));
+    if (!st) {
+      const sims = Float64Array.from(sample.rows.dots(q, sample.n).dots);
+      sample.statsByQuery.set(q, (st = nullStatsOfSims(sims, q.length)));
+    }
     return st;
   }
 
