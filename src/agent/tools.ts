@@ -25,7 +25,7 @@ export interface AgentDeps {
   moments: Pick<MomentService, "moment">;
   exports: Pick<ExportService, "segments">;
   media: Pick<MediaService, "open">;
-  files: Pick<VideoFiles, "local">;
+  files: Pick<VideoFiles, "local" | "withLocal">;
   frames: FrameGrabber;
 }
 
@@ -324,12 +324,12 @@ export const TOOLS: AgentTool[] = [
         throw new AppError("VIDEO_NOT_READY", `Video ${video.id} has not been probed yet (status ${video.status})`);
       if (i.timestamp > video.duration_secs + 1e-3)
         throw timeIssue(i.timestamp, Math.round(video.duration_secs * 1000) / 1000);
-      const jpeg = await d.frames.frame(
-        accountId,
-        await d.files.local(video.source_path),
-        Math.min(i.timestamp, video.duration_secs),
-        S.FRAME_MAX_SIDE,
-        { videoId: video.id, signal: ctx.signal },
+      // Held against the node's media cache bound while ffmpeg reads it.
+      const jpeg = await d.files.withLocal(video.source_path, (source) =>
+        d.frames.frame(accountId, source, Math.min(i.timestamp, video.duration_secs!), S.FRAME_MAX_SIDE, {
+          videoId: video.id,
+          signal: ctx.signal,
+        }),
       );
       const size = jpegSize(jpeg)!;
       return {
