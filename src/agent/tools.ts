@@ -25,7 +25,7 @@ export interface AgentDeps {
   moments: Pick<MomentService, "moment">;
   exports: Pick<ExportService, "segments">;
   media: Pick<MediaService, "open">;
-  files: Pick<VideoFiles, "local" | "withLocal">;
+  files: Pick<VideoFiles, "local" | "withLocal" | "holdVideo">;
   frames: FrameGrabber;
 }
 
@@ -93,6 +93,8 @@ async function clipThumbnail(
   const m = /^\/media\/videos\/([^/]+)\/(?:poster\.jpg|shots\/(\d+)\.jpg)$/.exec(u.pathname);
   if (!m) return null;
   const item: MediaItem = m[2] === undefined ? { kind: "poster" } : { kind: "shot", index: Number(m[2]) };
+  // Held against the node's media cache bound until ffmpeg (fitWidth) has read the file.
+  const release = d.files.holdVideo(m[1]!);
   try {
     // The link was signed a moment ago by the same search; open() checks it and finds the file.
     const file = await d.media.open(
@@ -109,6 +111,8 @@ async function clipThumbnail(
   } catch (e) {
     if (e instanceof AppError && e.status === 404) return null;
     throw e;
+  } finally {
+    release();
   }
 }
 

@@ -7,6 +7,7 @@ import { runSelfTest, type RuntimePaths } from "../runtime/index.ts";
 import { readAdmissionStatus } from "../search/memory-admission.ts";
 import { VERSION } from "../version.ts";
 import { VideoFiles } from "../videos/files.ts";
+import type { CacheState } from "../videos/media-cache.ts";
 import type { CliContext } from "../cli/context.ts";
 import type { Config } from "../config/config.ts";
 import { migrationLine, storeLine } from "../store/describe.ts";
@@ -93,12 +94,14 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
                   (e: unknown) => s3Problem(e),
                 ),
                 // This node's cache as the media root holds it now, against media_cache_mb.
-                cache: new VideoFiles(
-                  app.config.mediaRoot,
-                  undefined,
-                  bucket,
-                  app.config.mediaCacheMb === undefined ? undefined : app.config.mediaCacheMb * 2 ** 20,
-                ).cacheState(),
+                cache: cacheOnDisk(
+                  new VideoFiles(
+                    app.config.mediaRoot,
+                    undefined,
+                    bucket,
+                    app.config.mediaCacheMb === undefined ? undefined : app.config.mediaCacheMb * 2 ** 20,
+                  ).cacheState(),
+                ),
               }
             : { kind: "filesystem" as const, bucket: null, error: null, cache: null };
           return {
@@ -200,8 +203,14 @@ function s3Problem(e: unknown): string {
   return `${said.slice(0, 300)} (check s3_endpoint, s3_bucket, s3_region and the keys)`;
 }
 
-/** `12.3 GiB of 50 GiB (media_cache_mb), 140 videos`: this node's cache of the bucket. */
+/** What a separate process can say of the cache: what is on disk (evictions are the running node's). */
+function cacheOnDisk(c: CacheState | null): Omit<CacheState, "evicted_files"> | null {
+  return c && { used_bytes: c.used_bytes, bound_bytes: c.bound_bytes, videos: c.videos };
+}
+
+/** `12.3 GiB of 50.0 GiB (media_cache_mb), 140 videos`: this node's cache of the bucket. */
 function cacheLine(c: { used_bytes: number; bound_bytes: number; videos: number }): string {
-  const gib = (n: number) => (n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : `${(n / 2 ** 20).toFixed(1)} MiB`);
+  const gib = (n: number) =>
+    n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${n} B`;
   return `${gib(c.used_bytes)} of ${gib(c.bound_bytes)} (media_cache_mb), ${c.videos} video${c.videos === 1 ? "" : "s"}; least recently used evicted first`;
 }

@@ -64,7 +64,12 @@ export class VideoFiles {
    */
   hold(rel: string): () => void {
     const videoId = this.cache ? videoOf(rel) : null;
-    return videoId && this.cache ? this.cache.pin(videoId) : () => {};
+    return videoId ? this.holdVideo(videoId) : () => {};
+  }
+
+  /** `hold` by video id: the whole folder, whichever of its files the caller reads. */
+  holdVideo(videoId: string): () => void {
+    return this.cache ? this.cache.pin(videoId) : () => {};
   }
 
   /** `local(rel)` held (`hold`) while `use` runs: the file stays on this node until `use` settles. */
