@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, rmSync, statfsSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { isTempName } from "./files.ts";
 
 /** A pass looks at this many video folders at most: its work is bounded, the next fetch goes on. */
@@ -60,10 +60,14 @@ export class MediaCache {
   private readonly pins = new Map<string, number>();
   private evicted = 0;
 
+  private readonly videosRoot: string;
+
   constructor(
-    private readonly videosRoot: string,
+    videosRoot: string,
     readonly boundBytes: number,
-  ) {}
+  ) {
+    this.videosRoot = resolve(videosRoot); // absolute, as the `keep` paths VideoFiles.abs gives
+  }
 
   /** Holds `videoId`'s folder against eviction until the returned function is called (once or more). */
   pin(videoId: string): () => void {

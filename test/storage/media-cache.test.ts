@@ -94,6 +94,18 @@ describe("the node's media cache with a bucket (s3rver)", () => {
     expect(files.cacheState()!.evicted_files).toBe(4);
   });
 
+  test("a bound below one file: the file a fetch brought stays for its reader, the next fetch evicts it", async () => {
+    const { files, root } = await seeded(SOURCE_BYTES / 2);
+    const [a, b] = [src(IDS[0]!), src(IDS[1]!)];
+    const readA = readFileSync(await files.local(a));
+    expect(readA.equals(original(a))).toBe(true);
+    expect(diskBytes(root)).toBe(SOURCE_BYTES); // over the bound by the one file in use, no more
+    await files.local(b);
+    expect(existsSync(files.abs(a))).toBe(false);
+    expect(existsSync(files.abs(b))).toBe(true);
+    expect(diskBytes(root)).toBe(SOURCE_BYTES);
+  });
+
   test("an evicted file is fetched again and reads as the object", async () => {
     const { files } = await seeded();
     const first = src(IDS[0]!);
