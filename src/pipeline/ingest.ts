@@ -111,7 +111,7 @@ export class IngestPipeline implements TaskHandler {
       else ctx.signal.addEventListener("abort", onAbort, { once: true });
     });
     const work = this.index(job, video, source, jobProgress(d.jobs, job.id), ctx.signal, stop);
-    work.catch(() => {}).finally(release); // settled in the background if the stop wins
+    work.finally(release).catch(() => {}); // settled in the background if the stop wins (then the folder is let go)
     stopped.catch(() => {});
     try {
       return await Promise.race([work, stopped]);
