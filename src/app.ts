@@ -295,7 +295,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
   // Media on the media root (every node mounts it), or in a bucket with the media root as this
   // node's cache (s3_bucket); runtime, caches, snapshot and node id stay in the data dir.
   if (bucket) logger.info("media in an object store", { bucket: bucket.description });
-  const files = new VideoFiles(config.mediaRoot, nodeId, bucket);
+  const mediaCacheBytes = config.mediaCacheMb === undefined ? undefined : config.mediaCacheMb * 1024 * 1024;
+  const files = new VideoFiles(config.mediaRoot, nodeId, bucket, mediaCacheBytes);
   // Leases, claims and due times are on the database's clock (store/sql.ts dbNowMs), not this process's.
   const dbClock = { skewMs: opts.dbClockSkewMs ?? (() => 0) };
   const events = new EventStore(db, dbClock);

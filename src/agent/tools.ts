@@ -25,7 +25,7 @@ export interface AgentDeps {
   moments: Pick<MomentService, "moment">;
   exports: Pick<ExportService, "segments">;
   media: Pick<MediaService, "open">;
-  files: Pick<VideoFiles, "local">;
+  files: Pick<VideoFiles, "local" | "withLocal" | "holdVideo">;
   frames: FrameGrabber;
 }
 
@@ -93,6 +93,8 @@ async function clipThumbnail(
   const m = /^\/media\/videos\/([^/]+)\/(?:poster\.jpg|shots\/(\d+)\.jpg)$/.exec(u.pathname);
   if (!m) return null;
   const item: MediaItem = m[2] === undefined ? { kind: "poster" } : { kind: "shot", index: Number(m[2]) };
+  // Held against the node's media cache bound until ffmpeg (fitWidth) has read the file.
+  const release = d.files.holdVideo(m[1]!);
   try {
     // The link was signed a moment ago by the same search; open() checks it and finds the file.
     const file = await d.media.open(
@@ -109,6 +111,8 @@ async function clipThumbnail(
   } catch (e) {
     if (e instanceof AppError && e.status === 404) return null;
     throw e;
+  } finally {
+    release();
   }
 }
 
@@ -324,12 +328,12 @@ export const TOOLS: AgentTool[] = [
         throw new AppError("VIDEO_NOT_READY", `Video ${video.id} has not been probed yet (status ${video.status})`);
       if (i.timestamp > video.duration_secs + 1e-3)
         throw timeIssue(i.timestamp, Math.round(video.duration_secs * 1000) / 1000);
-      const jpeg = await d.frames.frame(
-        accountId,
-        await d.files.local(video.source_path),
-        Math.min(i.timestamp, video.duration_secs),
-        S.FRAME_MAX_SIDE,
-        { videoId: video.id, signal: ctx.signal },
+      // Held against the node's media cache bound while ffmpeg reads it.
+      const jpeg = await d.files.withLocal(video.source_path, (source) =>
+        d.frames.frame(accountId, source, Math.min(i.timestamp, video.duration_secs!), S.FRAME_MAX_SIDE, {
+          videoId: video.id,
+          signal: ctx.signal,
+        }),
       );
       const size = jpegSize(jpeg)!;
       return {

@@ -6,6 +6,8 @@ import { modelWarnings } from "../system/health.ts";
 import { runSelfTest, type RuntimePaths } from "../runtime/index.ts";
 import { readAdmissionStatus } from "../search/memory-admission.ts";
 import { VERSION } from "../version.ts";
+import { VideoFiles } from "../videos/files.ts";
+import type { CacheState } from "../videos/media-cache.ts";
 import type { CliContext } from "../cli/context.ts";
 import type { Config } from "../config/config.ts";
 import { migrationLine, storeLine } from "../store/describe.ts";
@@ -91,8 +93,17 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
                   () => null,
                   (e: unknown) => s3Problem(e),
                 ),
+                // This node's cache as the media root holds it now, against media_cache_mb.
+                cache: cacheOnDisk(
+                  new VideoFiles(
+                    app.config.mediaRoot,
+                    undefined,
+                    bucket,
+                    app.config.mediaCacheMb === undefined ? undefined : app.config.mediaCacheMb * 2 ** 20,
+                  ).cacheState(),
+                ),
               }
-            : { kind: "filesystem" as const, bucket: null, error: null };
+            : { kind: "filesystem" as const, bucket: null, error: null, cache: null };
           return {
             ok: runtime.ok && device.device !== "unavailable" && mediaStore.error === null,
             warnings,
@@ -129,6 +140,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
           `data dir      ${report.data_dir}`,
           `media root    ${report.media_root === report.data_dir ? "the data dir" : report.media_root}${report.media_store.kind === "s3" ? " (this node's cache)" : ""}; secret ${report.secret_file}`,
           `media store   ${report.media_store.kind === "s3" ? `${report.media_store.bucket}: ${report.media_store.error ? `UNREACHABLE: ${report.media_store.error}` : "reachable"}` : "files on the media root"}`,
+          ...(report.media_store.cache ? [`media cache   ${cacheLine(report.media_store.cache)}`] : []),
           `store backend ${storeLine(backend)}`,
           ...(backend.kind === "postgres" ? [`migrations    ${migrationLine(backend)}`] : []),
           `device        ${report.device.in_use} (requested ${report.device.requested}): ${report.device.reason}`,
@@ -189,4 +201,16 @@ function s3Problem(e: unknown): string {
   const err = e as { code?: string; message?: string };
   const said = [err?.code, err?.message].filter(Boolean).join(": ") || String(e);
   return `${said.slice(0, 300)} (check s3_endpoint, s3_bucket, s3_region and the keys)`;
+}
+
+/** What a separate process can say of the cache: what is on disk (evictions are the running node's). */
+function cacheOnDisk(c: CacheState | null): Omit<CacheState, "evicted_files"> | null {
+  return c && { used_bytes: c.used_bytes, bound_bytes: c.bound_bytes, videos: c.videos };
+}
+
+/** `12.3 GiB of 50.0 GiB (media_cache_mb), 140 videos`: this node's cache of the bucket. */
+function cacheLine(c: { used_bytes: number; bound_bytes: number; videos: number }): string {
+  const gib = (n: number) =>
+    n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${n} B`;
+  return `${gib(c.used_bytes)} of ${gib(c.bound_bytes)} (media_cache_mb), ${c.videos} video${c.videos === 1 ? "" : "s"}; least recently used evicted first`;
 }

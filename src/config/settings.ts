@@ -337,6 +337,15 @@ export const SETTINGS = {
     finish: (v, { dataDir }) => resolve(dataDir, v),
     doc: "a file holding the secret access key (one line; e.g. a systemd credential or a mounted secret)",
   }),
+  mediaCacheMb: unset({
+    key: "media_cache_mb",
+    env: "VSEARCH_MEDIA_CACHE_MB",
+    schema: int(0),
+    envKind: "number",
+    requirement: "an integer of MiB, 0 or more",
+    doc: 'with `s3_bucket` only: the most each node keeps of the media it fetched from or put to the bucket; the least recently used videos\' files are deleted first and fetched again when needed (docs/SCALE-OUT.md "Reads: fetched into the cache"). Without a bucket nothing is ever evicted',
+    defaultDoc: "half the size of the disk the media root is on",
+  }),
   s3UrlStyle: row({
     key: "s3_url_style",
     env: "VSEARCH_S3_URL_STYLE",

@@ -83,8 +83,17 @@ export class IngestPipeline implements TaskHandler {
     const job = task.job_id ? await d.jobs.row(task.job_id) : null;
     const video = await d.videos.getById(task.video_id);
     if (!job || !video) return () => {}; // deleted meanwhile (its tasks normally go with it)
-    // With a bucket, the source is fetched into this node's cache first (ffmpeg reads local files).
-    const source = await d.files.local(video.source_path);
+    // With a bucket, the source is fetched into this node's cache first (ffmpeg reads local files),
+    // and the video's folder is held against the cache's bound until the stages have settled (the
+    // background ones too, after a stop): they read the source and write thumbnails beside it.
+    const release = d.files.hold(video.source_path);
+    let source: string;
+    try {
+      source = await d.files.local(video.source_path);
+    } catch (e) {
+      release();
+      throw e;
+    }
     // Speech runs beside the visual stages (it has its own worker). One stop signal for both: when
     // either fails, the other stops too, and the job fails with the first real error.
     const stop = new AbortController();
@@ -102,7 +111,7 @@ export class IngestPipeline implements TaskHandler {
       else ctx.signal.addEventListener("abort", onAbort, { once: true });
     });
     const work = this.index(job, video, source, jobProgress(d.jobs, job.id), ctx.signal, stop);
-    work.catch(() => {}); // settled in the background if the stop wins
+    work.finally(release).catch(() => {}); // settled in the background if the stop wins (then the folder is let go)
     stopped.catch(() => {});
     try {
       return await Promise.race([work, stopped]);

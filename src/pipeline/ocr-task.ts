@@ -95,7 +95,18 @@ export class OcrTask implements TaskHandler {
   ): Promise<{ outcome: StageOutcome; lines: OcrLineInput[] | null }> {
     const d = this.d;
     if (!d.ocr) return { outcome: { status: "skipped", reason: OCR_OFF_REASON }, lines: null };
-    const source = await d.files.local(video.source_path);
+    // Held against the node's media cache bound (media-cache.ts) while the engine reads it.
+    return await d.files.withLocal(video.source_path, (source) => this.readSource(video, source, task, stages, signal));
+  }
+
+  private async readSource(
+    video: VideoRow,
+    source: string,
+    task: TaskRow,
+    stages: StageRun,
+    signal: AbortSignal,
+  ): Promise<{ outcome: StageOutcome; lines: OcrLineInput[] | null }> {
+    const d = this.d;
     // Handed over by the ingest task; a task carried over from an older version probes again.
     const handOver = task.payload ? (JSON.parse(task.payload) as OcrHandOver) : null;
     const info = handOver?.info ?? (await probeMedia(d.bins, source, { decodeCheck: false }).catch(toFailure));

@@ -151,25 +151,31 @@ export class ExportService {
   ): Promise<void> {
     const sourceRel = await this.store.sourcePath(videoId);
     if (!sourceRel) throw new AppError("VIDEO_NOT_FOUND", `Video ${videoId} not found`);
-    const source = await this.files.local(sourceRel);
-    const info = await probeMedia(this.bins, source, { strict: false, decodeCheck: false, signal });
-    const span = await scanTimeline(this.bins, source, { start, duration, timeoutMs: 60_000 });
-    if (signal.aborted) return;
-    mkdirSync(dir, { recursive: true });
-    const tmp = `${file}.${process.pid}.tmp`;
+    // Held while ffmpeg reads it: the node's media cache (media-cache.ts) evicts nothing of this video meanwhile.
+    const release = this.files.hold(sourceRel);
     try {
-      await encodeWebMp4(this.bins, source, tmp, {
-        hdr: info.hdr,
-        hasAudio: info.hasAudio,
-        start,
-        duration,
-        timeoutMs: encodeTimeoutMs(span.frames, (info.width ?? 1920) * (info.height ?? 1080)),
-        signal,
-      });
+      const source = await this.files.local(sourceRel);
+      const info = await probeMedia(this.bins, source, { strict: false, decodeCheck: false, signal });
+      const span = await scanTimeline(this.bins, source, { start, duration, timeoutMs: 60_000 });
       if (signal.aborted) return;
-      renameSync(tmp, file);
+      mkdirSync(dir, { recursive: true });
+      const tmp = `${file}.${process.pid}.tmp`;
+      try {
+        await encodeWebMp4(this.bins, source, tmp, {
+          hdr: info.hdr,
+          hasAudio: info.hasAudio,
+          start,
+          duration,
+          timeoutMs: encodeTimeoutMs(span.frames, (info.width ?? 1920) * (info.height ?? 1080)),
+          signal,
+        });
+        if (signal.aborted) return;
+        renameSync(tmp, file);
+      } finally {
+        rmSync(tmp, { force: true });
+      }
     } finally {
-      rmSync(tmp, { force: true });
+      release();
     }
     // With a bucket the clip's link may reach another server: it serves the clip from there.
     await this.files.publish([this.files.rel(file)]);

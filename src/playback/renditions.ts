@@ -59,6 +59,8 @@ export class RenditionTask implements TaskHandler {
     if (!source) return () => {}; // the video was deleted meanwhile; its row went with it
     const dir = this.files.dir(videoId);
     const tmp = join(dir, "web.mp4.tmp");
+    // Held until the encode and its publish are done: the cache's bound (media-cache.ts) spares this video's files.
+    const release = this.files.hold(source);
     try {
       // With a bucket: fetched into this node's cache first (and the finished file put back, below).
       const local = await this.files.local(source);
@@ -107,6 +109,7 @@ export class RenditionTask implements TaskHandler {
       return () => void this.store.finish(videoId, { status: "failed", reason: e.message });
     } finally {
       rmSync(tmp, { force: true });
+      release();
     }
   }
 

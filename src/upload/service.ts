@@ -240,8 +240,8 @@ export class UploadService {
       let theirs = v.content_hash ?? null;
       if (!theirs) {
         // (With a bucket: fetched into this node's cache first; unreadable, it is no duplicate.)
-        const source = await this.files.local(v.source_path).catch(() => null);
-        theirs = source ? await sha256File(source).catch(() => null) : null;
+        // (Held against the node's media cache bound while it is hashed.)
+        theirs = await this.files.withLocal(v.source_path, (source) => sha256File(source)).catch(() => null);
         if (theirs) await this.videos.rememberContentHash(v.id, theirs);
       }
       if (theirs === hash) return { video: v, hash };

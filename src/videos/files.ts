@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, write
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { AppError } from "../core/errors.ts";
 import type { ObjectStore } from "../media/object-store.ts";
+import { type CacheState, defaultCacheBoundBytes, MediaCache } from "./media-cache.ts";
 
 /** A half-written file's name (`x.tmp`, `x.<pid>.tmp`, `x.tmp-<pid>-…`) or a job's scratch folder (`frames.tmp`). */
 export const isTempName = (name: string) => /\.tmp(-[\w.-]+)?$/.test(name);
@@ -28,6 +29,8 @@ export class VideoFiles {
 
   /** Fetches from the bucket in flight, by key: a second reader of the same object waits for the first. */
   private readonly fetching = new Map<string, Promise<void>>();
+  /** The bound on this node's copies (media-cache.ts); only with a bucket, never on the only copy. */
+  private readonly cache: MediaCache | null;
 
   /**
    * `node`: this node's id; the temp uploads it names (`tempPath`) carry it, so a start sweeps its own at once.
@@ -35,14 +38,48 @@ export class VideoFiles {
    * media root is this node's cache: what a node writes is `publish`ed to the bucket before a row
    * names it, what it reads is fetched from there first (`local`), and a video's removal removes
    * its objects too. Null (the default): the media root is the only copy, as without object storage.
+   * `cacheBoundBytes`: with a bucket, the most this node's cache keeps (`media_cache_mb`; default
+   * half the media root's disk); ignored without one.
    */
   constructor(
     readonly root: string,
     private readonly node?: string,
     readonly bucket: ObjectStore | null = null,
+    cacheBoundBytes?: number,
   ) {
     this.videosRoot = join(root, "videos");
     this.uploadsTmp = join(root, "uploads", "tmp");
+    this.cache = bucket ? new MediaCache(this.videosRoot, cacheBoundBytes ?? defaultCacheBoundBytes(root)) : null;
+  }
+
+  /** With a bucket, what the cache holds against its bound; null without one (nothing is evicted). */
+  cacheState(): CacheState | null {
+    return this.cache?.state() ?? null;
+  }
+
+  /**
+   * Holds the video folder of a stored path against eviction from this node's cache until the
+   * returned function is called (in a `finally`; calling it twice is harmless): for a task that
+   * reads the file (`local`) and writes beside it. Nothing to hold without a bucket.
+   */
+  hold(rel: string): () => void {
+    const videoId = this.cache ? videoOf(rel) : null;
+    return videoId ? this.holdVideo(videoId) : () => {};
+  }
+
+  /** `hold` by video id: the whole folder, whichever of its files the caller reads. */
+  holdVideo(videoId: string): () => void {
+    return this.cache ? this.cache.pin(videoId) : () => {};
+  }
+
+  /** `local(rel)` held (`hold`) while `use` runs: the file stays on this node until `use` settles. */
+  async withLocal<T>(rel: string, use: (abs: string) => Promise<T>): Promise<T> {
+    const release = this.hold(rel);
+    try {
+      return await use(await this.local(rel));
+    } finally {
+      release();
+    }
   }
 
   /**
@@ -50,11 +87,18 @@ export class VideoFiles {
    * is not there (ffmpeg, ffprobe and the OCR engine read local files). The fetch writes a temp
    * name and renames it, so a reader never sees half an object; one fetch per object at a time.
    * An object the bucket does not have either leaves the path missing, as a lost file would.
+   * A fetch may evict least recently used files of other videos (media-cache.ts), never this one
+   * at once; a caller that keeps using the file while it awaits something else `hold`s it.
    */
   async local(rel: string): Promise<string> {
     const abs = this.abs(rel);
     const bucket = this.bucket;
-    if (!bucket || existsSync(abs)) return abs;
+    const videoId = this.cache ? videoOf(rel) : null;
+    if (!bucket) return abs;
+    if (existsSync(abs)) {
+      if (videoId) this.cache?.touch(videoId);
+      return abs;
+    }
     let pending = this.fetching.get(rel);
     if (!pending) {
       pending = (async () => {
@@ -65,6 +109,7 @@ export class VideoFiles {
         } finally {
           rmSync(tmp, { force: true });
         }
+        if (videoId) this.cache?.changed(videoId, abs);
       })().finally(() => this.fetching.delete(rel));
       this.fetching.set(rel, pending);
     }
@@ -80,6 +125,8 @@ export class VideoFiles {
     const bucket = this.bucket;
     if (!bucket) return;
     for (const rel of rels) if (rel) await storeCall(bucket, "write", () => bucket.put(rel, this.abs(rel)));
+    // Counted once they are in the bucket (before, the cache's copy is the only one): may evict.
+    for (const videoId of new Set(rels.map((r) => (r ? videoOf(r) : null)))) if (videoId) this.cache?.changed(videoId);
   }
 
   /** Removes one stored file here and, with a bucket, its object (a pruned thumbnail, an evicted clip). */
@@ -87,11 +134,14 @@ export class VideoFiles {
     rmSync(this.abs(rel), { force: true });
     const bucket = this.bucket;
     if (bucket) await storeCall(bucket, "write", () => bucket.delete(rel));
+    const videoId = this.cache ? videoOf(rel) : null;
+    if (videoId) this.cache?.changed(videoId);
   }
 
   /** Removes this node's copy of a video's files, and only that (another node deleted the video and its objects). */
   dropCached(videoId: string): void {
     rmSync(this.dir(videoId), { recursive: true, force: true });
+    this.cache?.forget(videoId);
   }
 
   /** Whether the bucket (or, without one, the media root) holds this stored path. */
@@ -188,6 +238,7 @@ export class VideoFiles {
         const p = join(dir, f);
         if (!keep.has(this.rel(p))) rmSync(p, { recursive: true, force: true });
       }
+    if (this.cache && existsSync(dir)) this.cache.changed(videoId);
     const bucket = this.bucket;
     if (!bucket) return;
     const prefix = `videos/${videoId}/shots/`;
@@ -209,6 +260,7 @@ export class VideoFiles {
   /** Removes the video's folder and, with a bucket, every object under `videos/<video_id>/`. */
   async remove(videoId: string): Promise<void> {
     rmSync(this.dir(videoId), { recursive: true, force: true });
+    this.cache?.forget(videoId);
     const bucket = this.bucket;
     if (bucket) await storeCall(bucket, "write", () => bucket.deletePrefix(`videos/${videoId}/`));
   }
@@ -323,6 +375,12 @@ export class VideoFiles {
     }
     return { tmp, videos, left_to_owners: leftToOwners };
   }
+}
+
+/** The video a stored path belongs to (`videos/<video_id>/…`), or null. */
+function videoOf(rel: string): string | null {
+  const m = /^videos\/(vid_[0-9A-Za-z]+)\//.exec(rel);
+  return m ? m[1]! : null;
 }
 
 /** The latest modification time in `path` and, for a folder, in what it holds (two levels: a video folder's `shots/`, `clips/`). */

@@ -73,6 +73,8 @@ export class VideoService {
     // Claimed before its folder exists, released once its row is committed: a node starting now
     // on a shared media root does not take the folder for a crash's leftover (VideoFiles.sweepOrphans).
     const claim = this.files.claimIncoming(videoId);
+    // With a bucket: held against the node's cache bound until then (the file is the only copy until `publish`).
+    const held = this.files.holdVideo(videoId);
     const dest = this.files.sourceFile(videoId, v.ext);
     try {
       this.files.ensureDir(videoId);
@@ -126,6 +128,7 @@ export class VideoService {
       throw e;
     } finally {
       this.files.releaseIncoming(claim);
+      held();
     }
     return { video_id: videoId, job_id: jobId, status: "queued" };
   }

@@ -7,7 +7,7 @@
  * that cannot be reached refuses the upload with 503 MEDIA_STORE_UNAVAILABLE and leaves nothing.
  * Two nodes sharing one bucket on PostgreSQL: s3-media-nodes.test.ts.
  */
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { bucketOrigin, type S3ObjectStore } from "../../src/media/object-store-s3.ts";
@@ -126,6 +126,38 @@ describe("media in an S3 bucket, one node", () => {
     expect(await until(async () => (await objects.list(`videos/${id}/`)).length === 0, 10_000)).toBe(true);
   }, 120_000);
 
+  test("a node whose cache keeps nothing (media_cache_mb 0) still indexes and exports: its files are evicted and fetched again when needed", async () => {
+    const tiny = await startTestApp(
+      { ...s3.env("tiny/"), VSEARCH_MEDIA_CACHE_MB: "0" },
+      { prefix: "vsearch-s3-tiny-" },
+    );
+    try {
+      await tiny.app.start();
+      const owner = await createKeyTenant(tiny);
+      const c = (await json(await tiny.request("POST", "/v1/collections", { token: owner.key, json: { name: "c" } })))
+        .data.id;
+      const first = await uploadAndWait(tiny, owner, c, await smallMp4(clips, 2));
+      // Indexed although every publish and fetch ran an eviction pass (held folders: media-cache.test.ts).
+      expect(first.job.status).toBe("done");
+      expect((await waitForRendition(tiny, owner, first.video_id)).rendition.status).toBe("not_needed");
+      const firstSource = join(tiny.dir, "videos", first.video_id, "source.mp4");
+      const second = await uploadAndWait(tiny, owner, c, await smallMp4(clips, 3));
+      expect(second.job.status).toBe("done");
+      // The first video's files went from this node once the second's were added; the bucket keeps them.
+      expect(await until(() => !existsSync(firstSource), 10_000)).toBe(true);
+      const tinyObjects = s3.objects("tiny/");
+      expect(await tinyObjects.stat(`videos/${first.video_id}/source.mp4`)).not.toBeNull();
+      // Needed again: fetched back, held while ffmpeg cuts, the clip put in the bucket.
+      const exported = await tiny.request("GET", `/v1/videos/${first.video_id}/clip?start=0.5&end=1.5`, {
+        token: owner.key,
+      });
+      expect(exported.status).toBe(200);
+      expect(await tinyObjects.stat(`videos/${first.video_id}/clips/500-1500.mp4`)).not.toBeNull();
+    } finally {
+      await tiny.close();
+    }
+  }, 120_000);
+
   test("a bucket that cannot be reached: the upload answers 503 MEDIA_STORE_UNAVAILABLE and leaves no row and no file", async () => {
     // Port 1 on loopback: nothing listens there.
     const down = await startTestApp({ ...s3.env(PREFIX), VSEARCH_S3_ENDPOINT: "http://127.0.0.1:1" });
@@ -183,13 +215,22 @@ describe("media in an S3 bucket, one node", () => {
 
   test("doctor names the media store, and says clearly when the bucket cannot be reached (exit 1, no secret printed)", async () => {
     const dataDir = tempDir("vsearch-s3-doctor-");
-    const ok = await runCli(["doctor", "--data-dir", dataDir, "--json"], s3.env(PREFIX));
+    // This node's cache: one cached file of 1000 bytes against media_cache_mb.
+    mkdirSync(join(dataDir, "videos", "vid_cached"), { recursive: true });
+    writeFileSync(join(dataDir, "videos", "vid_cached", "source.mp4"), Buffer.alloc(1000));
+    const ok = await runCli(["doctor", "--data-dir", dataDir, "--json"], {
+      ...s3.env(PREFIX),
+      VSEARCH_MEDIA_CACHE_MB: "64",
+    });
     const report = JSON.parse(ok.stdout);
     expect(report.media_store).toEqual({
       kind: "s3",
       bucket: `s3://${s3.bucket}/${PREFIX} at ${s3.endpoint}`,
       error: null,
+      cache: { used_bytes: 1000, bound_bytes: 64 * 2 ** 20, videos: 1 },
     });
+    const text = await runCli(["doctor", "--data-dir", dataDir], s3.env(PREFIX));
+    expect(text.stdout).toMatch(/media cache +1000 B of [\d.]+ [GM]iB \(media_cache_mb\), 1 video;/);
     const down = await runCli(["doctor", "--data-dir", dataDir], {
       ...s3.env(PREFIX),
       VSEARCH_S3_ENDPOINT: "http://127.0.0.1:1",
