@@ -25,12 +25,12 @@ const MAX_INLINE_BYTES = 512 * 1024;
  */
 export async function thumbnailBase64(files: VideoFiles, relPath: string | null): Promise<string | null> {
   if (!relPath) return null;
-  let abs: string;
   try {
-    abs = await files.local(relPath);
+    // Held while read: with a bucket, another fetch's cache pass could otherwise evict it between the fetch and the read.
+    return await files.withLocal(relPath, async (abs) =>
+      !existsSync(abs) || statSync(abs).size > MAX_INLINE_BYTES ? null : readFileSync(abs).toString("base64"),
+    );
   } catch {
     return null;
   }
-  if (!existsSync(abs) || statSync(abs).size > MAX_INLINE_BYTES) return null;
-  return readFileSync(abs).toString("base64");
 }
