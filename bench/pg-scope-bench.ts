@@ -202,7 +202,11 @@ async function main() {
       const ids = meta.map((m) => Number(m.id));
       const accountId = meta[0].account_id;
       const byCol = new Map<string, number[]>();
-      meta.forEach((m, i) => byCol.set(m.collection_id, [...(byCol.get(m.collection_id) ?? []), i]));
+      meta.forEach((m, i) => {
+        const r = byCol.get(m.collection_id);
+        if (r) r.push(i);
+        else byCol.set(m.collection_id, [i]);
+      });
       const scopes = [...byCol.entries()]
         .filter(([, r]) => SCOPES.includes(r.length))
         .sort((a, b) => a[1].length - b[1].length)

@@ -11,7 +11,7 @@
  * migration: which sizes an install uses is known only once its models are. A query uses it when
  * it orders by the same expression under the same predicate (`nearestHnsw`).
  */
-import type { Executor } from "../store/executor.ts";
+import type { Executor, Param } from "../store/executor.ts";
 import { embeddingParam } from "../indexing/embedding-sql.ts";
 import type { SearchScope, VectorKind } from "./store.ts";
 
@@ -125,24 +125,38 @@ export class PgVectorStore {
     k: number,
     ids: readonly number[] | null,
   ): Promise<{ id: number; raw: number }[]> {
+    const q = this.exactSql(kind, scope, modelId, query, k, ids);
+    const rows = await this.withoutJit(async () => await this.db.all<{ id: number; raw: number }>(q.sql, ...q.args));
+    return rows.map((r) => ({ id: Number(r.id), raw: Number(r.raw) }));
+  }
+
+  /** The plan `nearestExact` gets (tests check it fetches vectors by key; `EXPLAIN` only, nothing run). */
+  async explainExact(kind: VectorKind, scope: SearchScope, modelId: string, query: Float32Array): Promise<string> {
+    const q = this.exactSql(kind, scope, modelId, query, 10, null);
+    const rows = await this.withoutJit(
+      async () => await this.db.all<{ "QUERY PLAN": string }>(`EXPLAIN ${q.sql}`, ...q.args),
+    );
+    return rows.map((r) => r["QUERY PLAN"]).join("\n");
+  }
+
+  private exactSql(
+    kind: VectorKind,
+    scope: SearchScope,
+    modelId: string,
+    query: Float32Array,
+    k: number,
+    ids: readonly number[] | null,
+  ): { sql: string; args: Param[] } {
     const t = TABLES[kind];
     const w = this.scopeSql(scope);
     const only = ids ? "AND x.id = ANY(?::bigint[])" : "";
-    const rows = await this.withoutJit(
-      async () =>
-        await this.db.all<{ id: number; raw: number }>(
-          `SELECT x.id, 1 - (v.embedding <=> ?::vector) AS raw
+    return {
+      sql: `SELECT x.id, 1 - (v.embedding <=> ?::vector) AS raw
          FROM ${t.rows} x CROSS JOIN LATERAL (SELECT embedding FROM ${t.vectors} WHERE ${t.key} = x.id OFFSET 0) v
         WHERE ${w.sql} AND x.model_id = ? ${only} AND vector_dims(v.embedding) = ${checkDim(query.length)}
         ORDER BY raw DESC, x.id LIMIT ?`,
-          embeddingParam("postgres", query),
-          ...w.args,
-          modelId,
-          ...(ids ? [`{${ids.join(",")}}`] : []),
-          k,
-        ),
-    );
-    return rows.map((r) => ({ id: Number(r.id), raw: Number(r.raw) }));
+      args: [embeddingParam("postgres", query), ...w.args, modelId, ...(ids ? [`{${ids.join(",")}}`] : []), k],
+    };
   }
 
   /**
