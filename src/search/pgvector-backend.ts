@@ -29,17 +29,26 @@ export interface PgVectorOptions {
 
 /**
  * Below this many rows a scope is always compared exactly: a walk for so few in-scope rows reads
- * ~ef_search / share tuples and its recall was the lowest measured (0.80 at 5 000 of 200 000,
+ * ~candidates / share tuples and its recall was the lowest measured (0.80 at 5 000 of 200 000 rows,
  * text-like queries, bench/pg-scope-bench.ts, BENCHMARKS.md "Scoped look-ups on pgvector").
  */
 const EXACT_SCAN_MIN = 5_000;
-/** Nor above this many: the exact scan grows with the scope, the walk does not (a cap on the count too). */
+/** Nor above this many: the exact scan grows with the scope (~7–18 µs a row), the walk does not (the count's cap too). */
 const EXACT_SCAN_CAP = 50_000;
 /**
- * The cost of a tuple of the walk over that of a row of the exact scan (fetched from TOAST, compared
- * in the executor), measured side by side (bench/pg-scope-bench.ts): see `exactCrossover`.
+ * The cost of a tuple the walk hands over (the graph's distances behind it, the join to the scope)
+ * over that of a row of the exact scan (fetched by key from TOAST, compared in the executor), fitted
+ * to bench/pg-scope-bench.ts at 200 000 rows (text-like, load 3–8): exact 88 / 297 / 331 ms for
+ * 5 000 / 20 000 / 50 000 rows, the walk for 1 000 in-scope rows 252 / 252 / 84 ms at those shares
+ * (and 30 ms unscoped). The exact scan and the walk cost the same near 20 000 rows there.
  */
-const WALK_TO_EXACT = 0.15;
+const WALK_TO_EXACT = 1.5;
+/**
+ * In-scope rows a walk is asked for, per ef_search: pgvector stops ef_search at 1 000, an iterative
+ * scan asked for more goes on walking — at 200 000 rows text-like recall@10 went 0.74 → 0.92
+ * unscoped (30 → 65 ms) and 0.87 → 0.89 on half the rows.
+ */
+const CANDIDATES_PER_EF = 2;
 /**
  * hnsw.ef_search of an image query and of a text one: at 100 k clustered 512-d rows (bench/pg-bench.ts
  * (c), BENCHMARKS.md) recall@10 was 0.90 / 0.92 / 1.0 for image-like queries at 100 / 400 / 1000,
@@ -58,8 +67,8 @@ const MAX_SCAN_TUPLES_UNKNOWN = 100_000;
  * The scope size up to which an exact scan is cheaper than the walk, for an index of `indexRows`
  * rows and a walk asked for `candidates` in-scope rows. A scope of n rows is a share n / N of the
  * index; the walk reads about candidates × N / n tuples to collect its candidates, the exact scan n
- * rows: equal at n = √(candidates × N × WALK_TO_EXACT). So ~5 500 at 200 000 rows, ~12 000 at
- * 1 M (ef_search 1 000), kept within [EXACT_SCAN_MIN, EXACT_SCAN_CAP].
+ * rows: equal at n = √(candidates × N × WALK_TO_EXACT). So ~24 500 at 200 000 rows and 50 000 (the
+ * cap) from ~830 000 rows for a text query (2 000 candidates), kept within [EXACT_SCAN_MIN, EXACT_SCAN_CAP].
  */
 export function exactCrossover(indexRows: number | null, candidates: number): number {
   if (indexRows === null) return EXACT_SCAN_MIN;
@@ -85,9 +94,9 @@ export function scanBudget(indexRows: number | null, inScope: number, candidates
  * from the same HNSW indexes. A small scope (one video, a collection or account below the
  * crossover, a label filter naming few rows) is compared exactly in the database; a larger one goes
  * through the dimension's HNSW index with an iterative scan that filters by scope and model as it
- * walks, asked for ef_search rows of the scope (not k): a walk that stops at its first k in-scope
- * rows is as deep as an unscoped walk with ef_search × the scope's share, and lost a third of the
- * true top-10 on a collection of a tenth of the rows (recall 0.69, bench/pg-scope-bench.ts).
+ * walks, asked for 2 × ef_search rows of the scope (not 4k): a walk that stops at its first 4k
+ * in-scope rows is as shallow as an unscoped walk with ef_search × the scope's share, and lost a
+ * third of the true top-10 on a collection of a tenth of the rows (recall 0.69, bench/pg-scope-bench.ts).
  * Cosine similarity, as the in-memory index returns it.
  */
 export class PgVectorBackend implements VectorBackend {
@@ -114,8 +123,9 @@ export class PgVectorBackend implements VectorBackend {
     const imageOnly = req.probe !== undefined && req.probe.growth === undefined;
     const floor = imageOnly ? (this.o.efSearch ?? EF_SEARCH) : (this.o.textEfSearch ?? TEXT_EF_SEARCH);
     const efSearch = Math.min(EF_SEARCH_MAX, Math.max(floor, 2 * k));
+    const candidates = CANDIDATES_PER_EF * efSearch;
     const indexRows = await this.pg.indexRows(kind, dim);
-    const crossover = this.o.exactScanMax ?? exactCrossover(indexRows, efSearch);
+    const crossover = this.o.exactScanMax ?? exactCrossover(indexRows, candidates);
     if (ids !== null && ids.length <= crossover) return await this.pg.nearestExact(kind, scope, modelId, query, k, ids);
     const counted = await this.pg.countInScope(kind, scope, modelId, crossover);
     if (counted <= crossover) return await this.pg.nearestExact(kind, scope, modelId, query, k, ids);
@@ -123,8 +133,8 @@ export class PgVectorBackend implements VectorBackend {
     const inScope = ids ? Math.min(ids.length, counted) : counted;
     return await this.pg.nearestHnsw(kind, scope, modelId, query, k, ids, {
       efSearch,
-      maxScanTuples: scanBudget(indexRows, inScope, efSearch, this.o.maxScanTuples ?? MAX_SCAN_TUPLES),
-      candidates: efSearch,
+      maxScanTuples: scanBudget(indexRows, inScope, candidates, this.o.maxScanTuples ?? MAX_SCAN_TUPLES),
+      candidates,
     });
   }
 
