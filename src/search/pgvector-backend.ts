@@ -38,15 +38,15 @@ const EXACT_SCAN_CAP = 50_000;
 /**
  * The cost of a tuple the walk hands over (the graph's distances behind it, the join to the scope)
  * over that of a row of the exact scan (fetched by key from TOAST, compared in the executor), fitted
- * to bench/pg-scope-bench.ts at 200 000 rows (text-like, load 3–8): exact 88 / 297 / 331 ms for
- * 5 000 / 20 000 / 50 000 rows, the walk for 1 000 in-scope rows 252 / 252 / 84 ms at those shares
- * (and 30 ms unscoped). The exact scan and the walk cost the same near 20 000 rows there.
+ * to bench/pg-scope-bench.ts at 200 000 rows (text-like, load 1.7–2.3): exact 54 / 141 / 385 ms for
+ * 5 000 / 20 000 / 50 000 rows, the walk for 2 000 in-scope rows 141 / 136 / 123 ms at those shares
+ * (61 ms unscoped): the two cost the same near 20 000 rows there, where the formula says 24 500.
  */
 const WALK_TO_EXACT = 1.5;
 /**
  * In-scope rows a walk is asked for, per ef_search: pgvector stops ef_search at 1 000, an iterative
  * scan asked for more goes on walking — at 200 000 rows text-like recall@10 went 0.74 → 0.92
- * unscoped (30 → 65 ms) and 0.87 → 0.89 on half the rows.
+ * unscoped (28 → 61 ms against 1 000 rows asked) and 0.87 → 0.89 on half the rows.
  */
 const CANDIDATES_PER_EF = 2;
 /**
