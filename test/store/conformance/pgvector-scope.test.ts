@@ -6,7 +6,7 @@
  *   - a scope up to the crossover is compared exactly — the exact top-k, in order — and that scan
  *     fetches the scope's vectors by key (the planner once read every vector of the table for it);
  *   - a scope above it walks the HNSW index asked for 2 × ef_search rows of the scope, not 4k: on a
- *     sparse graph a collection of a tenth of the rows keeps recall@10 ≥ 0.9 (0.955–0.99 over three runs)
+ *     sparse graph a collection of a tenth of the rows keeps recall@10 ≥ 0.9 (0.955–0.99 over four runs)
  *     where a walk that stopped at its first 40 in-scope rows found 0.78.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
