@@ -41,25 +41,36 @@ function columnsOf(schema: Map<string, TargetColumn[]>, table: string, names: st
 
 /**
  * Writes `ds` as frames of a new account (ten collections, `per` frames a video, video v in
- * collection v % 10) into the empty frames tables of `databaseUrl`; `log` gets progress.
+ * collection v % 10, unless `collections` / `collectionOf` say otherwise) into the empty frames tables of `databaseUrl`; `log` gets progress.
  */
 export async function copyFrames(
   app: BenchApp,
   databaseUrl: string,
   ds: Dataset,
-  o: { dir: string; per: number; modelId: string; log: (m: string) => void },
+  o: {
+    dir: string;
+    per: number;
+    modelId: string;
+    log: (m: string) => void;
+    /** Collections to make (default 10) and the one of video v (default v % collections). */
+    collections?: number;
+    collectionOf?: (video: number) => number;
+  },
 ): Promise<void> {
   const s = app.services;
   const account = await s.accounts.createAccount({ name: "Bench", plan: "enterprise" });
-  const cols: string[] = [];
-  for (let i = 0; i < 10; i++) cols.push((await s.collections.create(account.id, { name: `c${i}` })).id);
+  const nCols = o.collections ?? 10;
+  const colOf = o.collectionOf ?? ((v: number) => v % nCols);
+  const made: string[] = [];
+  for (let i = 0; i < nCols; i++) made.push((await s.collections.create(account.id, { name: `c${i}` })).id);
+  const cols = (v: number) => made[colOf(v)];
   const videos = new VideoStore(app.internals.db);
   const videoIds: string[] = [];
   for (let from = 0, v = 0; from < ds.n; from += o.per, v++) {
     videoIds.push(
       await readyVideo(app, videos, o.dir, {
         accountId: account.id,
-        collectionId: cols[v % 10],
+        collectionId: cols(v),
         filename: `v${v}.mp4`,
         durationSecs: Math.min(o.per, ds.n - from),
       }),
@@ -89,7 +100,7 @@ export async function copyFrames(
         for (let i = 0; i < ds.n; i++) {
           const v = Math.floor(i / o.per);
           const k = i - v * o.per;
-          yield [i + 1, videoIds[v], account.id, cols[v % 10], Math.floor(k / 10), k, o.modelId];
+          yield [i + 1, videoIds[v], account.id, cols(v), Math.floor(k / 10), k, o.modelId];
         }
       }
       function* vectors(): Generator<CopyValue[]> {

@@ -11,7 +11,7 @@
  * migration: which sizes an install uses is known only once its models are. A query uses it when
  * it orders by the same expression under the same predicate (`nearestHnsw`).
  */
-import type { Executor } from "../store/executor.ts";
+import type { Executor, Param } from "../store/executor.ts";
 import { embeddingParam } from "../indexing/embedding-sql.ts";
 import type { SearchScope, VectorKind } from "./store.ts";
 
@@ -24,6 +24,13 @@ export interface HnswKnobs {
   efSearch: number;
   /** `hnsw.max_scan_tuples`: how far an iterative scan may go before it gives up on a filter. */
   maxScanTuples: number;
+  /**
+   * Rows that pass the filter the walk is asked for (the inner LIMIT; default max(k, min(efSearch, 4k))),
+   * the best k of them kept. A scope that is a fraction s of the index's rows makes the walk read
+   * about candidates / s tuples: asking for ~efSearch in-scope rows gives a scoped look-up the
+   * depth an unscoped one gets from efSearch.
+   */
+  candidates?: number;
 }
 
 export interface HnswIndexInfo {
@@ -69,25 +76,46 @@ export class PgVectorStore {
   }
 
   /**
-   * Vectors of a model and dimension in a scope, counted up to `cap` + 1 (the caller only asks
-   * "more than cap?": a count that stops there stays cheap on a large account).
+   * Rows of a model in a scope, counted up to `cap` + 1 (the caller only asks "more than cap?": a
+   * count that stops there stays cheap on a large account). `frames`/`shots` alone, not joined to
+   * the vectors: a model has one dimension, and reading `vector_dims` of each vector fetched it from
+   * TOAST (~4 µs a row: 820 ms for a 5 000-row collection of a 200 000-row account where this
+   * count reads 50 ms, bench/pg-scope-bench.ts).
    */
-  async countInScope(kind: VectorKind, scope: SearchScope, modelId: string, dim: number, cap: number): Promise<number> {
+  async countInScope(kind: VectorKind, scope: SearchScope, modelId: string, cap: number): Promise<number> {
     const t = TABLES[kind];
     const w = this.scopeSql(scope);
-    return (await this.db.get<{ n: number }>(
-      `SELECT count(*) AS n FROM (SELECT 1 FROM ${t.rows} x JOIN ${t.vectors} v ON v.${t.key} = x.id
-         WHERE ${w.sql} AND x.model_id = ? AND vector_dims(v.embedding) = ${checkDim(dim)} LIMIT ?) c`,
-      ...w.args,
-      modelId,
-      cap + 1,
-    ))!.n;
+    return Number(
+      (await this.db.get<{ n: number }>(
+        `SELECT count(*) AS n FROM (SELECT 1 FROM ${t.rows} x WHERE ${w.sql} AND x.model_id = ? LIMIT ?) c`,
+        ...w.args,
+        modelId,
+        cap + 1,
+      ))!.n,
+    );
+  }
+
+  /**
+   * The rows of a dimension's HNSW index as PostgreSQL last counted them (`pg_class.reltuples`,
+   * kept by VACUUM/ANALYZE and the build; a catalog read), or null without a valid, counted index.
+   */
+  async indexRows(kind: VectorKind, dim: number): Promise<number | null> {
+    const row = await this.db.get<{ n: number }>(
+      `SELECT c.reltuples AS n FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+        WHERE c.relname = ? AND i.indisvalid`,
+      hnswIndexName(kind, checkDim(dim)),
+    );
+    const n = row ? Number(row.n) : -1;
+    return n > 0 ? n : null;
   }
 
   /**
    * Exact k nearest by cosine inside a scope (optionally only `ids`): every row of the scope is
-   * compared. The ORDER BY is not the HNSW index's expression, so the planner cannot take the
-   * index: a small scope is read through `frames_account` / the video index and sorted.
+   * compared. The scope's rows are found first (`frames_account` / the video index / the ids) and
+   * each one's vector fetched by key (the LATERAL … OFFSET 0 keeps that order): the vector table's
+   * heap is small (the vectors sit in TOAST), so the planner otherwise estimates it at a few pages
+   * and reads every vector of every account, ~1.3 s at 200 000 rows for a 5 000-row collection
+   * (EXPLAIN ANALYZE, bench/pg-scope-bench.ts). The ORDER BY is not the HNSW index's expression.
    */
   async nearestExact(
     kind: VectorKind,
@@ -97,24 +125,38 @@ export class PgVectorStore {
     k: number,
     ids: readonly number[] | null,
   ): Promise<{ id: number; raw: number }[]> {
+    const q = this.exactSql(kind, scope, modelId, query, k, ids);
+    const rows = await this.withoutJit(async () => await this.db.all<{ id: number; raw: number }>(q.sql, ...q.args));
+    return rows.map((r) => ({ id: Number(r.id), raw: Number(r.raw) }));
+  }
+
+  /** The plan `nearestExact` gets (tests check it fetches vectors by key; `EXPLAIN` only, nothing run). */
+  async explainExact(kind: VectorKind, scope: SearchScope, modelId: string, query: Float32Array): Promise<string> {
+    const q = this.exactSql(kind, scope, modelId, query, 10, null);
+    const rows = await this.withoutJit(
+      async () => await this.db.all<{ "QUERY PLAN": string }>(`EXPLAIN ${q.sql}`, ...q.args),
+    );
+    return rows.map((r) => r["QUERY PLAN"]).join("\n");
+  }
+
+  private exactSql(
+    kind: VectorKind,
+    scope: SearchScope,
+    modelId: string,
+    query: Float32Array,
+    k: number,
+    ids: readonly number[] | null,
+  ): { sql: string; args: Param[] } {
     const t = TABLES[kind];
     const w = this.scopeSql(scope);
     const only = ids ? "AND x.id = ANY(?::bigint[])" : "";
-    const rows = await this.withoutJit(
-      async () =>
-        await this.db.all<{ id: number; raw: number }>(
-          `SELECT x.id, 1 - (v.embedding <=> ?::vector) AS raw
-         FROM ${t.rows} x JOIN ${t.vectors} v ON v.${t.key} = x.id
-        WHERE ${w.sql} AND x.model_id = ? AND vector_dims(v.embedding) = ${checkDim(query.length)} ${only}
+    return {
+      sql: `SELECT x.id, 1 - (v.embedding <=> ?::vector) AS raw
+         FROM ${t.rows} x CROSS JOIN LATERAL (SELECT embedding FROM ${t.vectors} WHERE ${t.key} = x.id OFFSET 0) v
+        WHERE ${w.sql} AND x.model_id = ? ${only} AND vector_dims(v.embedding) = ${checkDim(query.length)}
         ORDER BY raw DESC, x.id LIMIT ?`,
-          embeddingParam("postgres", query),
-          ...w.args,
-          modelId,
-          ...(ids ? [`{${ids.join(",")}}`] : []),
-          k,
-        ),
-    );
-    return rows.map((r) => ({ id: Number(r.id), raw: Number(r.raw) }));
+      args: [embeddingParam("postgres", query), ...w.args, modelId, ...(ids ? [`{${ids.join(",")}}`] : []), k],
+    };
   }
 
   /**
@@ -174,7 +216,7 @@ export class PgVectorStore {
         // The walk is asked for up to 4k rows that pass the filter, the best k of them kept:
         // relaxed_order hands rows in the graph's batches, and the first k to pass need not be the
         // k nearest. More would cost a selective filter (few rows of the walk pass) a longer walk.
-        Math.max(k, Math.min(knobs.efSearch, 4 * k)),
+        knobs.candidates ?? Math.max(k, Math.min(knobs.efSearch, 4 * k)),
         k,
       );
       return rows.map((r) => ({ id: Number(r.id), raw: Number(r.raw) }));
