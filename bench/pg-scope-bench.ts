@@ -38,10 +38,10 @@ import { IMAGE_QUERY_PROBE } from "../src/search/probe-policy.ts";
 import { SearchStore } from "../src/search/store.ts";
 import type { Executor } from "../src/store/executor.ts";
 import { embeddingParam } from "../src/indexing/embedding-sql.ts";
-import { findPostgres, startCluster } from "../test/pg/cluster.ts";
 import { copyFrames } from "./lib/copy-frames.ts";
 import { DIM } from "./lib/search-data.ts";
 import { generateDataset, generateQueries } from "./lib/synthetic.ts";
+import { benchPostgres } from "./lib/bench-postgres.ts";
 
 const argv = process.argv;
 const str = (name: string) => {
@@ -138,12 +138,7 @@ async function main() {
   const started = new Date().toISOString();
   const load0 = loadavg();
   const work = mkdtempSync(join(tmpdir(), "vsearch-pg-scope-"));
-  const given = str("database-url");
-  const found = given ? null : findPostgres();
-  if (found && "missing" in found) throw new Error(`no PostgreSQL: ${found.missing} (or pass --database-url)`);
-  const cluster = found && !("missing" in found) ? await startCluster(found.bin) : null;
-  const adminUrl = given ?? cluster!.adminUrl;
-  const url = Object.assign(new URL(adminUrl), { pathname: `/${DB}` }).toString();
+  const { cluster, adminUrl, url } = await benchPostgres(str("database-url"), DB);
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   const mediaRoot = join(tmpdir(), "vsearch-pg-scope-media", DB);
   const rows: Record<string, unknown>[] = [];

@@ -29,7 +29,7 @@ import { createLogger } from "../src/core/logger.ts";
 import { RateLimiter } from "../src/http/rate-limit.ts";
 import { DbRateLimiter } from "../src/http/rate-windows.ts";
 import { openPgStore } from "../src/store/pg/open.ts";
-import { findPostgres, startCluster } from "../test/pg/cluster.ts";
+import { benchPostgres } from "./lib/bench-postgres.ts";
 
 const argv = process.argv;
 const str = (name: string) => {
@@ -73,12 +73,7 @@ async function measure(n: number, conc: number, fn: (i: number) => Promise<unkno
   return { p50_us: r2(pct(lat, 50)), p99_us: r2(pct(lat, 99)), per_s: Math.round(n / secs), load: load1() };
 }
 
-const given = str("database-url");
-const found = given ? null : findPostgres();
-if (found && "missing" in found) throw new Error(`no PostgreSQL: ${found.missing} (or pass --database-url)`);
-const cluster = found && !("missing" in found) ? await startCluster(found.bin) : null;
-const adminUrl = given ?? cluster!.adminUrl;
-const url = Object.assign(new URL(adminUrl), { pathname: `/${DB}` }).toString();
+const { cluster, adminUrl, url } = await benchPostgres(str("database-url"), DB);
 const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
 await admin.unsafe(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
 await admin.unsafe(`CREATE DATABASE ${DB}`);
