@@ -199,7 +199,7 @@ export interface CachedSample {
  * The search side of the index: nearest-neighbour look-ups through a backend, plus the
  * per-account calibration samples, cached until the account's content changes. The pipeline
  * calls `onVideoIndexed` after writing a video's rows; video deletion calls `onVideosDeleted`.
- * Just over the ~450-line guide (~470): the backends' status (in-memory warm-up or pgvector's
+ * Just over the ~450-line guide (~480): the backends' status (in-memory warm-up or pgvector's
  * HNSW indexes) is read through here, beside the look-ups and samples it gates.
  */
 export class SearchIndexes {
