@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import ffmpegInstaller from "@ffmpeg-installer/ffmpeg";
+import { removeAfterFile } from "./temp.ts";
 
 export const FFMPEG = ffmpegInstaller.path;
 
@@ -18,8 +19,14 @@ export async function ffmpeg(args: string[], out: string, timeoutMs = 60_000): P
   return out;
 }
 
+/**
+ * A scratch folder for a test's generated media, removed after the test file (the files of one
+ * process run one after another, so the next one makes it again).
+ */
 export function scratchDir(name: string): string {
-  const d = join(tmpdir(), `vsearch-media-${process.pid}`, name);
+  const root = join(tmpdir(), `vsearch-media-${process.pid}`);
+  removeAfterFile(root);
+  const d = join(root, name);
   mkdirSync(d, { recursive: true });
   return d;
 }

@@ -12,6 +12,22 @@ export interface TempDirs {
 }
 
 /**
+ * Every dir made here, removed after the test file too: a `tempDirs()` or `tempDir()` called inside
+ * a running test registers its `afterAll` too late (vitest ignores it without a word) and its dirs
+ * were left in /tmp, 60+ per run. This hook is registered when the module loads, while the file is
+ * collected (each test file loads its own copy: `isolate` is on).
+ */
+const everyDir: string[] = [];
+afterAll(() => {
+  for (const d of everyDir.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** Removes `dir` (made some other way) after the test file, with the dirs made here. */
+export function removeAfterFile(dir: string): void {
+  if (!everyDir.includes(dir)) everyDir.push(dir);
+}
+
+/**
  * Temp dirs made on demand. Call `tempDirs()` at file or describe level (it registers the
  * `afterAll` that removes them); `make()` may then be called anywhere.
  */
@@ -21,6 +37,7 @@ export function tempDirs(prefix = "vsearch-test-"): TempDirs {
     make(p = prefix) {
       const d = mkdtempSync(join(tmpdir(), p));
       made.push(d);
+      everyDir.push(d);
       return d;
     },
     cleanup() {
