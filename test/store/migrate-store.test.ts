@@ -226,7 +226,9 @@ describe.skipIf(!pgAvailable())("vsearch migrate-store", () => {
         const [row] = await sql.unsafe(
           `SELECT max(${column}) AS top, (SELECT last_value FROM pg_sequences WHERE sequencename = pg_get_serial_sequence('${table}', '${column}')::regclass::text) AS seq FROM ${table}`,
         );
-        expect(Number(row!.top), table).toBeGreaterThan(0);
+        // A finished task's row is deleted: whether one was still queued (the OCR task) when the
+        // source closed depends on the machine's speed, so an empty tasks table is no failure.
+        if (table !== "tasks" || Number(after.tasks) > 0) expect(Number(row!.top), table).toBeGreaterThan(0);
         expect(Number(row!.seq), table).toBeGreaterThanOrEqual(Number(row!.top));
       }
       // The cluster secret's fingerprint came with the rows: the carried secret's (nodes start on it).
