@@ -52,6 +52,11 @@ export class VideoFiles {
     this.cache = bucket ? new MediaCache(this.videosRoot, cacheBoundBytes ?? defaultCacheBoundBytes(root)) : null;
   }
 
+  /** The video folder of a stored path the cache counts (null without a cache: nothing to count or hold). */
+  private cachedVideo(rel: string): string | null {
+    return this.cache ? videoOf(rel) : null;
+  }
+
   /** With a bucket, what the cache holds against its bound; null without one (nothing is evicted). */
   cacheState(): CacheState | null {
     return this.cache?.state() ?? null;
@@ -63,7 +68,7 @@ export class VideoFiles {
    * reads the file (`local`) and writes beside it. Nothing to hold without a bucket.
    */
   hold(rel: string): () => void {
-    const videoId = this.cache ? videoOf(rel) : null;
+    const videoId = this.cachedVideo(rel);
     return videoId ? this.holdVideo(videoId) : () => {};
   }
 
@@ -93,7 +98,7 @@ export class VideoFiles {
   async local(rel: string): Promise<string> {
     const abs = this.abs(rel);
     const bucket = this.bucket;
-    const videoId = this.cache ? videoOf(rel) : null;
+    const videoId = this.cachedVideo(rel);
     if (!bucket) return abs;
     if (existsSync(abs)) {
       if (videoId) this.cache?.touch(videoId);
@@ -134,7 +139,7 @@ export class VideoFiles {
     rmSync(this.abs(rel), { force: true });
     const bucket = this.bucket;
     if (bucket) await storeCall(bucket, "write", () => bucket.delete(rel));
-    const videoId = this.cache ? videoOf(rel) : null;
+    const videoId = this.cachedVideo(rel);
     if (videoId) this.cache?.changed(videoId);
   }
 
