@@ -192,18 +192,20 @@ describe("one queue for every kind", () => {
       { name: "rendition", kinds: ["rendition"] as const, slots: 1 },
     ];
     const node = (s: Stores, name: string, handler: TaskHandler) => {
-      const q = s.leaseQueue({ node: name, lanes, logger: silent, leaseMs: 1_500, pollMs: 20 });
+      // 3 s leases, renewed each second: a 1.5 s lease was lost to a stall of the loaded box (the
+      // whole suite on 2 cores, PostgreSQL among it) and the holder's task stopped.
+      const q = s.leaseQueue({ node: name, lanes, logger: silent, leaseMs: 3_000, pollMs: 20 });
       for (const kind of ["ingest", "ocr", "rendition"] as const) q.handle(kind, handler);
       queues.push(q);
       return q;
     };
-    const holder = recorder(6_000);
+    const holder = recorder(12_000);
     await node(a, "node_a", holder.handler).start();
     expect(await until(async () => holder.log.ran.length === 3, 10_000)).toBe(true);
     // Another node polls for every kind all along; each task runs 4 leases without a word.
     const other = recorder(10);
     await node(await connect(dir, clock), "node_b", other.handler).start();
-    expect(await until(async () => holder.log.done.length === 3, 20_000)).toBe(true);
+    expect(await until(async () => holder.log.done.length === 3, 40_000)).toBe(true);
     expect(other.log.ran).toEqual([]);
     expect(holder.log.stopped).toEqual([]);
     expect(await a.tasks.list()).toEqual([]);
