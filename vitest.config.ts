@@ -23,6 +23,7 @@ const PG_ONLY = [
   "test/store/migrate-store.test.ts",
   "test/backup/pg-operations.test.ts",
   "test/cluster/two-servers.test.ts",
+  "test/cluster/shared-port.test.ts",
   "test/storage/shared-media.test.ts",
   "test/storage/s3-media-nodes.test.ts",
   "test/workers/workers.test.ts",

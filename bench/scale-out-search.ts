@@ -1,18 +1,24 @@
 /**
- * Search with one and with two `serve` processes on one PostgreSQL database, under the same load
- * (issue 26): an account of `--frames` synthetic 512-d frames (bench/lib/search-data.ts) written
- * once; then 1 server answering `--clients` clients, and 2 servers (each its own process, its own
- * data dir and in-memory index warmed from the database) answering half of them each. The clients
- * run in child processes (bench/lib/search-clients.ts), each new text query used once (all modes).
+ * Search with one and with two `serve` processes on one PostgreSQL database (issues 26 and 27): an
+ * account of `--frames` synthetic 512-d frames (bench/lib/search-data.ts) written once; then two
+ * `serve`-role processes (bench/lib/scale-search-server.ts: each its own data dir and in-memory
+ * index warmed from the database), each on a loopback port of its own and both on one shared port
+ * with SO_REUSEPORT, as `vsearch serve --share-port` binds it. Windows of `--secs`, alternated in
+ * `--rounds` (each round in the reverse order of the one before, so drift in the box's load falls on
+ * every case alike): 1 and 8 clients against one server (its own port) and against the shared port
+ * (the kernel spreads the connections over both). The clients run in a child process
+ * (bench/lib/search-clients.ts), every request a text query never asked before (all modes).
  *
- *   node_modules/.bin/bun bench/scale-out-search.ts [--frames 20000] [--clients 4] [--secs 20] [--database-url postgres://…]
+ *   node_modules/.bin/bun bench/scale-out-search.ts [--frames 100000] [--secs 10] [--rounds 2] [--warmup 15] [--database-url postgres://…]
  *
- * On one 2-core machine the servers, PostgreSQL and the clients share the same two cores: a second
- * server adds no CPU, so the figure is what two servers cost on one box, not what two hosts give
- * (for that: run the servers on separate machines against one database and point the clients at
- * both, as docs/SCALE-OUT.md describes). Prints a table and writes bench/results/scale-out-search.json.
+ * Reported per window: requests/s, p50/p95, and the CPU each part of the box spent a request — the
+ * servers (/proc/<pid>/stat of both), PostgreSQL (the throw-away cluster's postmaster and its
+ * backends; not measured with `--database-url`), the clients — and how busy the two cores were
+ * (/proc/stat). Issue 27 asks that 8 clients get ≥ 1.8× one client's throughput: the ratio rows say
+ * what one and two processes give on this box, and the CPU columns why (what the box has left).
+ * Prints tables and writes bench/results/scale-out-search.json.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -20,9 +26,9 @@ import { createApp } from "../src/app.ts";
 import { resolveRuntime } from "../src/cli/runtime.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
-import { findPostgres, type PgBinaries, startCluster } from "../test/pg/cluster.ts";
+import { findPostgres, freePort, type PgBinaries, startCluster } from "../test/pg/cluster.ts";
 import { FixedEmbedder } from "./lib/fixed-embedder.ts";
-import { DIM, MODEL, searchDataset, writeSearchData } from "./lib/search-data.ts";
+import { DIM, MODEL, searchDataset, WORDS, writeSearchData } from "./lib/search-data.ts";
 import { generateQueries } from "./lib/synthetic.ts";
 
 const argv = process.argv;
@@ -30,9 +36,10 @@ const str = (name: string) => {
   const i = argv.indexOf(`--${name}`);
   return i > 0 ? argv[i + 1] : undefined;
 };
-const FRAMES = Number(str("frames") ?? 20_000);
-const CLIENTS = Number(str("clients") ?? 4);
-const SECS = Number(str("secs") ?? 20);
+const FRAMES = Number(str("frames") ?? 100_000);
+const SECS = Number(str("secs") ?? 10);
+const ROUNDS = Number(str("rounds") ?? 2);
+const WARMUP = Number(str("warmup") ?? 15);
 const ROOT = join(import.meta.dir, "..");
 const BUN = join(ROOT, "node_modules", ".bin", "bun");
 const OUT = join(import.meta.dir, "results", "scale-out-search.json");
@@ -78,15 +85,22 @@ try {
   await seeder.close();
   console.log(`${FRAMES} frames written (${data.videos} videos) in ${r2(data.insertMs / 1000)} s`);
 
-  const startServer = async (n: number): Promise<string> => {
-    const dir = join(work, `server-${n}-${Date.now()}`);
+  const sharedPort = await freePort();
+  const startServer = async (n: number): Promise<{ url: string; shared: string; pid: number }> => {
+    const dir = join(work, `server-${n}`);
     mkdirSync(dir);
     const child = Bun.spawn(
-      [BUN, join(import.meta.dir, "lib", "scale-search-server.ts"), dir, dbUrl, queriesFile, data.key],
-      {
-        stdout: "pipe",
-        stderr: "inherit",
-      },
+      [
+        BUN,
+        join(import.meta.dir, "lib", "scale-search-server.ts"),
+        dir,
+        dbUrl,
+        queriesFile,
+        data.key,
+        seedDir,
+        String(sharedPort),
+      ],
+      { stdout: "pipe", stderr: "inherit" },
     );
     children.push(child);
     const reader = child.stdout.getReader();
@@ -98,62 +112,110 @@ try {
       text += new TextDecoder().decode(next.value);
     }
     reader.releaseLock();
-    const url = JSON.parse(text.split("\n")[0]).url as string;
-    return url;
+    const line = JSON.parse(text.split("\n")[0]) as { url: string; shared: string };
+    return { ...line, pid: child.pid };
   };
 
-  let word = 0;
-  const texts = (n: number) =>
-    Array.from({ length: n }, () => {
-      const c = 1 + 37 * word++;
-      return `${["red car", "beach", "city night", "dog", "snow", "kitchen", "crowd", "forest", "boat", "stage"][c % 10]} ${c}`;
-    });
-  const rows: Record<string, unknown>[] = [];
-  const urls = [await startServer(1)];
-  for (const servers of [1, 2]) {
-    if (servers === 2) urls.push(await startServer(2));
+  /** Four query words; a new combination per call (160 000 before one repeats): no query's embedding is cached. */
+  let counter = 0;
+  const newText = () => {
+    const c = 1 + 37 * counter++;
+    if (counter > 160_000) throw new Error("query texts ran out: fewer --secs or --rounds");
+    return [1, 20, 400, 8000].map((d) => WORDS[Math.floor(c / d) % 20]).join(" ");
+  };
+  const postmaster = cluster
+    ? Number(readFileSync(join(cluster.dir, "data", "postmaster.pid"), "utf8").split("\n")[0])
+    : 0;
+  const servers = [await startServer(1), await startServer(2)];
+  console.log(
+    `servers ready: ${servers.map((s) => `${s.url} (pid ${s.pid})`).join(", ")}; shared ${servers[0].shared}`,
+  );
+
+  const window = async (nServers: 1 | 2, clients: number, secs: number) => {
+    const url = nServers === 1 ? servers[0].url : servers[0].shared;
+    // More than a window can use (~150 requests/s here), each used once.
+    const queries = Array.from({ length: secs * 150 }, () => newText());
     const load = r2(loadavg()[0]);
-    // The same clients in all, split evenly over the servers (a load balancer's round robin).
-    const share = Array.from(
-      { length: servers },
-      (_, i) => Math.floor(CLIENTS / servers) + (i < CLIENTS % servers ? 1 : 0),
+    const serverPids = servers.map((s) => s.pid);
+    const pgPids = postmaster ? [postmaster, ...childrenOf(postmaster)] : [];
+    const s0 = cpuOf(serverPids);
+    const p0 = cpuOf(pgPids);
+    const b0 = boxTicks();
+    const t0 = performance.now();
+    const child = Bun.spawn(
+      [BUN, join(import.meta.dir, "lib", "search-clients.ts"), url, data.key, String(clients), String(secs)],
+      {
+        stdin: new Blob([JSON.stringify(queries)]),
+        stdout: "pipe",
+        stderr: "inherit",
+      },
     );
-    const runs = await Promise.all(
-      urls.slice(0, servers).map(async (url, i) => {
-        const child = Bun.spawn(
-          [BUN, join(import.meta.dir, "lib", "search-clients.ts"), url, data.key, String(share[i]), String(SECS)],
-          {
-            stdin: new Blob([JSON.stringify(texts(SECS * 60))]),
-            stdout: "pipe",
-            stderr: "inherit",
-          },
-        );
-        const out = await new Response(child.stdout).text();
-        if ((await child.exited) !== 0) throw new Error(`clients failed: ${out}`);
-        return JSON.parse(out) as { requests: number; errors: number; secs: number; lat: number[] };
-      }),
-    );
-    const lat = runs.flatMap((r) => r.lat);
-    const row = {
-      servers,
-      clients: CLIENTS,
-      frames: FRAMES,
-      req_per_s: r2(runs.reduce((a, r) => a + r.requests / r.secs, 0)),
-      p50_ms: r2(pct(lat, 50)),
-      p99_ms: r2(pct(lat, 99)),
-      errors: runs.reduce((a, r) => a + r.errors, 0),
-      load1_before: load,
-      load1_after: r2(loadavg()[0]),
+    const out = await new Response(child.stdout).text();
+    if ((await child.exited) !== 0) throw new Error(`clients failed: ${out}`);
+    const wall = (performance.now() - t0) / 1000;
+    const r = JSON.parse(out) as { requests: number; errors: number; secs: number; lat: number[] };
+    const n = Math.max(1, r.requests);
+    const usage = child.resourceUsage();
+    const clientMs = usage ? (Number(usage.cpuTime.user) + Number(usage.cpuTime.system)) / 1000 : Number.NaN;
+    // PostgreSQL's backends come and go with connections: those alive at the end count from 0.
+    const pgMs = postmaster ? cpuOf([postmaster, ...childrenOf(postmaster)], p0) : Number.NaN;
+    const b1 = boxTicks();
+    return {
+      servers: nServers,
+      clients,
+      requests: r.requests,
+      errors: r.errors,
+      req_per_s: r2(r.requests / r.secs),
+      p50_ms: r2(pct(r.lat, 50)),
+      p95_ms: r2(pct(r.lat, 95)),
+      servers_cpu_ms_per_req: r2((cpuOf(serverPids) - s0) / n),
+      postgres_cpu_ms_per_req: r2(pgMs / n),
+      clients_cpu_ms_per_req: r2(clientMs / n),
+      box_busy_cores: r2(((b1.busy - b0.busy) / Math.max(1, b1.total - b0.total)) * cpus().length),
+      wall_s: r2(wall),
+      load1: load,
     };
-    rows.push(row);
-    console.log(JSON.stringify(row));
+  };
+
+  if (WARMUP > 0) {
+    // A fresh process compiles the request path's hot functions over its first few hundred requests.
+    for (const s of [1, 2] as const)
+      console.log(`warm-up (not reported): ${JSON.stringify(await window(s, 1, WARMUP))}`);
   }
+  const cases: [1 | 2, number][] = [
+    [1, 1],
+    [1, 8],
+    [2, 1],
+    [2, 8],
+  ];
+  const rows: Record<string, unknown>[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [nServers, clients] of round % 2 ? [...cases].reverse() : cases) {
+      const row = { round, ...(await window(nServers, clients, SECS)) };
+      rows.push(row);
+      console.log(JSON.stringify(row));
+    }
+  }
+  const rps = (sv: number, c: number, round: number) =>
+    (rows.find((x) => x.servers === sv && x.clients === c && x.round === round)?.req_per_s as number) ?? Number.NaN;
+  const ratios = Array.from({ length: ROUNDS }, (_, round) => ({
+    round,
+    "1 server: 8 clients / 1 client": r2(rps(1, 8, round) / rps(1, 1, round)),
+    "2 servers: 8 clients / 1 client": r2(rps(2, 8, round) / rps(2, 1, round)),
+    "2 servers, 8 clients / 1 server, 1 client": r2(rps(2, 8, round) / rps(1, 1, round)),
+  }));
   console.log(`\nsearch with 1 and 2 serve processes on one PostgreSQL (${cpus()[0]?.model}, ${cpus().length} cores)`);
   console.table(rows);
+  console.log("\nthroughput ratios (issue 27: 8 clients ≥ 1.8× one client)");
+  console.table(ratios);
   mkdirSync(join(import.meta.dir, "results"), { recursive: true });
   writeFileSync(
     OUT,
-    JSON.stringify({ at: new Date().toISOString(), cpu: cpus()[0]?.model, cores: cpus().length, rows }, null, 2),
+    JSON.stringify(
+      { at: new Date().toISOString(), cpu: cpus()[0]?.model, cores: cpus().length, frames: FRAMES, rows, ratios },
+      null,
+      2,
+    ),
   );
   console.log(`wrote ${OUT}`);
 } finally {
@@ -163,4 +225,41 @@ try {
   await admin.end({ timeout: 1 });
   await cluster?.stop();
   rmSync(work, { recursive: true, force: true });
+}
+
+/** CPU ms (utime + stime) of `pids` from /proc, less `since`; a process gone meanwhile counts 0. */
+function cpuOf(pids: number[], since = 0): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // Ended.
+    }
+  }
+  return ticks * 10 - since;
+}
+
+/** The processes whose parent is `pid` (PostgreSQL's backends and helpers under the postmaster). */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) out.push(Number(name));
+    } catch {
+      // Ended.
+    }
+  }
+  return out;
+}
+
+/** The box's CPU ticks, busy and total, over all cores (/proc/stat's first line). */
+function boxTicks(): { busy: number; total: number } {
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  return { busy: total - f[3] - (f[4] ?? 0), total };
 }

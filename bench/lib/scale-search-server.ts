@@ -2,10 +2,13 @@
  * One `serve`-role process of bench/scale-out-search.ts: the app on the shared PostgreSQL database
  * (in-memory vector index, warmed from it), its query encoder the bench's (the tiny CLIP text tower
  * timed, then each query's vector from the queries file, as bench/lib/search-data.ts BenchEmbedder),
- * served on a free loopback port. Prints {"url"} once a first vector search answers, and stops on
- * SIGTERM.
+ * served on a free loopback port of its own and, with SHARED_PORT, also on that port with
+ * SO_REUSEPORT as `vsearch serve --share-port` binds it (issue 27: several processes of one install
+ * on one port). Prints {"url", "shared"} once a first vector search answers, and stops on SIGTERM.
  *
- *   bun bench/lib/scale-search-server.ts DATA_DIR DATABASE_URL QUERIES_FILE
+ *   bun bench/lib/scale-search-server.ts DATA_DIR DATABASE_URL QUERIES_FILE KEY MEDIA_ROOT [SHARED_PORT]
+ *
+ * MEDIA_ROOT: the install's (the seeding app's data dir), where the cluster secret every node must share is.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -17,22 +20,31 @@ import { bunServeOptions } from "../../src/http/serve-options.ts";
 import { ClipModel } from "../../src/inference/clip.ts";
 import { BenchEmbedder } from "./search-data.ts";
 
-const [dataDir, databaseUrl, queriesFile, key] = process.argv.slice(2);
+const [dataDir, databaseUrl, queriesFile, key, mediaRoot, sharedPort] = process.argv.slice(2);
 const TINY_CLIP = join(import.meta.dir, "..", "..", "test", "fixtures", "models", "tiny-random-clip");
 const buf = readFileSync(queriesFile);
 const queries = new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4);
 const tiny = await ClipModel.load(TINY_CLIP, { dtype: "fp32", towers: ["text"] });
-const env = { VSEARCH_RATE_LIMIT_SEARCH: "1000000", VSEARCH_DATABASE_URL: databaseUrl, VSEARCH_LOG_LEVEL: "warn" };
+const env = {
+  VSEARCH_RATE_LIMIT_SEARCH: "1000000",
+  VSEARCH_DATABASE_URL: databaseUrl,
+  VSEARCH_MEDIA_ROOT: mediaRoot,
+  VSEARCH_LOG_LEVEL: "warn",
+};
 const config = loadConfig({ dataDir, logLevel: "silent", host: "127.0.0.1", port: 0 }, env);
 const app = await createApp(config, {
   runtime: await resolveRuntime(config),
   logger: createLogger("silent"),
   queryEmbedder: new BenchEmbedder(tiny, queries),
   applicationName: "bench serve",
+  role: "serve",
 });
 await app.start();
 const server = Bun.serve(bunServeOptions(app, app.config));
 const url = `http://127.0.0.1:${server.port}`;
+const shared = sharedPort
+  ? Bun.serve({ ...bunServeOptions(app, { ...app.config, port: Number(sharedPort) }), reusePort: true })
+  : null;
 // Bounded: the warm-up of a few tens of thousands of vectors takes seconds; 503 until then.
 for (let i = 0; i < 600; i++) {
   const res = await fetch(`${url}/v1/search`, {
@@ -45,9 +57,10 @@ for (let i = 0; i < 600; i++) {
   await Bun.sleep(500);
 }
 await app.internals.search.indexes.whenVectorIndexIdle();
-console.log(JSON.stringify({ url }));
+console.log(JSON.stringify({ url, shared: shared ? `http://127.0.0.1:${shared.port}` : null }));
 process.once("SIGTERM", async () => {
   await server.stop(true);
+  await shared?.stop(true);
   await app.close();
   await tiny.dispose();
   process.exit(0);

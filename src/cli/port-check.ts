@@ -1,10 +1,10 @@
 import { createServer } from "node:net";
 
 /**
- * Whether something already listens on host:port. Bun.serve with `development: false` binds with
- * SO_REUSEPORT, so a second `serve` on a port in use starts anyway and the kernel splits the
- * connections between the two servers (and their data dirs). A plain exclusive bind, closed at
- * once, finds the port taken; the window until Bun.serve binds is milliseconds.
+ * Whether something already listens on host:port, so that `serve` can say so in words. Bun.serve
+ * binds with SO_REUSEPORT unless told not to; `serve` tells it not to (unless `--share-port`), else
+ * a second `serve` on a port in use would start and the kernel would split the connections between
+ * two installs. A plain exclusive bind, closed at once, finds the port taken.
  */
 export function portInUse(host: string, port: number): Promise<boolean> {
   if (!port) return Promise.resolve(false); // 0: the kernel picks a free one

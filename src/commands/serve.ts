@@ -10,6 +10,13 @@ import { portInUse } from "../cli/port-check.ts";
 import { localBaseUrl } from "../signing/link-origin.ts";
 import { networkInterfaces } from "node:os";
 
+interface ServeOptions {
+  host?: string;
+  port?: number;
+  role?: "all" | "serve";
+  sharePort?: boolean;
+}
+
 export function registerServeCommand(program: Command, ctx: CliContext) {
   program
     .command("serve")
@@ -24,8 +31,13 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
         return v;
       },
     )
-    .action(async (opts: { host?: string; port?: number; role?: "all" | "serve" }, cmd: Command) => {
+    .option(
+      "--share-port",
+      "let other serve processes of this install (PostgreSQL, a data dir each) listen on the same port: the kernel spreads connections among them",
+    )
+    .action(async (opts: ServeOptions, cmd: Command) => {
       const config = ctx.config(cmd, { host: opts.host, port: opts.port });
+      if (opts.sharePort) assertPortShareable(config);
       mkdirSync(config.dataDir, { recursive: true });
       const lock = new InstanceLock(config.dataDir);
       const got = lock.acquire({});
@@ -34,7 +46,8 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
           `another vsearch serve (pid ${got.holder.pid}${got.holder.url ? `, ${got.holder.url}` : ""}) is already using data dir ${config.dataDir}; stop it first or use another --data-dir (CLI commands work beside it)`,
         );
       }
-      if (await portInUse(config.host, config.port).catch(() => false)) {
+      // A shared port is in use by the install's other processes: that is the point.
+      if (!opts.sharePort && (await portInUse(config.host, config.port).catch(() => false))) {
         lock.release();
         throw new Error(
           `port ${config.port} on ${config.host} is already in use (another vsearch serve or another program); stop it or pick another --port`,
@@ -45,7 +58,7 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
       let server;
       try {
         app = await createApp(config, { runtime: await ctx.runtime(config), logger, role: opts.role ?? "all" });
-        server = Bun.serve(bunServeOptions(app, config));
+        server = Bun.serve({ ...bunServeOptions(app, config), reusePort: opts.sharePort === true });
       } catch (e) {
         lock.release();
         await app?.close();
@@ -103,6 +116,22 @@ export function registerServeCommand(program: Command, ctx: CliContext) {
         process.once("SIGTERM", () => void stop("SIGTERM"));
       });
     });
+}
+
+/**
+ * `--share-port` (issue 27): one process runs its requests' JavaScript on one thread, so on one
+ * machine more search throughput is more `serve` processes on one port (Linux SO_REUSEPORT: the
+ * kernel hands each new connection to one of them). They must be one install — every row in one
+ * PostgreSQL, which tells each process what the others wrote — or a client would see a different
+ * archive on each connection; so the embedded store (one process per data dir) refuses it.
+ */
+function assertPortShareable(config: { databaseUrl?: string; port: number }): void {
+  if (!config.databaseUrl)
+    throw new ConfigError(
+      "--share-port needs database_url (VSEARCH_DATABASE_URL): the processes sharing a port must share one PostgreSQL database; the embedded store is one serve process per data dir",
+    );
+  if (!config.port)
+    throw new ConfigError("--share-port needs a fixed --port (0 picks a different free port each time)");
 }
 
 /** The machine's non-loopback addresses, as URLs a LAN client could use (IPv4 first). */
