@@ -9,8 +9,9 @@
  *   `with { type: "file" }` from a module generated here; src/runtime/ extracts them to
  *   `<data-dir>/runtime/<version>/` on first start;
  * - extra entry points for worker threads: the Piscina task module, the worker bootstrap, the
- *   tesseract.js worker (src/ocr/tesseract-worker.ts, which takes its wasm from the extracted file)
- *   and the PP-OCR pool's task module (src/ocr/ppocr/worker.ts, a second Piscina pool);
+ *   tesseract.js worker (src/ocr/tesseract-worker.ts, which takes its wasm from the extracted file),
+ *   the PP-OCR pool's task module (src/ocr/ppocr/worker.ts, a second Piscina pool) and the
+ *   embedded store's reader thread (src/store/sqlite/read-worker.ts);
  * - the version (`define VSEARCH_VERSION`);
  * - nothing special for PostgreSQL: postgres.js is pure JS and the migrations (`*.sql`, SQLite's and
  *   store/pg's) are imported `with { type: "text" }`, which Bun bundles as strings; the smoke test's
@@ -121,7 +122,13 @@ export function dependencyPatches(piscinaWorkerPath: string, platformArch: strin
 /** Source of the module that replaces src/runtime/embedded.ts in the binary. */
 export function embeddedAssetsModule(
   files: NativeFiles,
-  entries: { inferenceWorker: string; piscinaWorker: string; ocrWorker: string; ppocrWorker: string },
+  entries: {
+    inferenceWorker: string;
+    piscinaWorker: string;
+    ocrWorker: string;
+    ppocrWorker: string;
+    storeReader: string;
+  },
 ): string {
   const layout = runtimeLayout(files);
   const keys = Object.keys(files) as NativeKey[];
@@ -278,7 +285,8 @@ export async function buildBinary(opts: BuildOptions): Promise<{
   const inferenceWorker = join(SRC, "inference", "worker.ts");
   const ocrWorker = join(SRC, "ocr", "tesseract-worker.ts");
   const ppocrWorker = join(SRC, "ocr", "ppocr", "worker.ts");
-  for (const e of [entry, piscinaWorker, inferenceWorker, ocrWorker, ppocrWorker]) {
+  const storeReader = join(SRC, "store", "sqlite", "read-worker.ts");
+  for (const e of [entry, piscinaWorker, inferenceWorker, ocrWorker, ppocrWorker, storeReader]) {
     if (relative(SRC, e).startsWith("..")) throw new Error(`entry point ${e} must be under ${SRC}`);
     if (!(await Bun.file(e).exists())) throw new Error(`entry point ${e} does not exist`);
   }
@@ -287,6 +295,7 @@ export async function buildBinary(opts: BuildOptions): Promise<{
     piscinaWorker: bunfsPath(piscinaWorker),
     ocrWorker: bunfsPath(ocrWorker),
     ppocrWorker: bunfsPath(ppocrWorker),
+    storeReader: bunfsPath(storeReader),
   };
   const files = resolveNativeFiles(join(ROOT, "package.json"));
 
@@ -304,7 +313,7 @@ export async function buildBinary(opts: BuildOptions): Promise<{
     throw e;
   });
   const result = await Bun.build({
-    entrypoints: [entry, piscinaWorker, inferenceWorker, ocrWorker, ppocrWorker],
+    entrypoints: [entry, piscinaWorker, inferenceWorker, ocrWorker, ppocrWorker, storeReader],
     root: SRC,
     target: "bun",
     // An appliance reads its settings from flags, VSEARCH_* and <data-dir>/config.json only: no

@@ -115,6 +115,8 @@ export interface AppRuntime {
   ffmpeg: string;
   ffprobe: string;
   inferenceWorkerFile: string;
+  /** The embedded store's reader thread program (RuntimePaths); absent: long reads run on the main thread. */
+  storeReaderFile?: string;
   /** Where the compiled binary extracted its native files; null in dev. */
   runtimeDir?: string | null;
   /** tesseract.js's worker, data and wasm (default: node_modules, as in dev). */
@@ -245,6 +247,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<Bench
     databaseUrl: config.databaseUrl,
     file: dbFile,
     vecExtension,
+    // A search's full-text look-ups off the event loop (store/sqlite/read-threads.ts); one thread
+    // beside the main one on 2 cores, up to 3 on bigger machines.
+    readThreads: opts.runtime.storeReaderFile
+      ? { workerFile: opts.runtime.storeReaderFile, threads: Math.max(1, Math.min(3, availableParallelism() - 1)) }
+      : undefined,
     // No migration under a running serving node of another version (mixed versions: SCALE-OUT.md "Upgrade").
     pg: {
       applicationName: `vsearch ${opts.applicationName ?? "serve"}`,

@@ -47,6 +47,7 @@ function prepareDev(overrides: RuntimeOverrides = {}): RuntimePaths {
     ffprobe: override("ffprobe", overrides.ffprobe) ?? tools.ffprobe,
     vecExtension: tools.vec0,
     inferenceWorkerFile: join(dirname(fileURLToPath(import.meta.url)), "..", "inference", "worker.ts"),
+    storeReaderFile: join(dirname(fileURLToPath(import.meta.url)), "..", "store", "sqlite", "read-worker.ts"),
     ocr: devOcrPaths(),
     runtimeDir: null,
     extracted: [],
@@ -106,6 +107,7 @@ export async function prepareFromEmbedded(
     ffprobe: ffprobe ?? at("ffprobe"),
     vecExtension: at("vec0"),
     inferenceWorkerFile: embedded.entries.inferenceWorker,
+    storeReaderFile: embedded.entries.storeReader,
     ocr: {
       workerFile: embedded.entries.ocrWorker,
       langDir: dirname(at("ocrLang")),

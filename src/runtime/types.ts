@@ -11,6 +11,8 @@ export interface RuntimePaths {
   vecExtension: string;
   /** Filesystem path of the Piscina task module (src/inference/worker.ts, or its copy inside the binary). */
   inferenceWorkerFile: string;
+  /** The embedded store's reader thread (src/store/sqlite/read-worker.ts, or its copy inside the binary). */
+  storeReaderFile: string;
   /** tesseract.js's worker program, English data and wasm cores, and PP-OCR's task module and models (on-screen text). */
   ocr: OcrPaths;
   /** `<dataDir>/runtime/<version>/` where the binary's native files were extracted; null in dev (nothing is extracted). */
@@ -55,6 +57,8 @@ export interface EmbeddedAssets {
     ocrWorker: string;
     /** The PP-OCR pool's task module (src/ocr/ppocr/worker.ts). */
     ppocrWorker: string;
+    /** The embedded store's reader thread (src/store/sqlite/read-worker.ts). */
+    storeReader: string;
   };
 }
 

@@ -54,7 +54,7 @@ export class OcrSearchStore {
         limit,
       );
     }
-    return await this.db.all<OcrHitRow>(
+    return await this.db.allAside<OcrHitRow>(
       `SELECT o.id, o.video_id, o.start_secs, o.end_secs, o.text, o.confidence, bm25(ocr_fts) AS bm25
          FROM ocr_fts JOIN ocr_lines o ON o.id = ocr_fts.rowid
          WHERE ocr_fts MATCH ? AND ${parts.join(" AND ")} ORDER BY bm25 LIMIT ?`,
@@ -70,15 +70,19 @@ export class OcrSearchStore {
 
   async docFreq(accountId: string, match: string): Promise<number> {
     if (this.db.backend === "postgres") return await pgDocFreq(this.db, "ocr_fts", accountId, match);
-    return (await this.db.get<{ n: number }>(
-      "SELECT count(*) AS n FROM ocr_fts JOIN ocr_lines o ON o.id = ocr_fts.rowid WHERE ocr_fts MATCH ? AND o.account_id = ?",
-      match,
-      accountId,
-    ))!.n;
+    return (
+      await this.db.allAside<{ n: number }>(
+        "SELECT count(*) AS n FROM ocr_fts JOIN ocr_lines o ON o.id = ocr_fts.rowid WHERE ocr_fts MATCH ? AND o.account_id = ?",
+        match,
+        accountId,
+      )
+    )[0].n;
   }
 
   async count(accountId: string): Promise<number> {
-    return (await this.db.get<{ n: number }>("SELECT count(*) AS n FROM ocr_lines WHERE account_id = ?", accountId))!.n;
+    return (
+      await this.db.allAside<{ n: number }>("SELECT count(*) AS n FROM ocr_lines WHERE account_id = ?", accountId)
+    )[0].n;
   }
 
   /** Lines on screen during [start, end), top to bottom. */

@@ -132,10 +132,26 @@ export class SearchService {
         })
       : undefined;
 
-    const lists = new Map<ListName, Candidate[]>();
+    // The lexical modes' look-ups run on the store's reader threads (store/sqlite/read-threads.ts)
+    // or in PostgreSQL: started first, they proceed while the vector modes rank on this thread.
+    const started = new Map<ListName, Promise<Candidate[]>>();
+    if (p.modes.includes("transcript")) {
+      started.set(
+        "transcript",
+        this.lexicalMode("transcript", p.scope, p.text!, thresholds["transcript:default"], allowShots),
+      );
+      if (this.d.semantic?.available())
+        started.set("transcript-semantic", this.semanticTranscript(p.scope, p.text!, thresholds, allowShots));
+    }
+    if (p.modes.includes("ocr"))
+      started.set("ocr", this.lexicalMode("ocr", p.scope, p.text!, thresholds["ocr:default"], allowShots));
+    // Each is awaited below; if a vector mode throws first, their failures must not go unhandled.
+    for (const pending of started.values()) pending.catch(() => {});
+
+    const ranked = new Map<ListName, Candidate[]>();
     for (const mode of p.modes) {
       if (mode === "video")
-        lists.set(
+        ranked.set(
           "video",
           await this.vectorModes.video(
             p.scope,
@@ -148,21 +164,18 @@ export class SearchService {
           ),
         );
       if (mode === "scene")
-        lists.set(
+        ranked.set(
           "scene",
           await this.vectorModes.scene(p.scope, modelId!, vector!, p.text, thresholds, allowShots, probe),
         );
-      if (mode === "transcript") {
-        lists.set(
-          "transcript",
-          await this.lexicalMode("transcript", p.scope, p.text!, thresholds["transcript:default"], allowShots),
-        );
-        if (this.d.semantic?.available())
-          lists.set("transcript-semantic", await this.semanticTranscript(p.scope, p.text!, thresholds, allowShots));
-      }
-      if (mode === "ocr")
-        lists.set("ocr", await this.lexicalMode("ocr", p.scope, p.text!, thresholds["ocr:default"], allowShots));
     }
+    for (const [name, pending] of started) ranked.set(name, await pending);
+    // Fusion sees the lists in the request's mode order, as when they ran one after another.
+    const order: ListName[] = p.modes.flatMap((m): ListName[] =>
+      m === "transcript" ? ["transcript", "transcript-semantic"] : [m as ListName],
+    );
+    const lists = new Map<ListName, Candidate[]>();
+    for (const name of order) if (ranked.has(name)) lists.set(name, ranked.get(name)!);
 
     // Fuse, drop near-duplicates (hidden segments still suppress theirs), then hide.
     const fused = suppressDuplicates(fuseModes(lists));

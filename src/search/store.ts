@@ -126,7 +126,7 @@ export class SearchStore {
     const rows = await inChunks(
       ids,
       async (part, marks) =>
-        await this.db.all<VideoInfoRow>(
+        await this.db.allAside<VideoInfoRow>(
           `SELECT id, filename, collection_id, status, duration_secs, poster_path FROM videos WHERE account_id = ? AND id IN (${marks})`,
           accountId,
           ...part,
@@ -385,7 +385,7 @@ export class SearchStore {
     const rows = await inChunks(
       videoIds,
       async (part, marks) =>
-        await this.db.all<ShotRow>(
+        await this.db.allAside<ShotRow>(
           `SELECT id, video_id, shot_index, start_secs, end_secs, labels, caption, thumbnail_path FROM shots
            WHERE video_id IN (${marks}) ORDER BY video_id, start_secs`,
           ...part,
@@ -446,7 +446,7 @@ export class SearchStore {
         limit,
       );
     }
-    return await this.db.all<ShotRow>(
+    return await this.db.allAside<ShotRow>(
       `SELECT s.id, s.video_id, s.shot_index, s.start_secs, s.end_secs, s.labels, s.caption, s.thumbnail_path
          FROM shot_text_fts f JOIN shots s ON s.id = f.rowid
          WHERE shot_text_fts MATCH ? AND ${w.sql} ORDER BY s.id LIMIT ?`,
@@ -463,11 +463,13 @@ export class SearchStore {
 
   /** The account's distinct shot labels and how many of its shots have a caption. */
   async sceneVocabulary(accountId: string): Promise<{ labels: string[]; captions: number }> {
-    const labels = (await this.db.all<{ label: string }>(SCENE_LABELS, accountId)).map((r) => r.label);
-    const captions = (await this.db.get<{ n: number }>(
-      "SELECT count(*) AS n FROM shots WHERE account_id = ? AND caption IS NOT NULL AND caption != ''",
-      accountId,
-    ))!.n;
+    const labels = (await this.db.allAside<{ label: string }>(SCENE_LABELS, accountId)).map((r) => r.label);
+    const captions = (
+      await this.db.allAside<{ n: number }>(
+        "SELECT count(*) AS n FROM shots WHERE account_id = ? AND caption IS NOT NULL AND caption != ''",
+        accountId,
+      )
+    )[0].n;
     return { labels, captions };
   }
 
@@ -524,7 +526,7 @@ export class SearchStore {
         limit,
       );
     }
-    return await this.db.all<TranscriptHitRow>(
+    return await this.db.allAside<TranscriptHitRow>(
       `SELECT t.id, t.video_id, t.start_secs, t.end_secs, t.text, bm25(transcript_fts) AS bm25
          FROM transcript_fts JOIN transcript_segments t ON t.id = transcript_fts.rowid
          WHERE transcript_fts MATCH ? AND ${w.sql} ORDER BY bm25 LIMIT ?`,
@@ -541,19 +543,23 @@ export class SearchStore {
 
   async transcriptDocFreq(accountId: string, match: string): Promise<number> {
     if (this.db.backend === "postgres") return await pgDocFreq(this.db, "transcript_fts", accountId, match);
-    return (await this.db.get<{ n: number }>(
-      `SELECT count(*) AS n FROM transcript_fts JOIN transcript_segments t ON t.id = transcript_fts.rowid
+    return (
+      await this.db.allAside<{ n: number }>(
+        `SELECT count(*) AS n FROM transcript_fts JOIN transcript_segments t ON t.id = transcript_fts.rowid
          WHERE transcript_fts MATCH ? AND t.account_id = ?`,
-      match,
-      accountId,
-    ))!.n;
+        match,
+        accountId,
+      )
+    )[0].n;
   }
 
   async transcriptCount(accountId: string): Promise<number> {
-    return (await this.db.get<{ n: number }>(
-      "SELECT count(*) AS n FROM transcript_segments WHERE account_id = ?",
-      accountId,
-    ))!.n;
+    return (
+      await this.db.allAside<{ n: number }>(
+        "SELECT count(*) AS n FROM transcript_segments WHERE account_id = ?",
+        accountId,
+      )
+    )[0].n;
   }
 
   async transcriptOverlapping(

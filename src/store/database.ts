@@ -32,6 +32,8 @@ export interface StoreTarget {
   file: string;
   /** sqlite-vec's loadable extension (embedded store only). */
   vecExtension?: string;
+  /** The embedded store's reader threads (store/sqlite/read-threads.ts). */
+  readThreads?: OpenDatabaseOptions["readThreads"];
   onError?: (err: unknown) => void;
   /** PostgreSQL pool options (name seen in pg_stat_activity, pool size). */
   pg?: Omit<OpenPgOptions, "onError">;
@@ -40,5 +42,5 @@ export interface StoreTarget {
 /** The configured store: PostgreSQL when `databaseUrl` is set, else the embedded file. */
 export async function openConfiguredStore(t: StoreTarget): Promise<SqliteStore | PgStore> {
   if (t.databaseUrl) return await openPgStore(t.databaseUrl, { ...t.pg, onError: t.onError });
-  return openSqliteStore(t.file, { vecExtension: t.vecExtension, onError: t.onError });
+  return openSqliteStore(t.file, { vecExtension: t.vecExtension, readThreads: t.readThreads, onError: t.onError });
 }

@@ -58,6 +58,13 @@ export interface Executor {
   readonly backend: Backend;
   /** Reads. Outside a unit of work: the last committed state; inside one: the transaction's own view. */
   all<R>(sql: Sql, ...params: Param[]): Promise<R[]>;
+  /**
+   * A read that may take milliseconds (a full-text look-up): `all`, run where it does not hold the
+   * event loop. SQLite: on a reader thread (store/sqlite/read-threads.ts) against the last commit,
+   * unless inside a unit of work (then `all`, the transaction's own view) or where the store has no
+   * reader threads; PostgreSQL: `all` (the server does the work, the event loop only waits).
+   */
+  allAside<R>(sql: Sql, ...params: Param[]): Promise<R[]>;
   /** The first row, or null. */
   get<R>(sql: Sql, ...params: Param[]): Promise<R | null>;
   /** A write; outside a unit of work it is its own transaction. `changes` = rows the statement touched. */

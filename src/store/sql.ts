@@ -116,7 +116,7 @@ export async function ftsMatching(
       hi,
     );
   } else {
-    rows = await db.all<{ id: number }>(
+    rows = await db.allAside<{ id: number }>(
       `SELECT rowid AS id FROM ${ftsTable} WHERE ${ftsTable} MATCH ? AND rowid BETWEEN ? AND ?`,
       match,
       lo,

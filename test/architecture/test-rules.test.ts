@@ -69,6 +69,17 @@ export const TEST_EXCEPTIONS: TestRuleException[] = [
   },
   { file: "store/schema-catalog.ts", rule: "sql", reason: "the catalog queries (sqlite_master, pragma_*, pg_catalog)" },
   {
+    file: "store/read-threads.test.ts",
+    rule: "database",
+    reason: "tests the embedded store's reader threads (opened with them); failures are StoreErrors, checked by kind",
+  },
+  {
+    file: "store/read-threads.test.ts",
+    rule: "sql",
+    reason:
+      "the executor's allAside under test runs statements on a scratch table of its own, and long ones on purpose",
+  },
+  {
     file: "store/unit-of-work.test.ts",
     rule: "database",
     reason: "tests the unit of work's contract; its refusals are StoreErrors (store/errors.ts), checked by kind",

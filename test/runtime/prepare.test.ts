@@ -46,13 +46,15 @@ function fakeEmbedded(dir: string): EmbeddedAssets {
   writeFileSync(inferenceWorker, "");
   const ocrWorker = join(dir, "tesseract-worker.js");
   const ppocrWorker = join(dir, "ppocr-worker.js");
+  const storeReader = join(dir, "read-worker.js");
+  writeFileSync(storeReader, "");
   writeFileSync(piscinaWorker, "");
   writeFileSync(ocrWorker, "");
   writeFileSync(ppocrWorker, "");
   return {
     platform: `${process.platform}-${process.arch}`,
     files,
-    entries: { inferenceWorker, piscinaWorker, ocrWorker, ppocrWorker },
+    entries: { inferenceWorker, piscinaWorker, ocrWorker, ppocrWorker, storeReader },
   };
 }
 
@@ -91,6 +93,8 @@ describe("prepareRuntime in dev", () => {
     expect(statSync(p.vecExtension).isFile()).toBe(true);
     expect(p.inferenceWorkerFile).toBe(join(ROOT, "src", "inference", "worker.ts"));
     expect(existsSync(p.inferenceWorkerFile)).toBe(true);
+    expect(p.storeReaderFile).toBe(join(ROOT, "src", "store", "sqlite", "read-worker.ts"));
+    expect(existsSync(p.storeReaderFile)).toBe(true);
     expect(p.ocr.workerFile).toBe(join(ROOT, "src", "ocr", "tesseract-worker.ts"));
     expect(statSync(join(p.ocr.langDir, "eng.traineddata.gz")).size).toBeGreaterThan(1_000_000);
     expect(p.ocr.ppocr.workerFile).toBe(join(ROOT, "src", "ocr", "ppocr", "worker.ts"));
@@ -126,6 +130,7 @@ describe("prepareFromEmbedded (the compiled binary's path, driven with ordinary 
       ffprobe: join(rt, "ffprobe"),
       vecExtension: join(rt, "vec0.so"),
       inferenceWorkerFile: embedded.entries.inferenceWorker,
+      storeReaderFile: embedded.entries.storeReader,
       // OCR: the worker from the binary, the data and wasm cores extracted beside the native files.
       ocr: {
         workerFile: embedded.entries.ocrWorker,

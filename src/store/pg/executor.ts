@@ -73,6 +73,10 @@ export class PgExecutor implements Executor {
     return (await this.query(sql, params)) as unknown as R[];
   }
 
+  allAside<R>(sql: Sql, ...params: Param[]): Promise<R[]> {
+    return this.all<R>(sql, ...params);
+  }
+
   async get<R>(sql: Sql, ...params: Param[]): Promise<R | null> {
     const rows = await this.query(sql, params);
     return (rows[0] as R | undefined) ?? null;

@@ -5,12 +5,15 @@ import type { UnitOfWork } from "../unit-of-work.ts";
 import { SqliteExecutor } from "./executor.ts";
 import { Mutex } from "../../core/mutex.ts";
 import { sqliteUnitOfWork } from "./unit-of-work.ts";
+import { type ReadThreadOptions, SqliteReadThreads } from "./read-threads.ts";
 
 export interface OpenDatabaseOptions {
   /** Path of the sqlite-vec loadable extension (from src/runtime). Omit to skip loading it. */
   vecExtension?: string;
   readonly?: boolean;
   busyTimeoutMs?: number;
+  /** Reader threads for the store's long reads (`Executor.allAside`); absent: they run on this thread. */
+  readThreads?: Omit<ReadThreadOptions, "vecExtension">;
 }
 
 /** An open SQLite store: the executor the stores are built on and the unit of work services run transactions through. */
@@ -18,6 +21,7 @@ export interface SqliteStore {
   readonly kind: "sqlite";
   exec: SqliteExecutor;
   uow: UnitOfWork;
+  /** Closes the connections now; the reader threads stop (their pending reads fail) in the background. */
   close(): void;
 }
 
@@ -40,13 +44,17 @@ export function openSqliteStore(
   const reader = openDatabase(file, { ...opts, readonly: true, migrate: false, cacheMiB: 16 });
   const lock = new Mutex();
   const scopes = new TxScopes<Database>();
-  const exec = new SqliteExecutor(writer, reader, scopes, lock);
+  const threads = opts.readThreads
+    ? new SqliteReadThreads(file, { ...opts.readThreads, vecExtension: opts.vecExtension })
+    : undefined;
+  const exec = new SqliteExecutor(writer, reader, scopes, lock, threads);
   exec.uow = sqliteUnitOfWork(writer, lock, scopes, { onError: opts.onError });
   return {
     kind: "sqlite",
     exec,
     uow: exec.uow,
     close: () => {
+      void threads?.close();
       reader.close();
       writer.close();
     },

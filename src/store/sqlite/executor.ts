@@ -10,6 +10,8 @@
  * - A read outside a unit of work never waits: on the writer when no transaction holds it (it is
  *   then in autocommit), else on the reader, against the last commit. Either way it never sees a
  *   transaction half done.
+ * - `allAside` (a read that takes milliseconds) outside a unit of work goes to a reader thread
+ *   (read-threads.ts), off the event loop, against the last commit.
  *
  * bun:sqlite runs each statement synchronously on this thread, so a statement is atomic with
  * respect to the event loop; other flows run only at a transaction body's awaits.
@@ -19,6 +21,7 @@ import { StoreError, toStoreError } from "../errors.ts";
 import { type Executor, type InsertSpec, type Param, type Sql, textFor } from "../executor.ts";
 import type { AsyncUnitOfWork, TxScopes } from "../tx-scope.ts";
 import type { Mutex } from "../../core/mutex.ts";
+import type { SqliteReadThreads } from "./read-threads.ts";
 
 export class SqliteExecutor implements Executor {
   readonly backend = "sqlite" as const;
@@ -33,6 +36,8 @@ export class SqliteExecutor implements Executor {
     readonly reader: Database,
     readonly scopes: TxScopes<Database>,
     readonly lock: Mutex,
+    /** Reader threads for `allAside`; absent: it reads here, as `all` does. */
+    readonly readThreads?: SqliteReadThreads,
   ) {}
 
   async transaction<T>(fn: () => Promise<T>): Promise<T> {
@@ -43,6 +48,17 @@ export class SqliteExecutor implements Executor {
   all<R>(sql: Sql, ...params: Param[]): Promise<R[]> {
     const db = this.readOn();
     return settle(() => db.query<R, Param[]>(textFor(sql, "sqlite")).all(...params));
+  }
+
+  allAside<R>(sql: Sql, ...params: Param[]): Promise<R[]> {
+    if (!this.readThreads || this.scopes.current()) return this.all<R>(sql, ...params);
+    let text: string;
+    try {
+      text = textFor(sql, "sqlite");
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.readThreads.all<R>(text, params);
   }
 
   get<R>(sql: Sql, ...params: Param[]): Promise<R | null> {
