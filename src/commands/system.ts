@@ -95,7 +95,7 @@ export function registerSystemCommands(program: Command, ctx: CliContext) {
                 ),
                 // This node's cache as the media root holds it now, against media_cache_mb.
                 cache: cacheOnDisk(
-                  new VideoFiles(
+                  await new VideoFiles(
                     app.config.mediaRoot,
                     undefined,
                     bucket,

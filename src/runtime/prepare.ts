@@ -6,6 +6,7 @@ import { devOcrPaths, OCR_PATHS_KEY, type OcrWasmPaths } from "../ocr/paths.ts";
 import { embeddedAssets } from "./embedded.ts";
 import { type ExtractJob, extractAll } from "./extract.ts";
 import { type NativeKey, resolveToolFiles } from "./native-files.ts";
+import { removeOrtDebugLogAtExit } from "./ort-debug-log.ts";
 import {
   type EmbeddedAssets,
   NATIVE_PATHS_KEY,
@@ -21,6 +22,8 @@ import {
  * importing anything that loads @huggingface/transformers or onnxruntime-node in this thread.
  */
 export async function prepareRuntime(opts: PrepareRuntimeOptions): Promise<RuntimePaths> {
+  // ONNX Runtime 1.30 leaves an empty /tmp/mat-debug-<pid>.log behind each process that loads a model.
+  removeOrtDebugLogAtExit();
   const embedded = embeddedAssets();
   return embedded ? prepareFromEmbedded(embedded, opts) : prepareDev(opts.overrides);
 }

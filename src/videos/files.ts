@@ -58,8 +58,8 @@ export class VideoFiles {
   }
 
   /** With a bucket, what the cache holds against its bound; null without one (nothing is evicted). */
-  cacheState(): CacheState | null {
-    return this.cache?.state() ?? null;
+  async cacheState(): Promise<CacheState | null> {
+    return (await this.cache?.state()) ?? null;
   }
 
   /**

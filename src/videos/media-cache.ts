@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, rmSync, statfsSync, statSync } from "node:fs";
+import { readdirSync, rmSync, statfsSync, statSync } from "node:fs";
+import { readdir, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { isTempName } from "./files.ts";
 
@@ -51,14 +52,27 @@ export interface CacheState {
  * there before publishing it is safe too.
  *
  * The order lives in memory (a Map's insertion order: touching a folder moves it to the end);
- * the first use scans the media root once and orders folders by their files' newest mtime.
+ * the first use starts a scan of the media root that orders the folders it finds by their files'
+ * newest mtime. The scan is asynchronous, one folder listing or stat per step, so a large cache
+ * does not stall the event loop (a synchronous scan of thousands of files held every request of
+ * the node for its duration). Meanwhile the cache is used as usual — fetched folders are counted,
+ * reads and deletions noted — and no eviction runs (it cannot tell the oldest folders yet: the
+ * bound may be passed by what is fetched during the scan); once the scan ends, its folders go
+ * before everything used meanwhile, and one pass evicts down to the bound.
  */
 export class MediaCache {
-  /** videoId → bytes of its evictable files; first = least recently used. Null until scanned. */
-  private folders: Map<string, number> | null = null;
+  /** videoId → bytes of its evictable files; first = least recently used (during the scan: only those used since it began). */
+  private folders = new Map<string, number>();
   private total = 0;
   private readonly pins = new Map<string, number>();
   private evicted = 0;
+  /** The media root's scan: null until the first use, settled once its folders are merged in. */
+  private scan: Promise<void> | null = null;
+  private scanning = false;
+  /** While scanning: folders read but not (yet) counted, in the order of their last read. */
+  private readonly touchedInScan = new Set<string>();
+  /** While scanning: folders that went (what the scan found of them is stale). */
+  private readonly forgottenInScan = new Set<string>();
 
   private readonly videosRoot: string;
 
@@ -84,9 +98,16 @@ export class MediaCache {
 
   /** A read of the folder's file: it becomes the most recently used. */
   touch(videoId: string): void {
-    const folders = this.index();
+    this.startScan();
+    const folders = this.folders;
     const bytes = folders.get(videoId);
-    if (bytes === undefined) return;
+    if (bytes === undefined) {
+      if (this.scanning) {
+        this.touchedInScan.delete(videoId);
+        this.touchedInScan.add(videoId);
+      }
+      return;
+    }
     folders.delete(videoId);
     folders.set(videoId, bytes);
   }
@@ -97,7 +118,8 @@ export class MediaCache {
    * file just fetched for a reader that may hold no pin).
    */
   changed(videoId: string, keep?: string): void {
-    const folders = this.index();
+    this.startScan();
+    const folders = this.folders;
     this.total -= folders.get(videoId) ?? 0;
     folders.delete(videoId);
     const bytes = evictableFiles(join(this.videosRoot, videoId)).reduce((n, f) => n + f.size, 0);
@@ -108,21 +130,33 @@ export class MediaCache {
 
   /** The folder went (the video was deleted, or its copy dropped). */
   forget(videoId: string): void {
-    const folders = this.folders;
-    if (!folders) return; // not scanned yet: the scan will not find it
-    this.total -= folders.get(videoId) ?? 0;
-    folders.delete(videoId);
+    if (!this.scan) return; // not scanned yet: the scan will not find it
+    if (this.scanning) this.forgottenInScan.add(videoId);
+    this.total -= this.folders.get(videoId) ?? 0;
+    this.folders.delete(videoId);
   }
 
-  state(): CacheState {
-    const folders = this.index();
-    return { used_bytes: this.total, bound_bytes: this.boundBytes, videos: folders.size, evicted_files: this.evicted };
+  /** What the cache holds, once the media root's scan has ended (started here if it had not). */
+  async state(): Promise<CacheState> {
+    await this.scanned();
+    return {
+      used_bytes: this.total,
+      bound_bytes: this.boundBytes,
+      videos: this.folders.size,
+      evicted_files: this.evicted,
+    };
+  }
+
+  /** Resolves once the media root's scan has ended and its folders are counted (starts it on first use). */
+  async scanned(): Promise<void> {
+    this.startScan();
+    await this.scan;
   }
 
   /** Evicts least recently used, unpinned folders while over the bound; at most FOLDERS_PER_PASS looked at. */
   private evict(keep?: string): void {
-    const folders = this.index();
-    if (this.total <= this.boundBytes) return;
+    const folders = this.folders;
+    if (this.scanning || this.total <= this.boundBytes) return; // during the scan: once it ends
     const oldest: string[] = [];
     for (const videoId of folders.keys()) {
       if (oldest.length >= FOLDERS_PER_PASS) break;
@@ -153,23 +187,59 @@ export class MediaCache {
     }
   }
 
-  private index(): Map<string, number> {
-    if (this.folders) return this.folders;
+  private startScan(): void {
+    if (this.scan) return;
+    this.scanning = true;
+    this.scan = this.scanRoot().then((found) => this.merge(found));
+  }
+
+  /** Each folder of the media root with its evictable bytes and newest mtime, oldest first; one await per listing or stat. */
+  private async scanRoot(): Promise<{ videoId: string; bytes: number; newest: number }[]> {
     const found: { videoId: string; bytes: number; newest: number }[] = [];
-    if (existsSync(this.videosRoot))
-      for (const videoId of readdirSync(this.videosRoot)) {
-        const files = evictableFiles(join(this.videosRoot, videoId));
-        if (files.length === 0) continue;
-        found.push({
-          videoId,
-          bytes: files.reduce((n, f) => n + f.size, 0),
-          newest: Math.max(...files.map((f) => f.mtimeMs)),
-        });
-      }
-    found.sort((a, b) => a.newest - b.newest);
-    this.folders = new Map(found.map((f) => [f.videoId, f.bytes]));
-    this.total = found.reduce((n, f) => n + f.bytes, 0);
-    return this.folders;
+    let names: string[];
+    try {
+      names = await readdir(this.videosRoot);
+    } catch {
+      return found; // no media root yet: nothing cached
+    }
+    for (const videoId of names) {
+      const files = await evictableFilesAsync(join(this.videosRoot, videoId));
+      if (files.length === 0) continue;
+      found.push({
+        videoId,
+        bytes: files.reduce((n, f) => n + f.size, 0),
+        newest: files.reduce((m, f) => Math.max(m, f.mtimeMs), 0),
+      });
+    }
+    return found.sort((a, b) => a.newest - b.newest);
+  }
+
+  /**
+   * The scan's folders before those used meanwhile: a folder counted since the scan began (or
+   * gone since) keeps what was seen of it then; one only read since moves after the scan's
+   * others, in the order it was read. Then the pass eviction waited for.
+   */
+  private merge(found: { videoId: string; bytes: number }[]): void {
+    const merged = new Map<string, number>();
+    for (const f of found)
+      if (!this.folders.has(f.videoId) && !this.forgottenInScan.has(f.videoId)) merged.set(f.videoId, f.bytes);
+    for (const videoId of this.touchedInScan) {
+      const bytes = merged.get(videoId);
+      if (bytes === undefined) continue;
+      merged.delete(videoId);
+      merged.set(videoId, bytes);
+    }
+    for (const [videoId, bytes] of this.folders) merged.set(videoId, bytes);
+    this.folders = merged;
+    this.total = [...merged.values()].reduce((n, b) => n + b, 0);
+    this.touchedInScan.clear();
+    this.forgottenInScan.clear();
+    this.scanning = false;
+    try {
+      this.evict();
+    } catch {
+      // A file that cannot be removed now: the next fetch's pass tries again.
+    }
   }
 }
 
@@ -189,6 +259,29 @@ function evictableFiles(dir: string): { path: string; size: number; mtimeMs: num
       const path = join(d, name);
       try {
         const st = statSync(path);
+        if (st.isFile()) out.push({ path, size: st.size, mtimeMs: st.mtimeMs });
+      } catch {} // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** `evictableFiles` with one await per listing and stat: the first use's scan of the whole root. */
+async function evictableFilesAsync(dir: string): Promise<{ path: string; size: number; mtimeMs: number }[]> {
+  const out: { path: string; size: number; mtimeMs: number }[] = [];
+  for (const sub of ["", "shots"]) {
+    const d = join(dir, sub);
+    let names: string[];
+    try {
+      names = await readdir(d);
+    } catch {
+      continue; // not there (yet, or any more), or a file where a folder was looked for
+    }
+    for (const name of names) {
+      if (isTempName(name)) continue;
+      const path = join(d, name);
+      try {
+        const st = await stat(path);
         if (st.isFile()) out.push({ path, size: st.size, mtimeMs: st.mtimeMs });
       } catch {} // gone meanwhile
     }

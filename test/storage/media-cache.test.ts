@@ -65,7 +65,10 @@ describe("the node's media cache with a bucket (s3rver)", () => {
       }
     }
     const root = tempDir("vsearch-cache-root-");
-    return { files: new VideoFiles(root, "node-a", bucket, bound), root };
+    const files = new VideoFiles(root, "node-a", bucket, bound);
+    // The first use's scan of the (empty) root, ended: no pass waits for it (media-cache-scan.test.ts).
+    await files.cacheState();
+    return { files, root };
   }
   const original = (key: string) => originals.get(`${prefix}/${key}`)!;
 
@@ -75,7 +78,7 @@ describe("the node's media cache with a bucket (s3rver)", () => {
       await files.local(src(id));
       // Never over the bound after a fetch: nothing here is in use once local() returned.
       expect(diskBytes(root)).toBeLessThanOrEqual(BOUND);
-      expect(files.cacheState()!.used_bytes).toBe(diskBytes(root));
+      expect((await files.cacheState())!.used_bytes).toBe(diskBytes(root));
       expect(existsSync(files.abs(src(id)))).toBe(true); // the file just fetched is there
     }
     // c1 and c2 went, oldest first; c3 and c4 stay.
@@ -90,8 +93,8 @@ describe("the node's media cache with a bucket (s3rver)", () => {
     await files.local(thumb(IDS[2]!));
     await files.local(src(IDS[5]!)); // c5 is now the oldest (c3 was read twice since)
     expect(existsSync(files.abs(src(IDS[4]!)))).toBe(false);
-    expect(files.cacheState()).toMatchObject({ bound_bytes: BOUND, videos: 2, used_bytes: diskBytes(root) });
-    expect(files.cacheState()!.evicted_files).toBe(4);
+    expect(await files.cacheState()).toMatchObject({ bound_bytes: BOUND, videos: 2, used_bytes: diskBytes(root) });
+    expect((await files.cacheState())!.evicted_files).toBe(4);
   });
 
   test("a bound below one file: the file a fetch brought stays for its reader, the next fetch evicts it", async () => {
@@ -165,7 +168,7 @@ describe("the node's media cache with a bucket (s3rver)", () => {
     for (const kept of ["frames.tmp/0001.jpg", "ocr-frames.tmp/0001.gray", "web.mp4.tmp", "clips/1000-2000.mp4"])
       expect(existsSync(join(dir, kept))).toBe(true);
     expect(existsSync(dir)).toBe(true); // the folder stays (a running rendition reads a gone folder as a deletion)
-    expect(files.cacheState()!.used_bytes).toBe(diskBytes(root));
+    expect((await files.cacheState())!.used_bytes).toBe(diskBytes(root));
   });
 
   test("what the node publishes counts and may evict others; it is in the bucket first", async () => {
@@ -189,7 +192,7 @@ describe("the node's media cache with a bucket (s3rver)", () => {
     const old = Date.now() / 1000 - 3600;
     utimesSync(files.abs(src(IDS[1]!)), old, old);
     const restarted = new VideoFiles(root, "node-a", files.bucket, BOUND);
-    expect(restarted.cacheState()).toMatchObject({ used_bytes: 2 * SOURCE_BYTES, videos: 2 });
+    expect(await restarted.cacheState()).toMatchObject({ used_bytes: 2 * SOURCE_BYTES, videos: 2 });
     await restarted.local(src(IDS[2]!));
     expect(existsSync(files.abs(src(IDS[1]!)))).toBe(false);
     expect(existsSync(files.abs(src(IDS[0]!)))).toBe(true);
@@ -206,7 +209,7 @@ describe("without a bucket the media root is the only copy", () => {
       await files.publish([src(id)]);
       expect(await files.local(src(id))).toBe(files.abs(src(id)));
     }
-    expect(files.cacheState()).toBeNull();
+    expect(await files.cacheState()).toBeNull();
     expect(IDS.every((id) => existsSync(files.abs(src(id))))).toBe(true);
     expect(diskBytes(root)).toBe(IDS.length * SOURCE_BYTES);
   });

@@ -15,6 +15,7 @@ import m012 from "./012_ocr_cjk.sql" with { type: "text" };
 import m013 from "./013_people.sql" with { type: "text" };
 import m014 from "./014_nodes.sql" with { type: "text" };
 import m015 from "./015_cluster_meta.sql" with { type: "text" };
+import m016 from "./016_collection_scope.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -38,4 +39,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 13, name: "people", sql: m013 },
   { version: 14, name: "nodes", sql: m014 },
   { version: 15, name: "cluster_meta", sql: m015 },
+  { version: 16, name: "collection_scope", sql: m016 },
 ];

@@ -12,6 +12,7 @@ import m007 from "./007_nodes.sql" with { type: "text" };
 import m008 from "./008_rate_windows.sql" with { type: "text" };
 import m009 from "./009_cluster_meta.sql" with { type: "text" };
 import m010 from "./010_vector_changes_per_statement.sql" with { type: "text" };
+import m011 from "./011_collection_scope.sql" with { type: "text" };
 
 export interface PgMigration {
   version: number;
@@ -57,4 +58,5 @@ export const PG_MIGRATIONS: PgMigration[] = [
     pgOnly:
       "PostgreSQL's row triggers re-updating one row in a transaction cost N² (row versions); SQLite updates in place",
   },
+  { version: 11, name: "collection_scope", sql: m011, sqlite: [16] },
 ];
