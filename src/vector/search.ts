@@ -39,16 +39,17 @@ const MIN_FILL = 0.6;
 /**
  * The scan's Hamming threshold comes from a sample of the table's rows, in runs of up to
  * SAMPLE_RUN_ROWS adjacent rows (whole chunks; prefetch-friendly). A flat scan samples
- * SAMPLE_MIN_ROWS (~32 k) rows. Probed lists sample ~SAMPLE_HITS·allowed/coarse rows (≥
- * SAMPLE_FLOOR_ROWS), so that ~SAMPLE_HITS sampled rows fall under the threshold (relative error
- * ~1/√SAMPLE_HITS, ~6 %: THRESHOLD_MARGIN and the MIN_FILL / CANDIDATE_BUFFER fallback absorb it);
- * the exact histogram only when the table holds under twice that. Before issue 27 any table under
- * 32 k rows — every image probe up to ~1 M rows — took the exact histogram: a second full pass
- * over the rows read (~13 % of an image query's CPU at 100 k, ~25 % once its stages were narrowed).
+ * SAMPLE_MIN_ROWS (~32 k) rows in 32 runs. Probed lists sample ~SAMPLE_HITS·allowed/coarse rows
+ * (≥ SAMPLE_FLOOR_ROWS) in ≥ 64 runs, so that ~SAMPLE_HITS sampled rows fall under the threshold
+ * (relative error ~1/√SAMPLE_HITS, ~6 %: THRESHOLD_MARGIN and the MIN_FILL / CANDIDATE_BUFFER
+ * fallback absorb it); the exact histogram only when the table holds under twice that. Before
+ * issue 27 any table under 32 k rows — every image probe up to ~1 M rows — took the exact
+ * histogram: a second full pass over the rows read (~13 % of an image query's CPU at 100 k, ~25 %
+ * once its stages were narrowed).
  */
 const SAMPLE_RUN_ROWS = 1024;
 const SAMPLE_MIN_ROWS = 32768;
-const SAMPLE_FLOOR_ROWS = 1024;
+const SAMPLE_FLOOR_ROWS = 2048;
 const SAMPLE_HITS = 256;
 
 /** Up to this many ids per group filter, the mask compares ids with SIMD; above, it looks rows up in a table. */
@@ -391,7 +392,11 @@ export class Searcher {
       } else if (rows >= (sel.probed ? 2 : 1) * sampleRows) {
         // Runs of adjacent chunks (prefetch-friendly), spread over the table so that ~sampleRows
         // rows are sampled; the threshold is scaled from the sample's histogram.
-        const run = Math.max(1, Math.min(SAMPLE_RUN_ROWS, sampleRows >> 3) >> L.chunkShift);
+        // Probed tables: ≥ 64 short runs (list-ordered tables vary in distance from list to list).
+        const run = Math.max(
+          1,
+          Math.min(SAMPLE_RUN_ROWS, sel.probed ? sampleRows >> 6 : sampleRows >> 3) >> L.chunkShift,
+        );
         const every = Math.max(1, Math.floor((nChunks * L.chunkRows) / sampleRows)) * run;
         for (let c = 0; c < nChunks; c += every) distances(c, Math.min(run, nChunks - c));
         let sampled = 0;
