@@ -168,7 +168,8 @@ export function thresholdFor(u32: Uint32Array, hist: number, padDim: number, wan
  * `candidates`), middle = 10 % of coarse (≥ 1 024, ≥ 4k), rescored = max(64, min(4k, k + 256)). Chosen on the 1 M
  * clustered set with text-like queries (40 queries): recall@10 0.955 / 0.975 / 0.98 at coarse
  * 30 000 / 40 000 / 50 000, and with coarse 50 000, middle at 4 % / 6 % / 10 % of it gave
- * 0.94 / 0.96 / 0.98. bench/vector-bench.ts reproduces the sweep.
+ * 0.94 / 0.96 / 0.98. bench/vector-bench.ts reproduces the sweep. Probed lists with
+ * `inDistribution` (image queries): the NEAR_* sizes above.
  */
 export function stageSizes(
   allowed: number,

@@ -72,7 +72,7 @@ export interface SearchOptions {
   /**
    * Rows the coarse (Hamming) pass hands on; the main recall/latency knob. Default: 40·√allowed
    * (4 % at 1 M rows), at least 8 192 and at most 131 072 (per segment); 20 % of the rows read
-   * when lists are probed.
+   * when lists are probed (10 %, at least 1 024, with `inDistribution`).
    */
   candidates?: number;
   /**
