@@ -450,6 +450,7 @@ async function runSize(n: number): Promise<void> {
           probe: p?.share,
           probeAt: p?.at,
           probeGrowth: p?.growth,
+          inDistribution: p?.inDistribution,
           allow: allowOf?.(i),
           stats,
         })

@@ -33,6 +33,8 @@ export interface ProbePolicy {
   at?: number;
   /** Exponents of the rows read in n, below and above `at` (default [0.5, 0.5]). */
   growth?: readonly [number, number];
+  /** The query is like the indexed rows (image against frames): fewer rows per stage (src/vector `inDistribution`). */
+  inDistribution?: boolean;
 }
 
 export interface VectorHit {

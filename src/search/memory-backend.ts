@@ -415,6 +415,7 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
         probe: req.probe?.share,
         probeAt: req.probe?.at,
         probeGrowth: req.probe?.growth,
+        inDistribution: req.probe?.inDistribution,
         stats,
       });
       // One batched read of the candidates' exact vectors (cache, then this session's, then the store).

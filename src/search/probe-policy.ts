@@ -12,7 +12,7 @@ import type { ProbePolicy } from "./indexes.ts";
  * read, recall@10 0.99, < 1 ms; 1 M 28 k read, 0.99, ~1.8 ms; 10 M 112 k read, 0.958, 7.6 ms
  * (BENCHMARKS.md, "10 M after compaction").
  */
-export const IMAGE_QUERY_PROBE: ProbePolicy = { share: 0.028, at: 1_000_000 };
+export const IMAGE_QUERY_PROBE: ProbePolicy = { share: 0.028, at: 1_000_000, inDistribution: true };
 
 /**
  * Text queries (issue 27): 30 % of the rows from 1 M rows up, a larger share below (rows read

@@ -23,6 +23,16 @@ const COARSE_MIN = 8192;
 const COARSE_MAX = 131072;
 const MIDDLE_FRACTION = 0.1;
 const MIDDLE_MIN = 1024;
+/**
+ * Probed in-distribution queries (SearchOptions.inDistribution: image against frames) keep fewer
+ * rows per stage. At 100 k rows, the app's image probe (9 k rows read), recall@10 0.989 was set by
+ * the lists read alone: rescoring all 1 024 middle rows gave 0.989, and so did coarse 500, middle
+ * 128, 32 rescored (16 rescored: 0.985). These sizes keep about twice that margin at each stage.
+ */
+const NEAR_COARSE_FRACTION = 0.1;
+const NEAR_COARSE_MIN = 1024;
+const NEAR_MIDDLE_MIN = 256;
+const NEAR_RESCORE_MIN = 64;
 const RESCORE_MIN = 64;
 const RESCORE_PER_K = 4;
 /**
@@ -158,7 +168,8 @@ export function thresholdFor(u32: Uint32Array, hist: number, padDim: number, wan
  * `candidates`), middle = 10 % of coarse (≥ 1 024, ≥ 4k), rescored = max(64, min(4k, k + 256)). Chosen on the 1 M
  * clustered set with text-like queries (40 queries): recall@10 0.955 / 0.975 / 0.98 at coarse
  * 30 000 / 40 000 / 50 000, and with coarse 50 000, middle at 4 % / 6 % / 10 % of it gave
- * 0.94 / 0.96 / 0.98. bench/vector-bench.ts reproduces the sweep.
+ * 0.94 / 0.96 / 0.98. bench/vector-bench.ts reproduces the sweep. Probed lists with
+ * `inDistribution` (image queries): the NEAR_* sizes above.
  */
 export function stageSizes(
   allowed: number,
@@ -168,7 +179,21 @@ export function stageSizes(
   rescore?: number,
   rescoreMin = RESCORE_MIN,
   rescoreShare = 0,
+  inDistribution = false,
 ): { coarse: number; middle: number; rescore: number } {
+  if (probed && inDistribution) {
+    const coarse = Math.min(
+      allowed,
+      Math.max(1, Math.floor(candidates ?? Math.max(NEAR_COARSE_MIN, Math.ceil(allowed * NEAR_COARSE_FRACTION)))),
+    );
+    const middle = Math.min(coarse, Math.max(RESCORE_PER_K * k, NEAR_MIDDLE_MIN, Math.ceil(coarse * MIDDLE_FRACTION)));
+    const rescoreWanted =
+      rescore !== undefined
+        ? Math.max(k, Math.floor(rescore))
+        : Math.max(NEAR_RESCORE_MIN, Math.min(RESCORE_PER_K * k, k + RESCORE_MARGIN));
+    const mid = Math.max(middle, Math.min(coarse, rescoreWanted));
+    return { coarse, middle: mid, rescore: Math.min(mid, rescoreWanted) };
+  }
   // A full scan keeps COARSE_PER_SQRT·√allowed (= 4 % at 1 M): the candidates a top-10 needs grow
   // more slowly than the rows, but faster than a fixed count (1 collection of 20 at 10 M — 500 k
   // allowed rows — got 0.928 from 4 %). Probed lists are the query's neighbourhood: a share. Also

@@ -37,11 +37,20 @@ const THRESHOLD_MARGIN = 1.1;
 const CANDIDATE_BUFFER = 4;
 const MIN_FILL = 0.6;
 /**
- * Tables of ≥ SAMPLE_MIN_ROWS rows take the threshold from ~that many sampled rows, in runs of
- * SAMPLE_RUN_ROWS adjacent rows (8 and 256 chunks of 128 rows; whole chunks of any size).
+ * The scan's Hamming threshold comes from a sample of the table's rows, in runs of up to
+ * SAMPLE_RUN_ROWS adjacent rows (whole chunks; prefetch-friendly). A flat scan samples
+ * SAMPLE_MIN_ROWS (~32 k) rows in 32 runs. Probed lists sample ~SAMPLE_HITS·allowed/coarse rows
+ * (≥ SAMPLE_FLOOR_ROWS) in ≥ 64 runs, so that ~SAMPLE_HITS sampled rows fall under the threshold
+ * (relative error ~1/√SAMPLE_HITS, ~6 %: THRESHOLD_MARGIN and the MIN_FILL / CANDIDATE_BUFFER
+ * fallback absorb it); the exact histogram only when the table holds under twice that. Before
+ * issue 27 any table under 32 k rows — every image probe up to ~1 M rows — took the exact
+ * histogram: a second full pass over the rows read (~13 % of an image query's CPU at 100 k, ~25 %
+ * once its stages were narrowed).
  */
 const SAMPLE_RUN_ROWS = 1024;
 const SAMPLE_MIN_ROWS = 32768;
+const SAMPLE_FLOOR_ROWS = 2048;
+const SAMPLE_HITS = 256;
 
 /** Up to this many ids per group filter, the mask compares ids with SIMD; above, it looks rows up in a table. */
 const MAX_EQ_IDS = 8;
@@ -224,6 +233,7 @@ export class Searcher {
       opts.rescore,
       this.rescoreMin,
       this.rescoreShare,
+      opts.inDistribution,
     );
     const bufferCap = Math.max(Math.min(tableRows, CANDIDATE_BUFFER * caps.coarse), this.exactBelow + 1);
     const nChunks = chunks.length,
@@ -311,6 +321,7 @@ export class Searcher {
       opts.rescore,
       this.rescoreMin,
       this.rescoreShare,
+      opts.inDistribution,
     );
     // Unfiltered queries skip the mask: rows past the end of a list (tails of last chunks) may
     // then pass too, so the buffer has room for them; they are dropped after the scan.
@@ -370,18 +381,29 @@ export class Searcher {
     } else {
       a.u32.fill(0, hist, hist + L.padDim + 1);
       let T: number;
-      const sampleChunks = SAMPLE_MIN_ROWS >> L.chunkShift,
-        run = SAMPLE_RUN_ROWS >> L.chunkShift;
-      if (nChunks >= sampleChunks) {
-        // Runs of `run` adjacent chunks (prefetch-friendly), spread so that ~SAMPLE_MIN_ROWS rows
-        // are sampled; the threshold is scaled from the sample's histogram.
-        const every = Math.max(1, Math.floor(nChunks / sampleChunks)) * run;
+      const want = THRESHOLD_MARGIN * coarse;
+      // A flat scan samples ~32 k rows as before issue 27; probed lists ~SAMPLE_HITS rows under T.
+      const sampleRows = sel.probed
+        ? Math.min(SAMPLE_MIN_ROWS, Math.max(SAMPLE_FLOOR_ROWS, (SAMPLE_HITS * allowed) / coarse))
+        : SAMPLE_MIN_ROWS;
+      if (want >= allowed) {
+        // Every row is a candidate (a probe's few thousand rows under COARSE_MIN): no threshold to find.
+        T = L.padDim;
+      } else if (rows >= (sel.probed ? 2 : 1) * sampleRows) {
+        // Runs of adjacent chunks (prefetch-friendly), spread over the table so that ~sampleRows
+        // rows are sampled; the threshold is scaled from the sample's histogram.
+        // Probed tables: ≥ 64 short runs (list-ordered tables vary in distance from list to list).
+        const run = Math.max(
+          1,
+          Math.min(SAMPLE_RUN_ROWS, sel.probed ? sampleRows >> 6 : sampleRows >> 3) >> L.chunkShift,
+        );
+        const every = Math.max(1, Math.floor((nChunks * L.chunkRows) / sampleRows)) * run;
         for (let c = 0; c < nChunks; c += every) distances(c, Math.min(run, nChunks - c));
-        let sampleRows = 0;
-        for (let d = 0; d <= L.padDim; d++) sampleRows += a.u32[hist + d];
-        T = thresholdFor(a.u32, hist, L.padDim, (THRESHOLD_MARGIN * coarse * sampleRows) / allowed);
+        let sampled = 0;
+        for (let d = 0; d <= L.padDim; d++) sampled += a.u32[hist + d];
+        T = thresholdFor(a.u32, hist, L.padDim, (want * sampled) / allowed);
       } else {
-        // Small partition: the exact histogram costs less than estimating extra candidates.
+        // Small table: the exact histogram costs less than estimating extra candidates.
         distances(0, nChunks);
         T = thresholdFor(a.u32, hist, L.padDim, coarse);
       }

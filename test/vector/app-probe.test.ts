@@ -83,7 +83,7 @@ describe("searches probe the inverted lists", () => {
     const best = await run(searchRequest({ modes: "video" }, imageBytes()));
     const info = domain.indexes.lastVectorSearch!;
     // 2.8 % at a million rows, the rows read growing as √n around it.
-    expect(info.probe).toEqual({ share: 0.028, at: 1_000_000 });
+    expect(info.probe).toEqual({ share: 0.028, at: 1_000_000, inDistribution: true });
     // Only the lists nearest the query were read: ≥ 4 096 rows (the probe's floor), well under all.
     expect(info.scanned).toBeGreaterThanOrEqual(4096);
     expect(info.scanned).toBeLessThan(FRAMES / 2);

@@ -60,6 +60,34 @@ describe("inverted lists: training and probing", () => {
     expect(scanned / 20).toBeLessThan(0.5 * ds.n);
   });
 
+  it("inDistribution narrows an image probe's stages, same rows read, same recall", () => {
+    const Q = generateQueries(ds, 20, "image", 13);
+    let wide = 0,
+      narrow = 0;
+    for (let i = 0; i < 20; i++) {
+      const exact = exactTopK(ds, q(Q, i), 10);
+      const sw = newStats(),
+        sn = newStats();
+      wide += recallAt(index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.2, stats: sw }), exact);
+      narrow += recallAt(
+        index.search(q(Q, i), { partition: "acct", k: 10, probe: 0.2, inDistribution: true, stats: sn }),
+        exact,
+      );
+      expect(sn.scanned).toBe(sw.scanned);
+      // 10 % of the rows read (≥ 1 024, the Hamming sample's estimate) against 20 % (≥ 8 192).
+      expect(sn.coarse).toBeLessThan(sw.coarse / 2);
+      expect(sn.middle).toBe(256);
+      expect(sn.rescored).toBe(64);
+      expect(sw.rescored).toBe(128);
+    }
+    expect(narrow / 20).toBeGreaterThanOrEqual(0.95);
+    expect(narrow).toBeGreaterThanOrEqual(wide - 0.2);
+    // Without lists probed (no `probe`) it changes nothing: a flat scan keeps its wide stages.
+    const flat = newStats();
+    index.search(q(Q, 0), { partition: "acct", k: 10, inDistribution: true, stats: flat });
+    expect(flat.rescored).toBe(128);
+  });
+
   it("without probe every row is read (text-like queries keep the flat scan's recall)", () => {
     const Q = generateQueries(ds, 15, "text", 4);
     let sum = 0;
