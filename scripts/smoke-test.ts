@@ -344,10 +344,13 @@ async function main(): Promise<number> {
   // 12: the media in an S3 bucket.
   await objectStoragePass(harness(modelDir));
 
-  // Not failures: where else the binary wrote (ONNX Runtime keeps a device id under $HOME/.cache).
+  // Where else the binary wrote is a note, not a failure — except ONNX Runtime's telemetry files:
+  // the binary switches that off at start (src/runtime/ort-telemetry.ts); no run here sets the switch.
   const strays = [...snapshot(env.HOME).keys()]
     .map((k) => `$HOME/${k}`)
     .concat([...snapshot(env.TMPDIR).keys()].map((k) => `$TMPDIR/${k}`));
+  const telemetry = strays.filter((f) => /^\$HOME\/\.cache\/Microsoft\/|^\$TMPDIR\/(mat-debug-|\.ses$)/.test(f));
+  check("ONNX Runtime's telemetry wrote nothing under $HOME or $TMPDIR", telemetry.length === 0, telemetry.join(", "));
   if (strays.length) console.log(`note: files written outside the data dir: ${strays.join(", ")}`);
   return checks.every((c) => c.ok) ? 0 : 1;
 }

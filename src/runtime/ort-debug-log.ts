@@ -1,16 +1,25 @@
 /**
- * ONNX Runtime 1.30's POSIX telemetry (Microsoft's 1DS SDK, linked into libonnxruntime.so) opens
- * `/tmp/mat-debug-<pid>.log` when a process creates its first session, and writes nothing to it:
- * every vsearch process that loaded a model left an empty file in /tmp. The library's switch,
- * `ORT_DISABLE_TELEMETRY=1`, is read with the C library's getenv, which Bun's `process.env`
- * assignments do not reach (they do not call setenv): it works only in the environment the process
- * is started with (docs/OPERATIONS.md). Without it, the process removes its own file at exit — the
- * file of its own pid, only if it is still an empty regular file this user owns.
+ * ONNX Runtime 1.30's POSIX telemetry (src/runtime/ort-telemetry.ts) opens
+ * `$TMPDIR/mat-debug-<pid>.log` when a process creates its first session, and writes nothing to it.
+ * prepareRuntime switches that telemetry off, so the file is made only where the switch could not
+ * be set (no C library reachable through bun:ffi) or the operator set `ORT_DISABLE_TELEMETRY` to a
+ * value that leaves it on. For those, the process removes its own file at exit — the file of its
+ * own pid, only if it is still an empty regular file this user owns.
  */
 import { lstatSync, unlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cEnvironmentValue } from "./ort-telemetry.ts";
 
-/** The file the 1DS SDK opens for this process (its temp folder is a fixed `/tmp/`). */
-export const ortDebugLogPath = (): string => `/tmp/mat-debug-${process.pid}.log`;
+/**
+ * The file the 1DS SDK opens for this process: in the TMPDIR of the C environment (the one it reads),
+ * `/tmp` without one; where the C environment cannot be read, in the folder Node's tmpdir() names.
+ */
+export function ortDebugLogPath(): string {
+  const fromC = cEnvironmentValue("TMPDIR");
+  const dir = fromC === undefined ? tmpdir() : fromC || "/tmp";
+  return join(dir, `mat-debug-${process.pid}.log`);
+}
 
 /** Removes this process's `mat-debug` file if it is there, empty and ours; true when it did. */
 export function removeOwnOrtDebugLog(): boolean {
@@ -22,7 +31,7 @@ export function removeOwnOrtDebugLog(): boolean {
     unlinkSync(path);
     return true;
   } catch {
-    return false; // not there (no model was loaded, or the switch was set)
+    return false; // not there (no model was loaded, or the telemetry was off)
   }
 }
 

@@ -7,6 +7,7 @@ import { embeddedAssets } from "./embedded.ts";
 import { type ExtractJob, extractAll } from "./extract.ts";
 import { type NativeKey, resolveToolFiles } from "./native-files.ts";
 import { removeOrtDebugLogAtExit } from "./ort-debug-log.ts";
+import { switchOffOrtTelemetry } from "./ort-telemetry.ts";
 import {
   type EmbeddedAssets,
   NATIVE_PATHS_KEY,
@@ -22,7 +23,10 @@ import {
  * importing anything that loads @huggingface/transformers or onnxruntime-node in this thread.
  */
 export async function prepareRuntime(opts: PrepareRuntimeOptions): Promise<RuntimePaths> {
-  // ONNX Runtime 1.30 leaves an empty /tmp/mat-debug-<pid>.log behind each process that loads a model.
+  // ONNX Runtime 1.30's telemetry writes under $HOME/.cache/Microsoft and $TMPDIR in each process
+  // that loads a model; it reads its switch when the first session is made, so it is set here. The
+  // exit hook removes the empty mat-debug file where the switch could not be set or stays on.
+  switchOffOrtTelemetry();
   removeOrtDebugLogAtExit();
   const embedded = embeddedAssets();
   return embedded ? prepareFromEmbedded(embedded, opts) : prepareDev(opts.overrides);

@@ -1,75 +1,94 @@
 /**
- * ONNX Runtime 1.30 opens an empty /tmp/mat-debug-<pid>.log in each process that creates a session
- * (src/runtime/ort-debug-log.ts). A real child process — prepareRuntime, then a tiny CLIP model
- * loaded with onnxruntime-node — leaves none behind; one whose file has something in it keeps it;
- * `ORT_DISABLE_TELEMETRY=1` in its start environment stops the file being made at all.
+ * ONNX Runtime 1.30's telemetry (src/runtime/ort-telemetry.ts) writes under $HOME/.cache/Microsoft
+ * and $TMPDIR in each process that creates a session. A real child process — prepareRuntime, then a
+ * tiny CLIP model loaded with onnxruntime-node — with a fresh HOME and TMPDIR and without
+ * ORT_DISABLE_TELEMETRY in its start environment writes nothing there: prepareRuntime set the
+ * switch in the C library's environment. An operator's own value stands; where it leaves the
+ * telemetry on, the files are made (the control that shows the look would see them) and the
+ * process still removes its empty mat-debug file at exit (src/runtime/ort-debug-log.ts).
  */
-import { existsSync, rmSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { tempDir } from "../helpers/temp.ts";
+import { tempDirs } from "../helpers/temp.ts";
 
 const CHILD = join(import.meta.dirname, "ort-debug-log-child.ts");
-const dir = tempDir("vsearch-ort-log-");
-const logOf = (pid: number) => `/tmp/mat-debug-${pid}.log`;
+const dirs = tempDirs("vsearch-ort-telemetry-");
+const TELEMETRY_DIR = join(".cache", "Microsoft", "DeveloperTools", ".onnxruntime");
 
-interface ChildAnswer {
+interface ChildRun {
   pid: number;
-  before: boolean;
-  whileRunning: boolean;
-  inputs: string[];
+  /** ORT_DISABLE_TELEMETRY in the child's start environment, and in its C environment after prepareRuntime. */
+  startValue: string | null;
+  cValue: string | null;
+  /** Whether its mat-debug file was there after the model was loaded. */
+  debugLog: boolean;
+  /** Every file left under the child's HOME and TMPDIR after it exited (relative, prefixed). */
+  left: string[];
 }
 
-/**
- * The child run until it gets a pid no earlier process left a file for (other processes on this
- * machine may have left /tmp/mat-debug-<pid>.log behind, and pids are reused): at most 5 runs.
- */
-async function runChild(extraEnv: Record<string, string>, mode = ""): Promise<ChildAnswer> {
-  for (let attempt = 1; ; attempt++) {
-    const answer = await runChildOnce(extraEnv, mode);
-    if (!answer.before || attempt >= 5) {
-      expect(answer.before, `5 runs met a stale ${logOf(answer.pid)}`).toBe(false);
-      return answer;
-    }
-  }
-}
+const filesUnder = (dir: string, label: string): string[] =>
+  readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => !e.isDirectory())
+    .map((e) => join(label, e.parentPath.slice(dir.length), e.name))
+    .sort();
 
-async function runChildOnce(extraEnv: Record<string, string>, mode: string): Promise<ChildAnswer> {
-  const env: Record<string, string | undefined> = { ...process.env, ...extraEnv };
-  if (!("ORT_DISABLE_TELEMETRY" in extraEnv)) delete env.ORT_DISABLE_TELEMETRY;
-  const child = Bun.spawn([process.execPath, CHILD, dir, mode], { stdout: "pipe", stderr: "pipe", env });
+/** `telemetry`: the child's ORT_DISABLE_TELEMETRY (undefined: not in its environment at all). */
+async function runChild(telemetry: string | undefined, ...args: string[]): Promise<ChildRun> {
+  const home = dirs.make();
+  const tmp = dirs.make();
+  // Bun's own transpiler cache would land in $HOME/.bun: not what is looked for here.
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    HOME: home,
+    TMPDIR: tmp,
+    BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0",
+  };
+  delete env.ORT_DISABLE_TELEMETRY;
+  if (telemetry !== undefined) env.ORT_DISABLE_TELEMETRY = telemetry;
+  const child = Bun.spawn([process.execPath, CHILD, dirs.make(), ...args], { stdout: "pipe", stderr: "pipe", env });
   const [out, err, code] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),
     child.exited,
   ]);
   expect(code, err).toBe(0);
-  const line = out.trim().split("\n").at(-1) ?? "";
-  const answer = JSON.parse(line) as ChildAnswer;
+  const answer = JSON.parse(out.trim().split("\n").at(-1) ?? "");
   expect(answer.pid).toBe(child.pid);
   expect(answer.inputs).toEqual(["input_ids"]); // the model was really loaded
-  return answer;
+  return { ...answer, left: [...filesUnder(home, "$HOME"), ...filesUnder(tmp, "$TMPDIR")] };
 }
 
-test.skipIf(process.platform !== "linux")(
-  "a process that loaded a model leaves no empty mat-debug file; one with content is kept",
-  async () => {
-    const plain = await runChild({});
-    // ONNX Runtime made it while the process ran (if a later version stops, this workaround can go)…
-    expect(plain.whileRunning).toBe(true);
-    // …and the process removed its own at exit.
-    expect(existsSync(logOf(plain.pid))).toBe(false);
+const linuxOnly = test.skipIf(process.platform !== "linux");
 
-    const written = await runChild({}, "write");
-    expect(written.whileRunning).toBe(true);
-    try {
-      expect(existsSync(logOf(written.pid))).toBe(true); // not empty: not the process's to throw away
-    } finally {
-      rmSync(logOf(written.pid), { force: true });
-    }
+linuxOnly("without ORT_DISABLE_TELEMETRY at start, a process that loaded a model writes nothing outside", async () => {
+  const run = await runChild(undefined); // loaded in a worker thread, as the inference pool does
+  expect(run.startValue).toBeNull();
+  expect(run.cValue).toBe("1"); // prepareRuntime put it where ONNX Runtime reads it
+  expect(run.debugLog).toBe(false);
+  expect(run.left).toEqual([]);
 
-    const off = await runChild({ ORT_DISABLE_TELEMETRY: "1" });
-    expect(off.whileRunning).toBe(false);
-    expect(existsSync(logOf(off.pid))).toBe(false);
-  },
-);
+  // Set but empty is taken as not set (the library would read it as "on").
+  const empty = await runChild("", "thread=main");
+  expect(empty.cValue).toBe("1");
+  expect(empty.left).toEqual([]);
+});
+
+linuxOnly("an operator's own value stands: 1 keeps it off, 0 turns it on", async () => {
+  const off = await runChild("1", "thread=main");
+  expect(off.cValue).toBe("1");
+  expect(off.left).toEqual([]);
+
+  // The control: with the telemetry on, the files this look must catch are made…
+  const on = await runChild("0", "thread=main");
+  expect(on.cValue).toBe("0");
+  expect(on.left).toEqual(expect.arrayContaining([join("$HOME", TELEMETRY_DIR, "deviceid")]));
+  // …and the empty mat-debug file was there while the process ran, and removed at its exit.
+  expect(on.debugLog).toBe(true);
+  expect(on.left.filter((f) => f.includes("mat-debug"))).toEqual([]);
+
+  // One with something in it is not the process's to throw away.
+  const written = await runChild("0", "thread=main", "write");
+  expect(written.debugLog).toBe(true);
+  expect(written.left).toContain(join("$TMPDIR", `mat-debug-${written.pid}.log`));
+});
