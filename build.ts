@@ -41,7 +41,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { type NativeFiles, type NativeKey, resolveNativeFiles, runtimeLayout } from "./src/runtime/native-files.ts";
-import { NATIVE_PATHS_KEY } from "./src/runtime/types.ts";
+import { type EmbeddedAssets, NATIVE_PATHS_KEY } from "./src/runtime/types.ts";
 import { bundleWeb } from "./web/bundle.ts";
 
 const ROOT = dirname(fileURLToPath(import.meta.url));
@@ -120,16 +120,7 @@ export function dependencyPatches(piscinaWorkerPath: string, platformArch: strin
 }
 
 /** Source of the module that replaces src/runtime/embedded.ts in the binary. */
-export function embeddedAssetsModule(
-  files: NativeFiles,
-  entries: {
-    inferenceWorker: string;
-    piscinaWorker: string;
-    ocrWorker: string;
-    ppocrWorker: string;
-    storeReader: string;
-  },
-): string {
+export function embeddedAssetsModule(files: NativeFiles, entries: EmbeddedAssets["entries"]): string {
   const layout = runtimeLayout(files);
   const keys = Object.keys(files) as NativeKey[];
   const imports = keys.map((k, i) => `import f${i} from ${JSON.stringify(files[k])} with { type: "file" };`);

@@ -52,6 +52,7 @@ import { IndexStore } from "../src/indexing/store.ts";
 import type { ModelCatalog } from "../src/models/roles.ts";
 import type { QueryEmbedder } from "../src/search/embedder.ts";
 import { copyFrames } from "./lib/copy-frames.ts";
+import { runSearchClients } from "./lib/run-search-clients.ts";
 import { FixedEmbedder } from "./lib/fixed-embedder.ts";
 import { MemoryVectorBackend } from "../src/search/memory-backend.ts";
 import { PgVectorBackend } from "../src/search/pgvector-backend.ts";
@@ -98,8 +99,6 @@ const ROOT = join(import.meta.dir, "..");
 const OUT = join(import.meta.dir, "results", "pg.json");
 const TINY_CLIP = join(ROOT, "test", "fixtures", "models", "tiny-random-clip");
 const SHARED = join(ROOT, "..", "shared", "fixtures", "models");
-const CLIENTS = join(import.meta.dir, "lib", "search-clients.ts");
-const BUN = join(ROOT, "node_modules", ".bin", "bun");
 
 const r2 = (x: number) => Math.round(x * 100) / 100;
 const load1 = () => r2(loadavg()[0]);
@@ -230,14 +229,7 @@ async function partA(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sq
       for (const clients of [1, 4]) {
         const load = load1();
         const c0 = process.cpuUsage();
-        const child = Bun.spawn([BUN, CLIENTS, url, data.key, String(clients), String(SECS)], {
-          stdin: new Blob([JSON.stringify(texts())]),
-          stdout: "pipe",
-          stderr: "inherit",
-        });
-        const out = await new Response(child.stdout).text();
-        if ((await child.exited) !== 0) throw new Error(`clients failed: ${out}`);
-        const r = JSON.parse(out) as { requests: number; errors: number; secs: number; lat: number[] };
+        const { result: r } = await runSearchClients(url, data.key, clients, SECS, texts());
         const cpu = process.cpuUsage(c0);
         const row = {
           store: s.store,

@@ -28,6 +28,7 @@ import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
 import { findPostgres, freePort, type PgBinaries, startCluster } from "../test/pg/cluster.ts";
 import { FixedEmbedder } from "./lib/fixed-embedder.ts";
+import { runSearchClients } from "./lib/run-search-clients.ts";
 import { DIM, MODEL, searchDataset, WORDS, writeSearchData } from "./lib/search-data.ts";
 import { generateQueries } from "./lib/synthetic.ts";
 
@@ -142,18 +143,8 @@ try {
     const p0 = cpuOf(pgPids);
     const b0 = boxTicks();
     const t0 = performance.now();
-    const child = Bun.spawn(
-      [BUN, join(import.meta.dir, "lib", "search-clients.ts"), url, data.key, String(clients), String(secs)],
-      {
-        stdin: new Blob([JSON.stringify(queries)]),
-        stdout: "pipe",
-        stderr: "inherit",
-      },
-    );
-    const out = await new Response(child.stdout).text();
-    if ((await child.exited) !== 0) throw new Error(`clients failed: ${out}`);
+    const { result: r, child } = await runSearchClients(url, data.key, clients, secs, queries);
     const wall = (performance.now() - t0) / 1000;
-    const r = JSON.parse(out) as { requests: number; errors: number; secs: number; lat: number[] };
     const n = Math.max(1, r.requests);
     const usage = child.resourceUsage();
     const clientMs = usage ? (Number(usage.cpuTime.user) + Number(usage.cpuTime.system)) / 1000 : Number.NaN;

@@ -51,6 +51,7 @@ import { SearchStore } from "../src/search/store.ts";
 import { SearchService } from "../src/search/service.ts";
 import { VectorModes } from "../src/search/vector-modes.ts";
 import { AuthService } from "../src/auth/service.ts";
+import { runSearchClients } from "./lib/run-search-clients.ts";
 import { BenchEmbedder, DIM, type SearchData, searchDataset, WORDS, writeSearchData } from "./lib/search-data.ts";
 import { generateQueries } from "./lib/synthetic.ts";
 
@@ -86,8 +87,6 @@ const KEEP = (() => {
 const HTTP = arg("http", 1) === 1;
 const TINY_CLIP = fileURLToPath(new URL("../test/fixtures/models/tiny-random-clip", import.meta.url));
 const OUT = fileURLToPath(new URL("./results/search.json", import.meta.url));
-const CLIENTS = fileURLToPath(new URL("./lib/search-clients.ts", import.meta.url));
-const BUN = fileURLToPath(new URL("../node_modules/.bin/bun", import.meta.url));
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -437,18 +436,11 @@ async function main() {
         const th0 = threadCpu();
         const threads0 = threadsCpu();
         const t0 = performance.now();
-        const child = Bun.spawn([BUN, CLIENTS, url, key, String(clients), String(secs)], {
-          stdin: new Blob([JSON.stringify(queries)]),
-          stdout: "pipe",
-          stderr: "inherit",
-        });
-        const out = await new Response(child.stdout).text();
-        if ((await child.exited) !== 0) throw new Error(`clients failed: ${out}`);
+        const { result: r } = await runSearchClients(url, key, clients, secs, queries);
         const wall = (performance.now() - t0) / 1000;
         const cpu = cpuMs(process.cpuUsage(c0));
         const mainCpu = threadCpu() - th0;
         const threads = threadsDelta(threads0, threadsCpu(), 1);
-        const r = JSON.parse(out) as { requests: number; errors: number; secs: number; lat: number[] };
         // The client's window is a little shorter than ours (its start-up): count the server CPU per request over ours.
         return {
           clients,
