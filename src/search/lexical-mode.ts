@@ -71,6 +71,8 @@ export async function lexicalCandidates<H extends LexicalHit>(
   // Which hits carry each unit, over all the query's matches (a label filter only narrows them).
   const ids = found.map((h) => h.id);
   const all = new Set(ids);
+  // PostgreSQL says with each hit which units it matched (store/sql.ts `pgRank`): no statement per unit.
+  const masked = found.every((h) => typeof h.unit_mask === "number");
   const units = await Promise.all(
     fts.units.map(async (u, i) => ({
       idf: weights[i],
@@ -78,11 +80,13 @@ export async function lexicalCandidates<H extends LexicalHit>(
       matching:
         fts.units.length === 1
           ? all
-          : await indexes.memoResult(
-              account,
-              `${m}-unit\u0000${key}\u0000${u}`,
-              async () => await source.matching(u, ids),
-            ),
+          : masked
+            ? new Set(found.filter((h) => (h.unit_mask! & (2 ** i)) !== 0).map((h) => h.id))
+            : await indexes.memoResult(
+                account,
+                `${m}-unit\u0000${key}\u0000${u}`,
+                async () => await source.matching(u, ids),
+              ),
     })),
   );
   const total = units.reduce((s, u) => s + u.idf, 0);

@@ -11,6 +11,8 @@ export interface OcrHitRow {
   text: string;
   confidence: number;
   bm25: number;
+  /** As SearchStore's TranscriptHitRow: which units the row matches (PostgreSQL, searched with units). */
+  unit_mask?: number | null;
 }
 
 export interface OcrLineRow {
@@ -45,11 +47,12 @@ export class OcrSearchStore {
       if (!q) return [];
       const rank = pgRank("o.tsv", units);
       return await this.db.all<OcrHitRow>(
-        `SELECT o.id, o.video_id, o.start_secs, o.end_secs, o.text, o.confidence, ${rank.sql} AS bm25
-           FROM ocr_lines o CROSS JOIN to_tsquery('vs_english', ?) AS q (q)
+        `SELECT o.id, o.video_id, o.start_secs, o.end_secs, o.text, o.confidence, ${rank.sql} AS bm25, ${rank.mask ?? "NULL"} AS unit_mask
+           FROM ocr_lines o CROSS JOIN to_tsquery('vs_english', ?) AS q (q) ${rank.from}
            WHERE o.tsv @@ q.q AND ${parts.join(" AND ")} ORDER BY bm25, o.id LIMIT ?`,
         ...rank.args,
         q,
+        ...rank.fromArgs,
         ...args.slice(1),
         limit,
       );

@@ -53,6 +53,11 @@ export interface TranscriptHitRow {
   text: string;
   /** FTS5 bm25(): lower is better (negative). */
   bm25: number;
+  /**
+   * PostgreSQL, searched with units (store/sql.ts `pgRank`): bit i set where the row matches
+   * units[i]. Absent (SQLite) or null (no units): ask `matching` per unit.
+   */
+  unit_mask?: number | null;
 }
 
 /**
@@ -517,11 +522,12 @@ export class SearchStore {
       if (!q) return [];
       const rank = pgRank("t.tsv", units);
       return await this.db.all<TranscriptHitRow>(
-        `SELECT t.id, t.video_id, t.start_secs, t.end_secs, t.text, ${rank.sql} AS bm25
-           FROM transcript_segments t CROSS JOIN to_tsquery('vs_english', ?) AS q (q)
+        `SELECT t.id, t.video_id, t.start_secs, t.end_secs, t.text, ${rank.sql} AS bm25, ${rank.mask ?? "NULL"} AS unit_mask
+           FROM transcript_segments t CROSS JOIN to_tsquery('vs_english', ?) AS q (q) ${rank.from}
            WHERE t.tsv @@ q.q AND ${w.sql} ORDER BY bm25, t.id LIMIT ?`,
         ...rank.args,
         q,
+        ...rank.fromArgs,
         ...w.args,
         limit,
       );

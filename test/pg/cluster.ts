@@ -115,7 +115,11 @@ export interface Cluster {
 
 export const SUPERUSER = "vsearch";
 
-export async function startCluster(bin: PgBinaries): Promise<Cluster> {
+/**
+ * `extraSettings`: postgresql.conf lines added after the defaults, for a bench that looks inside
+ * the server (e.g. `shared_preload_libraries = 'pg_stat_statements'`); tests pass none.
+ */
+export async function startCluster(bin: PgBinaries, extraSettings: string[] = []): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), "vsearch-pg-"));
   const data = join(dir, "data");
   const log = join(dir, "server.log");
@@ -153,6 +157,7 @@ export async function startCluster(bin: PgBinaries): Promise<Cluster> {
       "max_connections = 100",
       "deadlock_timeout = 100ms",
       "log_min_messages = warning",
+      ...extraSettings,
     ];
     let port = 0;
     let startMs = 0;

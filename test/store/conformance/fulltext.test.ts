@@ -133,6 +133,38 @@ describe.each(BACKENDS)("full-text search on $name", (backend) => {
     ).toEqual([SEGMENTS[4], SEGMENTS[7], SEGMENTS[0]].sort());
     // Hits come best first: a lower bm25 (FTS5) or a higher ts_rank (PostgreSQL) first.
     for (let i = 1; i < all.length; i++) expect(all[i].bm25).toBeGreaterThanOrEqual(all[i - 1].bm25);
+    // Searched with its units, PostgreSQL marks on each hit which units it holds (store/sql.ts
+    // pgRank): the same rows as the per-unit query, for a word, a phrase and a prefix alike.
+    const fts = buildFtsQuery('research "budget meeting" deploy* zzzunknown')!;
+    const ranked = await search.transcriptSearch(
+      scope,
+      fts.match,
+      50,
+      fts.units.map((match) => ({ match, weight: 1 })),
+    );
+    expect(ranked.length).toBeGreaterThan(0);
+    const ocr = new OcrSearchStore(b.exec);
+    const ocrFts = buildFtsQuery("exit café 预算", { cjk: true })!;
+    const ocrRanked = await ocr.search(
+      scope,
+      ocrFts.match,
+      50,
+      ocrFts.units.map((match) => ({ match, weight: 1 })),
+    );
+    expect(ocrRanked.length).toBeGreaterThan(0);
+    if (backend.name !== "postgres") return;
+    for (const [hits, units, matching] of [
+      [ranked, fts.units, (u: string, ids: number[]) => search.transcriptMatching(u, ids)],
+      [ocrRanked, ocrFts.units, (u: string, ids: number[]) => ocr.matching(u, ids)],
+    ] as const) {
+      const ids = hits.map((h) => h.id);
+      for (const [i, u] of units.entries()) {
+        const want = await matching(u, ids);
+        const marked = hits.filter((h) => ((h.unit_mask ?? 0) & (2 ** i)) !== 0).map((h) => h.id);
+        expect(new Set(marked)).toEqual(want);
+      }
+      expect(hits.every((h) => typeof h.unit_mask === "number" && h.unit_mask > 0)).toBe(true);
+    }
   });
 });
 
