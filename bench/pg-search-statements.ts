@@ -12,7 +12,7 @@
  *
  * Prints a table and writes bench/results/pg-search-statements.json.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -24,6 +24,7 @@ import { bunServeOptions } from "../src/http/serve-options.ts";
 import { ClipModel } from "../src/inference/clip.ts";
 import { findPostgres, startCluster } from "../test/pg/cluster.ts";
 import { FixedEmbedder } from "./lib/fixed-embedder.ts";
+import { childrenOf, cpuOf } from "./lib/proc-cpu.ts";
 import { BenchEmbedder, DIM, MODEL, searchDataset, WORDS, writeSearchData } from "./lib/search-data.ts";
 import { generateQueries } from "./lib/synthetic.ts";
 
@@ -176,34 +177,4 @@ try {
   await admin.end({ timeout: 1 });
   await cluster.stop();
   rmSync(work, { recursive: true, force: true });
-}
-
-/** CPU ms (utime + stime) of `pids` from /proc; a process gone meanwhile counts 0. */
-function cpuOf(pids: number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      // Ended.
-    }
-  }
-  return ticks * 10;
-}
-
-/** The processes whose parent is `pid` (PostgreSQL's backends and helpers under the postmaster). */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) out.push(Number(name));
-    } catch {
-      // Ended.
-    }
-  }
-  return out;
 }

@@ -18,7 +18,7 @@
  * what one and two processes give on this box, and the CPU columns why (what the box has left).
  * Prints tables and writes bench/results/scale-out-search.json.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -28,6 +28,7 @@ import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
 import { findPostgres, freePort, type PgBinaries, startCluster } from "../test/pg/cluster.ts";
 import { FixedEmbedder } from "./lib/fixed-embedder.ts";
+import { boxTicks, childrenOf, cpuOf } from "./lib/proc-cpu.ts";
 import { runSearchClients } from "./lib/run-search-clients.ts";
 import { DIM, MODEL, searchDataset, WORDS, writeSearchData } from "./lib/search-data.ts";
 import { generateQueries } from "./lib/synthetic.ts";
@@ -216,41 +217,4 @@ try {
   await admin.end({ timeout: 1 });
   await cluster?.stop();
   rmSync(work, { recursive: true, force: true });
-}
-
-/** CPU ms (utime + stime) of `pids` from /proc, less `since`; a process gone meanwhile counts 0. */
-function cpuOf(pids: number[], since = 0): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      // Ended.
-    }
-  }
-  return ticks * 10 - since;
-}
-
-/** The processes whose parent is `pid` (PostgreSQL's backends and helpers under the postmaster). */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) out.push(Number(name));
-    } catch {
-      // Ended.
-    }
-  }
-  return out;
-}
-
-/** The box's CPU ticks, busy and total, over all cores (/proc/stat's first line). */
-function boxTicks(): { busy: number; total: number } {
-  const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
-  const total = f.reduce((a, b) => a + b, 0);
-  return { busy: total - f[3] - (f[4] ?? 0), total };
 }
