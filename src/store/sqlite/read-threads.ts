@@ -4,7 +4,8 @@
  * event loop answers other requests meanwhile and a second core does that work. bun:sqlite runs a
  * statement synchronously on the calling thread: on the main thread a 3 ms look-up held every
  * other request for 3 ms, and one `serve` process could not use more than one core for its
- * requests' JavaScript and SQL (8 clients got 1.03–1.09× one client's throughput on 2 cores).
+ * requests' JavaScript and SQL (8 clients got 0.98–1.14× one client's throughput on 2 cores;
+ * with this thread 1.52–1.61×, BENCHMARKS.md "Eight clients on a quiet box").
  *
  * Only reads outside a unit of work come here (SqliteExecutor.allAside), and each sees the last
  * commit (WAL: a statement on another connection starts its own read transaction), as a read on
