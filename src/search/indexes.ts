@@ -1,3 +1,8 @@
+/**
+ * Just over the ~450-line guide (~480): the one front the search service asks for neighbours,
+ * null samples, memoised per-account figures and shot look-ups, over whichever backend is in use;
+ * the backends (memory-backend.ts, pgvector-backend.ts) and calibration's maths are apart.
+ */
 import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { toFloat32 } from "../indexing/store.ts";

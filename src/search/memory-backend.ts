@@ -1,3 +1,8 @@
+/**
+ * Just over the ~450-line guide (~510): the in-memory backend's look-ups, its per-account index
+ * lifecycle (load, retrain, admission, snapshot hand-off) and the exact-scan fallback share one
+ * lock and one map of indexes; the warm-up itself is apart (index-loader.ts, index-warmer.ts).
+ */
 import { AppError } from "../core/errors.ts";
 import { Mutex, withLock } from "../core/mutex.ts";
 import type { Logger } from "../core/logger.ts";
