@@ -8,7 +8,10 @@
  * calls setenv, so the product sets the switch in the C library's environment itself, through
  * bun:ffi, before any thread loads ONNX Runtime (prepareRuntime). The C environment is the
  * process's, so worker threads started later see it too; child processes started with Bun.spawn
- * get `process.env` (without it), and a vsearch child prepares its own runtime.
+ * get `process.env` (without it), and a vsearch child prepares its own runtime. (The library keeps
+ * the telemetry off by itself where a CI service's variable such as `CI` is set, and writes under
+ * `$XDG_CACHE_HOME` instead of `$HOME/.cache` when that is set: why a check of this on a CI machine
+ * clears those first, test/runtime/ort-debug-log.test.ts.)
  */
 import { dlopen, FFIType } from "bun:ffi";
 

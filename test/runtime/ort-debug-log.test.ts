@@ -15,6 +15,21 @@ import { tempDirs } from "../helpers/temp.ts";
 const CHILD = join(import.meta.dirname, "ort-debug-log-child.ts");
 const dirs = tempDirs("vsearch-ort-telemetry-");
 const TELEMETRY_DIR = join(".cache", "Microsoft", "DeveloperTools", ".onnxruntime");
+/** The variables by which ONNX Runtime 1.30 takes itself to be in a CI job (telemetry off). */
+const ORT_CI_VARIABLES = [
+  "CI",
+  "TF_BUILD",
+  "GITHUB_ACTIONS",
+  "GITLAB_CI",
+  "CIRCLECI",
+  "TRAVIS",
+  "JENKINS_URL",
+  "CODEBUILD_BUILD_ID",
+  "BUILDKITE",
+  "TEAMCITY_VERSION",
+  "APPVEYOR",
+  "BITBUCKET_BUILD_NUMBER",
+];
 
 interface ChildRun {
   pid: number;
@@ -45,6 +60,12 @@ async function runChild(telemetry: string | undefined, ...args: string[]): Promi
     BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0",
   };
   delete env.ORT_DISABLE_TELEMETRY;
+  // ONNX Runtime 1.30 keeps its telemetry off by itself where a CI service's variable is set, and
+  // writes its cache under XDG_CACHE_HOME when that is set (both read from libonnxruntime.so's
+  // strings, and seen: with CI=true the control below found no files). Without them the child
+  // behaves as it does on an operator's machine, wherever this suite runs.
+  for (const name of ORT_CI_VARIABLES) delete env[name];
+  delete env.XDG_CACHE_HOME;
   if (telemetry !== undefined) env.ORT_DISABLE_TELEMETRY = telemetry;
   const child = Bun.spawn([process.execPath, CHILD, dirs.make(), ...args], { stdout: "pipe", stderr: "pipe", env });
   const [out, err, code] = await Promise.all([
