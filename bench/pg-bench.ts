@@ -47,7 +47,6 @@ import { resolveRuntime } from "../src/cli/runtime.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
 import { bunServeOptions } from "../src/http/serve-options.ts";
-import { ClipModel } from "../src/inference/clip.ts";
 import { IndexStore } from "../src/indexing/store.ts";
 import type { ModelCatalog } from "../src/models/roles.ts";
 import type { QueryEmbedder } from "../src/search/embedder.ts";
@@ -64,7 +63,15 @@ import { ExactVectorCache } from "../src/search/vector-cache.ts";
 import { VideoStore } from "../src/videos/store.ts";
 import { findPostgres, startCluster } from "../test/pg/cluster.ts";
 import { makeBenchClip } from "./lib/bench-clip.ts";
-import { BenchEmbedder, DIM, readyVideo, type SearchData, searchDataset, writeSearchData } from "./lib/search-data.ts";
+import {
+  BenchEmbedder,
+  DIM,
+  readyVideo,
+  type SearchData,
+  searchDataset,
+  tinyTextTower,
+  writeSearchData,
+} from "./lib/search-data.ts";
 import { type Dataset, generateDataset, generateQueries } from "./lib/synthetic.ts";
 
 const argv = process.argv;
@@ -97,7 +104,6 @@ if (!/^\d+(kB|MB|GB)$/.test(MAINTENANCE_WORK_MEM)) throw new Error("--maintenanc
 const MODEL = "bench-clip-b32@synthetic";
 const ROOT = join(import.meta.dir, "..");
 const OUT = join(import.meta.dir, "results", "pg.json");
-const TINY_CLIP = join(ROOT, "test", "fixtures", "models", "tiny-random-clip");
 const SHARED = join(ROOT, "..", "shared", "fixtures", "models");
 
 const r2 = (x: number) => Math.round(x * 100) / 100;
@@ -171,9 +177,9 @@ async function openApp(o: {
 // ---- (a) search over HTTP -------------------------------------------------------------------------
 
 async function partA(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sql, work: string) {
-  const tiny = await ClipModel.load(TINY_CLIP, { dtype: "fp32", towers: ["text"] });
+  const tower = await tinyTextTower("main", "");
   const ds = searchDataset(FRAMES);
-  const embedder = new BenchEmbedder(tiny, generateQueries(ds, 400, "text", 9));
+  const embedder = new BenchEmbedder(tower.encode, generateQueries(ds, 400, "text", 9));
   const db = `${DB_PREFIX}_search_${FRAMES}`;
   await database(admin, db, true);
   const rows: Record<string, unknown>[] = [];
@@ -253,7 +259,7 @@ async function partA(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sq
       await app.close();
     }
   }
-  await tiny.dispose();
+  await tower.close();
   return rows;
 }
 

@@ -21,11 +21,10 @@ import { resolveRuntime } from "../src/cli/runtime.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
 import { bunServeOptions } from "../src/http/serve-options.ts";
-import { ClipModel } from "../src/inference/clip.ts";
 import { findPostgres, startCluster } from "../test/pg/cluster.ts";
 import { FixedEmbedder } from "./lib/fixed-embedder.ts";
 import { childrenOf, cpuOf } from "./lib/proc-cpu.ts";
-import { BenchEmbedder, DIM, MODEL, searchDataset, WORDS, writeSearchData } from "./lib/search-data.ts";
+import { BenchEmbedder, DIM, MODEL, searchDataset, tinyTextTower, WORDS, writeSearchData } from "./lib/search-data.ts";
 import { generateQueries } from "./lib/synthetic.ts";
 
 const argv = process.argv;
@@ -38,7 +37,6 @@ const SEARCHES = Number(str("searches") ?? 300);
 const WARMUP = Number(str("warmup") ?? 200);
 const HOLD = Number(str("hold") ?? 0);
 const OUT = join(import.meta.dir, "results", "pg-search-statements.json");
-const TINY_CLIP = join(import.meta.dir, "..", "test", "fixtures", "models", "tiny-random-clip");
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 
 const found = findPostgres();
@@ -77,8 +75,8 @@ try {
   );
 
   // The serving app, as bench/lib/scale-search-server.ts opens it.
-  const tiny = await ClipModel.load(TINY_CLIP, { dtype: "fp32", towers: ["text"] });
-  closers.unshift(() => tiny.dispose());
+  const tower = await tinyTextTower("main", "");
+  closers.unshift(() => tower.close());
   const config = loadConfig(
     { dataDir: join(work, "serve"), logLevel: "silent", host: "127.0.0.1", port: 0 },
     {
@@ -91,7 +89,7 @@ try {
   const app = await createApp(config, {
     runtime: await resolveRuntime(config),
     logger: createLogger("silent"),
-    queryEmbedder: new BenchEmbedder(tiny, generateQueries(ds, 400, "text", 9)),
+    queryEmbedder: new BenchEmbedder(tower.encode, generateQueries(ds, 400, "text", 9)),
     applicationName: "bench serve",
     role: "serve",
   });

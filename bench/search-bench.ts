@@ -4,7 +4,7 @@
  *
  *   node_modules/.bin/bun bench/search-bench.ts [--frames 100000] [--queries 40] [--repeats 3]
  *     [--secs 15] [--rounds 2] [--warmup 10] [--in-process 1] [--http 1] [--breakdown 1]
- *     [--profile FILE] [--keep DIR]
+ *     [--profile FILE] [--keep DIR] [--embed pool|main]
  *
  * In-process rows (`--in-process`): through `app.fetch` (auth, rate limit, form parsing,
  * validation, query encoding, vector search, calibration, moments, transcript BM25, fusion,
@@ -41,7 +41,6 @@ import { resolveRuntime } from "../src/cli/runtime.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { createLogger } from "../src/core/logger.ts";
 import { bunServeOptions } from "../src/http/serve-options.ts";
-import { ClipModel } from "../src/inference/clip.ts";
 import { SearchIndexes, StoreVectorBackend } from "../src/search/indexes.ts";
 import { MemoryVectorBackend } from "../src/search/memory-backend.ts";
 import { FeedbackStore } from "../src/search/feedback-store.ts";
@@ -52,7 +51,15 @@ import { SearchService } from "../src/search/service.ts";
 import { VectorModes } from "../src/search/vector-modes.ts";
 import { AuthService } from "../src/auth/service.ts";
 import { runSearchClients } from "./lib/run-search-clients.ts";
-import { BenchEmbedder, DIM, type SearchData, searchDataset, WORDS, writeSearchData } from "./lib/search-data.ts";
+import {
+  BenchEmbedder,
+  DIM,
+  type SearchData,
+  searchDataset,
+  tinyTextTower,
+  WORDS,
+  writeSearchData,
+} from "./lib/search-data.ts";
 import { generateQueries } from "./lib/synthetic.ts";
 
 const arg = (name: string, fallback: number) => {
@@ -85,7 +92,18 @@ const KEEP = (() => {
   return i > 0 ? process.argv[i + 1] : null;
 })();
 const HTTP = arg("http", 1) === 1;
-const TINY_CLIP = fileURLToPath(new URL("../test/fixtures/models/tiny-random-clip", import.meta.url));
+/**
+ * --embed pool|main: where the tiny text tower runs. `pool` (the default): the inference pool's
+ * worker thread, as `vsearch serve` embeds a query (CatalogQueryEmbedder → InferenceHost); `main`:
+ * in this thread, as the figures before 2026-11-30 were taken (tokenizer and ONNX Runtime's
+ * binding on the event loop, ~1 ms a request the product does not spend there).
+ */
+const EMBED = (() => {
+  const i = process.argv.indexOf("--embed");
+  const v = i > 0 ? process.argv[i + 1] : "pool";
+  if (v !== "pool" && v !== "main") throw new Error(`--embed pool|main, got ${v}`);
+  return v;
+})();
 const OUT = fileURLToPath(new URL("./results/search.json", import.meta.url));
 
 const pct = (xs: number[], p: number) => {
@@ -327,12 +345,13 @@ async function main() {
     { dataDir: dir, logLevel: "silent", host: "127.0.0.1", port: 0 },
     { VSEARCH_RATE_LIMIT_SEARCH: "1000000" },
   );
-  const tiny = await ClipModel.load(TINY_CLIP, { dtype: "fp32", towers: ["text"] });
+  const runtime = await resolveRuntime(config);
+  const tower = await tinyTextTower(EMBED, runtime.inferenceWorkerFile);
   const ds = searchDataset(FRAMES);
   const queryVectors = generateQueries(ds, QUERIES * 10, "text", 9);
-  const embedder = new BenchEmbedder(tiny, queryVectors);
+  const embedder = new BenchEmbedder(tower.encode, queryVectors);
   const app = await createApp(config, {
-    runtime: await resolveRuntime(config),
+    runtime,
     logger: createLogger("silent"),
     queryEmbedder: embedder,
   });
@@ -563,6 +582,7 @@ async function main() {
       text_encoding: {
         measured:
           "tiny-random-clip text tower (hidden 16): the 3 caption-template prompts of each query, batched, fp32",
+        where: EMBED === "pool" ? "the inference pool's worker thread (as serve embeds a query)" : "the main thread",
         full_size_reference:
           "CLIP B/32 text tower per 8-token prompt: 8.3 ms fp32, 2.4 ms q8 (shared/fixtures/README.md); ×3 prompts for a short query",
       },
@@ -616,7 +636,7 @@ async function main() {
   } finally {
     await server?.stop(true);
     await app.close();
-    await tiny.dispose();
+    await tower.close();
     if (!KEEP) rmSync(dir, { recursive: true, force: true });
   }
 }

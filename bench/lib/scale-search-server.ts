@@ -17,14 +17,11 @@ import { resolveRuntime } from "../../src/cli/runtime.ts";
 import { loadConfig } from "../../src/config/config.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import { bunServeOptions } from "../../src/http/serve-options.ts";
-import { ClipModel } from "../../src/inference/clip.ts";
-import { BenchEmbedder } from "./search-data.ts";
+import { BenchEmbedder, tinyTextTower } from "./search-data.ts";
 
 const [dataDir, databaseUrl, queriesFile, key, mediaRoot, sharedPort] = process.argv.slice(2);
-const TINY_CLIP = join(import.meta.dir, "..", "..", "test", "fixtures", "models", "tiny-random-clip");
 const buf = readFileSync(queriesFile);
 const queries = new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4);
-const tiny = await ClipModel.load(TINY_CLIP, { dtype: "fp32", towers: ["text"] });
 const env = {
   VSEARCH_RATE_LIMIT_SEARCH: "1000000",
   VSEARCH_DATABASE_URL: databaseUrl,
@@ -32,10 +29,13 @@ const env = {
   VSEARCH_LOG_LEVEL: "warn",
 };
 const config = loadConfig({ dataDir, logLevel: "silent", host: "127.0.0.1", port: 0 }, env);
+const runtime = await resolveRuntime(config);
+// The query's text tower on an inference pool's thread, as `vsearch serve` runs it.
+const tower = await tinyTextTower("pool", runtime.inferenceWorkerFile);
 const app = await createApp(config, {
-  runtime: await resolveRuntime(config),
+  runtime,
   logger: createLogger("silent"),
-  queryEmbedder: new BenchEmbedder(tiny, queries),
+  queryEmbedder: new BenchEmbedder(tower.encode, queries),
   applicationName: "bench serve",
   role: "serve",
 });
@@ -62,6 +62,6 @@ process.once("SIGTERM", async () => {
   await server.stop(true);
   await shared?.stop(true);
   await app.close();
-  await tiny.dispose();
+  await tower.close();
   process.exit(0);
 });

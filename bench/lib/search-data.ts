@@ -10,7 +10,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BenchApp } from "../../src/app.ts";
-import type { ClipModel } from "../../src/inference/clip.ts";
+import { ClipModel } from "../../src/inference/clip.ts";
+import { createInferencePool } from "../../src/inference/pool.ts";
 import { IndexStore } from "../../src/indexing/store.ts";
 import { SCENE_LABELS } from "../../src/pipeline/labels.ts";
 import type { QueryEmbedder } from "../../src/search/embedder.ts";
@@ -80,19 +81,47 @@ function zipfWord(r: () => number): string {
   return VOCAB[lo];
 }
 
-/** Tiny CLIP text tower for the encoding work; the 512-d synthetic query of `q<i>` for the vector. */
+/** The tiny random-weight CLIP the benches encode query text with (its vectors are not used). */
+export const TINY_CLIP = join(import.meta.dir, "..", "..", "test", "fixtures", "models", "tiny-random-clip");
+
+/**
+ * The tiny text tower's encoding, for a BenchEmbedder: `pool` runs it on an inference pool's worker
+ * thread (the product's plan on this machine: one thread, ONNX Runtime's threads by the cores), as
+ * `vsearch serve` embeds a query; `main` runs it in this thread (tokenizer and ONNX Runtime's
+ * binding on the event loop: ~1 ms a request the product does not spend there).
+ */
+export async function tinyTextTower(
+  where: "pool" | "main",
+  inferenceWorkerFile: string,
+): Promise<{ encode: (texts: string[]) => Promise<unknown>; close: () => Promise<void> }> {
+  if (where === "pool") {
+    const pool = createInferencePool({ workerFile: inferenceWorkerFile, threads: 1 });
+    return {
+      encode: (texts) => pool.embedTexts({ modelDir: TINY_CLIP, dtype: "fp32" }, texts),
+      close: () => pool.close(),
+    };
+  }
+  const tiny = await ClipModel.load(TINY_CLIP, { dtype: "fp32", towers: ["text"] });
+  return { encode: (texts) => tiny.embedTexts(texts), close: () => tiny.dispose() };
+}
+
+/**
+ * Tiny CLIP text tower for the encoding work (`encode`: in this thread, or through the inference
+ * pool's worker thread as the product embeds a query); the 512-d synthetic query of `q<i>` for the
+ * vector.
+ */
 export class BenchEmbedder implements QueryEmbedder {
   encodeMs: number[] = [];
   private readonly assigned = new Map<string, number>();
   constructor(
-    private readonly tiny: ClipModel,
+    private readonly encode: (texts: string[]) => Promise<unknown>,
     private readonly queries: Float32Array,
   ) {}
   available = () => true;
   modelId = () => MODEL;
   async embedText(texts: string[]): Promise<Float32Array[]> {
     const t0 = performance.now();
-    await this.tiny.embedTexts(texts);
+    await this.encode(texts);
     this.encodeMs.push(performance.now() - t0);
     // Every prompt of a query (the caption templates around it) maps to that query's vector; each
     // new query gets a vector no earlier query had, so a "new query" row starts cold.
