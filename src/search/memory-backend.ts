@@ -423,18 +423,11 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
         inDistribution: req.probe?.inDistribution,
         stats,
       });
-      // The candidates' cosines where their vectors are read (the embedded store's reader threads:
-      // ~1 MB of vectors a search no longer read and copied on the event loop, issue 27); else one
-      // batched read of their exact vectors (cache, then this session's, then the store).
-      const aside = candidates.rowIds.length
-        ? this.store.vectorCosines(kind, candidates.rowIds, candidates.unit)
-        : null;
-      const hits = aside
-        ? ki.index.rescoreScores(candidates, await aside)
-        : ki.index.rescore(
-            candidates,
-            candidates.rowIds.length ? await this.exact(ki.key, kind, candidates.rowIds, s?.vectors ?? null) : [],
-          );
+      // One batched read of the candidates' exact vectors (cache, then this session's, then the store).
+      const vectors = candidates.rowIds.length
+        ? await this.exact(ki.key, kind, candidates.rowIds, s?.vectors ?? null)
+        : [];
+      const hits = ki.index.rescore(candidates, vectors);
       this.lastSearch = { kind, probe: req.probe, lists: stats.lists ?? 0, scanned: stats.scanned ?? 0 };
       return hits.map((r) => ({ id: r.rowId, raw: r.score }));
     }

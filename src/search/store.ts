@@ -6,7 +6,7 @@
 import { dialect, type Executor } from "../store/executor.ts";
 import { selectingEmbedding, withEmbeddingBytes } from "../indexing/embedding-sql.ts";
 import { ftsToTsquery } from "../store/fts-tsquery.ts";
-import { ftsMatching, inChunks, inLists, pgDocFreq, pgRank, type WeightedUnit } from "../store/sql.ts";
+import { ftsMatching, inChunks, pgDocFreq, pgRank, type WeightedUnit } from "../store/sql.ts";
 
 /** Which part of an account a search covers. */
 export interface SearchScope {
@@ -182,27 +182,6 @@ export class SearchStore {
     );
     for (const r of rows) out.set(r.id, r.embedding);
     return out;
-  }
-
-  /**
-   * The rescoring's cosines of rows against the normalized query `unit`, computed where their
-   * vectors are read (Executor.cosinesAside: the embedded store's reader threads), aligned with
-   * `ids` (NaN: a row gone meanwhile). Null where the store would read them on this thread: the
-   * caller then reads `vectors` (through its cache) and scores them itself.
-   */
-  vectorCosines(kind: VectorKind, ids: readonly number[], unit: Float32Array): Promise<Float64Array> | null {
-    const [table, col] = kind === "frames" ? ["frame_vectors", "frame_id"] : ["shot_vectors", "shot_id"];
-    const lists = inLists(Array.from(Float64Array.from(ids).sort()));
-    const asked = lists.map(({ part, marks }) =>
-      this.db.cosinesAside(`SELECT ${col} AS id, embedding FROM ${table} WHERE ${col} IN (${marks})`, unit, ...part),
-    );
-    if (!asked.length || asked.some((a) => a === null)) return null;
-    return (async () => {
-      const score = new Map<number, number>();
-      for (const got of await Promise.all(asked))
-        for (let i = 0; i < got!.ids.length; i++) score.set(got!.ids[i], got!.scores[i]);
-      return Float64Array.from(ids, (id) => score.get(id) ?? Number.NaN);
-    })();
   }
 
   /** Every vector of one model inside a scope, with the id (exact scan of a small scope). */

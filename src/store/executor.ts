@@ -54,12 +54,6 @@ export interface InsertSpec {
   readonly returning?: string;
 }
 
-/** Rows' ids and their cosines against a query, side by side, in the statement's order. */
-export interface Cosines {
-  ids: Float64Array;
-  scores: Float64Array;
-}
-
 export interface Executor {
   readonly backend: Backend;
   /** Reads. Outside a unit of work: the last committed state; inside one: the transaction's own view. */
@@ -71,13 +65,6 @@ export interface Executor {
    * reader threads; PostgreSQL: `all` (the server does the work, the event loop only waits).
    */
   allAside<R>(sql: Sql, ...params: Param[]): Promise<R[]>;
-  /**
-   * The rows of `(id, embedding)` that `sql` reads, each scored against the normalized query `unit`
-   * (q · v / |v|) where it was read — when that is off the event loop: the embedded store's reader
-   * threads, outside a unit of work. Elsewhere null, and the caller reads the vectors itself (a
-   * PostgreSQL read already runs in the server; its vectors go through the caller's cache).
-   */
-  cosinesAside(sql: Sql, unit: Float32Array, ...params: Param[]): Promise<Cosines> | null;
   /** The first row, or null. */
   get<R>(sql: Sql, ...params: Param[]): Promise<R | null>;
   /** A write; outside a unit of work it is its own transaction. `changes` = rows the statement touched. */

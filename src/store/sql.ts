@@ -17,13 +17,6 @@ export async function inChunks<T, R>(
   const out: R[] = [];
   // One statement per list, one after another: a search's lists are short (one list is the usual
   // case), and the statements of one flow go through one connection anyway.
-  for (const { part, marks } of inLists(items)) for (const r of await query(part, marks)) out.push(r);
-  return out;
-}
-
-/** `items` in lists of at most IN_CHUNK with their `?,?,…` placeholders (inChunks, for a caller that runs them itself). */
-export function inLists<T>(items: readonly T[]): { part: T[]; marks: string }[] {
-  const lists: { part: T[]; marks: string }[] = [];
   for (let i = 0; i < items.length; i += IN_CHUNK) {
     const part = items.slice(i, i + IN_CHUNK);
     // Lists padded (the last item repeated: `IN` ignores duplicates) to one of a few lengths, so
@@ -31,9 +24,9 @@ export function inLists<T>(items: readonly T[]): { part: T[]; marks: string }[] 
     // a search asks such lists of every length (issue 27's per-request profile).
     const size = Math.min(IN_CHUNK, 2 ** Math.ceil(Math.log2(part.length)));
     while (part.length < size) part.push(part[part.length - 1]);
-    lists.push({ part, marks: MARKS[size] ?? part.map(() => "?").join(",") });
+    for (const r of await query(part, MARKS[size] ?? part.map(() => "?").join(","))) out.push(r);
   }
-  return lists;
+  return out;
 }
 
 const MARKS: Record<number, string> = {};

@@ -28,7 +28,7 @@ import { carve, denseIds, fillTable, selectChunks, selectSlots, stageSizes, thre
 import { bestK, topIndices, type Scored } from "./select.ts";
 import type { Candidates, ScanReuse, SearchOptions, SearchResult, SearchStats, VectorSource } from "./types.ts";
 import { compactionTable, type Kernels } from "./wasm/kernels.ts";
-import { COSINE_BLOCK, cosines, RowDots } from "./wasm/row-dots.ts";
+import { RowDots } from "./wasm/row-dots.ts";
 
 const HIST_BINS = 65536;
 /** The threshold aims at this many times `coarse` rows (the sample is an estimate). */
@@ -54,6 +54,9 @@ const SAMPLE_HITS = 256;
 
 /** Up to this many ids per group filter, the mask compares ids with SIMD; above, it looks rows up in a table. */
 const MAX_EQ_IDS = 8;
+
+/** Candidates compared per SIMD call in `rescore` (1 MiB of 512-d rows: the scratch never grows past it). */
+const RESCORE_BLOCK = 512;
 
 export class Searcher {
   private run: { off: number; bytes: number } | null = null;
@@ -467,34 +470,30 @@ export class Searcher {
    */
   rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[] {
     const t = performance.now();
+    const { rowIds, unit, k } = c;
     const dim = this.rows.layout.dim;
     const present: Float32Array[] = [];
-    const at: number[] = [];
-    for (let i = 0; i < c.rowIds.length; i++) {
+    const ids: number[] = [];
+    for (let i = 0; i < rowIds.length; i++) {
       const v = vectors[i];
       if (!v || v.length !== dim) continue;
       present.push(v);
-      at.push(i);
+      ids.push(rowIds[i]);
     }
     // SIMD dot products and norms (wasm/row-dots.ts; the scalar loop was ~1.4 ms of a 100 k-frame
-    // text search).
-    const got = cosines((this.rescoreDots ??= new RowDots(dim, COSINE_BLOCK)), c.unit, present);
-    const scores = new Float64Array(c.rowIds.length).fill(Number.NaN);
-    for (let j = 0; j < at.length; j++) scores[at[j]] = got[j];
-    return this.rescoreScores(c, scores, t);
-  }
-
-  /**
-   * Stage 4 with the cosines already computed where the vectors were read (aligned with
-   * `c.rowIds`, NaN for a row gone meanwhile; the store's `vectorCosines`) → best k.
-   */
-  rescoreScores(c: Candidates, scores: Float64Array, t = performance.now()): SearchResult[] {
-    const scored: Scored[] = [];
-    for (let i = 0; i < c.rowIds.length; i++) {
-      const s = scores[i];
-      if (!Number.isNaN(s)) scored.push({ rowId: c.rowIds[i], score: s });
+    // text search), a block of rows at a time: an exact scan's thousands of rows need no more room.
+    const rd = (this.rescoreDots ??= new RowDots(dim, RESCORE_BLOCK));
+    const scored: Scored[] = new Array(present.length);
+    for (let from = 0; from < present.length; from += RESCORE_BLOCK) {
+      const block = present.slice(from, from + RESCORE_BLOCK);
+      rd.load(block);
+      const { dots, norms } = rd.dots(unit, block.length, true);
+      for (let i = 0; i < block.length; i++) {
+        const nn = norms[i];
+        scored[from + i] = { rowId: ids[from + i], score: nn > 0 ? dots[i] / Math.sqrt(nn) : 0 };
+      }
     }
-    return c.finish(bestK(scored, c.k), performance.now() - t);
+    return c.finish(bestK(scored, k), performance.now() - t);
   }
 
   /** Bytes of the arena scratch run (compaction keeps its size). */

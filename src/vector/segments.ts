@@ -231,25 +231,13 @@ export class SegmentedIndex implements VectorIndex {
   }
 
   rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[] {
-    return this.rescoreParts(c, (seg, part, at, n) => seg.rescore(part, vectors.slice(at, at + n)));
-  }
-
-  rescoreScores(c: Candidates, scores: Float64Array): SearchResult[] {
-    return this.rescoreParts(c, (seg, part, at, n) => seg.rescoreScores(part, scores.subarray(at, at + n)));
-  }
-
-  /** Each segment rescores its own part of the candidates (they sit side by side), then the best k of all. */
-  private rescoreParts(
-    c: Candidates,
-    each: (seg: VectorIndexImpl, part: Candidates, at: number, n: number) => SearchResult[],
-  ): SearchResult[] {
     const parts = (c as Partial<SegmentedCandidates>).parts;
-    if (!parts) return each(this.segs[0], c, 0, c.rowIds.length); // one segment's own candidates
+    if (!parts) return this.segs[0].rescore(c, vectors); // one segment's own candidates
     const all: SearchResult[] = [];
     let at = 0;
     for (const p of parts) {
       const n = p.c.rowIds.length;
-      for (const r of each(p.seg, p.c, at, n)) all.push(r);
+      for (const r of p.seg.rescore(p.c, vectors.slice(at, at + n))) all.push(r);
       at += n;
     }
     all.sort((a, b) => b.score - a.score || a.rowId - b.rowId);

@@ -235,11 +235,6 @@ export interface VectorIndex {
   candidates(query: Float32Array, options: SearchOptions): Candidates;
   /** Exact cosine of the candidates against their vectors (aligned with `c.rowIds`) → best k. */
   rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[];
-  /**
-   * The same with the cosines computed where the vectors were read (row-dots.ts `cosines`, aligned
-   * with `c.rowIds`, NaN for a row gone meanwhile) → best k.
-   */
-  rescoreScores(c: Candidates, scores: Float64Array): SearchResult[];
   has(rowId: number): boolean;
   partitionSize(partition: string): number;
   /**

@@ -419,8 +419,4 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
   rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[] {
     return this.searcher.rescore(c, vectors);
   }
-
-  rescoreScores(c: Candidates, scores: Float64Array): SearchResult[] {
-    return this.searcher.rescoreScores(c, scores);
-  }
 }

@@ -2,14 +2,12 @@
  * The embedded store's reader threads (issue 27, store/sqlite/read-threads.ts): `allAside` runs on
  * a worker thread's own connection against the last commit, so the event loop keeps turning while
  * it reads; inside a unit of work it reads the transaction's own view; failures arrive as
- * StoreErrors, never as a hang; a search's rescoring can be scored there (`cosinesAside`), with
- * the same bits as on this thread. Real SQLite files, real worker threads.
+ * StoreErrors, never as a hang. Real SQLite files, real worker threads.
  */
 import { join } from "node:path";
 import { afterEach, expect, test } from "vitest";
 import { StoreError } from "../../src/store/errors.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/database.ts";
-import { cosines, RowDots } from "../../src/vector/wasm/row-dots.ts";
 import { tempDir } from "../helpers/temp.ts";
 
 const WORKER = join(import.meta.dirname, "..", "..", "src", "store", "sqlite", "read-worker.ts");
@@ -125,44 +123,4 @@ test("a thread that cannot start fails its reads with a StoreError instead of ha
   expect(closed).toBeInstanceOf(StoreError);
   expect(closed.message).toContain("closed");
   expect(((await s.exec.allAside("SELECT 1").catch((e) => e)) as Error).message).toContain("closed");
-});
-
-test("cosines aside: each row's score against the query computed on the reader thread, the same bits as here", async () => {
-  const s = store();
-  await s.exec.exec("CREATE TABLE v (id INTEGER PRIMARY KEY, embedding BLOB)");
-  const dim = 512;
-  let seed = 7;
-  const rand = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31) * 2 - 1;
-  const rows = Array.from({ length: 700 }, () => Float32Array.from({ length: dim }, rand));
-  rows[3].fill(0); // a zero row scores 0, not NaN
-  for (let i = 0; i < rows.length; i++)
-    await s.exec.run("INSERT INTO v (id, embedding) VALUES (?, ?)", i + 1, new Uint8Array(rows[i].buffer));
-  await s.exec.run("INSERT INTO v (id, embedding) VALUES (?, ?)", 9999, new Uint8Array(12)); // another width: left out
-  const q = Float32Array.from({ length: dim }, rand);
-  const norm = Math.hypot(...q);
-  const unit = q.map((x) => x / norm);
-
-  const aside = s.exec.cosinesAside("SELECT id, embedding FROM v ORDER BY id", unit);
-  expect(aside).not.toBeNull();
-  const got = await aside!;
-  expect(Array.from(got.ids)).toEqual(rows.map((_, i) => i + 1));
-  const here = cosines(new RowDots(dim, 64), unit, rows);
-  expect(Array.from(got.scores)).toEqual(Array.from(here)); // bit for bit: one kernel, one formula
-  expect(got.scores[3]).toBe(0);
-  // Against a float64 loop: within float32 rounding.
-  const exact = rows[10].reduce((a, x, j) => a + x * unit[j], 0) / Math.hypot(...rows[10]);
-  expect(Math.abs(got.scores[10] - exact)).toBeLessThan(1e-5);
-
-  // Inside a unit of work the transaction's own view is wanted: not aside, the caller reads itself.
-  await s.uow.run(async () => {
-    expect(s.exec.cosinesAside("SELECT id, embedding FROM v", unit)).toBeNull();
-  });
-  // A bad statement fails as a StoreError, as a read aside does.
-  expect(await s.exec.cosinesAside("SELECT nope FROM v", unit)!.catch((e) => e)).toBeInstanceOf(StoreError);
-});
-
-test("a store without reader threads scores nothing aside (the caller reads the vectors)", async () => {
-  const plain = openSqliteStore(join(tempDir(), "t.db"));
-  open.push(plain);
-  expect(plain.exec.cosinesAside("SELECT 1 AS id, x'00' AS embedding", new Float32Array(4))).toBeNull();
 });

@@ -5,7 +5,6 @@
 import { describe, expect, it } from "vitest";
 import { generateDataset, generateQueries } from "../../bench/lib/synthetic.ts";
 import { createMemoryVectorSource, createVectorIndex } from "../../src/vector/index.ts";
-import { cosines, RowDots } from "../../src/vector/wasm/row-dots.ts";
 import { exactTopK, indexOf, recallAt, row } from "./helpers.ts";
 
 const dim = 512;
@@ -34,26 +33,6 @@ describe("segments (more than one WebAssembly memory)", () => {
         for (let j = 1; j < got.length; j++) expect(got[j - 1].score).toBeGreaterThanOrEqual(got[j].score);
       }
       expect(sum / 15).toBeGreaterThanOrEqual(0.95);
-    }
-  });
-
-  it("rescoring with cosines computed where the vectors were read gives the same answer (every segment's part)", () => {
-    const Q = generateQueries(ds, 6, "text", 55);
-    const rd = new RowDots(dim, 64);
-    for (let i = 0; i < 6; i++) {
-      const c = index.candidates(q(Q, i), { partition: "acct", k: 10 });
-      const vectors = c.rowIds.map((id) => row(ds, id - 1000));
-      const viaVectors = index.rescore(c, vectors);
-      // As a reader thread returns them (read-worker.ts): one score per row, NaN for a row gone.
-      const scores = cosines(rd, c.unit, vectors);
-      const c2 = index.candidates(q(Q, i), { partition: "acct", k: 10 });
-      expect(index.rescoreScores(c2, scores)).toEqual(viaVectors);
-      const gone = viaVectors[0].rowId;
-      const c3 = index.candidates(q(Q, i), { partition: "acct", k: 10 });
-      const without = Float64Array.from(scores, (x, j) => (c3.rowIds[j] === gone ? Number.NaN : x));
-      const got = index.rescoreScores(c3, without);
-      expect(got.map((g) => g.rowId)).not.toContain(gone);
-      expect(got[0]).toEqual(viaVectors[1]);
     }
   });
 

@@ -77,10 +77,6 @@ export class PgExecutor implements Executor {
     return this.all<R>(sql, ...params);
   }
 
-  cosinesAside(): null {
-    return null;
-  }
-
   async get<R>(sql: Sql, ...params: Param[]): Promise<R | null> {
     const rows = await this.query(sql, params);
     return (rows[0] as R | undefined) ?? null;

@@ -18,7 +18,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { StoreError, toStoreError } from "../errors.ts";
-import { type Cosines, type Executor, type InsertSpec, type Param, type Sql, textFor } from "../executor.ts";
+import { type Executor, type InsertSpec, type Param, type Sql, textFor } from "../executor.ts";
 import type { AsyncUnitOfWork, TxScopes } from "../tx-scope.ts";
 import type { Mutex } from "../../core/mutex.ts";
 import type { SqliteReadThreads } from "./read-threads.ts";
@@ -59,17 +59,6 @@ export class SqliteExecutor implements Executor {
       return Promise.reject(err);
     }
     return this.readThreads.all<R>(text, params);
-  }
-
-  cosinesAside(sql: Sql, unit: Float32Array, ...params: Param[]): Promise<Cosines> | null {
-    if (!this.readThreads || this.scopes.current()) return null;
-    let text: string;
-    try {
-      text = textFor(sql, "sqlite");
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return this.readThreads.cosines(text, params, unit);
   }
 
   get<R>(sql: Sql, ...params: Param[]): Promise<R | null> {

@@ -15,7 +15,7 @@
  */
 import { Worker } from "node:worker_threads";
 import { StoreError, toStoreError } from "../errors.ts";
-import type { Cosines, Param } from "../executor.ts";
+import type { Param } from "../executor.ts";
 
 export interface ReadThreadData {
   file: string;
@@ -26,18 +26,10 @@ export interface ReadRequest {
   id: number;
   sql: string;
   params: readonly Param[];
-  /**
-   * A normalized query: the statement's rows are `(id, embedding)`, and what comes back is each
-   * row's cosine against it (row-dots.ts `cosines`), not the rows (cosinesAside).
-   */
-  cosine?: Float32Array;
 }
 export interface ReadReply {
   id: number;
   rows?: unknown[];
-  /** For a `cosine` request: the rows' ids and cosines, in the statement's order (transferred). */
-  ids?: Float64Array;
-  scores?: Float64Array;
   error?: { name: string; code?: string; message: string };
 }
 
@@ -52,7 +44,7 @@ export interface ReadThreadOptions {
 }
 
 interface Pending {
-  resolve(reply: ReadReply): void;
+  resolve(rows: unknown[]): void;
   reject(err: unknown): void;
 }
 
@@ -80,7 +72,7 @@ class ReadThread {
       if (m.error) {
         const err = Object.assign(new Error(m.error.message), { name: m.error.name, code: m.error.code });
         p.reject(toStoreError(err) ?? new StoreError("misuse", m.error.message, { cause: err }));
-      } else p.resolve(m);
+      } else p.resolve(m.rows ?? []);
     });
     const gone = (why: string) => {
       if (this.worker !== w) return;
@@ -118,26 +110,12 @@ export class SqliteReadThreads {
   }
 
   /** The rows of one read, on the reader thread with the fewest reads pending. */
-  async all<R>(sql: string, params: readonly Param[]): Promise<R[]> {
-    return ((await this.ask(sql, params)).rows ?? []) as R[];
-  }
-
-  /**
-   * The cosine of each row of `(id, embedding)` that `sql` reads against `unit`, computed on the
-   * reader thread: what crosses back is two numbers a row, not its vector (a search's rescoring
-   * read ~1 MB of vectors and copied it twice on the event loop, issue 27).
-   */
-  async cosines(sql: string, params: readonly Param[], unit: Float32Array): Promise<Cosines> {
-    const r = await this.ask(sql, params, unit);
-    return { ids: r.ids ?? new Float64Array(0), scores: r.scores ?? new Float64Array(0) };
-  }
-
-  private ask(sql: string, params: readonly Param[], cosine?: Float32Array): Promise<ReadReply> {
+  all<R>(sql: string, params: readonly Param[]): Promise<R[]> {
     if (this.closed) return Promise.reject(new StoreError("unavailable", "the store is closed"));
     let t = this.threads[0];
     for (const x of this.threads) if (x.pending.size < t.pending.size) t = x;
-    return new Promise<ReadReply>((resolve, reject) =>
-      t.send({ id: this.nextId++, sql, params, cosine }, { resolve, reject }),
+    return new Promise<R[]>((resolve, reject) =>
+      t.send({ id: this.nextId++, sql, params }, { resolve: resolve as (rows: unknown[]) => void, reject }),
     );
   }
 

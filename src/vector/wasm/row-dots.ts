@@ -163,19 +163,11 @@ export class RowDots {
     this.norms = new Float32Array(buf, normsAt, capacity);
   }
 
-  /**
-   * Copies `vectors` (each of `dim` floats, or its `dim × 4` bytes as a store returns a blob) into
-   * the rows' place, from row 0.
-   */
-  load(vectors: readonly (Float32Array | Uint8Array)[]): void {
+  /** Copies `vectors` (each of `dim` floats) into the rows' place, from row 0. */
+  load(vectors: readonly Float32Array[]): void {
     this.reserve(vectors.length);
     const dim = this.dim;
-    let bytes: Uint8Array | null = null;
-    for (let i = 0; i < vectors.length; i++) {
-      const v = vectors[i];
-      if (v instanceof Float32Array) this.rows.set(v, i * dim);
-      else (bytes ??= new Uint8Array(this.rows.buffer, this.rows.byteOffset, this.rows.byteLength)).set(v, i * dim * 4);
-    }
+    for (let i = 0; i < vectors.length; i++) this.rows.set(vectors[i], i * dim);
   }
 
   /**
@@ -189,27 +181,4 @@ export class RowDots {
     (withNorms ? this.dotsNormsFn : this.dotsFn)(0, this.rowsAt, n, this.dim, this.outAt, this.normsAt);
     return { dots: this.out.subarray(0, n), norms: this.norms.subarray(0, n) };
   }
-}
-
-/** Rows a cosine pass loads at a time (1 MiB of 512-d rows: the scratch never grows past it). */
-export const COSINE_BLOCK = 512;
-
-/**
- * The exact rescoring's score of each row against the normalized query `unit`: q · v / |v| (0 for
- * a zero row), one value per row in order. Computed the same way wherever it runs — the index's
- * rescoring on the main thread, or the embedded store's reader thread that read the rows
- * (read-worker.ts) — so both give the same bits. Rows are `dim` floats or their `dim × 4` bytes.
- */
-export function cosines(rd: RowDots, unit: Float32Array, rows: readonly (Float32Array | Uint8Array)[]): Float64Array {
-  const out = new Float64Array(rows.length);
-  for (let from = 0; from < rows.length; from += COSINE_BLOCK) {
-    const block = rows.slice(from, from + COSINE_BLOCK);
-    rd.load(block);
-    const { dots, norms } = rd.dots(unit, block.length, true);
-    for (let i = 0; i < block.length; i++) {
-      const nn = norms[i];
-      out[from + i] = nn > 0 ? dots[i] / Math.sqrt(nn) : 0;
-    }
-  }
-  return out;
 }
