@@ -525,15 +525,21 @@ async function main() {
         }));
         const known = Object.values(parts).reduce((n, v) => n + v.cpu, 0);
         const mainTotal = w.main_thread_cpu_ms_per_req * w.requests;
-        // The store's reader threads (named "Worker"): the lexical look-ups and the page's shots and videos.
-        const aside = (w.threads_cpu_ms_per_req.Worker ?? 0) * w.requests;
+        const embed = parts["query embedding (tiny CLIP text tower)"]?.cpu ?? 0;
+        // The store's reader threads (named "Worker"): the lexical look-ups and the page's shots and
+        // videos. With `--embed pool` the inference pool's thread is a "Worker" too, and its part of
+        // the embedding is already in the embedding's CPU: all of that off-main CPU is taken out
+        // (what ONNX Runtime's own threads did of it as well, so the reads are if anything undercounted).
+        const aside = Math.max(
+          0,
+          (w.threads_cpu_ms_per_req.Worker ?? 0) * w.requests - (EMBED === "pool" ? embed - embedMain : 0),
+        );
         if (aside > 0)
           named.push({
             part: "reader threads: lexical look-ups + the page's shots and videos (SQLite)",
             cpu_ms_per_req: per(aside),
             calls_per_req: 1,
           });
-        const embed = parts["query embedding (tiny CLIP text tower)"]?.cpu ?? 0;
         named.push({
           part: "the rest on the main thread (HTTP, routing, form parsing and validation, JSON, GC pauses)",
           cpu_ms_per_req: per(mainTotal - (known - embed) - embedMain),
