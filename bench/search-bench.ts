@@ -95,8 +95,8 @@ const HTTP = arg("http", 1) === 1;
 /**
  * --embed pool|main: where the tiny text tower runs. `pool` (the default): the inference pool's
  * worker thread, as `vsearch serve` embeds a query (CatalogQueryEmbedder → InferenceHost); `main`:
- * in this thread, as the figures before 2026-11-30 were taken (tokenizer and ONNX Runtime's
- * binding on the event loop, ~1 ms a request the product does not spend there).
+ * in this thread, as every figure before 2026-11-29 21:36 UTC was taken (the tokenizer and ONNX
+ * Runtime's binding on the event loop, which serve keeps off it).
  */
 const EMBED = (() => {
   const i = process.argv.indexOf("--embed");

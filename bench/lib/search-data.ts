@@ -87,8 +87,8 @@ export const TINY_CLIP = join(import.meta.dir, "..", "..", "test", "fixtures", "
 /**
  * The tiny text tower's encoding, for a BenchEmbedder: `pool` runs it on an inference pool's worker
  * thread (the product's plan on this machine: one thread, ONNX Runtime's threads by the cores), as
- * `vsearch serve` embeds a query; `main` runs it in this thread (tokenizer and ONNX Runtime's
- * binding on the event loop: ~1 ms a request the product does not spend there).
+ * `vsearch serve` embeds a query; `main` runs it in this thread (the tokenizer and ONNX Runtime's
+ * binding on the event loop, which serve keeps off it).
  */
 export async function tinyTextTower(
   where: "pool" | "main",
