@@ -177,7 +177,7 @@ async function openApp(o: {
 // ---- (a) search over HTTP -------------------------------------------------------------------------
 
 async function partA(pg: Awaited<ReturnType<typeof cluster>>, admin: postgres.Sql, work: string) {
-  const tower = await tinyTextTower("main", "");
+  const tower = await tinyTextTower();
   const ds = searchDataset(FRAMES);
   const embedder = new BenchEmbedder(tower.encode, generateQueries(ds, 400, "text", 9));
   const db = `${DB_PREFIX}_search_${FRAMES}`;

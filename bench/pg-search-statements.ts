@@ -75,7 +75,7 @@ try {
   );
 
   // The serving app, as bench/lib/scale-search-server.ts opens it.
-  const tower = await tinyTextTower("main", "");
+  const tower = await tinyTextTower();
   closers.unshift(() => tower.close());
   const config = loadConfig(
     { dataDir: join(work, "serve"), logLevel: "silent", host: "127.0.0.1", port: 0 },

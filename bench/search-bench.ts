@@ -346,7 +346,7 @@ async function main() {
     { VSEARCH_RATE_LIMIT_SEARCH: "1000000" },
   );
   const runtime = await resolveRuntime(config);
-  const tower = await tinyTextTower(EMBED, runtime.inferenceWorkerFile);
+  const tower = await tinyTextTower(EMBED === "pool" ? runtime.inferenceWorkerFile : undefined);
   const ds = searchDataset(FRAMES);
   const queryVectors = generateQueries(ds, QUERIES * 10, "text", 9);
   const embedder = new BenchEmbedder(tower.encode, queryVectors);

@@ -31,7 +31,7 @@ const env = {
 const config = loadConfig({ dataDir, logLevel: "silent", host: "127.0.0.1", port: 0 }, env);
 const runtime = await resolveRuntime(config);
 // The query's text tower on an inference pool's thread, as `vsearch serve` runs it.
-const tower = await tinyTextTower("pool", runtime.inferenceWorkerFile);
+const tower = await tinyTextTower(runtime.inferenceWorkerFile);
 const app = await createApp(config, {
   runtime,
   logger: createLogger("silent"),

@@ -85,16 +85,15 @@ function zipfWord(r: () => number): string {
 export const TINY_CLIP = join(import.meta.dir, "..", "..", "test", "fixtures", "models", "tiny-random-clip");
 
 /**
- * The tiny text tower's encoding, for a BenchEmbedder: `pool` runs it on an inference pool's worker
- * thread (the product's plan on this machine: one thread, ONNX Runtime's threads by the cores), as
- * `vsearch serve` embeds a query; `main` runs it in this thread (the tokenizer and ONNX Runtime's
- * binding on the event loop, which serve keeps off it).
+ * The tiny text tower's encoding, for a BenchEmbedder: given the inference worker's file, on an
+ * inference pool's thread (the product's plan on this machine: one thread, ONNX Runtime's threads
+ * by the cores), as `vsearch serve` embeds a query; without it, in this thread (the tokenizer and
+ * ONNX Runtime's binding on the event loop, which serve keeps off it).
  */
 export async function tinyTextTower(
-  where: "pool" | "main",
-  inferenceWorkerFile: string,
+  inferenceWorkerFile?: string,
 ): Promise<{ encode: (texts: string[]) => Promise<unknown>; close: () => Promise<void> }> {
-  if (where === "pool") {
+  if (inferenceWorkerFile) {
     const pool = createInferencePool({ workerFile: inferenceWorkerFile, threads: 1 });
     return {
       encode: (texts) => pool.embedTexts({ modelDir: TINY_CLIP, dtype: "fp32" }, texts),
