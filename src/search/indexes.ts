@@ -1,7 +1,8 @@
 /**
  * Just over the ~450-line guide (~480): the one front the search service asks for neighbours,
- * null samples, memoised per-account figures and shot look-ups, over whichever backend is in use;
- * the backends (memory-backend.ts, pgvector-backend.ts) and calibration's maths are apart.
+ * null samples, memoised per-account figures and shot look-ups, over whichever backend is in use,
+ * and the backends' status (in-memory warm-up or pgvector's HNSW indexes) that gates them; the
+ * backends (memory-backend.ts, pgvector-backend.ts) and calibration's maths are apart.
  */
 import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
@@ -206,8 +207,6 @@ export interface CachedSample {
  * The search side of the index: nearest-neighbour look-ups through a backend, plus the
  * per-account calibration samples, cached until the account's content changes. The pipeline
  * calls `onVideoIndexed` after writing a video's rows; video deletion calls `onVideosDeleted`.
- * Just over the ~450-line guide (~480): the backends' status (in-memory warm-up or pgvector's
- * HNSW indexes) is read through here, beside the look-ups and samples it gates.
  */
 export class SearchIndexes {
   private readonly samples = new Map<string, CachedSample>();

@@ -1,7 +1,9 @@
 /**
- * Just over the ~450-line guide (~510): the in-memory backend's look-ups, its per-account index
- * lifecycle (load, retrain, admission, snapshot hand-off) and the exact-scan fallback share one
- * lock and one map of indexes; the warm-up itself is apart (index-loader.ts, index-warmer.ts).
+ * Just over the ~450-line guide (~510): loading (index-loader.ts, index-warmer.ts), the snapshot
+ * (index-snapshot.ts) and the memory budget (memory-admission.ts) are already apart; what stays is
+ * one class's query path (candidates, one batched vector read, rescore), the exact-scan fallback,
+ * the hooks that keep its rows in step and the lock that runs those hooks one at a time — they
+ * share its maps of indexes, so they stay together.
  */
 import { AppError } from "../core/errors.ts";
 import { Mutex, withLock } from "../core/mutex.ts";
@@ -82,11 +84,6 @@ const ROW_FILTER_MAX = 65_536;
  * label-filtered shots) are applied by the index before it ranks anything; rescoring reads exact
  * vectors from `frame_vectors` / `shot_vectors`, through a bounded cache of recently rescored rows
  * (vector-cache.ts).
- *
- * Over the ~450-line guide (~500): loading (index-loader.ts), the snapshot (index-snapshot.ts) and
- * the memory budget (memory-admission.ts) are already apart; what stays is this one class's
- * query path (candidates, one batched vector read, rescore), the hooks that keep its rows in step
- * and the lock that runs those hooks one at a time — they share its maps, so they stay together.
  */
 export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   readonly name = "memory";
