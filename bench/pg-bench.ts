@@ -73,12 +73,9 @@ import {
   writeSearchData,
 } from "./lib/search-data.ts";
 import { type Dataset, generateDataset, generateQueries } from "./lib/synthetic.ts";
+import { argValue as str } from "./lib/args.ts";
 
 const argv = process.argv;
-const str = (name: string) => {
-  const i = argv.indexOf(`--${name}`);
-  return i > 0 ? argv[i + 1] : undefined;
-};
 const arg = (name: string, fallback: number) => Number(str(name) ?? fallback);
 const PARTS = new Set((str("parts") ?? "a,b,c,d").split(","));
 const FRAMES = arg("frames", 100_000);

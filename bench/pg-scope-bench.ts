@@ -42,12 +42,8 @@ import { copyFrames } from "./lib/copy-frames.ts";
 import { DIM } from "./lib/search-data.ts";
 import { generateDataset, generateQueries } from "./lib/synthetic.ts";
 import { benchPostgres } from "./lib/bench-postgres.ts";
+import { argValue as str } from "./lib/args.ts";
 
-const argv = process.argv;
-const str = (name: string) => {
-  const i = argv.indexOf(`--${name}`);
-  return i > 0 ? argv[i + 1] : undefined;
-};
 const list = (name: string, fallback: string) => (str(name) ?? fallback).split(",").filter(Boolean).map(Number);
 const ROWS = Number(str("rows") ?? 200_000);
 const SCOPES = list("scopes", "5000,20000,50000,100000");

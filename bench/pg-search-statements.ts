@@ -26,12 +26,8 @@ import { FixedEmbedder } from "./lib/fixed-embedder.ts";
 import { childrenOf, cpuOf } from "./lib/proc-cpu.ts";
 import { BenchEmbedder, DIM, MODEL, searchDataset, tinyTextTower, WORDS, writeSearchData } from "./lib/search-data.ts";
 import { generateQueries } from "./lib/synthetic.ts";
+import { argValue as str } from "./lib/args.ts";
 
-const argv = process.argv;
-const str = (name: string) => {
-  const i = argv.indexOf(`--${name}`);
-  return i > 0 ? argv[i + 1] : undefined;
-};
 const FRAMES = Number(str("frames") ?? 100_000);
 const SEARCHES = Number(str("searches") ?? 300);
 const WARMUP = Number(str("warmup") ?? 200);

@@ -33,12 +33,8 @@ import { resolveRuntime } from "../src/cli/runtime.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { findPostgres, startCluster } from "../test/pg/cluster.ts";
 import { makeBenchClip } from "./lib/bench-clip.ts";
+import { argValue as str } from "./lib/args.ts";
 
-const argv = process.argv;
-const str = (name: string) => {
-  const i = argv.indexOf(`--${name}`);
-  return i > 0 ? argv[i + 1] : undefined;
-};
 const ROOT = join(import.meta.dir, "..");
 const WORKERS = (str("workers") ?? "1,2,4").split(",").map(Number);
 const CLIPS = Number(str("clips") ?? 8);

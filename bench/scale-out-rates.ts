@@ -30,12 +30,8 @@ import { RateLimiter } from "../src/http/rate-limit.ts";
 import { DbRateLimiter } from "../src/http/rate-windows.ts";
 import { openPgStore } from "../src/store/pg/open.ts";
 import { benchPostgres } from "./lib/bench-postgres.ts";
+import { argValue as str } from "./lib/args.ts";
 
-const argv = process.argv;
-const str = (name: string) => {
-  const i = argv.indexOf(`--${name}`);
-  return i > 0 ? argv[i + 1] : undefined;
-};
 const N = Number(str("n") ?? 3000);
 const CONC = Number(str("concurrency") ?? 16);
 const OUT = join(import.meta.dir, "results", "scale-out-rates.json");

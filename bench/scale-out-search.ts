@@ -32,12 +32,8 @@ import { boxTicks, childrenOf, cpuOf } from "./lib/proc-cpu.ts";
 import { runSearchClients } from "./lib/run-search-clients.ts";
 import { DIM, MODEL, searchDataset, WORDS, writeSearchData } from "./lib/search-data.ts";
 import { generateQueries } from "./lib/synthetic.ts";
+import { argValue as str } from "./lib/args.ts";
 
-const argv = process.argv;
-const str = (name: string) => {
-  const i = argv.indexOf(`--${name}`);
-  return i > 0 ? argv[i + 1] : undefined;
-};
 const FRAMES = Number(str("frames") ?? 100_000);
 const SECS = Number(str("secs") ?? 10);
 const ROUNDS = Number(str("rounds") ?? 2);
