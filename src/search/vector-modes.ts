@@ -7,13 +7,14 @@ import { calibrate, type NullStats } from "./calibration.ts";
 import type { NearestRequest, ProbePolicy, SearchIndexes, VectorHit } from "./indexes.ts";
 import { type Candidate, type FrameHit, framesToMoments } from "./moments.ts";
 import { labelsOf, type SearchScope, type SearchStore, type ShotRow } from "./store.ts";
+import { KStarts } from "./k-starts.ts";
 import { contentWords, coverageOf, mentionTerms, ShotStems } from "./text-match.ts";
 
 /** Nearest frames / shots fetched per search, and transcript segments. */
 const FRAME_K = 1000;
 const SHOT_K = 300;
 const SCENE_TEXT_K = 500;
-/** k asked of the vector index first (see `admitted`). */
+/** k asked of the vector index first when nothing says otherwise (see `admitted`, k-starts.ts). */
 const FIRST_K = 128;
 
 /** A scope as a memo key part. */
@@ -24,6 +25,8 @@ export function scopeKey(scope: SearchScope): string {
 export class VectorModes {
   /** Scene text's per-shot stems (bounded; an entry is checked against the shot's text on use). */
   private readonly shotStems = new ShotStems(labelsOf);
+  /** Where a new query's look-up starts, from where recent ones of the same account and mode ended. */
+  private readonly kStarts = new KStarts(FIRST_K);
 
   constructor(
     private readonly d: { store: SearchStore; indexes: SearchIndexes },
@@ -150,14 +153,17 @@ export class VectorModes {
   ): Promise<(VectorHit & { score: number })[]> {
     // The same query (same cached vector) starts where it ended last time: the walk up would
     // repeat itself, and starting higher only ever admits more rows above the cut, never fewer.
+    // A new one starts where most recent look-ups of its account and mode needed (k-starts.ts).
     const hintKey = `${req.kind}\u0000${req.modelId}\u0000${scopeKey(req.scope)}\u0000${cut}\u0000${req.allowShots ? "labels" : ""}`;
-    let k = Math.min(req.k, this.d.indexes.startK(req.query, hintKey) ?? FIRST_K);
+    const recentKey = `${req.scope.accountId}\u0000${hintKey}`;
+    let k = Math.min(req.k, this.d.indexes.startK(req.query, hintKey) ?? this.kStarts.start(recentKey, req.k));
     const session = {};
     for (;;) {
       const hits = await this.d.indexes.nearest({ ...req, k, session });
       const kept = hits.map((h) => ({ ...h, score: calibrate(h.raw, stats) })).filter((h) => h.score >= cut);
       if (k >= req.k || hits.length < k || kept.length < k / 2) {
         this.d.indexes.noteK(req.query, hintKey, k);
+        this.kStarts.noteEnd(recentKey, k, hits.length, kept.length, req.k);
         return kept;
       }
       k = Math.min(req.k, k * 4);
