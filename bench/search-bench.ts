@@ -455,7 +455,8 @@ async function main() {
         const th0 = threadCpu();
         const threads0 = threadsCpu();
         const t0 = performance.now();
-        const { result: r } = await runSearchClients(url, key, clients, secs, queries);
+        const { result: r, child } = await runSearchClients(url, key, clients, secs, queries);
+        const cu = child.resourceUsage()?.cpuTime;
         const wall = (performance.now() - t0) / 1000;
         const cpu = cpuMs(process.cpuUsage(c0));
         const mainCpu = threadCpu() - th0;
@@ -477,6 +478,7 @@ async function main() {
           // serves 8 clients at (this × the cores given).
           req_per_server_cpu_s: r2(r.requests / Math.max(1e-9, cpu / 1000)),
           load1: r2(load),
+          clients_cpu_ms_per_req: cu ? r2(Number(cu.total) / 1000 / Math.max(1, r.requests)) : null,
           threads_cpu_ms_per_req: Object.fromEntries(
             Object.entries(threads).map(([k, v]) => [k, r2(v / Math.max(1, r.requests))]),
           ),
