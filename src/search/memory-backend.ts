@@ -85,6 +85,9 @@ const ROW_FILTER_MAX = 65_536;
  * vectors from `frame_vectors` / `shot_vectors`, through a bounded cache of recently rescored rows
  * (vector-cache.ts).
  */
+/** A row the store no longer has, in a look-up's rows read (`exactCosines`). */
+const GONE = new Float32Array(0);
+
 export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   readonly name = "memory";
   /** The index of each (model, kind, dim); index-loader.ts fills and replaces them. */
@@ -185,42 +188,45 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
    * asking each blob for its `.buffer` makes the engine allocate an ArrayBuffer object per blob,
    * which cost more than the copy.
    */
-  private async exact(
+  /**
+   * Cosines of `unit` and the rows `ids` (NaN for a row the store no longer has). Rows neither in
+   * the cache nor in `session` are read in one batch and kept in both; the cosines are computed in
+   * the same synchronous step that finds the rows (vector-cache.ts), so an eviction by another
+   * search during the read only means reading again: at most twice more, then a row still
+   * missing counts as gone.
+   */
+  private async exactCosines(
     index: string,
     kind: VectorKind,
     ids: readonly number[],
-    reuse: Map<number, Float32Array> | null,
-  ): Promise<(Float32Array | undefined)[]> {
-    const out: (Float32Array | undefined)[] = new Array(ids.length);
-    const missing: number[] = [],
-      missingAt: number[] = [];
-    for (const i of this.cache.getInto(index, ids, out)) {
-      const v = reuse?.get(ids[i]);
-      if (v) out[i] = v;
-      else {
-        missing.push(ids[i]);
-        missingAt.push(i);
-      }
-    }
-    if (missing.length) {
+    unit: Float32Array,
+    session: Map<number, Float32Array> | null,
+  ): Promise<Float64Array> {
+    const read = session ?? new Map<number, Float32Array>();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const missing = this.cache.missing(index, ids, read);
+      if (!missing.length) break;
       const blobs = await this.store.vectors(kind, missing);
       let bytes = 0;
       for (const b of blobs.values()) if (b.byteLength % 4 === 0) bytes += b.byteLength;
       const all = new Float32Array(bytes >> 2);
       const allBytes = new Uint8Array(all.buffer);
       let at = 0;
-      for (let j = 0; j < missing.length; j++) {
-        const b = blobs.get(missing[j]);
-        if (!b || b.byteLength % 4 !== 0) continue;
+      for (const id of missing) {
+        const b = blobs.get(id);
+        // Gone (or not a float vector): an empty row, which matches no query and is not read again.
+        if (!b || b.byteLength % 4 !== 0) {
+          read.set(id, GONE);
+          continue;
+        }
         allBytes.set(b, at);
         const v = all.subarray(at >> 2, (at + b.byteLength) >> 2);
         at += b.byteLength;
-        out[missingAt[j]] = v;
-        this.cache.set(index, missing[j], v);
-        reuse?.set(missing[j], v);
+        read.set(id, v);
+        this.cache.set(index, id, v);
       }
     }
-    return out;
+    return this.cache.cosines(index, ids, unit, read);
   }
 
   /**
@@ -420,11 +426,11 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
         inDistribution: req.probe?.inDistribution,
         stats,
       });
-      // One batched read of the candidates' exact vectors (cache, then this session's, then the store).
-      const vectors = candidates.rowIds.length
-        ? await this.exact(ki.key, kind, candidates.rowIds, s?.vectors ?? null)
+      // Exact cosines: the cache's rows where it keeps them, else this session's, else one batched read.
+      const cosines = candidates.rowIds.length
+        ? await this.exactCosines(ki.key, kind, candidates.rowIds, candidates.unit, s?.vectors ?? null)
         : [];
-      const hits = ki.index.rescore(candidates, vectors);
+      const hits = ki.index.rescoreCosines(candidates, cosines);
       this.lastSearch = { kind, probe: req.probe, lists: stats.lists ?? 0, scanned: stats.scanned ?? 0 };
       return hits.map((r) => ({ id: r.rowId, raw: r.score }));
     }

@@ -496,6 +496,20 @@ export class Searcher {
     return c.finish(bestK(scored, k), performance.now() - t);
   }
 
+  /**
+   * Stage 4 with the exact cosines already computed by the caller (search/vector-cache.ts compares
+   * the rows where it keeps them): cosines[i] for c.rowIds[i], NaN for a row gone meanwhile.
+   */
+  rescoreCosines(c: Candidates, cosines: ArrayLike<number>): SearchResult[] {
+    const t = performance.now();
+    const scored: Scored[] = [];
+    for (let i = 0; i < c.rowIds.length; i++) {
+      const score = cosines[i];
+      if (!Number.isNaN(score)) scored.push({ rowId: c.rowIds[i], score });
+    }
+    return c.finish(bestK(scored, c.k), performance.now() - t);
+  }
+
   /** Bytes of the arena scratch run (compaction keeps its size). */
   get scratchBytes(): number {
     return this.run?.bytes ?? 0;

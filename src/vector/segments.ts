@@ -233,11 +233,28 @@ export class SegmentedIndex implements VectorIndex {
   rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[] {
     const parts = (c as Partial<SegmentedCandidates>).parts;
     if (!parts) return this.segs[0].rescore(c, vectors); // one segment's own candidates
+    return this.merged(c, parts, (p, at, n) => p.seg.rescore(p.c, vectors.slice(at, at + n)));
+  }
+
+  rescoreCosines(c: Candidates, cosines: ArrayLike<number>): SearchResult[] {
+    const parts = (c as Partial<SegmentedCandidates>).parts;
+    if (!parts) return this.segs[0].rescoreCosines(c, cosines);
+    return this.merged(c, parts, (p, at, n) =>
+      p.seg.rescoreCosines(p.c, Array.prototype.slice.call(cosines, at, at + n)),
+    );
+  }
+
+  /** Each segment's part rescored (its slice of the candidates at `at`, `n` long), merged → best k. */
+  private merged(
+    c: Candidates,
+    parts: SegmentedCandidates["parts"],
+    rescorePart: (p: SegmentedCandidates["parts"][number], at: number, n: number) => SearchResult[],
+  ): SearchResult[] {
     const all: SearchResult[] = [];
     let at = 0;
     for (const p of parts) {
       const n = p.c.rowIds.length;
-      for (const r of p.seg.rescore(p.c, vectors.slice(at, at + n))) all.push(r);
+      for (const r of rescorePart(p, at, n)) all.push(r);
       at += n;
     }
     all.sort((a, b) => b.score - a.score || a.rowId - b.rowId);

@@ -235,6 +235,8 @@ export interface VectorIndex {
   candidates(query: Float32Array, options: SearchOptions): Candidates;
   /** Exact cosine of the candidates against their vectors (aligned with `c.rowIds`) → best k. */
   rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[];
+  /** `rescore` from exact cosines the caller computed (cosines[i] for c.rowIds[i]; NaN: the row is gone). */
+  rescoreCosines(c: Candidates, cosines: ArrayLike<number>): SearchResult[];
   has(rowId: number): boolean;
   partitionSize(partition: string): number;
   /**

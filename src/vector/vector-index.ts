@@ -419,4 +419,9 @@ export class VectorIndexImpl implements Omit<VectorIndex, "segments" | "compact"
   rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[] {
     return this.searcher.rescore(c, vectors);
   }
+
+  /** `rescore` from cosines the caller computed: cosines[i] for c.rowIds[i], NaN for a row gone meanwhile. */
+  rescoreCosines(c: Candidates, cosines: ArrayLike<number>): SearchResult[] {
+    return this.searcher.rescoreCosines(c, cosines);
+  }
 }

@@ -57,6 +57,29 @@ describe("ExactVectorCache", () => {
     off.set("frames", 1, vec(1));
     expect(off.get("frames", 1)).toBeUndefined();
   });
+
+  it("computes cosines from kept rows in place, from rows beside it, and NaN for neither", () => {
+    const c = new ExactVectorCache(1024);
+    const unit = Float32Array.from([1, 0, 0, 0]);
+    c.set("i", 1, Float32Array.from([3, 4, 0, 0]));
+    c.set("i", 2, Float32Array.from([0, 2, 0, 0]));
+    const beside = new Map([
+      [3, Float32Array.from([1, 1, 1, 1])],
+      [4, Float32Array.from([1, 1, 1])], // another length than the query's: no answer
+    ]);
+    expect(c.missing("i", [1, 2, 3, 4, 5], beside)).toEqual([5]);
+    const cos = c.cosines("i", [1, 2, 3, 4, 5], unit, beside);
+    expect([...cos]).toEqual([0.6, 0, 0.5, Number.NaN, Number.NaN]);
+    // Rows beside the cache are not kept by being compared.
+    expect(c.get("i", 3)).toBeUndefined();
+    // Another index's row 1 is not this one's.
+    expect(Number.isNaN(c.cosines("j", [1], unit)[0])).toBe(true);
+    // clear() lets the memory go; rows are then read again.
+    expect(c.memoryBytes).toBeGreaterThan(0);
+    c.clear();
+    expect(c.memoryBytes).toBe(0);
+    expect(c.missing("i", [1])).toEqual([1]);
+  });
 });
 
 describe("against the store", () => {
@@ -111,6 +134,58 @@ describe("against the store", () => {
       expect(after.every((h) => h.raw < 0.5)).toBe(true);
     },
   );
+
+  it("a look-up whose cached rows are evicted while it reads the others reads them again", async () => {
+    const store = t.stores.search;
+    const r = rng(5);
+    const v = await addVideo(t, account, col, { duration: 3 });
+    const scope = await scopeOf(t, v);
+    await t.index.replaceFrames(
+      scope,
+      [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: near(0, 0.9, r) })),
+      HAND_MODEL,
+    );
+    const query = concept(0);
+    // Room for the video's three rows and no more.
+    const cache = new ExactVectorCache(3 * query.length * 4);
+    const backend = new MemoryVectorBackend(store, cache);
+    const nearest = async () =>
+      await backend.nearest({
+        kind: "frames",
+        scope: { accountId: account, videoId: v },
+        modelId: HAND_MODEL,
+        query,
+        k: 3,
+      });
+    const before = await nearest();
+    expect(before).toHaveLength(3);
+    // One row dropped: the next look-up reads it, and while it waits another search's rows fill
+    // the cache and evict the two it had found there.
+    const index = (cache as unknown as { entries: Map<string, unknown> }).entries.keys().next().value as string;
+    cache.drop(index, [before[0].id]);
+    const read = vi.spyOn(store, "vectors");
+    let evicted = false;
+    read.mockImplementation(async (kind, ids) => {
+      const rows = (await Reflect.apply(Object.getPrototypeOf(store).vectors, store, [kind, ids])) as Map<
+        number,
+        Uint8Array
+      >;
+      if (!evicted) {
+        evicted = true;
+        for (let i = 0; i < 3; i++) cache.set("another index", i, Float32Array.from(query));
+      }
+      return rows;
+    });
+    try {
+      const after = await nearest();
+      // The same answers, each scored from its own row: the evicted two were read again.
+      expect(after).toEqual(before);
+      expect(read).toHaveBeenCalledTimes(2);
+      expect(read.mock.calls[1][1]).toHaveLength(2);
+    } finally {
+      read.mockRestore();
+    }
+  });
 
   it("the shot text index follows writes and deletes, and finds stemmed forms", async () => {
     const store = t.stores.search;

@@ -18,10 +18,15 @@ const PAGE = 65_536;
  * dots(q, rows, n, dim, out, norms): out[i] = Σ_j q[j]·rows[i·dim + j] for i < n; `dotsNorms` also
  * writes norms[i] = Σ_j rows[i·dim + j]² (the rescoring's |v|²; `dots` ignores `norms`: calibration
  * needs no norms, and summing them costs as much again). Pointers are byte offsets, 16-aligned.
+ * `dotsNormsAt(q, ptrs, n, dim, out, norms)` is `dotsNorms` over rows anywhere in the memory: row i
+ * starts at the byte offset ptrs[i] (an i32 array), so rows kept in place need no copy first.
  */
-function dotsFn(withNorms: boolean): Fn {
-  const f = new Fn(withNorms ? "dotsNorms" : "dots", ["i32", "i32", "i32", "i32", "i32", "i32"], []);
+function dotsFn(withNorms: boolean, gather = false): Fn {
+  const name = gather ? "dotsNormsAt" : withNorms ? "dotsNorms" : "dots";
+  const f = new Fn(name, ["i32", "i32", "i32", "i32", "i32", "i32"], []);
   const [q, rows, n, dim, out, norms] = [0, 1, 2, 3, 4, 5];
+  // The current row: `rows` itself, stepping by a row; or read from the pointer list at `rows`.
+  const row = gather ? f.local("i32") : rows;
   const j = f.local("i32"),
     bytes = f.local("i32"),
     end16 = f.local("i32"),
@@ -39,6 +44,7 @@ function dotsFn(withNorms: boolean): Fn {
   f.get(bytes).i32(~15).op(Op.i32_and).set(end4);
   f.block().loop();
   f.get(n).op(Op.i32_eqz).brIf(1);
+  if (gather) f.get(rows).mem(Op.i32_load, 0, 2).set(row);
   for (let k = 0; k < 4; k++) {
     zero().set(a[k]);
     if (withNorms) zero().set(s[k]);
@@ -48,7 +54,7 @@ function dotsFn(withNorms: boolean): Fn {
   f.block().loop();
   f.get(j).get(end16).op(Op.i32_ge_u).brIf(1);
   for (let k = 0; k < 4; k++) {
-    f.get(rows)
+    f.get(row)
       .get(j)
       .op(Op.i32_add)
       .vmem(Simd.v128_load, 16 * k, 0)
@@ -68,7 +74,7 @@ function dotsFn(withNorms: boolean): Fn {
   // Then 4 a step into the first accumulator.
   f.block().loop();
   f.get(j).get(end4).op(Op.i32_ge_u).brIf(1);
-  f.get(rows).get(j).op(Op.i32_add).vmem(Simd.v128_load, 0, 0).set(x);
+  f.get(row).get(j).op(Op.i32_add).vmem(Simd.v128_load, 0, 0).set(x);
   f.get(a[0]).get(q).get(j).op(Op.i32_add).vmem(Simd.v128_load, 0, 0).get(x).simd(Simd.f32x4_mul);
   f.simd(Simd.f32x4_add).set(a[0]);
   if (withNorms) f.get(s[0]).get(x).get(x).simd(Simd.f32x4_mul).simd(Simd.f32x4_add).set(s[0]);
@@ -87,7 +93,7 @@ function dotsFn(withNorms: boolean): Fn {
   // The last dim % 4 floats one by one.
   f.block().loop();
   f.get(j).get(bytes).op(Op.i32_ge_u).brIf(1);
-  f.get(rows).get(j).op(Op.i32_add).mem(Op.f32_load, 0, 2).set(r);
+  f.get(row).get(j).op(Op.i32_add).mem(Op.f32_load, 0, 2).set(r);
   f.get(sum).get(q).get(j).op(Op.i32_add).mem(Op.f32_load, 0, 2).get(r).op(Op.f32_mul).op(Op.f32_add).set(sum);
   if (withNorms) f.get(sq).get(r).get(r).op(Op.f32_mul).op(Op.f32_add).set(sq);
   f.get(j).i32(4).op(Op.i32_add).set(j);
@@ -98,19 +104,21 @@ function dotsFn(withNorms: boolean): Fn {
     f.get(norms).i32(4).op(Op.i32_add).set(norms);
   }
   f.get(out).i32(4).op(Op.i32_add).set(out);
-  f.get(rows).get(bytes).op(Op.i32_add).set(rows);
+  if (gather) f.get(rows).i32(4).op(Op.i32_add).set(rows);
+  else f.get(rows).get(bytes).op(Op.i32_add).set(rows);
   f.get(n).i32(1).op(Op.i32_sub).set(n);
   f.br(0).end().end();
   return f;
 }
 
 let compiled: WebAssembly.Module | null = null;
-const moduleOnce = () => (compiled ??= new WebAssembly.Module(assemble([dotsFn(false), dotsFn(true)])));
+export const rowDotsModule = (): WebAssembly.Module =>
+  (compiled ??= new WebAssembly.Module(assemble([dotsFn(false), dotsFn(true), dotsFn(true, true)])));
 
-type DotsFn = (q: number, rows: number, n: number, dim: number, out: number, norms: number) => void;
+export type DotsFn = (q: number, rows: number, n: number, dim: number, out: number, norms: number) => void;
 
 /** Rounds a byte count up to 16 (v128 alignment). */
-const align16 = (b: number) => (b + 15) & ~15;
+export const align16 = (b: number) => (b + 15) & ~15;
 
 /**
  * Room for a query of `dim` floats and up to `capacity` rows, with the dot products (and norms)
@@ -136,7 +144,7 @@ export class RowDots {
     capacity: number,
   ) {
     this.memory = new WebAssembly.Memory({ initial: 1 });
-    const inst = new WebAssembly.Instance(moduleOnce(), { env: { memory: this.memory } });
+    const inst = new WebAssembly.Instance(rowDotsModule(), { env: { memory: this.memory } });
     this.dotsFn = inst.exports.dots as unknown as DotsFn;
     this.dotsNormsFn = inst.exports.dotsNorms as unknown as DotsFn;
     this.reserve(capacity);
