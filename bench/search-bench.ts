@@ -50,6 +50,7 @@ import { SearchStore } from "../src/search/store.ts";
 import { SearchService } from "../src/search/service.ts";
 import { VectorModes } from "../src/search/vector-modes.ts";
 import { AuthService } from "../src/auth/service.ts";
+import { threadCpuMs } from "./lib/proc-cpu.ts";
 import { runSearchClients } from "./lib/run-search-clients.ts";
 import {
   BenchEmbedder,
@@ -113,8 +114,8 @@ const pct = (xs: number[], p: number) => {
 const median = (xs: number[]) => pct(xs, 50);
 const r2 = (x: number) => Math.round(x * 100) / 100;
 const cpuMs = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1000;
-/** This thread's CPU ms (Bun has Node's process.threadCpuUsage). */
-const threadCpu = () => cpuMs((process as unknown as { threadCpuUsage(): NodeJS.CpuUsage }).threadCpuUsage());
+/** This thread's CPU ms (to the nanosecond: proc-cpu.ts says why not process.threadCpuUsage). */
+const threadCpu = threadCpuMs;
 
 /**
  * CPU ms of this process's threads by name (Linux /proc/self/task/<tid>/stat, utime + stime at
@@ -171,16 +172,13 @@ const EMBED_MAIN = "(embedding, main thread)";
 /**
  * CPU timers around the parts of a search (bench-only: prototype methods wrapped here), exclusive:
  * a part called inside another counts apart, and the outer one's time stops meanwhile. Main-thread
- * CPU (process.threadCpuUsage) for the synchronous parts; the query embedding (async, its ONNX
+ * CPU (clock_gettime's thread clock, bench/lib/proc-cpu.ts `threadCpuMs`) for the synchronous parts; the query embedding (async, its ONNX
  * work on other threads) by process CPU between its call and its result (one client: nothing else
  * runs then).
  */
 function installTimers(embedder: BenchEmbedder) {
   const parts: Record<string, { cpu: number; calls: number }> = {};
-  const threadMs = () => {
-    const c = (process as unknown as { threadCpuUsage(): NodeJS.CpuUsage }).threadCpuUsage();
-    return (c.user + c.system) / 1000;
-  };
+  const threadMs = threadCpuMs;
   const stack: { part: string; start: number }[] = [];
   const add = (part: string, ms: number, call: boolean) => {
     const e = (parts[part] ??= { cpu: 0, calls: 0 });

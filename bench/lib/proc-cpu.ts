@@ -40,3 +40,30 @@ export function boxTicks(): { busy: number; total: number } {
   const total = f.reduce((a, b) => a + b, 0);
   return { busy: total - f[3] - (f[4] ?? 0), total };
 }
+
+/**
+ * This thread's CPU time in ms, to the nanosecond: clock_gettime(CLOCK_THREAD_CPUTIME_ID) through
+ * bun:ffi. Bun's process.threadCpuUsage() reads getrusage, which on Linux moves in scheduler ticks
+ * (4 ms here: a 0.3 ms busy loop reads 0 or 4, 0.3 only on average) and catches up when the thread
+ * next sleeps — so timers around synchronous parts followed by an await charged the parts' time
+ * to the await (search-bench's breakdown up to 2026-11-29). Falls back to threadCpuUsage where
+ * libc cannot be opened.
+ */
+export const threadCpuMs: () => number = (() => {
+  try {
+    const { dlopen, FFIType, ptr } = require("bun:ffi") as typeof import("bun:ffi");
+    const libc = dlopen("libc.so.6", { clock_gettime: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 } });
+    const ts = new BigInt64Array(2);
+    const at = ptr(ts);
+    const CLOCK_THREAD_CPUTIME_ID = 3;
+    return () => {
+      libc.symbols.clock_gettime(CLOCK_THREAD_CPUTIME_ID, at);
+      return Number(ts[0]) * 1e3 + Number(ts[1]) / 1e6;
+    };
+  } catch {
+    return () => {
+      const c = (process as unknown as { threadCpuUsage(): NodeJS.CpuUsage }).threadCpuUsage();
+      return (c.user + c.system) / 1000;
+    };
+  }
+})();
