@@ -74,6 +74,8 @@ export interface MemoryBackendOptions {
 }
 /** Most rows a video filter passes to the index as explicit row ids (AllowFilter.rowIds). */
 const ROW_FILTER_MAX = 65_536;
+/** A row the store no longer has, in a look-up's rows read (`exactCosines`). */
+const GONE = new Float32Array(0);
 
 /**
  * Nearest neighbours from the in-memory index of src/vector: one index per (model, kind, dim), one
@@ -85,9 +87,6 @@ const ROW_FILTER_MAX = 65_536;
  * vectors from `frame_vectors` / `shot_vectors`, through a bounded cache of recently rescored rows
  * (vector-cache.ts).
  */
-/** A row the store no longer has, in a look-up's rows read (`exactCosines`). */
-const GONE = new Float32Array(0);
-
 export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
   readonly name = "memory";
   /** The index of each (model, kind, dim); index-loader.ts fills and replaces them. */
@@ -181,19 +180,14 @@ export class MemoryVectorBackend implements VectorBackend, WarmableIndex {
     return ki;
   }
   /**
-   * Exact vectors for rescoring: from the cache, then this query's session (the same query asked
-   * again with a larger k: rows read while the cache is off or full), then SQLite. Written straight
-   * into the answer by position: a map of what was found, filled and read back per row, was a third
-   * of a text search's CPU at 100 k frames (issue 27's profile). Blobs are copied into one array:
+   * Exact cosines for rescoring: `unit` against the rows `ids` (NaN for a row the store no longer
+   * has), from the cache, then this query's session (the same query asked again with a larger k:
+   * rows read while the cache is off or full), then one batched read from the store, whose rows
+   * are kept in both. The cosines are computed in the same synchronous step that finds the rows
+   * (vector-cache.ts), so an eviction by another search during the read only means reading again:
+   * at most twice more, then a row still missing counts as gone. Blobs are copied into one array:
    * asking each blob for its `.buffer` makes the engine allocate an ArrayBuffer object per blob,
    * which cost more than the copy.
-   */
-  /**
-   * Cosines of `unit` and the rows `ids` (NaN for a row the store no longer has). Rows neither in
-   * the cache nor in `session` are read in one batch and kept in both; the cosines are computed in
-   * the same synchronous step that finds the rows (vector-cache.ts), so an eviction by another
-   * search during the read only means reading again: at most twice more, then a row still
-   * missing counts as gone.
    */
   private async exactCosines(
     index: string,
