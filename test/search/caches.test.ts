@@ -92,6 +92,9 @@ describe("against the store", () => {
     col = await createCollection(t, account, "c");
   });
   afterAll(() => t?.close());
+  /** The three nearest frames of one video, through `backend`. */
+  const threeNearest = (backend: MemoryVectorBackend, videoId: string, query: Float32Array) => async () =>
+    await backend.nearest({ kind: "frames", scope: { accountId: account, videoId }, modelId: HAND_MODEL, query, k: 3 });
 
   // SQLite hands a deleted row's id to new content; PostgreSQL's identities never reuse one, so
   // there is no such id to go stale there.
@@ -105,14 +108,7 @@ describe("against the store", () => {
       const v = await addVideo(t, account, col, { duration: 3 });
       const scope = await scopeOf(t, v);
       const query = concept(0);
-      const nearest = async () =>
-        await backend.nearest({
-          kind: "frames",
-          scope: { accountId: account, videoId: v },
-          modelId: HAND_MODEL,
-          query,
-          k: 3,
-        });
+      const nearest = threeNearest(backend, v, query);
       await t.index.replaceFrames(
         scope,
         [0, 1, 2].map((s) => ({ timestamp: s, shotIndex: 0, embedding: near(0, 0.95, r) })),
@@ -149,14 +145,7 @@ describe("against the store", () => {
     // Room for the video's three rows and no more.
     const cache = new ExactVectorCache(3 * query.length * 4);
     const backend = new MemoryVectorBackend(store, cache);
-    const nearest = async () =>
-      await backend.nearest({
-        kind: "frames",
-        scope: { accountId: account, videoId: v },
-        modelId: HAND_MODEL,
-        query,
-        k: 3,
-      });
+    const nearest = threeNearest(backend, v, query);
     const before = await nearest();
     expect(before).toHaveLength(3);
     // One row dropped: the next look-up reads it, and while it waits another search's rows fill
