@@ -274,6 +274,16 @@ describe("a repeated query", () => {
       expect(moments((await search(t, tenant.key, { query: "red", modes: "video" })).body.data)).toEqual(
         moments(first.videos),
       );
+      // New queries (new texts, new vectors: no hint of their own) start at the bottom until eight
+      // look-ups of this account and mode are on record (the two above, then six of these), then
+      // where those needed (k-starts.ts).
+      const starts: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        spy.mockClear();
+        await domain.search.search(tenant.accountId, searchRequest({ query: `red number ${i}`, modes: "video" }));
+        starts.push(ks()[0]);
+      }
+      expect(starts).toEqual([...Array(6).fill(128), walked.at(-1), walked.at(-1)]);
     } finally {
       await t.close();
     }
