@@ -359,8 +359,10 @@ export class SearchStore {
 
   // ---- frames and shots ----------------------------------------------------------------------
 
-  /** Frames by id, each with the time of its video's next sampled frame (same model), if any. */
-  /** The frames' video, time, shot and the video's next sampled time (a reader thread: ~3 µs a frame, a search reads ~100–1000). */
+  /**
+   * Frames by id, each with the time of its video's next sampled frame (same model), if any. On a
+   * reader thread: ~3 µs a frame, and a search reads ~100–1000.
+   */
   async frames(ids: number[]): Promise<FrameMetaRow[]> {
     return await inChunks(
       ids,

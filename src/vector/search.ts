@@ -470,30 +470,30 @@ export class Searcher {
    */
   rescore(c: Candidates, vectors: readonly (Float32Array | undefined)[]): SearchResult[] {
     const t = performance.now();
-    const { rowIds, unit, k } = c;
+    const { rowIds, unit } = c;
     const dim = this.rows.layout.dim;
     const present: Float32Array[] = [];
-    const ids: number[] = [];
+    const at: number[] = [];
     for (let i = 0; i < rowIds.length; i++) {
       const v = vectors[i];
       if (!v || v.length !== dim) continue;
       present.push(v);
-      ids.push(rowIds[i]);
+      at.push(i);
     }
     // SIMD dot products and norms (wasm/row-dots.ts; the scalar loop was ~1.4 ms of a 100 k-frame
     // text search), a block of rows at a time: an exact scan's thousands of rows need no more room.
     const rd = (this.rescoreDots ??= new RowDots(dim, RESCORE_BLOCK));
-    const scored: Scored[] = new Array(present.length);
+    const cosines = new Float64Array(rowIds.length).fill(Number.NaN);
     for (let from = 0; from < present.length; from += RESCORE_BLOCK) {
       const block = present.slice(from, from + RESCORE_BLOCK);
       rd.load(block);
       const { dots, norms } = rd.dots(unit, block.length, true);
       for (let i = 0; i < block.length; i++) {
         const nn = norms[i];
-        scored[from + i] = { rowId: ids[from + i], score: nn > 0 ? dots[i] / Math.sqrt(nn) : 0 };
+        cosines[at[from + i]] = nn > 0 ? dots[i] / Math.sqrt(nn) : 0;
       }
     }
-    return c.finish(bestK(scored, k), performance.now() - t);
+    return this.bestOf(c, cosines, t);
   }
 
   /**
@@ -501,7 +501,11 @@ export class Searcher {
    * the rows where it keeps them): cosines[i] for c.rowIds[i], NaN for a row gone meanwhile.
    */
   rescoreCosines(c: Candidates, cosines: ArrayLike<number>): SearchResult[] {
-    const t = performance.now();
+    return this.bestOf(c, cosines, performance.now());
+  }
+
+  /** The best k of the candidates by their cosines (NaN: skipped); the stage's time counted from `t`. */
+  private bestOf(c: Candidates, cosines: ArrayLike<number>, t: number): SearchResult[] {
     const scored: Scored[] = [];
     for (let i = 0; i < c.rowIds.length; i++) {
       const score = cosines[i];
